@@ -1,0 +1,34 @@
+# Fleetcast. `make test` is what CI runs (through .ci/run).
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+FUZZTIME ?= 30s
+
+.PHONY: all build test bench lint fuzz clean
+
+all: lint test build
+
+## build: the autoscaler binary in bin/
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/autoscaler ./cmd/autoscaler
+
+## test: every test, with the race detector
+test:
+	$(GO) test -race -count=1 ./...
+
+## bench: the Go benchmarks, one core, with allocations
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./...
+
+## lint: gofmt and go vet
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+## fuzz: the config parser's fuzzer for FUZZTIME
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./config
+
+clean:
+	rm -rf bin

@@ -1,0 +1,145 @@
+// Command autoscaler is Fleetcast, a predictive autoscaler for cloud GPU
+// fleets: one binary with a subcommand per job.
+//
+//	autoscaler plan     -config FILE [-state FILE] [-json]   show what the controller would do now, and why
+//	autoscaler validate -config FILE                          check a config file
+//	autoscaler version                                        print the version
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1 // the command failed: bad config, bad state, a cloud error
+	exitUsage = 2 // the command line was wrong
+)
+
+// command is one subcommand.
+type command struct {
+	name, summary string
+	run           func(env *env, args []string) int
+}
+
+// env is what a command runs with: its output streams.
+type env struct {
+	stdout, stderr io.Writer
+}
+
+func commands() []command {
+	return []command{
+		{"plan", "show what the controller would do now, and why (a dry run)", runPlan},
+		{"validate", "check a fleet config file", runValidate},
+		{"version", "print the version", runVersion},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs the command line args and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	e := &env{stdout: stdout, stderr: stderr}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(e, args[1:])
+		}
+	}
+	fmt.Fprintf(stderr, "autoscaler: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: autoscaler COMMAND [flags]")
+	fmt.Fprintln(w, "\nFleetcast, a predictive autoscaler for cloud GPU fleets.\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'autoscaler COMMAND -h' for a command's flags.")
+}
+
+// logFlags are the logging flags every command takes.
+type logFlags struct {
+	level string
+	json  bool
+}
+
+func (l *logFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.level, "log-level", "warn", "log level: trace, debug, info, warn or error")
+	fs.BoolVar(&l.json, "log-json", false, "write logs as JSON lines")
+}
+
+// logger makes the command's logger, writing to stderr.
+func (l *logFlags) logger(e *env) (hclog.Logger, error) {
+	level := hclog.LevelFromString(l.level)
+	if level == hclog.NoLevel {
+		return nil, fmt.Errorf("-log-level %q: want trace, debug, info, warn or error", l.level)
+	}
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "autoscaler",
+		Level:      level,
+		JSONFormat: l.json,
+		Output:     e.stderr,
+	}), nil
+}
+
+// parseFlags parses a command's flags; it returns false and the exit status
+// when the command should stop (help asked for, or a usage error).
+func parseFlags(fs *flag.FlagSet, args []string) (bool, int) {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return false, exitOK
+	case err != nil:
+		return false, exitUsage
+	case fs.NArg() > 0:
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return false, exitUsage
+	}
+	return true, exitOK
+}
+
+func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: autoscaler %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func runVersion(e *env, args []string) int {
+	fs := newFlagSet(e, "version", "version")
+	if ok, code := parseFlags(fs, args); !ok {
+		return code
+	}
+	v := version
+	if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	fmt.Fprintf(e.stdout, "autoscaler %s (%s, %s/%s)\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return exitOK
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
+)
+
+func runValidate(e *env, args []string) int {
+	fs := newFlagSet(e, "validate", "validate -config FILE")
+	path := fs.String("config", "", "fleet config file (HCL)")
+	var lf logFlags
+	lf.register(fs)
+	if ok, code := parseFlags(fs, args); !ok {
+		return code
+	}
+	log, err := lf.logger(e)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "validate:", err)
+		return exitUsage
+	}
+	cfg, ok := loadConfig(e, log, *path)
+	if !ok {
+		return exitError
+	}
+	gpus := 0
+	for _, p := range cfg.Pools {
+		gpus += p.Max * p.GPUsPerNode
+	}
+	fmt.Fprintf(e.stdout, "%s: valid: %d pool(s), up to %d GPUs\n", *path, len(cfg.Pools), gpus)
+	return exitOK
+}
+
+// loadConfig loads and validates the config at path, printing every
+// diagnostic to stderr; ok is false if there was an error.
+func loadConfig(e *env, log hclog.Logger, path string) (*config.Config, bool) {
+	if path == "" {
+		fmt.Fprintln(e.stderr, "autoscaler: -config FILE is required (try examples/local.hcl)")
+		return nil, false
+	}
+	cfg, diags := config.Load(path)
+	if len(diags) > 0 {
+		_ = config.WriteDiagnostics(e.stderr, diags)
+	}
+	if diags.HasErrors() {
+		errs := 0
+		for _, d := range diags {
+			if d.Severity == hcl.DiagError {
+				errs++
+			}
+		}
+		fmt.Fprintf(e.stderr, "%s: %d error(s)\n", path, errs)
+		return nil, false
+	}
+	log.Debug("config loaded", "path", path, "pools", len(cfg.Pools))
+	return cfg, true
+}

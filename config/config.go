@@ -1,0 +1,169 @@
+// Package config reads and validates a Fleetcast fleet config written in HCL.
+//
+// One file describes the pools and the policies of one controller. Every
+// optional field has a default, set in one place: Defaults.
+package config
+
+import (
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// Config is a parsed and validated fleet config.
+type Config struct {
+	// Pools are the pools in the order the file gives them.
+	Pools      []fleet.Pool
+	Forecast   Forecast
+	Drain      Drain
+	Limits     Limits
+	Controller Controller
+	// Synthetic describes the generated workload the simulated cloud starts
+	// from when no state is given.
+	Synthetic Synthetic
+}
+
+// Forecast is the `forecast` block: how demand is forecast.
+type Forecast struct {
+	// Step is the resolution of the demand history and forecast.
+	Step time.Duration
+	// Horizon is how far ahead the forecast reaches. It must cover the
+	// longest pool lead time plus the scale-in hysteresis.
+	Horizon time.Duration
+	// Quantile is the demand quantile the planner provisions for, in (0, 1).
+	Quantile float64
+	// History is how much demand history the forecaster and the reserved
+	// baseline recommendation use.
+	History time.Duration
+	// Hysteresis is how long beyond a pool's lead time capacity must be
+	// forecast unneeded before it is scaled in.
+	Hysteresis time.Duration
+}
+
+// Drain is the `drain` block: how nodes are emptied safely.
+type Drain struct {
+	// CheckpointMaxAge: a node is drained only if each job on it
+	// checkpointed within this age.
+	CheckpointMaxAge time.Duration
+	// Timeout: a drain whose jobs have not all checkpointed by then is
+	// cancelled and the node kept.
+	Timeout time.Duration
+	// Signal is sent by the agent to a job's processes to ask for a
+	// checkpoint, e.g. SIGUSR1.
+	Signal string
+	// LongRunningAfter: a job older than this is long-running.
+	LongRunningAfter time.Duration
+}
+
+// Limits is the `limits` block: bounds the planner never crosses.
+type Limits struct {
+	// MaxGPUs bounds the GPUs of the whole fleet; 0 means no bound.
+	MaxGPUs int
+	// MaxSpendPerHour bounds the fleet's spend per hour in USD; 0 means no bound.
+	MaxSpendPerHour float64
+	// MaxScaleInPerCycle bounds the nodes one cycle starts draining.
+	MaxScaleInPerCycle int
+	// SilentShareHalt stops all scale-in while more than this share of the
+	// fleet's ready nodes have silent agents (a network fault, not idleness).
+	SilentShareHalt float64
+}
+
+// Controller is the `controller` block: the long-running loop.
+type Controller struct {
+	// Interval between control cycles.
+	Interval time.Duration
+	// Listen is the address of the HTTP API.
+	Listen string
+	// StateDir holds the controller's durable state.
+	StateDir string
+	// AgentTimeout: a node whose agent has not reported for this long is
+	// silent and never treated as idle.
+	AgentTimeout time.Duration
+}
+
+// Synthetic is the `synthetic` block: the documented generated workload the
+// simulated cloud uses for `plan` and `run` when no real data exists. Demand
+// follows a daily cycle between BaseGPUs (at PeakHour+12) and PeakGPUs (at
+// PeakHour), with noise.
+type Synthetic struct {
+	// Seed makes the workload and fleet reproducible.
+	Seed int64
+	// BaseGPUs and PeakGPUs are the trough and peak of the daily cycle;
+	// zero means 25% and 75% of the fleet's maximum GPUs.
+	BaseGPUs int
+	PeakGPUs int
+	// PeakHour is the hour of day (UTC, 0-23) of the peak.
+	PeakHour int
+	// Noise is the relative standard deviation of demand around the cycle.
+	Noise float64
+}
+
+// Defaults returns the config every optional field falls back to. It is the
+// one place defaults are set; the README's config reference lists the same.
+func Defaults() Config {
+	return Config{
+		Forecast: Forecast{
+			Step:       10 * time.Minute,
+			Horizon:    2 * time.Hour,
+			Quantile:   0.9,
+			History:    14 * 24 * time.Hour,
+			Hysteresis: 30 * time.Minute,
+		},
+		Drain: Drain{
+			CheckpointMaxAge: 30 * time.Minute,
+			Timeout:          20 * time.Minute,
+			Signal:           "SIGUSR1",
+			LongRunningAfter: time.Hour,
+		},
+		Limits: Limits{
+			MaxScaleInPerCycle: 10,
+			SilentShareHalt:    0.3,
+		},
+		Controller: Controller{
+			Interval:     time.Minute,
+			Listen:       "127.0.0.1:8790",
+			StateDir:     "./fleetcast-state",
+			AgentTimeout: 3 * time.Minute,
+		},
+		Synthetic: Synthetic{
+			Seed:     1,
+			PeakHour: 15,
+			Noise:    0.08,
+		},
+	}
+}
+
+// poolDefaults are the defaults of a pool's optional fields.
+var poolDefaults = struct {
+	Capacity fleet.CapacityType
+	LeadTime time.Duration
+	// ProvisionTimeoutFactor times the lead time is the provisioning deadline.
+	ProvisionTimeoutFactor int
+}{
+	Capacity:               fleet.OnDemand,
+	LeadTime:               10 * time.Minute,
+	ProvisionTimeoutFactor: 3,
+}
+
+// Pool returns the pool with the given name, or nil.
+func (c *Config) Pool(name string) *fleet.Pool {
+	for i := range c.Pools {
+		if c.Pools[i].Name == name {
+			return &c.Pools[i]
+		}
+	}
+	return nil
+}
+
+// MaxFleetGPUs is the most GPUs the pools can hold together, within
+// Limits.MaxGPUs when it is set.
+func (c *Config) MaxFleetGPUs() int {
+	total := 0
+	for i := range c.Pools {
+		total += c.Pools[i].Max * c.Pools[i].GPUsPerNode
+	}
+	if c.Limits.MaxGPUs > 0 && c.Limits.MaxGPUs < total {
+		return c.Limits.MaxGPUs
+	}
+	return total
+}

@@ -1,0 +1,634 @@
+package config
+
+// The example configs in ../examples must load without a single diagnostic,
+// and examples/cloud.hcl must agree with the Terraform in
+// ../examples/terraform that creates its pools' groups: the same group
+// names, bounds, instance types and pool tags, and groups whose size
+// Terraform leaves to the controller.
+//
+// The Terraform is read with HCL alone, without Terraform or its providers.
+// Expressions the checks read must be literals or refer only to variables
+// (var.NAME stands for the variable's default); resources are found by type
+// and label, and one resource's reference to another (a group's launch
+// template) is followed by its traversal, e.g. aws_launch_template.a100["x"].id.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+const (
+	examplesDir  = "../examples"
+	terraformDir = "../examples/terraform"
+	// cloudExample is the example config whose pools the Terraform creates.
+	cloudExample = "../examples/cloud.hcl"
+)
+
+// groupKinds are the Terraform resources that are a pool's group: the
+// resource type, the pool's Target key that names the group, and the
+// attribute the controller owns, which Terraform must ignore once the group
+// exists.
+var groupKinds = []struct {
+	typ, targetKey, owned string
+}{
+	{typ: "aws_autoscaling_group", targetKey: "asg", owned: "desired_capacity"},
+	{typ: "google_compute_instance_group_manager", targetKey: "mig", owned: "target_size"},
+}
+
+// TestExamplesLoad loads every example config; any diagnostic, even a
+// warning, fails it.
+func TestExamplesLoad(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(examplesDir, "*.hcl"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no example configs in %s (err %v)", examplesDir, err)
+	}
+	for _, path := range paths {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			cfg, diags := Load(path)
+			for _, diag := range diags {
+				t.Error(FormatDiagnostic(diag))
+			}
+			if cfg == nil && !diags.HasErrors() {
+				t.Error("Load returned no config and no errors")
+			}
+		})
+	}
+}
+
+// TestExamplesTerraformParses parses every .tf file under the Terraform
+// examples as HCL.
+func TestExamplesTerraformParses(t *testing.T) {
+	paths := terraformFiles(t, terraformDir)
+	if len(paths) == 0 {
+		t.Fatalf("no .tf files under %s", terraformDir)
+	}
+	parser := hclparse.NewParser()
+	for _, path := range paths {
+		_, diags := parser.ParseHCLFile(path)
+		for _, diag := range diags {
+			t.Error(FormatDiagnostic(diag))
+		}
+	}
+}
+
+// TestExamplesTerraformFmt runs `terraform fmt -check` on the Terraform
+// examples when terraform is installed.
+func TestExamplesTerraformFmt(t *testing.T) {
+	bin, err := exec.LookPath("terraform")
+	if err != nil {
+		t.Skip("terraform is not installed")
+	}
+	out, err := exec.Command(bin, "fmt", "-check", "-recursive", "-list=true", terraformDir).Output()
+	if err != nil {
+		t.Errorf("terraform fmt -check %s: %v; files to format:\n%s", terraformDir, err, out)
+	}
+}
+
+// TestExamplesTerraformTemplates checks every templatefile call in the
+// Terraform examples: the template exists, parses, and is given every
+// variable it uses; and every .tftpl file is used.
+func TestExamplesTerraformTemplates(t *testing.T) {
+	for _, m := range loadModules(t) {
+		t.Run(filepath.Base(m.dir), func(t *testing.T) {
+			used := map[string]bool{}
+			for _, call := range m.calls("templatefile") {
+				if len(call.Args) != 2 {
+					t.Errorf("%s: templatefile takes 2 arguments, got %d", tfPos(call.Range()), len(call.Args))
+					continue
+				}
+				path, err := m.str(call.Args[0])
+				if err != nil {
+					t.Errorf("template path: %v", err)
+					continue
+				}
+				used[filepath.Clean(path)] = true
+				given := objectKeys(t, call.Args[1])
+				for _, name := range templateVariables(t, path) {
+					if !given[name] {
+						t.Errorf("%s uses ${%s}, which the templatefile call at %s does not give", path, name, tfPos(call.Range()))
+					}
+				}
+			}
+			templates, _ := filepath.Glob(filepath.Join(m.dir, "*.tftpl"))
+			for _, path := range templates {
+				if !used[filepath.Clean(path)] {
+					t.Errorf("%s is not used by any templatefile call", path)
+				}
+			}
+		})
+	}
+}
+
+// TestExamplesTerraformAgrees checks that examples/cloud.hcl and the
+// Terraform examples describe the same groups.
+func TestExamplesTerraformAgrees(t *testing.T) {
+	cfg, diags := Load(cloudExample)
+	if diags.HasErrors() {
+		t.Fatalf("%s:\n%s", cloudExample, formatAll(diags))
+	}
+	mods := loadModules(t)
+
+	checked := 0
+	for _, pool := range cfg.Pools {
+		switch pool.Provider {
+		case "aws":
+			t.Run(pool.Name, func(t *testing.T) { checkAutoScalingGroup(t, mods, pool) })
+		case "gcp":
+			t.Run(pool.Name, func(t *testing.T) { checkInstanceGroupManager(t, mods, pool) })
+		default:
+			continue
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Errorf("%s has no aws or gcp pool to check", cloudExample)
+	}
+
+	// Every group in the Terraform belongs to a pool, and leaves its size to
+	// the controller.
+	for _, kind := range groupKinds {
+		names := map[string]bool{}
+		for _, pool := range cfg.Pools {
+			if name := pool.Target[kind.targetKey]; name != "" {
+				names[name] = true
+			}
+		}
+		for _, m := range mods {
+			for _, r := range m.resourcesOf(kind.typ) {
+				name, err := m.str(attrExpr(r.body, "name"))
+				switch {
+				case err != nil:
+					t.Errorf("%s: name: %v", r, err)
+				case !names[name]:
+					t.Errorf("%s: group %q is in no pool of %s (no pool has %s = %q)", r, name, cloudExample, kind.targetKey, name)
+				}
+				if !slices.Contains(ignoredChanges(r.body), kind.owned) {
+					t.Errorf("%s: lifecycle { ignore_changes } must name %s: the controller owns it, and every apply would reset it", r, kind.owned)
+				}
+			}
+		}
+	}
+}
+
+// checkAutoScalingGroup checks the Auto Scaling group of an aws pool: its
+// name, pool tags, bounds and launch template, and for a reserved pool the
+// capacity reservation the launch template targets.
+func checkAutoScalingGroup(t *testing.T, mods []*tfModule, pool fleet.Pool) {
+	asg := pool.Target["asg"]
+	if asg == "" {
+		t.Fatalf("the pool has no asg; this check finds Auto Scaling groups by name")
+	}
+	m, group := findNamed(t, mods, "aws_autoscaling_group", asg)
+	if group == nil {
+		t.Fatalf("no aws_autoscaling_group has name = %q", asg)
+	}
+
+	tags := asgTags(t, m, group)
+	for key, want := range map[string]string{"fleetcast/pool": pool.Name, "fleetcast/managed": "true"} {
+		if got, ok := tags[key]; !ok || got != want {
+			t.Errorf("%s: tag %q = %q, want %q, propagated at launch", group, key, got, want)
+		}
+	}
+	checkInt(t, m, group, "min_size", pool.Min)
+	checkInt(t, m, group, "max_size", pool.Max)
+
+	lt := m.referenced(t, group.body, "aws_launch_template")
+	if lt == nil {
+		t.Fatalf("%s refers to no aws_launch_template", group)
+	}
+	checkString(t, m, lt, "instance_type", pool.InstanceType)
+	// A mixed instances policy may override the launch template's type.
+	for _, override := range nestedBlocks(group.body, "mixed_instances_policy", "launch_template", "override") {
+		if expr := attrExpr(override.Body, "instance_type"); expr != nil {
+			if got, err := m.str(expr); err != nil || got != pool.InstanceType {
+				t.Errorf("%s: override instance_type = %q (%v), want %q", group, got, err, pool.InstanceType)
+			}
+		}
+	}
+
+	if pool.Capacity == fleet.Reserved {
+		cr := m.referenced(t, lt.body, "aws_ec2_capacity_reservation")
+		if cr == nil {
+			t.Fatalf("%s is for a reserved pool but targets no aws_ec2_capacity_reservation", lt)
+		}
+		checkString(t, m, cr, "instance_type", pool.InstanceType)
+		checkInt(t, m, cr, "instance_count", pool.Max)
+	}
+}
+
+// checkInstanceGroupManager checks the managed instance group of a gcp
+// pool: its name and zone, and its instance template's machine type and
+// pool label and metadata.
+func checkInstanceGroupManager(t *testing.T, mods []*tfModule, pool fleet.Pool) {
+	mig := pool.Target["mig"]
+	m, group := findNamed(t, mods, "google_compute_instance_group_manager", mig)
+	if group == nil {
+		t.Fatalf("no google_compute_instance_group_manager has name = %q", mig)
+	}
+	checkString(t, m, group, "zone", pool.Target["zone"])
+
+	tpl := m.referenced(t, group.body, "google_compute_instance_template")
+	if tpl == nil {
+		t.Fatalf("%s refers to no google_compute_instance_template", group)
+	}
+	checkString(t, m, tpl, "machine_type", pool.InstanceType)
+	for _, attr := range []string{"labels", "metadata"} {
+		got, err := m.objectItem(attrExpr(tpl.body, attr), "fleetcast-pool")
+		if err != nil || got != pool.Name {
+			t.Errorf("%s: %s[\"fleetcast-pool\"] = %q (%v), want %q", tpl, attr, got, err, pool.Name)
+		}
+	}
+}
+
+// checkString checks that attribute name of r is the string want.
+func checkString(t *testing.T, m *tfModule, r *tfResource, name, want string) {
+	t.Helper()
+	got, err := m.str(attrExpr(r.body, name))
+	if err != nil {
+		t.Errorf("%s: %s: %v", r, name, err)
+	} else if got != want {
+		t.Errorf("%s: %s = %q, want %q", r, name, got, want)
+	}
+}
+
+// checkInt checks that attribute name of r is the whole number want.
+func checkInt(t *testing.T, m *tfModule, r *tfResource, name string, want int) {
+	t.Helper()
+	got, err := m.integer(attrExpr(r.body, name))
+	if err != nil {
+		t.Errorf("%s: %s: %v", r, name, err)
+	} else if got != want {
+		t.Errorf("%s: %s = %d, want %d", r, name, got, want)
+	}
+}
+
+// tfModule is what the checks need of one Terraform module, a directory of
+// .tf files: its files, its resources, and a context in which var.NAME is
+// the default of variable NAME (unknown when it has none) and path.module
+// is the directory.
+type tfModule struct {
+	dir       string
+	files     []*hcl.File
+	resources []*tfResource
+	ctx       *hcl.EvalContext
+}
+
+// tfResource is one resource block.
+type tfResource struct {
+	typ, name string
+	body      *hclsyntax.Body
+}
+
+func (r *tfResource) String() string {
+	return fmt.Sprintf("%s.%s (%s)", r.typ, r.name, tfPos(r.body.SrcRange))
+}
+
+// loadModules loads every directory under terraformDir that has .tf files.
+func loadModules(t *testing.T) []*tfModule {
+	t.Helper()
+	byDir := map[string][]string{}
+	for _, path := range terraformFiles(t, terraformDir) {
+		byDir[filepath.Dir(path)] = append(byDir[filepath.Dir(path)], path)
+	}
+	if len(byDir) == 0 {
+		t.Fatalf("no Terraform modules under %s", terraformDir)
+	}
+	var mods []*tfModule
+	for _, dir := range slices.Sorted(maps.Keys(byDir)) {
+		mods = append(mods, loadModule(t, dir, byDir[dir]))
+	}
+	return mods
+}
+
+// loadModule parses the .tf files of the module in dir.
+func loadModule(t *testing.T, dir string, paths []string) *tfModule {
+	t.Helper()
+	m := &tfModule{dir: dir}
+	parser := hclparse.NewParser()
+	vars := map[string]cty.Value{}
+	for _, path := range paths {
+		file, diags := parser.ParseHCLFile(path)
+		if diags.HasErrors() {
+			t.Fatalf("%s:\n%s", path, formatAll(diags))
+		}
+		m.files = append(m.files, file)
+		for _, b := range file.Body.(*hclsyntax.Body).Blocks {
+			switch {
+			case b.Type == "resource" && len(b.Labels) == 2:
+				m.resources = append(m.resources, &tfResource{typ: b.Labels[0], name: b.Labels[1], body: b.Body})
+			case b.Type == "variable" && len(b.Labels) == 1:
+				vars[b.Labels[0]] = cty.DynamicVal
+				if def := attrExpr(b.Body, "default"); def != nil {
+					v, diags := def.Value(nil)
+					if diags.HasErrors() {
+						t.Fatalf("variable %q: default:\n%s", b.Labels[0], formatAll(diags))
+					}
+					vars[b.Labels[0]] = v
+				}
+			}
+		}
+	}
+	m.ctx = &hcl.EvalContext{Variables: map[string]cty.Value{
+		"var":  cty.ObjectVal(vars),
+		"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(dir)}),
+	}}
+	return m
+}
+
+// terraformFiles returns the .tf files under root, leaving out Terraform's
+// working directories.
+func terraformFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var paths []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && d.Name() == ".terraform":
+			return filepath.SkipDir
+		case !d.IsDir() && filepath.Ext(path) == ".tf":
+			paths = append(paths, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walking %s: %v", root, err)
+	}
+	return paths
+}
+
+// resourcesOf returns the module's resources of type typ.
+func (m *tfModule) resourcesOf(typ string) []*tfResource {
+	var out []*tfResource
+	for _, r := range m.resources {
+		if r.typ == typ {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// resource returns the resource typ.name, or nil.
+func (m *tfModule) resource(typ, name string) *tfResource {
+	for _, r := range m.resourcesOf(typ) {
+		if r.name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// findNamed returns the one resource of type typ, in any module, whose name
+// attribute is name, and its module; nil if there is none.
+func findNamed(t *testing.T, mods []*tfModule, typ, name string) (*tfModule, *tfResource) {
+	t.Helper()
+	var foundIn *tfModule
+	var found *tfResource
+	for _, m := range mods {
+		for _, r := range m.resourcesOf(typ) {
+			if got, err := m.str(attrExpr(r.body, "name")); err != nil || got != name {
+				continue
+			}
+			if found != nil {
+				t.Fatalf("both %s and %s have name = %q", found, r, name)
+			}
+			foundIn, found = m, r
+		}
+	}
+	return foundIn, found
+}
+
+// referenced returns the one resource of type typ that body refers to
+// anywhere (in attributes, nested and dynamic blocks), or nil if it refers
+// to none.
+func (m *tfModule) referenced(t *testing.T, body *hclsyntax.Body, typ string) *tfResource {
+	t.Helper()
+	var names []string
+	hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
+		if e, ok := n.(*hclsyntax.ScopeTraversalExpr); ok && e.Traversal.RootName() == typ && len(e.Traversal) > 1 {
+			if attr, ok := e.Traversal[1].(hcl.TraverseAttr); ok && !slices.Contains(names, attr.Name) {
+				names = append(names, attr.Name)
+			}
+		}
+		return nil
+	})
+	switch len(names) {
+	case 0:
+		return nil
+	case 1:
+		if r := m.resource(typ, names[0]); r != nil {
+			return r
+		}
+		t.Fatalf("%s: refers to %s.%s, which %s does not define", tfPos(body.SrcRange), typ, names[0], m.dir)
+	default:
+		t.Fatalf("%s: refers to several %s resources: %v", tfPos(body.SrcRange), typ, names)
+	}
+	return nil
+}
+
+// calls returns every call of function name in the module.
+func (m *tfModule) calls(name string) []*hclsyntax.FunctionCallExpr {
+	var out []*hclsyntax.FunctionCallExpr
+	for _, f := range m.files {
+		hclsyntax.VisitAll(f.Body.(*hclsyntax.Body), func(n hclsyntax.Node) hcl.Diagnostics {
+			if call, ok := n.(*hclsyntax.FunctionCallExpr); ok && call.Name == name {
+				out = append(out, call)
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+// value evaluates expr, which may refer to nothing but var and path, to a
+// known value.
+func (m *tfModule) value(expr hclsyntax.Expression) (cty.Value, error) {
+	if expr == nil {
+		return cty.NilVal, fmt.Errorf("not set")
+	}
+	v, diags := expr.Value(m.ctx)
+	if diags.HasErrors() {
+		return cty.NilVal, fmt.Errorf("%s: cannot evaluate: %s", tfPos(expr.Range()), formatAll(diags))
+	}
+	if !v.IsWhollyKnown() {
+		return cty.NilVal, fmt.Errorf("%s: refers to a variable without a default", tfPos(expr.Range()))
+	}
+	if v.IsNull() {
+		return cty.NilVal, fmt.Errorf("%s: is null", tfPos(expr.Range()))
+	}
+	return v, nil
+}
+
+// str evaluates expr to a string.
+func (m *tfModule) str(expr hclsyntax.Expression) (string, error) {
+	v, err := m.value(expr)
+	if err != nil {
+		return "", err
+	}
+	if v.Type() != cty.String {
+		return "", fmt.Errorf("%s: is %s, not a string", tfPos(expr.Range()), v.Type().FriendlyName())
+	}
+	return v.AsString(), nil
+}
+
+// integer evaluates expr to a whole number.
+func (m *tfModule) integer(expr hclsyntax.Expression) (int, error) {
+	v, err := m.value(expr)
+	if err != nil {
+		return 0, err
+	}
+	if v.Type() != cty.Number || !v.AsBigFloat().IsInt() {
+		return 0, fmt.Errorf("%s: is not a whole number", tfPos(expr.Range()))
+	}
+	i, _ := v.AsBigFloat().Int64()
+	return int(i), nil
+}
+
+// objectItem returns the string value of item key of expr, an object
+// constructor such as { fleetcast-pool = "x", other = f(y) }. Only that
+// item is evaluated.
+func (m *tfModule) objectItem(expr hclsyntax.Expression, key string) (string, error) {
+	obj, ok := expr.(*hclsyntax.ObjectConsExpr)
+	if !ok {
+		return "", fmt.Errorf("not an object constructor")
+	}
+	for _, item := range obj.Items {
+		if k, diags := item.KeyExpr.Value(nil); !diags.HasErrors() && k.Type() == cty.String && k.AsString() == key {
+			return m.str(item.ValueExpr)
+		}
+	}
+	return "", fmt.Errorf("no item %q", key)
+}
+
+// asgTags returns the tags of an Auto Scaling group's tag blocks that are
+// propagated at launch.
+func asgTags(t *testing.T, m *tfModule, group *tfResource) map[string]string {
+	t.Helper()
+	tags := map[string]string{}
+	for _, b := range blocksOf(group.body, "tag") {
+		key, errK := m.str(attrExpr(b.Body, "key"))
+		value, errV := m.str(attrExpr(b.Body, "value"))
+		propagate, errP := m.value(attrExpr(b.Body, "propagate_at_launch"))
+		if err := errors.Join(errK, errV, errP); err != nil {
+			t.Errorf("%s: tag at %s: %v", group, tfPos(b.Range()), err)
+			continue
+		}
+		if propagate.Type() == cty.Bool && propagate.True() {
+			tags[key] = value
+		}
+	}
+	return tags
+}
+
+// ignoredChanges returns the attributes that body's lifecycle block names
+// in ignore_changes.
+func ignoredChanges(body *hclsyntax.Body) []string {
+	var names []string
+	for _, lc := range blocksOf(body, "lifecycle") {
+		expr := attrExpr(lc.Body, "ignore_changes")
+		if expr == nil {
+			continue
+		}
+		exprs, diags := hcl.ExprList(expr)
+		if diags.HasErrors() {
+			continue
+		}
+		for _, e := range exprs {
+			if trav, diags := hcl.AbsTraversalForExpr(e); !diags.HasErrors() {
+				names = append(names, trav.RootName())
+			}
+		}
+	}
+	return names
+}
+
+// templateVariables returns the names of the variables the template file at
+// path uses.
+func templateVariables(t *testing.T, path string) []string {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expr, diags := hclsyntax.ParseTemplate(src, path, hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatalf("%s:\n%s", path, formatAll(diags))
+	}
+	var names []string
+	for _, trav := range expr.Variables() {
+		if !slices.Contains(names, trav.RootName()) {
+			names = append(names, trav.RootName())
+		}
+	}
+	return names
+}
+
+// objectKeys returns the keys of expr, an object constructor.
+func objectKeys(t *testing.T, expr hclsyntax.Expression) map[string]bool {
+	t.Helper()
+	obj, ok := expr.(*hclsyntax.ObjectConsExpr)
+	if !ok {
+		t.Fatalf("%s: templatefile's variables must be an object constructor", tfPos(expr.Range()))
+	}
+	keys := map[string]bool{}
+	for _, item := range obj.Items {
+		k, diags := item.KeyExpr.Value(nil)
+		if diags.HasErrors() || k.Type() != cty.String {
+			t.Fatalf("%s: the key must be a name or a string", tfPos(item.KeyExpr.Range()))
+		}
+		keys[k.AsString()] = true
+	}
+	return keys
+}
+
+// attrExpr returns the expression of attribute name of body, or nil.
+func attrExpr(body *hclsyntax.Body, name string) hclsyntax.Expression {
+	if attr, ok := body.Attributes[name]; ok {
+		return attr.Expr
+	}
+	return nil
+}
+
+// blocksOf returns body's blocks of type typ.
+func blocksOf(body *hclsyntax.Body, typ string) []*hclsyntax.Block {
+	var out []*hclsyntax.Block
+	for _, b := range body.Blocks {
+		if b.Type == typ {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// nestedBlocks returns the blocks at the end of a path of block types, e.g.
+// mixed_instances_policy > launch_template > override.
+func nestedBlocks(body *hclsyntax.Body, path ...string) []*hclsyntax.Block {
+	level := []*hclsyntax.Block{{Body: body}}
+	for _, typ := range path {
+		var next []*hclsyntax.Block
+		for _, b := range level {
+			next = append(next, blocksOf(b.Body, typ)...)
+		}
+		level = next
+	}
+	return level
+}
+
+// tfPos formats the start of r as FILE:LINE.
+func tfPos(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line)
+}

@@ -1,0 +1,809 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"net"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// Target keys. A pool's provider block is stored in fleet.Pool.Target with
+// one entry per attribute, keyed by the attribute name, as a string: numbers
+// are formatted with strconv (Itoa, FormatFloat 'g'), lists of strings are
+// joined. Two attributes need more than one key or a separator:
+//
+//   - plugin "args" is joined with ArgsSeparator (the ASCII unit separator,
+//     which no sensible argument contains), and is absent when not given;
+//   - plugin "target" (a map) is stored as one entry per map key, keyed
+//     "target.KEY".
+//
+// A sim pool always has the keys "capacity", "capacity_error_rate" and
+// "initial", with defaults applied, so consumers can parse them unchecked.
+const (
+	// ArgsSeparator joins a plugin's args in Target["args"].
+	ArgsSeparator = "\x1f"
+	// PluginTargetPrefix prefixes the keys of a plugin's target map in Target.
+	PluginTargetPrefix = "target."
+)
+
+// providerNames are the known providers, sorted.
+var providerNames = []string{"aws", "gcp", "plugin", "sim"}
+
+// drainSignals are the signals drain.signal may name. SIGKILL and SIGSTOP
+// cannot be caught, so they cannot ask a job to checkpoint.
+var drainSignals = []string{"SIGALRM", "SIGCONT", "SIGHUP", "SIGINT", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGWINCH"}
+
+var rootSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "pool", LabelNames: []string{"name"}},
+		{Type: "forecast"},
+		{Type: "drain"},
+		{Type: "limits"},
+		{Type: "controller"},
+		{Type: "synthetic"},
+	},
+}
+
+var poolSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "provider", Required: true},
+		{Name: "region"},
+		{Name: "zones"},
+		{Name: "instance_type", Required: true},
+		{Name: "gpu_model"},
+		{Name: "gpus_per_node", Required: true},
+		{Name: "capacity"},
+		{Name: "price_per_hour", Required: true},
+		{Name: "lead_time"},
+		{Name: "provision_timeout"},
+		{Name: "min"},
+		{Name: "max", Required: true},
+		{Name: "priority"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "aws"}, {Type: "gcp"}, {Type: "sim"}, {Type: "plugin"}},
+}
+
+var providerSchemas = map[string]*hcl.BodySchema{
+	"aws":    attrSchema(nil, "asg", "asg_tag", "endpoint"),
+	"gcp":    attrSchema([]string{"project", "zone", "mig"}, "endpoint"),
+	"sim":    attrSchema(nil, "capacity", "capacity_error_rate", "initial"),
+	"plugin": attrSchema([]string{"command"}, "args", "target"),
+}
+
+var (
+	forecastSchema   = attrSchema(nil, "step", "horizon", "quantile", "history", "hysteresis")
+	drainSchema      = attrSchema(nil, "checkpoint_max_age", "timeout", "signal", "long_running_after")
+	limitsSchema     = attrSchema(nil, "max_gpus", "max_spend_per_hour", "max_scale_in_per_cycle", "silent_share_halt")
+	controllerSchema = attrSchema(nil, "interval", "listen", "state_dir", "agent_timeout")
+	syntheticSchema  = attrSchema(nil, "seed", "base_gpus", "peak_gpus", "peak_hour", "noise")
+)
+
+func attrSchema(required []string, optional ...string) *hcl.BodySchema {
+	s := &hcl.BodySchema{}
+	for _, n := range required {
+		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: n, Required: true})
+	}
+	for _, n := range optional {
+		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: n})
+	}
+	return s
+}
+
+// Load reads the config file at path and parses it with Parse. A read error
+// is returned as an error diagnostic whose detail names the file.
+func Load(path string) (*Config, hcl.Diagnostics) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read config file",
+			Detail:   err.Error(),
+		}}
+	}
+	return Parse(path, src)
+}
+
+// Parse parses src, a config in native HCL syntax read from filename, and
+// validates it. It returns the config with every default applied, or nil and
+// the diagnostics when there is any error. All errors are collected in one
+// pass, sorted by position; each has a Subject pointing at the offending
+// value, attribute or block. Warnings, if any, are returned with the config.
+func Parse(filename string, src []byte) (*Config, hcl.Diagnostics) {
+	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	if diags.HasErrors() {
+		sortDiagnostics(diags)
+		return nil, diags
+	}
+	if diags = append(diags, checkNumbers(file.Body)...); diags.HasErrors() {
+		sortDiagnostics(diags)
+		return nil, diags
+	}
+	d := &decoder{diags: diags}
+	cfg := d.decodeFile(file.Body)
+	sortDiagnostics(d.diags)
+	if d.diags.HasErrors() {
+		return nil, d.diags
+	}
+	return cfg, d.diags
+}
+
+// WriteDiagnostics writes diags to w, one line each, in the form
+//
+//	FILE:LINE:COL: error: SUMMARY: DETAIL
+//
+// The position is the start of the diagnostic's subject and is left out when
+// there is none; newlines in the detail become spaces.
+func WriteDiagnostics(w io.Writer, diags hcl.Diagnostics) error {
+	for _, diag := range diags {
+		if _, err := io.WriteString(w, FormatDiagnostic(diag)+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FormatDiagnostic formats one diagnostic as a single line, as
+// WriteDiagnostics writes it, without the newline.
+func FormatDiagnostic(diag *hcl.Diagnostic) string {
+	var b strings.Builder
+	if r := diag.Subject; r != nil {
+		fmt.Fprintf(&b, "%s:%d:%d: ", r.Filename, r.Start.Line, r.Start.Column)
+	}
+	if diag.Severity == hcl.DiagWarning {
+		b.WriteString("warning: ")
+	} else {
+		b.WriteString("error: ")
+	}
+	b.WriteString(diag.Summary)
+	if diag.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(strings.NewReplacer("\r\n", " ", "\n", " ").Replace(diag.Detail))
+	}
+	return b.String()
+}
+
+// maxExponent bounds the binary exponent of number literals: a little beyond
+// float64's range, so that no number in a config is too big or too small to
+// use, and converting one to a string (which HCL does in templates) stays
+// cheap. HCL numbers are arbitrary-precision; formatting 1e99999999 as a
+// string would take hours.
+const maxExponent = 1100
+
+// hugeNumber reports whether v is or holds a number out of range, which
+// could take hours to convert to a string.
+func hugeNumber(v cty.Value) bool {
+	huge := false
+	cty.Walk(v, func(_ cty.Path, v cty.Value) (bool, error) {
+		if v.Type() == cty.Number && v.IsKnown() && !v.IsNull() {
+			exp := v.AsBigFloat().MantExp(nil)
+			huge = huge || exp > maxExponent || exp < -maxExponent
+		}
+		return !huge, nil
+	})
+	return huge
+}
+
+// checkNumbers reports number literals out of range, and string literals
+// that would convert to such numbers. They are errors before evaluation,
+// because evaluating them can hang.
+func checkNumbers(body hcl.Body) hcl.Diagnostics {
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return nil
+	}
+	var diags hcl.Diagnostics
+	hclsyntax.VisitAll(sb, func(n hclsyntax.Node) hcl.Diagnostics {
+		lit, ok := n.(*hclsyntax.LiteralValueExpr)
+		if !ok || lit.Val.IsNull() || !lit.Val.IsKnown() {
+			return nil
+		}
+		num := lit.Val
+		if num.Type() == cty.String {
+			var err error
+			if num, err = cty.ParseNumberVal(num.AsString()); err != nil {
+				return nil // not a number
+			}
+		}
+		if num.Type() != cty.Number {
+			return nil
+		}
+		if exp := num.AsBigFloat().MantExp(nil); exp > maxExponent || exp < -maxExponent {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Number out of range",
+				Detail:   "This number is too large or too small to use.",
+				Subject:  lit.SrcRange.Ptr(),
+			})
+		}
+		return nil
+	})
+	return diags
+}
+
+// sortDiagnostics orders diags by position, those without a subject first.
+func sortDiagnostics(diags hcl.Diagnostics) {
+	sort.SliceStable(diags, func(i, j int) bool {
+		a, b := diags[i].Subject, diags[j].Subject
+		switch {
+		case a == nil || b == nil:
+			return a == nil && b != nil
+		case a.Filename != b.Filename:
+			return a.Filename < b.Filename
+		default:
+			return a.Start.Byte < b.Start.Byte
+		}
+	})
+}
+
+// state is what became of an attribute.
+type state uint8
+
+const (
+	unset state = iota // absent: the default applies
+	set                // present and valid
+	bad                // present and invalid; an error was recorded
+)
+
+// decoder collects diagnostics while decoding.
+type decoder struct {
+	diags hcl.Diagnostics
+}
+
+func (d *decoder) errorf(subject hcl.Range, summary, format string, args ...any) {
+	d.diags = append(d.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  subject.Ptr(),
+	})
+}
+
+// invalid records an "Invalid value" error on the value of attribute name,
+// which must be present, and returns bad.
+func (d *decoder) invalid(attrs hcl.Attributes, name, format string, args ...any) state {
+	d.errorf(attrs[name].Expr.Range(), "Invalid value", format, args...)
+	return bad
+}
+
+func (d *decoder) errorCount() int {
+	n := 0
+	for _, diag := range d.diags {
+		if diag.Severity == hcl.DiagError {
+			n++
+		}
+	}
+	return n
+}
+
+func (d *decoder) content(body hcl.Body, schema *hcl.BodySchema) *hcl.BodyContent {
+	content, diags := body.Content(schema)
+	d.diags = append(d.diags, diags...)
+	return content
+}
+
+// value evaluates attribute name, if present, and converts it to ty; want
+// names ty in the error message.
+func (d *decoder) value(attrs hcl.Attributes, name string, ty cty.Type, want string) (cty.Value, state) {
+	attr, ok := attrs[name]
+	if !ok {
+		return cty.NilVal, unset
+	}
+	val, diags := attr.Expr.Value(nil)
+	d.diags = append(d.diags, diags...)
+	if diags.HasErrors() {
+		return cty.NilVal, bad
+	}
+	typeErr := func(got string) (cty.Value, state) {
+		d.errorf(attr.Expr.Range(), "Incorrect attribute value type",
+			"Inappropriate value for attribute %q: %s is required, got %s.", name, want, got)
+		return cty.NilVal, bad
+	}
+	if !val.IsWhollyKnown() {
+		return typeErr("an unknown value")
+	}
+	if val.IsNull() {
+		return typeErr("null")
+	}
+	if hugeNumber(val) {
+		d.errorf(attr.Expr.Range(), "Number out of range", "The value of %s is or holds a number too large or too small to use.", name)
+		return cty.NilVal, bad
+	}
+	conv, err := convert.Convert(val, ty)
+	if err != nil {
+		return typeErr(val.Type().FriendlyName())
+	}
+	if ty.IsCollectionType() {
+		for it := conv.ElementIterator(); it.Next(); {
+			if _, elem := it.Element(); elem.IsNull() {
+				return typeErr("a collection with a null element")
+			}
+		}
+	}
+	return conv, set
+}
+
+func (d *decoder) str(attrs hcl.Attributes, name string, dst *string) state {
+	v, st := d.value(attrs, name, cty.String, "a string")
+	if st == set {
+		*dst = v.AsString()
+	}
+	return st
+}
+
+// nonEmpty decodes a string attribute that must not be empty when given.
+func (d *decoder) nonEmpty(attrs hcl.Attributes, name string, dst *string) state {
+	st := d.str(attrs, name, dst)
+	if st == set && *dst == "" {
+		st = d.invalid(attrs, name, "%s must not be empty.", name)
+	}
+	return st
+}
+
+func (d *decoder) strList(attrs hcl.Attributes, name string, dst *[]string) state {
+	v, st := d.value(attrs, name, cty.List(cty.String), "a list of strings")
+	if st == set {
+		out := make([]string, 0, v.LengthInt())
+		for it := v.ElementIterator(); it.Next(); {
+			_, elem := it.Element()
+			out = append(out, elem.AsString())
+		}
+		*dst = out
+	}
+	return st
+}
+
+func (d *decoder) strMap(attrs hcl.Attributes, name string, dst *map[string]string) state {
+	v, st := d.value(attrs, name, cty.Map(cty.String), "a map of strings")
+	if st == set {
+		out := make(map[string]string, v.LengthInt())
+		for it := v.ElementIterator(); it.Next(); {
+			k, elem := it.Element()
+			out[k.AsString()] = elem.AsString()
+		}
+		*dst = out
+	}
+	return st
+}
+
+func (d *decoder) number(attrs hcl.Attributes, name string, dst *float64) state {
+	v, st := d.value(attrs, name, cty.Number, "a number")
+	if st != set {
+		return st
+	}
+	f, _ := v.AsBigFloat().Float64()
+	if math.IsInf(f, 0) {
+		return d.invalid(attrs, name, "%s is out of range.", name)
+	}
+	*dst = f
+	return set
+}
+
+func (d *decoder) integer(attrs hcl.Attributes, name string, dst *int) state {
+	v, st := d.value(attrs, name, cty.Number, "a whole number")
+	if st != set {
+		return st
+	}
+	bf := v.AsBigFloat()
+	if !bf.IsInt() {
+		f, _ := bf.Float64() // big.Float.Text can be slow
+		d.errorf(attrs[name].Expr.Range(), "Incorrect attribute value type",
+			"Inappropriate value for attribute %q: a whole number is required, got %s.", name, strconv.FormatFloat(f, 'g', -1, 64))
+		return bad
+	}
+	i, acc := bf.Int64()
+	if acc != big.Exact || i < math.MinInt || i > math.MaxInt {
+		return d.invalid(attrs, name, "%s is out of range.", name)
+	}
+	*dst = int(i)
+	return set
+}
+
+// atLeast decodes an integer attribute that must be lo or more when given.
+func (d *decoder) atLeast(attrs hcl.Attributes, name string, lo int, dst *int) state {
+	st := d.integer(attrs, name, dst)
+	if st == set && *dst < lo {
+		st = d.invalid(attrs, name, "%s must be %d or more, got %d.", name, lo, *dst)
+	}
+	return st
+}
+
+func (d *decoder) duration(attrs hcl.Attributes, name string, dst *time.Duration) state {
+	v, st := d.value(attrs, name, cty.String, "a duration string")
+	if st != set {
+		return st
+	}
+	dur, err := ParseDuration(v.AsString())
+	if err != nil {
+		d.errorf(attrs[name].Expr.Range(), "Invalid duration",
+			"%s must be %s; got %q.", name, durationForm, v.AsString())
+		return bad
+	}
+	if dur <= 0 {
+		return d.invalid(attrs, name, "%s must be longer than 0, got %q.", name, v.AsString())
+	}
+	*dst = dur
+	return set
+}
+
+// saturatingMul multiplies non-negative a and b, capped at math.MaxInt.
+func saturatingMul(a, b int) int {
+	if a != 0 && b > math.MaxInt/a {
+		return math.MaxInt
+	}
+	return a * b
+}
+
+// defPos formats the start of r as FILE:LINE:COL.
+func defPos(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
+}
+
+// poolResult is a decoded pool and what cross-checks need to know about it.
+type poolResult struct {
+	block *hcl.Block
+	attrs hcl.Attributes
+	ok    bool // decoded without error
+}
+
+func (d *decoder) decodeFile(body hcl.Body) *Config {
+	cfg := Defaults()
+	content := d.content(body, rootSchema)
+
+	var pools []poolResult
+	poolBlocks := map[string]*hcl.Block{}
+	blocks := map[string]*hcl.Block{}
+	blockAttrs := map[string]hcl.Attributes{}
+	blockOK := map[string]bool{}
+	for _, b := range content.Blocks {
+		if b.Type == "pool" {
+			name := b.Labels[0]
+			if first, dup := poolBlocks[name]; dup {
+				d.errorf(b.LabelRanges[0], "Duplicate pool name",
+					"A pool named %q was already defined at %s; pool names must be unique.", name, defPos(first.DefRange))
+				d.decodePool(b) // for the errors in it
+				continue
+			}
+			poolBlocks[name] = b
+			before := d.errorCount()
+			p, attrs := d.decodePool(b)
+			cfg.Pools = append(cfg.Pools, p)
+			pools = append(pools, poolResult{block: b, attrs: attrs, ok: d.errorCount() == before})
+			continue
+		}
+		if first, dup := blocks[b.Type]; dup {
+			d.errorf(b.DefRange, "Duplicate "+b.Type+" block",
+				"A %s block was already defined at %s; there can be only one.", b.Type, defPos(first.DefRange))
+			continue
+		}
+		blocks[b.Type] = b
+		before := d.errorCount()
+		switch b.Type {
+		case "forecast":
+			blockAttrs[b.Type] = d.decodeForecast(b.Body, &cfg.Forecast)
+		case "drain":
+			blockAttrs[b.Type] = d.decodeDrain(b.Body, &cfg.Drain)
+		case "limits":
+			blockAttrs[b.Type] = d.decodeLimits(b.Body, &cfg.Limits)
+		case "controller":
+			blockAttrs[b.Type] = d.decodeController(b.Body, &cfg.Controller)
+		case "synthetic":
+			blockAttrs[b.Type] = d.decodeSynthetic(b.Body, &cfg.Synthetic)
+		}
+		blockOK[b.Type] = d.errorCount() == before
+	}
+	if len(poolBlocks) == 0 && !hasPoolBlock(body) {
+		d.errorf(body.MissingItemRange(), "No pools", `The config must define at least one pool block, e.g. pool "gpu" { ... }.`)
+	}
+
+	poolsOK := true
+	for _, p := range pools {
+		poolsOK = poolsOK && p.ok
+	}
+	if !poolsOK {
+		return &cfg
+	}
+
+	// limits.max_gpus must leave room for every pool's minimum.
+	if lim := blockAttrs["limits"]; blockOK["limits"] && lim["max_gpus"] != nil && cfg.Limits.MaxGPUs > 0 {
+		sum := 0
+		for i := range cfg.Pools {
+			sum += saturatingMul(cfg.Pools[i].Min, cfg.Pools[i].GPUsPerNode)
+			sum = min(sum, math.MaxInt/2)
+		}
+		if sum > cfg.Limits.MaxGPUs {
+			d.invalid(lim, "max_gpus", "The pools' min nodes hold %d GPUs together, more than max_gpus (%d).", sum, cfg.Limits.MaxGPUs)
+		}
+	}
+
+	// The forecast must reach past the longest lead time plus the hysteresis.
+	if fc := blockAttrs["forecast"]; blocks["forecast"] == nil || blockOK["forecast"] {
+		longest := -1
+		for i := range cfg.Pools {
+			if longest < 0 || cfg.Pools[i].LeadTime > cfg.Pools[longest].LeadTime {
+				longest = i
+			}
+		}
+		if longest >= 0 {
+			p := &cfg.Pools[longest]
+			f := &cfg.Forecast
+			need := time.Duration(math.MaxInt64)
+			if p.LeadTime <= need-f.Hysteresis {
+				need = p.LeadTime + f.Hysteresis
+			}
+			if f.Horizon < need {
+				detail := fmt.Sprintf("The forecast horizon (%s) must reach past pool %q's lead_time (%s) plus the hysteresis (%s), i.e. be at least %s.",
+					f.Horizon, p.Name, p.LeadTime, f.Hysteresis, need)
+				pa := pools[longest].attrs
+				switch {
+				case fc["horizon"] != nil:
+					d.invalid(fc, "horizon", "%s", detail)
+				case fc["hysteresis"] != nil:
+					d.invalid(fc, "hysteresis", "%s", detail)
+				case pa["lead_time"] != nil:
+					d.invalid(pa, "lead_time", "%s", detail)
+				default: // not reached with the shipped defaults
+					d.errorf(pools[longest].block.DefRange, "Invalid value", "%s", detail)
+				}
+			}
+		}
+	}
+	return &cfg
+}
+
+// withArticle returns "a sim", "an aws".
+func withArticle(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
+}
+
+// hasPoolBlock reports whether body has a pool block, even one that Content
+// dropped for having the wrong number of labels (already an error).
+func hasPoolBlock(body hcl.Body) bool {
+	if sb, ok := body.(*hclsyntax.Body); ok {
+		for _, b := range sb.Blocks {
+			if b.Type == "pool" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (d *decoder) decodePool(b *hcl.Block) (fleet.Pool, hcl.Attributes) {
+	p := fleet.Pool{
+		Name:     b.Labels[0],
+		Capacity: poolDefaults.Capacity,
+		LeadTime: poolDefaults.LeadTime,
+	}
+	if p.Name == "" {
+		d.errorf(b.LabelRanges[0], "Invalid pool name", "A pool name must not be empty.")
+	}
+	content := d.content(b.Body, poolSchema)
+	a := content.Attributes
+
+	provSt := d.str(a, "provider", &p.Provider)
+	if provSt == set && !slices.Contains(providerNames, p.Provider) {
+		d.errorf(a["provider"].Expr.Range(), "Unknown provider",
+			"Unknown provider %q; the known providers are %s.", p.Provider, strings.Join(providerNames, ", "))
+		provSt = bad
+	}
+	d.str(a, "region", &p.Region)
+	d.strList(a, "zones", &p.Zones)
+	d.nonEmpty(a, "instance_type", &p.InstanceType)
+	d.str(a, "gpu_model", &p.GPUModel)
+	d.atLeast(a, "gpus_per_node", 1, &p.GPUsPerNode)
+	var capacity string
+	if d.str(a, "capacity", &capacity) == set {
+		if c := fleet.CapacityType(capacity); c.Valid() {
+			p.Capacity = c
+		} else {
+			d.invalid(a, "capacity", "Unknown capacity %q; capacity must be %q, %q or %q.", capacity, fleet.Reserved, fleet.OnDemand, fleet.Spot)
+		}
+	}
+	if d.number(a, "price_per_hour", &p.PricePerHour) == set && p.PricePerHour < 0 {
+		d.invalid(a, "price_per_hour", "price_per_hour must not be negative, got %g.", p.PricePerHour)
+	}
+	leadSt := d.duration(a, "lead_time", &p.LeadTime)
+	timeoutSt := d.duration(a, "provision_timeout", &p.ProvisionTimeout)
+	if timeoutSt == unset {
+		p.ProvisionTimeout = p.LeadTime * time.Duration(poolDefaults.ProvisionTimeoutFactor)
+		if p.ProvisionTimeout/time.Duration(poolDefaults.ProvisionTimeoutFactor) != p.LeadTime {
+			p.ProvisionTimeout = math.MaxInt64 // the product overflowed
+		}
+	} else if timeoutSt == set && leadSt != bad && p.ProvisionTimeout < p.LeadTime {
+		d.invalid(a, "provision_timeout", "provision_timeout (%s) must not be shorter than lead_time (%s).", p.ProvisionTimeout, p.LeadTime)
+	}
+	minSt := d.atLeast(a, "min", 0, &p.Min)
+	maxSt := d.atLeast(a, "max", 1, &p.Max)
+	if minSt == set && maxSt == set && p.Min > p.Max {
+		d.invalid(a, "min", "min (%d) is greater than max (%d).", p.Min, p.Max)
+	}
+	d.integer(a, "priority", &p.Priority)
+
+	// The provider block.
+	seen := map[string]*hcl.Block{}
+	for _, pb := range content.Blocks {
+		if first, dup := seen[pb.Type]; dup {
+			d.errorf(pb.DefRange, "Duplicate "+pb.Type+" block",
+				"A %s block was already defined at %s; a pool has one provider block.", pb.Type, defPos(first.DefRange))
+			continue
+		}
+		seen[pb.Type] = pb
+		if provSt == set && pb.Type != p.Provider {
+			d.errorf(pb.DefRange, "Wrong provider block",
+				"Pool %q has provider = %q, so it cannot have %s block; its settings go in %s block.", p.Name, p.Provider, withArticle(pb.Type), withArticle(p.Provider))
+			continue
+		}
+		target := map[string]string{}
+		d.decodeProvider(pb, &p, target, maxSt == set)
+		if provSt == set {
+			p.Target = target
+		}
+	}
+	if provSt == set && seen[p.Provider] == nil {
+		if p.Provider == "sim" {
+			p.Target = map[string]string{}
+			d.decodeProvider(nil, &p, p.Target, maxSt == set)
+		} else {
+			d.errorf(a["provider"].Expr.Range(), "Missing provider block",
+				"Pool %q has provider = %q and needs %s block.", p.Name, p.Provider, withArticle(p.Provider))
+		}
+	}
+	return p, a
+}
+
+// decodeProvider decodes provider block b into target. b is nil for a sim
+// pool without a sim block. maxOK says whether p.Max is valid, for the sim
+// checks.
+func (d *decoder) decodeProvider(b *hcl.Block, p *fleet.Pool, target map[string]string, maxOK bool) {
+	kind := "sim"
+	a := hcl.Attributes{}
+	if b != nil {
+		kind = b.Type
+		a = d.content(b.Body, providerSchemas[kind]).Attributes
+	}
+	strs := func(names ...string) {
+		for _, n := range names {
+			var s string
+			if d.nonEmpty(a, n, &s) == set {
+				target[n] = s
+			}
+		}
+	}
+	switch kind {
+	case "aws":
+		strs("asg", "asg_tag", "endpoint")
+		switch {
+		case a["asg"] == nil && a["asg_tag"] == nil:
+			d.errorf(b.DefRange, "Missing ASG", "An aws block needs asg (the Auto Scaling group's name) or asg_tag (a tag that finds it).")
+		case a["asg"] != nil && a["asg_tag"] != nil:
+			d.invalid(a, "asg_tag", "Set only one of asg and asg_tag.")
+		}
+	case "gcp":
+		strs("project", "zone", "mig", "endpoint")
+	case "plugin":
+		strs("command")
+		var args []string
+		if d.strList(a, "args", &args) == set {
+			target["args"] = strings.Join(args, ArgsSeparator)
+		}
+		var m map[string]string
+		if d.strMap(a, "target", &m) == set {
+			for k, v := range m {
+				target[PluginTargetPrefix+k] = v
+			}
+		}
+	case "sim":
+		capacity, initial, rate := p.Max, p.Min, 0.0
+		// capacity may be below min or initial: that simulates a stockout.
+		d.atLeast(a, "capacity", 0, &capacity)
+		if d.atLeast(a, "initial", 0, &initial) == set && maxOK && initial > p.Max {
+			d.invalid(a, "initial", "initial (%d) is greater than the pool's max (%d).", initial, p.Max)
+		}
+		if d.number(a, "capacity_error_rate", &rate) == set && (rate < 0 || rate > 1) {
+			d.invalid(a, "capacity_error_rate", "capacity_error_rate must be between 0 and 1, got %g.", rate)
+		}
+		target["capacity"] = strconv.Itoa(capacity)
+		target["initial"] = strconv.Itoa(initial)
+		target["capacity_error_rate"] = strconv.FormatFloat(rate, 'g', -1, 64)
+	}
+}
+
+func (d *decoder) decodeForecast(body hcl.Body, f *Forecast) hcl.Attributes {
+	a := d.content(body, forecastSchema).Attributes
+	stepSt := d.duration(a, "step", &f.Step)
+	horizonSt := d.duration(a, "horizon", &f.Horizon)
+	historySt := d.duration(a, "history", &f.History)
+	d.duration(a, "hysteresis", &f.Hysteresis)
+	if d.number(a, "quantile", &f.Quantile) == set && !(f.Quantile > 0 && f.Quantile < 1) {
+		d.invalid(a, "quantile", "quantile must be between 0 and 1 (exclusive), got %g.", f.Quantile)
+	}
+	if stepSt != bad && horizonSt != bad && f.Horizon < f.Step {
+		name := "horizon"
+		if horizonSt == unset {
+			name = "step"
+		}
+		horizonSt = d.invalid(a, name, "horizon (%s) must not be shorter than step (%s).", f.Horizon, f.Step)
+	}
+	if horizonSt != bad && historySt != bad && f.History < f.Horizon {
+		name := "history"
+		if historySt == unset {
+			name = "horizon"
+		}
+		d.invalid(a, name, "history (%s) must not be shorter than horizon (%s).", f.History, f.Horizon)
+	}
+	return a
+}
+
+func (d *decoder) decodeDrain(body hcl.Body, dr *Drain) hcl.Attributes {
+	a := d.content(body, drainSchema).Attributes
+	d.duration(a, "checkpoint_max_age", &dr.CheckpointMaxAge)
+	d.duration(a, "timeout", &dr.Timeout)
+	d.duration(a, "long_running_after", &dr.LongRunningAfter)
+	if d.str(a, "signal", &dr.Signal) == set && !slices.Contains(drainSignals, dr.Signal) {
+		d.invalid(a, "signal", "Unknown signal %q; signal must be one of %s.", dr.Signal, strings.Join(drainSignals, ", "))
+	}
+	return a
+}
+
+func (d *decoder) decodeLimits(body hcl.Body, l *Limits) hcl.Attributes {
+	a := d.content(body, limitsSchema).Attributes
+	d.atLeast(a, "max_gpus", 0, &l.MaxGPUs)
+	if d.number(a, "max_spend_per_hour", &l.MaxSpendPerHour) == set && l.MaxSpendPerHour < 0 {
+		d.invalid(a, "max_spend_per_hour", "max_spend_per_hour must not be negative, got %g.", l.MaxSpendPerHour)
+	}
+	d.atLeast(a, "max_scale_in_per_cycle", 1, &l.MaxScaleInPerCycle)
+	if d.number(a, "silent_share_halt", &l.SilentShareHalt) == set && !(l.SilentShareHalt > 0 && l.SilentShareHalt <= 1) {
+		d.invalid(a, "silent_share_halt", "silent_share_halt must be more than 0 and at most 1, got %g.", l.SilentShareHalt)
+	}
+	return a
+}
+
+func (d *decoder) decodeController(body hcl.Body, c *Controller) hcl.Attributes {
+	a := d.content(body, controllerSchema).Attributes
+	d.duration(a, "interval", &c.Interval)
+	d.duration(a, "agent_timeout", &c.AgentTimeout)
+	if d.str(a, "listen", &c.Listen) == set {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			d.invalid(a, "listen", "listen must be an address such as \"127.0.0.1:8790\" or \":8790\": %v.", err)
+		}
+	}
+	d.nonEmpty(a, "state_dir", &c.StateDir)
+	return a
+}
+
+func (d *decoder) decodeSynthetic(body hcl.Body, s *Synthetic) hcl.Attributes {
+	a := d.content(body, syntheticSchema).Attributes
+	seed := int(s.Seed)
+	if d.integer(a, "seed", &seed) == set {
+		s.Seed = int64(seed)
+	}
+	baseSt := d.atLeast(a, "base_gpus", 0, &s.BaseGPUs)
+	peakSt := d.atLeast(a, "peak_gpus", 0, &s.PeakGPUs)
+	if baseSt == set && peakSt == set && s.PeakGPUs < s.BaseGPUs {
+		d.invalid(a, "peak_gpus", "peak_gpus (%d) must not be less than base_gpus (%d).", s.PeakGPUs, s.BaseGPUs)
+	}
+	if d.integer(a, "peak_hour", &s.PeakHour) == set && (s.PeakHour < 0 || s.PeakHour > 23) {
+		d.invalid(a, "peak_hour", "peak_hour must be an hour of the day from 0 to 23, got %d.", s.PeakHour)
+	}
+	if d.number(a, "noise", &s.Noise) == set && s.Noise < 0 {
+		d.invalid(a, "noise", "noise must not be negative, got %g.", s.Noise)
+	}
+	return a
+}

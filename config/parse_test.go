@@ -1,0 +1,452 @@
+package config
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+func TestParseFull(t *testing.T) {
+	cfg, diags := Load("test-fixtures/full.hcl")
+	if diags.HasErrors() {
+		t.Fatalf("unexpected errors:\n%s", formatAll(diags))
+	}
+	wantPools := []fleet.Pool{
+		{
+			Name: "h100-reserved", Provider: "aws", Region: "us-east-1",
+			Zones: []string{"us-east-1a", "us-east-1b"}, InstanceType: "p5.48xlarge",
+			GPUModel: "H100", GPUsPerNode: 8, Capacity: fleet.Reserved, PricePerHour: 55.04,
+			LeadTime: 15 * time.Minute, ProvisionTimeout: time.Hour, Min: 4, Max: 4, Priority: 10,
+			Target: map[string]string{"asg": "gpu-reserved", "endpoint": "http://localhost:4566"},
+		},
+		{
+			Name: "a100-spot", Provider: "gcp", Region: "us-central1", InstanceType: "a2-highgpu-8g",
+			GPUsPerNode: 8, Capacity: fleet.Spot, PricePerHour: 11.5,
+			LeadTime: 10 * time.Minute, ProvisionTimeout: 30 * time.Minute, Min: 0, Max: 16,
+			Target: map[string]string{"project": "ml-prod", "zone": "us-central1-a", "mig": "a100-spot"},
+		},
+		{
+			Name: "l4-plugin", Provider: "plugin", InstanceType: "g6.xlarge",
+			GPUsPerNode: 1, Capacity: fleet.OnDemand, PricePerHour: 0.8,
+			LeadTime: 36 * time.Hour, ProvisionTimeout: 108 * time.Hour, Max: 32,
+			Target: map[string]string{
+				"command":        "/usr/local/bin/fleet-plugin",
+				"args":           "--verbose" + ArgsSeparator + "--region=eu",
+				"target.cluster": "eu-1",
+				"target.queue":   "gpu",
+			},
+		},
+		{
+			Name: "sim-h100", Provider: "sim", InstanceType: "sim.8gpu",
+			GPUsPerNode: 8, Capacity: fleet.OnDemand, PricePerHour: 40,
+			LeadTime: 10 * time.Minute, ProvisionTimeout: 30 * time.Minute, Min: 1, Max: 10,
+			Target: map[string]string{"capacity": "6", "capacity_error_rate": "0.05", "initial": "2"},
+		},
+	}
+	if !reflect.DeepEqual(cfg.Pools, wantPools) {
+		t.Errorf("pools:\n got %+v\nwant %+v", cfg.Pools, wantPools)
+	}
+	want := Config{
+		Pools:      wantPools,
+		Forecast:   Forecast{Step: 5 * time.Minute, Horizon: 48 * time.Hour, Quantile: 0.95, History: 14 * 24 * time.Hour, Hysteresis: time.Hour},
+		Drain:      Drain{CheckpointMaxAge: 45 * time.Minute, Timeout: time.Hour, Signal: "SIGUSR2", LongRunningAfter: 6 * time.Hour},
+		Limits:     Limits{MaxGPUs: 512, MaxSpendPerHour: 2500.5, MaxScaleInPerCycle: 4, SilentShareHalt: 0.5},
+		Controller: Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute},
+		Synthetic:  Synthetic{Seed: 42, BaseGPUs: 32, PeakGPUs: 256, PeakHour: 9, Noise: 0.1},
+	}
+	if !reflect.DeepEqual(*cfg, want) {
+		t.Errorf("config:\n got %+v\nwant %+v", *cfg, want)
+	}
+}
+
+func TestParseMinimal(t *testing.T) {
+	cfg, diags := Load("test-fixtures/minimal.hcl")
+	if diags.HasErrors() {
+		t.Fatalf("unexpected errors:\n%s", formatAll(diags))
+	}
+	want := Defaults()
+	want.Pools = []fleet.Pool{{
+		Name: "gpu", Provider: "sim", InstanceType: "sim.8gpu", GPUsPerNode: 8,
+		Capacity: poolDefaults.Capacity, PricePerHour: 32,
+		LeadTime:         poolDefaults.LeadTime,
+		ProvisionTimeout: poolDefaults.LeadTime * time.Duration(poolDefaults.ProvisionTimeoutFactor),
+		Min:              0, Max: 4,
+		// The sim defaults: capacity = max, no errors, initial = min.
+		Target: map[string]string{"capacity": "4", "capacity_error_rate": "0", "initial": "0"},
+	}}
+	if !reflect.DeepEqual(*cfg, want) {
+		t.Errorf("config:\n got %+v\nwant %+v", *cfg, want)
+	}
+}
+
+// TestParseAcceptance: an unknown attribute, a bad duration and min > max
+// give exactly three errors, each pointing at the right place.
+func TestParseAcceptance(t *testing.T) {
+	const file = "test-fixtures/acceptance.hcl"
+	cfg, diags := Load(file)
+	if cfg != nil {
+		t.Errorf("got a config despite errors")
+	}
+	want := []struct {
+		summary   string
+		line, col int
+	}{
+		{"Unsupported argument", 6, 3}, // colour
+		{"Invalid duration", 7, 20},    // lead_time's value
+		{"Invalid value", 8, 20},       // min's value
+	}
+	if len(diags) != len(want) {
+		t.Fatalf("got %d diagnostics, want %d:\n%s", len(diags), len(want), formatAll(diags))
+	}
+	for i, w := range want {
+		d := diags[i]
+		if d.Severity != hcl.DiagError || d.Summary != w.summary || d.Subject == nil ||
+			d.Subject.Filename != file || d.Subject.Start.Line != w.line || d.Subject.Start.Column != w.col {
+			t.Errorf("diagnostic %d: got %s, want %s at %s:%d:%d", i, FormatDiagnostic(d), w.summary, file, w.line, w.col)
+		}
+	}
+	for _, frag := range []string{`"colour"`, `lead_time`, `"10 minutes"`, "min (5) is greater than max (2)"} {
+		if !strings.Contains(formatAll(diags), frag) {
+			t.Errorf("diagnostics do not mention %s:\n%s", frag, formatAll(diags))
+		}
+	}
+}
+
+// pool is a valid pool body to build error cases from.
+const pool = `
+  provider       = "sim"
+  instance_type  = "sim.8gpu"
+  gpus_per_node  = 8
+  price_per_hour = 32
+  max            = 4
+`
+
+// simPool returns a sim pool block with extra lines added to the body.
+func simPool(name, extra string) string {
+	return "pool \"" + name + "\" {" + pool + extra + "}\n"
+}
+
+// awsPool returns an aws pool block with the given extra body.
+func awsPool(name, extra string) string {
+	return "pool \"" + name + "\" {\n  provider = \"aws\"\n  instance_type = \"p5\"\n  gpus_per_node = 8\n  price_per_hour = 1\n  max = 2\n" + extra + "}\n"
+}
+
+func TestParseErrors(t *testing.T) {
+	type wantDiag struct {
+		summary string // exact
+		detail  string // substring
+		at      string // the diagnostic starts at the first occurrence of at...
+		nth     int    // ...or its nth (0-based)
+	}
+	tests := []struct {
+		name string
+		src  string
+		want []wantDiag
+	}{
+		{"unknown block", simPool("a", "") + "autoscale {}\n",
+			[]wantDiag{{summary: "Unsupported block type", detail: `"autoscale"`, at: "autoscale"}}},
+		{"unknown nested block", simPool("a", "  kubernetes {}\n"),
+			[]wantDiag{{summary: "Unsupported block type", detail: `"kubernetes"`, at: "kubernetes"}}},
+		{"unknown attribute", simPool("a", "  colour = 1\n"),
+			[]wantDiag{{summary: "Unsupported argument", detail: `"colour"`, at: "colour"}}},
+		{"top-level attribute", "x = 1\n" + simPool("a", ""),
+			[]wantDiag{{summary: "Unsupported argument", detail: `"x"`, at: "x"}}},
+		{"wrong type string for int", simPool("a", `  min = "abc"`+"\n"),
+			[]wantDiag{{summary: "Incorrect attribute value type", detail: `"min": a whole number is required`, at: `"abc"`}}},
+		{"fraction for int", "pool \"a\" {\n provider = \"sim\"\n instance_type = \"x\"\n gpus_per_node = 1.5\n price_per_hour = 1\n max = 1\n}\n",
+			[]wantDiag{{summary: "Incorrect attribute value type", detail: `"gpus_per_node": a whole number is required, got 1.5`, at: "1.5"}}},
+		{"list for string", simPool("a", `  region = ["x"]`+"\n"),
+			[]wantDiag{{summary: "Incorrect attribute value type", detail: `"region": a string is required`, at: `["x"]`}}},
+		{"null", simPool("a", "  priority = null\n"),
+			[]wantDiag{{summary: "Incorrect attribute value type", detail: "got null", at: "null"}}},
+		{"variable", simPool("a", "  priority = var.x\n"),
+			[]wantDiag{{summary: "Variables not allowed", at: "var.x"}}},
+		{"bad duration", simPool("a", `  lead_time = "5 mins"`+"\n"),
+			[]wantDiag{{summary: "Invalid duration", detail: `lead_time must be a duration such as`, at: `"5 mins"`}}},
+		{"number for duration", "forecast {\n  step = 60\n}\n" + simPool("a", ""),
+			[]wantDiag{{summary: "Invalid duration", detail: `step must be a duration`, at: "60"}}},
+		{"zero duration", simPool("a", `  lead_time = "0s"`+"\n"),
+			[]wantDiag{{summary: "Invalid value", detail: "lead_time must be longer than 0", at: `"0s"`}}},
+		{"provision_timeout below lead_time", simPool("a", "  lead_time = \"20m\"\n  provision_timeout = \"10m\"\n"),
+			[]wantDiag{{summary: "Invalid value", detail: "provision_timeout (10m0s) must not be shorter than lead_time (20m0s)", at: `"10m"`}}},
+		{"min greater than max", simPool("a", "  min = 5\n"),
+			[]wantDiag{{summary: "Invalid value", detail: "min (5) is greater than max (4)", at: "5\n"}}},
+		{"negative min", simPool("a", "  min = -1\n"),
+			[]wantDiag{{summary: "Invalid value", detail: "min must be 0 or more, got -1", at: "-1"}}},
+		{"zero gpus", "pool \"a\" {\n provider = \"sim\"\n instance_type = \"x\"\n gpus_per_node = 0\n price_per_hour = 1\n max = 1\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: "gpus_per_node must be 1 or more", at: "0\n"}}},
+		{"negative price", "pool \"a\" {\n provider = \"sim\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = -2.5\n max = 1\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: "price_per_hour must not be negative, got -2.5", at: "-2.5"}}},
+		{"unknown capacity", simPool("a", `  capacity = "preemptible"`+"\n"),
+			[]wantDiag{{summary: "Invalid value", detail: `Unknown capacity "preemptible"`, at: `"preemptible"`}}},
+		{"unknown provider", "pool \"a\" {\n provider = \"azure\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n}\n",
+			[]wantDiag{{summary: "Unknown provider", detail: `"azure"; the known providers are aws, gcp, plugin, sim`, at: `"azure"`}}},
+		{"missing required attributes", "pool \"a\" {\n provider = \"sim\"\n}\n",
+			[]wantDiag{
+				{summary: "Missing required argument", detail: `"instance_type"`, at: "{"},
+				{summary: "Missing required argument", detail: `"gpus_per_node"`, at: "{"},
+				{summary: "Missing required argument", detail: `"price_per_hour"`, at: "{"},
+				{summary: "Missing required argument", detail: `"max"`, at: "{"},
+			}},
+		{"duplicate pool name", simPool("a", "") + simPool("b", "") + simPool("a", ""),
+			[]wantDiag{{summary: "Duplicate pool name", detail: `"a" was already defined at test.hcl:1:1`, at: `"a"`, nth: 1}}},
+		{"no pools", "forecast {}\n",
+			[]wantDiag{{summary: "No pools", at: "forecast"}}},
+		{"pool without name", "pool {" + pool + "}\n",
+			[]wantDiag{{summary: "Missing name for pool", at: "{"}}},
+		{"wrong provider block", simPool("a", "  aws {\n    asg = \"x\"\n  }\n"),
+			[]wantDiag{{summary: "Wrong provider block", detail: `provider = "sim", so it cannot have an aws block; its settings go in a sim block`, at: "aws"}}},
+		{"missing provider block", awsPool("a", ""),
+			[]wantDiag{{summary: "Missing provider block", detail: `needs an aws block`, at: `"aws"`}}},
+		{"duplicate provider block", awsPool("a", "  aws {\n    asg = \"x\"\n  }\n  aws {\n    asg = \"y\"\n  }\n"),
+			[]wantDiag{{summary: "Duplicate aws block", at: "aws {", nth: 1}}},
+		{"aws without asg", awsPool("a", "  aws {\n    endpoint = \"http://x\"\n  }\n"),
+			[]wantDiag{{summary: "Missing ASG", at: "aws {"}}},
+		{"aws with asg and asg_tag", awsPool("a", "  aws {\n    asg = \"x\"\n    asg_tag = \"k=v\"\n  }\n"),
+			[]wantDiag{{summary: "Invalid value", detail: "only one of asg and asg_tag", at: `"k=v"`}}},
+		{"gcp missing attributes", "pool \"a\" {\n provider = \"gcp\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n gcp {\n  project = \"p\"\n }\n}\n",
+			[]wantDiag{
+				{summary: "Missing required argument", detail: `"zone"`, at: "{\n  project"},
+				{summary: "Missing required argument", detail: `"mig"`, at: "{\n  project"},
+			}},
+		{"plugin bad target", "pool \"a\" {\n provider = \"plugin\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n plugin {\n  command = \"c\"\n  target = [1]\n }\n}\n",
+			[]wantDiag{{summary: "Incorrect attribute value type", detail: `"target": a map of strings`, at: "[1]"}}},
+		{"sim bad error rate and initial", simPool("a", "  sim {\n    capacity_error_rate = 1.5\n    initial = 9\n  }\n"),
+			[]wantDiag{
+				{summary: "Invalid value", detail: "capacity_error_rate must be between 0 and 1", at: "1.5"},
+				{summary: "Invalid value", detail: "initial (9) is greater than the pool's max (4)", at: "9"},
+			}},
+		{"duplicate forecast block", simPool("a", "") + "forecast {}\nforecast {}\n",
+			[]wantDiag{{summary: "Duplicate forecast block", detail: "already defined at test.hcl:8:1", at: "forecast", nth: 1}}},
+		{"bad quantile", simPool("a", "") + "forecast {\n  quantile = 1\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: "quantile must be between 0 and 1 (exclusive), got 1", at: "1\n}"}}},
+		{"horizon below step", simPool("a", "") + "forecast {\n  step = \"1h\"\n  horizon = \"30m\"\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: "horizon (30m0s) must not be shorter than step (1h0m0s)", at: `"30m"`}}},
+		{"history below horizon", simPool("a", "") + "forecast {\n  history = \"1h\"\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: "history (1h0m0s) must not be shorter than horizon (2h0m0s)", at: `"1h"`}}},
+		{"horizon below lead time", simPool("a", "  lead_time = \"3h\"\n"),
+			[]wantDiag{{summary: "Invalid value", detail: `must reach past pool "a"'s lead_time (3h0m0s) plus the hysteresis (30m0s)`, at: `"3h"`}}},
+		{"bad signal", simPool("a", "") + "drain {\n  signal = \"SIGKILL\"\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: `Unknown signal "SIGKILL"; signal must be one of`, at: `"SIGKILL"`}}},
+		{"limits", simPool("a", "  min = 2\n") + "limits {\n  max_gpus = 8\n  max_spend_per_hour = -1\n  max_scale_in_per_cycle = 0\n  silent_share_halt = 0\n}\n",
+			[]wantDiag{
+				{summary: "Invalid value", detail: "max_spend_per_hour must not be negative", at: "-1"},
+				{summary: "Invalid value", detail: "max_scale_in_per_cycle must be 1 or more, got 0", at: "0\n  silent"},
+				{summary: "Invalid value", detail: "silent_share_halt must be more than 0 and at most 1", at: "0\n}"},
+			}},
+		{"max_gpus below pool minimums", simPool("a", "  min = 2\n") + simPool("b", "  min = 1\n") + "limits {\n  max_gpus = 16\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: "min nodes hold 24 GPUs together, more than max_gpus (16)", at: "16"}}},
+		{"controller", simPool("a", "") + "controller {\n  listen = \"localhost\"\n  state_dir = \"\"\n}\n",
+			[]wantDiag{
+				{summary: "Invalid value", detail: "listen must be an address", at: `"localhost"`},
+				{summary: "Invalid value", detail: "state_dir must not be empty", at: `""`},
+			}},
+		{"synthetic", simPool("a", "") + "synthetic {\n  base_gpus = 10\n  peak_gpus = 5\n  peak_hour = 24\n  noise = -0.1\n}\n",
+			[]wantDiag{
+				{summary: "Invalid value", detail: "peak_gpus (5) must not be less than base_gpus (10)", at: "5\n"},
+				{summary: "Invalid value", detail: "peak_hour must be an hour of the day from 0 to 23, got 24", at: "24"},
+				{summary: "Invalid value", detail: "noise must not be negative", at: "-0.1"},
+			}},
+		{"huge number", simPool("a", "  region = \"${1e99999999}\"\n"),
+			[]wantDiag{{summary: "Number out of range", at: "1e99999999"}}},
+		{"syntax error", "pool \"a\" {\n  min = \n}\n",
+			[]wantDiag{{summary: "Invalid expression", at: "\n}"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, diags := Parse("test.hcl", []byte(tt.src))
+			if cfg != nil {
+				t.Errorf("got a config despite errors")
+			}
+			if len(diags) != len(tt.want) {
+				t.Fatalf("got %d diagnostics, want %d:\n%s", len(diags), len(tt.want), formatAll(diags))
+			}
+			for i, w := range tt.want {
+				d := diags[i]
+				line, col := position(t, tt.src, w.at, w.nth)
+				if d.Severity != hcl.DiagError || d.Summary != w.summary || !strings.Contains(d.Detail, w.detail) ||
+					d.Subject == nil || d.Subject.Filename != "test.hcl" ||
+					d.Subject.Start.Line != line || d.Subject.Start.Column != col {
+					t.Errorf("diagnostic %d:\n got %s\nwant test.hcl:%d:%d: error: %s: ...%s...", i, FormatDiagnostic(d), line, col, w.summary, w.detail)
+				}
+			}
+		})
+	}
+}
+
+// position returns the 1-based line and column of the nth occurrence of sub in src.
+func position(t *testing.T, src, sub string, nth int) (line, col int) {
+	t.Helper()
+	off := -1
+	for i := 0; i <= nth; i++ {
+		j := strings.Index(src[off+1:], sub)
+		if j < 0 {
+			t.Fatalf("%q occurs fewer than %d times in the source", sub, nth+1)
+		}
+		off += 1 + j
+	}
+	before := src[:off]
+	line = strings.Count(before, "\n") + 1
+	col = off - strings.LastIndex(before, "\n")
+	return line, col
+}
+
+// TestParseManyErrors: errors from all over a file are reported in one pass,
+// in source order.
+func TestParseManyErrors(t *testing.T) {
+	_, diags := Load("test-fixtures/many-errors.hcl")
+	var got []string
+	for _, d := range diags {
+		got = append(got, strconv.Itoa(d.Subject.Start.Line)+" "+d.Summary)
+	}
+	want := []string{
+		"2 Unknown provider",
+		"4 Incorrect attribute value type",
+		"5 Invalid value",
+		"9 Duplicate pool name",
+		"10 Missing provider block",
+		"18 Invalid value",
+		"21 Duplicate forecast block",
+		"24 Invalid value",
+		"27 Unsupported block type",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%s\nwant\n%s\nfull:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), formatAll(diags))
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.hcl")
+	cfg, diags := Load(path)
+	if cfg != nil || len(diags) != 1 || !diags.HasErrors() || !strings.Contains(diags[0].Detail, path) {
+		t.Fatalf("got %v, %s", cfg, formatAll(diags))
+	}
+	if got, want := FormatDiagnostic(diags[0]), "error: Cannot read config file: open "+path; !strings.HasPrefix(got, want) {
+		t.Errorf("got %q, want prefix %q", got, want)
+	}
+}
+
+func TestWriteDiagnostics(t *testing.T) {
+	diags := hcl.Diagnostics{
+		{Severity: hcl.DiagError, Summary: "Bad", Detail: "two\nlines", Subject: &hcl.Range{Filename: "f.hcl", Start: hcl.Pos{Line: 3, Column: 7}}},
+		{Severity: hcl.DiagWarning, Summary: "Odd"},
+	}
+	var buf bytes.Buffer
+	if err := WriteDiagnostics(&buf, diags); err != nil {
+		t.Fatal(err)
+	}
+	want := "f.hcl:3:7: error: Bad: two lines\nwarning: Odd\n"
+	if buf.String() != want {
+		t.Errorf("got %q, want %q", buf.String(), want)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	const day = 24 * time.Hour
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"90s", 90 * time.Second, true},
+		{"10m", 10 * time.Minute, true},
+		{"1h30m", 90 * time.Minute, true},
+		{"14d", 14 * day, true},
+		{"2w", 14 * day, true},
+		{"1d12h", 36 * time.Hour, true},
+		{"1w1d1h1m1s1ms1us1ns", 8*day + time.Hour + time.Minute + time.Second + time.Millisecond + time.Microsecond + time.Nanosecond, true},
+		{"1.5h", 90 * time.Minute, true},
+		{".5d", 12 * time.Hour, true},
+		{"1.d", day, true},
+		{"-5m", -5 * time.Minute, true},
+		{"+5m", 5 * time.Minute, true},
+		{"2µs", 2 * time.Microsecond, true},
+		{"2μs", 2 * time.Microsecond, true},
+		{"15250w", 15250 * 7 * day, true},
+		{"2562047h47m16.854775807s", time.Duration(1<<63 - 1), true},
+		{"", 0, false},
+		{"-", 0, false},
+		{"10", 0, false},
+		{"10 minutes", 0, false},
+		{"5x", 0, false},
+		{"1h30", 0, false},
+		{".d", 0, false},
+		{"d", 0, false},
+		{"1y", 0, false},
+		{"15251w", 0, false},
+		{"2562047h47m16.854775808s", 0, false},
+		{"99999999999999999999999s", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseDuration(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+		// Where Go's parser accepts the input, both agree.
+		if goDur, goErr := time.ParseDuration(tt.in); goErr == nil && (err != nil || got != goDur) {
+			t.Errorf("ParseDuration(%q) = %v, %v; time.ParseDuration gives %v", tt.in, got, err, goDur)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob("test-fixtures/*.hcl")
+	for _, file := range files {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(src)
+	}
+	f.Add([]byte(simPool("a", "  sim {\n    capacity = 3\n  }\n") + `forecast { step = "1d12h" }`))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		cfg, diags := Parse("fuzz.hcl", src)
+		for _, d := range diags {
+			FormatDiagnostic(d)
+		}
+		if diags.HasErrors() {
+			if cfg != nil {
+				t.Fatal("config returned with errors")
+			}
+			return
+		}
+		if cfg == nil || len(cfg.Pools) == 0 {
+			t.Fatalf("no errors but config %v", cfg)
+		}
+		for _, p := range cfg.Pools {
+			if p.Min < 0 || p.Min > p.Max || p.GPUsPerNode < 1 || p.PricePerHour < 0 ||
+				p.LeadTime <= 0 || p.ProvisionTimeout < p.LeadTime || !p.Capacity.Valid() {
+				t.Fatalf("invalid pool accepted: %+v", p)
+			}
+			if p.Provider == "sim" {
+				for _, k := range []string{"capacity", "initial"} {
+					if _, err := strconv.Atoi(p.Target[k]); err != nil {
+						t.Fatalf("sim pool %q: Target[%q] = %q", p.Name, k, p.Target[k])
+					}
+				}
+				if _, err := strconv.ParseFloat(p.Target["capacity_error_rate"], 64); err != nil {
+					t.Fatalf("sim pool %q: bad capacity_error_rate %q", p.Name, p.Target["capacity_error_rate"])
+				}
+			}
+		}
+		if q := cfg.Forecast.Quantile; q <= 0 || q >= 1 {
+			t.Fatalf("quantile %v accepted", q)
+		}
+	})
+}
+
+func formatAll(diags hcl.Diagnostics) string {
+	var buf bytes.Buffer
+	WriteDiagnostics(&buf, diags)
+	return buf.String()
+}

@@ -1,0 +1,10 @@
+pool "gpu" {
+  provider       = "sim"
+  instance_type  = "sim.8gpu"
+  gpus_per_node  = 8
+  price_per_hour = 32
+  colour         = "blue"
+  lead_time      = "10 minutes"
+  min            = 5
+  max            = 2
+}

@@ -1,0 +1,18 @@
+output "autoscaling_group_names" {
+  description = "The Auto Scaling groups, keyed by the Fleetcast pool that drives each: the asg of the pool's aws block."
+  value = {
+    "reserved-a100"     = aws_autoscaling_group.reserved.name
+    "aws-ondemand-a100" = aws_autoscaling_group.on_demand.name
+    "aws-spot-a100"     = aws_autoscaling_group.spot.name
+  }
+}
+
+output "launch_template_ids" {
+  description = "The launch templates, keyed by pool."
+  value       = { for pool, lt in aws_launch_template.a100 : pool => lt.id }
+}
+
+output "capacity_reservation_id" {
+  description = "The capacity reservation the reserved group launches into."
+  value       = aws_ec2_capacity_reservation.a100.id
+}

@@ -1,0 +1,96 @@
+variable "region" {
+  description = "AWS region of the fleet. It must match the region of the aws pools in examples/cloud.hcl."
+  type        = string
+  default     = "us-east-1"
+}
+
+variable "availability_zone" {
+  description = "Availability zone of the capacity reservation and of the reserved group: a reservation holds capacity in one zone."
+  type        = string
+  default     = "us-east-1a"
+}
+
+variable "subnet_ids" {
+  description = "Private subnets for the GPU nodes, keyed by availability zone, e.g. { \"us-east-1a\" = \"subnet-0abc...\" }. The reserved group uses the subnet in var.availability_zone; the on-demand and spot groups use them all."
+  type        = map(string)
+}
+
+variable "security_group_ids" {
+  description = "Security groups of the GPU nodes. They must allow outbound HTTPS (the agent download, SSM) and the controller's port."
+  type        = list(string)
+}
+
+variable "instance_profile_name" {
+  description = "Instance profile of the GPU nodes. Its role needs ssm:GetParameter on var.token_parameter (and kms:Decrypt on its key); see README.md."
+  type        = string
+}
+
+variable "gpu_ami_id" {
+  description = "AMI of the GPU nodes: it needs the NVIDIA driver with nvidia-persistenced, the AWS CLI and systemd. When null, the newest AWS Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) is used; pin an id in production so that new nodes do not change AMI on the next apply."
+  type        = string
+  default     = null
+}
+
+variable "agent_url" {
+  description = "HTTPS URL of the linux/amd64 autoscaler binary that the nodes run as the Fleetcast agent, e.g. a release artifact in S3 or on an internal mirror."
+  type        = string
+}
+
+variable "agent_sha256" {
+  description = "SHA-256 of the binary at var.agent_url, in hex. Nodes refuse a binary that does not match."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[0-9a-f]{64}$", var.agent_sha256))
+    error_message = "agent_sha256 must be 64 lowercase hex digits."
+  }
+}
+
+variable "controller_url" {
+  description = "URL at which the agents reach the Fleetcast controller's API (its controller.listen address), e.g. http://fleetcast.internal:8790."
+  type        = string
+
+  validation {
+    condition     = can(regex("^https?://", var.controller_url))
+    error_message = "controller_url must be an http:// or https:// URL."
+  }
+}
+
+variable "token_parameter" {
+  description = "SSM Parameter Store name of the SecureString that holds the agents' token."
+  type        = string
+  default     = "/fleetcast/agent-token"
+}
+
+# The sizes below are the pools' min and max in examples/cloud.hcl;
+# config/examples_test.go fails when they disagree.
+
+variable "reserved_nodes" {
+  description = "Nodes in the capacity reservation: the reserved group's min and max size."
+  type        = number
+  default     = 4
+}
+
+variable "spot_min_size" {
+  description = "Minimum size of the spot group."
+  type        = number
+  default     = 0
+}
+
+variable "spot_max_size" {
+  description = "Maximum size of the spot group."
+  type        = number
+  default     = 8
+}
+
+variable "on_demand_min_size" {
+  description = "Minimum size of the on-demand group."
+  type        = number
+  default     = 0
+}
+
+variable "on_demand_max_size" {
+  description = "Maximum size of the on-demand group."
+  type        = number
+  default     = 16
+}

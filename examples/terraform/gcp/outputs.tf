@@ -1,0 +1,14 @@
+output "instance_group_manager" {
+  description = "The managed instance group: the mig of the gcp pool in examples/cloud.hcl."
+  value       = google_compute_instance_group_manager.a100.name
+}
+
+output "instance_group" {
+  description = "Self link of the group's instances, for a load balancer or a scheduler that needs them."
+  value       = google_compute_instance_group_manager.a100.instance_group
+}
+
+output "instance_template" {
+  description = "Self link of the instance template the group launches from."
+  value       = google_compute_instance_template.a100.self_link_unique
+}

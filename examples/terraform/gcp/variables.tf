@@ -1,0 +1,75 @@
+variable "project" {
+  description = "GCP project of the fleet: the project of the gcp pool in examples/cloud.hcl."
+  type        = string
+}
+
+variable "region" {
+  description = "Region of the instance template and the subnetwork."
+  type        = string
+  default     = "us-central1"
+}
+
+variable "zone" {
+  description = "Zone of the managed instance group: the zone of the gcp pool in examples/cloud.hcl. It must offer a2-highgpu-8g."
+  type        = string
+  default     = "us-central1-a"
+}
+
+variable "subnetwork" {
+  description = "Self link or name of the subnetwork of the GPU nodes, in var.region. The nodes get no external address: the subnetwork needs Cloud NAT or Private Google Access and a route to the controller."
+  type        = string
+}
+
+variable "service_account_email" {
+  description = "Service account of the GPU nodes. It needs roles/secretmanager.secretAccessor on var.token_secret; see README.md."
+  type        = string
+}
+
+variable "source_image" {
+  description = "Boot image of the GPU nodes: it needs the NVIDIA driver with nvidia-persistenced, the gcloud CLI and systemd. The default is the image family of a Deep Learning VM with the driver preinstalled; pin an image in production so that new nodes do not change image when the family moves on."
+  type        = string
+  default     = "projects/deeplearning-platform-release/global/images/family/common-cu129-ubuntu-2404-nvidia-580"
+}
+
+variable "boot_disk_size_gb" {
+  description = "Boot disk size of the GPU nodes, in GB."
+  type        = number
+  default     = 200
+}
+
+variable "agent_url" {
+  description = "HTTPS URL of the linux/amd64 autoscaler binary that the nodes run as the Fleetcast agent, e.g. a release artifact in a Cloud Storage bucket or on an internal mirror."
+  type        = string
+}
+
+variable "agent_sha256" {
+  description = "SHA-256 of the binary at var.agent_url, in hex. Nodes refuse a binary that does not match."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[0-9a-f]{64}$", var.agent_sha256))
+    error_message = "agent_sha256 must be 64 lowercase hex digits."
+  }
+}
+
+variable "controller_url" {
+  description = "URL at which the agents reach the Fleetcast controller's API (its controller.listen address), e.g. http://fleetcast.internal:8790."
+  type        = string
+
+  validation {
+    condition     = can(regex("^https?://", var.controller_url))
+    error_message = "controller_url must be an http:// or https:// URL."
+  }
+}
+
+variable "token_secret" {
+  description = "Secret Manager secret, in var.project, that holds the agents' token."
+  type        = string
+  default     = "fleetcast-agent-token"
+}
+
+variable "initial_size" {
+  description = "Size the group is created at. Fleetcast owns the size afterwards; there is no maximum here: the gcp pool's max in examples/cloud.hcl (and the project's A100 quota) bounds it."
+  type        = number
+  default     = 0
+}

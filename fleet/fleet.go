@@ -1,0 +1,231 @@
+// Package fleet is the shared vocabulary of Fleetcast: pools, nodes, jobs,
+// demand series and fleet snapshots. Every other package speaks it; it depends
+// on nothing but the standard library.
+package fleet
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+)
+
+// CapacityType is how a pool's instances are bought.
+type CapacityType string
+
+// The capacity types a pool can have.
+const (
+	// Reserved capacity (capacity reservations, committed use, capacity
+	// blocks) is paid for whether it is used or not.
+	Reserved CapacityType = "reserved"
+	// OnDemand capacity is paid per second while it runs.
+	OnDemand CapacityType = "on_demand"
+	// Spot capacity is cheaper on-demand capacity that the cloud may reclaim.
+	Spot CapacityType = "spot"
+)
+
+// Valid reports whether c is one of the known capacity types.
+func (c CapacityType) Valid() bool {
+	return c == Reserved || c == OnDemand || c == Spot
+}
+
+// Pool is a homogeneous group of instances behind one cloud object (an Auto
+// Scaling group, a managed instance group, a plugin target, a simulated group).
+type Pool struct {
+	// Name is unique within a config.
+	Name string `json:"name"`
+	// Provider names the provider that drives the pool: "aws", "gcp", "sim" or "plugin".
+	Provider string `json:"provider"`
+	// Region and Zones say where the instances run.
+	Region string   `json:"region,omitempty"`
+	Zones  []string `json:"zones,omitempty"`
+	// InstanceType is the cloud's machine type, e.g. p5.48xlarge.
+	InstanceType string `json:"instance_type"`
+	// GPUModel is informational, e.g. H100.
+	GPUModel string `json:"gpu_model,omitempty"`
+	// GPUsPerNode is the number of GPUs one instance has (at least 1).
+	GPUsPerNode int `json:"gpus_per_node"`
+	// Capacity is how the instances are bought.
+	Capacity CapacityType `json:"capacity"`
+	// PricePerHour is the price of one instance-hour in USD.
+	PricePerHour float64 `json:"price_per_hour"`
+	// LeadTime is how long an instance takes from launch until its GPUs are ready.
+	LeadTime time.Duration `json:"lead_time"`
+	// ProvisionTimeout is how long a launching node counts as capacity; a node
+	// still not ready after it is terminated and the pool backed off.
+	ProvisionTimeout time.Duration `json:"provision_timeout"`
+	// Min and Max bound the number of nodes. For a reserved pool Max is the
+	// size of the reservation, which is paid for whether used or not.
+	Min int `json:"min"`
+	Max int `json:"max"`
+	// Priority breaks ties between pools of equal price per GPU: higher first.
+	Priority int `json:"priority"`
+	// Target holds the provider-specific settings (the aws, gcp, sim or
+	// plugin block), as strings keyed by attribute name.
+	Target map[string]string `json:"target,omitempty"`
+}
+
+// PricePerGPUHour is the pool's price of one GPU-hour.
+func (p *Pool) PricePerGPUHour() float64 {
+	if p.GPUsPerNode <= 0 {
+		return p.PricePerHour
+	}
+	return p.PricePerHour / float64(p.GPUsPerNode)
+}
+
+// NodeState is where a node is in its life.
+type NodeState string
+
+// The states a node moves through.
+const (
+	// Pending nodes were launched and are not ready yet.
+	Pending NodeState = "pending"
+	// Ready nodes run work.
+	Ready NodeState = "ready"
+	// Draining nodes take no new work and wait for their jobs to checkpoint.
+	Draining NodeState = "draining"
+	// Terminating nodes are being removed by the cloud.
+	Terminating NodeState = "terminating"
+)
+
+// Valid reports whether s is one of the known node states.
+func (s NodeState) Valid() bool {
+	return s == Pending || s == Ready || s == Draining || s == Terminating
+}
+
+// Node is one instance of a pool.
+type Node struct {
+	// ID is the cloud's instance id.
+	ID string `json:"id"`
+	// Pool is the name of the pool the node belongs to.
+	Pool  string    `json:"pool"`
+	State NodeState `json:"state"`
+	// LaunchedAt is when the cloud was asked for the node.
+	LaunchedAt time.Time `json:"launched_at"`
+	// LastReport is when the node's agent last reported; zero if never.
+	LastReport time.Time `json:"last_report,omitzero"`
+	// IdleSince is when the node last became free of jobs; zero if it holds
+	// jobs or never reported.
+	IdleSince time.Time `json:"idle_since,omitzero"`
+	// DrainStartedAt is when the controller began draining the node.
+	DrainStartedAt time.Time `json:"drain_started_at,omitzero"`
+	// Jobs are the jobs the agent last reported on the node.
+	Jobs []Job `json:"jobs,omitempty"`
+}
+
+// UsedGPUs is the number of GPUs the node's jobs hold.
+func (n *Node) UsedGPUs() int {
+	used := 0
+	for i := range n.Jobs {
+		used += n.Jobs[i].GPUs
+	}
+	return used
+}
+
+// Job is a unit of work on a node.
+type Job struct {
+	ID   string `json:"id"`
+	GPUs int    `json:"gpus"`
+	// Start is when the job started on the node.
+	Start time.Time `json:"start"`
+	// LongRunning is set by the agent or scheduler for jobs known to run long;
+	// a job also counts as long-running once it is older than the drain
+	// policy's long_running_after.
+	LongRunning bool `json:"long_running,omitempty"`
+	// LastCheckpoint is when the job last saved its state; zero if never.
+	LastCheckpoint time.Time `json:"last_checkpoint,omitzero"`
+}
+
+// PoolStatus is what the controller knows about a pool beyond its config.
+type PoolStatus struct {
+	Name string `json:"name"`
+	// BackoffUntil is set after a capacity error: the planner launches
+	// nothing in the pool before it.
+	BackoffUntil time.Time `json:"backoff_until,omitzero"`
+	// BackoffReason says which error caused the backoff.
+	BackoffReason string `json:"backoff_reason,omitempty"`
+}
+
+// State is a snapshot of a fleet: what the planner needs to decide.
+type State struct {
+	// CapturedAt is when the snapshot was taken; plans made from a snapshot
+	// use it as "now".
+	CapturedAt time.Time    `json:"captured_at,omitzero"`
+	Pools      []PoolStatus `json:"pools,omitempty"`
+	Nodes      []Node       `json:"nodes"`
+	// PendingGPUs is the number of GPUs asked for by jobs not yet placed.
+	PendingGPUs int `json:"pending_gpus"`
+	// History is the fleet's recent demand, GPUs per step.
+	History Series `json:"history"`
+}
+
+// Series is a regular time series: Values[i] is the value at Start + i*Step.
+type Series struct {
+	Start  time.Time     `json:"start"`
+	Step   time.Duration `json:"step"`
+	Values []float64     `json:"values"`
+}
+
+// End is the time just after the last value.
+func (s Series) End() time.Time {
+	return s.Start.Add(time.Duration(len(s.Values)) * s.Step)
+}
+
+// Validate checks a snapshot for internal consistency against the pools it
+// names, and returns the first problem found, naming the field.
+func (s *State) Validate(pools []Pool) error {
+	known := make(map[string]bool, len(pools))
+	for i := range pools {
+		known[pools[i].Name] = true
+	}
+	for i := range s.Pools {
+		if !known[s.Pools[i].Name] {
+			return fmt.Errorf("pools[%d].name: unknown pool %q", i, s.Pools[i].Name)
+		}
+	}
+	if s.PendingGPUs < 0 {
+		return fmt.Errorf("pending_gpus: %d is negative", s.PendingGPUs)
+	}
+	if len(s.History.Values) > 0 && s.History.Step <= 0 {
+		return fmt.Errorf("history.step: must be positive when history has values")
+	}
+	seen := make(map[string]bool, len(s.Nodes))
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		switch {
+		case n.ID == "":
+			return fmt.Errorf("nodes[%d].id: empty", i)
+		case seen[n.ID]:
+			return fmt.Errorf("nodes[%d].id: duplicate node %q", i, n.ID)
+		case !known[n.Pool]:
+			return fmt.Errorf("nodes[%d].pool: node %s names unknown pool %q", i, n.ID, n.Pool)
+		case !n.State.Valid():
+			return fmt.Errorf("nodes[%d].state: node %s has state %q, want pending, ready, draining or terminating", i, n.ID, n.State)
+		case n.State == Draining && n.DrainStartedAt.IsZero():
+			return fmt.Errorf("nodes[%d].drain_started_at: draining node %s has no drain start time", i, n.ID)
+		}
+		seen[n.ID] = true
+		for j := range n.Jobs {
+			if n.Jobs[j].GPUs < 0 {
+				return fmt.Errorf("nodes[%d].jobs[%d].gpus: job %s has %d GPUs", i, j, n.Jobs[j].ID, n.Jobs[j].GPUs)
+			}
+		}
+	}
+	return nil
+}
+
+// CompareForLaunch orders pools the way capacity is bought: reserved pools
+// first (they are paid for anyway), then cheaper per GPU-hour, then higher
+// priority, then by name, so the order is total.
+func CompareForLaunch(a, b *Pool) int {
+	ar, br := a.Capacity == Reserved, b.Capacity == Reserved
+	switch {
+	case ar && !br:
+		return -1
+	case br && !ar:
+		return 1
+	}
+	return cmp.Or(
+		cmp.Compare(a.PricePerGPUHour(), b.PricePerGPUHour()),
+		cmp.Compare(b.Priority, a.Priority),
+		cmp.Compare(a.Name, b.Name))
+}

@@ -1,0 +1,143 @@
+package forecast
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+var start = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// daily is days of a 10-minute series that repeats every day: i mod 144,
+// plus noise(i).
+func daily(days int, noise func(i int) float64) fleet.Series {
+	s := fleet.Series{Start: start, Step: 10 * time.Minute}
+	for i := range days * 144 {
+		s.Values = append(s.Values, float64(i%144)+noise(i))
+	}
+	return s
+}
+
+func TestSeasonalNaiveRepeatsYesterday(t *testing.T) {
+	h := daily(3, func(int) float64 { return 0 })
+	f, err := SeasonalNaive(h, time.Hour, []float64{0.5, 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Model != "seasonal_naive_daily" || f.Steps() != 6 || !f.Origin.Equal(h.End()) {
+		t.Fatalf("forecast = %+v", f)
+	}
+	// A perfectly periodic series: every quantile is yesterday's value.
+	for h, want := range []float64{0, 1, 2, 3, 4, 5} {
+		if got := f.Quantile(0.9)[h]; got != want {
+			t.Fatalf("step %d: p90 = %v, want %v", h, got, want)
+		}
+	}
+	if got := f.At(0.5, f.Origin.Add(25*time.Minute)); got != 2 {
+		t.Fatalf("At(+25m) = %v, want 2", got)
+	}
+	if got := f.Max(0.5, f.Origin, f.Origin.Add(time.Hour)); got != 5 {
+		t.Fatalf("Max over the hour = %v, want 5", got)
+	}
+}
+
+func TestSeasonalNaiveQuantilesAreCalibrated(t *testing.T) {
+	// Noise uniform on [-10, 10]: day-over-day changes are triangular on
+	// [-20, 20], whose 90th percentile is 20 - sqrt(80) = 11.06.
+	rng := rand.New(rand.NewPCG(1, 2))
+	h := daily(20, func(int) float64 { return 50 + 20*rng.Float64() - 10 })
+	f, err := SeasonalNaive(h, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, mid, hi := f.Quantile(0.1), f.Quantile(0.5), f.Quantile(0.9)
+	for i := range mid {
+		if !(lo[i] <= mid[i] && mid[i] <= hi[i]) {
+			t.Fatalf("step %d: quantiles out of order: %v %v %v", i, lo[i], mid[i], hi[i])
+		}
+		if d := hi[i] - mid[i]; d < 9.5 || d > 12.5 {
+			t.Fatalf("step %d: p90 - p50 = %v, want about 11.1", i, d)
+		}
+	}
+}
+
+func TestSeasonalNaiveFallsBackWithShortHistory(t *testing.T) {
+	h := fleet.Series{Start: start, Step: 10 * time.Minute, Values: []float64{4, 6, 5, 7}}
+	f, err := SeasonalNaive(h, 30*time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Model != "naive" || !strings.Contains(f.Note, "less than one day") {
+		t.Fatalf("model %q note %q", f.Model, f.Note)
+	}
+	// Changes 2, -1, 2: the median change is 2.
+	if got := f.At(0.5, f.Origin); got != 7+2 {
+		t.Fatalf("p50 = %v, want the last value plus the median change", got)
+	}
+}
+
+func TestSeasonalNaiveRejectsBadHistory(t *testing.T) {
+	tests := []struct {
+		name string
+		h    fleet.Series
+		want string
+	}{
+		{"empty", fleet.Series{Step: time.Minute}, "no demand history"},
+		{"no step", fleet.Series{Values: []float64{1}}, "step 0s is not positive"},
+		{"NaN", fleet.Series{Start: start, Step: time.Minute, Values: []float64{1, math.NaN()}}, "history value 1 (2026-11-01T00:01:00Z) is NaN"},
+		{"Inf", fleet.Series{Start: start, Step: time.Minute, Values: []float64{math.Inf(1)}}, "history value 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := SeasonalNaive(tt.h, time.Hour, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := SeasonalNaive(fleet.Series{Step: time.Minute}, time.Hour, nil); !errors.Is(err, ErrNoHistory) {
+		t.Fatalf("err = %v, want ErrNoHistory", err)
+	}
+}
+
+func TestSeasonalNaiveNeverNegative(t *testing.T) {
+	h := daily(3, func(i int) float64 { return -float64(i % 144) }) // all zeros
+	h.Values[len(h.Values)-1] = 50                                  // one spike
+	f, err := SeasonalNaive(h, 2*time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range f.Levels {
+		for _, v := range f.Values[k] {
+			if v < 0 {
+				t.Fatalf("negative forecast %v at level %v", v, f.Levels[k])
+			}
+		}
+	}
+}
+
+func TestLevels(t *testing.T) {
+	got, err := Levels(0.9, 0.85)
+	if err != nil || len(got) != 7 || got[3] != 0.85 {
+		t.Fatalf("Levels = %v, %v", got, err)
+	}
+	for _, q := range []float64{0, 1, -0.5, math.NaN()} {
+		if _, err := Levels(q); err == nil {
+			t.Fatalf("Levels(%v): want an error", q)
+		}
+	}
+}
+
+func TestQuantileInterpolates(t *testing.T) {
+	f := Forecast{Origin: start, Step: time.Minute, Levels: []float64{0.5, 0.9}, Values: [][]float64{{10}, {20}}}
+	for _, tt := range []struct{ q, want float64 }{{0.5, 10}, {0.7, 15}, {0.9, 20}, {0.1, 10}, {0.99, 20}} {
+		if got := f.Quantile(tt.q)[0]; math.Abs(got-tt.want) > 1e-9 {
+			t.Fatalf("Quantile(%v) = %v, want %v", tt.q, got, tt.want)
+		}
+	}
+}

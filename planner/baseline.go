@@ -1,0 +1,132 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// Baseline is a recommended size for the reserved baseline. The planner
+// shows it and buys nothing: reservations are bought by people.
+type Baseline struct {
+	// Pool is the reserved pool the recommendation is for.
+	Pool string `json:"pool"`
+	// BurstPool is the on-demand pool whose price the reservation is weighed against.
+	BurstPool string `json:"burst_pool"`
+	// Nodes and GPUs are the recommended reservation.
+	Nodes int `json:"nodes"`
+	GPUs  int `json:"gpus"`
+	// CurrentNodes is the reservation now (the pool's max).
+	CurrentNodes int `json:"current_nodes"`
+	// BreakEven is price_reserved / price_on_demand per GPU-hour: a GPU is
+	// worth reserving when it would be busy more than this share of the time.
+	BreakEven float64 `json:"break_even"`
+	// BusyShare is the share of the history during which the last
+	// recommended GPU would have been busy.
+	BusyShare float64 `json:"busy_share"`
+	// CostPerHour is the expected cost per hour of serving the history with
+	// the recommended reservation plus on-demand burst; CurrentCostPerHour
+	// the same with the current reservation.
+	CostPerHour        float64 `json:"cost_per_hour"`
+	CurrentCostPerHour float64 `json:"current_cost_per_hour"`
+	// HistorySteps is how many history values the recommendation rests on.
+	HistorySteps int `json:"history_steps"`
+}
+
+// RecommendBaseline recommends how many nodes of the cheapest reserved pool
+// to reserve, given demand history: the number that minimises the expected
+// cost of serving that history with reserved nodes plus burst capacity from
+// the cheapest on-demand pool (or the cheapest non-reserved pool, if there is
+// no on-demand one). This is the break-even rule: reserve a GPU when it
+// would be busy more than price_reserved / price_on_demand of the time. It
+// returns nil without a reserved pool, a burst pool or history.
+func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
+	var res, burst, anyBurst *fleet.Pool
+	cheaper := func(a, b *fleet.Pool) bool { return b == nil || fleet.CompareForLaunch(a, b) < 0 }
+	for i := range pools {
+		p := &pools[i]
+		switch {
+		case p.GPUsPerNode <= 0:
+		case p.Capacity == fleet.Reserved:
+			if cheaper(p, res) {
+				res = p
+			}
+		case p.Capacity == fleet.OnDemand:
+			if cheaper(p, burst) {
+				burst = p
+			}
+			fallthrough
+		default:
+			if cheaper(p, anyBurst) {
+				anyBurst = p
+			}
+		}
+	}
+	if burst == nil {
+		burst = anyBurst
+	}
+	demand := make([]float64, 0, len(history.Values))
+	for _, v := range history.Values {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			demand = append(demand, math.Max(v, 0))
+		}
+	}
+	if res == nil || burst == nil || len(demand) == 0 {
+		return nil
+	}
+	slices.Sort(demand)
+	// suffix[i] = sum of demand[i:], for the expected overflow above a level.
+	suffix := make([]float64, len(demand)+1)
+	for i := len(demand) - 1; i >= 0; i-- {
+		suffix[i] = suffix[i+1] + demand[i]
+	}
+	t := float64(len(demand))
+	gpn := res.GPUsPerNode
+	burstGPU := burst.PricePerGPUHour()
+	costOf := func(nodes int) float64 {
+		c := float64(nodes * gpn)
+		i := sort.SearchFloat64s(demand, c+1e-9) // first value above c
+		overflow := (suffix[i] - c*float64(len(demand)-i)) / t
+		return float64(nodes)*res.PricePerHour + overflow*burstGPU
+	}
+	peak := demand[len(demand)-1]
+	maxNodes := int(math.Ceil(peak / float64(gpn)))
+	best, bestCost := 0, costOf(0)
+	for n := 1; n <= maxNodes; n++ {
+		if c := costOf(n); c < bestCost-1e-9 {
+			best, bestCost = n, c
+		}
+	}
+	b := &Baseline{
+		Pool:               res.Name,
+		BurstPool:          burst.Name,
+		Nodes:              best,
+		GPUs:               best * gpn,
+		CurrentNodes:       res.Max,
+		BreakEven:          res.PricePerGPUHour() / burstGPU,
+		CostPerHour:        bestCost,
+		CurrentCostPerHour: costOf(res.Max),
+		HistorySteps:       len(demand),
+	}
+	if best > 0 {
+		level := float64(b.GPUs - 1)
+		b.BusyShare = float64(len(demand)-sort.SearchFloat64s(demand, level+1e-9)) / t
+	}
+	return b
+}
+
+// Reason explains the recommendation in words.
+func (b *Baseline) Reason() string {
+	verb := "keep"
+	switch {
+	case b.Nodes > b.CurrentNodes:
+		verb = "grow to"
+	case b.Nodes < b.CurrentNodes:
+		verb = "shrink to"
+	}
+	return fmt.Sprintf("%s %d reserved node(s) (%d GPUs) in %s, now %d: a reserved GPU pays off when busy more than %.0f%% of the time (price vs %s); expected $%.2f/h vs $%.2f/h now over %d steps of history",
+		verb, b.Nodes, b.GPUs, b.Pool, b.CurrentNodes, 100*b.BreakEven, b.BurstPool, b.CostPerHour, b.CurrentCostPerHour, b.HistorySteps)
+}

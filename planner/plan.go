@@ -1,0 +1,106 @@
+// Package planner decides what to do with a fleet: given its state, a demand
+// forecast, the config and the time, it returns a Plan of actions, each with
+// a reason a person understands. It is pure: no clock, no cloud, no I/O, so the
+// same planner serves the live controller, `plan` and `simulate`.
+package planner
+
+import (
+	"time"
+
+	"github.com/fleetcast/autoscaler/forecast"
+)
+
+// ActionKind is what an action does.
+type ActionKind string
+
+// The kinds of action a plan holds, in the order a plan lists them.
+const (
+	// Terminate removes a node: a drained node whose jobs all checkpointed,
+	// or a launching node that missed its provisioning deadline.
+	Terminate ActionKind = "terminate"
+	// CancelDrain returns a draining node to service after its drain timed out.
+	CancelDrain ActionKind = "cancel_drain"
+	// Launch adds Count nodes to a pool.
+	Launch ActionKind = "launch"
+	// Drain starts draining a node: no new work, jobs asked to checkpoint.
+	Drain ActionKind = "drain"
+	// Hold keeps a node the planner would otherwise remove, and says why.
+	Hold ActionKind = "hold"
+)
+
+// Action is one step of a plan.
+type Action struct {
+	Kind ActionKind `json:"kind"`
+	Pool string     `json:"pool"`
+	// Node is the node acted on; empty for Launch.
+	Node string `json:"node,omitempty"`
+	// Count is the number of nodes to launch; 0 for other kinds.
+	Count int `json:"count,omitempty"`
+	// InstanceType and GPUs describe what the action adds or removes.
+	InstanceType string `json:"instance_type"`
+	GPUs         int    `json:"gpus"`
+	// BackOff asks the caller to back the pool off, as after a capacity
+	// error (a node missed its provisioning deadline).
+	BackOff bool `json:"back_off,omitempty"`
+	// Reason says why, in words.
+	Reason string `json:"reason"`
+}
+
+// Demand is the fleet's demand now.
+type Demand struct {
+	// RunningGPUs are held by jobs on nodes (silent nodes count as last reported).
+	RunningGPUs int `json:"running_gpus"`
+	// PendingGPUs are asked for by jobs not yet placed.
+	PendingGPUs int `json:"pending_gpus"`
+}
+
+// Total is running plus pending GPUs.
+func (d Demand) Total() int { return d.RunningGPUs + d.PendingGPUs }
+
+// Capacity is the fleet's GPUs by node state, before the plan.
+type Capacity struct {
+	ReadyGPUs     int `json:"ready_gpus"`
+	LaunchingGPUs int `json:"launching_gpus"`
+	DrainingGPUs  int `json:"draining_gpus"`
+	// SilentNodes are ready or draining nodes whose agent has not reported
+	// within the agent timeout.
+	SilentNodes int `json:"silent_nodes"`
+}
+
+// Plan is what the planner decided, and why.
+type Plan struct {
+	// At is the time the plan was made for.
+	At time.Time `json:"at"`
+	// Quantile is the forecast quantile the plan provisions for.
+	Quantile float64  `json:"quantile"`
+	Actions  []Action `json:"actions"`
+	Demand   Demand   `json:"demand"`
+	Capacity Capacity `json:"capacity"`
+	// CostPerHourBefore is the fleet's cost per hour now; CostPerHourAfter
+	// once every action has completed. Reserved pools count their whole
+	// reservation (Max nodes) in both, since it is paid whether used or not.
+	CostPerHourBefore float64 `json:"cost_per_hour_before"`
+	CostPerHourAfter  float64 `json:"cost_per_hour_after"`
+	// Baseline is the recommended reserved baseline; nil without a reserved
+	// pool or history.
+	Baseline *Baseline `json:"baseline,omitempty"`
+	// Notes are things the operator should know that are not actions:
+	// skipped pools, limits reached, clamped forecasts.
+	Notes []string `json:"notes,omitempty"`
+	// Forecast is the forecast the plan used.
+	Forecast forecast.Forecast `json:"forecast"`
+}
+
+// Counts tallies the plan's actions by kind; a launch counts its nodes.
+func (p *Plan) Counts() map[ActionKind]int {
+	c := make(map[ActionKind]int, 5)
+	for i := range p.Actions {
+		a := &p.Actions[i]
+		if a.Kind == Launch {
+			c[a.Kind] += a.Count
+		} else {
+			c[a.Kind]++
+		}
+	}
+	return c
+}

@@ -1,0 +1,280 @@
+package planner
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/forecast"
+	"pgregory.net/rapid"
+)
+
+var t0 = time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+
+// genInput draws a config, a fleet state and a forecast. Fleets may already
+// break their limits (a config changed under a running fleet), hold silent
+// agents, stuck launches, drains of every age and jobs with any checkpoint
+// history; forecasts may be NaN, negative or absurd.
+func genInput(t *rapid.T) Input {
+	cfg := config.Defaults()
+	cfg.Drain.CheckpointMaxAge = time.Duration(rapid.IntRange(5, 60).Draw(t, "ckMaxAge")) * time.Minute
+	cfg.Drain.Timeout = time.Duration(rapid.IntRange(5, 40).Draw(t, "drainTimeout")) * time.Minute
+	cfg.Controller.AgentTimeout = time.Duration(rapid.IntRange(1, 10).Draw(t, "agentTimeout")) * time.Minute
+	cfg.Limits.MaxScaleInPerCycle = rapid.IntRange(1, 10).Draw(t, "maxScaleIn")
+	cfg.Limits.SilentShareHalt = rapid.Float64Range(0.05, 1).Draw(t, "silentHalt")
+	if rapid.Bool().Draw(t, "hasMaxGPUs") {
+		cfg.Limits.MaxGPUs = rapid.IntRange(0, 200).Draw(t, "maxGPUs")
+	}
+	if rapid.Bool().Draw(t, "hasMaxSpend") {
+		cfg.Limits.MaxSpendPerHour = rapid.Float64Range(1, 500).Draw(t, "maxSpend")
+	}
+	caps := []fleet.CapacityType{fleet.Reserved, fleet.OnDemand, fleet.Spot}
+	npools := rapid.IntRange(1, 5).Draw(t, "pools")
+	for i := range npools {
+		lead := time.Duration(rapid.IntRange(1, 20).Draw(t, "lead")) * time.Minute
+		mn := rapid.IntRange(0, 3).Draw(t, "min")
+		cfg.Pools = append(cfg.Pools, fleet.Pool{
+			Name:             fmt.Sprintf("pool-%d", i),
+			Provider:         "sim",
+			InstanceType:     "gpu.x",
+			GPUsPerNode:      rapid.SampledFrom([]int{1, 2, 4, 8}).Draw(t, "gpn"),
+			Capacity:         rapid.SampledFrom(caps).Draw(t, "capacity"),
+			PricePerHour:     rapid.Float64Range(0, 40).Draw(t, "price"),
+			LeadTime:         lead,
+			ProvisionTimeout: 3 * lead,
+			Min:              mn,
+			Max:              mn + rapid.IntRange(0, 8).Draw(t, "extra"),
+			Priority:         rapid.IntRange(0, 2).Draw(t, "priority"),
+		})
+	}
+	st := &fleet.State{PendingGPUs: rapid.IntRange(0, 60).Draw(t, "pending")}
+	for _, p := range cfg.Pools {
+		if rapid.IntRange(0, 3).Draw(t, "backoff") == 0 {
+			st.Pools = append(st.Pools, fleet.PoolStatus{Name: p.Name, BackoffUntil: t0.Add(time.Duration(rapid.IntRange(-30, 30).Draw(t, "until")) * time.Minute)})
+		}
+		for j := range rapid.IntRange(0, p.Max+2).Draw(t, "nodes") {
+			st.Nodes = append(st.Nodes, genNode(t, p, j))
+		}
+	}
+	return Input{Config: &cfg, State: st, Forecast: genForecast(t), Now: t0}
+}
+
+func minutesAgo(t *rapid.T, label string, lo, hi int) time.Time {
+	return t0.Add(-time.Duration(rapid.IntRange(lo, hi).Draw(t, label)) * time.Minute)
+}
+
+func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
+	n := fleet.Node{
+		ID:         fmt.Sprintf("%s-n%d", p.Name, j),
+		Pool:       p.Name,
+		State:      rapid.SampledFrom([]fleet.NodeState{fleet.Pending, fleet.Ready, fleet.Ready, fleet.Draining, fleet.Terminating}).Draw(t, "state"),
+		LaunchedAt: minutesAgo(t, "launched", 0, 600),
+	}
+	if n.State != fleet.Pending && rapid.IntRange(0, 5).Draw(t, "reported") > 0 {
+		n.LastReport = minutesAgo(t, "report", 0, 15)
+	}
+	if n.State == fleet.Draining {
+		n.DrainStartedAt = minutesAgo(t, "drainStart", 0, 60)
+	}
+	if n.State == fleet.Pending {
+		return n
+	}
+	free := p.GPUsPerNode
+	for k := range rapid.IntRange(0, 3).Draw(t, "jobs") {
+		if free == 0 {
+			break
+		}
+		g := rapid.IntRange(1, free).Draw(t, "gpus")
+		free -= g
+		job := fleet.Job{ID: fmt.Sprintf("%s-j%d", n.ID, k), GPUs: g, Start: minutesAgo(t, "start", 0, 3000),
+			LongRunning: rapid.Bool().Draw(t, "long")}
+		if rapid.IntRange(0, 4).Draw(t, "checkpointed") > 0 {
+			job.LastCheckpoint = minutesAgo(t, "ck", 0, 120)
+		}
+		n.Jobs = append(n.Jobs, job)
+	}
+	if len(n.Jobs) == 0 {
+		n.IdleSince = minutesAgo(t, "idle", 0, 120)
+	}
+	return n
+}
+
+func genForecast(t *rapid.T) forecast.Forecast {
+	steps := rapid.IntRange(0, 24).Draw(t, "steps")
+	f := forecast.Forecast{Origin: t0, Step: 5 * time.Minute, Model: "test", Levels: []float64{0.5, 0.9}, Values: [][]float64{make([]float64, steps), make([]float64, steps)}}
+	for h := range steps {
+		v := rapid.Float64Range(0, 200).Draw(t, "v")
+		switch rapid.IntRange(0, 20).Draw(t, "weird") {
+		case 0:
+			v = math.NaN()
+		case 1:
+			v = -v
+		case 2:
+			v = 1e12
+		}
+		f.Values[0][h], f.Values[1][h] = v*0.8, v
+	}
+	return f
+}
+
+// silent is rule 2's definition, independent of the planner's code.
+func silent(in Input, n *fleet.Node) bool {
+	return n.LastReport.IsZero() || in.Now.Sub(n.LastReport) > in.Config.Controller.AgentTimeout
+}
+
+func nodesByID(in Input) map[string]*fleet.Node {
+	m := map[string]*fleet.Node{}
+	for i := range in.State.Nodes {
+		m[in.State.Nodes[i].ID] = &in.State.Nodes[i]
+	}
+	return m
+}
+
+// TestPropertySafety checks DESIGN.md rules 1-3 over generated fleets.
+func TestPropertySafety(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genInput(t)
+		plan := Make(in)
+		nodes := nodesByID(in)
+		cfg := in.Config
+		drains := map[string]int{}
+		launched := map[string]int{}
+		terminated := map[string]bool{}
+		for _, a := range plan.Actions {
+			if a.Kind == Launch {
+				if a.Count <= 0 {
+					t.Fatalf("launch of %d nodes: %+v", a.Count, a)
+				}
+				launched[a.Pool] += a.Count
+				continue
+			}
+			n := nodes[a.Node]
+			if n == nil {
+				t.Fatalf("action on unknown node: %+v", a)
+			}
+			if a.Reason == "" {
+				t.Fatalf("action without a reason: %+v", a)
+			}
+			switch a.Kind {
+			case Drain:
+				// Rule 1: drains start only on nodes whose jobs all
+				// checkpointed within checkpoint_max_age; rule 2: never on
+				// a silent node.
+				if n.State != fleet.Ready || silent(in, n) {
+					t.Fatalf("drain of %s node (silent=%v): %+v", n.State, silent(in, n), a)
+				}
+				for _, j := range n.Jobs {
+					if j.LastCheckpoint.IsZero() || in.Now.Sub(j.LastCheckpoint) > cfg.Drain.CheckpointMaxAge {
+						t.Fatalf("drain of %s with job %s last checkpoint %v: %+v", n.ID, j.ID, j.LastCheckpoint, a)
+					}
+				}
+				drains[a.Pool]++
+			case Terminate:
+				terminated[n.ID] = true
+				pool := cfg.Pool(n.Pool)
+				if n.State == fleet.Pending {
+					if len(n.Jobs) > 0 || !in.Now.After(n.LaunchedAt.Add(pool.ProvisionTimeout)) {
+						t.Fatalf("terminate of a pending node before its deadline: %+v", a)
+					}
+					continue
+				}
+				// Rule 1: a node is terminated only after every job on it
+				// checkpointed since the drain began, or exited.
+				if n.State != fleet.Draining || silent(in, n) {
+					t.Fatalf("terminate of %s node (silent=%v): %+v", n.State, silent(in, n), a)
+				}
+				for _, j := range n.Jobs {
+					if j.LastCheckpoint.Before(n.DrainStartedAt) {
+						t.Fatalf("terminate of %s: job %s checkpointed at %v, before the drain at %v", n.ID, j.ID, j.LastCheckpoint, n.DrainStartedAt)
+					}
+				}
+			case CancelDrain:
+				if n.State != fleet.Draining {
+					t.Fatalf("cancel drain of a %s node", n.State)
+				}
+			}
+		}
+		total := 0
+		for _, c := range drains {
+			total += c
+		}
+		if total > cfg.Limits.MaxScaleInPerCycle {
+			t.Fatalf("%d drains > max_scale_in_per_cycle %d", total, cfg.Limits.MaxScaleInPerCycle)
+		}
+		// Rule 3: min, max, max_gpus, max_spend_per_hour.
+		// burstLaunch: a launch that adds spend (reserved nodes are paid anyway).
+		fleetGPUs, spend, anyLaunch, burstLaunch := 0, 0.0, false, false
+		for i := range cfg.Pools {
+			p := &cfg.Pools[i]
+			live, active := 0, 0
+			for _, n := range in.State.Nodes {
+				if n.Pool != p.Name || n.State == fleet.Terminating || terminated[n.ID] {
+					continue
+				}
+				live++
+				if n.State != fleet.Draining {
+					active++
+				}
+			}
+			for _, a := range plan.Actions {
+				if a.Kind == CancelDrain && a.Pool == p.Name {
+					active++
+				}
+			}
+			if launched[p.Name] > 0 && live+launched[p.Name] > p.Max {
+				t.Fatalf("pool %s: %d live + %d launched > max %d", p.Name, live, launched[p.Name], p.Max)
+			}
+			if drains[p.Name] > 0 && active-drains[p.Name] < p.Min {
+				t.Fatalf("pool %s: %d active - %d drained < min %d", p.Name, active, drains[p.Name], p.Min)
+			}
+			if drains[p.Name] > 0 && p.Capacity == fleet.Reserved {
+				t.Fatalf("reserved pool %s drained", p.Name)
+			}
+			fleetGPUs += (live + launched[p.Name]) * p.GPUsPerNode
+			if p.Capacity != fleet.Reserved {
+				spend += float64(live+launched[p.Name]) * p.PricePerHour
+				burstLaunch = burstLaunch || (launched[p.Name] > 0 && p.PricePerHour > 0)
+			}
+			anyLaunch = anyLaunch || launched[p.Name] > 0
+		}
+		if m := cfg.Limits.MaxGPUs; m > 0 && anyLaunch && fleetGPUs > m {
+			t.Fatalf("fleet GPUs %d > max_gpus %d after launches", fleetGPUs, m)
+		}
+		if m := cfg.Limits.MaxSpendPerHour; m > 0 && burstLaunch && spend > m+1e-6 {
+			t.Fatalf("spend %.2f > max_spend_per_hour %.2f after launches", spend, m)
+		}
+		if math.IsNaN(plan.CostPerHourAfter) || math.IsInf(plan.CostPerHourAfter, 0) {
+			t.Fatalf("cost after is %v", plan.CostPerHourAfter)
+		}
+	})
+}
+
+// TestPropertyDeterministic checks that the same input gives the same plan,
+// whatever order the provider listed the nodes in.
+func TestPropertyDeterministic(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genInput(t)
+		first, err := json.Marshal(Make(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, _ := json.Marshal(Make(in))
+		if string(first) != string(again) {
+			t.Fatalf("two plans of the same input differ:\n%s\n%s", first, again)
+		}
+		shuffled := *in.State
+		shuffled.Nodes = append([]fleet.Node(nil), in.State.Nodes...)
+		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "shuffle"), 1))
+		r.Shuffle(len(shuffled.Nodes), func(i, j int) { shuffled.Nodes[i], shuffled.Nodes[j] = shuffled.Nodes[j], shuffled.Nodes[i] })
+		in.State = &shuffled
+		third, _ := json.Marshal(Make(in))
+		if string(first) != string(third) {
+			t.Fatalf("node order changed the plan:\n%s\n%s", first, third)
+		}
+	})
+}

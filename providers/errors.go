@@ -1,0 +1,102 @@
+package providers
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// InsufficientCapacityError means the cloud has no capacity for the pool
+// now (e.g. AWS InsufficientInstanceCapacity, GCP
+// ZONE_RESOURCE_POOL_EXHAUSTED, an unfulfillable spot request). The planner
+// backs the pool off and falls back to the next cheapest pool.
+type InsufficientCapacityError struct {
+	Pool string
+	// Zone is where capacity ran out, if the cloud said.
+	Zone string
+	// Err is the cloud's own error.
+	Err error
+}
+
+func (e *InsufficientCapacityError) Error() string {
+	where := e.Pool
+	if e.Zone != "" {
+		where += " in " + e.Zone
+	}
+	return fmt.Sprintf("pool %s: insufficient capacity: %v", where, e.Err)
+}
+
+// Unwrap returns the cloud's error.
+func (e *InsufficientCapacityError) Unwrap() error { return e.Err }
+
+// QuotaExceededError means an account quota or limit refused the request
+// (e.g. AWS VcpuLimitExceeded, GCP QUOTA_EXCEEDED). Like a capacity error it
+// backs the pool off, but it needs a person to raise the quota.
+type QuotaExceededError struct {
+	Pool string
+	// Quota names the quota, if the cloud said.
+	Quota string
+	Err   error
+}
+
+func (e *QuotaExceededError) Error() string {
+	q := ""
+	if e.Quota != "" {
+		q = " " + e.Quota
+	}
+	return fmt.Sprintf("pool %s: quota%s exceeded: %v", e.Pool, q, e.Err)
+}
+
+// Unwrap returns the cloud's error.
+func (e *QuotaExceededError) Unwrap() error { return e.Err }
+
+// ThrottledError means the cloud rate-limited the call. It is safe to retry
+// after RetryAfter (zero if the cloud did not say).
+type ThrottledError struct {
+	Pool       string
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("pool %s: throttled by the cloud: %v", e.Pool, e.Err)
+}
+
+// Unwrap returns the cloud's error.
+func (e *ThrottledError) Unwrap() error { return e.Err }
+
+// NotFoundError means the cloud object or instance does not exist.
+type NotFoundError struct {
+	Pool string
+	// Resource names what was missing, e.g. `auto scaling group "train-burst"`.
+	Resource string
+	Err      error
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("pool %s: %s not found: %v", e.Pool, e.Resource, e.Err)
+}
+
+// Unwrap returns the cloud's error.
+func (e *NotFoundError) Unwrap() error { return e.Err }
+
+// ShouldBackOff reports whether err means the pool cannot get capacity for
+// a while, so launches should go to another pool: insufficient capacity or
+// an exceeded quota.
+func ShouldBackOff(err error) bool {
+	var ice *InsufficientCapacityError
+	var qe *QuotaExceededError
+	return errors.As(err, &ice) || errors.As(err, &qe)
+}
+
+// Backoff is how long a pool is backed off after its failures-th
+// consecutive capacity error (1 for the first): 5 minutes, doubling up to
+// 30 minutes, as Cluster Autoscaler does for node groups.
+func Backoff(failures int) time.Duration {
+	const initial, ceiling = 5 * time.Minute, 30 * time.Minute
+	d := initial
+	for i := 1; i < failures && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
+}

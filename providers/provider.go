@@ -1,0 +1,88 @@
+// Package providers defines the one small interface every cloud implements
+// (AWS Auto Scaling groups and EC2, GCP managed instance groups, external
+// plugins, the simulated cloud) and the typed errors they return.
+//
+// A provider drives groups of instances, one per pool. It knows nothing of
+// jobs, forecasts or plans: the planner decides, the controller calls the
+// provider, and the provider reports what the cloud did or why it refused.
+package providers
+
+import (
+	"context"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// Provider drives the groups behind pools on one cloud.
+//
+// Every method takes the pool's config (its Target holds the cloud object,
+// e.g. the ASG or MIG name) and may block on the network, so it takes a
+// context. Errors are one of the typed errors of this package where the
+// cloud's answer fits one, wrapped with the pool they concern.
+type Provider interface {
+	// Describe returns the group as the cloud sees it now: its target size
+	// and its instances.
+	Describe(ctx context.Context, pool fleet.Pool) (Group, error)
+	// Launch grows the group. It must be idempotent for the same
+	// request key: after a controller restart the same request may be sent
+	// again and must not launch twice. Groups with a target size (ASG, MIG)
+	// set it to req.Target; others (EC2 RunInstances) launch req.Count with
+	// req.Key as the client token.
+	Launch(ctx context.Context, pool fleet.Pool, req LaunchRequest) error
+	// Terminate removes the named instances and lowers the group's target
+	// size by as many, so the group does not replace them.
+	Terminate(ctx context.Context, pool fleet.Pool, instanceIDs []string) error
+}
+
+// Protector is implemented by providers whose groups can scale in on their
+// own (an ASG's own policies): protected instances are never chosen by the
+// cloud for scale-in. The controller protects nodes that hold work.
+type Protector interface {
+	SetProtected(ctx context.Context, pool fleet.Pool, instanceIDs []string, protected bool) error
+}
+
+// LaunchRequest asks a group to grow.
+type LaunchRequest struct {
+	// Count is the number of instances to add.
+	Count int
+	// Target is the group's target size once they are added: the observed
+	// target size plus Count.
+	Target int
+	// Key identifies the request across retries and restarts.
+	Key string
+}
+
+// Group is a pool's group as the cloud sees it.
+type Group struct {
+	// Target is the size the cloud is converging to (desired capacity,
+	// target size).
+	Target int
+	// Instances are the group's instances, in no particular order.
+	Instances []Instance
+}
+
+// InstanceState is the cloud's view of an instance's life.
+type InstanceState string
+
+// The instance states every provider maps its cloud's states to.
+const (
+	// InstancePending instances are booting.
+	InstancePending InstanceState = "pending"
+	// InstanceRunning instances run (their GPUs may still be initialising;
+	// the agent reports when they are ready).
+	InstanceRunning InstanceState = "running"
+	// InstanceTerminating instances are going away.
+	InstanceTerminating InstanceState = "terminating"
+)
+
+// Instance is one instance of a group.
+type Instance struct {
+	ID    string
+	Zone  string
+	State InstanceState
+	// LaunchedAt is when the cloud started the instance.
+	LaunchedAt time.Time
+	// Protected instances are never chosen by the cloud for scale-in.
+	Protected bool
+}

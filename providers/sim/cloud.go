@@ -1,0 +1,239 @@
+// Package sim is an in-process simulated cloud: the built-in default that
+// lets `plan`, `simulate` and `run` work with no cloud account.
+//
+// Each pool is a group with the pool's lead time and price, a capacity (the
+// most instances the simulated region can supply) and an injectable rate of
+// capacity errors per launch. Everything random comes from one seeded source,
+// and time comes from a clock the caller passes in, so a simulation is
+// deterministic for its seed.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
+)
+
+// ErrSimulated wraps every refusal the simulated cloud makes up.
+var ErrSimulated = errors.New("simulated cloud")
+
+// Settings are a pool's simulation settings: the attributes of its `sim` block.
+type Settings struct {
+	// Capacity is the most instances the simulated region can supply to the
+	// pool at once; launches beyond it fail with InsufficientCapacityError.
+	Capacity int
+	// ErrorRate is the probability that a launch fails with
+	// InsufficientCapacityError whatever the capacity.
+	ErrorRate float64
+	// Initial is the number of nodes the generated fleet starts with.
+	Initial int
+}
+
+// SettingsOf reads a pool's simulation settings from its Target, with the
+// defaults of the config reference: capacity = max, no errors, initial = min.
+func SettingsOf(p fleet.Pool) (Settings, error) {
+	s := Settings{Capacity: p.Max, Initial: p.Min}
+	for key, dst := range map[string]*int{"capacity": &s.Capacity, "initial": &s.Initial} {
+		if v, ok := p.Target[key]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return s, fmt.Errorf("pool %s: sim.%s = %q: want a whole number >= 0", p.Name, key, v)
+			}
+			*dst = n
+		}
+	}
+	if v, ok := p.Target["capacity_error_rate"]; ok {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r < 0 || r > 1 {
+			return s, fmt.Errorf("pool %s: sim.capacity_error_rate = %q: want a number in [0, 1]", p.Name, v)
+		}
+		s.ErrorRate = r
+	}
+	return s, nil
+}
+
+// Cloud is the simulated cloud. It is safe for concurrent use.
+type Cloud struct {
+	clock func() time.Time
+
+	mu     sync.Mutex
+	rng    *rand.Rand
+	groups map[string]*group
+	nextID int
+	// keys remembers launch request keys, so a repeated request launches nothing.
+	keys map[string]bool
+}
+
+type group struct {
+	pool      fleet.Pool
+	settings  Settings
+	target    int
+	instances []providers.Instance
+}
+
+// Interface checks.
+var (
+	_ providers.Provider  = (*Cloud)(nil)
+	_ providers.Protector = (*Cloud)(nil)
+)
+
+// New makes a simulated cloud with one group per pool, empty, reading time
+// from clock. Pools of any provider may be simulated; their `sim` settings
+// apply where present.
+func New(pools []fleet.Pool, seed int64, clock func() time.Time) (*Cloud, error) {
+	c := &Cloud{
+		clock:  clock,
+		rng:    rand.New(rand.NewPCG(uint64(seed), 0x5eed)),
+		groups: make(map[string]*group, len(pools)),
+		keys:   map[string]bool{},
+	}
+	for _, p := range pools {
+		s, err := SettingsOf(p)
+		if err != nil {
+			return nil, err
+		}
+		c.groups[p.Name] = &group{pool: p, settings: s}
+	}
+	return c, nil
+}
+
+func (c *Cloud) group(pool string) (*group, error) {
+	g := c.groups[pool]
+	if g == nil {
+		return nil, &providers.NotFoundError{Pool: pool, Resource: fmt.Sprintf("simulated group %q", pool), Err: ErrSimulated}
+	}
+	return g, nil
+}
+
+// Describe returns the group with instance states as of the clock: an
+// instance is running once its lead time has passed.
+func (c *Cloud) Describe(ctx context.Context, pool fleet.Pool) (providers.Group, error) {
+	if err := ctx.Err(); err != nil {
+		return providers.Group{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.group(pool.Name)
+	if err != nil {
+		return providers.Group{}, err
+	}
+	now := c.clock()
+	out := providers.Group{Target: g.target, Instances: slices.Clone(g.instances)}
+	for i := range out.Instances {
+		in := &out.Instances[i]
+		if in.State == providers.InstancePending && !now.Before(in.LaunchedAt.Add(g.pool.LeadTime)) {
+			in.State = providers.InstanceRunning
+		}
+	}
+	return out, nil
+}
+
+// Launch raises the group's target to req.Target and starts the instances.
+// A key seen before launches nothing. Beyond the pool's capacity, or by
+// chance at the pool's error rate, it fails with InsufficientCapacityError;
+// past capacity it launches what fits first.
+func (c *Cloud) Launch(ctx context.Context, pool fleet.Pool, req providers.LaunchRequest) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.group(pool.Name)
+	if err != nil {
+		return err
+	}
+	if req.Key != "" && c.keys[req.Key] {
+		return nil
+	}
+	target := req.Target
+	if target <= 0 {
+		target = g.target + req.Count
+	}
+	if target <= g.target {
+		return nil
+	}
+	zone := ""
+	if len(g.pool.Zones) > 0 {
+		zone = g.pool.Zones[c.rng.IntN(len(g.pool.Zones))]
+	}
+	if g.settings.ErrorRate > 0 && c.rng.Float64() < g.settings.ErrorRate {
+		return &providers.InsufficientCapacityError{Pool: pool.Name, Zone: zone,
+			Err: fmt.Errorf("%w: injected capacity error (rate %g)", ErrSimulated, g.settings.ErrorRate)}
+	}
+	var capErr error
+	if target > g.settings.Capacity {
+		capErr = &providers.InsufficientCapacityError{Pool: pool.Name, Zone: zone,
+			Err: fmt.Errorf("%w: region capacity of %d instance(s) reached", ErrSimulated, g.settings.Capacity)}
+		target = g.settings.Capacity
+	}
+	if req.Key != "" && target > g.target {
+		// Only a request that launched something is remembered: a refused
+		// one may be retried with the same key, as with EC2 client tokens.
+		c.keys[req.Key] = true
+	}
+	now := c.clock()
+	for g.target < target {
+		c.add(g, zone, providers.InstancePending, now)
+	}
+	return capErr
+}
+
+// add appends an instance to g and raises its target. The caller holds c.mu
+// (or owns c, while generating a fleet).
+func (c *Cloud) add(g *group, zone string, state providers.InstanceState, launched time.Time) string {
+	c.nextID++
+	id := fmt.Sprintf("sim-%s-%05d", g.pool.Name, c.nextID)
+	g.instances = append(g.instances, providers.Instance{ID: id, Zone: zone, State: state, LaunchedAt: launched})
+	g.target++
+	return id
+}
+
+// Terminate removes the instances and lowers the target by as many. An
+// unknown instance is a NotFoundError and nothing is removed.
+func (c *Cloud) Terminate(ctx context.Context, pool fleet.Pool, ids []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.group(pool.Name)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if !slices.ContainsFunc(g.instances, func(in providers.Instance) bool { return in.ID == id }) {
+			return &providers.NotFoundError{Pool: pool.Name, Resource: "instance " + id, Err: ErrSimulated}
+		}
+	}
+	g.instances = slices.DeleteFunc(g.instances, func(in providers.Instance) bool { return slices.Contains(ids, in.ID) })
+	g.target = max(g.target-len(ids), 0)
+	return nil
+}
+
+// SetProtected marks instances as protected from the cloud's own scale-in.
+// The simulated cloud never scales in on its own; it records the flag.
+func (c *Cloud) SetProtected(ctx context.Context, pool fleet.Pool, ids []string, protected bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.group(pool.Name)
+	if err != nil {
+		return err
+	}
+	for i := range g.instances {
+		if slices.Contains(ids, g.instances[i].ID) {
+			g.instances[i].Protected = protected
+		}
+	}
+	return nil
+}
