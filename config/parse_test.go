@@ -450,3 +450,32 @@ func formatAll(diags hcl.Diagnostics) string {
 	WriteDiagnostics(&buf, diags)
 	return buf.String()
 }
+
+func TestFormatDuration(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"}, {45 * time.Second, "45s"}, {35*time.Minute + 20*time.Second, "35m"}, {2 * time.Hour, "2h"},
+		{2*time.Hour + 5*time.Minute, "2h5m"}, {76 * time.Hour, "3d4h"}, {14 * 24 * time.Hour, "14d"}, {-90 * time.Second, "-2m"},
+	} {
+		got := FormatDuration(tt.d)
+		if got != tt.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+		if back, err := ParseDuration(got); err != nil || back != tt.d.Round(durationRounding(tt.d)) {
+			t.Errorf("ParseDuration(%q) = %v, %v: does not round-trip", got, back, err)
+		}
+	}
+}
+
+// durationRounding is the precision FormatDuration keeps for d.
+func durationRounding(d time.Duration) time.Duration {
+	switch d = max(d, -d); {
+	case d < time.Minute:
+		return time.Second
+	case d >= 48*time.Hour:
+		return time.Hour
+	}
+	return time.Minute
+}

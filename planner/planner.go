@@ -608,22 +608,7 @@ func sortedNodes(nodes []fleet.Node) []*fleet.Node {
 }
 
 // age formats a duration the way a person reads it: 35m, 2h5m, 45s.
-func age(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "-" + age(-d)
-	case d < time.Minute:
-		return d.Round(time.Second).String()
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Round(time.Minute)/time.Minute))
-	}
-	d = d.Round(time.Minute)
-	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
-	if m == 0 {
-		return fmt.Sprintf("%dh", h)
-	}
-	return fmt.Sprintf("%dh%dm", h, m)
-}
+func age(d time.Duration) string { return config.FormatDuration(d) }
 
 // clock formats a time of day in UTC.
 func clock(t time.Time) string { return t.UTC().Format("15:04") }

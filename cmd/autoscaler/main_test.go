@@ -64,7 +64,7 @@ func TestPlanLocalExampleAllDay(t *testing.T) {
 }
 
 func TestPlanFromState(t *testing.T) {
-	code, out, errOut := cli("plan", "-config", localConfig, "-state", "test-fixtures/state.json")
+	code, out, errOut := cli("plan", "-config", localConfig, "-state", "../../examples/state.json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -104,7 +104,7 @@ func TestPlanErrors(t *testing.T) {
 		{"no config", []string{"plan"}, 1, "-config FILE is required"},
 		{"missing config", []string{"plan", "-config", "nope.hcl"}, 1, "nope.hcl"},
 		{"bad state", []string{"plan", "-config", localConfig, "-state", "test-fixtures/bad-state.json"}, 1,
-			"state test-fixtures/bad-state.json: line 5, column 42: field nodes.jobs.gpus: got JSON string, want int"},
+			"state test-fixtures/bad-state.json: line 5, column 41: field nodes.jobs.gpus: got JSON string, want int"},
 		{"missing state", []string{"plan", "-config", localConfig, "-state", "nope.json"}, 1, "nope.json"},
 		{"cloud pool without state", []string{"plan", "-config", awsConfig}, 1, `pool burst uses provider "aws", which plan cannot read in this build; pass a state snapshot with -state FILE`},
 		{"bad -at", []string{"plan", "-config", localConfig, "-at", "noon"}, 2, "want an RFC 3339 time"},
@@ -125,7 +125,7 @@ func TestPlanErrors(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	code, out, errOut := cli("validate", "-config", localConfig)
-	if code != 0 || !strings.Contains(out, "valid: 4 pool(s), up to 320 GPUs") {
+	if code != 0 || !strings.Contains(out, "valid: 4 pool(s), up to 256 GPUs") {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
 	// The acceptance case: an unknown attribute, a bad duration and
@@ -164,5 +164,23 @@ func TestVersionAndLogging(t *testing.T) {
 	}
 	if len(lines) < 2 {
 		t.Fatalf("want debug logs, got %q", errOut)
+	}
+}
+
+// TestReadmeQuickStartOutput keeps the README's sample plan true.
+func TestReadmeQuickStartOutput(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prompt = "$ go run ./cmd/autoscaler plan -config examples/local.hcl -at 2026-11-30T03:00:00Z\n"
+	_, rest, ok := strings.Cut(string(readme), prompt)
+	if !ok {
+		t.Fatalf("README lacks %q", prompt)
+	}
+	want, _, _ := strings.Cut(rest, "```")
+	code, got, errOut := cli("plan", "-config", localConfig, "-at", "2026-11-30T03:00:00Z")
+	if code != 0 || got != want {
+		t.Fatalf("exit %d %s; README shows:\n%s\nplan prints:\n%s", code, errOut, want, got)
 	}
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -110,45 +108,20 @@ func observe(cfg *config.Config, now time.Time) (fleet.State, error) {
 }
 
 // readState reads a JSON state snapshot and checks it against the config.
-// Errors name the file and, for JSON errors, the line and column.
+// Errors name the file and the line, column or field.
 func readState(path string, cfg *config.Config) (fleet.State, error) {
-	var st fleet.State
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return st, fmt.Errorf("state: %w", err)
+		return fleet.State{}, fmt.Errorf("state: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(src))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
-		return st, fmt.Errorf("state %s: %w", path, jsonError(src, dec, err))
+	st, err := fleet.ParseState(src)
+	if err == nil {
+		err = st.Validate(cfg.Pools)
 	}
-	if dec.More() {
-		return st, fmt.Errorf("state %s: unexpected data after the JSON object", path)
-	}
-	if err := st.Validate(cfg.Pools); err != nil {
-		return st, fmt.Errorf("state %s: %w", path, err)
+	if err != nil {
+		return fleet.State{}, fmt.Errorf("state %s: %w", path, err)
 	}
 	return st, nil
-}
-
-// jsonError adds the line and column to a JSON decoding error.
-func jsonError(src []byte, dec *json.Decoder, err error) error {
-	offset := dec.InputOffset()
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		offset = se.Offset
-	case errors.As(err, &te):
-		offset = te.Offset
-		err = fmt.Errorf("field %s: got JSON %s, want %s", te.Field, te.Value, te.Type)
-	case errors.Is(err, io.EOF):
-		return errors.New("empty file, want a JSON object")
-	}
-	offset = min(max(offset, 0), int64(len(src)))
-	line := 1 + bytes.Count(src[:offset], []byte("\n"))
-	col := offset - int64(bytes.LastIndexByte(src[:offset], '\n'))
-	return fmt.Errorf("line %d, column %d: %w", line, col, err)
 }
 
 // writePlan prints a plan the way `terraform plan` does: one line per
@@ -168,7 +141,7 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 		for _, v := range qs {
 			lo, hi = min(lo, v), max(hi, v)
 		}
-		fmt.Fprintf(w, "  forecast:    %s p%g, %.0f-%.0f GPUs over the next %s\n", f.Model, p.Quantile*100, lo, hi, f.End().Sub(f.Origin))
+		fmt.Fprintf(w, "  forecast:    %s p%g, %.0f-%.0f GPUs over the next %s\n", f.Model, p.Quantile*100, lo, hi, config.FormatDuration(f.End().Sub(f.Origin)))
 		if f.Note != "" {
 			fmt.Fprintf(w, "               (%s)\n", f.Note)
 		}

@@ -25,11 +25,7 @@ func runValidate(e *env, args []string) int {
 	if !ok {
 		return exitError
 	}
-	gpus := 0
-	for _, p := range cfg.Pools {
-		gpus += p.Max * p.GPUsPerNode
-	}
-	fmt.Fprintf(e.stdout, "%s: valid: %d pool(s), up to %d GPUs\n", *path, len(cfg.Pools), gpus)
+	fmt.Fprintf(e.stdout, "%s: valid: %d pool(s), up to %d GPUs\n", *path, len(cfg.Pools), cfg.MaxFleetGPUs())
 	return exitOK
 }
 
