@@ -80,45 +80,34 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'autoscaler COMMAND -h' for a command's flags.")
 }
 
-// logFlags are the logging flags every command takes.
-type logFlags struct {
-	level string
-	json  bool
-}
-
-func (l *logFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&l.level, "log-level", "warn", "log level: trace, debug, info, warn or error")
-	fs.BoolVar(&l.json, "log-json", false, "write logs as JSON lines")
-}
-
-// logger makes the command's logger, writing to stderr.
-func (l *logFlags) logger(e *env) (hclog.Logger, error) {
-	level := hclog.LevelFromString(l.level)
-	if level == hclog.NoLevel {
-		return nil, fmt.Errorf("-log-level %q: want trace, debug, info, warn or error", l.level)
-	}
-	return hclog.New(&hclog.LoggerOptions{
-		Name:       "autoscaler",
-		Level:      level,
-		JSONFormat: l.json,
-		Output:     e.stderr,
-	}), nil
-}
-
-// parseFlags parses a command's flags; it returns false and the exit status
-// when the command should stop (help asked for, or a usage error).
-func parseFlags(fs *flag.FlagSet, args []string) (bool, int) {
+// setup adds the logging flags every command takes (-log-level,
+// -log-json) to fs, parses args and makes the command's logger, writing to
+// stderr. When ok is false the command stops with the exit status code:
+// help was asked for, or the command line is wrong.
+func setup(e *env, fs *flag.FlagSet, args []string) (log hclog.Logger, code int, ok bool) {
+	level := fs.String("log-level", "warn", "log level: trace, debug, info, warn or error")
+	asJSON := fs.Bool("log-json", false, "write logs as JSON lines")
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		return false, exitOK
+		return nil, exitOK, false
 	case err != nil:
-		return false, exitUsage
+		return nil, exitUsage, false
 	case fs.NArg() > 0:
-		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return false, exitUsage
+		fmt.Fprintf(e.stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return nil, exitUsage, false
 	}
-	return true, exitOK
+	lvl := hclog.LevelFromString(*level)
+	if lvl == hclog.NoLevel {
+		fmt.Fprintf(e.stderr, "%s: -log-level %q: want trace, debug, info, warn or error\n", fs.Name(), *level)
+		return nil, exitUsage, false
+	}
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "autoscaler",
+		Level:      lvl,
+		JSONFormat: *asJSON,
+		Output:     e.stderr,
+	}), exitOK, true
 }
 
 func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
@@ -133,7 +122,7 @@ func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
 
 func runVersion(e *env, args []string) int {
 	fs := newFlagSet(e, "version", "version")
-	if ok, code := parseFlags(fs, args); !ok {
+	if _, code, ok := setup(e, fs, args); !ok {
 		return code
 	}
 	v := version

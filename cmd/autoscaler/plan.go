@@ -21,17 +21,12 @@ func runPlan(e *env, args []string) int {
 	statePath := fs.String("state", "", "fleet state snapshot (JSON); default: read the pools' providers (the simulated cloud generates its fleet)")
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
 	at := fs.String("at", "", "plan as of this RFC 3339 time (default: the snapshot's captured_at, else now)")
-	var lf logFlags
-	lf.register(fs)
-	if ok, code := parseFlags(fs, args); !ok {
+	log, code, ok := setup(e, fs, args)
+	if !ok {
 		return code
 	}
-	log, err := lf.logger(e)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "plan:", err)
-		return exitUsage
-	}
 	var now time.Time
+	var err error
 	if *at != "" {
 		if now, err = time.Parse(time.RFC3339, *at); err != nil {
 			fmt.Fprintf(e.stderr, "plan: -at %q: want an RFC 3339 time such as 2026-11-30T14:00:00Z\n", *at)

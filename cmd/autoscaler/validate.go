@@ -11,15 +11,9 @@ import (
 func runValidate(e *env, args []string) int {
 	fs := newFlagSet(e, "validate", "validate -config FILE")
 	path := fs.String("config", "", "fleet config file (HCL)")
-	var lf logFlags
-	lf.register(fs)
-	if ok, code := parseFlags(fs, args); !ok {
+	log, code, ok := setup(e, fs, args)
+	if !ok {
 		return code
-	}
-	log, err := lf.logger(e)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "validate:", err)
-		return exitUsage
 	}
 	cfg, ok := loadConfig(e, log, *path)
 	if !ok {

@@ -105,35 +105,37 @@ func New(pools []fleet.Pool, seed int64, clock func() time.Time) (*Cloud, error)
 	return c, nil
 }
 
-func (c *Cloud) group(pool string) (*group, error) {
+// withGroup runs fn on the pool's group with the cloud locked, unless ctx
+// is done or the group does not exist (a NotFoundError).
+func (c *Cloud) withGroup(ctx context.Context, pool string, fn func(g *group) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	g := c.groups[pool]
 	if g == nil {
-		return nil, &providers.NotFoundError{Pool: pool, Resource: fmt.Sprintf("simulated group %q", pool), Err: ErrSimulated}
+		return &providers.NotFoundError{Pool: pool, Resource: fmt.Sprintf("simulated group %q", pool), Err: ErrSimulated}
 	}
-	return g, nil
+	return fn(g)
 }
 
 // Describe returns the group with instance states as of the clock: an
 // instance is running once its lead time has passed.
 func (c *Cloud) Describe(ctx context.Context, pool fleet.Pool) (providers.Group, error) {
-	if err := ctx.Err(); err != nil {
-		return providers.Group{}, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, err := c.group(pool.Name)
-	if err != nil {
-		return providers.Group{}, err
-	}
-	now := c.clock()
-	out := providers.Group{Target: g.target, Instances: slices.Clone(g.instances)}
-	for i := range out.Instances {
-		in := &out.Instances[i]
-		if in.State == providers.InstancePending && !now.Before(in.LaunchedAt.Add(g.pool.LeadTime)) {
-			in.State = providers.InstanceRunning
+	var out providers.Group
+	err := c.withGroup(ctx, pool.Name, func(g *group) error {
+		now := c.clock()
+		out = providers.Group{Target: g.target, Instances: slices.Clone(g.instances)}
+		for i := range out.Instances {
+			in := &out.Instances[i]
+			if in.State == providers.InstancePending && !now.Before(in.LaunchedAt.Add(g.pool.LeadTime)) {
+				in.State = providers.InstanceRunning
+			}
 		}
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // Launch raises the group's target to req.Target and starts the instances.
@@ -141,49 +143,42 @@ func (c *Cloud) Describe(ctx context.Context, pool fleet.Pool) (providers.Group,
 // chance at the pool's error rate, it fails with InsufficientCapacityError;
 // past capacity it launches what fits first.
 func (c *Cloud) Launch(ctx context.Context, pool fleet.Pool, req providers.LaunchRequest) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, err := c.group(pool.Name)
-	if err != nil {
-		return err
-	}
-	if req.Key != "" && c.keys[req.Key] {
-		return nil
-	}
-	target := req.Target
-	if target <= 0 {
-		target = g.target + req.Count
-	}
-	if target <= g.target {
-		return nil
-	}
-	zone := ""
-	if len(g.pool.Zones) > 0 {
-		zone = g.pool.Zones[c.rng.IntN(len(g.pool.Zones))]
-	}
-	if g.settings.ErrorRate > 0 && c.rng.Float64() < g.settings.ErrorRate {
-		return &providers.InsufficientCapacityError{Pool: pool.Name, Zone: zone,
-			Err: fmt.Errorf("%w: injected capacity error (rate %g)", ErrSimulated, g.settings.ErrorRate)}
-	}
-	var capErr error
-	if target > g.settings.Capacity {
-		capErr = &providers.InsufficientCapacityError{Pool: pool.Name, Zone: zone,
-			Err: fmt.Errorf("%w: region capacity of %d instance(s) reached", ErrSimulated, g.settings.Capacity)}
-		target = g.settings.Capacity
-	}
-	if req.Key != "" && target > g.target {
-		// Only a request that launched something is remembered: a refused
-		// one may be retried with the same key, as with EC2 client tokens.
-		c.keys[req.Key] = true
-	}
-	now := c.clock()
-	for g.target < target {
-		c.add(g, zone, providers.InstancePending, now)
-	}
-	return capErr
+	return c.withGroup(ctx, pool.Name, func(g *group) error {
+		if req.Key != "" && c.keys[req.Key] {
+			return nil
+		}
+		target := req.Target
+		if target <= 0 {
+			target = g.target + req.Count
+		}
+		if target <= g.target {
+			return nil
+		}
+		zone := ""
+		if len(g.pool.Zones) > 0 {
+			zone = g.pool.Zones[c.rng.IntN(len(g.pool.Zones))]
+		}
+		if g.settings.ErrorRate > 0 && c.rng.Float64() < g.settings.ErrorRate {
+			return &providers.InsufficientCapacityError{Pool: pool.Name, Zone: zone,
+				Err: fmt.Errorf("%w: injected capacity error (rate %g)", ErrSimulated, g.settings.ErrorRate)}
+		}
+		var capErr error
+		if target > g.settings.Capacity {
+			capErr = &providers.InsufficientCapacityError{Pool: pool.Name, Zone: zone,
+				Err: fmt.Errorf("%w: region capacity of %d instance(s) reached", ErrSimulated, g.settings.Capacity)}
+			target = g.settings.Capacity
+		}
+		if req.Key != "" && target > g.target {
+			// Only a request that launched something is remembered: a refused
+			// one may be retried with the same key, as with EC2 client tokens.
+			c.keys[req.Key] = true
+		}
+		now := c.clock()
+		for g.target < target {
+			c.add(g, zone, providers.InstancePending, now)
+		}
+		return capErr
+	})
 }
 
 // add appends an instance to g and raises its target. The caller holds c.mu
@@ -199,41 +194,27 @@ func (c *Cloud) add(g *group, zone string, state providers.InstanceState, launch
 // Terminate removes the instances and lowers the target by as many. An
 // unknown instance is a NotFoundError and nothing is removed.
 func (c *Cloud) Terminate(ctx context.Context, pool fleet.Pool, ids []string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, err := c.group(pool.Name)
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if !slices.ContainsFunc(g.instances, func(in providers.Instance) bool { return in.ID == id }) {
-			return &providers.NotFoundError{Pool: pool.Name, Resource: "instance " + id, Err: ErrSimulated}
+	return c.withGroup(ctx, pool.Name, func(g *group) error {
+		for _, id := range ids {
+			if !slices.ContainsFunc(g.instances, func(in providers.Instance) bool { return in.ID == id }) {
+				return &providers.NotFoundError{Pool: pool.Name, Resource: "instance " + id, Err: ErrSimulated}
+			}
 		}
-	}
-	g.instances = slices.DeleteFunc(g.instances, func(in providers.Instance) bool { return slices.Contains(ids, in.ID) })
-	g.target = max(g.target-len(ids), 0)
-	return nil
+		g.instances = slices.DeleteFunc(g.instances, func(in providers.Instance) bool { return slices.Contains(ids, in.ID) })
+		g.target = max(g.target-len(ids), 0)
+		return nil
+	})
 }
 
 // SetProtected marks instances as protected from the cloud's own scale-in.
 // The simulated cloud never scales in on its own; it records the flag.
 func (c *Cloud) SetProtected(ctx context.Context, pool fleet.Pool, ids []string, protected bool) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, err := c.group(pool.Name)
-	if err != nil {
-		return err
-	}
-	for i := range g.instances {
-		if slices.Contains(ids, g.instances[i].ID) {
-			g.instances[i].Protected = protected
+	return c.withGroup(ctx, pool.Name, func(g *group) error {
+		for i := range g.instances {
+			if slices.Contains(ids, g.instances[i].ID) {
+				g.instances[i].Protected = protected
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
