@@ -35,8 +35,8 @@ type Forecast struct {
 	// History is how much demand history the forecaster and the reserved
 	// baseline recommendation use.
 	History time.Duration
-	// Hysteresis is how long beyond a pool's lead time capacity must be
-	// forecast unneeded before it is scaled in.
+	// Hysteresis is how long beyond the longest burst lead time capacity
+	// must be forecast unneeded before it is scaled in.
 	Hysteresis time.Duration
 }
 
@@ -59,7 +59,8 @@ type Drain struct {
 type Limits struct {
 	// MaxGPUs bounds the GPUs of the whole fleet; 0 means no bound.
 	MaxGPUs int
-	// MaxSpendPerHour bounds the fleet's spend per hour in USD; 0 means no bound.
+	// MaxSpendPerHour bounds the fleet's cost per hour in USD, each
+	// reservation counted whole; 0 means no bound.
 	MaxSpendPerHour float64
 	// MaxScaleInPerCycle bounds the nodes one cycle starts draining.
 	MaxScaleInPerCycle int

@@ -108,6 +108,10 @@ type Node struct {
 	IdleSince time.Time `json:"idle_since,omitzero"`
 	// DrainStartedAt is when the controller began draining the node.
 	DrainStartedAt time.Time `json:"drain_started_at,omitzero"`
+	// DrainCancelledAt is when the node's last drain was cancelled (its jobs
+	// did not checkpoint in time); the node is not drained again until its
+	// jobs have checkpointed since.
+	DrainCancelledAt time.Time `json:"drain_cancelled_at,omitzero"`
 	// Jobs are the jobs the agent last reported on the node.
 	Jobs []Job `json:"jobs,omitempty"`
 }

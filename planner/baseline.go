@@ -77,6 +77,10 @@ func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
 	if res == nil || burst == nil || len(demand) == 0 {
 		return nil
 	}
+	if r := res.PricePerGPUHour() / burst.PricePerGPUHour(); math.IsInf(r, 0) || math.IsNaN(r) {
+		// Burst capacity (next to) free: nothing to weigh a reservation against.
+		return nil
+	}
 	slices.Sort(demand)
 	// suffix[i] = sum of demand[i:], for the expected overflow above a level.
 	suffix := make([]float64, len(demand)+1)

@@ -59,15 +59,27 @@ type planner struct {
 	// supply counts GPUs that serve demand: ready nodes, launching nodes
 	// within their deadline, and drains cancelled by this plan.
 	supply int
-	// fleetGPUs and spend are the fleet's GPUs and marginal spend per hour
-	// (reserved nodes cost nothing at the margin) including this plan's launches.
+	// silentGPUs are the part of supply on nodes with silent agents: they
+	// may be dead, so scale-in does not count on them.
+	silentGPUs int
+	// fleetGPUs and spend are the fleet's GPUs and cost per hour (each
+	// reservation counted whole) including this plan's launches.
 	fleetGPUs int
 	spend     float64
+	// launches are this plan's launches, with when they will be ready.
+	launches []launched
 	// fc is the sanitized forecast; nil when there is none.
 	fc *forecast.Forecast
-	// planned counts the GPUs this plan launches.
-	planned int
-	noted   map[string]bool
+	// window is how far ahead scale-in looks: the longest burst lead time
+	// plus the hysteresis.
+	window time.Duration
+	noted  map[string]bool
+}
+
+// launched is capacity this plan buys, ready at a time.
+type launched struct {
+	ready time.Time
+	gpus  int
 }
 
 // Make plans one cycle. It never fails: problems in its input (a bad
@@ -82,11 +94,16 @@ func Make(in Input) Plan {
 		noted:  map[string]bool{},
 	}
 	p.plan = Plan{At: in.Now, Quantile: p.q}
+	longest := time.Duration(0)
 	for i := range in.Config.Pools {
 		pp := &poolPlan{spec: &in.Config.Pools[i], status: fleet.PoolStatus{Name: in.Config.Pools[i].Name}}
 		p.pools = append(p.pools, pp)
 		p.byName[pp.spec.Name] = pp
+		if pp.spec.Capacity != fleet.Reserved {
+			longest = max(longest, pp.spec.LeadTime)
+		}
 	}
+	p.window = longest + in.Config.Forecast.Hysteresis
 	for _, st := range in.State.Pools {
 		if pp := p.byName[st.Name]; pp != nil {
 			pp.status = st
@@ -103,31 +120,29 @@ func Make(in Input) Plan {
 	return p.plan
 }
 
-// observe walks the nodes once: counts capacity and demand, settles drains
-// and deadlines, and collects scale-in candidates.
+// observe walks the nodes once: counts capacity, demand and cost, settles
+// drains and provisioning deadlines, and collects scale-in candidates.
 func (p *planner) observe() {
-	dr := p.cfg.Drain
-	nodes := sortedNodes(p.in.State.Nodes)
 	for _, pp := range p.pools {
 		if pp.spec.Capacity == fleet.Reserved {
-			p.plan.CostPerHourBefore += float64(pp.spec.Max) * pp.spec.PricePerHour
+			p.spend += float64(pp.spec.Max) * pp.spec.PricePerHour
 		}
 	}
-	for _, n := range nodes {
+	for _, n := range sortedNodes(p.in.State.Nodes) {
 		pp := p.byName[n.Pool]
 		if pp == nil {
 			p.note(fmt.Sprintf("node %s names pool %q, which the config does not have; left alone", n.ID, n.Pool))
 			continue
 		}
-		gpn := pp.spec.GPUsPerNode
-		used := n.UsedGPUs()
-		silent := p.silentFor(n)
 		if n.State == fleet.Terminating {
 			continue
 		}
+		gpn := pp.spec.GPUsPerNode
+		silent := p.silentFor(n)
 		if pp.spec.Capacity != fleet.Reserved {
-			p.plan.CostPerHourBefore += pp.spec.PricePerHour
+			p.spend += pp.spec.PricePerHour
 		}
+		p.plan.Demand.RunningGPUs += n.UsedGPUs()
 		switch n.State {
 		case fleet.Pending:
 			deadline := n.LaunchedAt.Add(pp.spec.ProvisionTimeout)
@@ -148,92 +163,115 @@ func (p *planner) observe() {
 			c := candidate{node: n, silentFor: silent}
 			c.blocker, c.oldestCheckpoint = p.drainBlocker(n)
 			pp.candidates = append(pp.candidates, c)
+			if silent > 0 {
+				p.silentGPUs += gpn
+				p.plan.Capacity.SilentNodes++
+			}
 		case fleet.Draining:
 			p.plan.Capacity.DrainingGPUs += gpn
-			p.settleDrain(pp, n, silent, dr)
-		}
-		if silent > 0 && (n.State == fleet.Ready || n.State == fleet.Draining) {
-			p.plan.Capacity.SilentNodes++
+			if silent > 0 {
+				p.plan.Capacity.SilentNodes++
+			}
+			p.settleDrain(pp, n, silent)
 		}
 		pp.size++
-		if n.State != fleet.Pending {
-			p.plan.Demand.RunningGPUs += used
-		}
 		p.fleetGPUs += gpn
-		if pp.spec.Capacity != fleet.Reserved {
-			p.spend += pp.spec.PricePerHour
-		}
+	}
+	p.plan.CostPerHourBefore = p.spend
+	if m := p.cfg.Limits.MaxSpendPerHour; m > 0 && p.spend > m {
+		p.note(fmt.Sprintf("the fleet costs $%.2f/h (reservations included), over limits.max_spend_per_hour ($%.2f): nothing is launched", p.spend, m))
 	}
 }
 
 // settleDrain decides what happens to a draining node: terminate it once
-// every job checkpointed since the drain began (or exited), cancel the drain
-// after the timeout, or hold it.
-func (p *planner) settleDrain(pp *poolPlan, n *fleet.Node, silent time.Duration, dr config.Drain) {
-	base := Action{Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: pp.spec.GPUsPerNode}
-	waiting := ""
-	for i := range n.Jobs {
-		j := &n.Jobs[i]
-		if j.LastCheckpoint.Before(n.DrainStartedAt) {
-			waiting = j.ID
-			break
-		}
-	}
+// its agent has reported since the drain began and every job on it has
+// checkpointed since (or exited); cancel the drain after the timeout; hold it
+// until then.
+func (p *planner) settleDrain(pp *poolPlan, n *fleet.Node, silent time.Duration) {
+	a := Action{Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: pp.spec.GPUsPerNode}
 	since := p.now.Sub(n.DrainStartedAt)
+	var blocker string
 	switch {
 	case silent > 0:
-		// A silent agent cannot confirm checkpoints: the node is kept
-		// whatever its last report said.
-		base.Kind, base.Reason = Hold, fmt.Sprintf("draining for %s but %s; cannot confirm its jobs checkpointed", age(since), silence(silent))
-		if since > dr.Timeout {
-			base.Kind, base.Reason = CancelDrain, fmt.Sprintf("drain timed out after %s (%s); node kept", age(since), silence(silent))
-		}
-	case waiting == "":
-		base.Kind = Terminate
-		if len(n.Jobs) == 0 {
-			base.Reason = fmt.Sprintf("drained: no jobs left (draining for %s)", age(since))
-		} else {
-			base.Reason = fmt.Sprintf("drained: all %d job(s) checkpointed since the drain began %s ago", len(n.Jobs), age(since))
-		}
-	case since > dr.Timeout:
-		base.Kind, base.Reason = CancelDrain, fmt.Sprintf("drain timed out after %s: job %s has not checkpointed; node kept", age(since), waiting)
+		blocker = silence(silent) + ", so its jobs' checkpoints cannot be confirmed"
+	case !n.LastReport.After(n.DrainStartedAt):
+		blocker = "no agent report since the drain began"
 	default:
-		base.Kind, base.Reason = Hold, fmt.Sprintf("draining for %s: waiting for job %s to checkpoint (timeout in %s)", age(since), waiting, age(dr.Timeout-since))
+		if j := worstJob(n.Jobs, func(j *fleet.Job) bool { return j.LastCheckpoint.Before(n.DrainStartedAt) }); j != nil {
+			blocker = fmt.Sprintf("job %s has not checkpointed since the drain began", j.ID)
+		}
 	}
-	if base.Kind == CancelDrain {
+	switch {
+	case blocker == "" && len(n.Jobs) == 0:
+		a.Kind, a.Reason = Terminate, fmt.Sprintf("drained: no jobs left (draining for %s)", age(since))
+	case blocker == "":
+		a.Kind, a.Reason = Terminate, fmt.Sprintf("drained: all %d job(s) checkpointed since the drain began %s ago", len(n.Jobs), age(since))
+	case since > p.cfg.Drain.Timeout:
+		a.Kind, a.Reason = CancelDrain, fmt.Sprintf("drain timed out after %s: %s; node kept", age(since), blocker)
 		// The node returns to service and serves demand again.
 		p.supply += pp.spec.GPUsPerNode
+		if silent > 0 {
+			p.silentGPUs += pp.spec.GPUsPerNode
+		}
 		pp.active++
+	default:
+		a.Kind, a.Reason = Hold, fmt.Sprintf("draining for %s: %s (timeout in %s)", age(since), blocker, age(p.cfg.Drain.Timeout-since))
 	}
-	p.add(base)
+	p.add(a)
+}
+
+// worstJob returns, among the jobs that match, the one with the oldest last
+// checkpoint (never is oldest), then the smallest ID; nil if none match.
+// Reasons name it, so they do not depend on the order jobs were listed in.
+func worstJob(jobs []fleet.Job, match func(*fleet.Job) bool) *fleet.Job {
+	var worst *fleet.Job
+	for i := range jobs {
+		j := &jobs[i]
+		if !match(j) {
+			continue
+		}
+		if worst == nil || j.LastCheckpoint.Before(worst.LastCheckpoint) ||
+			(j.LastCheckpoint.Equal(worst.LastCheckpoint) && j.ID < worst.ID) {
+			worst = j
+		}
+	}
+	return worst
 }
 
 // drainBlocker says why a ready node cannot be drained now ("" if it can),
-// and returns the oldest last-checkpoint among its jobs.
+// and returns the oldest last checkpoint among its jobs. Every job must have
+// checkpointed within drain.checkpoint_max_age (stricter than DESIGN.md rule
+// 1, which asks it of long-running jobs only: a young job that never
+// checkpointed would lose all its work) and, after a cancelled drain, since
+// the cancel (so a job that ignores the signal does not flap its node
+// between drains).
 func (p *planner) drainBlocker(n *fleet.Node) (string, time.Time) {
 	maxAge := p.cfg.Drain.CheckpointMaxAge
-	var oldest time.Time
-	blocker := ""
-	for i := range n.Jobs {
-		j := &n.Jobs[i]
-		if i == 0 || j.LastCheckpoint.Before(oldest) {
-			oldest = j.LastCheckpoint
-		}
-		if blocker != "" {
-			continue
-		}
-		kind := "job"
-		if j.LongRunning || p.now.Sub(j.Start) >= p.cfg.Drain.LongRunningAfter {
-			kind = "long-running job"
-		}
-		switch {
-		case j.LastCheckpoint.IsZero():
-			blocker = fmt.Sprintf("%s %s has never checkpointed (started %s ago)", kind, j.ID, age(p.now.Sub(j.Start)))
-		case p.now.Sub(j.LastCheckpoint) > maxAge:
-			blocker = fmt.Sprintf("%s %s last checkpoint %s ago > %s", kind, j.ID, age(p.now.Sub(j.LastCheckpoint)), age(maxAge))
-		}
+	stale := func(j *fleet.Job) bool {
+		return j.LastCheckpoint.IsZero() || p.now.Sub(j.LastCheckpoint) > maxAge || j.LastCheckpoint.Before(n.DrainCancelledAt)
 	}
-	return blocker, oldest
+	oldest := worstJob(n.Jobs, func(*fleet.Job) bool { return true })
+	j := worstJob(n.Jobs, stale)
+	switch {
+	case oldest == nil:
+		return "", time.Time{}
+	case j == nil:
+		return "", oldest.LastCheckpoint
+	}
+	kind := "job"
+	if j.LongRunning || p.now.Sub(j.Start) >= p.cfg.Drain.LongRunningAfter {
+		kind = "long-running job"
+	}
+	var why string
+	switch {
+	case j.LastCheckpoint.IsZero():
+		why = fmt.Sprintf("%s %s has never checkpointed (started %s ago)", kind, j.ID, age(p.now.Sub(j.Start)))
+	case p.now.Sub(j.LastCheckpoint) > maxAge:
+		why = fmt.Sprintf("%s %s last checkpoint %s ago > %s", kind, j.ID, age(p.now.Sub(j.LastCheckpoint)), age(maxAge))
+	default:
+		why = fmt.Sprintf("drain cancelled %s ago and %s %s has not checkpointed since", age(p.now.Sub(n.DrainCancelledAt)), kind, j.ID)
+	}
+	return why, oldest.LastCheckpoint
 }
 
 // silentFor returns how long a ready or draining node's agent has been
@@ -255,15 +293,16 @@ func (p *planner) silentFor(n *fleet.Node) time.Duration {
 // neverReported is the silence of an agent that never reported.
 const neverReported = time.Duration(math.MaxInt64)
 
-// sanitizeForecast copies the input forecast with every value that is not a
-// number replaced by current demand, negatives raised to 0 and absurd values
-// (over ten times what the fleet can hold) lowered to that ceiling, each kind
-// noted once (rule 10). Only the clean copy is used and shown.
+// sanitizeForecast checks the input forecast's shape and copies it with
+// every value that is not a number replaced by current demand, negatives
+// raised to 0 and absurd values (over ten times what the fleet can hold)
+// lowered to that ceiling, each kind noted once (rule 10). Only the clean
+// copy is used and shown. A malformed forecast is dropped and the plan made
+// on current demand.
 func (p *planner) sanitizeForecast() {
 	in := p.in.Forecast
-	if in.Steps() == 0 || len(in.Levels) == 0 || len(in.Values) != len(in.Levels) {
-		p.plan.Forecast = forecast.Forecast{}
-		p.note("no forecast: planning reactively on current demand only")
+	if why := malformed(&in); why != "" {
+		p.note("no usable forecast (" + why + "): planning on current demand only")
 		return
 	}
 	now := float64(p.plan.Demand.Total())
@@ -294,8 +333,32 @@ func (p *planner) sanitizeForecast() {
 	if huge > 0 {
 		p.note(fmt.Sprintf("forecast had %d absurd value(s) above ten times what the fleet can hold; clamped to %.0f GPUs", huge, ceiling))
 	}
+	if end := p.now.Add(p.window); f.End().Before(end) {
+		p.note(fmt.Sprintf("forecast ends at %s, before %s (longest lead time + hysteresis): its last step stands for the rest", clock(f.End()), clock(end)))
+	}
 	p.plan.Forecast = f
 	p.fc = &p.plan.Forecast
+}
+
+// malformed says what is wrong with a forecast's shape; "" if nothing.
+func malformed(f *forecast.Forecast) string {
+	switch {
+	case f.Steps() == 0 || len(f.Levels) == 0:
+		return "empty"
+	case f.Step <= 0:
+		return "step is not positive"
+	case len(f.Values) != len(f.Levels):
+		return fmt.Sprintf("%d rows of values for %d levels", len(f.Values), len(f.Levels))
+	}
+	for k, q := range f.Levels {
+		if !(q > 0 && q < 1) || (k > 0 && q <= f.Levels[k-1]) {
+			return "levels are not ascending in (0, 1)"
+		}
+		if len(f.Values[k]) != f.Steps() {
+			return "rows of values differ in length"
+		}
+	}
+	return ""
 }
 
 // needAt is the demand to provision for at t, and whether the forecast
@@ -324,6 +387,21 @@ func (p *planner) need(v float64) (int, string) {
 	return now, "now"
 }
 
+// have is the capacity there will be at t: ready and launching nodes, and
+// this plan's launches ready within one forecast step of t. A cheaper pool
+// that is a few minutes slower thus serves a need a dearer, faster pool could
+// meet to the minute (the forecast cannot tell those minutes apart), while a
+// pool slower than that leaves the early need to a faster pool.
+func (p *planner) have(t time.Time) int {
+	n := p.supply
+	for _, l := range p.launches {
+		if !l.ready.After(t.Add(p.cfg.Forecast.Step)) {
+			n += l.gpus
+		}
+	}
+	return n
+}
+
 // launch fills reserved pools and pools below min, then buys burst capacity
 // for the demand forecast one lead time ahead, cheapest pool first.
 func (p *planner) launch() {
@@ -331,57 +409,58 @@ func (p *planner) launch() {
 	for _, pp := range order {
 		want := max(pp.spec.Min-pp.active, 0)
 		why := fmt.Sprintf("pool is below its min of %d (%d active)", pp.spec.Min, pp.active)
-		if pp.spec.Capacity == fleet.Reserved && pp.spec.Max-pp.size >= want && pp.spec.Max > pp.size {
-			want = pp.spec.Max - pp.size
+		if r := pp.spec.Max - pp.size; pp.spec.Capacity == fleet.Reserved && r > 0 && r >= want {
+			want = r
 			why = fmt.Sprintf("keep the reserved baseline full: the reservation of %d nodes is paid whether used or not (%d in the pool)", pp.spec.Max, pp.size)
 		}
 		if want > 0 {
-			p.launchIn(pp, want, why)
+			p.launchIn(pp, want, why, why)
 		}
 	}
-	var short int
-	var shortAt time.Time
 	for _, pp := range order {
 		if pp.spec.Capacity == fleet.Reserved {
 			continue
 		}
 		at := p.now.Add(pp.spec.LeadTime)
 		need, src := p.needAt(at)
-		have := p.supply + p.planned
+		have := p.have(at)
 		gap := need - have
 		if gap <= 0 {
-			short = 0
-			continue
-		}
-		short, shortAt = gap, at
-		if why := p.unavailable(pp); why != "" {
-			p.note(fmt.Sprintf("skipped pool %s for %d GPUs needed at %s: %s", pp.spec.Name, gap, clock(at), why))
 			continue
 		}
 		gpn := pp.spec.GPUsPerNode
-		n := (gap + gpn - 1) / gpn
 		var why string
 		if src == "forecast" {
 			why = fmt.Sprintf("forecast %s needs %d GPUs at %s, lead time %s; have %d", pct(p.q), need, clock(at), age(pp.spec.LeadTime), have)
 		} else {
 			why = fmt.Sprintf("%d GPUs in use or pending now (%d pending); have %d", need, p.plan.Demand.PendingGPUs, have)
 		}
-		short = max(gap-p.launchIn(pp, n, why)*gpn, 0)
+		p.launchIn(pp, (gap+gpn-1)/gpn, fmt.Sprintf("%d GPUs needed at %s", gap, clock(at)), why)
+	}
+	// What no pool could buy, at the worst moment.
+	short, shortAt := 0, time.Time{}
+	for _, pp := range order {
+		at := p.now.Add(pp.spec.LeadTime)
+		need, _ := p.needAt(at)
+		if gap := need - p.have(at); gap > short {
+			short, shortAt = gap, at
+		}
 	}
 	if short > 0 {
-		p.note(fmt.Sprintf("%d GPUs needed by %s cannot be bought: every pool that could serve is at its max, backed off or over a limit", short, clock(shortAt)))
+		p.note(fmt.Sprintf("%d GPUs needed at %s cannot be bought: every pool that could serve is at its max, backed off or over a limit", short, clock(shortAt)))
 	}
 }
 
-// launchIn adds a launch of up to n nodes to pp within its max and the
-// fleet's limits, and returns how many it launched.
-func (p *planner) launchIn(pp *poolPlan, n int, why string) int {
+// launchIn adds a launch of up to n nodes to pp, within its max and the
+// fleet's limits, and returns how many it launched. purpose says what the
+// nodes are for, in notes; why is the action's reason.
+func (p *planner) launchIn(pp *poolPlan, n int, purpose, why string) int {
 	spec := pp.spec
-	if why2 := p.unavailable(pp); why2 != "" {
-		p.note(fmt.Sprintf("pool %s wants %d node(s) (%s) but %s", spec.Name, n, why, why2))
+	if skip := p.unavailable(pp); skip != "" {
+		p.note(fmt.Sprintf("skipped pool %s for %s: %s", spec.Name, purpose, skip))
 		return 0
 	}
-	limit := "its max of " + fmt.Sprint(spec.Max)
+	limit := fmt.Sprintf("its max of %d", spec.Max)
 	room := spec.Max - pp.size
 	if m := p.cfg.Limits.MaxGPUs; m > 0 && (m-p.fleetGPUs)/spec.GPUsPerNode < room {
 		room, limit = (m-p.fleetGPUs)/spec.GPUsPerNode, fmt.Sprintf("limits.max_gpus (%d)", m)
@@ -400,13 +479,14 @@ func (p *planner) launchIn(pp *poolPlan, n int, why string) int {
 	}
 	pp.size += got
 	pp.active += got
-	p.planned += got * spec.GPUsPerNode
-	p.fleetGPUs += got * spec.GPUsPerNode
+	gpus := got * spec.GPUsPerNode
+	p.launches = append(p.launches, launched{ready: p.now.Add(spec.LeadTime), gpus: gpus})
+	p.fleetGPUs += gpus
 	if spec.Capacity != fleet.Reserved {
+		// A reservation's cost is already counted whole.
 		p.spend += float64(got) * spec.PricePerHour
 	}
-	p.add(Action{Kind: Launch, Pool: spec.Name, Count: got, InstanceType: spec.InstanceType,
-		GPUs: got * spec.GPUsPerNode, Reason: why})
+	p.add(Action{Kind: Launch, Pool: spec.Name, Count: got, InstanceType: spec.InstanceType, GPUs: gpus, Reason: why})
 	return got
 }
 
@@ -435,10 +515,12 @@ func (p *planner) launchOrder() []*poolPlan {
 	return out
 }
 
-// scaleIn drains what the forecast says will not be needed within each
-// pool's lead time plus the hysteresis: most expensive pools first, idle
-// nodes first, then nodes whose jobs checkpointed most recently. Reserved
-// pools are never scaled in: they are paid for anyway.
+// scaleIn drains what the forecast says will not be needed within the
+// longest burst lead time plus the hysteresis (so nothing drained now has to
+// be bought back before it could arrive, from whichever pool): most expensive
+// pools first, idle nodes first, then nodes whose jobs checkpointed most
+// recently. Capacity on silent nodes is not counted on, and reserved pools
+// are never scaled in: they are paid for anyway.
 func (p *planner) scaleIn() {
 	lim := p.cfg.Limits
 	readyNodes, silent := 0, 0
@@ -455,54 +537,49 @@ func (p *planner) scaleIn() {
 			silent, readyNodes, pct(lim.SilentShareHalt)))
 		return
 	}
+	until := p.now.Add(p.window)
+	keep, src := p.needOver(p.now, until)
+	avail := p.supply - p.silentGPUs
 	order := p.launchOrder()
 	slices.Reverse(order)
 	budget := lim.MaxScaleInPerCycle
 	for _, pp := range order {
-		if pp.spec.Capacity == fleet.Reserved || len(pp.candidates) == 0 {
+		if pp.spec.Capacity == fleet.Reserved {
 			continue
 		}
-		until := p.now.Add(pp.spec.LeadTime + p.cfg.Forecast.Hysteresis)
-		keep, src := p.needOver(p.now, until)
 		gpn := pp.spec.GPUsPerNode
-		if p.supply-keep < gpn {
-			continue
-		}
 		sortCandidates(pp.candidates)
 		for _, c := range pp.candidates {
-			if p.supply-keep < gpn {
+			if avail-keep < gpn || pp.active <= pp.spec.Min {
 				break
 			}
-			n := c.node
 			if budget == 0 {
 				p.note(fmt.Sprintf("scale-in stopped at limits.max_scale_in_per_cycle (%d); more may drain next cycle", lim.MaxScaleInPerCycle))
 				return
 			}
-			if pp.active <= pp.spec.Min {
-				break
-			}
-			base := Action{Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn}
+			n := c.node
+			a := Action{Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn}
 			switch {
 			case c.silentFor > 0:
-				base.Kind, base.Reason = Hold, silentReason(c.silentFor)
+				a.Kind, a.Reason = Hold, silentReason(c.silentFor)
 			case c.blocker != "":
-				base.Kind, base.Reason = Hold, c.blocker
+				a.Kind, a.Reason = Hold, c.blocker
 			default:
-				base.Kind = Drain
+				a.Kind = Drain
 				if len(n.Jobs) == 0 {
-					base.Reason = "idle"
+					a.Reason = "idle"
 					if !n.IdleSince.IsZero() {
-						base.Reason = "idle " + age(p.now.Sub(n.IdleSince))
+						a.Reason = "idle " + age(p.now.Sub(n.IdleSince))
 					}
 				} else {
-					base.Reason = fmt.Sprintf("%d job(s), oldest checkpoint %s ago", len(n.Jobs), age(p.now.Sub(c.oldestCheckpoint)))
+					a.Reason = fmt.Sprintf("%d job(s), oldest checkpoint %s ago", len(n.Jobs), age(p.now.Sub(c.oldestCheckpoint)))
 				}
-				base.Reason += fmt.Sprintf("; %s, fleet has %d", keepReason(src, p.q, keep, until), p.supply)
-				p.supply -= gpn
+				a.Reason += fmt.Sprintf("; %s, fleet has %d", keepReason(src, p.q, keep, until), avail)
+				avail -= gpn
 				pp.active--
 				budget--
 			}
-			p.add(base)
+			p.add(a)
 		}
 	}
 }

@@ -199,6 +199,60 @@ func TestPlanScenarios(t *testing.T) {
 				t.Fatalf("plan = %+v", p)
 			}
 		},
+	}, {
+		name: "a drained node is terminated only on a report made since the drain began",
+		cfg:  testConfig(od),
+		state: fleet.State{Nodes: []fleet.Node{func() fleet.Node {
+			n := draining("quiet-since", 30*time.Second)
+			n.LastReport = t0.Add(-2 * time.Minute) // before the drain: a job may have landed since
+			return n
+		}()}},
+		fc: flat(0),
+		check: func(t *testing.T, p Plan) {
+			h := actions(p, Hold)
+			if len(h) != 1 || !strings.Contains(h[0].Reason, "no agent report since the drain began") || len(actions(p, Terminate)) != 0 {
+				t.Fatalf("actions = %+v", p.Actions)
+			}
+		},
+	}, {
+		name: "a faster pool covers what a slow cheap pool cannot bring in time",
+		cfg: testConfig(pool("slow-cheap", fleet.OnDemand, 16, 30*time.Minute, 0, 10),
+			pool("fast", fleet.OnDemand, 32, 5*time.Minute, 0, 10)),
+		state: fleet.State{Nodes: []fleet.Node{ready("a", "fast", time.Minute), ready("b", "fast", time.Minute)}},
+		fc:    ramp(24, 75), // 24 GPUs at 14:05, 48 at 14:30
+		check: func(t *testing.T, p Plan) {
+			l := actions(p, Launch)
+			if len(l) != 2 || l[0].Pool != "slow-cheap" || l[1].Pool != "fast" || l[1].Count != 1 {
+				t.Fatalf("launches = %+v", l)
+			}
+		},
+	}, {
+		name: "capacity on silent nodes is not counted on for scale-in",
+		cfg:  testConfig(od),
+		state: fleet.State{Nodes: []fleet.Node{
+			func() fleet.Node { n := ready("quiet", "od"); n.LastReport = t0.Add(-10 * time.Minute); return n }(),
+			ready("a", "od"), ready("b", "od"), ready("c", "od")}},
+		fc: flat(17), // three live nodes (24 GPUs) are needed; the silent one may be dead
+		check: func(t *testing.T, p Plan) {
+			if d := actions(p, Drain); len(d) != 0 {
+				t.Fatalf("drains = %+v", d)
+			}
+		},
+	}, {
+		name: "a node whose drain was cancelled is not drained again until its jobs checkpoint",
+		cfg:  testConfig(od, res),
+		state: fleet.State{Nodes: []fleet.Node{func() fleet.Node {
+			n := ready("flappy", "od", 10*time.Minute)
+			n.DrainCancelledAt = t0.Add(-2 * time.Minute)
+			return n
+		}(), res1, res2}},
+		fc: flat(0),
+		check: func(t *testing.T, p Plan) {
+			h := actions(p, Hold)
+			if len(h) != 1 || h[0].Reason != "drain cancelled 2m ago and long-running job flappy-job0 has not checkpointed since" {
+				t.Fatalf("actions = %+v", p.Actions)
+			}
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,7 +268,7 @@ func nan() float64 { var z float64; return z / z }
 // with one job per checkpoint age.
 func draining(id string, since time.Duration, ckAges ...time.Duration) fleet.Node {
 	n := ready(id, "od", ckAges...)
-	n.State, n.DrainStartedAt = fleet.Draining, t0.Add(-since)
+	n.State, n.DrainStartedAt, n.LastReport = fleet.Draining, t0.Add(-since), t0.Add(-10*time.Second)
 	return n
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ func genInput(t *rapid.T) Input {
 	cfg.Drain.Timeout = time.Duration(rapid.IntRange(5, 40).Draw(t, "drainTimeout")) * time.Minute
 	cfg.Controller.AgentTimeout = time.Duration(rapid.IntRange(1, 10).Draw(t, "agentTimeout")) * time.Minute
 	cfg.Limits.MaxScaleInPerCycle = rapid.IntRange(1, 10).Draw(t, "maxScaleIn")
+	cfg.Forecast.Hysteresis = time.Duration(rapid.IntRange(0, 60).Draw(t, "hysteresis")) * time.Minute
 	cfg.Limits.SilentShareHalt = rapid.Float64Range(0.05, 1).Draw(t, "silentHalt")
 	if rapid.Bool().Draw(t, "hasMaxGPUs") {
 		cfg.Limits.MaxGPUs = rapid.IntRange(0, 200).Draw(t, "maxGPUs")
@@ -53,6 +55,10 @@ func genInput(t *rapid.T) Input {
 		})
 	}
 	st := &fleet.State{PendingGPUs: rapid.IntRange(0, 60).Draw(t, "pending")}
+	if rapid.Bool().Draw(t, "hasHistory") {
+		st.History = fleet.Series{Start: t0.Add(-24 * time.Hour), Step: 10 * time.Minute,
+			Values: rapid.SliceOfN(rapid.Float64Range(0, 100), 1, 144).Draw(t, "history")}
+	}
 	for _, p := range cfg.Pools {
 		if rapid.IntRange(0, 3).Draw(t, "backoff") == 0 {
 			st.Pools = append(st.Pools, fleet.PoolStatus{Name: p.Name, BackoffUntil: t0.Add(time.Duration(rapid.IntRange(-30, 30).Draw(t, "until")) * time.Minute)})
@@ -81,7 +87,10 @@ func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
 	if n.State == fleet.Draining {
 		n.DrainStartedAt = minutesAgo(t, "drainStart", 0, 60)
 	}
-	if n.State == fleet.Pending {
+	if n.State == fleet.Ready && rapid.IntRange(0, 4).Draw(t, "cancelled") == 0 {
+		n.DrainCancelledAt = minutesAgo(t, "cancelledAt", 0, 60)
+	}
+	if n.State == fleet.Pending && rapid.IntRange(0, 6).Draw(t, "pendingJobs") > 0 {
 		return n
 	}
 	free := p.GPUsPerNode
@@ -106,7 +115,12 @@ func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
 
 func genForecast(t *rapid.T) forecast.Forecast {
 	steps := rapid.IntRange(0, 24).Draw(t, "steps")
-	f := forecast.Forecast{Origin: t0, Step: 5 * time.Minute, Model: "test", Levels: []float64{0.5, 0.9}, Values: [][]float64{make([]float64, steps), make([]float64, steps)}}
+	levels := rapid.SampledFrom([][]float64{{0.9}, {0.5, 0.9}, {0.5, 0.8, 0.95}, {0.1, 0.5, 0.99}}).Draw(t, "levels")
+	f := forecast.Forecast{Origin: t0.Add(time.Duration(rapid.IntRange(-20, 20).Draw(t, "origin")) * time.Minute),
+		Step: 5 * time.Minute, Model: "test", Levels: levels, Values: make([][]float64, len(levels))}
+	for k := range levels {
+		f.Values[k] = make([]float64, steps)
+	}
 	for h := range steps {
 		v := rapid.Float64Range(0, 200).Draw(t, "v")
 		switch rapid.IntRange(0, 20).Draw(t, "weird") {
@@ -117,7 +131,12 @@ func genForecast(t *rapid.T) forecast.Forecast {
 		case 2:
 			v = 1e12
 		}
-		f.Values[0][h], f.Values[1][h] = v*0.8, v
+		for k, q := range levels {
+			f.Values[k][h] = v * (0.5 + q/2)
+		}
+	}
+	if steps > 1 && rapid.IntRange(0, 20).Draw(t, "ragged") == 0 {
+		f.Values[0] = f.Values[0][:steps-1] // malformed: rows differ in length
 	}
 	return f
 }
@@ -142,6 +161,11 @@ func TestPropertySafety(t *testing.T) {
 		plan := Make(in)
 		nodes := nodesByID(in)
 		cfg := in.Config
+		backoff := map[string]time.Time{}
+		for _, st := range in.State.Pools {
+			backoff[st.Name] = st.BackoffUntil
+		}
+		failing := map[string]bool{}
 		drains := map[string]int{}
 		launched := map[string]int{}
 		terminated := map[string]bool{}
@@ -169,8 +193,8 @@ func TestPropertySafety(t *testing.T) {
 					t.Fatalf("drain of %s node (silent=%v): %+v", n.State, silent(in, n), a)
 				}
 				for _, j := range n.Jobs {
-					if j.LastCheckpoint.IsZero() || in.Now.Sub(j.LastCheckpoint) > cfg.Drain.CheckpointMaxAge {
-						t.Fatalf("drain of %s with job %s last checkpoint %v: %+v", n.ID, j.ID, j.LastCheckpoint, a)
+					if j.LastCheckpoint.IsZero() || in.Now.Sub(j.LastCheckpoint) > cfg.Drain.CheckpointMaxAge || j.LastCheckpoint.Before(n.DrainCancelledAt) {
+						t.Fatalf("drain of %s with job %s last checkpoint %v (drain cancelled %v): %+v", n.ID, j.ID, j.LastCheckpoint, n.DrainCancelledAt, a)
 					}
 				}
 				drains[a.Pool]++
@@ -178,15 +202,17 @@ func TestPropertySafety(t *testing.T) {
 				terminated[n.ID] = true
 				pool := cfg.Pool(n.Pool)
 				if n.State == fleet.Pending {
+					failing[n.Pool] = true
 					if len(n.Jobs) > 0 || !in.Now.After(n.LaunchedAt.Add(pool.ProvisionTimeout)) {
 						t.Fatalf("terminate of a pending node before its deadline: %+v", a)
 					}
 					continue
 				}
 				// Rule 1: a node is terminated only after every job on it
-				// checkpointed since the drain began, or exited.
-				if n.State != fleet.Draining || silent(in, n) {
-					t.Fatalf("terminate of %s node (silent=%v): %+v", n.State, silent(in, n), a)
+				// checkpointed since the drain began, or exited, as seen in
+				// an agent report made since the drain began.
+				if n.State != fleet.Draining || silent(in, n) || !n.LastReport.After(n.DrainStartedAt) {
+					t.Fatalf("terminate of %s node (silent=%v, report %v, drain %v): %+v", n.State, silent(in, n), n.LastReport, n.DrainStartedAt, a)
 				}
 				for _, j := range n.Jobs {
 					if j.LastCheckpoint.Before(n.DrainStartedAt) {
@@ -236,11 +262,18 @@ func TestPropertySafety(t *testing.T) {
 				t.Fatalf("reserved pool %s drained", p.Name)
 			}
 			fleetGPUs += (live + launched[p.Name]) * p.GPUsPerNode
-			if p.Capacity != fleet.Reserved {
+			if p.Capacity == fleet.Reserved {
+				spend += float64(p.Max) * p.PricePerHour // paid whole, used or not
+			} else {
 				spend += float64(live+launched[p.Name]) * p.PricePerHour
 				burstLaunch = burstLaunch || (launched[p.Name] > 0 && p.PricePerHour > 0)
 			}
 			anyLaunch = anyLaunch || launched[p.Name] > 0
+			// Rule 5: nothing is launched in a pool backed off after a
+			// capacity error, or whose launch missed its deadline.
+			if launched[p.Name] > 0 && (in.Now.Before(backoff[p.Name]) || failing[p.Name]) {
+				t.Fatalf("launch in pool %s, backed off until %v (failing %v)", p.Name, backoff[p.Name], failing[p.Name])
+			}
 		}
 		if m := cfg.Limits.MaxGPUs; m > 0 && anyLaunch && fleetGPUs > m {
 			t.Fatalf("fleet GPUs %d > max_gpus %d after launches", fleetGPUs, m)
@@ -251,11 +284,42 @@ func TestPropertySafety(t *testing.T) {
 		if math.IsNaN(plan.CostPerHourAfter) || math.IsInf(plan.CostPerHourAfter, 0) {
 			t.Fatalf("cost after is %v", plan.CostPerHourAfter)
 		}
+		// Rule 9: no scale-in while many agents are silent at once.
+		readyNodes, silentNodes := 0, 0
+		for i := range in.State.Nodes {
+			if n := &in.State.Nodes[i]; n.State == fleet.Ready && cfg.Pool(n.Pool) != nil {
+				readyNodes++
+				if silent(in, n) {
+					silentNodes++
+				}
+			}
+		}
+		if total > 0 && float64(silentNodes) > cfg.Limits.SilentShareHalt*float64(readyNodes) {
+			t.Fatalf("%d drains with %d of %d ready nodes silent (halt above %v)", total, silentNodes, readyNodes, cfg.Limits.SilentShareHalt)
+		}
+		// Rule 10: the forecast the plan used is clean: finite, not
+		// negative, at most ten times what the fleet can hold (or current
+		// demand, which stands in for values that are not numbers).
+		ceiling := max(10*float64(cfg.MaxFleetGPUs()), float64(plan.Demand.Total()))
+		for _, row := range plan.Forecast.Values {
+			for _, v := range row {
+				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || (cfg.MaxFleetGPUs() > 0 && v > ceiling) {
+					t.Fatalf("plan used forecast value %v", v)
+				}
+			}
+		}
+		// Capacity bought for demand and capacity drained never meet in
+		// one plan.
+		for _, a := range plan.Actions {
+			if a.Kind == Launch && total > 0 && cfg.Pool(a.Pool).Capacity != fleet.Reserved && !strings.HasPrefix(a.Reason, "pool is below its min") {
+				t.Fatalf("plan launches for demand (%s) and drains %d node(s)", a.Reason, total)
+			}
+		}
 	})
 }
 
 // TestPropertyDeterministic checks that the same input gives the same plan,
-// whatever order the provider listed the nodes in.
+// whatever order the provider listed the nodes and their jobs in.
 func TestPropertyDeterministic(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := genInput(t)
@@ -271,6 +335,11 @@ func TestPropertyDeterministic(t *testing.T) {
 		shuffled.Nodes = append([]fleet.Node(nil), in.State.Nodes...)
 		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "shuffle"), 1))
 		r.Shuffle(len(shuffled.Nodes), func(i, j int) { shuffled.Nodes[i], shuffled.Nodes[j] = shuffled.Nodes[j], shuffled.Nodes[i] })
+		for i := range shuffled.Nodes {
+			jobs := append([]fleet.Job(nil), shuffled.Nodes[i].Jobs...)
+			r.Shuffle(len(jobs), func(a, b int) { jobs[a], jobs[b] = jobs[b], jobs[a] })
+			shuffled.Nodes[i].Jobs = jobs
+		}
 		in.State = &shuffled
 		third, _ := json.Marshal(Make(in))
 		if string(first) != string(third) {
