@@ -87,8 +87,9 @@ type Plan struct {
 	// Notes are things the operator should know that are not actions:
 	// skipped pools, limits reached, clamped forecasts.
 	Notes []string `json:"notes,omitempty"`
-	// Forecast is the forecast the plan used.
-	Forecast forecast.Forecast `json:"forecast"`
+	// Forecast is the forecast the plan used, after its values were
+	// checked and clamped; nil when the plan was made on current demand.
+	Forecast *forecast.Forecast `json:"forecast,omitempty"`
 }
 
 // Counts tallies the plan's actions by kind; a launch counts its nodes.

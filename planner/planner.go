@@ -336,8 +336,8 @@ func (p *planner) sanitizeForecast() {
 	if end := p.now.Add(p.window); f.End().Before(end) {
 		p.note(fmt.Sprintf("forecast ends at %s, before %s (longest lead time + hysteresis): its last step stands for the rest", clock(f.End()), clock(end)))
 	}
-	p.plan.Forecast = f
-	p.fc = &p.plan.Forecast
+	p.plan.Forecast = &f
+	p.fc = &f
 }
 
 // malformed says what is wrong with a forecast's shape; "" if nothing.

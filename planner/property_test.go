@@ -301,7 +301,7 @@ func TestPropertySafety(t *testing.T) {
 		// negative, at most ten times what the fleet can hold (or current
 		// demand, which stands in for values that are not numbers).
 		ceiling := max(10*float64(cfg.MaxFleetGPUs()), float64(plan.Demand.Total()))
-		for _, row := range plan.Forecast.Values {
+		for _, row := range forecastValues(plan) {
 			for _, v := range row {
 				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || (cfg.MaxFleetGPUs() > 0 && v > ceiling) {
 					t.Fatalf("plan used forecast value %v", v)
@@ -346,4 +346,12 @@ func TestPropertyDeterministic(t *testing.T) {
 			t.Fatalf("node order changed the plan:\n%s\n%s", first, third)
 		}
 	})
+}
+
+// forecastValues are the values of the forecast a plan used; none without one.
+func forecastValues(p Plan) [][]float64 {
+	if p.Forecast == nil {
+		return nil
+	}
+	return p.Forecast.Values
 }

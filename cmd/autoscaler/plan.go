@@ -130,7 +130,7 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 		fmt.Fprintf(w, "; %d node(s) with silent agents", c.SilentNodes)
 	}
 	fmt.Fprintln(w)
-	if f := &p.Forecast; f.Steps() > 0 {
+	if f := p.Forecast; f != nil {
 		qs := f.Quantile(p.Quantile)
 		lo, hi := qs[0], qs[0]
 		for _, v := range qs {
