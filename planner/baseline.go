@@ -111,8 +111,8 @@ func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
 		GPUs:               best * gpn,
 		CurrentNodes:       res.Max,
 		BreakEven:          res.PricePerGPUHour() / burstGPU,
-		CostPerHour:        bestCost,
-		CurrentCostPerHour: costOf(res.Max),
+		CostPerHour:        cents(bestCost),
+		CurrentCostPerHour: cents(costOf(res.Max)),
 		HistorySteps:       len(demand),
 	}
 	if best > 0 {

@@ -115,7 +115,7 @@ func Make(in Input) Plan {
 	p.sanitizeForecast()
 	p.launch()
 	p.scaleIn()
-	p.plan.CostPerHourAfter = p.costAfter()
+	p.plan.CostPerHourBefore, p.plan.CostPerHourAfter = cents(p.plan.CostPerHourBefore), cents(p.costAfter())
 	p.plan.Baseline = RecommendBaseline(in.State.History, in.Config.Pools)
 	return p.plan
 }
@@ -686,6 +686,9 @@ func sortedNodes(nodes []fleet.Node) []*fleet.Node {
 
 // age formats a duration the way a person reads it: 35m, 2h5m, 45s.
 func age(d time.Duration) string { return config.FormatDuration(d) }
+
+// cents rounds dollars to cents.
+func cents(usd float64) float64 { return math.Round(usd*100) / 100 }
 
 // clock formats a time of day in UTC.
 func clock(t time.Time) string { return t.UTC().Format("15:04") }
