@@ -35,7 +35,7 @@ pool "aws-spot-a100" {
   capacity       = "spot"
   price_per_hour = 12.50
   lead_time      = "8m"
-  max            = 8
+  max            = 100
   sim {
     capacity = 2 # spot capacity in the region is exhausted at 2 nodes
     initial  = 2
@@ -52,7 +52,7 @@ pool "gcp-ondemand-a100" {
   capacity       = "on_demand"
   price_per_hour = 29.39
   lead_time      = "12m"
-  max            = 12
+  max            = 200
   sim {
     initial = 2
   }
@@ -68,7 +68,7 @@ pool "aws-ondemand-a100" {
   capacity       = "on_demand"
   price_per_hour = 32.77
   lead_time      = "9m"
-  max            = 16
+  max            = 250
   sim {
     initial             = 4
     capacity_error_rate = 0.05
@@ -91,8 +91,8 @@ drain {
 }
 
 limits {
-  max_gpus               = 256
-  max_spend_per_hour     = 900
+  max_gpus               = 4000 # room for the shared traces' peaks (Philly: 2,796 GPUs)
+  max_spend_per_hour     = 20000
   max_scale_in_per_cycle = 4
 }
 

@@ -160,9 +160,8 @@ func (p *planner) observe() {
 			p.plan.Capacity.ReadyGPUs += gpn
 			p.supply += gpn
 			pp.active++
-			c := candidate{node: n, silentFor: silent}
-			c.blocker, c.oldestCheckpoint = p.drainBlocker(n)
-			pp.candidates = append(pp.candidates, c)
+			// Blockers are found only if scale-in gets to the node.
+			pp.candidates = append(pp.candidates, candidate{node: n, silentFor: silent})
 			if silent > 0 {
 				p.silentGPUs += gpn
 				p.plan.Capacity.SilentNodes++
@@ -548,6 +547,13 @@ func (p *planner) scaleIn() {
 			continue
 		}
 		gpn := pp.spec.GPUsPerNode
+		if avail-keep < gpn || pp.active <= pp.spec.Min || len(pp.candidates) == 0 {
+			continue
+		}
+		for i := range pp.candidates {
+			c := &pp.candidates[i]
+			c.blocker, c.oldestCheckpoint = p.drainBlocker(c.node)
+		}
 		sortCandidates(pp.candidates)
 		for _, c := range pp.candidates {
 			if avail-keep < gpn || pp.active <= pp.spec.Min {
@@ -680,7 +686,10 @@ func sortedNodes(nodes []fleet.Node) []*fleet.Node {
 	for i := range nodes {
 		out[i] = &nodes[i]
 	}
-	slices.SortFunc(out, func(a, b *fleet.Node) int { return strings.Compare(a.ID, b.ID) })
+	byID := func(a, b *fleet.Node) int { return strings.Compare(a.ID, b.ID) }
+	if !slices.IsSortedFunc(out, byID) {
+		slices.SortFunc(out, byID)
+	}
 	return out
 }
 

@@ -2,6 +2,7 @@
 // fleets: one binary with a subcommand per job.
 //
 //	autoscaler plan     -config FILE [-state FILE] [-json]   show what the controller would do now, and why
+//	autoscaler simulate -config FILE -trace FILE [-json]      replay a trace under each policy and compare
 //	autoscaler validate -config FILE                          check a config file
 //	autoscaler version                                        print the version
 package main
@@ -42,6 +43,7 @@ type env struct {
 func commands() []command {
 	return []command{
 		{"plan", "show what the controller would do now, and why (a dry run)", runPlan},
+		{"simulate", "replay a workload trace through static, reactive, predictive and oracle fleets", runSimulate},
 		{"validate", "check a fleet config file", runValidate},
 		{"version", "print the version", runVersion},
 	}

@@ -125,7 +125,7 @@ func TestPlanErrors(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	code, out, errOut := cli("validate", "-config", localConfig)
-	if code != 0 || !strings.Contains(out, "valid: 4 pool(s), up to 256 GPUs") {
+	if code != 0 || !strings.Contains(out, "valid: 4 pool(s), up to 4000 GPUs") {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
 	// The acceptance case: an unknown attribute, a bad duration and

@@ -60,6 +60,26 @@ func SettingsOf(p fleet.Pool) (Settings, error) {
 	return s, nil
 }
 
+// Grant decides how many of want more instances a group of current
+// instances gets from the simulated region: none, by an injected capacity
+// error at the pool's error rate; those that fit under Capacity, with an
+// InsufficientCapacityError when that is fewer than asked; or all of them.
+// The simulated cloud and the simulator both launch through it.
+func (s Settings) Grant(pool, zone string, current, want int, rng *rand.Rand) (int, error) {
+	if want <= 0 {
+		return 0, nil
+	}
+	if s.ErrorRate > 0 && rng.Float64() < s.ErrorRate {
+		return 0, &providers.InsufficientCapacityError{Pool: pool, Zone: zone,
+			Err: fmt.Errorf("%w: injected capacity error (rate %g)", ErrSimulated, s.ErrorRate)}
+	}
+	if current+want > s.Capacity {
+		return max(s.Capacity-current, 0), &providers.InsufficientCapacityError{Pool: pool, Zone: zone,
+			Err: fmt.Errorf("%w: region capacity of %d instance(s) reached", ErrSimulated, s.Capacity)}
+	}
+	return want, nil
+}
+
 // Cloud is the simulated cloud. It is safe for concurrent use.
 type Cloud struct {
 	clock func() time.Time
@@ -158,16 +178,11 @@ func (c *Cloud) Launch(ctx context.Context, pool fleet.Pool, req providers.Launc
 		if len(g.pool.Zones) > 0 {
 			zone = g.pool.Zones[c.rng.IntN(len(g.pool.Zones))]
 		}
-		if g.settings.ErrorRate > 0 && c.rng.Float64() < g.settings.ErrorRate {
-			return &providers.InsufficientCapacityError{Pool: pool.Name, Zone: zone,
-				Err: fmt.Errorf("%w: injected capacity error (rate %g)", ErrSimulated, g.settings.ErrorRate)}
+		granted, capErr := g.settings.Grant(pool.Name, zone, g.target, target-g.target, c.rng)
+		if granted == 0 && capErr != nil {
+			return capErr
 		}
-		var capErr error
-		if target > g.settings.Capacity {
-			capErr = &providers.InsufficientCapacityError{Pool: pool.Name, Zone: zone,
-				Err: fmt.Errorf("%w: region capacity of %d instance(s) reached", ErrSimulated, g.settings.Capacity)}
-			target = g.settings.Capacity
-		}
+		target = g.target + granted
 		if req.Key != "" && target > g.target {
 			// Only a request that launched something is remembered: a refused
 			// one may be retried with the same key, as with EC2 client tokens.

@@ -1,0 +1,546 @@
+package simulate
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers/sim"
+	"github.com/fleetcast/autoscaler/trace"
+)
+
+// Times in the engine are whole seconds from the trace start.
+
+// job is a trace job as the engine runs it.
+type job struct {
+	id        string
+	gpus      int
+	order     int   // position in the trace: the FIFO order
+	submit    int64 // when it arrives
+	remaining int64 // seconds of work left (since its last checkpoint)
+	ckpt      int64 // checkpoint interval
+	start     int64 // start of the current run; -1 while queued
+	first     int64 // first start; -1 before
+	nodes     []int32
+	gen       uint32 // bumped when a run ends early, to drop its finish event
+	done      bool
+}
+
+// checkpointed is the work of the current run saved by checkpoints at now.
+func (j *job) checkpointed(now int64) int64 {
+	run := now - j.start
+	if j.ckpt <= 0 {
+		return 0
+	}
+	return run - run%j.ckpt
+}
+
+// nodeState is where a simulated node is in its life.
+type nodeState uint8
+
+const (
+	booting nodeState = iota
+	up
+	draining
+	gone
+)
+
+// node is one simulated instance.
+type node struct {
+	id       string
+	idx      int32
+	pool     int
+	gpn      int
+	free     int
+	state    nodeState
+	launched int64
+	readyAt  int64
+	// idleSince is when the node last had no jobs; lowSince when its
+	// allocation last fell under half (the reactive policy's timer); -1
+	// while busy / at or over half.
+	idleSince, lowSince int64
+	drainAt             int64
+	jobs                []int32
+	bucketPos           int // index in its free-GPU bucket; -1 when in none
+}
+
+// event kinds.
+const (
+	evFinish = iota
+	evReady
+)
+
+type event struct {
+	t    int64
+	kind uint8
+	id   int32
+	gen  uint32
+}
+
+type eventHeap []event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
+	}
+	return h[i].kind < h[j].kind
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// orderHeap is a queue of jobs by trace order.
+type orderHeap struct {
+	ids  []int32
+	jobs []job
+}
+
+func (h *orderHeap) Len() int           { return len(h.ids) }
+func (h *orderHeap) Less(i, j int) bool { return h.jobs[h.ids[i]].order < h.jobs[h.ids[j]].order }
+func (h *orderHeap) Swap(i, j int)      { h.ids[i], h.ids[j] = h.ids[j], h.ids[i] }
+func (h *orderHeap) Push(x any)         { h.ids = append(h.ids, x.(int32)) }
+func (h *orderHeap) Pop() any {
+	x := h.ids[len(h.ids)-1]
+	h.ids = h.ids[:len(h.ids)-1]
+	return x
+}
+
+// simPool is a pool as the engine runs it.
+type simPool struct {
+	spec     fleet.Pool
+	settings sim.Settings
+	count    int // live nodes (booting, up, draining)
+	// reserved is the reservation size in nodes (reserved pools): billed
+	// whether used or not.
+	reserved int
+}
+
+// stats are what a run measures.
+type stats struct {
+	cost             float64
+	provisionedGPUs  float64 // GPU-seconds bought
+	usedGPUs         float64 // GPU-seconds of useful work
+	lostGPUs         float64 // GPU-seconds of work lost
+	unsafe           int     // terminations that lost work
+	launches, drains int
+	waits            []float64
+	end              int64
+}
+
+// engine is one policy's discrete-event simulation over a trace.
+type engine struct {
+	opt   Options
+	pools []simPool
+	jobs  []job
+	nodes []*node // every node ever launched, by idx
+	// live are the nodes not gone, in launch order (which is also ID order).
+	live   []*node
+	events eventHeap
+	now    int64
+	rng    *rand.Rand
+
+	// The FIFO queue with backfill: one heap per job width.
+	classes     map[int]*orderHeap
+	widths      []int
+	queuedGPUs  int
+	runningGPUs int
+	// buckets[f] holds the up, non-draining nodes with f free GPUs.
+	buckets [][]*node
+	maxGPN  int
+	nextArr int
+	left    int // jobs not yet done
+
+	st     stats
+	policy policy
+	// reservedCost accrues reserved pools' bills: nodes x price x time.
+	lastBill int64
+}
+
+func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*engine, error) {
+	e := &engine{opt: opt, classes: map[int]*orderHeap{}, policy: pol,
+		rng: rand.New(rand.NewPCG(uint64(opt.Seed), 0x51a7e))}
+	for _, p := range pools {
+		s, err := sim.SettingsOf(p)
+		if err != nil {
+			return nil, err
+		}
+		e.pools = append(e.pools, simPool{spec: p, settings: s})
+		e.maxGPN = max(e.maxGPN, p.GPUsPerNode)
+	}
+	e.buckets = make([][]*node, e.maxGPN+1)
+	e.jobs = make([]job, len(tr.Jobs))
+	for i, tj := range tr.Jobs {
+		ck := tj.CheckpointInterval
+		if ck <= 0 {
+			ck = opt.CheckpointInterval
+		}
+		e.jobs[i] = job{id: tj.ID, gpus: tj.GPUs, order: i, submit: secs(tj.Submit), remaining: secs(tj.Duration),
+			ckpt: secs(ck), start: -1, first: -1}
+	}
+	e.left = len(e.jobs)
+	e.st.waits = make([]float64, 0, len(e.jobs))
+	return e, nil
+}
+
+// run simulates until every job has finished, with a control tick every
+// interval while work remains.
+func (e *engine) run() error {
+	tick := secs(e.opt.Interval)
+	nextTick := int64(0)
+	e.policy.start(e)
+	for e.left > 0 {
+		t := nextTick
+		if e.nextArr < len(e.jobs) {
+			t = min(t, e.jobs[e.nextArr].submit)
+		}
+		if len(e.events) > 0 {
+			t = min(t, e.events[0].t)
+		}
+		e.advance(t)
+		for e.nextArr < len(e.jobs) && e.jobs[e.nextArr].submit == t {
+			e.enqueue(int32(e.nextArr))
+			e.nextArr++
+		}
+		for len(e.events) > 0 && e.events[0].t == t {
+			ev := heap.Pop(&e.events).(event)
+			switch ev.kind {
+			case evFinish:
+				if j := &e.jobs[ev.id]; !j.done && j.gen == ev.gen && j.start >= 0 {
+					e.finish(ev.id)
+				}
+			case evReady:
+				if n := e.nodes[ev.id]; n.state == booting {
+					n.state = up
+					n.idleSince, n.lowSince = t, t
+					e.bucketAdd(n)
+				}
+			}
+		}
+		e.schedule()
+		if t == nextTick {
+			if err := e.policy.tick(e); err != nil {
+				return err
+			}
+			e.schedule()
+			nextTick += tick
+		}
+		if t > 400*24*3600*10 {
+			return fmt.Errorf("simulation did not finish within 4,000 days (%d jobs left): the pools cannot serve the trace", e.left)
+		}
+	}
+	e.advance(e.now)
+	e.st.end = e.now
+	e.closeBills()
+	return nil
+}
+
+// advance moves the clock to t, billing reserved capacity for the time passed.
+func (e *engine) advance(t int64) {
+	if t <= e.now {
+		return
+	}
+	dt := float64(t - e.now)
+	for i := range e.pools {
+		p := &e.pools[i]
+		if p.reserved > 0 {
+			e.st.cost += float64(p.reserved) * p.spec.PricePerHour * dt / 3600
+			e.st.provisionedGPUs += float64(p.reserved*p.spec.GPUsPerNode) * dt
+		}
+	}
+	e.now = t
+}
+
+// closeBills bills the nodes still alive at the end.
+func (e *engine) closeBills() {
+	for _, n := range e.live {
+		e.bill(n)
+	}
+}
+
+// bill charges a non-reserved node from its launch to now.
+func (e *engine) bill(n *node) {
+	p := &e.pools[n.pool]
+	if p.spec.Capacity == fleet.Reserved {
+		return // billed as the reservation
+	}
+	dt := float64(e.now - n.launched)
+	e.st.cost += p.spec.PricePerHour * dt / 3600
+	e.st.provisionedGPUs += float64(n.gpn) * dt
+}
+
+// launch asks the simulated region for want nodes in pool pi, ready after
+// lead, and returns how many it got; a refusal is returned as the
+// provider's typed error.
+func (e *engine) launch(pi, want int, lead int64) (int, error) {
+	p := &e.pools[pi]
+	got, err := p.settings.Grant(p.spec.Name, "", p.count, want, e.rng)
+	for range got {
+		n := &node{id: fmt.Sprintf("n%07d-%s", len(e.nodes), p.spec.Name), idx: int32(len(e.nodes)), pool: pi, gpn: p.spec.GPUsPerNode,
+			free: p.spec.GPUsPerNode, launched: e.now, readyAt: e.now + lead, idleSince: e.now, lowSince: e.now, bucketPos: -1}
+		e.nodes = append(e.nodes, n)
+		e.live = append(e.live, n)
+		p.count++
+		e.st.launches++
+		if n.readyAt <= e.now {
+			n.state = up
+			e.bucketAdd(n)
+		} else {
+			heap.Push(&e.events, event{t: n.readyAt, kind: evReady, id: n.idx})
+		}
+	}
+	return got, err
+}
+
+// liveNode returns the live node with the given ID, or nil. Live nodes are
+// in ID order.
+func (e *engine) liveNode(id string) *node {
+	if id == "" {
+		return nil
+	}
+	i, ok := slices.BinarySearchFunc(e.live, id, func(n *node, id string) int { return strings.Compare(n.id, id) })
+	if !ok {
+		return nil
+	}
+	return e.live[i]
+}
+
+// drain stops new work on a node and asks its jobs to checkpoint, which
+// they do at once: their runs end with no work lost and they requeue.
+func (e *engine) drain(n *node) {
+	if n.state != up {
+		return
+	}
+	e.bucketRemove(n)
+	n.state = draining
+	n.drainAt = e.now
+	e.st.drains++
+	for len(n.jobs) > 0 {
+		e.stop(n.jobs[0], true)
+	}
+}
+
+// undrain returns a draining node to service.
+func (e *engine) undrain(n *node) {
+	if n.state == draining {
+		n.state = up
+		e.bucketAdd(n)
+	}
+}
+
+// terminate removes a node. Jobs still on it lose their work since their
+// last checkpoint and requeue; such a termination is unsafe.
+func (e *engine) terminate(n *node) {
+	if n.state == gone {
+		return
+	}
+	if len(n.jobs) > 0 {
+		e.st.unsafe++
+		for len(n.jobs) > 0 {
+			e.stop(n.jobs[0], false)
+		}
+	}
+	if n.state == up {
+		e.bucketRemove(n)
+	}
+	if n.state != draining {
+		e.st.drains++ // a removal without a drain still counts
+	}
+	n.state = gone
+	e.pools[n.pool].count--
+	e.bill(n)
+	if i := slices.Index(e.live, n); i >= 0 {
+		e.live = slices.Delete(e.live, i, i+1)
+	}
+}
+
+// stop ends a job's current run early. With saved, it checkpointed just
+// now; otherwise the work since its last checkpoint is lost. It requeues.
+func (e *engine) stop(id int32, saved bool) {
+	j := &e.jobs[id]
+	run := e.now - j.start
+	kept := run
+	if !saved {
+		kept = j.checkpointed(e.now)
+		e.st.lostGPUs += float64((run - kept) * int64(j.gpus))
+	}
+	e.st.usedGPUs += float64(kept * int64(j.gpus))
+	j.remaining -= kept
+	e.release(id)
+	j.start = -1
+	j.gen++
+	e.enqueue(id)
+}
+
+// finish ends a job's run at its end of work.
+func (e *engine) finish(id int32) {
+	j := &e.jobs[id]
+	e.st.usedGPUs += float64((e.now - j.start) * int64(j.gpus))
+	j.remaining = 0
+	e.release(id)
+	j.done = true
+	e.left--
+}
+
+// release frees a running job's GPUs.
+func (e *engine) release(id int32) {
+	j := &e.jobs[id]
+	per := j.gpus
+	if len(j.nodes) > 1 {
+		per = 0 // a wide job holds whole nodes
+	}
+	for _, ni := range j.nodes {
+		n := e.nodes[ni]
+		used := per
+		if per == 0 {
+			used = n.gpn
+		}
+		n.jobs = slices.DeleteFunc(n.jobs, func(x int32) bool { return x == id })
+		e.setFree(n, n.free+used)
+	}
+	e.runningGPUs -= j.gpus
+	j.nodes = j.nodes[:0]
+}
+
+// enqueue puts a job in the queue.
+func (e *engine) enqueue(id int32) {
+	j := &e.jobs[id]
+	h := e.classes[j.gpus]
+	if h == nil {
+		h = &orderHeap{jobs: e.jobs}
+		e.classes[j.gpus] = h
+		e.widths = append(e.widths, j.gpus)
+		sort.Ints(e.widths)
+	}
+	heap.Push(h, id)
+	e.queuedGPUs += j.gpus
+}
+
+// schedule starts queued jobs, first come first served with backfill: the
+// earliest job that fits starts, until none fits.
+func (e *engine) schedule() {
+	for e.queuedGPUs > 0 {
+		best := int32(-1)
+		for _, w := range e.widths {
+			h := e.classes[w]
+			if h.Len() == 0 || !e.fits(w) {
+				continue
+			}
+			if id := h.ids[0]; best < 0 || e.jobs[id].order < e.jobs[best].order {
+				best = id
+			}
+		}
+		if best < 0 {
+			return
+		}
+		heap.Pop(e.classes[e.jobs[best].gpus])
+		e.queuedGPUs -= e.jobs[best].gpus
+		e.start(best)
+	}
+}
+
+// fits reports whether a job of w GPUs can start now.
+func (e *engine) fits(w int) bool {
+	if w <= e.maxGPN {
+		for f := w; f <= e.maxGPN; f++ {
+			if len(e.buckets[f]) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	return len(e.buckets[e.maxGPN])*e.maxGPN >= w
+}
+
+// start places a job: best fit on one node, or whole empty nodes for a job
+// wider than a node.
+func (e *engine) start(id int32) {
+	j := &e.jobs[id]
+	j.start = e.now
+	if j.first < 0 {
+		j.first = e.now
+		e.st.waits = append(e.st.waits, float64(e.now-j.submit))
+	}
+	if j.gpus <= e.maxGPN {
+		for f := j.gpus; f <= e.maxGPN; f++ {
+			if b := e.buckets[f]; len(b) > 0 {
+				n := b[len(b)-1]
+				j.nodes = append(j.nodes, n.idx)
+				n.jobs = append(n.jobs, id)
+				e.setFree(n, n.free-j.gpus)
+				break
+			}
+		}
+	} else {
+		for need := j.gpus; need > 0; need -= e.maxGPN {
+			b := e.buckets[e.maxGPN]
+			n := b[len(b)-1]
+			j.nodes = append(j.nodes, n.idx)
+			n.jobs = append(n.jobs, id)
+			e.setFree(n, 0)
+		}
+	}
+	e.runningGPUs += j.gpus
+	heap.Push(&e.events, event{t: e.now + j.remaining, kind: evFinish, id: id, gen: j.gen})
+}
+
+// setFree changes a node's free GPUs, keeping its bucket and timers.
+func (e *engine) setFree(n *node, free int) {
+	inBucket := n.bucketPos >= 0
+	if inBucket {
+		e.bucketRemove(n)
+	}
+	n.free = free
+	switch {
+	case free == n.gpn:
+		if n.idleSince < 0 {
+			n.idleSince = e.now
+		}
+	default:
+		n.idleSince = -1
+	}
+	if 2*(n.gpn-free) < n.gpn {
+		if n.lowSince < 0 {
+			n.lowSince = e.now
+		}
+	} else {
+		n.lowSince = -1
+	}
+	if inBucket || n.state == up {
+		e.bucketAdd(n)
+	}
+}
+
+func (e *engine) bucketAdd(n *node) {
+	if n.bucketPos >= 0 || n.state != up {
+		return
+	}
+	b := e.buckets[n.free]
+	n.bucketPos = len(b)
+	e.buckets[n.free] = append(b, n)
+}
+
+func (e *engine) bucketRemove(n *node) {
+	if n.bucketPos < 0 {
+		return
+	}
+	b := e.buckets[n.free]
+	last := b[len(b)-1]
+	b[n.bucketPos] = last
+	last.bucketPos = n.bucketPos
+	e.buckets[n.free] = b[:len(b)-1]
+	n.bucketPos = -1
+}
+
+// secs converts a duration to whole seconds, rounding.
+func secs[D ~int64](d D) int64 { return int64(math.Round(float64(d) / 1e9)) }

@@ -1,0 +1,393 @@
+package simulate
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/forecast"
+	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/providers"
+)
+
+// policy decides a simulated fleet's size.
+type policy interface {
+	// start sets up the fleet at time 0.
+	start(e *engine)
+	// tick runs one control cycle.
+	tick(e *engine) error
+}
+
+// burstOrder returns the indexes of the non-reserved pools, cheapest per
+// GPU-hour first; with onDemandOnly, only on-demand pools.
+func burstOrder(pools []simPool, onDemandOnly bool) []int {
+	var out []int
+	for i := range pools {
+		c := pools[i].spec.Capacity
+		if c == fleet.Reserved || (onDemandOnly && c != fleet.OnDemand) {
+			continue
+		}
+		out = append(out, i)
+	}
+	slices.SortStableFunc(out, func(a, b int) int { return fleet.CompareForLaunch(&pools[a].spec, &pools[b].spec) })
+	return out
+}
+
+// launchAcross launches up to want nodes in the pools in order, each within
+// its max, falling over to the next pool when one is full or refuses.
+func launchAcross(e *engine, order []int, want int, lead func(pi int) int64) int {
+	got := 0
+	for _, pi := range order {
+		if want-got <= 0 {
+			break
+		}
+		p := &e.pools[pi]
+		n, _ := e.launch(pi, min(want-got, p.spec.Max-p.count), lead(pi))
+		got += n
+	}
+	return got
+}
+
+// static is a fixed on-demand fleet sized for the trace's peak demand,
+// ready from the start.
+type static struct{ peakGPUs int }
+
+func (s static) start(e *engine) {
+	order := burstOrder(e.pools, true)
+	if len(order) == 0 {
+		order = burstOrder(e.pools, false)
+	}
+	want := 0
+	if len(order) > 0 {
+		gpn := e.pools[order[0]].spec.GPUsPerNode
+		want = (s.peakGPUs + gpn - 1) / gpn
+	}
+	launchAcross(e, order, want, func(int) int64 { return 0 })
+}
+
+func (static) tick(*engine) error { return nil }
+
+// reactive is the Kubernetes Cluster Autoscaler with its published
+// defaults: it adds on-demand nodes when jobs are pending (counting nodes
+// already booting), cheapest pool first; it removes a node that has been
+// under 50% GPU allocation for 10 minutes (scale-down-unneeded-time) when its
+// jobs fit on other nodes, empty nodes up to 10 at a time
+// (max-empty-bulk-delete) and one busy node a cycle, but not within 10
+// minutes of a scale-up (scale-down-delay-after-add). It moves the jobs of a
+// removed node, so their work since the last checkpoint is lost. No
+// forecast, no reservations.
+type reactive struct {
+	lastUp int64
+}
+
+const (
+	caUnneeded      = 10 * 60
+	caDelayAfterAdd = 10 * 60
+	caEmptyBulk     = 10
+)
+
+func (r *reactive) start(*engine) { r.lastUp = -caDelayAfterAdd }
+
+func (r *reactive) tick(e *engine) error {
+	order := burstOrder(e.pools, true)
+	if len(order) == 0 {
+		order = burstOrder(e.pools, false)
+	}
+	if len(order) == 0 {
+		return errors.New("reactive: no on-demand or spot pool to scale")
+	}
+	bootingGPUs := 0
+	for _, n := range e.live {
+		if n.state == booting {
+			bootingGPUs += n.gpn
+		}
+	}
+	if need := e.queuedGPUs - bootingGPUs; need > 0 {
+		gpn := e.pools[order[0]].spec.GPUsPerNode
+		if launchAcross(e, order, (need+gpn-1)/gpn, func(pi int) int64 { return secs(e.pools[pi].spec.LeadTime) }) > 0 {
+			r.lastUp = e.now
+		}
+		return nil
+	}
+	if e.now-r.lastUp < caDelayAfterAdd {
+		return nil
+	}
+	freeUp, empties, busyRemoved := 0, 0, false
+	for _, n := range e.live {
+		if n.state == up {
+			freeUp += n.free
+		}
+	}
+	var remove []*node
+	for _, n := range e.live {
+		if n.state != up || e.pools[n.pool].spec.Capacity == fleet.Reserved || n.lowSince < 0 || e.now-n.lowSince < caUnneeded {
+			continue
+		}
+		used := n.gpn - n.free
+		switch {
+		case used == 0 && empties < caEmptyBulk:
+			freeUp -= n.gpn
+			remove = append(remove, n)
+			empties++
+		case used > 0 && !busyRemoved && freeUp-n.free >= used && fitsElsewhere(e, n):
+			freeUp -= n.gpn
+			remove = append(remove, n)
+			busyRemoved = true
+		}
+	}
+	for _, n := range remove {
+		e.terminate(n)
+	}
+	return nil
+}
+
+// fitsElsewhere reports whether every job on n fits in the free GPUs of
+// some other up node (first fit, without moving anything).
+func fitsElsewhere(e *engine, n *node) bool {
+	free := map[int32]int{}
+	for _, jid := range n.jobs {
+		j := &e.jobs[jid]
+		if len(j.nodes) > 1 {
+			return false // a multi-node job does not move
+		}
+		placed := false
+		for f := j.gpus; f <= e.maxGPN && !placed; f++ {
+			for _, m := range e.buckets[f] {
+				if m != n && m.free-free[m.idx] >= j.gpus {
+					free[m.idx] += j.gpus
+					placed = true
+					break
+				}
+			}
+		}
+		if !placed {
+			return false
+		}
+	}
+	return true
+}
+
+// predictive runs this project's planner and forecaster every control
+// interval, with the reserved baseline the planner recommends from the
+// demand seen so far (re-evaluated weekly, grown but never shrunk: a
+// reservation is a commitment).
+type predictive struct {
+	cfg      *config.Config
+	base     time.Time
+	reserved int // index of the reserved pool, -1 if none
+	levels   []float64
+	history  fleet.Series
+	stepMax  float64 // peak demand in the current history step
+	stepEnd  int64
+	fc       forecast.Forecast
+	statuses []fleet.PoolStatus
+	failures []int
+	nextBase int64
+	state    fleet.State
+	jobsBuf  []fleet.Job
+	cached   []cachedJob
+	// run is the config the planner sees: the pools as simulated (the
+	// reservation as recommended).
+	run config.Config
+}
+
+func newPredictive(cfg *config.Config, base time.Time) (*predictive, error) {
+	levels, err := forecast.Levels(cfg.Forecast.Quantile)
+	if err != nil {
+		return nil, err
+	}
+	return &predictive{cfg: cfg, base: base, levels: levels, reserved: -1, run: *cfg}, nil
+}
+
+const week = 7 * 24 * 3600
+
+func (p *predictive) start(e *engine) {
+	step := p.cfg.Forecast.Step
+	p.history = fleet.Series{Start: p.base, Step: step}
+	p.stepEnd = secs(step)
+	p.statuses = make([]fleet.PoolStatus, len(e.pools))
+	p.failures = make([]int, len(e.pools))
+	for i := range e.pools {
+		p.statuses[i].Name = e.pools[i].spec.Name
+		if e.pools[i].spec.Capacity == fleet.Reserved && (p.reserved < 0 || fleet.CompareForLaunch(&e.pools[i].spec, &e.pools[p.reserved].spec) < 0) {
+			p.reserved = i
+		}
+	}
+	// Reservations that are not the recommended one are not bought.
+	for i := range e.pools {
+		if e.pools[i].spec.Capacity == fleet.Reserved {
+			e.pools[i].spec.Min, e.pools[i].spec.Max = 0, 0
+		}
+	}
+	p.nextBase = 24 * 3600 // the first recommendation after a day of history
+}
+
+func (p *predictive) tick(e *engine) error {
+	demand := float64(e.runningGPUs + e.queuedGPUs)
+	p.stepMax = max(p.stepMax, demand)
+	if e.now >= p.stepEnd {
+		p.history.Values = append(p.history.Values, p.stepMax)
+		if keep := int(p.cfg.Forecast.History / p.cfg.Forecast.Step); len(p.history.Values) > keep {
+			drop := len(p.history.Values) - keep
+			p.history.Values = slices.Delete(p.history.Values, 0, drop)
+			p.history.Start = p.history.Start.Add(time.Duration(drop) * p.history.Step)
+		}
+		p.stepMax = demand
+		p.stepEnd += secs(p.cfg.Forecast.Step)
+		fc, err := forecast.SeasonalNaive(p.history, p.cfg.Forecast.Horizon, p.levels)
+		if err == nil {
+			p.fc = fc
+		}
+	}
+	if e.now >= p.nextBase && p.reserved >= 0 {
+		p.rebase(e)
+		p.nextBase += week
+	}
+
+	p.run.Pools = p.run.Pools[:0]
+	for i := range e.pools {
+		p.run.Pools = append(p.run.Pools, e.pools[i].spec)
+	}
+	st := p.observe(e)
+	plan := planner.Make(planner.Input{Config: &p.run, State: st, Forecast: p.fc, Now: p.at(e.now)})
+	for _, a := range plan.Actions {
+		n := e.liveNode(a.Node)
+		switch a.Kind {
+		case planner.Launch:
+			pi := p.poolIndex(e, a.Pool)
+			_, err := e.launch(pi, a.Count, secs(e.pools[pi].spec.LeadTime))
+			if providers.ShouldBackOff(err) {
+				p.backOff(pi, e.now, err.Error())
+			} else if err == nil {
+				p.failures[pi] = 0
+			}
+		case planner.Drain:
+			if n != nil {
+				e.drain(n)
+			}
+		case planner.Terminate:
+			if n != nil {
+				e.terminate(n)
+			}
+			if a.BackOff {
+				p.backOff(p.poolIndex(e, a.Pool), e.now, "a launch missed its provisioning deadline")
+			}
+		case planner.CancelDrain:
+			if n != nil {
+				e.undrain(n)
+			}
+		}
+	}
+	return nil
+}
+
+// rebase sets the reservation to the planner's recommendation, grown only.
+func (p *predictive) rebase(e *engine) {
+	pools := make([]fleet.Pool, len(e.pools))
+	for i := range e.pools {
+		pools[i] = e.pools[i].spec
+	}
+	b := planner.RecommendBaseline(p.history, pools)
+	if b == nil {
+		return
+	}
+	rp := &e.pools[p.reserved]
+	if b.Nodes > rp.reserved {
+		rp.reserved = b.Nodes
+		rp.spec.Min, rp.spec.Max = b.Nodes, b.Nodes
+		rp.settings.Capacity = max(rp.settings.Capacity, b.Nodes)
+	}
+}
+
+func (p *predictive) backOff(pi int, now int64, why string) {
+	p.failures[pi]++
+	p.statuses[pi].BackoffUntil = p.at(now).Add(providers.Backoff(p.failures[pi]))
+	p.statuses[pi].BackoffReason = why
+}
+
+func (p *predictive) poolIndex(e *engine, name string) int {
+	for i := range e.pools {
+		if e.pools[i].spec.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (p *predictive) at(s int64) time.Time { return p.base.Add(time.Duration(s) * time.Second) }
+
+// job is a running job as its agent reports it. The reports are cached
+// per job and run, and refreshed when a checkpoint passes.
+func (p *predictive) job(e *engine, jid int32) fleet.Job {
+	if p.cached == nil {
+		p.cached = make([]cachedJob, len(e.jobs))
+	}
+	j, c := &e.jobs[jid], &p.cached[jid]
+	if c.start != j.start || c.job.ID == "" {
+		*c = cachedJob{start: j.start, ckpt: -1, job: fleet.Job{ID: j.id, GPUs: j.gpus, Start: p.at(j.start)}}
+	}
+	if ck := j.checkpointed(e.now); ck != c.ckpt {
+		c.ckpt = ck
+		c.job.LastCheckpoint = time.Time{}
+		if ck > 0 {
+			c.job.LastCheckpoint = p.at(j.start + ck)
+		}
+	}
+	return c.job
+}
+
+// cachedJob is a job's last report, for the run that started at start with
+// ckpt seconds checkpointed.
+type cachedJob struct {
+	start, ckpt int64
+	job         fleet.Job
+}
+
+// observe is what the controller would see: every node with its jobs, as
+// its agent reports them (agents report every cycle), and the queue.
+func (p *predictive) observe(e *engine) *fleet.State {
+	st := &p.state
+	st.CapturedAt = p.at(e.now)
+	st.Pools = p.statuses
+	st.PendingGPUs = e.queuedGPUs
+	// No history: the planner's baseline advice is taken weekly (rebase),
+	// not every cycle.
+	st.Nodes = st.Nodes[:0]
+	p.jobsBuf = p.jobsBuf[:0]
+	now := p.at(e.now)
+	type span struct{ from, to int }
+	spans := make([]span, 0, len(e.live))
+	for _, n := range e.live {
+		if n.state == gone {
+			continue
+		}
+		from := len(p.jobsBuf)
+		for _, jid := range n.jobs {
+			fj := p.job(e, jid)
+			if len(e.jobs[jid].nodes) > 1 {
+				fj.GPUs = n.gpn // a wide job holds whole nodes
+			}
+			p.jobsBuf = append(p.jobsBuf, fj)
+		}
+		spans = append(spans, span{from, len(p.jobsBuf)})
+		fn := fleet.Node{ID: n.id, Pool: e.pools[n.pool].spec.Name, LaunchedAt: p.at(n.launched)}
+		switch n.state {
+		case booting:
+			fn.State = fleet.Pending
+		case up:
+			fn.State, fn.LastReport = fleet.Ready, now
+		case draining:
+			fn.State, fn.LastReport, fn.DrainStartedAt = fleet.Draining, now, p.at(n.drainAt)
+		}
+		if n.idleSince >= 0 && n.state != booting {
+			fn.IdleSince = p.at(n.idleSince)
+		}
+		st.Nodes = append(st.Nodes, fn)
+	}
+	for i := range st.Nodes {
+		st.Nodes[i].Jobs = p.jobsBuf[spans[i].from:spans[i].to:spans[i].to]
+	}
+	return st
+}

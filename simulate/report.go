@@ -1,0 +1,102 @@
+package simulate
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+)
+
+// Result is one policy's figures over a trace. The JSON names are the
+// report's contract.
+type Result struct {
+	Policy string `json:"policy"`
+	// CostUSD is everything the fleet was billed: nodes per second from
+	// launch to termination, reservations for the whole run.
+	CostUSD      float64 `json:"cost_usd"`
+	CostVsOracle float64 `json:"cost_vs_oracle"`
+	// ProvisionedGPUHours were bought (booting included); UsedGPUHours did
+	// useful work (work redone after a loss excluded).
+	ProvisionedGPUHours float64 `json:"gpu_hours_provisioned"`
+	UsedGPUHours        float64 `json:"gpu_hours_used"`
+	Utilization         float64 `json:"utilization"`
+	// Waits are from submission to first start.
+	WaitP50         float64 `json:"wait_p50_s"`
+	WaitP95         float64 `json:"wait_p95_s"`
+	WaitP99         float64 `json:"wait_p99_s"`
+	JobsWaitingOver int     `json:"jobs_waiting_over_1h"`
+	// LostGPUHours is work since the last checkpoint destroyed by
+	// terminations; UnsafeTerminations counts the terminations that
+	// destroyed work.
+	LostGPUHours       float64 `json:"lost_gpu_hours"`
+	UnsafeTerminations int     `json:"unsafe_terminations"`
+	Launches           int     `json:"launches"`
+	Drains             int     `json:"drains"`
+	// ReservedGPUs is the reservation at the end of the run.
+	ReservedGPUs int `json:"reserved_gpus"`
+
+	waits []float64
+}
+
+// Report is a simulation's outcome: one Result per policy.
+type Report struct {
+	Trace    string   `json:"trace"`
+	Jobs     int      `json:"jobs"`
+	Days     float64  `json:"days"`
+	Seed     int64    `json:"seed"`
+	Policies []Result `json:"policies"`
+}
+
+// finish derives the figures that follow from the others.
+func (r *Result) finish() {
+	if r.ProvisionedGPUHours > 0 {
+		r.Utilization = r.UsedGPUHours / r.ProvisionedGPUHours
+	}
+	slices.Sort(r.waits)
+	r.WaitP50, r.WaitP95, r.WaitP99 = percentile(r.waits, 0.50), percentile(r.waits, 0.95), percentile(r.waits, 0.99)
+	r.JobsWaitingOver = len(r.waits) - searchAbove(r.waits, 3600)
+}
+
+// percentile is the nearest-rank q percentile of sorted xs; 0 for none.
+func percentile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(xs))+0.999999) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
+}
+
+// searchAbove is the index of the first value above v in sorted xs.
+func searchAbove(xs []float64, v float64) int {
+	i, _ := slices.BinarySearchFunc(xs, v, func(x, t float64) int {
+		if x <= t {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+// WriteTable writes the report as a table, one row per policy.
+func (r *Report) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "trace %s: %d jobs over %.1f days, seed %d\n\n", r.Trace, r.Jobs, r.Days, r.Seed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tcost $\tvs oracle\tGPU-h bought\tGPU-h used\tutil\twait p50\tp95\tp99\t>1h\tlost GPU-h\tunsafe\tlaunches\tdrains\treserved GPUs\t")
+	for _, p := range r.Policies {
+		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.0f\t%.0f\t%.1f%%\t%s\t%s\t%s\t%d\t%.1f\t%d\t%d\t%d\t%d\t\n",
+			p.Policy, p.CostUSD, p.CostVsOracle, p.ProvisionedGPUHours, p.UsedGPUHours, 100*p.Utilization,
+			waitText(p.WaitP50), waitText(p.WaitP95), waitText(p.WaitP99), p.JobsWaitingOver,
+			p.LostGPUHours, p.UnsafeTerminations, p.Launches, p.Drains, p.ReservedGPUs)
+	}
+	return tw.Flush()
+}
+
+func waitText(s float64) string {
+	switch {
+	case s < 120:
+		return fmt.Sprintf("%.0fs", s)
+	case s < 7200:
+		return fmt.Sprintf("%.0fm", s/60)
+	}
+	return fmt.Sprintf("%.1fh", s/3600)
+}

@@ -1,0 +1,174 @@
+// Package simulate replays a GPU workload trace through simulated fleets,
+// one per policy, and reports what each cost, how long jobs waited and how
+// much work was lost. It is how users decide to trust the autoscaler and
+// how every change to it is measured.
+//
+// The simulation is a discrete-event model: nodes in the config's pools,
+// each with its GPUs, lead time, price (billed per second; reservations
+// billed for the whole run) and the simulated region's capacity and
+// capacity errors (providers/sim.Settings.Grant); a first-come-first-served
+// scheduler with backfill (the earliest queued job that fits starts; a job
+// wider than a node takes whole empty nodes; single-node jobs go to the
+// node with the fewest free GPUs that fits); jobs that checkpoint every
+// checkpoint interval and lose the work since their last checkpoint when
+// their node is removed under them, then requeue in their original order.
+// A drain asks a node's jobs to checkpoint, which they do at once, so a
+// drained node's jobs requeue with nothing lost.
+//
+// Policies:
+//   - static: an on-demand fleet sized for the trace's peak, from start to end;
+//   - reactive: the Kubernetes Cluster Autoscaler's published defaults;
+//   - predictive: this project's planner and forecaster, every control
+//     interval, with the reserved baseline it recommends;
+//   - oracle: the clairvoyant lower bound, computed from the demand curve.
+//
+// Everything is deterministic for the seed.
+package simulate
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/trace"
+)
+
+// Policies are the policies a simulation can run, in report order.
+var Policies = []string{"static", "reactive", "predictive", "oracle"}
+
+// Options tune a simulation. Zero values take the defaults.
+type Options struct {
+	// Seed makes capacity errors reproducible.
+	Seed int64
+	// Interval is the control interval of the reactive and predictive
+	// policies; default the config's controller.interval.
+	Interval time.Duration
+	// CheckpointInterval is how often jobs checkpoint unless the trace says;
+	// default 30 minutes.
+	CheckpointInterval time.Duration
+	// Policies to run; default all. The oracle always runs: the others are
+	// measured against it.
+	Policies []string
+	// Start is the wall-clock time of the trace's offset 0, for the
+	// forecaster's daily and weekly cycles; default the trace's own start,
+	// else Monday 2026-01-05 00:00 UTC.
+	Start time.Time
+}
+
+// CapacityWarning says when the trace's peak demand exceeds what the
+// config's pools can hold; "" when they can hold it.
+func CapacityWarning(cfg *config.Config, tr *trace.Trace) string {
+	peak, room := tr.PeakGPUs(), cfg.MaxFleetGPUs()
+	if peak <= room {
+		return ""
+	}
+	return fmt.Sprintf("the trace's peak demand is %d GPUs, more than the %d GPUs the config's pools can hold: jobs will queue and the oracle leaves the excess unserved", peak, room)
+}
+
+// Run simulates the trace under each policy and reports them side by side.
+func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
+	if len(tr.Jobs) == 0 {
+		return nil, fmt.Errorf("simulate: trace %s has no jobs", tr.Name)
+	}
+	if opt.Interval <= 0 {
+		opt.Interval = cfg.Controller.Interval
+	}
+	if opt.CheckpointInterval <= 0 {
+		opt.CheckpointInterval = 30 * time.Minute
+	}
+	if opt.Start.IsZero() {
+		opt.Start = tr.Start
+		if opt.Start.IsZero() {
+			opt.Start = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+		}
+	}
+	want := opt.Policies
+	if len(want) == 0 {
+		want = Policies
+	}
+	for _, name := range want {
+		if !slices.Contains(Policies, name) {
+			return nil, fmt.Errorf("simulate: unknown policy %q, want one of %v", name, Policies)
+		}
+	}
+	rep := &Report{Trace: tr.Name, Jobs: len(tr.Jobs), Days: tr.Span().Hours() / 24, Seed: opt.Seed}
+	results := make([]Result, len(Policies))
+	errs := make([]error, len(Policies))
+	var wg sync.WaitGroup
+	for i, name := range Policies {
+		if name != "oracle" && !slices.Contains(want, name) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = runPolicy(cfg, tr, opt, name)
+		}()
+	}
+	wg.Wait()
+	var oracleCost float64
+	for i, name := range Policies {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("simulate: policy %s: %w", name, errs[i])
+		}
+		if name == "oracle" {
+			oracleCost = results[i].CostUSD
+		}
+	}
+	for i, name := range Policies {
+		if !slices.Contains(want, name) {
+			continue
+		}
+		r := results[i]
+		if oracleCost > 0 {
+			r.CostVsOracle = r.CostUSD / oracleCost
+		}
+		rep.Policies = append(rep.Policies, r)
+	}
+	return rep, nil
+}
+
+// runPolicy simulates one policy.
+func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (Result, error) {
+	var pol policy
+	switch name {
+	case "static":
+		pol = static{peakGPUs: tr.PeakGPUs()}
+	case "reactive":
+		pol = &reactive{}
+	case "predictive":
+		p, err := newPredictive(cfg, opt.Start)
+		if err != nil {
+			return Result{}, err
+		}
+		pol = p
+	}
+	e, err := newEngine(tr, cfg.Pools, opt, pol)
+	if err != nil {
+		return Result{}, err
+	}
+	if name == "oracle" {
+		return oracle(tr, e.pools), nil
+	}
+	if err := e.run(); err != nil {
+		return Result{}, err
+	}
+	r := Result{
+		Policy:              name,
+		CostUSD:             e.st.cost,
+		ProvisionedGPUHours: e.st.provisionedGPUs / 3600,
+		UsedGPUHours:        e.st.usedGPUs / 3600,
+		LostGPUHours:        e.st.lostGPUs / 3600,
+		UnsafeTerminations:  e.st.unsafe,
+		Launches:            e.st.launches,
+		Drains:              e.st.drains,
+		waits:               e.st.waits,
+	}
+	for _, p := range e.pools {
+		r.ReservedGPUs += p.reserved * p.spec.GPUsPerNode
+	}
+	r.finish()
+	return r, nil
+}

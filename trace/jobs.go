@@ -1,0 +1,156 @@
+package trace
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// jobColumns are the indices of a job trace's columns, -1 when absent, and
+// the names used in errors.
+type jobColumns struct {
+	id, submit, gpus, duration, checkpoint, priority, team int
+	submitName, gpusName, durationName, checkpointName     string
+	// need is the number of fields a row needs for its required columns.
+	need int
+}
+
+func findJobColumns(header []string, format string) (jobColumns, error) {
+	var c jobColumns
+	var required []string
+	if format == formatPhilly {
+		required = []string{"arrival time (sec)", "size", "duration (sec)"}
+		c.id = column(header, "job id", "job_id", "jobid")
+		c.checkpoint, c.priority, c.team = -1, -1, -1
+	} else {
+		required = []string{"submit_s", "gpus", "duration_s"}
+		c.id = column(header, "job_id")
+		c.checkpoint = column(header, "checkpoint_interval_s")
+		c.priority = column(header, "priority")
+		c.team = column(header, "team")
+	}
+	idx := make([]int, len(required))
+	for i, name := range required {
+		if idx[i] = column(header, name); idx[i] < 0 {
+			return c, fmt.Errorf("missing required column %q for a %s trace (header %q)", name, format, strings.Join(header, ","))
+		}
+	}
+	c.submit, c.gpus, c.duration = idx[0], idx[1], idx[2]
+	c.submitName, c.gpusName, c.durationName = header[c.submit], header[c.gpus], header[c.duration]
+	if c.checkpoint >= 0 {
+		c.checkpointName = header[c.checkpoint]
+	}
+	c.need = slices.Max(idx) + 1
+	return c, nil
+}
+
+// field returns rec[i] trimmed, or "" when the row is too short or i < 0.
+func field(rec []string, i int) string {
+	if i < 0 || i >= len(rec) {
+		return ""
+	}
+	return strings.TrimSpace(rec[i])
+}
+
+// parseJob fills j from one row and returns "" or why the row is bad.
+func (c *jobColumns) parseJob(rec []string, line int, teams map[string]string, j *Job) string {
+	if len(rec) < c.need {
+		return fmt.Sprintf("has %d fields, want at least %d", len(rec), c.need)
+	}
+	var why string
+	if j.Submit, why = seconds(rec[c.submit], c.submitName); why != "" {
+		return why
+	}
+	if j.GPUs, why = wholeNumber(rec[c.gpus], c.gpusName); why != "" {
+		return why
+	}
+	if j.GPUs < 1 {
+		return fmt.Sprintf("%s %d is less than 1", c.gpusName, j.GPUs)
+	}
+	if j.GPUs > maxGPUs {
+		return fmt.Sprintf("%s %d is more than %d", c.gpusName, j.GPUs, maxGPUs)
+	}
+	if j.Duration, why = seconds(rec[c.duration], c.durationName); why != "" {
+		return why
+	}
+	if j.Duration < 0 {
+		// Zero is fine: a job that ran for no time (Philly has ten).
+		return fmt.Sprintf("%s %s is negative", c.durationName, strings.TrimSpace(rec[c.duration]))
+	}
+	if s := field(rec, c.checkpoint); s != "" {
+		if j.CheckpointInterval, why = seconds(s, c.checkpointName); why != "" {
+			return why
+		}
+	}
+	if s := field(rec, c.priority); s != "" {
+		if j.Priority, why = wholeNumber(s, "priority"); why != "" {
+			return why
+		}
+	}
+	if s := field(rec, c.team); s != "" {
+		team, ok := teams[s]
+		if !ok {
+			team = strings.Clone(s)
+			teams[team] = team
+		}
+		j.Team = team
+	}
+	if s := field(rec, c.id); s != "" {
+		j.ID = s
+	} else {
+		j.ID = strconv.Itoa(line)
+	}
+	return ""
+}
+
+// readJobs reads a "jobs" or "philly" trace.
+func (p *parser) readJobs(t *Trace, header []string, format string, hint int) error {
+	cols, err := findJobColumns(header, format)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.name, err)
+	}
+	jobs := make([]Job, 0, hint)
+	teams := make(map[string]string)
+	for {
+		rec, line, err := p.nextRow()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		var j Job
+		if why := cols.parseJob(rec, line, teams, &j); why != "" {
+			if err := p.bad(line, why); err != nil {
+				return err
+			}
+			continue
+		}
+		jobs = append(jobs, j)
+	}
+	if len(jobs) == 0 {
+		return fmt.Errorf("%s: no valid rows (%d bad rows skipped)", p.name, p.skipped)
+	}
+	sortJobs(jobs)
+	if p.windowed() {
+		lo, _ := slices.BinarySearchFunc(jobs, p.from, func(j Job, d time.Duration) int { return cmp.Compare(j.Submit, d) })
+		hi := len(jobs)
+		if p.to >= 0 {
+			hi, _ = slices.BinarySearchFunc(jobs, p.to, func(j Job, d time.Duration) int { return cmp.Compare(j.Submit, d) })
+		}
+		if lo >= hi {
+			return fmt.Errorf("%s: no jobs in the window %s (the trace's jobs are submitted from %v to %v)",
+				p.name, p.windowText(), jobs[0].Submit, jobs[len(jobs)-1].Submit)
+		}
+		jobs = slices.Clone(jobs[lo:hi])
+		for i := range jobs {
+			jobs[i].Submit -= p.from
+		}
+	}
+	t.Jobs = jobs
+	return nil
+}
