@@ -163,6 +163,12 @@ type engine struct {
 
 	st     stats
 	policy policy
+	// bought is the GPUs of live non-reserved nodes; with the reservations,
+	// the capacity sampled every sampleStep for the report's picture.
+	bought     int
+	sampleStep int64
+	nextSample int64
+	samples    []float64
 	// reservedCost accrues reserved pools' bills: nodes x price x time.
 	lastBill int64
 }
@@ -250,6 +256,10 @@ func (e *engine) advance(t int64) {
 	if t <= e.now {
 		return
 	}
+	for e.sampleStep > 0 && e.nextSample < t {
+		e.samples = append(e.samples, float64(e.capacityGPUs()))
+		e.nextSample += e.sampleStep
+	}
 	dt := float64(t - e.now)
 	for i := range e.pools {
 		p := &e.pools[i]
@@ -259,6 +269,16 @@ func (e *engine) advance(t int64) {
 		}
 	}
 	e.now = t
+}
+
+// capacityGPUs is what the fleet has bought now: reservations and live
+// non-reserved nodes.
+func (e *engine) capacityGPUs() int {
+	c := e.bought
+	for i := range e.pools {
+		c += e.pools[i].reserved * e.pools[i].spec.GPUsPerNode
+	}
+	return c
 }
 
 // closeBills bills the nodes still alive at the end.
@@ -290,6 +310,9 @@ func (e *engine) launch(pi, want int, lead int64) (int, error) {
 			free: p.spec.GPUsPerNode, launched: e.now, readyAt: e.now + lead, idleSince: e.now, lowSince: e.now, bucketPos: -1}
 		e.nodes = append(e.nodes, n)
 		e.live = append(e.live, n)
+		if p.spec.Capacity != fleet.Reserved {
+			e.bought += n.gpn
+		}
 		p.count++
 		e.st.launches++
 		if n.readyAt <= e.now {
@@ -358,6 +381,9 @@ func (e *engine) terminate(n *node) {
 	}
 	n.state = gone
 	e.pools[n.pool].count--
+	if e.pools[n.pool].spec.Capacity != fleet.Reserved {
+		e.bought -= n.gpn
+	}
 	e.bill(n)
 	if i := slices.Index(e.live, n); i >= 0 {
 		e.live = slices.Delete(e.live, i, i+1)

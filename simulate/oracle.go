@@ -54,7 +54,7 @@ func demandSegments(tr *trace.Trace) []segment {
 // lead time ahead (and billed for it). Jobs never wait and no work is lost.
 // It packs GPUs perfectly into nodes, which no real scheduler does: a lower
 // bound.
-func oracle(tr *trace.Trace, pools []simPool) Result {
+func oracle(tr *trace.Trace, pools []simPool, sample int64) Result {
 	segs := demandSegments(tr)
 	res := -1
 	for i := range pools {
@@ -159,12 +159,20 @@ func oracle(tr *trace.Trace, pools []simPool) Result {
 
 	out := Result{Policy: "oracle", UsedGPUHours: tr.GPUHours()}
 	prev, nodes := make([]int, len(burst)), make([]int, len(burst))
+	var next int64 // the next capacity sample
 	for w, wk := range weeks {
 		r := schedule[w]
 		rg := r * resGPN
 		out.ReservedGPUs = max(out.ReservedGPUs, rg)
 		for _, s := range segs[wk[0]:wk[1]] {
 			c := burstCost(s.gpus-rg, nodes)
+			capacity := rg
+			for k, pi := range burst {
+				capacity += nodes[k] * pools[pi].spec.GPUsPerNode
+			}
+			for ; sample > 0 && next < s.to; next += sample {
+				out.Capacity = append(out.Capacity, float64(capacity))
+			}
 			dt := float64(s.to - s.from)
 			out.CostUSD += (c + float64(r)*resPrice) * dt / 3600
 			out.ProvisionedGPUHours += float64(rg) * dt / 3600

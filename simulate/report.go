@@ -2,6 +2,8 @@ package simulate
 
 import (
 	"fmt"
+
+	"github.com/fleetcast/autoscaler/fleet"
 	"io"
 	"slices"
 	"text/tabwriter"
@@ -32,8 +34,12 @@ type Result struct {
 	UnsafeTerminations int     `json:"unsafe_terminations"`
 	Launches           int     `json:"launches"`
 	Drains             int     `json:"drains"`
-	// ReservedGPUs is the reservation at the end of the run.
+	// ReservedGPUs is the largest reservation of the run.
 	ReservedGPUs int `json:"reserved_gpus"`
+
+	// Capacity is the GPUs bought (reservations and nodes), sampled every
+	// Report.Demand step from the trace start; for the picture.
+	Capacity []float64 `json:"-"`
 
 	waits []float64
 }
@@ -45,6 +51,9 @@ type Report struct {
 	Days     float64  `json:"days"`
 	Seed     int64    `json:"seed"`
 	Policies []Result `json:"policies"`
+	// Demand is the trace's demand if every job ran from its submit, at the
+	// sampling step of the policies' Capacity; for the picture.
+	Demand fleet.Series `json:"-"`
 }
 
 // finish derives the figures that follow from the others.

@@ -55,6 +55,15 @@ type Options struct {
 	// forecaster's daily and weekly cycles; default the trace's own start,
 	// else Monday 2026-01-05 00:00 UTC.
 	Start time.Time
+
+	// sample is the step at which capacity is sampled for the picture.
+	sample time.Duration
+}
+
+// sampleStep is the sampling step for a trace's picture: about 2,000
+// points, in whole minutes.
+func sampleStep(span time.Duration) time.Duration {
+	return max(time.Minute, (span / 2000).Truncate(time.Minute))
 }
 
 // CapacityWarning says when the trace's peak demand exceeds what the
@@ -94,6 +103,9 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 		}
 	}
 	rep := &Report{Trace: tr.Name, Jobs: len(tr.Jobs), Days: tr.Span().Hours() / 24, Seed: opt.Seed}
+	opt.sample = sampleStep(tr.Span())
+	rep.Demand = tr.Demand(opt.sample)
+	rep.Demand.Start = opt.Start
 	results := make([]Result, len(Policies))
 	errs := make([]error, len(Policies))
 	var wg sync.WaitGroup
@@ -150,8 +162,9 @@ func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (R
 		return Result{}, err
 	}
 	if name == "oracle" {
-		return oracle(tr, e.pools), nil
+		return oracle(tr, e.pools, secs(opt.sample)), nil
 	}
+	e.sampleStep = secs(opt.sample)
 	if err := e.run(); err != nil {
 		return Result{}, err
 	}
@@ -165,6 +178,7 @@ func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (R
 		Launches:            e.st.launches,
 		Drains:              e.st.drains,
 		waits:               e.st.waits,
+		Capacity:            e.samples,
 	}
 	for _, p := range e.pools {
 		r.ReservedGPUs += p.reserved * p.spec.GPUsPerNode
