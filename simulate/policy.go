@@ -114,39 +114,40 @@ func (r *reactive) tick(e *engine) error {
 	if e.now-r.lastUp < caDelayAfterAdd {
 		return nil
 	}
-	freeUp, empties, busyRemoved := 0, 0, false
+	// Empty nodes first (up to max-empty-bulk-delete), then at most one
+	// busy node whose jobs fit on the nodes that stay.
+	remove := map[int32]bool{}
+	var victims []*node
 	for _, n := range e.live {
-		if n.state == up {
-			freeUp += n.free
+		if len(victims) < caEmptyBulk && n.free == n.gpn && r.unneeded(e, n) {
+			remove[n.idx] = true
+			victims = append(victims, n)
 		}
 	}
-	var remove []*node
 	for _, n := range e.live {
-		if n.state != up || e.pools[n.pool].spec.Capacity == fleet.Reserved || n.lowSince < 0 || e.now-n.lowSince < caUnneeded {
-			continue
-		}
-		used := n.gpn - n.free
-		switch {
-		case used == 0 && empties < caEmptyBulk:
-			freeUp -= n.gpn
-			remove = append(remove, n)
-			empties++
-		case used > 0 && !busyRemoved && freeUp-n.free >= used && fitsElsewhere(e, n):
-			freeUp -= n.gpn
-			remove = append(remove, n)
-			busyRemoved = true
+		if n.free < n.gpn && r.unneeded(e, n) && fitsElsewhere(e, n, remove) {
+			remove[n.idx] = true
+			victims = append(victims, n)
+			break
 		}
 	}
-	for _, n := range remove {
+	for _, n := range victims {
 		e.terminate(n)
 	}
 	return nil
 }
 
+// unneeded reports whether Cluster Autoscaler would consider n for removal:
+// an up, non-reserved node under half allocated for scale-down-unneeded-time.
+func (r *reactive) unneeded(e *engine, n *node) bool {
+	return n.state == up && e.pools[n.pool].spec.Capacity != fleet.Reserved && n.lowSince >= 0 && e.now-n.lowSince >= caUnneeded
+}
+
 // fitsElsewhere reports whether every job on n fits in the free GPUs of
-// some other up node (first fit, without moving anything).
-func fitsElsewhere(e *engine, n *node) bool {
-	free := map[int32]int{}
+// the other up nodes that are not being removed (first fit, as the
+// scheduler would place the moved jobs).
+func fitsElsewhere(e *engine, n *node, removed map[int32]bool) bool {
+	taken := map[int32]int{}
 	for _, jid := range n.jobs {
 		j := &e.jobs[jid]
 		if len(j.nodes) > 1 {
@@ -155,8 +156,8 @@ func fitsElsewhere(e *engine, n *node) bool {
 		placed := false
 		for f := j.gpus; f <= e.maxGPN && !placed; f++ {
 			for _, m := range e.buckets[f] {
-				if m != n && m.free-free[m.idx] >= j.gpus {
-					free[m.idx] += j.gpus
+				if m != n && !removed[m.idx] && m.free-taken[m.idx] >= j.gpus {
+					taken[m.idx] += j.gpus
 					placed = true
 					break
 				}

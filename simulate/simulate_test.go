@@ -1,0 +1,215 @@
+package simulate
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/trace"
+)
+
+// onePool is a config with one on-demand pool of 8-GPU nodes at $8/h
+// ($1 per GPU-hour) with a 10-minute lead time.
+func onePool() *config.Config {
+	cfg := config.Defaults()
+	cfg.Pools = []fleet.Pool{{Name: "od", Provider: "sim", InstanceType: "gpu8", GPUsPerNode: 8, Capacity: fleet.OnDemand,
+		PricePerHour: 8, LeadTime: 10 * time.Minute, ProvisionTimeout: 30 * time.Minute, Max: 10}}
+	return &cfg
+}
+
+func jobsTrace(jobs ...trace.Job) *trace.Trace {
+	for i := range jobs {
+		if jobs[i].ID == "" {
+			jobs[i].ID = fmt.Sprint(i)
+		}
+	}
+	return &trace.Trace{Name: "test", Format: "jobs", Jobs: jobs}
+}
+
+func byPolicy(t *testing.T, rep *Report) map[string]Result {
+	t.Helper()
+	m := map[string]Result{}
+	for _, r := range rep.Policies {
+		m[r.Policy] = r
+	}
+	return m
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6*max(1, math.Abs(b)) }
+
+// TestSquareWave replays two bursts of two 8-GPU, 2-hour jobs, four hours
+// apart, where every figure is known by hand.
+func TestSquareWave(t *testing.T) {
+	tr := jobsTrace(
+		trace.Job{Submit: 0, GPUs: 8, Duration: 2 * time.Hour}, trace.Job{Submit: 0, GPUs: 8, Duration: 2 * time.Hour},
+		trace.Job{Submit: 4 * time.Hour, GPUs: 8, Duration: 2 * time.Hour}, trace.Job{Submit: 4 * time.Hour, GPUs: 8, Duration: 2 * time.Hour},
+	)
+	rep, err := Run(onePool(), tr, Options{Policies: []string{"static", "reactive", "oracle"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byPolicy(t, rep)
+	tests := []struct {
+		policy                string
+		cost, bought, waitP50 float64
+		launches, drains      int
+	}{
+		// Two nodes from 0 until the last job ends at 6h.
+		{"static", 2 * 8 * 6, 2 * 8 * 6, 0, 2, 0},
+		// Two nodes launched at 0, ready at 10m, jobs end at 2h10m, nodes
+		// removed 10 minutes later (2h20m); again at 4h, jobs end at 6h10m,
+		// when the run ends. Every job waits one lead time.
+		{"reactive", 2 * 8 * (140.0/60 + 130.0/60), 2 * 8 * (140.0/60 + 130.0/60), 600, 4, 2},
+		// Exactly the demand, each node launched one lead time ahead.
+		{"oracle", 2*8*4 + 4*8.0/6, 2*8*4 + 4*8.0/6, 0, 4, 2},
+	}
+	for _, tt := range tests {
+		r := got[tt.policy]
+		if !near(r.CostUSD, tt.cost) || !near(r.ProvisionedGPUHours, tt.bought) || r.WaitP50 != tt.waitP50 ||
+			r.Launches != tt.launches || r.Drains != tt.drains || r.LostGPUHours != 0 || r.UsedGPUHours != 64 {
+			t.Errorf("%s: %+v\nwant cost %.4f, bought %.4f, wait p50 %v, %d launches, %d drains, no loss, 64 GPU-h used",
+				tt.policy, r, tt.cost, tt.bought, tt.waitP50, tt.launches, tt.drains)
+		}
+	}
+	if r := got["reactive"]; !near(r.CostVsOracle, r.CostUSD/got["oracle"].CostUSD) {
+		t.Errorf("cost_vs_oracle = %v", r.CostVsOracle)
+	}
+}
+
+// TestLostWork checks the accounting of a node removed under a job: the
+// work since its last checkpoint is lost and redone, the rest is kept.
+func TestLostWork(t *testing.T) {
+	tr := jobsTrace(trace.Job{Submit: 0, GPUs: 4, Duration: 3 * time.Hour})
+	e, err := newEngine(tr, onePool().Pools, Options{CheckpointInterval: 30 * time.Minute}, static{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.launch(0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	e.enqueue(0)
+	e.schedule()
+	e.advance(70 * 60) // 70 minutes in: checkpoints at 30 and 60
+	e.terminate(e.live[0])
+	j := &e.jobs[0]
+	if e.st.unsafe != 1 || e.st.lostGPUs != 10*60*4 || e.st.usedGPUs != 60*60*4 || j.remaining != 2*3600 || j.start != -1 {
+		t.Fatalf("stats %+v, job %+v: want 10 minutes x 4 GPUs lost, 60 minutes kept, 2h left, requeued", e.st, j)
+	}
+	// A drain checkpoints first: nothing is lost.
+	if _, err := e.launch(0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	e.schedule()
+	e.advance(100 * 60)
+	e.drain(e.live[0])
+	if e.st.lostGPUs != 10*60*4 || j.remaining != 2*3600-30*60 {
+		t.Fatalf("after a drain: lost %v, remaining %v", e.st.lostGPUs, j.remaining)
+	}
+}
+
+// randomTrace is a day of jobs of 1-16 GPUs, minutes to hours long.
+func randomTrace(seed uint64, n int) *trace.Trace {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var jobs []trace.Job
+	at := time.Duration(0)
+	for range n {
+		at += time.Duration(r.ExpFloat64() * float64(24*time.Hour) / float64(n))
+		jobs = append(jobs, trace.Job{Submit: at.Round(time.Second), GPUs: []int{1, 1, 2, 4, 8, 16}[r.IntN(6)],
+			Duration: time.Duration(60+r.IntN(4*3600)) * time.Second})
+	}
+	return jobsTrace(jobs...)
+}
+
+// TestInvariants checks, over random traces and the example config, what
+// must hold for every policy: every job finishes, the useful work is the
+// trace's, utilisation is at most 1, and the oracle is cheapest; for the
+// predictive policy, no work is lost and no node is terminated under a job.
+func TestInvariants(t *testing.T) {
+	cfg, diags := config.Load("../examples/local.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		tr := randomTrace(seed, 400)
+		rep, err := Run(cfg, tr, Options{Seed: int64(seed)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := byPolicy(t, rep)
+		oracleCost := got["oracle"].CostUSD
+		for _, r := range rep.Policies {
+			if !near(r.UsedGPUHours, tr.GPUHours()) || r.Utilization > 1+1e-9 {
+				t.Errorf("seed %d %s: used %.3f GPU-h of %.3f, utilisation %.3f", seed, r.Policy, r.UsedGPUHours, tr.GPUHours(), r.Utilization)
+			}
+			if r.Policy != "oracle" && r.CostUSD < oracleCost {
+				t.Errorf("seed %d: %s costs %.2f, less than the oracle's %.2f", seed, r.Policy, r.CostUSD, oracleCost)
+			}
+		}
+		if p := got["predictive"]; p.LostGPUHours != 0 || p.UnsafeTerminations != 0 {
+			t.Errorf("seed %d: predictive lost %.3f GPU-h in %d unsafe terminations", seed, p.LostGPUHours, p.UnsafeTerminations)
+		}
+		if len(got) != 4 || rep.Jobs != 400 {
+			t.Errorf("seed %d: report %+v", seed, rep)
+		}
+	}
+}
+
+// TestRunIsDeterministic checks that the same seed gives the same report.
+func TestRunIsDeterministic(t *testing.T) {
+	cfg, _ := config.Load("../examples/local.hcl")
+	tr := randomTrace(9, 200)
+	a, err := Run(cfg, tr, Options{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Run(cfg, tr, Options{Seed: 3})
+	if fmt.Sprint(a.Policies) != fmt.Sprint(b.Policies) {
+		t.Fatalf("two runs differ:\n%v\n%v", a.Policies, b.Policies)
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	if _, err := Run(onePool(), jobsTrace(), Options{}); err == nil {
+		t.Fatal("an empty trace: want an error")
+	}
+	if _, err := Run(onePool(), randomTrace(1, 5), Options{Policies: []string{"psychic"}}); err == nil {
+		t.Fatal("an unknown policy: want an error")
+	}
+	if w := CapacityWarning(onePool(), jobsTrace(trace.Job{GPUs: 100, Duration: time.Hour})); w == "" {
+		t.Fatal("a trace wider than the pools: want a warning")
+	}
+}
+
+// sharedTrace returns the path of a shared trace, or skips.
+func sharedTrace(t testing.TB, rel string) string {
+	path := "../../shared/traces/" + rel
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("shared trace %s not found; it lives in ../shared/traces beside the repository", rel)
+	}
+	return path
+}
+
+// BenchmarkSimulatePhilly simulates the whole Philly trace (111,549 jobs,
+// 129 days) under all four policies; the target is 10 s and 1 GB.
+func BenchmarkSimulatePhilly(b *testing.B) {
+	path := sharedTrace(b, "philly_rfold/philly_trace.csv")
+	cfg, diags := config.Load("../examples/local.hcl")
+	if diags.HasErrors() {
+		b.Fatal(diags)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		tr, err := trace.Open(path, trace.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Run(cfg, tr, Options{Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
