@@ -199,7 +199,9 @@ func newPredictive(cfg *config.Config, base time.Time) (*predictive, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &predictive{cfg: cfg, base: base, levels: levels, reserved: -1, run: *cfg}, nil
+	p := &predictive{cfg: cfg, base: base, levels: levels, reserved: -1, run: *cfg}
+	p.run.Pools = nil // its own: the simulated pools are written into it
+	return p, nil
 }
 
 const week = 7 * 24 * 3600
