@@ -354,7 +354,17 @@ func (p *predictive) observe(e *engine) *fleet.State {
 	st := &p.state
 	st.CapturedAt = p.at(e.now)
 	st.Pools = p.statuses
+	// The simulated scheduler reports as pending what its queue cannot
+	// place: the queued GPUs, plus, while anything is queued, the free GPUs
+	// it cannot place them on (fragments too small, or not whole nodes for
+	// a wide job). Otherwise the planner would count stranded fragments as
+	// capacity for the queue.
 	st.PendingGPUs = e.queuedGPUs
+	if e.queuedGPUs > 0 {
+		for f := 1; f <= e.maxGPN; f++ {
+			st.PendingGPUs += f * len(e.buckets[f])
+		}
+	}
 	// No history: the planner's baseline advice is taken weekly (rebase),
 	// not every cycle.
 	st.Nodes = st.Nodes[:0]
