@@ -165,6 +165,7 @@ type engine struct {
 	policy policy
 	// bought is the GPUs of live non-reserved nodes; with the reservations,
 	// the capacity sampled every sampleStep for the report's picture.
+	progress   func(done float64)
 	bought     int
 	sampleStep int64
 	nextSample int64
@@ -238,6 +239,9 @@ func (e *engine) run() error {
 			if err := e.policy.tick(e); err != nil {
 				return err
 			}
+			if e.progress != nil && (t/tick)%1440 == 0 { // daily
+				e.progress(1 - float64(e.left)/float64(len(e.jobs)))
+			}
 			e.schedule()
 			nextTick += tick
 		}
@@ -245,7 +249,9 @@ func (e *engine) run() error {
 			return fmt.Errorf("simulation did not finish within 4,000 days (%d jobs left): the pools cannot serve the trace", e.left)
 		}
 	}
-	e.advance(e.now)
+	if e.progress != nil {
+		e.progress(1)
+	}
 	e.st.end = e.now
 	e.closeBills()
 	return nil

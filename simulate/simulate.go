@@ -56,6 +56,11 @@ type Options struct {
 	// else Monday 2026-01-05 00:00 UTC.
 	Start time.Time
 
+	// Progress, if set, is called as each policy's simulation advances,
+	// with the share of the trace's jobs done (0 to 1), from the policy's
+	// own goroutine.
+	Progress func(policy string, done float64)
+
 	// sample is the step at which capacity is sampled for the picture.
 	sample time.Duration
 }
@@ -165,6 +170,9 @@ func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (R
 		return oracle(tr, e.pools, secs(opt.sample)), nil
 	}
 	e.sampleStep = secs(opt.sample)
+	if opt.Progress != nil {
+		e.progress = func(done float64) { opt.Progress(name, done) }
+	}
 	if err := e.run(); err != nil {
 		return Result{}, err
 	}

@@ -3,7 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fleetcast/autoscaler/config"
@@ -26,6 +29,7 @@ func runSimulate(e *env, args []string) int {
 	interval := fs.String("interval", "", "control interval of the reactive and predictive policies (default: controller.interval)")
 	ckpt := fs.String("checkpoint-interval", "30m", "how often jobs checkpoint, unless the trace says")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	plotPath := fs.String("plot", "", "draw demand and each policy's capacity over time to this file (.svg, .png or .pdf)")
 	log, code, ok := setup(e, fs, args)
 	if !ok {
 		return code
@@ -69,10 +73,22 @@ func runSimulate(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "simulate: warning:", w)
 	}
 	log.Info("simulating", "trace", tr.Name, "jobs", len(tr.Jobs), "days", tr.Span().Hours()/24)
+	if isTerminal(e.stderr) {
+		bar := newProgressBar(e.stderr, opt.Policies)
+		opt.Progress = bar.update
+		defer bar.done()
+	}
 	rep, err := simulate.Run(cfg, tr, opt)
 	if err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return exitError
+	}
+	if *plotPath != "" {
+		if err := rep.Plot(*plotPath); err != nil {
+			fmt.Fprintln(e.stderr, "simulate:", err)
+			return exitError
+		}
+		log.Info("picture written", "path", *plotPath)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
@@ -88,4 +104,61 @@ func runSimulate(e *env, args []string) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar draws one line of per-policy progress on a terminal.
+type progressBar struct {
+	w        io.Writer
+	mu       sync.Mutex
+	names    []string
+	progress map[string]float64
+	last     time.Time
+}
+
+func newProgressBar(w io.Writer, policies []string) *progressBar {
+	if len(policies) == 0 {
+		policies = simulate.Policies
+	}
+	var names []string
+	for _, p := range policies {
+		if p != "oracle" {
+			names = append(names, p)
+		}
+	}
+	return &progressBar{w: w, names: names, progress: map[string]float64{}}
+}
+
+// update records a policy's progress and redraws, at most ten times a second.
+func (b *progressBar) update(policy string, done float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.progress[policy] = done
+	if time.Since(b.last) < 100*time.Millisecond && done < 1 {
+		return
+	}
+	b.last = time.Now()
+	var parts []string
+	for _, n := range b.names {
+		d := b.progress[n]
+		filled := int(d * 20)
+		parts = append(parts, fmt.Sprintf("%s [%s%s] %3.0f%%", n, strings.Repeat("#", filled), strings.Repeat(".", 20-filled), 100*d))
+	}
+	fmt.Fprintf(b.w, "\r%s", strings.Join(parts, "  "))
+}
+
+// done clears the bar's line.
+func (b *progressBar) done() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	fmt.Fprint(b.w, "\r\033[K")
 }
