@@ -86,6 +86,12 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 	if len(tr.Jobs) == 0 {
 		return nil, fmt.Errorf("simulate: trace %s has no jobs", tr.Name)
 	}
+	room := cfg.MaxFleetGPUs()
+	for _, j := range tr.Jobs {
+		if j.GPUs > room {
+			return nil, fmt.Errorf("simulate: job %s needs %d GPUs, more than the %d the pools can hold: it could never run", j.ID, j.GPUs, room)
+		}
+	}
 	if opt.Interval <= 0 {
 		opt.Interval = cfg.Controller.Interval
 	}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// jobsCSV is a small jobs trace: a burst at 0 and another at 4h.
+const jobsCSV = `job_id,submit_s,gpus,duration_s,team
+a,0,8,7200,vision
+b,0,8,7200,vision
+c,14400,8,7200,nlp
+d,14400,4,3600,nlp
+`
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestSimulateJSON(t *testing.T) {
+	tr := writeFile(t, "jobs.csv", jobsCSV)
+	pic := filepath.Join(t.TempDir(), "where.svg")
+	code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-json", "-plot", pic)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("-json does not parse: %v\n%s", err, out)
+	}
+	for _, k := range []string{"trace", "jobs", "days", "seed"} {
+		if _, ok := rep[k]; !ok {
+			t.Errorf("report lacks %q", k)
+		}
+	}
+	fields := []string{"policy", "cost_usd", "cost_vs_oracle", "gpu_hours_provisioned", "gpu_hours_used", "utilization",
+		"wait_p50_s", "wait_p95_s", "wait_p99_s", "jobs_waiting_over_1h", "lost_gpu_hours", "unsafe_terminations",
+		"launches", "drains", "reserved_gpus"}
+	policies := rep["policies"].([]any)
+	if len(policies) != 4 {
+		t.Fatalf("%d policies, want 4", len(policies))
+	}
+	for _, p := range policies {
+		m := p.(map[string]any)
+		if len(m) != len(fields) {
+			t.Errorf("policy %v has %d fields, want exactly %d", m["policy"], len(m), len(fields))
+		}
+		for _, f := range fields {
+			if _, ok := m[f]; !ok {
+				t.Errorf("policy %v lacks %q", m["policy"], f)
+			}
+		}
+		if m["gpu_hours_used"].(float64) != 52 {
+			t.Errorf("policy %v used %v GPU-h, want the trace's 52", m["policy"], m["gpu_hours_used"])
+		}
+	}
+	if b, err := os.ReadFile(pic); err != nil || !strings.Contains(string(b), "<svg") {
+		t.Errorf("picture %s: %v", pic, err)
+	}
+}
+
+func TestSimulateTable(t *testing.T) {
+	tr := writeFile(t, "jobs.csv", jobsCSV)
+	code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-policies", "reactive,predictive")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"trace jobs.csv: 4 jobs", "reactive", "predictive", "lost GPU-h"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "  static ") {
+		t.Errorf("table shows a policy not asked for:\n%s", out)
+	}
+}
+
+func TestSimulateErrors(t *testing.T) {
+	bad := writeFile(t, "bad.csv", jobsCSV+"e,20000,many,60,nlp\n")
+	wide := writeFile(t, "wide.csv", "submit_s,gpus,duration_s\n0,9000,60\n")
+	busy := writeFile(t, "busy.csv", "submit_s,gpus,duration_s\n"+strings.Repeat("0,8,60\n", 520))
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no trace", []string{"simulate", "-config", localConfig}, 2, "-trace FILE is required"},
+		{"bad row", []string{"simulate", "-config", localConfig, "-trace", bad}, 1, "bad.csv:6: gpus"},
+		{"bad duration flag", []string{"simulate", "-config", localConfig, "-trace", bad, "-from", "soon"}, 2, `-from "soon"`},
+		{"unknown policy", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-policies", "psychic"}, 1, `unknown policy "psychic"`},
+		{"bad plot", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-plot", "x.txt"}, 1, `unsupported extension ".txt"`},
+		{"job too wide", []string{"simulate", "-config", localConfig, "-trace", wide}, 1, "job 2 needs 9000 GPUs, more than the 4000 the pools can hold"},
+		{"peak too high", []string{"simulate", "-config", localConfig, "-trace", busy, "-policies", "static"}, 0, "warning: the trace's peak demand is 4160 GPUs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := cli(tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.want) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
+			}
+		})
+	}
+	// Skipping bad rows says how many.
+	code, _, errOut := cli("simulate", "-config", localConfig, "-trace", bad, "-skip-bad-rows", "-policies", "static")
+	if code != 0 || !strings.Contains(errOut, "skipped 1 bad row(s) of bad.csv") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
