@@ -16,9 +16,10 @@ build:
 test:
 	$(GO) test -race -count=1 ./...
 
-## bench: the Go benchmarks, one core, with allocations
+## bench: the Go benchmarks (one core, with allocations), then simulate on
+## the shared traces, whose tables go into README.md
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./...
+	scripts/bench.sh
 
 ## lint: gofmt and go vet
 lint:
