@@ -131,18 +131,10 @@ var ErrNoHistory = errors.New("forecast: no demand history")
 // widened by the square root of the steps ahead) and says so in Note.
 // Forecast values are never negative.
 func SeasonalNaive(history fleet.Series, horizon time.Duration, levels []float64) (Forecast, error) {
+	if err := checkHistory(history); err != nil {
+		return Forecast{}, err
+	}
 	y := history.Values
-	if len(y) == 0 {
-		return Forecast{}, ErrNoHistory
-	}
-	if history.Step <= 0 {
-		return Forecast{}, fmt.Errorf("forecast: history step %v is not positive", history.Step)
-	}
-	for i, v := range y {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return Forecast{}, fmt.Errorf("forecast: history value %d (%s) is %v", i, history.Start.Add(time.Duration(i)*history.Step).Format(time.RFC3339), v)
-		}
-	}
 	if len(levels) == 0 {
 		levels = defaultLevels
 	}
@@ -198,4 +190,121 @@ func empiricalQuantile(xs []float64, q float64) float64 {
 	hi := min(lo+1, len(xs)-1)
 	w := pos - float64(lo)
 	return xs[lo]*(1-w) + xs[hi]*w
+}
+
+// SeasonalLevel forecasts that demand moves from its current level the way
+// it moved during the same hours one day earlier: the value h steps ahead is
+// the last value plus the change from the step one day before the last to
+// the step one day before the target. It follows today's level (which
+// SeasonalNaive ignores) and yesterday's shape. Its quantiles are the
+// empirical quantiles, per horizon step, of the method's own errors on the
+// last three days of history (out of sample: each error is of a forecast
+// made from the history before it). With less than a day and a half of
+// history beyond the horizon it falls back to SeasonalNaive and says so in
+// Note. Values are never negative. It is FitSeasonalLevel then Forecast.
+func SeasonalLevel(history fleet.Series, horizon time.Duration, levels []float64) (Forecast, error) {
+	m, err := FitSeasonalLevel(history, horizon, levels)
+	if err != nil {
+		return Forecast{}, err
+	}
+	return m.Forecast(history)
+}
+
+// LevelModel is SeasonalLevel fitted on a history: its error quantiles per
+// horizon step. Fitting is the costly part; a caller that forecasts every
+// step may refit less often and forecast from each new history.
+type LevelModel struct {
+	step    time.Duration
+	horizon time.Duration
+	levels  []float64
+	// offsets[h][k] is the Levels[k] quantile of the error h+1 steps ahead;
+	// nil when the history was too short (Forecast falls back).
+	offsets [][]float64
+}
+
+// FitSeasonalLevel fits SeasonalLevel's error quantiles on history.
+func FitSeasonalLevel(history fleet.Series, horizon time.Duration, levels []float64) (LevelModel, error) {
+	if err := checkHistory(history); err != nil {
+		return LevelModel{}, err
+	}
+	if len(levels) == 0 {
+		levels = defaultLevels
+	}
+	y := history.Values
+	m := LevelModel{step: history.Step, horizon: horizon, levels: slices.Clone(levels)}
+	season := int(Day / history.Step)
+	steps := max(1, int((horizon+history.Step-1)/history.Step))
+	origins := min(3*season, len(y)-season-steps)
+	if season < 1 || origins < season/2 {
+		return m, nil
+	}
+	n := len(y)
+	errs := make([]float64, 0, origins)
+	m.offsets = make([][]float64, steps)
+	for h := 1; h <= steps; h++ {
+		errs = errs[:0]
+		for o := n - h - origins; o <= n-1-h; o++ {
+			errs = append(errs, y[o+h]-levelPoint(y, season, o, h))
+		}
+		slices.Sort(errs)
+		m.offsets[h-1] = make([]float64, len(levels))
+		for k, q := range levels {
+			m.offsets[h-1][k] = empiricalQuantile(errs, q)
+		}
+	}
+	return m, nil
+}
+
+// levelPoint is SeasonalLevel's point forecast from origin o (whose value
+// is y[o]) h steps ahead.
+func levelPoint(y []float64, season, o, h int) float64 {
+	if h > season {
+		return y[o]
+	}
+	return y[o] + y[o+h-season] - y[o-season]
+}
+
+// Forecast forecasts from history (the fitted one, or a later one at the
+// same step) over the fitted horizon and levels.
+func (m LevelModel) Forecast(history fleet.Series) (Forecast, error) {
+	if err := checkHistory(history); err != nil {
+		return Forecast{}, err
+	}
+	season := int(Day / history.Step)
+	if m.offsets == nil || history.Step != m.step || len(history.Values) <= season {
+		f, err := SeasonalNaive(history, m.horizon, m.levels)
+		if err == nil && f.Note == "" {
+			f.Note = "too little history for seasonal_level; used seasonal_naive_daily"
+		}
+		return f, err
+	}
+	y := history.Values
+	n := len(y)
+	f := Forecast{Origin: history.End(), Step: history.Step, Model: "seasonal_level", Levels: slices.Clone(m.levels), Values: make([][]float64, len(m.levels))}
+	for k := range m.levels {
+		f.Values[k] = make([]float64, len(m.offsets))
+	}
+	for h := 1; h <= len(m.offsets); h++ {
+		p := levelPoint(y, season, n-1, h)
+		for k := range m.levels {
+			f.Values[k][h-1] = math.Max(0, p+m.offsets[h-1][k])
+		}
+	}
+	return f, nil
+}
+
+// checkHistory refuses a history that cannot be forecast from.
+func checkHistory(history fleet.Series) error {
+	if len(history.Values) == 0 {
+		return ErrNoHistory
+	}
+	if history.Step <= 0 {
+		return fmt.Errorf("forecast: history step %v is not positive", history.Step)
+	}
+	for i, v := range history.Values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("forecast: history value %d (%s) is %v", i, history.Start.Add(time.Duration(i)*history.Step).Format(time.RFC3339), v)
+		}
+	}
+	return nil
 }

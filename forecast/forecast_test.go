@@ -141,3 +141,79 @@ func TestQuantileInterpolates(t *testing.T) {
 		}
 	}
 }
+
+func TestSeasonalLevelFollowsTodaysLevel(t *testing.T) {
+	// Three days of the same daily shape, then today 40 higher.
+	h := daily(4, func(i int) float64 {
+		if i >= 3*144 {
+			return 40
+		}
+		return 0
+	})
+	h.Values = h.Values[:3*144+72] // noon of day four
+	level, err := SeasonalLevel(h, time.Hour, []float64{0.5, 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	naive, _ := SeasonalNaive(h, time.Hour, []float64{0.5, 0.9})
+	// Last value 71+40; next step: yesterday's change (71 -> 72) from there.
+	if got := level.At(0.5, level.Origin); level.Model != "seasonal_level" || math.Abs(got-112) > 1e-9 {
+		t.Fatalf("%s p50 = %v, want 112", level.Model, got)
+	}
+	if got := naive.At(0.5, naive.Origin); got > 80 {
+		t.Fatalf("seasonal naive p50 = %v: it should not see today's level", got)
+	}
+}
+
+func TestSeasonalLevelCalibrated(t *testing.T) {
+	// A daily shape plus a random walk and noise: the 80% band, fitted on
+	// the history before each origin, should hold about 80% of outcomes.
+	rng := rand.New(rand.NewPCG(7, 7))
+	walk := 0.0
+	h := daily(30, func(int) float64 { walk += rng.NormFloat64(); return 200 + walk + 5*rng.NormFloat64() })
+	inside, total := 0, 0
+	for origin := 10 * 144; origin+6 <= len(h.Values); origin += 37 {
+		past := fleet.Series{Start: h.Start, Step: h.Step, Values: h.Values[:origin]}
+		f, err := SeasonalLevel(past, time.Hour, []float64{0.1, 0.9})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for step := range 6 {
+			v := h.Values[origin+step]
+			if v >= f.Values[0][step] && v <= f.Values[1][step] {
+				inside++
+			}
+			total++
+		}
+	}
+	if c := float64(inside) / float64(total); c < 0.7 || c > 0.9 {
+		t.Fatalf("80%% band coverage %.2f over %d outcomes", c, total)
+	}
+}
+
+func TestSeasonalLevelFallsBack(t *testing.T) {
+	h := daily(1, func(int) float64 { return 0 })
+	f, err := SeasonalLevel(h, time.Hour, nil)
+	if err != nil || f.Model == "seasonal_level" {
+		t.Fatalf("model %q note %q err %v", f.Model, f.Note, err)
+	}
+	if f.Note == "" {
+		t.Fatal("a fallback must say so in Note")
+	}
+	if _, err := SeasonalLevel(fleet.Series{Step: time.Minute, Values: []float64{math.NaN()}}, time.Hour, nil); err == nil {
+		t.Fatal("NaN history: want an error")
+	}
+}
+
+func TestLevelModelRefit(t *testing.T) {
+	// A model fitted on an older history forecasts from a newer one.
+	h := daily(5, func(i int) float64 { return float64(i % 7) })
+	m, err := FitSeasonalLevel(fleet.Series{Start: h.Start, Step: h.Step, Values: h.Values[:4*144]}, time.Hour, []float64{0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := m.Forecast(h)
+	if err != nil || !f.Origin.Equal(h.End()) || f.Steps() != 6 {
+		t.Fatalf("forecast %+v, %v", f, err)
+	}
+}

@@ -181,14 +181,22 @@ type predictive struct {
 	levels   []float64
 	history  fleet.Series
 	stepMax  float64 // peak demand in the current history step
-	stepEnd  int64
-	fc       forecast.Forecast
-	statuses []fleet.PoolStatus
-	failures []int
-	nextBase int64
-	state    fleet.State
-	jobsBuf  []fleet.Job
-	cached   []cachedJob
+	// mean is the demand averaged over each step, for the reservation
+	// advice (history, the per-step peaks, is what capacity must cover);
+	// stepSum and stepTicks accumulate the current step.
+	mean      fleet.Series
+	stepSum   float64
+	stepTicks int
+	stepEnd   int64
+	fc        forecast.Forecast
+	model     forecast.LevelModel
+	steps     int // history steps recorded
+	statuses  []fleet.PoolStatus
+	failures  []int
+	nextBase  int64
+	state     fleet.State
+	jobsBuf   []fleet.Job
+	cached    []cachedJob
 	// run is the config the planner sees: the pools as simulated (the
 	// reservation as recommended).
 	run config.Config
@@ -209,6 +217,7 @@ const week = 7 * 24 * 3600
 func (p *predictive) start(e *engine) {
 	step := p.cfg.Forecast.Step
 	p.history = fleet.Series{Start: p.base, Step: step}
+	p.mean = p.history
 	p.stepEnd = secs(step)
 	p.statuses = make([]fleet.PoolStatus, len(e.pools))
 	p.failures = make([]int, len(e.pools))
@@ -230,17 +239,23 @@ func (p *predictive) start(e *engine) {
 func (p *predictive) tick(e *engine) error {
 	demand := float64(e.runningGPUs + e.queuedGPUs)
 	p.stepMax = max(p.stepMax, demand)
+	p.stepSum += demand
+	p.stepTicks++
 	if e.now >= p.stepEnd {
-		p.history.Values = append(p.history.Values, p.stepMax)
-		if keep := int(p.cfg.Forecast.History / p.cfg.Forecast.Step); len(p.history.Values) > keep {
-			drop := len(p.history.Values) - keep
-			p.history.Values = slices.Delete(p.history.Values, 0, drop)
-			p.history.Start = p.history.Start.Add(time.Duration(drop) * p.history.Step)
-		}
-		p.stepMax = demand
+		keep := int(p.cfg.Forecast.History / p.cfg.Forecast.Step)
+		appendKeep(&p.history, p.stepMax, keep)
+		appendKeep(&p.mean, p.stepSum/float64(p.stepTicks), keep)
+		p.stepMax, p.stepSum, p.stepTicks = demand, 0, 0
 		p.stepEnd += secs(p.cfg.Forecast.Step)
-		fc, err := forecast.SeasonalNaive(p.history, p.cfg.Forecast.Horizon, p.levels)
-		if err == nil {
+		// The forecaster's error quantiles are refitted hourly, its
+		// forecast made every step from the latest history.
+		if p.steps%6 == 0 {
+			if m, err := forecast.FitSeasonalLevel(p.history, p.cfg.Forecast.Horizon, p.levels); err == nil {
+				p.model = m
+			}
+		}
+		p.steps++
+		if fc, err := p.model.Forecast(p.history); err == nil {
 			p.fc = fc
 		}
 	}
@@ -286,13 +301,22 @@ func (p *predictive) tick(e *engine) error {
 	return nil
 }
 
+// appendKeep appends v to s, keeping its last keep values.
+func appendKeep(s *fleet.Series, v float64, keep int) {
+	s.Values = append(s.Values, v)
+	if drop := len(s.Values) - keep; drop > 0 {
+		s.Values = slices.Delete(s.Values, 0, drop)
+		s.Start = s.Start.Add(time.Duration(drop) * s.Step)
+	}
+}
+
 // rebase sets the reservation to the planner's recommendation, grown only.
 func (p *predictive) rebase(e *engine) {
 	pools := make([]fleet.Pool, len(e.pools))
 	for i := range e.pools {
 		pools[i] = e.pools[i].spec
 	}
-	b := planner.RecommendBaseline(p.history, pools)
+	b := planner.RecommendBaseline(p.mean, pools)
 	if b == nil {
 		return
 	}
