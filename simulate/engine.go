@@ -73,6 +73,8 @@ type node struct {
 const (
 	evFinish = iota
 	evReady
+	evNotice    // a spot interruption notice
+	evInterrupt // the cloud reclaims a spot node
 )
 
 type event struct {
@@ -134,6 +136,7 @@ type stats struct {
 	lostGPUs         float64 // GPU-seconds of work lost
 	unsafe           int     // terminations that lost work
 	launches, drains int
+	interruptions    int // spot nodes reclaimed by the cloud
 	waits            []float64
 	end              int64
 }
@@ -232,6 +235,15 @@ func (e *engine) run() error {
 					n.idleSince, n.lowSince = t, t
 					e.bucketAdd(n)
 				}
+			case evNotice:
+				if n := e.nodes[ev.id]; n.state != gone {
+					e.policy.notice(e, n)
+				}
+			case evInterrupt:
+				if n := e.nodes[ev.id]; n.state != gone {
+					e.st.interruptions++
+					e.remove(n, false)
+				}
 			}
 		}
 		e.schedule()
@@ -327,6 +339,11 @@ func (e *engine) launch(pi, want int, lead int64) (int, error) {
 		} else {
 			heap.Push(&e.events, event{t: n.readyAt, kind: evReady, id: n.idx})
 		}
+		if rate := e.opt.SpotInterruptionsPerHour; rate > 0 && p.spec.Capacity == fleet.Spot {
+			at := n.readyAt + int64(e.rng.ExpFloat64()/rate*3600)
+			heap.Push(&e.events, event{t: max(at-secs(e.opt.SpotNotice), n.readyAt), kind: evNotice, id: n.idx})
+			heap.Push(&e.events, event{t: at, kind: evInterrupt, id: n.idx})
+		}
 	}
 	return got, err
 }
@@ -369,12 +386,19 @@ func (e *engine) undrain(n *node) {
 
 // terminate removes a node. Jobs still on it lose their work since their
 // last checkpoint and requeue; such a termination is unsafe.
-func (e *engine) terminate(n *node) {
+func (e *engine) terminate(n *node) { e.remove(n, true) }
+
+// remove takes a node away, by the policy (byUs: a termination with work on
+// it is unsafe) or by the cloud (a spot interruption). Jobs still on it lose
+// their work since their last checkpoint and requeue.
+func (e *engine) remove(n *node, byUs bool) {
 	if n.state == gone {
 		return
 	}
 	if len(n.jobs) > 0 {
-		e.st.unsafe++
+		if byUs {
+			e.st.unsafe++
+		}
 		for len(n.jobs) > 0 {
 			e.stop(n.jobs[0], false)
 		}

@@ -18,7 +18,16 @@ type policy interface {
 	start(e *engine)
 	// tick runs one control cycle.
 	tick(e *engine) error
+	// notice tells the policy the cloud will reclaim a spot node soon.
+	notice(e *engine, n *node)
 }
+
+// ignoreNotices is for policies that do nothing on a spot interruption
+// notice: Cluster Autoscaler does not act on one, and the jobs die with
+// the node, losing their work since their last checkpoint.
+type ignoreNotices struct{}
+
+func (ignoreNotices) notice(*engine, *node) {}
 
 // burstOrder returns the indexes of the non-reserved pools, cheapest per
 // GPU-hour first; with onDemandOnly, only on-demand pools.
@@ -52,7 +61,10 @@ func launchAcross(e *engine, order []int, want int, lead func(pi int) int64) int
 
 // static is a fixed on-demand fleet sized for the trace's peak demand,
 // ready from the start.
-type static struct{ peakGPUs int }
+type static struct {
+	ignoreNotices
+	peakGPUs int
+}
 
 func (s static) start(e *engine) {
 	order := burstOrder(e.pools, true)
@@ -79,6 +91,7 @@ func (static) tick(*engine) error { return nil }
 // removed node, so their work since the last checkpoint is lost. No
 // forecast, no reservations.
 type reactive struct {
+	ignoreNotices
 	lastUp int64
 }
 
@@ -213,6 +226,12 @@ func newPredictive(cfg *config.Config, base time.Time) (*predictive, error) {
 }
 
 const week = 7 * 24 * 3600
+
+// notice: the agent passes a spot interruption notice on as a drain, so
+// the node's jobs checkpoint at once and requeue before the node goes.
+func (p *predictive) notice(e *engine, n *node) {
+	e.drain(n) // only an up node drains: a draining one has no jobs left
+}
 
 func (p *predictive) start(e *engine) {
 	step := p.cfg.Forecast.Step

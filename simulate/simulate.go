@@ -48,6 +48,11 @@ type Options struct {
 	// CheckpointInterval is how often jobs checkpoint unless the trace says;
 	// default 30 minutes.
 	CheckpointInterval time.Duration
+	// SpotInterruptionsPerHour is the rate at which the cloud reclaims each
+	// spot node (per node-hour, exponential); 0 for none. SpotNotice is the
+	// warning it gives first (default 2 minutes, as on AWS).
+	SpotInterruptionsPerHour float64
+	SpotNotice               time.Duration
 	// Policies to run; default all. The oracle always runs: the others are
 	// measured against it.
 	Policies []string
@@ -94,6 +99,9 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 	}
 	if opt.Interval <= 0 {
 		opt.Interval = cfg.Controller.Interval
+	}
+	if opt.SpotNotice <= 0 {
+		opt.SpotNotice = 2 * time.Minute
 	}
 	if opt.CheckpointInterval <= 0 {
 		opt.CheckpointInterval = 30 * time.Minute

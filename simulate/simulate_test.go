@@ -213,3 +213,23 @@ func BenchmarkSimulatePhilly(b *testing.B) {
 		}
 	}
 }
+
+// TestSpotInterruptions: with the cloud reclaiming spot nodes, the
+// predictive policy checkpoints on the notice and loses nothing; Cluster
+// Autoscaler ignores notices and loses work.
+func TestSpotInterruptions(t *testing.T) {
+	cfg := onePool()
+	cfg.Pools[0].Capacity = fleet.Spot
+	tr := randomTrace(4, 300)
+	rep, err := Run(cfg, tr, Options{Seed: 2, SpotInterruptionsPerHour: 0.5, Policies: []string{"reactive", "predictive"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byPolicy(t, rep)
+	if p := got["predictive"]; p.LostGPUHours != 0 || p.UnsafeTerminations != 0 || !near(p.UsedGPUHours, tr.GPUHours()) {
+		t.Errorf("predictive: %+v", p)
+	}
+	if r := got["reactive"]; r.LostGPUHours == 0 {
+		t.Errorf("reactive lost nothing to interruptions: %+v", r)
+	}
+}

@@ -28,6 +28,8 @@ func runSimulate(e *env, args []string) int {
 	policies := fs.String("policies", "", "comma-separated policies to run (default: "+strings.Join(simulate.Policies, ",")+")")
 	interval := fs.String("interval", "", "control interval of the reactive and predictive policies (default: controller.interval)")
 	ckpt := fs.String("checkpoint-interval", "30m", "how often jobs checkpoint, unless the trace says")
+	spotRate := fs.Float64("spot-interruptions", 0, "rate at which the cloud reclaims each spot node, per node-hour (e.g. 0.05)")
+	spotNotice := fs.String("spot-notice", "2m", "warning the cloud gives before reclaiming a spot node")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	plotPath := fs.String("plot", "", "draw demand and each policy's capacity over time to this file (.svg, .png or .pdf)")
 	log, code, ok := setup(e, fs, args)
@@ -38,12 +40,16 @@ func runSimulate(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "simulate: -trace FILE is required")
 		return exitUsage
 	}
-	opt := simulate.Options{Seed: *seed}
+	opt := simulate.Options{Seed: *seed, SpotInterruptionsPerHour: *spotRate}
+	if *spotRate < 0 {
+		fmt.Fprintf(e.stderr, "simulate: -spot-interruptions %v: want a rate >= 0\n", *spotRate)
+		return exitUsage
+	}
 	topt := trace.Options{Format: *format, ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Days: *days}
 	for _, d := range []struct {
 		flag, value string
 		dst         *time.Duration
-	}{{"-from", *from, &topt.From}, {"-interval", *interval, &opt.Interval}, {"-checkpoint-interval", *ckpt, &opt.CheckpointInterval}} {
+	}{{"-from", *from, &topt.From}, {"-interval", *interval, &opt.Interval}, {"-checkpoint-interval", *ckpt, &opt.CheckpointInterval}, {"-spot-notice", *spotNotice, &opt.SpotNotice}} {
 		if d.value == "" {
 			continue
 		}
