@@ -21,6 +21,20 @@ type Config struct {
 	// Synthetic describes the generated workload the simulated cloud starts
 	// from when no state is given.
 	Synthetic Synthetic
+	// Simulate holds the `simulate` command's model settings.
+	Simulate Simulate
+}
+
+// Simulate is the `simulate` block: what `autoscaler simulate` assumes of
+// jobs and of the cloud beyond the pools. Its flags override it.
+type Simulate struct {
+	// CheckpointInterval is how often jobs checkpoint unless the trace says.
+	CheckpointInterval time.Duration
+	// SpotInterruptionsPerHour is the rate at which the cloud reclaims each
+	// spot node, per node-hour; 0 for none.
+	SpotInterruptionsPerHour float64
+	// SpotNotice is the warning the cloud gives before reclaiming a spot node.
+	SpotNotice time.Duration
 }
 
 // Forecast is the `forecast` block: how demand is forecast.
@@ -130,6 +144,10 @@ func Defaults() Config {
 			Seed:     1,
 			PeakHour: 15,
 			Noise:    0.08,
+		},
+		Simulate: Simulate{
+			CheckpointInterval: 30 * time.Minute,
+			SpotNotice:         2 * time.Minute,
 		},
 	}
 }

@@ -55,6 +55,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "limits"},
 		{Type: "controller"},
 		{Type: "synthetic"},
+		{Type: "simulate"},
 	},
 }
 
@@ -90,6 +91,7 @@ var (
 	limitsSchema     = attrSchema(nil, "max_gpus", "max_spend_per_hour", "max_scale_in_per_cycle", "silent_share_halt")
 	controllerSchema = attrSchema(nil, "interval", "listen", "state_dir", "agent_timeout")
 	syntheticSchema  = attrSchema(nil, "seed", "base_gpus", "peak_gpus", "peak_hour", "noise")
+	simulateSchema   = attrSchema(nil, "checkpoint_interval", "spot_interruptions_per_hour", "spot_notice")
 )
 
 func attrSchema(required []string, optional ...string) *hcl.BodySchema {
@@ -502,6 +504,8 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 			blockAttrs[b.Type] = d.decodeController(b.Body, &cfg.Controller)
 		case "synthetic":
 			blockAttrs[b.Type] = d.decodeSynthetic(b.Body, &cfg.Synthetic)
+		case "simulate":
+			blockAttrs[b.Type] = d.decodeSimulate(b.Body, &cfg.Simulate)
 		}
 		blockOK[b.Type] = d.errorCount() == before
 	}
@@ -785,6 +789,16 @@ func (d *decoder) decodeController(body hcl.Body, c *Controller) hcl.Attributes 
 		}
 	}
 	d.nonEmpty(a, "state_dir", &c.StateDir)
+	return a
+}
+
+func (d *decoder) decodeSimulate(body hcl.Body, s *Simulate) hcl.Attributes {
+	a := d.content(body, simulateSchema).Attributes
+	d.duration(a, "checkpoint_interval", &s.CheckpointInterval)
+	d.duration(a, "spot_notice", &s.SpotNotice)
+	if d.number(a, "spot_interruptions_per_hour", &s.SpotInterruptionsPerHour) == set && s.SpotInterruptionsPerHour < 0 {
+		d.invalid(a, "spot_interruptions_per_hour", "spot_interruptions_per_hour must not be negative, got %g.", s.SpotInterruptionsPerHour)
+	}
 	return a
 }
 

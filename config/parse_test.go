@@ -62,6 +62,7 @@ func TestParseFull(t *testing.T) {
 		Limits:     Limits{MaxGPUs: 512, MaxSpendPerHour: 2500.5, MaxScaleInPerCycle: 4, SilentShareHalt: 0.5},
 		Controller: Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute},
 		Synthetic:  Synthetic{Seed: 42, BaseGPUs: 32, PeakGPUs: 256, PeakHour: 9, Noise: 0.1},
+		Simulate:   Simulate{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("config:\n got %+v\nwant %+v", *cfg, want)

@@ -27,9 +27,9 @@ func runSimulate(e *env, args []string) int {
 	seed := fs.Int64("seed", 1, "random seed (capacity errors)")
 	policies := fs.String("policies", "", "comma-separated policies to run (default: "+strings.Join(simulate.Policies, ",")+")")
 	interval := fs.String("interval", "", "control interval of the reactive and predictive policies (default: controller.interval)")
-	ckpt := fs.String("checkpoint-interval", "30m", "how often jobs checkpoint, unless the trace says")
-	spotRate := fs.Float64("spot-interruptions", 0, "rate at which the cloud reclaims each spot node, per node-hour (e.g. 0.05)")
-	spotNotice := fs.String("spot-notice", "2m", "warning the cloud gives before reclaiming a spot node")
+	ckpt := fs.String("checkpoint-interval", "", "how often jobs checkpoint, unless the trace says (default: simulate.checkpoint_interval, 30m)")
+	spotRate := fs.Float64("spot-interruptions", -1, "rate at which the cloud reclaims each spot node, per node-hour, e.g. 0.05 (default: simulate.spot_interruptions_per_hour, 0)")
+	spotNotice := fs.String("spot-notice", "", "warning the cloud gives before reclaiming a spot node (default: simulate.spot_notice, 2m)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	plotPath := fs.String("plot", "", "draw demand and each policy's capacity over time to this file (.svg, .png or .pdf)")
 	log, code, ok := setup(e, fs, args)
@@ -41,7 +41,7 @@ func runSimulate(e *env, args []string) int {
 		return exitUsage
 	}
 	opt := simulate.Options{Seed: *seed, SpotInterruptionsPerHour: *spotRate}
-	if *spotRate < 0 {
+	if *spotRate < 0 && *spotRate != -1 {
 		fmt.Fprintf(e.stderr, "simulate: -spot-interruptions %v: want a rate >= 0\n", *spotRate)
 		return exitUsage
 	}
@@ -66,6 +66,16 @@ func runSimulate(e *env, args []string) int {
 	cfg, ok := loadConfig(e, log, *path)
 	if !ok {
 		return exitError
+	}
+	// The config's simulate block, where no flag overrides it.
+	if opt.CheckpointInterval == 0 {
+		opt.CheckpointInterval = cfg.Simulate.CheckpointInterval
+	}
+	if opt.SpotNotice == 0 {
+		opt.SpotNotice = cfg.Simulate.SpotNotice
+	}
+	if opt.SpotInterruptionsPerHour < 0 {
+		opt.SpotInterruptionsPerHour = cfg.Simulate.SpotInterruptionsPerHour
 	}
 	tr, err := trace.Open(*tracePath, topt)
 	if err != nil {

@@ -103,3 +103,9 @@ synthetic {
   peak_hour = 9
   noise     = 0.1
 }
+
+simulate {
+  checkpoint_interval         = "20m"
+  spot_interruptions_per_hour = 0.05
+  spot_notice                 = "30s"
+}
