@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers/sim"
@@ -147,11 +146,12 @@ type engine struct {
 	pools []simPool
 	jobs  []job
 	nodes []*node // every node ever launched, by idx
-	// live are the nodes not gone, in launch order (which is also ID order).
-	live   []*node
-	events eventHeap
-	now    int64
-	rng    *rand.Rand
+	// live are the nodes not gone, in launch order; liveByID finds them.
+	live     []*node
+	liveByID map[string]*node
+	events   eventHeap
+	now      int64
+	rng      *rand.Rand
 
 	// The FIFO queue with backfill: one heap per job width.
 	classes     map[int]*orderHeap
@@ -178,7 +178,7 @@ type engine struct {
 }
 
 func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*engine, error) {
-	e := &engine{opt: opt, classes: map[int]*orderHeap{}, policy: pol,
+	e := &engine{opt: opt, classes: map[int]*orderHeap{}, policy: pol, liveByID: map[string]*node{},
 		rng: rand.New(rand.NewPCG(uint64(opt.Seed), 0x51a7e))}
 	for _, p := range pools {
 		s, err := sim.SettingsOf(p)
@@ -328,6 +328,7 @@ func (e *engine) launch(pi, want int, lead int64) (int, error) {
 			free: p.spec.GPUsPerNode, launched: e.now, readyAt: e.now + lead, idleSince: e.now, lowSince: e.now, bucketPos: -1}
 		e.nodes = append(e.nodes, n)
 		e.live = append(e.live, n)
+		e.liveByID[n.id] = n
 		if p.spec.Capacity != fleet.Reserved {
 			e.bought += n.gpn
 		}
@@ -348,18 +349,8 @@ func (e *engine) launch(pi, want int, lead int64) (int, error) {
 	return got, err
 }
 
-// liveNode returns the live node with the given ID, or nil. Live nodes are
-// in ID order.
-func (e *engine) liveNode(id string) *node {
-	if id == "" {
-		return nil
-	}
-	i, ok := slices.BinarySearchFunc(e.live, id, func(n *node, id string) int { return strings.Compare(n.id, id) })
-	if !ok {
-		return nil
-	}
-	return e.live[i]
-}
+// liveNode returns the live node with the given ID, or nil.
+func (e *engine) liveNode(id string) *node { return e.liveByID[id] }
 
 // drain stops new work on a node and asks its jobs to checkpoint, which
 // they do at once: their runs end with no work lost and they requeue.
@@ -406,8 +397,8 @@ func (e *engine) remove(n *node, byUs bool) {
 	if n.state == up {
 		e.bucketRemove(n)
 	}
-	if n.state != draining {
-		e.st.drains++ // a removal without a drain still counts
+	if byUs && n.state != draining {
+		e.st.drains++ // a removal without a drain still counts; the cloud's do not
 	}
 	n.state = gone
 	e.pools[n.pool].count--
@@ -418,6 +409,7 @@ func (e *engine) remove(n *node, byUs bool) {
 	if i := slices.Index(e.live, n); i >= 0 {
 		e.live = slices.Delete(e.live, i, i+1)
 	}
+	delete(e.liveByID, n.id)
 }
 
 // stop ends a job's current run early. With saved, it checkpointed just

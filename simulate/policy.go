@@ -66,20 +66,36 @@ type static struct {
 	peakGPUs int
 }
 
-func (s static) start(e *engine) {
+func (s static) start(e *engine) { s.fill(e, 0) }
+
+// tick replaces nodes the cloud took (spot interruptions, refused
+// launches), one lead time away.
+func (s static) tick(e *engine) error {
+	s.fill(e, -1)
+	return nil
+}
+
+// fill brings the fleet to its size, the new nodes ready after lead (-1:
+// each pool's lead time).
+func (s static) fill(e *engine, lead int64) {
 	order := burstOrder(e.pools, true)
 	if len(order) == 0 {
 		order = burstOrder(e.pools, false)
 	}
-	want := 0
-	if len(order) > 0 {
-		gpn := e.pools[order[0]].spec.GPUsPerNode
-		want = (s.peakGPUs + gpn - 1) / gpn
+	if len(order) == 0 {
+		return
 	}
-	launchAcross(e, order, want, func(int) int64 { return 0 })
+	gpn := e.pools[order[0]].spec.GPUsPerNode
+	want := (s.peakGPUs+gpn-1)/gpn - len(e.live)
+	if want > 0 {
+		launchAcross(e, order, want, func(pi int) int64 {
+			if lead >= 0 {
+				return lead
+			}
+			return secs(e.pools[pi].spec.LeadTime)
+		})
+	}
 }
-
-func (static) tick(*engine) error { return nil }
 
 // reactive is the Kubernetes Cluster Autoscaler with its published
 // defaults: it adds on-demand nodes when jobs are pending (counting nodes
@@ -153,7 +169,8 @@ func (r *reactive) tick(e *engine) error {
 // unneeded reports whether Cluster Autoscaler would consider n for removal:
 // an up, non-reserved node under half allocated for scale-down-unneeded-time.
 func (r *reactive) unneeded(e *engine, n *node) bool {
-	return n.state == up && e.pools[n.pool].spec.Capacity != fleet.Reserved && n.lowSince >= 0 && e.now-n.lowSince >= caUnneeded
+	p := &e.pools[n.pool]
+	return n.state == up && p.spec.Capacity != fleet.Reserved && p.count > p.spec.Min && n.lowSince >= 0 && e.now-n.lowSince >= caUnneeded
 }
 
 // fitsElsewhere reports whether every job on n fits in the free GPUs of
@@ -184,9 +201,10 @@ func fitsElsewhere(e *engine, n *node, removed map[int32]bool) bool {
 }
 
 // predictive runs this project's planner and forecaster every control
-// interval, with the reserved baseline the planner recommends from the
-// demand seen so far (re-evaluated weekly, grown but never shrunk: a
-// reservation is a commitment).
+// interval, starting from the configured reservations; the cheapest reserved
+// pool grows to the baseline the planner recommends from the demand seen so
+// far (after a day, then weekly; never shrunk: a reservation is a
+// commitment).
 type predictive struct {
 	cfg      *config.Config
 	base     time.Time
@@ -225,7 +243,11 @@ func newPredictive(cfg *config.Config, base time.Time) (*predictive, error) {
 	return p, nil
 }
 
-const week = 7 * 24 * 3600
+// day and week in seconds.
+const (
+	day  = 24 * 3600
+	week = 7 * day
+)
 
 // notice: the agent passes a spot interruption notice on as a drain, so
 // the node's jobs checkpoint at once and requeue before the node goes.
@@ -246,13 +268,15 @@ func (p *predictive) start(e *engine) {
 			p.reserved = i
 		}
 	}
-	// Reservations that are not the recommended one are not bought.
+	// The configured reservations are held from the start; the cheapest
+	// grows as the planner recommends.
 	for i := range e.pools {
-		if e.pools[i].spec.Capacity == fleet.Reserved {
-			e.pools[i].spec.Min, e.pools[i].spec.Max = 0, 0
+		if p := &e.pools[i]; p.spec.Capacity == fleet.Reserved {
+			p.reserved = p.spec.Max
+			p.spec.Min = p.spec.Max
 		}
 	}
-	p.nextBase = 24 * 3600 // the first recommendation after a day of history
+	p.nextBase = day // the first recommendation after a day of history
 }
 
 func (p *predictive) tick(e *engine) error {
@@ -264,11 +288,11 @@ func (p *predictive) tick(e *engine) error {
 		keep := int(p.cfg.Forecast.History / p.cfg.Forecast.Step)
 		appendKeep(&p.history, p.stepMax, keep)
 		appendKeep(&p.mean, p.stepSum/float64(p.stepTicks), keep)
-		p.stepMax, p.stepSum, p.stepTicks = demand, 0, 0
+		p.stepMax, p.stepSum, p.stepTicks = 0, 0, 0
 		p.stepEnd += secs(p.cfg.Forecast.Step)
 		// The forecaster's error quantiles are refitted hourly, its
 		// forecast made every step from the latest history.
-		if p.steps%6 == 0 {
+		if p.steps%max(1, int(time.Hour/p.cfg.Forecast.Step)) == 0 {
 			if m, err := forecast.FitSeasonalLevel(p.history, p.cfg.Forecast.Horizon, p.levels); err == nil {
 				p.model = m
 			}
@@ -404,7 +428,7 @@ func (p *predictive) observe(e *engine) *fleet.State {
 	// capacity for the queue.
 	st.PendingGPUs = e.queuedGPUs
 	if e.queuedGPUs > 0 {
-		for f := 1; f <= e.maxGPN; f++ {
+		for f := 1; f < e.maxGPN; f++ { // empty nodes are usable by wide jobs
 			st.PendingGPUs += f * len(e.buckets[f])
 		}
 	}

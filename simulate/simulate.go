@@ -19,7 +19,7 @@
 //   - static: an on-demand fleet sized for the trace's peak, from start to end;
 //   - reactive: the Kubernetes Cluster Autoscaler's published defaults;
 //   - predictive: this project's planner and forecaster, every control
-//     interval, with the reserved baseline it recommends;
+//     interval, growing the reservation to the baseline it recommends;
 //   - oracle: the clairvoyant lower bound, computed from the demand curve.
 //
 // Everything is deterministic for the seed.
@@ -32,6 +32,8 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers/sim"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
@@ -91,14 +93,14 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 	if len(tr.Jobs) == 0 {
 		return nil, fmt.Errorf("simulate: trace %s has no jobs", tr.Name)
 	}
-	room := cfg.MaxFleetGPUs()
-	for _, j := range tr.Jobs {
-		if j.GPUs > room {
-			return nil, fmt.Errorf("simulate: job %s needs %d GPUs, more than the %d the pools can hold: it could never run", j.ID, j.GPUs, room)
-		}
+	if err := checkJobsFit(cfg, tr); err != nil {
+		return nil, err
 	}
 	if opt.Interval <= 0 {
 		opt.Interval = cfg.Controller.Interval
+	}
+	if opt.Interval < time.Second {
+		return nil, fmt.Errorf("simulate: control interval %v is under the simulation's one-second resolution", opt.Interval)
 	}
 	if opt.SpotNotice <= 0 {
 		opt.SpotNotice = 2 * time.Minute
@@ -159,6 +161,35 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 		rep.Policies = append(rep.Policies, r)
 	}
 	return rep, nil
+}
+
+// checkJobsFit refuses a trace with a job no fleet of the config could ever
+// run: wider than the fleet's limit, or than the burst pools can hold. A job
+// that fits on one node needs a pool with nodes that wide; a wider job takes
+// whole nodes of the widest size.
+func checkJobsFit(cfg *config.Config, tr *trace.Trace) error {
+	widest, wideRoom, limit := 0, 0, cfg.MaxFleetGPUs()
+	for _, p := range cfg.Pools {
+		widest = max(widest, p.GPUsPerNode)
+	}
+	for _, p := range cfg.Pools {
+		if p.GPUsPerNode == widest && p.Capacity != fleet.Reserved {
+			s, err := sim.SettingsOf(p)
+			if err != nil {
+				return err
+			}
+			wideRoom += min(p.Max, s.Capacity) * widest
+		}
+	}
+	for _, j := range tr.Jobs {
+		switch {
+		case j.GPUs > limit:
+			return fmt.Errorf("simulate: job %s needs %d GPUs, more than the %d the pools can hold: it could never run", j.ID, j.GPUs, limit)
+		case j.GPUs > widest && j.GPUs > wideRoom:
+			return fmt.Errorf("simulate: job %s needs %d GPUs on whole %d-GPU nodes, more than the %d GPUs of such nodes the burst pools can hold: it could never run", j.ID, j.GPUs, widest, wideRoom)
+		}
+	}
+	return nil
 }
 
 // runPolicy simulates one policy.

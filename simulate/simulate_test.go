@@ -65,8 +65,10 @@ func TestSquareWave(t *testing.T) {
 		// removed 10 minutes later (2h20m); again at 4h, jobs end at 6h10m,
 		// when the run ends. Every job waits one lead time.
 		{"reactive", 2 * 8 * (140.0/60 + 130.0/60), 2 * 8 * (140.0/60 + 130.0/60), 600, 4, 2},
-		// Exactly the demand, each node launched one lead time ahead.
-		{"oracle", 2*8*4 + 4*8.0/6, 2*8*4 + 4*8.0/6, 0, 4, 2},
+		// Exactly the demand: the first two nodes are there at the start
+		// (as the static fleet's are), released at 2h and launched again
+		// one lead time before 4h (a gap longer than the lead time).
+		{"oracle", 2*8*4 + 2*8.0/6, 2*8*4 + 2*8.0/6, 0, 2, 2},
 	}
 	for _, tt := range tests {
 		r := got[tt.policy]
@@ -78,6 +80,44 @@ func TestSquareWave(t *testing.T) {
 	}
 	if r := got["reactive"]; !near(r.CostVsOracle, r.CostUSD/got["oracle"].CostUSD) {
 		t.Errorf("cost_vs_oracle = %v", r.CostVsOracle)
+	}
+}
+
+// TestOracleKeepsNodesThroughShortGaps: demand that dips for less than a
+// lead time keeps its nodes (paid through the gap), so the oracle is no
+// dearer than a fleet that simply stays.
+func TestOracleKeepsNodesThroughShortGaps(t *testing.T) {
+	var jobs []trace.Job
+	for i := range 40 { // 13 minutes of work every 15 minutes
+		jobs = append(jobs, trace.Job{Submit: time.Duration(i) * 15 * time.Minute, GPUs: 8, Duration: 13 * time.Minute})
+	}
+	rep, err := Run(onePool(), jobsTrace(jobs...), Options{Policies: []string{"static", "oracle"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byPolicy(t, rep)
+	// One node from the start to the last job's end, never relaunched.
+	end := 39*15.0 + 13
+	if o := got["oracle"]; !near(o.CostUSD, 8*end/60) || o.Launches != 0 || o.CostUSD > got["static"].CostUSD+1e-9 {
+		t.Fatalf("oracle %+v, static %+v", o, got["static"])
+	}
+}
+
+// TestOracleReservesRatherThanLeaveDemandUnserved: a burst pool too small
+// for the demand must not make a small reservation look cheap.
+func TestOracleReservesRatherThanLeaveDemandUnserved(t *testing.T) {
+	cfg := onePool()
+	cfg.Pools[0].Max = 1
+	cfg.Pools = append(cfg.Pools, fleet.Pool{Name: "res", Provider: "sim", InstanceType: "gpu8", GPUsPerNode: 8,
+		Capacity: fleet.Reserved, PricePerHour: 4, LeadTime: 10 * time.Minute, ProvisionTimeout: 30 * time.Minute, Min: 4, Max: 4})
+	tr := jobsTrace(trace.Job{GPUs: 8, Duration: 48 * time.Hour}, trace.Job{GPUs: 8, Duration: 48 * time.Hour}, trace.Job{GPUs: 8, Duration: 48 * time.Hour})
+	rep, err := Run(cfg, tr, Options{Policies: []string{"oracle"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// All three jobs served: reservations (at $4) rather than nothing.
+	if o := byPolicy(t, rep)["oracle"]; o.ProvisionedGPUHours < 24*48 || o.ReservedGPUs < 16 {
+		t.Fatalf("oracle %+v", o)
 	}
 }
 
@@ -183,6 +223,17 @@ func TestRunErrors(t *testing.T) {
 	if w := CapacityWarning(onePool(), jobsTrace(trace.Job{GPUs: 100, Duration: time.Hour})); w == "" {
 		t.Fatal("a trace wider than the pools: want a warning")
 	}
+	if _, err := Run(onePool(), randomTrace(1, 5), Options{Interval: 400 * time.Millisecond}); err == nil {
+		t.Fatal("a sub-second interval: want an error")
+	}
+	// A 12-GPU job needs two whole 8-GPU nodes; the pool has one.
+	narrow := onePool()
+	narrow.Pools[0].Max = 1
+	narrow.Pools = append(narrow.Pools, fleet.Pool{Name: "small", Provider: "sim", InstanceType: "gpu4", GPUsPerNode: 4,
+		Capacity: fleet.OnDemand, PricePerHour: 4, LeadTime: time.Minute, ProvisionTimeout: 3 * time.Minute, Max: 10})
+	if _, err := Run(narrow, jobsTrace(trace.Job{GPUs: 12, Duration: time.Hour}), Options{}); err == nil {
+		t.Fatal("a job wider than the widest nodes can hold: want an error")
+	}
 }
 
 // sharedTrace returns the path of a shared trace, or skips.
@@ -231,5 +282,10 @@ func TestSpotInterruptions(t *testing.T) {
 	}
 	if r := got["reactive"]; r.LostGPUHours == 0 {
 		t.Errorf("reactive lost nothing to interruptions: %+v", r)
+	}
+	// The static fleet replaces reclaimed nodes and finishes too.
+	rep, err = Run(cfg, tr, Options{Seed: 2, SpotInterruptionsPerHour: 0.5, Policies: []string{"static"}})
+	if err != nil || !near(byPolicy(t, rep)["static"].UsedGPUHours, tr.GPUHours()) {
+		t.Fatalf("static under interruptions: %v %+v", err, rep)
 	}
 }
