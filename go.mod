@@ -30,4 +30,5 @@ require (
 	golang.org/x/sys v0.38.0 // indirect
 	golang.org/x/text v0.31.0 // indirect
 	golang.org/x/tools v0.38.0 // indirect
+	gonum.org/v1/gonum v0.17.0 // indirect
 )

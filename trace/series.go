@@ -48,70 +48,21 @@ func parseTime(s string) (int64, timeKind) {
 }
 
 // seriesRow is one good row of a series: its time in nanoseconds from the
-// first row, its demand in GPUs and its file line.
+// first row, its value, its demand in whole GPUs (the value rounded) and
+// its file line.
 type seriesRow struct {
-	off  int64
-	gpus int
-	line int
+	off   int64
+	value float64
+	gpus  int
+	line  int
 }
 
 // readSeries reads a demand series and turns it into jobs by layering (see
 // the package documentation).
 func (p *parser) readSeries(t *Trace, header []string) error {
-	first, _, _ := p.rows.peek()
-	timeCol := column(header, timeColumnNames...)
-	if timeCol < 0 {
-		if len(first) == 0 {
-			return fmt.Errorf("%s: no time column: name it one of %s", p.name, strings.Join(timeColumnNames, ", "))
-		}
-		if _, kind := parseTime(strings.TrimSpace(first[0])); kind != timeAbsolute {
-			return fmt.Errorf("%s: no time column: name it one of %s, or make the first column dates", p.name, strings.Join(timeColumnNames, ", "))
-		}
-		timeCol = 0
-	}
-	valueCols, err := p.valueColumns(header, timeCol, first)
+	rows, t0, kind0, err := p.readSeriesRows(header, true)
 	if err != nil {
 		return err
-	}
-	scale := p.opt.Scale
-	if scale == 0 {
-		scale = 1
-	}
-	need := max(timeCol, slices.Max(valueCols)) + 1
-	timeName := header[timeCol]
-
-	var rows []seriesRow
-	var t0, prev int64
-	var kind0 timeKind
-	for {
-		rec, line, err := p.nextRow()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		ns, kind, gpus, why := parseSeriesRow(rec, header, need, timeCol, timeName, valueCols, scale)
-		if why == "" && len(rows) == 0 {
-			t0, kind0 = ns, kind
-		}
-		if why == "" && len(rows) > 0 {
-			why = checkTime(rec[timeCol], timeName, ns, kind, t0, prev, kind0, rows[len(rows)-1].line)
-		}
-		if why != "" {
-			if err := p.bad(line, why); err != nil {
-				return err
-			}
-			continue
-		}
-		prev = ns
-		rows = append(rows, seriesRow{off: ns - t0, gpus: gpus, line: line})
-	}
-	switch len(rows) {
-	case 0:
-		return fmt.Errorf("%s: no valid rows (%d bad rows skipped)", p.name, p.skipped)
-	case 1:
-		return fmt.Errorf("%s: a series needs at least two rows to know its step, and it has one", p.name)
 	}
 	t.Step = medianGap(rows)
 	if kind0 == timeAbsolute {
@@ -148,6 +99,81 @@ func (p *parser) readSeries(t *Trace, header []string) error {
 	}
 	t.Jobs = jobs
 	return nil
+}
+
+// readSeriesRows reads a series' good rows, in ascending time, and the
+// first row's time and how it was written. With whole, values are rounded to
+// whole GPUs (at most maxGPUs); without, they are kept as they are.
+func (p *parser) readSeriesRows(header []string, whole bool) ([]seriesRow, int64, timeKind, error) {
+	first, _, _ := p.rows.peek()
+	timeCol := column(header, timeColumnNames...)
+	if timeCol < 0 {
+		if len(first) == 0 {
+			return nil, 0, 0, fmt.Errorf("%s: no time column: name it one of %s", p.name, strings.Join(timeColumnNames, ", "))
+		}
+		if _, kind := parseTime(strings.TrimSpace(first[0])); kind != timeAbsolute {
+			return nil, 0, 0, fmt.Errorf("%s: no time column: name it one of %s, or make the first column dates", p.name, strings.Join(timeColumnNames, ", "))
+		}
+		timeCol = 0
+	}
+	valueCols, err := p.valueColumns(header, timeCol, first)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	scale := p.opt.Scale
+	if scale == 0 {
+		scale = 1
+	}
+	need := max(timeCol, slices.Max(valueCols)) + 1
+	timeName := header[timeCol]
+
+	var rows []seriesRow
+	var t0, prev int64
+	var kind0 timeKind
+	for {
+		rec, line, err := p.nextRow()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		ns, kind, v, why := parseSeriesRow(rec, header, need, timeCol, timeName, valueCols, scale)
+		gpus := 0
+		if why == "" && whole {
+			gpus, why = wholeGPUs(v)
+		}
+		if why == "" && len(rows) == 0 {
+			t0, kind0 = ns, kind
+		}
+		if why == "" && len(rows) > 0 {
+			why = checkTime(rec[timeCol], timeName, ns, kind, t0, prev, kind0, rows[len(rows)-1].line)
+		}
+		if why != "" {
+			if err := p.bad(line, why); err != nil {
+				return nil, 0, 0, err
+			}
+			continue
+		}
+		prev = ns
+		rows = append(rows, seriesRow{off: ns - t0, value: v, gpus: gpus, line: line})
+	}
+	switch len(rows) {
+	case 0:
+		return nil, 0, 0, fmt.Errorf("%s: no valid rows (%d bad rows skipped)", p.name, p.skipped)
+	case 1:
+		return nil, 0, 0, fmt.Errorf("%s: a series needs at least two rows to know its step, and it has one", p.name)
+	}
+	return rows, t0, kind0, nil
+}
+
+// wholeGPUs rounds a demand to whole GPUs, or says why it cannot be.
+func wholeGPUs(v float64) (int, string) {
+	v = math.Floor(v + 0.5)
+	if v > maxGPUs {
+		return 0, fmt.Sprintf("demand %v GPUs is more than %d", v, maxGPUs)
+	}
+	return int(v), ""
 }
 
 // layer turns rows into 1-GPU jobs, one per maximal stretch of rows at or
@@ -223,7 +249,7 @@ func (p *parser) valueColumns(header []string, timeCol int, first []string) ([]i
 
 // parseSeriesRow parses one series row's time and demand, or says why it is
 // bad.
-func parseSeriesRow(rec, header []string, need, timeCol int, timeName string, valueCols []int, scale float64) (int64, timeKind, int, string) {
+func parseSeriesRow(rec, header []string, need, timeCol int, timeName string, valueCols []int, scale float64) (int64, timeKind, float64, string) {
 	if len(rec) < need {
 		return 0, 0, 0, fmt.Sprintf("has %d fields, want at least %d", len(rec), need)
 	}
@@ -248,11 +274,7 @@ func parseSeriesRow(rec, header []string, need, timeCol int, timeName string, va
 	case v < 0:
 		return 0, 0, 0, fmt.Sprintf("demand %v is negative", v)
 	}
-	v = math.Floor(v + 0.5)
-	if v > maxGPUs {
-		return 0, 0, 0, fmt.Sprintf("demand %v GPUs is more than %d", v, maxGPUs)
-	}
-	return ns, kind, int(v), ""
+	return ns, kind, v, ""
 }
 
 // checkTime says why a row's time ns cannot follow the previous row's, or "".

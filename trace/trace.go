@@ -262,56 +262,11 @@ func (p *parser) nextRow() ([]string, int, error) {
 }
 
 func read(r io.Reader, name string, opt Options, hint int) (*Trace, error) {
-	if name == "" {
-		name = "input"
-	}
-	p := &parser{name: name, opt: opt}
-	if err := p.checkOptions(); err != nil {
+	p, header, format, err := open(r, name, opt)
+	if err != nil {
 		return nil, err
 	}
-	cr := csv.NewReader(r)
-	cr.ReuseRecord = true
-	cr.FieldsPerRecord = -1
-	p.rows = &rowReader{cr: cr}
-
-	rec, line, err := p.rows.next()
-	switch {
-	case err == io.EOF:
-		return nil, fmt.Errorf("%s: empty file", name)
-	case err != nil:
-		if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s:%d: header: bad CSV: %w", name, line, pe.Err)
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	header := make([]string, len(rec))
-	for i, h := range rec {
-		if i == 0 {
-			h = strings.TrimPrefix(h, "\ufeff")
-			h = strings.TrimPrefix(strings.TrimSpace(h), "#")
-		}
-		header[i] = strings.TrimSpace(h)
-	}
-	if _, _, err := p.rows.peek(); err == io.EOF {
-		return nil, fmt.Errorf("%s: only a header, no rows", name)
-	}
-
-	format := opt.Format
-	if format == "" {
-		if format = p.detect(header); format == "" {
-			return nil, fmt.Errorf("%s: unrecognised header %q; %s", name, strings.Join(header, ","), acceptedHeaders)
-		}
-	}
-	if format != formatSeries {
-		if len(opt.ValueColumns) > 0 {
-			return nil, fmt.Errorf("%s: value columns apply to series traces only, and this is a %s trace", name, format)
-		}
-		if opt.Scale != 0 && opt.Scale != 1 {
-			return nil, fmt.Errorf("%s: a scale applies to series traces only, and this is a %s trace", name, format)
-		}
-	}
-
-	t := &Trace{Name: filepath.Base(name), Format: format}
+	t := &Trace{Name: filepath.Base(p.name), Format: format}
 	switch format {
 	case formatSeries:
 		err = p.readSeries(t, header)
@@ -323,6 +278,60 @@ func read(r io.Reader, name string, opt Options, hint int) (*Trace, error) {
 	}
 	t.SkippedRows = p.skipped
 	return t, nil
+}
+
+// open checks the options, reads the header and detects the format (unless
+// the options set it).
+func open(r io.Reader, name string, opt Options) (*parser, []string, string, error) {
+	if name == "" {
+		name = "input"
+	}
+	p := &parser{name: name, opt: opt}
+	if err := p.checkOptions(); err != nil {
+		return nil, nil, "", err
+	}
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = true
+	cr.FieldsPerRecord = -1
+	p.rows = &rowReader{cr: cr}
+
+	rec, line, err := p.rows.next()
+	switch {
+	case err == io.EOF:
+		return nil, nil, "", fmt.Errorf("%s: empty file", name)
+	case err != nil:
+		if pe := (*csv.ParseError)(nil); errors.As(err, &pe) {
+			return nil, nil, "", fmt.Errorf("%s:%d: header: bad CSV: %w", name, line, pe.Err)
+		}
+		return nil, nil, "", fmt.Errorf("%s: %w", name, err)
+	}
+	header := make([]string, len(rec))
+	for i, h := range rec {
+		if i == 0 {
+			h = strings.TrimPrefix(h, "\ufeff")
+			h = strings.TrimPrefix(strings.TrimSpace(h), "#")
+		}
+		header[i] = strings.TrimSpace(h)
+	}
+	if _, _, err := p.rows.peek(); err == io.EOF {
+		return nil, nil, "", fmt.Errorf("%s: only a header, no rows", name)
+	}
+
+	format := opt.Format
+	if format == "" {
+		if format = p.detect(header); format == "" {
+			return nil, nil, "", fmt.Errorf("%s: unrecognised header %q; %s", name, strings.Join(header, ","), acceptedHeaders)
+		}
+	}
+	if format != formatSeries {
+		if len(opt.ValueColumns) > 0 {
+			return nil, nil, "", fmt.Errorf("%s: value columns apply to series traces only, and this is a %s trace", name, format)
+		}
+		if opt.Scale != 0 && opt.Scale != 1 {
+			return nil, nil, "", fmt.Errorf("%s: a scale applies to series traces only, and this is a %s trace", name, format)
+		}
+	}
+	return p, header, format, nil
 }
 
 func (p *parser) checkOptions() error {

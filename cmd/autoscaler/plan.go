@@ -87,7 +87,7 @@ func makeForecast(cfg *config.Config, history fleet.Series) (forecast.Forecast, 
 	if err != nil {
 		return forecast.Forecast{}, err
 	}
-	return forecast.SeasonalLevel(history, cfg.Forecast.Horizon, levels)
+	return forecast.Auto(history, cfg.Forecast.Horizon, levels)
 }
 
 // observe reads the fleet from the pools' providers. In this build only the

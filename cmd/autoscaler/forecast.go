@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/forecast"
+	"github.com/fleetcast/autoscaler/trace"
+)
+
+func runForecast(e *env, args []string) int {
+	fs := newFlagSet(e, "forecast", "forecast -series FILE [-value-column a+b] [-step 10m] [-horizon 1h] [-quantile 0.9] [-backtest] [-json] [-plot FILE]")
+	path := fs.String("series", "", "demand series (CSV with a time column and value columns)")
+	valueCol := fs.String("value-column", "", "the value column, or columns to sum as a+b")
+	scale := fs.Float64("scale", 1, "multiply values by this")
+	skipBad := fs.Bool("skip-bad-rows", false, "skip rows that do not parse, and count them, instead of failing")
+	stepFlag := fs.String("step", "", "resample to this step (default: the series' own median step)")
+	horizonFlag := fs.String("horizon", "1h", "how far ahead to forecast")
+	quantile := fs.Float64("quantile", 0.9, "the quantile for the pinball loss and the forecast's upper line")
+	backtest := fs.Bool("backtest", false, "score every model by rolling-origin backtest instead of forecasting from the end")
+	origins := fs.Int("origins", 30, "backtest origins")
+	trainFlag := fs.String("train", "14d", "backtest training window")
+	asJSON := fs.Bool("json", false, "print JSON")
+	plotPath := fs.String("plot", "", "draw history, forecast and 80% band to this file (.svg, .png or .pdf)")
+	log, code, ok := setup(e, fs, args)
+	if !ok {
+		return code
+	}
+	if *path == "" {
+		fmt.Fprintln(e.stderr, "forecast: -series FILE is required")
+		return exitUsage
+	}
+	if !(*quantile > 0 && *quantile < 1) {
+		fmt.Fprintf(e.stderr, "forecast: -quantile %v: want a number in (0, 1)\n", *quantile)
+		return exitUsage
+	}
+	var step, horizon, train time.Duration
+	for _, d := range []struct {
+		flag, value string
+		dst         *time.Duration
+	}{{"-step", *stepFlag, &step}, {"-horizon", *horizonFlag, &horizon}, {"-train", *trainFlag, &train}} {
+		if d.value == "" {
+			continue
+		}
+		v, err := config.ParseDuration(d.value)
+		if err != nil || v <= 0 {
+			fmt.Fprintf(e.stderr, "forecast: %s %q: want a positive duration such as 10m, 1h or 14d\n", d.flag, d.value)
+			return exitUsage
+		}
+		*d.dst = v
+	}
+
+	raw, err := trace.OpenSeries(*path, trace.Options{ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad})
+	if err != nil {
+		fmt.Fprintln(e.stderr, "forecast:", err)
+		return exitError
+	}
+	if raw.SkippedRows > 0 {
+		fmt.Fprintf(e.stderr, "forecast: skipped %d bad row(s) of %s\n", raw.SkippedRows, raw.Name)
+	}
+	if step == 0 {
+		step = raw.Step
+	}
+	if forecast.Day%step != 0 {
+		fmt.Fprintf(e.stderr, "forecast: step %v does not divide a day; resample with -step (e.g. 10m)\n", step)
+		return exitUsage
+	}
+	series, err := forecast.Resample(raw.Start, raw.Offsets, raw.Values, step, 6)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "forecast:", err)
+		return exitError
+	}
+	if series.Filled+series.Carried > 0 {
+		log.Info("filled gaps", "interpolated", series.Filled, "carried", series.Carried)
+	}
+	h := int((horizon + step - 1) / step)
+	season := int(forecast.Day / step)
+
+	if *backtest {
+		rep, err := forecast.Backtest(series.Values, forecast.DefaultModels(), forecast.BacktestOptions{
+			Season: season, Horizon: h, Origins: *origins, TrainDays: train.Hours() / 24, Quantile: *quantile, Now: time.Now})
+		if err != nil {
+			fmt.Fprintln(e.stderr, "forecast:", err)
+			return exitError
+		}
+		out := backtestJSON{Series: raw.Name, StepS: step.Seconds(), HorizonS: (time.Duration(h) * step).Seconds(), Origins: rep.Origins, Selected: forecast.AutoName}
+		for _, s := range rep.Scores {
+			if !math.IsNaN(s.MASE) {
+				out.Models = append(out.Models, s)
+			}
+		}
+		if *asJSON {
+			return writeJSON(e, out)
+		}
+		writeBacktest(e.stdout, out, rep)
+		return exitOK
+	}
+
+	levels, _ := forecast.Levels(*quantile)
+	f, err := forecast.Auto(series.Series, time.Duration(h)*step, levels)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "forecast:", err)
+		return exitError
+	}
+	if *plotPath != "" {
+		if err := plotForecast(*plotPath, raw.Name, series.Series, f); err != nil {
+			fmt.Fprintln(e.stderr, "forecast:", err)
+			return exitError
+		}
+	}
+	if *asJSON {
+		return writeJSON(e, f)
+	}
+	writeForecast(e.stdout, raw.Name, f, *quantile)
+	return exitOK
+}
+
+// backtestJSON is the -backtest -json report.
+type backtestJSON struct {
+	Series   string           `json:"series"`
+	StepS    float64          `json:"step_s"`
+	HorizonS float64          `json:"horizon_s"`
+	Origins  int              `json:"origins"`
+	Selected string           `json:"selected"`
+	Models   []forecast.Score `json:"models"`
+}
+
+func writeJSON(e *env, v any) int {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return exitError
+	}
+	return exitOK
+}
+
+func writeBacktest(w io.Writer, out backtestJSON, rep forecast.BacktestReport) {
+	fmt.Fprintf(w, "%s: %d origins, step %v, horizon %v\n\n", out.Series, out.Origins,
+		time.Duration(out.StepS)*time.Second, time.Duration(out.HorizonS)*time.Second)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "model\tMASE\tsMAPE %\tpinball\t80% coverage\tfit ms\tfailed\t")
+	for _, s := range rep.Scores {
+		fmt.Fprintf(tw, "%s\t%.3f\t%.1f\t%.3f\t%.2f\t%.1f\t%d\t\n", s.Model, s.MASE, s.SMAPE, s.Pinball, s.Coverage80, s.FitMS, s.Failed)
+	}
+	tw.Flush()
+	var picks []string
+	for m, n := range rep.Picks {
+		picks = append(picks, fmt.Sprintf("%s %d", m, n))
+	}
+	sort.Strings(picks)
+	fmt.Fprintf(w, "\nselected: %s (at each origin, the model with the smallest error on the last days before it: %s)\n", out.Selected, strings.Join(picks, ", "))
+}
+
+func writeForecast(w io.Writer, name string, f forecast.Forecast, q float64) {
+	fmt.Fprintf(w, "%s: %s forecast from %s", name, f.Model, f.Origin.UTC().Format(time.RFC3339))
+	if f.Note != "" {
+		fmt.Fprintf(w, " (%s)", f.Note)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "time\tp10\tp50\tp%g\tp90\t\n", math.Round(q*1000)/10)
+	lo, mid, qq, hi := f.Quantile(0.1), f.Quantile(0.5), f.Quantile(q), f.Quantile(0.9)
+	for k := range lo {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t\n", f.Origin.Add(time.Duration(k)*f.Step).UTC().Format("2006-01-02 15:04"), lo[k], mid[k], qq[k], hi[k])
+	}
+	tw.Flush()
+}

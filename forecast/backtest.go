@@ -1,0 +1,217 @@
+package forecast
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// BacktestOptions set a rolling-origin backtest. The protocol is the one
+// of ../shared/bench (and R's forecast-package anchors there): Origins
+// origins evenly spaced from max(60% of the series, the training window)
+// to the last full horizon; each model is fitted on the TrainDays before
+// the origin and forecasts Horizon steps; errors are averaged over the
+// steps; MASE and pinball loss are scaled by the training window's
+// seasonal-naive (lag one day) mean absolute error.
+type BacktestOptions struct {
+	// Season is the number of steps in a day.
+	Season int
+	// Horizon is the number of steps forecast.
+	Horizon int
+	// Origins is how many origins (default 30).
+	Origins int
+	// TrainDays is the training window (default 14).
+	TrainDays float64
+	// Quantile is the pinball loss's quantile (default 0.9).
+	Quantile float64
+	// Now, if set, times each fit (it is the caller's clock: the package
+	// keeps none).
+	Now func() time.Time
+}
+
+// Score is one model's backtest figures.
+type Score struct {
+	Model string `json:"model"`
+	// MASE is the mean absolute error scaled by the in-sample
+	// seasonal-naive error.
+	MASE float64 `json:"mase"`
+	// SMAPE is the symmetric mean absolute percentage error, in percent.
+	SMAPE float64 `json:"smape"`
+	// Pinball is the pinball loss at the quantile, scaled like MASE.
+	Pinball float64 `json:"pinball"`
+	// Coverage80 is the share of outcomes inside the 10%-90% band.
+	Coverage80 float64 `json:"coverage80"`
+	// FitMS is the mean time to fit and forecast once, in milliseconds.
+	FitMS float64 `json:"fit_ms"`
+	// Failed counts origins where the model could not forecast.
+	Failed int `json:"failed,omitempty"`
+}
+
+// AutoName is the name of the choice among models in backtests: at every
+// origin, the model with the smallest calibration error (see Auto).
+const AutoName = "auto"
+
+// BacktestReport is a backtest's outcome.
+type BacktestReport struct {
+	Origins int     `json:"origins"`
+	Scores  []Score `json:"models"`
+	// Picks counts, for auto, how often each model was chosen.
+	Picks map[string]int `json:"-"`
+}
+
+// Backtest runs the rolling-origin backtest of each model, and of auto
+// (the choice among them), on y.
+func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport, error) {
+	if opt.Origins <= 0 {
+		opt.Origins = 30
+	}
+	if opt.TrainDays <= 0 {
+		opt.TrainDays = 14
+	}
+	if opt.Quantile <= 0 || opt.Quantile >= 1 {
+		opt.Quantile = 0.9
+	}
+	h, season := opt.Horizon, opt.Season
+	if h < 1 || season < 1 {
+		return BacktestReport{}, fmt.Errorf("backtest: horizon %d and season %d must be at least 1 step", h, season)
+	}
+	for i, v := range y {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return BacktestReport{}, fmt.Errorf("backtest: value %d is %v", i, v)
+		}
+	}
+	ntrain := min(len(y)-h-1, int(math.Round(opt.TrainDays*float64(season))))
+	first := max(ntrain, int(math.Round(float64(len(y))*0.6)))
+	last := len(y) - h
+	if ntrain < 2*season || first > last {
+		return BacktestReport{}, fmt.Errorf("backtest: %d steps are too few for a %.0f-day training window and %d-step horizon", len(y), opt.TrainDays, h)
+	}
+	origins := spread(first, last, opt.Origins)
+	levels, _ := Levels(0.1, opt.Quantile, 0.9)
+	lo, up := slices.Index(levels, 0.1), slices.Index(levels, opt.Quantile)
+	hi := slices.Index(levels, 0.9)
+
+	type acc struct {
+		mase, smape, pinball, cover, ms float64
+		n, failed                       int
+	}
+	accs := make([]acc, len(models)+1) // the last is auto
+	rep := BacktestReport{Origins: len(origins), Picks: map[string]int{}}
+	for _, o := range origins {
+		train := y[o-ntrain : o]
+		actual := y[o : o+h]
+		scale := naiveScale(train, season)
+		var best *Prediction
+		bestMS := 0.0
+		preds := make([]Prediction, len(models))
+		for i, m := range models {
+			var t0 time.Time
+			if opt.Now != nil {
+				t0 = opt.Now()
+			}
+			p, err := Predict(m, train, season, h, levels)
+			ms := 0.0
+			if opt.Now != nil {
+				ms = float64(opt.Now().Sub(t0)) / 1e6
+			}
+			bestMS += ms
+			if err != nil {
+				accs[i].failed++
+				continue
+			}
+			preds[i] = p
+			score(&accs[i].mase, &accs[i].smape, &accs[i].pinball, &accs[i].cover, p, actual, scale, lo, up, hi, opt.Quantile)
+			accs[i].ms += ms
+			accs[i].n++
+			if best == nil || p.CalibrationMAE < best.CalibrationMAE {
+				best = &preds[i]
+			}
+		}
+		a := &accs[len(models)]
+		if best == nil {
+			a.failed++
+			continue
+		}
+		rep.Picks[best.Model]++
+		score(&a.mase, &a.smape, &a.pinball, &a.cover, *best, actual, scale, lo, up, hi, opt.Quantile)
+		a.ms += bestMS
+		a.n++
+	}
+	for i := range accs {
+		name := AutoName
+		if i < len(models) {
+			name = models[i].Name()
+		}
+		a := accs[i]
+		s := Score{Model: name, Failed: a.failed}
+		if a.n > 0 {
+			n := float64(a.n)
+			s.MASE, s.SMAPE, s.Pinball, s.Coverage80, s.FitMS = a.mase/n, a.smape/n, a.pinball/n, a.cover/n, a.ms/n
+		} else {
+			s.MASE, s.SMAPE, s.Pinball = math.NaN(), math.NaN(), math.NaN()
+		}
+		rep.Scores = append(rep.Scores, s)
+	}
+	return rep, nil
+}
+
+// score adds one origin's errors to the running sums.
+func score(mase, smape, pinball, cover *float64, p Prediction, actual []float64, scale float64, lo, up, hi int, q float64) {
+	var ae, sm, pl, in float64
+	for k, a := range actual {
+		f := p.Point[k]
+		ae += math.Abs(a - f)
+		if d := math.Abs(a) + math.Abs(f); d > 0 {
+			sm += 200 * math.Abs(a-f) / d
+		}
+		u := p.Quantiles[up][k]
+		if a >= u {
+			pl += q * (a - u)
+		} else {
+			pl += (1 - q) * (u - a)
+		}
+		if a >= p.Quantiles[lo][k] && a <= p.Quantiles[hi][k] {
+			in++
+		}
+	}
+	n := float64(len(actual))
+	*mase += ae / n / scale
+	*smape += sm / n
+	*pinball += pl / n / scale
+	*cover += in / n
+}
+
+// naiveScale is the mean absolute change over a season in y (over one step
+// when that is zero or undefined): the MASE denominator.
+func naiveScale(y []float64, season int) float64 {
+	for _, lag := range []int{season, 1} {
+		if len(y) <= lag {
+			continue
+		}
+		s := 0.0
+		for i := lag; i < len(y); i++ {
+			s += math.Abs(y[i] - y[i-lag])
+		}
+		if s > 0 {
+			return s / float64(len(y)-lag)
+		}
+	}
+	return 1
+}
+
+// spread returns n integers evenly spaced from first to last, rounded, each
+// once (R's unique(round(seq(first, last, length.out = n)))).
+func spread(first, last, n int) []int {
+	if n <= 1 || first == last {
+		return []int{last}
+	}
+	out := make([]int, 0, n)
+	for i := range n {
+		v := int(math.Round(float64(first) + float64(last-first)*float64(i)/float64(n-1)))
+		if len(out) == 0 || out[len(out)-1] != v {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,234 @@
+package forecast
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// SeasonalNaiveModel forecasts each step as the value one season ago (Lag
+// steps; a day or a week).
+type SeasonalNaiveModel struct {
+	// Days is the lag in days: 1 (daily) or 7 (weekly).
+	Days int
+}
+
+// Name is "snaive_daily" or "snaive_weekly" (or "snaive_Nd").
+func (m SeasonalNaiveModel) Name() string {
+	switch m.Days {
+	case 1:
+		return "snaive_daily"
+	case 7:
+		return "snaive_weekly"
+	}
+	return fmt.Sprintf("snaive_%dd", m.Days)
+}
+
+// Fit needs a full lag of history; it has no parameters.
+func (m SeasonalNaiveModel) Fit(y []float64, season, _ int) (Fitted, error) {
+	lag := max(1, m.Days) * season
+	if len(y) < lag+1 {
+		return nil, fmt.Errorf("%s needs more than %d steps of history, has %d", m.Name(), lag, len(y))
+	}
+	return lagged{y: y, lag: lag}, nil
+}
+
+type lagged struct {
+	y   []float64
+	lag int
+}
+
+func (l lagged) Forecast(origin, h int) []float64 {
+	out := make([]float64, h)
+	for k := 1; k <= h; k++ {
+		i := origin - 1 + k - l.lag*((k+l.lag-1)/l.lag)
+		out[k-1] = l.y[max(i, 0)]
+	}
+	return out
+}
+
+// SeasonalLevelModel is SeasonalLevel's point forecast as a Model: the last
+// value plus yesterday's change over the same steps.
+type SeasonalLevelModel struct{}
+
+// Name is "seasonal_level".
+func (SeasonalLevelModel) Name() string { return "seasonal_level" }
+
+// Fit needs a day and a step of history; it has no parameters.
+func (SeasonalLevelModel) Fit(y []float64, season, _ int) (Fitted, error) {
+	if len(y) < season+1 {
+		return nil, fmt.Errorf("seasonal_level needs more than %d steps of history, has %d", season, len(y))
+	}
+	return levelFitted{y: y, season: season}, nil
+}
+
+type levelFitted struct {
+	y      []float64
+	season int
+}
+
+func (l levelFitted) Forecast(origin, h int) []float64 {
+	out := make([]float64, h)
+	for k := 1; k <= h; k++ {
+		out[k-1] = levelPoint(l.y, l.season, origin-1, k)
+	}
+	return out
+}
+
+// Calibration is how many origins calibrate quantiles: the last three days
+// of the history, at most.
+const calibrationDays = 3
+
+// Prediction is a model's forecast with calibrated quantiles, and how well
+// the model did on its calibration origins.
+type Prediction struct {
+	Model string
+	// Point[k] is the point forecast k+1 steps ahead.
+	Point []float64
+	// Quantiles[j][k] is the Levels[j] quantile k+1 steps ahead.
+	Levels    []float64
+	Quantiles [][]float64
+	// CalibrationMAE is the model's mean absolute error over the
+	// calibration origins and horizon steps: out of sample for the data.
+	CalibrationMAE float64
+}
+
+// Predict fits m on y and forecasts h steps after it, with quantiles at
+// levels calibrated on the model's own errors: forecasts from the last
+// origins of y (up to three days of them), each made from the data before
+// it, compared with what followed, per horizon step (split conformal, by
+// empirical quantiles). Values are never negative and quantiles never cross.
+func Predict(m Model, y []float64, season, h int, levels []float64) (Prediction, error) {
+	if h < 1 {
+		return Prediction{}, fmt.Errorf("forecast: horizon of %d steps", h)
+	}
+	n := len(y)
+	origins := min(calibrationDays*season, n-h-max(season, 1))
+	if origins < 12 {
+		return Prediction{}, fmt.Errorf("%s: too little history (%d steps) to calibrate %d-step forecasts", m.Name(), n, h)
+	}
+	// Parameters from the data before the calibration origins, so their
+	// errors are out of sample; the final forecast uses all the data.
+	f, err := m.Fit(y, season, n-h-origins+1)
+	if err != nil {
+		return Prediction{}, err
+	}
+	p := Prediction{Model: m.Name(), Levels: slices.Clone(levels)}
+	errs := make([][]float64, h) // errs[k][i]: error k+1 steps ahead from the i-th origin
+	for k := range errs {
+		errs[k] = make([]float64, 0, origins)
+	}
+	sum := 0.0
+	for o := n - h - origins + 1; o <= n-h; o++ {
+		fc := f.Forecast(o, h)
+		for k := range h {
+			e := y[o+k] - fc[k]
+			errs[k] = append(errs[k], e)
+			sum += math.Abs(e)
+		}
+	}
+	p.CalibrationMAE = sum / float64(origins*h)
+	// The forecast itself from parameters fitted on all the data.
+	if f, err = m.Fit(y, season, n); err != nil {
+		return Prediction{}, err
+	}
+	p.Point = f.Forecast(n, h)
+	p.Quantiles = make([][]float64, len(levels))
+	for j := range levels {
+		p.Quantiles[j] = make([]float64, h)
+	}
+	for k := range h {
+		if math.IsNaN(p.Point[k]) || math.IsInf(p.Point[k], 0) {
+			return Prediction{}, fmt.Errorf("%s: forecast %d steps ahead is %v", m.Name(), k+1, p.Point[k])
+		}
+		slices.Sort(errs[k])
+		prev := 0.0
+		for j, q := range levels {
+			v := math.Max(0, p.Point[k]+empiricalQuantile(errs[k], q))
+			if j > 0 {
+				v = math.Max(v, prev) // levels ascend: quantiles never cross
+			}
+			p.Quantiles[j][k], prev = v, v
+		}
+		p.Point[k] = math.Max(0, p.Point[k])
+	}
+	return p, nil
+}
+
+// DefaultModels are the models Auto chooses among, simplest first. The
+// seasonal ETS is left out: on the shared series it never beat the damped
+// trend model without a season and the regression, at twice their cost.
+func DefaultModels() []Model {
+	return []Model{SeasonalNaiveModel{Days: 1}, SeasonalNaiveModel{Days: 7}, SeasonalLevelModel{}, HoltDamped{}, Regression{}}
+}
+
+// HoltDamped is exponential smoothing with a damped trend and no season
+// (ETS(A,Ad,N)): it follows the level and its drift, which over the next
+// hour or so often beats any model of the daily cycle.
+type HoltDamped struct{}
+
+// Name is "holt_damped".
+func (HoltDamped) Name() string { return "holt_damped" }
+
+// Fit fits ETS without a season.
+func (HoltDamped) Fit(y []float64, _, trainEnd int) (Fitted, error) {
+	return ETS{}.Fit(y, 1, trainEnd)
+}
+
+// Auto fits every model, calibrates each, and keeps the one with the
+// smallest calibration error (an out-of-sample error on the last days of
+// the history, so the choice uses no future data). Models that cannot fit
+// the history (too short for a weekly lag, say) are skipped; Note names
+// the choice and the skips.
+func Auto(history fleet.Series, horizon time.Duration, levels []float64) (Forecast, error) {
+	return autoFrom(DefaultModels(), history, horizon, levels)
+}
+
+func autoFrom(models []Model, history fleet.Series, horizon time.Duration, levels []float64) (Forecast, error) {
+	if err := checkHistory(history); err != nil {
+		return Forecast{}, err
+	}
+	if len(levels) == 0 {
+		levels = defaultLevels
+	}
+	season := int(Day / history.Step)
+	h := max(1, int((horizon+history.Step-1)/history.Step))
+	best, err := choose(models, history.Values, season, h, levels)
+	if err != nil {
+		// Too little history for any calibrated model.
+		f, err2 := SeasonalNaive(history, horizon, levels)
+		if err2 != nil {
+			return Forecast{}, err2
+		}
+		f.Note = "too little history to calibrate a model (" + err.Error() + "); " + f.Note
+		return f, nil
+	}
+	f := Forecast{Origin: history.End(), Step: history.Step, Model: best.Model, Levels: best.Levels, Values: best.Quantiles}
+	return f, nil
+}
+
+// choose predicts with each model and returns the one with the smallest
+// calibration error; ties go to the earlier (simpler) model.
+func choose(models []Model, y []float64, season, h int, levels []float64) (Prediction, error) {
+	var best Prediction
+	var errs []error
+	found := false
+	for _, m := range models {
+		p, err := Predict(m, y, season, h, levels)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !found || p.CalibrationMAE < best.CalibrationMAE {
+			best, found = p, true
+		}
+	}
+	if !found {
+		return Prediction{}, errors.Join(errs...)
+	}
+	return best, nil
+}

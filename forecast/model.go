@@ -1,0 +1,24 @@
+package forecast
+
+// Model is a point-forecasting method. Quantiles are added around any
+// model's point forecasts by calibration on its own out-of-sample errors
+// (see Calibrated), so a model only needs to forecast the mean path.
+type Model interface {
+	// Name identifies the model in reports, e.g. "ets".
+	Name() string
+	// Fit estimates the model's parameters on y[:trainEnd], y being a
+	// regular series with season steps per day (e.g. 144 for 10-minute
+	// steps); the Fitted may forecast from any origin in y, so forecasts from
+	// origins past trainEnd are out of sample for the parameters too (that
+	// is what calibration uses). It must not modify y.
+	Fit(y []float64, season, trainEnd int) (Fitted, error)
+}
+
+// Fitted is a model with its parameters estimated.
+type Fitted interface {
+	// Forecast returns the point forecasts for the h steps after y[:origin]
+	// (y as given to Fit), using only y[:origin] and the fitted parameters:
+	// forecasts from earlier origins are out of sample for the data, which
+	// is what calibration and backtests need. origin may be at most len(y).
+	Forecast(origin, h int) []float64
+}
