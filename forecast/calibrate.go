@@ -79,9 +79,12 @@ func (l levelFitted) Forecast(origin, h int) []float64 {
 	return out
 }
 
-// Calibration is how many origins calibrate quantiles: the last three days
-// of the history, at most.
-const calibrationDays = 3
+// Quantiles are calibrated on origins over the last calibrationDays of the
+// history, at most maxCalibration of them.
+const (
+	calibrationDays = 3
+	maxCalibration  = 432
+)
 
 // Prediction is a model's forecast with calibrated quantiles, and how well
 // the model did on its calibration origins.
@@ -122,8 +125,13 @@ func Predict(m Model, y []float64, season, h int, levels []float64) (Prediction,
 	for k := range errs {
 		errs[k] = make([]float64, 0, origins)
 	}
+	// At most maxCalibration origins, evenly strided over the window (a
+	// 1-minute series has 4,320 steps in three days).
+	stride := (origins + maxCalibration - 1) / maxCalibration
+	used := 0
 	sum := 0.0
-	for o := n - h - origins + 1; o <= n-h; o++ {
+	for o := n - h - origins + 1; o <= n-h; o += stride {
+		used++
 		fc := f.Forecast(o, h)
 		for k := range h {
 			e := y[o+k] - fc[k]
@@ -131,7 +139,7 @@ func Predict(m Model, y []float64, season, h int, levels []float64) (Prediction,
 			sum += math.Abs(e)
 		}
 	}
-	p.CalibrationMAE = sum / float64(origins*h)
+	p.CalibrationMAE = sum / float64(used*h)
 	// The forecast itself from parameters fitted on all the data.
 	if f, err = m.Fit(y, season, n); err != nil {
 		return Prediction{}, err
@@ -174,8 +182,21 @@ type HoltDamped struct{}
 // Name is "holt_damped".
 func (HoltDamped) Name() string { return "holt_damped" }
 
-// Fit fits ETS without a season.
-func (HoltDamped) Fit(y []float64, _, trainEnd int) (Fitted, error) {
+// Fit fits ETS without a season, its parameters on the last 14 days
+// before trainEnd (a longer history changes them little and costs time).
+func (HoltDamped) Fit(y []float64, season, trainEnd int) (Fitted, error) {
+	if season > 0 && trainEnd > etsFitSeasons*season {
+		if err := checkHistory(fleet.Series{Step: 1, Values: y}); err != nil {
+			return nil, err
+		}
+		end := min(trainEnd, len(y))
+		p := fitETS(y[end-etsFitSeasons*season:end], 0)
+		f := filterETS(y, 0, p)
+		if d := etsDefaults(0); !f.finite() && p != d {
+			f = filterETS(y, 0, d)
+		}
+		return f, nil
+	}
 	return ETS{}.Fit(y, 1, trainEnd)
 }
 
