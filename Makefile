@@ -27,10 +27,12 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-## fuzz: the config and state snapshot parsers' fuzzers, FUZZTIME each
+## fuzz: the parsers' fuzzers (config, state snapshots, traces, series), FUZZTIME each
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzParseState$$' -fuzztime $(FUZZTIME) ./fleet
+	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./trace
+	$(GO) test -run '^$$' -fuzz '^FuzzReadSeries$$' -fuzztime $(FUZZTIME) ./trace
 
 clean:
 	rm -rf bin

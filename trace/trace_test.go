@@ -642,3 +642,40 @@ func BenchmarkOpenPhilly(b *testing.B) {
 		}
 	}
 }
+
+func TestReadSeries(t *testing.T) {
+	in := "time,running,pending,note\n2020-05-01 00:00:00,10.5,1,a\n2020-05-01 00:01:00,11.25,0,b\n2020-05-01 00:03:00,9,2,c\n"
+	s, err := ReadSeries(strings.NewReader(in), "d/s.csv", Options{ValueColumns: []string{"running", "pending"}, Scale: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "s.csv" || s.Step != 90*time.Second || !s.Start.Equal(time.Date(2020, 5, 1, 0, 0, 0, 0, time.UTC)) ||
+		!slices.Equal(s.Values, []float64{23, 22.5, 22}) || !slices.Equal(s.Offsets, []time.Duration{0, time.Minute, 3 * time.Minute}) {
+		t.Fatalf("series %+v", s)
+	}
+	if _, err := ReadSeries(strings.NewReader(in), "s.csv", Options{ValueColumns: []string{"note"}}); err == nil || !strings.Contains(err.Error(), `s.csv:2: note "a" is not a number`) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := ReadSeries(strings.NewReader(in), "s.csv", Options{Format: "philly"}); err == nil {
+		t.Fatal("a series read as philly: want an error")
+	}
+}
+
+// FuzzReadSeries: no input crashes the series reader; what it accepts has
+// ascending offsets and finite, non-negative values.
+func FuzzReadSeries(f *testing.F) {
+	f.Add("time,value\n0,1\n600,2.5\n1200,0\n")
+	f.Add("time,value\n2020-05-01 00:00:00,1\n2020-05-01 00:10:00,x\n")
+	f.Add("t,a,b\n1e9,1,2\n-5,3,4\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := ReadSeries(strings.NewReader(in), "f.csv", Options{SkipBadRows: true})
+		if err != nil {
+			return
+		}
+		for i, v := range s.Values {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || (i > 0 && s.Offsets[i] <= s.Offsets[i-1]) {
+				t.Fatalf("point %d: offset %v value %v", i, s.Offsets[i], v)
+			}
+		}
+	})
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// daysCSV is a 10-minute series of days days with a daily cycle.
+func daysCSV(days int) string {
+	var b strings.Builder
+	b.WriteString("time,running,pending\n")
+	for i := range days * 144 {
+		v := 200 + 100*math.Sin(2*math.Pi*float64(i%144)/144) + float64(i%7)
+		fmt.Fprintf(&b, "%d,%.1f,%d\n", i*600, v, i%3)
+	}
+	return b.String()
+}
+
+func TestForecastBacktestJSON(t *testing.T) {
+	series := writeFile(t, "demand.csv", daysCSV(21))
+	code, out, errOut := cli("forecast", "-series", series, "-value-column", "running+pending", "-horizon", "1h", "-backtest", "-json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Series   string  `json:"series"`
+		StepS    float64 `json:"step_s"`
+		HorizonS float64 `json:"horizon_s"`
+		Origins  int     `json:"origins"`
+		Selected string  `json:"selected"`
+		Models   []map[string]any
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("-json does not parse: %v\n%s", err, out)
+	}
+	if rep.Series != "demand.csv" || rep.StepS != 600 || rep.HorizonS != 3600 || rep.Origins != 30 {
+		t.Fatalf("report %+v", rep)
+	}
+	found := false
+	for _, m := range rep.Models {
+		if len(m) != 6 {
+			t.Errorf("model %v has %d fields, want model, mase, smape, pinball, coverage80, fit_ms", m["model"], len(m))
+		}
+		found = found || m["model"] == rep.Selected
+	}
+	if !found {
+		t.Fatalf("selected %q is not among the models", rep.Selected)
+	}
+}
+
+func TestForecastFromTheEnd(t *testing.T) {
+	series := writeFile(t, "demand.csv", daysCSV(8))
+	pic := filepath.Join(t.TempDir(), "f.png")
+	code, out, errOut := cli("forecast", "-series", series, "-value-column", "running", "-horizon", "30m", "-quantile", "0.95", "-plot", pic)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "forecast from") || !strings.Contains(out, "p95") || strings.Count(out, "\n") < 5 {
+		t.Fatalf("output:\n%s", out)
+	}
+	if b, err := os.ReadFile(pic); err != nil || len(b) < 1000 {
+		t.Fatalf("picture: %v", err)
+	}
+}
+
+func TestForecastErrors(t *testing.T) {
+	good := writeFile(t, "demand.csv", daysCSV(3))
+	day := writeFile(t, "day.csv", daysCSV(1))
+	bad := writeFile(t, "bad.csv", daysCSV(3)+"99999999,abc,0\n")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no series", []string{"forecast"}, 2, "-series FILE is required"},
+		{"bad row", []string{"forecast", "-series", bad, "-value-column", "running"}, 1, "bad.csv:434: running \"abc\" is not a number"},
+		{"several columns", []string{"forecast", "-series", good}, 1, "several numeric columns"},
+		{"bad step", []string{"forecast", "-series", good, "-value-column", "running", "-step", "7m"}, 2, "does not divide a day"},
+		{"bad quantile", []string{"forecast", "-series", good, "-quantile", "1.5"}, 2, "-quantile 1.5"},
+		{"too short to backtest", []string{"forecast", "-series", day, "-value-column", "running", "-backtest"}, 1, "too few"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := cli(tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.want) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
+			}
+		})
+	}
+}
