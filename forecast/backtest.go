@@ -102,40 +102,42 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 		train := y[o-ntrain : o]
 		actual := y[o : o+h]
 		scale := naiveScale(train, season)
-		var best *Prediction
-		bestMS := 0.0
-		preds := make([]Prediction, len(models))
+		var cands []*paths
+		totalMS := 0.0
 		for i, m := range models {
 			var t0 time.Time
 			if opt.Now != nil {
 				t0 = opt.Now()
 			}
-			p, err := Predict(m, train, season, h, levels)
+			c, err := forecastPaths(m, train, season, h)
+			var p Prediction
+			if err == nil {
+				p, err = c.predict(levels)
+			}
 			ms := 0.0
 			if opt.Now != nil {
 				ms = float64(opt.Now().Sub(t0)) / 1e6
 			}
-			bestMS += ms
+			totalMS += ms
 			if err != nil {
 				accs[i].failed++
 				continue
 			}
-			preds[i] = p
+			cands = append(cands, c)
 			score(&accs[i].mase, &accs[i].smape, &accs[i].pinball, &accs[i].cover, p, actual, scale, lo, up, hi, opt.Quantile)
 			accs[i].ms += ms
 			accs[i].n++
-			if best == nil || p.CalibrationMAE < best.CalibrationMAE {
-				best = &preds[i]
-			}
 		}
 		a := &accs[len(models)]
-		if best == nil {
+		if len(cands) == 0 {
 			a.failed++
 			continue
 		}
-		rep.Picks[best.Model]++
-		score(&a.mase, &a.smape, &a.pinball, &a.cover, *best, actual, scale, lo, up, hi, opt.Quantile)
-		a.ms += bestMS
+		best := pick(cands)
+		p, _ := best.predict(levels)
+		rep.Picks[best.name]++
+		score(&a.mase, &a.smape, &a.pinball, &a.cover, p, actual, scale, lo, up, hi, opt.Quantile)
+		a.ms += totalMS
 		a.n++
 	}
 	for i := range accs {

@@ -1,6 +1,7 @@
 package forecast
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -103,60 +104,117 @@ type Prediction struct {
 // Predict fits m on y and forecasts h steps after it, with quantiles at
 // levels calibrated on the model's own errors: forecasts from the last
 // origins of y (up to three days of them), each made from the data before
-// it, compared with what followed, per horizon step (split conformal, by
-// empirical quantiles). Values are never negative and quantiles never cross.
+// it with parameters fitted before the first of them, compared with what
+// followed, per horizon step (split conformal, by empirical quantiles).
+// Values are never negative and quantiles never cross.
 func Predict(m Model, y []float64, season, h int, levels []float64) (Prediction, error) {
+	c, err := forecastPaths(m, y, season, h)
+	if err != nil {
+		return Prediction{}, err
+	}
+	return c.predict(levels)
+}
+
+// paths are a model's (or a combination's) calibration forecasts and its
+// forecast from the end of the history.
+type paths struct {
+	name   string
+	y      []float64
+	h      int
+	starts []int       // calibration origins
+	calib  [][]float64 // calib[i][k]: forecast k+1 steps after starts[i]
+	point  []float64   // forecast from the end
+	mae    float64     // over the calibration forecasts
+}
+
+func forecastPaths(m Model, y []float64, season, h int) (*paths, error) {
 	if h < 1 {
-		return Prediction{}, fmt.Errorf("forecast: horizon of %d steps", h)
+		return nil, fmt.Errorf("forecast: horizon of %d steps", h)
 	}
 	n := len(y)
 	origins := min(calibrationDays*season, n-h-max(season, 1))
 	if origins < 12 {
-		return Prediction{}, fmt.Errorf("%s: too little history (%d steps) to calibrate %d-step forecasts", m.Name(), n, h)
+		return nil, fmt.Errorf("%s: too little history (%d steps) to calibrate %d-step forecasts", m.Name(), n, h)
 	}
 	// Parameters from the data before the calibration origins, so their
 	// errors are out of sample; the final forecast uses all the data.
 	f, err := m.Fit(y, season, n-h-origins+1)
 	if err != nil {
-		return Prediction{}, err
+		return nil, err
 	}
-	p := Prediction{Model: m.Name(), Levels: slices.Clone(levels)}
-	errs := make([][]float64, h) // errs[k][i]: error k+1 steps ahead from the i-th origin
-	for k := range errs {
-		errs[k] = make([]float64, 0, origins)
-	}
+	c := &paths{name: m.Name(), y: y, h: h}
 	// At most maxCalibration origins, evenly strided over the window (a
 	// 1-minute series has 4,320 steps in three days).
 	stride := (origins + maxCalibration - 1) / maxCalibration
-	used := 0
-	sum := 0.0
 	for o := n - h - origins + 1; o <= n-h; o += stride {
-		used++
-		fc := f.Forecast(o, h)
-		for k := range h {
-			e := y[o+k] - fc[k]
-			errs[k] = append(errs[k], e)
-			sum += math.Abs(e)
+		c.starts = append(c.starts, o)
+		c.calib = append(c.calib, f.Forecast(o, h))
+	}
+	if f, err = m.Fit(y, season, n); err != nil {
+		return nil, err
+	}
+	c.point = f.Forecast(n, h)
+	for k, v := range c.point {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("%s: forecast %d steps ahead is %v", m.Name(), k+1, v)
 		}
 	}
-	p.CalibrationMAE = sum / float64(used*h)
-	// The forecast itself from parameters fitted on all the data.
-	if f, err = m.Fit(y, season, n); err != nil {
-		return Prediction{}, err
+	c.mae = c.calibrationMAE()
+	return c, nil
+}
+
+func (c *paths) calibrationMAE() float64 {
+	sum := 0.0
+	for i, o := range c.starts {
+		for k := range c.h {
+			sum += math.Abs(c.y[o+k] - c.calib[i][k])
+		}
 	}
-	p.Point = f.Forecast(n, h)
+	return sum / float64(len(c.starts)*c.h)
+}
+
+// mean is the combination of several models' paths: their average.
+func mean(ps []*paths) *paths {
+	c := &paths{name: "mean(" + ps[0].name, y: ps[0].y, h: ps[0].h, starts: ps[0].starts,
+		calib: make([][]float64, len(ps[0].calib)), point: make([]float64, ps[0].h)}
+	for _, p := range ps[1:] {
+		c.name += "+" + p.name
+	}
+	c.name += ")"
+	w := 1 / float64(len(ps))
+	for i := range c.calib {
+		c.calib[i] = make([]float64, c.h)
+		for _, p := range ps {
+			for k, v := range p.calib[i] {
+				c.calib[i][k] += w * v
+			}
+		}
+	}
+	for _, p := range ps {
+		for k, v := range p.point {
+			c.point[k] += w * v
+		}
+	}
+	c.mae = c.calibrationMAE()
+	return c
+}
+
+// predict turns paths into a Prediction with calibrated quantiles.
+func (c *paths) predict(levels []float64) (Prediction, error) {
+	p := Prediction{Model: c.name, Levels: slices.Clone(levels), CalibrationMAE: c.mae, Point: slices.Clone(c.point)}
 	p.Quantiles = make([][]float64, len(levels))
 	for j := range levels {
-		p.Quantiles[j] = make([]float64, h)
+		p.Quantiles[j] = make([]float64, c.h)
 	}
-	for k := range h {
-		if math.IsNaN(p.Point[k]) || math.IsInf(p.Point[k], 0) {
-			return Prediction{}, fmt.Errorf("%s: forecast %d steps ahead is %v", m.Name(), k+1, p.Point[k])
+	errs := make([]float64, len(c.starts))
+	for k := range c.h {
+		for i, o := range c.starts {
+			errs[i] = c.y[o+k] - c.calib[i][k]
 		}
-		slices.Sort(errs[k])
+		slices.Sort(errs)
 		prev := 0.0
 		for j, q := range levels {
-			v := math.Max(0, p.Point[k]+empiricalQuantile(errs[k], q))
+			v := math.Max(0, p.Point[k]+empiricalQuantile(errs, q))
 			if j > 0 {
 				v = math.Max(v, prev) // levels ascend: quantiles never cross
 			}
@@ -232,24 +290,43 @@ func autoFrom(models []Model, history fleet.Series, horizon time.Duration, level
 	return f, nil
 }
 
-// choose predicts with each model and returns the one with the smallest
-// calibration error; ties go to the earlier (simpler) model.
+// choose forecasts with each model, and with the means of the two and three
+// best of them (combinations often beat every model in them), and returns
+// the one with the smallest calibration error; ties go to the earlier
+// (simpler) candidate.
 func choose(models []Model, y []float64, season, h int, levels []float64) (Prediction, error) {
-	var best Prediction
+	var cands []*paths
 	var errs []error
-	found := false
 	for _, m := range models {
-		p, err := Predict(m, y, season, h, levels)
+		c, err := forecastPaths(m, y, season, h)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if !found || p.CalibrationMAE < best.CalibrationMAE {
-			best, found = p, true
-		}
+		cands = append(cands, c)
 	}
-	if !found {
+	if len(cands) == 0 {
 		return Prediction{}, errors.Join(errs...)
 	}
-	return best, nil
+	return pick(cands).predict(levels)
+}
+
+// pick returns, among the candidates and the means of the two and three
+// best, the one with the smallest calibration error; ties go to the
+// earlier candidate.
+func pick(cands []*paths) *paths {
+	ranked := slices.Clone(cands)
+	slices.SortStableFunc(ranked, func(a, b *paths) int { return cmp.Compare(a.mae, b.mae) })
+	for _, k := range []int{2, 3} {
+		if len(ranked) >= k {
+			cands = append(cands, mean(ranked[:k]))
+		}
+	}
+	best := cands[0]
+	for _, c := range cands[1:] {
+		if c.mae < best.mae {
+			best = c
+		}
+	}
+	return best
 }
