@@ -202,27 +202,52 @@ func mean(ps []*paths) *paths {
 // predict turns paths into a Prediction with calibrated quantiles.
 func (c *paths) predict(levels []float64) (Prediction, error) {
 	p := Prediction{Model: c.name, Levels: slices.Clone(levels), CalibrationMAE: c.mae, Point: slices.Clone(c.point)}
-	p.Quantiles = make([][]float64, len(levels))
-	for j := range levels {
-		p.Quantiles[j] = make([]float64, c.h)
+	p.Quantiles = withQuantiles(c.point, c.offsets(levels))
+	for k, v := range p.Point {
+		p.Point[k] = math.Max(0, v)
 	}
+	return p, nil
+}
+
+// offsets returns, per horizon step k, the levels' empirical quantiles of
+// the calibration errors k+1 steps ahead: offsets[k][j] for levels[j].
+func (c *paths) offsets(levels []float64) [][]float64 {
+	out := make([][]float64, c.h)
 	errs := make([]float64, len(c.starts))
 	for k := range c.h {
 		for i, o := range c.starts {
 			errs[i] = c.y[o+k] - c.calib[i][k]
 		}
 		slices.Sort(errs)
-		prev := 0.0
+		out[k] = make([]float64, len(levels))
 		for j, q := range levels {
-			v := math.Max(0, p.Point[k]+empiricalQuantile(errs, q))
-			if j > 0 {
-				v = math.Max(v, prev) // levels ascend: quantiles never cross
-			}
-			p.Quantiles[j][k], prev = v, v
+			out[k][j] = empiricalQuantile(errs, q)
 		}
-		p.Point[k] = math.Max(0, p.Point[k])
 	}
-	return p, nil
+	return out
+}
+
+// withQuantiles adds error quantiles (offsets[k][j], levels ascending) to
+// point forecasts: quantile rows [j][k], never negative and never crossing.
+func withQuantiles(point []float64, offsets [][]float64) [][]float64 {
+	if len(offsets) == 0 {
+		return nil
+	}
+	q := make([][]float64, len(offsets[0]))
+	for j := range q {
+		q[j] = make([]float64, len(point))
+	}
+	for k, p := range point {
+		prev := 0.0
+		for j, off := range offsets[k] {
+			v := math.Max(0, p+off)
+			if j > 0 {
+				v = math.Max(v, prev)
+			}
+			q[j][k], prev = v, v
+		}
+	}
+	return q
 }
 
 // DefaultModels are the models Auto chooses among, simplest first. The

@@ -217,12 +217,13 @@ type LevelModel struct {
 	step    time.Duration
 	horizon time.Duration
 	levels  []float64
-	// offsets[h][k] is the Levels[k] quantile of the error h+1 steps ahead;
+	// offsets[h][j] is the levels[j] quantile of the error h+1 steps ahead;
 	// nil when the history was too short (Forecast falls back).
 	offsets [][]float64
 }
 
-// FitSeasonalLevel fits SeasonalLevel's error quantiles on history.
+// FitSeasonalLevel fits SeasonalLevel's error quantiles on history, by
+// the calibration Predict uses.
 func FitSeasonalLevel(history fleet.Series, horizon time.Duration, levels []float64) (LevelModel, error) {
 	if err := checkHistory(history); err != nil {
 		return LevelModel{}, err
@@ -230,28 +231,13 @@ func FitSeasonalLevel(history fleet.Series, horizon time.Duration, levels []floa
 	if len(levels) == 0 {
 		levels = defaultLevels
 	}
-	y := history.Values
 	m := LevelModel{step: history.Step, horizon: horizon, levels: slices.Clone(levels)}
 	season := int(Day / history.Step)
 	steps := max(1, int((horizon+history.Step-1)/history.Step))
-	origins := min(3*season, len(y)-season-steps)
-	if season < 1 || origins < season/2 {
-		return m, nil
+	if c, err := forecastPaths(SeasonalLevelModel{}, history.Values, season, steps); err == nil {
+		m.offsets = c.offsets(m.levels)
 	}
-	n := len(y)
-	errs := make([]float64, 0, origins)
-	m.offsets = make([][]float64, steps)
-	for h := 1; h <= steps; h++ {
-		errs = errs[:0]
-		for o := n - h - origins; o <= n-1-h; o++ {
-			errs = append(errs, y[o+h]-levelPoint(y, season, o, h))
-		}
-		slices.Sort(errs)
-		m.offsets[h-1] = make([]float64, len(levels))
-		for k, q := range levels {
-			m.offsets[h-1][k] = empiricalQuantile(errs, q)
-		}
-	}
+	// Otherwise too little history: Forecast falls back.
 	return m, nil
 }
 
@@ -278,19 +264,9 @@ func (m LevelModel) Forecast(history fleet.Series) (Forecast, error) {
 		}
 		return f, err
 	}
-	y := history.Values
-	n := len(y)
-	f := Forecast{Origin: history.End(), Step: history.Step, Model: "seasonal_level", Levels: slices.Clone(m.levels), Values: make([][]float64, len(m.levels))}
-	for k := range m.levels {
-		f.Values[k] = make([]float64, len(m.offsets))
-	}
-	for h := 1; h <= len(m.offsets); h++ {
-		p := levelPoint(y, season, n-1, h)
-		for k := range m.levels {
-			f.Values[k][h-1] = math.Max(0, p+m.offsets[h-1][k])
-		}
-	}
-	return f, nil
+	point := levelFitted{y: history.Values, season: season}.Forecast(len(history.Values), len(m.offsets))
+	return Forecast{Origin: history.End(), Step: history.Step, Model: "seasonal_level", Levels: slices.Clone(m.levels),
+		Values: withQuantiles(point, m.offsets)}, nil
 }
 
 // checkHistory refuses a history that cannot be forecast from.
