@@ -43,6 +43,8 @@ type lagged struct {
 	lag int
 }
 
+func (l lagged) Extend(y []float64) Fitted { l.y = y; return l }
+
 func (l lagged) Forecast(origin, h int) []float64 {
 	out := make([]float64, h)
 	for k := 1; k <= h; k++ {
@@ -71,6 +73,8 @@ type levelFitted struct {
 	y      []float64
 	season int
 }
+
+func (l levelFitted) Extend(y []float64) Fitted { l.y = y; return l }
 
 func (l levelFitted) Forecast(origin, h int) []float64 {
 	out := make([]float64, h)
@@ -125,6 +129,8 @@ type paths struct {
 	calib  [][]float64 // calib[i][k]: forecast k+1 steps after starts[i]
 	point  []float64   // forecast from the end
 	mae    float64     // over the calibration forecasts
+	// members are the models (fitted on all the data) whose mean this is.
+	members []Fitted
 }
 
 func forecastPaths(m Model, y []float64, season, h int) (*paths, error) {
@@ -154,6 +160,7 @@ func forecastPaths(m Model, y []float64, season, h int) (*paths, error) {
 		return nil, err
 	}
 	c.point = f.Forecast(n, h)
+	c.members = []Fitted{f}
 	for k, v := range c.point {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("%s: forecast %d steps ahead is %v", m.Name(), k+1, v)
@@ -179,6 +186,9 @@ func mean(ps []*paths) *paths {
 		calib: make([][]float64, len(ps[0].calib)), point: make([]float64, ps[0].h)}
 	for _, p := range ps[1:] {
 		c.name += "+" + p.name
+	}
+	for _, p := range ps {
+		c.members = append(c.members, p.members...)
 	}
 	c.name += ")"
 	w := 1 / float64(len(ps))
@@ -354,4 +364,71 @@ func pick(cands []*paths) *paths {
 		}
 	}
 	return best
+}
+
+// Online is Auto for a caller that forecasts at every step of a growing
+// history (a controller, a simulation): NewOnline chooses a model (or a mean
+// of models) and calibrates its quantiles, the costly part, once in a while;
+// Forecast follows each new value with the chosen models' parameters and
+// error quantiles as they were.
+type Online struct {
+	step    time.Duration
+	start   time.Time
+	y       []float64 // the values fitted on
+	h       int
+	levels  []float64
+	model   string
+	members []Fitted
+	offsets [][]float64
+	// horizon is kept for the fallback (too little history).
+	horizon time.Duration
+}
+
+// NewOnline fits and calibrates on history as Auto does.
+func NewOnline(history fleet.Series, horizon time.Duration, levels []float64) (*Online, error) {
+	if err := checkHistory(history); err != nil {
+		return nil, err
+	}
+	if len(levels) == 0 {
+		levels = defaultLevels
+	}
+	o := &Online{step: history.Step, start: history.Start, y: slices.Clone(history.Values), levels: slices.Clone(levels), horizon: horizon,
+		h: max(1, int((horizon+history.Step-1)/history.Step))}
+	var cands []*paths
+	for _, m := range DefaultModels() {
+		if c, err := forecastPaths(m, o.y, int(Day/history.Step), o.h); err == nil {
+			cands = append(cands, c)
+		}
+	}
+	if len(cands) > 0 {
+		best := pick(cands)
+		o.model, o.members, o.offsets = best.name, best.members, best.offsets(o.levels)
+	}
+	return o, nil
+}
+
+// Forecast forecasts from history, which must continue the one fitted on:
+// the same step, and its values those fitted on (some of the oldest may be
+// gone) and then newer ones. Otherwise it is an error: refit.
+func (o *Online) Forecast(history fleet.Series) (Forecast, error) {
+	if err := checkHistory(history); err != nil {
+		return Forecast{}, err
+	}
+	if o.members == nil {
+		f, err := Auto(history, o.horizon, o.levels) // falls back, and says why
+		return f, err
+	}
+	d := int(history.Start.Sub(o.start) / o.step)
+	if history.Step != o.step || d < 0 || d > len(o.y) || !history.Start.Equal(o.start.Add(time.Duration(d)*o.step)) {
+		return Forecast{}, fmt.Errorf("forecast: the history does not continue the one fitted on (step %v, start %v); refit", history.Step, history.Start)
+	}
+	y := append(o.y[:d:d], history.Values...)
+	point := make([]float64, o.h)
+	w := 1 / float64(len(o.members))
+	for _, m := range o.members {
+		for k, v := range m.Extend(y).Forecast(len(y), o.h) {
+			point[k] += w * v
+		}
+	}
+	return Forecast{Origin: history.End(), Step: o.step, Model: o.model, Levels: slices.Clone(o.levels), Values: withQuantiles(point, o.offsets)}, nil
 }

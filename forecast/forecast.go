@@ -192,81 +192,14 @@ func empiricalQuantile(xs []float64, q float64) float64 {
 	return xs[lo]*(1-w) + xs[hi]*w
 }
 
-// SeasonalLevel forecasts that demand moves from its current level the way
-// it moved during the same hours one day earlier: the value h steps ahead is
-// the last value plus the change from the step one day before the last to
-// the step one day before the target. It follows today's level (which
-// SeasonalNaive ignores) and yesterday's shape. Its quantiles are the
-// empirical quantiles, per horizon step, of the method's own errors on the
-// last three days of history (out of sample: each error is of a forecast
-// made from the history before it). With less than a day and a half of
-// history beyond the horizon it falls back to SeasonalNaive and says so in
-// Note. Values are never negative. It is FitSeasonalLevel then Forecast.
-func SeasonalLevel(history fleet.Series, horizon time.Duration, levels []float64) (Forecast, error) {
-	m, err := FitSeasonalLevel(history, horizon, levels)
-	if err != nil {
-		return Forecast{}, err
-	}
-	return m.Forecast(history)
-}
-
-// LevelModel is SeasonalLevel fitted on a history: its error quantiles per
-// horizon step. Fitting is the costly part; a caller that forecasts every
-// step may refit less often and forecast from each new history.
-type LevelModel struct {
-	step    time.Duration
-	horizon time.Duration
-	levels  []float64
-	// offsets[h][j] is the levels[j] quantile of the error h+1 steps ahead;
-	// nil when the history was too short (Forecast falls back).
-	offsets [][]float64
-}
-
-// FitSeasonalLevel fits SeasonalLevel's error quantiles on history, by
-// the calibration Predict uses.
-func FitSeasonalLevel(history fleet.Series, horizon time.Duration, levels []float64) (LevelModel, error) {
-	if err := checkHistory(history); err != nil {
-		return LevelModel{}, err
-	}
-	if len(levels) == 0 {
-		levels = defaultLevels
-	}
-	m := LevelModel{step: history.Step, horizon: horizon, levels: slices.Clone(levels)}
-	season := int(Day / history.Step)
-	steps := max(1, int((horizon+history.Step-1)/history.Step))
-	if c, err := forecastPaths(SeasonalLevelModel{}, history.Values, season, steps); err == nil {
-		m.offsets = c.offsets(m.levels)
-	}
-	// Otherwise too little history: Forecast falls back.
-	return m, nil
-}
-
-// levelPoint is SeasonalLevel's point forecast from origin o (whose value
-// is y[o]) h steps ahead.
+// levelPoint is seasonal_level's point forecast from origin o (whose value
+// is y[o]) h steps ahead: the last value plus yesterday's change over the
+// same steps.
 func levelPoint(y []float64, season, o, h int) float64 {
 	if h > season {
 		return y[o]
 	}
 	return y[o] + y[o+h-season] - y[o-season]
-}
-
-// Forecast forecasts from history (the fitted one, or a later one at the
-// same step) over the fitted horizon and levels.
-func (m LevelModel) Forecast(history fleet.Series) (Forecast, error) {
-	if err := checkHistory(history); err != nil {
-		return Forecast{}, err
-	}
-	season := int(Day / history.Step)
-	if m.offsets == nil || history.Step != m.step || len(history.Values) <= season {
-		f, err := SeasonalNaive(history, m.horizon, m.levels)
-		if err == nil && f.Note == "" {
-			f.Note = "too little history for seasonal_level; used seasonal_naive_daily"
-		}
-		return f, err
-	}
-	point := levelFitted{y: history.Values, season: season}.Forecast(len(history.Values), len(m.offsets))
-	return Forecast{Origin: history.End(), Step: history.Step, Model: "seasonal_level", Levels: slices.Clone(m.levels),
-		Values: withQuantiles(point, m.offsets)}, nil
 }
 
 // checkHistory refuses a history that cannot be forecast from.

@@ -152,71 +152,68 @@ func TestSeasonalLevelFollowsTodaysLevel(t *testing.T) {
 		}
 		return 0
 	})
-	h.Values = h.Values[:3*144+72] // noon of day four
-	level, err := SeasonalLevel(h, time.Hour, []float64{0.5, 0.9})
+	y := h.Values[:3*144+72] // noon of day four
+	p, err := Predict(SeasonalLevelModel{}, y, 144, 6, []float64{0.5, 0.9})
 	if err != nil {
 		t.Fatal(err)
 	}
-	naive, _ := SeasonalNaive(h, time.Hour, []float64{0.5, 0.9})
 	// Last value 71+40; next step: yesterday's change (71 -> 72) from there.
-	if got := level.At(0.5, level.Origin); level.Model != "seasonal_level" || math.Abs(got-112) > 1e-9 {
-		t.Fatalf("%s p50 = %v, want 112", level.Model, got)
+	if p.Model != "seasonal_level" || p.Point[0] != 112 {
+		t.Fatalf("%s point %v, want 112", p.Model, p.Point[0])
 	}
-	if got := naive.At(0.5, naive.Origin); got > 80 {
-		t.Fatalf("seasonal naive p50 = %v: it should not see today's level", got)
+	naive, _ := Predict(SeasonalNaiveModel{Days: 1}, y, 144, 6, []float64{0.5})
+	if naive.Point[0] > 80 {
+		t.Fatalf("seasonal naive point %v: it should not see today's level", naive.Point[0])
 	}
 }
 
-func TestSeasonalLevelCalibrated(t *testing.T) {
-	// A daily shape plus a random walk and noise: the 80% band, fitted on
-	// the history before each origin, should hold about 80% of outcomes.
+func TestPredictCalibrated(t *testing.T) {
+	// A daily shape plus a random walk and noise: the 80% band, calibrated
+	// on the history before each origin, should hold about 80% of outcomes.
 	rng := rand.New(rand.NewPCG(7, 7))
 	walk := 0.0
 	h := daily(30, func(int) float64 { walk += rng.NormFloat64(); return 200 + walk + 5*rng.NormFloat64() })
-	inside, total := 0, 0
-	for origin := 10 * 144; origin+6 <= len(h.Values); origin += 37 {
-		past := fleet.Series{Start: h.Start, Step: h.Step, Values: h.Values[:origin]}
-		f, err := SeasonalLevel(past, time.Hour, []float64{0.1, 0.9})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for step := range 6 {
-			v := h.Values[origin+step]
-			if v >= f.Values[0][step] && v <= f.Values[1][step] {
-				inside++
+	for _, m := range []Model{SeasonalLevelModel{}, HoltDamped{}} {
+		inside, total := 0, 0
+		for origin := 10 * 144; origin+6 <= len(h.Values); origin += 37 {
+			p, err := Predict(m, h.Values[:origin], 144, 6, []float64{0.1, 0.9})
+			if err != nil {
+				t.Fatal(err)
 			}
-			total++
+			for step := range 6 {
+				if v := h.Values[origin+step]; v >= p.Quantiles[0][step] && v <= p.Quantiles[1][step] {
+					inside++
+				}
+				total++
+			}
+		}
+		if c := float64(inside) / float64(total); c < 0.7 || c > 0.9 {
+			t.Fatalf("%s: 80%% band coverage %.2f over %d outcomes", m.Name(), c, total)
 		}
 	}
-	if c := float64(inside) / float64(total); c < 0.7 || c > 0.9 {
-		t.Fatalf("80%% band coverage %.2f over %d outcomes", c, total)
-	}
 }
 
-func TestSeasonalLevelFallsBack(t *testing.T) {
-	h := daily(1, func(int) float64 { return 0 })
-	f, err := SeasonalLevel(h, time.Hour, nil)
-	if err != nil || f.Model == "seasonal_level" {
-		t.Fatalf("model %q note %q err %v", f.Model, f.Note, err)
-	}
-	if f.Note == "" {
-		t.Fatal("a fallback must say so in Note")
-	}
-	if _, err := SeasonalLevel(fleet.Series{Step: time.Minute, Values: []float64{math.NaN()}}, time.Hour, nil); err == nil {
-		t.Fatal("NaN history: want an error")
-	}
-}
-
-func TestLevelModelRefit(t *testing.T) {
-	// A model fitted on an older history forecasts from a newer one.
-	h := daily(5, func(i int) float64 { return float64(i % 7) })
-	m, err := FitSeasonalLevel(fleet.Series{Start: h.Start, Step: h.Step, Values: h.Values[:4*144]}, time.Hour, []float64{0.5})
+func TestOnline(t *testing.T) {
+	h := structured("noise", 4)
+	past := fleet.Series{Start: h.Start, Step: h.Step, Values: h.Values[:15*144]}
+	o, err := NewOnline(past, time.Hour, []float64{0.1, 0.5, 0.9})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := m.Forecast(h)
-	if err != nil || !f.Origin.Equal(h.End()) || f.Steps() != 6 {
+	// A day later, the oldest day dropped: the same models follow on.
+	later := fleet.Series{Start: h.Start.Add(24 * time.Hour), Step: h.Step, Values: h.Values[144 : 16*144]}
+	f, err := o.Forecast(later)
+	if err != nil || !f.Origin.Equal(later.End()) || f.Steps() != 6 || f.Model == "" {
 		t.Fatalf("forecast %+v, %v", f, err)
+	}
+	// Its median tracks the cycle (sd 10 noise around 100 +- 50).
+	want := 100 + 50*math.Sin(2*math.Pi*float64((16*144)%144)/144)
+	if got := f.At(0.5, f.Origin); math.Abs(got-want) > 25 {
+		t.Fatalf("%s median %.1f, want about %.1f", f.Model, got, want)
+	}
+	// A history that does not continue the fitted one is refused.
+	if _, err := o.Forecast(fleet.Series{Start: h.Start.Add(-time.Hour), Step: h.Step, Values: h.Values}); err == nil {
+		t.Fatal("a history starting before the fitted one: want an error")
 	}
 }
 

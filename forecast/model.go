@@ -21,4 +21,9 @@ type Fitted interface {
 	// forecasts from earlier origins are out of sample for the data, which
 	// is what calibration and backtests need. origin may be at most len(y).
 	Forecast(origin, h int) []float64
+	// Extend returns the model over y, which extends the series it was
+	// fitted on (the same values, then more): the parameters stay, the
+	// state follows the new values. Fitting is the costly part; a caller
+	// that forecasts at every step refits now and then and extends between.
+	Extend(y []float64) Fitted
 }

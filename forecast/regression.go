@@ -83,7 +83,7 @@ func (Regression) Fit(y []float64, season, trainEnd int) (Fitted, error) {
 // fitted yet.
 func newRegressionFit(y []float64, season, end int) *regressionFit {
 	n := end
-	f := &regressionFit{y: y, season: season, end: end}
+	f := &regressionFit{y: y, season: season, end: end, coef: &regressionCoef{}}
 	f.daily = n >= 2*season
 	f.weekly = n >= 8*season
 	if n >= season {
@@ -144,9 +144,33 @@ type regressionFit struct {
 	sinD, cosD, sinW, cosW []float64
 	mean                   float64 // mean of the fit window, for origin 0
 
+	// coef is shared by the fit and its extensions: the same training rows
+	// give the same coefficients.
+	coef *regressionCoef
+}
+
+// regressionCoef holds the per-step coefficients, fitted on first use.
+type regressionCoef struct {
 	mu    sync.Mutex
-	steps []*regressionStep // steps[k-1], fitted on first use
+	steps []*regressionStep // steps[k-1]
 	xbuf  []float64         // design matrix scratch, guarded by mu
+}
+
+// Extend implements Fitted: the coefficients stay, the features read y
+// (which must not change afterwards). The running sums of the new values
+// are appended after f's, sharing storage where it has room.
+func (f *regressionFit) Extend(y []float64) Fitted {
+	n0 := len(f.y)
+	if len(y) <= n0 {
+		return f
+	}
+	g := *f
+	g.y = y
+	g.cum = f.cum[:n0+1]
+	for i := n0; i < len(y); i++ {
+		g.cum = append(g.cum, g.cum[i]+y[i])
+	}
+	return &g
 }
 
 // regressionStep is one horizon step's regression: forecast = c + b . x.
@@ -192,12 +216,13 @@ func (f *regressionFit) Forecast(origin, h int) []float64 {
 // fitted returns the coefficients of steps 1..h, fitting those not yet
 // fitted. The returned slice's elements are never modified afterwards.
 func (f *regressionFit) fitted(h int) []*regressionStep {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for k := len(f.steps) + 1; k <= h; k++ {
-		f.steps = append(f.steps, f.fitStep(k))
+	c := f.coef
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := len(c.steps) + 1; k <= h; k++ {
+		c.steps = append(c.steps, f.fitStep(k))
 	}
-	return f.steps[:h:h]
+	return c.steps[:h:h]
 }
 
 // features fills x with the features for target t+k known at time t
@@ -300,10 +325,10 @@ func (f *regressionFit) fitStep(k int) *regressionStep {
 	}
 
 	// Design matrix and target, centred.
-	if cap(f.xbuf) < rows*p {
-		f.xbuf = make([]float64, rows*p)
+	if cap(f.coef.xbuf) < rows*p {
+		f.coef.xbuf = make([]float64, rows*p)
 	}
-	xs := f.xbuf[:rows*p]
+	xs := f.coef.xbuf[:rows*p]
 	ys := make([]float64, rows)
 	xbar := make([]float64, p)
 	ybar := 0.0

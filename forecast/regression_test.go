@@ -130,7 +130,7 @@ func TestRegressionUsesOnlyValuesBeforeOrigin(t *testing.T) {
 				changed[i] = 1e9 * float64(i+1)
 			}
 			later := newRegressionFit(changed, season, len(changed))
-			later.steps = fit.steps // the same coefficients
+			later.coef = fit.coef // the same coefficients
 			if got := later.Forecast(origin, 36); !slices.Equal(got, want) {
 				t.Errorf("days %d origin %d: forecast changed with values after the origin\ngot  %v\nwant %v", days, origin, got, want)
 			}

@@ -220,7 +220,7 @@ type predictive struct {
 	stepTicks int
 	stepEnd   int64
 	fc        forecast.Forecast
-	model     forecast.LevelModel
+	online    *forecast.Online
 	steps     int // history steps recorded
 	statuses  []fleet.PoolStatus
 	failures  []int
@@ -290,16 +290,19 @@ func (p *predictive) tick(e *engine) error {
 		appendKeep(&p.mean, p.stepSum/float64(p.stepTicks), keep)
 		p.stepMax, p.stepSum, p.stepTicks = 0, 0, 0
 		p.stepEnd += secs(p.cfg.Forecast.Step)
-		// The forecaster's error quantiles are refitted hourly, its
-		// forecast made every step from the latest history.
-		if p.steps%max(1, int(time.Hour/p.cfg.Forecast.Step)) == 0 {
-			if m, err := forecast.FitSeasonalLevel(p.history, p.cfg.Forecast.Horizon, p.levels); err == nil {
-				p.model = m
+		// The forecaster chooses its model and calibrates it daily (as
+		// forecast.Auto does), and forecasts every step from the latest
+		// history with it.
+		if p.online == nil || p.steps%max(1, int(forecast.Day/p.cfg.Forecast.Step)) == 0 {
+			if o, err := forecast.NewOnline(p.history, p.cfg.Forecast.Horizon, p.levels); err == nil {
+				p.online = o
 			}
 		}
 		p.steps++
-		if fc, err := p.model.Forecast(p.history); err == nil {
-			p.fc = fc
+		if p.online != nil {
+			if fc, err := p.online.Forecast(p.history); err == nil {
+				p.fc = fc
+			}
 		}
 	}
 	if e.now >= p.nextBase && p.reserved >= 0 {
