@@ -370,7 +370,7 @@ func pick(cands []*paths) *paths {
 // history (a controller, a simulation): NewOnline chooses a model (or a mean
 // of models) and calibrates its quantiles, the costly part, once in a while;
 // Forecast follows each new value with the chosen models' parameters and
-// error quantiles as they were.
+// error quantiles as they were. It is not safe for concurrent use.
 type Online struct {
 	step    time.Duration
 	start   time.Time
@@ -378,7 +378,7 @@ type Online struct {
 	h       int
 	levels  []float64
 	model   string
-	members []Fitted
+	members []Fitted // the chosen models, followed to the latest history
 	offsets [][]float64
 	// horizon is kept for the fallback (too little history).
 	horizon time.Duration
@@ -425,8 +425,11 @@ func (o *Online) Forecast(history fleet.Series) (Forecast, error) {
 	y := append(o.y[:d:d], history.Values...)
 	point := make([]float64, o.h)
 	w := 1 / float64(len(o.members))
-	for _, m := range o.members {
-		for k, v := range m.Extend(y).Forecast(len(y), o.h) {
+	for i, m := range o.members {
+		// Each extension continues the last, so each step filters only the
+		// new values (Extend shares storage forward).
+		o.members[i] = m.Extend(y)
+		for k, v := range o.members[i].Forecast(len(y), o.h) {
 			point[k] += w * v
 		}
 	}

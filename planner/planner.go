@@ -36,11 +36,17 @@ type poolPlan struct {
 	candidates []candidate
 }
 
-// candidate is a ready node with what scale-in needs to know about it.
+// candidate is a ready node scale-in may remove.
 type candidate struct {
 	node *fleet.Node
 	// silentFor > 0 means the agent is silent.
 	silentFor time.Duration
+}
+
+// drainCandidate is a candidate with what scale-in needs to order it,
+// worked out only for pools scale-in reaches.
+type drainCandidate struct {
+	candidate
 	// blocker is why the node cannot be drained now; "" if it can.
 	blocker string
 	// oldestCheckpoint is the oldest "last checkpoint" among its jobs.
@@ -550,12 +556,13 @@ func (p *planner) scaleIn() {
 		if avail-keep < gpn || pp.active <= pp.spec.Min || len(pp.candidates) == 0 {
 			continue
 		}
-		for i := range pp.candidates {
-			c := &pp.candidates[i]
-			c.blocker, c.oldestCheckpoint = p.drainBlocker(c.node)
+		cands := make([]drainCandidate, len(pp.candidates))
+		for i, c := range pp.candidates {
+			cands[i].candidate = c
+			cands[i].blocker, cands[i].oldestCheckpoint = p.drainBlocker(c.node)
 		}
-		sortCandidates(pp.candidates)
-		for _, c := range pp.candidates {
+		sortCandidates(cands)
+		for _, c := range cands {
 			if avail-keep < gpn || pp.active <= pp.spec.Min {
 				break
 			}
@@ -613,8 +620,8 @@ func keepReason(src string, q float64, keep int, until time.Time) string {
 // sortCandidates orders scale-in candidates: drainable before blocked,
 // idle before busy (longest idle first), then freshest oldest checkpoint,
 // then by ID, so the order is total and the plan deterministic.
-func sortCandidates(cs []candidate) {
-	slices.SortFunc(cs, func(a, b candidate) int {
+func sortCandidates(cs []drainCandidate) {
+	slices.SortFunc(cs, func(a, b drainCandidate) int {
 		ab, bb := a.silentFor > 0 || a.blocker != "", b.silentFor > 0 || b.blocker != ""
 		if ab != bb {
 			if ab {
