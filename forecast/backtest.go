@@ -69,7 +69,7 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 	if opt.TrainDays <= 0 {
 		opt.TrainDays = 14
 	}
-	if opt.Quantile <= 0 || opt.Quantile >= 1 {
+	if !(opt.Quantile > 0 && opt.Quantile < 1) { // NaN too
 		opt.Quantile = 0.9
 	}
 	h, season := opt.Horizon, opt.Season
@@ -88,7 +88,10 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 		return BacktestReport{}, fmt.Errorf("backtest: %d steps are too few for a %.0f-day training window and %d-step horizon", len(y), opt.TrainDays, h)
 	}
 	origins := spread(first, last, opt.Origins)
-	levels, _ := Levels(0.1, opt.Quantile, 0.9)
+	levels, err := Levels(0.1, opt.Quantile, 0.9)
+	if err != nil {
+		return BacktestReport{}, err
+	}
 	lo, up := slices.Index(levels, 0.1), slices.Index(levels, opt.Quantile)
 	hi := slices.Index(levels, 0.9)
 
@@ -99,7 +102,7 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 	accs := make([]acc, len(models)+1) // the last is auto
 	rep := BacktestReport{Origins: len(origins), Picks: map[string]int{}}
 	for _, o := range origins {
-		train := y[o-ntrain : o]
+		train := y[o-ntrain : o : o] // no room to reach the targets
 		actual := y[o : o+h]
 		scale := naiveScale(train, season)
 		var cands []*paths
@@ -203,14 +206,15 @@ func naiveScale(y []float64, season int) float64 {
 }
 
 // spread returns n integers evenly spaced from first to last, rounded, each
-// once (R's unique(round(seq(first, last, length.out = n)))).
+// once: R's unique(round(seq(first, last, length.out = n))), halves to even.
 func spread(first, last, n int) []int {
 	if n <= 1 || first == last {
-		return []int{last}
+		return []int{first}
 	}
 	out := make([]int, 0, n)
+	by := float64(last-first) / float64(n-1)
 	for i := range n {
-		v := int(math.Round(float64(first) + float64(last-first)*float64(i)/float64(n-1)))
+		v := int(math.RoundToEven(float64(first) + float64(i)*by))
 		if len(out) == 0 || out[len(out)-1] != v {
 			out = append(out, v)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
@@ -29,11 +30,12 @@ func (m SeasonalNaiveModel) Name() string {
 	return fmt.Sprintf("snaive_%dd", m.Days)
 }
 
-// Fit needs a full lag of history; it has no parameters.
-func (m SeasonalNaiveModel) Fit(y []float64, season, _ int) (Fitted, error) {
+// Fit needs a full lag of history before trainEnd (so that forecasts from
+// there on look back at real values); it has no parameters.
+func (m SeasonalNaiveModel) Fit(y []float64, season, trainEnd int) (Fitted, error) {
 	lag := max(1, m.Days) * season
-	if len(y) < lag+1 {
-		return nil, fmt.Errorf("%s needs more than %d steps of history, has %d", m.Name(), lag, len(y))
+	if min(trainEnd, len(y)) < lag {
+		return nil, fmt.Errorf("%s needs %d steps of history before its first forecast, has %d", m.Name(), lag, min(trainEnd, len(y)))
 	}
 	return lagged{y: y, lag: lag}, nil
 }
@@ -54,8 +56,9 @@ func (l lagged) Forecast(origin, h int) []float64 {
 	return out
 }
 
-// SeasonalLevelModel is SeasonalLevel's point forecast as a Model: the last
-// value plus yesterday's change over the same steps.
+// SeasonalLevelModel forecasts that demand moves from its current level the
+// way it moved during the same hours a day earlier: the last value plus
+// yesterday's change over the same steps.
 type SeasonalLevelModel struct{}
 
 // Name is "seasonal_level".
@@ -138,7 +141,7 @@ func forecastPaths(m Model, y []float64, season, h int) (*paths, error) {
 		return nil, fmt.Errorf("forecast: horizon of %d steps", h)
 	}
 	n := len(y)
-	origins := min(calibrationDays*season, n-h-max(season, 1))
+	origins := min(max(calibrationDays*season, 24), n-h-max(season, 1))
 	if origins < 12 {
 		return nil, fmt.Errorf("%s: too little history (%d steps) to calibrate %d-step forecasts", m.Name(), n, h)
 	}
@@ -156,7 +159,12 @@ func forecastPaths(m Model, y []float64, season, h int) (*paths, error) {
 		c.starts = append(c.starts, o)
 		c.calib = append(c.calib, f.Forecast(o, h))
 	}
-	if f, err = m.Fit(y, season, n); err != nil {
+	if r, ok := m.(refitter); ok {
+		f, err = r.refit(f, y, season, n)
+	} else {
+		f, err = m.Fit(y, season, n)
+	}
+	if err != nil {
 		return nil, err
 	}
 	c.point = f.Forecast(n, h)
@@ -180,13 +188,22 @@ func (c *paths) calibrationMAE() float64 {
 	return sum / float64(len(c.starts)*c.h)
 }
 
+// refitter is a Model whose final fit must keep the shape (the features)
+// of its calibration fit, so that the model calibrated is the one that
+// forecasts.
+type refitter interface {
+	refit(like Fitted, y []float64, season, trainEnd int) (Fitted, error)
+}
+
 // mean is the combination of several models' paths: their average.
 func mean(ps []*paths) *paths {
-	c := &paths{name: "mean(" + ps[0].name, y: ps[0].y, h: ps[0].h, starts: ps[0].starts,
-		calib: make([][]float64, len(ps[0].calib)), point: make([]float64, ps[0].h)}
-	for _, p := range ps[1:] {
-		c.name += "+" + p.name
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.name
 	}
+	slices.Sort(names)
+	c := &paths{name: "mean(" + strings.Join(names, "+"), y: ps[0].y, h: ps[0].h, starts: ps[0].starts,
+		calib: make([][]float64, len(ps[0].calib)), point: make([]float64, ps[0].h)}
 	for _, p := range ps {
 		c.members = append(c.members, p.members...)
 	}
@@ -407,6 +424,10 @@ func NewOnline(history fleet.Series, horizon time.Duration, levels []float64) (*
 	return o, nil
 }
 
+// Model names the chosen model; "" when the history was too short to
+// choose (Forecast then falls back as Auto does, at Auto's cost).
+func (o *Online) Model() string { return o.model }
+
 // Forecast forecasts from history, which must continue the one fitted on:
 // the same step, and its values those fitted on (some of the oldest may be
 // gone) and then newer ones. Otherwise it is an error: refit.
@@ -426,8 +447,8 @@ func (o *Online) Forecast(history fleet.Series) (Forecast, error) {
 	point := make([]float64, o.h)
 	w := 1 / float64(len(o.members))
 	for i, m := range o.members {
-		// Each extension continues the last, so each step filters only the
-		// new values (Extend shares storage forward).
+		// Each extension continues the last: only the new values are
+		// filtered.
 		o.members[i] = m.Extend(y)
 		for k, v := range o.members[i].Forecast(len(y), o.h) {
 			point[k] += w * v

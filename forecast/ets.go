@@ -252,22 +252,18 @@ func filterETS(y []float64, m int, p etsParams) *ETSFit {
 }
 
 // Extend implements Fitted: the parameters stay, the filter runs on over
-// the new values of y. The new states are appended after f's (sharing
-// storage where it has room, which f never reads), so extending the same
-// fit again and again costs only the new values; an earlier extension then
-// sees the later one's states, which agree as long as each y extends the
-// one before (as Extend requires).
+// the new values of y, into new storage (extensions may branch).
 func (f *ETSFit) Extend(y []float64) Fitted {
 	n0 := len(f.level) - 1 // values filtered so far
 	if len(y) <= n0 {
 		return f
 	}
 	g := *f
-	g.level = append(f.level, make([]float64, len(y)-n0)...)
-	g.trend = append(f.trend, make([]float64, len(y)-n0)...)
+	g.level = append(f.level[:n0+1:n0+1], make([]float64, len(y)-n0)...)
+	g.trend = append(f.trend[:n0+1:n0+1], make([]float64, len(y)-n0)...)
 	m := f.Season
 	if m > 0 {
-		g.seas = append(f.seas, make([]float64, len(y)-n0)...)
+		g.seas = append(f.seas[:len(f.seas):len(f.seas)], make([]float64, len(y)-n0)...)
 	}
 	l, b := f.level[n0], f.trend[n0]
 	for t := n0; t < len(y); t++ {

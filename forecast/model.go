@@ -2,7 +2,7 @@ package forecast
 
 // Model is a point-forecasting method. Quantiles are added around any
 // model's point forecasts by calibration on its own out-of-sample errors
-// (see Calibrated), so a model only needs to forecast the mean path.
+// (see Predict), so a model only needs to forecast the mean path.
 type Model interface {
 	// Name identifies the model in reports, e.g. "ets".
 	Name() string

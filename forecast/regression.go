@@ -75,15 +75,32 @@ func (Regression) Fit(y []float64, season, trainEnd int) (Fitted, error) {
 			return nil, fmt.Errorf("forecast: history value %d is %v", i, v)
 		}
 	}
-	return newRegressionFit(slices.Clone(y), season, min(max(trainEnd, regressionMinHistory), len(y))), nil
+	end := min(max(trainEnd, regressionMinHistory), len(y))
+	return newRegressionFit(slices.Clone(y), season, end, end), nil
 }
 
-// newRegressionFit lays out the features for a training history of end
-// steps and keeps y (which it does not copy) for Forecast; nothing is
-// fitted yet.
-func newRegressionFit(y []float64, season, end int) *regressionFit {
-	n := end
-	f := &regressionFit{y: y, season: season, end: end, coef: &regressionCoef{}}
+// refit fits again on y[:trainEnd] with the feature layout of like (a fit
+// of the same model on less data), so that the model calibrated and the
+// model that forecasts are the same one.
+func (m Regression) refit(like Fitted, y []float64, season, trainEnd int) (Fitted, error) {
+	f, err := m.Fit(y, season, trainEnd)
+	if err != nil {
+		return nil, err
+	}
+	prev, ok := like.(*regressionFit)
+	if !ok {
+		return f, nil
+	}
+	g := f.(*regressionFit)
+	return newRegressionFit(g.y, season, g.end, prev.layout), nil
+}
+
+// newRegressionFit lays out the features for a training history of layout
+// steps, to be fitted on targets in y[:end], and keeps y (which it does not
+// copy) for Forecast; nothing is fitted yet.
+func newRegressionFit(y []float64, season, end, layout int) *regressionFit {
+	n := layout
+	f := &regressionFit{y: y, season: season, end: end, layout: layout, coef: &regressionCoef{}}
 	f.daily = n >= 2*season
 	f.weekly = n >= 8*season
 	if n >= season {
@@ -109,7 +126,7 @@ func newRegressionFit(y []float64, season, end int) *regressionFit {
 	if f.kw > 0 {
 		f.sinW, f.cosW = regressionSincos(7 * season)
 	}
-	f.mean = regressionMean(y[n-min(n, f.window()):])
+	f.mean = regressionMean(y[end-min(end, f.window()) : end])
 	return f
 }
 
@@ -134,6 +151,7 @@ func regressionMean(xs []float64) float64 {
 type regressionFit struct {
 	y      []float64 // the history, copied
 	end    int       // the steps are fitted on targets in y[:end]
+	layout int       // the features are those a history of this length allows
 	cum    []float64 // cum[i] is the sum of y[:i]
 	season int
 	daily  bool // the one-day level and one-day-before-target features are used
@@ -157,8 +175,8 @@ type regressionCoef struct {
 }
 
 // Extend implements Fitted: the coefficients stay, the features read y
-// (which must not change afterwards). The running sums of the new values
-// are appended after f's, sharing storage where it has room.
+// (which must not change afterwards), with the running sums of the new
+// values appended in new storage (extensions may branch).
 func (f *regressionFit) Extend(y []float64) Fitted {
 	n0 := len(f.y)
 	if len(y) <= n0 {
@@ -166,7 +184,7 @@ func (f *regressionFit) Extend(y []float64) Fitted {
 	}
 	g := *f
 	g.y = y
-	g.cum = f.cum[:n0+1]
+	g.cum = f.cum[: n0+1 : n0+1]
 	for i := n0; i < len(y); i++ {
 		g.cum = append(g.cum, g.cum[i]+y[i])
 	}

@@ -129,7 +129,7 @@ func TestRegressionUsesOnlyValuesBeforeOrigin(t *testing.T) {
 			for i := origin; i < n; i++ {
 				changed[i] = 1e9 * float64(i+1)
 			}
-			later := newRegressionFit(changed, season, len(changed))
+			later := newRegressionFit(changed, season, len(changed), len(changed))
 			later.coef = fit.coef // the same coefficients
 			if got := later.Forecast(origin, 36); !slices.Equal(got, want) {
 				t.Errorf("days %d origin %d: forecast changed with values after the origin\ngot  %v\nwant %v", days, origin, got, want)

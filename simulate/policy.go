@@ -293,7 +293,7 @@ func (p *predictive) tick(e *engine) error {
 		// The forecaster chooses its model and calibrates it daily (as
 		// forecast.Auto does), and forecasts every step from the latest
 		// history with it.
-		if p.online == nil || p.steps%max(1, int(forecast.Day/p.cfg.Forecast.Step)) == 0 {
+		if p.online == nil || p.online.Model() == "" || p.steps%max(1, int(forecast.Day/p.cfg.Forecast.Step)) == 0 {
 			if o, err := forecast.NewOnline(p.history, p.cfg.Forecast.Horizon, p.levels); err == nil {
 				p.online = o
 			}
