@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -397,5 +398,38 @@ func BenchmarkAuto90d1m(b *testing.B) {
 		if _, err := Auto(h, time.Hour, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestExtendBranches: extensions of one fit with different new values do
+// not disturb each other.
+func TestExtendBranches(t *testing.T) {
+	base := structured("noise", 6).Values
+	for _, m := range []Model{HoltDamped{}, ETS{}, Regression{}, SeasonalLevelModel{}} {
+		f, err := m.Fit(base[:15*144], 144, 15*144)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ya := append(slices.Clone(base[:15*144]), 100, 110)
+		yb := append(slices.Clone(base[:15*144]), 900, 990)
+		ga := f.Extend(ya)
+		want := ga.Forecast(len(ya), 6)
+		gb := f.Extend(yb)
+		_ = gb.Forecast(len(yb), 6)
+		if got := ga.Forecast(len(ya), 6); !slices.Equal(got, want) {
+			t.Fatalf("%s: extending the same fit again changed an earlier extension: %v, then %v", m.Name(), want, got)
+		}
+	}
+}
+
+func TestShortHistoryRefusals(t *testing.T) {
+	y := structured("noise", 7).Values[:8*144+50]
+	// Eight days and a bit: a weekly lag before the calibration origins
+	// would look back past the start.
+	if _, err := Predict(SeasonalNaiveModel{Days: 7}, y, 144, 6, []float64{0.5}); err == nil {
+		t.Fatal("snaive_weekly without a week before its first forecast: want an error")
+	}
+	if _, err := Backtest(structured("noise", 7).Values, DefaultModels(), BacktestOptions{Season: 144, Horizon: 6, Quantile: math.NaN(), Origins: 3}); err != nil {
+		t.Fatalf("a NaN quantile takes the default: %v", err)
 	}
 }
