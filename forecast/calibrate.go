@@ -127,6 +127,7 @@ func Predict(m Model, y []float64, season, h int, levels []float64) (Prediction,
 type paths struct {
 	name   string
 	y      []float64
+	season int
 	h      int
 	starts []int       // calibration origins
 	calib  [][]float64 // calib[i][k]: forecast k+1 steps after starts[i]
@@ -151,7 +152,7 @@ func forecastPaths(m Model, y []float64, season, h int) (*paths, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &paths{name: m.Name(), y: y, h: h}
+	c := &paths{name: m.Name(), y: y, season: max(season, 1), h: h}
 	// At most maxCalibration origins, evenly strided over the window (a
 	// 1-minute series has 4,320 steps in three days).
 	stride := (origins + maxCalibration - 1) / maxCalibration
@@ -202,7 +203,7 @@ func mean(ps []*paths) *paths {
 		names[i] = p.name
 	}
 	slices.Sort(names)
-	c := &paths{name: "mean(" + strings.Join(names, "+"), y: ps[0].y, h: ps[0].h, starts: ps[0].starts,
+	c := &paths{name: "mean(" + strings.Join(names, "+"), y: ps[0].y, season: ps[0].season, h: ps[0].h, starts: ps[0].starts,
 		calib: make([][]float64, len(ps[0].calib)), point: make([]float64, ps[0].h)}
 	for _, p := range ps {
 		c.members = append(c.members, p.members...)
@@ -237,18 +238,36 @@ func (c *paths) predict(levels []float64) (Prediction, error) {
 }
 
 // offsets returns, per horizon step k, the levels' empirical quantiles of
-// the calibration errors k+1 steps ahead: offsets[k][j] for levels[j].
+// the calibration errors k+1 steps ahead (offsets[k][j] for levels[j]),
+// each error weighted by its recency with a half-life of a day, so the bands
+// follow a change of regime within days rather than averaging over it.
 func (c *paths) offsets(levels []float64) [][]float64 {
 	out := make([][]float64, c.h)
-	errs := make([]float64, len(c.starts))
+	type werr struct{ e, w float64 }
+	errs := make([]werr, len(c.starts))
+	last := c.starts[len(c.starts)-1]
 	for k := range c.h {
+		total := 0.0
 		for i, o := range c.starts {
-			errs[i] = c.y[o+k] - c.calib[i][k]
+			w := math.Exp2(-float64(last-o) / float64(c.season))
+			errs[i] = werr{c.y[o+k] - c.calib[i][k], w}
+			total += w
 		}
-		slices.Sort(errs)
+		slices.SortFunc(errs, func(a, b werr) int { return cmp.Compare(a.e, b.e) })
 		out[k] = make([]float64, len(levels))
 		for j, q := range levels {
-			out[k][j] = empiricalQuantile(errs, q)
+			// The weighted quantile: the first error whose cumulative
+			// weight reaches q of the total.
+			acc := 0.0
+			v := errs[len(errs)-1].e
+			for _, x := range errs {
+				acc += x.w
+				if acc >= q*total {
+					v = x.e
+					break
+				}
+			}
+			out[k][j] = v
 		}
 	}
 	return out
