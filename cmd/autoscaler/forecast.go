@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -21,12 +20,15 @@ func runForecast(e *env, args []string) int {
 	valueCol := fs.String("value-column", "", "the value column, or columns to sum as a+b")
 	scale := fs.Float64("scale", 1, "multiply values by this")
 	skipBad := fs.Bool("skip-bad-rows", false, "skip rows that do not parse, and count them, instead of failing")
-	stepFlag := fs.String("step", "", "resample to this step (default: the series' own median step)")
-	horizonFlag := fs.String("horizon", "1h", "how far ahead to forecast")
+	stepFlag := durationFlag{positive: true}
+	horizonFlag := durationFlag{d: time.Hour, positive: true}
+	trainFlag := durationFlag{d: 14 * forecast.Day, positive: true}
+	fs.Var(&stepFlag, "step", "resample to this step (default: the series' own median step)")
+	fs.Var(&horizonFlag, "horizon", "how far ahead to forecast")
 	quantile := fs.Float64("quantile", 0.9, "the quantile for the pinball loss and the forecast's upper line")
 	backtest := fs.Bool("backtest", false, "score every model by rolling-origin backtest instead of forecasting from the end")
 	origins := fs.Int("origins", 30, "backtest origins")
-	trainFlag := fs.String("train", "14d", "backtest training window")
+	fs.Var(&trainFlag, "train", "backtest training window")
 	asJSON := fs.Bool("json", false, "print JSON")
 	plotPath := fs.String("plot", "", "draw history, forecast and 80% band to this file (.svg, .png or .pdf)")
 	log, code, ok := setup(e, fs, args)
@@ -41,21 +43,7 @@ func runForecast(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "forecast: -quantile %v: want a number in (0, 1)\n", *quantile)
 		return exitUsage
 	}
-	var step, horizon, train time.Duration
-	for _, d := range []struct {
-		flag, value string
-		dst         *time.Duration
-	}{{"-step", *stepFlag, &step}, {"-horizon", *horizonFlag, &horizon}, {"-train", *trainFlag, &train}} {
-		if d.value == "" {
-			continue
-		}
-		v, err := config.ParseDuration(d.value)
-		if err != nil || v <= 0 {
-			fmt.Fprintf(e.stderr, "forecast: %s %q: want a positive duration such as 10m, 1h or 14d\n", d.flag, d.value)
-			return exitUsage
-		}
-		*d.dst = v
-	}
+	step, horizon, train := stepFlag.d, horizonFlag.d, trainFlag.d
 
 	raw, err := trace.OpenSeries(*path, trace.Options{ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad})
 	if err != nil {

@@ -16,8 +16,11 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -112,6 +115,30 @@ func setup(e *env, fs *flag.FlagSet, args []string) (log hclog.Logger, code int,
 		JSONFormat: *asJSON,
 		Output:     e.stderr,
 	}), exitOK, true
+}
+
+// durationFlag is a flag holding a duration in the config's syntax
+// ("90s", "10m", "14d"), never negative, and positive when it must be.
+type durationFlag struct {
+	d        time.Duration
+	positive bool
+}
+
+func (f *durationFlag) String() string {
+	if f == nil || f.d == 0 {
+		return ""
+	}
+	return config.FormatDuration(f.d)
+}
+
+func (f *durationFlag) Set(s string) error {
+	d, err := config.ParseDuration(s)
+	switch {
+	case err != nil, d < 0, f.positive && d == 0:
+		return fmt.Errorf("want a duration such as 10m, 1h30m or 14d")
+	}
+	f.d = d
+	return nil
 }
 
 func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/simulate"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -22,14 +21,15 @@ func runSimulate(e *env, args []string) int {
 	valueCol := fs.String("value-column", "", "series: the value column, or columns to sum as a+b")
 	scale := fs.Float64("scale", 1, "series: multiply values by this (e.g. requests/s to GPUs)")
 	skipBad := fs.Bool("skip-bad-rows", false, "skip rows that do not parse, and count them, instead of failing")
-	from := fs.String("from", "", "start the window this long after the trace start, e.g. 40d")
+	var from, interval, ckpt, spotNotice durationFlag
+	fs.Var(&from, "from", "start the window this long after the trace start, e.g. 40d")
 	days := fs.Float64("days", 0, "window length in days (default: to the end)")
 	seed := fs.Int64("seed", 1, "random seed (capacity errors)")
 	policies := fs.String("policies", "", "comma-separated policies to run (default: "+strings.Join(simulate.Policies, ",")+")")
-	interval := fs.String("interval", "", "control interval of the reactive and predictive policies (default: controller.interval)")
-	ckpt := fs.String("checkpoint-interval", "", "how often jobs checkpoint, unless the trace says (default: simulate.checkpoint_interval, 30m)")
+	fs.Var(&interval, "interval", "control interval of the reactive and predictive policies (default: controller.interval)")
+	fs.Var(&ckpt, "checkpoint-interval", "how often jobs checkpoint, unless the trace says (default: simulate.checkpoint_interval, 30m)")
 	spotRate := fs.Float64("spot-interruptions", -1, "rate at which the cloud reclaims each spot node, per node-hour, e.g. 0.05 (default: simulate.spot_interruptions_per_hour, 0)")
-	spotNotice := fs.String("spot-notice", "", "warning the cloud gives before reclaiming a spot node (default: simulate.spot_notice, 2m)")
+	fs.Var(&spotNotice, "spot-notice", "warning the cloud gives before reclaiming a spot node (default: simulate.spot_notice, 2m)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	plotPath := fs.String("plot", "", "draw demand and each policy's capacity over time to this file (.svg, .png or .pdf)")
 	log, code, ok := setup(e, fs, args)
@@ -40,26 +40,13 @@ func runSimulate(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "simulate: -trace FILE is required")
 		return exitUsage
 	}
-	opt := simulate.Options{Seed: *seed, SpotInterruptionsPerHour: *spotRate}
+	opt := simulate.Options{Seed: *seed, SpotInterruptionsPerHour: *spotRate,
+		Interval: interval.d, CheckpointInterval: ckpt.d, SpotNotice: spotNotice.d}
 	if *spotRate < 0 && *spotRate != -1 {
 		fmt.Fprintf(e.stderr, "simulate: -spot-interruptions %v: want a rate >= 0\n", *spotRate)
 		return exitUsage
 	}
-	topt := trace.Options{Format: *format, ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Days: *days}
-	for _, d := range []struct {
-		flag, value string
-		dst         *time.Duration
-	}{{"-from", *from, &topt.From}, {"-interval", *interval, &opt.Interval}, {"-checkpoint-interval", *ckpt, &opt.CheckpointInterval}, {"-spot-notice", *spotNotice, &opt.SpotNotice}} {
-		if d.value == "" {
-			continue
-		}
-		v, err := config.ParseDuration(d.value)
-		if err != nil || v < 0 {
-			fmt.Fprintf(e.stderr, "simulate: %s %q: want a duration such as 40d, 10m or 1h30m\n", d.flag, d.value)
-			return exitUsage
-		}
-		*d.dst = v
-	}
+	topt := trace.Options{Format: *format, ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Days: *days, From: from.d}
 	if *policies != "" {
 		opt.Policies = strings.Split(*policies, ",")
 	}

@@ -95,7 +95,7 @@ func TestSimulateErrors(t *testing.T) {
 	}{
 		{"no trace", []string{"simulate", "-config", localConfig}, 2, "-trace FILE is required"},
 		{"bad row", []string{"simulate", "-config", localConfig, "-trace", bad}, 1, "bad.csv:6: gpus"},
-		{"bad duration flag", []string{"simulate", "-config", localConfig, "-trace", bad, "-from", "soon"}, 2, `-from "soon"`},
+		{"bad duration flag", []string{"simulate", "-config", localConfig, "-trace", bad, "-from", "soon"}, 2, `invalid value "soon" for flag -from: want a duration`},
 		{"unknown policy", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-policies", "psychic"}, 1, `unknown policy "psychic"`},
 		{"bad plot", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-plot", "x.txt"}, 1, `unsupported extension ".txt"`},
 		{"job too wide", []string{"simulate", "-config", localConfig, "-trace", wide}, 1, "job 2 needs 9000 GPUs, more than the 4000 the pools can hold"},
