@@ -27,12 +27,13 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-## fuzz: the parsers' fuzzers (config, state snapshots, traces, series), FUZZTIME each
+## fuzz: the parsers' fuzzers (config, state snapshots, traces, series, agent reports), FUZZTIME each
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzParseState$$' -fuzztime $(FUZZTIME) ./fleet
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz '^FuzzReadSeries$$' -fuzztime $(FUZZTIME) ./trace
+	$(GO) test -run '^$$' -fuzz '^FuzzReceiver$$' -fuzztime $(FUZZTIME) ./agent/report
 
 clean:
 	rm -rf bin

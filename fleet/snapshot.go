@@ -14,15 +14,25 @@ import (
 // config: see State.Validate.
 func ParseState(src []byte) (State, error) {
 	var st State
-	dec := json.NewDecoder(bytes.NewReader(src))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
-		return State{}, decodeError(src, dec, err)
-	}
-	if dec.More() {
-		return State{}, at(src, dec.InputOffset(), errors.New("unexpected data after the JSON object"))
+	if err := DecodeJSON(src, &st); err != nil {
+		return State{}, err
 	}
 	return st, nil
+}
+
+// DecodeJSON decodes one JSON value from src into v strictly: unknown
+// fields and trailing data are errors, and every error names the line and
+// column (and, for a value of the wrong type, the field).
+func DecodeJSON(src []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(src))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(src, dec, err)
+	}
+	if dec.More() {
+		return at(src, dec.InputOffset(), errors.New("unexpected data after the JSON object"))
+	}
+	return nil
 }
 
 // decodeError places a JSON decoding error at the byte that caused it.

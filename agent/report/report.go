@@ -1,0 +1,232 @@
+// Package report is the wire format between the in-instance agent and the
+// controller, and the controller's receiver for it: an http.Handler that
+// authenticates each agent with a per-node token, limits and validates
+// every report, and answers with any drain the controller wants.
+//
+// An agent may report only about its own node (DESIGN.md rule 11): its
+// token is derived from the node's name, so a token for one node is refused
+// for another with 403. Drain and cordon state belong to the controller:
+// the agent reports how a drain it was asked for is going, and the
+// controller decides.
+package report
+
+import (
+	"fmt"
+	"time"
+)
+
+// Report is what an agent sends about its node.
+type Report struct {
+	// Node is the node's name (the cloud's instance ID); it must match the
+	// URL and the token.
+	Node string `json:"node"`
+	// SentAt is when the agent made the report, by its clock.
+	SentAt time.Time `json:"sent_at"`
+	// Healthy is false when the agent could not read its GPUs.
+	Healthy bool  `json:"healthy"`
+	GPUs    []GPU `json:"gpus"`
+	Jobs    []Job `json:"jobs"`
+	// Unknown are GPU processes no job claims: work of unknown worth,
+	// never idleness.
+	Unknown []Process `json:"unknown,omitempty"`
+	// Drain is how a drain the controller asked for is going.
+	Drain DrainStatus `json:"drain"`
+}
+
+// GPU is one GPU's occupancy, as NVML reads it.
+type GPU struct {
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
+	Name  string `json:"name"`
+	// MemoryTotal and MemoryUsed are in bytes.
+	MemoryTotal uint64 `json:"memory_total"`
+	MemoryUsed  uint64 `json:"memory_used"`
+	// UtilGPU and UtilMemory are percentages, 0-100.
+	UtilGPU    int       `json:"util_gpu"`
+	UtilMemory int       `json:"util_memory"`
+	Processes  []Process `json:"processes,omitempty"`
+	// MIG is set when MIG mode is enabled; Instances counts its GPU instances.
+	MIG       bool `json:"mig,omitempty"`
+	Instances int  `json:"mig_instances,omitempty"`
+}
+
+// Process is a compute process on a GPU.
+type Process struct {
+	PID int `json:"pid"`
+	// GPU is the index of the GPU the process runs on.
+	GPU int `json:"gpu"`
+	// UsedMemory is in bytes.
+	UsedMemory uint64 `json:"used_memory"`
+}
+
+// Job is a job registered with the agent.
+type Job struct {
+	ID string `json:"id"`
+	// GPUs are the indexes of the GPUs the job holds.
+	GPUs []int `json:"gpus"`
+	PIDs []int `json:"pids,omitempty"`
+	// Start is when the job registered; LastCheckpoint when it last
+	// reported a checkpoint (zero: never).
+	Start          time.Time `json:"start"`
+	LastCheckpoint time.Time `json:"last_checkpoint,omitzero"`
+	// LongRunning is set once the job is older than drain.long_running_after.
+	LongRunning bool `json:"long_running,omitempty"`
+}
+
+// DrainState is where a drain is, as the agent sees it.
+type DrainState string
+
+// The drain states an agent reports.
+const (
+	// NotDraining: no drain was asked for.
+	NotDraining DrainState = "none"
+	// Draining: the jobs were asked to checkpoint; some have not yet.
+	Draining DrainState = "draining"
+	// SafeToTerminate: every long-running job checkpointed after the drain
+	// began, or exited.
+	SafeToTerminate DrainState = "safe"
+	// DrainFailed: the drain timed out; the agent cleared its marker.
+	DrainFailed DrainState = "failed"
+)
+
+// DrainStatus is the agent's side of a drain.
+type DrainStatus struct {
+	State DrainState `json:"state"`
+	// ID is the drain request the status is about.
+	ID string `json:"id,omitempty"`
+	// Waiting names the jobs that have not checkpointed since the drain began.
+	Waiting []string `json:"waiting,omitempty"`
+}
+
+// Answer is the controller's reply to a report.
+type Answer struct {
+	// Drain, when set, asks the agent to drain (or keep draining).
+	Drain *DrainRequest `json:"drain,omitempty"`
+}
+
+// DrainRequest asks an agent to drain its node.
+type DrainRequest struct {
+	ID string `json:"id"`
+	// Since is when the controller decided the drain.
+	Since time.Time `json:"since"`
+	// Deadline is when the drain times out.
+	Deadline time.Time `json:"deadline"`
+	// Signal is sent to each long-running job's processes, e.g. SIGUSR1.
+	Signal string `json:"signal"`
+}
+
+// Limits bound what a report may hold.
+const (
+	maxGPUs      = 64
+	maxJobs      = 4096
+	maxProcesses = 4096
+	maxIDLen     = 256
+)
+
+// Validate checks every field of a report and returns the first problem,
+// naming the field. now and skew bound the report's times: none may be
+// more than skew after now (a clock far ahead is a bad report).
+func (r *Report) Validate(now time.Time, skew time.Duration) error {
+	future := now.Add(skew)
+	switch {
+	case r.Node == "" || len(r.Node) > maxIDLen:
+		return fmt.Errorf("node: want a name of 1-%d characters", maxIDLen)
+	case r.SentAt.IsZero():
+		return fmt.Errorf("sent_at: missing")
+	case r.SentAt.After(future):
+		return fmt.Errorf("sent_at: %s is in the future (more than %v ahead of the controller's clock)", r.SentAt.Format(time.RFC3339), skew)
+	case len(r.GPUs) > maxGPUs:
+		return fmt.Errorf("gpus: %d GPUs, at most %d", len(r.GPUs), maxGPUs)
+	case len(r.Jobs) > maxJobs:
+		return fmt.Errorf("jobs: %d jobs, at most %d", len(r.Jobs), maxJobs)
+	case len(r.Unknown) > maxProcesses:
+		return fmt.Errorf("unknown: %d processes, at most %d", len(r.Unknown), maxProcesses)
+	}
+	gpus := make(map[int]bool, len(r.GPUs))
+	for i := range r.GPUs {
+		g := &r.GPUs[i]
+		switch {
+		case g.Index < 0 || g.Index >= maxGPUs:
+			return fmt.Errorf("gpus[%d].index: %d, want 0-%d", i, g.Index, maxGPUs-1)
+		case gpus[g.Index]:
+			return fmt.Errorf("gpus[%d].index: GPU %d reported twice", i, g.Index)
+		case g.MemoryUsed > g.MemoryTotal:
+			return fmt.Errorf("gpus[%d].memory_used: %d is more than memory_total %d", i, g.MemoryUsed, g.MemoryTotal)
+		case g.UtilGPU < 0 || g.UtilGPU > 100:
+			return fmt.Errorf("gpus[%d].util_gpu: %d, want 0-100", i, g.UtilGPU)
+		case g.UtilMemory < 0 || g.UtilMemory > 100:
+			return fmt.Errorf("gpus[%d].util_memory: %d, want 0-100", i, g.UtilMemory)
+		case len(g.Processes) > maxProcesses:
+			return fmt.Errorf("gpus[%d].processes: %d processes, at most %d", i, len(g.Processes), maxProcesses)
+		case g.Instances < 0 || (!g.MIG && g.Instances > 0):
+			return fmt.Errorf("gpus[%d].mig_instances: %d with mig %v", i, g.Instances, g.MIG)
+		}
+		gpus[g.Index] = true
+		for j, p := range g.Processes {
+			if err := p.check(gpus, g.Index); err != nil {
+				return fmt.Errorf("gpus[%d].processes[%d].%w", i, j, err)
+			}
+		}
+	}
+	for j, p := range r.Unknown {
+		if err := p.check(gpus, -1); err != nil {
+			return fmt.Errorf("unknown[%d].%w", j, err)
+		}
+	}
+	ids := make(map[string]bool, len(r.Jobs))
+	for i := range r.Jobs {
+		j := &r.Jobs[i]
+		switch {
+		case j.ID == "" || len(j.ID) > maxIDLen:
+			return fmt.Errorf("jobs[%d].id: want a name of 1-%d characters", i, maxIDLen)
+		case ids[j.ID]:
+			return fmt.Errorf("jobs[%d].id: job %q reported twice", i, j.ID)
+		case j.Start.IsZero() || j.Start.After(future):
+			return fmt.Errorf("jobs[%d].start: %s, want a time not after now", i, j.Start.Format(time.RFC3339))
+		case j.LastCheckpoint.After(future):
+			return fmt.Errorf("jobs[%d].last_checkpoint: %s is in the future", i, j.LastCheckpoint.Format(time.RFC3339))
+		case len(j.PIDs) > maxProcesses:
+			return fmt.Errorf("jobs[%d].pids: %d PIDs, at most %d", i, len(j.PIDs), maxProcesses)
+		}
+		ids[j.ID] = true
+		for k, g := range j.GPUs {
+			if !gpus[g] && r.Healthy {
+				return fmt.Errorf("jobs[%d].gpus[%d]: GPU %d is not among the reported GPUs", i, k, g)
+			}
+		}
+		for k, pid := range j.PIDs {
+			if pid <= 0 {
+				return fmt.Errorf("jobs[%d].pids[%d]: %d, want a process ID above 0", i, k, pid)
+			}
+		}
+	}
+	switch r.Drain.State {
+	case NotDraining, "":
+	case Draining, SafeToTerminate, DrainFailed:
+		if r.Drain.ID == "" {
+			return fmt.Errorf("drain.id: missing for drain state %q", r.Drain.State)
+		}
+	default:
+		return fmt.Errorf("drain.state: %q, want none, draining, safe or failed", r.Drain.State)
+	}
+	for k, w := range r.Drain.Waiting {
+		if !ids[w] {
+			return fmt.Errorf("drain.waiting[%d]: job %q is not among the reported jobs", k, w)
+		}
+	}
+	return nil
+}
+
+// check validates a process; gpu is the GPU it was listed under (-1 for
+// the unknown list, where its own GPU field must name a reported GPU).
+func (p Process) check(gpus map[int]bool, gpu int) error {
+	switch {
+	case p.PID <= 0:
+		return fmt.Errorf("pid: %d, want a process ID above 0", p.PID)
+	case gpu >= 0 && p.GPU != gpu:
+		return fmt.Errorf("gpu: %d, but listed under GPU %d", p.GPU, gpu)
+	case gpu < 0 && !gpus[p.GPU]:
+		return fmt.Errorf("gpu: GPU %d is not among the reported GPUs", p.GPU)
+	}
+	return nil
+}
