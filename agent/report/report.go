@@ -22,7 +22,8 @@ type Report struct {
 	Node string `json:"node"`
 	// SentAt is when the agent made the report, by its clock.
 	SentAt time.Time `json:"sent_at"`
-	// Healthy is false when the agent could not read its GPUs.
+	// Healthy is true when the agent read its GPUs; false when it could not
+	// (or runs without GPU data), and then GPUs is empty.
 	Healthy bool  `json:"healthy"`
 	GPUs    []GPU `json:"gpus"`
 	Jobs    []Job `json:"jobs"`

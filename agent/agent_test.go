@@ -1,0 +1,216 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+)
+
+// TestMain doubles as a training job when FLEETCAST_TEST_JOB is set
+// ("SOCKET ID MODE"): it registers itself with the agent and, on SIGUSR1,
+// writes a checkpoint file and tells the agent (MODE "checkpoint"), or
+// ignores the request (MODE "stubborn").
+func TestMain(m *testing.M) {
+	if spec := os.Getenv("FLEETCAST_TEST_JOB"); spec != "" {
+		os.Exit(runJob(strings.Fields(spec)))
+	}
+	os.Exit(m.Run())
+}
+
+func runJob(args []string) int {
+	socket, id, mode := args[0], args[1], args[2]
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGUSR1)
+	c := Dial(socket)
+	ctx := context.Background()
+	if err := c.Register(ctx, JobRequest{ID: id, GPUs: []int{0}, PIDs: []int{os.Getpid()}}); err != nil {
+		fmt.Println("register:", err)
+		return 1
+	}
+	fmt.Println("ready")
+	for range sigs {
+		if mode != "checkpoint" {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(filepath.Dir(socket), id+".ckpt"), []byte("weights"), 0o600); err != nil {
+			return 1
+		}
+		if err := c.Checkpoint(ctx, id); err != nil {
+			return 1
+		}
+	}
+	return 0
+}
+
+// startJob starts a child job and waits until it registered.
+func startJob(t *testing.T, socket, id, mode string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "FLEETCAST_TEST_JOB="+socket+" "+id+" "+mode)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("job %s: %q %v", id, line, err)
+	}
+	return cmd
+}
+
+// controller is a receiver whose store asks for a drain once told to, and
+// remembers the last report.
+type controller struct {
+	mu    sync.Mutex
+	drain *report.DrainRequest
+	last  report.Report
+}
+
+func (c *controller) Accept(_ context.Context, r *report.Report) (report.Answer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last = *r
+	return report.Answer{Drain: c.drain}, nil
+}
+
+func (c *controller) lastState() report.DrainState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last.Drain.State
+}
+
+// setup starts an agent with its local API, a controller, and a reporter.
+func setup(t *testing.T) (*Agent, *controller, *Reporter, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fc") // a short path: unix sockets allow about 100 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	a, err := New(Config{Node: "i-1", LongRunningAfter: time.Nanosecond, MarkerFile: filepath.Join(dir, "draining")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(dir, "agent.sock")
+	l, err := ListenUnix(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(socket); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode %v, %v; want 0600", st.Mode().Perm(), err)
+	}
+	srv := &http.Server{Handler: a.Handler()}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+
+	tokens, _ := report.NewTokens([]byte(strings.Repeat("s", 32)))
+	ctl := &controller{}
+	cs := httptest.NewServer((&report.Receiver{Tokens: tokens, Store: ctl}).Handler())
+	t.Cleanup(cs.Close)
+	return a, ctl, &Reporter{Agent: a, Controller: cs.URL, Token: tokens.For("i-1")}, dir
+}
+
+// eventually polls cond, ticking the agent and reporting, for up to 10 s.
+func eventually(t *testing.T, a *Agent, r *Reporter, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		a.Tick()
+		if err := r.Send(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("timed out")
+}
+
+// TestDrainEndToEnd: real job processes checkpoint on SIGUSR1; the node is
+// safe to terminate only once both have.
+func TestDrainEndToEnd(t *testing.T) {
+	a, ctl, rep, dir := setup(t)
+	startJob(t, filepath.Join(dir, "agent.sock"), "train-a", "checkpoint")
+	startJob(t, filepath.Join(dir, "agent.sock"), "train-b", "checkpoint")
+	if err := rep.Send(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := ctl.lastState(); got != report.NotDraining {
+		t.Fatalf("state %q before any drain", got)
+	}
+	now := time.Now()
+	ctl.mu.Lock()
+	ctl.drain = &report.DrainRequest{ID: "d1", Since: now, Deadline: now.Add(time.Minute), Signal: "SIGUSR1"}
+	ctl.mu.Unlock()
+	if err := rep.Send(context.Background()); err != nil { // the answer carries the drain
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "draining")); err != nil {
+		t.Fatalf("no drain marker: %v", err)
+	}
+	eventually(t, a, rep, func() bool { return ctl.lastState() == report.SafeToTerminate })
+	for _, id := range []string{"train-a", "train-b"} {
+		if _, err := os.Stat(filepath.Join(dir, id+".ckpt")); err != nil {
+			t.Fatalf("safe before %s wrote its checkpoint: %v", id, err)
+		}
+	}
+}
+
+// TestDrainTimesOut: a job that never checkpoints keeps the node; the
+// drain fails at its deadline and the marker is cleared.
+func TestDrainTimesOut(t *testing.T) {
+	a, ctl, rep, dir := setup(t)
+	startJob(t, filepath.Join(dir, "agent.sock"), "stubborn", "stubborn")
+	now := time.Now()
+	ctl.drain = &report.DrainRequest{ID: "d2", Since: now, Deadline: now.Add(300 * time.Millisecond), Signal: "SIGUSR1"}
+	if err := rep.Send(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Report(); r.Drain.State != report.Draining || len(r.Drain.Waiting) != 1 || r.Drain.Waiting[0] != "stubborn" {
+		t.Fatalf("drain %+v", r.Drain)
+	}
+	eventually(t, a, rep, func() bool { return ctl.lastState() == report.DrainFailed })
+	if _, err := os.Stat(filepath.Join(dir, "draining")); !os.IsNotExist(err) {
+		t.Fatalf("the drain marker stayed after the drain failed: %v", err)
+	}
+}
+
+// gpus is a fixed GPU reading.
+type gpus []report.GPU
+
+func (g gpus) Read() ([]report.GPU, error) { return g, nil }
+
+// TestUnknownProcesses: a GPU process no job claims is reported as
+// unknown work, never idleness.
+func TestUnknownProcesses(t *testing.T) {
+	a, err := New(Config{Node: "i-1", GPUs: gpus{{Index: 0, MemoryTotal: 1 << 30, Processes: []report.Process{{PID: 4242, GPU: 0}, {PID: 777, GPU: 0}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Register("train", []int{0}, []int{4242}); err != nil {
+		t.Fatal(err)
+	}
+	r := a.Report()
+	if len(r.Unknown) != 1 || r.Unknown[0].PID != 777 || len(r.Jobs) != 1 {
+		t.Fatalf("report %+v", r)
+	}
+	if err := r.Validate(time.Now(), time.Minute); err != nil {
+		t.Fatalf("the agent's own report does not validate: %v", err)
+	}
+}
