@@ -4,6 +4,8 @@
 //	autoscaler plan     -config FILE [-state FILE] [-json]   show what the controller would do now, and why
 //	autoscaler simulate -config FILE -trace FILE [-json]      replay a trace under each policy and compare
 //	autoscaler forecast -series FILE [-backtest] [-json]      forecast demand, or backtest the models
+//	autoscaler agent -controller URL -token-file FILE         the in-instance agent
+//	autoscaler agent checkpoint -job ID                       a job reports a checkpoint
 //	autoscaler validate -config FILE                          check a config file
 //	autoscaler version                                        print the version
 package main
@@ -48,6 +50,7 @@ func commands() []command {
 	return []command{
 		{"plan", "show what the controller would do now, and why (a dry run)", runPlan},
 		{"forecast", "forecast a demand series, or backtest the forecasting models on it", runForecast},
+		{"agent", "run the in-instance agent, or tell it about a job (register, checkpoint, done)", runAgent},
 		{"simulate", "replay a workload trace through static, reactive, predictive and oracle fleets", runSimulate},
 		{"validate", "check a fleet config file", runValidate},
 		{"version", "print the version", runVersion},

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/fleetcast/autoscaler/agent"
+	"github.com/fleetcast/autoscaler/agent/gpu"
+)
+
+// exitNoNVML is the agent's exit status when NVML's library is missing and
+// it was not told to run without GPU data.
+const exitNoNVML = 3
+
+const defaultSocket = "/run/fleetcast/agent.sock"
+
+// runAgent is `autoscaler agent` (the daemon) and its job-side commands:
+// `agent register`, `agent checkpoint`, `agent done`.
+func runAgent(e *env, args []string) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		switch args[0] {
+		case "register", "checkpoint", "done":
+			return runAgentJob(e, args[0], args[1:])
+		}
+		fmt.Fprintf(e.stderr, "agent: unknown command %q; want register, checkpoint or done (or flags to run the agent)\n", args[0])
+		return exitUsage
+	}
+	fs := newFlagSet(e, "agent", "agent -controller URL -token-file FILE [-node NAME] [flags]")
+	controller := fs.String("controller", "", "the controller's URL, e.g. https://fleetcast.internal:8790")
+	tokenFile := fs.String("token-file", "", "file holding this node's token (never logged)")
+	host, _ := os.Hostname()
+	node := fs.String("node", host, "this node's name as the controller knows it (the instance ID)")
+	pool := fs.String("pool", "", "the pool the node belongs to (for logs)")
+	socket := fs.String("socket", defaultSocket, "the local API's unix socket, for jobs (mode 0600)")
+	marker := fs.String("marker", "/run/fleetcast/draining", "file that exists while the node drains, for a local scheduler")
+	noGPU := fs.Bool("no-gpu", false, "run without GPU data (CPU nodes, tests)")
+	interval := durationFlag{d: 10 * time.Second, positive: true}
+	longRunning := durationFlag{d: time.Hour, positive: true}
+	fs.Var(&interval, "interval", "time between reports")
+	fs.Var(&longRunning, "long-running-after", "a job older than this must checkpoint before its node may go (drain.long_running_after)")
+	log, code, ok := setup(e, fs, args)
+	if !ok {
+		return code
+	}
+	if *controller == "" || *tokenFile == "" || *node == "" {
+		fmt.Fprintln(e.stderr, "agent: -controller, -token-file and -node are required")
+		return exitUsage
+	}
+	raw, err := os.ReadFile(*tokenFile)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "agent: token:", err)
+		return exitError
+	}
+	cfg := agent.Config{Node: *node, LongRunningAfter: longRunning.d, MarkerFile: *marker}
+	if !*noGPU {
+		r, err := gpu.Open(nvml.New())
+		if errors.Is(err, gpu.ErrNoLibrary) {
+			fmt.Fprintln(e.stderr, "agent:", err)
+			return exitNoNVML
+		}
+		if err != nil {
+			fmt.Fprintln(e.stderr, "agent:", err)
+			return exitError
+		}
+		defer r.Close()
+		cfg.GPUs = r
+	}
+	a, err := agent.New(cfg)
+	if err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return exitError
+	}
+	l, err := agent.ListenUnix(*socket)
+	if err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return exitError
+	}
+	api := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go api.Serve(l)
+	defer api.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info("agent started", "node", *node, "pool", *pool, "controller", *controller, "socket", *socket, "gpus", cfg.GPUs != nil)
+	rep := &agent.Reporter{Agent: a, Controller: *controller, Token: strings.TrimSpace(string(raw)), Interval: interval.d, Log: log}
+	if err := rep.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(e.stderr, "agent:", err)
+		return exitError
+	}
+	log.Info("agent stopped")
+	return exitOK
+}
+
+// runAgentJob is what a job (or its launcher) runs to tell the agent about
+// itself.
+func runAgentJob(e *env, cmd string, args []string) int {
+	fs := newFlagSet(e, "agent "+cmd, "agent "+cmd+" -job ID [flags]")
+	id := fs.String("job", "", "the job's ID")
+	socket := fs.String("socket", defaultSocket, "the agent's unix socket")
+	var gpus, pids string
+	if cmd == "register" {
+		fs.StringVar(&gpus, "gpus", "", "comma-separated GPU indexes the job holds, e.g. 0,1")
+		fs.StringVar(&pids, "pid", strconv.Itoa(os.Getppid()), "comma-separated process IDs of the job (default: the caller)")
+	}
+	fs.Int("step", 0, "the training step checkpointed (informational)")
+	_, code, ok := setup(e, fs, args)
+	if !ok {
+		return code
+	}
+	if *id == "" {
+		fmt.Fprintf(e.stderr, "agent %s: -job ID is required\n", cmd)
+		return exitUsage
+	}
+	c := agent.Dial(*socket)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var err error
+	switch cmd {
+	case "register":
+		var req agent.JobRequest
+		req.ID = *id
+		if req.GPUs, err = ints(gpus); err == nil {
+			req.PIDs, err = ints(pids)
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "agent register: %v\n", err)
+			return exitUsage
+		}
+		err = c.Register(ctx, req)
+	case "checkpoint":
+		err = c.Checkpoint(ctx, *id)
+	case "done":
+		err = c.Unregister(ctx, *id)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "agent %s: %v\n", cmd, err)
+		return exitError
+	}
+	return exitOK
+}
+
+// ints parses a comma-separated list of whole numbers.
+func ints(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a whole number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAgentCommands(t *testing.T) {
+	token := writeFile(t, "token", "x")
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no controller", []string{"agent", "-token-file", token}, 2, "-controller, -token-file and -node are required"},
+		{"unknown subcommand", []string{"agent", "explode"}, 2, `unknown command "explode"`},
+		{"checkpoint without job", []string{"agent", "checkpoint"}, 2, "-job ID is required"},
+		{"bad gpus", []string{"agent", "register", "-job", "j", "-gpus", "0,x"}, 2, `"x" is not a whole number`},
+		{"no agent listening", []string{"agent", "checkpoint", "-job", "j", "-socket", filepath.Join(t.TempDir(), "none.sock")}, 1, "agent checkpoint: agent:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := cli(tt.args...)
+			if code != tt.code || !strings.Contains(errOut, tt.want) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
+			}
+		})
+	}
+}
+
+// TestAgentWithoutNVML: on a machine without libnvidia-ml the agent says
+// so plainly and exits with its own status (3).
+func TestAgentWithoutNVML(t *testing.T) {
+	for _, lib := range []string{"/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "/usr/lib64/libnvidia-ml.so.1"} {
+		if _, err := os.Stat(lib); err == nil {
+			t.Skip("this machine has libnvidia-ml")
+		}
+	}
+	token := writeFile(t, "token", "x")
+	code, _, errOut := cli("agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "i-1", "-socket", filepath.Join(t.TempDir(), "a.sock"))
+	if code != exitNoNVML || !strings.Contains(errOut, "NVML library (libnvidia-ml.so) not found") || !strings.Contains(errOut, "-no-gpu") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
