@@ -36,6 +36,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz '^FuzzReadSeries$$' -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz '^FuzzReceiver$$' -fuzztime $(FUZZTIME) ./agent/report
+	$(GO) test -run '^$$' -fuzz '^FuzzLocalAPI$$' -fuzztime $(FUZZTIME) ./agent
 
 clean:
 	rm -rf bin

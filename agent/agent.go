@@ -173,6 +173,20 @@ func (a *Agent) Drain(req *report.DrainRequest) error {
 	return nil
 }
 
+// Notice handles a spot interruption notice the provider passed on: the
+// cloud will take the node at deadline, so every long-running job is asked
+// to checkpoint at once, as in a drain (a drain already under way goes on).
+func (a *Agent) Notice(deadline time.Time) error {
+	a.mu.Lock()
+	running := a.drain != nil
+	a.mu.Unlock()
+	if running {
+		return nil
+	}
+	now := a.cfg.Now()
+	return a.Drain(&report.DrainRequest{ID: "spot-notice-" + now.UTC().Format("20060102T150405Z"), Since: now, Deadline: deadline, Signal: "SIGUSR1"})
+}
+
 // Tick moves a drain on with the clock: it signals jobs that became
 // long-running and fails the drain at its deadline.
 func (a *Agent) Tick() {

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -213,4 +215,56 @@ func TestUnknownProcesses(t *testing.T) {
 	if err := r.Validate(time.Now(), time.Minute); err != nil {
 		t.Fatalf("the agent's own report does not validate: %v", err)
 	}
+}
+
+func TestNoticeAndMetrics(t *testing.T) {
+	a, _, _, dir := setup(t)
+	startJob(t, filepath.Join(dir, "agent.sock"), "train-a", "checkpoint")
+	c := &http.Client{Transport: Dial(filepath.Join(dir, "agent.sock")).http.Transport}
+	resp, err := c.Post("http://agent/v1/notice?deadline="+time.Now().Add(2*time.Minute).UTC().Format(time.RFC3339), "", nil)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("notice: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	// The job checkpoints at once, and the node is safe before the cloud takes it.
+	for deadline := time.Now().Add(10 * time.Second); a.Report().Drain.State != report.SafeToTerminate; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint after a spot notice: %+v", a.Report().Drain)
+		}
+		a.Tick()
+	}
+	resp, err = c.Get("http://agent/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"fleetcast_agent_jobs 1", `fleetcast_agent_drain_state{state="safe"} 1`, "fleetcast_agent_gpus_healthy 0"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+}
+
+// FuzzLocalAPI: no request body crashes the local API or registers a job
+// without an ID.
+func FuzzLocalAPI(f *testing.F) {
+	f.Add([]byte(`{"id":"train","gpus":[0,1],"pids":[42]}`))
+	f.Add([]byte(`{"id":"","pids":[-1]}`))
+	f.Add([]byte(`{"id":"x","gpus":"all"}`))
+	a, _ := New(Config{Node: "i-1"})
+	h := a.Handler()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := httptest.NewRequest(http.MethodPost, "/v1/jobs", bytes.NewReader(body))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusNoContent && (rec.Code < 400 || rec.Code >= 500) {
+			t.Fatalf("status %d", rec.Code)
+		}
+		for _, j := range a.Report().Jobs {
+			if j.ID == "" {
+				t.Fatal("a job without an ID was registered")
+			}
+		}
+	})
 }

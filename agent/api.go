@@ -27,7 +27,9 @@ type JobRequest struct {
 //	POST   /v1/jobs                   register a job (JobRequest)
 //	DELETE /v1/jobs/{id}              a job ended
 //	POST   /v1/jobs/{id}/checkpoint   a job saved its state
+//	POST   /v1/notice?deadline=RFC3339  a spot interruption notice: checkpoint now
 //	GET    /v1/report                 the report the controller would get
+//	GET    /metrics                   Prometheus metrics
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
@@ -61,6 +63,19 @@ func (a *Agent) Handler() http.Handler {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+	mux.HandleFunc("POST /v1/notice", func(w http.ResponseWriter, r *http.Request) {
+		deadline, err := time.Parse(time.RFC3339, r.URL.Query().Get("deadline"))
+		if err != nil {
+			http.Error(w, "deadline: want an RFC 3339 time", http.StatusBadRequest)
+			return
+		}
+		if err := a.Notice(deadline); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.Handle("GET /metrics", a.MetricsHandler())
 	mux.HandleFunc("GET /v1/report", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(a.Report())

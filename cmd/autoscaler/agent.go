@@ -44,6 +44,7 @@ func runAgent(e *env, args []string) int {
 	socket := fs.String("socket", defaultSocket, "the local API's unix socket, for jobs (mode 0600)")
 	marker := fs.String("marker", "/run/fleetcast/draining", "file that exists while the node drains, for a local scheduler")
 	noGPU := fs.Bool("no-gpu", false, "run without GPU data (CPU nodes, tests)")
+	metrics := fs.String("metrics", "127.0.0.1:9401", "address serving Prometheus metrics at /metrics (empty: none)")
 	interval := durationFlag{d: 10 * time.Second, positive: true}
 	longRunning := durationFlag{d: time.Hour, positive: true}
 	fs.Var(&interval, "interval", "time between reports")
@@ -88,6 +89,17 @@ func runAgent(e *env, args []string) int {
 	api := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go api.Serve(l)
 	defer api.Close()
+	if *metrics != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", a.MetricsHandler())
+		ms := &http.Server{Addr: *metrics, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := ms.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Warn("metrics endpoint", "address", *metrics, "error", err)
+			}
+		}()
+		defer ms.Close()
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
