@@ -7,9 +7,12 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -39,6 +42,10 @@ type Config struct {
 	// MarkerFile, when set, exists while the node is draining, so a local
 	// scheduler stops placing work.
 	MarkerFile string
+	// DrainHook, when set, is run (with FLEETCAST_DRAIN=start, or =stop
+	// when a drain fails or is cancelled, and FLEETCAST_DRAIN_ID) so a local
+	// scheduler can stop and resume placing work.
+	DrainHook []string
 	// Now is the clock (time.Now when nil); Signal sends signals
 	// (syscall.Kill when nil).
 	Now    func() time.Time
@@ -50,6 +57,9 @@ type job struct {
 	report.Job
 	// signalled is the drain the job was last asked to checkpoint for.
 	signalled string
+	// checkpoints, when set, is a glob of the job's checkpoint files: a
+	// newer file counts as a checkpoint.
+	checkpoints string
 }
 
 // Agent holds the node's state. It is safe for concurrent use: the local
@@ -99,6 +109,17 @@ func (a *Agent) notify() {
 // Register adds (or replaces) a job: its ID, the GPUs it holds and its
 // processes. A job is long-running once older than LongRunningAfter.
 func (a *Agent) Register(id string, gpus, pids []int) error {
+	return a.RegisterWatched(id, gpus, pids, "")
+}
+
+// RegisterWatched registers a job whose checkpoints the agent also sees as
+// files: each newer file matching the glob counts as a checkpoint.
+func (a *Agent) RegisterWatched(id string, gpus, pids []int, checkpoints string) error {
+	if checkpoints != "" {
+		if _, err := filepath.Match(checkpoints, ""); err != nil {
+			return fmt.Errorf("job %s: checkpoint pattern %q: %w", id, checkpoints, err)
+		}
+	}
 	if id == "" {
 		return errors.New("a job needs an ID")
 	}
@@ -109,7 +130,7 @@ func (a *Agent) Register(id string, gpus, pids []int) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.jobs[id] = &job{Job: report.Job{ID: id, GPUs: slices.Clone(gpus), PIDs: slices.Clone(pids), Start: a.cfg.Now()}}
+	a.jobs[id] = &job{Job: report.Job{ID: id, GPUs: slices.Clone(gpus), PIDs: slices.Clone(pids), Start: a.cfg.Now()}, checkpoints: checkpoints}
 	a.notify()
 	return nil
 }
@@ -151,6 +172,7 @@ func (a *Agent) Drain(req *report.DrainRequest) error {
 	if req == nil {
 		if a.drain != nil {
 			// The controller cancelled the drain: back to work.
+			a.hook("stop")
 			a.drain, a.state = nil, report.NotDraining
 			a.unmark()
 			a.notify()
@@ -168,6 +190,7 @@ func (a *Agent) Drain(req *report.DrainRequest) error {
 	if err := a.mark(); err != nil {
 		return err
 	}
+	a.hook("start")
 	a.settle()
 	a.notify()
 	return nil
@@ -187,11 +210,23 @@ func (a *Agent) Notice(deadline time.Time) error {
 	return a.Drain(&report.DrainRequest{ID: "spot-notice-" + now.UTC().Format("20060102T150405Z"), Since: now, Deadline: deadline, Signal: "SIGUSR1"})
 }
 
-// Tick moves a drain on with the clock: it signals jobs that became
-// long-running and fails the drain at its deadline.
+// Tick moves a drain on with the clock: it takes new checkpoint files as
+// checkpoints, signals jobs that became long-running and fails the drain
+// at its deadline.
 func (a *Agent) Tick() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	for _, j := range a.jobs {
+		if j.checkpoints == "" {
+			continue
+		}
+		files, _ := filepath.Glob(j.checkpoints)
+		for _, f := range files {
+			if st, err := os.Stat(f); err == nil && st.ModTime().After(j.LastCheckpoint) {
+				j.LastCheckpoint = st.ModTime()
+			}
+		}
+	}
 	before := a.state
 	a.settle()
 	if a.state != before {
@@ -212,6 +247,7 @@ func (a *Agent) settle() {
 	case now.After(a.drain.Deadline):
 		a.state = report.DrainFailed
 		a.unmark()
+		a.hook("stop")
 	default:
 		a.state = report.Draining
 		sig := signals[a.drain.Signal]
@@ -268,6 +304,22 @@ func (a *Agent) mark() error {
 		return fmt.Errorf("drain marker: %w", err)
 	}
 	return nil
+}
+
+// hook runs the drain hook, without waiting for it (at most a minute);
+// a.mu is held and a.drain set.
+func (a *Agent) hook(what string) {
+	if len(a.cfg.DrainHook) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	cmd := exec.CommandContext(ctx, a.cfg.DrainHook[0], a.cfg.DrainHook[1:]...)
+	cmd.Env = append(os.Environ(), "FLEETCAST_DRAIN="+what, "FLEETCAST_DRAIN_ID="+a.drain.ID)
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return
+	}
+	go func() { _ = cmd.Wait(); cancel() }()
 }
 
 func (a *Agent) unmark() {

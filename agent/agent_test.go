@@ -303,3 +303,46 @@ func BenchmarkSample(b *testing.B) {
 		}
 	}
 }
+
+// TestWatchedCheckpointsAndHook: a job that only writes checkpoint files
+// (no API call) drains safely; the drain hook runs at the start.
+func TestWatchedCheckpointsAndHook(t *testing.T) {
+	dir := t.TempDir()
+	hookOut := filepath.Join(dir, "hook")
+	a, err := New(Config{Node: "i-1", LongRunningAfter: time.Nanosecond, DrainHook: []string{"sh", "-c", "echo $FLEETCAST_DRAIN $FLEETCAST_DRAIN_ID >> " + hookOut},
+		Signal: func(int, syscall.Signal) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RegisterWatched("train", []int{0}, []int{os.Getpid()}, filepath.Join(dir, "ckpt-*.pt")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	now := time.Now()
+	if err := a.Drain(&report.DrainRequest{ID: "d3", Since: now, Deadline: now.Add(time.Minute), Signal: "SIGUSR1"}); err != nil {
+		t.Fatal(err)
+	}
+	a.Tick()
+	if a.Report().Drain.State != report.Draining {
+		t.Fatal("safe before any checkpoint")
+	}
+	time.Sleep(20 * time.Millisecond) // a file time after the drain began
+	if err := os.WriteFile(filepath.Join(dir, "ckpt-00042.pt"), []byte("w"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.Tick()
+	if got := a.Report().Drain.State; got != report.SafeToTerminate {
+		t.Fatalf("state %q after the checkpoint file, want safe", got)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(hookOut); strings.TrimSpace(string(b)) == "start d3" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the drain hook did not run")
+		}
+	}
+	if err := a.RegisterWatched("bad", nil, nil, "[x"); err == nil {
+		t.Fatal("a bad pattern: want an error")
+	}
+}

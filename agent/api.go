@@ -20,6 +20,9 @@ type JobRequest struct {
 	ID   string `json:"id"`
 	GPUs []int  `json:"gpus"`
 	PIDs []int  `json:"pids"`
+	// Checkpoints, when set, is a glob of the job's checkpoint files: a
+	// newer file counts as a checkpoint.
+	Checkpoints string `json:"checkpoints,omitempty"`
 }
 
 // Handler serves the local API, for jobs and their launchers:
@@ -43,7 +46,7 @@ func (a *Agent) Handler() http.Handler {
 			http.Error(w, "job: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := a.Register(req.ID, req.GPUs, req.PIDs); err != nil {
+		if err := a.RegisterWatched(req.ID, req.GPUs, req.PIDs, req.Checkpoints); err != nil {
 			http.Error(w, err.Error(), http.StatusUnprocessableEntity)
 			return
 		}

@@ -43,6 +43,7 @@ func runAgent(e *env, args []string) int {
 	pool := fs.String("pool", "", "the pool the node belongs to (for logs)")
 	socket := fs.String("socket", defaultSocket, "the local API's unix socket, for jobs (mode 0600)")
 	marker := fs.String("marker", "/run/fleetcast/draining", "file that exists while the node drains, for a local scheduler")
+	hook := fs.String("drain-hook", "", "command run when a drain starts (FLEETCAST_DRAIN=start) and when it fails or is cancelled (=stop)")
 	noGPU := fs.Bool("no-gpu", false, "run without GPU data (CPU nodes, tests)")
 	metrics := fs.String("metrics", "127.0.0.1:9401", "address serving Prometheus metrics at /metrics (empty: none)")
 	interval := durationFlag{d: 10 * time.Second, positive: true}
@@ -63,6 +64,9 @@ func runAgent(e *env, args []string) int {
 		return exitError
 	}
 	cfg := agent.Config{Node: *node, LongRunningAfter: longRunning.d, MarkerFile: *marker}
+	if *hook != "" {
+		cfg.DrainHook = strings.Fields(*hook)
+	}
 	if !*noGPU {
 		r, err := gpu.Open(nvml.New())
 		if errors.Is(err, gpu.ErrNoLibrary) {
@@ -119,9 +123,10 @@ func runAgentJob(e *env, cmd string, args []string) int {
 	fs := newFlagSet(e, "agent "+cmd, "agent "+cmd+" -job ID [flags]")
 	id := fs.String("job", "", "the job's ID")
 	socket := fs.String("socket", defaultSocket, "the agent's unix socket")
-	var gpus, pids string
+	var gpus, pids, watch string
 	if cmd == "register" {
 		fs.StringVar(&gpus, "gpus", "", "comma-separated GPU indexes the job holds, e.g. 0,1")
+		fs.StringVar(&watch, "checkpoints", "", "glob of the job's checkpoint files, e.g. '/ckpt/train-7/*.pt': a newer file counts as a checkpoint")
 		fs.StringVar(&pids, "pid", strconv.Itoa(os.Getppid()), "comma-separated process IDs of the job (default: the caller)")
 	}
 	fs.Int("step", 0, "the training step checkpointed (informational)")
@@ -140,7 +145,7 @@ func runAgentJob(e *env, cmd string, args []string) int {
 	switch cmd {
 	case "register":
 		var req agent.JobRequest
-		req.ID = *id
+		req.ID, req.Checkpoints = *id, watch
 		if req.GPUs, err = ints(gpus); err == nil {
 			req.PIDs, err = ints(pids)
 		}
