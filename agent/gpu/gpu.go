@@ -40,6 +40,9 @@ func Open(lib nvml.Interface) (*Reader, error) {
 	}
 }
 
+// OpenSystem opens the machine's own NVML library (libnvidia-ml.so).
+func OpenSystem() (*Reader, error) { return Open(nvml.New()) }
+
 // Close shuts NVML down.
 func (r *Reader) Close() error {
 	if ret := r.lib.Shutdown(); ret != nvml.SUCCESS {

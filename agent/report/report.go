@@ -13,6 +13,8 @@ package report
 import (
 	"fmt"
 	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
 )
 
 // Report is what an agent sends about its node.
@@ -230,4 +232,18 @@ func (p Process) check(gpus map[int]bool, gpu int) error {
 		return fmt.Errorf("gpu: GPU %d is not among the reported GPUs", p.GPU)
 	}
 	return nil
+}
+
+// FleetJobs are the report's jobs as the planner sees them, GPU processes
+// that no job claims included: each is work of unknown worth that never
+// checkpointed, so the node it runs on is never taken for idle nor drained.
+func (r *Report) FleetJobs() []fleet.Job {
+	out := make([]fleet.Job, 0, len(r.Jobs)+len(r.Unknown))
+	for _, j := range r.Jobs {
+		out = append(out, fleet.Job{ID: j.ID, GPUs: len(j.GPUs), Start: j.Start, LongRunning: j.LongRunning, LastCheckpoint: j.LastCheckpoint})
+	}
+	for _, p := range r.Unknown {
+		out = append(out, fleet.Job{ID: fmt.Sprintf("unknown-process-%d", p.PID), GPUs: 1, Start: r.SentAt})
+	}
+	return out
 }

@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/agent/gpu"
 )
@@ -68,7 +66,7 @@ func runAgent(e *env, args []string) int {
 		cfg.DrainHook = strings.Fields(*hook)
 	}
 	if !*noGPU {
-		r, err := gpu.Open(nvml.New())
+		r, err := gpu.OpenSystem()
 		if errors.Is(err, gpu.ErrNoLibrary) {
 			fmt.Fprintln(e.stderr, "agent:", err)
 			return exitNoNVML
