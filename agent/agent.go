@@ -7,6 +7,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -60,6 +63,20 @@ type job struct {
 	// checkpoints, when set, is a glob of the job's checkpoint files: a
 	// newer file counts as a checkpoint.
 	checkpoints string
+	// started are the processes' start times (from /proc), so a PID the
+	// kernel has since given to another process is not signalled.
+	started map[int]uint64
+	// newest is the newest checkpoint file taken; pending a newer one
+	// seen once, taken when its size holds still for a tick.
+	newest  fileSeen
+	pending fileSeen
+}
+
+// fileSeen is a checkpoint file as last seen.
+type fileSeen struct {
+	path  string
+	mtime time.Time
+	size  int64
 }
 
 // Agent holds the node's state. It is safe for concurrent use: the local
@@ -70,7 +87,16 @@ type Agent struct {
 	mu    sync.Mutex
 	jobs  map[string]*job
 	drain *report.DrainRequest
-	state report.DrainState
+	// since and deadline are the drain's start and end by the agent's own
+	// clock: its checkpoints are on that clock, not the controller's.
+	since, deadline time.Time
+	// notice is set for a drain the agent started on a spot interruption
+	// notice: the controller's routine answers do not cancel it.
+	notice bool
+	state  report.DrainState
+	// unknown counts the GPU processes no job claims, at the last reading:
+	// work whose checkpoints nobody can vouch for, so no drain is safe.
+	unknown int
 	// changed is closed (and replaced) on every state change, so the
 	// reporter sends at once.
 	changed chan struct{}
@@ -90,8 +116,18 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.LongRunningAfter <= 0 {
 		cfg.LongRunningAfter = time.Hour
 	}
-	return &Agent{cfg: cfg, jobs: map[string]*job{}, state: report.NotDraining, changed: make(chan struct{})}, nil
+	a := &Agent{cfg: cfg, jobs: map[string]*job{}, state: report.NotDraining, changed: make(chan struct{})}
+	a.unmark() // a marker left by an agent that died: no drain is under way
+	return a, nil
 }
+
+// Limits on what jobs may register: those a report may carry.
+const (
+	maxJobs  = 4096
+	maxIDLen = 256
+	maxGPU   = 63
+	maxPIDs  = 4096
+)
 
 // Changed returns a channel closed at the next state change.
 func (a *Agent) Changed() <-chan struct{} {
@@ -128,9 +164,34 @@ func (a *Agent) RegisterWatched(id string, gpus, pids []int, checkpoints string)
 			return fmt.Errorf("job %s: PID %d, want a process ID above 0", id, p)
 		}
 	}
+	switch {
+	case len(id) > maxIDLen:
+		return fmt.Errorf("job ID of %d characters, at most %d", len(id), maxIDLen)
+	case len(pids) > maxPIDs:
+		return fmt.Errorf("job %s: %d PIDs, at most %d", id, len(pids), maxPIDs)
+	}
+	for _, g := range gpus {
+		if g < 0 || g > maxGPU {
+			return fmt.Errorf("job %s: GPU %d, want 0-%d", id, g, maxGPU)
+		}
+	}
+	started := make(map[int]uint64, len(pids))
+	for _, p := range pids {
+		started[p] = procStart(p)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.jobs[id] = &job{Job: report.Job{ID: id, GPUs: slices.Clone(gpus), PIDs: slices.Clone(pids), Start: a.cfg.Now()}, checkpoints: checkpoints}
+	j := a.jobs[id]
+	if j == nil {
+		if len(a.jobs) >= maxJobs {
+			return fmt.Errorf("%d jobs registered already, at most %d", len(a.jobs), maxJobs)
+		}
+		j = &job{Job: report.Job{ID: id, Start: a.cfg.Now()}}
+		a.jobs[id] = j
+	}
+	// Registering again (more PIDs, a restarted launcher) keeps the job's
+	// start, checkpoints and drain signal: a running job is not made new.
+	j.GPUs, j.PIDs, j.started, j.checkpoints = slices.Clone(gpus), slices.Clone(pids), started, checkpoints
 	a.notify()
 	return nil
 }
@@ -169,10 +230,16 @@ func (a *Agent) Checkpoint(id string) error {
 func (a *Agent) Drain(req *report.DrainRequest) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	return a.startDrain(req, false)
+}
+
+func (a *Agent) startDrain(req *report.DrainRequest, notice bool) error {
 	if req == nil {
-		if a.drain != nil {
+		if a.drain != nil && !a.notice {
 			// The controller cancelled the drain: back to work.
-			a.hook("stop")
+			if a.state != report.DrainFailed {
+				a.hook("stop")
+			}
 			a.drain, a.state = nil, report.NotDraining
 			a.unmark()
 			a.notify()
@@ -183,13 +250,25 @@ func (a *Agent) Drain(req *report.DrainRequest) error {
 		a.settle()
 		return nil
 	}
+	switch {
+	case req.ID == "" || req.Since.IsZero() || req.Deadline.IsZero() || !req.Deadline.After(req.Since):
+		return fmt.Errorf("drain %q: want an ID, a start and a later deadline", req.ID)
+	case a.notice:
+		return nil // the cloud takes the node anyway; the notice drain goes on
+	}
 	if _, ok := signals[req.Signal]; !ok {
 		return fmt.Errorf("drain %s: unknown signal %q", req.ID, req.Signal)
 	}
-	a.drain, a.state = req, report.Draining
+	prev := a.drain
+	a.drain = req
 	if err := a.mark(); err != nil {
+		a.drain = prev
 		return err
 	}
+	// The drain starts now by the agent's clock, and lasts as long as the
+	// controller allowed: checkpoints before now do not count.
+	a.since, a.deadline, a.notice = a.cfg.Now(), a.cfg.Now().Add(req.Deadline.Sub(req.Since)), notice
+	a.state = report.Draining
 	a.hook("start")
 	a.settle()
 	a.notify()
@@ -207,24 +286,52 @@ func (a *Agent) Notice(deadline time.Time) error {
 		return nil
 	}
 	now := a.cfg.Now()
-	return a.Drain(&report.DrainRequest{ID: "spot-notice-" + now.UTC().Format("20060102T150405Z"), Since: now, Deadline: deadline, Signal: "SIGUSR1"})
+	if !deadline.After(now) {
+		deadline = now.Add(2 * time.Minute)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.startDrain(&report.DrainRequest{ID: "spot-notice-" + now.UTC().Format("20060102T150405Z"), Since: now, Deadline: deadline, Signal: "SIGUSR1"}, true)
 }
 
 // Tick moves a drain on with the clock: it takes new checkpoint files as
 // checkpoints, signals jobs that became long-running and fails the drain
 // at its deadline.
 func (a *Agent) Tick() {
+	// The file system is read without the lock: a hung checkpoint volume
+	// must not stop reports or the drain's deadline.
+	a.mu.Lock()
+	patterns := map[string]string{}
+	for id, j := range a.jobs {
+		if j.checkpoints != "" {
+			patterns[id] = j.checkpoints
+		}
+	}
+	a.mu.Unlock()
+	newest := map[string]fileSeen{}
+	for id, pat := range patterns {
+		files, _ := filepath.Glob(pat)
+		for _, f := range files {
+			if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() && st.ModTime().After(newest[id].mtime) {
+				newest[id] = fileSeen{path: f, mtime: st.ModTime(), size: st.Size()}
+			}
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for _, j := range a.jobs {
-		if j.checkpoints == "" {
-			continue
-		}
-		files, _ := filepath.Glob(j.checkpoints)
-		for _, f := range files {
-			if st, err := os.Stat(f); err == nil && st.ModTime().After(j.LastCheckpoint) {
-				j.LastCheckpoint = st.ModTime()
-			}
+	now := a.cfg.Now()
+	for id, f := range newest {
+		j := a.jobs[id]
+		switch {
+		case j == nil || f.mtime.After(now) || !f.mtime.After(j.newest.mtime):
+			// gone, dated in the future (not trusted), or nothing new
+		case f == j.pending:
+			// The same file, the same size, a tick later: written. It counts
+			// from when the agent saw it, by the agent's clock.
+			j.newest, j.pending = f, fileSeen{}
+			j.LastCheckpoint = now
+		default:
+			j.pending = f
 		}
 	}
 	before := a.state
@@ -242,9 +349,9 @@ func (a *Agent) settle() {
 	now := a.cfg.Now()
 	waiting := a.waiting(now)
 	switch {
-	case len(waiting) == 0:
+	case len(waiting) == 0 && a.unknown == 0:
 		a.state = report.SafeToTerminate
-	case now.After(a.drain.Deadline):
+	case now.After(a.deadline):
 		a.state = report.DrainFailed
 		a.unmark()
 		a.hook("stop")
@@ -258,7 +365,9 @@ func (a *Agent) settle() {
 			}
 			j.signalled = a.drain.ID
 			for _, pid := range j.PIDs {
-				_ = a.cfg.Signal(pid, sig) // a process that exited is not waited for below
+				if a.same(j, pid) {
+					_ = a.cfg.Signal(pid, sig) // a process that exited is not waited for below
+				}
 			}
 		}
 	}
@@ -269,7 +378,7 @@ func (a *Agent) settle() {
 func (a *Agent) waiting(now time.Time) []string {
 	var ids []string
 	for id, j := range a.jobs {
-		if !a.longRunning(j, now) || !j.LastCheckpoint.Before(a.drain.Since) || a.exited(j) {
+		if !a.longRunning(j, now) || !j.LastCheckpoint.Before(a.since) || a.exited(j) {
 			continue
 		}
 		ids = append(ids, id)
@@ -285,11 +394,40 @@ func (a *Agent) exited(j *job) bool {
 		return false
 	}
 	for _, pid := range j.PIDs {
-		if err := a.cfg.Signal(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		if err := a.cfg.Signal(pid, 0); !errors.Is(err, syscall.ESRCH) && a.same(j, pid) {
 			return false
 		}
 	}
 	return true
+}
+
+// same reports whether pid is still the process registered (its start time
+// unchanged), not another that the kernel gave the number since. Without
+// /proc it cannot tell, and takes the PID as the job's.
+func (a *Agent) same(j *job, pid int) bool {
+	want := j.started[pid]
+	return want == 0 || procStart(pid) == want
+}
+
+// procStart is a process's start time in clock ticks since boot (field 22
+// of /proc/PID/stat); 0 when it cannot be read.
+func procStart(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: fields count from the
+	// last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseUint(f[19], 10, 64)
+	return v
 }
 
 func (a *Agent) longRunning(j *job, now time.Time) bool {
@@ -372,10 +510,17 @@ func (a *Agent) Report() report.Report {
 			}
 		}
 	}
+	if healthy {
+		a.unknown = len(r.Unknown)
+	}
 	if a.drain != nil {
 		r.Drain.ID = a.drain.ID
 		if a.state == report.Draining {
 			r.Drain.Waiting = a.waiting(now)
+		}
+		if a.state == report.Draining || a.state == report.SafeToTerminate {
+			a.settle() // the unknown processes may have changed
+			r.Drain.State = a.state
 		}
 	}
 	return r

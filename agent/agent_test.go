@@ -331,6 +331,10 @@ func TestWatchedCheckpointsAndHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Tick()
+	if got := a.Report().Drain.State; got != report.Draining {
+		t.Fatalf("state %q on first sight of the file, want draining until it holds still", got)
+	}
+	a.Tick()
 	if got := a.Report().Drain.State; got != report.SafeToTerminate {
 		t.Fatalf("state %q after the checkpoint file, want safe", got)
 	}
@@ -345,4 +349,114 @@ func TestWatchedCheckpointsAndHook(t *testing.T) {
 	if err := a.RegisterWatched("bad", nil, nil, "[x"); err == nil {
 		t.Fatal("a bad pattern: want an error")
 	}
+}
+
+// clock is a settable clock for the drain state machine.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+// TestDrainSafetyEdges covers what must never make a node "safe" early.
+func TestDrainSafetyEdges(t *testing.T) {
+	alive := func(int, syscall.Signal) error { return nil }
+	newAgent := func(t *testing.T, c *clock, g GPUReader, marker string) *Agent {
+		a, err := New(Config{Node: "i-1", LongRunningAfter: time.Hour, Now: c.now, Signal: alive, GPUs: g, MarkerFile: marker})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	drain := func(since time.Time) *report.DrainRequest {
+		return &report.DrainRequest{ID: "d", Since: since, Deadline: since.Add(20 * time.Minute), Signal: "SIGUSR1"}
+	}
+	t.Run("registering again keeps the job's age and checkpoints", func(t *testing.T) {
+		c := &clock{t0}
+		a := newAgent(t, c, nil, "")
+		_ = a.Register("train", []int{0}, []int{os.Getpid()})
+		c.t = t0.Add(2 * time.Hour)
+		_ = a.Drain(drain(c.t))
+		_ = a.Register("train", []int{0}, []int{os.Getpid(), os.Getppid()}) // a launcher adds a PID
+		a.Tick()
+		if got := a.Report().Drain.State; got != report.Draining {
+			t.Fatalf("state %q: re-registering made a 2-hour job new", got)
+		}
+	})
+	t.Run("the drain starts by the agent's clock", func(t *testing.T) {
+		c := &clock{t0}
+		a := newAgent(t, c, nil, "")
+		_ = a.Register("train", []int{0}, []int{os.Getpid()})
+		c.t = t0.Add(2 * time.Hour)
+		_ = a.Checkpoint("train") // 3 minutes before the drain reaches the agent
+		c.t = c.t.Add(3 * time.Minute)
+		_ = a.Drain(drain(c.t.Add(-5 * time.Minute))) // the controller's clock is 5 minutes behind
+		if got := a.Report().Drain.State; got != report.Draining {
+			t.Fatalf("state %q: a checkpoint before the drain reached the agent counted", got)
+		}
+		if err := a.Drain(&report.DrainRequest{ID: "z", Signal: "SIGUSR1"}); err == nil {
+			t.Fatal("a drain without times: want an error")
+		}
+	})
+	t.Run("an unknown GPU process keeps the node", func(t *testing.T) {
+		c := &clock{t0}
+		a := newAgent(t, c, gpus{{Index: 0, MemoryTotal: 1, Processes: []report.Process{{PID: 999999, GPU: 0}}}}, "")
+		_ = a.Drain(drain(t0))
+		if got := a.Report().Drain.State; got != report.Draining {
+			t.Fatalf("state %q with a process no job claims, want draining", got)
+		}
+	})
+	t.Run("checkpoint files dated in the future are not trusted", func(t *testing.T) {
+		dir := t.TempDir()
+		c := &clock{time.Now()}
+		a := newAgent(t, c, nil, "")
+		_ = a.RegisterWatched("train", []int{0}, []int{os.Getpid()}, filepath.Join(dir, "*.pt"))
+		f := filepath.Join(dir, "future.pt")
+		_ = os.WriteFile(f, []byte("w"), 0o600)
+		future := time.Now().Add(24 * time.Hour)
+		_ = os.Chtimes(f, future, future)
+		c.t = c.t.Add(2 * time.Hour)
+		_ = a.Drain(drain(c.t))
+		a.Tick()
+		a.Tick()
+		if got := a.Report().Drain.State; got != report.Draining {
+			t.Fatalf("state %q after a file dated tomorrow", got)
+		}
+	})
+	t.Run("no marker, no drain; a stale marker is cleared at start", func(t *testing.T) {
+		dir := t.TempDir()
+		stale := filepath.Join(dir, "draining")
+		_ = os.WriteFile(stale, []byte("old\n"), 0o644)
+		c := &clock{t0}
+		a := newAgent(t, c, nil, stale)
+		if _, err := os.Stat(stale); !os.IsNotExist(err) {
+			t.Fatal("a stale marker survived the agent's start")
+		}
+		bad := newAgent(t, c, nil, filepath.Join(dir, "missing-dir", "draining"))
+		if err := bad.Drain(drain(t0)); err == nil || bad.Report().Drain.State != report.NotDraining {
+			t.Fatalf("a drain without its marker: err %v, state %q", err, bad.Report().Drain.State)
+		}
+		_ = a
+	})
+	t.Run("a spot notice drain outlives the controller's routine answers", func(t *testing.T) {
+		c := &clock{t0}
+		a := newAgent(t, c, nil, "")
+		_ = a.Register("train", []int{0}, []int{os.Getpid()})
+		c.t = t0.Add(2 * time.Hour)
+		if err := a.Notice(c.t.Add(2 * time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		_ = a.Drain(nil) // the controller knows of no drain
+		if got := a.Report().Drain.State; got != report.Draining {
+			t.Fatalf("state %q: a routine answer cancelled the spot notice's drain", got)
+		}
+	})
+	t.Run("registrations the controller would refuse are refused here", func(t *testing.T) {
+		a := newAgent(t, &clock{t0}, nil, "")
+		if err := a.Register(strings.Repeat("x", 300), nil, []int{1}); err == nil {
+			t.Fatal("a 300-character ID: want an error")
+		}
+		if err := a.Register("j", []int{64}, []int{1}); err == nil {
+			t.Fatal("GPU 64: want an error")
+		}
+	})
 }

@@ -8,8 +8,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
@@ -87,17 +90,19 @@ func (a *Agent) Handler() http.Handler {
 }
 
 // ListenUnix listens on a unix socket at path that only its owner may use
-// (mode 0600), replacing a stale socket left by an agent that died.
+// (mode 0600 from the moment it exists), replacing a stale socket left by
+// an agent that died, in a directory it creates when missing.
 func ListenUnix(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("agent socket %s: %w", path, err)
+	}
 	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 		return nil, fmt.Errorf("agent socket %s: %w", path, err)
 	}
+	old := syscall.Umask(0o177)
 	l, err := net.Listen("unix", path)
+	syscall.Umask(old)
 	if err != nil {
-		return nil, fmt.Errorf("agent socket %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		l.Close()
 		return nil, fmt.Errorf("agent socket %s: %w", path, err)
 	}
 	return l, nil
@@ -130,12 +135,12 @@ func (c *Client) Register(ctx context.Context, req JobRequest) error {
 
 // Checkpoint reports that a job saved its state.
 func (c *Client) Checkpoint(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodPost, "/v1/jobs/"+id+"/checkpoint", nil)
+	return c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/checkpoint", nil)
 }
 
 // Unregister reports that a job ended.
 func (c *Client) Unregister(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/jobs/"+id, nil)
+	return c.do(ctx, http.MethodDelete, "/v1/jobs/"+url.PathEscape(id), nil)
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body []byte) error {

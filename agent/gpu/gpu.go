@@ -22,7 +22,8 @@ import (
 var ErrNoLibrary = errors.New("NVML library (libnvidia-ml.so) not found: install the NVIDIA driver, or run the agent without GPU data (-no-gpu)")
 
 // Reader reads the GPUs of a machine. Create it with Open, release it with
-// Close. It is not safe for concurrent use.
+// Close. It keeps no state of its own: NVML's calls are safe to make
+// concurrently.
 type Reader struct {
 	lib nvml.Interface
 }
@@ -86,11 +87,16 @@ func (r *Reader) read(i int) (report.GPU, error) {
 		return g, fmt.Errorf("memory: %s", errorString(ret))
 	}
 	g.MemoryTotal, g.MemoryUsed = mem.Total, min(mem.Used, mem.Total)
+	// NVML does not give utilisation for MIG-enabled GPUs: left at 0,
+	// the processes still tell that the GPU is in use.
 	util, ret := dev.GetUtilizationRates()
-	if ret != nvml.SUCCESS {
+	switch ret {
+	case nvml.SUCCESS:
+		g.UtilGPU, g.UtilMemory = int(min(util.Gpu, 100)), int(min(util.Memory, 100))
+	case nvml.ERROR_NOT_SUPPORTED:
+	default:
 		return g, fmt.Errorf("utilisation: %s", errorString(ret))
 	}
-	g.UtilGPU, g.UtilMemory = int(min(util.Gpu, 100)), int(min(util.Memory, 100))
 	procs, ret := dev.GetComputeRunningProcesses()
 	if ret != nvml.SUCCESS {
 		return g, fmt.Errorf("compute processes: %s", errorString(ret))

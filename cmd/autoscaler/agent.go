@@ -41,7 +41,7 @@ func runAgent(e *env, args []string) int {
 	pool := fs.String("pool", "", "the pool the node belongs to (for logs)")
 	socket := fs.String("socket", defaultSocket, "the local API's unix socket, for jobs (mode 0600)")
 	marker := fs.String("marker", "/run/fleetcast/draining", "file that exists while the node drains, for a local scheduler")
-	hook := fs.String("drain-hook", "", "command run when a drain starts (FLEETCAST_DRAIN=start) and when it fails or is cancelled (=stop)")
+	hook := fs.String("drain-hook", "", "command (split at spaces; use a script for anything more) run when a drain starts (FLEETCAST_DRAIN=start) and when it fails or is cancelled (=stop)")
 	noGPU := fs.Bool("no-gpu", false, "run without GPU data (CPU nodes, tests)")
 	metrics := fs.String("metrics", "127.0.0.1:9401", "address serving Prometheus metrics at /metrics (empty: none)")
 	interval := durationFlag{d: 10 * time.Second, positive: true}
@@ -57,6 +57,9 @@ func runAgent(e *env, args []string) int {
 		return exitUsage
 	}
 	raw, err := os.ReadFile(*tokenFile)
+	if err == nil && strings.TrimSpace(string(raw)) == "" {
+		err = fmt.Errorf("%s is empty", *tokenFile)
+	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "agent: token:", err)
 		return exitError
@@ -125,7 +128,7 @@ func runAgentJob(e *env, cmd string, args []string) int {
 	if cmd == "register" {
 		fs.StringVar(&gpus, "gpus", "", "comma-separated GPU indexes the job holds, e.g. 0,1")
 		fs.StringVar(&watch, "checkpoints", "", "glob of the job's checkpoint files, e.g. '/ckpt/train-7/*.pt': a newer file counts as a checkpoint")
-		fs.StringVar(&pids, "pid", strconv.Itoa(os.Getppid()), "comma-separated process IDs of the job (default: the caller)")
+		fs.StringVar(&pids, "pid", "", "comma-separated IDs of the job's processes that use the GPUs (required: a launcher that exits is not the job)")
 	}
 	fs.Int("step", 0, "the training step checkpointed (informational)")
 	_, code, ok := setup(e, fs, args)
@@ -146,6 +149,9 @@ func runAgentJob(e *env, cmd string, args []string) int {
 		req.ID, req.Checkpoints = *id, watch
 		if req.GPUs, err = ints(gpus); err == nil {
 			req.PIDs, err = ints(pids)
+		}
+		if err == nil && len(req.PIDs) == 0 {
+			err = errors.New("-pid is required: the IDs of the job's processes that use the GPUs")
 		}
 		if err != nil {
 			fmt.Fprintf(e.stderr, "agent register: %v\n", err)

@@ -19,6 +19,7 @@ func TestAgentCommands(t *testing.T) {
 		{"unknown subcommand", []string{"agent", "explode"}, 2, `unknown command "explode"`},
 		{"checkpoint without job", []string{"agent", "checkpoint"}, 2, "-job ID is required"},
 		{"bad gpus", []string{"agent", "register", "-job", "j", "-gpus", "0,x"}, 2, `"x" is not a whole number`},
+		{"no pid", []string{"agent", "register", "-job", "j", "-gpus", "0"}, 2, "-pid is required"},
 		{"no agent listening", []string{"agent", "checkpoint", "-job", "j", "-socket", filepath.Join(t.TempDir(), "none.sock")}, 1, "agent checkpoint: agent:"},
 	}
 	for _, tt := range tests {
