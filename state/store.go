@@ -1,0 +1,493 @@
+// Package state is the controller's durable state: one bbolt file under
+// controller.state_dir holding the demand history the forecaster needs, the
+// journal of intents (each cloud change is written here, with its
+// idempotency key, before it is made), the drains in progress and the
+// pools' capacity-error back-offs. A restarted controller reads them back
+// and finishes or undoes what it finds (DESIGN.md rules 4 and 8).
+//
+// Every write is one bbolt transaction, committed and synced to disk before
+// the call returns. A file that is not a Fleetcast state file, is corrupted,
+// or was written by a newer Fleetcast is refused with an error naming it;
+// nothing is overwritten or silently dropped.
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// FileName is the state file's name inside the state directory.
+const FileName = "fleetcast.db"
+
+// Version is the layout of the state file this code writes. A file with a
+// greater version is refused rather than misread.
+const Version = 1
+
+// format marks a bbolt file as a Fleetcast state file.
+const format = "fleetcast-state"
+
+// lockTimeout is how long Open waits for another process's lock on the file.
+const lockTimeout = time.Second
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketDemand   = []byte("demand")
+	bucketIntents  = []byte("intents")
+	bucketDrains   = []byte("drains")
+	bucketBackoffs = []byte("backoffs")
+	keyFormat      = []byte("format")
+	keyVersion     = []byte("version")
+)
+
+// ErrInUse is returned by Open when another process holds the state file:
+// two controllers must never share one state.
+var ErrInUse = errors.New("state file in use by another process")
+
+// Store is an open state file. Its methods are safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	path string
+}
+
+// Open opens the state file in dir, creating dir (mode 0700) and the file
+// (mode 0600) if they do not exist. It refuses a file another process has
+// open (ErrInUse), one that is not a Fleetcast state file, one that fails
+// bbolt's consistency check, and one written by a newer version.
+func Open(dir string) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("state: no state directory (controller.state_dir)")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state: creating state directory: %w", err)
+	}
+	path := filepath.Join(dir, FileName)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return nil, fmt.Errorf("state: %s: %w (is another controller running with this state_dir?)", path, ErrInUse)
+	case err != nil:
+		return nil, corrupted(path, err)
+	}
+	s := &Store{db: db, path: path}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// corrupted wraps an error reading the file with what to do about it.
+func corrupted(path string, err error) error {
+	return fmt.Errorf("state: %s is corrupted or not a bbolt file: %w; move it aside to start afresh "+
+		"(the controller then rebuilds its view from the cloud's ownership tags, but loses its demand history)", path, err)
+}
+
+// init checks the file's consistency and marker, and writes the marker and
+// buckets into a new file.
+func (s *Store) init() error {
+	err := s.db.View(func(tx *bolt.Tx) error {
+		// Read every error: the check's goroutine stops only when the
+		// channel is drained.
+		var first error
+		for err := range tx.Check() {
+			if first == nil {
+				first = corrupted(s.path, err)
+			}
+		}
+		return first
+	})
+	if err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			empty := true
+			tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+			if !empty {
+				return fmt.Errorf("state: %s is a bbolt file but not a Fleetcast state file (no %q bucket); refusing to change it", s.path, bucketMeta)
+			}
+			meta, err := tx.CreateBucket(bucketMeta)
+			if err != nil {
+				return err
+			}
+			if err := meta.Put(keyFormat, []byte(format)); err != nil {
+				return err
+			}
+			if err := meta.Put(keyVersion, []byte(strconv.Itoa(Version))); err != nil {
+				return err
+			}
+		} else {
+			if f := meta.Get(keyFormat); !bytes.Equal(f, []byte(format)) {
+				return fmt.Errorf("state: %s: meta.format is %q, expected %q: not a Fleetcast state file", s.path, f, format)
+			}
+			v, err := strconv.Atoi(string(meta.Get(keyVersion)))
+			if err != nil || v < 1 {
+				return fmt.Errorf("state: %s: meta.version is %q, expected a positive integer", s.path, meta.Get(keyVersion))
+			}
+			if v > Version {
+				return fmt.Errorf("state: %s: written by a newer Fleetcast (state version %d; this one reads up to %d)", s.path, v, Version)
+			}
+		}
+		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return fmt.Errorf("state: %s: creating bucket %s: %w", s.path, b, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Path is the state file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close flushes and closes the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Sample is one demand observation.
+type Sample struct {
+	Time  time.Time
+	Value float64
+}
+
+// AppendDemand records demand samples of the named series (for example
+// "fleet" or a pool's name). A sample at a time already recorded replaces
+// it. NaN and infinite values are refused.
+func (s *Store) AppendDemand(series string, samples ...Sample) error {
+	if series == "" {
+		return errors.New("state: demand series with no name")
+	}
+	for _, x := range samples {
+		if math.IsNaN(x.Value) || math.IsInf(x.Value, 0) {
+			return fmt.Errorf("state: demand %s at %s is %v", series, x.Time.UTC().Format(time.RFC3339), x.Value)
+		}
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.Bucket(bucketDemand).CreateBucketIfNotExists([]byte(series))
+		if err != nil {
+			return fmt.Errorf("state: demand %s: %w", series, err)
+		}
+		for _, x := range samples {
+			k := timeKey(x.Time)
+			if err := b.Put(k, sealed(k, floatValue(x.Value))); err != nil {
+				return fmt.Errorf("state: demand %s: %w", series, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Demand returns the named series' samples at or after since, oldest
+// first; none if the series was never recorded.
+func (s *Store) Demand(series string, since time.Time) ([]Sample, error) {
+	var out []Sample
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketDemand).Bucket([]byte(series))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.Seek(timeKey(since)); k != nil; k, v = c.Next() {
+			data, err := unseal(k, v)
+			if err == nil && (len(k) != 8 || len(data) != 8) {
+				err = fmt.Errorf("entry of %d+%d bytes, expected 8+8", len(k), len(data))
+			}
+			if err != nil {
+				return fmt.Errorf("state: %s: demand/%s/%x: %w", s.path, series, k, err)
+			}
+			out = append(out, Sample{
+				Time:  time.Unix(0, int64(binary.BigEndian.Uint64(k))).UTC(),
+				Value: math.Float64frombits(binary.BigEndian.Uint64(data)),
+			})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DemandSeries lists the names of the recorded demand series, sorted.
+func (s *Store) DemandSeries() ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketDemand).ForEachBucket(func(k []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// PruneDemand deletes every series' samples before t, so the history stays
+// as long as the forecaster needs and no longer. It returns how many it
+// deleted.
+func (s *Store) PruneDemand(before time.Time) (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketDemand).ForEachBucket(func(name []byte) error {
+			c := tx.Bucket(bucketDemand).Bucket(name).Cursor()
+			end := timeKey(before)
+			for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0; k, _ = c.First() {
+				if err := c.Delete(); err != nil {
+					return fmt.Errorf("state: pruning demand %s: %w", name, err)
+				}
+				n++
+			}
+			return nil
+		})
+	})
+	return n, err
+}
+
+// timeKey orders times as bytes: big-endian nanoseconds since 1970 (times
+// before 1970 sort as the earliest).
+func timeKey(t time.Time) []byte {
+	k := make([]byte, 8)
+	binary.BigEndian.PutUint64(k, uint64(max(t.UnixNano(), 0)))
+	return k
+}
+
+func floatValue(v float64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, math.Float64bits(v))
+	return b
+}
+
+// IntentKind is the cloud change an intent announces.
+type IntentKind string
+
+// The kinds of intent the controller journals.
+const (
+	// IntentLaunch grows a pool's group to Target (Count more instances).
+	IntentLaunch IntentKind = "launch"
+	// IntentTerminate removes Node from its pool.
+	IntentTerminate IntentKind = "terminate"
+	// IntentDrain cordons Node and asks its jobs to checkpoint.
+	IntentDrain IntentKind = "drain"
+	// IntentCancelDrain returns Node to service.
+	IntentCancelDrain IntentKind = "cancel_drain"
+)
+
+func (k IntentKind) valid() bool {
+	switch k {
+	case IntentLaunch, IntentTerminate, IntentDrain, IntentCancelDrain:
+		return true
+	}
+	return false
+}
+
+// Intent is a cloud change the controller is about to make, journaled
+// before it is made and removed once the cloud shows it done (or undone).
+type Intent struct {
+	// Key is the change's idempotency key (a client token or tag the cloud
+	// sees), unique among intents.
+	Key  string     `json:"key"`
+	Kind IntentKind `json:"kind"`
+	Pool string     `json:"pool"`
+	// Node is the node acted on; empty for launches.
+	Node string `json:"node,omitempty"`
+	// Count and Target are a launch's instances and the group's size once
+	// they are added.
+	Count  int `json:"count,omitempty"`
+	Target int `json:"target,omitempty"`
+	// Created is when the controller decided.
+	Created time.Time `json:"created"`
+}
+
+// Validate checks the fields an intent must have.
+func (in Intent) Validate() error {
+	switch {
+	case in.Key == "":
+		return errors.New("intent: key is empty")
+	case !in.Kind.valid():
+		return fmt.Errorf("intent %s: kind %q, expected launch, terminate, drain or cancel_drain", in.Key, in.Kind)
+	case in.Pool == "":
+		return fmt.Errorf("intent %s: pool is empty", in.Key)
+	case in.Kind == IntentLaunch && (in.Count < 1 || in.Target < in.Count):
+		return fmt.Errorf("intent %s: launch of %d to target %d, expected count >= 1 and target >= count", in.Key, in.Count, in.Target)
+	case in.Kind != IntentLaunch && in.Node == "":
+		return fmt.Errorf("intent %s: %s with no node", in.Key, in.Kind)
+	case in.Created.IsZero():
+		return fmt.Errorf("intent %s: created is not set", in.Key)
+	}
+	return nil
+}
+
+// PutIntent journals an intent. A second intent with the same key is
+// refused: the key is what makes the change happen at most once.
+func (s *Store) PutIntent(in Intent) error {
+	if err := in.Validate(); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketIntents)
+		if b.Get([]byte(in.Key)) != nil {
+			return fmt.Errorf("state: intent %s is already journaled", in.Key)
+		}
+		return putJSON(b, in.Key, in)
+	})
+}
+
+// DoneIntent removes an intent once the cloud shows it done or undone.
+// Removing one that is not there is not an error (it may have been removed
+// before a restart).
+func (s *Store) DoneIntent(key string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketIntents).Delete([]byte(key))
+	})
+}
+
+// Intents returns the journaled intents, oldest first (ties by key).
+func (s *Store) Intents() ([]Intent, error) {
+	out, err := all[Intent](s, bucketIntents)
+	slices.SortFunc(out, func(a, b Intent) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return out, err
+}
+
+// Drain is a drain in progress: the controller's record, never an
+// agent's (DESIGN.md rule 11).
+type Drain struct {
+	Node string `json:"node"`
+	Pool string `json:"pool"`
+	// Started is when the drain was decided; jobs must checkpoint after it.
+	Started time.Time `json:"started"`
+	// Deadline is when the drain is cancelled if jobs have not
+	// checkpointed or exited.
+	Deadline time.Time `json:"deadline"`
+	// Cordoned is set once the node takes no new work.
+	Cordoned bool `json:"cordoned,omitempty"`
+}
+
+// PutDrain records (or updates) a node's drain.
+func (s *Store) PutDrain(d Drain) error {
+	switch {
+	case d.Node == "":
+		return errors.New("state: drain with no node")
+	case d.Pool == "":
+		return fmt.Errorf("state: drain of %s: pool is empty", d.Node)
+	case d.Started.IsZero() || d.Deadline.Before(d.Started):
+		return fmt.Errorf("state: drain of %s: started %s, deadline %s: expected a start and a deadline after it",
+			d.Node, d.Started.UTC().Format(time.RFC3339), d.Deadline.UTC().Format(time.RFC3339))
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketDrains), d.Node, d) })
+}
+
+// DeleteDrain forgets a node's drain (finished, cancelled, or the node is
+// gone).
+func (s *Store) DeleteDrain(node string) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketDrains).Delete([]byte(node)) })
+}
+
+// Drains returns the drains in progress, by node.
+func (s *Store) Drains() ([]Drain, error) { return all[Drain](s, bucketDrains) }
+
+// Backoff is a pool backed off after capacity errors: the planner does
+// not launch into it before Until.
+type Backoff struct {
+	Pool string `json:"pool"`
+	// Failures in a row; the back-off grows with them (providers.Backoff).
+	Failures int       `json:"failures"`
+	Until    time.Time `json:"until"`
+	// Reason is the last error, in words.
+	Reason string `json:"reason"`
+}
+
+// PutBackoff records (or updates) a pool's back-off.
+func (s *Store) PutBackoff(b Backoff) error {
+	switch {
+	case b.Pool == "":
+		return errors.New("state: back-off with no pool")
+	case b.Failures < 1:
+		return fmt.Errorf("state: back-off of %s: %d failures, expected at least 1", b.Pool, b.Failures)
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketBackoffs), b.Pool, b) })
+}
+
+// DeleteBackoff clears a pool's back-off (a launch succeeded).
+func (s *Store) DeleteBackoff(pool string) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketBackoffs).Delete([]byte(pool)) })
+}
+
+// Backoffs returns the pools' back-offs, by pool.
+func (s *Store) Backoffs() ([]Backoff, error) { return all[Backoff](s, bucketBackoffs) }
+
+func putJSON(b *bolt.Bucket, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("state: encoding %s: %w", key, err)
+	}
+	return b.Put([]byte(key), sealed([]byte(key), data))
+}
+
+// castagnoli is the CRC-32C table. bbolt checks its own pages' structure
+// but not the bytes of keys and values, so each record carries a checksum
+// of its key and value: a damaged record is an error, never a silently
+// different value.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// sealed is data with the checksum of key and data after it.
+func sealed(key, data []byte) []byte {
+	out := make([]byte, len(data), len(data)+4)
+	copy(out, data)
+	return binary.BigEndian.AppendUint32(out, checksum(key, data))
+}
+
+func checksum(key, data []byte) uint32 {
+	return crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, data)
+}
+
+// unseal checks a sealed value and returns its data.
+func unseal(key, v []byte) ([]byte, error) {
+	if len(v) < 4 {
+		return nil, fmt.Errorf("record of %d bytes, too short for its checksum", len(v))
+	}
+	data := v[:len(v)-4]
+	if got, want := binary.BigEndian.Uint32(v[len(v)-4:]), checksum(key, data); got != want {
+		return nil, fmt.Errorf("checksum %08x, expected %08x: the record is damaged", got, want)
+	}
+	return data, nil
+}
+
+// all decodes every value of a bucket, in key order. A value that does not
+// decode is an error naming the file, bucket and key: never skipped.
+func all[T any](s *Store, bucket []byte) ([]T, error) {
+	var out []T
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
+			var x T
+			data, err := unseal(k, v)
+			if err != nil {
+				return fmt.Errorf("state: %s: %s/%s: %w", s.path, bucket, k, err)
+			}
+			d := json.NewDecoder(bytes.NewReader(data))
+			d.DisallowUnknownFields()
+			if err := d.Decode(&x); err != nil {
+				return fmt.Errorf("state: %s: %s/%s: %w", s.path, bucket, k, err)
+			}
+			out = append(out, x)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
