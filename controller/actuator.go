@@ -1,0 +1,223 @@
+// Package controller is the live controller's edge: it turns the
+// planner's actions into cloud calls, safely across crashes.
+//
+// Every change to a cloud goes through an Actuator, which writes the intent
+// and its idempotency key to the state store (synced) before calling the
+// provider, and removes it once the cloud's answer is known. After a crash,
+// Recover reads the journal and reconciles each intent against the cloud's
+// own state, so a crash between deciding and acting never launches twice
+// and never leaves a decided termination half done (DESIGN.md rules 4 and 8).
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// Actuator makes the cloud changes a plan asks for, journaled.
+type Actuator struct {
+	store *state.Store
+	pools map[string]fleet.Pool
+	// clouds maps each pool to the provider that drives its group.
+	clouds map[string]providers.Provider
+	now    func() time.Time
+	log    hclog.Logger
+}
+
+// NewActuator makes an Actuator over the pools, each driven by
+// clouds[pool.Name], journaling in store and reading time from now.
+func NewActuator(store *state.Store, pools []fleet.Pool, clouds map[string]providers.Provider, now func() time.Time, log hclog.Logger) (*Actuator, error) {
+	a := &Actuator{store: store, pools: make(map[string]fleet.Pool, len(pools)), clouds: clouds, now: now, log: log}
+	if a.log == nil {
+		a.log = hclog.NewNullLogger()
+	}
+	for _, p := range pools {
+		if clouds[p.Name] == nil {
+			return nil, fmt.Errorf("controller: pool %s has no provider", p.Name)
+		}
+		a.pools[p.Name] = p
+	}
+	return a, nil
+}
+
+func (a *Actuator) pool(name string) (fleet.Pool, providers.Provider, error) {
+	p, ok := a.pools[name]
+	if !ok {
+		return fleet.Pool{}, nil, fmt.Errorf("controller: unknown pool %q", name)
+	}
+	return p, a.clouds[name], nil
+}
+
+// newKey returns a fresh idempotency key: the pool, the kind and 64 random
+// bits, short enough for an EC2 client token (64 characters).
+func newKey(kind state.IntentKind, pool string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	if len(pool) > 32 {
+		pool = pool[:32]
+	}
+	return fmt.Sprintf("fc-%s-%s-%s", kind, pool, hex.EncodeToString(b[:]))
+}
+
+// Launch adds count instances to the pool's group: it reads the group's
+// target size, journals the launch to target+count, asks the cloud, and
+// clears the journal once the cloud has answered. A capacity or quota
+// error (the cloud's answer is known, whatever it granted) is returned for
+// the caller to back the pool off; an error whose outcome is unknown
+// (a timeout, a crash) leaves the intent for Recover.
+func (a *Actuator) Launch(ctx context.Context, poolName string, count int) error {
+	if count < 1 {
+		return fmt.Errorf("controller: launch of %d instances in pool %s", count, poolName)
+	}
+	pool, cloud, err := a.pool(poolName)
+	if err != nil {
+		return err
+	}
+	g, err := cloud.Describe(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("controller: launch in pool %s: %w", poolName, err)
+	}
+	in := state.Intent{Key: newKey(state.IntentLaunch, poolName), Kind: state.IntentLaunch, Pool: poolName,
+		Count: count, Target: g.Target + count, Created: a.now()}
+	if err := a.store.PutIntent(in); err != nil {
+		return fmt.Errorf("controller: launch in pool %s not made: %w", poolName, err)
+	}
+	a.log.Info("launching", "pool", poolName, "count", count, "from", g.Target, "to", in.Target, "key", in.Key)
+	err = cloud.Launch(ctx, pool, providers.LaunchRequest{Count: count, Target: in.Target, Key: in.Key})
+	if err != nil && !answered(err) {
+		return fmt.Errorf("controller: launch in pool %s (intent %s kept for recovery): %w", poolName, in.Key, err)
+	}
+	if derr := a.store.DoneIntent(in.Key); derr != nil {
+		return errors.Join(err, derr)
+	}
+	return err
+}
+
+// answered reports whether err is the cloud's definite answer to a request
+// (it refused, or granted part), rather than an unknown outcome.
+func answered(err error) bool {
+	var nf *providers.NotFoundError
+	return providers.ShouldBackOff(err) || errors.As(err, &nf)
+}
+
+// Terminate removes a node whose drain is complete (or a launching node
+// that missed its deadline) from its pool: journaled, then asked of the
+// cloud; the node's drain record goes with it. A node the cloud no longer
+// has counts as terminated.
+func (a *Actuator) Terminate(ctx context.Context, poolName, node string) error {
+	pool, cloud, err := a.pool(poolName)
+	if err != nil {
+		return err
+	}
+	in := state.Intent{Key: newKey(state.IntentTerminate, poolName), Kind: state.IntentTerminate, Pool: poolName,
+		Node: node, Created: a.now()}
+	if err := a.store.PutIntent(in); err != nil {
+		return fmt.Errorf("controller: termination of %s not made: %w", node, err)
+	}
+	a.log.Info("terminating", "pool", poolName, "node", node, "key", in.Key)
+	return a.finishTerminate(ctx, pool, cloud, in)
+}
+
+func (a *Actuator) finishTerminate(ctx context.Context, pool fleet.Pool, cloud providers.Provider, in state.Intent) error {
+	err := cloud.Terminate(ctx, pool, []string{in.Node})
+	var nf *providers.NotFoundError
+	if err != nil && !errors.As(err, &nf) {
+		return fmt.Errorf("controller: terminating %s in pool %s (intent %s kept for recovery): %w", in.Node, pool.Name, in.Key, err)
+	}
+	if err := a.store.DeleteDrain(in.Node); err != nil {
+		return err
+	}
+	return a.store.DoneIntent(in.Key)
+}
+
+// Recovered says what Recover did with each journaled intent.
+type Recovered struct {
+	// Done are intents the cloud shows made; Finished were completed now;
+	// Dropped were never made and are left to the next plan.
+	Done, Finished, Dropped []state.Intent
+}
+
+// Recover reconciles the journal with the clouds, oldest intent first:
+//   - a launch whose group's target size reached its target was made; one
+//     whose group is below it was not (or only in part), and is dropped:
+//     the next plan sees the group as it is and decides afresh, so nothing
+//     is launched twice;
+//   - a termination the cloud shows done is cleared; one not yet done is
+//     finished, since it was decided only once the node's jobs had
+//     checkpointed and the node has taken no work since;
+//   - drains and cancelled drains live in the drain records, which the loop
+//     picks up as they are; their intents are cleared.
+//
+// An intent for a pool no longer in the config is kept and reported, never
+// silently dropped. Recover stops at the first cloud error, leaving the
+// rest for the next try.
+func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
+	var r Recovered
+	intents, err := a.store.Intents()
+	if err != nil {
+		return r, fmt.Errorf("controller: reading the journal: %w", err)
+	}
+	var unknown []string
+	for _, in := range intents {
+		pool, cloud, err := a.pool(in.Pool)
+		if err != nil {
+			unknown = append(unknown, in.Key)
+			continue
+		}
+		switch in.Kind {
+		case state.IntentLaunch:
+			g, err := cloud.Describe(ctx, pool)
+			if err != nil {
+				return r, fmt.Errorf("controller: recovering launch %s: %w", in.Key, err)
+			}
+			if g.Target >= in.Target {
+				r.Done = append(r.Done, in)
+				a.log.Info("recovered launch: made", "pool", in.Pool, "target", in.Target, "key", in.Key)
+			} else {
+				r.Dropped = append(r.Dropped, in)
+				a.log.Warn("recovered launch: not made; the next plan decides", "pool", in.Pool, "target", in.Target, "group_target", g.Target, "key", in.Key)
+			}
+		case state.IntentTerminate:
+			g, err := cloud.Describe(ctx, pool)
+			if err != nil {
+				return r, fmt.Errorf("controller: recovering termination %s: %w", in.Key, err)
+			}
+			if !slices.ContainsFunc(g.Instances, func(i providers.Instance) bool {
+				return i.ID == in.Node && i.State != providers.InstanceTerminating
+			}) {
+				r.Done = append(r.Done, in)
+				if err := a.store.DeleteDrain(in.Node); err != nil {
+					return r, err
+				}
+				a.log.Info("recovered termination: made", "pool", in.Pool, "node", in.Node, "key", in.Key)
+				break
+			}
+			a.log.Info("recovered termination: finishing", "pool", in.Pool, "node", in.Node, "key", in.Key)
+			if err := a.finishTerminate(ctx, pool, cloud, in); err != nil {
+				return r, err
+			}
+			r.Finished = append(r.Finished, in)
+			continue
+		default:
+			r.Done = append(r.Done, in)
+		}
+		if err := a.store.DoneIntent(in.Key); err != nil {
+			return r, err
+		}
+	}
+	if len(unknown) > 0 {
+		return r, fmt.Errorf("controller: journaled intents %v are for pools not in the config; restore the pools or remove %s", unknown, a.store.Path())
+	}
+	return r, nil
+}

@@ -1,0 +1,297 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/providers/sim"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func simPool(name string, max int) fleet.Pool {
+	return fleet.Pool{Name: name, Provider: "sim", InstanceType: "p4d.24xlarge", GPUsPerNode: 8, Capacity: fleet.OnDemand,
+		PricePerHour: 32, LeadTime: 5 * time.Minute, ProvisionTimeout: 15 * time.Minute, Max: max}
+}
+
+// errCrash stands for the controller dying: the call's outcome is unknown
+// to it, as after SIGKILL or a timeout.
+var errCrash = errors.New("controller killed")
+
+// crashing wraps a provider and "kills the controller" around its next
+// change: before the call reaches the cloud, or after the cloud made it but
+// before the controller heard.
+type crashing struct {
+	providers.Provider
+	before, after bool
+}
+
+func (c *crashing) crash(call func() error) error {
+	if c.before {
+		c.before = false
+		return errCrash
+	}
+	if err := call(); err != nil {
+		return err
+	}
+	if c.after {
+		c.after = false
+		return errCrash
+	}
+	return nil
+}
+
+func (c *crashing) Launch(ctx context.Context, p fleet.Pool, req providers.LaunchRequest) error {
+	return c.crash(func() error { return c.Provider.Launch(ctx, p, req) })
+}
+
+func (c *crashing) Terminate(ctx context.Context, p fleet.Pool, ids []string) error {
+	return c.crash(func() error { return c.Provider.Terminate(ctx, p, ids) })
+}
+
+// tb is what the rig needs of a test: *testing.T and *rapid.T both have it.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+type rig struct {
+	dir   string
+	pool  fleet.Pool
+	cloud *sim.Cloud
+	wrap  *crashing
+	store *state.Store
+	act   *Actuator
+}
+
+func newRig(t tb, dir string, capacity string) *rig {
+	p := simPool("a100", 20)
+	if capacity != "" {
+		p.Target = map[string]string{"capacity": capacity}
+	}
+	cloud, err := sim.New([]fleet.Pool{p}, 1, func() time.Time { return t0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{dir: dir, pool: p, cloud: cloud, wrap: &crashing{Provider: cloud}}
+	r.restart(t)
+	return r
+}
+
+// restart is a new controller process on the same state and cloud.
+func (r *rig) restart(t tb) {
+	if r.store != nil {
+		r.store.Close()
+	}
+	s, err := state.Open(r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewActuator(s, []fleet.Pool{r.pool}, map[string]providers.Provider{r.pool.Name: r.wrap}, func() time.Time { return t0 }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.store, r.act = s, a
+}
+
+func (r *rig) group(t tb) providers.Group {
+	g, err := r.cloud.Describe(context.Background(), r.pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestLaunchAndTerminateClearTheJournal(t *testing.T) {
+	r := newRig(t, t.TempDir(), "")
+	ctx := context.Background()
+	if err := r.act.Launch(ctx, "a100", 3); err != nil {
+		t.Fatal(err)
+	}
+	g := r.group(t)
+	if g.Target != 3 || len(g.Instances) != 3 {
+		t.Fatalf("group after launching 3: target %d, %d instances", g.Target, len(g.Instances))
+	}
+	node := g.Instances[0].ID
+	if err := r.store.PutDrain(state.Drain{Node: node, Pool: "a100", Started: t0, Deadline: t0.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.act.Terminate(ctx, "a100", node); err != nil {
+		t.Fatal(err)
+	}
+	if g := r.group(t); g.Target != 2 {
+		t.Errorf("target after terminating one: %d, want 2", g.Target)
+	}
+	if in, _ := r.store.Intents(); len(in) != 0 {
+		t.Errorf("journal after success: %+v, want empty", in)
+	}
+	if d, _ := r.store.Drains(); len(d) != 0 {
+		t.Errorf("drains after termination: %+v, want none", d)
+	}
+	// A node the cloud no longer has counts as terminated.
+	if err := r.act.Terminate(ctx, "a100", node); err != nil {
+		t.Errorf("terminating a gone node: %v", err)
+	}
+	for _, err := range []error{r.act.Launch(ctx, "h100", 1), r.act.Launch(ctx, "a100", 0), r.act.Terminate(ctx, "nope", "x")} {
+		if err == nil {
+			t.Error("bad request accepted")
+		}
+	}
+}
+
+func TestCapacityErrorIsAnswered(t *testing.T) {
+	r := newRig(t, t.TempDir(), "2")
+	err := r.act.Launch(context.Background(), "a100", 5)
+	var ice *providers.InsufficientCapacityError
+	if !errors.As(err, &ice) {
+		t.Fatalf("launch beyond capacity: %v, want InsufficientCapacityError", err)
+	}
+	if g := r.group(t); g.Target != 2 {
+		t.Errorf("target %d, want the 2 granted", g.Target)
+	}
+	if in, _ := r.store.Intents(); len(in) != 0 {
+		t.Errorf("journal after a refusal: %+v, want empty (the cloud answered)", in)
+	}
+}
+
+func TestRecoverAfterCrashAtEachStep(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name          string
+		before, after bool
+		terminate     bool
+		wantTarget    int
+		want          string // what Recover did: done, finished or dropped
+	}{
+		{name: "launch: crash before the cloud call", before: true, wantTarget: 2, want: "dropped"},
+		{name: "launch: crash after the cloud call", after: true, wantTarget: 5, want: "done"},
+		{name: "terminate: crash before the cloud call", terminate: true, before: true, wantTarget: 1, want: "finished"},
+		{name: "terminate: crash after the cloud call", terminate: true, after: true, wantTarget: 1, want: "done"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, t.TempDir(), "")
+			if err := r.act.Launch(ctx, "a100", 2); err != nil {
+				t.Fatal(err)
+			}
+			node := r.group(t).Instances[0].ID
+			r.store.PutDrain(state.Drain{Node: node, Pool: "a100", Started: t0, Deadline: t0.Add(time.Hour)})
+			r.wrap.before, r.wrap.after = tt.before, tt.after
+			var err error
+			if tt.terminate {
+				err = r.act.Terminate(ctx, "a100", node)
+			} else {
+				err = r.act.Launch(ctx, "a100", 3)
+			}
+			if !errors.Is(err, errCrash) || !strings.Contains(err.Error(), "kept for recovery") {
+				t.Fatalf("crashed call: %v", err)
+			}
+			r.restart(t)
+			got, err := r.act.Recover(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			did := map[string]int{"done": len(got.Done), "finished": len(got.Finished), "dropped": len(got.Dropped)}
+			if did[tt.want] != 1 || did["done"]+did["finished"]+did["dropped"] != 1 {
+				t.Errorf("recover: %+v, want one %s", did, tt.want)
+			}
+			g := r.group(t)
+			if g.Target != tt.wantTarget || len(g.Instances) != tt.wantTarget {
+				t.Errorf("group: target %d, %d instances; want %d", g.Target, len(g.Instances), tt.wantTarget)
+			}
+			if in, _ := r.store.Intents(); len(in) != 0 {
+				t.Errorf("journal after recovery: %+v", in)
+			}
+			drains, _ := r.store.Drains()
+			if tt.terminate && len(drains) != 0 {
+				t.Errorf("drain record of a terminated node left: %+v", drains)
+			}
+		})
+	}
+}
+
+func TestRecoverKeepsIntentsOfUnknownPools(t *testing.T) {
+	r := newRig(t, t.TempDir(), "")
+	in := state.Intent{Key: "fc-launch-gone-1", Kind: state.IntentLaunch, Pool: "gone", Count: 1, Target: 1, Created: t0}
+	if err := r.store.PutIntent(in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.act.Recover(context.Background()); err == nil || !strings.Contains(err.Error(), "not in the config") {
+		t.Errorf("recover: %v, want an error naming the intent", err)
+	}
+	if got, _ := r.store.Intents(); !slices.Equal(got, []state.Intent{in}) {
+		t.Errorf("journal: %+v, want the intent kept", got)
+	}
+}
+
+// TestNeverLaunchesTwice drives a pool through random desired sizes with
+// the controller killed at random points around its cloud calls and
+// restarted (Recover, then the next cycle decides from the cloud's state):
+// the group never exceeds what was asked, ends at the last size asked, and
+// no intent or drain record outlives its node.
+func TestNeverLaunchesTwice(t *testing.T) {
+	ctx := context.Background()
+	rapid.Check(t, func(rt *rapid.T) {
+		dir, err := os.MkdirTemp("", "fleetcast-actuator-")
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		r := newRig(rt, dir, "")
+		defer func() { r.store.Close() }()
+		want := 0
+		for range rapid.IntRange(1, 12).Draw(rt, "cycles") {
+			want = rapid.IntRange(0, 8).Draw(rt, "want")
+			crash := rapid.SampledFrom([]string{"none", "before", "after"}).Draw(rt, "crash")
+			r.wrap.before, r.wrap.after = crash == "before", crash == "after"
+			// One cycle: act until the group is the size wanted, as the
+			// loop would over cycles, restarting after each crash.
+			for range 20 {
+				g := r.group(rt)
+				if g.Target > want && g.Target > 0 {
+					victim := g.Instances[rapid.IntRange(0, len(g.Instances)-1).Draw(rt, "victim")].ID
+					r.store.PutDrain(state.Drain{Node: victim, Pool: "a100", Started: t0, Deadline: t0.Add(time.Hour)})
+					err = r.act.Terminate(ctx, "a100", victim)
+				} else if g.Target < want {
+					err = r.act.Launch(ctx, "a100", want-g.Target)
+				} else {
+					break
+				}
+				if errors.Is(err, errCrash) {
+					r.restart(rt)
+					if _, err := r.act.Recover(ctx); err != nil {
+						rt.Fatal(err)
+					}
+				} else if err != nil {
+					rt.Fatal(err)
+				}
+				if after := r.group(rt); after.Target > max(want, g.Target) || after.Target != len(after.Instances) {
+					rt.Fatalf("group went from target %d to %d (%d instances) while %d wanted", g.Target, after.Target, len(after.Instances), want)
+				}
+			}
+			g := r.group(rt)
+			if g.Target != want {
+				rt.Fatalf("cycle ended at target %d, want %d", g.Target, want)
+			}
+			if in, _ := r.store.Intents(); len(in) != 0 {
+				rt.Fatalf("journal not empty between cycles: %+v", in)
+			}
+			drains, _ := r.store.Drains()
+			for _, d := range drains {
+				if !slices.ContainsFunc(g.Instances, func(i providers.Instance) bool { return i.ID == d.Node }) {
+					rt.Fatalf("drain record for %s, which the cloud no longer has", d.Node)
+				}
+			}
+		}
+	})
+}
