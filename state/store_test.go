@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -113,7 +114,7 @@ func TestBadRecordsRefused(t *testing.T) {
 		{"drain deadline before start", s.PutDrain(Drain{Node: "n", Pool: "p", Started: t0, Deadline: t0.Add(-1)}), "deadline after it"},
 		{"backoff no pool", s.PutBackoff(Backoff{Failures: 1}), "no pool"},
 		{"backoff no failures", s.PutBackoff(Backoff{Pool: "p"}), "at least 1"},
-		{"demand NaN", s.AppendDemand("fleet", Sample{t0, nan()}), "is NaN"},
+		{"demand NaN", s.AppendDemand("fleet", Sample{t0, math.NaN()}), "is NaN"},
 		{"demand unnamed", s.AppendDemand("", Sample{t0, 1}), "no name"},
 	}
 	for _, tt := range tests {
@@ -132,8 +133,6 @@ func TestBadRecordsRefused(t *testing.T) {
 		}
 	}
 }
-
-func nan() float64 { var z float64; return z / z }
 
 func TestDemandPrune(t *testing.T) {
 	s := open(t, t.TempDir())
@@ -255,7 +254,9 @@ func TestRefusesForeignAndDamagedFiles(t *testing.T) {
 func TestUndecodableRecordNamed(t *testing.T) {
 	s := open(t, t.TempDir())
 	defer s.Close()
-	s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketDrains).Put([]byte("i-9"), sealed([]byte("i-9"), []byte(`{"node": 7}`))) })
+	s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketDrains).Put([]byte("i-9"), sealed([]byte("i-9"), []byte(`{"node": 7}`)))
+	})
 	_, err := s.Drains()
 	if err == nil || !strings.Contains(err.Error(), "drains/i-9") || !strings.Contains(err.Error(), s.Path()) {
 		t.Errorf("drains: %v; want an error naming the file, bucket and key", err)
