@@ -1,5 +1,6 @@
 // Package controller is the live controller's edge: it turns the
-// planner's actions into cloud calls, safely across crashes.
+// planner's actions into cloud calls, safely across crashes, and takes
+// pending demand pushed by schedulers (POST /v1/demand, see DemandReceiver).
 //
 // Every change to a cloud goes through an Actuator, which writes the intent
 // and its idempotency key to the state store (synced) before calling the

@@ -1,0 +1,132 @@
+package controller
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+const apiToken = "s3cret-scheduler-token"
+
+func demandRig() (*DemandReceiver, *Pending, *time.Time) {
+	now := t0
+	a100, h100 := simPool("a100-od", 10), simPool("h100-spot", 10)
+	a100.GPUModel, h100.GPUModel = "A100", "H100"
+	p := &Pending{}
+	return &DemandReceiver{Token: apiToken, Pools: []fleet.Pool{a100, h100}, Pending: p, Now: func() time.Time { return now }}, p, &now
+}
+
+func push(t *testing.T, h http.Handler, token, contentType, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/v1/demand", strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
+
+func TestDemandPushes(t *testing.T) {
+	dr, pending, now := demandRig()
+	if w := push(t, dr, apiToken, "application/json", `{"source": "slurm", "pending": [{"pool": "a100-od", "gpus": 16}, {"gpu_model": "h100", "gpus": 8}]}`); w.Code != http.StatusNoContent {
+		t.Fatalf("push: %d %s", w.Code, w.Body)
+	}
+	if w := push(t, dr, apiToken, "application/json; charset=utf-8", `{"source": "ray", "pending": [{"pool": "h100-spot", "gpus": 4}]}`); w.Code != http.StatusNoContent {
+		t.Fatalf("second source: %d %s", w.Code, w.Body)
+	}
+	if got := pending.GPUs(*now); got != 28 {
+		t.Errorf("pending = %d, want 16+8+4", got)
+	}
+	// A source's push replaces its previous one; an empty one clears it.
+	push(t, dr, apiToken, "application/json", `{"source": "slurm", "pending": []}`)
+	if got := pending.GPUs(*now); got != 4 {
+		t.Errorf("pending after slurm cleared = %d, want 4", got)
+	}
+	// A source that stops pushing stops counting after the TTL.
+	*now = now.Add(11 * time.Minute)
+	if got := pending.GPUs(*now); got != 0 {
+		t.Errorf("pending 11 minutes later = %d, want 0", got)
+	}
+}
+
+func TestDemandRefusals(t *testing.T) {
+	good := `{"source": "slurm", "pending": [{"pool": "a100-od", "gpus": 16}]}`
+	tests := []struct {
+		name, token, contentType, body string
+		status                         int
+		reason                         string
+	}{
+		{"no token", "", "application/json", good, 401, "missing bearer token"},
+		{"wrong token", "s3cret-scheduler-tokeN", "application/json", good, 401, "wrong token"},
+		{"not JSON", apiToken, "text/plain", good, 415, "application/json"},
+		{"malformed", apiToken, "application/json", `{"source": "slurm", "pending": [`, 400, "demand:"},
+		{"unknown field", apiToken, "application/json", `{"source": "slurm", "pendng": []}`, 400, "pendng"},
+		{"trailing data", apiToken, "application/json", good + good, 400, "after the JSON object"},
+		{"huge", apiToken, "application/json", `{"source": "` + strings.Repeat("x", 70<<10) + `"}`, 413, "larger than"},
+		{"no source", apiToken, "application/json", `{"pending": []}`, 422, "source"},
+		{"unknown pool", apiToken, "application/json", `{"source": "s", "pending": [{"pool": "v100", "gpus": 1}]}`, 422, `pending[0].pool: unknown pool "v100"`},
+		{"unknown model", apiToken, "application/json", `{"source": "s", "pending": [{"gpu_model": "B200", "gpus": 1}]}`, 422, `no pool has GPU model "B200"`},
+		{"pool and model", apiToken, "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "gpu_model": "A100", "gpus": 1}]}`, 422, "exactly one of"},
+		{"neither", apiToken, "application/json", `{"source": "s", "pending": [{"gpus": 1}]}`, 422, "exactly one of"},
+		{"negative", apiToken, "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "gpus": -1}]}`, 422, "pending[0].gpus: -1"},
+		{"absurd", apiToken, "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "gpus": 5000000}]}`, 422, "want 0 to"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dr, pending, now := demandRig()
+			w := push(t, dr, tt.token, tt.contentType, tt.body)
+			if w.Code != tt.status || !strings.Contains(w.Body.String(), tt.reason) {
+				t.Errorf("got %d %q, want %d with %q", w.Code, w.Body, tt.status, tt.reason)
+			}
+			if got := pending.GPUs(*now); got != 0 {
+				t.Errorf("refused push changed pending demand to %d", got)
+			}
+		})
+	}
+	// A server with a token too short to be safe refuses everything.
+	dr, _, _ := demandRig()
+	dr.Token = "short"
+	if w := push(t, dr, "short", "application/json", good); w.Code != 401 {
+		t.Errorf("short server token: %d, want 401", w.Code)
+	}
+}
+
+func FuzzDemandReceiver(f *testing.F) {
+	f.Add(`{"source": "slurm", "pending": [{"pool": "a100-od", "gpus": 16}, {"gpu_model": "H100", "gpus": 8}]}`)
+	f.Add(`{"source": "s", "pending": [{"pool": "v100", "gpus": 1}]}`)
+	f.Add(`{"source": "", "pending": null}`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, body string) {
+		dr, pending, now := demandRig()
+		w := push(t, dr, apiToken, "application/json", body)
+		got := pending.GPUs(*now)
+		switch {
+		case w.Code == http.StatusNoContent:
+			var d DemandPush
+			if err := fleet.DecodeJSON([]byte(body), &d); err != nil {
+				t.Fatalf("accepted a push that does not decode: %v", err)
+			}
+			want := 0
+			for _, l := range d.Pending {
+				want += l.GPUs
+			}
+			if got != want {
+				t.Fatalf("accepted push gives %d pending GPUs, want %d", got, want)
+			}
+		case w.Code >= 400 && w.Code < 500:
+			if got != 0 {
+				t.Fatalf("refused push (%d) changed pending demand to %d", w.Code, got)
+			}
+		default:
+			t.Fatalf("status %d for %q", w.Code, body)
+		}
+	})
+}
