@@ -1,0 +1,129 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// Agents is the controller's view of its agents: each node's latest report
+// and the drain the controller wants of it. It is the report.Store behind
+// the agents' endpoint and is safe for concurrent use.
+//
+// Times are the controller's: a report's arrival is read from the
+// controller's clock (so a node is silent by the controller's clock, never
+// the agent's), and the job times in it are moved by the difference
+// between the two clocks seen at arrival, so an agent whose clock is off
+// cannot make a checkpoint look newer than it is by more than the report's
+// network delay.
+type Agents struct {
+	now func() time.Time
+
+	mu     sync.Mutex
+	nodes  map[string]*agentView
+	drains map[string]report.DrainRequest
+}
+
+type agentView struct {
+	received  time.Time
+	healthy   bool
+	jobs      []fleet.Job
+	idleSince time.Time // zero while the node holds jobs
+	drain     report.DrainStatus
+}
+
+// NewAgents makes an empty view reading time from now.
+func NewAgents(now func() time.Time) *Agents {
+	return &Agents{now: now, nodes: map[string]*agentView{}, drains: map[string]report.DrainRequest{}}
+}
+
+var _ report.Store = (*Agents)(nil)
+
+// Accept takes a validated report and answers with the node's drain, if
+// the controller wants one.
+func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, error) {
+	now := a.now()
+	shift := now.Sub(r.SentAt)
+	jobs := r.FleetJobs()
+	for i := range jobs {
+		jobs[i].Start = jobs[i].Start.Add(shift)
+		if !jobs[i].LastCheckpoint.IsZero() {
+			jobs[i].LastCheckpoint = jobs[i].LastCheckpoint.Add(shift)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v := a.nodes[r.Node]
+	if v == nil {
+		v = &agentView{}
+		a.nodes[r.Node] = v
+	}
+	// Idle time runs from the first healthy report without jobs: a report
+	// that could not read the GPUs could not see unknown work on them
+	// either, so it restarts the count.
+	switch {
+	case len(jobs) > 0 || !r.Healthy:
+		v.idleSince = time.Time{}
+	case v.idleSince.IsZero():
+		v.idleSince = now
+	}
+	v.received, v.healthy, v.jobs, v.drain = now, r.Healthy, jobs, r.Drain
+	var ans report.Answer
+	if d, ok := a.drains[r.Node]; ok {
+		ans.Drain = &d
+	}
+	return ans, nil
+}
+
+// SetDrain asks the node's agent to drain at its next report; nil stops
+// asking (the drain finished or was cancelled).
+func (a *Agents) SetDrain(node string, d *report.DrainRequest) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if d == nil {
+		delete(a.drains, node)
+		return
+	}
+	a.drains[node] = *d
+}
+
+// Forget drops a node that left the fleet.
+func (a *Agents) Forget(node string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.nodes, node)
+	delete(a.drains, node)
+}
+
+// Observe fills a node's agent fields (LastReport, Jobs, IdleSince) from
+// its latest report; a node that never reported keeps them zero, and a
+// node whose last report could not read its GPUs keeps its jobs but is not
+// idle (its idle time restarts once they read again).
+// It reports whether the agent has reported healthy GPUs, which is when
+// a launching node becomes ready.
+func (a *Agents) Observe(n *fleet.Node) (healthy bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v := a.nodes[n.ID]
+	if v == nil {
+		return false
+	}
+	n.LastReport = v.received
+	n.Jobs = append(n.Jobs[:0], v.jobs...)
+	n.IdleSince = v.idleSince
+	return v.healthy
+}
+
+// Drain returns the node's drain as its agent last reported it.
+func (a *Agents) Drain(node string) (report.DrainStatus, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v := a.nodes[node]
+	if v == nil {
+		return report.DrainStatus{}, false
+	}
+	return v.drain, true
+}

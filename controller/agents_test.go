@@ -1,0 +1,161 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// agentsRig serves the real report receiver over the Agents view.
+type agentsRig struct {
+	now    time.Time
+	agents *Agents
+	tokens *report.Tokens
+	h      http.Handler
+}
+
+func newAgentsRig(t *testing.T) *agentsRig {
+	r := &agentsRig{now: t0}
+	r.agents = NewAgents(func() time.Time { return r.now })
+	tok, err := report.NewTokens(bytes.Repeat([]byte("k"), 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.tokens = tok
+	r.h = (&report.Receiver{Tokens: tok, Store: r.agents, Now: func() time.Time { return r.now }}).Handler()
+	return r
+}
+
+// send posts a report made by an agent whose clock reads agentNow.
+func (r *agentsRig) send(t *testing.T, node string, agentNow time.Time, healthy bool, jobs ...report.Job) report.Answer {
+	t.Helper()
+	rep := report.Report{Node: node, SentAt: agentNow, Healthy: healthy, Jobs: jobs, Drain: report.DrainStatus{State: report.NotDraining}}
+	if healthy {
+		rep.GPUs = []report.GPU{{Index: 0, UUID: "GPU-0", Name: "NVIDIA H100", MemoryTotal: 80 << 30}}
+	}
+	body, _ := json.Marshal(rep)
+	req := httptest.NewRequest(http.MethodPost, fmt.Sprintf("/v1/agents/%s/report", node), bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+r.tokens.For(node))
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	r.h.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		t.Fatalf("report from %s: %d %s", node, w.Code, w.Body)
+	}
+	var ans report.Answer
+	if err := json.Unmarshal(w.Body.Bytes(), &ans); err != nil {
+		t.Fatal(err)
+	}
+	return ans
+}
+
+func TestAgentsTimesAreTheControllers(t *testing.T) {
+	r := newAgentsRig(t)
+	// An agent an hour behind: its checkpoint "an hour ago" by its clock
+	// is now by the controller's.
+	agent := t0.Add(-time.Hour)
+	r.send(t, "i-1", agent, true, report.Job{ID: "train", GPUs: []int{0}, Start: agent.Add(-2 * time.Hour), LastCheckpoint: agent.Add(-time.Minute), LongRunning: true})
+	n := fleet.Node{ID: "i-1"}
+	if !r.agents.Observe(&n) {
+		t.Error("healthy report not seen as healthy")
+	}
+	want := fleet.Job{ID: "train", GPUs: 1, Start: t0.Add(-2 * time.Hour), LastCheckpoint: t0.Add(-time.Minute), LongRunning: true}
+	if len(n.Jobs) != 1 || n.Jobs[0] != want {
+		t.Errorf("jobs = %+v, want %+v", n.Jobs, want)
+	}
+	if !n.LastReport.Equal(t0) || !n.IdleSince.IsZero() {
+		t.Errorf("last report %v (want %v), idle since %v (want zero: it holds a job)", n.LastReport, t0, n.IdleSince)
+	}
+	// An agent two minutes ahead cannot make a checkpoint look newer.
+	r.now = t0.Add(time.Minute)
+	agent = r.now.Add(2 * time.Minute)
+	r.send(t, "i-1", agent, true, report.Job{ID: "train", GPUs: []int{0}, Start: agent.Add(-2 * time.Hour), LastCheckpoint: agent})
+	r.agents.Observe(&n)
+	if !n.Jobs[0].LastCheckpoint.Equal(r.now) {
+		t.Errorf("checkpoint from an agent 2m ahead at %v, want the controller's %v", n.Jobs[0].LastCheckpoint, r.now)
+	}
+}
+
+func TestAgentsIdleSince(t *testing.T) {
+	r := newAgentsRig(t)
+	n := fleet.Node{ID: "i-2"}
+	if r.agents.Observe(&n) || !n.LastReport.IsZero() {
+		t.Fatal("a node that never reported must look silent")
+	}
+	step := func(d time.Duration, healthy bool, jobs ...report.Job) {
+		r.now = r.now.Add(d)
+		r.send(t, "i-2", r.now, healthy, jobs...)
+		r.agents.Observe(&n)
+	}
+	job := report.Job{ID: "j", GPUs: []int{0}, Start: t0}
+	tests := []struct {
+		name      string
+		d         time.Duration
+		healthy   bool
+		jobs      []report.Job
+		idleSince time.Time
+	}{
+		{"first empty report", 0, true, nil, t0},
+		{"still empty", time.Minute, true, nil, t0},
+		{"a job arrives", time.Minute, true, []report.Job{job}, time.Time{}},
+		{"it leaves", time.Minute, true, nil, t0.Add(3 * time.Minute)},
+		{"GPUs unreadable: never idle", time.Minute, false, nil, time.Time{}},
+		{"readable again: idle from now", time.Minute, true, nil, t0.Add(5 * time.Minute)},
+	}
+	for _, tt := range tests {
+		step(tt.d, tt.healthy, tt.jobs...)
+		if !n.IdleSince.Equal(tt.idleSince) {
+			t.Errorf("%s: idle since %v, want %v", tt.name, n.IdleSince, tt.idleSince)
+		}
+	}
+}
+
+func TestAgentsAnswerWithTheControllersDrain(t *testing.T) {
+	r := newAgentsRig(t)
+	d := report.DrainRequest{ID: "drain-1", Since: t0, Deadline: t0.Add(30 * time.Minute), Signal: "SIGUSR1"}
+	r.agents.SetDrain("i-3", &d)
+	if ans := r.send(t, "i-3", t0, true); ans.Drain == nil || *ans.Drain != d {
+		t.Errorf("answer %+v, want drain %+v", ans, d)
+	}
+	if ans := r.send(t, "i-4", t0, true); ans.Drain != nil {
+		t.Errorf("another node was asked to drain: %+v", ans)
+	}
+	r.agents.SetDrain("i-3", nil)
+	if ans := r.send(t, "i-3", t0, true); ans.Drain != nil {
+		t.Errorf("drain still asked after it was cleared: %+v", ans)
+	}
+	r.agents.SetDrain("i-3", &d)
+	r.agents.Forget("i-3")
+	n := fleet.Node{ID: "i-3"}
+	if r.agents.Observe(&n) {
+		t.Error("a forgotten node still has a report")
+	}
+	if ans := r.send(t, "i-3", t0, true); ans.Drain != nil {
+		t.Errorf("a forgotten node's drain survived: %+v", ans)
+	}
+}
+
+func TestAgentsConcurrent(t *testing.T) {
+	r := newAgentsRig(t)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		node := fmt.Sprint("i-", i)
+		wg.Go(func() {
+			for range 50 {
+				r.send(t, node, t0, true, report.Job{ID: "j", GPUs: []int{0}, Start: t0})
+				n := fleet.Node{ID: node}
+				r.agents.Observe(&n)
+				r.agents.SetDrain(node, &report.DrainRequest{ID: "d"})
+			}
+		})
+	}
+	wg.Wait()
+}
