@@ -1,0 +1,317 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/forecast"
+	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// demandSeries is the name of the fleet's demand history in the store.
+const demandSeries = "fleet"
+
+// Controller runs control cycles: observe the clouds and agents, record
+// demand, forecast, plan with the same planner as `plan` and `simulate`,
+// and act through the Actuator (or, dry-run, only plan).
+type Controller struct {
+	cfg     *config.Config
+	store   *state.Store
+	clouds  map[string]providers.Provider
+	act     *Actuator
+	agents  *Agents
+	pending *Pending
+	now     func() time.Time
+	log     hclog.Logger
+	dryRun  bool
+
+	online    *forecast.Online
+	fittedAt  time.Time
+	cancelled map[string]time.Time // node -> when its last drain was cancelled
+
+	mu       sync.Mutex
+	lastPlan *planner.Plan
+	lastFC   *forecast.Forecast
+}
+
+// Options are a Controller's parts.
+type Options struct {
+	Config *config.Config
+	Store  *state.Store
+	// Clouds maps each pool's name to its provider.
+	Clouds  map[string]providers.Provider
+	Agents  *Agents
+	Pending *Pending
+	Now     func() time.Time
+	Log     hclog.Logger
+	// DryRun plans every cycle and changes nothing.
+	DryRun bool
+}
+
+// New makes a controller. Call Recover before the first Cycle.
+func New(o Options) (*Controller, error) {
+	if o.Config == nil || o.Store == nil || o.Agents == nil || o.Pending == nil || o.Now == nil {
+		return nil, errors.New("controller: config, store, agents, pending demand and clock are required")
+	}
+	log := o.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	act, err := NewActuator(o.Store, o.Config.Pools, o.Clouds, o.Now, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending,
+		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}}, nil
+}
+
+// Recover reconciles the journal with the clouds (see Actuator.Recover) and
+// hands the stored drains back to the agents. A dry run only reads.
+func (c *Controller) Recover(ctx context.Context) error {
+	if !c.dryRun {
+		r, err := c.act.Recover(ctx)
+		if err != nil {
+			return err
+		}
+		c.log.Info("journal recovered", "done", len(r.Done), "finished", len(r.Finished), "dropped", len(r.Dropped))
+	}
+	drains, err := c.store.Drains()
+	if err != nil {
+		return err
+	}
+	for _, d := range drains {
+		c.agents.SetDrain(d.Node, c.drainRequest(d))
+	}
+	return nil
+}
+
+func (c *Controller) drainRequest(d state.Drain) *report.DrainRequest {
+	return &report.DrainRequest{ID: "drain-" + d.Node + "-" + d.Started.UTC().Format("20060102T150405Z"),
+		Since: d.Started, Deadline: d.Deadline, Signal: c.cfg.Drain.Signal}
+}
+
+// LastPlan is the last cycle's plan; nil before the first.
+func (c *Controller) LastPlan() *planner.Plan {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastPlan
+}
+
+// Cycle runs one control cycle and returns its plan. Errors acting on one
+// pool are logged and the rest of the plan still runs; the error returned
+// joins them.
+func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
+	now := c.now()
+	st, err := c.Observe(ctx, now)
+	if err != nil {
+		return planner.Plan{}, err
+	}
+	demand := float64(st.PendingGPUs)
+	for i := range st.Nodes {
+		demand += float64(st.Nodes[i].UsedGPUs())
+	}
+	if err := c.store.AppendDemand(demandSeries, state.Sample{Time: now, Value: demand}); err != nil {
+		return planner.Plan{}, err
+	}
+	st.History, err = c.history(now)
+	if err != nil {
+		c.log.Warn("no demand history", "error", err)
+	}
+	fc := c.forecast(now, st.History)
+	plan := planner.Make(planner.Input{Config: c.cfg, State: &st, Forecast: fc, Now: now})
+	c.mu.Lock()
+	c.lastPlan = &plan
+	c.mu.Unlock()
+	for _, n := range plan.Notes {
+		c.log.Info("plan note", "note", n)
+	}
+	if c.dryRun {
+		for _, a := range plan.Actions {
+			c.log.Info("dry run: would "+string(a.Kind), "pool", a.Pool, "node", a.Node, "count", a.Count, "reason", a.Reason)
+		}
+		return plan, nil
+	}
+	return plan, c.apply(ctx, now, &plan)
+}
+
+// Observe reads every pool's group and joins it with the agents' reports,
+// the stored drains and back-offs, and the pending demand.
+func (c *Controller) Observe(ctx context.Context, now time.Time) (fleet.State, error) {
+	st := fleet.State{CapturedAt: now, PendingGPUs: c.pending.GPUs(now)}
+	drains, err := c.store.Drains()
+	if err != nil {
+		return st, err
+	}
+	byNode := make(map[string]state.Drain, len(drains))
+	for _, d := range drains {
+		byNode[d.Node] = d
+	}
+	backoffs, err := c.store.Backoffs()
+	if err != nil {
+		return st, err
+	}
+	bo := make(map[string]state.Backoff, len(backoffs))
+	for _, b := range backoffs {
+		bo[b.Pool] = b
+	}
+	for _, p := range c.cfg.Pools {
+		ps := fleet.PoolStatus{Name: p.Name}
+		if b, ok := bo[p.Name]; ok && now.Before(b.Until) {
+			ps.BackoffUntil, ps.BackoffReason = b.Until, b.Reason
+		}
+		st.Pools = append(st.Pools, ps)
+		g, err := c.clouds[p.Name].Describe(ctx, p)
+		if err != nil {
+			return st, fmt.Errorf("controller: reading pool %s: %w", p.Name, err)
+		}
+		for _, in := range g.Instances {
+			n := fleet.Node{ID: in.ID, Pool: p.Name, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID]}
+			healthy := c.agents.Observe(&n)
+			d, draining := byNode[in.ID]
+			switch {
+			case in.State == providers.InstanceTerminating:
+				n.State = fleet.Terminating
+			case draining:
+				n.State, n.DrainStartedAt = fleet.Draining, d.Started
+			case healthy || len(n.Jobs) > 0:
+				// Ready once its agent reads healthy GPUs (DESIGN.md rule
+				// 7). A node running jobs is never taken for a launch that
+				// failed, whatever its agent says of the GPUs: that would
+				// terminate its work.
+				n.State = fleet.Ready
+			default:
+				n.State = fleet.Pending
+			}
+			st.Nodes = append(st.Nodes, n)
+		}
+	}
+	return st, nil
+}
+
+// history is the recorded demand on the forecast step: each step's
+// highest sample (capacity must cover the peak within a step, as the
+// simulator's history does).
+func (c *Controller) history(now time.Time) (fleet.Series, error) {
+	step := c.cfg.Forecast.Step
+	samples, err := c.store.Demand(demandSeries, now.Add(-c.cfg.Forecast.History))
+	if err != nil || len(samples) == 0 {
+		return fleet.Series{}, err
+	}
+	start := samples[0].Time.Truncate(step)
+	var offsets []time.Duration
+	var values []float64
+	for _, s := range samples {
+		off := s.Time.Sub(start).Truncate(step)
+		if n := len(offsets); n > 0 && offsets[n-1] == off {
+			values[n-1] = max(values[n-1], s.Value)
+			continue
+		}
+		offsets, values = append(offsets, off), append(values, s.Value)
+	}
+	r, err := forecast.Resample(start, offsets, values, step, 6)
+	if err != nil {
+		return fleet.Series{}, err
+	}
+	return r.Series, nil
+}
+
+// forecast follows the history with the chosen model, choosing and
+// calibrating it again once a day (as the simulator does).
+func (c *Controller) forecast(now time.Time, history fleet.Series) forecast.Forecast {
+	if len(history.Values) == 0 {
+		return forecast.Forecast{}
+	}
+	levels, err := forecast.Levels(c.cfg.Forecast.Quantile)
+	if err != nil {
+		c.log.Error("forecast quantile", "error", err)
+		return forecast.Forecast{}
+	}
+	if c.online == nil || c.online.Model() == "" || now.Sub(c.fittedAt) >= forecast.Day {
+		o, err := forecast.NewOnline(history, c.cfg.Forecast.Horizon, levels)
+		if err != nil {
+			c.log.Warn("no forecast; planning on current demand", "error", err)
+			return forecast.Forecast{}
+		}
+		c.online, c.fittedAt = o, now
+	}
+	fc, err := c.online.Forecast(history)
+	if err != nil {
+		c.online = nil
+		c.log.Warn("no forecast this cycle; planning on current demand", "error", err)
+		return forecast.Forecast{}
+	}
+	c.mu.Lock()
+	c.lastFC = &fc
+	c.mu.Unlock()
+	return fc
+}
+
+// apply carries out a plan's actions.
+func (c *Controller) apply(ctx context.Context, now time.Time, plan *planner.Plan) error {
+	var errs []error
+	for _, a := range plan.Actions {
+		var err error
+		switch a.Kind {
+		case planner.Launch:
+			err = c.act.Launch(ctx, a.Pool, a.Count)
+			if providers.ShouldBackOff(err) {
+				err = errors.Join(err, c.backOff(now, a.Pool, err.Error()))
+			} else if err == nil {
+				err = c.store.DeleteBackoff(a.Pool)
+			}
+		case planner.Terminate:
+			if err = c.act.Terminate(ctx, a.Pool, a.Node); err == nil {
+				c.agents.Forget(a.Node)
+				delete(c.cancelled, a.Node)
+			}
+			if err == nil && a.BackOff {
+				err = c.backOff(now, a.Pool, a.Reason)
+			}
+		case planner.Drain:
+			d := state.Drain{Node: a.Node, Pool: a.Pool, Started: now, Deadline: now.Add(c.cfg.Drain.Timeout)}
+			// The drain is on disk before any agent hears of it.
+			if err = c.store.PutDrain(d); err == nil {
+				c.agents.SetDrain(a.Node, c.drainRequest(d))
+				c.log.Info("draining", "pool", a.Pool, "node", a.Node, "deadline", d.Deadline)
+			}
+		case planner.CancelDrain:
+			if err = c.store.DeleteDrain(a.Node); err == nil {
+				c.agents.SetDrain(a.Node, nil)
+				c.cancelled[a.Node] = now
+				c.log.Warn("drain cancelled", "pool", a.Pool, "node", a.Node, "reason", a.Reason)
+			}
+		}
+		if err != nil {
+			c.log.Error("action failed", "kind", a.Kind, "pool", a.Pool, "node", a.Node, "error", err)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// backOff records a pool's next back-off after a capacity error.
+func (c *Controller) backOff(now time.Time, pool, reason string) error {
+	failures := 1
+	bs, err := c.store.Backoffs()
+	if err != nil {
+		return err
+	}
+	for _, b := range bs {
+		if b.Pool == pool {
+			failures = b.Failures + 1
+		}
+	}
+	until := now.Add(providers.Backoff(failures))
+	c.log.Warn("pool backed off", "pool", pool, "until", until, "failures", failures, "reason", reason)
+	return c.store.PutBackoff(state.Backoff{Pool: pool, Failures: failures, Until: until, Reason: reason})
+}

@@ -1,0 +1,330 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/providers/sim"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// counting counts a provider's changing calls.
+type counting struct {
+	providers.Provider
+	changes atomic.Int64
+}
+
+func (c *counting) Launch(ctx context.Context, p fleet.Pool, r providers.LaunchRequest) error {
+	c.changes.Add(1)
+	return c.Provider.Launch(ctx, p, r)
+}
+
+func (c *counting) Terminate(ctx context.Context, p fleet.Pool, ids []string) error {
+	c.changes.Add(1)
+	return c.Provider.Terminate(ctx, p, ids)
+}
+
+// loop is a controller on the simulated cloud with a clock the test moves.
+type loop struct {
+	now     time.Time
+	cfg     *config.Config
+	cloud   *sim.Cloud
+	count   *counting
+	store   *state.Store
+	agents  *Agents
+	pending *Pending
+	c       *Controller
+	// silent agents send nothing; busy nodes report a job on every GPU.
+	silent, busy map[string]bool
+}
+
+func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *loop {
+	t.Helper()
+	l := &loop{now: t0, silent: map[string]bool{}, busy: map[string]bool{}}
+	cfg := config.Defaults()
+	cfg.Pools = pools
+	l.cfg = &cfg
+	clock := func() time.Time { return l.now }
+	var err error
+	if l.cloud, err = sim.New(pools, 1, clock); err != nil {
+		t.Fatal(err)
+	}
+	l.count = &counting{Provider: l.cloud}
+	clouds := map[string]providers.Provider{}
+	for _, p := range pools {
+		clouds[p.Name] = l.count
+	}
+	if l.store, err = state.Open(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.store.Close() })
+	l.agents, l.pending = NewAgents(clock), &Pending{}
+	l.c, err = New(Options{Config: l.cfg, Store: l.store, Clouds: clouds, Agents: l.agents, Pending: l.pending, Now: clock, DryRun: dryRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.c.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// report has every running instance's agent report, unless it is silent:
+// a job holding every GPU, checkpointed a minute ago, on busy nodes, and
+// none on the others.
+func (l *loop) report(t *testing.T) {
+	t.Helper()
+	for _, p := range l.cfg.Pools {
+		g, err := l.cloud.Describe(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range g.Instances {
+			if in.State != providers.InstanceRunning || l.silent[in.ID] {
+				continue
+			}
+			r := &report.Report{Node: in.ID, SentAt: l.now, Healthy: true, Drain: report.DrainStatus{State: report.NotDraining}}
+			for i := range p.GPUsPerNode {
+				r.GPUs = append(r.GPUs, report.GPU{Index: i, UUID: fmt.Sprint("GPU-", i), MemoryTotal: 80 << 30})
+			}
+			if l.busy[in.ID] {
+				j := report.Job{ID: "train-" + in.ID, Start: t0, LastCheckpoint: l.now.Add(-time.Minute)}
+				for i := range p.GPUsPerNode {
+					j.GPUs = append(j.GPUs, i)
+				}
+				r.Jobs = []report.Job{j}
+			}
+			if _, err := l.agents.Accept(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// cycle moves the clock a minute, has the agents report, and runs a cycle.
+func (l *loop) cycle(t *testing.T) planner.Plan {
+	t.Helper()
+	l.now = l.now.Add(time.Minute)
+	l.report(t)
+	p, err := l.c.Cycle(context.Background())
+	if err != nil {
+		t.Fatalf("cycle at %v: %v", l.now, err)
+	}
+	return p
+}
+
+func (l *loop) target(t *testing.T, pool fleet.Pool) int {
+	g, err := l.cloud.Describe(context.Background(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Target
+}
+
+func gpuPool(name string, gpus, max int, lead time.Duration) fleet.Pool {
+	return fleet.Pool{Name: name, Provider: "sim", InstanceType: "g5.xlarge", GPUsPerNode: gpus, Capacity: fleet.OnDemand,
+		PricePerHour: 1.2 * float64(gpus), LeadTime: lead, ProvisionTimeout: 3 * lead, Max: max}
+}
+
+// TestBootingCapacityCounts: 40 one-GPU jobs wait while GPUs take five
+// minutes to come up; the controller launches exactly 40 GPUs, not a
+// batch more each cycle (kubernetes/autoscaler#7095).
+func TestBootingCapacityCounts(t *testing.T) {
+	p := gpuPool("g5", 1, 200, 5*time.Minute)
+	l := newLoop(t, false, p)
+	for range 12 {
+		// The scheduler keeps pushing the 40 waiting jobs until they run.
+		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "g5", GPUs: 40}}})
+		l.cycle(t)
+		if got := l.target(t, p); got > 40 {
+			t.Fatalf("at %v: %d GPUs launched for 40 waiting jobs", l.now.Sub(t0), got)
+		}
+	}
+	if got := l.target(t, p); got != 40 {
+		t.Errorf("%d GPUs launched for 40 waiting jobs, want exactly 40", got)
+	}
+}
+
+// TestSilentAgentsHaltScaleIn: ten busy nodes; half their agents go silent
+// at once (a network fault, not idleness), and ten minutes later the other
+// half's jobs finish. No node is drained or terminated while the half is
+// silent; with every agent reporting, the same idle half is scaled in.
+func TestSilentAgentsHaltScaleIn(t *testing.T) {
+	for _, silentHalf := range []bool{true, false} {
+		t.Run(fmt.Sprint("silent half ", silentHalf), func(t *testing.T) {
+			p := gpuPool("g5", 8, 20, 5*time.Minute)
+			l := newLoop(t, false, p)
+			if err := l.c.act.Launch(context.Background(), "g5", 10); err != nil {
+				t.Fatal(err)
+			}
+			g, _ := l.cloud.Describe(context.Background(), p)
+			for _, in := range g.Instances {
+				l.busy[in.ID] = true
+			}
+			l.now = l.now.Add(5 * time.Minute)
+			for range 5 {
+				plan := l.cycle(t)
+				if c := plan.Counts(); c[planner.Drain]+c[planner.Terminate] != 0 {
+					t.Fatalf("a busy fleet was scaled in: %v", c)
+				}
+			}
+			for _, in := range g.Instances[:5] {
+				l.silent[in.ID] = silentHalf
+			}
+			removed := 0
+			for i := range 120 {
+				if i == 10 {
+					for _, in := range g.Instances[5:] {
+						l.busy[in.ID] = false
+					}
+				}
+				plan := l.cycle(t)
+				c := plan.Counts()
+				removed += c[planner.Drain] + c[planner.Terminate]
+			}
+			if silentHalf && (removed != 0 || l.target(t, p) != 10) {
+				t.Errorf("with half the agents silent: %d drains or terminations, %d nodes left; want none and 10", removed, l.target(t, p))
+			}
+			if !silentHalf && l.target(t, p) != 5 {
+				t.Errorf("with every agent reporting, %d nodes left two hours after half went idle; want 5", l.target(t, p))
+			}
+		})
+	}
+}
+
+// TestDryRunChangesNothing: a dry run plans launches for waiting jobs,
+// serves the plan, and makes no changing call nor any record.
+func TestDryRunChangesNothing(t *testing.T) {
+	p := gpuPool("g5", 1, 200, 5*time.Minute)
+	l := newLoop(t, true, p)
+	for range 5 {
+		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "g5", GPUs: 16}}})
+		plan := l.cycle(t)
+		if plan.Counts()[planner.Launch] == 0 {
+			t.Fatalf("dry run planned no launch for 16 waiting GPUs: %+v", plan)
+		}
+	}
+	if n := l.count.changes.Load(); n != 0 {
+		t.Errorf("dry run made %d changing provider calls", n)
+	}
+	if got := l.c.LastPlan(); got == nil || got.Counts()[planner.Launch] == 0 {
+		t.Errorf("last plan not served: %+v", got)
+	}
+	intents, _ := l.store.Intents()
+	drains, _ := l.store.Drains()
+	if len(intents)+len(drains) != 0 {
+		t.Errorf("dry run recorded intents %v, drains %v", intents, drains)
+	}
+}
+
+// restart is the controller killed and started again on the same state
+// directory, clouds and agents' endpoint (whose in-memory view is lost
+// with the process).
+func (l *loop) restart(t *testing.T, wrap providers.Provider) {
+	t.Helper()
+	dir := l.store.Path()
+	l.store.Close()
+	var err error
+	if l.store, err = state.Open(filepath.Dir(dir)); err != nil {
+		t.Fatal(err)
+	}
+	clock := func() time.Time { return l.now }
+	l.agents = NewAgents(clock)
+	clouds := map[string]providers.Provider{}
+	for _, p := range l.cfg.Pools {
+		clouds[p.Name] = wrap
+	}
+	if l.c, err = New(Options{Config: l.cfg, Store: l.store, Clouds: clouds, Agents: l.agents, Pending: l.pending, Now: clock}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.c.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKilledMidActionRestarts kills the controller at each step of a
+// launch and of a termination, restarts it, and runs on: no duplicate
+// instance, no orphaned intent, no node left draining.
+func TestKilledMidActionRestarts(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		before, after bool
+		scaleIn       bool
+	}{
+		{"launch, killed before the cloud call", true, false, false},
+		{"launch, killed after the cloud call", false, true, false},
+		{"termination, killed before the cloud call", true, false, true},
+		{"termination, killed after the cloud call", false, true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := gpuPool("g5", 1, 200, 5*time.Minute)
+			l := newLoop(t, false, p)
+			crash := &crashing{Provider: l.cloud}
+			l.restart(t, crash)
+			want := 24
+			if tt.scaleIn {
+				// 24 nodes up and busy, then 8 go idle.
+				l.pending.Set(l.now, DemandPush{Source: "s", Pending: []PendingDemand{{Pool: "g5", GPUs: 24}}})
+				for range 8 {
+					l.cycle(t)
+				}
+				g, _ := l.cloud.Describe(context.Background(), p)
+				for _, in := range g.Instances {
+					l.busy[in.ID] = true
+				}
+				l.pending.Set(l.now, DemandPush{Source: "s"})
+				for range 3 {
+					l.cycle(t)
+				}
+				for _, in := range g.Instances[:8] {
+					l.busy[in.ID] = false
+				}
+				want = 16
+			}
+			crash.before, crash.after = tt.before, tt.after
+			killed := false
+			for i := range 90 {
+				if !tt.scaleIn {
+					l.pending.Set(l.now, DemandPush{Source: "s", Pending: []PendingDemand{{Pool: "g5", GPUs: 24}}})
+				}
+				l.now = l.now.Add(time.Minute)
+				l.report(t)
+				_, err := l.c.Cycle(context.Background())
+				if errors.Is(err, errCrash) {
+					killed = true
+					l.restart(t, crash)
+					continue
+				}
+				if err != nil {
+					t.Fatalf("cycle %d: %v", i, err)
+				}
+				if got := l.target(t, p); got > 24 {
+					t.Fatalf("cycle %d: %d instances for 24 GPUs of demand", i, got)
+				}
+			}
+			if !killed {
+				t.Fatal("the controller was never killed")
+			}
+			g, _ := l.cloud.Describe(context.Background(), p)
+			if g.Target != want || len(g.Instances) != want {
+				t.Errorf("group: target %d, %d instances; want %d", g.Target, len(g.Instances), want)
+			}
+			if in, _ := l.store.Intents(); len(in) != 0 {
+				t.Errorf("intents left: %+v", in)
+			}
+			if d, _ := l.store.Drains(); len(d) != 0 {
+				t.Errorf("nodes left draining: %+v", d)
+			}
+		})
+	}
+}
