@@ -39,9 +39,13 @@ type Controller struct {
 	fittedAt  time.Time
 	cancelled map[string]time.Time // node -> when its last drain was cancelled
 
-	mu       sync.Mutex
-	lastPlan *planner.Plan
-	lastFC   *forecast.Forecast
+	metrics *metrics
+
+	mu        sync.Mutex
+	lastPlan  *planner.Plan
+	lastFC    *forecast.Forecast
+	lastState *fleet.State
+	lastCycle time.Time
 }
 
 // Options are a Controller's parts.
@@ -71,8 +75,10 @@ func New(o Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending,
-		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}}, nil
+	c := &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending,
+		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, metrics: newMetrics()}
+	c.metrics.reg.MustRegister(snapshotCollector{c})
+	return c, nil
 }
 
 // Recover reconciles the journal with the clouds (see Actuator.Recover) and
@@ -107,6 +113,23 @@ func (c *Controller) LastPlan() *planner.Plan {
 	return c.lastPlan
 }
 
+// Snapshot is what the last cycle saw and decided, for the API and metrics.
+type Snapshot struct {
+	// At is when the last cycle ran; zero before the first.
+	At       time.Time
+	State    *fleet.State
+	Plan     *planner.Plan
+	Forecast *forecast.Forecast
+}
+
+// Last returns the last cycle's snapshot. Its parts are shared: do not
+// modify them.
+func (c *Controller) Last() Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Snapshot{At: c.lastCycle, State: c.lastState, Plan: c.lastPlan, Forecast: c.lastFC}
+}
+
 // Cycle runs one control cycle and returns its plan. Errors acting on one
 // pool are logged and the rest of the plan still runs; the error returned
 // joins them.
@@ -128,9 +151,15 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 		c.log.Warn("no demand history", "error", err)
 	}
 	fc := c.forecast(now, st.History)
+	started := time.Now()
 	plan := planner.Make(planner.Input{Config: c.cfg, State: &st, Forecast: fc, Now: now})
+	c.metrics.planSeconds.Observe(time.Since(started).Seconds())
 	c.mu.Lock()
-	c.lastPlan = &plan
+	c.lastPlan, c.lastState, c.lastCycle = &plan, &st, now
+	c.lastFC = nil
+	if len(fc.Values) > 0 {
+		c.lastFC = &fc
+	}
 	c.mu.Unlock()
 	for _, n := range plan.Notes {
 		c.log.Info("plan note", "note", n)
@@ -141,7 +170,7 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 		}
 		return plan, nil
 	}
-	return plan, c.apply(ctx, now, &plan)
+	return plan, c.apply(ctx, now, &st, &plan)
 }
 
 // Observe reads every pool's group and joins it with the agents' reports,
@@ -250,14 +279,17 @@ func (c *Controller) forecast(now time.Time, history fleet.Series) forecast.Fore
 		c.log.Warn("no forecast this cycle; planning on current demand", "error", err)
 		return forecast.Forecast{}
 	}
-	c.mu.Lock()
-	c.lastFC = &fc
-	c.mu.Unlock()
 	return fc
 }
 
 // apply carries out a plan's actions.
-func (c *Controller) apply(ctx context.Context, now time.Time, plan *planner.Plan) error {
+func (c *Controller) apply(ctx context.Context, now time.Time, st *fleet.State, plan *planner.Plan) error {
+	drainStart := map[string]time.Time{}
+	for i := range st.Nodes {
+		if n := &st.Nodes[i]; n.State == fleet.Draining {
+			drainStart[n.ID] = n.DrainStartedAt
+		}
+	}
 	var errs []error
 	for _, a := range plan.Actions {
 		var err error
@@ -273,6 +305,9 @@ func (c *Controller) apply(ctx context.Context, now time.Time, plan *planner.Pla
 			if err = c.act.Terminate(ctx, a.Pool, a.Node); err == nil {
 				c.agents.Forget(a.Node)
 				delete(c.cancelled, a.Node)
+				if t, ok := drainStart[a.Node]; ok {
+					c.metrics.drainSeconds.Observe(now.Sub(t).Seconds())
+				}
 			}
 			if err == nil && a.BackOff {
 				err = c.backOff(now, a.Pool, a.Reason)
@@ -291,7 +326,17 @@ func (c *Controller) apply(ctx context.Context, now time.Time, plan *planner.Pla
 				c.log.Warn("drain cancelled", "pool", a.Pool, "node", a.Node, "reason", a.Reason)
 			}
 		}
+		if a.Kind != planner.Hold {
+			result := "ok"
+			if err != nil {
+				result = "error"
+			}
+			c.metrics.actions.WithLabelValues(string(a.Kind), a.Pool, result).Inc()
+		}
 		if err != nil {
+			if providers.ShouldBackOff(err) {
+				c.metrics.capacityErrors.WithLabelValues(a.Pool).Inc()
+			}
 			c.log.Error("action failed", "kind", a.Kind, "pool", a.Pool, "node", a.Node, "error", err)
 			errs = append(errs, err)
 		}

@@ -1,0 +1,171 @@
+package controller
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// metrics are the controller's own counters; the fleet's gauges are read
+// from the last snapshot at each scrape.
+type metrics struct {
+	reg            *prometheus.Registry
+	actions        *prometheus.CounterVec
+	capacityErrors *prometheus.CounterVec
+	planSeconds    prometheus.Histogram
+	drainSeconds   prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_actions_total",
+			Help: "Actions carried out, by kind, pool and result (ok or error); a launch of several nodes is one action."}, []string{"kind", "pool", "result"}),
+		capacityErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_capacity_errors_total",
+			Help: "Launches refused for capacity or quota, by pool."}, []string{"pool"}),
+		planSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetcast_plan_seconds",
+			Help: "Time the planner took per cycle.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		drainSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetcast_drain_seconds",
+			Help: "Time from a drain's start to the node's termination.", Buckets: prometheus.ExponentialBuckets(15, 2, 10)}),
+	}
+	m.reg.MustRegister(m.actions, m.capacityErrors, m.planSeconds, m.drainSeconds)
+	return m
+}
+
+var (
+	descGPUs      = prometheus.NewDesc("fleetcast_gpus", "GPUs in the fleet, by pool and node state.", []string{"pool", "state"}, nil)
+	descDemand    = prometheus.NewDesc("fleetcast_demand_gpus", "GPU demand now: held by jobs (running) or waiting (pending).", []string{"kind"}, nil)
+	descForecast  = prometheus.NewDesc("fleetcast_forecast_gpus", "Forecast demand one lead time ahead (the forecast's last step), by quantile.", []string{"quantile"}, nil)
+	descCost      = prometheus.NewDesc("fleetcast_cost_per_hour_dollars", "The fleet's cost per hour, now and once the plan has completed.", []string{"when"}, nil)
+	descSilent    = prometheus.NewDesc("fleetcast_silent_nodes", "Ready or draining nodes whose agent has not reported within the agent timeout.", nil, nil)
+	descLastCycle = prometheus.NewDesc("fleetcast_last_cycle_timestamp_seconds", "When the last control cycle ran.", nil, nil)
+)
+
+type snapshotCollector struct{ c *Controller }
+
+func (snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descGPUs, descDemand, descForecast, descCost, descSilent, descLastCycle} {
+		ch <- d
+	}
+}
+
+func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
+	last := s.c.Last()
+	if last.State == nil || last.Plan == nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descLastCycle, prometheus.GaugeValue, float64(last.At.UnixNano())/1e9)
+	for _, p := range s.c.cfg.Pools {
+		counts := map[fleet.NodeState]int{}
+		for i := range last.State.Nodes {
+			if n := &last.State.Nodes[i]; n.Pool == p.Name {
+				counts[n.State] += p.GPUsPerNode
+			}
+		}
+		for _, st := range []fleet.NodeState{fleet.Pending, fleet.Ready, fleet.Draining, fleet.Terminating} {
+			ch <- prometheus.MustNewConstMetric(descGPUs, prometheus.GaugeValue, float64(counts[st]), p.Name, string(st))
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descDemand, prometheus.GaugeValue, float64(last.Plan.Demand.RunningGPUs), "running")
+	ch <- prometheus.MustNewConstMetric(descDemand, prometheus.GaugeValue, float64(last.Plan.Demand.PendingGPUs), "pending")
+	if f := last.Forecast; f != nil && f.Steps() > 0 {
+		for j, q := range f.Levels {
+			ch <- prometheus.MustNewConstMetric(descForecast, prometheus.GaugeValue, f.Values[j][f.Steps()-1], strconv.FormatFloat(q, 'g', -1, 64))
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descCost, prometheus.GaugeValue, last.Plan.CostPerHourBefore, "now")
+	ch <- prometheus.MustNewConstMetric(descCost, prometheus.GaugeValue, last.Plan.CostPerHourAfter, "planned")
+	ch <- prometheus.MustNewConstMetric(descSilent, prometheus.GaugeValue, float64(last.Plan.Capacity.SilentNodes))
+}
+
+// APIOptions are the HTTP API's parts beyond the controller.
+type APIOptions struct {
+	// Tokens check the agents' per-node tokens.
+	Tokens *report.Tokens
+	// Demand serves POST /v1/demand (its Token guards it).
+	Demand *DemandReceiver
+}
+
+// Handler serves the controller's HTTP API:
+//
+//	GET  /healthz                     200 once a cycle ran within three intervals, else 503
+//	GET  /metrics                     Prometheus metrics
+//	GET  /v1/plan                     the last plan (JSON)
+//	GET  /v1/fleet                    pools, nodes, jobs and agent freshness as the last cycle saw them
+//	GET  /v1/forecast                 the last forecast
+//	POST /v1/agents/{node}/report     agent reports (per-node token)
+//	POST /v1/demand                   schedulers' pending demand (API token)
+//
+// Every write is authenticated; reads are not (bind the API to a trusted
+// network, as the default 127.0.0.1 does).
+func (c *Controller) Handler(o APIOptions) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		last := c.Last()
+		if last.At.IsZero() {
+			http.Error(w, "no control cycle yet", http.StatusServiceUnavailable)
+			return
+		}
+		if age := c.now().Sub(last.At); age > 3*c.cfg.Controller.Interval {
+			http.Error(w, "last control cycle "+age.Round(time.Second).String()+" ago", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ok\n"))
+	})
+	serve := func(pick func(Snapshot) any) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			last := c.Last()
+			v := pick(last)
+			if last.At.IsZero() || v == nil {
+				http.Error(w, "no control cycle yet", http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			enc.Encode(v)
+		}
+	}
+	mux.Handle("GET /v1/plan", serve(func(s Snapshot) any {
+		if s.Plan == nil {
+			return nil
+		}
+		return s.Plan
+	}))
+	mux.Handle("GET /v1/fleet", serve(func(s Snapshot) any {
+		if s.State == nil {
+			return nil
+		}
+		return fleetView{At: s.At, Pools: c.cfg.Pools, State: s.State, AgentTimeout: c.cfg.Controller.AgentTimeout.String()}
+	}))
+	mux.Handle("GET /v1/forecast", serve(func(s Snapshot) any {
+		if s.Forecast == nil {
+			return nil
+		}
+		return s.Forecast
+	}))
+	if o.Tokens != nil {
+		mux.Handle(report.Pattern, &report.Receiver{Tokens: o.Tokens, Store: c.agents, Now: c.now, Log: c.log})
+	}
+	if o.Demand != nil {
+		mux.Handle(DemandPattern, o.Demand)
+	}
+	return mux
+}
+
+// fleetView is GET /v1/fleet: the config's pools and the observed state
+// (each node's last_report says how fresh its agent is).
+type fleetView struct {
+	At           time.Time    `json:"at"`
+	AgentTimeout string       `json:"agent_timeout"`
+	Pools        []fleet.Pool `json:"pools"`
+	State        *fleet.State `json:"state"`
+}

@@ -1,0 +1,109 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/planner"
+)
+
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+	body, _ := io.ReadAll(w.Body)
+	return w.Code, string(body)
+}
+
+func TestAPI(t *testing.T) {
+	p := gpuPool("g5", 1, 200, 5*time.Minute)
+	l := newLoop(t, false, p)
+	tok, err := report.NewTokens(bytes.Repeat([]byte("s"), 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dr := &DemandReceiver{Token: apiToken, Pools: l.cfg.Pools, Pending: l.pending, Now: func() time.Time { return l.now }}
+	h := l.c.Handler(APIOptions{Tokens: tok, Demand: dr})
+
+	for _, path := range []string{"/healthz", "/v1/plan", "/v1/fleet", "/v1/forecast"} {
+		if code, body := get(t, h, path); code != http.StatusServiceUnavailable || !strings.Contains(body, "no control cycle yet") {
+			t.Errorf("GET %s before any cycle: %d %q, want 503", path, code, body)
+		}
+	}
+	// A scheduler pushes 8 waiting GPUs through the API; the cycle
+	// launches for them.
+	if w := push(t, h, apiToken, "application/json", `{"source": "slurm", "pending": [{"pool": "g5", "gpus": 8}]}`); w.Code != http.StatusNoContent {
+		t.Fatalf("POST /v1/demand: %d %s", w.Code, w.Body)
+	}
+	if w := push(t, h, "wrong-token-but-long", "application/json", `{"source": "x", "pending": [{"pool": "g5", "gpus": 100}]}`); w.Code != http.StatusUnauthorized {
+		t.Errorf("POST /v1/demand with a wrong token: %d", w.Code)
+	}
+	l.cycle(t)
+	if code, body := get(t, h, "/healthz"); code != http.StatusOK {
+		t.Errorf("GET /healthz after a cycle: %d %q", code, body)
+	}
+	code, body := get(t, h, "/v1/plan")
+	var plan planner.Plan
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &plan) != nil {
+		t.Fatalf("GET /v1/plan: %d %q", code, body)
+	}
+	if plan.Demand.PendingGPUs != 8 || plan.Counts()[planner.Launch] != 8 {
+		t.Errorf("plan: pending %d, launches %d; want 8 and 8", plan.Demand.PendingGPUs, plan.Counts()[planner.Launch])
+	}
+	code, body = get(t, h, "/v1/fleet")
+	var fv struct {
+		Pools []struct{ Name string }
+		State struct {
+			Nodes []struct{ ID, State string }
+		}
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &fv) != nil || len(fv.Pools) != 1 {
+		t.Fatalf("GET /v1/fleet: %d %q", code, body)
+	}
+
+	// An agent reports through the API with its node's token.
+	l.now = l.now.Add(6 * time.Minute)
+	g, _ := l.cloud.Describe(t.Context(), p)
+	node := g.Instances[0].ID
+	rep, _ := json.Marshal(report.Report{Node: node, SentAt: l.now, Healthy: true,
+		GPUs: []report.GPU{{Index: 0, UUID: "GPU-0", MemoryTotal: 1}}, Drain: report.DrainStatus{State: report.NotDraining}})
+	post := func(token string) int {
+		req := httptest.NewRequest(http.MethodPost, "/v1/agents/"+node+"/report", bytes.NewReader(rep))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	if code := post(tok.For("some-other-node")); code != http.StatusForbidden {
+		t.Errorf("report with another node's token: %d, want 403", code)
+	}
+	if code := post(tok.For(node)); code != http.StatusOK {
+		t.Errorf("report with the node's token: %d", code)
+	}
+	if _, err := l.c.Cycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	code, body = get(t, h, "/metrics")
+	for _, want := range []string{
+		`fleetcast_gpus{pool="g5",state="ready"} 1`,
+		`fleetcast_gpus{pool="g5",state="pending"} 7`,
+		`fleetcast_actions_total{kind="launch",pool="g5",result="ok"} 1`,
+		`fleetcast_demand_gpus{kind="pending"} 8`,
+		`fleetcast_plan_seconds_count 2`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("GET /metrics (%d) lacks %s", code, want)
+		}
+	}
+	if t.Failed() {
+		t.Log(body)
+	}
+}
