@@ -378,7 +378,7 @@ func (a *Agent) settle() {
 func (a *Agent) waiting(now time.Time) []string {
 	var ids []string
 	for id, j := range a.jobs {
-		if !a.longRunning(j, now) || !j.LastCheckpoint.Before(a.since) || a.exited(j) {
+		if !a.longRunning(j, now) || j.LastCheckpoint.After(a.since) || a.exited(j) {
 			continue
 		}
 		ids = append(ids, id)

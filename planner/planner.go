@@ -202,7 +202,10 @@ func (p *planner) settleDrain(pp *poolPlan, n *fleet.Node, silent time.Duration)
 	case !n.LastReport.After(n.DrainStartedAt):
 		blocker = "no agent report since the drain began"
 	default:
-		if j := worstJob(n.Jobs, func(j *fleet.Job) bool { return j.LastCheckpoint.Before(n.DrainStartedAt) }); j != nil {
+		// Strictly after: a checkpoint at the very instant the drain was
+		// decided was made before anyone asked for it, and the work done
+		// since is not saved.
+		if j := worstJob(n.Jobs, func(j *fleet.Job) bool { return !j.LastCheckpoint.After(n.DrainStartedAt) }); j != nil {
 			blocker = fmt.Sprintf("job %s has not checkpointed since the drain began", j.ID)
 		}
 	}
