@@ -18,8 +18,8 @@ import (
 	"github.com/fleetcast/autoscaler/state"
 )
 
-// demandSeries is the name of the fleet's demand history in the store.
-const demandSeries = "fleet"
+// DemandSeries is the name of the fleet's demand history in the store.
+const DemandSeries = "fleet"
 
 // Controller runs control cycles: observe the clouds and agents, record
 // demand, forecast, plan with the same planner as `plan` and `simulate`,
@@ -143,7 +143,7 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 	for i := range st.Nodes {
 		demand += float64(st.Nodes[i].UsedGPUs())
 	}
-	if err := c.store.AppendDemand(demandSeries, state.Sample{Time: now, Value: demand}); err != nil {
+	if err := c.store.AppendDemand(DemandSeries, state.Sample{Time: now, Value: demand}); err != nil {
 		return planner.Plan{}, err
 	}
 	st.History, err = c.history(now)
@@ -232,7 +232,7 @@ func (c *Controller) Observe(ctx context.Context, now time.Time) (fleet.State, e
 // simulator's history does).
 func (c *Controller) history(now time.Time) (fleet.Series, error) {
 	step := c.cfg.Forecast.Step
-	samples, err := c.store.Demand(demandSeries, now.Add(-c.cfg.Forecast.History))
+	samples, err := c.store.Demand(DemandSeries, now.Add(-c.cfg.Forecast.History))
 	if err != nil || len(samples) == 0 {
 		return fleet.Series{}, err
 	}

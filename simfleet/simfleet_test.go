@@ -1,0 +1,90 @@
+package simfleet
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/providers/sim"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// TestControllerFollowsADay runs the controller on the local example's
+// simulated cloud and workload for a simulated day, a cycle a minute: the
+// fleet follows demand, no work is lost, and nothing is left half done.
+func TestControllerFollowsADay(t *testing.T) {
+	cfg, diags := config.Load("../examples/local.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC) // a Monday
+	clock := func() time.Time { return now }
+	cloud, err := sim.New(cfg.Pools, cfg.Synthetic.Seed, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	w := sim.NewWorkload(cfg)
+	if err := SeedHistory(store, w, now, cfg.Forecast.Step, cfg.Forecast.History); err != nil {
+		t.Fatal(err)
+	}
+	clouds := map[string]providers.Provider{}
+	for _, p := range cfg.Pools {
+		clouds[p.Name] = cloud
+	}
+	agents, pending := controller.NewAgents(clock), &controller.Pending{}
+	c, err := controller.New(controller.Options{Config: cfg, Store: store, Clouds: clouds, Agents: agents, Pending: pending, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(Options{Pools: cfg.Pools, Cloud: cloud, Workload: w, CheckpointEvery: cfg.Simulate.CheckpointInterval,
+		Reports: agents, Pending: PendingTo(pending, cfg), Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var demandHours, unmetHours, cost float64
+	launches, drains := 0, 0
+	for range 24 * 60 {
+		now = now.Add(time.Minute)
+		if err := f.Step(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+		plan, err := c.Cycle(ctx)
+		if err != nil {
+			t.Logf("%v: %v", now, err) // capacity errors are expected: the example's spot pool runs out
+		}
+		counts := plan.Counts()
+		launches += counts["launch"]
+		drains += counts["drain"]
+		cost += plan.CostPerHourBefore / 60
+		s := f.Stats()
+		demandHours += float64(s.DemandGPUs) / 60
+		unmetHours += float64(s.DemandGPUs-s.RunningGPUs) / 60
+	}
+	s := f.Stats()
+	t.Logf("a day: demand %.0f GPU-hours, unmet %.1f (%.2f%%), waited %.1f GPU-hours, lost %.2f, cost $%.0f; %d nodes launched, %d drained; jobs started %d, completed %d, moved by drains %d",
+		demandHours, unmetHours, 100*unmetHours/demandHours, s.WaitGPUHours, s.LostGPUHours, cost, launches, drains, s.Started, s.Completed, s.Moved)
+	if s.LostGPUHours != 0 {
+		t.Errorf("lost %.2f GPU-hours of work", s.LostGPUHours)
+	}
+	if unmetHours > 0.03*demandHours {
+		t.Errorf("unmet demand %.1f GPU-hours of %.0f: the fleet did not follow demand", unmetHours, demandHours)
+	}
+	if launches == 0 || drains == 0 {
+		t.Errorf("%d launches and %d drains in a day of a daily cycle; want both", launches, drains)
+	}
+	if in, _ := store.Intents(); len(in) != 0 {
+		t.Errorf("intents left: %+v", in)
+	}
+}
