@@ -27,7 +27,7 @@ func newMetrics() *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_actions_total",
-			Help: "Actions carried out, by kind, pool and result (ok or error); a launch of several nodes is one action."}, []string{"kind", "pool", "result"}),
+			Help: "Actions carried out, by kind, pool and result (ok, error, or refused: a launch the cloud refused for capacity or quota); a launch of several nodes is one action."}, []string{"kind", "pool", "result"}),
 		capacityErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_capacity_errors_total",
 			Help: "Launches refused for capacity or quota, by pool."}, []string{"pool"}),
 		planSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetcast_plan_seconds",

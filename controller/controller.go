@@ -297,7 +297,14 @@ func (c *Controller) apply(ctx context.Context, now time.Time, st *fleet.State, 
 		case planner.Launch:
 			err = c.act.Launch(ctx, a.Pool, a.Count)
 			if providers.ShouldBackOff(err) {
-				err = errors.Join(err, c.backOff(now, a.Pool, err.Error()))
+				// Expected on a cloud out of GPUs: the pool backs off and
+				// the next plan falls back to other pools. Not a failure.
+				c.metrics.capacityErrors.WithLabelValues(a.Pool).Inc()
+				c.metrics.actions.WithLabelValues(string(a.Kind), a.Pool, "refused").Inc()
+				if err = c.backOff(now, a.Pool, err.Error()); err != nil {
+					errs = append(errs, err)
+				}
+				continue
 			} else if err == nil {
 				err = c.store.DeleteBackoff(a.Pool)
 			}
@@ -334,9 +341,6 @@ func (c *Controller) apply(ctx context.Context, now time.Time, st *fleet.State, 
 			c.metrics.actions.WithLabelValues(string(a.Kind), a.Pool, result).Inc()
 		}
 		if err != nil {
-			if providers.ShouldBackOff(err) {
-				c.metrics.capacityErrors.WithLabelValues(a.Pool).Inc()
-			}
 			c.log.Error("action failed", "kind", a.Kind, "pool", a.Pool, "node", a.Node, "error", err)
 			errs = append(errs, err)
 		}

@@ -24,7 +24,13 @@ import (
 // TestMain doubles as a training job when FLEETCAST_TEST_JOB is set
 // ("SOCKET ID"): it registers with `autoscaler agent register` and, on
 // SIGUSR1, writes a checkpoint file and runs `autoscaler agent checkpoint`.
+//
+// With FLEETCAST_TEST_CLI set, it is the autoscaler command itself, run with
+// the arguments in that variable (separated by spaces).
 func TestMain(m *testing.M) {
+	if spec := os.Getenv("FLEETCAST_TEST_CLI"); spec != "" {
+		os.Exit(run(strings.Fields(spec), os.Stdout, os.Stderr))
+	}
 	if spec := os.Getenv("FLEETCAST_TEST_JOB"); spec != "" {
 		f := strings.Fields(spec)
 		os.Exit(trainingJob(f[0], f[1]))

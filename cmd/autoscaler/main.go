@@ -1,6 +1,7 @@
 // Command autoscaler is Fleetcast, a predictive autoscaler for cloud GPU
 // fleets: one binary with a subcommand per job.
 //
+//	autoscaler run      -config FILE [-dry-run]               the controller (on a simulated cloud: accelerated)
 //	autoscaler plan     -config FILE [-state FILE] [-json]   show what the controller would do now, and why
 //	autoscaler simulate -config FILE -trace FILE [-json]      replay a trace under each policy and compare
 //	autoscaler forecast -series FILE [-backtest] [-json]      forecast demand, or backtest the models
@@ -48,6 +49,7 @@ type env struct {
 
 func commands() []command {
 	return []command{
+		{"run", "run the controller: observe, forecast, plan and act every interval", runRun},
 		{"plan", "show what the controller would do now, and why (a dry run)", runPlan},
 		{"forecast", "forecast a demand series, or backtest the forecasting models on it", runForecast},
 		{"agent", "run the in-instance agent, or tell it about a job (register, checkpoint, done)", runAgent},

@@ -125,6 +125,14 @@ func New(pools []fleet.Pool, seed int64, clock func() time.Time) (*Cloud, error)
 	return c, nil
 }
 
+// SetClock makes the cloud read time from clock from now on (Generate
+// makes a cloud on a fixed clock at its time).
+func (c *Cloud) SetClock(clock func() time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clock = clock
+}
+
 // withGroup runs fn on the pool's group with the cloud locked, unless ctx
 // is done or the group does not exist (a NotFoundError).
 func (c *Cloud) withGroup(ctx context.Context, pool string, fn func(g *group) error) error {

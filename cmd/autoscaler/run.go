@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/providers/sim"
+	"github.com/fleetcast/autoscaler/simfleet"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// defaultSimSpeed runs a simulated day in two minutes.
+const defaultSimSpeed = 720
+
+func runRun(e *env, args []string) int {
+	fs := newFlagSet(e, "run", "run -config FILE [-dry-run] [-sim-speed N] [-for DURATION] [-listen ADDR]")
+	path := fs.String("config", "", "fleet config file (HCL)")
+	dryRun := fs.Bool("dry-run", false, "plan every cycle and serve the plan, but change nothing")
+	speed := fs.Float64("sim-speed", defaultSimSpeed, "simulated seconds per real second, for a simulated cloud")
+	var runFor durationFlag
+	fs.Var(&runFor, "for", "stop after this much (simulated) time; default: run until SIGINT or SIGTERM")
+	listen := fs.String("listen", "", "address of the HTTP API (default: controller.listen)")
+	log, code, ok := setup(e, fs, args)
+	if !ok {
+		return code
+	}
+	if *speed <= 0 {
+		fmt.Fprintf(e.stderr, "run: -sim-speed %v: want a number above 0\n", *speed)
+		return exitUsage
+	}
+	cfg, ok := loadConfig(e, log, *path)
+	if !ok {
+		return exitError
+	}
+	for _, p := range cfg.Pools {
+		if p.Provider != "sim" {
+			fmt.Fprintf(e.stderr, "run: pool %s uses provider %q, which this build cannot drive yet; only simulated pools (provider = \"sim\") run\n", p.Name, p.Provider)
+			return exitError
+		}
+	}
+	if *listen == "" {
+		*listen = cfg.Controller.Listen
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runController(ctx, e, log, cfg, runOptions{dryRun: *dryRun, speed: *speed, runFor: runFor.d, listen: *listen}); err != nil {
+		fmt.Fprintln(e.stderr, "run:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+type runOptions struct {
+	dryRun bool
+	speed  float64
+	runFor time.Duration
+	listen string
+}
+
+// simClock is simulated time: it moves only when the loop advances it.
+type simClock struct{ now time.Time }
+
+func (c *simClock) Now() time.Time { return c.now }
+
+func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Config, o runOptions) error {
+	store, err := state.Open(cfg.Controller.StateDir)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	agentSecret, err := secretFile(filepath.Join(cfg.Controller.StateDir, "agent-token-secret"), 32)
+	if err != nil {
+		return err
+	}
+	tokens, err := report.NewTokens([]byte(agentSecret))
+	if err != nil {
+		return err
+	}
+	tokenPath := filepath.Join(cfg.Controller.StateDir, "api-token")
+	apiToken, tokenHint := os.Getenv("FLEETCAST_API_TOKEN"), "$FLEETCAST_API_TOKEN"
+	if apiToken == "" {
+		if apiToken, err = secretFile(tokenPath, 24); err != nil {
+			return err
+		}
+		tokenHint = "$(cat " + tokenPath + ")"
+	}
+
+	clock := &simClock{now: time.Now().UTC().Truncate(time.Minute)}
+	cloud, _, err := sim.Generate(cfg, clock.now)
+	if err != nil {
+		return err
+	}
+	// The generated cloud's instances launched at the real time; from here
+	// the simulated clock drives it.
+	cloud.SetClock(clock.Now)
+	clouds := map[string]providers.Provider{}
+	for _, p := range cfg.Pools {
+		clouds[p.Name] = cloud
+	}
+	workload := sim.NewWorkload(cfg)
+	if err := simfleet.SeedHistory(store, workload, clock.now, cfg.Forecast.Step, cfg.Forecast.History); err != nil {
+		return err
+	}
+	agents, pending := controller.NewAgents(clock.Now), &controller.Pending{}
+	c, err := controller.New(controller.Options{Config: cfg, Store: store, Clouds: clouds, Agents: agents, Pending: pending,
+		Now: clock.Now, Log: log, DryRun: o.dryRun})
+	if err != nil {
+		return err
+	}
+	if err := c.Recover(ctx); err != nil {
+		return err
+	}
+	jobs, err := simfleet.New(simfleet.Options{Pools: cfg.Pools, Cloud: cloud, Workload: workload,
+		CheckpointEvery: cfg.Simulate.CheckpointInterval, Reports: agents, Pending: simfleet.PendingTo(pending, cfg), Seed: cfg.Synthetic.Seed})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("HTTP API on %s: %w (set controller.listen or -listen)", o.listen, err)
+	}
+	srv := &http.Server{Handler: c.Handler(controller.APIOptions{Tokens: tokens,
+		Demand: &controller.DemandReceiver{Token: apiToken, Pools: cfg.Pools, Pending: pending, Now: clock.Now, Log: log}}),
+		ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+
+	mode := ""
+	if o.dryRun {
+		mode = " (dry run: planning only)"
+	}
+	fmt.Fprintf(e.stdout, "Fleetcast controller%s on the simulated cloud: %d pools, a cycle every %s, %gx speed; API on http://%s; state in %s\n",
+		mode, len(cfg.Pools), config.FormatDuration(cfg.Controller.Interval), o.speed, ln.Addr(), store.Path())
+	fmt.Fprintf(e.stdout, "Push pending demand: curl -H \"Authorization: Bearer %s\" -H 'Content-Type: application/json' -d '{\"source\": \"me\", \"pending\": [{\"pool\": \"%s\", \"gpus\": 8}]}' http://%s/v1/demand\n\n",
+		tokenHint, cfg.Pools[0].Name, ln.Addr())
+
+	start := clock.now
+	tick := time.NewTicker(max(time.Millisecond, time.Duration(float64(cfg.Controller.Interval)/o.speed)))
+	defer tick.Stop()
+	var cost float64
+	nextHour := start.Truncate(time.Hour).Add(time.Hour)
+	for o.runFor == 0 || clock.now.Sub(start) < o.runFor {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(e.stdout, "\nstopping: the cycle in progress finished; state flushed")
+			summary(e, clock.now.Sub(start), cost, jobs.Stats())
+			return nil
+		case <-tick.C:
+		}
+		clock.now = clock.now.Add(cfg.Controller.Interval)
+		// A cycle runs to its end even when a signal arrives mid-way:
+		// every cloud change it starts is journaled and completed.
+		cctx := context.WithoutCancel(ctx)
+		if err := jobs.Step(cctx, clock.now); err != nil {
+			return err
+		}
+		plan, err := c.Cycle(cctx)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			log.Warn("cycle", "error", err)
+		}
+		cost += plan.CostPerHourBefore * cfg.Controller.Interval.Hours()
+		printActions(e, clock.now, &plan)
+		if !clock.now.Before(nextHour) {
+			printStatus(e, clock.now, &plan, jobs.Stats(), cost)
+			nextHour = nextHour.Add(time.Hour)
+		}
+	}
+	summary(e, clock.now.Sub(start), cost, jobs.Stats())
+	return nil
+}
+
+// printActions prints the cycle's launches, drains, terminations and
+// cancelled drains, one line each.
+func printActions(e *env, now time.Time, p *planner.Plan) {
+	for _, a := range p.Actions {
+		switch a.Kind {
+		case planner.Hold:
+			continue
+		case planner.Launch:
+			fmt.Fprintf(e.stdout, "%s  launch     %d x %s in %s: %s\n", now.Format("Mon 15:04"), a.Count, a.InstanceType, a.Pool, a.Reason)
+		default:
+			fmt.Fprintf(e.stdout, "%s  %-10s %s in %s: %s\n", now.Format("Mon 15:04"), a.Kind, a.Node, a.Pool, a.Reason)
+		}
+	}
+}
+
+func printStatus(e *env, now time.Time, p *planner.Plan, s simfleet.Stats, cost float64) {
+	fmt.Fprintf(e.stdout, "%s  ---- demand %d GPUs (running %d, waiting %d); fleet %d ready + %d launching + %d draining GPUs; $%.0f/h; spent $%.0f; work lost %.1f GPU-h\n",
+		now.Format("Mon 15:04"), s.DemandGPUs, s.RunningGPUs, p.Demand.PendingGPUs, p.Capacity.ReadyGPUs, p.Capacity.LaunchingGPUs, p.Capacity.DrainingGPUs,
+		p.CostPerHourBefore, cost, s.LostGPUHours)
+}
+
+func summary(e *env, d time.Duration, cost float64, s simfleet.Stats) {
+	fmt.Fprintf(e.stdout, "\n%s simulated: spent $%.0f; jobs started %d, completed %d, moved by drains %d; waited %.1f GPU-h; work lost %.1f GPU-h\n",
+		config.FormatDuration(d), cost, s.Started, s.Completed, s.Moved, s.WaitGPUHours, s.LostGPUHours)
+}
+
+// secretFile returns the secret in path: n random bytes as hex text,
+// created (mode 0600) if the file does not exist. A secret file others can
+// read, or a short one, is refused.
+func secretFile(path string, n int) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		raw := make([]byte, n)
+		rand.Read(raw)
+		secret := hex.EncodeToString(raw)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return "", fmt.Errorf("creating secret %s: %w", path, err)
+		}
+		if _, err := f.WriteString(secret + "\n"); err != nil {
+			f.Close()
+			return "", fmt.Errorf("writing secret %s: %w", path, err)
+		}
+		return secret, f.Close()
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading secret: %w", err)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("secret %s has mode %v: others may read it; chmod 600 it", path, fi.Mode().Perm())
+	}
+	secret := strings.TrimSpace(string(b))
+	if len(secret) < 2*n {
+		return "", fmt.Errorf("secret %s: %d characters, want at least %d", path, len(secret), 2*n)
+	}
+	return secret, nil
+}

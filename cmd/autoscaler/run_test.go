@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// localConfigIn writes the local example with its state in dir.
+func localConfigIn(t *testing.T, dir string) string {
+	t.Helper()
+	src, err := os.ReadFile(localConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(src), `state_dir     = "./fleetcast-state"`, `state_dir     = "`+filepath.Join(dir, "state")+`"`, 1)
+	if cfg == string(src) {
+		t.Fatal("examples/local.hcl no longer sets state_dir as this test expects")
+	}
+	path := filepath.Join(dir, "local.hcl")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRunLocalExample(t *testing.T) {
+	dir := t.TempDir()
+	cfg := localConfigIn(t, dir)
+	for i := range 2 { // the second run restarts on the first's state
+		code, out, errOut := cli("run", "-config", cfg, "-for", "3h", "-sim-speed", "1e9", "-listen", "127.0.0.1:0")
+		if code != 0 {
+			t.Fatalf("run %d: exit %d: %s", i, code, errOut)
+		}
+		for _, want := range []string{"Fleetcast controller on the simulated cloud", "  launch ", "---- demand", "3h simulated: spent $", "work lost 0.0 GPU-h\n"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("run %d: output lacks %q:\n%s", i, want, out)
+			}
+		}
+	}
+	for _, f := range []string{"fleetcast.db", "api-token", "agent-token-secret"} {
+		fi, err := os.Stat(filepath.Join(dir, "state", f))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("state/%s: %v; want mode 0600", f, err)
+		}
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	dir := t.TempDir()
+	cfg := localConfigIn(t, dir)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-config", cfg, "-sim-speed", "0"}, exitUsage, "-sim-speed 0: want a number above 0"},
+		{[]string{"-config", cfg, "-for", "soon"}, exitUsage, "want a duration"},
+		{[]string{"-config", "../../examples/cloud.hcl"}, exitError, `uses provider "aws", which this build cannot drive yet`},
+		{[]string{"-config", cfg, "-listen", busy.Addr().String()}, exitError, "HTTP API on " + busy.Addr().String()},
+	}
+	for _, tt := range tests {
+		code, _, errOut := cli(append([]string{"run"}, tt.args...)...)
+		if code != tt.code || !strings.Contains(errOut, tt.want) {
+			t.Errorf("run %v: exit %d %q; want %d with %q", tt.args, code, errOut, tt.code, tt.want)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "state", "api-token"), 0o644); err == nil {
+		if code, _, errOut := cli("run", "-config", cfg, "-for", "1m", "-listen", "127.0.0.1:0"); code != exitError || !strings.Contains(errOut, "others may read it") {
+			t.Errorf("readable token file: exit %d %q", code, errOut)
+		}
+	}
+}
+
+// startRun starts the command in a child process and returns it with the
+// API address it prints.
+func startRun(t *testing.T, args string) (*exec.Cmd, string, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "FLEETCAST_TEST_CLI="+args)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(stdout)
+	line, err := r.ReadString('\n')
+	m := regexp.MustCompile(`API on http://(\S+);`).FindStringSubmatch(line)
+	if err != nil || m == nil {
+		cmd.Process.Kill()
+		t.Fatalf("first line %q (%v)", line, err)
+	}
+	return cmd, m[1], r
+}
+
+// TestRunStopsOnSignal: SIGTERM stops the controller after its cycle, with
+// the state flushed; killed with SIGKILL instead, it starts again on the
+// same state.
+func TestRunStopsOnSignal(t *testing.T) {
+	dir := t.TempDir()
+	cfg := localConfigIn(t, dir)
+	args := "run -config " + cfg + " -sim-speed 600 -listen 127.0.0.1:0"
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		cmd, addr, out := startRun(t, args)
+		// The API answers once a cycle has run.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			resp, err := http.Get("http://" + addr + "/v1/plan")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("GET /v1/plan never answered 200 (%v)", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		rest, _ := io.ReadAll(out)
+		err := cmd.Wait()
+		if sig == syscall.SIGTERM {
+			if err != nil || !strings.Contains(string(rest), "stopping: the cycle in progress finished; state flushed") {
+				t.Errorf("after SIGTERM: %v\n%s", err, rest)
+			}
+		}
+	}
+}
