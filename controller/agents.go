@@ -98,6 +98,23 @@ func (a *Agents) Forget(node string) {
 	delete(a.drains, node)
 }
 
+// Retain forgets every node for which keep is false (nodes the clouds no
+// longer have).
+func (a *Agents) Retain(keep func(node string) bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id := range a.nodes {
+		if !keep(id) {
+			delete(a.nodes, id)
+		}
+	}
+	for id := range a.drains {
+		if !keep(id) {
+			delete(a.drains, id)
+		}
+	}
+}
+
 // Observe fills a node's agent fields (LastReport, Jobs, IdleSince) from
 // its latest report; a node that never reported keeps them zero, and a
 // node whose last report could not read its GPUs keeps its jobs but is not

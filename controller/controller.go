@@ -135,9 +135,21 @@ func (c *Controller) Last() Snapshot {
 // joins them.
 func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 	now := c.now()
+	if !c.dryRun {
+		// An intent whose outcome was unknown (a timeout, a cloud error)
+		// is settled against the cloud before anything new is decided.
+		if _, err := c.act.Recover(ctx); err != nil {
+			return planner.Plan{}, err
+		}
+	}
 	st, err := c.Observe(ctx, now)
 	if err != nil {
 		return planner.Plan{}, err
+	}
+	if !c.dryRun {
+		if err := c.forgetGone(st.Nodes); err != nil {
+			return planner.Plan{}, err
+		}
 	}
 	demand := float64(st.PendingGPUs)
 	for i := range st.Nodes {
@@ -225,6 +237,36 @@ func (c *Controller) Observe(ctx context.Context, now time.Time) (fleet.State, e
 		}
 	}
 	return st, nil
+}
+
+// forgetGone drops the drain records and agent views of nodes the clouds
+// no longer have (terminated by the cloud, a spot reclaim, a person). An
+// agent of a node not yet listed is taken up again at its next report.
+func (c *Controller) forgetGone(nodes []fleet.Node) error {
+	present := make(map[string]bool, len(nodes))
+	for i := range nodes {
+		present[nodes[i].ID] = true
+	}
+	drains, err := c.store.Drains()
+	if err != nil {
+		return err
+	}
+	for _, d := range drains {
+		if present[d.Node] {
+			continue
+		}
+		c.log.Info("node gone while draining; drain forgotten", "pool", d.Pool, "node", d.Node)
+		if err := c.store.DeleteDrain(d.Node); err != nil {
+			return err
+		}
+	}
+	c.agents.Retain(func(id string) bool { return present[id] })
+	for id := range c.cancelled {
+		if !present[id] {
+			delete(c.cancelled, id)
+		}
+	}
+	return nil
 }
 
 // history is the recorded demand on the forecast step: each step's

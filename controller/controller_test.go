@@ -328,3 +328,34 @@ func TestKilledMidActionRestarts(t *testing.T) {
 		})
 	}
 }
+
+// TestCycleSettlesUnknownOutcomes: an intent left by a call whose outcome
+// was unknown is settled by the next cycle, and a drain record of a node
+// the cloud no longer has is dropped.
+func TestCycleSettlesUnknownOutcomes(t *testing.T) {
+	p := gpuPool("g5", 1, 200, 5*time.Minute)
+	l := newLoop(t, false, p)
+	crash := &crashing{Provider: l.cloud, after: true}
+	l.restart(t, crash)
+	l.pending.Set(l.now, DemandPush{Source: "s", Pending: []PendingDemand{{Pool: "g5", GPUs: 4}}})
+	l.now = l.now.Add(time.Minute)
+	if _, err := l.c.Cycle(context.Background()); !errors.Is(err, errCrash) {
+		t.Fatalf("cycle: %v, want the injected failure", err)
+	}
+	if in, _ := l.store.Intents(); len(in) != 1 {
+		t.Fatalf("intents after an unknown outcome: %+v, want the launch kept", in)
+	}
+	if err := l.store.PutDrain(state.Drain{Node: "i-gone", Pool: "g5", Started: l.now, Deadline: l.now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	l.cycle(t)
+	if in, _ := l.store.Intents(); len(in) != 0 {
+		t.Errorf("intents after the next cycle: %+v", in)
+	}
+	if d, _ := l.store.Drains(); len(d) != 0 {
+		t.Errorf("drains after the next cycle: %+v, want the gone node's dropped", d)
+	}
+	if got := l.target(t, p); got != 4 {
+		t.Errorf("target %d, want 4: launched once", got)
+	}
+}
