@@ -202,21 +202,49 @@ func (s *Store) Demand(series string, since time.Time) ([]Sample, error) {
 		}
 		c := b.Cursor()
 		for k, v := c.Seek(timeKey(since)); k != nil; k, v = c.Next() {
-			data, err := unseal(k, v)
-			if err == nil && (len(k) != 8 || len(data) != 8) {
-				err = fmt.Errorf("entry of %d+%d bytes, expected 8+8", len(k), len(data))
-			}
+			x, err := s.sample(series, k, v)
 			if err != nil {
-				return fmt.Errorf("state: %s: demand/%s/%x: %w", s.path, series, k, err)
+				return err
 			}
-			out = append(out, Sample{
-				Time:  time.Unix(0, int64(binary.BigEndian.Uint64(k))).UTC(),
-				Value: math.Float64frombits(binary.BigEndian.Uint64(data)),
-			})
+			out = append(out, x)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// LatestDemand returns the named series' newest sample; ok is false when
+// the series holds none.
+func (s *Store) LatestDemand(series string) (x Sample, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketDemand).Bucket([]byte(series))
+		if b == nil {
+			return nil
+		}
+		k, v := b.Cursor().Last()
+		if k == nil {
+			return nil
+		}
+		x, err = s.sample(series, k, v)
+		ok = err == nil
+		return err
+	})
+	return x, ok, err
+}
+
+// sample decodes one demand entry.
+func (s *Store) sample(series string, k, v []byte) (Sample, error) {
+	data, err := unseal(k, v)
+	if err == nil && (len(k) != 8 || len(data) != 8) {
+		err = fmt.Errorf("entry of %d+%d bytes, expected 8+8", len(k), len(data))
+	}
+	if err != nil {
+		return Sample{}, fmt.Errorf("state: %s: demand/%s/%x: %w", s.path, series, k, err)
+	}
+	return Sample{
+		Time:  time.Unix(0, int64(binary.BigEndian.Uint64(k))).UTC(),
+		Value: math.Float64frombits(binary.BigEndian.Uint64(data)),
+	}, nil
 }
 
 // DemandSeries lists the names of the recorded demand series, sorted.

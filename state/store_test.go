@@ -160,6 +160,12 @@ func TestDemandPrune(t *testing.T) {
 	if names, _ := s.DemandSeries(); !slices.Equal(names, []string{"a100", "fleet"}) {
 		t.Errorf("series = %v", names)
 	}
+	if x, ok, err := s.LatestDemand("fleet"); !ok || err != nil || x != (Sample{t0.Add(9 * time.Minute), 99}) {
+		t.Errorf("latest = %+v, %v, %v", x, ok, err)
+	}
+	if _, ok, err := s.LatestDemand("unknown"); ok || err != nil {
+		t.Errorf("latest of an unknown series: %v, %v", ok, err)
+	}
 	if got, err := s.Demand("unknown", time.Time{}); got != nil || err != nil {
 		t.Errorf("unknown series: %v, %v; want nothing", got, err)
 	}

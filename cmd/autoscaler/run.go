@@ -103,7 +103,15 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		tokenHint = "$(cat " + tokenPath + ")"
 	}
 
+	// Simulated time runs ahead of real time; a restarted run resumes
+	// after the last demand it recorded, so its history never lies in the
+	// future.
 	clock := &simClock{now: time.Now().UTC().Truncate(time.Minute)}
+	if last, ok, err := store.LatestDemand(controller.DemandSeries); err != nil {
+		return err
+	} else if ok && !last.Time.Before(clock.now) {
+		clock.now = last.Time.Truncate(time.Minute).Add(cfg.Controller.Interval)
+	}
 	cloud, _, err := sim.Generate(cfg, clock.now)
 	if err != nil {
 		return err

@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/state"
 )
 
 // localConfigIn writes the local example with its state in dir.
@@ -36,16 +39,31 @@ func localConfigIn(t *testing.T, dir string) string {
 func TestRunLocalExample(t *testing.T) {
 	dir := t.TempDir()
 	cfg := localConfigIn(t, dir)
+	var ends []time.Time
 	for i := range 2 { // the second run restarts on the first's state
 		code, out, errOut := cli("run", "-config", cfg, "-for", "3h", "-sim-speed", "1e9", "-listen", "127.0.0.1:0")
 		if code != 0 {
 			t.Fatalf("run %d: exit %d: %s", i, code, errOut)
 		}
+		s, err := state.Open(filepath.Join(dir, "state"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last, _, err := s.LatestDemand(controller.DemandSeries)
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, last.Time)
 		for _, want := range []string{"Fleetcast controller on the simulated cloud", "  launch ", "---- demand", "3h simulated: spent $", "work lost 0.0 GPU-h\n"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("run %d: output lacks %q:\n%s", i, want, out)
 			}
 		}
+	}
+	// The second run resumed simulated time after the first's last cycle.
+	if d := ends[1].Sub(ends[0]); d < 3*time.Hour || d > 3*time.Hour+2*time.Minute {
+		t.Errorf("the second run's demand ends %v after the first's, want 3h (it resumes where the first stopped)", d)
 	}
 	for _, f := range []string{"fleetcast.db", "api-token", "agent-token-secret"} {
 		fi, err := os.Stat(filepath.Join(dir, "state", f))
