@@ -112,13 +112,22 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	} else if ok && !last.Time.Before(clock.now) {
 		clock.now = last.Time.Truncate(time.Minute).Add(cfg.Controller.Interval)
 	}
-	cloud, _, err := sim.Generate(cfg, clock.now)
+	// The simulated cloud outlives the controller, as a real one does: it
+	// is saved in the state directory after every change.
+	cloudPath := filepath.Join(cfg.Controller.StateDir, "sim-cloud.json")
+	cloud, err := sim.Load(cloudPath, cfg.Pools, clock.Now)
+	if errors.Is(err, os.ErrNotExist) {
+		if cloud, _, err = sim.Generate(cfg, clock.now); err != nil {
+			return err
+		}
+		// Generated at the start time; from here the simulated clock
+		// drives it.
+		cloud.SetClock(clock.Now)
+		err = cloud.SaveTo(cloudPath)
+	}
 	if err != nil {
 		return err
 	}
-	// The generated cloud's instances launched at the real time; from here
-	// the simulated clock drives it.
-	cloud.SetClock(clock.Now)
 	clouds := map[string]providers.Provider{}
 	for _, p := range cfg.Pools {
 		clouds[p.Name] = cloud

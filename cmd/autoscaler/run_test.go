@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/providers/sim"
 	"github.com/fleetcast/autoscaler/state"
 )
 
@@ -65,7 +67,7 @@ func TestRunLocalExample(t *testing.T) {
 	if d := ends[1].Sub(ends[0]); d < 3*time.Hour || d > 3*time.Hour+2*time.Minute {
 		t.Errorf("the second run's demand ends %v after the first's, want 3h (it resumes where the first stopped)", d)
 	}
-	for _, f := range []string{"fleetcast.db", "api-token", "agent-token-secret"} {
+	for _, f := range []string{"fleetcast.db", "api-token", "agent-token-secret", "sim-cloud.json"} {
 		fi, err := os.Stat(filepath.Join(dir, "state", f))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("state/%s: %v; want mode 0600", f, err)
@@ -162,6 +164,78 @@ func TestRunStopsOnSignal(t *testing.T) {
 			if err != nil || !strings.Contains(string(rest), "stopping: the cycle in progress finished; state flushed") {
 				t.Errorf("after SIGTERM: %v\n%s", err, rest)
 			}
+		}
+	}
+}
+
+// TestRunSurvivesSIGKILL kills the controller with SIGKILL again and again
+// at different moments of its cycles (the simulated cloud, saved in the
+// state directory, lives on), then lets a last run start on what is left:
+// the clouds hold no duplicate or half-made group, the journal is empty and
+// no drain is left for a node that is gone.
+func TestRunSurvivesSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	cfg := localConfigIn(t, dir)
+	for i := range 6 {
+		cmd, addr, _ := startRun(t, "run -config "+cfg+" -sim-speed 6000 -listen 127.0.0.1:0")
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatal("the controller never ran a cycle")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(37*i%150) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+	}
+	code, out, errOut := cli("run", "-config", cfg, "-for", "30m", "-sim-speed", "1e9", "-listen", "127.0.0.1:0")
+	if code != 0 {
+		t.Fatalf("run after the kills: exit %d: %s\n%s", code, errOut, out)
+	}
+	c, diags := config.Load(cfg)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	cloud, err := sim.Load(filepath.Join(dir, "state", "sim-cloud.json"), c.Pools, time.Now)
+	if err != nil {
+		t.Fatal(err) // Load refuses a group whose target is not its instance count
+	}
+	present := map[string]bool{}
+	for _, p := range c.Pools {
+		g, err := cloud.Describe(t.Context(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Target > p.Max {
+			t.Errorf("pool %s: %d instances, max %d", p.Name, g.Target, p.Max)
+		}
+		for _, in := range g.Instances {
+			if present[in.ID] {
+				t.Errorf("instance %s twice", in.ID)
+			}
+			present[in.ID] = true
+		}
+	}
+	s, err := state.Open(filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if in, _ := s.Intents(); len(in) != 0 {
+		t.Errorf("intents left after a clean run: %+v", in)
+	}
+	drains, _ := s.Drains()
+	for _, d := range drains {
+		if !present[d.Node] {
+			t.Errorf("drain left for %s, which the cloud no longer has", d.Node)
 		}
 	}
 }

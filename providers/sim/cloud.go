@@ -85,11 +85,14 @@ type Cloud struct {
 	clock func() time.Time
 
 	mu     sync.Mutex
+	src    *rand.PCG
 	rng    *rand.Rand
 	groups map[string]*group
 	nextID int
 	// keys remembers launch request keys, so a repeated request launches nothing.
 	keys map[string]bool
+	// path, when set, is the file the cloud is saved to after each change.
+	path string
 }
 
 type group struct {
@@ -111,10 +114,11 @@ var (
 func New(pools []fleet.Pool, seed int64, clock func() time.Time) (*Cloud, error) {
 	c := &Cloud{
 		clock:  clock,
-		rng:    rand.New(rand.NewPCG(uint64(seed), 0x5eed)),
+		src:    rand.NewPCG(uint64(seed), 0x5eed),
 		groups: make(map[string]*group, len(pools)),
 		keys:   map[string]bool{},
 	}
+	c.rng = rand.New(c.src)
 	for _, p := range pools {
 		s, err := SettingsOf(p)
 		if err != nil {
@@ -148,6 +152,21 @@ func (c *Cloud) withGroup(ctx context.Context, pool string, fn func(g *group) er
 	return fn(g)
 }
 
+// change is withGroup for calls that change the cloud: once fn has run,
+// the cloud is saved to its file, if it has one.
+func (c *Cloud) change(ctx context.Context, pool string, fn func(g *group) error) error {
+	err := c.withGroup(ctx, pool, func(g *group) error {
+		err := fn(g)
+		if c.path != "" {
+			if serr := c.save(); serr != nil {
+				return errors.Join(err, serr)
+			}
+		}
+		return err
+	})
+	return err
+}
+
 // Describe returns the group with instance states as of the clock: an
 // instance is running once its lead time has passed.
 func (c *Cloud) Describe(ctx context.Context, pool fleet.Pool) (providers.Group, error) {
@@ -171,7 +190,7 @@ func (c *Cloud) Describe(ctx context.Context, pool fleet.Pool) (providers.Group,
 // chance at the pool's error rate, it fails with InsufficientCapacityError;
 // past capacity it launches what fits first.
 func (c *Cloud) Launch(ctx context.Context, pool fleet.Pool, req providers.LaunchRequest) error {
-	return c.withGroup(ctx, pool.Name, func(g *group) error {
+	return c.change(ctx, pool.Name, func(g *group) error {
 		if req.Key != "" && c.keys[req.Key] {
 			return nil
 		}
@@ -217,7 +236,7 @@ func (c *Cloud) add(g *group, zone string, state providers.InstanceState, launch
 // Terminate removes the instances and lowers the target by as many. An
 // unknown instance is a NotFoundError and nothing is removed.
 func (c *Cloud) Terminate(ctx context.Context, pool fleet.Pool, ids []string) error {
-	return c.withGroup(ctx, pool.Name, func(g *group) error {
+	return c.change(ctx, pool.Name, func(g *group) error {
 		for _, id := range ids {
 			if !slices.ContainsFunc(g.instances, func(in providers.Instance) bool { return in.ID == id }) {
 				return &providers.NotFoundError{Pool: pool.Name, Resource: "instance " + id, Err: ErrSimulated}
@@ -232,7 +251,7 @@ func (c *Cloud) Terminate(ctx context.Context, pool fleet.Pool, ids []string) er
 // SetProtected marks instances as protected from the cloud's own scale-in.
 // The simulated cloud never scales in on its own; it records the flag.
 func (c *Cloud) SetProtected(ctx context.Context, pool fleet.Pool, ids []string, protected bool) error {
-	return c.withGroup(ctx, pool.Name, func(g *group) error {
+	return c.change(ctx, pool.Name, func(g *group) error {
 		for i := range g.instances {
 			if slices.Contains(ids, g.instances[i].ID) {
 				g.instances[i].Protected = protected

@@ -1,0 +1,113 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
+)
+
+// saved is a simulated cloud on disk.
+type saved struct {
+	Groups map[string]savedGroup `json:"groups"`
+	NextID int                   `json:"next_id"`
+	Keys   []string              `json:"keys"`
+	RNG    []byte                `json:"rng"`
+}
+
+type savedGroup struct {
+	Target    int                  `json:"target"`
+	Instances []providers.Instance `json:"instances"`
+}
+
+// SaveTo saves the cloud to path now and after every change from then on
+// (written to a temporary file, synced and renamed, so a crash leaves the
+// old state or the new, never half of one): a simulated cloud that
+// outlives the controller, as a real one does.
+func (c *Cloud) SaveTo(path string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.path = path
+	return c.save()
+}
+
+// save writes the cloud to c.path; c.mu is held.
+func (c *Cloud) save() error {
+	rng, err := c.src.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	s := saved{Groups: map[string]savedGroup{}, NextID: c.nextID, RNG: rng}
+	for name, g := range c.groups {
+		s.Groups[name] = savedGroup{Target: g.target, Instances: g.instances}
+	}
+	for k := range c.keys {
+		s.Keys = append(s.Keys, k)
+	}
+	slices.Sort(s.Keys)
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(c.path), ".sim-cloud-*")
+	if err != nil {
+		return fmt.Errorf("saving the simulated cloud: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("saving the simulated cloud to %s: %w", c.path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("saving the simulated cloud to %s: %w", c.path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), c.path)
+}
+
+// Load reads a cloud saved with SaveTo and keeps saving it there. Pools not
+// in the file start empty; a group in the file for a pool the config no
+// longer has is an error naming it.
+func Load(path string, pools []fleet.Pool, clock func() time.Time) (*Cloud, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("simulated cloud: %w", err)
+	}
+	var s saved
+	if err := fleet.DecodeJSON(data, &s); err != nil {
+		return nil, fmt.Errorf("simulated cloud %s: %w", path, err)
+	}
+	c, err := New(pools, 0, clock)
+	if err != nil {
+		return nil, err
+	}
+	for name, sg := range s.Groups {
+		g := c.groups[name]
+		if g == nil {
+			return nil, fmt.Errorf("simulated cloud %s: group %q is not a pool of the config; remove the file to start afresh", path, name)
+		}
+		if sg.Target != len(sg.Instances) {
+			return nil, fmt.Errorf("simulated cloud %s: group %q has target %d but %d instances", path, name, sg.Target, len(sg.Instances))
+		}
+		g.target, g.instances = sg.Target, sg.Instances
+	}
+	if err := c.src.UnmarshalBinary(s.RNG); err != nil {
+		return nil, fmt.Errorf("simulated cloud %s: rng: %w", path, err)
+	}
+	c.rng = rand.New(c.src)
+	c.nextID = s.NextID
+	for _, k := range s.Keys {
+		c.keys[k] = true
+	}
+	c.path = path
+	return c, nil
+}

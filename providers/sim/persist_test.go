@@ -1,0 +1,81 @@
+package sim
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
+)
+
+func TestSaveAndLoad(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return t0 }
+	a := fleet.Pool{Name: "a", Provider: "sim", InstanceType: "x", GPUsPerNode: 8, Capacity: fleet.OnDemand, LeadTime: time.Minute, Max: 10, Zones: []string{"z1", "z2"}}
+	b := a
+	b.Name = "b"
+	path := filepath.Join(t.TempDir(), "cloud.json")
+	c, err := New([]fleet.Pool{a, b}, 7, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SaveTo(path); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Launch(ctx, a, providers.LaunchRequest{Count: 3, Target: 3, Key: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := c.Describe(ctx, a)
+	if err := c.Terminate(ctx, a, []string{g.Instances[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+
+	// What a restarted process sees: the cloud as it was, its launch keys
+	// remembered, and new instances numbered after the old ones.
+	d, err := Load(path, []fleet.Pool{a, b}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := d.Describe(ctx, a)
+	if got.Target != 2 || len(got.Instances) != 2 || got.Instances[0].ID != g.Instances[1].ID {
+		t.Fatalf("loaded group: %+v, want the 2 instances left", got)
+	}
+	if err := d.Launch(ctx, a, providers.LaunchRequest{Count: 3, Target: 5, Key: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := d.Describe(ctx, a); got.Target != 2 {
+		t.Errorf("a launch key seen before the restart launched again: target %d", got.Target)
+	}
+	if err := d.Launch(ctx, a, providers.LaunchRequest{Count: 1, Target: 3, Key: "k2"}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = d.Describe(ctx, a)
+	ids := map[string]bool{}
+	for _, in := range append(g.Instances, got.Instances...) {
+		ids[in.ID] = true
+	}
+	if len(ids) != 4 {
+		t.Errorf("instance IDs reused after a restart: %v", got.Instances)
+	}
+	for name, tt := range map[string]struct {
+		data  string
+		pools []fleet.Pool
+		want  string
+	}{
+		"not JSON":     {"nope", []fleet.Pool{a, b}, "cloud.json"},
+		"bad rng":      {`{"groups": {}, "next_id": 0, "keys": [], "rng": "AAAA"}`, []fleet.Pool{a, b}, "rng: "},
+		"unknown pool": {`{"groups": {"c": {"target": 0, "instances": []}}, "next_id": 0, "keys": [], "rng": null}`, []fleet.Pool{a, b}, `group "c" is not a pool`},
+		"inconsistent": {`{"groups": {"a": {"target": 2, "instances": []}}, "next_id": 0, "keys": [], "rng": null}`, []fleet.Pool{a, b}, "target 2 but 0 instances"},
+	} {
+		p := filepath.Join(t.TempDir(), "cloud.json")
+		os.WriteFile(p, []byte(tt.data), 0o600)
+		if _, err := Load(p, tt.pools, clock); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", name, err, tt.want)
+		}
+	}
+}
