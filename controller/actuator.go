@@ -144,9 +144,9 @@ func (a *Actuator) finishTerminate(ctx context.Context, pool fleet.Pool, cloud p
 
 // Recovered says what Recover did with each journaled intent.
 type Recovered struct {
-	// Done are intents the cloud shows made; Finished were completed now;
-	// Dropped were never made and are left to the next plan.
-	Done, Finished, Dropped []state.Intent
+	// Done are intents the cloud shows made; Dropped were not made and are
+	// left to the next plan.
+	Done, Dropped []state.Intent
 }
 
 // Recover reconciles the journal with the clouds, oldest intent first:
@@ -155,8 +155,10 @@ type Recovered struct {
 //     the next plan sees the group as it is and decides afresh, so nothing
 //     is launched twice;
 //   - a termination the cloud shows done is cleared; one not yet done is
-//     finished, since it was decided only once the node's jobs had
-//     checkpointed and the node has taken no work since;
+//     dropped, never finished blindly: the node may have gone back into
+//     service since (its drain failed at the deadline while the controller
+//     was down), so the next plan decides again on fresh reports, and
+//     terminates it only if it is still drained;
 //   - drains and cancelled drains live in the drain records, which the loop
 //     picks up as they are; their intents are cleared.
 //
@@ -204,12 +206,8 @@ func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
 				a.log.Info("recovered termination: made", "pool", in.Pool, "node", in.Node, "key", in.Key)
 				break
 			}
-			a.log.Info("recovered termination: finishing", "pool", in.Pool, "node", in.Node, "key", in.Key)
-			if err := a.finishTerminate(ctx, pool, cloud, in); err != nil {
-				return r, err
-			}
-			r.Finished = append(r.Finished, in)
-			continue
+			r.Dropped = append(r.Dropped, in)
+			a.log.Warn("recovered termination: not made; the next plan decides on fresh reports", "pool", in.Pool, "node", in.Node, "key", in.Key)
 		default:
 			r.Done = append(r.Done, in)
 		}

@@ -15,10 +15,13 @@ import (
 //
 // Times are the controller's: a report's arrival is read from the
 // controller's clock (so a node is silent by the controller's clock, never
-// the agent's), and the job times in it are moved by the difference
-// between the two clocks seen at arrival, so an agent whose clock is off
-// cannot make a checkpoint look newer than it is by more than the report's
-// network delay.
+// the agent's). Job times are only ever moved back: a report stamped after
+// its arrival (an agent clock ahead) has them moved back by the
+// difference, and none may be later than the arrival. So neither a clock
+// ahead nor a report delivered late makes a checkpoint look newer than it
+// is; an agent clock behind makes checkpoints look older, which delays
+// drains and never loses work (run NTP on the nodes). A report older than
+// the last one taken from its node is answered but not taken.
 type Agents struct {
 	now func() time.Time
 
@@ -28,6 +31,7 @@ type Agents struct {
 }
 
 type agentView struct {
+	sentAt    time.Time // the agent's stamp on the report taken
 	received  time.Time
 	healthy   bool
 	jobs      []fleet.Job
@@ -46,21 +50,28 @@ var _ report.Store = (*Agents)(nil)
 // the controller wants one.
 func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, error) {
 	now := a.now()
-	shift := now.Sub(r.SentAt)
+	shift := min(0, now.Sub(r.SentAt))
 	jobs := r.FleetJobs()
 	for i := range jobs {
-		jobs[i].Start = jobs[i].Start.Add(shift)
+		jobs[i].Start = earlier(jobs[i].Start.Add(shift), now)
 		if !jobs[i].LastCheckpoint.IsZero() {
-			jobs[i].LastCheckpoint = jobs[i].LastCheckpoint.Add(shift)
+			jobs[i].LastCheckpoint = earlier(jobs[i].LastCheckpoint.Add(shift), now)
 		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	var ans report.Answer
+	if d, ok := a.drains[r.Node]; ok {
+		ans.Drain = &d
+	}
 	v := a.nodes[r.Node]
 	if v == nil {
 		v = &agentView{}
 		a.nodes[r.Node] = v
+	} else if !r.SentAt.After(v.sentAt) {
+		return ans, nil // out of order: a newer report was taken
 	}
+	v.sentAt = r.SentAt
 	// Idle time runs from the first healthy report without jobs: a report
 	// that could not read the GPUs could not see unknown work on them
 	// either, so it restarts the count.
@@ -71,11 +82,14 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 		v.idleSince = now
 	}
 	v.received, v.healthy, v.jobs, v.drain = now, r.Healthy, jobs, r.Drain
-	var ans report.Answer
-	if d, ok := a.drains[r.Node]; ok {
-		ans.Drain = &d
-	}
 	return ans, nil
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // SetDrain asks the node's agent to drain at its next report; nil stops

@@ -59,15 +59,15 @@ func (r *agentsRig) send(t *testing.T, node string, agentNow time.Time, healthy 
 
 func TestAgentsTimesAreTheControllers(t *testing.T) {
 	r := newAgentsRig(t)
-	// An agent an hour behind: its checkpoint "an hour ago" by its clock
-	// is now by the controller's.
+	// An agent an hour behind: its times are kept as they are, so its
+	// checkpoints look older than they are (drains wait; no work lost).
 	agent := t0.Add(-time.Hour)
 	r.send(t, "i-1", agent, true, report.Job{ID: "train", GPUs: []int{0}, Start: agent.Add(-2 * time.Hour), LastCheckpoint: agent.Add(-time.Minute), LongRunning: true})
 	n := fleet.Node{ID: "i-1"}
 	if !r.agents.Observe(&n) {
 		t.Error("healthy report not seen as healthy")
 	}
-	want := fleet.Job{ID: "train", GPUs: 1, Start: t0.Add(-2 * time.Hour), LastCheckpoint: t0.Add(-time.Minute), LongRunning: true}
+	want := fleet.Job{ID: "train", GPUs: 1, Start: agent.Add(-2 * time.Hour), LastCheckpoint: agent.Add(-time.Minute), LongRunning: true}
 	if len(n.Jobs) != 1 || n.Jobs[0] != want {
 		t.Errorf("jobs = %+v, want %+v", n.Jobs, want)
 	}
@@ -81,6 +81,14 @@ func TestAgentsTimesAreTheControllers(t *testing.T) {
 	r.agents.Observe(&n)
 	if !n.Jobs[0].LastCheckpoint.Equal(r.now) {
 		t.Errorf("checkpoint from an agent 2m ahead at %v, want the controller's %v", n.Jobs[0].LastCheckpoint, r.now)
+	}
+	// A report made earlier but delivered late (a retry) is not taken over
+	// the newer one, and its times never pass its arrival.
+	r.now = t0.Add(5 * time.Minute)
+	r.send(t, "i-1", t0.Add(2*time.Minute), true)
+	r.agents.Observe(&n)
+	if len(n.Jobs) != 1 || !n.LastReport.Equal(t0.Add(time.Minute)) {
+		t.Errorf("an out-of-order report was taken: jobs %+v, last report %v", n.Jobs, n.LastReport)
 	}
 }
 

@@ -124,8 +124,12 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 		return func(w http.ResponseWriter, r *http.Request) {
 			last := c.Last()
 			v := pick(last)
-			if last.At.IsZero() || v == nil {
+			if last.At.IsZero() {
 				http.Error(w, "no control cycle yet", http.StatusServiceUnavailable)
+				return
+			}
+			if v == nil {
+				http.Error(w, "the last cycle made none (no demand history to forecast from)", http.StatusNotFound)
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")

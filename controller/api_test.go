@@ -46,6 +46,10 @@ func TestAPI(t *testing.T) {
 		t.Errorf("POST /v1/demand with a wrong token: %d", w.Code)
 	}
 	l.cycle(t)
+	// One cycle of history: the forecaster falls back, and says so.
+	if code, body := get(t, h, "/v1/forecast"); code != http.StatusOK || !strings.Contains(body, `"model": "naive"`) || !strings.Contains(body, "too little history") {
+		t.Errorf("GET /v1/forecast with one cycle of history: %d %q", code, body)
+	}
 	if code, body := get(t, h, "/healthz"); code != http.StatusOK {
 		t.Errorf("GET /healthz after a cycle: %d %q", code, body)
 	}

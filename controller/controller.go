@@ -37,6 +37,7 @@ type Controller struct {
 
 	online    *forecast.Online
 	fittedAt  time.Time
+	prunedAt  time.Time
 	cancelled map[string]time.Time // node -> when its last drain was cancelled
 
 	metrics *metrics
@@ -89,7 +90,10 @@ func (c *Controller) Recover(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c.log.Info("journal recovered", "done", len(r.Done), "finished", len(r.Finished), "dropped", len(r.Dropped))
+		c.log.Info("journal recovered", "done", len(r.Done), "dropped", len(r.Dropped))
+	}
+	if c.dryRun {
+		return nil // a dry run asks nothing of the agents
 	}
 	drains, err := c.store.Drains()
 	if err != nil {
@@ -157,6 +161,13 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 	}
 	if err := c.store.AppendDemand(DemandSeries, state.Sample{Time: now, Value: demand}); err != nil {
 		return planner.Plan{}, err
+	}
+	if now.Sub(c.prunedAt) >= time.Hour {
+		// The history is kept as long as the forecaster reads, and a day.
+		if _, err := c.store.PruneDemand(now.Add(-c.cfg.Forecast.History - forecast.Day)); err != nil {
+			return planner.Plan{}, err
+		}
+		c.prunedAt = now
 	}
 	st.History, err = c.history(now)
 	if err != nil {

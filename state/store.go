@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -79,6 +80,9 @@ func Open(dir string) (*Store, error) {
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
 		return nil, fmt.Errorf("state: %s: %w (is another controller running with this state_dir?)", path, ErrInUse)
+	case errors.As(err, new(*fs.PathError)):
+		// Permissions, a read-only disk: the file itself may be fine.
+		return nil, fmt.Errorf("state: opening %s: %w", path, err)
 	case err != nil:
 		return nil, corrupted(path, err)
 	}

@@ -257,6 +257,18 @@ func TestRefusesForeignAndDamagedFiles(t *testing.T) {
 	}
 }
 
+func TestOpenErrorIsNotCalledCorruption(t *testing.T) {
+	dir := t.TempDir()
+	// A directory where the file should be: an OS error, not a damaged file.
+	if err := os.Mkdir(filepath.Join(dir, FileName), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(dir)
+	if err == nil || strings.Contains(err.Error(), "corrupted") || !strings.Contains(err.Error(), "opening "+filepath.Join(dir, FileName)) {
+		t.Errorf("open: %v; want the OS error, not advice to move the file aside", err)
+	}
+}
+
 func TestUndecodableRecordNamed(t *testing.T) {
 	s := open(t, t.TempDir())
 	defer s.Close()

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -75,10 +76,13 @@ type runOptions struct {
 	listen string
 }
 
-// simClock is simulated time: it moves only when the loop advances it.
-type simClock struct{ now time.Time }
+// simClock is simulated time: it moves only when the loop advances it,
+// and the API's goroutines read it.
+type simClock struct{ ns atomic.Int64 }
 
-func (c *simClock) Now() time.Time { return c.now }
+func (c *simClock) Now() time.Time      { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *simClock) Set(t time.Time)     { c.ns.Store(t.UnixNano()) }
+func (c *simClock) Add(d time.Duration) { c.ns.Add(int64(d)) }
 
 func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Config, o runOptions) error {
 	store, err := state.Open(cfg.Controller.StateDir)
@@ -101,23 +105,26 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 			return err
 		}
 		tokenHint = "$(cat " + tokenPath + ")"
+	} else if len(apiToken) < 16 {
+		return fmt.Errorf("FLEETCAST_API_TOKEN has %d characters; want at least 16", len(apiToken))
 	}
 
 	// Simulated time runs ahead of real time; a restarted run resumes
 	// after the last demand it recorded, so its history never lies in the
 	// future.
-	clock := &simClock{now: time.Now().UTC().Truncate(time.Minute)}
+	clock := &simClock{}
+	clock.Set(time.Now().UTC().Truncate(time.Minute))
 	if last, ok, err := store.LatestDemand(controller.DemandSeries); err != nil {
 		return err
-	} else if ok && !last.Time.Before(clock.now) {
-		clock.now = last.Time.Truncate(time.Minute).Add(cfg.Controller.Interval)
+	} else if ok && !last.Time.Before(clock.Now()) {
+		clock.Set(last.Time.Truncate(time.Minute).Add(cfg.Controller.Interval))
 	}
 	// The simulated cloud outlives the controller, as a real one does: it
 	// is saved in the state directory after every change.
 	cloudPath := filepath.Join(cfg.Controller.StateDir, "sim-cloud.json")
 	cloud, err := sim.Load(cloudPath, cfg.Pools, clock.Now)
 	if errors.Is(err, os.ErrNotExist) {
-		if cloud, _, err = sim.Generate(cfg, clock.now); err != nil {
+		if cloud, _, err = sim.Generate(cfg, clock.Now()); err != nil {
 			return err
 		}
 		// Generated at the start time; from here the simulated clock
@@ -133,7 +140,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		clouds[p.Name] = cloud
 	}
 	workload := sim.NewWorkload(cfg)
-	if err := simfleet.SeedHistory(store, workload, clock.now, cfg.Forecast.Step, cfg.Forecast.History); err != nil {
+	if err := simfleet.SeedHistory(store, workload, clock.Now(), cfg.Forecast.Step, cfg.Forecast.History); err != nil {
 		return err
 	}
 	agents, pending := controller.NewAgents(clock.Now), &controller.Pending{}
@@ -174,24 +181,25 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	fmt.Fprintf(e.stdout, "Push pending demand: curl -H \"Authorization: Bearer %s\" -H 'Content-Type: application/json' -d '{\"source\": \"me\", \"pending\": [{\"pool\": \"%s\", \"gpus\": 8}]}' http://%s/v1/demand\n\n",
 		tokenHint, cfg.Pools[0].Name, ln.Addr())
 
-	start := clock.now
+	start := clock.Now()
 	tick := time.NewTicker(max(time.Millisecond, time.Duration(float64(cfg.Controller.Interval)/o.speed)))
 	defer tick.Stop()
 	var cost float64
 	nextHour := start.Truncate(time.Hour).Add(time.Hour)
-	for o.runFor == 0 || clock.now.Sub(start) < o.runFor {
+	for o.runFor == 0 || clock.Now().Sub(start) < o.runFor {
 		select {
 		case <-ctx.Done():
 			fmt.Fprintln(e.stdout, "\nstopping: the cycle in progress finished; state flushed")
-			summary(e, clock.now.Sub(start), cost, jobs.Stats())
+			summary(e, clock.Now().Sub(start), cost, jobs.Stats())
 			return nil
 		case <-tick.C:
 		}
-		clock.now = clock.now.Add(cfg.Controller.Interval)
+		clock.Add(cfg.Controller.Interval)
+		now := clock.Now()
 		// A cycle runs to its end even when a signal arrives mid-way:
 		// every cloud change it starts is journaled and completed.
 		cctx := context.WithoutCancel(ctx)
-		if err := jobs.Step(cctx, clock.now); err != nil {
+		if err := jobs.Step(cctx, now); err != nil {
 			return err
 		}
 		plan, err := c.Cycle(cctx)
@@ -199,13 +207,13 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 			log.Warn("cycle", "error", err)
 		}
 		cost += plan.CostPerHourBefore * cfg.Controller.Interval.Hours()
-		printActions(e, clock.now, &plan)
-		if !clock.now.Before(nextHour) {
-			printStatus(e, clock.now, &plan, jobs.Stats(), cost)
+		printActions(e, now, &plan)
+		if !now.Before(nextHour) {
+			printStatus(e, now, &plan, jobs.Stats(), cost)
 			nextHour = nextHour.Add(time.Hour)
 		}
 	}
-	summary(e, clock.now.Sub(start), cost, jobs.Stats())
+	summary(e, clock.Now().Sub(start), cost, jobs.Stats())
 	return nil
 }
 

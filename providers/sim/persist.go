@@ -71,7 +71,16 @@ func (c *Cloud) save() error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), c.path)
+	if err := os.Rename(tmp.Name(), c.path); err != nil {
+		return err
+	}
+	// The rename is durable once the directory is synced.
+	dir, err := os.Open(filepath.Dir(c.path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
 }
 
 // Load reads a cloud saved with SaveTo and keeps saving it there. Pools not
