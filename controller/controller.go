@@ -38,7 +38,7 @@ type Controller struct {
 	online    *forecast.Online
 	fittedAt  time.Time
 	prunedAt  time.Time
-	cancelled map[string]time.Time // node -> when its last drain was cancelled
+	cancelled map[string]time.Time // node -> when its last drain was cancelled (also in the store)
 
 	metrics *metrics
 
@@ -91,6 +91,13 @@ func (c *Controller) Recover(ctx context.Context) error {
 			return err
 		}
 		c.log.Info("journal recovered", "done", len(r.Done), "dropped", len(r.Dropped))
+	}
+	cancels, err := c.store.CancelledDrains()
+	if err != nil {
+		return err
+	}
+	for _, x := range cancels {
+		c.cancelled[x.Node] = x.At
 	}
 	if c.dryRun {
 		return nil // a dry run asks nothing of the agents
@@ -274,10 +281,21 @@ func (c *Controller) forgetGone(nodes []fleet.Node) error {
 	c.agents.Retain(func(id string) bool { return present[id] })
 	for id := range c.cancelled {
 		if !present[id] {
-			delete(c.cancelled, id)
+			if err := c.forgetCancelled(id); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// forgetCancelled drops a gone node's cancelled drain.
+func (c *Controller) forgetCancelled(node string) error {
+	if _, ok := c.cancelled[node]; !ok {
+		return nil
+	}
+	delete(c.cancelled, node)
+	return c.store.DeleteCancelled(node)
 }
 
 // history is the recorded demand on the forecast step: each step's
@@ -364,7 +382,7 @@ func (c *Controller) apply(ctx context.Context, now time.Time, st *fleet.State, 
 		case planner.Terminate:
 			if err = c.act.Terminate(ctx, a.Pool, a.Node); err == nil {
 				c.agents.Forget(a.Node)
-				delete(c.cancelled, a.Node)
+				err = c.forgetCancelled(a.Node)
 				if t, ok := drainStart[a.Node]; ok {
 					c.metrics.drainSeconds.Observe(now.Sub(t).Seconds())
 				}
@@ -383,6 +401,7 @@ func (c *Controller) apply(ctx context.Context, now time.Time, st *fleet.State, 
 			if err = c.store.DeleteDrain(a.Node); err == nil {
 				c.agents.SetDrain(a.Node, nil)
 				c.cancelled[a.Node] = now
+				err = c.store.PutCancelled(a.Node, now)
 				c.log.Warn("drain cancelled", "pool", a.Pool, "node", a.Node, "reason", a.Reason)
 			}
 		}

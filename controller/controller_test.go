@@ -359,3 +359,30 @@ func TestCycleSettlesUnknownOutcomes(t *testing.T) {
 		t.Errorf("target %d, want 4: launched once", got)
 	}
 }
+
+// TestCancelledDrainSurvivesRestart: a drain cancelled at its timeout is
+// remembered across a restart, so the node is not drained again at once.
+func TestCancelledDrainSurvivesRestart(t *testing.T) {
+	p := gpuPool("g5", 8, 20, 5*time.Minute)
+	l := newLoop(t, false, p)
+	if err := l.c.act.Launch(context.Background(), "g5", 1); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := l.cloud.Describe(context.Background(), p)
+	node := g.Instances[0].ID
+	l.silent[node] = true // its jobs' checkpoints can never be confirmed
+	l.now = l.now.Add(10 * time.Minute)
+	if err := l.store.PutDrain(state.Drain{Node: node, Pool: "g5", Started: l.now.Add(-30 * time.Minute), Deadline: l.now.Add(-10 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if plan := l.cycle(t); plan.Counts()[planner.CancelDrain] != 1 {
+		t.Fatalf("the timed-out drain was not cancelled: %+v", plan.Actions)
+	}
+	cancelledAt := l.now
+	l.restart(t, l.cloud)
+	l.cycle(t)
+	st := l.c.Last().State
+	if len(st.Nodes) != 1 || !st.Nodes[0].DrainCancelledAt.Equal(cancelledAt) {
+		t.Errorf("after a restart the node's drain cancellation is %v, want %v", st.Nodes[0].DrainCancelledAt, cancelledAt)
+	}
+}

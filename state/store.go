@@ -50,6 +50,7 @@ var (
 	bucketIntents  = []byte("intents")
 	bucketDrains   = []byte("drains")
 	bucketBackoffs = []byte("backoffs")
+	bucketCancels  = []byte("cancelled")
 	keyFormat      = []byte("format")
 	keyVersion     = []byte("version")
 )
@@ -147,7 +148,7 @@ func (s *Store) init() error {
 				return fmt.Errorf("state: %s: written by a newer Fleetcast (state version %d; this one reads up to %d)", s.path, v, Version)
 			}
 		}
-		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs} {
+		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("state: %s: creating bucket %s: %w", s.path, b, err)
 			}
@@ -430,6 +431,32 @@ func (s *Store) DeleteDrain(node string) error {
 
 // Drains returns the drains in progress, by node.
 func (s *Store) Drains() ([]Drain, error) { return all[Drain](s, bucketDrains) }
+
+// Cancelled is a node whose last drain was cancelled (its jobs did not
+// checkpoint in time): the planner does not drain it again until they have
+// checkpointed since.
+type Cancelled struct {
+	Node string    `json:"node"`
+	At   time.Time `json:"at"`
+}
+
+// PutCancelled records that a node's drain was cancelled at t.
+func (s *Store) PutCancelled(node string, t time.Time) error {
+	if node == "" || t.IsZero() {
+		return fmt.Errorf("state: cancelled drain of %q at %v: want a node and a time", node, t)
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketCancels), node, Cancelled{Node: node, At: t})
+	})
+}
+
+// DeleteCancelled forgets a node's cancelled drain (the node is gone).
+func (s *Store) DeleteCancelled(node string) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCancels).Delete([]byte(node)) })
+}
+
+// CancelledDrains returns the nodes whose last drain was cancelled, by node.
+func (s *Store) CancelledDrains() ([]Cancelled, error) { return all[Cancelled](s, bucketCancels) }
 
 // Backoff is a pool backed off after capacity errors: the planner does
 // not launch into it before Until.

@@ -42,6 +42,9 @@ func TestReopenKeepsEverything(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := s.PutCancelled("i-3", t0); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +73,15 @@ func TestReopenKeepsEverything(t *testing.T) {
 	got, err := s.Demand("fleet", t0.Add(time.Second))
 	if err != nil || !slices.Equal(got, []Sample{{t0.Add(time.Minute), 12.5}}) {
 		t.Errorf("demand since t0+1s = %+v, %v", got, err)
+	}
+	if c, err := s.CancelledDrains(); err != nil || !slices.Equal(c, []Cancelled{{"i-3", t0}}) {
+		t.Errorf("cancelled = %+v, %v", c, err)
+	}
+	if err := s.DeleteCancelled("i-3"); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := s.CancelledDrains(); len(c) != 0 {
+		t.Errorf("cancelled after delete: %+v", c)
 	}
 	if err := s.DoneIntent(launch.Key); err != nil {
 		t.Fatal(err)
@@ -114,6 +126,7 @@ func TestBadRecordsRefused(t *testing.T) {
 		{"drain deadline before start", s.PutDrain(Drain{Node: "n", Pool: "p", Started: t0, Deadline: t0.Add(-1)}), "deadline after it"},
 		{"backoff no pool", s.PutBackoff(Backoff{Failures: 1}), "no pool"},
 		{"backoff no failures", s.PutBackoff(Backoff{Pool: "p"}), "at least 1"},
+		{"cancelled no node", s.PutCancelled("", t0), "want a node and a time"},
 		{"demand NaN", s.AppendDemand("fleet", Sample{t0, math.NaN()}), "is NaN"},
 		{"demand unnamed", s.AppendDemand("", Sample{t0, 1}), "no name"},
 	}
