@@ -127,11 +127,7 @@ func (a *Actuator) Terminate(ctx context.Context, poolName, node string) error {
 		return fmt.Errorf("controller: termination of %s not made: %w", node, err)
 	}
 	a.log.Info("terminating", "pool", poolName, "node", node, "key", in.Key)
-	return a.finishTerminate(ctx, pool, cloud, in)
-}
-
-func (a *Actuator) finishTerminate(ctx context.Context, pool fleet.Pool, cloud providers.Provider, in state.Intent) error {
-	err := cloud.Terminate(ctx, pool, []string{in.Node})
+	err = cloud.Terminate(ctx, pool, []string{in.Node})
 	var nf *providers.NotFoundError
 	if err != nil && !errors.As(err, &nf) {
 		return fmt.Errorf("controller: terminating %s in pool %s (intent %s kept for recovery): %w", in.Node, pool.Name, in.Key, err)

@@ -36,7 +36,6 @@ type agentView struct {
 	healthy   bool
 	jobs      []fleet.Job
 	idleSince time.Time // zero while the node holds jobs
-	drain     report.DrainStatus
 }
 
 // NewAgents makes an empty view reading time from now.
@@ -81,7 +80,7 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 	case v.idleSince.IsZero():
 		v.idleSince = now
 	}
-	v.received, v.healthy, v.jobs, v.drain = now, r.Healthy, jobs, r.Drain
+	v.received, v.healthy, v.jobs = now, r.Healthy, jobs
 	return ans, nil
 }
 
@@ -146,15 +145,4 @@ func (a *Agents) Observe(n *fleet.Node) (healthy bool) {
 	n.Jobs = append(n.Jobs[:0], v.jobs...)
 	n.IdleSince = v.idleSince
 	return v.healthy
-}
-
-// Drain returns the node's drain as its agent last reported it.
-func (a *Agents) Drain(node string) (report.DrainStatus, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	v := a.nodes[node]
-	if v == nil {
-		return report.DrainStatus{}, false
-	}
-	return v.drain, true
 }

@@ -120,15 +120,17 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 		}
 		w.Write([]byte("ok\n"))
 	})
-	serve := func(pick func(Snapshot) any) http.HandlerFunc {
+	// serve answers with what pick takes from the last snapshot, as JSON;
+	// ok is false when the last cycle made none of it.
+	serve := func(pick func(Snapshot) (v any, ok bool)) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			last := c.Last()
-			v := pick(last)
 			if last.At.IsZero() {
 				http.Error(w, "no control cycle yet", http.StatusServiceUnavailable)
 				return
 			}
-			if v == nil {
+			v, ok := pick(last)
+			if !ok {
 				http.Error(w, "the last cycle made none (no demand history to forecast from)", http.StatusNotFound)
 				return
 			}
@@ -138,24 +140,11 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 			enc.Encode(v)
 		}
 	}
-	mux.Handle("GET /v1/plan", serve(func(s Snapshot) any {
-		if s.Plan == nil {
-			return nil
-		}
-		return s.Plan
+	mux.Handle("GET /v1/plan", serve(func(s Snapshot) (any, bool) { return s.Plan, s.Plan != nil }))
+	mux.Handle("GET /v1/fleet", serve(func(s Snapshot) (any, bool) {
+		return fleetView{At: s.At, Pools: c.cfg.Pools, State: s.State, AgentTimeout: c.cfg.Controller.AgentTimeout.String()}, s.State != nil
 	}))
-	mux.Handle("GET /v1/fleet", serve(func(s Snapshot) any {
-		if s.State == nil {
-			return nil
-		}
-		return fleetView{At: s.At, Pools: c.cfg.Pools, State: s.State, AgentTimeout: c.cfg.Controller.AgentTimeout.String()}
-	}))
-	mux.Handle("GET /v1/forecast", serve(func(s Snapshot) any {
-		if s.Forecast == nil {
-			return nil
-		}
-		return s.Forecast
-	}))
+	mux.Handle("GET /v1/forecast", serve(func(s Snapshot) (any, bool) { return s.Forecast, s.Forecast != nil }))
 	if o.Tokens != nil {
 		mux.Handle(report.Pattern, &report.Receiver{Tokens: o.Tokens, Store: c.agents, Now: c.now, Log: c.log})
 	}

@@ -117,13 +117,6 @@ func (c *Controller) drainRequest(d state.Drain) *report.DrainRequest {
 		Since: d.Started, Deadline: d.Deadline, Signal: c.cfg.Drain.Signal}
 }
 
-// LastPlan is the last cycle's plan; nil before the first.
-func (c *Controller) LastPlan() *planner.Plan {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lastPlan
-}
-
 // Snapshot is what the last cycle saw and decided, for the API and metrics.
 type Snapshot struct {
 	// At is when the last cycle ran; zero before the first.
@@ -153,12 +146,16 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 			return planner.Plan{}, err
 		}
 	}
-	st, err := c.Observe(ctx, now)
+	drains, err := c.store.Drains()
+	if err != nil {
+		return planner.Plan{}, err
+	}
+	st, err := c.observe(ctx, now, drains)
 	if err != nil {
 		return planner.Plan{}, err
 	}
 	if !c.dryRun {
-		if err := c.forgetGone(st.Nodes); err != nil {
+		if err := c.forgetGone(drains, st.Nodes); err != nil {
 			return planner.Plan{}, err
 		}
 	}
@@ -203,14 +200,10 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 	return plan, c.apply(ctx, now, &st, &plan)
 }
 
-// Observe reads every pool's group and joins it with the agents' reports,
+// observe reads every pool's group and joins it with the agents' reports,
 // the stored drains and back-offs, and the pending demand.
-func (c *Controller) Observe(ctx context.Context, now time.Time) (fleet.State, error) {
+func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.Drain) (fleet.State, error) {
 	st := fleet.State{CapturedAt: now, PendingGPUs: c.pending.GPUs(now)}
-	drains, err := c.store.Drains()
-	if err != nil {
-		return st, err
-	}
 	byNode := make(map[string]state.Drain, len(drains))
 	for _, d := range drains {
 		byNode[d.Node] = d
@@ -260,14 +253,10 @@ func (c *Controller) Observe(ctx context.Context, now time.Time) (fleet.State, e
 // forgetGone drops the drain records and agent views of nodes the clouds
 // no longer have (terminated by the cloud, a spot reclaim, a person). An
 // agent of a node not yet listed is taken up again at its next report.
-func (c *Controller) forgetGone(nodes []fleet.Node) error {
+func (c *Controller) forgetGone(drains []state.Drain, nodes []fleet.Node) error {
 	present := make(map[string]bool, len(nodes))
 	for i := range nodes {
 		present[nodes[i].ID] = true
-	}
-	drains, err := c.store.Drains()
-	if err != nil {
-		return err
 	}
 	for _, d := range drains {
 		if present[d.Node] {

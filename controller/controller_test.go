@@ -217,7 +217,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	if n := l.count.changes.Load(); n != 0 {
 		t.Errorf("dry run made %d changing provider calls", n)
 	}
-	if got := l.c.LastPlan(); got == nil || got.Counts()[planner.Launch] == 0 {
+	if got := l.c.Last().Plan; got == nil || got.Counts()[planner.Launch] == 0 {
 		t.Errorf("last plan not served: %+v", got)
 	}
 	intents, _ := l.store.Intents()

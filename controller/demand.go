@@ -4,8 +4,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
@@ -143,27 +142,20 @@ func (dr *DemandReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (dr *DemandReceiver) receive(w http.ResponseWriter, r *http.Request) (int, string) {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || token == "" {
+	token, ok := report.BearerToken(r)
+	if !ok {
 		return http.StatusUnauthorized, "missing bearer token"
 	}
 	if len(dr.Token) < 16 || subtle.ConstantTimeCompare([]byte(token), []byte(dr.Token)) != 1 {
 		return http.StatusUnauthorized, "wrong token"
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return http.StatusUnsupportedMediaType, "want Content-Type: application/json"
-	}
 	limit := dr.MaxBytes
 	if limit <= 0 {
 		limit = 64 << 10
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return http.StatusRequestEntityTooLarge, fmt.Sprintf("push is larger than %d bytes", limit)
-		}
-		return http.StatusBadRequest, "reading the push: " + err.Error()
+	body, status, reason := report.ReadJSON(w, r, limit, "push")
+	if status != http.StatusOK {
+		return status, reason
 	}
 	var push DemandPush
 	if err := fleet.DecodeJSON(body, &push); err != nil {

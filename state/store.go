@@ -405,8 +405,6 @@ type Drain struct {
 	// Deadline is when the drain is cancelled if jobs have not
 	// checkpointed or exited.
 	Deadline time.Time `json:"deadline"`
-	// Cordoned is set once the node takes no new work.
-	Cordoned bool `json:"cordoned,omitempty"`
 }
 
 // PutDrain records (or updates) a node's drain.

@@ -32,7 +32,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	s := open(t, dir)
 	launch := Intent{Key: "fc-launch-1", Kind: IntentLaunch, Pool: "a100", Count: 2, Target: 5, Created: t0}
 	term := Intent{Key: "fc-term-1", Kind: IntentTerminate, Pool: "a100", Node: "i-1", Created: t0.Add(-time.Minute)}
-	drain := Drain{Node: "i-2", Pool: "a100", Started: t0, Deadline: t0.Add(30 * time.Minute), Cordoned: true}
+	drain := Drain{Node: "i-2", Pool: "a100", Started: t0, Deadline: t0.Add(30 * time.Minute)}
 	backoff := Backoff{Pool: "h100-spot", Failures: 2, Until: t0.Add(10 * time.Minute), Reason: "InsufficientInstanceCapacity"}
 	for _, err := range []error{
 		s.PutIntent(launch), s.PutIntent(term), s.PutDrain(drain), s.PutBackoff(backoff),
@@ -395,8 +395,8 @@ func TestStoreMatchesModel(t *testing.T) {
 				}
 				delete(intents, k)
 			case 2:
-				d := Drain{Node: key.Draw(rt, "node"), Pool: "p", Started: t0, Deadline: t0.Add(time.Hour),
-					Cordoned: rapid.Bool().Draw(rt, "cordoned")}
+				d := Drain{Node: key.Draw(rt, "node"), Pool: "p", Started: t0,
+					Deadline: t0.Add(time.Duration(rapid.IntRange(0, 120).Draw(rt, "deadline")) * time.Minute)}
 				if err := s.PutDrain(d); err != nil {
 					rt.Fatal(err)
 				}

@@ -65,6 +65,32 @@ func (t *Tokens) mac(node string) []byte {
 	return m.Sum(nil)
 }
 
+// BearerToken returns the request's bearer token; ok is false when it has
+// none.
+func BearerToken(r *http.Request) (token string, ok bool) {
+	token, ok = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return token, ok && token != ""
+}
+
+// ReadJSON reads a JSON request body of at most limit bytes. Otherwise it
+// returns the 4xx status and the reason for the caller to answer with: 415
+// when the body is not declared JSON, 413 when it is too large, 400 when it
+// cannot be read. what names the body in reasons ("report").
+func ReadJSON(w http.ResponseWriter, r *http.Request, limit int64, what string) (body []byte, status int, reason string) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return nil, http.StatusUnsupportedMediaType, "want Content-Type: application/json"
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, http.StatusRequestEntityTooLarge, fmt.Sprintf("%s is larger than %d bytes", what, limit)
+		}
+		return nil, http.StatusBadRequest, "reading the " + what + ": " + err.Error()
+	}
+	return body, http.StatusOK, ""
+}
+
 // Store takes accepted reports and returns the answer for the agent: any
 // drain the controller wants of the node. It must be safe for concurrent
 // use.
@@ -120,8 +146,8 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (int, string
 	if node == "" {
 		return http.StatusNotFound, "no node in the path", Answer{}
 	}
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || token == "" {
+	token, ok := BearerToken(r)
+	if !ok {
 		return http.StatusUnauthorized, "missing bearer token", Answer{}
 	}
 	owner, err := rc.Tokens.Node(token)
@@ -131,20 +157,13 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (int, string
 	if owner != node {
 		return http.StatusForbidden, fmt.Sprintf("token is for node %q, not %q: an agent reports only about its own node", owner, node), Answer{}
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return http.StatusUnsupportedMediaType, "want Content-Type: application/json", Answer{}
-	}
 	limit := rc.MaxBytes
 	if limit <= 0 {
 		limit = 256 << 10
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return http.StatusRequestEntityTooLarge, fmt.Sprintf("report is larger than %d bytes", limit), Answer{}
-		}
-		return http.StatusBadRequest, "reading the report: " + err.Error(), Answer{}
+	body, status, reason := ReadJSON(w, r, limit, "report")
+	if status != http.StatusOK {
+		return status, reason, Answer{}
 	}
 	var rep Report
 	if err := fleet.DecodeJSON(body, &rep); err != nil {
