@@ -18,6 +18,9 @@ type Config struct {
 	Drain      Drain
 	Limits     Limits
 	Controller Controller
+	// Demand names the demand sources beyond the agents and the pushed
+	// pending demand.
+	Demand Demand
 	// Synthetic describes the generated workload the simulated cloud starts
 	// from when no state is given.
 	Synthetic Synthetic
@@ -78,6 +81,12 @@ type Limits struct {
 	MaxSpendPerHour float64
 	// MaxScaleInPerCycle bounds the nodes one cycle starts draining.
 	MaxScaleInPerCycle int
+	// ScaleInShare bounds the share of a pool's nodes whose drains start
+	// within any ScaleInWindow (rounded down, but at least one node), so
+	// a bad forecast or a bug cannot empty a pool at once.
+	ScaleInShare float64
+	// ScaleInWindow is the window ScaleInShare applies to.
+	ScaleInWindow time.Duration
 	// SilentShareHalt stops all scale-in while more than this share of the
 	// fleet's ready nodes have silent agents (a network fault, not idleness).
 	SilentShareHalt float64
@@ -94,6 +103,22 @@ type Controller struct {
 	// AgentTimeout: a node whose agent has not reported for this long is
 	// silent and never treated as idle.
 	AgentTimeout time.Duration
+}
+
+// Demand is the `demand` block: an optional Prometheus query for the GPUs
+// in use, for fleets that already export DCGM metrics. The demand history
+// (what the forecaster learns from) counts the larger of the agents' GPUs
+// in use and the query's answer; the planner's view of each node, and so
+// every drain, still comes from the agents alone.
+type Demand struct {
+	// PrometheusURL is the Prometheus server's base URL, e.g.
+	// "http://prometheus:9090"; empty for no query.
+	PrometheusURL string
+	// PrometheusQuery is a PromQL expression giving the GPUs in use: a
+	// scalar, or an instant vector whose samples are summed.
+	PrometheusQuery string
+	// PrometheusTimeout bounds each query.
+	PrometheusTimeout time.Duration
 }
 
 // Synthetic is the `synthetic` block: the documented generated workload the
@@ -132,6 +157,8 @@ func Defaults() Config {
 		},
 		Limits: Limits{
 			MaxScaleInPerCycle: 10,
+			ScaleInShare:       0.5,
+			ScaleInWindow:      10 * time.Minute,
 			SilentShareHalt:    0.3,
 		},
 		Controller: Controller{
@@ -140,6 +167,7 @@ func Defaults() Config {
 			StateDir:     "./fleetcast-state",
 			AgentTimeout: 3 * time.Minute,
 		},
+		Demand: Demand{PrometheusTimeout: 10 * time.Second},
 		Synthetic: Synthetic{
 			Seed:     1,
 			PeakHour: 15,

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"net"
+	neturl "net/url"
 	"os"
 	"slices"
 	"sort"
@@ -54,6 +55,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "drain"},
 		{Type: "limits"},
 		{Type: "controller"},
+		{Type: "demand"},
 		{Type: "synthetic"},
 		{Type: "simulate"},
 	},
@@ -88,8 +90,9 @@ var providerSchemas = map[string]*hcl.BodySchema{
 var (
 	forecastSchema   = attrSchema(nil, "step", "horizon", "quantile", "history", "hysteresis")
 	drainSchema      = attrSchema(nil, "checkpoint_max_age", "timeout", "signal", "long_running_after")
-	limitsSchema     = attrSchema(nil, "max_gpus", "max_spend_per_hour", "max_scale_in_per_cycle", "silent_share_halt")
+	limitsSchema     = attrSchema(nil, "max_gpus", "max_spend_per_hour", "max_scale_in_per_cycle", "scale_in_share", "scale_in_window", "silent_share_halt")
 	controllerSchema = attrSchema(nil, "interval", "listen", "state_dir", "agent_timeout")
+	demandSchema     = attrSchema(nil, "prometheus_url", "prometheus_query", "prometheus_timeout")
 	syntheticSchema  = attrSchema(nil, "seed", "base_gpus", "peak_gpus", "peak_hour", "noise")
 	simulateSchema   = attrSchema(nil, "checkpoint_interval", "spot_interruptions_per_hour", "spot_notice")
 )
@@ -502,6 +505,8 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 			blockAttrs[b.Type] = d.decodeLimits(b.Body, &cfg.Limits)
 		case "controller":
 			blockAttrs[b.Type] = d.decodeController(b.Body, &cfg.Controller)
+		case "demand":
+			blockAttrs[b.Type] = d.decodeDemand(b.Body, &cfg.Demand)
 		case "synthetic":
 			blockAttrs[b.Type] = d.decodeSynthetic(b.Body, &cfg.Synthetic)
 		case "simulate":
@@ -773,6 +778,10 @@ func (d *decoder) decodeLimits(body hcl.Body, l *Limits) hcl.Attributes {
 		d.invalid(a, "max_spend_per_hour", "max_spend_per_hour must not be negative, got %g.", l.MaxSpendPerHour)
 	}
 	d.atLeast(a, "max_scale_in_per_cycle", 1, &l.MaxScaleInPerCycle)
+	if d.number(a, "scale_in_share", &l.ScaleInShare) == set && !(l.ScaleInShare > 0 && l.ScaleInShare <= 1) {
+		d.invalid(a, "scale_in_share", "scale_in_share must be more than 0 and at most 1, got %g.", l.ScaleInShare)
+	}
+	d.duration(a, "scale_in_window", &l.ScaleInWindow)
 	if d.number(a, "silent_share_halt", &l.SilentShareHalt) == set && !(l.SilentShareHalt > 0 && l.SilentShareHalt <= 1) {
 		d.invalid(a, "silent_share_halt", "silent_share_halt must be more than 0 and at most 1, got %g.", l.SilentShareHalt)
 	}
@@ -789,6 +798,28 @@ func (d *decoder) decodeController(body hcl.Body, c *Controller) hcl.Attributes 
 		}
 	}
 	d.nonEmpty(a, "state_dir", &c.StateDir)
+	return a
+}
+
+func (d *decoder) decodeDemand(body hcl.Body, dm *Demand) hcl.Attributes {
+	a := d.content(body, demandSchema).Attributes
+	url := d.str(a, "prometheus_url", &dm.PrometheusURL)
+	if url == set {
+		if u, err := neturl.Parse(dm.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			d.invalid(a, "prometheus_url", "prometheus_url must be an http or https URL such as \"http://prometheus:9090\", got %q.", dm.PrometheusURL)
+		}
+	}
+	query := d.str(a, "prometheus_query", &dm.PrometheusQuery)
+	if query == set && strings.TrimSpace(dm.PrometheusQuery) == "" {
+		d.invalid(a, "prometheus_query", "prometheus_query must not be empty.")
+	}
+	switch {
+	case url == set && a["prometheus_query"] == nil:
+		d.invalid(a, "prometheus_url", "prometheus_url needs prometheus_query: the PromQL expression for the GPUs in use, e.g. \"count(DCGM_FI_DEV_GPU_UTIL > 0)\".")
+	case query == set && a["prometheus_url"] == nil:
+		d.invalid(a, "prometheus_query", "prometheus_query needs prometheus_url, the Prometheus server to ask.")
+	}
+	d.duration(a, "prometheus_timeout", &dm.PrometheusTimeout)
 	return a
 }
 

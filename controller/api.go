@@ -19,8 +19,11 @@ type metrics struct {
 	reg            *prometheus.Registry
 	actions        *prometheus.CounterVec
 	capacityErrors *prometheus.CounterVec
-	planSeconds    prometheus.Histogram
-	drainSeconds   prometheus.Histogram
+	describeErrors *prometheus.CounterVec
+	// demandSourceErrors counts failed readings of the demand source.
+	demandSourceErrors prometheus.Counter
+	planSeconds        prometheus.Histogram
+	drainSeconds       prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -30,12 +33,16 @@ func newMetrics() *metrics {
 			Help: "Actions carried out, by kind, pool and result (ok, error, or refused: a launch the cloud refused for capacity or quota); a launch of several nodes is one action."}, []string{"kind", "pool", "result"}),
 		capacityErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_capacity_errors_total",
 			Help: "Launches refused for capacity or quota, by pool."}, []string{"pool"}),
+		describeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_describe_errors_total",
+			Help: "Cycles in which a pool's group could not be read (the pool is then left as it is), by pool."}, []string{"pool"}),
+		demandSourceErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetcast_demand_source_errors_total",
+			Help: "Failed readings of the demand source (the Prometheus query); the agents' count stood in."}),
 		planSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetcast_plan_seconds",
 			Help: "Time the planner took per cycle.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		drainSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetcast_drain_seconds",
 			Help: "Time from a drain's start to the node's termination.", Buckets: prometheus.ExponentialBuckets(15, 2, 10)}),
 	}
-	m.reg.MustRegister(m.actions, m.capacityErrors, m.planSeconds, m.drainSeconds)
+	m.reg.MustRegister(m.actions, m.capacityErrors, m.describeErrors, m.demandSourceErrors, m.planSeconds, m.drainSeconds)
 	return m
 }
 

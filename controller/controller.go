@@ -31,6 +31,7 @@ type Controller struct {
 	act     *Actuator
 	agents  *Agents
 	pending *Pending
+	source  DemandSource
 	now     func() time.Time
 	log     hclog.Logger
 	dryRun  bool
@@ -39,6 +40,9 @@ type Controller struct {
 	fittedAt  time.Time
 	prunedAt  time.Time
 	cancelled map[string]time.Time // node -> when its last drain was cancelled (also in the store)
+	// seen is each pool's group as last read, which stands in for it
+	// while the cloud cannot be read.
+	seen map[string]seenGroup
 
 	metrics *metrics
 
@@ -57,8 +61,12 @@ type Options struct {
 	Clouds  map[string]providers.Provider
 	Agents  *Agents
 	Pending *Pending
-	Now     func() time.Time
-	Log     hclog.Logger
+	// Demand, if set, is a further reading of the GPUs in use (a
+	// Prometheus query): the demand history counts the larger of it and
+	// the agents' count.
+	Demand DemandSource
+	Now    func() time.Time
+	Log    hclog.Logger
 	// DryRun plans every cycle and changes nothing.
 	DryRun bool
 }
@@ -76,8 +84,8 @@ func New(o Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending,
-		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, metrics: newMetrics()}
+	c := &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand,
+		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, seen: map[string]seenGroup{}, metrics: newMetrics()}
 	c.metrics.reg.MustRegister(snapshotCollector{c})
 	return c, nil
 }
@@ -150,25 +158,30 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 	if err != nil {
 		return planner.Plan{}, err
 	}
-	st, err := c.observe(ctx, now, drains)
+	st, unread, err := c.observe(ctx, now, drains)
 	if err != nil {
 		return planner.Plan{}, err
 	}
-	if !c.dryRun {
+	if !c.dryRun && unread.err == nil {
+		// Only a full read says what is gone.
 		if err := c.forgetGone(drains, st.Nodes); err != nil {
 			return planner.Plan{}, err
 		}
 	}
-	demand := float64(st.PendingGPUs)
-	for i := range st.Nodes {
-		demand += float64(st.Nodes[i].UsedGPUs())
-	}
-	if err := c.store.AppendDemand(DemandSeries, state.Sample{Time: now, Value: demand}); err != nil {
+	demand := c.inUse(ctx, now, st.Nodes) + float64(st.PendingGPUs)
+	if unread.never {
+		// A pool never read has jobs the demand cannot count: a sample
+		// now would teach the forecaster a dip that did not happen.
+		c.log.Warn("demand not recorded this cycle: a pool has never been read")
+	} else if err := c.store.AppendDemand(DemandSeries, state.Sample{Time: now, Value: demand}); err != nil {
 		return planner.Plan{}, err
 	}
 	if now.Sub(c.prunedAt) >= time.Hour {
 		// The history is kept as long as the forecaster reads, and a day.
 		if _, err := c.store.PruneDemand(now.Add(-c.cfg.Forecast.History - forecast.Day)); err != nil {
+			return planner.Plan{}, err
+		}
+		if _, err := c.store.PruneDrainLog(now.Add(-c.cfg.Limits.ScaleInWindow)); err != nil {
 			return planner.Plan{}, err
 		}
 		c.prunedAt = now
@@ -195,38 +208,102 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 		for _, a := range plan.Actions {
 			c.log.Info("dry run: would "+string(a.Kind), "pool", a.Pool, "node", a.Node, "count", a.Count, "reason", a.Reason)
 		}
-		return plan, nil
+		return plan, unread.err
 	}
-	return plan, c.apply(ctx, now, &st, &plan)
+	return plan, errors.Join(unread.err, c.apply(ctx, now, &st, &plan))
+}
+
+// inUse is the GPUs in use: those the agents report held by jobs, or the
+// demand source's reading if it is higher (GPUs on nodes whose agents are
+// not yet reporting, say). A failed reading falls back to the agents.
+func (c *Controller) inUse(ctx context.Context, now time.Time, nodes []fleet.Node) float64 {
+	agents := 0
+	for i := range nodes {
+		agents += nodes[i].UsedGPUs()
+	}
+	if c.source == nil {
+		return float64(agents)
+	}
+	v, err := c.source.GPUsInUse(ctx, now)
+	if err != nil {
+		c.metrics.demandSourceErrors.Inc()
+		c.log.Warn("demand source failed; the agents' count stands", "error", err)
+		return float64(agents)
+	}
+	return max(float64(agents), v)
+}
+
+// seenGroup is a pool's group as last read.
+type seenGroup struct {
+	instances []providers.Instance
+	at        time.Time
+}
+
+// unreadPools says which pools' groups could not be read this cycle.
+type unreadPools struct {
+	// err joins the read errors; nil when every pool was read.
+	err error
+	// never is set when a pool that could not be read was never read
+	// since start-up, so its nodes are unknown.
+	never bool
 }
 
 // observe reads every pool's group and joins it with the agents' reports,
-// the stored drains and back-offs, and the pending demand.
-func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.Drain) (fleet.State, error) {
+// the stored drains, back-offs and recent drains, and the pending demand.
+// A pool whose group cannot be read is taken as last read and marked
+// unobserved, so the planner changes nothing in it while the rest of the
+// fleet is planned as usual.
+func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.Drain) (fleet.State, unreadPools, error) {
 	st := fleet.State{CapturedAt: now, PendingGPUs: c.pending.GPUs(now)}
+	var unread unreadPools
 	byNode := make(map[string]state.Drain, len(drains))
 	for _, d := range drains {
 		byNode[d.Node] = d
 	}
 	backoffs, err := c.store.Backoffs()
 	if err != nil {
-		return st, err
+		return st, unread, err
 	}
 	bo := make(map[string]state.Backoff, len(backoffs))
 	for _, b := range backoffs {
 		bo[b.Pool] = b
 	}
+	recent, err := c.store.DrainLog(now.Add(-c.cfg.Limits.ScaleInWindow))
+	if err != nil {
+		return st, unread, err
+	}
+	var errs []error
 	for _, p := range c.cfg.Pools {
 		ps := fleet.PoolStatus{Name: p.Name}
 		if b, ok := bo[p.Name]; ok && now.Before(b.Until) {
 			ps.BackoffUntil, ps.BackoffReason = b.Until, b.Reason
 		}
-		st.Pools = append(st.Pools, ps)
-		g, err := c.clouds[p.Name].Describe(ctx, p)
-		if err != nil {
-			return st, fmt.Errorf("controller: reading pool %s: %w", p.Name, err)
+		for _, d := range recent {
+			if d.Pool == p.Name {
+				ps.RecentDrains = append(ps.RecentDrains, d.Started)
+			}
 		}
-		for _, in := range g.Instances {
+		g, err := c.clouds[p.Name].Describe(ctx, p)
+		instances := g.Instances
+		if err != nil {
+			if ctx.Err() != nil {
+				return st, unread, ctx.Err()
+			}
+			c.metrics.describeErrors.WithLabelValues(p.Name).Inc()
+			last, ok := c.seen[p.Name]
+			ps.Unobserved = err.Error()
+			if ok {
+				ps.Unobserved += "; nodes as last read at " + last.at.UTC().Format(time.RFC3339)
+			} else {
+				unread.never = true
+			}
+			instances = last.instances
+			errs = append(errs, fmt.Errorf("controller: reading pool %s (left as it is this cycle): %w", p.Name, err))
+		} else {
+			c.seen[p.Name] = seenGroup{instances: g.Instances, at: now}
+		}
+		st.Pools = append(st.Pools, ps)
+		for _, in := range instances {
 			n := fleet.Node{ID: in.ID, Pool: p.Name, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID]}
 			healthy := c.agents.Observe(&n)
 			d, draining := byNode[in.ID]
@@ -247,7 +324,8 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 			st.Nodes = append(st.Nodes, n)
 		}
 	}
-	return st, nil
+	unread.err = errors.Join(errs...)
+	return st, unread, nil
 }
 
 // forgetGone drops the drain records and agent views of nodes the clouds

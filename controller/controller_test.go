@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -384,5 +385,116 @@ func TestCancelledDrainSurvivesRestart(t *testing.T) {
 	st := l.c.Last().State
 	if len(st.Nodes) != 1 || !st.Nodes[0].DrainCancelledAt.Equal(cancelledAt) {
 		t.Errorf("after a restart the node's drain cancellation is %v, want %v", st.Nodes[0].DrainCancelledAt, cancelledAt)
+	}
+}
+
+// unreadable fails Describe for the pools it names, and counts each
+// pool's changing calls.
+type unreadable struct {
+	providers.Provider
+	failing map[string]bool
+	changes map[string]int
+}
+
+func (u *unreadable) Describe(ctx context.Context, p fleet.Pool) (providers.Group, error) {
+	if u.failing[p.Name] {
+		return providers.Group{}, &providers.ThrottledError{Pool: p.Name, Err: errors.New("rate exceeded")}
+	}
+	return u.Provider.Describe(ctx, p)
+}
+
+func (u *unreadable) Launch(ctx context.Context, p fleet.Pool, r providers.LaunchRequest) error {
+	u.changes[p.Name]++
+	return u.Provider.Launch(ctx, p, r)
+}
+
+func (u *unreadable) Terminate(ctx context.Context, p fleet.Pool, ids []string) error {
+	u.changes[p.Name]++
+	return u.Provider.Terminate(ctx, p, ids)
+}
+
+// TestUnreadablePoolLeftAlone: one pool's group cannot be read for a
+// while. The cycle goes on for the others (waiting jobs get capacity), the
+// unread pool is planned as last read and nothing in it changes, and its
+// drain record is kept; once it reads again, its drained node goes.
+func TestUnreadablePoolLeftAlone(t *testing.T) {
+	a, b := gpuPool("a", 1, 50, 5*time.Minute), gpuPool("b", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, a, b)
+	if err := l.c.act.Launch(context.Background(), "b", 2); err != nil {
+		t.Fatal(err)
+	}
+	l.now = l.now.Add(5 * time.Minute)
+	l.cycle(t) // b's nodes are read once
+	g, _ := l.cloud.Describe(context.Background(), b)
+	node := g.Instances[0].ID
+	if err := l.store.PutDrain(state.Drain{Node: node, Pool: "b", Started: l.now, Deadline: l.now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	u := &unreadable{Provider: l.cloud, failing: map[string]bool{"b": true}, changes: map[string]int{}}
+	l.restart(t, u)
+	for range 3 {
+		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "a", GPUs: 4}}})
+		l.now = l.now.Add(time.Minute)
+		l.report(t)
+		plan, err := l.c.Cycle(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "reading pool b") {
+			t.Fatalf("cycle error = %v; want one naming pool b", err)
+		}
+		for _, act := range plan.Actions {
+			if act.Pool == "b" && act.Kind != planner.Hold {
+				t.Fatalf("%s in the unread pool: %+v", act.Kind, act)
+			}
+		}
+	}
+	if u.changes["b"] != 0 || u.changes["a"] == 0 {
+		t.Fatalf("changing calls: %v; want some in a, none in b", u.changes)
+	}
+	if st := l.c.Last().State; len(st.Pools) != 2 || !strings.Contains(st.Pools[1].Unobserved, "rate exceeded") {
+		t.Fatalf("pool status = %+v", st.Pools)
+	}
+	if ds, _ := l.store.Drains(); len(ds) != 1 || ds[0].Node != node {
+		t.Fatalf("drains = %+v; the unread pool's drain must be kept", ds)
+	}
+	u.failing["b"] = false
+	l.cycle(t)
+	if got := l.target(t, b); got != 1 {
+		t.Errorf("pool b has %d nodes once read again; want 1 (the drained one terminated)", got)
+	}
+}
+
+// TestScaleInBudgetWindow: ten idle nodes, a budget of a fifth of the pool
+// per 10 minutes. Drains of idle nodes end within a cycle, yet no more
+// than two begin in any 10 minutes, across a restart too.
+func TestScaleInBudgetWindow(t *testing.T) {
+	p := gpuPool("g5", 8, 20, 5*time.Minute)
+	l := newLoop(t, false, p)
+	l.cfg.Limits.ScaleInShare, l.cfg.Limits.ScaleInWindow = 0.2, 10*time.Minute
+	if err := l.c.act.Launch(context.Background(), "g5", 10); err != nil {
+		t.Fatal(err)
+	}
+	l.now = l.now.Add(5 * time.Minute)
+	var starts []time.Time
+	for i := range 40 {
+		if i == 7 {
+			l.restart(t, l.cloud)
+		}
+		plan := l.cycle(t)
+		for range plan.Counts()[planner.Drain] {
+			starts = append(starts, l.now)
+		}
+	}
+	if len(starts) < 4 {
+		t.Fatalf("only %d drains in 40 minutes of an idle fleet", len(starts))
+	}
+	for i, s := range starts {
+		in := 0
+		for _, u := range starts[i:] {
+			if u.Sub(s) < 10*time.Minute {
+				in++
+			}
+		}
+		if in > 2 {
+			t.Fatalf("%d drains began within 10 minutes of %v: %v", in, s.Sub(t0), starts)
+		}
 	}
 }

@@ -107,3 +107,10 @@ controller {
   state_dir     = "/var/lib/fleetcast"
   agent_timeout = "3m"
 }
+
+# Optional: fleets that export DCGM metrics can let the demand history count
+# GPUs in use from Prometheus too (the larger of it and the agents' count).
+# demand {
+#   prometheus_url   = "http://prometheus:9090"
+#   prometheus_query = "count(DCGM_FI_DEV_GPU_UTIL > 0)"
+# }

@@ -147,6 +147,15 @@ type PoolStatus struct {
 	BackoffUntil time.Time `json:"backoff_until,omitzero"`
 	// BackoffReason says which error caused the backoff.
 	BackoffReason string `json:"backoff_reason,omitempty"`
+	// Unobserved, when set, says why the pool's group could not be read
+	// this cycle. Its nodes are then as last seen, and the planner changes
+	// nothing in the pool: no launch, drain or termination.
+	Unobserved string `json:"unobserved,omitempty"`
+	// RecentDrains are when drains of the pool's nodes began lately,
+	// including drains since finished or cancelled: the planner's
+	// scale-in budget (limits.scale_in_share per scale_in_window) counts
+	// them, and at least the drains still in progress.
+	RecentDrains []time.Time `json:"recent_drains,omitempty"`
 }
 
 // State is a snapshot of a fleet: what the planner needs to decide.

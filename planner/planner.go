@@ -34,6 +34,9 @@ type poolPlan struct {
 	failing bool
 	// candidates are ready nodes that scale-in may remove.
 	candidates []candidate
+	// drainsInWindow counts drains of the pool begun within
+	// limits.scale_in_window.
+	drainsInWindow int
 }
 
 // candidate is a ready node scale-in may remove.
@@ -153,6 +156,15 @@ func (p *planner) observe() {
 		case fleet.Pending:
 			deadline := n.LaunchedAt.Add(pp.spec.ProvisionTimeout)
 			if p.now.After(deadline) && len(n.Jobs) == 0 {
+				if pp.status.Unobserved != "" {
+					// Not counted on, and not terminated blind; it still
+					// counts against the limits.
+					p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID,
+						Reason: "past its provisioning deadline, but " + unobserved(pp)})
+					pp.size++
+					p.fleetGPUs += gpn
+					continue
+				}
 				pp.failing = true
 				p.add(Action{Kind: Terminate, Pool: pp.spec.Name, Node: n.ID, BackOff: true,
 					Reason: fmt.Sprintf("launched %s ago and not ready by its provisioning deadline (%s); pool backed off",
@@ -173,6 +185,9 @@ func (p *planner) observe() {
 				p.plan.Capacity.SilentNodes++
 			}
 		case fleet.Draining:
+			if p.now.Sub(n.DrainStartedAt) < p.cfg.Limits.ScaleInWindow {
+				pp.drainsInWindow++
+			}
 			p.plan.Capacity.DrainingGPUs += gpn
 			if silent > 0 {
 				p.plan.Capacity.SilentNodes++
@@ -181,6 +196,17 @@ func (p *planner) observe() {
 		}
 		pp.size++
 		p.fleetGPUs += gpn
+	}
+	for _, pp := range p.pools {
+		// Drains recorded by the caller include those still in progress,
+		// which were counted from the nodes above.
+		recorded := 0
+		for _, t := range pp.status.RecentDrains {
+			if d := p.now.Sub(t); d >= 0 && d < p.cfg.Limits.ScaleInWindow {
+				recorded++
+			}
+		}
+		pp.drainsInWindow = max(pp.drainsInWindow, recorded)
 	}
 	p.plan.CostPerHourBefore = p.spend
 	if m := p.cfg.Limits.MaxSpendPerHour; m > 0 && p.spend > m {
@@ -210,6 +236,8 @@ func (p *planner) settleDrain(pp *poolPlan, n *fleet.Node, silent time.Duration)
 		}
 	}
 	switch {
+	case blocker == "" && pp.status.Unobserved != "":
+		a.Kind, a.Reason = Hold, "drained, but "+unobserved(pp)
 	case blocker == "" && len(n.Jobs) == 0:
 		a.Kind, a.Reason = Terminate, fmt.Sprintf("drained: no jobs left (draining for %s)", age(since))
 	case blocker == "":
@@ -501,6 +529,8 @@ func (p *planner) launchIn(pp *poolPlan, n int, purpose, why string) int {
 // unavailable says why no node can be launched in pp now; "" if one can.
 func (p *planner) unavailable(pp *poolPlan) string {
 	switch {
+	case pp.status.Unobserved != "":
+		return unobserved(pp)
 	case pp.failing:
 		return "a node of the pool missed its provisioning deadline this cycle"
 	case p.now.Before(pp.status.BackoffUntil):
@@ -513,6 +543,12 @@ func (p *planner) unavailable(pp *poolPlan) string {
 		return fmt.Sprintf("it is at its max of %d", pp.spec.Max)
 	}
 	return ""
+}
+
+// unobserved says why nothing is changed in a pool whose group could not be
+// read this cycle.
+func unobserved(pp *poolPlan) string {
+	return "its group could not be read (" + pp.status.Unobserved + "), so nothing in it is changed"
 }
 
 // launchOrder is reserved pools first, then cheapest per GPU-hour, higher
@@ -559,6 +595,16 @@ func (p *planner) scaleIn() {
 		if avail-keep < gpn || pp.active <= pp.spec.Min || len(pp.candidates) == 0 {
 			continue
 		}
+		if pp.status.Unobserved != "" {
+			p.note(fmt.Sprintf("pool %s is not scaled in: %s", pp.spec.Name, unobserved(pp)))
+			continue
+		}
+		left := ScaleInBudget(lim, pp.size) - pp.drainsInWindow
+		if left <= 0 {
+			p.note(fmt.Sprintf("pool %s is not scaled in: %d drain(s) began within limits.scale_in_window (%s), its budget at limits.scale_in_share (%s of %d nodes)",
+				pp.spec.Name, pp.drainsInWindow, age(lim.ScaleInWindow), share(lim.ScaleInShare), pp.size))
+			continue
+		}
 		cands := make([]drainCandidate, len(pp.candidates))
 		for i, c := range pp.candidates {
 			cands[i].candidate = c
@@ -572,6 +618,12 @@ func (p *planner) scaleIn() {
 			if budget == 0 {
 				p.note(fmt.Sprintf("scale-in stopped at limits.max_scale_in_per_cycle (%d); more may drain next cycle", lim.MaxScaleInPerCycle))
 				return
+			}
+			if left == 0 && c.silentFor == 0 && c.blocker == "" {
+				// Blocked nodes are still listed with their holds.
+				p.note(fmt.Sprintf("pool %s: scale-in stopped at its budget of %d drain(s) per %s (limits.scale_in_share: %s of %d nodes); more may drain later",
+					pp.spec.Name, ScaleInBudget(lim, pp.size), age(lim.ScaleInWindow), share(lim.ScaleInShare), pp.size))
+				continue
 			}
 			n := c.node
 			a := Action{Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn}
@@ -594,10 +646,18 @@ func (p *planner) scaleIn() {
 				avail -= gpn
 				pp.active--
 				budget--
+				left--
 			}
 			p.add(a)
 		}
 	}
+}
+
+// ScaleInBudget is how many of a pool's size nodes may start draining
+// within one limits.scale_in_window: the scale_in_share of them, rounded
+// down, but at least one (DESIGN.md rule 9).
+func ScaleInBudget(lim config.Limits, size int) int {
+	return max(1, int(math.Floor(lim.ScaleInShare*float64(size)+1e-9)))
 }
 
 func silentReason(d time.Duration) string {
@@ -711,6 +771,9 @@ func cents(usd float64) float64 { return math.Round(usd*100) / 100 }
 
 // clock formats a time of day in UTC.
 func clock(t time.Time) string { return t.UTC().Format("15:04") }
+
+// share formats a share as a percentage: 50%.
+func share(x float64) string { return fmt.Sprintf("%g%%", math.Round(x*1000)/10) }
 
 // pct formats a quantile as p90.
 func pct(q float64) string { return fmt.Sprintf("p%g", math.Round(q*1000)/10) }

@@ -17,6 +17,12 @@ func testConfig(pools ...fleet.Pool) *config.Config {
 	return &cfg
 }
 
+// withLimits changes a config's limits.
+func withLimits(cfg *config.Config, f func(*config.Limits)) *config.Config {
+	f(&cfg.Limits)
+	return cfg
+}
+
 func pool(name string, c fleet.CapacityType, price float64, lead time.Duration, mn, mx int) fleet.Pool {
 	return fleet.Pool{Name: name, Provider: "sim", InstanceType: "p4d.24xlarge", GPUsPerNode: 8, Capacity: c,
 		PricePerHour: price, LeadTime: lead, ProvisionTimeout: 3 * lead, Min: mn, Max: mx}
@@ -110,7 +116,7 @@ func TestPlanScenarios(t *testing.T) {
 		},
 	}, {
 		name: "drain idle nodes first, then fresh checkpoints; hold one whose job has an old checkpoint",
-		cfg:  testConfig(od, res),
+		cfg:  withLimits(testConfig(od, res), func(l *config.Limits) { l.ScaleInShare = 1 }),
 		state: fleet.State{Nodes: []fleet.Node{ready("busy-old", "od", 47*time.Minute), ready("busy-2m", "od", 2*time.Minute),
 			ready("idle", "od"), ready("busy-1m", "od", time.Minute), res1, res2}},
 		fc: flat(8),
@@ -135,6 +141,47 @@ func TestPlanScenarios(t *testing.T) {
 		check: func(t *testing.T, p Plan) {
 			h := actions(p, Hold)
 			if len(h) != 1 || h[0].Node != "quiet" || !strings.Contains(h[0].Reason, "agent silent for 7m") {
+				t.Fatalf("holds = %+v", h)
+			}
+		},
+	}, {
+		name: "scale-in keeps to a share of the pool per window, counting drains begun lately",
+		cfg:  withLimits(testConfig(od, res), func(l *config.Limits) { l.ScaleInShare = 0.5; l.ScaleInWindow = 10 * time.Minute }),
+		// Six od nodes: a budget of three drains per 10 minutes. One is
+		// draining (begun 2m ago) and one drain ended 5m ago; the drain
+		// 20m ago is outside the window. Room for one more.
+		state: fleet.State{
+			Pools: []fleet.PoolStatus{{Name: "od", RecentDrains: []time.Time{t0.Add(-20 * time.Minute), t0.Add(-5 * time.Minute), t0.Add(-2 * time.Minute)}}},
+			Nodes: []fleet.Node{ready("a", "od"), ready("b", "od"), ready("c", "od"), ready("d", "od"), ready("e", "od", time.Minute),
+				draining("f", 2*time.Minute, time.Minute), res1, res2}},
+		fc: flat(0),
+		check: func(t *testing.T, p Plan) {
+			if d := actions(p, Drain); len(d) != 1 || d[0].Node != "a" {
+				t.Fatalf("drains = %+v", d)
+			}
+			if !strings.Contains(strings.Join(p.Notes, "\n"), "pool od: scale-in stopped at its budget of 3 drain(s) per 10m") {
+				t.Fatalf("notes = %q", p.Notes)
+			}
+		},
+	}, {
+		name: "a pool whose group could not be read is left as it is",
+		cfg:  testConfig(od, res),
+		state: fleet.State{PendingGPUs: 64,
+			Pools: []fleet.PoolStatus{{Name: "od", Unobserved: "Throttling: rate exceeded"}},
+			Nodes: []fleet.Node{ready("a", "od"), draining("f", 2*time.Minute, time.Second),
+				func() fleet.Node {
+					n := ready("late", "od")
+					n.State, n.LaunchedAt = fleet.Pending, t0.Add(-time.Hour)
+					return n
+				}()}},
+		fc: flat(0),
+		check: func(t *testing.T, p Plan) {
+			for _, a := range p.Actions {
+				if a.Pool == "od" && a.Kind != Hold {
+					t.Fatalf("%s in an unobserved pool: %+v", a.Kind, a)
+				}
+			}
+			if h := actions(p, Hold); len(h) != 2 || !strings.Contains(h[0].Reason, "could not be read (Throttling: rate exceeded)") {
 				t.Fatalf("holds = %+v", h)
 			}
 		},

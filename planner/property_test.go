@@ -29,6 +29,8 @@ func genInput(t *rapid.T) Input {
 	cfg.Limits.MaxScaleInPerCycle = rapid.IntRange(1, 10).Draw(t, "maxScaleIn")
 	cfg.Forecast.Hysteresis = time.Duration(rapid.IntRange(0, 60).Draw(t, "hysteresis")) * time.Minute
 	cfg.Limits.SilentShareHalt = rapid.Float64Range(0.05, 1).Draw(t, "silentHalt")
+	cfg.Limits.ScaleInShare = rapid.Float64Range(0.01, 1).Draw(t, "scaleInShare")
+	cfg.Limits.ScaleInWindow = time.Duration(rapid.IntRange(1, 30).Draw(t, "scaleInWindow")) * time.Minute
 	if rapid.Bool().Draw(t, "hasMaxGPUs") {
 		cfg.Limits.MaxGPUs = rapid.IntRange(0, 200).Draw(t, "maxGPUs")
 	}
@@ -60,9 +62,17 @@ func genInput(t *rapid.T) Input {
 			Values: rapid.SliceOfN(rapid.Float64Range(0, 100), 1, 144).Draw(t, "history")}
 	}
 	for _, p := range cfg.Pools {
+		ps := fleet.PoolStatus{Name: p.Name}
 		if rapid.IntRange(0, 3).Draw(t, "backoff") == 0 {
-			st.Pools = append(st.Pools, fleet.PoolStatus{Name: p.Name, BackoffUntil: t0.Add(time.Duration(rapid.IntRange(-30, 30).Draw(t, "until")) * time.Minute)})
+			ps.BackoffUntil = t0.Add(time.Duration(rapid.IntRange(-30, 30).Draw(t, "until")) * time.Minute)
 		}
+		if rapid.IntRange(0, 5).Draw(t, "unobserved") == 0 {
+			ps.Unobserved = "Throttling"
+		}
+		for range rapid.IntRange(0, 4).Draw(t, "recentDrains") {
+			ps.RecentDrains = append(ps.RecentDrains, minutesAgo(t, "drainedAt", -2, 40))
+		}
+		st.Pools = append(st.Pools, ps)
 		for j := range rapid.IntRange(0, p.Max+2).Draw(t, "nodes") {
 			st.Nodes = append(st.Nodes, genNode(t, p, j))
 		}
@@ -167,8 +177,16 @@ func TestPropertySafety(t *testing.T) {
 		nodes := nodesByID(in)
 		cfg := in.Config
 		backoff := map[string]time.Time{}
+		status := map[string]fleet.PoolStatus{}
 		for _, st := range in.State.Pools {
 			backoff[st.Name] = st.BackoffUntil
+			status[st.Name] = st
+		}
+		for _, a := range plan.Actions {
+			// A pool whose group could not be read is not changed.
+			if status[a.Pool].Unobserved != "" && a.Kind != Hold && a.Kind != CancelDrain {
+				t.Fatalf("%s in unobserved pool %s: %+v", a.Kind, a.Pool, a)
+			}
 		}
 		failing := map[string]bool{}
 		drains := map[string]int{}
@@ -262,6 +280,24 @@ func TestPropertySafety(t *testing.T) {
 			}
 			if drains[p.Name] > 0 && active-drains[p.Name] < p.Min {
 				t.Fatalf("pool %s: %d active - %d drained < min %d", p.Name, active, drains[p.Name], p.Min)
+			}
+			// Rule 9: at most a share of the pool starts draining per
+			// window, counting drains begun lately.
+			if drains[p.Name] > 0 {
+				recent, inProgress := 0, 0
+				for _, d := range status[p.Name].RecentDrains {
+					if in.Now.Sub(d) >= 0 && in.Now.Sub(d) < cfg.Limits.ScaleInWindow {
+						recent++
+					}
+				}
+				for _, n := range in.State.Nodes {
+					if n.Pool == p.Name && n.State == fleet.Draining && in.Now.Sub(n.DrainStartedAt) < cfg.Limits.ScaleInWindow {
+						inProgress++
+					}
+				}
+				if b := ScaleInBudget(cfg.Limits, poolSize(in, p)); drains[p.Name]+max(recent, inProgress) > b {
+					t.Fatalf("pool %s: %d drains + %d begun in the window > budget %d", p.Name, drains[p.Name], max(recent, inProgress), b)
+				}
 			}
 			if drains[p.Name] > 0 && p.Capacity == fleet.Reserved {
 				t.Fatalf("reserved pool %s drained", p.Name)
@@ -359,4 +395,27 @@ func forecastValues(p Plan) [][]float64 {
 		return nil
 	}
 	return p.Forecast.Values
+}
+
+// poolSize counts a pool's live nodes as the planner sizes it: neither
+// terminating nor a launch past its provisioning deadline.
+func poolSize(in Input, p *fleet.Pool) int {
+	n := 0
+	for _, node := range in.State.Nodes {
+		late := node.State == fleet.Pending && len(node.Jobs) == 0 && in.Now.After(node.LaunchedAt.Add(p.ProvisionTimeout)) &&
+			!unobservedPool(in, p.Name)
+		if node.Pool == p.Name && node.State != fleet.Terminating && !late {
+			n++
+		}
+	}
+	return n
+}
+
+func unobservedPool(in Input, pool string) bool {
+	for _, st := range in.State.Pools {
+		if st.Name == pool {
+			return st.Unobserved != ""
+		}
+	}
+	return false
 }

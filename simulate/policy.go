@@ -310,6 +310,14 @@ func (p *predictive) tick(e *engine) error {
 		p.nextBase += week
 	}
 
+	for i := range p.statuses {
+		ps := &p.statuses[i]
+		cut := 0
+		for cut < len(ps.RecentDrains) && p.at(e.now).Sub(ps.RecentDrains[cut]) >= p.cfg.Limits.ScaleInWindow {
+			cut++
+		}
+		ps.RecentDrains = ps.RecentDrains[cut:]
+	}
 	p.run.Pools = p.run.Pools[:0]
 	for i := range e.pools {
 		p.run.Pools = append(p.run.Pools, e.pools[i].spec)
@@ -330,6 +338,10 @@ func (p *predictive) tick(e *engine) error {
 		case planner.Drain:
 			if n != nil {
 				e.drain(n)
+				// The scale-in budget counts drains begun in its window,
+				// finished or not, as the controller's drain log does.
+				ps := &p.statuses[p.poolIndex(e, a.Pool)]
+				ps.RecentDrains = append(ps.RecentDrains, p.at(e.now))
 			}
 		case planner.Terminate:
 			if n != nil {

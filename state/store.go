@@ -51,6 +51,7 @@ var (
 	bucketDrains   = []byte("drains")
 	bucketBackoffs = []byte("backoffs")
 	bucketCancels  = []byte("cancelled")
+	bucketDrainLog = []byte("drain-log")
 	keyFormat      = []byte("format")
 	keyVersion     = []byte("version")
 )
@@ -148,7 +149,7 @@ func (s *Store) init() error {
 				return fmt.Errorf("state: %s: written by a newer Fleetcast (state version %d; this one reads up to %d)", s.path, v, Version)
 			}
 		}
-		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels} {
+		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels, bucketDrainLog} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("state: %s: creating bucket %s: %w", s.path, b, err)
 			}
@@ -285,6 +286,10 @@ func (s *Store) PruneDemand(before time.Time) (int, error) {
 	return n, err
 }
 
+// logKey orders times as text of a fixed width (UTC, to the nanosecond),
+// so the drain log's keys sort by time and read plainly in errors.
+func logKey(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000000000Z") }
+
 // timeKey orders times as bytes: big-endian nanoseconds since 1970 (times
 // before 1970 sort as the earliest).
 func timeKey(t time.Time) []byte {
@@ -418,7 +423,50 @@ func (s *Store) PutDrain(d Drain) error {
 		return fmt.Errorf("state: drain of %s: started %s, deadline %s: expected a start and a deadline after it",
 			d.Node, d.Started.UTC().Format(time.RFC3339), d.Deadline.UTC().Format(time.RFC3339))
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketDrains), d.Node, d) })
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if err := putJSON(tx.Bucket(bucketDrains), d.Node, d); err != nil {
+			return err
+		}
+		// The log outlives the drain: the scale-in budget counts drains
+		// begun within its window, finished or not.
+		return putJSON(tx.Bucket(bucketDrainLog), logKey(d.Started)+"/"+d.Node, d)
+	})
+}
+
+// DrainLog returns the drains begun at or after since, finished or not,
+// oldest first.
+func (s *Store) DrainLog(since time.Time) ([]Drain, error) {
+	var out []Drain
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketDrainLog).Cursor()
+		for k, v := c.Seek([]byte(logKey(since))); k != nil; k, v = c.Next() {
+			d, err := decode[Drain](s, bucketDrainLog, k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// PruneDrainLog deletes the drain log's entries begun before t and returns
+// how many it deleted.
+func (s *Store) PruneDrainLog(before time.Time) (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketDrainLog).Cursor()
+		end := []byte(logKey(before))
+		for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0; k, _ = c.First() {
+			if err := c.Delete(); err != nil {
+				return fmt.Errorf("state: pruning the drain log: %w", err)
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
 }
 
 // DeleteDrain forgets a node's drain (finished, cancelled, or the node is
@@ -529,22 +577,29 @@ func all[T any](s *Store, bucket []byte) ([]T, error) {
 	var out []T
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
-			var x T
-			data, err := unseal(k, v)
-			if err != nil {
-				return fmt.Errorf("state: %s: %s/%s: %w", s.path, bucket, k, err)
-			}
-			d := json.NewDecoder(bytes.NewReader(data))
-			d.DisallowUnknownFields()
-			if err := d.Decode(&x); err != nil {
-				return fmt.Errorf("state: %s: %s/%s: %w", s.path, bucket, k, err)
-			}
+			x, err := decode[T](s, bucket, k, v)
 			out = append(out, x)
-			return nil
+			return err
 		})
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// decode checks and decodes one sealed JSON record; an error names the
+// file, bucket and key.
+func decode[T any](s *Store, bucket, k, v []byte) (T, error) {
+	var x T
+	data, err := unseal(k, v)
+	if err == nil {
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.DisallowUnknownFields()
+		err = d.Decode(&x)
+	}
+	if err != nil {
+		return x, fmt.Errorf("state: %s: %s/%s: %w", s.path, bucket, k, err)
+	}
+	return x, nil
 }

@@ -282,6 +282,34 @@ func TestOpenErrorIsNotCalledCorruption(t *testing.T) {
 	}
 }
 
+func TestDrainLog(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	for i, node := range []string{"i-1", "i-2", "i-3"} {
+		at := t0.Add(time.Duration(i) * 10 * time.Minute)
+		if err := s.PutDrain(Drain{Node: node, Pool: "od", Started: at, Deadline: at.Add(20 * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The log outlives the drain: finished drains still count.
+	if err := s.DeleteDrain("i-2"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir)
+	defer s.Close()
+	got, err := s.DrainLog(t0.Add(10 * time.Minute))
+	if err != nil || len(got) != 2 || got[0].Node != "i-2" || got[1].Node != "i-3" || !got[0].Started.Equal(t0.Add(10*time.Minute)) {
+		t.Fatalf("drain log since +10m = %+v, %v; want i-2 and i-3", got, err)
+	}
+	if n, err := s.PruneDrainLog(t0.Add(15 * time.Minute)); n != 2 || err != nil {
+		t.Fatalf("prune = %d, %v; want 2", n, err)
+	}
+	if got, _ := s.DrainLog(time.Time{}); len(got) != 1 || got[0].Node != "i-3" {
+		t.Fatalf("after prune: %+v", got)
+	}
+}
+
 func TestUndecodableRecordNamed(t *testing.T) {
 	s := open(t, t.TempDir())
 	defer s.Close()

@@ -144,8 +144,15 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		return err
 	}
 	agents, pending := controller.NewAgents(clock.Now), &controller.Pending{}
+	var source controller.DemandSource
+	if d := cfg.Demand; d.PrometheusURL != "" {
+		if source, err = controller.NewPrometheusDemand(d.PrometheusURL, d.PrometheusQuery, d.PrometheusTimeout); err != nil {
+			return err
+		}
+		log.Info("demand source", "prometheus", d.PrometheusURL, "query", d.PrometheusQuery)
+	}
 	c, err := controller.New(controller.Options{Config: cfg, Store: store, Clouds: clouds, Agents: agents, Pending: pending,
-		Now: clock.Now, Log: log, DryRun: o.dryRun})
+		Demand: source, Now: clock.Now, Log: log, DryRun: o.dryRun})
 	if err != nil {
 		return err
 	}

@@ -86,6 +86,8 @@ limits {
   max_gpus               = 512
   max_spend_per_hour     = 2500.5
   max_scale_in_per_cycle = 4
+  scale_in_share         = 0.25
+  scale_in_window        = "30m"
   silent_share_halt      = 0.5
 }
 
@@ -94,6 +96,12 @@ controller {
   listen        = ":9000"
   state_dir     = "/var/lib/fleetcast"
   agent_timeout = "2m"
+}
+
+demand {
+  prometheus_url     = "http://prometheus:9090"
+  prometheus_query   = "count(DCGM_FI_DEV_GPU_UTIL > 0)"
+  prometheus_timeout = "5s"
 }
 
 synthetic {

@@ -89,8 +89,9 @@ type Cloud struct {
 	rng    *rand.Rand
 	groups map[string]*group
 	nextID int
-	// keys remembers launch request keys, so a repeated request launches nothing.
-	keys map[string]bool
+	// keys remembers when each launch request key launched, so a repeated
+	// request launches nothing; a key is forgotten KeyLifetime after.
+	keys map[string]time.Time
 	// path, when set, is the file the cloud is saved to after each change.
 	path string
 }
@@ -116,7 +117,7 @@ func New(pools []fleet.Pool, seed int64, clock func() time.Time) (*Cloud, error)
 		clock:  clock,
 		src:    rand.NewPCG(uint64(seed), 0x5eed),
 		groups: make(map[string]*group, len(pools)),
-		keys:   map[string]bool{},
+		keys:   map[string]time.Time{},
 	}
 	c.rng = rand.New(c.src)
 	for _, p := range pools {
@@ -185,13 +186,24 @@ func (c *Cloud) Describe(ctx context.Context, pool fleet.Pool) (providers.Group,
 	return out, err
 }
 
+// KeyLifetime is how long the simulated cloud remembers a launch key, as
+// EC2 remembers a client token (at least a day): long past any restart of
+// the controller, but not for ever.
+const KeyLifetime = 24 * time.Hour
+
 // Launch raises the group's target to req.Target and starts the instances.
 // A key seen before launches nothing. Beyond the pool's capacity, or by
 // chance at the pool's error rate, it fails with InsufficientCapacityError;
 // past capacity it launches what fits first.
 func (c *Cloud) Launch(ctx context.Context, pool fleet.Pool, req providers.LaunchRequest) error {
 	return c.change(ctx, pool.Name, func(g *group) error {
-		if req.Key != "" && c.keys[req.Key] {
+		now := c.clock()
+		for k, at := range c.keys {
+			if now.Sub(at) > KeyLifetime {
+				delete(c.keys, k)
+			}
+		}
+		if _, seen := c.keys[req.Key]; req.Key != "" && seen {
 			return nil
 		}
 		target := req.Target
@@ -213,9 +225,8 @@ func (c *Cloud) Launch(ctx context.Context, pool fleet.Pool, req providers.Launc
 		if req.Key != "" && target > g.target {
 			// Only a request that launched something is remembered: a refused
 			// one may be retried with the same key, as with EC2 client tokens.
-			c.keys[req.Key] = true
+			c.keys[req.Key] = now
 		}
-		now := c.clock()
 		for g.target < target {
 			c.add(g, zone, providers.InstancePending, now)
 		}

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
@@ -17,8 +16,12 @@ import (
 type saved struct {
 	Groups map[string]savedGroup `json:"groups"`
 	NextID int                   `json:"next_id"`
-	Keys   []string              `json:"keys"`
-	RNG    []byte                `json:"rng"`
+	// Keys are the launch keys remembered, with when each launched.
+	Keys map[string]time.Time `json:"launch_keys"`
+	// OldKeys are launch keys as files before launch_keys listed them,
+	// without times: they are remembered from loading on.
+	OldKeys []string `json:"keys,omitempty"`
+	RNG     []byte   `json:"rng"`
 }
 
 type savedGroup struct {
@@ -47,10 +50,7 @@ func (c *Cloud) save() error {
 	for name, g := range c.groups {
 		s.Groups[name] = savedGroup{Target: g.target, Instances: g.instances}
 	}
-	for k := range c.keys {
-		s.Keys = append(s.Keys, k)
-	}
-	slices.Sort(s.Keys)
+	s.Keys = c.keys
 	data, err := json.Marshal(s)
 	if err != nil {
 		return err
@@ -114,8 +114,11 @@ func Load(path string, pools []fleet.Pool, clock func() time.Time) (*Cloud, erro
 	}
 	c.rng = rand.New(c.src)
 	c.nextID = s.NextID
-	for _, k := range s.Keys {
-		c.keys[k] = true
+	for k, at := range s.Keys {
+		c.keys[k] = at
+	}
+	for _, k := range s.OldKeys {
+		c.keys[k] = clock()
 	}
 	c.path = path
 	return c, nil

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,14 +69,63 @@ func TestSaveAndLoad(t *testing.T) {
 		want  string
 	}{
 		"not JSON":     {"nope", []fleet.Pool{a, b}, "cloud.json"},
-		"bad rng":      {`{"groups": {}, "next_id": 0, "keys": [], "rng": "AAAA"}`, []fleet.Pool{a, b}, "rng: "},
-		"unknown pool": {`{"groups": {"c": {"target": 0, "instances": []}}, "next_id": 0, "keys": [], "rng": null}`, []fleet.Pool{a, b}, `group "c" is not a pool`},
-		"inconsistent": {`{"groups": {"a": {"target": 2, "instances": []}}, "next_id": 0, "keys": [], "rng": null}`, []fleet.Pool{a, b}, "target 2 but 0 instances"},
+		"bad rng":      {`{"groups": {}, "next_id": 0, "launch_keys": {}, "rng": "AAAA"}`, []fleet.Pool{a, b}, "rng: "},
+		"unknown pool": {`{"groups": {"c": {"target": 0, "instances": []}}, "next_id": 0, "launch_keys": {}, "rng": null}`, []fleet.Pool{a, b}, `group "c" is not a pool`},
+		"inconsistent": {`{"groups": {"a": {"target": 2, "instances": []}}, "next_id": 0, "launch_keys": {}, "rng": null}`, []fleet.Pool{a, b}, "target 2 but 0 instances"},
 	} {
 		p := filepath.Join(t.TempDir(), "cloud.json")
 		os.WriteFile(p, []byte(tt.data), 0o600)
 		if _, err := Load(p, tt.pools, clock); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want %q", name, err, tt.want)
 		}
+	}
+}
+
+// TestLaunchKeysExpire: a launch key is remembered for KeyLifetime, then
+// forgotten (as EC2 forgets a client token), so the set does not grow for
+// ever; a file from before launch_keys keeps its keys.
+func TestLaunchKeysExpire(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	a := fleet.Pool{Name: "a", Provider: "sim", InstanceType: "x", GPUsPerNode: 8, Capacity: fleet.OnDemand, LeadTime: time.Minute, Max: 10}
+	c, err := New([]fleet.Pool{a}, 1, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	target := func() int { g, _ := c.Describe(ctx, a); return g.Target }
+	if err := c.Launch(ctx, a, providers.LaunchRequest{Target: 1, Key: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(KeyLifetime)
+	if c.Launch(ctx, a, providers.LaunchRequest{Target: 2, Key: "k1"}); target() != 1 {
+		t.Fatalf("a key reused within its lifetime launched: target %d", target())
+	}
+	now = now.Add(time.Second)
+	if c.Launch(ctx, a, providers.LaunchRequest{Target: 2, Key: "k2"}); len(c.keys) != 1 {
+		t.Fatalf("keys = %v; want only k2 once k1 is past its lifetime", c.keys)
+	}
+
+	path := filepath.Join(t.TempDir(), "cloud.json")
+	if err := c.SaveTo(path); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	var old map[string]any
+	if err := json.Unmarshal(data, &old); err != nil {
+		t.Fatal(err)
+	}
+	delete(old, "launch_keys")
+	old["keys"] = []string{"old"}
+	data, _ = json.Marshal(old)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Load(path, []fleet.Pool{a}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.keys["old"]; !ok {
+		t.Errorf("keys from an older file were lost: %v", d.keys)
 	}
 }
