@@ -9,33 +9,41 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// Regression is a direct multi-horizon regression: for each horizon step k
-// it fits its own least-squares regression (ridge-stabilised) of y[t+k] on
-// features known at time t:
+// Regression is a direct multi-horizon regression on changes: for each
+// horizon step k it fits its own robust regression (ridge-stabilised) of the
+// change y[t+k] - y[t] on features known at time t, all of them changes or
+// deviations, so the forecast starts from the last value and a shift of
+// level does not pull it back to the window's mean:
 //
-//   - the recent values y[t], y[t-1], y[t-2];
-//   - the level: the mean of the last day, y[t-season+1..t], when the
-//     history holds at least two days (it is free of the daily cycle and
-//     averages the noise out, which the single lags do not);
-//   - the value one day before the target, y[t+k-season] (or the latest
-//     whole number of days before it when k > season), when the history
+//   - the recent changes y[t]-y[t-1], y[t-1]-y[t-2], y[t-2]-y[t-3];
+//   - the last value's deviation from the mean of the last day,
+//     y[t-season+1..t], when the history holds at least two days (mean
+//     reversion, free of the daily cycle);
+//   - the change over the same k steps one day earlier, y[t+k-season] -
+//     y[t-season] (whole days earlier when k > season), when the history
 //     holds at least two days;
-//   - the value one week before the target, y[t+k-7*season], when the
-//     history holds at least eight days;
-//   - daily Fourier terms sin/cos(2*pi*j*(t+k)/season), j = 1..5 (fewer for
-//     a season under 11 steps), when the history holds at least a day;
-//   - weekly Fourier terms (period 7*season, j = 1..2) when the history
-//     holds at least two weeks;
-//   - an intercept.
+//   - the same one week earlier, when the history holds at least eight days;
+//   - the change of daily Fourier terms sin/cos(2*pi*j*t/season) from t to
+//     t+k, j = 1..5 (fewer for a season under 11 steps), when the history
+//     holds at least a day;
+//   - the same for weekly Fourier terms (period 7*season, j = 1..2) when the
+//     history holds at least two weeks;
+//   - an intercept (a drift).
 //
 // Each step's regression is fitted on the targets of the last 14 days of
-// the history (at least 256 steps); when that window holds more than 4096
+// the history (at least 256 steps); when that window holds more than 2048
 // usable rows (e.g. 1-minute data) it is subsampled by an even stride down
-// to at most 4096 rows. Features are centred and scaled to unit norm before
-// the normal equations are solved by Cholesky with a ridge of 1e-6, so
-// collinear or constant features (a flat series) are harmless. A step with
-// too few rows (fewer than twice the number of features) forecasts the
-// last value.
+// to at most 2048 rows. The loss is Huber's, with its threshold at 0.7
+// robust standard deviations of the residuals (by their median absolute
+// value), fitted by a few rounds of iteratively reweighted least squares
+// from the least-squares fit: demand jumps when large jobs start or end,
+// and squared error lets those few jumps set the coefficients; the
+// threshold is low because forecasts are judged by absolute error. Each
+// weighted least-squares fit centres the features and scales them to unit
+// norm before the normal equations are solved by Cholesky with a ridge of
+// 1e-6, so collinear or constant features (a flat series) are harmless. A
+// step with too few rows (fewer than twice the number of features)
+// forecasts the last value.
 //
 // Fit only validates and copies the history (O(n)); each step's
 // coefficients are fitted on first use by Forecast and cached, so a
@@ -47,12 +55,14 @@ type Regression struct{}
 const (
 	regressionDays       = 14   // fit window, in days of targets
 	regressionMinWindow  = 256  // fit window floor, in steps
-	regressionMaxRows    = 4096 // rows per step's regression before subsampling
+	regressionMaxRows    = 2048 // rows per step's regression before subsampling
 	regressionDailyK     = 5    // daily Fourier harmonics
 	regressionWeeklyK    = 2    // weekly Fourier harmonics
 	regressionRidge      = 1e-6 // ridge on the unit-norm normal equations
 	regressionMinHistory = 8    // shortest history Fit accepts
-	regressionLags       = 3    // y[t], y[t-1], y[t-2]
+	regressionLags       = 3    // changes at t, t-1 and t-2
+	regressionHuberK     = 0.7  // Huber threshold, in robust standard deviations
+	regressionHuberIters = 3    // reweighting rounds after least squares
 )
 
 // Name implements Model.
@@ -188,6 +198,7 @@ func (f *regressionFit) Extend(y []float64) Fitted {
 	for i := n0; i < len(y); i++ {
 		g.cum = append(g.cum, g.cum[i]+y[i])
 	}
+
 	return &g
 }
 
@@ -196,6 +207,8 @@ type regressionStep struct {
 	c    float64
 	b    []float64
 	xbar []float64 // feature means over the fit rows, used when origin is 0
+	// level is the mean of the fit window, the level forecast from origin 0.
+	level float64
 }
 
 // window is the number of most recent targets each step is fitted on.
@@ -215,14 +228,16 @@ func (f *regressionFit) Forecast(origin, h int) []float64 {
 	t := origin - 1
 	for k := 1; k <= h; k++ {
 		s := steps[k-1]
+		v := s.level
 		if origin == 0 {
-			// Nothing known: the lag features take their fitted means.
+			// Nothing known: the fit window's mean changed as the
+			// features do on average.
 			copy(x, s.xbar)
-			f.fourier(x, k-1)
 		} else {
 			f.features(x, t, k)
+			v = f.y[t]
 		}
-		v := s.c
+		v += s.c
 		for i, b := range s.b {
 			v += b * x[i]
 		}
@@ -244,34 +259,50 @@ func (f *regressionFit) fitted(h int) []*regressionStep {
 }
 
 // features fills x with the features for target t+k known at time t
-// (0 <= t < len(y)): only y[:t+1] is read. A lag before the start of the
-// history is replaced by the nearest stand-in that is known: y[0] for the
-// short lags, the daily lag for the weekly one, y[t] for the daily one, the
-// mean of y[:t+1] for the level.
+// (0 <= t < len(y)): only y[:t+1] is read. A value before the start of the
+// history is replaced by y[0] for the recent changes and the mean of
+// y[:t+1] for the level; a change a day or a week earlier that starts
+// before the history by no change (a day) or the daily one (a week).
 func (f *regressionFit) features(x []float64, t, k int) {
 	y := f.y
-	x[0] = y[t]
-	x[1] = y[max(t-1, 0)]
-	x[2] = y[max(t-2, 0)]
+	x[0] = y[t] - y[max(t-1, 0)]
+	x[1] = y[max(t-1, 0)] - y[max(t-2, 0)]
+	x[2] = y[max(t-2, 0)] - y[max(t-3, 0)]
 	i := regressionLags
-	daily := y[t]
-	if j := regressionSeasonalIndex(t, k, f.season); j >= 0 {
-		daily = y[j]
-	}
 	if f.daily {
 		lo := max(0, t-f.season+1)
-		x[i] = (f.cum[t+1] - f.cum[lo]) / float64(t+1-lo)
-		x[i+1] = daily
+		x[i] = y[t] - (f.cum[t+1]-f.cum[lo])/float64(t+1-lo)
+		x[i+1] = regressionSeasonalChange(y, t, k, f.season)
+		if math.IsNaN(x[i+1]) {
+			x[i+1] = 0
+		}
 		i += 2
 	}
 	if f.weekly {
-		x[i] = daily
-		if j := regressionSeasonalIndex(t, k, 7*f.season); j >= 0 {
-			x[i] = y[j]
+		x[i] = x[i-1]
+		if c := regressionSeasonalChange(y, t, k, 7*f.season); !math.IsNaN(c) {
+			x[i] = c
 		}
 		i++
 	}
-	f.fourier(x, t+k)
+	// The Fourier terms' change from t to t+k.
+	f.fourier(x[i:], t+k)
+	var at [2*regressionDailyK + 2*regressionWeeklyK]float64
+	f.fourier(at[:], t)
+	for j := range f.p - i {
+		x[i+j] -= at[j]
+	}
+}
+
+// regressionSeasonalChange is the change over the k steps that end at the
+// target t+k less the fewest whole periods that make it known at t; NaN
+// when it starts before the history.
+func regressionSeasonalChange(y []float64, t, k, period int) float64 {
+	j := regressionSeasonalIndex(t, k, period)
+	if j-k < 0 {
+		return math.NaN()
+	}
+	return y[j] - y[j-k]
 }
 
 // regressionSeasonalIndex is the index of the target t+k less the fewest
@@ -282,15 +313,9 @@ func regressionSeasonalIndex(t, k, period int) int {
 	return t + k - m*period
 }
 
-// fourier fills the Fourier features of x for target index tk.
+// fourier fills x[:2*(kd+kw)] with the Fourier terms at index tk.
 func (f *regressionFit) fourier(x []float64, tk int) {
-	i := regressionLags
-	if f.daily {
-		i += 2
-	}
-	if f.weekly {
-		i++
-	}
+	i := 0
 	if f.kd > 0 {
 		ph := tk % f.season
 		for j := 1; j <= f.kd; j++ {
@@ -310,14 +335,10 @@ func (f *regressionFit) fourier(x []float64, tk int) {
 	}
 }
 
-// persistence is the last-value forecast, for steps with too few rows.
+// persistence is the last-value forecast (no change), for steps with too
+// few rows.
 func (f *regressionFit) persistence() *regressionStep {
-	s := &regressionStep{b: make([]float64, f.p), xbar: make([]float64, f.p)}
-	s.b[0] = 1
-	for i := range regressionLags {
-		s.xbar[i] = f.mean
-	}
-	return s
+	return &regressionStep{b: make([]float64, f.p), xbar: make([]float64, f.p), level: f.mean}
 }
 
 // fitStep fits horizon step k's regression on the rows t whose target t+k
@@ -325,12 +346,12 @@ func (f *regressionFit) persistence() *regressionStep {
 func (f *regressionFit) fitStep(k int) *regressionStep {
 	n, p := f.end, f.p
 	hi := n - 1 - k // last row: its target is the last training value
-	lo := regressionLags - 1
+	lo := regressionLags
 	if f.daily {
-		lo = max(lo, f.season-1, -regressionSeasonalIndex(0, k, f.season))
+		lo = max(lo, f.season-1, k-regressionSeasonalIndex(0, k, f.season))
 	}
 	if f.weekly {
-		lo = max(lo, -regressionSeasonalIndex(0, k, 7*f.season))
+		lo = max(lo, k-regressionSeasonalIndex(0, k, 7*f.season))
 	}
 	lo = max(lo, hi-f.window()+1)
 	if hi-lo+1 < 2*p {
@@ -342,48 +363,93 @@ func (f *regressionFit) fitStep(k int) *regressionStep {
 		return f.persistence()
 	}
 
-	// Design matrix and target, centred.
-	if cap(f.coef.xbuf) < rows*p {
-		f.coef.xbuf = make([]float64, rows*p)
+	// Design matrix and target.
+	if cap(f.coef.xbuf) < 2*rows*p {
+		f.coef.xbuf = make([]float64, 2*rows*p)
 	}
-	xs := f.coef.xbuf[:rows*p]
+	raw := f.coef.xbuf[:rows*p]
+	work := f.coef.xbuf[rows*p : 2*rows*p]
 	ys := make([]float64, rows)
-	xbar := make([]float64, p)
-	ybar := 0.0
+	w := make([]float64, rows)
 	for r := range rows {
 		t := hi - r*stride
-		row := xs[r*p : (r+1)*p]
-		f.features(row, t, k)
-		ys[r] = f.y[t+k]
-		ybar += ys[r]
-		for i, v := range row {
-			xbar[i] += v
+		f.features(raw[r*p:(r+1)*p], t, k)
+		ys[r] = f.y[t+k] - f.y[t]
+		w[r] = 1
+	}
+	s := solveWeighted(raw, work, ys, w, rows, p)
+	if s == nil {
+		return f.persistence()
+	}
+	s.level = f.mean
+	// Huber's loss by iteratively reweighted least squares.
+	res := make([]float64, rows)
+	sorted := make([]float64, rows)
+	for range regressionHuberIters {
+		for r := range rows {
+			v := s.c
+			for i, b := range s.b {
+				v += b * raw[r*p+i]
+			}
+			res[r] = math.Abs(ys[r] - v)
+		}
+		copy(sorted, res)
+		slices.Sort(sorted)
+		c := regressionHuberK * sorted[rows/2] / 0.6745 // 0.6745: the normal's MAD
+		if c <= 0 {
+			break
+		}
+		for r := range rows {
+			w[r] = 1
+			if res[r] > c {
+				w[r] = c / res[r]
+			}
+		}
+		if s2 := solveWeighted(raw, work, ys, w, rows, p); s2 != nil {
+			s2.level = s.level
+			s = s2
 		}
 	}
-	fr := float64(rows)
-	ybar /= fr
-	for i := range xbar {
-		xbar[i] /= fr
-	}
+	return s
+}
+
+// solveWeighted fits ys on the rows of raw (rows x p) by weighted ridge
+// least squares with weights w; work is scratch of the same size. nil when
+// it cannot.
+func solveWeighted(raw, work, ys, w []float64, rows, p int) *regressionStep {
+	xbar := make([]float64, p)
+	ybar, sw := 0.0, 0.0
 	for r := range rows {
-		row := xs[r*p : (r+1)*p]
-		for i := range row {
-			row[i] -= xbar[i]
+		for i := range p {
+			xbar[i] += w[r] * raw[r*p+i]
 		}
-		ys[r] -= ybar
+		ybar += w[r] * ys[r]
+		sw += w[r]
 	}
-	X := mat.NewDense(rows, p, xs)
+	ybar /= sw
+	for i := range xbar {
+		xbar[i] /= sw
+	}
+	yc := make([]float64, rows)
+	for r := range rows {
+		sq := math.Sqrt(w[r])
+		for i := range p {
+			work[r*p+i] = sq * (raw[r*p+i] - xbar[i])
+		}
+		yc[r] = sq * (ys[r] - ybar)
+	}
+	X := mat.NewDense(rows, p, work)
 	var gram mat.SymDense
 	gram.SymOuterK(1, X.T())
 	var xty mat.VecDense
-	xty.MulVec(X.T(), mat.NewVecDense(rows, ys))
+	xty.MulVec(X.T(), mat.NewVecDense(rows, yc))
 
 	// Scale every column to unit norm; a (numerically) constant column is
 	// zeroed out so that its coefficient is 0.
 	scale := make([]float64, p)
 	for i := range p {
 		tol := 1e-10 * (1 + math.Abs(xbar[i]))
-		if d := gram.At(i, i); d > fr*tol*tol {
+		if d := gram.At(i, i); d > sw*tol*tol {
 			scale[i] = 1 / math.Sqrt(d)
 		}
 	}
@@ -401,11 +467,11 @@ func (f *regressionFit) fitStep(k int) *regressionStep {
 	}
 	var chol mat.Cholesky
 	if !chol.Factorize(a) {
-		return f.persistence()
+		return nil
 	}
 	var beta mat.VecDense
 	if err := chol.SolveVecTo(&beta, rhs); err != nil {
-		return f.persistence()
+		return nil
 	}
 	s := &regressionStep{b: make([]float64, p), xbar: xbar, c: ybar}
 	for i := range p {
@@ -414,7 +480,7 @@ func (f *regressionFit) fitStep(k int) *regressionStep {
 	}
 	for _, v := range s.b {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return f.persistence()
+			return nil
 		}
 	}
 	return s
