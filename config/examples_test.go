@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -631,4 +632,42 @@ func nestedBlocks(body *hclsyntax.Body, path ...string) []*hclsyntax.Block {
 // tfPos formats the start of r as FILE:LINE.
 func tfPos(r hcl.Range) string {
 	return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line)
+}
+
+// TestAWSExampleAgrees checks that examples/aws.hcl's Auto Scaling group
+// pools, found by name or by tag, are the groups the Terraform makes.
+func TestAWSExampleAgrees(t *testing.T) {
+	const path = "../examples/aws.hcl"
+	cfg, diags := Load(path)
+	if diags.HasErrors() {
+		t.Fatalf("%s:\n%s", path, formatAll(diags))
+	}
+	mods := loadModules(t)
+	checked := 0
+	for _, pool := range cfg.Pools {
+		if tag := pool.Target["asg_tag"]; tag != "" {
+			k, v, _ := strings.Cut(tag, "=")
+			var names []string
+			for _, m := range mods {
+				for _, r := range m.resourcesOf("aws_autoscaling_group") {
+					if asgTags(t, m, r)[k] == v {
+						name, _ := m.str(attrExpr(r.body, "name"))
+						names = append(names, name)
+					}
+				}
+			}
+			if len(names) != 1 {
+				t.Fatalf("pool %s: asg_tag %s finds %d groups in the Terraform (%v); want exactly one", pool.Name, tag, len(names), names)
+			}
+			pool.Target = map[string]string{"asg": names[0]}
+		}
+		if pool.Target["asg"] == "" {
+			continue
+		}
+		t.Run(pool.Name, func(t *testing.T) { checkAutoScalingGroup(t, mods, pool) })
+		checked++
+	}
+	if checked != 3 {
+		t.Errorf("%s: %d Auto Scaling group pools checked, want 3", path, checked)
+	}
 }

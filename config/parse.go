@@ -81,7 +81,8 @@ var poolSchema = &hcl.BodySchema{
 }
 
 var providerSchemas = map[string]*hcl.BodySchema{
-	"aws":    attrSchema(nil, "asg", "asg_tag", "endpoint"),
+	"aws": attrSchema(nil, "asg", "asg_tag", "launch_template", "launch_template_version", "subnet_id",
+		"capacity_reservation_id", "spot_price_lookup", "endpoint"),
 	"gcp":    attrSchema([]string{"project", "zone", "mig"}, "endpoint"),
 	"sim":    attrSchema(nil, "capacity", "capacity_error_rate", "initial"),
 	"plugin": attrSchema([]string{"command"}, "args", "target"),
@@ -380,6 +381,14 @@ func (d *decoder) strMap(attrs hcl.Attributes, name string, dst *map[string]stri
 			out[k.AsString()] = elem.AsString()
 		}
 		*dst = out
+	}
+	return st
+}
+
+func (d *decoder) boolean(attrs hcl.Attributes, name string, dst *bool) state {
+	v, st := d.value(attrs, name, cty.Bool, "true or false")
+	if st == set {
+		*dst = v.True()
 	}
 	return st
 }
@@ -697,12 +706,39 @@ func (d *decoder) decodeProvider(b *hcl.Block, p *fleet.Pool, target map[string]
 	}
 	switch kind {
 	case "aws":
-		strs("asg", "asg_tag", "endpoint")
+		strs("asg", "asg_tag", "launch_template", "launch_template_version", "subnet_id", "capacity_reservation_id", "endpoint")
+		var chosen []string
+		for _, n := range []string{"asg", "asg_tag", "launch_template"} {
+			if a[n] != nil {
+				chosen = append(chosen, n)
+			}
+		}
 		switch {
-		case a["asg"] == nil && a["asg_tag"] == nil:
-			d.errorf(b.DefRange, "Missing ASG", "An aws block needs asg (the Auto Scaling group's name) or asg_tag (a tag that finds it).")
-		case a["asg"] != nil && a["asg_tag"] != nil:
-			d.invalid(a, "asg_tag", "Set only one of asg and asg_tag.")
+		case len(chosen) == 0:
+			d.errorf(b.DefRange, "Missing ASG or launch template", "An aws block needs asg (the Auto Scaling group's name), asg_tag (a KEY=VALUE tag that finds it) "+
+				"or launch_template (to run instances directly, e.g. in a capacity reservation).")
+		case len(chosen) > 1:
+			d.invalid(a, chosen[1], "Set only one of asg, asg_tag and launch_template.")
+		}
+		if t := target["asg_tag"]; t != "" {
+			if k, _, ok := strings.Cut(t, "="); !ok || k == "" {
+				d.invalid(a, "asg_tag", "asg_tag must be KEY=VALUE, e.g. \"fleetcast/pool=train-burst\", got %q.", t)
+			}
+		}
+		for _, n := range []string{"launch_template_version", "subnet_id", "capacity_reservation_id"} {
+			if a[n] != nil && a["launch_template"] == nil {
+				d.invalid(a, n, "%s applies only with launch_template (an Auto Scaling group takes it from its own launch template).", n)
+			}
+		}
+		if cr := target["capacity_reservation_id"]; cr != "" && !strings.HasPrefix(cr, "cr-") {
+			d.invalid(a, "capacity_reservation_id", "capacity_reservation_id must be a capacity reservation ID such as \"cr-0123456789abcdef0\", got %q.", cr)
+		}
+		var lookup bool
+		if d.boolean(a, "spot_price_lookup", &lookup) == set && lookup {
+			if p.Capacity != fleet.Spot {
+				d.invalid(a, "spot_price_lookup", "spot_price_lookup applies only to a pool with capacity = \"spot\".")
+			}
+			target["spot_price_lookup"] = "true"
 		}
 	case "gcp":
 		strs("project", "zone", "mig", "endpoint")

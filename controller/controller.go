@@ -210,7 +210,55 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 		}
 		return plan, unread.err
 	}
-	return plan, errors.Join(unread.err, c.apply(ctx, now, &st, &plan))
+	return plan, errors.Join(unread.err, c.apply(ctx, now, &st, &plan), c.protect(ctx, &st))
+}
+
+// protect keeps the instances that hold work (jobs, or a drain under way)
+// protected from their group's own scale-in, where the cloud has one (an
+// Auto Scaling group's policies, a person lowering its desired capacity),
+// and lifts the protection from idle ones, so the group itself would take
+// those first. Fleetcast's own terminations name the instance and are not
+// held back by it. Pools not read this cycle are left as they are.
+func (c *Controller) protect(ctx context.Context, st *fleet.State) error {
+	var errs []error
+	for _, ps := range st.Pools {
+		pool := c.act.pools[ps.Name]
+		pr, ok := c.clouds[ps.Name].(providers.Protector)
+		if !ok || ps.Unobserved != "" {
+			continue
+		}
+		protected := map[string]bool{}
+		for _, in := range c.seen[ps.Name].instances {
+			protected[in.ID] = in.Protected
+		}
+		var on, off []string
+		for i := range st.Nodes {
+			n := &st.Nodes[i]
+			if n.Pool != ps.Name {
+				continue
+			}
+			busy := len(n.Jobs) > 0 || n.State == fleet.Draining
+			switch {
+			case busy && !protected[n.ID]:
+				on = append(on, n.ID)
+			case !busy && protected[n.ID] && n.State == fleet.Ready:
+				off = append(off, n.ID)
+			}
+		}
+		for _, x := range []struct {
+			ids []string
+			set bool
+		}{{on, true}, {off, false}} {
+			if len(x.ids) == 0 {
+				continue
+			}
+			if err := pr.SetProtected(ctx, pool, x.ids, x.set); err != nil {
+				c.log.Warn("instance protection not changed", "pool", ps.Name, "protect", x.set, "nodes", len(x.ids), "error", err)
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // inUse is the GPUs in use: those the agents report held by jobs, or the

@@ -498,3 +498,37 @@ func TestScaleInBudgetWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyNodesProtected: a node holding work is protected from its
+// group's own scale-in, and the protection is lifted once it is idle.
+func TestBusyNodesProtected(t *testing.T) {
+	p := gpuPool("g5", 8, 20, 5*time.Minute)
+	l := newLoop(t, false, p)
+	if err := l.c.act.Launch(context.Background(), "g5", 2); err != nil {
+		t.Fatal(err)
+	}
+	l.c.clouds["g5"] = l.cloud // the counting wrapper hides the Protector
+	g, _ := l.cloud.Describe(context.Background(), p)
+	busy, idle := g.Instances[0].ID, g.Instances[1].ID
+	l.busy[busy] = true
+	l.now = l.now.Add(5 * time.Minute)
+	protected := func() map[string]bool {
+		g, _ := l.cloud.Describe(context.Background(), p)
+		out := map[string]bool{}
+		for _, in := range g.Instances {
+			out[in.ID] = in.Protected
+		}
+		return out
+	}
+	l.pending.Set(l.now, DemandPush{Source: "s", Pending: []PendingDemand{{Pool: "g5", GPUs: 8}}}) // keep both nodes
+	l.cycle(t)
+	if got := protected(); !got[busy] || got[idle] {
+		t.Fatalf("protection = %v; want only %s", got, busy)
+	}
+	l.busy[busy] = false
+	l.pending.Set(l.now, DemandPush{Source: "s", Pending: []PendingDemand{{Pool: "g5", GPUs: 16}}})
+	l.cycle(t)
+	if got := protected(); got[busy] {
+		t.Fatalf("protection = %v; want none once idle", got)
+	}
+}

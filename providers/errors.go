@@ -80,13 +80,28 @@ func (e *NotFoundError) Error() string {
 // Unwrap returns the cloud's error.
 func (e *NotFoundError) Unwrap() error { return e.Err }
 
+// GroupBusyError means the group must not be scaled now because the cloud
+// is changing it on its own (an Auto Scaling instance refresh). Like a
+// capacity error it backs the pool off, and launches go to another pool.
+type GroupBusyError struct {
+	Pool string
+	// Reason says what the cloud is doing, e.g. "instance refresh
+	// 0a1b... InProgress".
+	Reason string
+}
+
+func (e *GroupBusyError) Error() string {
+	return fmt.Sprintf("pool %s: the group is busy, not scaled: %s", e.Pool, e.Reason)
+}
+
 // ShouldBackOff reports whether err means the pool cannot get capacity for
-// a while, so launches should go to another pool: insufficient capacity or
-// an exceeded quota.
+// a while, so launches should go to another pool: insufficient capacity,
+// an exceeded quota, or a group the cloud is busy changing.
 func ShouldBackOff(err error) bool {
 	var ice *InsufficientCapacityError
 	var qe *QuotaExceededError
-	return errors.As(err, &ice) || errors.As(err, &qe)
+	var busy *GroupBusyError
+	return errors.As(err, &ice) || errors.As(err, &qe) || errors.As(err, &busy)
 }
 
 // Backoff is how long a pool is backed off after its failures-th

@@ -19,6 +19,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/internal/mototest"
 )
 
 // TestMain doubles as a training job when FLEETCAST_TEST_JOB is set
@@ -35,7 +36,9 @@ func TestMain(m *testing.M) {
 		f := strings.Fields(spec)
 		os.Exit(trainingJob(f[0], f[1]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	mototest.Stop()
+	os.Exit(code)
 }
 
 func trainingJob(socket, id string) int {

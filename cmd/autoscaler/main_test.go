@@ -83,14 +83,18 @@ func TestPlanFromState(t *testing.T) {
 
 func TestPlanErrors(t *testing.T) {
 	dir := t.TempDir()
-	awsConfig := filepath.Join(dir, "aws.hcl")
-	if err := os.WriteFile(awsConfig, []byte(`pool "burst" {
-  provider = "aws"
-  instance_type = "p5.48xlarge"
+	gcpConfig := filepath.Join(dir, "gcp.hcl")
+	if err := os.WriteFile(gcpConfig, []byte(`pool "burst" {
+  provider = "gcp"
+  instance_type = "a3-highgpu-8g"
   gpus_per_node = 8
-  price_per_hour = 98.32
+  price_per_hour = 88.25
   max = 4
-  aws { asg = "train-burst" }
+  gcp {
+    project = "p"
+    zone = "us-central1-a"
+    mig = "train-burst"
+  }
 }
 `), 0o600); err != nil {
 		t.Fatal(err)
@@ -106,7 +110,7 @@ func TestPlanErrors(t *testing.T) {
 		{"bad state", []string{"plan", "-config", localConfig, "-state", "test-fixtures/bad-state.json"}, 1,
 			"state test-fixtures/bad-state.json: line 5, column 41: field nodes.jobs.gpus: got JSON string, want int"},
 		{"missing state", []string{"plan", "-config", localConfig, "-state", "nope.json"}, 1, "nope.json"},
-		{"cloud pool without state", []string{"plan", "-config", awsConfig}, 1, `pool burst uses provider "aws", which plan cannot read in this build; pass a state snapshot with -state FILE`},
+		{"cloud pool without a provider yet", []string{"plan", "-config", gcpConfig}, 1, `pool burst uses provider "gcp", which this build cannot drive yet (aws and sim pools can)`},
 		{"bad -at", []string{"plan", "-config", localConfig, "-at", "noon"}, 2, "want an RFC 3339 time"},
 		{"bad log level", []string{"plan", "-config", localConfig, "-log-level", "loud"}, 2, `-log-level "loud"`},
 		{"extra argument", []string{"plan", "-config", localConfig, "now"}, 2, `unexpected argument "now"`},

@@ -51,11 +51,9 @@ func runRun(e *env, args []string) int {
 	if !ok {
 		return exitError
 	}
-	for _, p := range cfg.Pools {
-		if p.Provider != "sim" {
-			fmt.Fprintf(e.stderr, "run: pool %s uses provider %q, which this build cannot drive yet; only simulated pools (provider = \"sim\") run\n", p.Name, p.Provider)
-			return exitError
-		}
+	if err := sameKind(cfg); err != nil {
+		fmt.Fprintln(e.stderr, "run:", err)
+		return exitError
 	}
 	if *listen == "" {
 		*listen = cfg.Controller.Listen
@@ -109,41 +107,25 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		return fmt.Errorf("FLEETCAST_API_TOKEN has %d characters; want at least 16", len(apiToken))
 	}
 
-	// Simulated time runs ahead of real time; a restarted run resumes
-	// after the last demand it recorded, so its history never lies in the
-	// future.
-	clock := &simClock{}
-	clock.Set(time.Now().UTC().Truncate(time.Minute))
-	if last, ok, err := store.LatestDemand(controller.DemandSeries); err != nil {
-		return err
-	} else if ok && !last.Time.Before(clock.Now()) {
-		clock.Set(last.Time.Truncate(time.Minute).Add(cfg.Controller.Interval))
-	}
-	// The simulated cloud outlives the controller, as a real one does: it
-	// is saved in the state directory after every change.
-	cloudPath := filepath.Join(cfg.Controller.StateDir, "sim-cloud.json")
-	cloud, err := sim.Load(cloudPath, cfg.Pools, clock.Now)
-	if errors.Is(err, os.ErrNotExist) {
-		if cloud, _, err = sim.Generate(cfg, clock.Now()); err != nil {
+	live := cfg.Pools[0].Provider != "sim"
+	var (
+		clock    func() time.Time
+		clouds   map[string]providers.Provider
+		sm       *simMode
+		workload sim.Workload
+	)
+	if live {
+		clock = func() time.Time { return time.Now().UTC() }
+		if clouds, err = liveClouds(ctx, log, cfg); err != nil {
 			return err
 		}
-		// Generated at the start time; from here the simulated clock
-		// drives it.
-		cloud.SetClock(clock.Now)
-		err = cloud.SaveTo(cloudPath)
+	} else {
+		if sm, err = newSimMode(cfg, store); err != nil {
+			return err
+		}
+		clock, clouds, workload = sm.clock.Now, sm.clouds, sm.workload
 	}
-	if err != nil {
-		return err
-	}
-	clouds := map[string]providers.Provider{}
-	for _, p := range cfg.Pools {
-		clouds[p.Name] = cloud
-	}
-	workload := sim.NewWorkload(cfg)
-	if err := simfleet.SeedHistory(store, workload, clock.Now(), cfg.Forecast.Step, cfg.Forecast.History); err != nil {
-		return err
-	}
-	agents, pending := controller.NewAgents(clock.Now), &controller.Pending{}
+	agents, pending := controller.NewAgents(clock), &controller.Pending{}
 	var source controller.DemandSource
 	if d := cfg.Demand; d.PrometheusURL != "" {
 		if source, err = controller.NewPrometheusDemand(d.PrometheusURL, d.PrometheusQuery, d.PrometheusTimeout); err != nil {
@@ -152,17 +134,20 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		log.Info("demand source", "prometheus", d.PrometheusURL, "query", d.PrometheusQuery)
 	}
 	c, err := controller.New(controller.Options{Config: cfg, Store: store, Clouds: clouds, Agents: agents, Pending: pending,
-		Demand: source, Now: clock.Now, Log: log, DryRun: o.dryRun})
+		Demand: source, Now: clock, Log: log, DryRun: o.dryRun})
 	if err != nil {
 		return err
 	}
 	if err := c.Recover(ctx); err != nil {
 		return err
 	}
-	jobs, err := simfleet.New(simfleet.Options{Pools: cfg.Pools, Cloud: cloud, Workload: workload,
-		CheckpointEvery: cfg.Simulate.CheckpointInterval, Reports: agents, Pending: simfleet.PendingTo(pending, cfg), Seed: cfg.Synthetic.Seed})
-	if err != nil {
-		return err
+	var jobs *simfleet.Fleet
+	if sm != nil {
+		jobs, err = simfleet.New(simfleet.Options{Pools: cfg.Pools, Cloud: sm.cloud, Workload: workload,
+			CheckpointEvery: cfg.Simulate.CheckpointInterval, Reports: agents, Pending: simfleet.PendingTo(pending, cfg), Seed: cfg.Synthetic.Seed})
+		if err != nil {
+			return err
+		}
 	}
 
 	ln, err := net.Listen("tcp", o.listen)
@@ -170,7 +155,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		return fmt.Errorf("HTTP API on %s: %w (set controller.listen or -listen)", o.listen, err)
 	}
 	srv := &http.Server{Handler: c.Handler(controller.APIOptions{Tokens: tokens,
-		Demand: &controller.DemandReceiver{Token: apiToken, Pools: cfg.Pools, Pending: pending, Now: clock.Now, Log: log}}),
+		Demand: &controller.DemandReceiver{Token: apiToken, Pools: cfg.Pools, Pending: pending, Now: clock, Log: log}}),
 		ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	defer func() {
@@ -183,31 +168,50 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	if o.dryRun {
 		mode = " (dry run: planning only)"
 	}
-	fmt.Fprintf(e.stdout, "Fleetcast controller%s on the simulated cloud: %d pools, a cycle every %s, %gx speed; API on http://%s; state in %s\n",
-		mode, len(cfg.Pools), config.FormatDuration(cfg.Controller.Interval), o.speed, ln.Addr(), store.Path())
+	where := fmt.Sprintf("on the simulated cloud: %d pools, a cycle every %s, %gx speed", len(cfg.Pools), config.FormatDuration(cfg.Controller.Interval), o.speed)
+	if live {
+		where = fmt.Sprintf("on %d pools, a cycle every %s", len(cfg.Pools), config.FormatDuration(cfg.Controller.Interval))
+	}
+	fmt.Fprintf(e.stdout, "Fleetcast controller%s %s; API on http://%s; state in %s\n", mode, where, ln.Addr(), store.Path())
 	fmt.Fprintf(e.stdout, "Push pending demand: curl -H \"Authorization: Bearer %s\" -H 'Content-Type: application/json' -d '{\"source\": \"me\", \"pending\": [{\"pool\": \"%s\", \"gpus\": 8}]}' http://%s/v1/demand\n\n",
 		tokenHint, cfg.Pools[0].Name, ln.Addr())
 
-	start := clock.Now()
-	tick := time.NewTicker(max(time.Millisecond, time.Duration(float64(cfg.Controller.Interval)/o.speed)))
+	period := cfg.Controller.Interval
+	if !live {
+		period = max(time.Millisecond, time.Duration(float64(cfg.Controller.Interval)/o.speed))
+	}
+	start := clock()
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	var cost float64
 	nextHour := start.Truncate(time.Hour).Add(time.Hour)
-	for o.runFor == 0 || clock.Now().Sub(start) < o.runFor {
-		select {
-		case <-ctx.Done():
-			fmt.Fprintln(e.stdout, "\nstopping: the cycle in progress finished; state flushed")
-			summary(e, clock.Now().Sub(start), cost, jobs.Stats())
-			return nil
-		case <-tick.C:
+	done := func() {
+		if jobs != nil {
+			summary(e, clock().Sub(start), cost, jobs.Stats())
 		}
-		clock.Add(cfg.Controller.Interval)
-		now := clock.Now()
+	}
+	for first := true; o.runFor == 0 || clock().Sub(start) < o.runFor; first = false {
+		// A live controller plans at once, then every interval.
+		if !live || !first {
+			select {
+			case <-ctx.Done():
+				fmt.Fprintln(e.stdout, "\nstopping: the cycle in progress finished; state flushed")
+				done()
+				return nil
+			case <-tick.C:
+			}
+		}
+		if sm != nil {
+			sm.clock.Add(cfg.Controller.Interval)
+		}
+		now := clock()
 		// A cycle runs to its end even when a signal arrives mid-way:
 		// every cloud change it starts is journaled and completed.
 		cctx := context.WithoutCancel(ctx)
-		if err := jobs.Step(cctx, now); err != nil {
-			return err
+		if jobs != nil {
+			if err := jobs.Step(cctx, now); err != nil {
+				return err
+			}
 		}
 		plan, err := c.Cycle(cctx)
 		if err != nil && !errors.Is(err, context.Canceled) {
@@ -216,12 +220,63 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		cost += plan.CostPerHourBefore * cfg.Controller.Interval.Hours()
 		printActions(e, now, &plan)
 		if !now.Before(nextHour) {
-			printStatus(e, now, &plan, jobs.Stats(), cost)
+			var s simfleet.Stats
+			if jobs != nil {
+				s = jobs.Stats()
+			}
+			printStatus(e, now, &plan, s, cost)
 			nextHour = nextHour.Add(time.Hour)
 		}
 	}
-	summary(e, clock.Now().Sub(start), cost, jobs.Stats())
+	done()
 	return nil
+}
+
+// simMode is the local default's simulated world: a clock that runs
+// ahead of real time, a simulated cloud saved in the state directory, and
+// the synthetic workload.
+type simMode struct {
+	clock    *simClock
+	cloud    *sim.Cloud
+	clouds   map[string]providers.Provider
+	workload sim.Workload
+}
+
+func newSimMode(cfg *config.Config, store *state.Store) (*simMode, error) {
+	// Simulated time runs ahead of real time; a restarted run resumes
+	// after the last demand it recorded, so its history never lies in the
+	// future.
+	clock := &simClock{}
+	clock.Set(time.Now().UTC().Truncate(time.Minute))
+	if last, ok, err := store.LatestDemand(controller.DemandSeries); err != nil {
+		return nil, err
+	} else if ok && !last.Time.Before(clock.Now()) {
+		clock.Set(last.Time.Truncate(time.Minute).Add(cfg.Controller.Interval))
+	}
+	// The simulated cloud outlives the controller, as a real one does: it
+	// is saved in the state directory after every change.
+	cloudPath := filepath.Join(cfg.Controller.StateDir, "sim-cloud.json")
+	cloud, err := sim.Load(cloudPath, cfg.Pools, clock.Now)
+	if errors.Is(err, os.ErrNotExist) {
+		if cloud, _, err = sim.Generate(cfg, clock.Now()); err != nil {
+			return nil, err
+		}
+		// Generated at the start time; from here the simulated clock
+		// drives it.
+		cloud.SetClock(clock.Now)
+		err = cloud.SaveTo(cloudPath)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := &simMode{clock: clock, cloud: cloud, clouds: map[string]providers.Provider{}, workload: sim.NewWorkload(cfg)}
+	for _, p := range cfg.Pools {
+		m.clouds[p.Name] = cloud
+	}
+	if err := simfleet.SeedHistory(store, m.workload, clock.Now(), cfg.Forecast.Step, cfg.Forecast.History); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // printActions prints the cycle's launches, drains, terminations and

@@ -1,0 +1,95 @@
+# A GPU fleet on AWS only: the three Auto Scaling groups that
+# examples/terraform/aws creates, plus an H100 capacity block run directly
+# from a launch template.
+#
+#   terraform -chdir=examples/terraform/aws apply
+#   go run ./cmd/autoscaler plan -config examples/aws.hcl
+#   go run ./cmd/autoscaler run -config examples/aws.hcl -dry-run
+#
+# Credentials and region come the standard AWS way (environment, shared
+# config, instance role); the controller's role needs the permissions in
+# providers/aws/iam-policy.json. To try it on a local moto_server instead
+# of AWS, see "AWS" in README.md.
+
+pool "reserved-a100" {
+  provider       = "aws"
+  region         = "us-east-1"
+  zones          = ["us-east-1a"]
+  instance_type  = "p4d.24xlarge"
+  gpus_per_node  = 8
+  capacity       = "reserved"
+  price_per_hour = 19.22 # under a 1-year Savings Plan
+  lead_time      = "8m"
+  min            = 4
+  max            = 4 # the reservation, which the group's launch template targets
+  aws {
+    asg = "fleetcast-reserved-a100"
+  }
+}
+
+pool "h100-capacity-block" {
+  provider       = "aws"
+  region         = "us-east-1"
+  zones          = ["us-east-1a"]
+  instance_type  = "p5.48xlarge"
+  gpus_per_node  = 8 # checked against DescribeInstanceTypes; gpu_model is filled in from it
+  capacity       = "reserved"
+  price_per_hour = 31.46 # the block's price per instance-hour
+  lead_time      = "12m"
+  max            = 2
+  aws {
+    launch_template         = "fleetcast-h100"
+    capacity_reservation_id = "cr-0a1b2c3d4e5f60718"
+  }
+}
+
+pool "aws-spot-a100" {
+  provider       = "aws"
+  region         = "us-east-1"
+  zones          = ["us-east-1a", "us-east-1b", "us-east-1c"]
+  instance_type  = "p4d.24xlarge"
+  gpus_per_node  = 8
+  capacity       = "spot"
+  price_per_hour = 12.50 # replaced at start by the current spot price (spot_price_lookup)
+  lead_time      = "8m"
+  max            = 8
+  aws {
+    asg               = "fleetcast-spot-a100"
+    spot_price_lookup = true
+  }
+}
+
+pool "aws-ondemand-a100" {
+  provider       = "aws"
+  region         = "us-east-1"
+  zones          = ["us-east-1a", "us-east-1b", "us-east-1c"]
+  instance_type  = "p4d.24xlarge"
+  gpus_per_node  = 8
+  capacity       = "on_demand"
+  price_per_hour = 32.77
+  lead_time      = "9m"
+  max            = 16
+  aws {
+    asg_tag = "fleetcast/pool=aws-ondemand-a100" # found by the tag Terraform sets
+  }
+}
+
+forecast {
+  step       = "10m"
+  horizon    = "2h"
+  quantile   = 0.9
+  history    = "14d"
+  hysteresis = "30m"
+}
+
+limits {
+  max_gpus           = 256
+  max_spend_per_hour = 900
+}
+
+controller {
+  interval      = "1m"
+  listen        = ":8790"
+  state_dir     = "/var/lib/fleetcast"
+  agent_timeout = "3m"
+}

@@ -1,0 +1,183 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
+)
+
+// ec2State maps an EC2 instance state. Stopped instances do no work and
+// are taken as going away.
+func ec2State(s ec2types.InstanceStateName) providers.InstanceState {
+	switch s {
+	case ec2types.InstanceStateNamePending:
+		return providers.InstancePending
+	case ec2types.InstanceStateNameRunning:
+		return providers.InstanceRunning
+	}
+	return providers.InstanceTerminating
+}
+
+// poolFilters find the pool's instances by the tags set at their launch.
+func poolFilters(pool fleet.Pool) []ec2types.Filter {
+	return []ec2types.Filter{
+		{Name: aws.String("tag:" + TagManaged), Values: []string{"true"}},
+		{Name: aws.String("tag:" + TagPool), Values: []string{pool.Name}},
+		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped", "shutting-down"}},
+	}
+}
+
+func (p *Provider) describeEC2(ctx context.Context, c *clients, pool fleet.Pool) (providers.Group, error) {
+	var g providers.Group
+	pages := ec2.NewDescribeInstancesPaginator(c.ec2, &ec2.DescribeInstancesInput{Filters: poolFilters(pool)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return providers.Group{}, classify(pool.Name, "DescribeInstances", err)
+		}
+		for _, r := range page.Reservations {
+			for _, in := range r.Instances {
+				st := providers.InstanceTerminating
+				if in.State != nil {
+					st = ec2State(in.State.Name)
+				}
+				zone := ""
+				if in.Placement != nil {
+					zone = aws.ToString(in.Placement.AvailabilityZone)
+				}
+				g.Instances = append(g.Instances, providers.Instance{ID: aws.ToString(in.InstanceId), Zone: zone, State: st,
+					LaunchedAt: aws.ToTime(in.LaunchTime)})
+				if st != providers.InstanceTerminating {
+					g.Target++
+				}
+			}
+		}
+	}
+	return g, nil
+}
+
+// launchEC2 runs the instances the pool lacks to reach req.Target from its
+// launch template, tagged as the pool's, with req.Key as the client token
+// (EC2 then launches nothing more for a repeated request). It asks for at
+// least one and at most the missing count, so EC2 grants what it has; a
+// partial grant is an insufficient-capacity error.
+func (p *Provider) launchEC2(ctx context.Context, c *clients, pool fleet.Pool, req providers.LaunchRequest) error {
+	g, err := p.describeEC2(ctx, c, pool)
+	if err != nil {
+		return err
+	}
+	count := req.Target - g.Target
+	if count <= 0 {
+		return nil // made already
+	}
+	in := runInput(pool, req.Key, count)
+	out, err := c.ec2.RunInstances(ctx, in)
+	if err != nil {
+		return classify(pool.Name, fmt.Sprintf("RunInstances of %d %s", count, pool.InstanceType), err)
+	}
+	if got := len(out.Instances); got < count {
+		return &providers.InsufficientCapacityError{Pool: pool.Name,
+			Err: fmt.Errorf("RunInstances granted %d of %d %s", got, count, pool.InstanceType)}
+	}
+	return nil
+}
+
+// runInput is the RunInstances request for count of the pool's instances.
+func runInput(pool fleet.Pool, key string, count int) *ec2.RunInstancesInput {
+	lt := &ec2types.LaunchTemplateSpecification{Version: aws.String("$Default")}
+	if v := pool.Target["launch_template_version"]; v != "" {
+		lt.Version = aws.String(v)
+	}
+	if t := pool.Target["launch_template"]; strings.HasPrefix(t, "lt-") {
+		lt.LaunchTemplateId = aws.String(t)
+	} else {
+		lt.LaunchTemplateName = aws.String(t)
+	}
+	tags := []ec2types.Tag{
+		{Key: aws.String(TagManaged), Value: aws.String("true")},
+		{Key: aws.String(TagPool), Value: aws.String(pool.Name)},
+		{Key: aws.String(TagLaunchKey), Value: aws.String(key)},
+	}
+	in := &ec2.RunInstancesInput{
+		LaunchTemplate: lt,
+		InstanceType:   ec2types.InstanceType(pool.InstanceType),
+		MinCount:       aws.Int32(1),
+		MaxCount:       aws.Int32(int32(count)),
+		ClientToken:    aws.String(key),
+		TagSpecifications: []ec2types.TagSpecification{
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags},
+		},
+	}
+	if s := pool.Target["subnet_id"]; s != "" {
+		in.SubnetId = aws.String(s)
+	}
+	if pool.Capacity == fleet.Spot {
+		in.InstanceMarketOptions = &ec2types.InstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeSpot,
+			SpotOptions: &ec2types.SpotMarketOptions{SpotInstanceType: ec2types.SpotInstanceTypeOneTime,
+				InstanceInterruptionBehavior: ec2types.InstanceInterruptionBehaviorTerminate}}
+	}
+	if cr := pool.Target["capacity_reservation_id"]; cr != "" {
+		in.CapacityReservationSpecification = &ec2types.CapacityReservationSpecification{
+			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(cr)}}
+	}
+	return in
+}
+
+// terminateEC2 terminates the named instances, each only if it carries the
+// pool's tags (the IAM policy insists on fleetcast/managed too).
+func (p *Provider) terminateEC2(ctx context.Context, c *clients, pool fleet.Pool, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	out, err := c.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids})
+	if err != nil {
+		return classify(pool.Name, "DescribeInstances "+strings.Join(ids, ","), err)
+	}
+	seen := map[string]bool{}
+	var kill []string
+	for _, r := range out.Reservations {
+		for _, in := range r.Instances {
+			id := aws.ToString(in.InstanceId)
+			seen[id] = true
+			if tag(in.Tags, TagManaged) != "true" || tag(in.Tags, TagPool) != pool.Name {
+				return fmt.Errorf("pool %s: instance %s is not tagged %s=true and %s=%s: not terminated", pool.Name, id, TagManaged, TagPool, pool.Name)
+			}
+			if in.State != nil && ec2State(in.State.Name) != providers.InstanceTerminating {
+				kill = append(kill, id)
+			}
+		}
+	}
+	if len(kill) > 0 {
+		if _, err := c.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: kill}); err != nil {
+			return classify(pool.Name, "TerminateInstances "+strings.Join(kill, ","), err)
+		}
+	}
+	var gone []string
+	for _, id := range ids {
+		if !seen[id] {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) > 0 {
+		return &providers.NotFoundError{Pool: pool.Name, Resource: "instance(s) " + strings.Join(gone, ", "), Err: errors.New("EC2 does not have them")}
+	}
+	return nil
+}
+
+func tag(tags []ec2types.Tag, key string) string {
+	for _, t := range tags {
+		if aws.ToString(t.Key) == key {
+			return aws.ToString(t.Value)
+		}
+	}
+	return ""
+}

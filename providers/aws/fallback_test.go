@@ -1,0 +1,79 @@
+package aws
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// TestFallbackToAnotherPool runs the live controller on two AWS pools:
+// cheap spot instances run from a launch template, and an on-demand Auto
+// Scaling group. Jobs wait for 16 GPUs. The spot launch is refused with
+// InsufficientInstanceCapacity, as AWS sends it; the controller backs the
+// spot pool off, and the next cycle buys the GPUs in the on-demand group.
+func TestFallbackToAnotherPool(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	lt := e.fix.template(t, "gpu", "p4d.24xlarge")
+	e.fix.group(t, "fleetcast-ondemand-a100", lt, "aws-ondemand-a100", 0, 4, 0)
+	cfg := config.Defaults()
+	cfg.Pools = []fleet.Pool{e.ec2Pool("aws-spot-a100", lt, fleet.Spot), e.asgPool("aws-ondemand-a100", "fleetcast-ondemand-a100", 4)}
+	store, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	clouds := map[string]providers.Provider{}
+	for _, p := range cfg.Pools {
+		clouds[p.Name] = e.p
+	}
+	pending := &controller.Pending{}
+	c, err := controller.New(controller.Options{Config: &cfg, Store: store, Clouds: clouds,
+		Agents: controller.NewAgents(e.clock.now), Pending: pending, Now: e.clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.proxy.inject("RunInstances", fault{status: 500, code: "InsufficientInstanceCapacity",
+		message: "We currently do not have sufficient p4d.24xlarge capacity in the Availability Zone you requested (us-east-1a)."})
+
+	var launches []string
+	for range 2 {
+		pending.Set(e.clock.now(), controller.DemandPush{Source: "slurm", Pending: []controller.PendingDemand{{GPUModel: "A100", GPUs: 16}}})
+		plan, err := c.Cycle(ctx)
+		if err != nil {
+			t.Fatalf("cycle: %v", err)
+		}
+		for _, a := range plan.Actions {
+			if a.Kind == planner.Launch {
+				launches = append(launches, a.Pool)
+			}
+		}
+		e.clock.add(time.Minute)
+	}
+	if strings.Join(launches, ",") != "aws-spot-a100,aws-ondemand-a100" {
+		t.Fatalf("launches = %v; want spot first, then on-demand after spot is refused", launches)
+	}
+	bs, _ := store.Backoffs()
+	if len(bs) != 1 || bs[0].Pool != "aws-spot-a100" || !strings.Contains(bs[0].Reason, "InsufficientInstanceCapacity") {
+		t.Fatalf("back-offs = %+v; want the spot pool, for InsufficientInstanceCapacity", bs)
+	}
+	if d := aws.ToInt32(e.group(t, "fleetcast-ondemand-a100").DesiredCapacity); d != 2 {
+		t.Fatalf("on-demand desired capacity %d; want 2 (16 GPUs)", d)
+	}
+	if g, _ := e.p.Describe(ctx, cfg.Pools[0]); g.Target != 0 {
+		t.Fatalf("spot pool has %d instances; want none", g.Target)
+	}
+}
