@@ -82,7 +82,7 @@ var poolSchema = &hcl.BodySchema{
 
 var providerSchemas = map[string]*hcl.BodySchema{
 	"aws": attrSchema(nil, "asg", "asg_tag", "launch_template", "launch_template_version", "subnet_id",
-		"capacity_reservation_id", "spot_price_lookup", "endpoint"),
+		"capacity_reservation_id", "capacity_block", "spot_price_lookup", "endpoint"),
 	"gcp":    attrSchema([]string{"project", "zone", "mig"}, "endpoint"),
 	"sim":    attrSchema(nil, "capacity", "capacity_error_rate", "initial"),
 	"plugin": attrSchema([]string{"command"}, "args", "target"),
@@ -732,6 +732,13 @@ func (d *decoder) decodeProvider(b *hcl.Block, p *fleet.Pool, target map[string]
 		}
 		if cr := target["capacity_reservation_id"]; cr != "" && !strings.HasPrefix(cr, "cr-") {
 			d.invalid(a, "capacity_reservation_id", "capacity_reservation_id must be a capacity reservation ID such as \"cr-0123456789abcdef0\", got %q.", cr)
+		}
+		var block bool
+		if d.boolean(a, "capacity_block", &block) == set && block {
+			if a["capacity_reservation_id"] == nil {
+				d.invalid(a, "capacity_block", "capacity_block needs capacity_reservation_id, the block's reservation.")
+			}
+			target["capacity_block"] = "true"
 		}
 		var lookup bool
 		if d.boolean(a, "spot_price_lookup", &lookup) == set && lookup {

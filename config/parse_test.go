@@ -221,6 +221,8 @@ func TestParseErrors(t *testing.T) {
 			[]wantDiag{{summary: "Invalid value", detail: "subnet_id applies only with launch_template", at: `"subnet-1"`}}},
 		{"aws bad reservation", awsPool("a", "  aws {\n    launch_template = \"gpu\"\n    capacity_reservation_id = \"r-1\"\n  }\n"),
 			[]wantDiag{{summary: "Invalid value", detail: "must be a capacity reservation ID", at: `"r-1"`}}},
+		{"aws capacity block without a reservation", awsPool("a", "  aws {\n    launch_template = \"gpu\"\n    capacity_block = true\n  }\n"),
+			[]wantDiag{{summary: "Invalid value", detail: "capacity_block needs capacity_reservation_id", at: "true"}}},
 		{"aws spot lookup on on-demand", awsPool("a", "  aws {\n    asg = \"x\"\n    spot_price_lookup = true\n  }\n"),
 			[]wantDiag{{summary: "Invalid value", detail: `spot_price_lookup applies only to a pool with capacity = "spot"`, at: "true"}}},
 		{"gcp missing attributes", "pool \"a\" {\n provider = \"gcp\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n gcp {\n  project = \"p\"\n }\n}\n",

@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -108,8 +109,7 @@ func (a *Actuator) Launch(ctx context.Context, poolName string, count int) error
 // answered reports whether err is the cloud's definite answer to a request
 // (it refused, or granted part), rather than an unknown outcome.
 func answered(err error) bool {
-	var nf *providers.NotFoundError
-	return providers.ShouldBackOff(err) || errors.As(err, &nf)
+	return providers.ShouldBackOff(err)
 }
 
 // Terminate removes a node whose drain is complete (or a launching node
@@ -143,6 +143,19 @@ type Recovered struct {
 	// Done are intents the cloud shows made; Dropped were not made and are
 	// left to the next plan.
 	Done, Dropped []state.Intent
+	// Unsettled are pools with intents kept for a later try, and why: the
+	// pool's group could not be read, or the pool is not in the config.
+	// Nothing should be changed in them until their intents settle.
+	Unsettled map[string]error
+}
+
+// Err joins the reasons intents were left unsettled; nil if none were.
+func (r Recovered) Err() error {
+	var errs []error
+	for _, pool := range slices.Sorted(maps.Keys(r.Unsettled)) {
+		errs = append(errs, r.Unsettled[pool])
+	}
+	return errors.Join(errs...)
 }
 
 // Recover reconciles the journal with the clouds, oldest intent first:
@@ -159,38 +172,41 @@ type Recovered struct {
 //     picks up as they are; their intents are cleared.
 //
 // An intent for a pool no longer in the config is kept and reported, never
-// silently dropped. Recover stops at the first cloud error, leaving the
-// rest for the next try.
+// silently dropped. An intent whose pool's group cannot be read is kept for
+// the next try, and the pool's later intents with it, while other pools'
+// intents are settled: one unreadable pool does not hold the fleet up. The
+// error is for the store alone; what was left unsettled is in Unsettled.
 func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
-	var r Recovered
+	r := Recovered{Unsettled: map[string]error{}}
 	intents, err := a.store.Intents()
 	if err != nil {
 		return r, fmt.Errorf("controller: reading the journal: %w", err)
 	}
-	var unknown []string
 	for _, in := range intents {
+		if r.Unsettled[in.Pool] != nil {
+			continue // kept, in order, behind the pool's first
+		}
 		pool, cloud, err := a.pool(in.Pool)
 		if err != nil {
-			unknown = append(unknown, in.Key)
+			r.Unsettled[in.Pool] = fmt.Errorf("controller: journaled intent %s is for pool %q, which is not in the config; restore the pool or remove %s", in.Key, in.Pool, a.store.Path())
 			continue
 		}
 		switch in.Kind {
-		case state.IntentLaunch:
+		case state.IntentLaunch, state.IntentTerminate:
 			g, err := cloud.Describe(ctx, pool)
 			if err != nil {
-				return r, fmt.Errorf("controller: recovering launch %s: %w", in.Key, err)
+				r.Unsettled[in.Pool] = fmt.Errorf("controller: recovering %s %s (kept for the next try): %w", in.Kind, in.Key, err)
+				continue
 			}
-			if g.Target >= in.Target {
-				r.Done = append(r.Done, in)
-				a.log.Info("recovered launch: made", "pool", in.Pool, "target", in.Target, "key", in.Key)
-			} else {
-				r.Dropped = append(r.Dropped, in)
-				a.log.Warn("recovered launch: not made; the next plan decides", "pool", in.Pool, "target", in.Target, "group_target", g.Target, "key", in.Key)
-			}
-		case state.IntentTerminate:
-			g, err := cloud.Describe(ctx, pool)
-			if err != nil {
-				return r, fmt.Errorf("controller: recovering termination %s: %w", in.Key, err)
+			if in.Kind == state.IntentLaunch {
+				if g.Target >= in.Target {
+					r.Done = append(r.Done, in)
+					a.log.Info("recovered launch: made", "pool", in.Pool, "target", in.Target, "key", in.Key)
+				} else {
+					r.Dropped = append(r.Dropped, in)
+					a.log.Warn("recovered launch: not made; the next plan decides", "pool", in.Pool, "target", in.Target, "group_target", g.Target, "key", in.Key)
+				}
+				break
 			}
 			if !slices.ContainsFunc(g.Instances, func(i providers.Instance) bool {
 				return i.ID == in.Node && i.State != providers.InstanceTerminating
@@ -210,9 +226,6 @@ func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
 		if err := a.store.DoneIntent(in.Key); err != nil {
 			return r, err
 		}
-	}
-	if len(unknown) > 0 {
-		return r, fmt.Errorf("controller: journaled intents %v are for pools not in the config; restore the pools or remove %s", unknown, a.store.Path())
 	}
 	return r, nil
 }

@@ -40,6 +40,10 @@ type Controller struct {
 	fittedAt  time.Time
 	prunedAt  time.Time
 	cancelled map[string]time.Time // node -> when its last drain was cancelled (also in the store)
+	ready     map[string]time.Time // node -> when its agent first reported healthy GPUs (also in the store)
+	// started is when this controller started: launches from before it
+	// get their provisioning time from it.
+	started time.Time
 	// seen is each pool's group as last read, which stands in for it
 	// while the cloud cannot be read.
 	seen map[string]seenGroup
@@ -85,7 +89,8 @@ func New(o Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand,
-		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, seen: map[string]seenGroup{}, metrics: newMetrics()}
+		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, ready: map[string]time.Time{}, seen: map[string]seenGroup{}, metrics: newMetrics()}
+	c.started = o.Now()
 	c.metrics.reg.MustRegister(snapshotCollector{c})
 	return c, nil
 }
@@ -98,7 +103,11 @@ func (c *Controller) Recover(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c.log.Info("journal recovered", "done", len(r.Done), "dropped", len(r.Dropped))
+		c.log.Info("journal recovered", "done", len(r.Done), "dropped", len(r.Dropped), "unsettled", len(r.Unsettled))
+		if err := r.Err(); err != nil {
+			// Settled in a later cycle; those pools are left alone until.
+			c.log.Warn("journal not fully recovered", "error", err)
+		}
 	}
 	cancels, err := c.store.CancelledDrains()
 	if err != nil {
@@ -106,6 +115,13 @@ func (c *Controller) Recover(ctx context.Context) error {
 	}
 	for _, x := range cancels {
 		c.cancelled[x.Node] = x.At
+	}
+	ready, err := c.store.ReadyNodes()
+	if err != nil {
+		return err
+	}
+	for _, x := range ready {
+		c.ready[x.Node] = x.At
 	}
 	if c.dryRun {
 		return nil // a dry run asks nothing of the agents
@@ -147,10 +163,13 @@ func (c *Controller) Last() Snapshot {
 // joins them.
 func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 	now := c.now()
+	var unsettled Recovered
 	if !c.dryRun {
 		// An intent whose outcome was unknown (a timeout, a cloud error)
-		// is settled against the cloud before anything new is decided.
-		if _, err := c.act.Recover(ctx); err != nil {
+		// is settled against the cloud before anything new is decided;
+		// a pool whose intents cannot be settled yet is left alone.
+		var err error
+		if unsettled, err = c.act.Recover(ctx); err != nil {
 			return planner.Plan{}, err
 		}
 	}
@@ -158,10 +177,11 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 	if err != nil {
 		return planner.Plan{}, err
 	}
-	st, unread, err := c.observe(ctx, now, drains)
+	st, unread, err := c.observe(ctx, now, drains, unsettled.Unsettled)
 	if err != nil {
 		return planner.Plan{}, err
 	}
+	unread.err = errors.Join(unsettled.Err(), unread.err)
 	if !c.dryRun && unread.err == nil {
 		// Only a full read says what is gone.
 		if err := c.forgetGone(drains, st.Nodes); err != nil {
@@ -210,15 +230,17 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 		}
 		return plan, unread.err
 	}
-	return plan, errors.Join(unread.err, c.apply(ctx, now, &st, &plan), c.protect(ctx, &st))
+	// Work is protected before anything is scaled in.
+	perr := c.protect(ctx, &st)
+	return plan, errors.Join(unread.err, perr, c.apply(ctx, now, &st, &plan))
 }
 
-// protect keeps the instances that hold work (jobs, or a drain under way)
-// protected from their group's own scale-in, where the cloud has one (an
-// Auto Scaling group's policies, a person lowering its desired capacity),
-// and lifts the protection from idle ones, so the group itself would take
-// those first. Fleetcast's own terminations name the instance and are not
-// held back by it. Pools not read this cycle are left as they are.
+// protect protects the instances whose agents have reported (ready or
+// draining nodes) from their group's own scale-in, where the cloud has one
+// (an Auto Scaling group's policies, a person lowering its desired
+// capacity), and never lifts it: only Fleetcast chooses which node goes,
+// and it names the instance when it terminates one, which protection does
+// not hold back. Pools not read this cycle are left as they are.
 func (c *Controller) protect(ctx context.Context, st *fleet.State) error {
 	var errs []error
 	for _, ps := range st.Pools {
@@ -231,31 +253,19 @@ func (c *Controller) protect(ctx context.Context, st *fleet.State) error {
 		for _, in := range c.seen[ps.Name].instances {
 			protected[in.ID] = in.Protected
 		}
-		var on, off []string
+		var on []string
 		for i := range st.Nodes {
 			n := &st.Nodes[i]
-			if n.Pool != ps.Name {
-				continue
-			}
-			busy := len(n.Jobs) > 0 || n.State == fleet.Draining
-			switch {
-			case busy && !protected[n.ID]:
+			if n.Pool == ps.Name && (n.State == fleet.Ready || n.State == fleet.Draining) && !protected[n.ID] {
 				on = append(on, n.ID)
-			case !busy && protected[n.ID] && n.State == fleet.Ready:
-				off = append(off, n.ID)
 			}
 		}
-		for _, x := range []struct {
-			ids []string
-			set bool
-		}{{on, true}, {off, false}} {
-			if len(x.ids) == 0 {
-				continue
-			}
-			if err := pr.SetProtected(ctx, pool, x.ids, x.set); err != nil {
-				c.log.Warn("instance protection not changed", "pool", ps.Name, "protect", x.set, "nodes", len(x.ids), "error", err)
-				errs = append(errs, err)
-			}
+		if len(on) == 0 {
+			continue
+		}
+		if err := pr.SetProtected(ctx, pool, on, true); err != nil {
+			c.log.Warn("instances not protected from scale-in", "pool", ps.Name, "nodes", len(on), "error", err)
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -281,6 +291,13 @@ func (c *Controller) inUse(ctx context.Context, now time.Time, nodes []fleet.Nod
 	return max(float64(agents), v)
 }
 
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // seenGroup is a pool's group as last read.
 type seenGroup struct {
 	instances []providers.Instance
@@ -301,7 +318,7 @@ type unreadPools struct {
 // A pool whose group cannot be read is taken as last read and marked
 // unobserved, so the planner changes nothing in it while the rest of the
 // fleet is planned as usual.
-func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.Drain) (fleet.State, unreadPools, error) {
+func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.Drain, unsettled map[string]error) (fleet.State, unreadPools, error) {
 	st := fleet.State{CapturedAt: now, PendingGPUs: c.pending.GPUs(now)}
 	var unread unreadPools
 	byNode := make(map[string]state.Drain, len(drains))
@@ -349,25 +366,46 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 			errs = append(errs, fmt.Errorf("controller: reading pool %s (left as it is this cycle): %w", p.Name, err))
 		} else {
 			c.seen[p.Name] = seenGroup{instances: g.Instances, at: now}
+			ps.MinNodes = g.Min
+			if why := unsettled[p.Name]; why != nil {
+				// Its group reads now, but an earlier change's outcome is
+				// not settled: nothing new until it is.
+				ps.Unobserved = "an earlier change is not settled yet: " + why.Error()
+			}
+		}
+		if _, ok := c.seen[p.Name]; !ok && ps.Unobserved != "" {
+			ps.NeverRead = true
 		}
 		st.Pools = append(st.Pools, ps)
 		for _, in := range instances {
 			n := fleet.Node{ID: in.ID, Pool: p.Name, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID]}
 			healthy := c.agents.Observe(&n)
+			if healthy && c.ready[in.ID].IsZero() && !c.dryRun {
+				if err := c.store.PutReady(in.ID, now); err != nil {
+					return st, unread, err
+				}
+				c.ready[in.ID] = now
+			}
 			d, draining := byNode[in.ID]
 			switch {
 			case in.State == providers.InstanceTerminating:
 				n.State = fleet.Terminating
 			case draining:
 				n.State, n.DrainStartedAt = fleet.Draining, d.Started
-			case healthy || len(n.Jobs) > 0:
+			case healthy || len(n.Jobs) > 0 || !c.ready[in.ID].IsZero():
 				// Ready once its agent reads healthy GPUs (DESIGN.md rule
-				// 7). A node running jobs is never taken for a launch that
-				// failed, whatever its agent says of the GPUs: that would
-				// terminate its work.
+				// 7). A node running jobs, or that has been ready before
+				// (this controller may have restarted and not heard from
+				// its agent yet), is never taken for a launch that failed:
+				// that would terminate its work. With no fresh report it
+				// is silent, and so never idle.
 				n.State = fleet.Ready
 			default:
 				n.State = fleet.Pending
+				// A launch from before this controller started gets its
+				// full provisioning time from the start: its agent may
+				// simply not have reported to this process yet.
+				n.LaunchedAt = later(n.LaunchedAt, c.started)
 			}
 			st.Nodes = append(st.Nodes, n)
 		}
@@ -399,6 +437,14 @@ func (c *Controller) forgetGone(drains []state.Drain, nodes []fleet.Node) error 
 			if err := c.forgetCancelled(id); err != nil {
 				return err
 			}
+		}
+	}
+	for id := range c.ready {
+		if !present[id] {
+			if err := c.store.DeleteReady(id); err != nil {
+				return err
+			}
+			delete(c.ready, id)
 		}
 	}
 	return nil

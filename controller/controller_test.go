@@ -431,9 +431,11 @@ func TestUnreadablePoolLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := &unreadable{Provider: l.cloud, failing: map[string]bool{"b": true}, changes: map[string]int{}}
-	l.restart(t, u)
+	for _, p := range []string{"a", "b"} {
+		l.c.clouds[p], l.c.act.clouds[p] = u, u
+	}
 	for range 3 {
-		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "a", GPUs: 4}}})
+		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "a", GPUs: 24}}})
 		l.now = l.now.Add(time.Minute)
 		l.report(t)
 		plan, err := l.c.Cycle(context.Background())
@@ -454,6 +456,17 @@ func TestUnreadablePoolLeftAlone(t *testing.T) {
 	}
 	if ds, _ := l.store.Drains(); len(ds) != 1 || ds[0].Node != node {
 		t.Fatalf("drains = %+v; the unread pool's drain must be kept", ds)
+	}
+	// Restarted while b still cannot be read: b's size is unknown, so the
+	// fleet's limits cannot be kept, and nothing is launched anywhere.
+	l.restart(t, u)
+	before := u.changes["a"]
+	l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "a", GPUs: 40}}})
+	l.now = l.now.Add(time.Minute)
+	l.report(t)
+	plan, _ := l.c.Cycle(context.Background())
+	if u.changes["a"] != before || plan.Counts()[planner.Launch] != 0 || !strings.Contains(strings.Join(plan.Notes, "\n"), "pool b has never been read") {
+		t.Fatalf("with pool b never read: %d launches, notes %q", plan.Counts()[planner.Launch], plan.Notes)
 	}
 	u.failing["b"] = false
 	l.cycle(t)
@@ -499,9 +512,10 @@ func TestScaleInBudgetWindow(t *testing.T) {
 	}
 }
 
-// TestBusyNodesProtected: a node holding work is protected from its
-// group's own scale-in, and the protection is lifted once it is idle.
-func TestBusyNodesProtected(t *testing.T) {
+// TestReportedNodesProtected: a node whose agent has reported is
+// protected from its group's own scale-in, busy or idle, and stays so; a
+// node still launching is not.
+func TestReportedNodesProtected(t *testing.T) {
 	p := gpuPool("g5", 8, 20, 5*time.Minute)
 	l := newLoop(t, false, p)
 	if err := l.c.act.Launch(context.Background(), "g5", 2); err != nil {
@@ -509,8 +523,8 @@ func TestBusyNodesProtected(t *testing.T) {
 	}
 	l.c.clouds["g5"] = l.cloud // the counting wrapper hides the Protector
 	g, _ := l.cloud.Describe(context.Background(), p)
-	busy, idle := g.Instances[0].ID, g.Instances[1].ID
-	l.busy[busy] = true
+	busy, quiet := g.Instances[0].ID, g.Instances[1].ID
+	l.busy[busy], l.silent[quiet] = true, true
 	l.now = l.now.Add(5 * time.Minute)
 	protected := func() map[string]bool {
 		g, _ := l.cloud.Describe(context.Background(), p)
@@ -520,15 +534,100 @@ func TestBusyNodesProtected(t *testing.T) {
 		}
 		return out
 	}
-	l.pending.Set(l.now, DemandPush{Source: "s", Pending: []PendingDemand{{Pool: "g5", GPUs: 8}}}) // keep both nodes
-	l.cycle(t)
-	if got := protected(); !got[busy] || got[idle] {
-		t.Fatalf("protection = %v; want only %s", got, busy)
-	}
-	l.busy[busy] = false
+	// Jobs wait for 16 GPUs: both nodes are kept.
 	l.pending.Set(l.now, DemandPush{Source: "s", Pending: []PendingDemand{{Pool: "g5", GPUs: 16}}})
 	l.cycle(t)
-	if got := protected(); got[busy] {
-		t.Fatalf("protection = %v; want none once idle", got)
+	if got := protected(); !got[busy] || got[quiet] {
+		t.Fatalf("protection = %v; want %s only (%s has not reported)", got, busy, quiet)
+	}
+	l.busy[busy] = false
+	for range 3 {
+		l.pending.Set(l.now, DemandPush{Source: "s", Pending: []PendingDemand{{Pool: "g5", GPUs: 16}}})
+		l.cycle(t)
+	}
+	if got := protected(); !got[busy] {
+		t.Fatalf("protection = %v; an idle node keeps its protection", got)
+	}
+}
+
+// TestRestartTerminatesNothing: a restarted controller has no agent
+// report yet. Nodes that were ready before are not taken for failed
+// launches (they are ready with silent agents, so never idle), and nodes
+// it never saw ready get their provisioning time from its start: the
+// first cycles terminate nothing, and nothing is drained.
+func TestRestartTerminatesNothing(t *testing.T) {
+	p := gpuPool("g5", 8, 20, 5*time.Minute)
+	l := newLoop(t, false, p)
+	if err := l.c.act.Launch(context.Background(), "g5", 3); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := l.cloud.Describe(context.Background(), p)
+	for _, in := range g.Instances {
+		l.busy[in.ID] = true
+	}
+	l.now = l.now.Add(5 * time.Minute)
+	l.cycle(t) // all three report: ready
+	l.now = l.now.Add(time.Hour)
+	l.restart(t, l.cloud)
+	for range 2 {
+		l.now = l.now.Add(time.Minute)
+		plan, err := l.c.Cycle(context.Background()) // no reports yet
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := plan.Counts(); c[planner.Terminate]+c[planner.Drain] != 0 {
+			t.Fatalf("a restarted controller scaled in nodes it had no report from: %+v", plan.Actions)
+		}
+		for _, n := range l.c.Last().State.Nodes {
+			if n.State != fleet.Ready {
+				t.Fatalf("node %s is %s after a restart; want ready (it was before)", n.ID, n.State)
+			}
+		}
+	}
+
+	// A first start on a fleet it never saw (a fresh state directory):
+	// the nodes count as launching from the start, not from their launch.
+	fresh := newLoop(t, false, p)
+	if err := fresh.c.act.Launch(context.Background(), "g5", 2); err != nil {
+		t.Fatal(err)
+	}
+	fresh.now = fresh.now.Add(2 * time.Hour)
+	fresh.restart(t, fresh.cloud) // started two hours after the launch
+	fresh.now = fresh.now.Add(time.Minute)
+	plan, err := fresh.c.Cycle(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := plan.Counts(); c[planner.Terminate] != 0 {
+		t.Fatalf("a first start terminated nodes before their agents could report: %+v", plan.Actions)
+	}
+}
+
+// TestUnsettledIntentHoldsOnlyItsPool: a launch in pool b whose outcome is
+// unknown cannot be settled while b cannot be read. The intent is kept,
+// nothing changes in b, and pool a still gets capacity for waiting jobs.
+func TestUnsettledIntentHoldsOnlyItsPool(t *testing.T) {
+	a, b := gpuPool("a", 1, 50, 5*time.Minute), gpuPool("b", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, a, b)
+	l.cycle(t) // both pools read once
+	u := &unreadable{Provider: l.cloud, failing: map[string]bool{"b": true}, changes: map[string]int{}}
+	for _, p := range []string{"a", "b"} {
+		l.c.clouds[p], l.c.act.clouds[p] = u, u
+	}
+	in := state.Intent{Key: "fc-launch-b-1", Kind: state.IntentLaunch, Pool: "b", Count: 1, Target: 1, Created: l.now}
+	if err := l.store.PutIntent(in); err != nil {
+		t.Fatal(err)
+	}
+	l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "a", GPUs: 16}}})
+	l.now = l.now.Add(time.Minute)
+	_, err := l.c.Cycle(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "kept for the next try") {
+		t.Fatalf("cycle error = %v; want the unsettled intent named", err)
+	}
+	if u.changes["a"] == 0 || u.changes["b"] != 0 {
+		t.Fatalf("changing calls %v; want some in a, none in b", u.changes)
+	}
+	if got, _ := l.store.Intents(); len(got) != 1 || got[0].Key != in.Key {
+		t.Fatalf("journal = %+v; want b's intent kept", got)
 	}
 }

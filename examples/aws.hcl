@@ -40,6 +40,7 @@ pool "h100-capacity-block" {
   aws {
     launch_template         = "fleetcast-h100"
     capacity_reservation_id = "cr-0a1b2c3d4e5f60718"
+    capacity_block          = true
   }
 }
 

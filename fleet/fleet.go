@@ -151,6 +151,14 @@ type PoolStatus struct {
 	// this cycle. Its nodes are then as last seen, and the planner changes
 	// nothing in the pool: no launch, drain or termination.
 	Unobserved string `json:"unobserved,omitempty"`
+	// NeverRead is set when the pool is unobserved and was never read:
+	// its size is unknown, so the fleet's limits cannot be checked and the
+	// planner launches nothing anywhere.
+	NeverRead bool `json:"never_read,omitempty"`
+	// MinNodes is the cloud group's own minimum size (an Auto Scaling
+	// group's min_size), if it has one: scale-in keeps the pool at or above
+	// the larger of it and the pool's min.
+	MinNodes int `json:"min_nodes,omitempty"`
 	// RecentDrains are when drains of the pool's nodes began lately,
 	// including drains since finished or cancelled: the planner's
 	// scale-in budget (limits.scale_in_share per scale_in_window) counts

@@ -441,6 +441,12 @@ func (p *planner) have(t time.Time) int {
 // launch fills reserved pools and pools below min, then buys burst capacity
 // for the demand forecast one lead time ahead, cheapest pool first.
 func (p *planner) launch() {
+	for _, pp := range p.pools {
+		if pp.status.NeverRead {
+			p.note(fmt.Sprintf("nothing is launched: pool %s has never been read (%s), so the fleet's size, and its limits, are unknown", pp.spec.Name, pp.status.Unobserved))
+			return
+		}
+	}
 	order := p.launchOrder()
 	for _, pp := range order {
 		want := max(pp.spec.Min-pp.active, 0)
@@ -592,7 +598,8 @@ func (p *planner) scaleIn() {
 			continue
 		}
 		gpn := pp.spec.GPUsPerNode
-		if avail-keep < gpn || pp.active <= pp.spec.Min || len(pp.candidates) == 0 {
+		floor := max(pp.spec.Min, pp.status.MinNodes)
+		if avail-keep < gpn || pp.active <= floor || len(pp.candidates) == 0 {
 			continue
 		}
 		if pp.status.Unobserved != "" {
@@ -612,7 +619,7 @@ func (p *planner) scaleIn() {
 		}
 		sortCandidates(cands)
 		for _, c := range cands {
-			if avail-keep < gpn || pp.active <= pp.spec.Min {
+			if avail-keep < gpn || pp.active <= floor {
 				break
 			}
 			if budget == 0 {

@@ -68,7 +68,9 @@ func genInput(t *rapid.T) Input {
 		}
 		if rapid.IntRange(0, 5).Draw(t, "unobserved") == 0 {
 			ps.Unobserved = "Throttling"
+			ps.NeverRead = rapid.IntRange(0, 3).Draw(t, "neverRead") == 0
 		}
+		ps.MinNodes = rapid.IntRange(0, p.Max).Draw(t, "groupMin")
 		for range rapid.IntRange(0, 4).Draw(t, "recentDrains") {
 			ps.RecentDrains = append(ps.RecentDrains, minutesAgo(t, "drainedAt", -2, 40))
 		}
@@ -278,8 +280,15 @@ func TestPropertySafety(t *testing.T) {
 			if launched[p.Name] > 0 && live+launched[p.Name] > p.Max {
 				t.Fatalf("pool %s: %d live + %d launched > max %d", p.Name, live, launched[p.Name], p.Max)
 			}
-			if drains[p.Name] > 0 && active-drains[p.Name] < p.Min {
-				t.Fatalf("pool %s: %d active - %d drained < min %d", p.Name, active, drains[p.Name], p.Min)
+			if floor := max(p.Min, status[p.Name].MinNodes); drains[p.Name] > 0 && active-drains[p.Name] < floor {
+				t.Fatalf("pool %s: %d active - %d drained < min %d (pool %d, group %d)", p.Name, active, drains[p.Name], floor, p.Min, status[p.Name].MinNodes)
+			}
+			// A pool never read has an unknown size: nothing is launched
+			// anywhere, or the fleet's limits could be crossed.
+			for _, st := range in.State.Pools {
+				if st.NeverRead && launched[p.Name] > 0 {
+					t.Fatalf("launch in %s while pool %s was never read", p.Name, st.Name)
+				}
 			}
 			// Rule 9: at most a share of the pool starts draining per
 			// window, counting drains begun lately.

@@ -94,14 +94,33 @@ func (e *GroupBusyError) Error() string {
 	return fmt.Sprintf("pool %s: the group is busy, not scaled: %s", e.Pool, e.Reason)
 }
 
+// RefusedError means the cloud refused the request outright for a reason
+// that will not pass by itself (a bad parameter, a missing permission, an
+// unsupported instance type): it backs the pool off, so launches go to
+// another pool while a person fixes the config or the permissions.
+type RefusedError struct {
+	Pool string
+	Err  error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("pool %s: refused by the cloud: %v", e.Pool, e.Err)
+}
+
+// Unwrap returns the cloud's error.
+func (e *RefusedError) Unwrap() error { return e.Err }
+
 // ShouldBackOff reports whether err means the pool cannot get capacity for
 // a while, so launches should go to another pool: insufficient capacity,
-// an exceeded quota, or a group the cloud is busy changing.
+// an exceeded quota, a group the cloud is busy changing, a refusal, or a
+// group or launch template that does not exist.
 func ShouldBackOff(err error) bool {
 	var ice *InsufficientCapacityError
 	var qe *QuotaExceededError
 	var busy *GroupBusyError
-	return errors.As(err, &ice) || errors.As(err, &qe) || errors.As(err, &busy)
+	var ref *RefusedError
+	var nf *NotFoundError
+	return errors.As(err, &ice) || errors.As(err, &qe) || errors.As(err, &busy) || errors.As(err, &ref) || errors.As(err, &nf)
 }
 
 // Backoff is how long a pool is backed off after its failures-th

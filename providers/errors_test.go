@@ -17,7 +17,8 @@ func TestTypedErrors(t *testing.T) {
 		{&InsufficientCapacityError{Pool: "burst", Zone: "us-east-1a", Err: cloud}, true, "pool burst in us-east-1a: insufficient capacity: InsufficientInstanceCapacity"},
 		{&QuotaExceededError{Pool: "burst", Quota: "VcpuLimitExceeded", Err: cloud}, true, "pool burst: quota VcpuLimitExceeded exceeded"},
 		{&ThrottledError{Pool: "burst", RetryAfter: time.Second, Err: cloud}, false, "pool burst: throttled by the cloud"},
-		{&NotFoundError{Pool: "burst", Resource: `auto scaling group "x"`, Err: cloud}, false, `pool burst: auto scaling group "x" not found`},
+		{&NotFoundError{Pool: "burst", Resource: `auto scaling group "x"`, Err: cloud}, true, `pool burst: auto scaling group "x" not found`},
+		{&RefusedError{Pool: "burst", Err: cloud}, true, "pool burst: refused by the cloud"},
 	}
 	for _, tt := range tests {
 		wrapped := fmt.Errorf("launch: %w", tt.err)

@@ -58,6 +58,10 @@ type Group struct {
 	// Target is the size the cloud is converging to (desired capacity,
 	// target size).
 	Target int
+	// Min is the group's own minimum size (an Auto Scaling group's
+	// min_size), 0 if it has none: the cloud refuses to shrink the group
+	// below it, so scale-in never goes there.
+	Min int
 	// Instances are the group's instances, in no particular order.
 	Instances []Instance
 }

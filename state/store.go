@@ -52,6 +52,7 @@ var (
 	bucketBackoffs = []byte("backoffs")
 	bucketCancels  = []byte("cancelled")
 	bucketDrainLog = []byte("drain-log")
+	bucketReady    = []byte("ready")
 	keyFormat      = []byte("format")
 	keyVersion     = []byte("version")
 )
@@ -149,7 +150,7 @@ func (s *Store) init() error {
 				return fmt.Errorf("state: %s: written by a newer Fleetcast (state version %d; this one reads up to %d)", s.path, v, Version)
 			}
 		}
-		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels, bucketDrainLog} {
+		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels, bucketDrainLog, bucketReady} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("state: %s: creating bucket %s: %w", s.path, b, err)
 			}
@@ -471,35 +472,57 @@ func (s *Store) PruneDrainLog(before time.Time) (int, error) {
 
 // DeleteDrain forgets a node's drain (finished, cancelled, or the node is
 // gone).
-func (s *Store) DeleteDrain(node string) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketDrains).Delete([]byte(node)) })
-}
+func (s *Store) DeleteDrain(node string) error { return s.deleteKey(bucketDrains, node) }
 
 // Drains returns the drains in progress, by node.
 func (s *Store) Drains() ([]Drain, error) { return all[Drain](s, bucketDrains) }
 
-// Cancelled is a node whose last drain was cancelled (its jobs did not
-// checkpoint in time): the planner does not drain it again until they have
-// checkpointed since.
-type Cancelled struct {
+// NodeTime is a time recorded for a node.
+type NodeTime struct {
 	Node string    `json:"node"`
 	At   time.Time `json:"at"`
 }
 
-// PutCancelled records that a node's drain was cancelled at t.
-func (s *Store) PutCancelled(node string, t time.Time) error {
+// Cancelled is a node whose last drain was cancelled (its jobs did not
+// checkpoint in time): the planner does not drain it again until they have
+// checkpointed since.
+type Cancelled = NodeTime
+
+// putNodeTime records a time for a node in a bucket; what names the record
+// in errors.
+func (s *Store) putNodeTime(bucket []byte, what, node string, t time.Time) error {
 	if node == "" || t.IsZero() {
-		return fmt.Errorf("state: cancelled drain of %q at %v: want a node and a time", node, t)
+		return fmt.Errorf("state: %s of %q at %v: want a node and a time", what, node, t)
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		return putJSON(tx.Bucket(bucketCancels), node, Cancelled{Node: node, At: t})
+		return putJSON(tx.Bucket(bucket), node, NodeTime{Node: node, At: t})
 	})
 }
 
-// DeleteCancelled forgets a node's cancelled drain (the node is gone).
-func (s *Store) DeleteCancelled(node string) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCancels).Delete([]byte(node)) })
+func (s *Store) deleteKey(bucket []byte, key string) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Delete([]byte(key)) })
 }
+
+// PutCancelled records that a node's drain was cancelled at t.
+func (s *Store) PutCancelled(node string, t time.Time) error {
+	return s.putNodeTime(bucketCancels, "cancelled drain", node, t)
+}
+
+// DeleteCancelled forgets a node's cancelled drain (the node is gone).
+func (s *Store) DeleteCancelled(node string) error { return s.deleteKey(bucketCancels, node) }
+
+// PutReady records when a node's agent first reported healthy GPUs: from
+// then on the node is never again taken for a launch that failed, even
+// when the controller restarts and has no report from it yet.
+func (s *Store) PutReady(node string, t time.Time) error {
+	return s.putNodeTime(bucketReady, "ready node", node, t)
+}
+
+// DeleteReady forgets a node that is gone.
+func (s *Store) DeleteReady(node string) error { return s.deleteKey(bucketReady, node) }
+
+// ReadyNodes returns the nodes that have been ready, by node.
+func (s *Store) ReadyNodes() ([]NodeTime, error) { return all[NodeTime](s, bucketReady) }
 
 // CancelledDrains returns the nodes whose last drain was cancelled, by node.
 func (s *Store) CancelledDrains() ([]Cancelled, error) { return all[Cancelled](s, bucketCancels) }
@@ -527,9 +550,7 @@ func (s *Store) PutBackoff(b Backoff) error {
 }
 
 // DeleteBackoff clears a pool's back-off (a launch succeeded).
-func (s *Store) DeleteBackoff(pool string) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketBackoffs).Delete([]byte(pool)) })
-}
+func (s *Store) DeleteBackoff(pool string) error { return s.deleteKey(bucketBackoffs, pool) }
 
 // Backoffs returns the pools' back-offs, by pool.
 func (s *Store) Backoffs() ([]Backoff, error) { return all[Backoff](s, bucketBackoffs) }

@@ -206,14 +206,18 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		}
 		now := clock()
 		// A cycle runs to its end even when a signal arrives mid-way:
-		// every cloud change it starts is journaled and completed.
-		cctx := context.WithoutCancel(ctx)
+		// every cloud change it starts is journaled and completed. It is
+		// bounded, so a cloud that hangs cannot stall the controller (an
+		// interrupted change is settled by the next cycle's recovery).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cycleTimeout(cfg.Controller.Interval))
 		if jobs != nil {
 			if err := jobs.Step(cctx, now); err != nil {
+				cancel()
 				return err
 			}
 		}
 		plan, err := c.Cycle(cctx)
+		cancel()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			log.Warn("cycle", "error", err)
 		}
@@ -231,6 +235,9 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	done()
 	return nil
 }
+
+// cycleTimeout bounds one cycle: two intervals, and at least two minutes.
+func cycleTimeout(interval time.Duration) time.Duration { return max(2*interval, 2*time.Minute) }
 
 // simMode is the local default's simulated world: a clock that runs
 // ahead of real time, a simulated cloud saved in the state directory, and

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers"
@@ -122,7 +123,7 @@ func (p *Provider) describeASG(ctx context.Context, c *clients, pool fleet.Pool)
 		return providers.Group{}, err
 	}
 	now := p.now()
-	out := providers.Group{Target: int(aws.ToInt32(g.DesiredCapacity))}
+	out := providers.Group{Target: int(aws.ToInt32(g.DesiredCapacity)), Min: int(aws.ToInt32(g.MinSize))}
 	for _, in := range g.Instances {
 		id := aws.ToString(in.InstanceId)
 		at, ok := launched[id]
@@ -143,19 +144,46 @@ func (p *Provider) describeASG(ctx context.Context, c *clients, pool fleet.Pool)
 			"pool", pool.Name, "asg", name, "from", m.desired, "to", desired)
 	}
 	m.desired = desired
-	if have < desired {
-		if m.shortSince.IsZero() {
-			m.shortSince = now
-		}
-		for i := range desired - have {
-			out.Instances = append(out.Instances, providers.Instance{ID: fmt.Sprintf("%s%s/%d", placeholderPrefix, name, i),
-				State: providers.InstancePending, LaunchedAt: m.shortSince})
-		}
-	} else {
-		m.shortSince = time.Time{}
+	for i, at := range m.owed(desired-have, now) {
+		out.Instances = append(out.Instances, providers.Instance{ID: fmt.Sprintf("%s%s/%d", placeholderPrefix, name, i),
+			State: providers.InstancePending, LaunchedAt: at})
 	}
 	p.mu.Unlock()
 	return out, nil
+}
+
+// owed returns when each of the short units of capacity the group owes
+// was asked for, newest first: the group fills the oldest first, so the
+// newest raises are the ones still owed. Capacity owed beyond Fleetcast's
+// own raises (raised by someone else, or before a restart) dates from when
+// the group was first seen short. It forgets raises that have been filled.
+func (m *groupMemo) owed(short int32, now time.Time) []time.Time {
+	if short <= 0 {
+		m.shortSince, m.raises, m.oldestOwed = time.Time{}, nil, time.Time{}
+		return nil
+	}
+	if m.shortSince.IsZero() {
+		m.shortSince = now
+	}
+	out := make([]time.Time, 0, short)
+	keep := len(m.raises)
+	for i := len(m.raises) - 1; i >= 0 && int32(len(out)) < short; i-- {
+		for k := int32(0); k < m.raises[i].n && int32(len(out)) < short; k++ {
+			out = append(out, m.raises[i].at)
+		}
+		keep = i
+	}
+	m.raises = m.raises[keep:] // older raises are filled
+	for int32(len(out)) < short {
+		out = append(out, m.shortSince)
+	}
+	m.oldestOwed = out[len(out)-1]
+	for _, at := range out {
+		if at.Before(m.oldestOwed) {
+			m.oldestOwed = at
+		}
+	}
+	return out
 }
 
 // launchTimes reads the instances' launch times from EC2, 200 at a time.
@@ -166,19 +194,16 @@ func (p *Provider) launchTimes(ctx context.Context, c *clients, pool fleet.Pool,
 		ids = append(ids, aws.ToString(in.InstanceId))
 	}
 	for start := 0; start < len(ids); start += 200 {
+		// A filter, not InstanceIds: an instance the group lists that EC2
+		// does not show yet (or any more) is left out, where InstanceIds
+		// would fail the whole batch.
 		batch := ids[start:min(start+200, len(ids))]
-		pages := ec2.NewDescribeInstancesPaginator(c.ec2, &ec2.DescribeInstancesInput{InstanceIds: batch})
+		pages := ec2.NewDescribeInstancesPaginator(c.ec2, &ec2.DescribeInstancesInput{
+			Filters: []ec2types.Filter{{Name: aws.String("instance-id"), Values: batch}}})
 		for pages.HasMorePages() {
 			page, err := pages.NextPage(ctx)
 			if err != nil {
-				var nf *providers.NotFoundError
-				if err := classify(pool.Name, "DescribeInstances", err); errors.As(err, &nf) {
-					// An instance the group lists is not visible to EC2 yet
-					// (or just went): its time is taken as now.
-					break
-				} else {
-					return nil, err
-				}
+				return nil, classify(pool.Name, "DescribeInstances", err)
 			}
 			for _, r := range page.Reservations {
 				for _, in := range r.Instances {
@@ -227,12 +252,12 @@ func (p *Provider) launchASG(ctx context.Context, c *clients, pool fleet.Pool, r
 		return err
 	}
 	p.mu.Lock()
-	short := p.memoLocked(pool.Name).shortSince
+	owed := p.memoLocked(pool.Name).oldestOwed
 	p.mu.Unlock()
-	if have < desired && !short.IsZero() && p.now().Sub(short) > stuckAfter(pool) {
+	if have < desired && !owed.IsZero() && p.now().Sub(owed) > stuckAfter(pool) {
 		return &providers.InsufficientCapacityError{Pool: pool.Name, Err: fmt.Errorf(
-			"auto scaling group %s has had %d of its desired %d instances since %s (over three lead times): the cloud is not filling it",
-			name, have, desired, short.UTC().Format(time.RFC3339))}
+			"auto scaling group %s has %d of its desired %d instances, and has owed capacity since %s (over three lead times): the cloud is not filling it",
+			name, have, desired, owed.UTC().Format(time.RFC3339))}
 	}
 	var capped error
 	if target > maxSize {
@@ -246,6 +271,10 @@ func (p *Provider) launchASG(ctx context.Context, c *clients, pool fleet.Pool, r
 	if err := p.setDesired(ctx, c, pool, name, target); err != nil {
 		return err
 	}
+	p.mu.Lock()
+	m := p.memoLocked(pool.Name)
+	m.raises = append(m.raises, raise{at: p.now(), n: target - desired})
+	p.mu.Unlock()
 	return capped
 }
 
@@ -275,7 +304,8 @@ func (p *Provider) terminateASG(ctx context.Context, c *clients, pool fleet.Pool
 			members[aws.ToString(in.InstanceId)] = true
 		}
 	}
-	placeholders := int32(0)
+	// desired and gone follow this call's own terminations.
+	placeholders, gone, desired := int32(0), int32(0), aws.ToInt32(g.DesiredCapacity)
 	var missing []string
 	for _, id := range ids {
 		switch {
@@ -286,22 +316,31 @@ func (p *Provider) terminateASG(ctx context.Context, c *clients, pool fleet.Pool
 			// whatever group holds it: only this group's are touched.
 			missing = append(missing, id)
 		default:
+			// At the group's min_size AWS refuses to decrement: the
+			// instance is then replaced (a launch that never became ready
+			// gets a fresh one; the planner drains no node there).
+			decrement := desired > aws.ToInt32(g.MinSize)
 			_, err := c.asg.TerminateInstanceInAutoScalingGroup(ctx, &autoscaling.TerminateInstanceInAutoScalingGroupInput{
-				InstanceId: aws.String(id), ShouldDecrementDesiredCapacity: aws.Bool(true)})
+				InstanceId: aws.String(id), ShouldDecrementDesiredCapacity: aws.Bool(decrement)})
 			if err != nil {
 				return classify(pool.Name, "TerminateInstanceInAutoScalingGroup "+id, err)
 			}
-			p.mu.Lock()
-			p.memoLocked(pool.Name).desired--
-			p.mu.Unlock()
+			gone++
+			if decrement {
+				desired--
+				p.mu.Lock()
+				p.memoLocked(pool.Name).desired = desired
+				p.mu.Unlock()
+			} else {
+				p.log.Warn("instance terminated and replaced: the group is at its min_size", "pool", pool.Name, "asg", name, "instance", id)
+			}
 		}
 	}
 	if placeholders > 0 {
 		// Capacity the group never filled: lower desired capacity, but
 		// never below its live instances (the group would pick one to
 		// terminate) or its min_size.
-		desired := aws.ToInt32(g.DesiredCapacity)
-		target := max(desired-placeholders, live(g), aws.ToInt32(g.MinSize))
+		target := max(desired-placeholders, live(g)-gone, aws.ToInt32(g.MinSize))
 		if target < desired {
 			if err := p.setDesired(ctx, c, pool, name, target); err != nil {
 				return err

@@ -22,6 +22,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,9 +31,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/hashicorp/go-hclog"
 
@@ -51,6 +54,9 @@ const (
 	// instance.
 	TagLaunchKey = "fleetcast/launch-key"
 )
+
+// RequestTimeout bounds each AWS request, retries apart.
+const RequestTimeout = 30 * time.Second
 
 // Options configure a Provider.
 type Options struct {
@@ -96,6 +102,19 @@ type groupMemo struct {
 	// shortSince is when the group was first seen with fewer instances
 	// than its desired capacity (zero when it is not).
 	shortSince time.Time
+	// raises are Fleetcast's own raises of desired capacity not yet
+	// filled, oldest first: the capacity each owes is aged from its own
+	// raise.
+	raises []raise
+	// oldestOwed is when the oldest capacity the group still owes was
+	// asked for (zero when it owes none).
+	oldestOwed time.Time
+}
+
+// raise is a raise of desired capacity by n, at a time.
+type raise struct {
+	at time.Time
+	n  int32
 }
 
 // Interface checks.
@@ -128,12 +147,26 @@ func (p *Provider) client(ctx context.Context, pool fleet.Pool) (*clients, error
 	if c := p.clients[key]; c != nil {
 		return c, nil
 	}
-	load := append([]func(*awsconfig.LoadOptions) error{}, p.opts.LoadOptions...)
+	// Every request is bounded, so one hung answer cannot stall a cycle.
+	load := []func(*awsconfig.LoadOptions) error{awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(RequestTimeout))}
+	load = append(load, p.opts.LoadOptions...)
 	if pool.Region != "" {
 		load = append(load, awsconfig.WithRegion(pool.Region))
 	}
 	load = append(load, awsconfig.WithRetryer(func() aws.Retryer {
-		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = p.opts.MaxAttempts })
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = p.opts.MaxAttempts
+			// A capacity or quota refusal comes back as a server error
+			// (InsufficientInstanceCapacity is a 500); retrying it only
+			// delays the fallback to another pool.
+			o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+				var ae smithy.APIError
+				if errors.As(err, &ae) && (capacityCodes[ae.ErrorCode()] || quotaCodes[ae.ErrorCode()]) {
+					return aws.FalseTernary
+				}
+				return aws.UnknownTernary
+			})}, o.Retryables...)
+		})
 	}))
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, load...)
 	if err != nil {

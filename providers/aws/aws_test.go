@@ -45,7 +45,9 @@ type env struct {
 
 func newEnv(t *testing.T, apiOptions ...func(*middleware.Stack) error) *env {
 	t.Helper()
-	e := &env{proxy: newProxy(t), clock: &clock{t: time.Now().UTC()}, log: &bytes.Buffer{}}
+	// The provider's clock runs an hour ahead of moto's, so launch times
+	// read from EC2 differ from "now".
+	e := &env{proxy: newProxy(t), clock: &clock{t: time.Now().UTC().Add(time.Hour)}, log: &bytes.Buffer{}}
 	e.fix = newFixture(t, motoURL(t))
 	e.p = e.provider(apiOptions...)
 	return e
@@ -104,8 +106,11 @@ func TestASGScaleOutDrainProtect(t *testing.T) {
 	pool := e.asgPool("aws-ondemand-a100", "fleetcast-ondemand-a100", 4)
 
 	g, err := e.p.Describe(ctx, pool)
-	if err != nil || g.Target != 1 || len(g.Instances) != 1 || g.Instances[0].State != providers.InstanceRunning {
+	if err != nil || g.Target != 1 || len(g.Instances) != 1 || g.Instances[0].State != providers.InstanceRunning || g.Min != 0 {
 		t.Fatalf("Describe = %+v, %v; want one running instance", g, err)
+	}
+	if at := g.Instances[0].LaunchedAt; at.IsZero() || !at.Before(e.clock.now().Add(-30*time.Minute)) {
+		t.Fatalf("launch time %v: want EC2's, not the provider's now (%v)", at, e.clock.now())
 	}
 	if err := e.p.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 3, Key: "k1"}); err != nil {
 		t.Fatal(err)
@@ -303,9 +308,21 @@ func TestStuckScaleOut(t *testing.T) {
 	if g.Target != 3 || len(g.Instances) != 3 || len(placeholders) != 2 {
 		t.Fatalf("group = %+v; want 1 instance and 2 placeholders", g)
 	}
+	start := e.clock.now()
 	e.clock.add(10 * time.Minute)
 	if err := e.p.Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 4, Key: "k2"}); err != nil {
 		t.Fatalf("a launch within three lead times: %v", err)
+	}
+	// Each placeholder is aged from its own raise, not the first one's.
+	g, _ = e.p.Describe(ctx, pool)
+	ages := map[time.Duration]int{}
+	for _, in := range g.Instances {
+		if isPlaceholder(in.ID) {
+			ages[in.LaunchedAt.Sub(start)]++
+		}
+	}
+	if ages[0] != 2 || ages[10*time.Minute] != 1 || len(ages) != 2 {
+		t.Fatalf("placeholder ages from the first raise: %v; want two at 0 and one at 10m", ages)
 	}
 	e.clock.add(20 * time.Minute) // 30 minutes short, over 3 x 9m
 	var ice *providers.InsufficientCapacityError
@@ -350,6 +367,7 @@ func TestErrorsClassified(t *testing.T) {
 		qe  *providers.QuotaExceededError
 		th  *providers.ThrottledError
 		nf  *providers.NotFoundError
+		ref *providers.RefusedError
 	)
 	for _, tt := range []struct {
 		name   string
@@ -368,6 +386,10 @@ func TestErrorsClassified(t *testing.T) {
 			func() error { return e.p.Launch(ctx, ec2Pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "d"}) }, &qe},
 		{"throttled past retries", "DescribeAutoScalingGroups", fault{503, "RequestLimitExceeded", "Request limit exceeded.", 0},
 			func() error { _, err := e.p.Describe(ctx, asgPool); return err }, &th},
+		{"type not offered in the zone", "RunInstances", fault{400, "Unsupported", "Your requested instance type (p4d.24xlarge) is not supported in your requested Availability Zone (us-east-1e).", 0},
+			func() error { return e.p.Launch(ctx, ec2Pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "f"}) }, &ice},
+		{"no permission", "RunInstances", fault{403, "UnauthorizedOperation", "You are not authorized to perform this operation.", 0},
+			func() error { return e.p.Launch(ctx, ec2Pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "g"}) }, &ref},
 		{"unknown template", "RunInstances", fault{400, "InvalidLaunchTemplateName.NotFoundException", "The specified launch template, with template name gpu-x, does not exist.", 0},
 			func() error { return e.p.Launch(ctx, ec2Pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "e"}) }, &nf},
 	} {
@@ -379,6 +401,15 @@ func TestErrorsClassified(t *testing.T) {
 				t.Fatalf("error = %v; want a %T carrying AWS's code %s and the pool", err, tt.want, tt.f.code)
 			}
 		})
+	}
+	// A capacity refusal is not retried: it would only delay the fallback.
+	runs := e.proxy.count("RunInstances")
+	e.proxy.inject("RunInstances", fault{500, "InsufficientInstanceCapacity", "no capacity", 1})
+	if err := e.p.Launch(ctx, ec2Pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "h"}); !errors.As(err, &ice) {
+		t.Fatalf("capacity refusal: %v", err)
+	}
+	if n := e.proxy.count("RunInstances") - runs; n != 1 {
+		t.Fatalf("RunInstances sent %d times for one capacity refusal; want 1", n)
 	}
 	unknown := e.asgPool("p", "no-such-group", 8)
 	if _, err := e.p.Describe(ctx, unknown); !errors.As(err, &nf) || !strings.Contains(err.Error(), `"no-such-group"`) {
@@ -454,6 +485,16 @@ func TestEC2Pool(t *testing.T) {
 	}
 	if c.form.Get("InstanceMarketOptions.MarketType") != "" {
 		t.Fatal("a reserved launch asked for spot")
+	}
+	// A Capacity Block is its own market.
+	block := e.ec2Pool("h100-block", lt, fleet.Reserved)
+	block.Target["capacity_reservation_id"], block.Target["capacity_block"] = "cr-0a1b2c3d4e5f60718", "true"
+	if err := e.p.Launch(ctx, block, providers.LaunchRequest{Count: 1, Target: 1, Key: "fc-launch-block-1"}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ = e.proxy.last("RunInstances")
+	if c.form.Get("InstanceMarketOptions.MarketType") != "capacity-block" || c.form.Get("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId") != "cr-0a1b2c3d4e5f60718" {
+		t.Fatalf("capacity block launch: %v", c.form)
 	}
 
 	// Terminate: an instance not tagged as the pool's is refused.

@@ -129,6 +129,10 @@ func runInput(pool fleet.Pool, key string, count int) *ec2.RunInstancesInput {
 		in.CapacityReservationSpecification = &ec2types.CapacityReservationSpecification{
 			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(cr)}}
 	}
+	if pool.Target["capacity_block"] == "true" {
+		// EC2 Capacity Blocks for ML are their own market.
+		in.InstanceMarketOptions = &ec2types.InstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+	}
 	return in
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
 
 	"github.com/fleetcast/autoscaler/providers"
@@ -24,6 +25,7 @@ var (
 		"SpotMaxPriceTooLow":                   true,
 		"ReservationCapacityExceeded":          true,
 		"InsufficientFreeAddressesInSubnet":    true,
+		"Unsupported":                          true, // the type is not offered in the zone
 	}
 	// quotaCodes: an account limit refused it; a person must raise it.
 	quotaCodes = map[string]bool{
@@ -74,6 +76,12 @@ func classify(pool, op string, err error) error {
 	case notFoundCodes[code],
 		code == "ValidationError" && strings.Contains(strings.ToLower(msg), "not found"):
 		return &providers.NotFoundError{Pool: pool, Resource: op, Err: err}
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() >= 400 && re.HTTPStatusCode() < 500 {
+		// The request itself was refused (a bad parameter, a missing
+		// permission): it will be refused again until someone fixes it.
+		return &providers.RefusedError{Pool: pool, Err: wrapped}
 	}
 	return fmt.Errorf("pool %s: %w", pool, wrapped)
 }

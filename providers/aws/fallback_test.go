@@ -18,10 +18,20 @@ import (
 
 // TestFallbackToAnotherPool runs the live controller on two AWS pools:
 // cheap spot instances run from a launch template, and an on-demand Auto
-// Scaling group. Jobs wait for 16 GPUs. The spot launch is refused with
-// InsufficientInstanceCapacity, as AWS sends it; the controller backs the
-// spot pool off, and the next cycle buys the GPUs in the on-demand group.
+// Scaling group. Jobs wait for 16 GPUs. The spot launch is refused, as AWS
+// sends it: for capacity, or for a missing permission; the controller
+// backs the spot pool off, and the next cycle buys the GPUs in the
+// on-demand group.
 func TestFallbackToAnotherPool(t *testing.T) {
+	for _, f := range []fault{
+		{status: 500, code: "InsufficientInstanceCapacity", message: "We currently do not have sufficient p4d.24xlarge capacity in the Availability Zone you requested (us-east-1a)."},
+		{status: 403, code: "UnauthorizedOperation", message: "You are not authorized to perform this operation."},
+	} {
+		t.Run(f.code, func(t *testing.T) { fallback(t, f) })
+	}
+}
+
+func fallback(t *testing.T, f fault) {
 	e := newEnv(t)
 	ctx := context.Background()
 	lt := e.fix.template(t, "gpu", "p4d.24xlarge")
@@ -46,8 +56,7 @@ func TestFallbackToAnotherPool(t *testing.T) {
 	if err := c.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.proxy.inject("RunInstances", fault{status: 500, code: "InsufficientInstanceCapacity",
-		message: "We currently do not have sufficient p4d.24xlarge capacity in the Availability Zone you requested (us-east-1a)."})
+	e.proxy.inject("RunInstances", f)
 
 	var launches []string
 	for range 2 {
@@ -67,8 +76,8 @@ func TestFallbackToAnotherPool(t *testing.T) {
 		t.Fatalf("launches = %v; want spot first, then on-demand after spot is refused", launches)
 	}
 	bs, _ := store.Backoffs()
-	if len(bs) != 1 || bs[0].Pool != "aws-spot-a100" || !strings.Contains(bs[0].Reason, "InsufficientInstanceCapacity") {
-		t.Fatalf("back-offs = %+v; want the spot pool, for InsufficientInstanceCapacity", bs)
+	if len(bs) != 1 || bs[0].Pool != "aws-spot-a100" || !strings.Contains(bs[0].Reason, f.code) {
+		t.Fatalf("back-offs = %+v; want the spot pool, for %s", bs, f.code)
 	}
 	if d := aws.ToInt32(e.group(t, "fleetcast-ondemand-a100").DesiredCapacity); d != 2 {
 		t.Fatalf("on-demand desired capacity %d; want 2 (16 GPUs)", d)

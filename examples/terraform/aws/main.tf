@@ -99,9 +99,12 @@ resource "aws_launch_template" "a100" {
 #     launching nodes nobody asked for or terminating nodes in the middle of
 #     jobs, and the controller and Terraform would undo each other.
 #
-#   - protect_from_scale_in = false: the group does not protect every new
-#     node. Fleetcast sets scale-in protection itself, per instance, on the
-#     nodes that hold work, and clears it when a node is drained.
+#   - protect_from_scale_in = true: every new node is protected from the
+#     group's own scale-in (a person lowering the desired capacity, an
+#     AZ rebalance), so the group never picks a node with work on it. Only
+#     Fleetcast chooses which node goes: it terminates that exact instance,
+#     which protection does not hold back. (Fleetcast also protects any
+#     node that reports and is not protected yet.)
 #
 #   - No instance_refresh and no scaling policies: a refresh would replace
 #     nodes without draining them, and a policy would be a second autoscaler.
@@ -116,8 +119,8 @@ resource "aws_autoscaling_group" "reserved" {
   max_size                  = var.reserved_nodes
   desired_capacity          = var.reserved_nodes
   vpc_zone_identifier       = [var.subnet_ids[var.availability_zone]]
-  protect_from_scale_in     = false # per node, by Fleetcast
-  wait_for_capacity_timeout = "0"   # Fleetcast watches the nodes come up
+  protect_from_scale_in     = true # only Fleetcast chooses which node goes
+  wait_for_capacity_timeout = "0"  # Fleetcast watches the nodes come up
 
   launch_template {
     id      = aws_launch_template.a100["reserved-a100"].id
@@ -159,7 +162,7 @@ resource "aws_autoscaling_group" "on_demand" {
   max_size              = var.on_demand_max_size
   desired_capacity      = var.on_demand_min_size
   vpc_zone_identifier   = values(var.subnet_ids)
-  protect_from_scale_in = false # per node, by Fleetcast
+  protect_from_scale_in = true # only Fleetcast chooses which node goes
 
   # The group never terminates a node to even out its zones.
   suspended_processes = ["AZRebalance"]
@@ -199,7 +202,7 @@ resource "aws_autoscaling_group" "spot" {
   max_size              = var.spot_max_size
   desired_capacity      = var.spot_min_size
   vpc_zone_identifier   = values(var.subnet_ids)
-  protect_from_scale_in = false # per node, by Fleetcast
+  protect_from_scale_in = true # only Fleetcast chooses which node goes
 
   # The group never terminates a node to even out its zones.
   suspended_processes = ["AZRebalance"]
