@@ -112,7 +112,8 @@ type Prediction struct {
 // levels calibrated on the model's own errors: forecasts from the last
 // origins of y (up to three days of them), each made from the data before
 // it with parameters fitted before the first of them, compared with what
-// followed, per horizon step (split conformal, by empirical quantiles).
+// followed, per horizon step (split conformal, by empirical quantiles with
+// a finite-sample correction; see offsets).
 // Values are never negative and quantiles never cross.
 func Predict(m Model, y []float64, season, h int, levels []float64) (Prediction, error) {
 	c, err := forecastPaths(m, y, season, h)
@@ -189,6 +190,12 @@ func (c *paths) calibrationMAE() float64 {
 	return sum / float64(len(c.starts)*c.h)
 }
 
+// recency is the weight of the calibration origin o: a half-life of a day
+// back from the last one.
+func (c *paths) recency(o int) float64 {
+	return math.Exp2(-float64(c.starts[len(c.starts)-1]-o) / float64(c.season))
+}
+
 // refitter is a Model whose final fit must keep the shape (the features)
 // of its calibration fit, so that the model calibrated is the one that
 // forecasts.
@@ -237,25 +244,61 @@ func (c *paths) predict(levels []float64) (Prediction, error) {
 	return p, nil
 }
 
+// overlap is how many calibration origins' errors k+1 steps ahead share
+// the information in one, per step of horizon beyond the first: errors of
+// origins fewer than k+1 steps apart overlap (for a random walk they are
+// correlated over k+1 origins); the errors also share the model's own
+// error, so not all of the overlap counts. Three quarters was chosen on
+// the shared traces and cuts of them (a half covers too little at 4
+// hours, a whole too much).
+const overlap = 0.75
+
 // offsets returns, per horizon step k, the levels' empirical quantiles of
 // the calibration errors k+1 steps ahead (offsets[k][j] for levels[j]),
 // each error weighted by its recency with a half-life of a day, so the bands
 // follow a change of regime within days rather than averaging over it.
+//
+// Each level is moved outward by split conformal's finite-sample
+// correction for n errors (the upper quantile at q(1+1/n) rather than q,
+// the lower at q-(1-q)/n), n being the effective number of independent
+// errors: the weights' effective sample size (Kish's) divided by the
+// number of origins each error is correlated with, 1+overlap*k (in
+// origins, with the calibration stride). The errors of a few days are few
+// independent samples at long horizons, and their empirical quantiles
+// alone give bands that cover too little.
 func (c *paths) offsets(levels []float64) [][]float64 {
 	out := make([][]float64, c.h)
 	type werr struct{ e, w float64 }
 	errs := make([]werr, len(c.starts))
-	last := c.starts[len(c.starts)-1]
+	total, squares := 0.0, 0.0
+	for _, o := range c.starts {
+		w := c.recency(o)
+		total += w
+		squares += w * w
+	}
+	stride := 1
+	if len(c.starts) > 1 {
+		stride = c.starts[1] - c.starts[0]
+	}
+	adjusted := make([]float64, len(levels))
 	for k := range c.h {
-		total := 0.0
 		for i, o := range c.starts {
-			w := math.Exp2(-float64(last-o) / float64(c.season))
-			errs[i] = werr{c.y[o+k] - c.calib[i][k], w}
-			total += w
+			errs[i] = werr{c.y[o+k] - c.calib[i][k], c.recency(o)}
 		}
 		slices.SortFunc(errs, func(a, b werr) int { return cmp.Compare(a.e, b.e) })
-		out[k] = make([]float64, len(levels))
+		n := total * total / squares / math.Max(1, (1+overlap*float64(k))/float64(stride))
 		for j, q := range levels {
+			switch {
+			case q > 0.5:
+				adjusted[j] = math.Min(1, q+q/n)
+			case q < 0.5:
+				adjusted[j] = math.Max(0, q-(1-q)/n)
+			default:
+				adjusted[j] = q
+			}
+		}
+		out[k] = make([]float64, len(levels))
+		for j, q := range adjusted {
 			// The weighted quantile: the first error whose cumulative
 			// weight reaches q of the total.
 			acc := 0.0
