@@ -36,6 +36,8 @@ type agentView struct {
 	healthy   bool
 	jobs      []fleet.Job
 	idleSince time.Time // zero while the node holds jobs
+	// drain is the drain the agent said it holds (its ID), if any.
+	drain string
 }
 
 // NewAgents makes an empty view reading time from now.
@@ -81,6 +83,10 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 		v.idleSince = now
 	}
 	v.received, v.healthy, v.jobs = now, r.Healthy, jobs
+	v.drain = ""
+	if r.Drain.State == report.Draining || r.Drain.State == report.SafeToTerminate {
+		v.drain = r.Drain.ID
+	}
 	return ans, nil
 }
 
@@ -126,6 +132,15 @@ func (a *Agents) Retain(keep func(node string) bool) {
 			delete(a.drains, id)
 		}
 	}
+}
+
+// Holds reports whether the node's last report taken says its agent holds
+// the drain with this ID (draining, or safe to terminate).
+func (a *Agents) Holds(node, drainID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v := a.nodes[node]
+	return v != nil && drainID != "" && v.drain == drainID
 }
 
 // Observe fills a node's agent fields (LastReport, Jobs, IdleSince) from

@@ -392,6 +392,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 				n.State = fleet.Terminating
 			case draining:
 				n.State, n.DrainStartedAt = fleet.Draining, d.Started
+				n.DrainAcked = c.agents.Holds(in.ID, c.drainRequest(d).ID)
 			case healthy || len(n.Jobs) > 0 || !c.ready[in.ID].IsZero():
 				// Ready once its agent reads healthy GPUs (DESIGN.md rule
 				// 7). A node running jobs, or that has been ready before

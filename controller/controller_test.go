@@ -47,11 +47,13 @@ type loop struct {
 	c       *Controller
 	// silent agents send nothing; busy nodes report a job on every GPU.
 	silent, busy map[string]bool
+	// held is the drain each agent holds (from the controller's answers).
+	held map[string]string
 }
 
 func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *loop {
 	t.Helper()
-	l := &loop{now: t0, silent: map[string]bool{}, busy: map[string]bool{}}
+	l := &loop{now: t0, silent: map[string]bool{}, busy: map[string]bool{}, held: map[string]string{}}
 	cfg := config.Defaults()
 	cfg.Pools = pools
 	l.cfg = &cfg
@@ -105,8 +107,19 @@ func (l *loop) report(t *testing.T) {
 				}
 				r.Jobs = []report.Job{j}
 			}
-			if _, err := l.agents.Accept(context.Background(), r); err != nil {
+			if id := l.held[in.ID]; id != "" {
+				r.Drain = report.DrainStatus{State: report.Draining, ID: id}
+				if len(r.Jobs) == 0 {
+					r.Drain.State = report.SafeToTerminate
+				}
+			}
+			ans, err := l.agents.Accept(context.Background(), r)
+			if err != nil {
 				t.Fatal(err)
+			}
+			l.held[in.ID] = ""
+			if ans.Drain != nil {
+				l.held[in.ID] = ans.Drain.ID
 			}
 		}
 	}

@@ -78,7 +78,7 @@ pool "aws-ondemand-a100" {
 forecast {
   step       = "10m"
   horizon    = "2h"
-  quantile   = 0.98 # a waiting GPU job costs more than an idle GPU (see README: the quantile trade-off)
+  quantile   = 0.97 # a waiting GPU job costs more than an idle GPU (see README: the quantile trade-off)
   history    = "14d"
   hysteresis = "30m"
 }

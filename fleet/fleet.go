@@ -112,6 +112,11 @@ type Node struct {
 	// did not checkpoint in time); the node is not drained again until its
 	// jobs have checkpointed since.
 	DrainCancelledAt time.Time `json:"drain_cancelled_at,omitzero"`
+	// DrainAcked is set when the node's agent has reported, since the
+	// drain began, that it holds the drain (and so takes no new work): the
+	// cordon. Until then a job may still be placed on the node, and the
+	// node is not terminated.
+	DrainAcked bool `json:"drain_acked,omitempty"`
 	// Jobs are the jobs the agent last reported on the node.
 	Jobs []Job `json:"jobs,omitempty"`
 }

@@ -227,6 +227,10 @@ func (p *planner) settleDrain(pp *poolPlan, n *fleet.Node, silent time.Duration)
 		blocker = silence(silent) + ", so its jobs' checkpoints cannot be confirmed"
 	case !n.LastReport.After(n.DrainStartedAt):
 		blocker = "no agent report since the drain began"
+	case !n.DrainAcked:
+		// The cordon: until the agent holds the drain it may still take
+		// new work, which the next report would show.
+		blocker = "its agent has not yet confirmed the drain (it may still take new work)"
 	default:
 		// Strictly after: a checkpoint at the very instant the drain was
 		// decided was made before anyone asked for it, and the work done

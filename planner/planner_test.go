@@ -201,14 +201,24 @@ func TestPlanScenarios(t *testing.T) {
 		cfg:  testConfig(od),
 		state: fleet.State{Nodes: []fleet.Node{
 			draining("done", 10*time.Minute, 2*time.Minute), draining("waiting", 5*time.Minute, 9*time.Minute),
-			draining("stuck", 25*time.Minute, 40*time.Minute), draining("empty", time.Minute)}},
+			draining("stuck", 25*time.Minute, 40*time.Minute), draining("empty", time.Minute),
+			// Drained a minute ago, not yet confirmed by its agent: a job
+			// placed since (its "checkpoint" is its start) must not be lost.
+			func() fleet.Node {
+				n := draining("uncordoned", time.Minute, 30*time.Second)
+				n.DrainAcked = false
+				return n
+			}()}},
 		fc: flat(100),
 		check: func(t *testing.T, p Plan) {
 			got := map[string]ActionKind{}
 			for _, a := range p.Actions {
 				got[a.Node] = a.Kind
+				if a.Node == "uncordoned" && !strings.Contains(a.Reason, "not yet confirmed the drain") {
+					t.Errorf("hold reason %q", a.Reason)
+				}
 			}
-			want := map[string]ActionKind{"done": Terminate, "waiting": Hold, "stuck": CancelDrain, "empty": Terminate, "": Launch}
+			want := map[string]ActionKind{"done": Terminate, "waiting": Hold, "stuck": CancelDrain, "empty": Terminate, "uncordoned": Hold, "": Launch}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("actions = %v, want %v", got, want)
 			}
@@ -315,7 +325,7 @@ func nan() float64 { var z float64; return z / z }
 // with one job per checkpoint age.
 func draining(id string, since time.Duration, ckAges ...time.Duration) fleet.Node {
 	n := ready(id, "od", ckAges...)
-	n.State, n.DrainStartedAt, n.LastReport = fleet.Draining, t0.Add(-since), t0.Add(-10*time.Second)
+	n.State, n.DrainStartedAt, n.LastReport, n.DrainAcked = fleet.Draining, t0.Add(-since), t0.Add(-10*time.Second), true
 	return n
 }
 

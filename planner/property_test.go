@@ -98,6 +98,7 @@ func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
 	}
 	if n.State == fleet.Draining {
 		n.DrainStartedAt = minutesAgo(t, "drainStart", 0, 60)
+		n.DrainAcked = rapid.IntRange(0, 4).Draw(t, "drainAcked") > 0
 	}
 	if n.State == fleet.Ready && rapid.IntRange(0, 4).Draw(t, "cancelled") == 0 {
 		n.DrainCancelledAt = minutesAgo(t, "cancelledAt", 0, 60)
@@ -236,7 +237,7 @@ func TestPropertySafety(t *testing.T) {
 				// Rule 1: a node is terminated only after every job on it
 				// checkpointed since the drain began, or exited, as seen in
 				// an agent report made since the drain began.
-				if n.State != fleet.Draining || silent(in, n) || !n.LastReport.After(n.DrainStartedAt) {
+				if n.State != fleet.Draining || silent(in, n) || !n.LastReport.After(n.DrainStartedAt) || !n.DrainAcked {
 					t.Fatalf("terminate of %s node (silent=%v, report %v, drain %v): %+v", n.State, silent(in, n), n.LastReport, n.DrainStartedAt, a)
 				}
 				for _, j := range n.Jobs {

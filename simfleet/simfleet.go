@@ -75,7 +75,7 @@ type node struct {
 	id       string
 	pool     *fleet.Pool
 	free     []bool // free[i]: GPU i is free
-	draining bool
+	draining string // the ID of the drain the node holds; "" if none
 }
 
 // Stats are the workload's score so far.
@@ -216,7 +216,7 @@ func (f *Fleet) release(j *job) {
 // in node order.
 func (f *Fleet) place(now time.Time) {
 	for _, j := range f.jobs {
-		if n := f.nodes[j.node]; n != nil && n.draining {
+		if n := f.nodes[j.node]; n != nil && n.draining != "" {
 			j.ckpt = now
 			f.release(j)
 			j.queuedAt = now
@@ -225,7 +225,7 @@ func (f *Fleet) place(now time.Time) {
 	}
 	ids := make([]string, 0, len(f.nodes))
 	for id, n := range f.nodes {
-		if !n.draining {
+		if n.draining == "" {
 			ids = append(ids, id)
 		}
 	}
@@ -272,8 +272,8 @@ func (f *Fleet) report(ctx context.Context, now time.Time) error {
 		for g := range n.free {
 			r.GPUs = append(r.GPUs, report.GPU{Index: g, UUID: fmt.Sprintf("GPU-%s-%d", id, g), Name: n.pool.GPUModel, MemoryTotal: 80 << 30})
 		}
-		if n.draining {
-			r.Drain.State = report.SafeToTerminate
+		if n.draining != "" {
+			r.Drain.State, r.Drain.ID = report.SafeToTerminate, n.draining
 			if len(r.Jobs) > 0 {
 				r.Drain.State = report.Draining
 			}
@@ -282,7 +282,10 @@ func (f *Fleet) report(ctx context.Context, now time.Time) error {
 		if err != nil {
 			return fmt.Errorf("simfleet: report from %s: %w", id, err)
 		}
-		n.draining = ans.Drain != nil
+		n.draining = ""
+		if ans.Drain != nil {
+			n.draining = ans.Drain.ID
+		}
 	}
 	return nil
 }

@@ -474,7 +474,8 @@ func (p *predictive) observe(e *engine) *fleet.State {
 		case up:
 			fn.State, fn.LastReport = fleet.Ready, now
 		case draining:
-			fn.State, fn.LastReport, fn.DrainStartedAt = fleet.Draining, now, p.at(n.drainAt)
+			// The simulated agent holds the drain from the moment it is decided.
+			fn.State, fn.LastReport, fn.DrainStartedAt, fn.DrainAcked = fleet.Draining, now, p.at(n.drainAt), true
 		}
 		if n.idleSince >= 0 && n.state != booting {
 			fn.IdleSince = p.at(n.idleSince)

@@ -169,6 +169,7 @@ func Generate(cfg *config.Config, now time.Time) (*Cloud, fleet.State, error) {
 		n := &nodes[drainIdx]
 		n.State = fleet.Draining
 		n.DrainStartedAt = now.Add(-6 * time.Minute)
+		n.DrainAcked = true // its agent holds the drain
 		for k := range n.Jobs {
 			j := &n.Jobs[k]
 			j.Start = minTime(j.Start, n.DrainStartedAt.Add(-10*time.Minute))
