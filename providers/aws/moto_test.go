@@ -34,7 +34,10 @@ func TestMain(m *testing.M) {
 }
 
 // motoURL returns the running moto_server's URL, reset to empty.
-func motoURL(t *testing.T) string { return mototest.URL(t) }
+func motoURL(t *testing.T) string {
+	t.Helper()
+	return mototest.URL(t)
+}
 
 // proxy stands in front of moto and records every call. It answers what
 // moto cannot produce: injected errors (capacity, throttling, quota, as
