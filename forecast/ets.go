@@ -200,6 +200,18 @@ func etsSSE(y []float64, p etsParams, l, b float64, ring []float64) float64 {
 	phi, gamma := p.phi, p.gamma
 	u, d := l+phi*b, phi*b
 	var sum float64
+	if len(ring) == 1 && ring[0] == 0 && gamma == 0 {
+		// No season: the index stays zero (while the errors are finite;
+		// once one is not, neither is the sum), so w is y_t, and the
+		// filter keeps its states in registers.
+		for _, w := range y {
+			e := w - u
+			sum += e * e
+			pd := phi * d
+			u, d = a1*u+(c1*w+pd), (c2*w+pd)-c2*u
+		}
+		return sum
+	}
 	j := 0
 	for _, v := range y {
 		s := ring[j]

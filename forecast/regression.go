@@ -181,7 +181,10 @@ type regressionFit struct {
 type regressionCoef struct {
 	mu    sync.Mutex
 	steps []*regressionStep // steps[k-1]
-	xbuf  []float64         // design matrix scratch, guarded by mu
+	// Scratch for fitStep, reused across steps, guarded by mu.
+	xbuf []float64 // the design matrix, its weighted, centred copy, and that by columns
+	vbuf []float64 // per-row vectors: targets, weights, residuals
+	gram []float64 // the normal equations' matrix, upper triangle
 }
 
 // Extend implements Fitted: the coefficients stay, the features read y
@@ -318,8 +321,11 @@ func (f *regressionFit) fourier(x []float64, tk int) {
 	i := 0
 	if f.kd > 0 {
 		ph := tk % f.season
-		for j := 1; j <= f.kd; j++ {
-			a := j * ph % f.season
+		a := 0 // j * ph % season
+		for range f.kd {
+			if a += ph; a >= f.season {
+				a -= f.season
+			}
 			x[i], x[i+1] = f.sinD[a], f.cosD[a]
 			i += 2
 		}
@@ -327,8 +333,11 @@ func (f *regressionFit) fourier(x []float64, tk int) {
 	if f.kw > 0 {
 		week := 7 * f.season
 		ph := tk % week
-		for j := 1; j <= f.kw; j++ {
-			a := j * ph % week
+		a := 0
+		for range f.kw {
+			if a += ph; a >= week {
+				a -= week
+			}
 			x[i], x[i+1] = f.sinW[a], f.cosW[a]
 			i += 2
 		}
@@ -364,27 +373,32 @@ func (f *regressionFit) fitStep(k int) *regressionStep {
 	}
 
 	// Design matrix and target.
-	if cap(f.coef.xbuf) < 2*rows*p {
-		f.coef.xbuf = make([]float64, 2*rows*p)
+	if cap(f.coef.xbuf) < 3*rows*p {
+		f.coef.xbuf = make([]float64, 3*rows*p)
 	}
 	raw := f.coef.xbuf[:rows*p]
 	work := f.coef.xbuf[rows*p : 2*rows*p]
-	ys := make([]float64, rows)
-	w := make([]float64, rows)
+	cols := f.coef.xbuf[2*rows*p : 3*rows*p]
+	if cap(f.coef.vbuf) < 5*rows {
+		f.coef.vbuf = make([]float64, 5*rows)
+	}
+	ys, w, res, sorted, yc := f.coef.vbuf[:rows], f.coef.vbuf[rows:2*rows], f.coef.vbuf[2*rows:3*rows], f.coef.vbuf[3*rows:4*rows], f.coef.vbuf[4*rows:5*rows]
+	if cap(f.coef.gram) < p*p {
+		f.coef.gram = make([]float64, p*p)
+	}
+	gram := f.coef.gram[:p*p]
 	for r := range rows {
 		t := hi - r*stride
 		f.features(raw[r*p:(r+1)*p], t, k)
 		ys[r] = f.y[t+k] - f.y[t]
 		w[r] = 1
 	}
-	s := solveWeighted(raw, work, ys, w, rows, p)
+	s := solveWeighted(raw, work, cols, gram, ys, yc, w, rows, p)
 	if s == nil {
 		return f.persistence()
 	}
 	s.level = f.mean
 	// Huber's loss by iteratively reweighted least squares.
-	res := make([]float64, rows)
-	sorted := make([]float64, rows)
 	for range regressionHuberIters {
 		for r := range rows {
 			v := s.c
@@ -394,8 +408,7 @@ func (f *regressionFit) fitStep(k int) *regressionStep {
 			res[r] = math.Abs(ys[r] - v)
 		}
 		copy(sorted, res)
-		slices.Sort(sorted)
-		c := regressionHuberK * sorted[rows/2] / 0.6745 // 0.6745: the normal's MAD
+		c := regressionHuberK * nthSmallest(sorted, rows/2) / 0.6745 // 0.6745: the normal's MAD
 		if c <= 0 {
 			break
 		}
@@ -405,7 +418,7 @@ func (f *regressionFit) fitStep(k int) *regressionStep {
 				w[r] = c / res[r]
 			}
 		}
-		if s2 := solveWeighted(raw, work, ys, w, rows, p); s2 != nil {
+		if s2 := solveWeighted(raw, work, cols, gram, ys, yc, w, rows, p); s2 != nil {
 			s2.level = s.level
 			s = s2
 		}
@@ -414,9 +427,9 @@ func (f *regressionFit) fitStep(k int) *regressionStep {
 }
 
 // solveWeighted fits ys on the rows of raw (rows x p) by weighted ridge
-// least squares with weights w; work is scratch of the same size. nil when
-// it cannot.
-func solveWeighted(raw, work, ys, w []float64, rows, p int) *regressionStep {
+// least squares with weights w; work (the size of raw), gram (p x p) and
+// yc (rows) and cols (the size of raw) are scratch. nil when it cannot.
+func solveWeighted(raw, work, cols, gram, ys, yc, w []float64, rows, p int) *regressionStep {
 	xbar := make([]float64, p)
 	ybar, sw := 0.0, 0.0
 	for r := range rows {
@@ -430,7 +443,6 @@ func solveWeighted(raw, work, ys, w []float64, rows, p int) *regressionStep {
 	for i := range xbar {
 		xbar[i] /= sw
 	}
-	yc := make([]float64, rows)
 	for r := range rows {
 		sq := math.Sqrt(w[r])
 		for i := range p {
@@ -438,9 +450,8 @@ func solveWeighted(raw, work, ys, w []float64, rows, p int) *regressionStep {
 		}
 		yc[r] = sq * (ys[r] - ybar)
 	}
+	gramUpper(gram, work, cols, rows, p)
 	X := mat.NewDense(rows, p, work)
-	var gram mat.SymDense
-	gram.SymOuterK(1, X.T())
 	var xty mat.VecDense
 	xty.MulVec(X.T(), mat.NewVecDense(rows, yc))
 
@@ -449,7 +460,7 @@ func solveWeighted(raw, work, ys, w []float64, rows, p int) *regressionStep {
 	scale := make([]float64, p)
 	for i := range p {
 		tol := 1e-10 * (1 + math.Abs(xbar[i]))
-		if d := gram.At(i, i); d > sw*tol*tol {
+		if d := gram[i*p+i]; d > sw*tol*tol {
 			scale[i] = 1 / math.Sqrt(d)
 		}
 	}
@@ -457,7 +468,7 @@ func solveWeighted(raw, work, ys, w []float64, rows, p int) *regressionStep {
 	rhs := mat.NewVecDense(p, nil)
 	for i := range p {
 		for j := i; j < p; j++ {
-			a.SetSym(i, j, gram.At(i, j)*scale[i]*scale[j])
+			a.SetSym(i, j, gram[i*p+j]*scale[i]*scale[j])
 		}
 		a.SetSym(i, i, a.At(i, i)+regressionRidge)
 		if scale[i] == 0 {
@@ -484,4 +495,95 @@ func solveWeighted(raw, work, ys, w []float64, rows, p int) *regressionStep {
 		}
 	}
 	return s
+}
+
+// nthSmallest returns the k-th smallest of xs (0-based; xs holds no NaN),
+// reordering xs: Hoare's quickselect, the same value a sort would put at
+// xs[k] in linear rather than n log n time.
+func nthSmallest(xs []float64, k int) float64 {
+	lo, hi := 0, len(xs)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if xs[mid] < xs[lo] {
+			xs[mid], xs[lo] = xs[lo], xs[mid]
+		}
+		if xs[hi] < xs[lo] {
+			xs[hi], xs[lo] = xs[lo], xs[hi]
+		}
+		if xs[hi] < xs[mid] {
+			xs[hi], xs[mid] = xs[mid], xs[hi]
+		}
+		pivot := xs[mid]
+		i, j := lo, hi
+		for i <= j {
+			for xs[i] < pivot {
+				i++
+			}
+			for xs[j] > pivot {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return xs[k]
+		}
+	}
+	return xs[k]
+}
+
+// gramUpper fills the upper triangle of gram (p x p) with xᵀx for x, rows x
+// p by rows, using cols (the same size) for x by columns. Each element is
+// summed over the rows in order, as BLAS's dsyrk does (so it rounds
+// alike), four elements at a time.
+func gramUpper(gram, x, cols []float64, rows, p int) {
+	for r := range rows {
+		for i, v := range x[r*p : (r+1)*p] {
+			cols[i*rows+r] = v
+		}
+	}
+	for i := range p {
+		ci := cols[i*rows : (i+1)*rows]
+		for j := i; j < p; j += 4 {
+			if p-j < 4 {
+				// The last four columns, some again (and some,
+				// before i, of the lower triangle, which is unused).
+				j = max(p-4, 0)
+			}
+			if p-j < 4 {
+				for jj := j; jj < p; jj++ {
+					cj := cols[jj*rows : (jj+1)*rows]
+					acc := 0.0
+					for r, a := range ci {
+						acc += float64(a * cj[r])
+					}
+					gram[i*p+jj] = acc
+				}
+				break
+			}
+			c0 := cols[j*rows : (j+1)*rows][:len(ci)]
+			c1 := cols[(j+1)*rows : (j+2)*rows][:len(ci)]
+			c2 := cols[(j+2)*rows : (j+3)*rows][:len(ci)]
+			c3 := cols[(j+3)*rows : (j+4)*rows][:len(ci)]
+			var a0, a1, a2, a3 float64
+			for r, a := range ci {
+				a0 += float64(a * c0[r])
+				a1 += float64(a * c1[r])
+				a2 += float64(a * c2[r])
+				a3 += float64(a * c3[r])
+			}
+			gram[i*p+j], gram[i*p+j+1], gram[i*p+j+2], gram[i*p+j+3] = a0, a1, a2, a3
+			if j+4 >= p {
+				break
+			}
+		}
+	}
 }
