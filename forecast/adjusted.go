@@ -32,17 +32,23 @@ func (AdjustedHolt) Name() string { return "adjusted_holt" }
 // servegen trace with a week of history, the profile of a few days cost
 // more at an hour ahead than it gained at four.)
 func (AdjustedHolt) Fit(y []float64, season, trainEnd int) (Fitted, error) {
+	return fitAdjusted("adjusted_holt", HoltDamped{}, y, season, trainEnd)
+}
+
+// fitAdjusted fits inner on y less its daily profile (as of trainEnd) and
+// adds the profile back to its forecasts; name is the model's, for errors.
+func fitAdjusted(name string, inner Model, y []float64, season, trainEnd int) (Fitted, error) {
 	end := min(trainEnd, len(y))
 	if season < 2 || end < 7*season {
-		return nil, fmt.Errorf("adjusted_holt needs %d steps of history before its first forecast, has %d", 7*season, end)
+		return nil, fmt.Errorf("%s needs %d steps of history before its first forecast, has %d", name, 7*season, end)
 	}
 	profile := dailyProfile(y[:end], season)
 	adj := adjust(nil, y, profile)
-	f, err := HoltDamped{}.Fit(adj, season, trainEnd)
+	f, err := inner.Fit(adj, season, trainEnd)
 	if err != nil {
 		return nil, err
 	}
-	return adjustedFitted{profile: profile, adjusted: adj, holt: f}, nil
+	return adjustedFitted{profile: profile, adjusted: adj, inner: f}, nil
 }
 
 // dailyProfile returns, for each step of the day (index t%season), the
@@ -99,7 +105,7 @@ func adjust(done, y, profile []float64) []float64 {
 type adjustedFitted struct {
 	profile  []float64
 	adjusted []float64 // y less the profile
-	holt     Fitted
+	inner    Fitted    // fitted on adjusted
 }
 
 func (f adjustedFitted) Extend(y []float64) Fitted {
@@ -107,12 +113,12 @@ func (f adjustedFitted) Extend(y []float64) Fitted {
 		return f
 	}
 	f.adjusted = adjust(f.adjusted, y, f.profile)
-	f.holt = f.holt.Extend(f.adjusted)
+	f.inner = f.inner.Extend(f.adjusted)
 	return f
 }
 
 func (f adjustedFitted) Forecast(origin, h int) []float64 {
-	out := f.holt.Forecast(origin, h)
+	out := f.inner.Forecast(origin, h)
 	for k := range out {
 		out[k] += f.profile[(origin+k)%len(f.profile)]
 	}

@@ -174,7 +174,7 @@ func TestPredictCalibrated(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	walk := 0.0
 	h := daily(30, func(int) float64 { walk += rng.NormFloat64(); return 200 + walk + 5*rng.NormFloat64() })
-	for _, m := range []Model{SeasonalLevelModel{}, HoltDamped{}, AdjustedHolt{}} {
+	for _, m := range []Model{SeasonalLevelModel{}, HoltDamped{}, AdjustedHolt{}, AdjustedTheta{}, DiffAR{}} {
 		inside, total := 0, 0
 		for origin := 11 * 144; origin+6 <= len(h.Values); origin += 37 {
 			p, err := Predict(m, h.Values[:origin], 144, 6, []float64{0.1, 0.9})
@@ -405,7 +405,7 @@ func BenchmarkAuto90d1m(b *testing.B) {
 // not disturb each other.
 func TestExtendBranches(t *testing.T) {
 	base := structured("noise", 6).Values
-	for _, m := range []Model{HoltDamped{}, AdjustedHolt{}, ETS{}, Regression{}, SeasonalLevelModel{}} {
+	for _, m := range []Model{HoltDamped{}, AdjustedHolt{}, AdjustedTheta{}, DiffAR{}, ETS{}, Regression{}, SeasonalLevelModel{}} {
 		f, err := m.Fit(base[:15*144], 144, 15*144)
 		if err != nil {
 			t.Fatal(err)
