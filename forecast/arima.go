@@ -3,6 +3,8 @@ package forecast
 import (
 	"fmt"
 	"math"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // arimaLags is DiffAR's autoregressive order: two lags were as good as
@@ -49,47 +51,20 @@ func (DiffAR) Fit(y []float64, season, trainEnd int) (Fitted, error) {
 	for i := range q {
 		gram[i*q+i] += 1e-9 * (1 + gram[i*q+i])
 	}
-	coef := solveDense(gram[:], rhs[:], q)
+	coef := make([]float64, q) // the random walk, if the system cannot be solved
+	var sol mat.VecDense
+	if err := sol.SolveVec(mat.NewDense(q, q, gram[:]), mat.NewVecDense(q, rhs[:])); err == nil {
+		for i := range q {
+			coef[i] = sol.AtVec(i)
+		}
+	}
 	for _, c := range coef {
 		if math.IsNaN(c) || math.IsInf(c, 0) {
-			coef = make([]float64, q) // the random walk
+			coef = make([]float64, q)
 			break
 		}
 	}
 	return diffARFit{y: y, coef: coef}, nil
-}
-
-// solveDense solves the n by n system a x = b (a row-major) by Gaussian
-// elimination with partial pivoting, overwriting a and b.
-func solveDense(a, b []float64, n int) []float64 {
-	for i := range n {
-		piv := i
-		for r := i + 1; r < n; r++ {
-			if math.Abs(a[r*n+i]) > math.Abs(a[piv*n+i]) {
-				piv = r
-			}
-		}
-		for j := range n {
-			a[i*n+j], a[piv*n+j] = a[piv*n+j], a[i*n+j]
-		}
-		b[i], b[piv] = b[piv], b[i]
-		for r := i + 1; r < n; r++ {
-			f := a[r*n+i] / a[i*n+i]
-			for j := i; j < n; j++ {
-				a[r*n+j] -= f * a[i*n+j]
-			}
-			b[r] -= f * b[i]
-		}
-	}
-	x := make([]float64, n)
-	for i := n - 1; i >= 0; i-- {
-		s := b[i]
-		for j := i + 1; j < n; j++ {
-			s -= a[i*n+j] * x[j]
-		}
-		x[i] = s / a[i*n+i]
-	}
-	return x
 }
 
 type diffARFit struct {
