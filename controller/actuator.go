@@ -97,19 +97,15 @@ func (a *Actuator) Launch(ctx context.Context, poolName string, count int) error
 	}
 	a.log.Info("launching", "pool", poolName, "count", count, "from", g.Target, "to", in.Target, "key", in.Key)
 	err = cloud.Launch(ctx, pool, providers.LaunchRequest{Count: count, Target: in.Target, Key: in.Key})
-	if err != nil && !answered(err) {
+	if err != nil && !providers.ShouldBackOff(err) {
+		// Not the cloud's definite answer (it refused, or granted part):
+		// the outcome is unknown.
 		return fmt.Errorf("controller: launch in pool %s (intent %s kept for recovery): %w", poolName, in.Key, err)
 	}
 	if derr := a.store.DoneIntent(in.Key); derr != nil {
 		return errors.Join(err, derr)
 	}
 	return err
-}
-
-// answered reports whether err is the cloud's definite answer to a request
-// (it refused, or granted part), rather than an unknown outcome.
-func answered(err error) bool {
-	return providers.ShouldBackOff(err)
 }
 
 // Terminate removes a node whose drain is complete (or a launching node

@@ -337,7 +337,15 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 	if err != nil {
 		return st, unread, err
 	}
+	// Room for the nodes last read, so thousands are not appended into
+	// ever-growing copies.
+	hint := 0
+	for _, g := range c.seen {
+		hint += len(g.instances)
+	}
+	st.Nodes = make([]fleet.Node, 0, hint)
 	var errs []error
+	var newlyReady []string // written to the store in one transaction
 	for _, p := range c.cfg.Pools {
 		ps := fleet.PoolStatus{Name: p.Name}
 		if b, ok := bo[p.Name]; ok && now.Before(b.Until) {
@@ -381,10 +389,8 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 			n := fleet.Node{ID: in.ID, Pool: p.Name, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID]}
 			healthy := c.agents.Observe(&n)
 			if healthy && c.ready[in.ID].IsZero() && !c.dryRun {
-				if err := c.store.PutReady(in.ID, now); err != nil {
-					return st, unread, err
-				}
 				c.ready[in.ID] = now
+				newlyReady = append(newlyReady, in.ID)
 			}
 			d, draining := byNode[in.ID]
 			switch {
@@ -409,6 +415,11 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 				n.LaunchedAt = later(n.LaunchedAt, c.started)
 			}
 			st.Nodes = append(st.Nodes, n)
+		}
+	}
+	if len(newlyReady) > 0 {
+		if err := c.store.PutReady(now, newlyReady...); err != nil {
+			return st, unread, err
 		}
 	}
 	unread.err = errors.Join(errs...)
@@ -440,11 +451,17 @@ func (c *Controller) forgetGone(drains []state.Drain, nodes []fleet.Node) error 
 			}
 		}
 	}
+	var gone []string
 	for id := range c.ready {
 		if !present[id] {
-			if err := c.store.DeleteReady(id); err != nil {
-				return err
-			}
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) > 0 {
+		if err := c.store.DeleteReady(gone...); err != nil {
+			return err
+		}
+		for _, id := range gone {
 			delete(c.ready, id)
 		}
 	}

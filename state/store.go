@@ -472,7 +472,7 @@ func (s *Store) PruneDrainLog(before time.Time) (int, error) {
 
 // DeleteDrain forgets a node's drain (finished, cancelled, or the node is
 // gone).
-func (s *Store) DeleteDrain(node string) error { return s.deleteKey(bucketDrains, node) }
+func (s *Store) DeleteDrain(node string) error { return s.deleteKeys(bucketDrains, node) }
 
 // Drains returns the drains in progress, by node.
 func (s *Store) Drains() ([]Drain, error) { return all[Drain](s, bucketDrains) }
@@ -488,38 +488,55 @@ type NodeTime struct {
 // checkpointed since.
 type Cancelled = NodeTime
 
-// putNodeTime records a time for a node in a bucket; what names the record
-// in errors.
-func (s *Store) putNodeTime(bucket []byte, what, node string, t time.Time) error {
-	if node == "" || t.IsZero() {
-		return fmt.Errorf("state: %s of %q at %v: want a node and a time", what, node, t)
+// putNodeTime records a time for nodes in a bucket, in one transaction;
+// what names the records in errors.
+func (s *Store) putNodeTime(bucket []byte, what string, t time.Time, nodes ...string) error {
+	for _, node := range nodes {
+		if node == "" || t.IsZero() {
+			return fmt.Errorf("state: %s of %q at %v: want a node and a time", what, node, t)
+		}
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		return putJSON(tx.Bucket(bucket), node, NodeTime{Node: node, At: t})
+		for _, node := range nodes {
+			if err := putJSON(tx.Bucket(bucket), node, NodeTime{Node: node, At: t}); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
-func (s *Store) deleteKey(bucket []byte, key string) error {
-	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Delete([]byte(key)) })
+// deleteKeys deletes keys from a bucket, in one transaction.
+func (s *Store) deleteKeys(bucket []byte, keys ...string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		for _, k := range keys {
+			if err := tx.Bucket(bucket).Delete([]byte(k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // PutCancelled records that a node's drain was cancelled at t.
 func (s *Store) PutCancelled(node string, t time.Time) error {
-	return s.putNodeTime(bucketCancels, "cancelled drain", node, t)
+	return s.putNodeTime(bucketCancels, "cancelled drain", t, node)
 }
 
 // DeleteCancelled forgets a node's cancelled drain (the node is gone).
-func (s *Store) DeleteCancelled(node string) error { return s.deleteKey(bucketCancels, node) }
+func (s *Store) DeleteCancelled(node string) error { return s.deleteKeys(bucketCancels, node) }
 
-// PutReady records when a node's agent first reported healthy GPUs: from
-// then on the node is never again taken for a launch that failed, even
-// when the controller restarts and has no report from it yet.
-func (s *Store) PutReady(node string, t time.Time) error {
-	return s.putNodeTime(bucketReady, "ready node", node, t)
+// PutReady records that the nodes' agents first reported healthy GPUs at
+// t: from then on they are never again taken for launches that failed,
+// even when the controller restarts and has no report from them yet. The
+// nodes are written in one transaction (a fresh controller may see
+// thousands become ready in one cycle).
+func (s *Store) PutReady(t time.Time, nodes ...string) error {
+	return s.putNodeTime(bucketReady, "ready node", t, nodes...)
 }
 
-// DeleteReady forgets a node that is gone.
-func (s *Store) DeleteReady(node string) error { return s.deleteKey(bucketReady, node) }
+// DeleteReady forgets nodes that are gone, in one transaction.
+func (s *Store) DeleteReady(nodes ...string) error { return s.deleteKeys(bucketReady, nodes...) }
 
 // ReadyNodes returns the nodes that have been ready, by node.
 func (s *Store) ReadyNodes() ([]NodeTime, error) { return all[NodeTime](s, bucketReady) }
@@ -550,7 +567,7 @@ func (s *Store) PutBackoff(b Backoff) error {
 }
 
 // DeleteBackoff clears a pool's back-off (a launch succeeded).
-func (s *Store) DeleteBackoff(pool string) error { return s.deleteKey(bucketBackoffs, pool) }
+func (s *Store) DeleteBackoff(pool string) error { return s.deleteKeys(bucketBackoffs, pool) }
 
 // Backoffs returns the pools' back-offs, by pool.
 func (s *Store) Backoffs() ([]Backoff, error) { return all[Backoff](s, bucketBackoffs) }

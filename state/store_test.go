@@ -509,3 +509,24 @@ func BenchmarkAppendDemand(b *testing.B) {
 		}
 	}
 }
+
+func TestReadyNodes(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	if err := s.PutReady(t0, "i-1", "i-2", "i-3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutReady(t0, "i-4", ""); err == nil {
+		t.Fatal("a ready record with no node was taken")
+	}
+	if err := s.DeleteReady("i-1", "i-3"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir)
+	defer s.Close()
+	got, err := s.ReadyNodes()
+	if err != nil || len(got) != 1 || got[0] != (NodeTime{Node: "i-2", At: t0}) {
+		t.Fatalf("ready nodes = %+v, %v; want i-2 alone (i-4 refused with its batch)", got, err)
+	}
+}
