@@ -174,6 +174,7 @@ func (r Recovered) Err() error {
 // error is for the store alone; what was left unsettled is in Unsettled.
 func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
 	r := Recovered{Unsettled: map[string]error{}}
+	groups := map[string]providers.Group{}
 	intents, err := a.store.Intents()
 	if err != nil {
 		return r, fmt.Errorf("controller: reading the journal: %w", err)
@@ -189,10 +190,13 @@ func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
 		}
 		switch in.Kind {
 		case state.IntentLaunch, state.IntentTerminate:
-			g, err := cloud.Describe(ctx, pool)
-			if err != nil {
-				r.Unsettled[in.Pool] = fmt.Errorf("controller: recovering %s %s (kept for the next try): %w", in.Kind, in.Key, err)
-				continue
+			g, ok := groups[in.Pool]
+			if !ok {
+				if g, err = cloud.Describe(ctx, pool); err != nil {
+					r.Unsettled[in.Pool] = fmt.Errorf("controller: recovering %s %s (kept for the next try): %w", in.Kind, in.Key, err)
+					continue
+				}
+				groups[in.Pool] = g // read once per pool: Recover changes nothing in the cloud
 			}
 			if in.Kind == state.IntentLaunch {
 				if g.Target >= in.Target {
