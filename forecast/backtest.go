@@ -36,6 +36,14 @@ type Score struct {
 	// MASE is the mean absolute error scaled by the in-sample
 	// seasonal-naive error.
 	MASE float64 `json:"mase"`
+	// MASESE is MASE's standard error: the standard deviation of the
+	// origins' MASE over the square root of their number, how far another
+	// draw of origins could move MASE. A few origins with a burst or an
+	// outage in their horizon often carry much of the mean, so a gap to a
+	// figure from other origins (a published anchor) under about twice
+	// this is noise. Models scored on the same origins share that noise:
+	// gaps between them are surer than this.
+	MASESE float64 `json:"mase_se"`
 	// SMAPE is the symmetric mean absolute percentage error, in percent.
 	SMAPE float64 `json:"smape"`
 	// Pinball is the pinball loss at the quantile, scaled like MASE.
@@ -95,10 +103,6 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 	lo, up := slices.Index(levels, 0.1), slices.Index(levels, opt.Quantile)
 	hi := slices.Index(levels, 0.9)
 
-	type acc struct {
-		mase, smape, pinball, cover, ms float64
-		n, failed                       int
-	}
 	accs := make([]acc, len(models)+1) // the last is auto
 	rep := BacktestReport{Origins: len(origins), Picks: map[string]int{}}
 	for _, o := range origins {
@@ -127,9 +131,8 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 				continue
 			}
 			cands = append(cands, c)
-			score(&accs[i].mase, &accs[i].smape, &accs[i].pinball, &accs[i].cover, p, actual, scale, lo, up, hi, opt.Quantile)
+			accs[i].add(p, actual, scale, lo, up, hi, opt.Quantile)
 			accs[i].ms += ms
-			accs[i].n++
 		}
 		a := &accs[len(models)]
 		if len(cands) == 0 {
@@ -139,9 +142,8 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 		best := pick(cands)
 		p, _ := best.predict(levels)
 		rep.Picks[best.name]++
-		score(&a.mase, &a.smape, &a.pinball, &a.cover, p, actual, scale, lo, up, hi, opt.Quantile)
+		a.add(p, actual, scale, lo, up, hi, opt.Quantile)
 		a.ms += totalMS
-		a.n++
 	}
 	for i := range accs {
 		name := AutoName
@@ -153,6 +155,9 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 		if a.n > 0 {
 			n := float64(a.n)
 			s.MASE, s.SMAPE, s.Pinball, s.Coverage80, s.FitMS = a.mase/n, a.smape/n, a.pinball/n, a.cover/n, a.ms/n
+			if a.n > 1 {
+				s.MASESE = math.Sqrt(max(0, a.mase2-n*s.MASE*s.MASE) / (n - 1) / n)
+			}
 		} else {
 			s.MASE, s.SMAPE, s.Pinball = math.NaN(), math.NaN(), math.NaN()
 		}
@@ -161,8 +166,15 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 	return rep, nil
 }
 
-// score adds one origin's errors to the running sums.
-func score(mase, smape, pinball, cover *float64, p Prediction, actual []float64, scale float64, lo, up, hi int, q float64) {
+// acc is one model's running sums over the origins.
+type acc struct {
+	mase, smape, pinball, cover, ms float64
+	mase2                           float64 // sum of the origins' squared MASE
+	n, failed                       int
+}
+
+// add adds one origin's errors to the running sums.
+func (a *acc) add(p Prediction, actual []float64, scale float64, lo, up, hi int, q float64) {
 	var ae, sm, pl, in float64
 	for k, a := range actual {
 		f := p.Point[k]
@@ -181,10 +193,13 @@ func score(mase, smape, pinball, cover *float64, p Prediction, actual []float64,
 		}
 	}
 	n := float64(len(actual))
-	*mase += ae / n / scale
-	*smape += sm / n
-	*pinball += pl / n / scale
-	*cover += in / n
+	m := ae / n / scale
+	a.mase += m
+	a.mase2 += m * m
+	a.smape += sm / n
+	a.pinball += pl / n / scale
+	a.cover += in / n
+	a.n++
 }
 
 // naiveScale is the mean absolute change over a season in y (over one step

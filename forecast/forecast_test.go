@@ -367,8 +367,44 @@ func TestBacktestProtocol(t *testing.T) {
 	if err != nil || rep.Origins != 30 || rep.Scores[0].MASE > 1e-9 || rep.Scores[0].Coverage80 != 1 {
 		t.Fatalf("report %+v, err %v", rep, err)
 	}
+	if rep.Scores[0].MASESE != 0 {
+		t.Fatalf("MASE's standard error %v, want 0 with no error at any origin", rep.Scores[0].MASESE)
+	}
 	if _, err := Backtest(y[:200], DefaultModels(), BacktestOptions{Season: 144, Horizon: 6}); err == nil {
 		t.Fatal("too short for the training window: want an error")
+	}
+}
+
+// TestBacktestStandardError: MASE's standard error is that of the origins'
+// own MASEs, computed here by hand for the seasonal naive model.
+func TestBacktestStandardError(t *testing.T) {
+	y := structured("noise", 3).Values
+	const season, h, days = 144, 6, 14
+	rep, err := Backtest(y, []Model{SeasonalNaiveModel{Days: 1}}, BacktestOptions{Season: season, Horizon: h, TrainDays: days})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ntrain := days * season
+	var ms []float64
+	for _, o := range spread(max(ntrain, int(math.Round(float64(len(y))*0.6))), len(y)-h, 30) {
+		scale := naiveScale(y[o-ntrain:o], season)
+		e := 0.0
+		for k := range h {
+			e += math.Abs(y[o+k]-y[o+k-season]) / h
+		}
+		ms = append(ms, e/scale)
+	}
+	mean, ss := 0.0, 0.0
+	for _, m := range ms {
+		mean += m / float64(len(ms))
+	}
+	for _, m := range ms {
+		ss += (m - mean) * (m - mean)
+	}
+	want := math.Sqrt(ss / float64(len(ms)-1) / float64(len(ms)))
+	got := rep.Scores[0]
+	if math.Abs(got.MASE-mean) > 1e-9 || math.Abs(got.MASESE-want) > 1e-9 || want == 0 {
+		t.Fatalf("MASE %v ± %v, want %v ± %v", got.MASE, got.MASESE, mean, want)
 	}
 }
 

@@ -134,11 +134,12 @@ func writeBacktest(w io.Writer, out backtestJSON, rep forecast.BacktestReport) {
 	fmt.Fprintf(w, "%s: %d origins, step %v, horizon %v\n\n", out.Series, out.Origins,
 		time.Duration(out.StepS)*time.Second, time.Duration(out.HorizonS)*time.Second)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "model\tMASE\tsMAPE %\tpinball\t80% coverage\tfit ms\tfailed\t")
+	fmt.Fprintln(tw, "model\tMASE\t± se\tsMAPE %\tpinball\t80% coverage\tfit ms\tfailed\t")
 	for _, s := range rep.Scores {
-		fmt.Fprintf(tw, "%s\t%.3f\t%.1f\t%.3f\t%.2f\t%.1f\t%d\t\n", s.Model, s.MASE, s.SMAPE, s.Pinball, s.Coverage80, s.FitMS, s.Failed)
+		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.1f\t%.3f\t%.2f\t%.1f\t%d\t\n", s.Model, s.MASE, s.MASESE, s.SMAPE, s.Pinball, s.Coverage80, s.FitMS, s.Failed)
 	}
 	tw.Flush()
+	fmt.Fprintf(w, "\n± se: MASE's standard error over the %d origins, how far another draw of origins could move it (gaps to figures from\nother origins under about twice it are noise; the models here share their origins, so gaps between them are surer).\n", out.Origins)
 	var picks []string
 	for m, n := range rep.Picks {
 		picks = append(picks, fmt.Sprintf("%s %d", m, n))

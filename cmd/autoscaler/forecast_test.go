@@ -43,8 +43,13 @@ func TestForecastBacktestJSON(t *testing.T) {
 	}
 	found := false
 	for _, m := range rep.Models {
-		if len(m) != 6 {
-			t.Errorf("model %v has %d fields, want model, mase, smape, pinball, coverage80, fit_ms", m["model"], len(m))
+		for _, k := range []string{"model", "mase", "mase_se", "smape", "pinball", "coverage80", "fit_ms"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("model %v has no %q", m["model"], k)
+			}
+		}
+		if len(m) != 7 {
+			t.Errorf("model %v has %d fields, want model, mase, mase_se, smape, pinball, coverage80, fit_ms", m["model"], len(m))
 		}
 		found = found || m["model"] == rep.Selected
 	}
