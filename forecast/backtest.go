@@ -66,6 +66,21 @@ type BacktestReport struct {
 	Scores  []Score `json:"models"`
 	// Picks counts, for auto, how often each model was chosen.
 	Picks map[string]int `json:"-"`
+	// PerOrigin has every model's figures at every origin where it
+	// forecast, in origin order and then the models' (auto last): what a
+	// paired comparison with another forecaster scored on the same origins
+	// needs, since the origins differ far more from each other than good
+	// models do.
+	PerOrigin []OriginScore `json:"-"`
+}
+
+// OriginScore is one model's figures at one backtest origin.
+type OriginScore struct {
+	// Origin is the index in the series of the first value forecast.
+	Origin int
+	Model  string
+	// MASE, Pinball and Coverage80 are as in Score, for this origin.
+	MASE, Pinball, Coverage80 float64
 }
 
 // Backtest runs the rolling-origin backtest of each model, and of auto
@@ -131,7 +146,9 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 				continue
 			}
 			cands = append(cands, c)
-			accs[i].add(p, actual, scale, lo, up, hi, opt.Quantile)
+			sc := accs[i].add(p, actual, scale, lo, up, hi, opt.Quantile)
+			sc.Origin, sc.Model = o, m.Name()
+			rep.PerOrigin = append(rep.PerOrigin, sc)
 			accs[i].ms += ms
 		}
 		a := &accs[len(models)]
@@ -142,7 +159,9 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 		best := pick(cands)
 		p, _ := best.predict(levels)
 		rep.Picks[best.name]++
-		a.add(p, actual, scale, lo, up, hi, opt.Quantile)
+		sc := a.add(p, actual, scale, lo, up, hi, opt.Quantile)
+		sc.Origin, sc.Model = o, AutoName
+		rep.PerOrigin = append(rep.PerOrigin, sc)
 		a.ms += totalMS
 	}
 	for i := range accs {
@@ -173,8 +192,8 @@ type acc struct {
 	n, failed                       int
 }
 
-// add adds one origin's errors to the running sums.
-func (a *acc) add(p Prediction, actual []float64, scale float64, lo, up, hi int, q float64) {
+// add adds one origin's errors to the running sums and returns them.
+func (a *acc) add(p Prediction, actual []float64, scale float64, lo, up, hi int, q float64) OriginScore {
 	var ae, sm, pl, in float64
 	for k, a := range actual {
 		f := p.Point[k]
@@ -193,13 +212,14 @@ func (a *acc) add(p Prediction, actual []float64, scale float64, lo, up, hi int,
 		}
 	}
 	n := float64(len(actual))
-	m := ae / n / scale
-	a.mase += m
-	a.mase2 += m * m
+	sc := OriginScore{MASE: ae / n / scale, Pinball: pl / n / scale, Coverage80: in / n}
+	a.mase += sc.MASE
+	a.mase2 += sc.MASE * sc.MASE
 	a.smape += sm / n
-	a.pinball += pl / n / scale
-	a.cover += in / n
+	a.pinball += sc.Pinball
+	a.cover += sc.Coverage80
 	a.n++
+	return sc
 }
 
 // naiveScale is the mean absolute change over a season in y (over one step

@@ -406,6 +406,17 @@ func TestBacktestStandardError(t *testing.T) {
 	if math.Abs(got.MASE-mean) > 1e-9 || math.Abs(got.MASESE-want) > 1e-9 || want == 0 {
 		t.Fatalf("MASE %v ± %v, want %v ± %v", got.MASE, got.MASESE, mean, want)
 	}
+	// The per-origin figures are the same origins' MASEs, the model's then
+	// auto's at each origin.
+	if len(rep.PerOrigin) != 2*len(ms) {
+		t.Fatalf("%d per-origin figures, want %d", len(rep.PerOrigin), 2*len(ms))
+	}
+	for i, m := range ms {
+		s, a := rep.PerOrigin[2*i], rep.PerOrigin[2*i+1]
+		if s.Model != "snaive_daily" || a.Model != AutoName || s.Origin != a.Origin || math.Abs(s.MASE-m) > 1e-9 {
+			t.Fatalf("origin %d: %+v and %+v, want MASE %v", i, s, a, m)
+		}
+	}
 }
 
 // BenchmarkAuto14d10m fits and forecasts every model (and chooses) on 14

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,7 +18,7 @@ import (
 )
 
 func runForecast(e *env, args []string) int {
-	fs := newFlagSet(e, "forecast", "forecast -series FILE [-value-column a+b] [-step 10m] [-horizon 1h] [-quantile 0.9] [-backtest] [-json] [-plot FILE]")
+	fs := newFlagSet(e, "forecast", "forecast -series FILE [-value-column a+b] [-step 10m] [-horizon 1h] [-quantile 0.9] [-backtest [-per-origin FILE]] [-json] [-plot FILE]")
 	path := fs.String("series", "", "demand series (CSV with a time column and value columns)")
 	valueCol := fs.String("value-column", "", "the value column, or columns to sum as a+b")
 	scale := fs.Float64("scale", 1, "multiply values by this")
@@ -31,6 +34,7 @@ func runForecast(e *env, args []string) int {
 	fs.Var(&trainFlag, "train", "backtest training window")
 	asJSON := fs.Bool("json", false, "print JSON")
 	plotPath := fs.String("plot", "", "draw history, forecast and 80% band to this file (.svg, .png or .pdf)")
+	perOrigin := fs.String("per-origin", "", "with -backtest, write every model's figures at every origin to this CSV file (for paired comparisons)")
 	log, code, ok := setup(e, fs, args)
 	if !ok {
 		return code
@@ -41,6 +45,10 @@ func runForecast(e *env, args []string) int {
 	}
 	if !(*quantile > 0 && *quantile < 1) {
 		fmt.Fprintf(e.stderr, "forecast: -quantile %v: want a number in (0, 1)\n", *quantile)
+		return exitUsage
+	}
+	if *perOrigin != "" && !*backtest {
+		fmt.Fprintln(e.stderr, "forecast: -per-origin needs -backtest")
 		return exitUsage
 	}
 	step, horizon, train := stepFlag.d, horizonFlag.d, trainFlag.d
@@ -72,11 +80,34 @@ func runForecast(e *env, args []string) int {
 	season := int(forecast.Day / step)
 
 	if *backtest {
+		var perOriginFile *os.File
+		if *perOrigin != "" {
+			// Created first, so that an unwritable path fails before a
+			// long backtest rather than after it.
+			if perOriginFile, err = os.Create(*perOrigin); err != nil {
+				fmt.Fprintln(e.stderr, "forecast: -per-origin:", err)
+				return exitError
+			}
+			defer perOriginFile.Close()
+		}
 		rep, err := forecast.Backtest(series.Values, forecast.DefaultModels(), forecast.BacktestOptions{
 			Season: season, Horizon: h, Origins: *origins, TrainDays: train.Hours() / 24, Quantile: *quantile, Now: time.Now})
 		if err != nil {
+			if perOriginFile != nil {
+				os.Remove(*perOrigin) // nothing to write
+			}
 			fmt.Fprintln(e.stderr, "forecast:", err)
 			return exitError
+		}
+		if perOriginFile != nil {
+			err := writePerOrigin(perOriginFile, rep.PerOrigin, step)
+			if cerr := perOriginFile.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				fmt.Fprintf(e.stderr, "forecast: -per-origin %s: %v\n", *perOrigin, err)
+				return exitError
+			}
 		}
 		out := backtestJSON{Series: raw.Name, StepS: step.Seconds(), HorizonS: (time.Duration(h) * step).Seconds(), Origins: rep.Origins, Selected: forecast.AutoName}
 		for _, s := range rep.Scores {
@@ -128,6 +159,19 @@ func writeJSON(e *env, v any) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// writePerOrigin writes the backtest's per-origin figures to out as CSV:
+// origin (the index of the first value forecast), time_s (its offset from
+// the start of the resampled series), model, mase, pinball, coverage80.
+func writePerOrigin(out io.Writer, scores []forecast.OriginScore, step time.Duration) error {
+	w := bufio.NewWriter(out)
+	fmt.Fprintln(w, "origin,time_s,model,mase,pinball,coverage80")
+	for _, s := range scores {
+		ts := strconv.FormatFloat((time.Duration(s.Origin) * step).Seconds(), 'f', -1, 64)
+		fmt.Fprintf(w, "%d,%s,%s,%.6g,%.6g,%.6g\n", s.Origin, ts, s.Model, s.MASE, s.Pinball, s.Coverage80)
+	}
+	return w.Flush()
 }
 
 func writeBacktest(w io.Writer, out backtestJSON, rep forecast.BacktestReport) {

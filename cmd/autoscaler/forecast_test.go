@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -58,6 +60,57 @@ func TestForecastBacktestJSON(t *testing.T) {
 	}
 }
 
+// TestForecastPerOrigin: -per-origin writes every model's figures at every
+// origin, and each model's mean over them is its MASE in the report.
+func TestForecastPerOrigin(t *testing.T) {
+	series := writeFile(t, "demand.csv", daysCSV(21))
+	path := filepath.Join(t.TempDir(), "origins.csv")
+	code, out, errOut := cli("forecast", "-series", series, "-value-column", "running", "-backtest", "-json", "-origins", "12", "-per-origin", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Models []struct {
+			Model string  `json:"model"`
+			MASE  float64 `json:"mase"`
+		} `json:"models"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rows[0], ","); got != "origin,time_s,model,mase,pinball,coverage80" {
+		t.Fatalf("header %q", got)
+	}
+	sums, counts := map[string]float64{}, map[string]int{}
+	for _, r := range rows[1:] {
+		origin, _ := strconv.Atoi(r[0])
+		ts, _ := strconv.ParseFloat(r[1], 64)
+		m, err := strconv.ParseFloat(r[3], 64)
+		if err != nil || ts != float64(origin)*600 {
+			t.Fatalf("row %v: %v", r, err)
+		}
+		sums[r[2]] += m
+		counts[r[2]]++
+	}
+	for _, m := range rep.Models {
+		if counts[m.Model] != 12 || math.Abs(sums[m.Model]/12-m.MASE) > 1e-4*(1+m.MASE) {
+			t.Errorf("%s: %d origins, mean MASE %v, report %v", m.Model, counts[m.Model], sums[m.Model]/float64(counts[m.Model]), m.MASE)
+		}
+	}
+	if len(rows)-1 != 12*len(rep.Models) {
+		t.Errorf("%d rows for %d models at 12 origins", len(rows)-1, len(rep.Models))
+	}
+}
+
 func TestForecastFromTheEnd(t *testing.T) {
 	series := writeFile(t, "demand.csv", daysCSV(8))
 	pic := filepath.Join(t.TempDir(), "f.png")
@@ -89,6 +142,8 @@ func TestForecastErrors(t *testing.T) {
 		{"bad step", []string{"forecast", "-series", good, "-value-column", "running", "-step", "7m"}, 2, "does not divide a day"},
 		{"bad quantile", []string{"forecast", "-series", good, "-quantile", "1.5"}, 2, "-quantile 1.5"},
 		{"too short to backtest", []string{"forecast", "-series", day, "-value-column", "running", "-backtest"}, 1, "too few"},
+		{"per-origin without backtest", []string{"forecast", "-series", good, "-value-column", "running", "-per-origin", filepath.Join(t.TempDir(), "o.csv")}, 2, "-per-origin needs -backtest"},
+		{"per-origin unwritable", []string{"forecast", "-series", good, "-value-column", "running", "-backtest", "-per-origin", filepath.Join(t.TempDir(), "no", "o.csv")}, 1, "-per-origin: open"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
