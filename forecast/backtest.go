@@ -193,7 +193,7 @@ type acc struct {
 }
 
 // add adds one origin's errors to the running sums and returns them.
-func (a *acc) add(p Prediction, actual []float64, scale float64, lo, up, hi int, q float64) OriginScore {
+func (r *acc) add(p Prediction, actual []float64, scale float64, lo, up, hi int, q float64) OriginScore {
 	var ae, sm, pl, in float64
 	for k, a := range actual {
 		f := p.Point[k]
@@ -213,12 +213,12 @@ func (a *acc) add(p Prediction, actual []float64, scale float64, lo, up, hi int,
 	}
 	n := float64(len(actual))
 	sc := OriginScore{MASE: ae / n / scale, Pinball: pl / n / scale, Coverage80: in / n}
-	a.mase += sc.MASE
-	a.mase2 += sc.MASE * sc.MASE
-	a.smape += sm / n
-	a.pinball += sc.Pinball
-	a.cover += sc.Coverage80
-	a.n++
+	r.mase += sc.MASE
+	r.mase2 += sc.MASE * sc.MASE
+	r.smape += sm / n
+	r.pinball += sc.Pinball
+	r.cover += sc.Coverage80
+	r.n++
 	return sc
 }
 
