@@ -88,12 +88,12 @@ func runForecast(e *env, args []string) int {
 				fmt.Fprintln(e.stderr, "forecast: -per-origin:", err)
 				return exitError
 			}
-			defer perOriginFile.Close()
 		}
 		rep, err := forecast.Backtest(series.Values, forecast.DefaultModels(), forecast.BacktestOptions{
 			Season: season, Horizon: h, Origins: *origins, TrainDays: train.Hours() / 24, Quantile: *quantile, Now: time.Now})
 		if err != nil {
 			if perOriginFile != nil {
+				perOriginFile.Close()
 				os.Remove(*perOrigin) // nothing to write
 			}
 			fmt.Fprintln(e.stderr, "forecast:", err)
