@@ -215,6 +215,11 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 	plan := planner.Make(planner.Input{Config: c.cfg, State: &st, Forecast: fc, Now: now})
 	c.metrics.planSeconds.Observe(time.Since(started).Seconds())
 	c.mu.Lock()
+	if prev := c.lastFC; fc.Note != "" && (prev == nil || prev.Note == "" || prev.Model != fc.Model) {
+		// Said when it starts, not every cycle: a short history's note
+		// lasts a day, with figures that change every cycle.
+		c.log.Info("forecast note", "model", fc.Model, "note", fc.Note)
+	}
 	c.lastPlan, c.lastState, c.lastCycle = &plan, &st, now
 	c.lastFC = nil
 	if len(fc.Values) > 0 {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
@@ -642,5 +644,20 @@ func TestUnsettledIntentHoldsOnlyItsPool(t *testing.T) {
 	}
 	if got, _ := l.store.Intents(); len(got) != 1 || got[0].Key != in.Key {
 		t.Fatalf("journal = %+v; want b's intent kept", got)
+	}
+}
+
+// TestForecastNoteLoggedOnce: a forecast's note (here, too short a history
+// for a model) is logged when it starts, not every cycle.
+func TestForecastNoteLoggedOnce(t *testing.T) {
+	l := newLoop(t, false, gpuPool("g5", 1, 200, 5*time.Minute))
+	var buf strings.Builder
+	l.c.log = hclog.New(&hclog.LoggerOptions{Output: &buf})
+	for range 30 {
+		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "g5", GPUs: 4}}})
+		l.cycle(t)
+	}
+	if n := strings.Count(buf.String(), "forecast note"); n != 1 {
+		t.Fatalf("%d forecast notes in 30 cycles, want 1:\n%s", n, buf.String())
 	}
 }

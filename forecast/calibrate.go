@@ -106,6 +106,9 @@ type Prediction struct {
 	// CalibrationMAE is the model's mean absolute error over the
 	// calibration origins and horizon steps: out of sample for the data.
 	CalibrationMAE float64
+	// Note says why the forecast holds on to the values before the last,
+	// if it does (an unconfirmed jump; see unconfirmedJump).
+	Note string
 }
 
 // Predict fits m on y and forecasts h steps after it, with quantiles at
@@ -114,6 +117,9 @@ type Prediction struct {
 // it with parameters fitted before the first of them, compared with what
 // followed, per horizon step (split conformal, by empirical quantiles with
 // a finite-sample correction; see offsets).
+// A last value far from the forecast made before it is an unconfirmed
+// jump: the forecast holds on to the values before it, its band widened to
+// hold the jump, and Note says so (see unconfirmedJump).
 // Values are never negative and quantiles never cross.
 func Predict(m Model, y []float64, season, h int, levels []float64) (Prediction, error) {
 	c, err := forecastPaths(m, y, season, h)
@@ -237,7 +243,12 @@ func mean(ps []*paths) *paths {
 // predict turns paths into a Prediction with calibrated quantiles.
 func (c *paths) predict(levels []float64) (Prediction, error) {
 	p := Prediction{Model: c.name, Levels: slices.Clone(levels), CalibrationMAE: c.mae, Point: slices.Clone(c.point)}
-	p.Quantiles = withQuantiles(c.point, c.offsets(levels))
+	off := c.offsets(levels)
+	p.Quantiles = withQuantiles(c.point, off)
+	if before, expected, ok := unconfirmedJump(c.members, c.y, c.h, c.jumpThreshold()); ok {
+		p.Quantiles = hedge(levels, withQuantiles(before, shifted(off)), p.Quantiles)
+		p.Point, p.Note = before, jumpNote(c.y[len(c.y)-1], expected)
+	}
 	for k, v := range p.Point {
 		p.Point[k] = math.Max(0, v)
 	}
@@ -380,8 +391,10 @@ func (HoltDamped) Fit(y []float64, season, trainEnd int) (Fitted, error) {
 // Auto fits every model, calibrates each, and keeps the one with the
 // smallest calibration error (an out-of-sample error on the last days of
 // the history, so the choice uses no future data). Models that cannot fit
-// the history (too short for a weekly lag, say) are skipped; Note names
-// the choice and the skips.
+// the history (too short for a weekly lag, say) are skipped. Note says
+// when there was too little history for any of them (and the seasonal
+// naive forecast was used), or when the last value is an unconfirmed jump
+// (see Predict).
 func Auto(history fleet.Series, horizon time.Duration, levels []float64) (Forecast, error) {
 	return autoFrom(DefaultModels(), history, horizon, levels)
 }
@@ -405,7 +418,7 @@ func autoFrom(models []Model, history fleet.Series, horizon time.Duration, level
 		f.Note = "too little history to calibrate a model (" + err.Error() + "); " + f.Note
 		return f, nil
 	}
-	f := Forecast{Origin: history.End(), Step: history.Step, Model: best.Model, Levels: best.Levels, Values: best.Quantiles}
+	f := Forecast{Origin: history.End(), Step: history.Step, Model: best.Model, Note: best.Note, Levels: best.Levels, Values: best.Quantiles}
 	return f, nil
 }
 
@@ -464,6 +477,7 @@ type Online struct {
 	model   string
 	members []Fitted // the chosen models, followed to the latest history
 	offsets [][]float64
+	jump    float64 // the unconfirmed jump threshold (see unconfirmedJump)
 	// horizon is kept for the fallback (too little history).
 	horizon time.Duration
 }
@@ -486,7 +500,7 @@ func NewOnline(history fleet.Series, horizon time.Duration, levels []float64) (*
 	}
 	if len(cands) > 0 {
 		best := pick(cands)
-		o.model, o.members, o.offsets = best.name, best.members, best.offsets(o.levels)
+		o.model, o.members, o.offsets, o.jump = best.name, best.members, best.offsets(o.levels), best.jumpThreshold()
 	}
 	return o, nil
 }
@@ -521,5 +535,10 @@ func (o *Online) Forecast(history fleet.Series) (Forecast, error) {
 			point[k] += w * v
 		}
 	}
-	return Forecast{Origin: history.End(), Step: o.step, Model: o.model, Levels: slices.Clone(o.levels), Values: withQuantiles(point, o.offsets)}, nil
+	f := Forecast{Origin: history.End(), Step: o.step, Model: o.model, Levels: slices.Clone(o.levels), Values: withQuantiles(point, o.offsets)}
+	if before, expected, ok := unconfirmedJump(o.members, y, o.h, o.jump); ok {
+		f.Values = hedge(f.Levels, withQuantiles(before, shifted(o.offsets)), f.Values)
+		f.Note = jumpNote(y[len(y)-1], expected)
+	}
+	return f, nil
 }

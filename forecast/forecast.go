@@ -23,7 +23,8 @@ type Forecast struct {
 	Step   time.Duration `json:"step"`
 	// Model names the model that made the forecast.
 	Model string `json:"model"`
-	// Note says why a simpler model was used, if one was.
+	// Note says why a simpler model was used, if one was, or why the
+	// forecast holds on to the values before the last (an unconfirmed jump).
 	Note string `json:"note,omitempty"`
 	// Levels are the quantile levels, ascending, in (0, 1).
 	Levels []float64   `json:"levels"`

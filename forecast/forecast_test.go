@@ -331,6 +331,8 @@ func TestQuantilesNeverCross(t *testing.T) {
 		for i := range vals {
 			vals[i] = math.Max(0, level+20*math.Sin(float64(i)/23)+jump*float64(i%7))
 		}
+		// A last reading zeroed or scaled: an unconfirmed jump's band.
+		vals[n-1] *= rapid.SampledFrom([]float64{1, 0, 0.5, 3}).Draw(t, "last")
 		levels := []float64{0.05, 0.1, 0.5, 0.9, 0.95}
 		f, err := Auto(fleet.Series{Start: start, Step: 10 * time.Minute, Values: vals}, time.Hour, levels)
 		if err != nil {
