@@ -43,26 +43,27 @@ func (c *paths) jumpThreshold() float64 {
 // unconfirmedJump reports whether the last value of y is further than
 // threshold from the one-step forecast that members (fitted on y, weighted
 // equally) made before it. If it is, it returns that one-step forecast and
-// their forecast for the h steps after y made before the jump: from one
-// step earlier, shifted a step, its last step repeated.
+// their forecast for the h steps after y made before the jump (from one
+// step earlier, h+1 steps, less the first).
 func unconfirmedJump(members []Fitted, y []float64, h int, threshold float64) (before []float64, expected float64, ok bool) {
 	n := len(y)
 	if n < 2 || len(members) == 0 || h < 1 {
 		return nil, 0, false
 	}
-	before = make([]float64, h)
 	w := 1 / float64(len(members))
 	for _, m := range members {
-		for k, v := range m.Forecast(n-1, h) {
-			before[k] += w * v
-		}
+		expected += w * m.Forecast(n-1, 1)[0]
 	}
 	// NaNs compare false: no jump.
-	expected = before[0]
 	if !(math.Abs(y[n-1]-expected) > threshold) {
 		return nil, 0, false
 	}
-	copy(before, before[1:])
+	before = make([]float64, h)
+	for _, m := range members {
+		for k, v := range m.Forecast(n-1, h+1)[1:] {
+			before[k] += w * v
+		}
+	}
 	for _, v := range before {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, 0, false

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -200,10 +201,26 @@ func writeForecast(w io.Writer, name string, f forecast.Forecast, q float64) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "time\tp10\tp50\tp%g\tp90\t\n", math.Round(q*1000)/10)
-	lo, mid, qq, hi := f.Quantile(0.1), f.Quantile(0.5), f.Quantile(q), f.Quantile(0.9)
-	for k := range lo {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t\n", f.Origin.Add(time.Duration(k)*f.Step).UTC().Format("2006-01-02 15:04"), lo[k], mid[k], qq[k], hi[k])
+	// The 80% band and the median, and -quantile's column where it is
+	// another.
+	qs := []float64{0.1, 0.5, 0.9}
+	if !slices.Contains(qs, q) {
+		qs = append(qs, q)
+		slices.Sort(qs)
+	}
+	cols := make([][]float64, len(qs))
+	fmt.Fprint(tw, "time\t")
+	for i, l := range qs {
+		cols[i] = f.Quantile(l)
+		fmt.Fprintf(tw, "p%g\t", math.Round(l*1000)/10)
+	}
+	fmt.Fprintln(tw)
+	for k := range cols[0] {
+		fmt.Fprintf(tw, "%s\t", f.Origin.Add(time.Duration(k)*f.Step).UTC().Format("2006-01-02 15:04"))
+		for _, c := range cols {
+			fmt.Fprintf(tw, "%.1f\t", c[k])
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,11 +119,22 @@ func TestForecastFromTheEnd(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(out, "forecast from") || !strings.Contains(out, "p95") || strings.Count(out, "\n") < 5 {
+	if !strings.Contains(out, "forecast from") || !regexp.MustCompile(`time +p10 +p50 +p90 +p95\n`).MatchString(out) || strings.Count(out, "\n") < 5 {
 		t.Fatalf("output:\n%s", out)
 	}
 	if b, err := os.ReadFile(pic); err != nil || len(b) < 1000 {
 		t.Fatalf("picture: %v", err)
+	}
+	// -quantile 0.9 (the default) is the band's top: no second column.
+	// A last reading of zero is held as an unconfirmed jump, and said.
+	csv := daysCSV(8)
+	csv = csv[:strings.LastIndex(strings.TrimSuffix(csv, "\n"), "\n")+1] + fmt.Sprintf("%d,0,0\n", (8*144-1)*600)
+	code, out, errOut = cli("forecast", "-series", writeFile(t, "zero.csv", csv), "-value-column", "running", "-horizon", "30m")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !regexp.MustCompile(`time +p10 +p50 +p90\n`).MatchString(out) || !strings.Contains(out, "the last value, 0, is far from") {
+		t.Fatalf("output:\n%s", out)
 	}
 }
 
