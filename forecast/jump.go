@@ -29,6 +29,9 @@ import (
 // cut (Earth's job counts).
 const jumpFactor = 2
 
+// jumpMaterial is the smallest jump, relative to the values: 1%.
+const jumpMaterial = 0.01
+
 // jumpThreshold is jumpFactor times the 99th percentile of the absolute
 // one-step errors at the calibration origins.
 func (c *paths) jumpThreshold() float64 {
@@ -54,8 +57,10 @@ func unconfirmedJump(members []Fitted, y []float64, h int, threshold float64) (b
 	for _, m := range members {
 		expected += w * m.Forecast(n-1, 1)[0]
 	}
-	// NaNs compare false: no jump.
-	if !(math.Abs(y[n-1]-expected) > threshold) {
+	// A jump is also at least jumpMaterial of the values' size (so that a
+	// series the models fit exactly has no jumps of rounding error). NaNs
+	// compare false: no jump.
+	if d := math.Abs(y[n-1] - expected); !(d > threshold && d > jumpMaterial*max(math.Abs(y[n-1]), math.Abs(expected))) {
 		return nil, 0, false
 	}
 	before = make([]float64, h)

@@ -127,3 +127,35 @@ func TestHedge(t *testing.T) {
 		t.Fatalf("shifted = %v", got)
 	}
 }
+
+// TestNoJumpOnAnExactFit: a series the models fit exactly (a constant, a
+// repeated day) has no jumps of rounding error; a step on a flat run is
+// one.
+func TestNoJumpOnAnExactFit(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		v    func(i int) float64
+		last float64 // added to the last value
+		note bool
+	}{
+		{"constant", func(int) float64 { return 8 }, 0, false},
+		{"constant, rounding", func(int) float64 { return 8 }, 1e-9, false},
+		{"repeated day", func(i int) float64 { return float64(i % 144) }, 0, false},
+		{"step on a flat run", func(int) float64 { return 8 }, 8, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := fleet.Series{Start: start, Step: 10 * time.Minute}
+			for i := range 15 * 144 {
+				s.Values = append(s.Values, tt.v(i))
+			}
+			s.Values[len(s.Values)-1] += tt.last
+			f, err := Auto(s, time.Hour, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.Note != ""; got != tt.note {
+				t.Fatalf("%s: note %q, want a note: %v", f.Model, f.Note, tt.note)
+			}
+		})
+	}
+}
