@@ -244,10 +244,10 @@ func mean(ps []*paths) *paths {
 func (c *paths) predict(levels []float64) (Prediction, error) {
 	p := Prediction{Model: c.name, Levels: slices.Clone(levels), CalibrationMAE: c.mae, Point: slices.Clone(c.point)}
 	off := c.offsets(levels)
-	p.Quantiles = withQuantiles(c.point, off)
-	if before, expected, ok := unconfirmedJump(c.members, c.y, c.h, c.jumpThreshold()); ok {
-		p.Quantiles = hedge(levels, withQuantiles(before, shifted(off)), p.Quantiles)
-		p.Point, p.Note = before, jumpNote(c.y[len(c.y)-1], expected)
+	var before []float64
+	p.Quantiles, before, p.Note = holdJump(c.members, c.y, c.h, c.jumpThreshold(), levels, off, withQuantiles(c.point, off))
+	if before != nil {
+		p.Point = before
 	}
 	for k, v := range p.Point {
 		p.Point[k] = math.Max(0, v)
@@ -535,10 +535,6 @@ func (o *Online) Forecast(history fleet.Series) (Forecast, error) {
 			point[k] += w * v
 		}
 	}
-	f := Forecast{Origin: history.End(), Step: o.step, Model: o.model, Levels: slices.Clone(o.levels), Values: withQuantiles(point, o.offsets)}
-	if before, expected, ok := unconfirmedJump(o.members, y, o.h, o.jump); ok {
-		f.Values = hedge(f.Levels, withQuantiles(before, shifted(o.offsets)), f.Values)
-		f.Note = jumpNote(y[len(y)-1], expected)
-	}
-	return f, nil
+	values, _, note := holdJump(o.members, y, o.h, o.jump, o.levels, o.offsets, withQuantiles(point, o.offsets))
+	return Forecast{Origin: history.End(), Step: o.step, Model: o.model, Note: note, Levels: slices.Clone(o.levels), Values: values}, nil
 }

@@ -77,9 +77,18 @@ func unconfirmedJump(members []Fitted, y []float64, h int, threshold float64) (b
 	return before, expected, true
 }
 
-// jumpNote says why a forecast holds on to the values before its last.
-func jumpNote(last, expected float64) string {
-	return fmt.Sprintf("the last value, %.4g, is far from the %.4g expected; forecast from before it until the next value confirms it, the band widened to hold both", last, expected)
+// holdJump applies the rule to a forecast from y by members, q being its
+// quantiles at levels (from offsets). When the last value of y is an
+// unconfirmed jump (see unconfirmedJump), it returns q hedged with the
+// forecast made before the jump, that forecast, and a note saying so;
+// otherwise q, nil and "".
+func holdJump(members []Fitted, y []float64, h int, threshold float64, levels []float64, offsets, q [][]float64) ([][]float64, []float64, string) {
+	before, expected, ok := unconfirmedJump(members, y, h, threshold)
+	if !ok {
+		return q, nil, ""
+	}
+	note := fmt.Sprintf("the last value, %.4g, is far from the %.4g expected; forecast from before it until the next value confirms it, the band widened to hold both", y[len(y)-1], expected)
+	return hedge(levels, withQuantiles(before, shifted(offsets)), q), before, note
 }
 
 // hedge returns the quantiles (rows per level, levels ascending) of a
