@@ -6,7 +6,7 @@ FUZZTIME ?= 30s
 # go-nvml's cgo prologue uses NVML functions the header marks deprecated.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build test bench lint fuzz clean
+.PHONY: all build test bench lint fuzz mutants clean
 
 all: lint test build
 
@@ -37,6 +37,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadSeries$$' -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz '^FuzzReceiver$$' -fuzztime $(FUZZTIME) ./agent/report
 	$(GO) test -run '^$$' -fuzz '^FuzzLocalAPI$$' -fuzztime $(FUZZTIME) ./agent
+
+## mutants: check that the safety rules' tests fail when each rule's code is removed
+mutants:
+	scripts/mutants.sh
 
 clean:
 	rm -rf bin

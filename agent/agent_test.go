@@ -218,7 +218,7 @@ func TestUnknownProcesses(t *testing.T) {
 	if len(r.Unknown) != 1 || r.Unknown[0].PID != 777 || len(r.Jobs) != 1 {
 		t.Fatalf("report %+v", r)
 	}
-	if err := r.Validate(time.Now(), time.Minute); err != nil {
+	if err := r.Validate(time.Now(), time.Minute, 0); err != nil {
 		t.Fatalf("the agent's own report does not validate: %v", err)
 	}
 }

@@ -4,10 +4,13 @@
 //
 // Every change to a cloud goes through an Actuator, which writes the intent
 // and its idempotency key to the state store (synced) before calling the
-// provider, and removes it once the cloud's answer is known. After a crash,
-// Recover reads the journal and reconciles each intent against the cloud's
-// own state, so a crash between deciding and acting never launches twice
-// and never leaves a decided termination half done (DESIGN.md rules 4 and 8).
+// provider, and removes it once the cloud's answer is known, recording a
+// launch the cloud took as the controller's own (state.Launch): only its
+// own launches are ever terminated for missing their provisioning deadline.
+// After a crash, Recover reads the journal and reconciles each intent
+// against the cloud's own state, finishing a launch with its own key, so a
+// crash between deciding and acting never launches twice and never leaves a
+// decided termination half done (DESIGN.md rules 4, 7 and 8).
 package controller
 
 import (
@@ -96,16 +99,62 @@ func (a *Actuator) Launch(ctx context.Context, poolName string, count int) error
 		return fmt.Errorf("controller: launch in pool %s not made: %w", poolName, err)
 	}
 	a.log.Info("launching", "pool", poolName, "count", count, "from", g.Target, "to", in.Target, "key", in.Key)
-	err = cloud.Launch(ctx, pool, providers.LaunchRequest{Count: count, Target: in.Target, Key: in.Key})
+	return a.send(ctx, pool, cloud, in, g)
+}
+
+// send asks the cloud for a journaled launch and settles its intent once
+// the cloud has answered: a launch the cloud took is recorded as the
+// controller's own (state.Launch), with the instances it added. A
+// refusal (capacity, quota; the cloud may have granted part) is the
+// cloud's answer too: what it granted is read back and recorded, and the
+// refusal returned for the caller to back the pool off. Any other error
+// leaves the outcome unknown and the intent for Recover. before is the
+// group as read before the launch.
+func (a *Actuator) send(ctx context.Context, pool fleet.Pool, cloud providers.Provider, in state.Intent, before providers.Group) error {
+	err := cloud.Launch(ctx, pool, providers.LaunchRequest{Count: in.Count, Target: in.Target, Key: in.Key})
 	if err != nil && !providers.ShouldBackOff(err) {
-		// Not the cloud's definite answer (it refused, or granted part):
-		// the outcome is unknown.
-		return fmt.Errorf("controller: launch in pool %s (intent %s kept for recovery): %w", poolName, in.Key, err)
+		// Not the cloud's definite answer: the outcome is unknown.
+		return fmt.Errorf("controller: launch in pool %s (intent %s kept for recovery): %w", pool.Name, in.Key, err)
 	}
-	if derr := a.store.DoneIntent(in.Key); derr != nil {
-		return errors.Join(err, derr)
+	rec := state.Launch{Key: in.Key, Pool: in.Pool, Count: in.Count, At: in.Created}
+	if err != nil {
+		rec.Count = a.granted(ctx, pool, cloud, in, before, err)
+	}
+	if serr := a.store.SettleLaunch(rec); serr != nil {
+		return errors.Join(err, serr)
 	}
 	return err
+}
+
+// granted is how many instances a refused launch added: what the cloud
+// said it granted, or, read back, for a keyed group those listed with its
+// key (a listing that lags counts fewer, never more), for a group with a
+// target size how far its target rose. With neither, all of the request:
+// capacity that may have been launched counts (against the limits too)
+// until its provisioning deadline.
+func (a *Actuator) granted(ctx context.Context, pool fleet.Pool, cloud providers.Provider, in state.Intent, before providers.Group, err error) int {
+	var ice *providers.InsufficientCapacityError
+	n := 0
+	if errors.As(err, &ice) {
+		n = ice.Granted
+	}
+	g, derr := cloud.Describe(ctx, pool)
+	switch {
+	case derr != nil:
+		a.log.Warn("a refused launch's grant could not be read; all of it counted as launching", "pool", pool.Name, "key", in.Key, "error", derr)
+		return in.Count
+	case g.Keyed:
+		listed := 0
+		for _, i := range g.Instances {
+			if i.LaunchKey == in.Key {
+				listed++
+			}
+		}
+		n = max(n, listed)
+	default:
+		n = max(n, g.Target-before.Target)
+	}
+	return min(max(n, 0), in.Count)
 }
 
 // Terminate removes a node whose drain is complete (or a launching node
@@ -136,9 +185,12 @@ func (a *Actuator) Terminate(ctx context.Context, poolName, node string) error {
 
 // Recovered says what Recover did with each journaled intent.
 type Recovered struct {
-	// Done are intents the cloud shows made; Dropped were not made and are
-	// left to the next plan.
+	// Done are intents the cloud shows made (or made once sent again);
+	// Dropped were not made and are left to the next plan.
 	Done, Dropped []state.Intent
+	// Refused are pools whose launch, sent again, the cloud refused (for
+	// capacity, quota): the caller backs them off.
+	Refused map[string]error
 	// Unsettled are pools with intents kept for a later try, and why: the
 	// pool's group could not be read, or the pool is not in the config.
 	// Nothing should be changed in them until their intents settle.
@@ -155,10 +207,21 @@ func (r Recovered) Err() error {
 }
 
 // Recover reconciles the journal with the clouds, oldest intent first:
-//   - a launch whose group's target size reached its target was made; one
-//     whose group is below it was not (or only in part), and is dropped:
-//     the next plan sees the group as it is and decides afresh, so nothing
-//     is launched twice;
+//   - a launch whose group's target size reached its target (a group
+//     with a target size of its own, whose target is the truth), or whose
+//     instances the cloud lists by its key, was made, and is recorded as
+//     the controller's own; one a group with a target size does not show
+//     is dropped, and the next plan decides on the group as it is;
+//   - a launch in a keyed group (EC2 instances from a launch template)
+//     that the cloud does not list yet is sent again with the same key,
+//     which the cloud takes as the same request (an EC2 client token: it
+//     answers with the instances it launched the first time), so a launch
+//     made just before a crash but not listed yet (EC2's reads are
+//     eventually consistent) is never made twice, and one never made is
+//     made now. Unless it is older than its pool's provisioning deadline
+//     (too late: dropped), or could take the pool over its max (not sent,
+//     recorded as made: its units are given up at the deadline if no
+//     instance shows);
 //   - a termination the cloud shows done is cleared; one not yet done is
 //     dropped, never finished blindly: the node may have gone back into
 //     service since (its drain failed at the deadline while the controller
@@ -173,7 +236,7 @@ func (r Recovered) Err() error {
 // intents are settled: one unreadable pool does not hold the fleet up. The
 // error is for the store alone; what was left unsettled is in Unsettled.
 func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
-	r := Recovered{Unsettled: map[string]error{}}
+	r := Recovered{Unsettled: map[string]error{}, Refused: map[string]error{}}
 	groups := map[string]providers.Group{}
 	intents, err := a.store.Intents()
 	if err != nil {
@@ -196,17 +259,17 @@ func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
 					r.Unsettled[in.Pool] = fmt.Errorf("controller: recovering %s %s (kept for the next try): %w", in.Kind, in.Key, err)
 					continue
 				}
-				groups[in.Pool] = g // read once per pool: Recover changes nothing in the cloud
+				groups[in.Pool] = g // read once per pool, unless a launch is sent again
 			}
 			if in.Kind == state.IntentLaunch {
-				if g.Target >= in.Target {
-					r.Done = append(r.Done, in)
-					a.log.Info("recovered launch: made", "pool", in.Pool, "target", in.Target, "key", in.Key)
-				} else {
-					r.Dropped = append(r.Dropped, in)
-					a.log.Warn("recovered launch: not made; the next plan decides", "pool", in.Pool, "target", in.Target, "group_target", g.Target, "key", in.Key)
+				resent, err := a.recoverLaunch(ctx, &r, pool, cloud, in, g)
+				if err != nil {
+					return r, err
 				}
-				break
+				if resent {
+					delete(groups, in.Pool)
+				}
+				continue
 			}
 			if !slices.ContainsFunc(g.Instances, func(i providers.Instance) bool {
 				return i.ID == in.Node && i.State != providers.InstanceTerminating
@@ -228,4 +291,58 @@ func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
 		}
 	}
 	return r, nil
+}
+
+// recoverLaunch settles one journaled launch against its group as read
+// (see Recover) and says whether it sent it again. It returns only the
+// store's errors; a launch whose outcome stays unknown (the cloud failed
+// the request sent again) is kept and its pool marked unsettled.
+func (a *Actuator) recoverLaunch(ctx context.Context, r *Recovered, pool fleet.Pool, cloud providers.Provider, in state.Intent, g providers.Group) (bool, error) {
+	// A keyed group's Target only counts what it lists: its launches are
+	// known by their keys alone. A group with a target size of its own
+	// says by it whether the launch was made.
+	made := slices.ContainsFunc(g.Instances, func(i providers.Instance) bool { return i.LaunchKey == in.Key }) ||
+		(!g.Keyed && g.Target >= in.Target)
+	record := state.Launch{Key: in.Key, Pool: in.Pool, Count: in.Count, At: in.Created}
+	switch {
+	case made:
+		r.Done = append(r.Done, in)
+		a.log.Info("recovered launch: made", "pool", in.Pool, "target", in.Target, "key", in.Key)
+		return false, a.store.SettleLaunch(record)
+	case !g.Keyed || a.now().Sub(in.Created) > pool.ProvisionTimeout:
+		// Not made (a group's target is the truth), or too late to make:
+		// the next plan decides afresh on the group as it is.
+		r.Dropped = append(r.Dropped, in)
+		a.log.Warn("recovered launch: not made; the next plan decides",
+			"pool", in.Pool, "target", in.Target, "group_target", g.Target, "key", in.Key)
+		return false, a.store.DoneIntent(in.Key)
+	case g.Target+in.Count > pool.Max:
+		// Sent again, it could take the pool over its max (lowered since,
+		// or filled by others): not sent. If it was made, its instances
+		// are the controller's; if not, its units are given up at the
+		// provisioning deadline.
+		r.Done = append(r.Done, in)
+		a.log.Warn("recovered launch: not listed, and sending it again could exceed the pool's max; recorded as made",
+			"pool", in.Pool, "count", in.Count, "listed", g.Target, "max", pool.Max, "key", in.Key)
+		return false, a.store.SettleLaunch(record)
+	}
+	// Sent again as it was, with its key: the cloud launches nothing more
+	// for a request it took already (an EC2 client token).
+	again := in
+	again.Target = g.Target + in.Count
+	a.log.Info("recovered launch: not listed; sending it again with its key", "pool", in.Pool, "count", in.Count,
+		"listed", g.Target, "key", in.Key)
+	err := a.send(ctx, pool, cloud, again, g)
+	switch {
+	case err == nil:
+		r.Done = append(r.Done, in)
+	case providers.ShouldBackOff(err):
+		r.Done = append(r.Done, in)
+		r.Refused[in.Pool] = err
+	case ctx.Err() != nil:
+		return true, ctx.Err()
+	default:
+		r.Unsettled[in.Pool] = fmt.Errorf("controller: recovering launch %s (kept for the next try): %w", in.Key, err)
+	}
+	return true, nil
 }

@@ -67,6 +67,7 @@ type tb interface {
 
 type rig struct {
 	dir   string
+	now   time.Time
 	pool  fleet.Pool
 	cloud *sim.Cloud
 	wrap  *crashing
@@ -83,7 +84,7 @@ func newRig(t tb, dir string, capacity string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{dir: dir, pool: p, cloud: cloud, wrap: &crashing{Provider: cloud}}
+	r := &rig{dir: dir, now: t0, pool: p, cloud: cloud, wrap: &crashing{Provider: cloud}}
 	r.restart(t)
 	return r
 }
@@ -97,7 +98,7 @@ func (r *rig) restart(t tb) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := NewActuator(s, []fleet.Pool{r.pool}, map[string]providers.Provider{r.pool.Name: r.wrap}, func() time.Time { return t0 }, nil)
+	a, err := NewActuator(s, []fleet.Pool{r.pool}, map[string]providers.Provider{r.pool.Name: r.wrap}, func() time.Time { return r.now }, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +122,9 @@ func TestLaunchAndTerminateClearTheJournal(t *testing.T) {
 	g := r.group(t)
 	if g.Target != 3 || len(g.Instances) != 3 {
 		t.Fatalf("group after launching 3: target %d, %d instances", g.Target, len(g.Instances))
+	}
+	if ls, _ := r.store.Launches(); len(ls) != 1 || ls[0].Count != 3 || ls[0].Pool != "a100" {
+		t.Fatalf("launch records %+v; want the launch of 3 as the controller's own", ls)
 	}
 	node := g.Instances[0].ID
 	if err := r.store.PutDrain(state.Drain{Node: node, Pool: "a100", Started: t0, Deadline: t0.Add(time.Hour)}); err != nil {
@@ -162,6 +166,10 @@ func TestCapacityErrorIsAnswered(t *testing.T) {
 	if in, _ := r.store.Intents(); len(in) != 0 {
 		t.Errorf("journal after a refusal: %+v, want empty (the cloud answered)", in)
 	}
+	// What the cloud granted is the controller's own launch.
+	if ls, _ := r.store.Launches(); len(ls) != 1 || ls[0].Count != 2 || !ls[0].At.Equal(t0) {
+		t.Errorf("launch records %+v; want the 2 granted, at %v", ls, t0)
+	}
 }
 
 func TestRecoverAfterCrashAtEachStep(t *testing.T) {
@@ -170,11 +178,17 @@ func TestRecoverAfterCrashAtEachStep(t *testing.T) {
 		name          string
 		before, after bool
 		terminate     bool
-		wantTarget    int
-		want          string // what Recover did: done or dropped
+		// down is how long the controller stays down.
+		down       time.Duration
+		wantTarget int
+		want       string // what Recover did: done or dropped
 	}{
+		// The group's target is the truth: below the launch's, it was not
+		// made, and the next plan decides (a keyed group's launch is sent
+		// again instead: TestRestartWithLaggingReadsLaunchesOnce).
 		{name: "launch: crash before the cloud call", before: true, wantTarget: 2, want: "dropped"},
 		{name: "launch: crash after the cloud call", after: true, wantTarget: 5, want: "done"},
+		{name: "launch: crash after the cloud call, down long", after: true, down: time.Hour, wantTarget: 5, want: "done"},
 		{name: "terminate: crash before the cloud call", terminate: true, before: true, wantTarget: 2, want: "dropped"},
 		{name: "terminate: crash after the cloud call", terminate: true, after: true, wantTarget: 1, want: "done"},
 	}
@@ -196,6 +210,7 @@ func TestRecoverAfterCrashAtEachStep(t *testing.T) {
 			if !errors.Is(err, errCrash) || !strings.Contains(err.Error(), "kept for recovery") {
 				t.Fatalf("crashed call: %v", err)
 			}
+			r.now = r.now.Add(tt.down)
 			r.restart(t)
 			got, err := r.act.Recover(ctx)
 			if err != nil {

@@ -2,8 +2,10 @@ package controller
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,12 +55,15 @@ var (
 	descCost      = prometheus.NewDesc("fleetcast_cost_per_hour_dollars", "The fleet's cost per hour, now and once the plan has completed.", []string{"when"}, nil)
 	descSilent    = prometheus.NewDesc("fleetcast_silent_nodes", "Ready or draining nodes whose agent has not reported within the agent timeout.", nil, nil)
 	descLastCycle = prometheus.NewDesc("fleetcast_last_cycle_timestamp_seconds", "When the last control cycle ran.", nil, nil)
+	descUnknown   = prometheus.NewDesc("fleetcast_unknown_nodes", "Nodes this controller did not launch whose agents have never reported healthy GPUs (never terminated at a deadline nor drained), by pool.", []string{"pool"}, nil)
+	descHalted    = prometheus.NewDesc("fleetcast_scale_in_halted", "1 while scale-in is halted because too many agents are silent at once (limits.silent_share_halt), else 0.", nil, nil)
+	descReady     = prometheus.NewDesc("fleetcast_ready", "1 when GET /readyz answers 200 (cycles run, every pool read, no unknown node, scale-in not halted), else 0.", nil, nil)
 )
 
 type snapshotCollector struct{ c *Controller }
 
 func (snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descGPUs, descDemand, descForecast, descCost, descSilent, descLastCycle} {
+	for _, d := range []*prometheus.Desc{descGPUs, descDemand, descForecast, descCost, descSilent, descLastCycle, descUnknown, descHalted, descReady} {
 		ch <- d
 	}
 }
@@ -71,15 +76,29 @@ func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descLastCycle, prometheus.GaugeValue, float64(last.At.UnixNano())/1e9)
 	for _, p := range s.c.cfg.Pools {
 		counts := map[fleet.NodeState]int{}
+		unknown := 0
 		for i := range last.State.Nodes {
 			if n := &last.State.Nodes[i]; n.Pool == p.Name {
 				counts[n.State] += p.GPUsPerNode
+				if n.Unknown {
+					unknown++
+				}
 			}
 		}
 		for _, st := range []fleet.NodeState{fleet.Pending, fleet.Ready, fleet.Draining, fleet.Terminating} {
 			ch <- prometheus.MustNewConstMetric(descGPUs, prometheus.GaugeValue, float64(counts[st]), p.Name, string(st))
 		}
+		ch <- prometheus.MustNewConstMetric(descUnknown, prometheus.GaugeValue, float64(unknown), p.Name)
 	}
+	halted, ready := 0.0, 1.0
+	if last.Plan.ScaleInHalt != "" {
+		halted = 1
+	}
+	if len(s.c.unready(last)) > 0 {
+		ready = 0
+	}
+	ch <- prometheus.MustNewConstMetric(descHalted, prometheus.GaugeValue, halted)
+	ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready)
 	ch <- prometheus.MustNewConstMetric(descDemand, prometheus.GaugeValue, float64(last.Plan.Demand.RunningGPUs), "running")
 	ch <- prometheus.MustNewConstMetric(descDemand, prometheus.GaugeValue, float64(last.Plan.Demand.PendingGPUs), "pending")
 	if f := last.Forecast; f != nil && f.Steps() > 0 {
@@ -100,9 +119,60 @@ type APIOptions struct {
 	Demand *DemandReceiver
 }
 
+// unready lists why the controller is not fully in charge of its fleet,
+// as the last cycle saw it: no recent cycle, a pool it could not read,
+// instances it does not know, scale-in halted by silent agents. Empty
+// when it is.
+func (c *Controller) unready(last Snapshot) []string {
+	if last.At.IsZero() {
+		return []string{"no control cycle yet"}
+	}
+	var out []string
+	if age := c.now().Sub(last.At); age > 3*c.cfg.Controller.Interval {
+		out = append(out, "last control cycle "+age.Round(time.Second).String()+" ago")
+	}
+	if last.State != nil {
+		for _, ps := range last.State.Pools {
+			if ps.Unobserved != "" {
+				out = append(out, fmt.Sprintf("pool %s not read: %s", ps.Name, ps.Unobserved))
+			}
+		}
+	}
+	if p := last.Plan; p != nil {
+		if n := len(p.UnknownNodes); n > 0 {
+			out = append(out, fmt.Sprintf("%d unknown instance(s) (not launched by this controller, agents never reported healthy GPUs; never terminated at a deadline nor drained): %s",
+				n, listIDs(p.UnknownNodes, 10)))
+		}
+		if p.ScaleInHalt != "" {
+			out = append(out, "scale-in halted: "+p.ScaleInHalt)
+		}
+	}
+	return out
+}
+
+// silentNote says how many known nodes' agents are silent, below the share
+// that halts scale-in; "" when none are, or when scale-in is halted (which
+// says it).
+func silentNote(last Snapshot) string {
+	p := last.Plan
+	if p == nil || p.ScaleInHalt != "" || p.Capacity.SilentNodes <= len(p.UnknownNodes) {
+		return ""
+	}
+	return fmt.Sprintf("%d node(s) with silent agents (never drained while silent)", p.Capacity.SilentNodes-len(p.UnknownNodes))
+}
+
+// listIDs lists up to n IDs, and how many more there are.
+func listIDs(ids []string, n int) string {
+	if len(ids) <= n {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:n], ", "), len(ids)-n)
+}
+
 // Handler serves the controller's HTTP API:
 //
-//	GET  /healthz                     200 once a cycle ran within three intervals, else 503
+//	GET  /healthz                     200 once a cycle ran within three intervals, else 503 (liveness)
+//	GET  /readyz                      200 when the controller is fully in charge of the fleet, else 503 with why
 //	GET  /metrics                     Prometheus metrics
 //	GET  /v1/plan                     the last plan (JSON)
 //	GET  /v1/fleet                    pools, nodes, jobs and agent freshness as the last cycle saw them
@@ -115,6 +185,9 @@ type APIOptions struct {
 func (c *Controller) Handler(o APIOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{}))
+	// Liveness: only a controller whose loop has stopped is unhealthy (a
+	// network partition that silences the agents must not get it
+	// restarted by its probes); what is degraded is said in the body.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		last := c.Last()
 		if last.At.IsZero() {
@@ -125,7 +198,27 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 			http.Error(w, "last control cycle "+age.Round(time.Second).String()+" ago", http.StatusServiceUnavailable)
 			return
 		}
-		w.Write([]byte("ok\n"))
+		var b strings.Builder
+		b.WriteString("ok\n")
+		for _, why := range append(c.unready(last), silentNote(last)) {
+			if why != "" {
+				b.WriteString("degraded: " + why + "\n")
+			}
+		}
+		w.Write([]byte(b.String()))
+	})
+	// Readiness: whether the controller is fully in charge of its fleet.
+	// For alerting and dashboards; not for a probe that cuts the agents'
+	// traffic off (they could then never report again).
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		why := c.unready(c.Last())
+		if len(why) == 0 {
+			w.Write([]byte("ready\n"))
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte("not ready: " + strings.Join(why, "\nnot ready: ") + "\n"))
 	})
 	// serve answers with what pick takes from the last snapshot, as JSON;
 	// ok is false when the last cycle made none of it.
@@ -153,7 +246,7 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 	}))
 	mux.Handle("GET /v1/forecast", serve(func(s Snapshot) (any, bool) { return s.Forecast, s.Forecast != nil }))
 	if o.Tokens != nil {
-		mux.Handle(report.Pattern, &report.Receiver{Tokens: o.Tokens, Store: c.agents, Now: c.now, Log: c.log})
+		mux.Handle(report.Pattern, &report.Receiver{Tokens: o.Tokens, Store: c.agents, Now: c.now, Log: c.log, NodeGPUs: c.nodeGPUs})
 	}
 	if o.Demand != nil {
 		mux.Handle(DemandPattern, o.Demand)

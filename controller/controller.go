@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,6 +49,15 @@ type Controller struct {
 	// seen is each pool's group as last read, which stands in for it
 	// while the cloud cannot be read.
 	seen map[string]seenGroup
+	// firstSeen is when each instance was first seen in its cloud (also in
+	// the store): an instance first seen after a launch may be the
+	// launch's, one seen before it never is.
+	firstSeen map[string]time.Time
+	// standIns are the stand-ins the last cycle took for this controller's
+	// own launches (capacity a group owes, instances a keyed group does
+	// not list yet), with the key of the launch each is for: terminating
+	// one gives up that unit of the launch.
+	standIns map[string]string
 
 	metrics *metrics
 
@@ -55,6 +66,9 @@ type Controller struct {
 	lastFC    *forecast.Forecast
 	lastState *fleet.State
 	lastCycle time.Time
+	// gpusOf is each node's GPUs as the last cycle saw it, made when a
+	// report first asks after that cycle.
+	gpusOf map[string]int
 }
 
 // Options are a Controller's parts.
@@ -89,7 +103,8 @@ func New(o Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand,
-		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, ready: map[string]time.Time{}, seen: map[string]seenGroup{}, metrics: newMetrics()}
+		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, ready: map[string]time.Time{}, seen: map[string]seenGroup{},
+		firstSeen: map[string]time.Time{}, standIns: map[string]string{}, metrics: newMetrics()}
 	c.started = o.Now()
 	c.metrics.reg.MustRegister(snapshotCollector{c})
 	return c, nil
@@ -108,6 +123,16 @@ func (c *Controller) Recover(ctx context.Context) error {
 			// Settled in a later cycle; those pools are left alone until.
 			c.log.Warn("journal not fully recovered", "error", err)
 		}
+		if err := c.backOffRefused(c.now(), r); err != nil {
+			return err
+		}
+	}
+	seen, err := c.store.SeenNodes()
+	if err != nil {
+		return err
+	}
+	for _, x := range seen {
+		c.firstSeen[x.Node] = x.At
 	}
 	cancels, err := c.store.CancelledDrains()
 	if err != nil {
@@ -141,6 +166,23 @@ func (c *Controller) drainRequest(d state.Drain) *report.DrainRequest {
 		Since: d.Started, Deadline: d.Deadline, Signal: c.cfg.Drain.Signal}
 }
 
+// nodeGPUs is the GPUs the node's pool gives it, as the last cycle saw the
+// node; 0 for a node it did not see.
+func (c *Controller) nodeGPUs(node string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gpusOf == nil && c.lastState != nil {
+		c.gpusOf = make(map[string]int, len(c.lastState.Nodes))
+		for i := range c.lastState.Nodes {
+			n := &c.lastState.Nodes[i]
+			if p, ok := c.act.pools[n.Pool]; ok {
+				c.gpusOf[n.ID] = p.GPUsPerNode
+			}
+		}
+	}
+	return c.gpusOf[node]
+}
+
 // Snapshot is what the last cycle saw and decided, for the API and metrics.
 type Snapshot struct {
 	// At is when the last cycle ran; zero before the first.
@@ -170,6 +212,9 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 		// a pool whose intents cannot be settled yet is left alone.
 		var err error
 		if unsettled, err = c.act.Recover(ctx); err != nil {
+			return planner.Plan{}, err
+		}
+		if err := c.backOffRefused(now, unsettled); err != nil {
 			return planner.Plan{}, err
 		}
 	}
@@ -220,7 +265,7 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 		// lasts a day, with figures that change every cycle.
 		c.log.Info("forecast note", "model", fc.Model, "note", fc.Note)
 	}
-	c.lastPlan, c.lastState, c.lastCycle = &plan, &st, now
+	c.lastPlan, c.lastState, c.lastCycle, c.gpusOf = &plan, &st, now, nil
 	c.lastFC = nil
 	if len(fc.Values) > 0 {
 		c.lastFC = &fc
@@ -241,7 +286,8 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 }
 
 // protect protects the instances whose agents have reported (ready or
-// draining nodes) from their group's own scale-in, where the cloud has one
+// draining nodes; never an unknown one, which is not the controller's to
+// change) from their group's own scale-in, where the cloud has one
 // (an Auto Scaling group's policies, a person lowering its desired
 // capacity), and never lifts it: only Fleetcast chooses which node goes,
 // and it names the instance when it terminates one, which protection does
@@ -261,7 +307,7 @@ func (c *Controller) protect(ctx context.Context, st *fleet.State) error {
 		var on []string
 		for i := range st.Nodes {
 			n := &st.Nodes[i]
-			if n.Pool == ps.Name && (n.State == fleet.Ready || n.State == fleet.Draining) && !protected[n.ID] {
+			if n.Pool == ps.Name && (n.State == fleet.Ready || n.State == fleet.Draining) && !n.Unknown && !protected[n.ID] {
 				on = append(on, n.ID)
 			}
 		}
@@ -282,7 +328,8 @@ func (c *Controller) protect(ctx context.Context, st *fleet.State) error {
 func (c *Controller) inUse(ctx context.Context, now time.Time, nodes []fleet.Node) float64 {
 	agents := 0
 	for i := range nodes {
-		agents += nodes[i].UsedGPUs()
+		// A node's jobs hold at most its GPUs, as the planner counts them.
+		agents += min(nodes[i].UsedGPUs(), c.act.pools[nodes[i].Pool].GPUsPerNode)
 	}
 	if c.source == nil {
 		return float64(agents)
@@ -306,7 +353,73 @@ func later(a, b time.Time) time.Time {
 // seenGroup is a pool's group as last read.
 type seenGroup struct {
 	instances []providers.Instance
+	keyed     bool
 	at        time.Time
+}
+
+// backOffRefused backs off the pools whose journaled launches, sent
+// again by recovery, the cloud refused.
+func (c *Controller) backOffRefused(now time.Time, r Recovered) error {
+	for _, pool := range slices.Sorted(maps.Keys(r.Refused)) {
+		c.metrics.capacityErrors.WithLabelValues(pool).Inc()
+		if err := c.backOff(now, pool, r.Refused[pool].Error()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// launchesByPool reads the controller's launch records, by pool, and
+// forgets those no longer needed: two provisioning deadlines after a
+// launch was decided, any instance of it is ready or was terminated (or,
+// after a restart, gets its deadline from the start). A record forgotten
+// early only makes an instance unknown, which is never terminated at a
+// deadline; one kept long could claim another's instance.
+func (c *Controller) launchesByPool(now time.Time) (map[string][]state.Launch, error) {
+	all, err := c.store.Launches()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]state.Launch{}
+	var expired []string
+	for _, l := range all {
+		timeout := forecast.Day
+		if p, ok := c.act.pools[l.Pool]; ok {
+			timeout = p.ProvisionTimeout
+		}
+		if now.Sub(l.At) > 2*timeout {
+			expired = append(expired, l.Key)
+			continue
+		}
+		out[l.Pool] = append(out[l.Pool], l)
+	}
+	if len(expired) > 0 && !c.dryRun {
+		if err := c.store.DeleteLaunches(expired...); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// spendStandIn gives up the unit of this controller's launch that a
+// stand-in it terminated was for, so that it is not matched again.
+func (c *Controller) spendStandIn(node string) error {
+	key, ok := c.standIns[node]
+	if !ok {
+		return nil
+	}
+	all, err := c.store.Launches()
+	if err != nil {
+		return err
+	}
+	for _, l := range all {
+		if l.Key == key {
+			l.Spent++
+			delete(c.standIns, node)
+			return c.store.PutLaunches(l)
+		}
+	}
+	return nil
 }
 
 // unreadPools says which pools' groups could not be read this cycle.
@@ -349,8 +462,28 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 		hint += len(g.instances)
 	}
 	st.Nodes = make([]fleet.Node, 0, hint)
+	launches, err := c.launchesByPool(now)
+	if err != nil {
+		return st, unread, err
+	}
+	// Launches still journaled have an outcome not known yet (the cloud
+	// did not answer, or cannot be read to settle them): their capacity
+	// may be coming, so it counts, and against the limits, until they
+	// settle.
+	intents, err := c.store.Intents()
+	if err != nil {
+		return st, unread, err
+	}
+	inFlight := map[string][]state.Intent{}
+	for _, in := range intents {
+		if in.Kind == state.IntentLaunch {
+			inFlight[in.Pool] = append(inFlight[in.Pool], in)
+		}
+	}
+	clear(c.standIns)
 	var errs []error
-	var newlyReady []string // written to the store in one transaction
+	var newlyReady, newlySeen []string // written to the store in one transaction each
+	var claimed []state.Launch
 	for _, p := range c.cfg.Pools {
 		ps := fleet.PoolStatus{Name: p.Name}
 		if b, ok := bo[p.Name]; ok && now.Before(b.Until) {
@@ -378,7 +511,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 			instances = last.instances
 			errs = append(errs, fmt.Errorf("controller: reading pool %s (left as it is this cycle): %w", p.Name, err))
 		} else {
-			c.seen[p.Name] = seenGroup{instances: g.Instances, at: now}
+			c.seen[p.Name] = seenGroup{instances: g.Instances, keyed: g.Keyed, at: now}
 			ps.MinNodes = g.Min
 			if why := unsettled[p.Name]; why != nil {
 				// Its group reads now, but an earlier change's outcome is
@@ -390,6 +523,24 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 			ps.NeverRead = true
 		}
 		st.Pools = append(st.Pools, ps)
+		for _, in := range instances {
+			if _, ok := c.firstSeen[in.ID]; !ok && !in.Owed {
+				c.firstSeen[in.ID] = now
+				newlySeen = append(newlySeen, in.ID)
+			}
+		}
+		own := claim(launches[p.Name], instances, c.seen[p.Name].keyed, c.firstSeen, p.ProvisionTimeout)
+		if ps.Unobserved == "" {
+			claimed = append(claimed, own.changed...)
+		}
+		instances = append(instances, own.unlisted...)
+		for _, in := range inFlight[p.Name] {
+			for k := range in.Count {
+				id := fmt.Sprintf("%s%s/%d", unlistedPrefix, in.Key, k)
+				instances = append(instances, providers.Instance{ID: id, State: providers.InstancePending, LaunchedAt: in.Created, LaunchKey: in.Key})
+				own.at[id], own.by[id] = in.Created, in.Key
+			}
+		}
 		for _, in := range instances {
 			n := fleet.Node{ID: in.ID, Pool: p.Name, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID]}
 			healthy := c.agents.Observe(&n)
@@ -412,11 +563,33 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 				// that would terminate its work. With no fresh report it
 				// is silent, and so never idle.
 				n.State = fleet.Ready
-			default:
+			case !own.at[in.ID].IsZero():
+				// Launched by this controller and not ready yet: it counts
+				// as capacity until its provisioning deadline, from when
+				// the launch was decided, or from this controller's start
+				// for a launch from before it (its agent may simply not
+				// have reported to this process yet).
 				n.State = fleet.Pending
-				// A launch from before this controller started gets its
-				// full provisioning time from the start: its agent may
-				// simply not have reported to this process yet.
+				n.LaunchedAt = later(own.at[in.ID], c.started)
+				if in.Owed || isUnlisted(in.ID) {
+					c.standIns[in.ID] = own.by[in.ID]
+				}
+			default:
+				// Not launched by this controller, or not provably: a
+				// fleet it adopted, a state directory lost, another
+				// controller's or a person's instance. It may hold work
+				// nobody reported, so it is never terminated at a
+				// deadline, nor drained (rule 2); a booting one counts as
+				// capacity for one provisioning deadline from when it was
+				// first seen here.
+				n.Unknown = true
+				n.State = fleet.Pending
+				if in.State == providers.InstanceRunning && !in.Owed {
+					n.State = fleet.Ready
+				}
+				if t, ok := c.firstSeen[in.ID]; ok {
+					n.LaunchedAt = t
+				}
 				n.LaunchedAt = later(n.LaunchedAt, c.started)
 			}
 			st.Nodes = append(st.Nodes, n)
@@ -424,6 +597,16 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 	}
 	if len(newlyReady) > 0 {
 		if err := c.store.PutReady(now, newlyReady...); err != nil {
+			return st, unread, err
+		}
+	}
+	if len(newlySeen) > 0 && !c.dryRun {
+		if err := c.store.PutSeen(now, newlySeen...); err != nil {
+			return st, unread, err
+		}
+	}
+	if len(claimed) > 0 && !c.dryRun {
+		if err := c.store.PutLaunches(claimed...); err != nil {
 			return st, unread, err
 		}
 	}
@@ -456,18 +639,24 @@ func (c *Controller) forgetGone(drains []state.Drain, nodes []fleet.Node) error 
 			}
 		}
 	}
-	var gone []string
-	for id := range c.ready {
-		if !present[id] {
-			gone = append(gone, id)
+	for _, m := range []struct {
+		times  map[string]time.Time
+		delete func(...string) error
+	}{{c.ready, c.store.DeleteReady}, {c.firstSeen, c.store.DeleteSeen}} {
+		var gone []string
+		for id := range m.times {
+			if !present[id] {
+				gone = append(gone, id)
+			}
 		}
-	}
-	if len(gone) > 0 {
-		if err := c.store.DeleteReady(gone...); err != nil {
+		if len(gone) == 0 {
+			continue
+		}
+		if err := m.delete(gone...); err != nil {
 			return err
 		}
 		for _, id := range gone {
-			delete(c.ready, id)
+			delete(m.times, id)
 		}
 	}
 	return nil
@@ -564,7 +753,17 @@ func (c *Controller) apply(ctx context.Context, now time.Time, st *fleet.State, 
 				err = c.store.DeleteBackoff(a.Pool)
 			}
 		case planner.Terminate:
-			if err = c.act.Terminate(ctx, a.Pool, a.Node); err == nil {
+			if isUnlisted(a.Node) {
+				// Launched but never listed by its deadline: nothing in
+				// the cloud to terminate; the unit is given up.
+				c.log.Warn("launched instance never listed by its provisioning deadline; given up", "pool", a.Pool, "launch", c.standIns[a.Node])
+			} else {
+				err = c.act.Terminate(ctx, a.Pool, a.Node)
+			}
+			if err == nil {
+				err = c.spendStandIn(a.Node)
+			}
+			if err == nil {
 				c.agents.Forget(a.Node)
 				err = c.forgetCancelled(a.Node)
 				if t, ok := drainStart[a.Node]; ok {

@@ -171,48 +171,64 @@ func TestBootingCapacityCounts(t *testing.T) {
 	}
 }
 
-// TestSilentAgentsHaltScaleIn: ten busy nodes; half their agents go silent
-// at once (a network fault, not idleness), and ten minutes later the other
-// half's jobs finish. No node is drained or terminated while the half is
-// silent; with every agent reporting, the same idle half is scaled in.
+// TestSilentAgentsHaltScaleIn: ten nodes, six busy and four held for
+// waiting jobs. The waiting jobs go, and the four idle nodes' agents go
+// silent at once (a network fault, not idleness: their nodes may hold work
+// placed since); ten minutes later the six busy nodes' jobs finish. While
+// more than limits.silent_share_halt of the nodes are silent, nothing is
+// scaled in, not even the six that report idle. With the halt switched
+// off, those six are scaled in (and the silent four never are); with every
+// agent reporting, all ten are.
 func TestSilentAgentsHaltScaleIn(t *testing.T) {
-	for _, silentHalf := range []bool{true, false} {
-		t.Run(fmt.Sprint("silent half ", silentHalf), func(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		silent   int
+		halt     float64
+		wantLeft int
+	}{
+		{"four of ten silent", 4, 0.3, 10},
+		{"four of ten silent, no halt", 4, 1, 4},
+		{"every agent reporting", 0, 0.3, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
 			p := gpuPool("g5", 8, 20, 5*time.Minute)
 			l := newLoop(t, false, p)
+			l.cfg.Limits.SilentShareHalt = tt.halt
 			if err := l.c.act.Launch(context.Background(), "g5", 10); err != nil {
 				t.Fatal(err)
 			}
 			g, _ := l.cloud.Describe(context.Background(), p)
-			for _, in := range g.Instances {
+			idle, busy := g.Instances[:4], g.Instances[4:]
+			for _, in := range busy {
 				l.busy[in.ID] = true
 			}
 			l.now = l.now.Add(5 * time.Minute)
 			for range 5 {
+				l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "g5", GPUs: 32}}})
 				plan := l.cycle(t)
 				if c := plan.Counts(); c[planner.Drain]+c[planner.Terminate] != 0 {
 					t.Fatalf("a busy fleet was scaled in: %v", c)
 				}
 			}
-			for _, in := range g.Instances[:5] {
-				l.silent[in.ID] = silentHalf
+			l.pending.Set(l.now, DemandPush{Source: "slurm"})
+			for _, in := range idle[:tt.silent] {
+				l.silent[in.ID] = true
 			}
-			removed := 0
 			for i := range 120 {
 				if i == 10 {
-					for _, in := range g.Instances[5:] {
+					for _, in := range busy {
 						l.busy[in.ID] = false
 					}
 				}
 				plan := l.cycle(t)
-				c := plan.Counts()
-				removed += c[planner.Drain] + c[planner.Terminate]
+				for _, a := range plan.Actions {
+					if (a.Kind == planner.Drain || a.Kind == planner.Terminate) && l.silent[a.Node] {
+						t.Fatalf("%s of %s, whose agent is silent", a.Kind, a.Node)
+					}
+				}
 			}
-			if silentHalf && (removed != 0 || l.target(t, p) != 10) {
-				t.Errorf("with half the agents silent: %d drains or terminations, %d nodes left; want none and 10", removed, l.target(t, p))
-			}
-			if !silentHalf && l.target(t, p) != 5 {
-				t.Errorf("with every agent reporting, %d nodes left two hours after half went idle; want 5", l.target(t, p))
+			if got := l.target(t, p); got != tt.wantLeft {
+				t.Errorf("%d nodes left two hours after the jobs ended; want %d", got, tt.wantLeft)
 			}
 		})
 	}

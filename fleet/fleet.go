@@ -119,6 +119,16 @@ type Node struct {
 	DrainAcked bool `json:"drain_acked,omitempty"`
 	// Jobs are the jobs the agent last reported on the node.
 	Jobs []Job `json:"jobs,omitempty"`
+	// Unknown is set on a node this controller did not launch (or cannot
+	// show it launched: a fleet it adopted, a state directory lost, another
+	// controller's or a person's instance) whose agent has never reported
+	// healthy GPUs. It may hold work nobody told the controller of, so it
+	// is treated as a node whose agent is silent: never idle, never
+	// drained, and never terminated at a provisioning deadline (DESIGN.md
+	// rules 2 and 7). It counts against the pool's and the fleet's limits;
+	// a pending one counts as launching capacity until its provisioning
+	// deadline from when it was first seen, and no longer after.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // UsedGPUs is the number of GPUs the node's jobs hold.

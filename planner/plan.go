@@ -63,7 +63,7 @@ type Capacity struct {
 	LaunchingGPUs int `json:"launching_gpus"`
 	DrainingGPUs  int `json:"draining_gpus"`
 	// SilentNodes are ready or draining nodes whose agent has not reported
-	// within the agent timeout.
+	// within the agent timeout (unknown nodes included).
 	SilentNodes int `json:"silent_nodes"`
 }
 
@@ -87,6 +87,13 @@ type Plan struct {
 	// Notes are things the operator should know that are not actions:
 	// skipped pools, limits reached, clamped forecasts.
 	Notes []string `json:"notes,omitempty"`
+	// UnknownNodes are the nodes this controller did not launch whose
+	// agents have never reported healthy GPUs (fleet.Node.Unknown), by ID:
+	// never terminated at a deadline nor drained.
+	UnknownNodes []string `json:"unknown_nodes,omitempty"`
+	// ScaleInHalt says why no node is scaled in this cycle, when too many
+	// agents are silent at once (limits.silent_share_halt); empty otherwise.
+	ScaleInHalt string `json:"scale_in_halt,omitempty"`
 	// Forecast is the forecast the plan used, after its values were
 	// checked and clamped; nil when the plan was made on current demand.
 	Forecast *forecast.Forecast `json:"forecast,omitempty"`

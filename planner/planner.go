@@ -30,6 +30,13 @@ type poolPlan struct {
 	// size counts the pool's live nodes (pending within deadline, ready,
 	// draining); active excludes draining ones.
 	size, active int
+	// billed counts the nodes the pool pays for now: every node that is
+	// not terminating (a launch past its deadline too, until it is gone).
+	billed int
+	// stuck counts the unknown nodes in size that are past their
+	// provisioning deadline: they count against the limits, but not
+	// towards the share of the pool that may drain.
+	stuck int
 	// failing is set when a node of the pool missed its provisioning deadline.
 	failing bool
 	// candidates are ready nodes that scale-in may remove.
@@ -71,10 +78,15 @@ type planner struct {
 	// silentGPUs are the part of supply on nodes with silent agents: they
 	// may be dead, so scale-in does not count on them.
 	silentGPUs int
-	// fleetGPUs and spend are the fleet's GPUs and cost per hour (each
-	// reservation counted whole) including this plan's launches.
+	// fleetGPUs and spend are the fleet's GPUs and cost per hour including
+	// this plan's launches: a pool's cost is its nodes' price, and a
+	// reserved pool's is at least its whole reservation (paid whether
+	// used or not).
 	fleetGPUs int
 	spend     float64
+	// decided are the nodes scale-in drained or held to bring a pool
+	// back to its max: they are not listed again.
+	decided map[string]bool
 	// launches are this plan's launches, with when they will be ready.
 	launches []launched
 	// fc is the sanitized forecast; nil when there is none.
@@ -95,12 +107,13 @@ type launched struct {
 // forecast, an unknown pool) become notes, and the plan stays safe.
 func Make(in Input) Plan {
 	p := &planner{
-		in:     in,
-		cfg:    in.Config,
-		now:    in.Now,
-		q:      in.Config.Forecast.Quantile,
-		byName: make(map[string]*poolPlan, len(in.Config.Pools)),
-		noted:  map[string]bool{},
+		in:      in,
+		cfg:     in.Config,
+		now:     in.Now,
+		q:       in.Config.Forecast.Quantile,
+		byName:  make(map[string]*poolPlan, len(in.Config.Pools)),
+		noted:   map[string]bool{},
+		decided: map[string]bool{},
 	}
 	p.plan = Plan{At: in.Now, Quantile: p.q}
 	longest := time.Duration(0)
@@ -132,11 +145,6 @@ func Make(in Input) Plan {
 // observe walks the nodes once: counts capacity, demand and cost, settles
 // drains and provisioning deadlines, and collects scale-in candidates.
 func (p *planner) observe() {
-	for _, pp := range p.pools {
-		if pp.spec.Capacity == fleet.Reserved {
-			p.spend += float64(pp.spec.Max) * pp.spec.PricePerHour
-		}
-	}
 	for _, n := range sortedNodes(p.in.State.Nodes) {
 		pp := p.byName[n.Pool]
 		if pp == nil {
@@ -148,13 +156,29 @@ func (p *planner) observe() {
 		}
 		gpn := pp.spec.GPUsPerNode
 		silent := p.silentFor(n)
-		if pp.spec.Capacity != fleet.Reserved {
-			p.spend += pp.spec.PricePerHour
+		pp.billed++
+		// A node's jobs never hold more GPUs than it has, whatever a
+		// report claimed.
+		p.plan.Demand.RunningGPUs += min(n.UsedGPUs(), gpn)
+		if n.Unknown {
+			p.plan.UnknownNodes = append(p.plan.UnknownNodes, n.ID)
 		}
-		p.plan.Demand.RunningGPUs += n.UsedGPUs()
 		switch n.State {
 		case fleet.Pending:
 			deadline := n.LaunchedAt.Add(pp.spec.ProvisionTimeout)
+			if p.now.After(deadline) && len(n.Jobs) == 0 && n.Unknown {
+				// Not this controller's launch: never terminated for
+				// missing a deadline it was never given (rule 7), and no
+				// longer counted on as capacity. It counts against the
+				// limits.
+				p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID,
+					Reason: fmt.Sprintf("unknown instance (not launched by this controller), not ready %s after it was first seen; not counted as capacity, and never terminated for it: is its agent installed?",
+						age(p.now.Sub(n.LaunchedAt)))})
+				pp.size++
+				pp.stuck++
+				p.fleetGPUs += gpn
+				continue
+			}
 			if p.now.After(deadline) && len(n.Jobs) == 0 {
 				if pp.status.Unobserved != "" {
 					// Not counted on, and not terminated blind; it still
@@ -207,11 +231,22 @@ func (p *planner) observe() {
 			}
 		}
 		pp.drainsInWindow = max(pp.drainsInWindow, recorded)
+		p.spend += pp.cost(pp.billed)
 	}
 	p.plan.CostPerHourBefore = p.spend
 	if m := p.cfg.Limits.MaxSpendPerHour; m > 0 && p.spend > m {
 		p.note(fmt.Sprintf("the fleet costs $%.2f/h (reservations included), over limits.max_spend_per_hour ($%.2f): nothing is launched", p.spend, m))
 	}
+}
+
+// cost is the pool's cost per hour with nodes billed: their price, and a
+// reserved pool's whole reservation at least (DESIGN.md rule 3 counts what
+// is paid: a reservation of 2 with 4 nodes running pays for 4).
+func (pp *poolPlan) cost(nodes int) float64 {
+	if pp.spec.Capacity == fleet.Reserved {
+		nodes = max(nodes, pp.spec.Max)
+	}
+	return float64(nodes) * pp.spec.PricePerHour
 }
 
 // settleDrain decides what happens to a draining node: terminate it once
@@ -321,7 +356,8 @@ func (p *planner) silentFor(n *fleet.Node) time.Duration {
 	if n.State != fleet.Ready && n.State != fleet.Draining {
 		return 0
 	}
-	if n.LastReport.IsZero() {
+	if n.LastReport.IsZero() || n.Unknown {
+		// An unknown node's agent has never reported healthy GPUs.
 		return neverReported
 	}
 	if d := p.now.Sub(n.LastReport); d > p.cfg.Controller.AgentTimeout {
@@ -334,11 +370,12 @@ func (p *planner) silentFor(n *fleet.Node) time.Duration {
 const neverReported = time.Duration(math.MaxInt64)
 
 // sanitizeForecast checks the input forecast's shape and copies it with
-// every value that is not a number replaced by current demand, negatives
-// raised to 0 and absurd values (over ten times what the fleet can hold)
-// lowered to that ceiling, each kind noted once (rule 10). Only the clean
+// every value that is not a number replaced by current demand and
+// negatives raised to 0, each kind noted once (rule 10). Only the clean
 // copy is used and shown. A malformed forecast is dropped and the plan made
-// on current demand.
+// on current demand, and so is one with an absurd value (over ten times
+// what the fleet can hold): such a forecast carries no information, and
+// clamping it would buy the whole fleet.
 func (p *planner) sanitizeForecast() {
 	in := p.in.Forecast
 	if why := malformed(&in); why != "" {
@@ -347,7 +384,21 @@ func (p *planner) sanitizeForecast() {
 	}
 	now := float64(p.plan.Demand.Total())
 	ceiling := float64(p.cfg.MaxFleetGPUs())
-	var nan, neg, huge int
+	if ceiling > 0 {
+		huge, worst := 0, 0.0
+		for _, row := range in.Values {
+			for _, v := range row {
+				if v > 10*ceiling {
+					huge, worst = huge+1, max(worst, v)
+				}
+			}
+		}
+		if huge > 0 {
+			p.note(fmt.Sprintf("no usable forecast (%d absurd value(s), up to %.3g GPUs, above ten times what the fleet can hold, %.0f): planning on current demand only", huge, worst, ceiling))
+			return
+		}
+	}
+	var nan, neg int
 	f := in
 	f.Levels = slices.Clone(in.Levels)
 	f.Values = make([][]float64, len(in.Values))
@@ -359,8 +410,6 @@ func (p *planner) sanitizeForecast() {
 				f.Values[k][h], nan = now, nan+1
 			case v < 0:
 				f.Values[k][h], neg = 0, neg+1
-			case ceiling > 0 && v > 10*ceiling:
-				f.Values[k][h], huge = ceiling, huge+1
 			}
 		}
 	}
@@ -369,9 +418,6 @@ func (p *planner) sanitizeForecast() {
 	}
 	if neg > 0 {
 		p.note(fmt.Sprintf("forecast had %d negative value(s); clamped to 0", neg))
-	}
-	if huge > 0 {
-		p.note(fmt.Sprintf("forecast had %d absurd value(s) above ten times what the fleet can hold; clamped to %.0f GPUs", huge, ceiling))
 	}
 	if end := p.now.Add(p.window); f.End().Before(end) {
 		p.note(fmt.Sprintf("forecast ends at %s, before %s (longest lead time + hysteresis): its last step stands for the rest", clock(f.End()), clock(end)))
@@ -528,10 +574,8 @@ func (p *planner) launchIn(pp *poolPlan, n int, purpose, why string) int {
 	gpus := got * spec.GPUsPerNode
 	p.launches = append(p.launches, launched{ready: p.now.Add(spec.LeadTime), gpus: gpus})
 	p.fleetGPUs += gpus
-	if spec.Capacity != fleet.Reserved {
-		// A reservation's cost is already counted whole.
-		p.spend += float64(got) * spec.PricePerHour
-	}
+	p.spend += pp.cost(pp.billed+got) - pp.cost(pp.billed)
+	pp.billed += got
 	p.add(Action{Kind: Launch, Pool: spec.Name, Count: got, InstanceType: spec.InstanceType, GPUs: gpus, Reason: why})
 	return got
 }
@@ -587,81 +631,129 @@ func (p *planner) scaleIn() {
 		}
 	}
 	if readyNodes > 0 && float64(silent) > lim.SilentShareHalt*float64(readyNodes) {
-		p.note(fmt.Sprintf("scale-in halted: %d of %d nodes have silent agents (more than %s): a network fault, not idleness",
-			silent, readyNodes, pct(lim.SilentShareHalt)))
+		p.plan.ScaleInHalt = fmt.Sprintf("%d of %d nodes have silent agents (more than %s): a network fault, not idleness",
+			silent, readyNodes, pct(lim.SilentShareHalt))
+		p.note("scale-in halted: " + p.plan.ScaleInHalt)
 		return
+	}
+	avail := p.supply - p.silentGPUs
+	budget := lim.MaxScaleInPerCycle
+	order := p.launchOrder()
+	slices.Reverse(order)
+	// Pools above their max first (after max was lowered, or a reservation
+	// shrank): brought back to it by safe drains, whatever the forecast.
+	for _, pp := range order {
+		floor := max(pp.spec.Max, pp.spec.Min, pp.status.MinNodes)
+		if pp.active > floor && len(pp.candidates) > 0 {
+			why := fmt.Sprintf("pool is above its max of %d (%d active)", pp.spec.Max, pp.active)
+			back := func() string { return fmt.Sprintf("brought back to %d", floor) }
+			if !p.drainPool(pp, &budget, &avail, why, func(*poolPlan) bool { return pp.active > floor }, back) {
+				return
+			}
+		}
 	}
 	until := p.now.Add(p.window)
 	keep, src := p.needOver(p.now, until)
-	avail := p.supply - p.silentGPUs
-	order := p.launchOrder()
-	slices.Reverse(order)
-	budget := lim.MaxScaleInPerCycle
 	for _, pp := range order {
 		if pp.spec.Capacity == fleet.Reserved {
 			continue
 		}
 		gpn := pp.spec.GPUsPerNode
 		floor := max(pp.spec.Min, pp.status.MinNodes)
-		if avail-keep < gpn || pp.active <= floor || len(pp.candidates) == 0 {
+		more := func(pp *poolPlan) bool { return avail-keep >= gpn && pp.active > floor }
+		if !more(pp) || len(pp.candidates) == 0 {
 			continue
 		}
-		if pp.status.Unobserved != "" {
-			p.note(fmt.Sprintf("pool %s is not scaled in: %s", pp.spec.Name, unobserved(pp)))
-			continue
-		}
-		left := ScaleInBudget(lim, pp.size) - pp.drainsInWindow
-		if left <= 0 {
-			p.note(fmt.Sprintf("pool %s is not scaled in: %d drain(s) began within limits.scale_in_window (%s), its budget at limits.scale_in_share (%s of %d nodes)",
-				pp.spec.Name, pp.drainsInWindow, age(lim.ScaleInWindow), share(lim.ScaleInShare), pp.size))
-			continue
-		}
-		cands := make([]drainCandidate, len(pp.candidates))
-		for i, c := range pp.candidates {
-			cands[i].candidate = c
-			cands[i].blocker, cands[i].oldestCheckpoint = p.drainBlocker(c.node)
-		}
-		sortCandidates(cands)
-		for _, c := range cands {
-			if avail-keep < gpn || pp.active <= floor {
-				break
-			}
-			if budget == 0 {
-				p.note(fmt.Sprintf("scale-in stopped at limits.max_scale_in_per_cycle (%d); more may drain next cycle", lim.MaxScaleInPerCycle))
-				return
-			}
-			if left == 0 && c.silentFor == 0 && c.blocker == "" {
-				// Blocked nodes are still listed with their holds.
-				p.note(fmt.Sprintf("pool %s: scale-in stopped at its budget of %d drain(s) per %s (limits.scale_in_share: %s of %d nodes); more may drain later",
-					pp.spec.Name, ScaleInBudget(lim, pp.size), age(lim.ScaleInWindow), share(lim.ScaleInShare), pp.size))
-				continue
-			}
-			n := c.node
-			a := Action{Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn}
-			switch {
-			case c.silentFor > 0:
-				a.Kind, a.Reason = Hold, silentReason(c.silentFor)
-			case c.blocker != "":
-				a.Kind, a.Reason = Hold, c.blocker
-			default:
-				a.Kind = Drain
-				if len(n.Jobs) == 0 {
-					a.Reason = "idle"
-					if !n.IdleSince.IsZero() {
-						a.Reason = "idle " + age(p.now.Sub(n.IdleSince))
-					}
-				} else {
-					a.Reason = fmt.Sprintf("%d job(s), oldest checkpoint %s ago", len(n.Jobs), age(p.now.Sub(c.oldestCheckpoint)))
-				}
-				a.Reason += fmt.Sprintf("; %s, fleet has %d", keepReason(src, p.q, keep, until), avail)
-				avail -= gpn
-				pp.active--
-				budget--
-				left--
-			}
-			p.add(a)
+		why := func() string { return fmt.Sprintf("%s, fleet has %d", keepReason(src, p.q, keep, until), avail) }
+		if !p.drainPool(pp, &budget, &avail, "", more, why) {
+			return
 		}
 	}
+}
+
+// drainPool drains the pool's ready nodes while more says the pool should
+// lose another, within the cycle's budget (limits.max_scale_in_per_cycle,
+// counted down) and the pool's (limits.scale_in_share per
+// limits.scale_in_window): idle nodes first, then those whose jobs
+// checkpointed most recently; silent and blocked nodes are held, with the
+// reason. avail, the capacity scale-in counts on, is counted down by each
+// drain. prefix starts each drain's reason (why the pool is scaled in, if
+// not for demand) and suffix ends it. It returns false when the cycle's
+// budget is spent.
+func (p *planner) drainPool(pp *poolPlan, budget, avail *int, prefix string, more func(*poolPlan) bool, suffix func() string) bool {
+	lim := p.cfg.Limits
+	gpn := pp.spec.GPUsPerNode
+	if pp.status.Unobserved != "" {
+		p.note(fmt.Sprintf("pool %s is not scaled in: %s", pp.spec.Name, unobserved(pp)))
+		return true
+	}
+	size := pp.size - pp.stuck
+	left := ScaleInBudget(lim, size) - pp.drainsInWindow
+	if left <= 0 {
+		p.note(fmt.Sprintf("pool %s is not scaled in: %d drain(s) began within limits.scale_in_window (%s), its budget at limits.scale_in_share (%s of %d nodes)",
+			pp.spec.Name, pp.drainsInWindow, age(lim.ScaleInWindow), share(lim.ScaleInShare), size))
+		return true
+	}
+	cands := make([]drainCandidate, 0, len(pp.candidates))
+	for _, c := range pp.candidates {
+		if !p.decided[c.node.ID] {
+			dc := drainCandidate{candidate: c}
+			dc.blocker, dc.oldestCheckpoint = p.drainBlocker(c.node)
+			cands = append(cands, dc)
+		}
+	}
+	sortCandidates(cands)
+	for _, c := range cands {
+		if !more(pp) {
+			break
+		}
+		if *budget == 0 {
+			p.note(fmt.Sprintf("scale-in stopped at limits.max_scale_in_per_cycle (%d); more may drain next cycle", lim.MaxScaleInPerCycle))
+			return false
+		}
+		if left == 0 && c.silentFor == 0 && c.blocker == "" {
+			// Blocked nodes are still listed with their holds.
+			p.note(fmt.Sprintf("pool %s: scale-in stopped at its budget of %d drain(s) per %s (limits.scale_in_share: %s of %d nodes); more may drain later",
+				pp.spec.Name, ScaleInBudget(lim, size), age(lim.ScaleInWindow), share(lim.ScaleInShare), size))
+			continue
+		}
+		n := c.node
+		if prefix != "" {
+			// Decided above the max: not listed again for demand.
+			p.decided[n.ID] = true
+		}
+		a := Action{Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn}
+		switch {
+		case c.silentFor > 0:
+			a.Kind, a.Reason = Hold, silentReason(n, c.silentFor)
+		case c.blocker != "":
+			a.Kind, a.Reason = Hold, c.blocker
+		default:
+			a.Kind = Drain
+			if len(n.Jobs) == 0 {
+				a.Reason = "idle"
+				if !n.IdleSince.IsZero() {
+					a.Reason = "idle " + age(p.now.Sub(n.IdleSince))
+				}
+			} else {
+				a.Reason = fmt.Sprintf("%d job(s), oldest checkpoint %s ago", len(n.Jobs), age(p.now.Sub(c.oldestCheckpoint)))
+			}
+			if prefix != "" {
+				a.Reason = prefix + ": " + a.Reason
+			}
+			a.Reason += "; " + suffix()
+			*avail -= gpn
+			pp.active--
+			pp.drainsInWindow++
+			*budget--
+			left--
+		}
+		if a.Kind == Hold && prefix != "" {
+			a.Reason = prefix + ", but " + a.Reason
+		}
+		p.add(a)
+	}
+	return true
 }
 
 // ScaleInBudget is how many of a pool's size nodes may start draining
@@ -671,7 +763,10 @@ func ScaleInBudget(lim config.Limits, size int) int {
 	return max(1, int(math.Floor(lim.ScaleInShare*float64(size)+1e-9)))
 }
 
-func silentReason(d time.Duration) string {
+func silentReason(n *fleet.Node, d time.Duration) string {
+	if n.Unknown {
+		return "unknown instance (not launched by this controller) whose agent has never reported healthy GPUs; a silent node is never treated as idle"
+	}
 	return silence(d) + "; a silent node is never treated as idle"
 }
 
@@ -724,21 +819,22 @@ func sortCandidates(cs []drainCandidate) {
 // costAfter is the cost per hour once the plan has completed: launches
 // running, drained and terminated nodes gone.
 func (p *planner) costAfter() float64 {
-	total := p.plan.CostPerHourBefore
+	after := make(map[string]int, len(p.pools))
+	for _, pp := range p.pools {
+		after[pp.spec.Name] = pp.billed
+	}
 	for i := range p.plan.Actions {
-		a := &p.plan.Actions[i]
-		pp := p.byName[a.Pool]
-		if pp.spec.Capacity == fleet.Reserved {
-			continue
-		}
-		switch a.Kind {
-		case Launch:
-			total += float64(a.Count) * pp.spec.PricePerHour
+		switch a := &p.plan.Actions[i]; a.Kind {
 		case Drain, Terminate:
-			total -= pp.spec.PricePerHour
+			after[a.Pool]--
 		}
 	}
-	return math.Max(total, 0)
+	total := 0.0
+	for _, pp := range p.pools {
+		// Launches are in billed already.
+		total += pp.cost(max(after[pp.spec.Name], 0))
+	}
+	return total
 }
 
 func (p *planner) add(a Action) {

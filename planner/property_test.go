@@ -2,9 +2,12 @@ package planner
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,9 +36,6 @@ func genInput(t *rapid.T) Input {
 	cfg.Limits.ScaleInWindow = time.Duration(rapid.IntRange(1, 30).Draw(t, "scaleInWindow")) * time.Minute
 	if rapid.Bool().Draw(t, "hasMaxGPUs") {
 		cfg.Limits.MaxGPUs = rapid.IntRange(0, 200).Draw(t, "maxGPUs")
-	}
-	if rapid.Bool().Draw(t, "hasMaxSpend") {
-		cfg.Limits.MaxSpendPerHour = rapid.Float64Range(1, 500).Draw(t, "maxSpend")
 	}
 	caps := []fleet.CapacityType{fleet.Reserved, fleet.OnDemand, fleet.Spot}
 	npools := rapid.IntRange(1, 5).Draw(t, "pools")
@@ -75,9 +75,35 @@ func genInput(t *rapid.T) Input {
 			ps.RecentDrains = append(ps.RecentDrains, minutesAgo(t, "drainedAt", -2, 40))
 		}
 		st.Pools = append(st.Pools, ps)
-		for j := range rapid.IntRange(0, p.Max+2).Draw(t, "nodes") {
+		nodes := rapid.IntRange(0, p.Max+2).Draw(t, "nodes")
+		if p.Capacity == fleet.Reserved && rapid.Bool().Draw(t, "aboveMax") {
+			// A reservation lowered or shrunk under a running fleet.
+			nodes = p.Max + rapid.IntRange(1, 3).Draw(t, "overMax")
+		}
+		for j := range nodes {
 			st.Nodes = append(st.Nodes, genNode(t, p, j))
 		}
+	}
+	switch rapid.IntRange(0, 2).Draw(t, "maxSpendKind") {
+	case 1:
+		cfg.Limits.MaxSpendPerHour = rapid.Float64Range(1, 500).Draw(t, "maxSpend")
+	case 2:
+		// Near what the fleet pays now, every node counted (a reserved
+		// pool above its max pays for each), so that the limit binds.
+		paid := 0.0
+		for _, p := range cfg.Pools {
+			live := 0
+			for _, n := range st.Nodes {
+				if n.Pool == p.Name && n.State != fleet.Terminating {
+					live++
+				}
+			}
+			if p.Capacity == fleet.Reserved {
+				live = max(live, p.Max)
+			}
+			paid += float64(live) * p.PricePerHour
+		}
+		cfg.Limits.MaxSpendPerHour = max(1, paid*rapid.Float64Range(0.8, 1.5).Draw(t, "spendShare"))
 	}
 	return Input{Config: &cfg, State: st, Forecast: genForecast(t), Now: t0}
 }
@@ -95,6 +121,13 @@ func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
 	}
 	if n.State != fleet.Pending && rapid.IntRange(0, 5).Draw(t, "reported") > 0 {
 		n.LastReport = minutesAgo(t, "report", 0, 15)
+	}
+	if (n.State == fleet.Pending || n.State == fleet.Ready) && rapid.IntRange(0, 5).Draw(t, "unknown") == 0 {
+		// An instance the controller did not launch whose agent never
+		// reported healthy GPUs (an adopted fleet, a lost state
+		// directory): no jobs known, maybe unhealthy reports.
+		n.Unknown = true
+		return n
 	}
 	if n.State == fleet.Draining {
 		n.DrainStartedAt = minutesAgo(t, "drainStart", 0, 60)
@@ -159,10 +192,15 @@ func genForecast(t *rapid.T) forecast.Forecast {
 	return f
 }
 
-// silent is rule 2's definition, independent of the planner's code.
+// silent is rule 2's definition, independent of the planner's code: an
+// unknown node's agent has never reported healthy GPUs.
 func silent(in Input, n *fleet.Node) bool {
-	return n.LastReport.IsZero() || in.Now.Sub(n.LastReport) > in.Config.Controller.AgentTimeout
+	return n.Unknown || n.LastReport.IsZero() || in.Now.Sub(n.LastReport) > in.Config.Controller.AgentTimeout
 }
+
+// overMax is the reason prefix of drains that bring a pool above its max
+// back to it.
+const overMax = "pool is above its max"
 
 func nodesByID(in Input) map[string]*fleet.Node {
 	m := map[string]*fleet.Node{}
@@ -192,7 +230,7 @@ func TestPropertySafety(t *testing.T) {
 			}
 		}
 		failing := map[string]bool{}
-		drains := map[string]int{}
+		drains, overMaxDrains := map[string]int{}, map[string]int{}
 		launched := map[string]int{}
 		terminated := map[string]bool{}
 		for _, a := range plan.Actions {
@@ -210,6 +248,11 @@ func TestPropertySafety(t *testing.T) {
 			if a.Reason == "" {
 				t.Fatalf("action without a reason: %+v", a)
 			}
+			if n.Unknown && a.Kind != Hold {
+				// Rules 2 and 7: a node this controller did not launch is
+				// never terminated at a deadline, nor drained.
+				t.Fatalf("%s of an unknown node: %+v", a.Kind, a)
+			}
 			switch a.Kind {
 			case Drain:
 				// Rule 1: drains start only on nodes whose jobs all
@@ -217,6 +260,9 @@ func TestPropertySafety(t *testing.T) {
 				// a silent node.
 				if n.State != fleet.Ready || silent(in, n) {
 					t.Fatalf("drain of %s node (silent=%v): %+v", n.State, silent(in, n), a)
+				}
+				if strings.HasPrefix(a.Reason, overMax) {
+					overMaxDrains[a.Pool]++
 				}
 				for _, j := range n.Jobs {
 					if j.LastCheckpoint.IsZero() || in.Now.Sub(j.LastCheckpoint) > cfg.Drain.CheckpointMaxAge || j.LastCheckpoint.Before(n.DrainCancelledAt) {
@@ -309,12 +355,18 @@ func TestPropertySafety(t *testing.T) {
 					t.Fatalf("pool %s: %d drains + %d begun in the window > budget %d", p.Name, drains[p.Name], max(recent, inProgress), b)
 				}
 			}
-			if drains[p.Name] > 0 && p.Capacity == fleet.Reserved {
-				t.Fatalf("reserved pool %s drained", p.Name)
+			// A reserved pool is scaled in only above its max, and a pool
+			// above its max only down to it.
+			if floor := max(p.Max, p.Min, status[p.Name].MinNodes); overMaxDrains[p.Name] > 0 && active-overMaxDrains[p.Name] < floor {
+				t.Fatalf("pool %s: %d active - %d drained above its max < %d", p.Name, active, overMaxDrains[p.Name], floor)
+			}
+			if drains[p.Name] > overMaxDrains[p.Name] && p.Capacity == fleet.Reserved {
+				t.Fatalf("reserved pool %s drained below its max", p.Name)
 			}
 			fleetGPUs += (live + launched[p.Name]) * p.GPUsPerNode
 			if p.Capacity == fleet.Reserved {
-				spend += float64(p.Max) * p.PricePerHour // paid whole, used or not
+				// Paid whole, used or not, and every node above it.
+				spend += float64(max(live+launched[p.Name], p.Max)) * p.PricePerHour
 			} else {
 				spend += float64(live+launched[p.Name]) * p.PricePerHour
 				burstLaunch = burstLaunch || (launched[p.Name] > 0 && p.PricePerHour > 0)
@@ -350,7 +402,8 @@ func TestPropertySafety(t *testing.T) {
 		}
 		// Rule 10: the forecast the plan used is clean: finite, not
 		// negative, at most ten times what the fleet can hold (or current
-		// demand, which stands in for values that are not numbers).
+		// demand, which stands in for values that are not numbers); and a
+		// forecast with an absurd value is not used at all.
 		ceiling := max(10*float64(cfg.MaxFleetGPUs()), float64(plan.Demand.Total()))
 		for _, row := range forecastValues(plan) {
 			for _, v := range row {
@@ -359,11 +412,74 @@ func TestPropertySafety(t *testing.T) {
 				}
 			}
 		}
-		// Capacity bought for demand and capacity drained never meet in
-		// one plan.
+		if plan.Forecast != nil && cfg.MaxFleetGPUs() > 0 {
+			for _, row := range in.Forecast.Values {
+				for _, v := range row {
+					if v > 10*float64(cfg.MaxFleetGPUs()) {
+						t.Fatalf("plan used a forecast with the absurd value %v (fleet holds %d GPUs)", v, cfg.MaxFleetGPUs())
+					}
+				}
+			}
+		}
+		// Demand is what jobs hold, and a node's jobs hold at most its GPUs.
+		running, capacity := 0, 0
+		for i := range in.State.Nodes {
+			n := &in.State.Nodes[i]
+			if p := cfg.Pool(n.Pool); p != nil && n.State != fleet.Terminating {
+				running += min(n.UsedGPUs(), p.GPUsPerNode)
+				capacity += p.GPUsPerNode
+			}
+		}
+		if plan.Demand.RunningGPUs != running || running > capacity {
+			t.Fatalf("running demand %d; the nodes' jobs hold %d of %d GPUs", plan.Demand.RunningGPUs, running, capacity)
+		}
+		// Rule 7: capacity that is launching counts. When ready nodes and
+		// launches within their deadline already cover the most the plan
+		// could need (demand now, or any forecast value), nothing is
+		// bought for demand.
+		supply := 0
+		for i := range in.State.Nodes {
+			n := &in.State.Nodes[i]
+			p := cfg.Pool(n.Pool)
+			if p == nil {
+				continue
+			}
+			switch n.State {
+			case fleet.Ready:
+				supply += p.GPUsPerNode
+			case fleet.Pending:
+				late := in.Now.After(n.LaunchedAt.Add(p.ProvisionTimeout))
+				if !late || (len(n.Jobs) > 0 && !n.Unknown) {
+					supply += p.GPUsPerNode
+				}
+			}
+		}
 		for _, a := range plan.Actions {
-			if a.Kind == Launch && total > 0 && cfg.Pool(a.Pool).Capacity != fleet.Reserved && !strings.HasPrefix(a.Reason, "pool is below its min") {
-				t.Fatalf("plan launches for demand (%s) and drains %d node(s)", a.Reason, total)
+			if a.Kind == CancelDrain {
+				supply += cfg.Pool(a.Pool).GPUsPerNode
+			}
+		}
+		need := float64(running + in.State.PendingGPUs)
+		for _, row := range forecastValues(plan) {
+			for _, v := range row {
+				need = max(need, v)
+			}
+		}
+		for _, a := range plan.Actions {
+			if a.Kind == Launch && float64(supply) >= need && isDemandLaunch(cfg, a) {
+				t.Fatalf("launch for demand (%s) with %d GPUs ready or launching for a need of at most %v", a.Reason, supply, need)
+			}
+		}
+		// Capacity bought for demand and capacity drained for demand never
+		// meet in one plan (a pool above its max is brought back whatever
+		// the demand).
+		demandDrains := 0
+		for pool, n := range drains {
+			demandDrains += n - overMaxDrains[pool]
+		}
+		for _, a := range plan.Actions {
+			if a.Kind == Launch && demandDrains > 0 && isDemandLaunch(cfg, a) {
+				t.Fatalf("plan launches for demand (%s) and drains %d node(s)", a.Reason, demandDrains)
 			}
 		}
 	})
@@ -399,6 +515,12 @@ func TestPropertyDeterministic(t *testing.T) {
 	})
 }
 
+// isDemandLaunch reports whether a launch buys burst capacity for demand
+// (not a pool's min, nor a reservation kept full).
+func isDemandLaunch(cfg *config.Config, a Action) bool {
+	return cfg.Pool(a.Pool).Capacity != fleet.Reserved && !strings.HasPrefix(a.Reason, "pool is below its min")
+}
+
 // forecastValues are the values of the forecast a plan used; none without one.
 func forecastValues(p Plan) [][]float64 {
 	if p.Forecast == nil {
@@ -428,4 +550,18 @@ func unobservedPool(in Input, pool string) bool {
 		}
 	}
 	return false
+}
+
+// propertyChecks is how many cases each property runs in `make test`
+// (rapid's default is 100); -rapid.checks or RAPID_CHECKS overrides it.
+const propertyChecks = 2000
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := os.Getenv("RAPID_CHECKS") != ""
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
+	if !set {
+		flag.Set("rapid.checks", strconv.Itoa(propertyChecks))
+	}
+	os.Exit(m.Run())
 }

@@ -14,6 +14,10 @@ type InsufficientCapacityError struct {
 	Pool string
 	// Zone is where capacity ran out, if the cloud said.
 	Zone string
+	// Granted is how many instances of the request the cloud launched
+	// before it ran out, where it granted part (EC2 RunInstances with a
+	// minimum count below the maximum); 0 otherwise.
+	Granted int
 	// Err is the cloud's own error.
 	Err error
 }

@@ -64,6 +64,14 @@ type Group struct {
 	Min int
 	// Instances are the group's instances, in no particular order.
 	Instances []Instance
+	// Keyed is set when the group's instances carry the key of the launch
+	// that made them (Instance.LaunchKey) and Target is only the number of
+	// instances listed (EC2 instances run from a launch template): a
+	// launch is then known by its key, and one the cloud does not list yet
+	// (its reads are eventually consistent) is still owed. Groups with a
+	// target size of their own (an Auto Scaling group, a managed instance
+	// group) leave it false: their Target is the truth.
+	Keyed bool
 }
 
 // InstanceState is the cloud's view of an instance's life.
@@ -89,4 +97,12 @@ type Instance struct {
 	LaunchedAt time.Time
 	// Protected instances are never chosen by the cloud for scale-in.
 	Protected bool
+	// LaunchKey is the key of the launch that made the instance, where the
+	// cloud keeps it (a tag set at creation); empty otherwise.
+	LaunchKey string
+	// Owed is set on a stand-in for capacity the group owes but has not
+	// launched yet (its target size above its instances): there is no
+	// instance behind it, and its ID is not stable from one read to the
+	// next. Terminating it lowers the group's target.
+	Owed bool
 }

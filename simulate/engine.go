@@ -219,7 +219,16 @@ func (e *engine) run() error {
 		}
 		e.advance(t)
 		for e.nextArr < len(e.jobs) && e.jobs[e.nextArr].submit == t {
-			e.enqueue(int32(e.nextArr))
+			if j := &e.jobs[e.nextArr]; j.remaining == 0 {
+				// A job that runs for no time (Philly has ten) holds no
+				// GPUs, as the demand curve says: done when submitted,
+				// without waiting for capacity nobody needs.
+				j.first, j.done = t, true
+				e.st.waits = append(e.st.waits, 0)
+				e.left--
+			} else {
+				e.enqueue(int32(e.nextArr))
+			}
 			e.nextArr++
 		}
 		for len(e.events) > 0 && e.events[0].t == t {

@@ -289,3 +289,19 @@ func TestSpotInterruptions(t *testing.T) {
 		t.Fatalf("static under interruptions: %v %+v", err, rep)
 	}
 }
+
+// TestZeroLengthJobs: a job that runs for no time holds no GPUs (the demand
+// curve gives it none): every policy completes it when it is submitted,
+// even when it is wider than the fleet sized for the demand.
+func TestZeroLengthJobs(t *testing.T) {
+	tr := jobsTrace(trace.Job{GPUs: 16}, trace.Job{Submit: 10 * time.Second, GPUs: 1, Duration: 10 * time.Minute})
+	rep, err := Run(onePool(), tr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Policies {
+		if r.WaitP50 != 0 {
+			t.Errorf("%s: median wait %vs; want 0 (the zero-length job is done at once)", r.Policy, r.WaitP50)
+		}
+	}
+}

@@ -530,3 +530,52 @@ func TestReadyNodes(t *testing.T) {
 		t.Fatalf("ready nodes = %+v, %v; want i-2 alone (i-4 refused with its batch)", got, err)
 	}
 }
+
+// TestLaunches: a launch is recorded as the controller's own in the same
+// transaction that clears its intent, its claims are updated, and it
+// survives a restart; bad records are refused.
+func TestLaunches(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	in := Intent{Key: "fc-launch-a-1", Kind: IntentLaunch, Pool: "a", Count: 2, Target: 2, Created: t0}
+	if err := s.PutIntent(in); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SettleLaunch(Launch{Key: in.Key, Pool: "a", Count: 2, At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Intents(); len(got) != 0 {
+		t.Fatalf("intents %+v after the launch was settled", got)
+	}
+	older := Launch{Key: "fc-launch-a-0", Pool: "a", Count: 1, At: t0.Add(-time.Minute), Claimed: []string{"i-9"}, Spent: 0}
+	if err := s.PutLaunches(older, Launch{Key: in.Key, Pool: "a", Count: 2, At: t0, Claimed: []string{"i-1"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []Launch{{Pool: "a", At: t0}, {Key: "k", Pool: "a", Count: -1, At: t0}, {Key: "k", Pool: "a"}} {
+		if err := s.PutLaunches(bad); err == nil {
+			t.Errorf("launch %+v taken", bad)
+		}
+	}
+	if err := s.PutSeen(t0, "i-1", "i-2"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dir)
+	defer s.Close()
+	got, err := s.Launches()
+	if err != nil || len(got) != 2 || got[0].Key != older.Key || got[1].Unclaimed() != 1 || got[0].Unclaimed() != 0 {
+		t.Fatalf("launches %+v, %v; want both, oldest first, with their claims", got, err)
+	}
+	if err := s.DeleteLaunches(older.Key); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteSeen("i-2"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Launches(); len(got) != 1 || got[0].Key != in.Key {
+		t.Fatalf("launches after a delete: %+v", got)
+	}
+	if seen, err := s.SeenNodes(); err != nil || len(seen) != 1 || seen[0] != (NodeTime{Node: "i-1", At: t0}) {
+		t.Fatalf("seen %+v, %v", seen, err)
+	}
+}

@@ -276,6 +276,9 @@ func read(r io.Reader, name string, opt Options, hint int) (*Trace, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.GPUHours() <= 0 {
+		return nil, fmt.Errorf("%s: no work to replay: each of its %d job(s) runs for no time", p.name, len(t.Jobs))
+	}
 	t.SkippedRows = p.skipped
 	return t, nil
 }

@@ -114,6 +114,10 @@ type Receiver struct {
 	Skew time.Duration
 	// Log gets refusals at debug level and store failures at error level.
 	Log hclog.Logger
+	// NodeGPUs, if set, returns the GPUs the node's pool gives each node (0
+	// when the node is not known yet): the most an unhealthy report's jobs
+	// may hold (see Report.Validate).
+	NodeGPUs func(node string) int
 }
 
 // Pattern is the route the receiver serves, for an http.ServeMux.
@@ -180,7 +184,11 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (int, string
 	if skew <= 0 {
 		skew = 5 * time.Minute
 	}
-	if err := rep.Validate(now(), skew); err != nil {
+	nodeGPUs := 0
+	if rc.NodeGPUs != nil {
+		nodeGPUs = rc.NodeGPUs(node)
+	}
+	if err := rep.Validate(now(), skew, nodeGPUs); err != nil {
 		return http.StatusUnprocessableEntity, "report: " + err.Error(), Answer{}
 	}
 	answer, err := rc.Store.Accept(r.Context(), &rep)

@@ -128,8 +128,13 @@ const (
 
 // Validate checks every field of a report and returns the first problem,
 // naming the field. now and skew bound the report's times: none may be
-// more than skew after now (a clock far ahead is a bad report).
-func (r *Report) Validate(now time.Time, skew time.Duration) error {
+// more than skew after now (a clock far ahead is a bad report). A job
+// lists each GPU at most once, and the GPUs a node's jobs and unknown
+// processes hold never exceed the node's: the GPUs the report lists (none
+// it could not read), and nodeGPUs, the GPUs its pool gives a node (0 when
+// not known: then at most 64). So no report can claim more demand than its
+// node can hold.
+func (r *Report) Validate(now time.Time, skew time.Duration, nodeGPUs int) error {
 	future := now.Add(skew)
 	switch {
 	case r.Node == "" || len(r.Node) > maxIDLen:
@@ -192,16 +197,33 @@ func (r *Report) Validate(now time.Time, skew time.Duration) error {
 			return fmt.Errorf("jobs[%d].pids: %d PIDs, at most %d", i, len(j.PIDs), maxProcesses)
 		}
 		ids[j.ID] = true
+		listed := make(map[int]bool, len(j.GPUs))
 		for k, g := range j.GPUs {
-			if !gpus[g] && r.Healthy {
+			switch {
+			case g < 0 || g >= maxGPUs:
+				return fmt.Errorf("jobs[%d].gpus[%d]: %d, want 0-%d", i, k, g, maxGPUs-1)
+			case !gpus[g] && r.Healthy:
 				return fmt.Errorf("jobs[%d].gpus[%d]: GPU %d is not among the reported GPUs", i, k, g)
+			case listed[g]:
+				return fmt.Errorf("jobs[%d].gpus[%d]: GPU %d listed twice for the job", i, k, g)
 			}
+			listed[g] = true
 		}
 		for k, pid := range j.PIDs {
 			if pid <= 0 {
 				return fmt.Errorf("jobs[%d].pids[%d]: %d, want a process ID above 0", i, k, pid)
 			}
 		}
+	}
+	limit := len(r.GPUs)
+	if !r.Healthy {
+		limit = maxGPUs
+	}
+	if nodeGPUs > 0 {
+		limit = min(limit, nodeGPUs)
+	}
+	if held, field := r.held(limit); field != "" {
+		return fmt.Errorf("%s: the node's jobs and unknown processes would hold %.4g GPUs, more than its %d", field, held, limit)
 	}
 	switch r.Drain.State {
 	case NotDraining, "":
@@ -234,16 +256,72 @@ func (p Process) check(gpus map[int]bool, gpu int) error {
 	return nil
 }
 
+// held is the GPUs the report's jobs and unknown processes hold: each GPU
+// a job lists counts as the job's share of it (the whole GPU, or one of a
+// MIG GPU's instances), and each GPU that unknown processes run on and no
+// job lists counts once. field names the job or process at which the
+// count first passes limit, for errors.
+func (r *Report) held(limit int) (total float64, field string) {
+	share := make(map[int]float64, len(r.GPUs))
+	for _, g := range r.GPUs {
+		if g.MIG && g.Instances > 1 {
+			share[g.Index] = 1 / float64(g.Instances)
+		}
+	}
+	over := func() bool { return field == "" && total > float64(limit)+1e-9 }
+	byJobs := map[int]bool{}
+	for i, j := range r.Jobs {
+		for _, g := range j.GPUs {
+			s, ok := share[g]
+			if !ok {
+				s = 1
+			}
+			total += s
+			byJobs[g] = true
+		}
+		if over() {
+			field = fmt.Sprintf("jobs[%d].gpus", i)
+		}
+	}
+	for i, p := range r.Unknown {
+		if !byJobs[p.GPU] {
+			byJobs[p.GPU] = true
+			total++
+			if over() {
+				field = fmt.Sprintf("unknown[%d].gpu", i)
+			}
+		}
+	}
+	return total, field
+}
+
 // FleetJobs are the report's jobs as the planner sees them, GPU processes
 // that no job claims included: each is work of unknown worth that never
 // checkpointed, so the node it runs on is never taken for idle nor drained.
+// A GPU counts once, whoever holds it: a job's GPUs are those no job
+// before it lists (jobs sharing a GPU, or the instances of one MIG GPU,
+// hold that GPU once), and an unknown process holds its GPU if no job or
+// process before it does. So the node's demand is the GPUs in use on it,
+// never more than it has.
 func (r *Report) FleetJobs() []fleet.Job {
 	out := make([]fleet.Job, 0, len(r.Jobs)+len(r.Unknown))
+	taken := map[int]bool{}
+	hold := func(g int) int {
+		if taken[g] {
+			return 0
+		}
+		taken[g] = true
+		return 1
+	}
 	for _, j := range r.Jobs {
-		out = append(out, fleet.Job{ID: j.ID, GPUs: len(j.GPUs), Start: j.Start, LongRunning: j.LongRunning, LastCheckpoint: j.LastCheckpoint})
+		n := 0
+		for _, g := range j.GPUs {
+			n += hold(g)
+		}
+		out = append(out, fleet.Job{ID: j.ID, GPUs: n, Start: j.Start, LongRunning: j.LongRunning, LastCheckpoint: j.LastCheckpoint})
 	}
 	for _, p := range r.Unknown {
-		out = append(out, fleet.Job{ID: fmt.Sprintf("unknown-process-%d", p.PID), GPUs: 1, Start: r.SentAt})
+		out = append(out, fleet.Job{ID: fmt.Sprintf("unknown-process-%d", p.PID), GPUs: hold(p.GPU), Start: r.SentAt})
 	}
 	return out
 }

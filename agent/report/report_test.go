@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -177,7 +178,7 @@ func FuzzReceiver(f *testing.F) {
 			st.mu.Lock()
 			r := st.got[len(st.got)-1]
 			st.mu.Unlock()
-			if err := r.Validate(now, 5*time.Minute); err != nil || r.Node != "i-1" {
+			if err := r.Validate(now, 5*time.Minute, 0); err != nil || r.Node != "i-1" {
 				t.Fatalf("accepted an invalid report: %v", err)
 			}
 		} else if rec.Code < 400 || rec.Code >= 500 {
@@ -212,4 +213,99 @@ func BenchmarkReceiver(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestReportCannotInflateDemand: a report claims no more GPUs than its
+// node has. A job listing a GPU twice, jobs holding more GPUs than the
+// node reports, and an unhealthy report whose jobs hold more GPUs than its
+// pool gives a node are refused (422, naming the field) and change
+// nothing; unknown processes and jobs sharing a GPU (MIG instances) count
+// it once in the demand.
+func TestReportCannotInflateDemand(t *testing.T) {
+	tk := tokens(t)
+	st := &store{}
+	h := (&Receiver{Tokens: tk, Store: st, Now: func() time.Time { return now }, NodeGPUs: func(string) int { return 8 }}).Handler()
+	send := func(r Report) *httptest.ResponseRecorder {
+		return post(t, h, "/v1/agents/i-1/report", tk.For("i-1"), "application/json", marshal(t, r))
+	}
+	job := func(id string, gpus ...int) Job {
+		return Job{ID: id, GPUs: gpus, Start: now.Add(-time.Hour), LastCheckpoint: now.Add(-time.Minute)}
+	}
+	many := good("i-1")
+	many.Jobs[0].GPUs = make([]int, 4000) // GPU 0, 4,000 times
+	crowded := good("i-1")
+	for i := range 3 {
+		crowded.Jobs = append(crowded.Jobs, job(fmt.Sprint("extra-", i), 1))
+	}
+	unhealthy := Report{Node: "i-1", SentAt: now.Add(-time.Second), Drain: DrainStatus{State: NotDraining},
+		Jobs: []Job{job("wide", 0, 1, 2, 3, 4, 5, 6, 7, 8)}}
+	// Sixteen GPUs listed on a node of a pool of 8-GPU nodes, twelve held.
+	wide := good("i-1")
+	wide.GPUs, wide.Jobs = nil, nil
+	for i := range 16 {
+		wide.GPUs = append(wide.GPUs, GPU{Index: i, UUID: fmt.Sprint("GPU-", i), MemoryTotal: 1})
+	}
+	wide.Jobs = []Job{job("big", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)}
+	outOfRange := good("i-1")
+	outOfRange.Healthy, outOfRange.GPUs, outOfRange.Jobs[0].GPUs = false, nil, []int{64}
+	for _, tt := range []struct {
+		name   string
+		r      Report
+		reason string
+	}{
+		{"a GPU listed 4,000 times", many, "jobs[0].gpus[1]: GPU 0 listed twice for the job"},
+		{"more GPUs held than the node has", crowded, "jobs[2].gpus: the node's jobs and unknown processes would hold 4 GPUs, more than its 2"},
+		{"an unhealthy report wider than its pool's nodes", unhealthy, "jobs[0].gpus: the node's jobs and unknown processes would hold 9 GPUs, more than its 8"},
+		{"an unhealthy report's GPU index out of range", outOfRange, "jobs[0].gpus[0]: 64, want 0-63"},
+		{"more GPUs held than the node's pool gives it", wide, "jobs[0].gpus: the node's jobs and unknown processes would hold 12 GPUs, more than its 8"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := len(st.got)
+			if rec := send(tt.r); rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), tt.reason) {
+				t.Fatalf("status %d %q; want 422 and %q", rec.Code, rec.Body.String(), tt.reason)
+			}
+			if len(st.got) != n {
+				t.Fatal("a refused report reached the store")
+			}
+		})
+	}
+
+	held := func(r Report) int {
+		total := 0
+		for _, j := range r.FleetJobs() {
+			total += j.GPUs
+		}
+		return total
+	}
+	// Eight unknown processes on GPU 1 hold it once; train-7 holds GPU 0.
+	stray := good("i-1")
+	for pid := range 8 {
+		stray.Unknown = append(stray.Unknown, Process{PID: 9000 + pid, GPU: 1})
+	}
+	// Seven jobs on the seven instances of one MIG GPU hold it once.
+	mig := good("i-1")
+	mig.GPUs = mig.GPUs[:1]
+	mig.GPUs[0].MIG, mig.GPUs[0].Instances, mig.GPUs[0].UtilGPU = true, 7, 0
+	mig.Jobs = nil
+	for i := range 7 {
+		mig.Jobs = append(mig.Jobs, job(fmt.Sprint("slice-", i), 0))
+	}
+	unhealthy.Jobs = []Job{job("wide", 0, 1, 2, 3, 4, 5, 6, 7)}
+	for _, tt := range []struct {
+		name string
+		r    Report
+		want int
+	}{{"unknown processes", stray, 2}, {"MIG instances", mig, 1}, {"an unhealthy report as wide as its pool's nodes", unhealthy, 8}} {
+		if rec := send(tt.r); rec.Code != http.StatusOK {
+			t.Fatalf("%s: status %d %q", tt.name, rec.Code, rec.Body.String())
+		}
+		if got := held(tt.r); got != tt.want {
+			t.Errorf("%s: the jobs hold %d GPUs as the planner sees them; want %d", tt.name, got, tt.want)
+		}
+	}
+	tooMany := mig
+	tooMany.Jobs = append(tooMany.Jobs, job("slice-7", 0))
+	if rec := send(tooMany); rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "jobs[7].gpus: the node's jobs and unknown processes would hold 1.143 GPUs, more than its 1") {
+		t.Errorf("eight jobs on a GPU of seven MIG instances: %d %q", rec.Code, rec.Body.String())
+	}
 }

@@ -68,6 +68,7 @@ func TestPlanAgainstMoto(t *testing.T) {
 	}
 	for _, want := range []string{
 		"capacity:    48 GPUs ready, 0 launching, 0 draining; 6 node(s) with silent agents",
+		"unknown:     6 instance(s) not launched by this controller, agents never reported healthy GPUs: i-",
 		"+ launch 2 x p5.48xlarge in h100-capacity-block (keep the reserved baseline full",
 		"scale-in halted: 6 of 6 nodes have silent agents",
 		"Plan: 2 to launch, 0 to drain, 0 to terminate",

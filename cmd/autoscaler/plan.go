@@ -100,9 +100,11 @@ func makeForecast(cfg *config.Config, history fleet.Series) (forecast.Forecast, 
 
 // observe reads the fleet from the pools' providers. The simulated cloud
 // generates a whole fleet, jobs and history included. Real clouds give
-// their groups' instances only: with no agent reports at hand, a running
-// instance is shown ready with a silent agent (so nothing is drained on
-// its account) and there is no demand history (so the plan is reactive).
+// their groups' instances only: with no agent reports nor launch records
+// at hand, every instance is unknown (a running one ready with a silent
+// agent, so nothing is drained on its account, and none terminated at a
+// provisioning deadline) and there is no demand history (so the plan is
+// reactive).
 func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time.Time) (fleet.State, error) {
 	if cfg.Pools[0].Provider == "sim" {
 		_, st, err := sim.Generate(cfg, now)
@@ -120,11 +122,11 @@ func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time
 			return fleet.State{}, err
 		}
 		for _, in := range g.Instances {
-			n := fleet.Node{ID: in.ID, Pool: p.Name, LaunchedAt: in.LaunchedAt, State: fleet.Ready}
-			switch in.State {
-			case providers.InstancePending:
+			n := fleet.Node{ID: in.ID, Pool: p.Name, LaunchedAt: now, State: fleet.Ready, Unknown: true}
+			switch {
+			case in.State == providers.InstancePending || in.Owed:
 				n.State = fleet.Pending
-			case providers.InstanceTerminating:
+			case in.State == providers.InstanceTerminating:
 				n.State = fleet.Terminating
 			}
 			st.Nodes = append(st.Nodes, n)
@@ -161,6 +163,15 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 		fmt.Fprintf(w, "; %d node(s) with silent agents", c.SilentNodes)
 	}
 	fmt.Fprintln(w)
+	if u := p.UnknownNodes; len(u) > 0 {
+		shown := u[:min(len(u), 10)]
+		more := ""
+		if len(u) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(u)-len(shown))
+		}
+		fmt.Fprintf(w, "  unknown:     %d instance(s) not launched by this controller, agents never reported healthy GPUs: %s%s\n", len(u), strings.Join(shown, ", "), more)
+		fmt.Fprintln(w, "               (never terminated at a provisioning deadline nor drained; known once their agents report)")
+	}
 	if f := p.Forecast; f != nil {
 		qs := f.Quantile(p.Quantile)
 		lo, hi := qs[0], qs[0]

@@ -146,7 +146,7 @@ func (p *Provider) describeASG(ctx context.Context, c *clients, pool fleet.Pool)
 	m.desired = desired
 	for i, at := range m.owed(desired-have, now) {
 		out.Instances = append(out.Instances, providers.Instance{ID: fmt.Sprintf("%s%s/%d", placeholderPrefix, name, i),
-			State: providers.InstancePending, LaunchedAt: at})
+			State: providers.InstancePending, LaunchedAt: at, Owed: true})
 	}
 	p.mu.Unlock()
 	return out, nil

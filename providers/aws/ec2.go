@@ -35,9 +35,18 @@ func poolFilters(pool fleet.Pool) []ec2types.Filter {
 	}
 }
 
+// describeEC2 lists the pool's tagged instances. The group is keyed: each
+// instance carries the key of the launch that made it, and Target is the
+// number listed (EC2's reads are eventually consistent, so a launch made
+// moments ago may not be listed yet).
 func (p *Provider) describeEC2(ctx context.Context, c *clients, pool fleet.Pool) (providers.Group, error) {
-	var g providers.Group
-	pages := ec2.NewDescribeInstancesPaginator(c.ec2, &ec2.DescribeInstancesInput{Filters: poolFilters(pool)})
+	return p.listEC2(ctx, c, pool, poolFilters(pool))
+}
+
+// listEC2 lists the instances the filters find as the pool's group.
+func (p *Provider) listEC2(ctx context.Context, c *clients, pool fleet.Pool, filters []ec2types.Filter) (providers.Group, error) {
+	g := providers.Group{Keyed: true}
+	pages := ec2.NewDescribeInstancesPaginator(c.ec2, &ec2.DescribeInstancesInput{Filters: filters})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
@@ -54,7 +63,7 @@ func (p *Provider) describeEC2(ctx context.Context, c *clients, pool fleet.Pool)
 					zone = aws.ToString(in.Placement.AvailabilityZone)
 				}
 				g.Instances = append(g.Instances, providers.Instance{ID: aws.ToString(in.InstanceId), Zone: zone, State: st,
-					LaunchedAt: aws.ToTime(in.LaunchTime)})
+					LaunchedAt: aws.ToTime(in.LaunchTime), LaunchKey: tag(in.Tags, TagLaunchKey)})
 				if st != providers.InstanceTerminating {
 					g.Target++
 				}
@@ -64,27 +73,35 @@ func (p *Provider) describeEC2(ctx context.Context, c *clients, pool fleet.Pool)
 	return g, nil
 }
 
-// launchEC2 runs the instances the pool lacks to reach req.Target from its
-// launch template, tagged as the pool's, with req.Key as the client token
-// (EC2 then launches nothing more for a repeated request). It asks for at
-// least one and at most the missing count, so EC2 grants what it has; a
+// launchEC2 runs req.Count instances from the pool's launch template,
+// tagged as the pool's and with the launch's key, with req.Key as the
+// client token. A request sent again (a retry, a restarted controller
+// settling its journal) is the same request, so EC2 answers it with the
+// instances it launched the first time and launches nothing more; the
+// count is never worked out again from a listing, which may lag the
+// launch (and would make EC2 refuse the token as a different request).
+// Instances already listed with the key mean the launch was made. It asks
+// for at least one and at most req.Count, so EC2 grants what it has; a
 // partial grant is an insufficient-capacity error.
 func (p *Provider) launchEC2(ctx context.Context, c *clients, pool fleet.Pool, req providers.LaunchRequest) error {
-	g, err := p.describeEC2(ctx, c, pool)
+	if req.Count < 1 {
+		return nil
+	}
+	made, err := p.listEC2(ctx, c, pool, append(poolFilters(pool), ec2types.Filter{Name: aws.String("tag:" + TagLaunchKey), Values: []string{req.Key}}))
 	if err != nil {
 		return err
 	}
-	count := req.Target - g.Target
-	if count <= 0 {
+	if len(made.Instances) > 0 {
 		return nil // made already
 	}
+	count := req.Count
 	in := runInput(pool, req.Key, count)
 	out, err := c.ec2.RunInstances(ctx, in)
 	if err != nil {
 		return classify(pool.Name, fmt.Sprintf("RunInstances of %d %s", count, pool.InstanceType), err)
 	}
 	if got := len(out.Instances); got < count {
-		return &providers.InsufficientCapacityError{Pool: pool.Name,
+		return &providers.InsufficientCapacityError{Pool: pool.Name, Granted: got,
 			Err: fmt.Errorf("RunInstances granted %d of %d %s", got, count, pool.InstanceType)}
 	}
 	return nil

@@ -74,7 +74,8 @@ func (s Settings) Grant(pool, zone string, current, want int, rng *rand.Rand) (i
 			Err: fmt.Errorf("%w: injected capacity error (rate %g)", ErrSimulated, s.ErrorRate)}
 	}
 	if current+want > s.Capacity {
-		return max(s.Capacity-current, 0), &providers.InsufficientCapacityError{Pool: pool, Zone: zone,
+		granted := max(s.Capacity-current, 0)
+		return granted, &providers.InsufficientCapacityError{Pool: pool, Zone: zone, Granted: granted,
 			Err: fmt.Errorf("%w: region capacity of %d instance(s) reached", ErrSimulated, s.Capacity)}
 	}
 	return want, nil
@@ -228,20 +229,20 @@ func (c *Cloud) Launch(ctx context.Context, pool fleet.Pool, req providers.Launc
 			c.keys[req.Key] = now
 		}
 		for g.target < target {
-			c.add(g, zone, providers.InstancePending, now)
+			c.add(g, zone, providers.InstancePending, now).LaunchKey = req.Key
 		}
 		return capErr
 	})
 }
 
-// add appends an instance to g and raises its target. The caller holds c.mu
-// (or owns c, while generating a fleet).
-func (c *Cloud) add(g *group, zone string, state providers.InstanceState, launched time.Time) string {
+// add appends an instance to g, raises its target and returns the
+// instance. The caller holds c.mu (or owns c, while generating a fleet).
+func (c *Cloud) add(g *group, zone string, state providers.InstanceState, launched time.Time) *providers.Instance {
 	c.nextID++
 	id := fmt.Sprintf("sim-%s-%05d", g.pool.Name, c.nextID)
 	g.instances = append(g.instances, providers.Instance{ID: id, Zone: zone, State: state, LaunchedAt: launched})
 	g.target++
-	return id
+	return &g.instances[len(g.instances)-1]
 }
 
 // Terminate removes the instances and lowers the target by as many. An

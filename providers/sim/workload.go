@@ -117,7 +117,7 @@ func Generate(cfg *config.Config, now time.Time) (*Cloud, fleet.State, error) {
 		g := cloud.groups[p.Name]
 		for range min(g.settings.Initial, g.settings.Capacity) {
 			launched := now.Add(-time.Duration(2+rng.IntN(70)) * time.Hour)
-			id := cloud.add(g, zoneOf(p, rng), providers.InstanceRunning, launched)
+			id := cloud.add(g, zoneOf(p, rng), providers.InstanceRunning, launched).ID
 			n := fleet.Node{ID: id, Pool: p.Name, State: fleet.Ready, LaunchedAt: launched,
 				LastReport: now.Add(-time.Duration(rng.IntN(50)) * time.Second)}
 			if p.Name == drainPool && drainIdx < 0 {
@@ -202,7 +202,7 @@ func Generate(cfg *config.Config, now time.Time) (*Cloud, fleet.State, error) {
 				BackoffReason: "insufficient capacity (simulated) at " + launched.UTC().Format("15:04")})
 			continue
 		}
-		id := cloud.add(g, zoneOf(p, rng), providers.InstancePending, launched)
+		id := cloud.add(g, zoneOf(p, rng), providers.InstancePending, launched).ID
 		nodes = append(nodes, fleet.Node{ID: id, Pool: p.Name, State: fleet.Pending, LaunchedAt: launched})
 		break
 	}

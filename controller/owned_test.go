@@ -1,0 +1,111 @@
+package controller
+
+import (
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+func TestClaim(t *testing.T) {
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	// The cloud's clock: an hour behind the controller's.
+	inst := func(id string, launched ...int) providers.Instance {
+		in := providers.Instance{ID: id, State: providers.InstanceRunning, LaunchedAt: at(-600)}
+		if len(launched) > 0 {
+			in.LaunchedAt = at(launched[0] - 60)
+		}
+		return in
+	}
+	keyed := func(id, key string) providers.Instance {
+		in := inst(id)
+		in.LaunchKey = key
+		return in
+	}
+	owed := func(id string, m int) providers.Instance {
+		return providers.Instance{ID: id, State: providers.InstancePending, LaunchedAt: at(m), Owed: true}
+	}
+	tests := []struct {
+		name      string
+		launches  []state.Launch
+		instances []providers.Instance
+		keyed     bool
+		seen      map[string]time.Time
+		// want maps each owned instance or stand-in to its launch's key.
+		want     map[string]string
+		claimed  map[string][]string // launch key -> claims after
+		unlisted int
+	}{{
+		name:      "no launch: every instance unknown",
+		instances: []providers.Instance{inst("a"), inst("b")},
+		seen:      map[string]time.Time{"a": at(0), "b": at(1)},
+		want:      map[string]string{},
+	}, {
+		name:      "a launch of 2 claims the 2 newest instances seen after it, not one seen before nor one seen after its timeout",
+		launches:  []state.Launch{{Key: "k", Pool: "p", Count: 2, At: at(10)}},
+		instances: []providers.Instance{inst("old", 20), inst("n3", 12), inst("n1", 10), inst("n2", 11), inst("late", 50)},
+		seen:      map[string]time.Time{"old": at(5), "n1": at(11), "n2": at(12), "n3": at(13), "late": at(50)},
+		want:      map[string]string{"n3": "k", "n2": "k"},
+		claimed:   map[string][]string{"k": {"n3", "n2"}},
+	}, {
+		name:      "newer launches claim newer instances",
+		launches:  []state.Launch{{Key: "k1", Pool: "p", Count: 1, At: at(10)}, {Key: "k2", Pool: "p", Count: 1, At: at(20)}},
+		instances: []providers.Instance{inst("a", 11), inst("b", 21)},
+		seen:      map[string]time.Time{"a": at(21), "b": at(22)},
+		want:      map[string]string{"a": "k1", "b": "k2"},
+		claimed:   map[string][]string{"k1": {"a"}, "k2": {"b"}},
+	}, {
+		name: "a unit is claimed once for good: its instance gone, one seen after is not taken for it",
+		launches: []state.Launch{{Key: "k", Pool: "p", Count: 1, At: at(10), Claimed: []string{"gone"}},
+			{Key: "k2", Pool: "p", Count: 1, At: at(20)}},
+		instances: []providers.Instance{inst("person"), inst("ours")},
+		seen:      map[string]time.Time{"person": at(15), "ours": at(21)},
+		want:      map[string]string{"ours": "k2"},
+		claimed:   map[string][]string{"k": {"gone"}, "k2": {"ours"}},
+	}, {
+		name:      "units not claimed match the capacity the group owes, newest launch first",
+		launches:  []state.Launch{{Key: "k1", Pool: "p", Count: 1, At: at(10)}, {Key: "k2", Pool: "p", Count: 2, At: at(20), Spent: 1}},
+		instances: []providers.Instance{owed("placeholder/g/0", 5), owed("placeholder/g/1", 20), owed("placeholder/g/2", 20)},
+		seen:      map[string]time.Time{},
+		want:      map[string]string{"placeholder/g/1": "k2", "placeholder/g/2": "k1"},
+	}, {
+		name:      "keyed: a launch's instances carry its key; those not listed yet are stand-ins",
+		launches:  []state.Launch{{Key: "k", Pool: "p", Count: 3, At: at(10)}},
+		instances: []providers.Instance{keyed("a", "k"), keyed("b", "other-controller"), inst("c")},
+		keyed:     true,
+		seen:      map[string]time.Time{"a": at(11), "b": at(11), "c": at(11)},
+		want:      map[string]string{"a": "k", "unlisted/k/0": "k", "unlisted/k/1": "k"},
+		claimed:   map[string][]string{"k": {"a"}},
+		unlisted:  2,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			after := slices.Clone(tt.launches)
+			o := claim(after, tt.instances, tt.keyed, tt.seen, 30*time.Minute)
+			if !maps.Equal(o.by, tt.want) {
+				t.Errorf("owned %v; want %v", o.by, tt.want)
+			}
+			for id, key := range o.by {
+				for _, l := range tt.launches {
+					if l.Key == key && !o.at[id].Equal(l.At) {
+						t.Errorf("%s owned from %v; want its launch's %v", id, o.at[id], l.At)
+					}
+				}
+			}
+			for _, l := range after {
+				if !slices.Equal(l.Claimed, tt.claimed[l.Key]) {
+					t.Errorf("launch %s claims %v; want %v", l.Key, l.Claimed, tt.claimed[l.Key])
+				}
+				if changed := slices.ContainsFunc(o.changed, func(c state.Launch) bool { return c.Key == l.Key }); changed != (len(l.Claimed) != len(tt.launches[slices.IndexFunc(tt.launches, func(x state.Launch) bool { return x.Key == l.Key })].Claimed)) {
+					t.Errorf("launch %s reported changed %v", l.Key, changed)
+				}
+			}
+			if len(o.unlisted) != tt.unlisted {
+				t.Errorf("%d stand-ins for unlisted instances; want %d", len(o.unlisted), tt.unlisted)
+			}
+		})
+	}
+}

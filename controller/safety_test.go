@@ -1,0 +1,394 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/providers/sim"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// TestAdoptedFleetIsNeverKilled: the controller starts, with a fresh state
+// directory, against a fleet it did not launch (a reservation of two nodes
+// kept full, two on-demand nodes) whose agents never report: not installed
+// yet, or the state directory was lost. For 24 hours it terminates none of
+// them and scales nothing in. Jobs wait for more GPUs than the fleet has,
+// once; its own launch for them never reports either, and is terminated
+// at its provisioning deadline (and the pool backed off), and only it.
+func TestAdoptedFleetIsNeverKilled(t *testing.T) {
+	reserved := gpuPool("reserved", 8, 2, 5*time.Minute)
+	reserved.Capacity, reserved.PricePerHour = fleet.Reserved, 20
+	ondemand := gpuPool("ondemand", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, reserved, ondemand)
+	ctx := context.Background()
+	// The fleet as Terraform or a person made it, before the controller.
+	for _, g := range []struct {
+		pool fleet.Pool
+		n    int
+	}{{reserved, 2}, {ondemand, 2}} {
+		if err := l.cloud.Launch(ctx, g.pool, providers.LaunchRequest{Count: g.n, Target: g.n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adopted := map[string]bool{}
+	for _, p := range []fleet.Pool{reserved, ondemand} {
+		g, _ := l.cloud.Describe(ctx, p)
+		for _, in := range g.Instances {
+			adopted[in.ID] = true
+		}
+	}
+	l.now = l.now.Add(time.Hour)
+	// No agent ever reports.
+	mute := func() {
+		for _, p := range []fleet.Pool{reserved, ondemand} {
+			g, _ := l.cloud.Describe(ctx, p)
+			for _, in := range g.Instances {
+				l.silent[in.ID] = true
+			}
+		}
+	}
+	var terminated []string
+	var terminatedAt time.Duration
+	start := l.now
+	for i := range 24 * 60 {
+		if i == 0 {
+			// 40 GPUs wait, with 32 in the fleet: one node is bought.
+			l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "ondemand", GPUs: 40}}})
+		}
+		mute()
+		plan := l.cycle(t)
+		for _, a := range plan.Actions {
+			switch a.Kind {
+			case planner.Drain:
+				t.Fatalf("at %v: drained %s: %s", l.now.Sub(start), a.Node, a.Reason)
+			case planner.Terminate:
+				if adopted[a.Node] {
+					t.Fatalf("at %v: terminated %s, an instance this controller did not launch: %s", l.now.Sub(start), a.Node, a.Reason)
+				}
+				terminated = append(terminated, a.Node)
+				terminatedAt = l.now.Sub(start)
+			}
+		}
+	}
+	for _, p := range []fleet.Pool{reserved, ondemand} {
+		g, _ := l.cloud.Describe(ctx, p)
+		for _, in := range g.Instances {
+			delete(adopted, in.ID)
+		}
+	}
+	if len(adopted) != 0 {
+		t.Errorf("instances gone after 24 hours: %v", adopted)
+	}
+	// Its own launch is terminated at its deadline (3 lead times), once:
+	// the jobs' push expired after 10 minutes.
+	if len(terminated) != 1 || terminatedAt <= 15*time.Minute || terminatedAt > 17*time.Minute {
+		t.Errorf("terminated %v, the last at %v; want the one launch of its own, at its deadline (15m)", terminated, terminatedAt)
+	}
+	if n := l.count.changes.Load(); n != 2 {
+		t.Errorf("%d changing calls; want 2 (the launch and its termination)", n)
+	}
+}
+
+// TestAdoptedFleetIsReported: unknown instances are named in the plan and
+// in the fleet's state, counted as silent (so scale-in halts when they are
+// many), and become known once their agents report.
+func TestAdoptedFleetIsReported(t *testing.T) {
+	p := gpuPool("g5", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, p)
+	ctx := context.Background()
+	if err := l.cloud.Launch(ctx, p, providers.LaunchRequest{Count: 3, Target: 3}); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := l.cloud.Describe(ctx, p)
+	for _, in := range g.Instances {
+		l.silent[in.ID] = true
+	}
+	l.now = l.now.Add(10 * time.Minute)
+	plan := l.cycle(t)
+	if len(plan.UnknownNodes) != 3 || plan.Capacity.SilentNodes != 3 || plan.ScaleInHalt == "" {
+		t.Fatalf("plan: unknown %v, %d silent, halt %q; want the 3 unknown, silent, scale-in halted", plan.UnknownNodes, plan.Capacity.SilentNodes, plan.ScaleInHalt)
+	}
+	for _, n := range l.c.Last().State.Nodes {
+		if !n.Unknown || n.State != fleet.Ready {
+			t.Fatalf("node %+v; want ready and unknown", n)
+		}
+	}
+	// Degraded, and said so: liveness stays up (a partition must not get
+	// the controller restarted), readiness and the metrics say why.
+	h := l.c.Handler(APIOptions{})
+	if code, body := get(t, h, "/healthz"); code != http.StatusOK || !strings.HasPrefix(body, "ok\n") ||
+		!strings.Contains(body, "degraded: 3 unknown instance(s)") || !strings.Contains(body, "degraded: scale-in halted: 3 of 3 nodes have silent agents") {
+		t.Errorf("GET /healthz: %d %q", code, body)
+	}
+	if code, body := get(t, h, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not ready: 3 unknown instance(s)") {
+		t.Errorf("GET /readyz: %d %q", code, body)
+	}
+	if code, body := get(t, h, "/v1/fleet"); code != http.StatusOK || strings.Count(body, `"unknown": true`) != 3 {
+		t.Errorf("GET /v1/fleet does not mark the 3 unknown nodes: %d %s", code, body)
+	}
+	_, metrics := get(t, h, "/metrics")
+	for _, want := range []string{`fleetcast_unknown_nodes{pool="g5"} 3`, "fleetcast_scale_in_halted 1", "fleetcast_ready 0"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	// The agents are installed: the nodes report and are known from then on.
+	for _, in := range g.Instances {
+		l.silent[in.ID] = false
+	}
+	plan = l.cycle(t)
+	if len(plan.UnknownNodes) != 0 || plan.ScaleInHalt != "" {
+		t.Fatalf("once reporting: unknown %v, halt %q", plan.UnknownNodes, plan.ScaleInHalt)
+	}
+	if c := plan.Counts(); c[planner.Drain] == 0 {
+		t.Fatalf("three idle, reporting nodes and no demand: nothing drained: %+v", plan.Actions)
+	}
+	if code, body := get(t, h, "/readyz"); code != http.StatusOK || body != "ready\n" {
+		t.Errorf("GET /readyz once the agents report: %d %q", code, body)
+	}
+	if _, body := get(t, h, "/healthz"); body != "ok\n" {
+		t.Errorf("GET /healthz once the agents report: %q", body)
+	}
+}
+
+// lagging is a cloud whose reads lag its launches, as EC2's do for
+// instances run from a launch template: an instance is listed only lag
+// after its launch, the group is keyed (each instance carries its launch's
+// key) and its Target is the count listed; a launch runs Count more
+// instances, and one sent again with the same key runs none (a client
+// token). It records the key of each launch it is sent.
+type lagging struct {
+	providers.Provider // the simulated cloud, read without lag
+	lag                time.Duration
+	now                func() time.Time
+	keys               []string
+}
+
+func (l *lagging) Describe(ctx context.Context, p fleet.Pool) (providers.Group, error) {
+	g, err := l.Provider.Describe(ctx, p)
+	g.Keyed, g.Target = true, 0
+	g.Instances = slices.DeleteFunc(g.Instances, func(in providers.Instance) bool { return l.now().Sub(in.LaunchedAt) < l.lag })
+	for _, in := range g.Instances {
+		if in.State != providers.InstanceTerminating {
+			g.Target++
+		}
+	}
+	return g, err
+}
+
+func (l *lagging) Launch(ctx context.Context, p fleet.Pool, req providers.LaunchRequest) error {
+	l.keys = append(l.keys, req.Key)
+	g, err := l.Provider.Describe(ctx, p)
+	if err != nil {
+		return err
+	}
+	return l.Provider.Launch(ctx, p, providers.LaunchRequest{Count: req.Count, Target: g.Target + req.Count, Key: req.Key})
+}
+
+// TestRestartWithLaggingReadsLaunchesOnce: the controller launches a node
+// for 8 waiting GPUs and is killed just after the cloud call; restarted 10
+// seconds later, its cloud does not list the instance yet (its reads lag
+// 30 seconds). The journaled launch is sent again with its own key (which
+// the cloud answers without launching), the launch is counted as capacity
+// until it is listed, and nothing more is bought: one node, not two.
+func TestRestartWithLaggingReadsLaunchesOnce(t *testing.T) {
+	p := gpuPool("p4d", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, p)
+	lag := &lagging{Provider: l.cloud, lag: 30 * time.Second, now: func() time.Time { return l.now }}
+	crash := &crashing{Provider: lag, after: true}
+	l.restart(t, crash)
+	ctx := context.Background()
+	l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "p4d", GPUs: 8}}})
+	l.now = l.now.Add(time.Minute)
+	if _, err := l.c.Cycle(ctx); !errors.Is(err, errCrash) {
+		t.Fatalf("cycle: %v; want the controller killed after the launch call", err)
+	}
+	l.restart(t, crash)
+	for i := range 20 {
+		if i == 0 {
+			l.now = l.now.Add(10 * time.Second)
+		} else {
+			l.now = l.now.Add(time.Minute)
+		}
+		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "p4d", GPUs: 8}}})
+		l.report(t)
+		if _, err := l.c.Cycle(ctx); err != nil {
+			t.Fatalf("cycle %d after the restart: %v", i, err)
+		}
+		if n := l.target(t, p); n != 1 {
+			t.Fatalf("%v after the restart: %d nodes for 8 waiting GPUs; want 1", l.now.Sub(t0), n)
+		}
+	}
+	if len(lag.keys) != 2 || lag.keys[0] != lag.keys[1] {
+		t.Errorf("launch keys sent %v; want the journaled launch sent again with its own key", lag.keys)
+	}
+	if st := l.c.Last().State; len(st.Nodes) != 1 || st.Nodes[0].State != fleet.Ready || st.Nodes[0].Unknown {
+		t.Errorf("nodes %+v; want the one launched, ready and known", st.Nodes)
+	}
+}
+
+// TestRecoverKeyedLaunch: a launch in a keyed group (EC2 instances from a
+// launch template), journaled when the controller was killed, is settled
+// on restart while the cloud's reads lag: sent again with its own key when
+// it is not listed (made once, whether the first call reached the cloud
+// or not), dropped when older than its provisioning deadline, and recorded
+// without being sent when sending it could take the pool over its max.
+func TestRecoverKeyedLaunch(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		before, after bool
+		down          time.Duration
+		max           int
+		want          string // done or dropped
+		// sent counts the launches that reached the cloud.
+		nodes, sent int
+	}{
+		{name: "killed after the call", after: true, down: 10 * time.Second, max: 20, want: "done", nodes: 2, sent: 2},
+		{name: "killed before the call", before: true, down: 10 * time.Second, max: 20, want: "done", nodes: 2, sent: 1},
+		{name: "killed before the call, down past its deadline", before: true, down: time.Hour, max: 20, want: "dropped", nodes: 0, sent: 0},
+		{name: "killed after the call, the max lowered meanwhile", after: true, down: 10 * time.Second, max: 1, want: "done", nodes: 2, sent: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			now := t0
+			clock := func() time.Time { return now }
+			p := simPool("a100", 20)
+			cloud, err := sim.New([]fleet.Pool{p}, 1, clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lag := &lagging{Provider: cloud, lag: 30 * time.Second, now: clock}
+			dir := t.TempDir()
+			store, err := state.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			act, err := NewActuator(store, []fleet.Pool{p}, map[string]providers.Provider{p.Name: &crashing{Provider: lag, before: tt.before, after: tt.after}}, clock, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := act.Launch(context.Background(), p.Name, 2); !errors.Is(err, errCrash) {
+				t.Fatalf("launch: %v", err)
+			}
+			store.Close()
+			now = now.Add(tt.down)
+			if store, err = state.Open(dir); err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			p.Max = tt.max
+			if act, err = NewActuator(store, []fleet.Pool{p}, map[string]providers.Provider{p.Name: lag}, clock, nil); err != nil {
+				t.Fatal(err)
+			}
+			r, err := act.Recover(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			did := map[string]int{"done": len(r.Done), "dropped": len(r.Dropped)}
+			if did[tt.want] != 1 || did["done"]+did["dropped"] != 1 {
+				t.Errorf("recover: %v; want one %s", did, tt.want)
+			}
+			g, _ := cloud.Describe(context.Background(), p)
+			if len(g.Instances) != tt.nodes || len(lag.keys) != tt.sent || (len(lag.keys) == 2 && lag.keys[0] != lag.keys[1]) {
+				t.Errorf("%d instances, launches sent with keys %v; want %d instances and %d sends of one key", len(g.Instances), lag.keys, tt.nodes, tt.sent)
+			}
+			ls, _ := store.Launches()
+			if recorded := len(ls) == 1 && ls[0].Count == 2; recorded != (tt.want == "done") {
+				t.Errorf("launch records %+v", ls)
+			}
+			if in, _ := store.Intents(); len(in) != 0 {
+				t.Errorf("journal after recovery: %+v", in)
+			}
+		})
+	}
+}
+
+// flaky fails a pool's launches (unmade, with an outcome the controller
+// cannot know: a timeout) a number of times, then its group's reads.
+type flaky struct {
+	providers.Provider
+	pool                   string
+	launchFails, descFails int
+}
+
+func (f *flaky) Launch(ctx context.Context, p fleet.Pool, r providers.LaunchRequest) error {
+	if p.Name == f.pool && f.launchFails > 0 {
+		f.launchFails--
+		return errors.New("request timed out")
+	}
+	return f.Provider.Launch(ctx, p, r)
+}
+
+func (f *flaky) Describe(ctx context.Context, p fleet.Pool) (providers.Group, error) {
+	if p.Name == f.pool && f.launchFails == 0 && f.descFails > 0 {
+		f.descFails--
+		return providers.Group{}, errors.New("throttled")
+	}
+	return f.Provider.Describe(ctx, p)
+}
+
+// TestUnsettledLaunchCountsAgainstLimits: launches into pool a time out
+// twice, then a's group cannot be read once, while 16 GPUs wait and the
+// fleet may hold 16. A launch whose outcome is unknown counts as capacity
+// that may be coming, so the planner does not buy the same GPUs in pool b
+// meanwhile: the fleet never holds more than 16 GPUs.
+func TestUnsettledLaunchCountsAgainstLimits(t *testing.T) {
+	a := gpuPool("a", 8, 10, 5*time.Minute)
+	b := gpuPool("b", 8, 10, 5*time.Minute)
+	b.PricePerHour *= 2
+	l := newLoop(t, false, a, b)
+	l.cfg.Limits.MaxGPUs = 16
+	l.restart(t, &flaky{Provider: l.cloud, pool: "a", launchFails: 2, descFails: 1})
+	for i := range 8 {
+		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "a", GPUs: 16}}})
+		l.now = l.now.Add(time.Minute)
+		l.c.Cycle(context.Background()) // errors expected: the timeouts, the read
+		if gpus := 8 * (l.target(t, a) + l.target(t, b)); gpus > 16 {
+			t.Fatalf("cycle %d: %d GPUs (a %d, b %d nodes) > max_gpus 16", i, gpus, l.target(t, a), l.target(t, b))
+		}
+	}
+	if got := l.target(t, a); got != 2 {
+		t.Errorf("pool a has %d nodes once its launches went through; want 2", got)
+	}
+}
+
+// TestOldLaunchNeverClaimsANewInstance: the controller stops just after a
+// launch; while it is down for a week its instance goes, and a person adds
+// one with no agent. Restarted on the same state, it takes the person's
+// instance for its launch's (first seen long after the launch): it is
+// unknown, and never terminated.
+func TestOldLaunchNeverClaimsANewInstance(t *testing.T) {
+	a := gpuPool("a", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, a)
+	ctx := context.Background()
+	l.cycle(t)
+	if err := l.c.act.Launch(ctx, "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := l.cloud.Describe(ctx, a)
+	if err := l.cloud.Terminate(ctx, a, []string{g.Instances[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	l.now = l.now.Add(7 * 24 * time.Hour)
+	if err := l.cloud.Launch(ctx, a, providers.LaunchRequest{Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	g, _ = l.cloud.Describe(ctx, a)
+	person := g.Instances[0].ID
+	l.silent[person] = true
+	l.restart(t, l.count)
+	for range 60 {
+		for _, x := range l.cycle(t).Actions {
+			if x.Kind == planner.Terminate && x.Node == person {
+				t.Fatalf("terminated %s, a person's instance: %s", person, x.Reason)
+			}
+		}
+	}
+}

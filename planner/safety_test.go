@@ -1,0 +1,86 @@
+package planner
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// TestSpendCountsWhatIsPaid: a reservation of 2 nodes runs 4 (its max was
+// lowered, or the reservation shrank) at $10/h each; on demand costs $10/h
+// and the fleet may spend $40/h. It already does: nothing is launched for
+// the waiting jobs.
+func TestSpendCountsWhatIsPaid(t *testing.T) {
+	res := pool("res", fleet.Reserved, 10, 8*time.Minute, 0, 2)
+	od := pool("od", fleet.OnDemand, 10, 9*time.Minute, 0, 10)
+	cfg := withLimits(testConfig(res, od), func(l *config.Limits) { l.MaxSpendPerHour = 40 })
+	st := fleet.State{PendingGPUs: 64}
+	for _, id := range []string{"r1", "r2", "r3", "r4"} {
+		st.Nodes = append(st.Nodes, ready(id, "res", time.Minute, time.Minute, time.Minute, time.Minute, time.Minute, time.Minute, time.Minute, time.Minute))
+	}
+	p := Make(Input{Config: cfg, State: &st, Forecast: flat(0), Now: t0})
+	if l := actions(p, Launch); len(l) != 0 {
+		t.Fatalf("launched %+v with the fleet at $40/h and a cap of $40/h", l)
+	}
+	if p.CostPerHourBefore != 40 {
+		t.Errorf("cost per hour %v; want 40 (four reserved nodes running)", p.CostPerHourBefore)
+	}
+}
+
+// TestPoolAboveMaxIsBroughtBack: pools hold more nodes than their max (a
+// lowered max, a shrunk reservation). Whatever the demand, each is brought
+// back to its max by safe drains, within the scale-in budget, saying why;
+// a node whose job has not checkpointed lately is held, and the plan says
+// why.
+func TestPoolAboveMaxIsBroughtBack(t *testing.T) {
+	res := pool("res", fleet.Reserved, 10, 8*time.Minute, 0, 2)
+	od := pool("od", fleet.OnDemand, 30, 9*time.Minute, 0, 2)
+	cfg := withLimits(testConfig(res, od), func(l *config.Limits) { l.ScaleInShare = 1; l.MaxScaleInPerCycle = 10 })
+	st := fleet.State{Nodes: []fleet.Node{
+		ready("r1", "res"), ready("r2", "res"), ready("r3", "res", time.Minute), ready("r4", "res"),
+		ready("o1", "od"), ready("o2", "od", 3*time.Hour), ready("o3", "od", 2*time.Minute, -1), ready("o4", "od", 4*time.Hour),
+	}}
+	// The forecast needs every GPU there is.
+	p := Make(Input{Config: cfg, State: &st, Forecast: flat(56), Now: t0})
+	drained := map[string][]string{}
+	for _, a := range actions(p, Drain) {
+		if !strings.HasPrefix(a.Reason, "pool is above its max of 2") {
+			t.Errorf("drain without the reason: %+v", a)
+		}
+		drained[a.Pool] = append(drained[a.Pool], a.Node)
+	}
+	if len(drained["res"]) != 2 || strings.Join(drained["od"], ",") != "o1" {
+		t.Fatalf("drained %v; want two reserved nodes and the one on-demand node that can be", drained)
+	}
+	held := map[string]string{}
+	for _, a := range actions(p, Hold) {
+		held[a.Node] = a.Reason
+	}
+	if r := held["o2"]; !strings.HasPrefix(r, "pool is above its max of 2 (4 active), but ") || !strings.Contains(r, "last checkpoint 3h ago") {
+		t.Errorf("o2 held for %q", r)
+	}
+	if r := held["o3"]; !strings.Contains(r, "never checkpointed") {
+		t.Errorf("o3 held for %q", r)
+	}
+	if want := 2*10 + 3*30.0; math.Abs(p.CostPerHourAfter-want) > 1e-9 {
+		t.Errorf("cost after %v; want %v (the reservation at its max, three on-demand nodes)", p.CostPerHourAfter, want)
+	}
+}
+
+// TestAbsurdForecastIsNotUsed: a forecast of 1e308 GPUs with nothing in
+// use carries no information. The plan is made on current demand, says
+// so, and buys nothing.
+func TestAbsurdForecastIsNotUsed(t *testing.T) {
+	cfg := testConfig(pool("spot", fleet.Spot, 12, 8*time.Minute, 0, 10), pool("od", fleet.OnDemand, 32, 9*time.Minute, 0, 10))
+	p := Make(Input{Config: cfg, State: &fleet.State{}, Forecast: flat(1e308), Now: t0})
+	if l := actions(p, Launch); len(l) != 0 {
+		t.Fatalf("launched %+v for an absurd forecast and no demand", l)
+	}
+	if p.Forecast != nil || !strings.Contains(strings.Join(p.Notes, "\n"), "planning on current demand only") {
+		t.Errorf("forecast used %v, notes %q", p.Forecast != nil, p.Notes)
+	}
+}
