@@ -32,10 +32,11 @@ import (
 const defaultSimSpeed = 720
 
 func runRun(e *env, args []string) int {
-	fs := newFlagSet(e, "run", "run -config FILE [-dry-run] [-sim-speed N] [-for DURATION] [-listen ADDR]")
+	fs := newFlagSet(e, "run", "run -config FILE [-dry-run] [-sim-speed N] [-sim-start TIME] [-for DURATION] [-listen ADDR]")
 	path := fs.String("config", "", "fleet config file (HCL)")
 	dryRun := fs.Bool("dry-run", false, "plan every cycle and serve the plan, but change nothing")
 	speed := fs.Float64("sim-speed", defaultSimSpeed, "simulated seconds per real second, for a simulated cloud")
+	simStart := fs.String("sim-start", "", "simulated time to start at, RFC 3339, for a simulated cloud (default: now; a restarted run resumes where it stopped)")
 	var runFor durationFlag
 	fs.Var(&runFor, "for", "stop after this much (simulated) time; default: run until SIGINT or SIGTERM")
 	listen := fs.String("listen", "", "address of the HTTP API (default: controller.listen)")
@@ -46,6 +47,14 @@ func runRun(e *env, args []string) int {
 	if *speed <= 0 {
 		fmt.Fprintf(e.stderr, "run: -sim-speed %v: want a number above 0\n", *speed)
 		return exitUsage
+	}
+	var start time.Time
+	if *simStart != "" {
+		var err error
+		if start, err = time.Parse(time.RFC3339, *simStart); err != nil {
+			fmt.Fprintf(e.stderr, "run: -sim-start %q: want an RFC 3339 time such as 2026-11-30T09:00:00Z\n", *simStart)
+			return exitUsage
+		}
 	}
 	cfg, ok := loadConfig(e, log, *path)
 	if !ok {
@@ -60,7 +69,7 @@ func runRun(e *env, args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runController(ctx, e, log, cfg, runOptions{dryRun: *dryRun, speed: *speed, runFor: runFor.d, listen: *listen}); err != nil {
+	if err := runController(ctx, e, log, cfg, runOptions{dryRun: *dryRun, speed: *speed, simStart: start, runFor: runFor.d, listen: *listen}); err != nil {
 		fmt.Fprintln(e.stderr, "run:", err)
 		return exitError
 	}
@@ -70,8 +79,10 @@ func runRun(e *env, args []string) int {
 type runOptions struct {
 	dryRun bool
 	speed  float64
-	runFor time.Duration
-	listen string
+	// simStart is when simulated time starts (zero: now).
+	simStart time.Time
+	runFor   time.Duration
+	listen   string
 }
 
 // simClock is simulated time: it moves only when the loop advances it,
@@ -120,7 +131,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 			return err
 		}
 	} else {
-		if sm, err = newSimMode(cfg, store); err != nil {
+		if sm, err = newSimMode(cfg, store, o.simStart); err != nil {
 			return err
 		}
 		clock, clouds, workload = sm.clock.Now, sm.clouds, sm.workload
@@ -249,12 +260,15 @@ type simMode struct {
 	workload sim.Workload
 }
 
-func newSimMode(cfg *config.Config, store *state.Store) (*simMode, error) {
-	// Simulated time runs ahead of real time; a restarted run resumes
-	// after the last demand it recorded, so its history never lies in the
-	// future.
+func newSimMode(cfg *config.Config, store *state.Store, start time.Time) (*simMode, error) {
+	// Simulated time runs ahead of real time, from start (or now); a
+	// restarted run resumes after the last demand it recorded, so its
+	// history never lies in the future.
+	if start.IsZero() {
+		start = time.Now()
+	}
 	clock := &simClock{}
-	clock.Set(time.Now().UTC().Truncate(time.Minute))
+	clock.Set(start.UTC().Truncate(time.Minute))
 	if last, ok, err := store.LatestDemand(controller.DemandSeries); err != nil {
 		return nil, err
 	} else if ok && !last.Time.Before(clock.Now()) {

@@ -43,7 +43,9 @@ func TestRunLocalExample(t *testing.T) {
 	cfg := localConfigIn(t, dir)
 	var ends []time.Time
 	for i := range 2 { // the second run restarts on the first's state
-		code, out, errOut := cli("run", "-config", cfg, "-for", "3h", "-sim-speed", "1e9", "-listen", "127.0.0.1:0")
+		// From 9:00, simulated: demand rises through both runs, whatever
+		// the time of day the test runs at.
+		code, out, errOut := cli("run", "-config", cfg, "-for", "3h", "-sim-speed", "1e9", "-sim-start", "2026-11-30T09:00:00Z", "-listen", "127.0.0.1:0")
 		if code != 0 {
 			t.Fatalf("run %d: exit %d: %s", i, code, errOut)
 		}
@@ -90,6 +92,7 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{[]string{"-config", cfg, "-sim-speed", "0"}, exitUsage, "-sim-speed 0: want a number above 0"},
 		{[]string{"-config", cfg, "-for", "soon"}, exitUsage, "want a duration"},
+		{[]string{"-config", cfg, "-sim-start", "9am"}, exitUsage, `-sim-start "9am": want an RFC 3339 time`},
 		{[]string{"-config", "../../examples/cloud.hcl"}, exitError, `uses provider "gcp", which this build cannot drive yet (aws and sim pools can)`},
 		{[]string{"-config", cfg, "-listen", busy.Addr().String()}, exitError, "HTTP API on " + busy.Addr().String()},
 	}
