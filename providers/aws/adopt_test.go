@@ -50,24 +50,7 @@ func TestAdoptedFleetIsNeverKilled(t *testing.T) {
 	spot.PricePerHour = 40 // dearer here, so the launch goes to the group
 	cfg := config.Defaults()
 	cfg.Pools = []fleet.Pool{reserved, e.asgPool("aws-ondemand-a100", "fleetcast-ondemand-a100", 16), spot}
-	store, err := state.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	clouds := map[string]providers.Provider{}
-	for _, p := range cfg.Pools {
-		clouds[p.Name] = e.p
-	}
-	pending := &controller.Pending{}
-	c, err := controller.New(controller.Options{Config: &cfg, Store: store, Clouds: clouds,
-		Agents: controller.NewAgents(e.clock.now), Pending: pending, Now: e.clock.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Recover(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c, _, pending := e.controller(t, &cfg)
 	adopted := e.instances(t, cfg.Pools)
 	if len(adopted) != 7 {
 		t.Fatalf("%d instances to adopt, want 7", len(adopted))

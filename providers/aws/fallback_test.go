@@ -38,24 +38,7 @@ func fallback(t *testing.T, f fault) {
 	e.fix.group(t, "fleetcast-ondemand-a100", lt, "aws-ondemand-a100", 0, 4, 0)
 	cfg := config.Defaults()
 	cfg.Pools = []fleet.Pool{e.ec2Pool("aws-spot-a100", lt, fleet.Spot), e.asgPool("aws-ondemand-a100", "fleetcast-ondemand-a100", 4)}
-	store, err := state.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	clouds := map[string]providers.Provider{}
-	for _, p := range cfg.Pools {
-		clouds[p.Name] = e.p
-	}
-	pending := &controller.Pending{}
-	c, err := controller.New(controller.Options{Config: &cfg, Store: store, Clouds: clouds,
-		Agents: controller.NewAgents(e.clock.now), Pending: pending, Now: e.clock.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Recover(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c, store, pending := e.controller(t, &cfg)
 	e.proxy.inject("RunInstances", f)
 
 	var launches []string
@@ -85,4 +68,29 @@ func fallback(t *testing.T, f fault) {
 	if g, _ := e.p.Describe(ctx, cfg.Pools[0]); g.Target != 0 {
 		t.Fatalf("spot pool has %d instances; want none", g.Target)
 	}
+}
+
+// controller starts the live controller on the env's provider, with a
+// fresh state directory and no agent reporting, as `run` would.
+func (e *env) controller(t *testing.T, cfg *config.Config) (*controller.Controller, *state.Store, *controller.Pending) {
+	t.Helper()
+	store, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	clouds := map[string]providers.Provider{}
+	for _, p := range cfg.Pools {
+		clouds[p.Name] = e.p
+	}
+	pending := &controller.Pending{}
+	c, err := controller.New(controller.Options{Config: cfg, Store: store, Clouds: clouds,
+		Agents: controller.NewAgents(e.clock.now), Pending: pending, Now: e.clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c, store, pending
 }
