@@ -371,10 +371,10 @@ func (c *Controller) backOffRefused(now time.Time, r Recovered) error {
 
 // launchesByPool reads the controller's launch records, by pool, and
 // forgets those no longer needed: two provisioning deadlines after a
-// launch was decided, any instance of it is ready or was terminated (or,
-// after a restart, gets its deadline from the start). A record forgotten
-// early only makes an instance unknown, which is never terminated at a
-// deadline; one kept long could claim another's instance.
+// launch was decided, once no instance it claimed is left that has never
+// been ready (so one of its own that a restart or an unreadable pool kept
+// past its deadline is still terminated at it). A record kept longer
+// claims nothing new: it claims only within its provisioning timeout.
 func (c *Controller) launchesByPool(now time.Time) (map[string][]state.Launch, error) {
 	all, err := c.store.Launches()
 	if err != nil {
@@ -382,12 +382,28 @@ func (c *Controller) launchesByPool(now time.Time) (map[string][]state.Launch, e
 	}
 	out := map[string][]state.Launch{}
 	var expired []string
-	for _, l := range all {
-		timeout := forecast.Day
-		if p, ok := c.act.pools[l.Pool]; ok {
-			timeout = p.ProvisionTimeout
+	listed := map[string]map[string]bool{} // pool -> instances last read
+	waiting := func(l state.Launch) bool {
+		if _, read := c.seen[l.Pool]; !read {
+			return true // not read since start-up: its instances are not known yet
 		}
-		if now.Sub(l.At) > 2*timeout {
+		ids, ok := listed[l.Pool]
+		if !ok {
+			ids = map[string]bool{}
+			for _, in := range c.seen[l.Pool].instances {
+				ids[in.ID] = true
+			}
+			listed[l.Pool] = ids
+		}
+		return slices.ContainsFunc(l.Claimed, func(id string) bool { return ids[id] && c.ready[id].IsZero() })
+	}
+	for _, l := range all {
+		p, inConfig := c.act.pools[l.Pool]
+		if !inConfig {
+			// A pool no longer configured: nothing of it is acted on.
+			p.ProvisionTimeout = forecast.Day
+		}
+		if now.Sub(l.At) > 2*p.ProvisionTimeout && (!inConfig || !waiting(l)) {
 			expired = append(expired, l.Key)
 			continue
 		}
@@ -535,6 +551,11 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 		}
 		instances = append(instances, own.unlisted...)
 		for _, in := range inFlight[p.Name] {
+			if c.dryRun && now.Sub(in.Created) > p.ProvisionTimeout {
+				// Left by a controller that stopped; a dry run does not
+				// settle it, and a live one would not count it any more.
+				continue
+			}
 			for k := range in.Count {
 				id := fmt.Sprintf("%s%s/%d", unlistedPrefix, in.Key, k)
 				instances = append(instances, providers.Instance{ID: id, State: providers.InstancePending, LaunchedAt: in.Created, LaunchKey: in.Key})

@@ -51,7 +51,9 @@ type ownership struct {
 //     controller's), newest launch first and the newest instances (by the
 //     cloud's launch times, compared with each other only) first, each
 //     claimed once and for good; its units still unclaimed match the
-//     capacity the group owes (Owed stand-ins), newest launch first.
+//     capacity the group owes (Owed stand-ins), newest launch first. When
+//     more new instances show than the units unclaimed, nothing is
+//     claimed: they are all unknown.
 //
 // An instance seen before a launch, or beyond its count, is never the
 // launch's: a fleet the controller adopted, another controller's or a
@@ -83,11 +85,33 @@ func claim(launches []state.Launch, instances []providers.Instance, keyed bool, 
 	for _, in := range instances {
 		present[in.ID] = true
 	}
+	inWindow := func(in providers.Instance, l *state.Launch) bool {
+		t := seen[in.ID]
+		return t.After(l.At) && t.Sub(l.At) <= timeout
+	}
+	// More new instances than the launches' units still unclaimed (the
+	// group replaced an instance, a person or another controller raised it
+	// too): which are this controller's cannot be told, so none is taken
+	// for its own. Unknown is the safe side: never terminated at a
+	// deadline.
+	ambiguous := false
+	if !keyed {
+		units, news := 0, 0
+		for i := range launches {
+			units += launches[i].Unclaimed()
+		}
+		for _, in := range free {
+			if slices.ContainsFunc(launches, func(l state.Launch) bool { return l.Unclaimed() > 0 && inWindow(in, &l) }) {
+				news++
+			}
+		}
+		ambiguous = news > units
+	}
 	for i := len(launches) - 1; i >= 0; i-- {
 		l := &launches[i]
 		before := len(l.Claimed)
 		for _, in := range free {
-			if !keyed && l.Unclaimed() == 0 {
+			if !keyed && (ambiguous || l.Unclaimed() == 0) {
 				break
 			}
 			if taken[in.ID] {
@@ -97,7 +121,7 @@ func claim(launches []state.Launch, instances []providers.Instance, keyed bool, 
 				if in.LaunchKey != l.Key {
 					continue
 				}
-			} else if t := seen[in.ID]; !t.After(l.At) || t.Sub(l.At) > timeout {
+			} else if !inWindow(in, l) {
 				continue
 			}
 			l.Claimed = append(l.Claimed, in.ID)
@@ -133,7 +157,7 @@ func claim(launches []state.Launch, instances []providers.Instance, keyed bool, 
 	slices.SortFunc(owed, func(a, b providers.Instance) int {
 		return cmp.Or(b.LaunchedAt.Compare(a.LaunchedAt), strings.Compare(a.ID, b.ID))
 	})
-	for i := len(launches) - 1; i >= 0 && len(owed) > 0; i-- {
+	for i := len(launches) - 1; i >= 0 && len(owed) > 0 && !ambiguous; i-- {
 		for range launches[i].Unclaimed() {
 			if len(owed) == 0 {
 				break

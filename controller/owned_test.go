@@ -44,12 +44,18 @@ func TestClaim(t *testing.T) {
 		seen:      map[string]time.Time{"a": at(0), "b": at(1)},
 		want:      map[string]string{},
 	}, {
-		name:      "a launch of 2 claims the 2 newest instances seen after it, not one seen before nor one seen after its timeout",
+		name:      "a launch of 2 claims the 2 instances seen after it, not one seen before nor one seen after its timeout",
 		launches:  []state.Launch{{Key: "k", Pool: "p", Count: 2, At: at(10)}},
-		instances: []providers.Instance{inst("old", 20), inst("n3", 12), inst("n1", 10), inst("n2", 11), inst("late", 50)},
-		seen:      map[string]time.Time{"old": at(5), "n1": at(11), "n2": at(12), "n3": at(13), "late": at(50)},
-		want:      map[string]string{"n3": "k", "n2": "k"},
-		claimed:   map[string][]string{"k": {"n3", "n2"}},
+		instances: []providers.Instance{inst("old", 20), inst("n1", 10), inst("n2", 11), inst("late", 50)},
+		seen:      map[string]time.Time{"old": at(5), "n1": at(11), "n2": at(12), "late": at(50)},
+		want:      map[string]string{"n1": "k", "n2": "k"},
+		claimed:   map[string][]string{"k": {"n2", "n1"}},
+	}, {
+		name:      "more new instances than units (the group replaced one too): none is claimed, nor owed capacity",
+		launches:  []state.Launch{{Key: "k", Pool: "p", Count: 2, At: at(10)}},
+		instances: []providers.Instance{inst("n3", 12), inst("n1", 10), inst("n2", 11), owed("placeholder/g/0", 10)},
+		seen:      map[string]time.Time{"n1": at(11), "n2": at(12), "n3": at(13)},
+		want:      map[string]string{},
 	}, {
 		name:      "newer launches claim newer instances",
 		launches:  []state.Launch{{Key: "k1", Pool: "p", Count: 1, At: at(10)}, {Key: "k2", Pool: "p", Count: 1, At: at(20)}},

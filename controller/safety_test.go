@@ -3,12 +3,14 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
@@ -360,10 +362,11 @@ func TestUnsettledLaunchCountsAgainstLimits(t *testing.T) {
 }
 
 // TestOldLaunchNeverClaimsANewInstance: the controller stops just after a
-// launch; while it is down for a week its instance goes, and a person adds
-// one with no agent. Restarted on the same state, it takes the person's
-// instance for its launch's (first seen long after the launch): it is
-// unknown, and never terminated.
+// launch; while it is down its instance goes (a spot reclaim), and twenty
+// minutes on a person adds one with no agent. Restarted on the same state
+// (the launch record still kept), it does not take the person's instance
+// for its launch's: first seen past the launch's provisioning timeout, it
+// is unknown, and never terminated.
 func TestOldLaunchNeverClaimsANewInstance(t *testing.T) {
 	a := gpuPool("a", 8, 10, 5*time.Minute)
 	l := newLoop(t, false, a)
@@ -376,7 +379,7 @@ func TestOldLaunchNeverClaimsANewInstance(t *testing.T) {
 	if err := l.cloud.Terminate(ctx, a, []string{g.Instances[0].ID}); err != nil {
 		t.Fatal(err)
 	}
-	l.now = l.now.Add(7 * 24 * time.Hour)
+	l.now = l.now.Add(20 * time.Minute)
 	if err := l.cloud.Launch(ctx, a, providers.LaunchRequest{Count: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -390,5 +393,253 @@ func TestOldLaunchNeverClaimsANewInstance(t *testing.T) {
 				t.Fatalf("terminated %s, a person's instance: %s", person, x.Reason)
 			}
 		}
+	}
+}
+
+// TestOwnLaunchClaimedOnceForGood: the controller's launch loses its
+// instance early (a spot reclaim); a person adds one a minute later, within
+// the launch's provisioning timeout. The launch's unit went with its own
+// instance: the person's is unknown, and never terminated.
+func TestOwnLaunchClaimedOnceForGood(t *testing.T) {
+	a := gpuPool("a", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, a)
+	ctx := context.Background()
+	l.cycle(t)
+	if err := l.c.act.Launch(ctx, "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := l.cloud.Describe(ctx, a)
+	own := g.Instances[0].ID
+	l.silent[own] = true
+	l.cycle(t) // claimed
+	if err := l.cloud.Terminate(ctx, a, []string{own}); err != nil {
+		t.Fatal(err)
+	}
+	l.cycle(t)
+	if err := l.cloud.Launch(ctx, a, providers.LaunchRequest{Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	g, _ = l.cloud.Describe(ctx, a)
+	person := g.Instances[0].ID
+	l.silent[person] = true
+	l.restart(t, l.count) // the claims are in the state, not in memory
+	for range 60 {
+		for _, x := range l.cycle(t).Actions {
+			if x.Kind == planner.Terminate && x.Node == person {
+				t.Fatalf("terminated %s, a person's instance, for a launch whose instance was gone: %s", person, x.Reason)
+			}
+		}
+	}
+}
+
+// TestOwnLaunchTerminatedAcrossAnOutage: a launch of the controller's own
+// never reports. The controller is down ten minutes across its deadline,
+// or its pool cannot be read for half an hour across it: either way the
+// instance is still known as its own afterwards, and terminated at its
+// deadline (from the restart, after a restart: its agent may report to
+// the new process first), not held for ever as unknown.
+func TestOwnLaunchTerminatedAcrossAnOutage(t *testing.T) {
+	for _, outage := range []string{"restart", "unreadable"} {
+		t.Run(outage, func(t *testing.T) {
+			p := gpuPool("g5", 8, 20, 5*time.Minute) // a 15-minute deadline
+			l := newLoop(t, false, p)
+			ctx := context.Background()
+			u := &unreadable{Provider: l.count, failing: map[string]bool{}, changes: map[string]int{}}
+			l.restart(t, u)
+			l.cycle(t)
+			if err := l.c.act.Launch(ctx, "g5", 1); err != nil {
+				t.Fatal(err)
+			}
+			launched := l.now
+			g, _ := l.cloud.Describe(ctx, p)
+			own := g.Instances[0].ID
+			l.silent[own] = true
+			for range 10 {
+				l.cycle(t)
+			}
+			var restarted time.Time
+			if outage == "restart" {
+				l.now = l.now.Add(10 * time.Minute)
+				l.restart(t, u)
+				restarted = l.now
+			} else {
+				u.failing["g5"] = true
+				for range 30 {
+					l.now = l.now.Add(time.Minute)
+					l.c.Cycle(ctx)
+				}
+				u.failing["g5"] = false
+			}
+			var at time.Time
+			for range 60 {
+				for _, a := range l.cycle(t).Actions {
+					if a.Kind == planner.Terminate && a.Node == own {
+						at = l.now
+					}
+				}
+			}
+			switch {
+			case at.IsZero():
+				t.Fatalf("its own launch never terminated after the outage")
+			case outage == "restart" && at.Sub(restarted) <= 15*time.Minute:
+				t.Errorf("terminated %v after the restart; want its deadline from the restart (15m)", at.Sub(restarted))
+			}
+			l.now = launched.Add(3 * time.Hour)
+			l.cycle(t)
+			if ls, _ := l.store.Launches(); len(ls) != 0 {
+				t.Errorf("launch records %+v kept long after their instances went", ls)
+			}
+		})
+	}
+}
+
+// TestReplacementNeverClaimed: a fleet adopted with its agents not
+// reporting; the controller launches a node, and the group replaces one of
+// the adopted instances in the same moment. Which new instance is the
+// controller's cannot be told, so neither is terminated for the launch.
+func TestReplacementNeverClaimed(t *testing.T) {
+	p := gpuPool("ondemand", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, p)
+	ctx := context.Background()
+	if err := l.cloud.Launch(ctx, p, providers.LaunchRequest{Count: 2, Target: 2}); err != nil {
+		t.Fatal(err)
+	}
+	mute := func() {
+		g, _ := l.cloud.Describe(ctx, p)
+		for _, in := range g.Instances {
+			l.silent[in.ID] = true
+		}
+	}
+	mute()
+	l.now = l.now.Add(time.Hour)
+	l.cycle(t)
+	l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "ondemand", GPUs: 24}}})
+	if plan := l.cycle(t); plan.Counts()[planner.Launch] != 1 {
+		t.Fatalf("launches %v; want one node", plan.Counts())
+	}
+	g, _ := l.cloud.Describe(ctx, p)
+	if err := l.cloud.Terminate(ctx, p, []string{g.Instances[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.cloud.Launch(ctx, p, providers.LaunchRequest{Count: 1}); err != nil {
+		t.Fatal(err)
+	}
+	mute()
+	for range 60 {
+		for _, a := range l.cycle(t).Actions {
+			if a.Kind == planner.Terminate || a.Kind == planner.Drain {
+				t.Fatalf("%s %s: %s", a.Kind, a.Node, a.Reason)
+			}
+		}
+	}
+}
+
+// failingTerminate refuses every termination, as a throttled cloud may.
+type failingTerminate struct{ providers.Provider }
+
+func (f failingTerminate) Terminate(ctx context.Context, p fleet.Pool, ids []string) error {
+	return &providers.ThrottledError{Pool: p.Name, Err: context.DeadlineExceeded}
+}
+
+// TestFailedTerminationCountsAgainstLimits: two launches of the
+// controller's own never report, and their terminations at the deadline
+// keep failing; jobs wait for 16 GPUs, and the fleet may hold 16. Until
+// they are gone the two nodes count against max_gpus, so no other pool
+// buys past it.
+func TestFailedTerminationCountsAgainstLimits(t *testing.T) {
+	a := gpuPool("a", 8, 10, 5*time.Minute)
+	b := gpuPool("b", 8, 10, 5*time.Minute)
+	b.PricePerHour *= 2
+	l := newLoop(t, false, a, b)
+	l.cfg.Limits.MaxGPUs = 16
+	l.restart(t, failingTerminate{l.cloud})
+	ctx := context.Background()
+	l.cycle(t)
+	if err := l.c.act.Launch(ctx, "a", 2); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := l.cloud.Describe(ctx, a)
+	for _, in := range g.Instances {
+		l.silent[in.ID] = true
+	}
+	for i := range 40 {
+		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "b", GPUs: 16}}})
+		l.now = l.now.Add(time.Minute)
+		l.report(t)
+		l.c.Cycle(ctx) // the terminations' errors are expected
+		if gpus := 8 * (l.target(t, a) + l.target(t, b)); gpus > 16 {
+			t.Fatalf("cycle %d: %d GPUs (a %d, b %d nodes) > max_gpus 16", i, gpus, l.target(t, a), l.target(t, b))
+		}
+	}
+}
+
+// TestDryRunLeftoverLaunch: a dry run on a state a live controller left
+// with a launch journaled counts the launch's capacity only while it could
+// still come (one provisioning deadline).
+func TestDryRunLeftoverLaunch(t *testing.T) {
+	p := gpuPool("g5", 8, 20, 5*time.Minute)
+	l := newLoop(t, true, p)
+	if err := l.store.PutIntent(state.Intent{Key: "fc-launch-g5-1", Kind: state.IntentLaunch, Pool: "g5", Count: 3, Target: 3, Created: l.now}); err != nil {
+		t.Fatal(err)
+	}
+	if plan := l.cycle(t); plan.Capacity.LaunchingGPUs != 24 {
+		t.Fatalf("launching %d GPUs; want the journaled launch's 24", plan.Capacity.LaunchingGPUs)
+	}
+	l.now = l.now.Add(time.Hour)
+	if plan := l.cycle(t); len(l.c.Last().State.Nodes) != 0 || plan.Counts()[planner.Terminate] != 0 {
+		t.Fatalf("an hour on: nodes %+v, plan %+v; want the leftover launch no longer counted", l.c.Last().State.Nodes, plan.Actions)
+	}
+}
+
+// TestUnlistedLaunchGivenUpOnce: a keyed group never lists a launch's
+// instances. Its stand-ins count as launching capacity until the deadline,
+// are then given up (the pool backed off) once, and never come back.
+func TestUnlistedLaunchGivenUpOnce(t *testing.T) {
+	p := gpuPool("p4d", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, p)
+	lag := &lagging{Provider: l.cloud, lag: 1000 * time.Hour, now: func() time.Time { return l.now }}
+	l.restart(t, lag)
+	l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "p4d", GPUs: 8}}})
+	given := 0
+	for range 60 {
+		for _, a := range l.cycle(t).Actions {
+			if a.Kind == planner.Terminate && isUnlisted(a.Node) {
+				given++
+			}
+		}
+	}
+	if given != 1 {
+		t.Errorf("%d stand-ins given up; want the launch's one, once", given)
+	}
+	if bs, _ := l.store.Backoffs(); len(bs) != 1 || bs[0].Failures != 1 {
+		t.Errorf("back-offs %+v; want the pool's, once", bs)
+	}
+}
+
+// TestDemandCappedPerNode: a report taken straight into the agents' view
+// (past the receiver's checks) claiming 16 GPUs held on an 8-GPU node adds
+// at most 8 to the demand history the forecaster learns from.
+func TestDemandCappedPerNode(t *testing.T) {
+	p := gpuPool("g5", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, p)
+	ctx := context.Background()
+	if err := l.c.act.Launch(ctx, "g5", 1); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := l.cloud.Describe(ctx, p)
+	l.silent[g.Instances[0].ID] = true
+	l.now = l.now.Add(6 * time.Minute)
+	r := &report.Report{Node: g.Instances[0].ID, SentAt: l.now, Healthy: true, Drain: report.DrainStatus{State: report.NotDraining}}
+	for i := range 16 {
+		r.GPUs = append(r.GPUs, report.GPU{Index: i, MemoryTotal: 1})
+		r.Jobs = append(r.Jobs, report.Job{ID: fmt.Sprint("j", i), GPUs: []int{i}, Start: t0})
+	}
+	if _, err := l.agents.Accept(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	l.cycle(t)
+	last, _, err := l.store.LatestDemand(DemandSeries)
+	if err != nil || last.Value != 8 {
+		t.Errorf("demand recorded %v (%v); want 8, the node's GPUs", last.Value, err)
 	}
 }

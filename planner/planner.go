@@ -33,9 +33,9 @@ type poolPlan struct {
 	// billed counts the nodes the pool pays for now: every node that is
 	// not terminating (a launch past its deadline too, until it is gone).
 	billed int
-	// stuck counts the unknown nodes in size that are past their
-	// provisioning deadline: they count against the limits, but not
-	// towards the share of the pool that may drain.
+	// stuck counts the nodes in size that are past their provisioning
+	// deadline (unknown, or being terminated): they count against the
+	// limits, but not towards the share of the pool that may drain.
 	stuck int
 	// failing is set when a node of the pool missed its provisioning deadline.
 	failing bool
@@ -193,6 +193,11 @@ func (p *planner) observe() {
 				p.add(Action{Kind: Terminate, Pool: pp.spec.Name, Node: n.ID, BackOff: true,
 					Reason: fmt.Sprintf("launched %s ago and not ready by its provisioning deadline (%s); pool backed off",
 						age(p.now.Sub(n.LaunchedAt)), age(pp.spec.ProvisionTimeout))})
+				// Not counted on, but until it is gone it counts against
+				// the limits (its termination may fail).
+				pp.size++
+				pp.stuck++
+				p.fleetGPUs += gpn
 				continue
 			}
 			p.plan.Capacity.LaunchingGPUs += gpn

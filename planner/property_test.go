@@ -229,6 +229,17 @@ func TestPropertySafety(t *testing.T) {
 				t.Fatalf("%s in unobserved pool %s: %+v", a.Kind, a.Pool, a)
 			}
 		}
+		// One action at most per node: a plan never both holds and drains
+		// a node, nor drains it twice.
+		acted := map[string]bool{}
+		for _, a := range plan.Actions {
+			if a.Node != "" {
+				if acted[a.Node] {
+					t.Fatalf("two actions for node %s: %+v", a.Node, plan.Actions)
+				}
+				acted[a.Node] = true
+			}
+		}
 		failing := map[string]bool{}
 		drains, overMaxDrains := map[string]int{}, map[string]int{}
 		launched := map[string]int{}

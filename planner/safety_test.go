@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -82,5 +83,23 @@ func TestAbsurdForecastIsNotUsed(t *testing.T) {
 	}
 	if p.Forecast != nil || !strings.Contains(strings.Join(p.Notes, "\n"), "planning on current demand only") {
 		t.Errorf("forecast used %v, notes %q", p.Forecast != nil, p.Notes)
+	}
+}
+
+// TestStuckNodesDoNotWidenScaleIn: four idle nodes and four unknown ones
+// stuck booting (past their provisioning deadline, never ready). The share
+// of the pool that may drain in a window is of its four live nodes: two,
+// not four.
+func TestStuckNodesDoNotWidenScaleIn(t *testing.T) {
+	od := pool("od", fleet.OnDemand, 30, 9*time.Minute, 0, 10)
+	cfg := withLimits(testConfig(od), func(l *config.Limits) { l.ScaleInShare = 0.5; l.MaxScaleInPerCycle = 10 })
+	st := fleet.State{}
+	for i := range 4 {
+		st.Nodes = append(st.Nodes, ready(fmt.Sprint("idle-", i), "od"),
+			fleet.Node{ID: fmt.Sprint("stuck-", i), Pool: "od", State: fleet.Pending, LaunchedAt: t0.Add(-2 * time.Hour), Unknown: true})
+	}
+	p := Make(Input{Config: cfg, State: &st, Forecast: flat(0), Now: t0})
+	if d := actions(p, Drain); len(d) != 2 {
+		t.Fatalf("%d drains; want 2, half of the 4 live nodes: %+v", len(d), p.Actions)
 	}
 }

@@ -130,10 +130,10 @@ const (
 // naming the field. now and skew bound the report's times: none may be
 // more than skew after now (a clock far ahead is a bad report). A job
 // lists each GPU at most once, and the GPUs a node's jobs and unknown
-// processes hold never exceed the node's: the GPUs the report lists (none
-// it could not read), and nodeGPUs, the GPUs its pool gives a node (0 when
-// not known: then at most 64). So no report can claim more demand than its
-// node can hold.
+// processes hold (see checkHeld) never exceed the node's: the GPUs the
+// report lists (when it could read them), and nodeGPUs, the GPUs its pool
+// gives a node (0 when not known: then at most 64). So no report can claim
+// more demand than its node can hold.
 func (r *Report) Validate(now time.Time, skew time.Duration, nodeGPUs int) error {
 	future := now.Add(skew)
 	switch {
@@ -222,8 +222,8 @@ func (r *Report) Validate(now time.Time, skew time.Duration, nodeGPUs int) error
 	if nodeGPUs > 0 {
 		limit = min(limit, nodeGPUs)
 	}
-	if held, field := r.held(limit); field != "" {
-		return fmt.Errorf("%s: the node's jobs and unknown processes would hold %.4g GPUs, more than its %d", field, held, limit)
+	if err := r.checkHeld(limit); err != nil {
+		return err
 	}
 	switch r.Drain.State {
 	case NotDraining, "":
@@ -256,43 +256,52 @@ func (p Process) check(gpus map[int]bool, gpu int) error {
 	return nil
 }
 
-// held is the GPUs the report's jobs and unknown processes hold: each GPU
-// a job lists counts as the job's share of it (the whole GPU, or one of a
-// MIG GPU's instances), and each GPU that unknown processes run on and no
-// job lists counts once. field names the job or process at which the
-// count first passes limit, for errors.
-func (r *Report) held(limit int) (total float64, field string) {
-	share := make(map[int]float64, len(r.GPUs))
+// checkHeld checks that the report's jobs and unknown processes hold at
+// most limit GPUs. A GPU counts once however many jobs list it (jobs may
+// share one, by time-slicing or MPS), except a MIG GPU, of which each job
+// holds one instance (so no more jobs than its instances); a GPU unknown
+// processes run on that no job lists counts whole. The error names the
+// job or process at which the count first passes the limit.
+func (r *Report) checkHeld(limit int) error {
+	instances := map[int]int{}
 	for _, g := range r.GPUs {
 		if g.MIG && g.Instances > 1 {
-			share[g.Index] = 1 / float64(g.Instances)
+			instances[g.Index] = g.Instances
 		}
 	}
-	over := func() bool { return field == "" && total > float64(limit)+1e-9 }
-	byJobs := map[int]bool{}
+	held := map[int]float64{} // GPU -> the share of it held
+	total := 0.0
+	over := func(field string) error {
+		return fmt.Errorf("%s: the node's jobs and unknown processes would hold %.4g GPUs, more than its %d", field, total, limit)
+	}
 	for i, j := range r.Jobs {
 		for _, g := range j.GPUs {
-			s, ok := share[g]
-			if !ok {
-				s = 1
+			k, mig := instances[g]
+			switch {
+			case mig && held[g]+1/float64(k) > 1+1e-9:
+				return fmt.Errorf("jobs[%d].gpus: GPU %d has %d MIG instances, and more jobs than that hold it", i, g, k)
+			case mig:
+				held[g] += 1 / float64(k)
+				total += 1 / float64(k)
+			case held[g] == 0:
+				held[g] = 1
+				total++
 			}
-			total += s
-			byJobs[g] = true
 		}
-		if over() {
-			field = fmt.Sprintf("jobs[%d].gpus", i)
+		if total > float64(limit)+1e-9 {
+			return over(fmt.Sprintf("jobs[%d].gpus", i))
 		}
 	}
 	for i, p := range r.Unknown {
-		if !byJobs[p.GPU] {
-			byJobs[p.GPU] = true
+		if held[p.GPU] == 0 {
+			held[p.GPU] = 1
 			total++
-			if over() {
-				field = fmt.Sprintf("unknown[%d].gpu", i)
+			if total > float64(limit)+1e-9 {
+				return over(fmt.Sprintf("unknown[%d].gpu", i))
 			}
 		}
 	}
-	return total, field
+	return nil
 }
 
 // FleetJobs are the report's jobs as the planner sees them, GPU processes

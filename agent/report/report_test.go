@@ -217,10 +217,10 @@ func BenchmarkReceiver(b *testing.B) {
 
 // TestReportCannotInflateDemand: a report claims no more GPUs than its
 // node has. A job listing a GPU twice, jobs holding more GPUs than the
-// node reports, and an unhealthy report whose jobs hold more GPUs than its
-// pool gives a node are refused (422, naming the field) and change
-// nothing; unknown processes and jobs sharing a GPU (MIG instances) count
-// it once in the demand.
+// node's pool gives a node, and more jobs on a MIG GPU than its instances
+// are refused (422, naming the field) and change nothing; unknown
+// processes, jobs time-sharing GPUs and the instances of a MIG GPU count
+// each GPU once in the demand.
 func TestReportCannotInflateDemand(t *testing.T) {
 	tk := tokens(t)
 	st := &store{}
@@ -233,9 +233,10 @@ func TestReportCannotInflateDemand(t *testing.T) {
 	}
 	many := good("i-1")
 	many.Jobs[0].GPUs = make([]int, 4000) // GPU 0, 4,000 times
-	crowded := good("i-1")
+	// Four jobs time-sharing a node's two GPUs.
+	shared := good("i-1")
 	for i := range 3 {
-		crowded.Jobs = append(crowded.Jobs, job(fmt.Sprint("extra-", i), 1))
+		shared.Jobs = append(shared.Jobs, job(fmt.Sprint("extra-", i), i%2))
 	}
 	unhealthy := Report{Node: "i-1", SentAt: now.Add(-time.Second), Drain: DrainStatus{State: NotDraining},
 		Jobs: []Job{job("wide", 0, 1, 2, 3, 4, 5, 6, 7, 8)}}
@@ -254,7 +255,6 @@ func TestReportCannotInflateDemand(t *testing.T) {
 		reason string
 	}{
 		{"a GPU listed 4,000 times", many, "jobs[0].gpus[1]: GPU 0 listed twice for the job"},
-		{"more GPUs held than the node has", crowded, "jobs[2].gpus: the node's jobs and unknown processes would hold 4 GPUs, more than its 2"},
 		{"an unhealthy report wider than its pool's nodes", unhealthy, "jobs[0].gpus: the node's jobs and unknown processes would hold 9 GPUs, more than its 8"},
 		{"an unhealthy report's GPU index out of range", outOfRange, "jobs[0].gpus[0]: 64, want 0-63"},
 		{"more GPUs held than the node's pool gives it", wide, "jobs[0].gpus: the node's jobs and unknown processes would hold 12 GPUs, more than its 8"},
@@ -295,7 +295,7 @@ func TestReportCannotInflateDemand(t *testing.T) {
 		name string
 		r    Report
 		want int
-	}{{"unknown processes", stray, 2}, {"MIG instances", mig, 1}, {"an unhealthy report as wide as its pool's nodes", unhealthy, 8}} {
+	}{{"unknown processes", stray, 2}, {"MIG instances", mig, 1}, {"jobs sharing GPUs", shared, 2}, {"an unhealthy report as wide as its pool's nodes", unhealthy, 8}} {
 		if rec := send(tt.r); rec.Code != http.StatusOK {
 			t.Fatalf("%s: status %d %q", tt.name, rec.Code, rec.Body.String())
 		}
@@ -305,7 +305,7 @@ func TestReportCannotInflateDemand(t *testing.T) {
 	}
 	tooMany := mig
 	tooMany.Jobs = append(tooMany.Jobs, job("slice-7", 0))
-	if rec := send(tooMany); rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "jobs[7].gpus: the node's jobs and unknown processes would hold 1.143 GPUs, more than its 1") {
+	if rec := send(tooMany); rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), "jobs[7].gpus: GPU 0 has 7 MIG instances, and more jobs than that hold it") {
 		t.Errorf("eight jobs on a GPU of seven MIG instances: %d %q", rec.Code, rec.Body.String())
 	}
 }
