@@ -219,9 +219,7 @@ func (r Recovered) Err() error {
 //     made just before a crash but not listed yet (EC2's reads are
 //     eventually consistent) is never made twice, and one never made is
 //     made now. Unless it is older than its pool's provisioning deadline
-//     (too late: dropped), or could take the pool over its max (not sent,
-//     recorded as made: its units are given up at the deadline if no
-//     instance shows);
+//     (too late), or could take the pool over its max: then it is dropped;
 //   - a termination the cloud shows done is cleared; one not yet done is
 //     dropped, never finished blindly: the node may have gone back into
 //     service since (its drain failed at the deadline while the controller
@@ -318,13 +316,14 @@ func (a *Actuator) recoverLaunch(ctx context.Context, r *Recovered, pool fleet.P
 		return false, a.store.DoneIntent(in.Key)
 	case g.Target+in.Count > pool.Max:
 		// Sent again, it could take the pool over its max (lowered since,
-		// or filled by others): not sent. If it was made, its instances
-		// are the controller's; if not, its units are given up at the
-		// provisioning deadline.
-		r.Done = append(r.Done, in)
-		a.log.Warn("recovered launch: not listed, and sending it again could exceed the pool's max; recorded as made",
+		// or filled by others): dropped. If it was made, its instances are
+		// unknown (never terminated at a deadline); counting units that
+		// may never come would push the pool over its max, and drain real
+		// nodes to bring it back.
+		r.Dropped = append(r.Dropped, in)
+		a.log.Warn("recovered launch: not listed, and sending it again could exceed the pool's max; dropped",
 			"pool", in.Pool, "count", in.Count, "listed", g.Target, "max", pool.Max, "key", in.Key)
-		return false, a.store.SettleLaunch(record)
+		return false, a.store.DoneIntent(in.Key)
 	}
 	// Sent again as it was, with its key: the cloud launches nothing more
 	// for a request it took already (an EC2 client token).

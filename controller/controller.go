@@ -545,7 +545,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 				newlySeen = append(newlySeen, in.ID)
 			}
 		}
-		own := claim(launches[p.Name], instances, c.seen[p.Name].keyed, c.firstSeen, p.ProvisionTimeout)
+		own := claim(launches[p.Name], instances, c.seen[p.Name].keyed, c.firstSeen, p.ProvisionTimeout, now, c.started)
 		if ps.Unobserved == "" {
 			claimed = append(claimed, own.changed...)
 		}

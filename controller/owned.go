@@ -38,27 +38,31 @@ type ownership struct {
 
 // claim works out which of a pool's instances its launches (the
 // controller's records of what it launched there, oldest first) account
-// for (DESIGN.md rule 7). Only those are ever terminated for missing their
-// provisioning deadline; every other instance is unknown.
+// for (DESIGN.md rule 7), now. Only those are ever terminated for missing
+// their provisioning deadline; every other instance is unknown.
 //
 //   - In a keyed group (each instance carries its launch's key), a
 //     launch's instances are those listed with its key; the units of it
 //     not listed yet become stand-ins.
-//   - In a group with a target size of its own, a launch of n claims at
-//     most n instances first seen after it was decided and within its
-//     provisioning timeout of it (seen is when the controller first saw
-//     each instance, on its own clock; no cloud clock is compared with the
-//     controller's), newest launch first and the newest instances (by the
-//     cloud's launch times, compared with each other only) first, each
-//     claimed once and for good; its units still unclaimed match the
-//     capacity the group owes (Owed stand-ins), newest launch first. When
-//     more new instances show than the units unclaimed, nothing is
-//     claimed: they are all unknown.
+//   - In a group with a target size of its own, an instance is claimed
+//     only in the cycle the controller first sees it (seen, on its own
+//     clock; no cloud clock is compared with the controller's), and only
+//     by a launch decided before and within its provisioning timeout, at
+//     most as many as the launch added, newest launch and newest instance
+//     (by the cloud's launch times, compared with each other only) first,
+//     and for good. When more instances show for the first time than
+//     those launches have units left (the group replaced one, a person or
+//     another controller raised it), none is claimed, then or later: they
+//     are unknown. A launch's units still unclaimed match the capacity the
+//     group owes (Owed stand-ins), newest launch first, while its record
+//     could still be its (two provisioning timeouts from the later of its
+//     decision and since, the controller's start), and unless the group
+//     owes more than those units.
 //
 // An instance seen before a launch, or beyond its count, is never the
 // launch's: a fleet the controller adopted, another controller's or a
 // person's instances stay unknown.
-func claim(launches []state.Launch, instances []providers.Instance, keyed bool, seen map[string]time.Time, timeout time.Duration) ownership {
+func claim(launches []state.Launch, instances []providers.Instance, keyed bool, seen map[string]time.Time, timeout time.Duration, now, since time.Time) ownership {
 	o := ownership{at: map[string]time.Time{}, by: map[string]string{}}
 	if len(launches) == 0 {
 		return o // the common case: every instance is known or unknown already
@@ -69,59 +73,37 @@ func claim(launches []state.Launch, instances []providers.Instance, keyed bool, 
 			taken[id] = true
 		}
 	}
-	// Real instances no launch has claimed, newest first.
+	// The real instances no launch has claimed that may be claimed now:
+	// in a keyed group any, else those first seen now; newest first.
 	var free []providers.Instance
 	for _, in := range instances {
-		if !in.Owed && !taken[in.ID] {
+		if !in.Owed && !taken[in.ID] && (keyed || seen[in.ID].Equal(now)) {
 			free = append(free, in)
 		}
 	}
-	if !keyed {
-		slices.SortFunc(free, func(a, b providers.Instance) int {
-			return cmp.Or(b.LaunchedAt.Compare(a.LaunchedAt), seen[b.ID].Compare(seen[a.ID]), strings.Compare(a.ID, b.ID))
-		})
-	}
+	slices.SortFunc(free, func(a, b providers.Instance) int {
+		return cmp.Or(b.LaunchedAt.Compare(a.LaunchedAt), strings.Compare(a.ID, b.ID))
+	})
 	present := make(map[string]bool, len(instances))
 	for _, in := range instances {
 		present[in.ID] = true
 	}
-	inWindow := func(in providers.Instance, l *state.Launch) bool {
-		t := seen[in.ID]
-		return t.After(l.At) && t.Sub(l.At) <= timeout
-	}
-	// More new instances than the launches' units still unclaimed (the
-	// group replaced an instance, a person or another controller raised it
-	// too): which are this controller's cannot be told, so none is taken
-	// for its own. Unknown is the safe side: never terminated at a
-	// deadline.
-	ambiguous := false
-	if !keyed {
-		units, news := 0, 0
-		for i := range launches {
+	open := func(l *state.Launch) bool { return now.After(l.At) && now.Sub(l.At) <= timeout }
+	units := 0
+	for i := range launches {
+		if open(&launches[i]) {
 			units += launches[i].Unclaimed()
 		}
-		for _, in := range free {
-			if slices.ContainsFunc(launches, func(l state.Launch) bool { return l.Unclaimed() > 0 && inWindow(in, &l) }) {
-				news++
-			}
-		}
-		ambiguous = news > units
 	}
+	ambiguous := !keyed && len(free) > units
 	for i := len(launches) - 1; i >= 0; i-- {
 		l := &launches[i]
 		before := len(l.Claimed)
 		for _, in := range free {
-			if !keyed && (ambiguous || l.Unclaimed() == 0) {
+			if !keyed && (ambiguous || !open(l) || l.Unclaimed() == 0) {
 				break
 			}
-			if taken[in.ID] {
-				continue
-			}
-			if keyed {
-				if in.LaunchKey != l.Key {
-					continue
-				}
-			} else if !inWindow(in, l) {
+			if taken[in.ID] || (keyed && in.LaunchKey != l.Key) {
 				continue
 			}
 			l.Claimed = append(l.Claimed, in.ID)
@@ -146,6 +128,9 @@ func claim(launches []state.Launch, instances []providers.Instance, keyed bool, 
 		}
 		return o
 	}
+	if ambiguous {
+		return o
+	}
 	// The capacity the group owes, newest first, for the newest launches'
 	// unclaimed units.
 	var owed []providers.Instance
@@ -157,12 +142,22 @@ func claim(launches []state.Launch, instances []providers.Instance, keyed bool, 
 	slices.SortFunc(owed, func(a, b providers.Instance) int {
 		return cmp.Or(b.LaunchedAt.Compare(a.LaunchedAt), strings.Compare(a.ID, b.ID))
 	})
-	for i := len(launches) - 1; i >= 0 && len(owed) > 0 && !ambiguous; i-- {
-		for range launches[i].Unclaimed() {
+	var owing []*state.Launch
+	left := 0
+	for i := len(launches) - 1; i >= 0; i-- {
+		if l := &launches[i]; l.Unclaimed() > 0 && now.Sub(later(l.At, since)) <= 2*timeout {
+			owing, left = append(owing, l), left+l.Unclaimed()
+		}
+	}
+	if len(owed) > left {
+		return o // the group owes more than this controller asked for
+	}
+	for _, l := range owing {
+		for range l.Unclaimed() {
 			if len(owed) == 0 {
-				break
+				return o
 			}
-			o.at[owed[0].ID], o.by[owed[0].ID] = launches[i].At, launches[i].Key
+			o.at[owed[0].ID], o.by[owed[0].ID] = l.At, l.Key
 			owed = owed[1:]
 		}
 	}

@@ -241,8 +241,8 @@ func TestRestartWithLaggingReadsLaunchesOnce(t *testing.T) {
 // launch template), journaled when the controller was killed, is settled
 // on restart while the cloud's reads lag: sent again with its own key when
 // it is not listed (made once, whether the first call reached the cloud
-// or not), dropped when older than its provisioning deadline, and recorded
-// without being sent when sending it could take the pool over its max.
+// or not), dropped when older than its provisioning deadline or when
+// sending it could take the pool over its max.
 func TestRecoverKeyedLaunch(t *testing.T) {
 	for _, tt := range []struct {
 		name          string
@@ -256,7 +256,7 @@ func TestRecoverKeyedLaunch(t *testing.T) {
 		{name: "killed after the call", after: true, down: 10 * time.Second, max: 20, want: "done", nodes: 2, sent: 2},
 		{name: "killed before the call", before: true, down: 10 * time.Second, max: 20, want: "done", nodes: 2, sent: 1},
 		{name: "killed before the call, down past its deadline", before: true, down: time.Hour, max: 20, want: "dropped", nodes: 0, sent: 0},
-		{name: "killed after the call, the max lowered meanwhile", after: true, down: 10 * time.Second, max: 1, want: "done", nodes: 2, sent: 1},
+		{name: "killed after the call, the max lowered meanwhile", after: true, down: 10 * time.Second, max: 1, want: "dropped", nodes: 2, sent: 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			now := t0
@@ -496,7 +496,8 @@ func TestOwnLaunchTerminatedAcrossAnOutage(t *testing.T) {
 // TestReplacementNeverClaimed: a fleet adopted with its agents not
 // reporting; the controller launches a node, and the group replaces one of
 // the adopted instances in the same moment. Which new instance is the
-// controller's cannot be told, so neither is terminated for the launch.
+// controller's cannot be told, so neither is terminated for the launch,
+// even once the controller's own has gone.
 func TestReplacementNeverClaimed(t *testing.T) {
 	p := gpuPool("ondemand", 8, 10, 5*time.Minute)
 	l := newLoop(t, false, p)
@@ -518,6 +519,7 @@ func TestReplacementNeverClaimed(t *testing.T) {
 		t.Fatalf("launches %v; want one node", plan.Counts())
 	}
 	g, _ := l.cloud.Describe(ctx, p)
+	l.now = l.now.Add(10 * time.Second) // the replacement is the newest instance
 	if err := l.cloud.Terminate(ctx, p, []string{g.Instances[0].ID}); err != nil {
 		t.Fatal(err)
 	}
@@ -525,7 +527,19 @@ func TestReplacementNeverClaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	mute()
-	for range 60 {
+	for i := range 60 {
+		if i == 5 {
+			// Then the controller's own instance goes (a spot reclaim):
+			// the replacement is still not taken for the launch's.
+			g, _ := l.cloud.Describe(ctx, p)
+			for _, in := range g.Instances {
+				if in.LaunchKey != "" {
+					if err := l.cloud.Terminate(ctx, p, []string{in.ID}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
 		for _, a := range l.cycle(t).Actions {
 			if a.Kind == planner.Terminate || a.Kind == planner.Drain {
 				t.Fatalf("%s %s: %s", a.Kind, a.Node, a.Reason)

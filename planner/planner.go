@@ -172,7 +172,7 @@ func (p *planner) observe() {
 				// longer counted on as capacity. It counts against the
 				// limits.
 				p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID,
-					Reason: fmt.Sprintf("unknown instance (not launched by this controller), not ready %s after it was first seen; not counted as capacity, and never terminated for it: is its agent installed?",
+					Reason: fmt.Sprintf("unknown instance (not launched by this controller, or not provably), not ready %s after it was first seen; not counted as capacity, and never terminated for it: is its agent installed and reporting?",
 						age(p.now.Sub(n.LaunchedAt)))})
 				pp.size++
 				pp.stuck++

@@ -117,22 +117,36 @@ TestAbsurdForecastIsNotUsed|TestPropertySafety
 
 a claim outside the launch's provisioning timeout
 controller/owned.go
-"} else if !inWindow(in, l) {"
-"} else if !seen[in.ID].After(l.At) {"
+"return now.After(l.At) && now.Sub(l.At) <= timeout"
+"return now.After(l.At)"
 ./controller
 TestOldLaunchNeverClaimsANewInstance
 
 a claim when more new instances show than the launch's units
 controller/owned.go
-"ambiguous = news > units"
-"ambiguous = false"
+"ambiguous := !keyed && len(free) > units"
+"ambiguous := false"
 ./controller
 TestReplacementNeverClaimed
+
+an instance claimed after the cycle it was first seen
+controller/owned.go
+"(keyed || seen[in.ID].Equal(now))"
+"(keyed || !seen[in.ID].IsZero())"
+./controller
+TestReplacementNeverClaimed|TestClaim
 
 claims not kept in the state
 controller/controller.go
 "if len(claimed) > 0 && !c.dryRun {"
 "if false && len(claimed) > 0 && !c.dryRun {"
+./controller
+TestAdoptedFleetIsNeverKilled
+
+a claimed instance, gone, not counted against its launch
+state/store.go
+"func (l Launch) Unclaimed() int { return max(0, l.Count-len(l.Claimed)-l.Spent) }"
+"func (l Launch) Unclaimed() int { return max(0, l.Count-l.Spent) }"
 ./controller
 TestOwnLaunchClaimedOnceForGood
 
