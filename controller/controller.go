@@ -549,19 +549,15 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 		if ps.Unobserved == "" {
 			claimed = append(claimed, own.changed...)
 		}
-		instances = append(instances, own.unlisted...)
 		for _, in := range inFlight[p.Name] {
 			if c.dryRun && now.Sub(in.Created) > p.ProvisionTimeout {
 				// Left by a controller that stopped; a dry run does not
 				// settle it, and a live one would not count it any more.
 				continue
 			}
-			for k := range in.Count {
-				id := fmt.Sprintf("%s%s/%d", unlistedPrefix, in.Key, k)
-				instances = append(instances, providers.Instance{ID: id, State: providers.InstancePending, LaunchedAt: in.Created, LaunchKey: in.Key})
-				own.at[id], own.by[id] = in.Created, in.Key
-			}
+			own.standIns(in.Key, in.Count, in.Created)
 		}
+		instances = append(instances, own.unlisted...)
 		for _, in := range instances {
 			n := fleet.Node{ID: in.ID, Pool: p.Name, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID]}
 			healthy := c.agents.Observe(&n)

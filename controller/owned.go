@@ -21,6 +21,17 @@ const unlistedPrefix = "unlisted/"
 
 func isUnlisted(id string) bool { return strings.HasPrefix(id, unlistedPrefix) }
 
+// standIns adds n stand-ins for instances a launch (its key, decided at)
+// made or may have made that the cloud does not list, as the controller's
+// own, launching since at.
+func (o *ownership) standIns(key string, n int, at time.Time) {
+	for k := range n {
+		id := fmt.Sprintf("%s%s/%d", unlistedPrefix, key, k)
+		o.unlisted = append(o.unlisted, providers.Instance{ID: id, State: providers.InstancePending, LaunchedAt: at, LaunchKey: key})
+		o.at[id], o.by[id] = at, key
+	}
+}
+
 // ownership is which of a pool's instances this controller launched.
 type ownership struct {
 	// at is when the launch behind each owned instance (or stand-in) was
@@ -120,11 +131,7 @@ func claim(launches []state.Launch, instances []providers.Instance, keyed bool, 
 	}
 	if keyed {
 		for _, l := range launches {
-			for k := range l.Unclaimed() {
-				id := fmt.Sprintf("%s%s/%d", unlistedPrefix, l.Key, k)
-				o.unlisted = append(o.unlisted, providers.Instance{ID: id, State: providers.InstancePending, LaunchedAt: l.At, LaunchKey: l.Key})
-				o.at[id], o.by[id] = l.At, l.Key
-			}
+			o.standIns(l.Key, l.Unclaimed(), l.At)
 		}
 		return o
 	}
