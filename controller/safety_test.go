@@ -18,6 +18,40 @@ import (
 	"github.com/fleetcast/autoscaler/state"
 )
 
+// outside launches n instances in the pool outside the controller (as
+// Terraform, a person or the group itself would), with silent agents, and
+// returns their IDs.
+func (l *loop) outside(t *testing.T, pool fleet.Pool, n int) []string {
+	t.Helper()
+	before := map[string]bool{}
+	g, _ := l.cloud.Describe(context.Background(), pool)
+	for _, in := range g.Instances {
+		before[in.ID] = true
+	}
+	if err := l.cloud.Launch(context.Background(), pool, providers.LaunchRequest{Count: n}); err != nil {
+		t.Fatal(err)
+	}
+	g, _ = l.cloud.Describe(context.Background(), pool)
+	var ids []string
+	for _, in := range g.Instances {
+		if !before[in.ID] {
+			ids = append(ids, in.ID)
+			l.silent[in.ID] = true
+		}
+	}
+	return ids
+}
+
+// mute silences the agents of every instance the pools have now.
+func (l *loop) mute() {
+	for _, p := range l.cfg.Pools {
+		g, _ := l.cloud.Describe(context.Background(), p)
+		for _, in := range g.Instances {
+			l.silent[in.ID] = true
+		}
+	}
+}
+
 // TestAdoptedFleetIsNeverKilled: the controller starts, with a fresh state
 // directory, against a fleet it did not launch (a reservation of two nodes
 // kept full, two on-demand nodes) whose agents never report: not installed
@@ -32,31 +66,11 @@ func TestAdoptedFleetIsNeverKilled(t *testing.T) {
 	l := newLoop(t, false, reserved, ondemand)
 	ctx := context.Background()
 	// The fleet as Terraform or a person made it, before the controller.
-	for _, g := range []struct {
-		pool fleet.Pool
-		n    int
-	}{{reserved, 2}, {ondemand, 2}} {
-		if err := l.cloud.Launch(ctx, g.pool, providers.LaunchRequest{Count: g.n, Target: g.n}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	adopted := map[string]bool{}
-	for _, p := range []fleet.Pool{reserved, ondemand} {
-		g, _ := l.cloud.Describe(ctx, p)
-		for _, in := range g.Instances {
-			adopted[in.ID] = true
-		}
+	for _, id := range append(l.outside(t, reserved, 2), l.outside(t, ondemand, 2)...) {
+		adopted[id] = true
 	}
 	l.now = l.now.Add(time.Hour)
-	// No agent ever reports.
-	mute := func() {
-		for _, p := range []fleet.Pool{reserved, ondemand} {
-			g, _ := l.cloud.Describe(ctx, p)
-			for _, in := range g.Instances {
-				l.silent[in.ID] = true
-			}
-		}
-	}
 	var terminated []string
 	var terminatedAt time.Duration
 	start := l.now
@@ -65,7 +79,7 @@ func TestAdoptedFleetIsNeverKilled(t *testing.T) {
 			// 40 GPUs wait, with 32 in the fleet: one node is bought.
 			l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "ondemand", GPUs: 40}}})
 		}
-		mute()
+		l.mute() // no agent ever reports
 		plan := l.cycle(t)
 		for _, a := range plan.Actions {
 			switch a.Kind {
@@ -105,14 +119,7 @@ func TestAdoptedFleetIsNeverKilled(t *testing.T) {
 func TestAdoptedFleetIsReported(t *testing.T) {
 	p := gpuPool("g5", 8, 10, 5*time.Minute)
 	l := newLoop(t, false, p)
-	ctx := context.Background()
-	if err := l.cloud.Launch(ctx, p, providers.LaunchRequest{Count: 3, Target: 3}); err != nil {
-		t.Fatal(err)
-	}
-	g, _ := l.cloud.Describe(ctx, p)
-	for _, in := range g.Instances {
-		l.silent[in.ID] = true
-	}
+	adopted := l.outside(t, p, 3)
 	l.now = l.now.Add(10 * time.Minute)
 	plan := l.cycle(t)
 	if len(plan.UnknownNodes) != 3 || plan.Capacity.SilentNodes != 3 || plan.ScaleInHalt == "" {
@@ -143,8 +150,8 @@ func TestAdoptedFleetIsReported(t *testing.T) {
 		}
 	}
 	// The agents are installed: the nodes report and are known from then on.
-	for _, in := range g.Instances {
-		l.silent[in.ID] = false
+	for _, id := range adopted {
+		l.silent[id] = false
 	}
 	plan = l.cycle(t)
 	if len(plan.UnknownNodes) != 0 || plan.ScaleInHalt != "" {
@@ -380,12 +387,7 @@ func TestOldLaunchNeverClaimsANewInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.now = l.now.Add(20 * time.Minute)
-	if err := l.cloud.Launch(ctx, a, providers.LaunchRequest{Count: 1}); err != nil {
-		t.Fatal(err)
-	}
-	g, _ = l.cloud.Describe(ctx, a)
-	person := g.Instances[0].ID
-	l.silent[person] = true
+	person := l.outside(t, a, 1)[0]
 	l.restart(t, l.count)
 	for range 60 {
 		for _, x := range l.cycle(t).Actions {
@@ -416,12 +418,7 @@ func TestOwnLaunchClaimedOnceForGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.cycle(t)
-	if err := l.cloud.Launch(ctx, a, providers.LaunchRequest{Count: 1}); err != nil {
-		t.Fatal(err)
-	}
-	g, _ = l.cloud.Describe(ctx, a)
-	person := g.Instances[0].ID
-	l.silent[person] = true
+	person := l.outside(t, a, 1)[0]
 	l.restart(t, l.count) // the claims are in the state, not in memory
 	for range 60 {
 		for _, x := range l.cycle(t).Actions {
@@ -502,16 +499,7 @@ func TestReplacementNeverClaimed(t *testing.T) {
 	p := gpuPool("ondemand", 8, 10, 5*time.Minute)
 	l := newLoop(t, false, p)
 	ctx := context.Background()
-	if err := l.cloud.Launch(ctx, p, providers.LaunchRequest{Count: 2, Target: 2}); err != nil {
-		t.Fatal(err)
-	}
-	mute := func() {
-		g, _ := l.cloud.Describe(ctx, p)
-		for _, in := range g.Instances {
-			l.silent[in.ID] = true
-		}
-	}
-	mute()
+	l.outside(t, p, 2)
 	l.now = l.now.Add(time.Hour)
 	l.cycle(t)
 	l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "ondemand", GPUs: 24}}})
@@ -523,10 +511,8 @@ func TestReplacementNeverClaimed(t *testing.T) {
 	if err := l.cloud.Terminate(ctx, p, []string{g.Instances[0].ID}); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.cloud.Launch(ctx, p, providers.LaunchRequest{Count: 1}); err != nil {
-		t.Fatal(err)
-	}
-	mute()
+	l.outside(t, p, 1)
+	l.mute()
 	for i := range 60 {
 		if i == 5 {
 			// Then the controller's own instance goes (a spot reclaim):
