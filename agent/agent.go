@@ -1,9 +1,13 @@
 // Package agent is the in-instance daemon: it keeps the jobs that run on
 // its node and their checkpoints, reads the GPUs, reports both to the
 // controller, and carries out the controller's drains safely: mark the
-// node draining, ask every long-running job to checkpoint, and report the
-// node safe to terminate only once they all have (or exited); on the
-// drain's deadline, report it failed and clear the mark, so the node stays.
+// node draining and refuse new jobs, ask every job to checkpoint, and
+// report the node safe to terminate only once they all have (or exited)
+// since the agent received the drain, by its own clock, and no GPU
+// process it cannot account for runs; on the drain's deadline, report it
+// failed and clear the mark, so the node stays. The controller terminates
+// a node on that report only: the agent's confirmation is the one clock
+// the drain is decided on (DESIGN.md rule 1).
 package agent
 
 import (
@@ -21,6 +25,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fleetcast/autoscaler/agent/report"
 )
@@ -61,7 +66,8 @@ type job struct {
 	// signalled is the drain the job was last asked to checkpoint for.
 	signalled string
 	// checkpoints, when set, is a glob of the job's checkpoint files: a
-	// newer file counts as a checkpoint.
+	// newer file counts as a checkpoint, made at its modification time or
+	// when the agent first saw it, whichever is earlier.
 	checkpoints string
 	// started are the processes' start times (from /proc), so a PID the
 	// kernel has since given to another process is not signalled.
@@ -72,11 +78,18 @@ type job struct {
 	pending fileSeen
 }
 
-// fileSeen is a checkpoint file as last seen.
+// fileSeen is a checkpoint file as last seen; seen is when the agent first
+// saw it so, by its own clock.
 type fileSeen struct {
 	path  string
 	mtime time.Time
 	size  int64
+	seen  time.Time
+}
+
+// same reports whether two sightings are of the same file, unchanged.
+func (f fileSeen) same(g fileSeen) bool {
+	return f.path == g.path && f.mtime.Equal(g.mtime) && f.size == g.size
 }
 
 // Agent holds the node's state. It is safe for concurrent use: the local
@@ -94,9 +107,12 @@ type Agent struct {
 	// notice: the controller's routine answers do not cancel it.
 	notice bool
 	state  report.DrainState
-	// unknown counts the GPU processes no job claims, at the last reading:
-	// work whose checkpoints nobody can vouch for, so no drain is safe.
-	unknown int
+	// unknown counts the GPU processes no job claims, at the last healthy
+	// reading: work whose checkpoints nobody can vouch for, so no drain is
+	// safe. gpusRead is set once a reading succeeded: until then (GPUs
+	// broken since the agent started) nobody knows what runs on them.
+	unknown  int
+	gpusRead bool
 	// changed is closed (and replaced) on every state change, so the
 	// reporter sends at once.
 	changed chan struct{}
@@ -182,6 +198,9 @@ func (a *Agent) RegisterWatched(id string, gpus, pids []int, checkpoints string)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	j := a.jobs[id]
+	if j == nil && a.drain != nil && a.state != report.DrainFailed {
+		return &DrainingError{Node: a.cfg.Node, Drain: a.drain.ID}
+	}
 	if j == nil {
 		if len(a.jobs) >= maxJobs {
 			return fmt.Errorf("%d jobs registered already, at most %d", len(a.jobs), maxJobs)
@@ -194,6 +213,18 @@ func (a *Agent) RegisterWatched(id string, gpus, pids []int, checkpoints string)
 	j.GPUs, j.PIDs, j.started, j.checkpoints = slices.Clone(gpus), slices.Clone(pids), started, checkpoints
 	a.notify()
 	return nil
+}
+
+// DrainingError is the refusal of a new job on a draining node: the node
+// takes no new work, and the job should go to another node. A job already
+// running may register again (a launcher adding processes): it still has
+// to checkpoint for the drain.
+type DrainingError struct {
+	Node, Drain string
+}
+
+func (e *DrainingError) Error() string {
+	return fmt.Sprintf("node %s is draining (drain %s) and takes no new jobs: place the job on another node", e.Node, e.Drain)
 }
 
 // Unregister removes a job that ended.
@@ -224,9 +255,10 @@ func (a *Agent) Checkpoint(id string) error {
 }
 
 // Drain carries out the controller's drain request (nil: none). A new
-// request marks the node, and every long-running job is sent the signal
-// once; the state then moves to safe when they have all checkpointed since
-// the drain began, or to failed at the deadline.
+// request marks the node, new jobs are refused, and every job is sent the
+// signal once; the state then moves to safe when they have all
+// checkpointed since the agent received the drain (by its clock), or
+// exited, or to failed at the deadline.
 func (a *Agent) Drain(req *report.DrainRequest) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -275,9 +307,9 @@ func (a *Agent) startDrain(req *report.DrainRequest, notice bool) error {
 	return nil
 }
 
-// Notice handles a spot interruption notice the provider passed on: the
-// cloud will take the node at deadline, so every long-running job is asked
-// to checkpoint at once, as in a drain (a drain already under way goes on).
+// Notice handles a spot interruption notice: the cloud will take the node
+// at deadline, so every job is asked to checkpoint at once, as in a drain
+// (a drain already under way goes on).
 func (a *Agent) Notice(deadline time.Time) error {
 	a.mu.Lock()
 	running := a.drain != nil
@@ -324,13 +356,18 @@ func (a *Agent) Tick() {
 		j := a.jobs[id]
 		switch {
 		case j == nil || f.mtime.After(now) || !f.mtime.After(j.newest.mtime):
-			// gone, dated in the future (not trusted), or nothing new
-		case f == j.pending:
-			// The same file, the same size, a tick later: written. It counts
-			// from when the agent saw it, by the agent's clock.
-			j.newest, j.pending = f, fileSeen{}
-			j.LastCheckpoint = now
+			// gone, dated in the future (not trusted until the agent's
+			// clock passes it), or nothing new
+		case f.same(j.pending):
+			// The same file, the same size, a tick later: written. It was
+			// made at its own time, bounded by the agent's clock: no later
+			// than when the agent first saw it. So a file written before
+			// a drain never counts as a checkpoint after it, however late
+			// the agent notices it.
+			j.newest, j.pending = j.pending, fileSeen{}
+			j.LastCheckpoint = earlier(f.mtime, j.newest.seen)
 		default:
+			f.seen = now
 			j.pending = f
 		}
 	}
@@ -349,7 +386,7 @@ func (a *Agent) settle() {
 	now := a.cfg.Now()
 	waiting := a.waiting(now)
 	switch {
-	case len(waiting) == 0 && a.unknown == 0:
+	case len(waiting) == 0 && a.unknown == 0 && (a.cfg.GPUs == nil || a.gpusRead):
 		a.state = report.SafeToTerminate
 	case now.After(a.deadline):
 		a.state = report.DrainFailed
@@ -373,12 +410,14 @@ func (a *Agent) settle() {
 	}
 }
 
-// waiting lists the long-running jobs that have not checkpointed since the
-// drain began, sorted; a.mu is held.
+// waiting lists the jobs that have not checkpointed since the agent
+// received the drain, nor exited, sorted; a.mu is held. Every job counts,
+// long-running or not: the controller waits for the same set, and a young
+// job's work is lost as surely as an old one's.
 func (a *Agent) waiting(now time.Time) []string {
 	var ids []string
 	for id, j := range a.jobs {
-		if !a.longRunning(j, now) || j.LastCheckpoint.After(a.since) || a.exited(j) {
+		if j.LastCheckpoint.After(a.since) || a.exited(j) {
 			continue
 		}
 		ids = append(ids, id)
@@ -473,21 +512,23 @@ var signals = map[string]syscall.Signal{
 	"SIGALRM": syscall.SIGALRM, "SIGCONT": syscall.SIGCONT, "SIGWINCH": syscall.SIGWINCH,
 }
 
-// Report is the node's report now: GPUs (unhealthy when they cannot be
-// read), jobs, GPU processes no job claims, and the drain's state.
+// Report is the node's report now: GPUs (unhealthy, with the reason, when
+// they cannot be read), jobs, GPU processes no job claims, and the drain's
+// state.
 func (a *Agent) Report() report.Report {
 	var gpus []report.GPU
+	var gpuErr string
 	healthy := a.cfg.GPUs != nil // without GPU data, nothing vouches for the GPUs
 	if a.cfg.GPUs != nil {
 		var err error
 		if gpus, err = a.cfg.GPUs.Read(); err != nil {
-			healthy, gpus = false, nil
+			healthy, gpus, gpuErr = false, nil, truncate(err.Error(), report.MaxGPUErrorLen)
 		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.cfg.Now()
-	r := report.Report{Node: a.cfg.Node, SentAt: now, Healthy: healthy, GPUs: gpus, Drain: report.DrainStatus{State: a.state}}
+	r := report.Report{Node: a.cfg.Node, SentAt: now, Healthy: healthy, GPUError: gpuErr, GPUs: gpus, Drain: report.DrainStatus{State: a.state}}
 	claimed := map[int]bool{}
 	ids := make([]string, 0, len(a.jobs))
 	for id := range a.jobs {
@@ -511,7 +552,7 @@ func (a *Agent) Report() report.Report {
 		}
 	}
 	if healthy {
-		a.unknown = len(r.Unknown)
+		a.unknown, a.gpusRead = len(r.Unknown), true
 	}
 	if a.drain != nil {
 		r.Drain.ID = a.drain.ID
@@ -524,4 +565,23 @@ func (a *Agent) Report() report.Report {
 		}
 	}
 	return r
+}
+
+// earlier returns the earlier of two times.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

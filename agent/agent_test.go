@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -351,6 +352,45 @@ func TestWatchedCheckpointsAndHook(t *testing.T) {
 	}
 }
 
+// TestDrainingRefusesJobsOverTheAPI: the job's launcher sees the refusal,
+// as a 409 with the reason.
+func TestDrainingRefusesJobsOverTheAPI(t *testing.T) {
+	a, err := New(Config{Node: "i-1", Signal: func(int, syscall.Signal) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := a.Drain(&report.DrainRequest{ID: "d9", Since: now, Deadline: now.Add(time.Minute), Signal: "SIGUSR1"}); err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/v1/jobs", strings.NewReader(`{"id":"new","gpus":[0],"pids":[1]}`))
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	a.Handler().ServeHTTP(w, req)
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "is draining (drain d9) and takes no new jobs") {
+		t.Fatalf("register on a draining node: %d %q, want 409 with the reason", w.Code, w.Body.String())
+	}
+}
+
+// flakyGPUs is a GPU reader whose answer the test sets.
+type flakyGPUs struct {
+	mu   sync.Mutex
+	gpus []report.GPU
+	err  error
+}
+
+func (g *flakyGPUs) Read() ([]report.GPU, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.gpus, g.err
+}
+
+func (g *flakyGPUs) set(gpus []report.GPU, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.gpus, g.err = gpus, err
+}
+
 // clock is a settable clock for the drain state machine.
 type clock struct{ t time.Time }
 
@@ -376,10 +416,106 @@ func TestDrainSafetyEdges(t *testing.T) {
 		_ = a.Register("train", []int{0}, []int{os.Getpid()})
 		c.t = t0.Add(2 * time.Hour)
 		_ = a.Drain(drain(c.t))
-		_ = a.Register("train", []int{0}, []int{os.Getpid(), os.Getppid()}) // a launcher adds a PID
+		if err := a.Register("train", []int{0}, []int{os.Getpid(), os.Getppid()}); err != nil { // a launcher adds a PID
+			t.Fatalf("a running job registering again on a draining node: %v", err)
+		}
 		a.Tick()
 		if got := a.Report().Drain.State; got != report.Draining {
 			t.Fatalf("state %q: re-registering made a 2-hour job new", got)
+		}
+	})
+	t.Run("every job is waited for, long-running or not", func(t *testing.T) {
+		c := &clock{t0}
+		a := newAgent(t, c, nil, "")
+		_ = a.Register("young", []int{0}, []int{os.Getpid()}) // a minute old, LongRunningAfter is an hour
+		c.t = t0.Add(time.Minute)
+		_ = a.Drain(drain(c.t))
+		if got := a.Report(); got.Drain.State != report.Draining || fmt.Sprint(got.Drain.Waiting) != "[young]" {
+			t.Fatalf("drain %+v: a young job's work would be lost", got.Drain)
+		}
+		c.t = c.t.Add(time.Second)
+		_ = a.Checkpoint("young")
+		if got := a.Report().Drain.State; got != report.SafeToTerminate {
+			t.Fatalf("state %q after the young job checkpointed, want safe", got)
+		}
+	})
+	t.Run("a checkpoint file written before the drain never counts", func(t *testing.T) {
+		dir := t.TempDir()
+		c := &clock{time.Now().Add(2 * time.Hour)}
+		a := newAgent(t, c, nil, "")
+		_ = a.RegisterWatched("train", []int{0}, []int{os.Getpid()}, filepath.Join(dir, "*.pt"))
+		a.Tick() // nothing there yet
+		f := filepath.Join(dir, "step-100.pt")
+		_ = os.WriteFile(f, []byte("w"), 0o600)
+		before := c.t.Add(-5 * time.Second) // written 5 s before the drain arrives
+		_ = os.Chtimes(f, before, before)
+		_ = a.Drain(drain(c.t))
+		for range 3 {
+			c.t = c.t.Add(10 * time.Second)
+			a.Tick()
+		}
+		r := a.Report()
+		if r.Drain.State != report.Draining || !r.Jobs[0].LastCheckpoint.Equal(before) {
+			t.Fatalf("drain %q, checkpoint %v (file time %v): a file older than the drain counted as a checkpoint after it", r.Drain.State, r.Jobs[0].LastCheckpoint, before)
+		}
+	})
+	t.Run("a checkpoint file counts no later than the agent first saw it", func(t *testing.T) {
+		dir := t.TempDir()
+		c := &clock{time.Now().Add(time.Hour)} // the agent's clock; the file system's is an hour behind
+		a := newAgent(t, c, nil, "")
+		_ = a.RegisterWatched("train", []int{0}, []int{os.Getpid()}, filepath.Join(dir, "*.pt"))
+		_ = a.Drain(drain(c.t))
+		c.t = c.t.Add(10 * time.Second)
+		f := filepath.Join(dir, "step-200.pt")
+		_ = os.WriteFile(f, []byte("w"), 0o600)
+		seen := c.t
+		a.Tick()
+		c.t = c.t.Add(10 * time.Second)
+		a.Tick()
+		r := a.Report()
+		if mt, _ := os.Stat(f); r.Jobs[0].LastCheckpoint.After(seen) || !r.Jobs[0].LastCheckpoint.Equal(mt.ModTime()) {
+			t.Fatalf("checkpoint at %v, want the file's time %v (first seen %v)", r.Jobs[0].LastCheckpoint, mt.ModTime(), seen)
+		}
+	})
+	t.Run("a draining node refuses new jobs, and takes them again after the drain", func(t *testing.T) {
+		c := &clock{t0}
+		a := newAgent(t, c, nil, "")
+		_ = a.Drain(drain(t0))
+		var refused *DrainingError
+		if err := a.Register("late", []int{0}, []int{os.Getpid()}); !errors.As(err, &refused) || !strings.Contains(err.Error(), "takes no new jobs") {
+			t.Fatalf("a new job on a draining node: err %v, want a DrainingError", err)
+		}
+		if r := a.Report(); len(r.Jobs) != 0 {
+			t.Fatalf("jobs %+v after a refused registration", r.Jobs)
+		}
+		_ = a.Drain(nil) // cancelled by the controller
+		if err := a.Register("late", []int{0}, []int{os.Getpid()}); err != nil {
+			t.Fatalf("a job after the drain was cancelled: %v", err)
+		}
+	})
+	t.Run("GPUs never read since the agent started keep the node", func(t *testing.T) {
+		c := &clock{t0}
+		g := &flakyGPUs{err: errors.New("NVML device count: GPU is lost (fell off the bus)")}
+		a := newAgent(t, c, g, "")
+		_ = a.Drain(drain(t0))
+		r := a.Report()
+		if r.Drain.State != report.Draining || r.Healthy || !strings.Contains(r.GPUError, "GPU is lost") {
+			t.Fatalf("report %+v: a node whose GPUs could never be read was safe, or its error not reported", r)
+		}
+		g.set(nil, nil) // readable again, nothing running
+		if r := a.Report(); r.Drain.State != report.SafeToTerminate || r.GPUError != "" {
+			t.Fatalf("report %+v once the GPUs read empty, want safe", r)
+		}
+	})
+	t.Run("an unknown process seen once keeps the node while the GPUs cannot be read", func(t *testing.T) {
+		c := &clock{t0}
+		g := &flakyGPUs{gpus: []report.GPU{{Index: 0, MemoryTotal: 1, Processes: []report.Process{{PID: 999999, GPU: 0}}}}}
+		a := newAgent(t, c, g, "")
+		_ = a.Report()
+		g.set(nil, errors.New("NVML: timeout"))
+		_ = a.Drain(drain(t0))
+		if r := a.Report(); r.Drain.State != report.Draining {
+			t.Fatalf("state %q: the process seen before the GPUs broke was forgotten", r.Drain.State)
 		}
 	})
 	t.Run("the drain starts by the agent's clock", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -30,7 +31,7 @@ type JobRequest struct {
 
 // Handler serves the local API, for jobs and their launchers:
 //
-//	POST   /v1/jobs                   register a job (JobRequest)
+//	POST   /v1/jobs                   register a job (JobRequest); 409 on a draining node
 //	DELETE /v1/jobs/{id}              a job ended
 //	POST   /v1/jobs/{id}/checkpoint   a job saved its state
 //	POST   /v1/notice?deadline=RFC3339  a spot interruption notice: checkpoint now
@@ -50,7 +51,12 @@ func (a *Agent) Handler() http.Handler {
 			return
 		}
 		if err := a.RegisterWatched(req.ID, req.GPUs, req.PIDs, req.Checkpoints); err != nil {
-			http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+			status := http.StatusUnprocessableEntity
+			var draining *DrainingError
+			if errors.As(err, &draining) {
+				status = http.StatusConflict
+			}
+			http.Error(w, err.Error(), status)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,13 +32,26 @@ type Agents struct {
 }
 
 type agentView struct {
-	sentAt    time.Time // the agent's stamp on the report taken
-	received  time.Time
-	healthy   bool
-	jobs      []fleet.Job
+	sentAt   time.Time // the agent's stamp on the report taken
+	received time.Time
+	healthy  bool
+	// gpuError is why the last report could not read the GPUs, and
+	// faultSince when its streak of such reports began ("" and zero while
+	// they read).
+	gpuError   string
+	faultSince time.Time
+	// unknown are the GPU processes no job claimed at the last reading
+	// that succeeded: a report that cannot read the GPUs cannot see them
+	// end, so they are kept until one that can.
+	unknown []report.Process
+	jobs    []fleet.Job
 	idleSince time.Time // zero while the node holds jobs
-	// drain is the drain the agent said it holds (its ID), if any.
+	// drain is the drain the agent said it holds (its ID), if any; safe is
+	// set when it also said that drain is safe: every job on the node
+	// checkpointed after the agent received it, or exited, by the agent's
+	// own clock.
 	drain string
+	safe  bool
 }
 
 // NewAgents makes an empty view reading time from now.
@@ -52,13 +66,6 @@ var _ report.Store = (*Agents)(nil)
 func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, error) {
 	now := a.now()
 	shift := min(0, now.Sub(r.SentAt))
-	jobs := r.FleetJobs()
-	for i := range jobs {
-		jobs[i].Start = earlier(jobs[i].Start.Add(shift), now)
-		if !jobs[i].LastCheckpoint.IsZero() {
-			jobs[i].LastCheckpoint = earlier(jobs[i].LastCheckpoint.Add(shift), now)
-		}
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var ans report.Answer
@@ -72,6 +79,29 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 	} else if !r.SentAt.After(v.sentAt) {
 		return ans, nil // out of order: a newer report was taken
 	}
+	if r.Healthy {
+		v.unknown, v.gpuError, v.faultSince = slices.Clone(r.Unknown), "", time.Time{}
+	} else {
+		// The GPUs could not be read: what ran on them unclaimed when
+		// they last could is still there, as far as anyone knows.
+		rr := *r
+		rr.Unknown = v.unknown
+		r = &rr
+		v.gpuError = r.GPUError
+		if v.gpuError == "" {
+			v.gpuError = "the agent reads no GPU data"
+		}
+		if v.faultSince.IsZero() {
+			v.faultSince = now
+		}
+	}
+	jobs := r.FleetJobs()
+	for i := range jobs {
+		jobs[i].Start = earlier(jobs[i].Start.Add(shift), now)
+		if !jobs[i].LastCheckpoint.IsZero() {
+			jobs[i].LastCheckpoint = earlier(jobs[i].LastCheckpoint.Add(shift), now)
+		}
+	}
 	v.sentAt = r.SentAt
 	// Idle time runs from the first healthy report without jobs: a report
 	// that could not read the GPUs could not see unknown work on them
@@ -83,7 +113,7 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 		v.idleSince = now
 	}
 	v.received, v.healthy, v.jobs = now, r.Healthy, jobs
-	v.drain = ""
+	v.drain, v.safe = "", r.Drain.State == report.SafeToTerminate
 	if r.Drain.State == report.Draining || r.Drain.State == report.SafeToTerminate {
 		v.drain = r.Drain.ID
 	}
@@ -143,10 +173,22 @@ func (a *Agents) Holds(node, drainID string) bool {
 	return v != nil && drainID != "" && v.drain == drainID
 }
 
-// Observe fills a node's agent fields (LastReport, Jobs, IdleSince) from
-// its latest report; a node that never reported keeps them zero, and a
-// node whose last report could not read its GPUs keeps its jobs but is not
-// idle (its idle time restarts once they read again).
+// Confirmed reports whether the node's last report taken says the drain
+// with this ID is safe: the agent's own verdict, on its own clock, that
+// every job on the node checkpointed after it received the drain, or
+// exited. It is what a draining node's termination waits for.
+func (a *Agents) Confirmed(node, drainID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v := a.nodes[node]
+	return v != nil && drainID != "" && v.drain == drainID && v.safe
+}
+
+// Observe fills a node's agent fields (LastReport, Jobs, IdleSince,
+// GPUFault) from its latest report; a node that never reported keeps them
+// zero, and a node whose last report could not read its GPUs keeps its
+// jobs and the unclaimed GPU processes last seen, is not idle (its idle
+// time restarts once they read again), and has GPUFault set.
 // It reports whether the agent has reported healthy GPUs, which is when
 // a launching node becomes ready.
 func (a *Agents) Observe(n *fleet.Node) (healthy bool) {
@@ -159,5 +201,6 @@ func (a *Agents) Observe(n *fleet.Node) (healthy bool) {
 	n.LastReport = v.received
 	n.Jobs = append(n.Jobs[:0], v.jobs...)
 	n.IdleSince = v.idleSince
+	n.GPUFault, n.GPUFaultSince = v.gpuError, v.faultSince
 	return v.healthy
 }

@@ -56,6 +56,7 @@ var (
 	descSilent    = prometheus.NewDesc("fleetcast_silent_nodes", "Ready or draining nodes whose agent has not reported within the agent timeout.", nil, nil)
 	descLastCycle = prometheus.NewDesc("fleetcast_last_cycle_timestamp_seconds", "When the last control cycle ran.", nil, nil)
 	descUnknown   = prometheus.NewDesc("fleetcast_unknown_nodes", "Nodes this controller did not launch whose agents have never reported healthy GPUs (never terminated at a deadline nor drained), by pool.", []string{"pool"}, nil)
+	descGPUFault  = prometheus.NewDesc("fleetcast_gpu_fault_nodes", "Ready or draining nodes whose agents could not read their GPUs in their latest report (never idle; drained only when the jobs known on them allow), by pool.", []string{"pool"}, nil)
 	descHalted    = prometheus.NewDesc("fleetcast_scale_in_halted", "1 while scale-in is halted because too many agents are silent at once (limits.silent_share_halt), else 0.", nil, nil)
 	descReady     = prometheus.NewDesc("fleetcast_ready", "1 when GET /readyz answers 200 (cycles run, every pool read, no unknown node, scale-in not halted), else 0.", nil, nil)
 )
@@ -63,7 +64,7 @@ var (
 type snapshotCollector struct{ c *Controller }
 
 func (snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descGPUs, descDemand, descForecast, descCost, descSilent, descLastCycle, descUnknown, descHalted, descReady} {
+	for _, d := range []*prometheus.Desc{descGPUs, descDemand, descForecast, descCost, descSilent, descLastCycle, descUnknown, descGPUFault, descHalted, descReady} {
 		ch <- d
 	}
 }
@@ -76,12 +77,15 @@ func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descLastCycle, prometheus.GaugeValue, float64(last.At.UnixNano())/1e9)
 	for _, p := range s.c.cfg.Pools {
 		counts := map[fleet.NodeState]int{}
-		unknown := 0
+		unknown, faults := 0, 0
 		for i := range last.State.Nodes {
 			if n := &last.State.Nodes[i]; n.Pool == p.Name {
 				counts[n.State] += p.GPUsPerNode
 				if n.Unknown {
 					unknown++
+				}
+				if n.GPUFault != "" && (n.State == fleet.Ready || n.State == fleet.Draining) {
+					faults++
 				}
 			}
 		}
@@ -89,6 +93,7 @@ func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descGPUs, prometheus.GaugeValue, float64(counts[st]), p.Name, string(st))
 		}
 		ch <- prometheus.MustNewConstMetric(descUnknown, prometheus.GaugeValue, float64(unknown), p.Name)
+		ch <- prometheus.MustNewConstMetric(descGPUFault, prometheus.GaugeValue, float64(faults), p.Name)
 	}
 	halted, ready := 0.0, 1.0
 	if last.Plan.ScaleInHalt != "" {
@@ -161,6 +166,15 @@ func silentNote(last Snapshot) string {
 	return fmt.Sprintf("%d node(s) with silent agents (never drained while silent)", p.Capacity.SilentNodes-len(p.UnknownNodes))
 }
 
+// faultNote says which nodes' agents cannot read their GPUs; "" when none.
+func faultNote(last Snapshot) string {
+	p := last.Plan
+	if p == nil || len(p.GPUFaultNodes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d node(s) whose agents cannot read their GPUs (never idle; see gpu_fault in /v1/fleet): %s", len(p.GPUFaultNodes), listIDs(p.GPUFaultNodes, 10))
+}
+
 // listIDs lists up to n IDs, and how many more there are.
 func listIDs(ids []string, n int) string {
 	if len(ids) <= n {
@@ -200,7 +214,7 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 		}
 		var b strings.Builder
 		b.WriteString("ok\n")
-		for _, why := range append(c.unready(last), silentNote(last)) {
+		for _, why := range append(c.unready(last), silentNote(last), faultNote(last)) {
 			if why != "" {
 				b.WriteString("degraded: " + why + "\n")
 			}

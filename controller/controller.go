@@ -571,7 +571,8 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 				n.State = fleet.Terminating
 			case draining:
 				n.State, n.DrainStartedAt = fleet.Draining, d.Started
-				n.DrainAcked = c.agents.Holds(in.ID, c.drainRequest(d).ID)
+				id := c.drainRequest(d).ID
+				n.DrainAcked, n.DrainConfirmed = c.agents.Holds(in.ID, id), c.agents.Confirmed(in.ID, id)
 			case healthy || len(n.Jobs) > 0 || !c.ready[in.ID].IsZero():
 				// Ready once its agent reads healthy GPUs (DESIGN.md rule
 				// 7). A node running jobs, or that has been ready before

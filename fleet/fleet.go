@@ -117,8 +117,23 @@ type Node struct {
 	// cordon. Until then a job may still be placed on the node, and the
 	// node is not terminated.
 	DrainAcked bool `json:"drain_acked,omitempty"`
+	// DrainConfirmed is set when the node's agent's latest report says,
+	// for the drain the controller holds, that every job on the node
+	// checkpointed after the agent received the drain, or exited, by the
+	// agent's own clock. It is the only thing that makes a draining node
+	// safe to terminate (DESIGN.md rule 1): no checkpoint time is ever
+	// compared with the drain's start across two clocks.
+	DrainConfirmed bool `json:"drain_confirmed,omitempty"`
 	// Jobs are the jobs the agent last reported on the node.
 	Jobs []Job `json:"jobs,omitempty"`
+	// GPUFault, when set, is why the node's agent could not read its GPUs
+	// in its latest report (NVML's error), and GPUFaultSince when its run
+	// of such reports began. Nobody can see what runs on such GPUs: the
+	// node is never idle, and it is drained only on the normal rule, when
+	// the jobs known on it have checkpointed recently (and never while it
+	// holds none: empty is not idle).
+	GPUFault      string    `json:"gpu_fault,omitempty"`
+	GPUFaultSince time.Time `json:"gpu_fault_since,omitzero"`
 	// Unknown is set on a node this controller did not launch (or cannot
 	// show it launched: a fleet it adopted, a state directory lost, another
 	// controller's or a person's instance) whose agent has never reported

@@ -91,6 +91,10 @@ type Plan struct {
 	// agents have never reported healthy GPUs (fleet.Node.Unknown), by ID:
 	// never terminated at a deadline nor drained.
 	UnknownNodes []string `json:"unknown_nodes,omitempty"`
+	// GPUFaultNodes are the ready or draining nodes whose agents could not
+	// read their GPUs in their latest report (fleet.Node.GPUFault), by ID:
+	// never idle, and drained only when the jobs known on them allow.
+	GPUFaultNodes []string `json:"gpu_fault_nodes,omitempty"`
 	// ScaleInHalt says why no node is scaled in this cycle, when too many
 	// agents are silent at once (limits.silent_share_halt); empty otherwise.
 	ScaleInHalt string `json:"scale_in_halt,omitempty"`

@@ -163,6 +163,9 @@ func (p *planner) observe() {
 		if n.Unknown {
 			p.plan.UnknownNodes = append(p.plan.UnknownNodes, n.ID)
 		}
+		if n.GPUFault != "" && (n.State == fleet.Ready || n.State == fleet.Draining) {
+			p.plan.GPUFaultNodes = append(p.plan.GPUFaultNodes, n.ID)
+		}
 		switch n.State {
 		case fleet.Pending:
 			deadline := n.LaunchedAt.Add(pp.spec.ProvisionTimeout)
@@ -255,9 +258,11 @@ func (pp *poolPlan) cost(nodes int) float64 {
 }
 
 // settleDrain decides what happens to a draining node: terminate it once
-// its agent has reported since the drain began and every job on it has
-// checkpointed since (or exited); cancel the drain after the timeout; hold it
-// until then.
+// its agent confirms, for this drain and on its own clock, that every job
+// on it checkpointed after the agent received the drain, or exited
+// (fleet.Node.DrainConfirmed); cancel the drain after the timeout; hold it
+// until then. No checkpoint time is compared with the drain's start here:
+// they are on two clocks (DESIGN.md rule 1).
 func (p *planner) settleDrain(pp *poolPlan, n *fleet.Node, silent time.Duration) {
 	a := Action{Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: pp.spec.GPUsPerNode}
 	since := p.now.Sub(n.DrainStartedAt)
@@ -271,21 +276,21 @@ func (p *planner) settleDrain(pp *poolPlan, n *fleet.Node, silent time.Duration)
 		// The cordon: until the agent holds the drain it may still take
 		// new work, which the next report would show.
 		blocker = "its agent has not yet confirmed the drain (it may still take new work)"
-	default:
-		// Strictly after: a checkpoint at the very instant the drain was
-		// decided was made before anyone asked for it, and the work done
-		// since is not saved.
+	case !n.DrainConfirmed:
+		blocker = "its agent has not yet confirmed that every job checkpointed since the drain reached it"
+		// Naming the job is a hint only, from times on the agent's clock:
+		// the agent's confirmation decides.
 		if j := worstJob(n.Jobs, func(j *fleet.Job) bool { return !j.LastCheckpoint.After(n.DrainStartedAt) }); j != nil {
-			blocker = fmt.Sprintf("job %s has not checkpointed since the drain began", j.ID)
+			blocker = fmt.Sprintf("job %s shows no checkpoint since the drain began, and its agent has not confirmed the drain safe", j.ID)
 		}
 	}
 	switch {
 	case blocker == "" && pp.status.Unobserved != "":
 		a.Kind, a.Reason = Hold, "drained, but "+unobserved(pp)
 	case blocker == "" && len(n.Jobs) == 0:
-		a.Kind, a.Reason = Terminate, fmt.Sprintf("drained: no jobs left (draining for %s)", age(since))
+		a.Kind, a.Reason = Terminate, fmt.Sprintf("drained: no jobs left, as its agent confirmed (draining for %s)", age(since))
 	case blocker == "":
-		a.Kind, a.Reason = Terminate, fmt.Sprintf("drained: all %d job(s) checkpointed since the drain began %s ago", len(n.Jobs), age(since))
+		a.Kind, a.Reason = Terminate, fmt.Sprintf("drained: its agent confirmed all %d job(s) checkpointed since it received the drain, begun %s ago", len(n.Jobs), age(since))
 	case since > p.cfg.Drain.Timeout:
 		a.Kind, a.Reason = CancelDrain, fmt.Sprintf("drain timed out after %s: %s; node kept", age(since), blocker)
 		// The node returns to service and serves demand again.
@@ -326,6 +331,11 @@ func worstJob(jobs []fleet.Job, match func(*fleet.Job) bool) *fleet.Job {
 // the cancel (so a job that ignores the signal does not flap its node
 // between drains).
 func (p *planner) drainBlocker(n *fleet.Node) (string, time.Time) {
+	if n.GPUFault != "" && len(n.Jobs) == 0 {
+		// Empty as far as the agent knows, but nobody can see what runs
+		// on the GPUs: not idle.
+		return fmt.Sprintf("its agent cannot read its GPUs (for %s: %s), so what runs on them is unknown and the node is never taken for idle", age(p.now.Sub(n.GPUFaultSince)), n.GPUFault), time.Time{}
+	}
 	maxAge := p.cfg.Drain.CheckpointMaxAge
 	stale := func(j *fleet.Job) bool {
 		return j.LastCheckpoint.IsZero() || p.now.Sub(j.LastCheckpoint) > maxAge || j.LastCheckpoint.Before(n.DrainCancelledAt)

@@ -322,10 +322,15 @@ func TestPlanScenarios(t *testing.T) {
 func nan() float64 { var z float64; return z / z }
 
 // draining makes a draining node in pool od whose drain began `since` ago,
-// with one job per checkpoint age.
+// with one job per checkpoint age; its agent confirms the drain when every
+// job checkpointed since it began, as a real agent would.
 func draining(id string, since time.Duration, ckAges ...time.Duration) fleet.Node {
 	n := ready(id, "od", ckAges...)
 	n.State, n.DrainStartedAt, n.LastReport, n.DrainAcked = fleet.Draining, t0.Add(-since), t0.Add(-10*time.Second), true
+	n.DrainConfirmed = true
+	for _, ck := range ckAges {
+		n.DrainConfirmed = n.DrainConfirmed && ck < since
+	}
 	return n
 }
 

@@ -474,8 +474,11 @@ func (p *predictive) observe(e *engine) *fleet.State {
 		case up:
 			fn.State, fn.LastReport = fleet.Ready, now
 		case draining:
-			// The simulated agent holds the drain from the moment it is decided.
+			// The simulated agent holds the drain from the moment it is
+			// decided, and confirms it once the node holds no job that has
+			// not checkpointed since (its jobs checkpoint at once and move).
 			fn.State, fn.LastReport, fn.DrainStartedAt, fn.DrainAcked = fleet.Draining, now, p.at(n.drainAt), true
+			fn.DrainConfirmed = len(n.jobs) == 0
 		}
 		if n.idleSince >= 0 && n.state != booting {
 			fn.IdleSince = p.at(n.idleSince)

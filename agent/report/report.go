@@ -26,9 +26,11 @@ type Report struct {
 	SentAt time.Time `json:"sent_at"`
 	// Healthy is true when the agent read its GPUs; false when it could not
 	// (or runs without GPU data), and then GPUs is empty.
-	Healthy bool  `json:"healthy"`
-	GPUs    []GPU `json:"gpus"`
-	Jobs    []Job `json:"jobs"`
+	Healthy bool `json:"healthy"`
+	// GPUError, when the GPUs could not be read, says why (NVML's error).
+	GPUError string `json:"gpu_error,omitempty"`
+	GPUs     []GPU  `json:"gpus"`
+	Jobs     []Job  `json:"jobs"`
 	// Unknown are GPU processes no job claims: work of unknown worth,
 	// never idleness.
 	Unknown []Process `json:"unknown,omitempty"`
@@ -85,8 +87,9 @@ const (
 	NotDraining DrainState = "none"
 	// Draining: the jobs were asked to checkpoint; some have not yet.
 	Draining DrainState = "draining"
-	// SafeToTerminate: every long-running job checkpointed after the drain
-	// began, or exited.
+	// SafeToTerminate: every job checkpointed after the agent received the
+	// drain (by the agent's clock), or exited, and no GPU process the agent
+	// cannot account for runs. The controller terminates on this only.
 	SafeToTerminate DrainState = "safe"
 	// DrainFailed: the drain timed out; the agent cleared its marker.
 	DrainFailed DrainState = "failed"
@@ -97,7 +100,8 @@ type DrainStatus struct {
 	State DrainState `json:"state"`
 	// ID is the drain request the status is about.
 	ID string `json:"id,omitempty"`
-	// Waiting names the jobs that have not checkpointed since the drain began.
+	// Waiting names the jobs that have not checkpointed since the agent
+	// received the drain.
 	Waiting []string `json:"waiting,omitempty"`
 }
 
@@ -124,6 +128,8 @@ const (
 	maxJobs      = 4096
 	maxProcesses = 4096
 	maxIDLen     = 256
+	// MaxGPUErrorLen bounds a report's gpu_error, in bytes.
+	MaxGPUErrorLen = 512
 )
 
 // Validate checks every field of a report and returns the first problem,
@@ -149,6 +155,12 @@ func (r *Report) Validate(now time.Time, skew time.Duration, nodeGPUs int) error
 		return fmt.Errorf("jobs: %d jobs, at most %d", len(r.Jobs), maxJobs)
 	case len(r.Unknown) > maxProcesses:
 		return fmt.Errorf("unknown: %d processes, at most %d", len(r.Unknown), maxProcesses)
+	case len(r.GPUError) > MaxGPUErrorLen:
+		return fmt.Errorf("gpu_error: %d bytes, at most %d", len(r.GPUError), MaxGPUErrorLen)
+	case r.GPUError != "" && r.Healthy:
+		return fmt.Errorf("gpu_error: set on a healthy report")
+	case !r.Healthy && len(r.Unknown) > 0:
+		return fmt.Errorf("unknown: %d processes on a report that could not read its GPUs", len(r.Unknown))
 	}
 	gpus := make(map[int]bool, len(r.GPUs))
 	for i := range r.GPUs {

@@ -164,13 +164,11 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 	}
 	fmt.Fprintln(w)
 	if u := p.UnknownNodes; len(u) > 0 {
-		shown := u[:min(len(u), 10)]
-		more := ""
-		if len(u) > len(shown) {
-			more = fmt.Sprintf(" and %d more", len(u)-len(shown))
-		}
-		fmt.Fprintf(w, "  unknown:     %d instance(s) not launched by this controller, agents never reported healthy GPUs: %s%s\n", len(u), strings.Join(shown, ", "), more)
+		fmt.Fprintf(w, "  unknown:     %d instance(s) not launched by this controller, agents never reported healthy GPUs: %s\n", len(u), listIDs(u, 10))
 		fmt.Fprintln(w, "               (never terminated at a provisioning deadline nor drained; known once their agents report)")
+	}
+	if u := p.GPUFaultNodes; len(u) > 0 {
+		fmt.Fprintf(w, "  gpu faults:  %d node(s) whose agents cannot read their GPUs (never taken for idle): %s\n", len(u), listIDs(u, 10))
 	}
 	if f := p.Forecast; f != nil {
 		qs := f.Quantile(p.Quantile)
@@ -232,4 +230,12 @@ func actionLine(a planner.Action) string {
 	default:
 		return fmt.Sprintf("~ hold %s in %s: %s", a.Node, a.Pool, a.Reason)
 	}
+}
+
+// listIDs lists up to n IDs, and how many more there are.
+func listIDs(ids []string, n int) string {
+	if len(ids) <= n {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:n], ", "), len(ids)-n)
 }
