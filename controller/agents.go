@@ -43,8 +43,8 @@ type agentView struct {
 	// unknown are the GPU processes no job claimed at the last reading
 	// that succeeded: a report that cannot read the GPUs cannot see them
 	// end, so they are kept until one that can.
-	unknown []report.Process
-	jobs    []fleet.Job
+	unknown   []report.Process
+	jobs      []fleet.Job
 	idleSince time.Time // zero while the node holds jobs
 	// drain is the drain the agent said it holds (its ID), if any; safe is
 	// set when it also said that drain is safe: every job on the node
