@@ -355,20 +355,24 @@ func (a *Agent) Tick() {
 	for id, f := range newest {
 		j := a.jobs[id]
 		switch {
-		case j == nil || f.mtime.After(now) || !f.mtime.After(j.newest.mtime):
-			// gone, dated in the future (not trusted until the agent's
-			// clock passes it), or nothing new
-		case f.same(j.pending):
-			// The same file, the same size, a tick later: written. It was
-			// made at its own time, bounded by the agent's clock: no later
-			// than when the agent first saw it. So a file written before
-			// a drain never counts as a checkpoint after it, however late
-			// the agent notices it.
-			j.newest, j.pending = j.pending, fileSeen{}
-			j.LastCheckpoint = earlier(f.mtime, j.newest.seen)
-		default:
+		case j == nil || !f.mtime.After(j.newest.mtime):
+			// gone, or nothing new
+		case !f.same(j.pending):
+			// First sight of this file as it is, by the agent's clock.
 			f.seen = now
 			j.pending = f
+		case f.mtime.After(now):
+			// Dated in the future: not trusted until the agent's clock
+			// passes it.
+		default:
+			// The same file, the same size, a tick later: written. It was
+			// made at its own time, bounded by the agent's clock: no later
+			// than when the agent first saw it. So a file written before a
+			// drain never counts as a checkpoint after it, however late
+			// the agent takes it, even from a file system whose clock is
+			// ahead.
+			j.newest, j.pending = j.pending, fileSeen{}
+			j.LastCheckpoint = earlier(f.mtime, j.newest.seen)
 		}
 	}
 	before := a.state

@@ -460,21 +460,28 @@ func TestDrainSafetyEdges(t *testing.T) {
 		}
 	})
 	t.Run("a checkpoint file counts no later than the agent first saw it", func(t *testing.T) {
+		// The file system's clock is a minute ahead of the agent's: a file
+		// written 5 s before the drain is dated 55 s after it.
 		dir := t.TempDir()
-		c := &clock{time.Now().Add(time.Hour)} // the agent's clock; the file system's is an hour behind
+		c := &clock{time.Now()}
 		a := newAgent(t, c, nil, "")
 		_ = a.RegisterWatched("train", []int{0}, []int{os.Getpid()}, filepath.Join(dir, "*.pt"))
-		_ = a.Drain(drain(c.t))
-		c.t = c.t.Add(10 * time.Second)
 		f := filepath.Join(dir, "step-200.pt")
 		_ = os.WriteFile(f, []byte("w"), 0o600)
+		stamp := c.t.Add(time.Minute)
+		_ = os.Chtimes(f, stamp, stamp)
 		seen := c.t
-		a.Tick()
-		c.t = c.t.Add(10 * time.Second)
-		a.Tick()
+		a.Tick() // seen, dated in the future: not taken yet
+		c.t = c.t.Add(5 * time.Second)
+		_ = a.Drain(drain(c.t))
+		for range 8 { // past the file's date
+			c.t = c.t.Add(10 * time.Second)
+			a.Tick()
+		}
 		r := a.Report()
-		if mt, _ := os.Stat(f); r.Jobs[0].LastCheckpoint.After(seen) || !r.Jobs[0].LastCheckpoint.Equal(mt.ModTime()) {
-			t.Fatalf("checkpoint at %v, want the file's time %v (first seen %v)", r.Jobs[0].LastCheckpoint, mt.ModTime(), seen)
+		if r.Drain.State != report.Draining || !r.Jobs[0].LastCheckpoint.Equal(seen) {
+			t.Fatalf("drain %q, checkpoint at %v: want draining, the checkpoint at %v when the agent first saw the file (dated %v)",
+				r.Drain.State, r.Jobs[0].LastCheckpoint, seen, stamp)
 		}
 	})
 	t.Run("a draining node refuses new jobs, and takes them again after the drain", func(t *testing.T) {
@@ -552,8 +559,10 @@ func TestDrainSafetyEdges(t *testing.T) {
 		_ = os.Chtimes(f, future, future)
 		c.t = c.t.Add(2 * time.Hour)
 		_ = a.Drain(drain(c.t))
-		a.Tick()
-		a.Tick()
+		for range 3 {
+			c.t = c.t.Add(10 * time.Second)
+			a.Tick()
+		}
 		if got := a.Report().Drain.State; got != report.Draining {
 			t.Fatalf("state %q after a file dated tomorrow", got)
 		}

@@ -82,12 +82,22 @@ func TestAgentsTimesAreTheControllers(t *testing.T) {
 	if !n.Jobs[0].LastCheckpoint.Equal(r.now) {
 		t.Errorf("checkpoint from an agent 2m ahead at %v, want the controller's %v", n.Jobs[0].LastCheckpoint, r.now)
 	}
+	// Its times are moved back by the 2 minutes it is ahead, not only
+	// capped at the arrival: a checkpoint 30 s before its stamp was made 30
+	// s before the controller heard of it.
+	r.now = r.now.Add(time.Minute)
+	agent = r.now.Add(2 * time.Minute)
+	r.send(t, "i-1", agent, true, report.Job{ID: "train", GPUs: []int{0}, Start: agent.Add(-2 * time.Hour), LastCheckpoint: agent.Add(-30 * time.Second)})
+	r.agents.Observe(&n)
+	if want := r.now.Add(-30 * time.Second); !n.Jobs[0].LastCheckpoint.Equal(want) || !n.Jobs[0].Start.Equal(r.now.Add(-2*time.Hour)) {
+		t.Errorf("checkpoint %v, start %v from an agent 2m ahead; want %v and %v, on the controller's clock", n.Jobs[0].LastCheckpoint, n.Jobs[0].Start, want, r.now.Add(-2*time.Hour))
+	}
 	// A report made earlier but delivered late (a retry) is not taken over
 	// the newer one, and its times never pass its arrival.
 	r.now = t0.Add(5 * time.Minute)
 	r.send(t, "i-1", t0.Add(2*time.Minute), true)
 	r.agents.Observe(&n)
-	if len(n.Jobs) != 1 || !n.LastReport.Equal(t0.Add(time.Minute)) {
+	if len(n.Jobs) != 1 || !n.LastReport.Equal(t0.Add(2*time.Minute)) {
 		t.Errorf("an out-of-order report was taken: jobs %+v, last report %v", n.Jobs, n.LastReport)
 	}
 }

@@ -643,3 +643,122 @@ func TestDemandCappedPerNode(t *testing.T) {
 		t.Errorf("demand recorded %v (%v); want 8, the node's GPUs", last.Value, err)
 	}
 }
+
+// TestUnreadableGPUsNeverIdle: nodes whose agents cannot read their GPUs
+// any more, with no demand, for half an hour. One had a GPU process no
+// job claims when its GPUs last read: it is kept, as that process never
+// checkpointed (its registered job checkpointing does not make it safe). One was empty: it is kept too, as empty is not idle when
+// nobody can see the GPUs. One runs a job that checkpoints: it is drained
+// and terminated on the normal rule, once its agent confirms. A healthy
+// empty node is drained, so the holds are not for want of scale-in. The
+// faults are reported in the plan, /v1/fleet, /healthz and the metrics.
+func TestUnreadableGPUsNeverIdle(t *testing.T) {
+	p := gpuPool("g5", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, p)
+	ctx := context.Background()
+	if err := l.c.act.Launch(ctx, "g5", 4); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := l.cloud.Describe(ctx, p)
+	l.mute() // this test's reports are its own
+	unknown, empty, working, healthy := g.Instances[0].ID, g.Instances[1].ID, g.Instances[2].ID, g.Instances[3].ID
+	l.now = l.now.Add(5 * time.Minute)
+	gpus := []report.GPU{{Index: 0, UUID: "GPU-0", MemoryTotal: 80 << 30}, {Index: 1, UUID: "GPU-1", MemoryTotal: 80 << 30}}
+	held := map[string]string{}
+	send := func(node string, ok bool, jobs ...report.Job) {
+		t.Helper()
+		r := report.Report{Node: node, SentAt: l.now, Healthy: ok, Jobs: jobs, Drain: report.DrainStatus{State: report.NotDraining}}
+		if ok {
+			r.GPUs = gpus
+			if node == unknown {
+				r.GPUs = slices.Clone(gpus)
+				r.GPUs[1].Processes = []report.Process{{PID: 4242, GPU: 1}}
+				r.Unknown = r.GPUs[1].Processes
+			}
+		} else {
+			r.GPUError = "NVML device count: GPU is lost (fell off the bus)"
+		}
+		if id := held[node]; id != "" {
+			// The agent's verdict: safe once its job checkpointed after it
+			// received the drain (it checkpoints every minute), unless a
+			// process no job claims was on its GPUs when they last read.
+			r.Drain = report.DrainStatus{State: report.SafeToTerminate, ID: id}
+			if node == unknown {
+				r.Drain.State, r.Drain.Waiting = report.Draining, nil
+			}
+		}
+		if err := r.Validate(l.now, 5*time.Minute, 8); err != nil {
+			t.Fatalf("the test's report is invalid: %v", err)
+		}
+		ans, err := l.agents.Accept(ctx, &r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held[node] = ""
+		if ans.Drain != nil {
+			held[node] = ans.Drain.ID
+		}
+	}
+	job := func() report.Job {
+		return report.Job{ID: "train", GPUs: []int{0}, Start: t0, LastCheckpoint: l.now.Add(-10 * time.Second)}
+	}
+	for _, id := range []string{unknown, empty, working, healthy} {
+		send(id, true)
+	}
+	// Jobs waiting for 24 GPUs keep all four while they become ready.
+	l.pending.Set(l.now, DemandPush{Source: "s", Pending: []PendingDemand{{Pool: "g5", GPUs: 24}}})
+	if plan, err := l.c.Cycle(ctx); err != nil || len(plan.Actions) != 0 {
+		t.Fatalf("first cycle: %v %+v", err, plan.Actions)
+	}
+	l.pending.Set(l.now, DemandPush{Source: "s"})
+	actions := map[string][]planner.ActionKind{}
+	var last planner.Plan
+	for i := range 30 {
+		l.now = l.now.Add(time.Minute)
+		send(unknown, false, job())
+		send(empty, false)
+		send(working, false, job())
+		send(healthy, true)
+		plan, err := l.c.Cycle(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range plan.Actions {
+			actions[a.Node] = append(actions[a.Node], a.Kind)
+		}
+		if i == 0 {
+			last = plan
+			if got := fmt.Sprint(plan.GPUFaultNodes); got != fmt.Sprint([]string{unknown, empty, working}) {
+				t.Errorf("plan's GPU-fault nodes %s, want %v", got, []string{unknown, empty, working})
+			}
+			h := l.c.Handler(APIOptions{})
+			if _, body := get(t, h, "/v1/fleet"); strings.Count(body, `"gpu_fault": "NVML device count: GPU is lost (fell off the bus)"`) != 3 {
+				t.Errorf("GET /v1/fleet does not show the 3 GPU faults: %s", body)
+			}
+			if _, body := get(t, h, "/healthz"); !strings.Contains(body, "degraded: 3 node(s) whose agents cannot read their GPUs") {
+				t.Errorf("GET /healthz: %q", body)
+			}
+			if _, body := get(t, h, "/metrics"); !strings.Contains(body, `fleetcast_gpu_fault_nodes{pool="g5"} 3`) {
+				t.Errorf("metrics lack the GPU faults")
+			}
+		}
+	}
+	for _, id := range []string{unknown, empty} {
+		if slices.Contains(actions[id], planner.Drain) || slices.Contains(actions[id], planner.Terminate) {
+			t.Errorf("node %s, whose GPUs cannot be read, was scaled in: %v", id, actions[id])
+		}
+	}
+	for _, id := range []string{working, healthy} {
+		if !slices.Contains(actions[id], planner.Drain) || !slices.Contains(actions[id], planner.Terminate) {
+			t.Errorf("node %s: actions %v, want drained and terminated", id, actions[id])
+		}
+	}
+	for _, a := range last.Actions {
+		if a.Node == empty && !strings.Contains(a.Reason, "cannot read its GPUs") {
+			t.Errorf("the empty node's hold says %q, want why", a.Reason)
+		}
+		if a.Node == unknown && !strings.Contains(a.Reason, "unknown-process-4242") {
+			t.Errorf("the node with an unclaimed process: hold %q, want it named", a.Reason)
+		}
+	}
+}
