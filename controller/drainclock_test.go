@@ -233,4 +233,3 @@ func (n *skewedNode) checkpoint(t *testing.T, now time.Time) {
 	}
 	n.lastCkpt = now
 }
-
