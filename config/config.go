@@ -103,6 +103,12 @@ type Controller struct {
 	// AgentTimeout: a node whose agent has not reported for this long is
 	// silent and never treated as idle.
 	AgentTimeout time.Duration
+	// Fleet names the fleet: set as a tag (fleetcast/fleet) on every
+	// instance the controller launches where the cloud keeps tags, so that
+	// it reaps only its own fleet's orphans (instances of pools taken out
+	// of the config), never another controller's (a staging fleet beside
+	// prod). Lowercase letters, digits and dashes, at most 63.
+	Fleet string
 }
 
 // Demand is the `demand` block: an optional Prometheus query for the GPUs
@@ -166,6 +172,7 @@ func Defaults() Config {
 			Listen:       "127.0.0.1:8790",
 			StateDir:     "./fleetcast-state",
 			AgentTimeout: 3 * time.Minute,
+			Fleet:        "default",
 		},
 		Demand: Demand{PrometheusTimeout: 10 * time.Second},
 		Synthetic: Synthetic{

@@ -8,6 +8,7 @@ import (
 	"net"
 	neturl "net/url"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -92,7 +93,7 @@ var (
 	forecastSchema   = attrSchema(nil, "step", "horizon", "quantile", "history", "hysteresis")
 	drainSchema      = attrSchema(nil, "checkpoint_max_age", "timeout", "signal", "long_running_after")
 	limitsSchema     = attrSchema(nil, "max_gpus", "max_spend_per_hour", "max_scale_in_per_cycle", "scale_in_share", "scale_in_window", "silent_share_halt")
-	controllerSchema = attrSchema(nil, "interval", "listen", "state_dir", "agent_timeout")
+	controllerSchema = attrSchema(nil, "interval", "listen", "state_dir", "agent_timeout", "fleet")
 	demandSchema     = attrSchema(nil, "prometheus_url", "prometheus_query", "prometheus_timeout")
 	syntheticSchema  = attrSchema(nil, "seed", "base_gpus", "peak_gpus", "peak_hour", "noise")
 	simulateSchema   = attrSchema(nil, "checkpoint_interval", "spot_interruptions_per_hour", "spot_notice")
@@ -841,8 +842,14 @@ func (d *decoder) decodeController(body hcl.Body, c *Controller) hcl.Attributes 
 		}
 	}
 	d.nonEmpty(a, "state_dir", &c.StateDir)
+	if d.str(a, "fleet", &c.Fleet) == set && !fleetName.MatchString(c.Fleet) {
+		d.invalid(a, "fleet", "fleet must be 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit (it is a tag value), got %q.", c.Fleet)
+	}
 	return a
 }
+
+// fleetName is what controller.fleet may be.
+var fleetName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 func (d *decoder) decodeDemand(body hcl.Body, dm *Demand) hcl.Attributes {
 	a := d.content(body, demandSchema).Attributes

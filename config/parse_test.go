@@ -60,7 +60,7 @@ func TestParseFull(t *testing.T) {
 		Forecast:   Forecast{Step: 5 * time.Minute, Horizon: 48 * time.Hour, Quantile: 0.95, History: 14 * 24 * time.Hour, Hysteresis: time.Hour},
 		Drain:      Drain{CheckpointMaxAge: 45 * time.Minute, Timeout: time.Hour, Signal: "SIGUSR2", LongRunningAfter: 6 * time.Hour},
 		Limits:     Limits{MaxGPUs: 512, MaxSpendPerHour: 2500.5, MaxScaleInPerCycle: 4, ScaleInShare: 0.25, ScaleInWindow: 30 * time.Minute, SilentShareHalt: 0.5},
-		Controller: Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute},
+		Controller: Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute, Fleet: "ml-prod"},
 		Demand:     Demand{PrometheusURL: "http://prometheus:9090", PrometheusQuery: "count(DCGM_FI_DEV_GPU_UTIL > 0)", PrometheusTimeout: 5 * time.Second},
 		Synthetic:  Synthetic{Seed: 42, BaseGPUs: 32, PeakGPUs: 256, PeakHour: 9, Noise: 0.1},
 		Simulate:   Simulate{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second},
@@ -268,10 +268,11 @@ func TestParseErrors(t *testing.T) {
 			[]wantDiag{{summary: "Invalid value", detail: "prometheus_query needs prometheus_url", at: `"up"`}}},
 		{"max_gpus below pool minimums", simPool("a", "  min = 2\n") + simPool("b", "  min = 1\n") + "limits {\n  max_gpus = 16\n}\n",
 			[]wantDiag{{summary: "Invalid value", detail: "min nodes hold 24 GPUs together, more than max_gpus (16)", at: "16"}}},
-		{"controller", simPool("a", "") + "controller {\n  listen = \"localhost\"\n  state_dir = \"\"\n}\n",
+		{"controller", simPool("a", "") + "controller {\n  listen = \"localhost\"\n  state_dir = \"\"\n  fleet = \"Prod_1\"\n}\n",
 			[]wantDiag{
 				{summary: "Invalid value", detail: "listen must be an address", at: `"localhost"`},
 				{summary: "Invalid value", detail: "state_dir must not be empty", at: `""`},
+				{summary: "Invalid value", detail: `fleet must be 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit (it is a tag value), got "Prod_1"`, at: `"Prod_1"`},
 			}},
 		{"synthetic", simPool("a", "") + "synthetic {\n  base_gpus = 10\n  peak_gpus = 5\n  peak_hour = 24\n  noise = -0.1\n}\n",
 			[]wantDiag{

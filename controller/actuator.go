@@ -38,6 +38,9 @@ type Actuator struct {
 	clouds map[string]providers.Provider
 	now    func() time.Time
 	log    hclog.Logger
+	// Fleet names the fleet on every launch (LaunchRequest.Fleet), for the
+	// ownership tags.
+	Fleet string
 }
 
 // NewActuator makes an Actuator over the pools, each driven by
@@ -111,7 +114,7 @@ func (a *Actuator) Launch(ctx context.Context, poolName string, count int) error
 // leaves the outcome unknown and the intent for Recover. before is the
 // group as read before the launch.
 func (a *Actuator) send(ctx context.Context, pool fleet.Pool, cloud providers.Provider, in state.Intent, before providers.Group) error {
-	err := cloud.Launch(ctx, pool, providers.LaunchRequest{Count: in.Count, Target: in.Target, Key: in.Key})
+	err := cloud.Launch(ctx, pool, providers.LaunchRequest{Count: in.Count, Target: in.Target, Key: in.Key, Fleet: a.Fleet})
 	if err != nil && !providers.ShouldBackOff(err) {
 		// Not the cloud's definite answer: the outcome is unknown.
 		return fmt.Errorf("controller: launch in pool %s (intent %s kept for recovery): %w", pool.Name, in.Key, err)

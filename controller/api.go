@@ -57,6 +57,7 @@ var (
 	descLastCycle = prometheus.NewDesc("fleetcast_last_cycle_timestamp_seconds", "When the last control cycle ran.", nil, nil)
 	descUnknown   = prometheus.NewDesc("fleetcast_unknown_nodes", "Nodes this controller did not launch whose agents have never reported healthy GPUs (never terminated at a deadline nor drained), by pool.", []string{"pool"}, nil)
 	descGPUFault  = prometheus.NewDesc("fleetcast_gpu_fault_nodes", "Ready or draining nodes whose agents could not read their GPUs in their latest report (never idle; drained only when the jobs known on them allow), by pool.", []string{"pool"}, nil)
+	descOrphans   = prometheus.NewDesc("fleetcast_orphan_nodes", "This fleet's instances of pools the config no longer has (reaped once their agents report them idle), by their old pool.", []string{"pool"}, nil)
 	descHalted    = prometheus.NewDesc("fleetcast_scale_in_halted", "1 while scale-in is halted because too many agents are silent at once (limits.silent_share_halt), else 0.", nil, nil)
 	descReady     = prometheus.NewDesc("fleetcast_ready", "1 when GET /readyz answers 200 (cycles run, every pool read, no unknown node, scale-in not halted), else 0.", nil, nil)
 )
@@ -64,7 +65,7 @@ var (
 type snapshotCollector struct{ c *Controller }
 
 func (snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descGPUs, descDemand, descForecast, descCost, descSilent, descLastCycle, descUnknown, descGPUFault, descHalted, descReady} {
+	for _, d := range []*prometheus.Desc{descGPUs, descDemand, descForecast, descCost, descSilent, descLastCycle, descUnknown, descGPUFault, descOrphans, descHalted, descReady} {
 		ch <- d
 	}
 }
@@ -94,6 +95,15 @@ func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descUnknown, prometheus.GaugeValue, float64(unknown), p.Name)
 		ch <- prometheus.MustNewConstMetric(descGPUFault, prometheus.GaugeValue, float64(faults), p.Name)
+	}
+	orphans := map[string]int{}
+	for i := range last.State.Nodes {
+		if n := &last.State.Nodes[i]; n.Orphan && n.State != fleet.Terminating {
+			orphans[n.Pool]++
+		}
+	}
+	for pool, n := range orphans {
+		ch <- prometheus.MustNewConstMetric(descOrphans, prometheus.GaugeValue, float64(n), pool)
 	}
 	halted, ready := 0.0, 1.0
 	if last.Plan.ScaleInHalt != "" {

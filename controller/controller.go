@@ -58,6 +58,10 @@ type Controller struct {
 	// not list yet), with the key of the launch each is for: terminating
 	// one gives up that unit of the launch.
 	standIns map[string]string
+	// orphans are the fleet's orphans the last cycle found, by ID, and
+	// orphanLists each reaper's last list (kept when a read fails).
+	orphans     map[string]foundOrphan
+	orphanLists map[providers.Reaper][]providers.Orphan
 
 	metrics *metrics
 
@@ -104,7 +108,8 @@ func New(o Options) (*Controller, error) {
 	}
 	c := &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand,
 		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, ready: map[string]time.Time{}, seen: map[string]seenGroup{},
-		firstSeen: map[string]time.Time{}, standIns: map[string]string{}, metrics: newMetrics()}
+		firstSeen: map[string]time.Time{}, standIns: map[string]string{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics()}
+	act.Fleet = o.Config.Controller.Fleet
 	c.started = o.Now()
 	c.metrics.reg.MustRegister(snapshotCollector{c})
 	return c, nil
@@ -628,6 +633,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 			return st, unread, err
 		}
 	}
+	c.observeOrphans(ctx, byNode, &st)
 	unread.err = errors.Join(errs...)
 	return st, unread, nil
 }
@@ -771,7 +777,9 @@ func (c *Controller) apply(ctx context.Context, now time.Time, st *fleet.State, 
 				err = c.store.DeleteBackoff(a.Pool)
 			}
 		case planner.Terminate:
-			if isUnlisted(a.Node) {
+			if _, orphan := c.orphans[a.Node]; orphan {
+				err = c.reap(ctx, a.Node)
+			} else if isUnlisted(a.Node) {
 				// Launched but never listed by its deadline: nothing in
 				// the cloud to terminate; the unit is given up.
 				c.log.Warn("launched instance never listed by its provisioning deadline; given up", "pool", a.Pool, "launch", c.standIns[a.Node])

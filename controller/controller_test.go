@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -51,6 +52,9 @@ type loop struct {
 	silent, busy map[string]bool
 	// held is the drain each agent holds (from the controller's answers).
 	held map[string]string
+	// also are pools whose nodes' agents report beyond the config's (a
+	// pool taken out of it).
+	also []fleet.Pool
 }
 
 func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *loop {
@@ -89,7 +93,7 @@ func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *loop {
 // none on the others.
 func (l *loop) report(t *testing.T) {
 	t.Helper()
-	for _, p := range l.cfg.Pools {
+	for _, p := range append(slices.Clone(l.cfg.Pools), l.also...) {
 		g, err := l.cloud.Describe(context.Background(), p)
 		if err != nil {
 			t.Fatal(err)

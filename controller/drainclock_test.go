@@ -61,9 +61,9 @@ type inFlight struct {
 // termination the controller decides must be of a node whose job, in true
 // time, checkpointed after its agent received the drain, or exited.
 func TestDrainNeverBeatsTheAgentsConfirmation(t *testing.T) {
-	cases := 120
+	cases := 60
 	if testing.Short() {
-		cases = 30
+		cases = 20
 	}
 	terminated := 0
 	for seed := range cases {

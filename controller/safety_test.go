@@ -762,3 +762,74 @@ func TestUnreadableGPUsNeverIdle(t *testing.T) {
 		}
 	}
 }
+
+// TestOrphansReaped: a pool is taken out of the config and the controller
+// restarted. Its instances this fleet launched are orphans: the idle one
+// is drained and terminated once idle for planner.ReapIdle, the busy one
+// once its job ends and it has been idle as long, the one whose agent
+// reported it idle and then went silent never.
+// Another fleet's instance in that pool, and one launched there outside
+// Fleetcast (no launch key), are never touched.
+func TestOrphansReaped(t *testing.T) {
+	kept, gone := gpuPool("kept", 8, 10, 5*time.Minute), gpuPool("gone", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, kept, gone)
+	ctx := context.Background()
+	if err := l.c.act.Launch(ctx, "gone", 3); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := l.cloud.Describe(ctx, gone)
+	busy, silent, idle := g.Instances[0].ID, g.Instances[1].ID, g.Instances[2].ID
+	ours := map[string]bool{busy: true, silent: true, idle: true}
+	for _, r := range []providers.LaunchRequest{{Count: 1, Key: "staging-launch", Fleet: "staging"}, {Count: 1, Fleet: "default"}} {
+		if err := l.cloud.Launch(ctx, gone, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.busy[busy] = true
+	l.now = l.now.Add(5 * time.Minute)
+	l.cfg.Pools, l.also = []fleet.Pool{kept}, []fleet.Pool{gone}
+	l.restart(t, l.cloud)
+	h := l.c.Handler(APIOptions{})
+	actions := map[string][]planner.ActionKind{}
+	for i := range 40 {
+		switch i {
+		case 2:
+			l.silent[silent] = true // reported idle, then went silent
+		case 20:
+			l.busy[busy] = false // its job ends
+		}
+		plan := l.cycle(t)
+		if i == 0 {
+			if got := fmt.Sprint(plan.Orphans); got != fmt.Sprint([]string{busy, silent, idle}) {
+				t.Fatalf("orphans %s, want this fleet's three", got)
+			}
+			if _, body := get(t, h, "/v1/fleet"); strings.Count(body, `"orphan": true`) != 3 {
+				t.Errorf("GET /v1/fleet does not mark the 3 orphans: %s", body)
+			}
+			if _, body := get(t, h, "/metrics"); !strings.Contains(body, `fleetcast_orphan_nodes{pool="gone"} 3`) {
+				t.Errorf("metrics lack the orphans")
+			}
+		}
+		for _, a := range plan.Actions {
+			if a.Pool == "gone" {
+				if !ours[a.Node] {
+					t.Fatalf("cycle %d: %s of %s, not this fleet's orphan: %s", i, a.Kind, a.Node, a.Reason)
+				}
+				actions[a.Node] = append(actions[a.Node], a.Kind)
+			}
+		}
+	}
+	for id, want := range map[string]bool{busy: true, silent: false, idle: true} {
+		drained, reaped := slices.Contains(actions[id], planner.Drain), slices.Contains(actions[id], planner.Terminate)
+		if drained != want || reaped != want {
+			t.Errorf("orphan %s: actions %v, drained %v and reaped %v, want %v", id, actions[id], drained, reaped, want)
+		}
+	}
+	if got := actions[busy]; slices.Index(got, planner.Drain) < 20+int(planner.ReapIdle/time.Minute) {
+		t.Errorf("the busy orphan was drained %d cycles in, before its job ended (cycle 20) and it was idle %v: %v", slices.Index(got, planner.Drain), planner.ReapIdle, got)
+	}
+	g, _ = l.cloud.Describe(ctx, gone)
+	if len(g.Instances) != 3 || slices.ContainsFunc(g.Instances, func(in providers.Instance) bool { return in.ID == busy || in.ID == idle }) {
+		t.Fatalf("pool gone keeps %+v; want the silent orphan and the two instances not this fleet's", g.Instances)
+	}
+}

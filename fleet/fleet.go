@@ -126,6 +126,13 @@ type Node struct {
 	DrainConfirmed bool `json:"drain_confirmed,omitempty"`
 	// Jobs are the jobs the agent last reported on the node.
 	Jobs []Job `json:"jobs,omitempty"`
+	// Orphan is set on an instance this fleet's controller launched (it
+	// carries the fleet's tag, a pool's and a launch key) for a pool the
+	// config no longer has: Pool names that old pool. Nobody else will
+	// remove it, so it is reaped: drained once its agent reports it idle,
+	// and terminated once the agent confirms the drain; never while its
+	// agent is silent, and never another fleet's (DESIGN.md rule 8).
+	Orphan bool `json:"orphan,omitempty"`
 	// GPUFault, when set, is why the node's agent could not read its GPUs
 	// in its latest report (NVML's error), and GPUFaultSince when its run
 	// of such reports began. Nobody can see what runs on such GPUs: the

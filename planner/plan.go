@@ -95,6 +95,9 @@ type Plan struct {
 	// read their GPUs in their latest report (fleet.Node.GPUFault), by ID:
 	// never idle, and drained only when the jobs known on them allow.
 	GPUFaultNodes []string `json:"gpu_fault_nodes,omitempty"`
+	// Orphans are this fleet's instances of pools the config no longer has
+	// (fleet.Node.Orphan), by ID: reaped once idle.
+	Orphans []string `json:"orphans,omitempty"`
 	// ScaleInHalt says why no node is scaled in this cycle, when too many
 	// agents are silent at once (limits.silent_share_halt); empty otherwise.
 	ScaleInHalt string `json:"scale_in_halt,omitempty"`

@@ -95,6 +95,8 @@ type planner struct {
 	// plus the hysteresis.
 	window time.Duration
 	noted  map[string]bool
+	// orphans are the fleet's orphans, for reap.
+	orphans []*fleet.Node
 }
 
 // launched is capacity this plan buys, ready at a time.
@@ -137,6 +139,7 @@ func Make(in Input) Plan {
 	p.sanitizeForecast()
 	p.launch()
 	p.scaleIn()
+	p.reap()
 	p.plan.CostPerHourBefore, p.plan.CostPerHourAfter = cents(p.plan.CostPerHourBefore), cents(p.costAfter())
 	p.plan.Baseline = RecommendBaseline(in.State.History, in.Config.Pools)
 	return p.plan
@@ -147,6 +150,10 @@ func Make(in Input) Plan {
 func (p *planner) observe() {
 	for _, n := range sortedNodes(p.in.State.Nodes) {
 		pp := p.byName[n.Pool]
+		if pp == nil && n.Orphan {
+			p.orphans = append(p.orphans, n)
+			continue
+		}
 		if pp == nil {
 			p.note(fmt.Sprintf("node %s names pool %q, which the config does not have; left alone", n.ID, n.Pool))
 			continue
@@ -266,24 +273,7 @@ func (pp *poolPlan) cost(nodes int) float64 {
 func (p *planner) settleDrain(pp *poolPlan, n *fleet.Node, silent time.Duration) {
 	a := Action{Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: pp.spec.GPUsPerNode}
 	since := p.now.Sub(n.DrainStartedAt)
-	var blocker string
-	switch {
-	case silent > 0:
-		blocker = silence(silent) + ", so its jobs' checkpoints cannot be confirmed"
-	case !n.LastReport.After(n.DrainStartedAt):
-		blocker = "no agent report since the drain began"
-	case !n.DrainAcked:
-		// The cordon: until the agent holds the drain it may still take
-		// new work, which the next report would show.
-		blocker = "its agent has not yet confirmed the drain (it may still take new work)"
-	case !n.DrainConfirmed:
-		blocker = "its agent has not yet confirmed that every job checkpointed since the drain reached it"
-		// Naming the job is a hint only, from times on the agent's clock:
-		// the agent's confirmation decides.
-		if j := worstJob(n.Jobs, func(j *fleet.Job) bool { return !j.LastCheckpoint.After(n.DrainStartedAt) }); j != nil {
-			blocker = fmt.Sprintf("job %s shows no checkpoint since the drain began, and its agent has not confirmed the drain safe", j.ID)
-		}
-	}
+	blocker := unconfirmed(n, silent)
 	switch {
 	case blocker == "" && pp.status.Unobserved != "":
 		a.Kind, a.Reason = Hold, "drained, but "+unobserved(pp)
@@ -303,6 +293,90 @@ func (p *planner) settleDrain(pp *poolPlan, n *fleet.Node, silent time.Duration)
 		a.Kind, a.Reason = Hold, fmt.Sprintf("draining for %s: %s (timeout in %s)", age(since), blocker, age(p.cfg.Drain.Timeout-since))
 	}
 	p.add(a)
+}
+
+// unconfirmed says why a draining node may not be terminated yet; "" once
+// its agent, reporting since the drain began, holds the drain and
+// confirms that every job checkpointed after it received it, or exited.
+func unconfirmed(n *fleet.Node, silent time.Duration) string {
+	switch {
+	case silent > 0:
+		return silence(silent) + ", so its jobs' checkpoints cannot be confirmed"
+	case !n.LastReport.After(n.DrainStartedAt):
+		return "no agent report since the drain began"
+	case !n.DrainAcked:
+		// The cordon: until the agent holds the drain it may still take
+		// new work, which the next report would show.
+		return "its agent has not yet confirmed the drain (it may still take new work)"
+	case !n.DrainConfirmed:
+		// Naming the job is a hint only, from times on the agent's clock:
+		// the agent's confirmation decides.
+		if j := worstJob(n.Jobs, func(j *fleet.Job) bool { return !j.LastCheckpoint.After(n.DrainStartedAt) }); j != nil {
+			return fmt.Sprintf("job %s shows no checkpoint since the drain began, and its agent has not confirmed the drain safe", j.ID)
+		}
+		return "its agent has not yet confirmed that every job checkpointed since the drain reached it"
+	}
+	return ""
+}
+
+// ReapIdle is how long an orphan's agent must have reported it idle
+// before it is drained.
+const ReapIdle = 10 * time.Minute
+
+// reap decides what happens to the fleet's orphans (fleet.Node.Orphan):
+// an idle one, whose agent has reported it so for ReapIdle, is drained,
+// and terminated once its agent confirms the drain, as any node is; one
+// whose agent is silent, whose GPUs cannot be read, or that runs jobs is
+// held. Drains are within limits.max_scale_in_per_cycle, and none start
+// while scale-in is halted. Orphans count in no pool's size or cost: their
+// pool's config is gone.
+func (p *planner) reap() {
+	budget := p.cfg.Limits.MaxScaleInPerCycle
+	for _, n := range p.orphans {
+		p.plan.Orphans = append(p.plan.Orphans, n.ID)
+		why := fmt.Sprintf("orphan: pool %s is no longer in the config", n.Pool)
+		a := Action{Pool: n.Pool, Node: n.ID, Kind: Hold}
+		silent := p.silentFor(n)
+		switch n.State {
+		case fleet.Terminating:
+			continue
+		case fleet.Pending:
+			a.Reason = why + "; booting: reaped once its agent reports it idle"
+		case fleet.Draining:
+			since := p.now.Sub(n.DrainStartedAt)
+			switch blocker := unconfirmed(n, silent); {
+			case blocker == "":
+				a.Kind, a.Reason = Terminate, why+"; reaped: drained, as its agent confirmed"
+			case since > p.cfg.Drain.Timeout:
+				a.Kind, a.Reason = CancelDrain, fmt.Sprintf("%s; drain timed out after %s: %s; node kept", why, age(since), blocker)
+			default:
+				a.Reason = fmt.Sprintf("%s; draining for %s: %s (timeout in %s)", why, age(since), blocker, age(p.cfg.Drain.Timeout-since))
+			}
+		case fleet.Ready:
+			idle := time.Duration(0)
+			if !n.IdleSince.IsZero() {
+				idle = p.now.Sub(n.IdleSince)
+			}
+			switch {
+			case silent > 0:
+				a.Reason = why + "; " + silentReason(n, silent) + ": never reaped while silent"
+			case n.GPUFault != "":
+				a.Reason = fmt.Sprintf("%s; its agent cannot read its GPUs (%s): never reaped unseen", why, n.GPUFault)
+			case len(n.Jobs) > 0:
+				a.Reason = fmt.Sprintf("%s; runs %d job(s): reaped once idle", why, len(n.Jobs))
+			case idle < ReapIdle:
+				a.Reason = fmt.Sprintf("%s; idle for %s: reaped after %s idle", why, age(idle), age(ReapIdle))
+			case p.plan.ScaleInHalt != "":
+				a.Reason = why + "; idle, but scale-in is halted: " + p.plan.ScaleInHalt
+			case budget == 0:
+				a.Reason = fmt.Sprintf("%s; idle, but limits.max_scale_in_per_cycle (%d) is reached this cycle", why, p.cfg.Limits.MaxScaleInPerCycle)
+			default:
+				a.Kind, a.Reason = Drain, fmt.Sprintf("%s; reaping: idle %s", why, age(idle))
+				budget--
+			}
+		}
+		p.add(a)
+	}
 }
 
 // worstJob returns, among the jobs that match, the one with the oldest last

@@ -84,6 +84,14 @@ func genInput(t *rapid.T) Input {
 			st.Nodes = append(st.Nodes, genNode(t, p, j))
 		}
 	}
+	// Orphans: this fleet's instances of a pool the config no longer has.
+	gone := cfg.Pools[0]
+	gone.Name = "gone"
+	for j := range rapid.IntRange(0, 3).Draw(t, "orphans") {
+		n := genNode(t, gone, j)
+		n.Orphan, n.Unknown = true, false
+		st.Nodes = append(st.Nodes, n)
+	}
 	switch rapid.IntRange(0, 2).Draw(t, "maxSpendKind") {
 	case 1:
 		cfg.Limits.MaxSpendPerHour = rapid.Float64Range(1, 500).Draw(t, "maxSpend")
@@ -160,6 +168,11 @@ func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
 	}
 	if len(n.Jobs) == 0 {
 		n.IdleSince = minutesAgo(t, "idle", 0, 120)
+	}
+	if (n.State == fleet.Ready || n.State == fleet.Draining) && rapid.IntRange(0, 5).Draw(t, "gpuFault") == 0 {
+		// The agent cannot read the GPUs: never idle (as its agents view
+		// reports it), whatever runs on them unseen.
+		n.GPUFault, n.GPUFaultSince, n.IdleSince = "NVML: GPU is lost", minutesAgo(t, "faultSince", 0, 60), time.Time{}
 	}
 	if n.State == fleet.Draining {
 		// The agent's verdict, on its own clock: mostly what the job times
@@ -282,6 +295,14 @@ func TestPropertySafety(t *testing.T) {
 				if n.State != fleet.Ready || silent(in, n) {
 					t.Fatalf("drain of %s node (silent=%v): %+v", n.State, silent(in, n), a)
 				}
+				// Rule 1: a node whose GPUs cannot be read is never idle.
+				if n.GPUFault != "" && len(n.Jobs) == 0 {
+					t.Fatalf("drain of an empty node whose GPUs cannot be read: %+v", a)
+				}
+				// Rule 8: an orphan is reaped only once reported idle.
+				if n.Orphan && (len(n.Jobs) > 0 || n.IdleSince.IsZero() || in.Now.Sub(n.IdleSince) < ReapIdle) {
+					t.Fatalf("drain of orphan %s with %d jobs, idle since %v: %+v", n.ID, len(n.Jobs), n.IdleSince, a)
+				}
 				if strings.HasPrefix(a.Reason, overMax) {
 					overMaxDrains[a.Pool]++
 				}
@@ -290,9 +311,14 @@ func TestPropertySafety(t *testing.T) {
 						t.Fatalf("drain of %s with job %s last checkpoint %v (drain cancelled %v): %+v", n.ID, j.ID, j.LastCheckpoint, n.DrainCancelledAt, a)
 					}
 				}
-				drains[a.Pool]++
+				if !n.Orphan { // a reap is not a drain for demand
+					drains[a.Pool]++
+				}
 			case Terminate:
 				terminated[n.ID] = true
+				if n.Orphan && n.State != fleet.Draining {
+					t.Fatalf("terminate of a %s orphan: %+v", n.State, a)
+				}
 				pool := cfg.Pool(n.Pool)
 				if n.State == fleet.Pending {
 					failing[n.Pool] = true
@@ -472,8 +498,8 @@ func TestPropertySafety(t *testing.T) {
 			}
 		}
 		for _, a := range plan.Actions {
-			if a.Kind == CancelDrain {
-				supply += cfg.Pool(a.Pool).GPUsPerNode
+			if p := cfg.Pool(a.Pool); a.Kind == CancelDrain && p != nil {
+				supply += p.GPUsPerNode
 			}
 		}
 		need := float64(running + in.State.PendingGPUs)

@@ -51,6 +51,11 @@ type LaunchRequest struct {
 	Target int
 	// Key identifies the request across retries and restarts.
 	Key string
+	// Fleet names the fleet launching (the config's controller.fleet):
+	// providers whose clouds keep tags set it on the instances at
+	// creation, beside the pool and the key, so that a controller finds
+	// its own fleet's instances and never another's.
+	Fleet string
 }
 
 // Group is a pool's group as the cloud sees it.
@@ -100,9 +105,39 @@ type Instance struct {
 	// LaunchKey is the key of the launch that made the instance, where the
 	// cloud keeps it (a tag set at creation); empty otherwise.
 	LaunchKey string
+	// Fleet is the fleet the instance was launched for (LaunchRequest.Fleet),
+	// where the cloud keeps it; empty otherwise.
+	Fleet string
 	// Owed is set on a stand-in for capacity the group owes but has not
 	// launched yet (its target size above its instances): there is no
 	// instance behind it, and its ID is not stable from one read to the
 	// next. Terminating it lowers the group's target.
 	Owed bool
+}
+
+// Orphan is an instance Fleetcast launched for a fleet (tagged with the
+// fleet, a pool and a launch key at creation) whose pool the config no
+// longer has: nobody else will ever remove it.
+type Orphan struct {
+	Instance
+	// Pool is the pool named in the instance's tags.
+	Pool string
+	// Via is the configured pool through whose region (and account) the
+	// orphan was found: the provider reaches it the same way.
+	Via fleet.Pool
+}
+
+// Reaper is implemented by providers that can find and remove orphans
+// (DESIGN.md rule 8: tagged instances with no record are reaped). Only
+// instances carrying the fleet's own tag, a pool tag and a launch key
+// (so launched by Fleetcast itself, not by a group of Terraform's) are
+// ever listed; the controller terminates one only once its agent has
+// reported it idle and confirmed a drain.
+type Reaper interface {
+	// Orphans lists the fleet's instances whose pool is not among pools,
+	// searching where pools run (each region and account they use).
+	Orphans(ctx context.Context, fleet string, pools []fleet.Pool) ([]Orphan, error)
+	// TerminateOrphan terminates one orphan, after checking again that it
+	// carries the fleet's tag and its pool's.
+	TerminateOrphan(ctx context.Context, fleet string, o Orphan) error
 }

@@ -167,6 +167,9 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 		fmt.Fprintf(w, "  unknown:     %d instance(s) not launched by this controller, agents never reported healthy GPUs: %s\n", len(u), listIDs(u, 10))
 		fmt.Fprintln(w, "               (never terminated at a provisioning deadline nor drained; known once their agents report)")
 	}
+	if u := p.Orphans; len(u) > 0 {
+		fmt.Fprintf(w, "  orphans:     %d instance(s) of this fleet in pools the config no longer has (reaped once idle): %s\n", len(u), listIDs(u, 10))
+	}
 	if u := p.GPUFaultNodes; len(u) > 0 {
 		fmt.Fprintf(w, "  gpu faults:  %d node(s) whose agents cannot read their GPUs (never taken for idle): %s\n", len(u), listIDs(u, 10))
 	}

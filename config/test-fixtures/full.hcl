@@ -96,6 +96,7 @@ controller {
   listen        = ":9000"
   state_dir     = "/var/lib/fleetcast"
   agent_timeout = "2m"
+  fleet         = "ml-prod"
 }
 
 demand {

@@ -53,6 +53,9 @@ const (
 	// TagLaunchKey is the idempotency key of the launch that made an
 	// instance.
 	TagLaunchKey = "fleetcast/launch-key"
+	// TagFleet names the fleet (the config's controller.fleet) an instance
+	// was launched for: a controller reaps only its own fleet's instances.
+	TagFleet = "fleetcast/fleet"
 )
 
 // RequestTimeout bounds each AWS request, retries apart.
@@ -121,6 +124,7 @@ type raise struct {
 var (
 	_ providers.Provider  = (*Provider)(nil)
 	_ providers.Protector = (*Provider)(nil)
+	_ providers.Reaper    = (*Provider)(nil)
 )
 
 // New makes a Provider. Clients are made per region when first needed.

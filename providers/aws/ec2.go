@@ -63,7 +63,7 @@ func (p *Provider) listEC2(ctx context.Context, c *clients, pool fleet.Pool, fil
 					zone = aws.ToString(in.Placement.AvailabilityZone)
 				}
 				g.Instances = append(g.Instances, providers.Instance{ID: aws.ToString(in.InstanceId), Zone: zone, State: st,
-					LaunchedAt: aws.ToTime(in.LaunchTime), LaunchKey: tag(in.Tags, TagLaunchKey)})
+					LaunchedAt: aws.ToTime(in.LaunchTime), LaunchKey: tag(in.Tags, TagLaunchKey), Fleet: tag(in.Tags, TagFleet)})
 				if st != providers.InstanceTerminating {
 					g.Target++
 				}
@@ -95,7 +95,7 @@ func (p *Provider) launchEC2(ctx context.Context, c *clients, pool fleet.Pool, r
 		return nil // made already
 	}
 	count := req.Count
-	in := runInput(pool, req.Key, count)
+	in := runInput(pool, req.Key, req.Fleet, count)
 	out, err := c.ec2.RunInstances(ctx, in)
 	if err != nil {
 		return classify(pool.Name, fmt.Sprintf("RunInstances of %d %s", count, pool.InstanceType), err)
@@ -107,8 +107,9 @@ func (p *Provider) launchEC2(ctx context.Context, c *clients, pool fleet.Pool, r
 	return nil
 }
 
-// runInput is the RunInstances request for count of the pool's instances.
-func runInput(pool fleet.Pool, key string, count int) *ec2.RunInstancesInput {
+// runInput is the RunInstances request for count of the pool's instances,
+// tagged with the pool, the launch's key and the fleet (when named).
+func runInput(pool fleet.Pool, key, fleetName string, count int) *ec2.RunInstancesInput {
 	lt := &ec2types.LaunchTemplateSpecification{Version: aws.String("$Default")}
 	if v := pool.Target["launch_template_version"]; v != "" {
 		lt.Version = aws.String(v)
@@ -122,6 +123,9 @@ func runInput(pool fleet.Pool, key string, count int) *ec2.RunInstancesInput {
 		{Key: aws.String(TagManaged), Value: aws.String("true")},
 		{Key: aws.String(TagPool), Value: aws.String(pool.Name)},
 		{Key: aws.String(TagLaunchKey), Value: aws.String(key)},
+	}
+	if fleetName != "" {
+		tags = append(tags, ec2types.Tag{Key: aws.String(TagFleet), Value: aws.String(fleetName)})
 	}
 	in := &ec2.RunInstancesInput{
 		LaunchTemplate: lt,

@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -108,6 +109,7 @@ type group struct {
 var (
 	_ providers.Provider  = (*Cloud)(nil)
 	_ providers.Protector = (*Cloud)(nil)
+	_ providers.Reaper    = (*Cloud)(nil)
 )
 
 // New makes a simulated cloud with one group per pool, empty, reading time
@@ -229,7 +231,8 @@ func (c *Cloud) Launch(ctx context.Context, pool fleet.Pool, req providers.Launc
 			c.keys[req.Key] = now
 		}
 		for g.target < target {
-			c.add(g, zone, providers.InstancePending, now).LaunchKey = req.Key
+			in := c.add(g, zone, providers.InstancePending, now)
+			in.LaunchKey, in.Fleet = req.Key, req.Fleet
 		}
 		return capErr
 	})
@@ -269,6 +272,60 @@ func (c *Cloud) SetProtected(ctx context.Context, pool fleet.Pool, ids []string,
 				g.instances[i].Protected = protected
 			}
 		}
+		return nil
+	})
+}
+
+// Orphans lists the fleet's instances, launched by Fleetcast (with a launch
+// key), in groups whose pool is not among pools: groups the cloud kept
+// for pools a config had before (see Load).
+func (c *Cloud) Orphans(ctx context.Context, fleetName string, pools []fleet.Pool) ([]providers.Orphan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	known := make(map[string]bool, len(pools))
+	for _, p := range pools {
+		known[p.Name] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock()
+	var out []providers.Orphan
+	for name, g := range c.groups {
+		if known[name] {
+			continue
+		}
+		for _, in := range g.instances {
+			if in.Fleet != fleetName || fleetName == "" || in.LaunchKey == "" {
+				continue
+			}
+			if in.State == providers.InstancePending && !now.Before(in.LaunchedAt.Add(g.pool.LeadTime)) {
+				in.State = providers.InstanceRunning
+			}
+			o := providers.Orphan{Instance: in, Pool: name}
+			if len(pools) > 0 {
+				o.Via = pools[0]
+			}
+			out = append(out, o)
+		}
+	}
+	slices.SortFunc(out, func(a, b providers.Orphan) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// TerminateOrphan removes an orphan, if it is still the fleet's and in the
+// group its tags name.
+func (c *Cloud) TerminateOrphan(ctx context.Context, fleetName string, o providers.Orphan) error {
+	return c.change(ctx, o.Pool, func(g *group) error {
+		i := slices.IndexFunc(g.instances, func(in providers.Instance) bool { return in.ID == o.ID })
+		switch {
+		case i < 0:
+			return &providers.NotFoundError{Pool: o.Pool, Resource: "instance " + o.ID, Err: ErrSimulated}
+		case g.instances[i].Fleet != fleetName || fleetName == "":
+			return fmt.Errorf("simulated cloud: instance %s is of fleet %q, not %q: not terminated", o.ID, g.instances[i].Fleet, fleetName)
+		}
+		g.instances = slices.Delete(g.instances, i, i+1)
+		g.target = max(g.target-1, 0)
 		return nil
 	})
 }

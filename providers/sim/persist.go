@@ -85,7 +85,9 @@ func (c *Cloud) save() error {
 
 // Load reads a cloud saved with SaveTo and keeps saving it there. Pools not
 // in the file start empty; a group in the file for a pool the config no
-// longer has is an error naming it.
+// longer has is kept, as a real cloud keeps the instances of a pool taken
+// out of a config: its instances are orphans (see Orphans), for the
+// controller to reap.
 func Load(path string, pools []fleet.Pool, clock func() time.Time) (*Cloud, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -102,7 +104,9 @@ func Load(path string, pools []fleet.Pool, clock func() time.Time) (*Cloud, erro
 	for name, sg := range s.Groups {
 		g := c.groups[name]
 		if g == nil {
-			return nil, fmt.Errorf("simulated cloud %s: group %q is not a pool of the config; remove the file to start afresh", path, name)
+			// A pool the config no longer has: its instances stay, running.
+			g = &group{pool: fleet.Pool{Name: name}}
+			c.groups[name] = g
 		}
 		if sg.Target != len(sg.Instances) {
 			return nil, fmt.Errorf("simulated cloud %s: group %q has target %d but %d instances", path, name, sg.Target, len(sg.Instances))

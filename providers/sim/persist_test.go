@@ -70,7 +70,6 @@ func TestSaveAndLoad(t *testing.T) {
 	}{
 		"not JSON":     {"nope", []fleet.Pool{a, b}, "cloud.json"},
 		"bad rng":      {`{"groups": {}, "next_id": 0, "launch_keys": {}, "rng": "AAAA"}`, []fleet.Pool{a, b}, "rng: "},
-		"unknown pool": {`{"groups": {"c": {"target": 0, "instances": []}}, "next_id": 0, "launch_keys": {}, "rng": null}`, []fleet.Pool{a, b}, `group "c" is not a pool`},
 		"inconsistent": {`{"groups": {"a": {"target": 2, "instances": []}}, "next_id": 0, "launch_keys": {}, "rng": null}`, []fleet.Pool{a, b}, "target 2 but 0 instances"},
 	} {
 		p := filepath.Join(t.TempDir(), "cloud.json")
@@ -127,5 +126,73 @@ func TestLaunchKeysExpire(t *testing.T) {
 	}
 	if _, ok := d.keys["old"]; !ok {
 		t.Errorf("keys from an older file were lost: %v", d.keys)
+	}
+}
+
+// TestOrphans: a pool taken out of the config keeps its instances, as a
+// real cloud would. Those this fleet's controller launched are orphans;
+// another fleet's, and those launched outside Fleetcast (no launch key),
+// are never listed, and another fleet's is never terminated.
+func TestOrphans(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	a := fleet.Pool{Name: "a", Provider: "sim", InstanceType: "x", GPUsPerNode: 8, Capacity: fleet.OnDemand, LeadTime: time.Minute, Max: 10}
+	gone := a
+	gone.Name = "gone"
+	c, err := New([]fleet.Pool{a, gone}, 1, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cloud.json")
+	if err := c.SaveTo(path); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, r := range []providers.LaunchRequest{
+		{Count: 2, Key: "k1", Fleet: "prod"},
+		{Count: 1, Key: "k2", Fleet: "staging"},
+		{Count: 1, Fleet: "prod"}, // not by a controller: no key
+	} {
+		if err := c.Launch(ctx, gone, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Launch(ctx, a, providers.LaunchRequest{Count: 1, Key: "k3", Fleet: "prod"}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Minute)
+	d, err := Load(path, []fleet.Pool{a}, clock) // "gone" is no longer configured
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphans, err := d.Orphans(ctx, "prod", []fleet.Pool{a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(orphans) != 2 || orphans[0].Pool != "gone" || orphans[0].State != providers.InstanceRunning || orphans[0].Fleet != "prod" {
+		t.Fatalf("orphans %+v, want the two prod instances launched in gone, running", orphans)
+	}
+	if o, _ := d.Orphans(ctx, "", []fleet.Pool{a}); len(o) != 0 {
+		t.Fatalf("orphans of no fleet: %+v", o)
+	}
+	staging, _ := d.Orphans(ctx, "staging", []fleet.Pool{a})
+	if len(staging) != 1 {
+		t.Fatalf("staging's orphans %+v", staging)
+	}
+	if err := d.TerminateOrphan(ctx, "prod", staging[0]); err == nil || !strings.Contains(err.Error(), `of fleet "staging", not "prod"`) {
+		t.Fatalf("prod terminating staging's instance: %v", err)
+	}
+	if err := d.TerminateOrphan(ctx, "prod", orphans[0]); err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := d.Orphans(ctx, "prod", []fleet.Pool{a}); len(o) != 1 || o[0].ID != orphans[1].ID {
+		t.Fatalf("after reaping one: %+v", o)
+	}
+	e, err := Load(path, []fleet.Pool{a}, clock) // saved after the change
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := e.Orphans(ctx, "prod", []fleet.Pool{a}); len(o) != 1 {
+		t.Fatalf("after a restart: %+v", o)
 	}
 }

@@ -1,0 +1,94 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// foundOrphan is an orphan as the last cycle found it, with the provider
+// that listed it (which terminates it).
+type foundOrphan struct {
+	providers.Orphan
+	by providers.Reaper
+}
+
+// observeOrphans adds the fleet's orphans (instances this fleet launched
+// for pools the config no longer has, see providers.Reaper) to the state,
+// as nodes of their old pools marked Orphan, with their agents' reports
+// and drains. A provider that cannot list them this cycle keeps its last
+// list, so a failed read neither forgets an orphan's drain nor makes it
+// look gone.
+func (c *Controller) observeOrphans(ctx context.Context, byNode map[string]state.Drain, st *fleet.State) {
+	var reapers []providers.Reaper
+	pools := map[providers.Reaper][]fleet.Pool{}
+	configured := make(map[string]bool, len(c.cfg.Pools))
+	for _, p := range c.cfg.Pools {
+		configured[p.Name] = true
+		r, ok := c.clouds[p.Name].(providers.Reaper)
+		if !ok {
+			continue
+		}
+		if _, seen := pools[r]; !seen {
+			reapers = append(reapers, r)
+		}
+		pools[r] = append(pools[r], p)
+	}
+	found := map[string]foundOrphan{}
+	for _, r := range reapers {
+		list, err := r.Orphans(ctx, c.cfg.Controller.Fleet, pools[r])
+		if err != nil {
+			c.log.Warn("orphans not listed; the last list stands", "error", err)
+			list = c.orphanLists[r]
+		} else {
+			c.orphanLists[r] = list
+		}
+		for _, o := range list {
+			// A pool of that name configured on another cloud still owns
+			// its name: not an orphan.
+			if !configured[o.Pool] && o.Fleet == c.cfg.Controller.Fleet {
+				found[o.ID] = foundOrphan{Orphan: o, by: r}
+			}
+		}
+	}
+	ids := make([]string, 0, len(found))
+	for id := range found {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		o := found[id]
+		n := fleet.Node{ID: o.ID, Pool: o.Pool, LaunchedAt: o.LaunchedAt, Orphan: true, DrainCancelledAt: c.cancelled[o.ID]}
+		c.agents.Observe(&n)
+		d, draining := byNode[o.ID]
+		switch {
+		case o.State == providers.InstanceTerminating:
+			n.State = fleet.Terminating
+		case draining:
+			drain := c.drainRequest(d).ID
+			n.State, n.DrainStartedAt = fleet.Draining, d.Started
+			n.DrainAcked, n.DrainConfirmed = c.agents.Holds(o.ID, drain), c.agents.Confirmed(o.ID, drain)
+		case o.State == providers.InstanceRunning:
+			n.State = fleet.Ready
+		default:
+			n.State = fleet.Pending
+		}
+		st.Nodes = append(st.Nodes, n)
+	}
+	c.orphans = found
+}
+
+// reap terminates an orphan the plan reaps, through the provider that
+// listed it.
+func (c *Controller) reap(ctx context.Context, node string) error {
+	o, ok := c.orphans[node]
+	if !ok {
+		return fmt.Errorf("controller: orphan %s is not among those found this cycle", node)
+	}
+	c.log.Info("reaping an orphan", "pool", o.Pool, "node", o.ID, "fleet", c.cfg.Controller.Fleet)
+	return o.by.TerminateOrphan(ctx, c.cfg.Controller.Fleet, o.Orphan)
+}
