@@ -38,6 +38,12 @@ type Simulate struct {
 	SpotInterruptionsPerHour float64
 	// SpotNotice is the warning the cloud gives before reclaiming a spot node.
 	SpotNotice time.Duration
+	// CheckpointDuration is how long a checkpoint asked for by a drain (or
+	// a spot notice passed on as one) takes to be durable; 0 for at once.
+	CheckpointDuration time.Duration
+	// UnresponsiveJobs is the share of jobs (0 to 1) that ignore a drain
+	// and checkpoint only on their own schedule.
+	UnresponsiveJobs float64
 }
 
 // Forecast is the `forecast` block: how demand is forecast.
@@ -183,6 +189,8 @@ func Defaults() Config {
 		Simulate: Simulate{
 			CheckpointInterval: 30 * time.Minute,
 			SpotNotice:         2 * time.Minute,
+			CheckpointDuration: 2 * time.Minute,
+			UnresponsiveJobs:   0.02,
 		},
 	}
 }

@@ -96,7 +96,7 @@ var (
 	controllerSchema = attrSchema(nil, "interval", "listen", "state_dir", "agent_timeout", "fleet")
 	demandSchema     = attrSchema(nil, "prometheus_url", "prometheus_query", "prometheus_timeout")
 	syntheticSchema  = attrSchema(nil, "seed", "base_gpus", "peak_gpus", "peak_hour", "noise")
-	simulateSchema   = attrSchema(nil, "checkpoint_interval", "spot_interruptions_per_hour", "spot_notice")
+	simulateSchema   = attrSchema(nil, "checkpoint_interval", "spot_interruptions_per_hour", "spot_notice", "checkpoint_duration", "unresponsive_jobs")
 )
 
 func attrSchema(required []string, optional ...string) *hcl.BodySchema {
@@ -436,22 +436,47 @@ func (d *decoder) atLeast(attrs hcl.Attributes, name string, lo int, dst *int) s
 	return st
 }
 
+// duration decodes a duration attribute that must be longer than 0.
 func (d *decoder) duration(attrs hcl.Attributes, name string, dst *time.Duration) state {
-	v, st := d.value(attrs, name, cty.String, "a duration string")
+	dur, text, st := d.anyDuration(attrs, name)
 	if st != set {
 		return st
+	}
+	if dur <= 0 {
+		return d.invalid(attrs, name, "%s must be longer than 0, got %q.", name, text)
+	}
+	*dst = dur
+	return set
+}
+
+// durationAtLeast0 decodes a duration attribute that may be 0 but not
+// negative.
+func (d *decoder) durationAtLeast0(attrs hcl.Attributes, name string, dst *time.Duration) state {
+	dur, text, st := d.anyDuration(attrs, name)
+	if st != set {
+		return st
+	}
+	if dur < 0 {
+		return d.invalid(attrs, name, "%s must not be negative (0 for at once), got %q.", name, text)
+	}
+	*dst = dur
+	return set
+}
+
+// anyDuration decodes a duration attribute of any sign, returning it and
+// its text.
+func (d *decoder) anyDuration(attrs hcl.Attributes, name string) (time.Duration, string, state) {
+	v, st := d.value(attrs, name, cty.String, "a duration string")
+	if st != set {
+		return 0, "", st
 	}
 	dur, err := ParseDuration(v.AsString())
 	if err != nil {
 		d.errorf(attrs[name].Expr.Range(), "Invalid duration",
 			"%s must be %s; got %q.", name, durationForm, v.AsString())
-		return bad
+		return 0, "", bad
 	}
-	if dur <= 0 {
-		return d.invalid(attrs, name, "%s must be longer than 0, got %q.", name, v.AsString())
-	}
-	*dst = dur
-	return set
+	return dur, v.AsString(), set
 }
 
 // saturatingMul multiplies non-negative a and b, capped at math.MaxInt.
@@ -880,8 +905,18 @@ func (d *decoder) decodeSimulate(body hcl.Body, s *Simulate) hcl.Attributes {
 	if d.number(a, "spot_interruptions_per_hour", &s.SpotInterruptionsPerHour) == set && s.SpotInterruptionsPerHour < 0 {
 		d.invalid(a, "spot_interruptions_per_hour", "spot_interruptions_per_hour must not be negative, got %g.", s.SpotInterruptionsPerHour)
 	}
+	if d.durationAtLeast0(a, "checkpoint_duration", &s.CheckpointDuration) == set && s.CheckpointDuration > maxCheckpointDuration {
+		d.invalid(a, "checkpoint_duration", "checkpoint_duration must be at most %s (a checkpoint that takes longer is a stuck job), got %s.",
+			FormatDuration(maxCheckpointDuration), FormatDuration(s.CheckpointDuration))
+	}
+	if d.number(a, "unresponsive_jobs", &s.UnresponsiveJobs) == set && !(s.UnresponsiveJobs >= 0 && s.UnresponsiveJobs <= 1) {
+		d.invalid(a, "unresponsive_jobs", "unresponsive_jobs must be a share of jobs from 0 to 1, got %g.", s.UnresponsiveJobs)
+	}
 	return a
 }
+
+// maxCheckpointDuration bounds simulate.checkpoint_duration.
+const maxCheckpointDuration = 24 * time.Hour
 
 func (d *decoder) decodeSynthetic(body hcl.Body, s *Synthetic) hcl.Attributes {
 	a := d.content(body, syntheticSchema).Attributes

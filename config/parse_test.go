@@ -63,7 +63,8 @@ func TestParseFull(t *testing.T) {
 		Controller: Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute, Fleet: "ml-prod"},
 		Demand:     Demand{PrometheusURL: "http://prometheus:9090", PrometheusQuery: "count(DCGM_FI_DEV_GPU_UTIL > 0)", PrometheusTimeout: 5 * time.Second},
 		Synthetic:  Synthetic{Seed: 42, BaseGPUs: 32, PeakGPUs: 256, PeakHour: 9, Noise: 0.1},
-		Simulate:   Simulate{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second},
+		Simulate: Simulate{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second,
+			CheckpointDuration: 5 * time.Minute, UnresponsiveJobs: 0.1},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("config:\n got %+v\nwant %+v", *cfg, want)
@@ -87,6 +88,35 @@ func TestParseMinimal(t *testing.T) {
 	}}
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("config:\n got %+v\nwant %+v", *cfg, want)
+	}
+}
+
+// TestParseSimulate: the simulate block's checkpoint_duration and
+// unresponsive_jobs take their defaults when absent and accept their
+// bounds.
+func TestParseSimulate(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		duration time.Duration
+		share    float64
+	}{
+		{"defaults", "", 2 * time.Minute, 0.02},
+		{"at once, none", "checkpoint_duration = \"0s\"\nunresponsive_jobs = 0\n", 0, 0},
+		{"bare zero", "checkpoint_duration = \"0\"\n", 0, 0.02},
+		{"slow, all", "checkpoint_duration = \"1d\"\nunresponsive_jobs = 1\n", 24 * time.Hour, 1},
+		{"typical", "checkpoint_duration = \"5m\"\nunresponsive_jobs = 0.2\n", 5 * time.Minute, 0.2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, diags := Parse("test.hcl", []byte(simPool("a", "")+"simulate {\n"+tt.body+"}\n"))
+			if diags.HasErrors() {
+				t.Fatalf("unexpected errors:\n%s", formatAll(diags))
+			}
+			if s := cfg.Simulate; s.CheckpointDuration != tt.duration || s.UnresponsiveJobs != tt.share {
+				t.Errorf("checkpoint_duration %v, unresponsive_jobs %v; want %v, %v", s.CheckpointDuration, s.UnresponsiveJobs, tt.duration, tt.share)
+			}
+		})
 	}
 }
 
@@ -280,6 +310,19 @@ func TestParseErrors(t *testing.T) {
 				{summary: "Invalid value", detail: "peak_hour must be an hour of the day from 0 to 23, got 24", at: "24"},
 				{summary: "Invalid value", detail: "noise must not be negative", at: "-0.1"},
 			}},
+		{"simulate: negative checkpoint_duration", simPool("a", "") + "simulate {\n  checkpoint_duration = \"-5m\"\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: `checkpoint_duration must not be negative (0 for at once), got "-5m"`, at: `"-5m"`}}},
+		{"simulate: absurd checkpoint_duration", simPool("a", "") + "simulate {\n  checkpoint_duration = \"2d\"\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: "checkpoint_duration must be at most 24h", at: `"2d"`}}},
+		{"simulate: bad checkpoint_duration", simPool("a", "") + "simulate {\n  checkpoint_duration = 120\n}\n",
+			[]wantDiag{{summary: "Invalid duration", detail: "checkpoint_duration must be a duration such as", at: "120"}}},
+		{"simulate: unresponsive_jobs out of range", simPool("a", "") + "simulate {\n  unresponsive_jobs = 1.5\n}\n" + "simulate {}\n",
+			[]wantDiag{
+				{summary: "Invalid value", detail: "unresponsive_jobs must be a share of jobs from 0 to 1, got 1.5", at: "1.5"},
+				{summary: "Duplicate simulate block", at: "simulate", nth: 1},
+			}},
+		{"simulate: negative unresponsive_jobs", simPool("a", "") + "simulate {\n  unresponsive_jobs = -0.02\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: "unresponsive_jobs must be a share of jobs from 0 to 1, got -0.02", at: "-0.02"}}},
 		{"huge number", simPool("a", "  region = \"${1e99999999}\"\n"),
 			[]wantDiag{{summary: "Number out of range", at: "1e99999999"}}},
 		{"syntax error", "pool \"a\" {\n  min = \n}\n",

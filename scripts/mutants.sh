@@ -219,6 +219,34 @@ simulate/engine.go
 "j.remaining < 0 {"
 ./simulate
 TestZeroLengthJobs
+
+simulated agent confirms a drain while jobs remain
+simulate/policy.go
+"fn.DrainConfirmed = len(n.jobs) == 0\n"
+"fn.DrainConfirmed = true\n"
+./simulate
+TestPredictiveNeverLosesWorkToScaleIn
+
+drain checkpoints durable at once (simulate)
+simulate/engine.go
+"\tcase e.ckptDur == 0:\n"
+"\tcase true:\n"
+./simulate
+TestBrokenDrainRuleLosesWork|TestDrainCheckpoints
+
+no job ignores a drain (simulate)
+simulate/engine.go
+"\tcase j.unresponsive || j.saveAt >= 0:\n"
+"\tcase j.saveAt >= 0:\n"
+./simulate
+TestBrokenDrainRuleLosesWork|TestDrainCheckpoints
+
+lost work not split by cause (simulate)
+simulate/engine.go
+"\t\tif why == stopScaleIn {\n"
+"\t\tif why != stopSaved {\n"
+./simulate
+TestLossByCause|TestDrainCheckpoints
 EOF
 }
 

@@ -26,11 +26,17 @@ type job struct {
 	start     int64 // start of the current run; -1 while queued
 	first     int64 // first start; -1 before
 	nodes     []int32
-	gen       uint32 // bumped when a run ends early, to drop its finish event
+	gen       uint32 // bumped when a run ends early, to drop its pending events
 	done      bool
+	// unresponsive jobs ignore drains: they checkpoint only every ckpt.
+	unresponsive bool
+	// saveAt is when the checkpoint a drain asked for is durable; -1 when
+	// none is being written.
+	saveAt int64
 }
 
-// checkpointed is the work of the current run saved by checkpoints at now.
+// checkpointed is the work of the current run saved by its periodic
+// checkpoints at now.
 func (j *job) checkpointed(now int64) int64 {
 	run := now - j.start
 	if j.ckpt <= 0 {
@@ -68,9 +74,11 @@ type node struct {
 	bucketPos           int // index in its free-GPU bucket; -1 when in none
 }
 
-// event kinds.
+// event kinds, in the order they happen within a second: a checkpoint that
+// is durable when the cloud reclaims its node is saved.
 const (
-	evFinish = iota
+	evFinish     = iota
+	evCheckpoint // a checkpoint a drain asked for is durable
 	evReady
 	evNotice    // a spot interruption notice
 	evInterrupt // the cloud reclaims a spot node
@@ -132,7 +140,8 @@ type stats struct {
 	cost             float64
 	provisionedGPUs  float64 // GPU-seconds bought
 	usedGPUs         float64 // GPU-seconds of useful work
-	lostGPUs         float64 // GPU-seconds of work lost
+	lostScaleIn      float64 // GPU-seconds of work lost to the policy's terminations
+	lostReclaim      float64 // GPU-seconds of work lost to the cloud's (spot reclaims)
 	unsafe           int     // terminations that lost work
 	launches, drains int
 	interruptions    int // spot nodes reclaimed by the cloud
@@ -152,6 +161,8 @@ type engine struct {
 	events   eventHeap
 	now      int64
 	rng      *rand.Rand
+	// ckptDur is how long a checkpoint a drain asks for takes, in seconds.
+	ckptDur int64
 
 	// The FIFO queue with backfill: one heap per job width.
 	classes     map[int]*orderHeap
@@ -179,7 +190,7 @@ type engine struct {
 
 func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*engine, error) {
 	e := &engine{opt: opt, classes: map[int]*orderHeap{}, policy: pol, liveByID: map[string]*node{},
-		rng: rand.New(rand.NewPCG(uint64(opt.Seed), 0x51a7e))}
+		rng: rand.New(rand.NewPCG(uint64(opt.Seed), 0x51a7e)), ckptDur: max(0, secs(opt.CheckpointDuration))}
 	for _, p := range pools {
 		s, err := sim.SettingsOf(p)
 		if err != nil {
@@ -190,13 +201,17 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 	}
 	e.buckets = make([][]*node, e.maxGPN+1)
 	e.jobs = make([]job, len(tr.Jobs))
+	// Which jobs ignore drains is drawn from the seed, one draw per job in
+	// trace order, from a stream of its own: the same jobs for every policy,
+	// whatever else draws from e.rng.
+	pick := rand.New(rand.NewPCG(uint64(opt.Seed), 0xdeaf))
 	for i, tj := range tr.Jobs {
 		ck := tj.CheckpointInterval
 		if ck <= 0 {
 			ck = opt.CheckpointInterval
 		}
 		e.jobs[i] = job{id: tj.ID, gpus: tj.GPUs, order: i, submit: secs(tj.Submit), remaining: secs(tj.Duration),
-			ckpt: secs(ck), start: -1, first: -1}
+			ckpt: secs(ck), start: -1, first: -1, saveAt: -1, unresponsive: pick.Float64() < opt.UnresponsiveJobs}
 	}
 	e.left = len(e.jobs)
 	e.st.waits = make([]float64, 0, len(e.jobs))
@@ -237,6 +252,10 @@ func (e *engine) run() error {
 			case evFinish:
 				if j := &e.jobs[ev.id]; !j.done && j.gen == ev.gen && j.start >= 0 {
 					e.finish(ev.id)
+				}
+			case evCheckpoint:
+				if j := &e.jobs[ev.id]; !j.done && j.gen == ev.gen && j.start >= 0 {
+					e.stop(ev.id, stopSaved)
 				}
 			case evReady:
 				if n := e.nodes[ev.id]; n.state == booting {
@@ -361,8 +380,10 @@ func (e *engine) launch(pi, want int, lead int64) (int, error) {
 // liveNode returns the live node with the given ID, or nil.
 func (e *engine) liveNode(id string) *node { return e.liveByID[id] }
 
-// drain stops new work on a node and asks its jobs to checkpoint, which
-// they do at once: their runs end with no work lost and they requeue.
+// drain stops new work on a node and asks its jobs to checkpoint. A
+// responsive job's checkpoint is durable ckptDur later (at once for 0):
+// then its run ends with no work lost and it requeues. An unresponsive job
+// ignores the request and runs on, checkpointing on its own schedule.
 func (e *engine) drain(n *node) {
 	if n.state != up {
 		return
@@ -371,12 +392,34 @@ func (e *engine) drain(n *node) {
 	n.state = draining
 	n.drainAt = e.now
 	e.st.drains++
-	for len(n.jobs) > 0 {
-		e.stop(n.jobs[0], true)
+	for i := 0; i < len(n.jobs); {
+		if !e.askCheckpoint(n.jobs[i]) {
+			i++ // a job that stopped has left n.jobs
+		}
 	}
 }
 
-// undrain returns a draining node to service.
+// askCheckpoint asks a running job to checkpoint and stop, and reports
+// whether it stopped at once. A job already writing such a checkpoint
+// (for another of its nodes) goes on writing it.
+func (e *engine) askCheckpoint(id int32) bool {
+	j := &e.jobs[id]
+	switch {
+	case j.unresponsive || j.saveAt >= 0:
+		return false
+	case e.ckptDur == 0:
+		e.stop(id, stopSaved)
+		return true
+	}
+	j.saveAt = e.now + e.ckptDur
+	heap.Push(&e.events, event{t: j.saveAt, kind: evCheckpoint, id: id, gen: j.gen})
+	return false
+}
+
+// undrain returns a draining node to service. A checkpoint its drain asked
+// for and that is still being written is not called back (the job was
+// signalled; nothing un-signals it): it completes, and the job stops with
+// nothing lost and requeues, as it would have on the drained node.
 func (e *engine) undrain(n *node) {
 	if n.state == draining {
 		n.state = up
@@ -396,11 +439,13 @@ func (e *engine) remove(n *node, byUs bool) {
 		return
 	}
 	if len(n.jobs) > 0 {
+		why := stopReclaim
 		if byUs {
 			e.st.unsafe++
+			why = stopScaleIn
 		}
 		for len(n.jobs) > 0 {
-			e.stop(n.jobs[0], false)
+			e.stop(n.jobs[0], why)
 		}
 	}
 	if n.state == up {
@@ -421,21 +466,40 @@ func (e *engine) remove(n *node, byUs bool) {
 	delete(e.liveByID, n.id)
 }
 
-// stop ends a job's current run early. With saved, it checkpointed just
-// now; otherwise the work since its last checkpoint is lost. It requeues.
-func (e *engine) stop(id int32, saved bool) {
+// stopCause is why a job's run ends early.
+type stopCause uint8
+
+const (
+	// stopSaved: it checkpointed just now, as a drain asked.
+	stopSaved stopCause = iota
+	// stopScaleIn: the policy terminated its node under it.
+	stopScaleIn
+	// stopReclaim: the cloud reclaimed its (spot) node.
+	stopReclaim
+)
+
+// stop ends a job's current run early. With stopSaved nothing is lost;
+// otherwise the work since its last periodic checkpoint is, to the cause.
+// It requeues.
+func (e *engine) stop(id int32, why stopCause) {
 	j := &e.jobs[id]
 	run := e.now - j.start
 	kept := run
-	if !saved {
+	if why != stopSaved {
 		kept = j.checkpointed(e.now)
-		e.st.lostGPUs += float64((run - kept) * int64(j.gpus))
+		lost := float64((run - kept) * int64(j.gpus))
+		if why == stopScaleIn {
+			e.st.lostScaleIn += lost
+		} else {
+			e.st.lostReclaim += lost
+		}
 	}
 	e.st.usedGPUs += float64(kept * int64(j.gpus))
 	j.remaining -= kept
 	e.release(id)
 	j.start = -1
 	j.gen++
+	j.saveAt = -1
 	e.enqueue(id)
 }
 
@@ -446,6 +510,7 @@ func (e *engine) finish(id int32) {
 	j.remaining = 0
 	e.release(id)
 	j.done = true
+	j.saveAt = -1
 	e.left--
 }
 

@@ -231,6 +231,10 @@ type predictive struct {
 	// run is the config the planner sees: the pools as simulated (the
 	// reservation as recommended).
 	run config.Config
+	// confirms, when set, replaces the simulated agent's drain
+	// confirmation (no job left on the node); tests break the drain rule
+	// with it.
+	confirms func(n *node) bool
 }
 
 func newPredictive(cfg *config.Config, base time.Time) (*predictive, error) {
@@ -250,9 +254,11 @@ const (
 )
 
 // notice: the agent passes a spot interruption notice on as a drain, so
-// the node's jobs checkpoint at once and requeue before the node goes.
+// the node's jobs checkpoint and requeue before the node goes, if their
+// checkpoints are durable by then; work the cloud takes first is lost to
+// reclaim.
 func (p *predictive) notice(e *engine, n *node) {
-	e.drain(n) // only an up node drains: a draining one has no jobs left
+	e.drain(n) // only an up node drains: a draining one's jobs were asked already
 }
 
 func (p *predictive) start(e *engine) {
@@ -475,10 +481,14 @@ func (p *predictive) observe(e *engine) *fleet.State {
 			fn.State, fn.LastReport = fleet.Ready, now
 		case draining:
 			// The simulated agent holds the drain from the moment it is
-			// decided, and confirms it once the node holds no job that has
-			// not checkpointed since (its jobs checkpoint at once and move).
+			// decided, and confirms it once the node holds no job: a job
+			// leaves once the checkpoint the drain asked for is durable; one
+			// that ignores the drain stays, and the drain times out.
 			fn.State, fn.LastReport, fn.DrainStartedAt, fn.DrainAcked = fleet.Draining, now, p.at(n.drainAt), true
 			fn.DrainConfirmed = len(n.jobs) == 0
+			if p.confirms != nil {
+				fn.DrainConfirmed = p.confirms(n)
+			}
 		}
 		if n.idleSince >= 0 && n.state != booting {
 			fn.IdleSince = p.at(n.idleSince)

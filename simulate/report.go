@@ -28,12 +28,18 @@ type Result struct {
 	WaitP99         float64 `json:"wait_p99_s"`
 	JobsWaitingOver int     `json:"jobs_waiting_over_1h"`
 	// LostGPUHours is work since the last checkpoint destroyed by
-	// terminations; UnsafeTerminations counts the terminations that
-	// destroyed work.
-	LostGPUHours       float64 `json:"lost_gpu_hours"`
-	UnsafeTerminations int     `json:"unsafe_terminations"`
-	Launches           int     `json:"launches"`
-	Drains             int     `json:"drains"`
+	// terminations, LostScaleInGPUHours plus LostReclaimGPUHours.
+	LostGPUHours float64 `json:"lost_gpu_hours"`
+	// LostScaleInGPUHours was destroyed by the policy's own terminations
+	// of nodes with work on them (the drain rule keeps it at 0);
+	// LostReclaimGPUHours by the cloud reclaiming spot nodes.
+	LostScaleInGPUHours float64 `json:"lost_gpu_hours_scale_in"`
+	LostReclaimGPUHours float64 `json:"lost_gpu_hours_reclaim"`
+	// UnsafeTerminations counts the policy's terminations that destroyed
+	// work.
+	UnsafeTerminations int `json:"unsafe_terminations"`
+	Launches           int `json:"launches"`
+	Drains             int `json:"drains"`
 	// ReservedGPUs is the largest reservation of the run.
 	ReservedGPUs int `json:"reserved_gpus"`
 
@@ -90,12 +96,12 @@ func searchAbove(xs []float64, v float64) int {
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "trace %s: %d jobs over %.1f days, seed %d\n\n", r.Trace, r.Jobs, r.Days, r.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tcost $\tvs oracle\tGPU-h bought\tGPU-h used\tutil\twait p50\tp95\tp99\t>1h\tlost GPU-h\tunsafe\tlaunches\tdrains\treserved GPUs\t")
+	fmt.Fprintln(tw, "policy\tcost $\tvs oracle\tGPU-h bought\tGPU-h used\tutil\twait p50\tp95\tp99\t>1h\tlost GPU-h\tscale-in\treclaim\tunsafe\tlaunches\tdrains\treserved GPUs\t")
 	for _, p := range r.Policies {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.0f\t%.0f\t%.1f%%\t%s\t%s\t%s\t%d\t%.1f\t%d\t%d\t%d\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.0f\t%.0f\t%.1f%%\t%s\t%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t%d\t%d\t%d\t%d\t\n",
 			p.Policy, p.CostUSD, p.CostVsOracle, p.ProvisionedGPUHours, p.UsedGPUHours, 100*p.Utilization,
 			waitText(p.WaitP50), waitText(p.WaitP95), waitText(p.WaitP99), p.JobsWaitingOver,
-			p.LostGPUHours, p.UnsafeTerminations, p.Launches, p.Drains, p.ReservedGPUs)
+			p.LostGPUHours, p.LostScaleInGPUHours, p.LostReclaimGPUHours, p.UnsafeTerminations, p.Launches, p.Drains, p.ReservedGPUs)
 	}
 	return tw.Flush()
 }

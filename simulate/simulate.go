@@ -12,8 +12,23 @@
 // node with the fewest free GPUs that fits); jobs that checkpoint every
 // checkpoint interval and lose the work since their last checkpoint when
 // their node is removed under them, then requeue in their original order.
-// A drain asks a node's jobs to checkpoint, which they do at once, so a
-// drained node's jobs requeue with nothing lost.
+// These periodic checkpoints are instantaneous.
+//
+// A drain (and a spot notice, which the predictive policy's agents pass on
+// as one) stops new work on a node and asks its jobs to checkpoint. A
+// checkpoint asked for takes Options.CheckpointDuration to be durable; the
+// job works on meanwhile, then stops with nothing lost and requeues. A
+// share of jobs (Options.UnresponsiveJobs, drawn per job from the seed)
+// ignore the request: they run on and checkpoint only on their own
+// schedule, so a drained node holding one is never confirmed, and the
+// planner cancels the drain at drain.timeout. A checkpoint still being
+// written when its drain is cancelled completes all the same (the job was
+// signalled) and the job stops and requeues. Work lost is split by cause:
+// scale-in (the policy terminated a node with work on it; the drain rule
+// keeps it at 0 for predictive) and reclaim (the cloud took a spot node
+// with work on it: before the checkpoints its notice asked for were
+// durable, from jobs that ignored the notice, or under a policy that does
+// not act on notices).
 //
 // Policies:
 //   - static: an on-demand fleet sized for the trace's peak, from start to end;
@@ -27,6 +42,7 @@ package simulate
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -55,6 +71,14 @@ type Options struct {
 	// warning it gives first (default 2 minutes, as on AWS).
 	SpotInterruptionsPerHour float64
 	SpotNotice               time.Duration
+	// CheckpointDuration is how long a checkpoint that a drain (or a spot
+	// notice) asks for takes to be durable; default 2 minutes, negative
+	// for at once. Periodic checkpoints are instantaneous.
+	CheckpointDuration time.Duration
+	// UnresponsiveJobs is the share of jobs, at most 1, that ignore drains
+	// and checkpoint only every checkpoint interval; default 0.02,
+	// negative for none.
+	UnresponsiveJobs float64
 	// Policies to run; default all. The oracle always runs: the others are
 	// measured against it.
 	Policies []string
@@ -96,23 +120,9 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 	if err := checkJobsFit(cfg, tr); err != nil {
 		return nil, err
 	}
-	if opt.Interval <= 0 {
-		opt.Interval = cfg.Controller.Interval
-	}
-	if opt.Interval < time.Second {
-		return nil, fmt.Errorf("simulate: control interval %v is under the simulation's one-second resolution", opt.Interval)
-	}
-	if opt.SpotNotice <= 0 {
-		opt.SpotNotice = 2 * time.Minute
-	}
-	if opt.CheckpointInterval <= 0 {
-		opt.CheckpointInterval = 30 * time.Minute
-	}
-	if opt.Start.IsZero() {
-		opt.Start = tr.Start
-		if opt.Start.IsZero() {
-			opt.Start = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
-		}
+	opt, err := opt.resolve(cfg, tr)
+	if err != nil {
+		return nil, err
 	}
 	want := opt.Policies
 	if len(want) == 0 {
@@ -124,7 +134,6 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 		}
 	}
 	rep := &Report{Trace: tr.Name, Jobs: len(tr.Jobs), Days: tr.Span().Hours() / 24, Seed: opt.Seed}
-	opt.sample = sampleStep(tr.Span())
 	rep.Demand = tr.Demand(opt.sample)
 	rep.Demand.Start = opt.Start
 	results := make([]Result, len(Policies))
@@ -161,6 +170,41 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 		rep.Policies = append(rep.Policies, r)
 	}
 	return rep, nil
+}
+
+// resolve fills in the defaults of the options left zero (config.Defaults'
+// simulate block, the config's control interval) and checks the rest.
+func (opt Options) resolve(cfg *config.Config, tr *trace.Trace) (Options, error) {
+	def := config.Defaults().Simulate
+	if opt.Interval <= 0 {
+		opt.Interval = cfg.Controller.Interval
+	}
+	if opt.Interval < time.Second {
+		return Options{}, fmt.Errorf("simulate: control interval %v is under the simulation's one-second resolution", opt.Interval)
+	}
+	if opt.SpotNotice <= 0 {
+		opt.SpotNotice = def.SpotNotice
+	}
+	if opt.CheckpointInterval <= 0 {
+		opt.CheckpointInterval = def.CheckpointInterval
+	}
+	if opt.CheckpointDuration == 0 {
+		opt.CheckpointDuration = def.CheckpointDuration
+	}
+	switch u := opt.UnresponsiveJobs; {
+	case u == 0:
+		opt.UnresponsiveJobs = def.UnresponsiveJobs
+	case u > 1 || math.IsNaN(u):
+		return Options{}, fmt.Errorf("simulate: unresponsive jobs %v: want a share of jobs from 0 to 1", u)
+	}
+	if opt.Start.IsZero() {
+		opt.Start = tr.Start
+		if opt.Start.IsZero() {
+			opt.Start = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+		}
+	}
+	opt.sample = sampleStep(tr.Span())
+	return opt, nil
 }
 
 // checkJobsFit refuses a trace with a job no fleet of the config could ever
@@ -206,13 +250,22 @@ func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (R
 			return Result{}, err
 		}
 		pol = p
+	case "oracle":
+		e, err := newEngine(tr, cfg.Pools, opt, nil)
+		if err != nil {
+			return Result{}, err
+		}
+		return oracle(tr, e.pools, secs(opt.sample)), nil
 	}
+	return simulatePolicy(cfg, tr, opt, name, pol)
+}
+
+// simulatePolicy runs the engine over the trace under pol, with opt
+// resolved, and reports it under name.
+func simulatePolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string, pol policy) (Result, error) {
 	e, err := newEngine(tr, cfg.Pools, opt, pol)
 	if err != nil {
 		return Result{}, err
-	}
-	if name == "oracle" {
-		return oracle(tr, e.pools, secs(opt.sample)), nil
 	}
 	e.sampleStep = secs(opt.sample)
 	if opt.Progress != nil {
@@ -226,7 +279,9 @@ func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (R
 		CostUSD:             e.st.cost,
 		ProvisionedGPUHours: e.st.provisionedGPUs / 3600,
 		UsedGPUHours:        e.st.usedGPUs / 3600,
-		LostGPUHours:        e.st.lostGPUs / 3600,
+		LostGPUHours:        (e.st.lostScaleIn + e.st.lostReclaim) / 3600,
+		LostScaleInGPUHours: e.st.lostScaleIn / 3600,
+		LostReclaimGPUHours: e.st.lostReclaim / 3600,
 		UnsafeTerminations:  e.st.unsafe,
 		Launches:            e.st.launches,
 		Drains:              e.st.drains,

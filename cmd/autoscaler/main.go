@@ -127,6 +127,7 @@ func setup(e *env, fs *flag.FlagSet, args []string) (log hclog.Logger, code int,
 type durationFlag struct {
 	d        time.Duration
 	positive bool
+	set      bool // given on the command line, 0 included
 }
 
 func (f *durationFlag) String() string {
@@ -142,7 +143,7 @@ func (f *durationFlag) Set(s string) error {
 	case err != nil, d < 0, f.positive && d == 0:
 		return fmt.Errorf("want a duration such as 10m, 1h30m or 14d")
 	}
-	f.d = d
+	f.d, f.set = d, true
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/simulate"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -21,7 +22,7 @@ func runSimulate(e *env, args []string) int {
 	valueCol := fs.String("value-column", "", "series: the value column, or columns to sum as a+b")
 	scale := fs.Float64("scale", 1, "series: multiply values by this (e.g. requests/s to GPUs)")
 	skipBad := fs.Bool("skip-bad-rows", false, "skip rows that do not parse, and count them, instead of failing")
-	var from, interval, ckpt, spotNotice durationFlag
+	var from, interval, ckpt, spotNotice, ckptDur durationFlag
 	fs.Var(&from, "from", "start the window this long after the trace start, e.g. 40d")
 	days := fs.Float64("days", 0, "window length in days (default: to the end)")
 	seed := fs.Int64("seed", 1, "random seed (capacity errors)")
@@ -30,6 +31,8 @@ func runSimulate(e *env, args []string) int {
 	fs.Var(&ckpt, "checkpoint-interval", "how often jobs checkpoint, unless the trace says (default: simulate.checkpoint_interval, 30m)")
 	spotRate := fs.Float64("spot-interruptions", -1, "rate at which the cloud reclaims each spot node, per node-hour, e.g. 0.05 (default: simulate.spot_interruptions_per_hour, 0)")
 	fs.Var(&spotNotice, "spot-notice", "warning the cloud gives before reclaiming a spot node (default: simulate.spot_notice, 2m)")
+	fs.Var(&ckptDur, "checkpoint-duration", "how long a checkpoint asked for by a drain or a spot notice takes to be durable, 0 for at once (default: simulate.checkpoint_duration, 2m)")
+	unresponsive := fs.Float64("unresponsive-jobs", -1, "share of jobs, 0 to 1, that ignore drains and checkpoint only on their own schedule (default: simulate.unresponsive_jobs, 0.02)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	plotPath := fs.String("plot", "", "draw demand and each policy's capacity over time to this file (.svg, .png or .pdf)")
 	log, code, ok := setup(e, fs, args)
@@ -44,6 +47,10 @@ func runSimulate(e *env, args []string) int {
 		Interval: interval.d, CheckpointInterval: ckpt.d, SpotNotice: spotNotice.d}
 	if *spotRate < 0 && *spotRate != -1 {
 		fmt.Fprintf(e.stderr, "simulate: -spot-interruptions %v: want a rate >= 0\n", *spotRate)
+		return exitUsage
+	}
+	if u := *unresponsive; u != -1 && !(u >= 0 && u <= 1) {
+		fmt.Fprintf(e.stderr, "simulate: -unresponsive-jobs %v: want a share of jobs from 0 to 1\n", u)
 		return exitUsage
 	}
 	topt := trace.Options{Format: *format, ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Days: *days, From: from.d}
@@ -64,6 +71,7 @@ func runSimulate(e *env, args []string) int {
 	if opt.SpotInterruptionsPerHour < 0 {
 		opt.SpotInterruptionsPerHour = cfg.Simulate.SpotInterruptionsPerHour
 	}
+	opt.CheckpointDuration, opt.UnresponsiveJobs = drainModel(cfg.Simulate, ckptDur, *unresponsive)
 	tr, err := trace.Open(*tracePath, topt)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "simulate:", err)
@@ -107,6 +115,27 @@ func runSimulate(e *env, args []string) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// drainModel is the checkpoint duration and the share of unresponsive jobs
+// for simulate.Options: the flags where given (unresponsive -1: not
+// given), else the config's simulate block; a 0 becomes the Options' "at
+// once" or "none" (negative), where zero would take the default.
+func drainModel(cfg config.Simulate, ckptDur durationFlag, unresponsive float64) (time.Duration, float64) {
+	d, u := cfg.CheckpointDuration, cfg.UnresponsiveJobs
+	if ckptDur.set {
+		d = ckptDur.d
+	}
+	if unresponsive != -1 {
+		u = unresponsive
+	}
+	if d == 0 {
+		d = -1
+	}
+	if u == 0 {
+		u = -1
+	}
+	return d, u
 }
 
 // isTerminal reports whether w is a terminal (a character device).

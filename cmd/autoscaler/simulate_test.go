@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/config"
 )
 
 // jobsCSV is a small jobs trace: a burst at 0 and another at 4h.
@@ -42,7 +45,7 @@ func TestSimulateJSON(t *testing.T) {
 		}
 	}
 	fields := []string{"policy", "cost_usd", "cost_vs_oracle", "gpu_hours_provisioned", "gpu_hours_used", "utilization",
-		"wait_p50_s", "wait_p95_s", "wait_p99_s", "jobs_waiting_over_1h", "lost_gpu_hours", "unsafe_terminations",
+		"wait_p50_s", "wait_p95_s", "wait_p99_s", "jobs_waiting_over_1h", "lost_gpu_hours", "lost_gpu_hours_scale_in", "lost_gpu_hours_reclaim", "unsafe_terminations",
 		"launches", "drains", "reserved_gpus"}
 	policies := rep["policies"].([]any)
 	if len(policies) != 4 {
@@ -57,6 +60,9 @@ func TestSimulateJSON(t *testing.T) {
 			if _, ok := m[f]; !ok {
 				t.Errorf("policy %v lacks %q", m["policy"], f)
 			}
+		}
+		if lost, split := m["lost_gpu_hours"].(float64), m["lost_gpu_hours_scale_in"].(float64)+m["lost_gpu_hours_reclaim"].(float64); lost != split {
+			t.Errorf("policy %v lost %v GPU-h, but %v by cause", m["policy"], lost, split)
 		}
 		if m["gpu_hours_used"].(float64) != 52 {
 			t.Errorf("policy %v used %v GPU-h, want the trace's 52", m["policy"], m["gpu_hours_used"])
@@ -73,7 +79,7 @@ func TestSimulateTable(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"trace jobs.csv: 4 jobs", "reactive", "predictive", "lost GPU-h"} {
+	for _, want := range []string{"trace jobs.csv: 4 jobs", "reactive", "predictive", "lost GPU-h  scale-in  reclaim  unsafe"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -96,6 +102,9 @@ func TestSimulateErrors(t *testing.T) {
 		{"no trace", []string{"simulate", "-config", localConfig}, 2, "-trace FILE is required"},
 		{"bad row", []string{"simulate", "-config", localConfig, "-trace", bad}, 1, "bad.csv:6: gpus"},
 		{"bad duration flag", []string{"simulate", "-config", localConfig, "-trace", bad, "-from", "soon"}, 2, `invalid value "soon" for flag -from: want a duration`},
+		{"negative checkpoint duration", []string{"simulate", "-config", localConfig, "-trace", bad, "-checkpoint-duration", "-5m"}, 2, `invalid value "-5m" for flag -checkpoint-duration: want a duration`},
+		{"unresponsive share over 1", []string{"simulate", "-config", localConfig, "-trace", bad, "-unresponsive-jobs", "1.5"}, 2, "-unresponsive-jobs 1.5: want a share of jobs from 0 to 1"},
+		{"negative unresponsive share", []string{"simulate", "-config", localConfig, "-trace", bad, "-unresponsive-jobs", "-0.5"}, 2, "-unresponsive-jobs -0.5: want a share of jobs from 0 to 1"},
 		{"unknown policy", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-policies", "psychic"}, 1, `unknown policy "psychic"`},
 		{"bad plot", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-plot", "x.txt"}, 1, `unsupported extension ".txt"`},
 		{"job too wide", []string{"simulate", "-config", localConfig, "-trace", wide}, 1, "job 2 needs 9000 GPUs, more than the 4000 the pools can hold"},
@@ -113,5 +122,36 @@ func TestSimulateErrors(t *testing.T) {
 	code, _, errOut := cli("simulate", "-config", localConfig, "-trace", bad, "-skip-bad-rows", "-policies", "static")
 	if code != 0 || !strings.Contains(errOut, "skipped 1 bad row(s) of bad.csv") {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+// TestDrainModel: the flags override the config's simulate block, and a 0
+// from either reaches simulate.Options as "at once" / "none", not as the
+// default.
+func TestDrainModel(t *testing.T) {
+	cfg := config.Defaults().Simulate // 2m, 0.02
+	zero := config.Simulate{}
+	flag := func(d time.Duration) durationFlag { return durationFlag{d: d, set: true} }
+	tests := []struct {
+		name         string
+		cfg          config.Simulate
+		ckptDur      durationFlag
+		unresponsive float64
+		wantDur      time.Duration
+		wantShare    float64
+	}{
+		{"the config's defaults", cfg, durationFlag{}, -1, 2 * time.Minute, 0.02},
+		{"the config's zeros", zero, durationFlag{}, -1, -1, -1},
+		{"flags", cfg, flag(5 * time.Minute), 0.2, 5 * time.Minute, 0.2},
+		{"zero flags", cfg, flag(0), 0, -1, -1},
+		{"all jobs unresponsive", zero, flag(time.Hour), 1, time.Hour, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, u := drainModel(tt.cfg, tt.ckptDur, tt.unresponsive)
+			if d != tt.wantDur || u != tt.wantShare {
+				t.Errorf("got %v, %v; want %v, %v", d, u, tt.wantDur, tt.wantShare)
+			}
+		})
 	}
 }

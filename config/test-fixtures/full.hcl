@@ -117,4 +117,6 @@ simulate {
   checkpoint_interval         = "20m"
   spot_interruptions_per_hour = 0.05
   spot_notice                 = "30s"
+  checkpoint_duration         = "5m"
+  unresponsive_jobs           = 0.1
 }
