@@ -247,6 +247,132 @@ simulate/engine.go
 "\t\tif why != stopSaved {\n"
 ./simulate
 TestLossByCause|TestDrainCheckpoints
+
+drain terminated without the agent's confirmation (planner property)
+planner/planner.go
+"\tcase !n.DrainConfirmed:"
+"\tcase false && !n.DrainConfirmed:"
+./planner
+TestPropertySafety
+
+drain terminated without the agent's confirmation (controller, clocks off and reports late)
+planner/planner.go
+"\tcase !n.DrainConfirmed:"
+"\tcase false && !n.DrainConfirmed:"
+./controller
+TestDrainNeverBeatsTheAgentsConfirmation
+
+agent says safe with jobs still waiting (controller, clocks off and reports late)
+agent/agent.go
+"case len(waiting) == 0 && a.unknown == 0"
+"case a.unknown == 0"
+./controller
+TestDrainNeverBeatsTheAgentsConfirmation
+
+agent waits for long-running jobs only
+agent/agent.go
+"if j.LastCheckpoint.After(a.since) || a.exited(j) {"
+"if !a.longRunning(j, now) || j.LastCheckpoint.After(a.since) || a.exited(j) {"
+./agent
+TestDrainSafetyEdges
+
+checkpoint file taken at when it was noticed
+agent/agent.go
+"j.LastCheckpoint = earlier(f.mtime, j.newest.seen)"
+"j.LastCheckpoint = now"
+./agent
+TestDrainSafetyEdges
+
+checkpoint file not bounded by when the agent first saw it
+agent/agent.go
+"j.LastCheckpoint = earlier(f.mtime, j.newest.seen)"
+"j.LastCheckpoint = f.mtime"
+./agent
+TestDrainSafetyEdges
+
+checkpoint file dated in the future trusted
+agent/agent.go
+"\t\tcase f.mtime.After(now):"
+"\t\tcase false:"
+./agent
+TestDrainSafetyEdges
+
+new job taken on a draining node
+agent/agent.go
+"if j == nil && a.drain != nil && a.state != report.DrainFailed {"
+"if false {"
+./agent
+TestDrainSafetyEdges|TestDrainingRefusesJobsOverTheAPI
+
+GPUs never read vouched for by the agent
+agent/agent.go
+"(a.cfg.GPUs == nil || a.gpusRead)"
+"true"
+./agent
+TestDrainSafetyEdges
+
+unclaimed GPU processes forgotten while the GPUs cannot be read
+controller/agents.go
+"rr.Unknown = v.unknown"
+"rr.Unknown = nil"
+./controller
+TestUnreadableGPUsNeverIdle
+
+empty node with unreadable GPUs taken for idle (planner property)
+planner/planner.go
+"\tif n.GPUFault != \"\" && len(n.Jobs) == 0 {"
+"\tif false {"
+./planner
+TestPropertySafety
+
+empty node with unreadable GPUs taken for idle (controller)
+planner/planner.go
+"\tif n.GPUFault != \"\" && len(n.Jobs) == 0 {"
+"\tif false {"
+./controller
+TestUnreadableGPUsNeverIdle
+
+agent clock ahead not corrected
+controller/agents.go
+"shift := min(0, now.Sub(r.SentAt))"
+"shift := time.Duration(0)"
+./controller
+TestAgentsTimesAreTheControllers
+
+orphan reaped before its agent reports it idle (planner property)
+planner/planner.go
+"\t\t\tcase idle < ReapIdle:"
+"\t\t\tcase false:"
+./planner
+TestPropertySafety
+
+orphan whose agent went silent reaped
+planner/planner.go
+"\t\t\tcase silent > 0:\n\t\t\t\ta.Reason = why + \"; \" + silentReason(n, silent) + \": never reaped while silent\"\n"
+"\t\t\tcase false:\n"
+./controller
+TestOrphansReaped
+
+another fleet's instance listed as an orphan (simulated cloud)
+providers/sim/cloud.go
+"if in.Fleet != fleetName || fleetName == \"\" || in.LaunchKey == \"\" {"
+"if fleetName == \"\" || in.LaunchKey == \"\" {"
+./providers/sim
+TestOrphans
+
+another fleet's instance listed as an orphan (AWS)
+providers/aws/orphans.go
+"tag(in.Tags, TagFleet) != fleetName || "
+""
+./providers/aws
+TestOrphanTags
+
+an Auto Scaling group's instance listed as an orphan (AWS)
+providers/aws/orphans.go
+" || tag(in.Tags, tagASG) != \"\""
+""
+./providers/aws
+TestOrphanTags
 EOF
 }
 
