@@ -54,6 +54,10 @@ type Config struct {
 	// when a drain fails or is cancelled, and FLEETCAST_DRAIN_ID) so a local
 	// scheduler can stop and resume placing work.
 	DrainHook []string
+	// NoticeSignal is sent to every job on a warning from the cloud (a
+	// spot interruption notice, a rebalance recommendation): SIGUSR1 when
+	// empty.
+	NoticeSignal string
 	// Now is the clock (time.Now when nil); Signal sends signals
 	// (syscall.Kill when nil).
 	Now    func() time.Time
@@ -106,6 +110,9 @@ type Agent struct {
 	// notice is set for a drain the agent started on a spot interruption
 	// notice: the controller's routine answers do not cancel it.
 	notice bool
+	// warning is the cloud's latest warning (an interruption outranks a
+	// rebalance recommendation), reported with every report.
+	warning *report.Notice
 	state  report.DrainState
 	// unknown counts the GPU processes no job claims, at the last healthy
 	// reading: work whose checkpoints nobody can vouch for, so no drain is
@@ -131,6 +138,12 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.LongRunningAfter <= 0 {
 		cfg.LongRunningAfter = time.Hour
+	}
+	if cfg.NoticeSignal == "" {
+		cfg.NoticeSignal = "SIGUSR1"
+	}
+	if _, ok := signals[cfg.NoticeSignal]; !ok {
+		return nil, fmt.Errorf("agent: notice signal %q, want one a job can catch: %s", cfg.NoticeSignal, signalNames())
 	}
 	a := &Agent{cfg: cfg, jobs: map[string]*job{}, state: report.NotDraining, changed: make(chan struct{})}
 	a.unmark() // a marker left by an agent that died: no drain is under way
@@ -307,23 +320,55 @@ func (a *Agent) startDrain(req *report.DrainRequest, notice bool) error {
 	return nil
 }
 
-// Notice handles a spot interruption notice: the cloud will take the node
-// at deadline, so every job is asked to checkpoint at once, as in a drain
-// (a drain already under way goes on).
+// Notice handles a spot interruption notice passed on through the local
+// API (POST /v1/notice): Warn with an interruption at deadline.
 func (a *Agent) Notice(deadline time.Time) error {
+	return a.Warn(report.Notice{Kind: report.Interruption, Action: "terminate", Time: deadline})
+}
+
+// Warn takes a warning from the cloud (the metadata service's, see
+// agent/spot, or the local API's) and reports it at once: the controller
+// then counts the node as going and launches its replacement. On an
+// interruption every job is asked to checkpoint now, as in a drain that
+// the controller cannot cancel, timed to the cloud's deadline (a drain
+// already under way goes on: its jobs were asked already). On a rebalance
+// recommendation every job is asked once to checkpoint, and the node runs
+// on: it may not be interrupted for long.
+func (a *Agent) Warn(n report.Notice) error {
 	a.mu.Lock()
-	running := a.drain != nil
-	a.mu.Unlock()
-	if running {
+	defer a.mu.Unlock()
+	if a.warning == nil || n.Kind == report.Interruption || a.warning.Kind == report.Rebalance {
+		a.warning = &n
+	}
+	a.notify()
+	if a.drain != nil && a.state != report.DrainFailed {
 		return nil
 	}
 	now := a.cfg.Now()
-	if !deadline.After(now) {
-		deadline = now.Add(2 * time.Minute)
+	switch n.Kind {
+	case report.Interruption:
+		deadline := n.Time
+		if !deadline.After(now) {
+			deadline = now.Add(2 * time.Minute)
+		}
+		return a.startDrain(&report.DrainRequest{ID: "spot-notice-" + now.UTC().Format("20060102T150405Z"), Since: now, Deadline: deadline, Signal: a.cfg.NoticeSignal}, true)
+	case report.Rebalance:
+		tag := "rebalance-" + n.Time.UTC().Format("20060102T150405Z")
+		sig := signals[a.cfg.NoticeSignal]
+		for _, j := range a.jobs {
+			if j.signalled == tag {
+				continue
+			}
+			j.signalled = tag
+			for _, pid := range j.PIDs {
+				if a.same(j, pid) {
+					_ = a.cfg.Signal(pid, sig)
+				}
+			}
+		}
+		return nil
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.startDrain(&report.DrainRequest{ID: "spot-notice-" + now.UTC().Format("20060102T150405Z"), Since: now, Deadline: deadline, Signal: "SIGUSR1"}, true)
+	return fmt.Errorf("notice: kind %q, want interruption or rebalance", n.Kind)
 }
 
 // Tick moves a drain on with the clock: it takes new checkpoint files as
@@ -509,6 +554,16 @@ func (a *Agent) unmark() {
 	}
 }
 
+// signalNames lists the signals a drain or notice may ask for, sorted.
+func signalNames() string {
+	names := make([]string, 0, len(signals))
+	for s := range signals {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
 // signals are the signals a drain may ask for: those a job can catch.
 var signals = map[string]syscall.Signal{
 	"SIGUSR1": syscall.SIGUSR1, "SIGUSR2": syscall.SIGUSR2, "SIGTERM": syscall.SIGTERM,
@@ -533,6 +588,10 @@ func (a *Agent) Report() report.Report {
 	defer a.mu.Unlock()
 	now := a.cfg.Now()
 	r := report.Report{Node: a.cfg.Node, SentAt: now, Healthy: healthy, GPUError: gpuErr, GPUs: gpus, Drain: report.DrainStatus{State: a.state}}
+	if a.warning != nil {
+		w := *a.warning
+		r.Notice = &w
+	}
 	claimed := map[int]bool{}
 	ids := make([]string, 0, len(a.jobs))
 	for id := range a.jobs {

@@ -46,6 +46,8 @@ type agentView struct {
 	unknown   []report.Process
 	jobs      []fleet.Job
 	idleSince time.Time // zero while the node holds jobs
+	// notice is the cloud's latest warning the agent reported, if any.
+	notice *report.Notice
 	// drain is the drain the agent said it holds (its ID), if any; safe is
 	// set when it also said that drain is safe: every job on the node
 	// checkpointed after the agent received it, or exited, by the agent's
@@ -113,6 +115,10 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 		v.idleSince = now
 	}
 	v.received, v.healthy, v.jobs = now, r.Healthy, jobs
+	if r.Notice != nil {
+		n := *r.Notice
+		v.notice = &n
+	}
 	v.drain, v.safe = "", r.Drain.State == report.SafeToTerminate
 	if r.Drain.State == report.Draining || r.Drain.State == report.SafeToTerminate {
 		v.drain = r.Drain.ID
@@ -202,5 +208,14 @@ func (a *Agents) Observe(n *fleet.Node) (healthy bool) {
 	n.Jobs = append(n.Jobs[:0], v.jobs...)
 	n.IdleSince = v.idleSince
 	n.GPUFault, n.GPUFaultSince = v.gpuError, v.faultSince
+	n.InterruptAt, n.Rebalance = time.Time{}, false
+	if w := v.notice; w != nil {
+		switch w.Kind {
+		case report.Interruption:
+			n.InterruptAt = w.Time
+		case report.Rebalance:
+			n.Rebalance = true
+		}
+	}
 	return v.healthy
 }

@@ -55,6 +55,8 @@ type loop struct {
 	// also are pools whose nodes' agents report beyond the config's (a
 	// pool taken out of it).
 	also []fleet.Pool
+	// notice is the cloud's warning each agent reports, if any.
+	notice map[string]*report.Notice
 }
 
 func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *loop {
@@ -113,6 +115,7 @@ func (l *loop) report(t *testing.T) {
 				}
 				r.Jobs = []report.Job{j}
 			}
+			r.Notice = l.notice[in.ID]
 			if id := l.held[in.ID]; id != "" {
 				r.Drain = report.DrainStatus{State: report.Draining, ID: id}
 				if len(r.Jobs) == 0 {

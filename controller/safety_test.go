@@ -833,3 +833,52 @@ func TestOrphansReaped(t *testing.T) {
 		t.Fatalf("pool gone keeps %+v; want the silent orphan and the two instances not this fleet's", g.Instances)
 	}
 }
+
+// TestSpotNoticeReplacedAhead: a spot node's agent reports the cloud's
+// interruption notice (two minutes' warning). In that very cycle the node
+// stops counting as capacity and its replacement is launched, ahead of the
+// loss; the controller never drains nor terminates it: the cloud does.
+func TestSpotNoticeReplacedAhead(t *testing.T) {
+	p := gpuPool("spot", 8, 10, 5*time.Minute)
+	p.Capacity = fleet.Spot
+	l := newLoop(t, false, p)
+	ctx := context.Background()
+	if err := l.c.act.Launch(ctx, "spot", 2); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := l.cloud.Describe(ctx, p)
+	doomed := g.Instances[0].ID
+	for _, in := range g.Instances {
+		l.busy[in.ID] = true
+	}
+	l.now = l.now.Add(5 * time.Minute)
+	if plan := l.cycle(t); plan.Counts()[planner.Launch] != 0 {
+		t.Fatalf("two busy nodes for two nodes of work: %+v", plan.Actions)
+	}
+	l.notice = map[string]*report.Notice{doomed: {Kind: report.Interruption, Action: "terminate", Time: l.now.Add(3 * time.Minute)}}
+	plan := l.cycle(t)
+	launched := 0
+	for _, a := range plan.Actions {
+		switch {
+		case a.Kind == planner.Launch:
+			launched += a.Count
+		case a.Node == doomed && (a.Kind != planner.Hold || !strings.Contains(a.Reason, "spot interruption notice")):
+			t.Errorf("the node under notice: %s (%s), want a hold", a.Kind, a.Reason)
+		}
+	}
+	if launched != 1 || plan.Capacity.InterruptedGPUs != 8 {
+		t.Fatalf("plan on the notice: %d launched, %d GPUs under notice; want the replacement launched now: %+v", launched, plan.Capacity.InterruptedGPUs, plan.Actions)
+	}
+	if _, body := get(t, l.c.Handler(APIOptions{}), "/v1/fleet"); !strings.Contains(body, `"interrupt_at"`) {
+		t.Errorf("GET /v1/fleet does not show the notice: %s", body)
+	}
+	// The cloud takes it; the replacement is already on its way, and
+	// nothing more is launched for it.
+	l.now = l.now.Add(2 * time.Minute)
+	if err := l.cloud.Terminate(ctx, p, []string{doomed}); err != nil {
+		t.Fatal(err)
+	}
+	if plan := l.cycle(t); plan.Counts()[planner.Launch] != 0 || plan.Counts()[planner.Terminate] != 0 {
+		t.Fatalf("after the reclaim: %+v", plan.Actions)
+	}
+}

@@ -126,6 +126,16 @@ type Node struct {
 	DrainConfirmed bool `json:"drain_confirmed,omitempty"`
 	// Jobs are the jobs the agent last reported on the node.
 	Jobs []Job `json:"jobs,omitempty"`
+	// InterruptAt, when set, is when the cloud will reclaim the node, as
+	// its agent read the cloud's interruption notice (an EC2 spot
+	// interruption). The agent has asked its jobs to checkpoint already;
+	// the node is capacity no longer, so a replacement is launched at
+	// once, and the controller neither drains nor terminates it: the
+	// cloud takes it.
+	InterruptAt time.Time `json:"interrupt_at,omitzero"`
+	// Rebalance is set when the cloud recommends moving work off the node
+	// (an EC2 rebalance recommendation): it is first in line for scale-in.
+	Rebalance bool `json:"rebalance,omitempty"`
 	// Orphan is set on an instance this fleet's controller launched (it
 	// carries the fleet's tag, a pool's and a launch key) for a pool the
 	// config no longer has: Pool names that old pool. Nobody else will

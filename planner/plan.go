@@ -62,6 +62,9 @@ type Capacity struct {
 	ReadyGPUs     int `json:"ready_gpus"`
 	LaunchingGPUs int `json:"launching_gpus"`
 	DrainingGPUs  int `json:"draining_gpus"`
+	// InterruptedGPUs are on ready nodes the cloud has given notice it
+	// will reclaim: not counted as capacity.
+	InterruptedGPUs int `json:"interrupted_gpus,omitempty"`
 	// SilentNodes are ready or draining nodes whose agent has not reported
 	// within the agent timeout (unknown nodes included).
 	SilentNodes int `json:"silent_nodes"`

@@ -214,6 +214,18 @@ func (p *planner) observe() {
 			p.supply += gpn
 			pp.active++
 		case fleet.Ready:
+			if !n.InterruptAt.IsZero() {
+				// The cloud takes it: not counted on, so its replacement is
+				// launched now, ahead of the loss; it counts against the
+				// limits until it is gone.
+				p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn,
+					Reason: fmt.Sprintf("spot interruption notice: the cloud takes it at %s; its agent asked its jobs to checkpoint; not counted as capacity (replaced)", clock(n.InterruptAt))})
+				p.plan.Capacity.InterruptedGPUs += gpn
+				pp.size++
+				pp.stuck++
+				p.fleetGPUs += gpn
+				continue
+			}
 			p.plan.Capacity.ReadyGPUs += gpn
 			p.supply += gpn
 			pp.active++
@@ -358,6 +370,8 @@ func (p *planner) reap() {
 				idle = p.now.Sub(n.IdleSince)
 			}
 			switch {
+			case !n.InterruptAt.IsZero():
+				a.Reason = fmt.Sprintf("%s; spot interruption notice: the cloud takes it at %s", why, clock(n.InterruptAt))
 			case silent > 0:
 				a.Reason = why + "; " + silentReason(n, silent) + ": never reaped while silent"
 			case n.GPUFault != "":
@@ -876,8 +890,10 @@ func keepReason(src string, q float64, keep int, until time.Time) string {
 }
 
 // sortCandidates orders scale-in candidates: drainable before blocked,
-// idle before busy (longest idle first), then freshest oldest checkpoint,
-// then by ID, so the order is total and the plan deterministic.
+// then nodes the cloud recommends moving work off (a rebalance
+// recommendation), then idle before busy (longest idle first), then
+// freshest oldest checkpoint, then by ID, so the order is total and the
+// plan deterministic.
 func sortCandidates(cs []drainCandidate) {
 	slices.SortFunc(cs, func(a, b drainCandidate) int {
 		ab, bb := a.silentFor > 0 || a.blocker != "", b.silentFor > 0 || b.blocker != ""
@@ -886,6 +902,12 @@ func sortCandidates(cs []drainCandidate) {
 				return 1
 			}
 			return -1
+		}
+		if a.node.Rebalance != b.node.Rebalance {
+			if a.node.Rebalance {
+				return -1
+			}
+			return 1
 		}
 		ai, bi := len(a.node.Jobs) == 0, len(b.node.Jobs) == 0
 		if ai != bi {

@@ -174,6 +174,10 @@ func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
 		// reports it), whatever runs on them unseen.
 		n.GPUFault, n.GPUFaultSince, n.IdleSince = "NVML: GPU is lost", minutesAgo(t, "faultSince", 0, 60), time.Time{}
 	}
+	if n.State == fleet.Ready && rapid.IntRange(0, 6).Draw(t, "interrupted") == 0 {
+		n.InterruptAt = t0.Add(time.Duration(rapid.IntRange(-1, 3).Draw(t, "interruptIn")) * time.Minute)
+	}
+	n.Rebalance = rapid.IntRange(0, 6).Draw(t, "rebalance") == 0
 	if n.State == fleet.Draining {
 		// The agent's verdict, on its own clock: mostly what the job times
 		// say, but a clock ahead or behind can make them disagree either
@@ -281,6 +285,11 @@ func TestPropertySafety(t *testing.T) {
 			}
 			if a.Reason == "" {
 				t.Fatalf("action without a reason: %+v", a)
+			}
+			if !n.InterruptAt.IsZero() && a.Kind != Hold {
+				// The cloud takes a node under an interruption notice; the
+				// controller never drains nor terminates it.
+				t.Fatalf("%s of a node under a spot interruption notice: %+v", a.Kind, a)
 			}
 			if n.Unknown && a.Kind != Hold {
 				// Rules 2 and 7: a node this controller did not launch is
@@ -433,7 +442,9 @@ func TestPropertySafety(t *testing.T) {
 		// Rule 9: no scale-in while many agents are silent at once.
 		readyNodes, silentNodes := 0, 0
 		for i := range in.State.Nodes {
-			if n := &in.State.Nodes[i]; n.State == fleet.Ready && cfg.Pool(n.Pool) != nil {
+			// A node under a spot interruption notice is going anyway:
+			// neither counted nor held against the share.
+			if n := &in.State.Nodes[i]; n.State == fleet.Ready && cfg.Pool(n.Pool) != nil && n.InterruptAt.IsZero() {
 				readyNodes++
 				if silent(in, n) {
 					silentNodes++
@@ -489,7 +500,9 @@ func TestPropertySafety(t *testing.T) {
 			}
 			switch n.State {
 			case fleet.Ready:
-				supply += p.GPUsPerNode
+				if n.InterruptAt.IsZero() { // the cloud takes one under notice
+					supply += p.GPUsPerNode
+				}
 			case fleet.Pending:
 				late := in.Now.After(n.LaunchedAt.Add(p.ProvisionTimeout))
 				if !late || (len(n.Jobs) > 0 && !n.Unknown) {

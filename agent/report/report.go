@@ -36,6 +36,33 @@ type Report struct {
 	Unknown []Process `json:"unknown,omitempty"`
 	// Drain is how a drain the controller asked for is going.
 	Drain DrainStatus `json:"drain"`
+	// Notice is the cloud's latest warning about the node, read from its
+	// instance metadata service; nil when there is none.
+	Notice *Notice `json:"notice,omitempty"`
+}
+
+// NoticeKind is what the cloud warned of.
+type NoticeKind string
+
+// The notices an agent reports.
+const (
+	// Interruption: the cloud will take the instance at the notice's time
+	// (an EC2 spot interruption notice, spot/instance-action).
+	Interruption NoticeKind = "interruption"
+	// Rebalance: the instance is at elevated risk of interruption (an EC2
+	// rebalance recommendation); its time is when the cloud said so.
+	Rebalance NoticeKind = "rebalance"
+)
+
+// Notice is a warning from the cloud about the node.
+type Notice struct {
+	Kind NoticeKind `json:"kind"`
+	// Action is what the cloud will do, for an interruption: terminate,
+	// stop or hibernate.
+	Action string `json:"action,omitempty"`
+	// Time is when the cloud takes the instance (an interruption) or when
+	// it gave the recommendation (a rebalance), by the cloud's clock.
+	Time time.Time `json:"time"`
 }
 
 // GPU is one GPU's occupancy, as NVML reads it.
@@ -249,6 +276,20 @@ func (r *Report) Validate(now time.Time, skew time.Duration, nodeGPUs int) error
 	for k, w := range r.Drain.Waiting {
 		if !ids[w] {
 			return fmt.Errorf("drain.waiting[%d]: job %q is not among the reported jobs", k, w)
+		}
+	}
+	if n := r.Notice; n != nil {
+		switch {
+		case n.Kind != Interruption && n.Kind != Rebalance:
+			return fmt.Errorf("notice.kind: %q, want interruption or rebalance", n.Kind)
+		case n.Kind == Interruption && n.Action != "terminate" && n.Action != "stop" && n.Action != "hibernate":
+			return fmt.Errorf("notice.action: %q, want terminate, stop or hibernate", n.Action)
+		case n.Kind == Rebalance && n.Action != "":
+			return fmt.Errorf("notice.action: %q on a rebalance recommendation, which has none", n.Action)
+		case n.Time.IsZero():
+			return fmt.Errorf("notice.time: missing")
+		case n.Time.Sub(r.SentAt).Abs() > 24*time.Hour:
+			return fmt.Errorf("notice.time: %s is more than a day from the report's sent_at", n.Time.Format(time.RFC3339))
 		}
 	}
 	return nil

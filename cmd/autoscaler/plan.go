@@ -159,6 +159,9 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 	d, c := p.Demand, p.Capacity
 	fmt.Fprintf(w, "  demand now:  %d GPUs (%d running, %d pending)\n", d.Total(), d.RunningGPUs, d.PendingGPUs)
 	fmt.Fprintf(w, "  capacity:    %d GPUs ready, %d launching, %d draining", c.ReadyGPUs, c.LaunchingGPUs, c.DrainingGPUs)
+	if c.InterruptedGPUs > 0 {
+		fmt.Fprintf(w, "; %d GPUs the cloud is reclaiming (spot notices)", c.InterruptedGPUs)
+	}
 	if c.SilentNodes > 0 {
 		fmt.Fprintf(w, "; %d node(s) with silent agents", c.SilentNodes)
 	}
