@@ -113,7 +113,7 @@ type Agent struct {
 	// warning is the cloud's latest warning (an interruption outranks a
 	// rebalance recommendation), reported with every report.
 	warning *report.Notice
-	state  report.DrainState
+	state   report.DrainState
 	// unknown counts the GPU processes no job claims, at the last healthy
 	// reading: work whose checkpoints nobody can vouch for, so no drain is
 	// safe. gpusRead is set once a reading succeeded: until then (GPUs
