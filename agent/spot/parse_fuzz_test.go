@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fleetcast/autoscaler/agent/report"
 )
 
 // FuzzParse feeds the two parsers arbitrary answers: they must never
@@ -23,24 +25,24 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, p := range []struct {
 			path  string
-			parse func([]byte) (Notice, error)
-			kind  Kind
+			parse func([]byte) (report.Notice, error)
+			kind  report.NoticeKind
 			field string
 		}{
-			{InstanceActionPath, parseInstanceAction, Interruption, "time"},
-			{RebalancePath, parseRebalance, Rebalance, "noticeTime"},
+			{InstanceActionPath, parseInstanceAction, report.Interruption, "time"},
+			{RebalancePath, parseRebalance, report.Rebalance, "noticeTime"},
 		} {
 			n, err := p.parse(body)
 			if err != nil {
 				if !strings.HasPrefix(err.Error(), p.path+": ") {
 					t.Errorf("%s: error %q does not start with the path", p.path, err)
 				}
-				if n != (Notice{}) {
+				if n != (report.Notice{}) {
 					t.Errorf("%s: notice %+v with error %v", p.path, n, err)
 				}
 				continue
 			}
-			if n.Kind != p.kind || (p.kind == Interruption) != actions[n.Action] || n.Deadline.IsZero() {
+			if n.Kind != p.kind || (p.kind == report.Interruption) != actions[n.Action] || n.Time.IsZero() {
 				t.Fatalf("%s: accepted %q as %+v", p.path, body, n)
 			}
 			var fields map[string]any
@@ -48,10 +50,10 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("%s: accepted %q, which is not a JSON object: %v", p.path, body, err)
 			}
 			s, _ := fields[p.field].(string)
-			if when, err := time.Parse(time.RFC3339, s); err != nil || !when.Equal(n.Deadline) {
-				t.Fatalf("%s: accepted %q with deadline %v, want its %s", p.path, body, n.Deadline, p.field)
+			if when, err := time.Parse(time.RFC3339, s); err != nil || !when.Equal(n.Time) {
+				t.Fatalf("%s: accepted %q with deadline %v, want its %s", p.path, body, n.Time, p.field)
 			}
-			if p.kind == Interruption && fields["action"] != n.Action {
+			if p.kind == report.Interruption && fields["action"] != n.Action {
 				t.Fatalf("%s: accepted %q with action %q", p.path, body, n.Action)
 			}
 		}

@@ -26,6 +26,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/agent/report"
 )
 
 // The metadata paths the watcher reads, relative to /latest/meta-data/.
@@ -42,34 +44,9 @@ const (
 // every 5 seconds, as AWS advises for spot/instance-action.
 const DefaultInterval = 5 * time.Second
 
-// Kind says which warning a Notice is.
-type Kind string
-
-// The kinds of Notice.
-const (
-	// Interruption is the spot interruption notice: the instance will be
-	// stopped, hibernated or terminated at the Notice's Deadline.
-	Interruption Kind = "interruption"
-	// Rebalance is the rebalance recommendation: the instance is at
-	// elevated risk of interruption; its Deadline is the notice time.
-	Rebalance Kind = "rebalance"
-)
-
-// Notice is what the metadata service announced.
-type Notice struct {
-	// Kind is Interruption or Rebalance.
-	Kind Kind
-	// Action is, for an interruption, what happens to the instance:
-	// "terminate", "stop" or "hibernate". Empty for a rebalance.
-	Action string
-	// Deadline is, for an interruption, when the instance is taken; for a
-	// rebalance, the notice time.
-	Deadline time.Time
-}
-
-// same reports whether n and o announce the same thing.
-func (n Notice) same(o Notice) bool {
-	return n.Kind == o.Kind && n.Action == o.Action && n.Deadline.Equal(o.Deadline)
+// same reports whether two notices announce the same thing.
+func same(n, o report.Notice) bool {
+	return n.Kind == o.Kind && n.Action == o.Action && n.Time.Equal(o.Time)
 }
 
 // Watcher polls the metadata service for spot notices. The zero value
@@ -94,15 +71,15 @@ type Watcher struct {
 // An error reading or parsing one path does not hide the other: Poll
 // returns the notices it could read together with the errors, joined, each
 // naming its path. A malformed answer is never a notice.
-func (w *Watcher) Poll(ctx context.Context) ([]Notice, error) {
+func (w *Watcher) Poll(ctx context.Context) ([]report.Notice, error) {
 	if w.Client == nil {
 		return nil, errors.New("spot: Watcher.Client is nil")
 	}
-	var notices []Notice
+	var notices []report.Notice
 	var errs []error
 	for _, p := range []struct {
 		path  string
-		parse func([]byte) (Notice, error)
+		parse func([]byte) (report.Notice, error)
 	}{
 		{InstanceActionPath, parseInstanceAction},
 		{RebalancePath, parseRebalance},
@@ -119,22 +96,22 @@ func (w *Watcher) Poll(ctx context.Context) ([]Notice, error) {
 }
 
 // read gets one path and parses it; ok is false when nothing is announced.
-func (w *Watcher) read(ctx context.Context, path string, parse func([]byte) (Notice, error)) (n Notice, ok bool, err error) {
+func (w *Watcher) read(ctx context.Context, path string, parse func([]byte) (report.Notice, error)) (n report.Notice, ok bool, err error) {
 	out, err := w.Client.GetMetadata(ctx, &imds.GetMetadataInput{Path: path})
 	if err != nil {
 		if notFound(err) {
-			return Notice{}, false, nil
+			return report.Notice{}, false, nil
 		}
-		return Notice{}, false, fmt.Errorf("%s: %w", path, err)
+		return report.Notice{}, false, fmt.Errorf("%s: %w", path, err)
 	}
 	defer out.Content.Close()
 	body, err := io.ReadAll(out.Content)
 	if err != nil {
-		return Notice{}, false, fmt.Errorf("%s: reading the answer: %w", path, err)
+		return report.Notice{}, false, fmt.Errorf("%s: reading the answer: %w", path, err)
 	}
 	n, err = parse(body)
 	if err != nil {
-		return Notice{}, false, err
+		return report.Notice{}, false, err
 	}
 	return n, true, nil
 }
@@ -162,7 +139,7 @@ func notFound(err error) bool {
 // warning only for the first of a run of failures, and polling goes on;
 // the notices a partly failed poll did read are still delivered. Run
 // returns ctx.Err().
-func (w *Watcher) Run(ctx context.Context, on func(Notice)) error {
+func (w *Watcher) Run(ctx context.Context, on func(report.Notice)) error {
 	log := w.Log
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -174,7 +151,7 @@ func (w *Watcher) Run(ctx context.Context, on func(Notice)) error {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 
-	delivered := make(map[Kind]Notice)
+	delivered := make(map[report.NoticeKind]report.Notice)
 	failed := 0 // polls failed in a row
 	for {
 		notices, err := w.Poll(ctx)
@@ -193,11 +170,11 @@ func (w *Watcher) Run(ctx context.Context, on func(Notice)) error {
 			failed = 0
 		}
 		for _, n := range notices {
-			if last, ok := delivered[n.Kind]; ok && last.same(n) {
+			if last, ok := delivered[n.Kind]; ok && same(last, n) {
 				continue
 			}
 			delivered[n.Kind] = n
-			log.Info("spot notice", "kind", n.Kind, "action", n.Action, "deadline", n.Deadline.Format(time.RFC3339Nano))
+			log.Info("spot notice", "kind", n.Kind, "action", n.Action, "deadline", n.Time.Format(time.RFC3339Nano))
 			on(n)
 		}
 		select {
@@ -213,35 +190,35 @@ var actions = map[string]bool{"terminate": true, "stop": true, "hibernate": true
 
 const wantAction = `want "terminate", "stop" or "hibernate"`
 
-func parseInstanceAction(body []byte) (Notice, error) {
+func parseInstanceAction(body []byte) (report.Notice, error) {
 	fields, err := object(InstanceActionPath, body)
 	if err != nil {
-		return Notice{}, err
+		return report.Notice{}, err
 	}
 	action, err := stringField(InstanceActionPath, fields, "action", wantAction)
 	if err != nil {
-		return Notice{}, err
+		return report.Notice{}, err
 	}
 	if !actions[action] {
-		return Notice{}, fmt.Errorf("%s: action %q: %s", InstanceActionPath, action, wantAction)
+		return report.Notice{}, fmt.Errorf("%s: action %q: %s", InstanceActionPath, action, wantAction)
 	}
 	deadline, err := timeField(InstanceActionPath, fields, "time")
 	if err != nil {
-		return Notice{}, err
+		return report.Notice{}, err
 	}
-	return Notice{Kind: Interruption, Action: action, Deadline: deadline}, nil
+	return report.Notice{Kind: report.Interruption, Action: action, Time: deadline}, nil
 }
 
-func parseRebalance(body []byte) (Notice, error) {
+func parseRebalance(body []byte) (report.Notice, error) {
 	fields, err := object(RebalancePath, body)
 	if err != nil {
-		return Notice{}, err
+		return report.Notice{}, err
 	}
 	notice, err := timeField(RebalancePath, fields, "noticeTime")
 	if err != nil {
-		return Notice{}, err
+		return report.Notice{}, err
 	}
-	return Notice{Kind: Rebalance, Deadline: notice}, nil
+	return report.Notice{Kind: report.Rebalance, Time: notice}, nil
 }
 
 // object parses body as exactly one JSON object. Fields other than the

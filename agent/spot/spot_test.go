@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/agent/spot"
 	"github.com/fleetcast/autoscaler/internal/metadatamock"
 )
@@ -37,12 +38,12 @@ func at(t *testing.T, s string) time.Time {
 	return v
 }
 
-func sameNotices(a, b []spot.Notice) bool {
+func sameNotices(a, b []report.Notice) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i].Kind != b[i].Kind || a[i].Action != b[i].Action || !a[i].Deadline.Equal(b[i].Deadline) {
+		if a[i].Kind != b[i].Kind || a[i].Action != b[i].Action || !a[i].Time.Equal(b[i].Time) {
 			return false
 		}
 	}
@@ -97,22 +98,22 @@ func (b *logBuffer) logger() hclog.Logger {
 // collector gathers what Run delivers.
 type collector struct {
 	mu      sync.Mutex
-	notices []spot.Notice
+	notices []report.Notice
 }
 
-func (c *collector) on(n spot.Notice) {
+func (c *collector) on(n report.Notice) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.notices = append(c.notices, n)
 }
 
-func (c *collector) got() []spot.Notice {
+func (c *collector) got() []report.Notice {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]spot.Notice(nil), c.notices...)
+	return append([]report.Notice(nil), c.notices...)
 }
 
-func (c *collector) count(k spot.Kind) int {
+func (c *collector) count(k report.NoticeKind) int {
 	n := 0
 	for _, x := range c.got() {
 		if x.Kind == k {
@@ -124,7 +125,7 @@ func (c *collector) count(k spot.Kind) int {
 
 // run starts w.Run; stop cancels it and returns its error, failing the
 // test if Run does not return promptly.
-func run(t *testing.T, w *spot.Watcher, on func(spot.Notice)) (stop func() error) {
+func run(t *testing.T, w *spot.Watcher, on func(report.Notice)) (stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -203,12 +204,12 @@ func TestPollNothingBeforeTheDelayThenTheInterruption(t *testing.T) {
 	if since := before.Sub(started); since < 2*time.Second {
 		t.Errorf("interruption %v after the mock's start, want after its 3 s delay", since)
 	}
-	if len(got) != 1 || got[0].Kind != spot.Interruption || got[0].Action != "terminate" {
+	if len(got) != 1 || got[0].Kind != report.Interruption || got[0].Action != "terminate" {
 		t.Fatalf("Poll after the delay: %+v, want one terminate interruption", got)
 	}
 	// The mock's deadline is the request time + 2 min, in whole seconds.
 	lo, hi := before.Add(2*time.Minute-time.Second), after.Add(2*time.Minute)
-	if d := got[0].Deadline; d.Before(lo) || d.After(hi) {
+	if d := got[0].Time; d.Before(lo) || d.After(hi) {
 		t.Errorf("deadline %v, want 2 min after the request: between %v and %v", d, lo, hi)
 	}
 }
@@ -216,23 +217,23 @@ func TestPollNothingBeforeTheDelayThenTheInterruption(t *testing.T) {
 // TestPollAnnounced runs the mock with each kind of announcement and checks
 // that Poll returns exactly what it was told to serve.
 func TestPollAnnounced(t *testing.T) {
-	interruption := func(action string) spot.Notice {
-		return spot.Notice{Kind: spot.Interruption, Action: action, Deadline: at(t, when)}
+	interruption := func(action string) report.Notice {
+		return report.Notice{Kind: report.Interruption, Action: action, Time: at(t, when)}
 	}
-	rebalance := spot.Notice{Kind: spot.Rebalance, Deadline: at(t, notice)}
+	rebalance := report.Notice{Kind: report.Rebalance, Time: at(t, notice)}
 	for _, tc := range []struct {
 		name string
 		args []string
-		want []spot.Notice
+		want []report.Notice
 	}{
 		{"nothing yet", []string{"spot", "--imdsv2", "-d", "3600", "--rebalance-delay-sec", "3600"}, nil},
 		{"nothing before the trigger times", []string{"spot", "--imdsv2", "--mock-trigger-time", "2099-01-01T00:00:00Z", "--rebalance-trigger-time", "2099-01-01T00:00:00Z"}, nil},
-		{"terminate at -t", []string{"spot", "--imdsv2", "-t", when, "--rebalance-delay-sec", "3600"}, []spot.Notice{interruption("terminate")}},
-		{"stop", []string{"spot", "--imdsv2", "-a", "stop", "-t", when, "--rebalance-delay-sec", "3600"}, []spot.Notice{interruption("stop")}},
-		{"hibernate", []string{"spot", "--imdsv2", "-a", "hibernate", "-t", when, "--rebalance-delay-sec", "3600"}, []spot.Notice{interruption("hibernate")}},
-		{"rebalance at -r", []string{"spot", "--imdsv2", "-r", notice, "-d", "3600"}, []spot.Notice{rebalance}},
-		{"both", []string{"spot", "--imdsv2", "-t", when, "-r", notice}, []spot.Notice{interruption("terminate"), rebalance}},
-		{"both, IMDSv1 allowed too", []string{"spot", "-t", when, "-r", notice}, []spot.Notice{interruption("terminate"), rebalance}},
+		{"terminate at -t", []string{"spot", "--imdsv2", "-t", when, "--rebalance-delay-sec", "3600"}, []report.Notice{interruption("terminate")}},
+		{"stop", []string{"spot", "--imdsv2", "-a", "stop", "-t", when, "--rebalance-delay-sec", "3600"}, []report.Notice{interruption("stop")}},
+		{"hibernate", []string{"spot", "--imdsv2", "-a", "hibernate", "-t", when, "--rebalance-delay-sec", "3600"}, []report.Notice{interruption("hibernate")}},
+		{"rebalance at -r", []string{"spot", "--imdsv2", "-r", notice, "-d", "3600"}, []report.Notice{rebalance}},
+		{"both", []string{"spot", "--imdsv2", "-t", when, "-r", notice}, []report.Notice{interruption("terminate"), rebalance}},
+		{"both, IMDSv1 allowed too", []string{"spot", "-t", when, "-r", notice}, []report.Notice{interruption("terminate"), rebalance}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &spot.Watcher{Client: client(metadatamock.Start(t, tc.args...))}
@@ -261,9 +262,9 @@ func TestRunDeliversEachNoticeOnce(t *testing.T) {
 	if err := stop(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Run returned %v, want context.Canceled", err)
 	}
-	want := []spot.Notice{
-		{Kind: spot.Interruption, Action: "terminate", Deadline: at(t, when)},
-		{Kind: spot.Rebalance, Deadline: at(t, notice)},
+	want := []report.Notice{
+		{Kind: report.Interruption, Action: "terminate", Time: at(t, when)},
+		{Kind: report.Rebalance, Time: at(t, notice)},
 	}
 	if got := c.got(); !sameNotices(got, want) {
 		t.Errorf("delivered over %d polls: %+v\nwant once each: %+v", tr.requests.Load()/2, got, want)
@@ -283,24 +284,24 @@ func TestRunDeliversAChangedNotice(t *testing.T) {
 	w := &spot.Watcher{Client: client(endpoint, tr.use), Interval: 100 * time.Millisecond}
 	stop := run(t, w, c.on)
 
-	eventually(t, 6*time.Second, "no third deadline", func() bool { return c.count(spot.Interruption) >= 3 })
+	eventually(t, 6*time.Second, "no third deadline", func() bool { return c.count(report.Interruption) >= 3 })
 	stop()
 	polls := tr.requests.Load() / 2
 	var deadlines []time.Time
 	for _, n := range c.got() {
 		switch n.Kind {
-		case spot.Interruption:
-			if l := len(deadlines); l > 0 && !n.Deadline.After(deadlines[l-1]) {
-				t.Errorf("deadline %v delivered after %v: want each new deadline once", n.Deadline, deadlines[l-1])
+		case report.Interruption:
+			if l := len(deadlines); l > 0 && !n.Time.After(deadlines[l-1]) {
+				t.Errorf("deadline %v delivered after %v: want each new deadline once", n.Time, deadlines[l-1])
 			}
-			deadlines = append(deadlines, n.Deadline)
-		case spot.Rebalance:
-			if !n.Deadline.Equal(at(t, notice)) {
+			deadlines = append(deadlines, n.Time)
+		case report.Rebalance:
+			if !n.Time.Equal(at(t, notice)) {
 				t.Errorf("rebalance %+v, want notice time %s", n, notice)
 			}
 		}
 	}
-	if n := c.count(spot.Rebalance); n != 1 {
+	if n := c.count(report.Rebalance); n != 1 {
 		t.Errorf("%d rebalance notices, want the unchanged one once", n)
 	}
 	if int64(len(deadlines)) >= polls {
@@ -360,11 +361,11 @@ func newFake(t *testing.T, bodies map[string]string) (*fakeIMDS, string) {
 func TestPollMalformed(t *testing.T) {
 	const ia, rb = spot.InstanceActionPath, spot.RebalancePath
 	valid := `{"action":"terminate","time":"` + when + `"}`
-	wantValid := []spot.Notice{{Kind: spot.Interruption, Action: "terminate", Deadline: at(t, when)}}
+	wantValid := []report.Notice{{Kind: report.Interruption, Action: "terminate", Time: at(t, when)}}
 	for _, tc := range []struct {
 		name    string
 		bodies  map[string]string
-		want    []spot.Notice
+		want    []report.Notice
 		wantErr []string // all in the error; none: no error
 	}{
 		{"bad time", map[string]string{ia: `{"action":"terminate","time":"x"}`}, nil,
@@ -402,7 +403,7 @@ func TestPollMalformed(t *testing.T) {
 		// Not errors: fields AWS may add later, and any RFC 3339 time.
 		{"unknown fields ignored", map[string]string{ia: `{"action":"terminate","time":"` + when + `","reason":"capacity"}`}, wantValid, nil},
 		{"offset and fraction", map[string]string{ia: `{"action":"stop","time":"2030-01-02T05:04:05.5+02:00"}`},
-			[]spot.Notice{{Kind: spot.Interruption, Action: "stop", Deadline: at(t, "2030-01-02T03:04:05.5Z")}}, nil},
+			[]report.Notice{{Kind: report.Interruption, Action: "stop", Time: at(t, "2030-01-02T03:04:05.5Z")}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, endpoint := newFake(t, tc.bodies)
@@ -458,9 +459,9 @@ func TestRunKeepsGoingAfterMalformedAnswers(t *testing.T) {
 		t.Errorf("Run returned %v, want context.Canceled", err)
 	}
 
-	want := []spot.Notice{
-		{Kind: spot.Interruption, Action: "terminate", Deadline: at(t, when)},
-		{Kind: spot.Interruption, Action: "stop", Deadline: at(t, when)},
+	want := []report.Notice{
+		{Kind: report.Interruption, Action: "terminate", Time: at(t, when)},
+		{Kind: report.Interruption, Action: "stop", Time: at(t, when)},
 	}
 	if got := c.got(); !sameNotices(got, want) {
 		t.Errorf("delivered %+v, want %+v", got, want)
@@ -528,7 +529,7 @@ func TestRunSurvivesAnOutage(t *testing.T) {
 		t.Errorf("Run returned %v, want context.Canceled", err)
 	}
 
-	want := []spot.Notice{{Kind: spot.Interruption, Action: "terminate", Deadline: at(t, when)}}
+	want := []report.Notice{{Kind: report.Interruption, Action: "terminate", Time: at(t, when)}}
 	if got := c.got(); !sameNotices(got, want) {
 		t.Errorf("delivered %+v, want %+v", got, want)
 	}
@@ -552,7 +553,7 @@ func TestRunStopsWhilePolling(t *testing.T) {
 	var log logBuffer
 	// Default retries, up to 1 s apart: the first poll takes seconds.
 	w := &spot.Watcher{Client: client("http://127.0.0.1:1", tr.use), Log: log.logger()}
-	stop := run(t, w, func(n spot.Notice) { t.Errorf("delivered %+v", n) })
+	stop := run(t, w, func(n report.Notice) { t.Errorf("delivered %+v", n) })
 	eventually(t, 5*time.Second, "no request", func() bool { return tr.failed.Load() > 0 })
 	began := time.Now()
 	if err := stop(); !errors.Is(err, context.Canceled) {
@@ -579,7 +580,7 @@ func TestRunDeliversWhatAPartlyFailedPollRead(t *testing.T) {
 	stop := run(t, w, c.on)
 	eventually(t, 5*time.Second, "no notice", func() bool { return len(c.got()) > 0 })
 	stop()
-	want := []spot.Notice{{Kind: spot.Interruption, Action: "terminate", Deadline: at(t, when)}}
+	want := []report.Notice{{Kind: report.Interruption, Action: "terminate", Time: at(t, when)}}
 	if got := c.got(); !sameNotices(got, want) {
 		t.Errorf("delivered %+v, want %+v", got, want)
 	}

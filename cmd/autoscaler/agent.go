@@ -12,8 +12,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/agent/gpu"
+	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/agent/spot"
 )
 
 // exitNoNVML is the agent's exit status when NVML's library is missing and
@@ -44,6 +48,11 @@ func runAgent(e *env, args []string) int {
 	hook := fs.String("drain-hook", "", "command (split at spaces; use a script for anything more) run when a drain starts (FLEETCAST_DRAIN=start) and when it fails or is cancelled (=stop)")
 	noGPU := fs.Bool("no-gpu", false, "run without GPU data (CPU nodes, tests)")
 	metrics := fs.String("metrics", "127.0.0.1:9401", "address serving Prometheus metrics at /metrics (empty: none)")
+	notices := fs.String("notices", "aws", "where spot notices come from: aws (the instance metadata service, IMDSv2) or none")
+	imdsEndpoint := fs.String("imds-endpoint", "", "the instance metadata service's URL (default the SDK's, http://169.254.169.254)")
+	noticeSignal := fs.String("notice-signal", "SIGUSR1", "signal sent to every job on a spot interruption notice or rebalance recommendation")
+	noticeInterval := durationFlag{d: spot.DefaultInterval, positive: true}
+	fs.Var(&noticeInterval, "notice-interval", "time between polls of the metadata service")
 	interval := durationFlag{d: 10 * time.Second, positive: true}
 	longRunning := durationFlag{d: time.Hour, positive: true}
 	fs.Var(&interval, "interval", "time between reports")
@@ -56,6 +65,10 @@ func runAgent(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "agent: -controller, -token-file and -node are required")
 		return exitUsage
 	}
+	if *notices != "aws" && *notices != "none" {
+		fmt.Fprintf(e.stderr, "agent: -notices %q, want aws or none\n", *notices)
+		return exitUsage
+	}
 	raw, err := os.ReadFile(*tokenFile)
 	if err == nil && strings.TrimSpace(string(raw)) == "" {
 		err = fmt.Errorf("%s is empty", *tokenFile)
@@ -64,7 +77,7 @@ func runAgent(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "agent: token:", err)
 		return exitError
 	}
-	cfg := agent.Config{Node: *node, LongRunningAfter: longRunning.d, MarkerFile: *marker}
+	cfg := agent.Config{Node: *node, LongRunningAfter: longRunning.d, MarkerFile: *marker, NoticeSignal: *noticeSignal}
 	if *hook != "" {
 		cfg.DrainHook = strings.Fields(*hook)
 	}
@@ -108,7 +121,15 @@ func runAgent(e *env, args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log.Info("agent started", "node", *node, "pool", *pool, "controller", *controller, "socket", *socket, "gpus", cfg.GPUs != nil)
+	log.Info("agent started", "node", *node, "pool", *pool, "controller", *controller, "socket", *socket, "gpus", cfg.GPUs != nil, "notices", *notices)
+	if *notices == "aws" {
+		w := &spot.Watcher{Client: imds.New(imds.Options{Endpoint: *imdsEndpoint}), Interval: noticeInterval.d, Log: log.Named("notices")}
+		go w.Run(ctx, func(n report.Notice) {
+			if err := a.Warn(n); err != nil {
+				log.Warn("spot notice not acted on", "kind", n.Kind, "error", err)
+			}
+		})
+	}
 	rep := &agent.Reporter{Agent: a, Controller: *controller, Token: strings.TrimSpace(string(raw)), Interval: interval.d, Log: log}
 	if err := rep.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(e.stderr, "agent:", err)

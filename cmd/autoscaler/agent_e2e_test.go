@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -19,6 +20,9 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/metadatamock"
 	"github.com/fleetcast/autoscaler/internal/mototest"
 )
 
@@ -133,5 +137,123 @@ func TestAgentCLIDrain(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, id+".ckpt")); err != nil {
 			t.Fatalf("safe before %s checkpointed: %v", id, err)
 		}
+	}
+}
+
+// noticeController is the controller's own agents view behind the report
+// receiver, remembering the last report taken.
+type noticeController struct {
+	agents *controller.Agents
+	mu     sync.Mutex
+	last   report.Report
+}
+
+func (c *noticeController) Accept(ctx context.Context, r *report.Report) (report.Answer, error) {
+	c.mu.Lock()
+	c.last = *r
+	c.mu.Unlock()
+	return c.agents.Accept(ctx, r)
+}
+
+// TestAgentSpotNotice runs the agent command as a process on a node whose
+// metadata service, AWS's own mock, announces a spot interruption four
+// seconds after it starts, with a fixed deadline two minutes ahead. Two
+// jobs that checkpoint on SIGUSR1 run there. Both checkpoint, and the
+// controller gets a report of the node drained (safe) with the notice,
+// long before the deadline; its view of the node says when the cloud
+// takes it (so its planner launches the replacement, see
+// controller.TestSpotNoticeReplacedAhead).
+func TestAgentSpotNotice(t *testing.T) {
+	deadline := time.Now().Add(2 * time.Minute).UTC().Truncate(time.Second)
+	endpoint := metadatamock.Start(t, "spot", "-d", "4", "-t", deadline.Format(time.RFC3339), "--rebalance-delay-sec", "3600")
+	dir, err := os.MkdirTemp("", "fc") // a short path: unix sockets allow about 100 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	socket := filepath.Join(dir, "agent.sock")
+	tokens, _ := report.NewTokens([]byte(strings.Repeat("s", 32)))
+	ctl := &noticeController{agents: controller.NewAgents(time.Now)}
+	cs := httptest.NewServer((&report.Receiver{Tokens: tokens, Store: ctl}).Handler())
+	defer cs.Close()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(tokens.For("i-1")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "agent.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	agentLog := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
+	ag := exec.Command(os.Args[0], "-test.run=^$")
+	ag.Env = append(os.Environ(), "FLEETCAST_TEST_CLI=agent -controller "+cs.URL+" -token-file "+tokenFile+" -node i-1 -no-gpu -socket "+socket+
+		" -marker "+filepath.Join(dir, "draining")+" -metrics 127.0.0.1:0 -interval 1s -notice-interval 200ms -imds-endpoint "+endpoint)
+	ag.Stdout, ag.Stderr = logFile, logFile
+	if err := ag.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ag.Process.Signal(syscall.SIGTERM); _ = ag.Wait() }()
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(socket); err == nil {
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("the agent's socket did not appear:\n%s", agentLog())
+		}
+	}
+	for _, id := range []string{"train-a", "train-b"} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "FLEETCAST_TEST_JOB="+socket+" "+id)
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+			t.Fatalf("job %s: %q %v", id, line, err)
+		}
+	}
+	var last report.Report
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		ctl.mu.Lock()
+		last = ctl.last
+		ctl.mu.Unlock()
+		if last.Notice != nil && last.Drain.State == report.SafeToTerminate {
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("no report of the node drained with the notice within 30 s; last %+v\nagent log:\n%s", last, agentLog())
+		}
+	}
+	if time.Now().After(deadline.Add(-time.Minute)) {
+		t.Errorf("drained at %v, less than a minute before the notice's deadline %v", time.Now(), deadline)
+	}
+	if n := last.Notice; n.Kind != report.Interruption || n.Action != "terminate" || !n.Time.Equal(deadline) {
+		t.Errorf("notice %+v, want the interruption to terminate at %v", n, deadline)
+	}
+	for _, id := range []string{"train-a", "train-b"} {
+		if _, err := os.Stat(filepath.Join(dir, id+".ckpt")); err != nil {
+			t.Errorf("safe before %s checkpointed: %v", id, err)
+		}
+		var ck time.Time
+		for _, j := range last.Jobs {
+			if j.ID == id {
+				ck = j.LastCheckpoint
+			}
+		}
+		if ck.IsZero() {
+			t.Errorf("job %s reported without a checkpoint: %+v", id, last.Jobs)
+		}
+	}
+	n := fleet.Node{ID: "i-1"}
+	ctl.agents.Observe(&n)
+	if !n.InterruptAt.Equal(deadline) {
+		t.Errorf("the controller's view: interrupt at %v, want %v", n.InterruptAt, deadline)
+	}
+	// A job that comes now is refused: the node is going.
+	var stderr bytes.Buffer
+	if code := run([]string{"agent", "register", "-job", "late", "-gpus", "0", "-pid", strconv.Itoa(os.Getpid()), "-socket", socket}, io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), "takes no new jobs") {
+		t.Errorf("register on the node under notice: exit %d, %q", code, stderr.String())
 	}
 }
