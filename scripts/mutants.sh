@@ -373,6 +373,27 @@ providers/aws/orphans.go
 ""
 ./providers/aws
 TestOrphanTags
+
+node under a spot interruption notice counted as capacity (controller)
+planner/planner.go
+"\t\t\tif !n.InterruptAt.IsZero() {\n\t\t\t\t// The cloud takes it"
+"\t\t\tif false {\n\t\t\t\t// The cloud takes it"
+./controller
+TestSpotNoticeReplacedAhead
+
+node under a spot interruption notice drained (planner property)
+planner/planner.go
+"\t\t\tif !n.InterruptAt.IsZero() {\n\t\t\t\t// The cloud takes it"
+"\t\t\tif false {\n\t\t\t\t// The cloud takes it"
+./planner
+TestPropertySafety
+
+spot notices not watched by the agent command
+cmd/autoscaler/agent.go
+"\tif *notices == \"aws\" {"
+"\tif false {"
+./cmd/autoscaler
+TestAgentSpotNotice
 EOF
 }
 
