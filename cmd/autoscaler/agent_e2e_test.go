@@ -63,6 +63,25 @@ func trainingJob(socket, id string) int {
 	return 0
 }
 
+// startJobs starts training jobs (this test binary, see TestMain) on the
+// agent at socket and waits until each has registered; they are killed
+// when the test ends.
+func startJobs(t *testing.T, socket string, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "FLEETCAST_TEST_JOB="+socket+" "+id)
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+			t.Fatalf("job %s: %q %v", id, line, err)
+		}
+	}
+}
+
 type drainingController struct {
 	mu    sync.Mutex
 	drain *report.DrainRequest
@@ -101,19 +120,7 @@ func TestAgentCLIDrain(t *testing.T) {
 	cs := httptest.NewServer((&report.Receiver{Tokens: tokens, Store: ctl}).Handler())
 	defer cs.Close()
 	rep := &agent.Reporter{Agent: a, Controller: cs.URL, Token: tokens.For("i-1")}
-
-	for _, id := range []string{"train-a", "train-b"} {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "FLEETCAST_TEST_JOB="+socket+" "+id)
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-			t.Fatalf("job %s: %q %v", id, line, err)
-		}
-	}
+	startJobs(t, socket, "train-a", "train-b")
 	now := time.Now()
 	ctl.mu.Lock()
 	ctl.drain = &report.DrainRequest{ID: "d1", Since: now, Deadline: now.Add(time.Minute), Signal: "SIGUSR1"}
@@ -202,18 +209,7 @@ func TestAgentSpotNotice(t *testing.T) {
 			t.Fatalf("the agent's socket did not appear:\n%s", agentLog())
 		}
 	}
-	for _, id := range []string{"train-a", "train-b"} {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "FLEETCAST_TEST_JOB="+socket+" "+id)
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-			t.Fatalf("job %s: %q %v", id, line, err)
-		}
-	}
+	startJobs(t, socket, "train-a", "train-b")
 	var last report.Report
 	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
 		ctl.mu.Lock()

@@ -54,23 +54,30 @@ func (p *Provider) listEC2(ctx context.Context, c *clients, pool fleet.Pool, fil
 		}
 		for _, r := range page.Reservations {
 			for _, in := range r.Instances {
-				st := providers.InstanceTerminating
-				if in.State != nil {
-					st = ec2State(in.State.Name)
-				}
-				zone := ""
-				if in.Placement != nil {
-					zone = aws.ToString(in.Placement.AvailabilityZone)
-				}
-				g.Instances = append(g.Instances, providers.Instance{ID: aws.ToString(in.InstanceId), Zone: zone, State: st,
-					LaunchedAt: aws.ToTime(in.LaunchTime), LaunchKey: tag(in.Tags, TagLaunchKey), Fleet: tag(in.Tags, TagFleet)})
-				if st != providers.InstanceTerminating {
+				i := instanceOf(in)
+				g.Instances = append(g.Instances, i)
+				if i.State != providers.InstanceTerminating {
 					g.Target++
 				}
 			}
 		}
 	}
 	return g, nil
+}
+
+// instanceOf reads an EC2 instance: its state, zone, launch time and the
+// launch key and fleet of its tags.
+func instanceOf(in ec2types.Instance) providers.Instance {
+	st := providers.InstanceTerminating
+	if in.State != nil {
+		st = ec2State(in.State.Name)
+	}
+	zone := ""
+	if in.Placement != nil {
+		zone = aws.ToString(in.Placement.AvailabilityZone)
+	}
+	return providers.Instance{ID: aws.ToString(in.InstanceId), Zone: zone, State: st,
+		LaunchedAt: aws.ToTime(in.LaunchTime), LaunchKey: tag(in.Tags, TagLaunchKey), Fleet: tag(in.Tags, TagFleet)}
 }
 
 // launchEC2 runs req.Count instances from the pool's launch template,

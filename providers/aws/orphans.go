@@ -84,16 +84,7 @@ func orphan(in ec2types.Instance, fleetName string, known map[string]bool) (prov
 	case pool == "" || known[pool] || tag(in.Tags, tagASG) != "":
 		return providers.Orphan{}, false
 	}
-	st := providers.InstanceTerminating
-	if in.State != nil {
-		st = ec2State(in.State.Name)
-	}
-	zone := ""
-	if in.Placement != nil {
-		zone = aws.ToString(in.Placement.AvailabilityZone)
-	}
-	return providers.Orphan{Pool: pool, Instance: providers.Instance{ID: aws.ToString(in.InstanceId), Zone: zone, State: st,
-		LaunchedAt: aws.ToTime(in.LaunchTime), LaunchKey: tag(in.Tags, TagLaunchKey), Fleet: fleetName}}, true
+	return providers.Orphan{Pool: pool, Instance: instanceOf(in)}, true
 }
 
 // TerminateOrphan terminates one orphan after reading it again: it must

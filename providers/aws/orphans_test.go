@@ -25,14 +25,13 @@ func TestOrphans(t *testing.T) {
 	lt := e.fix.template(t, "gpu", "p4d.24xlarge")
 	kept, gone := e.ec2Pool("kept", lt, fleet.OnDemand), e.ec2Pool("gone", lt, fleet.OnDemand)
 	for _, l := range []struct {
-		pool  fleet.Pool
-		req   providers.LaunchRequest
-		fleet string
+		pool fleet.Pool
+		req  providers.LaunchRequest
 	}{
-		{kept, providers.LaunchRequest{Count: 1, Key: "fc-launch-kept-1", Fleet: "prod"}, "prod"},
-		{gone, providers.LaunchRequest{Count: 1, Key: "fc-launch-gone-1a", Fleet: "prod"}, "prod"},
-		{gone, providers.LaunchRequest{Count: 1, Key: "fc-launch-gone-1b", Fleet: "prod"}, "prod"},
-		{gone, providers.LaunchRequest{Count: 1, Key: "fc-launch-gone-2", Fleet: "staging"}, "staging"},
+		{kept, providers.LaunchRequest{Count: 1, Key: "fc-launch-kept-1", Fleet: "prod"}},
+		{gone, providers.LaunchRequest{Count: 1, Key: "fc-launch-gone-1a", Fleet: "prod"}},
+		{gone, providers.LaunchRequest{Count: 1, Key: "fc-launch-gone-1b", Fleet: "prod"}},
+		{gone, providers.LaunchRequest{Count: 1, Key: "fc-launch-gone-2", Fleet: "staging"}},
 	} {
 		if err := e.p.Launch(ctx, l.pool, l.req); err != nil {
 			t.Fatal(err)
