@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/planner"
 )
 
 // metrics are the controller's own counters; the fleet's gauges are read
@@ -156,7 +157,7 @@ func (c *Controller) unready(last Snapshot) []string {
 	if p := last.Plan; p != nil {
 		if n := len(p.UnknownNodes); n > 0 {
 			out = append(out, fmt.Sprintf("%d unknown instance(s) (not launched by this controller, agents never reported healthy GPUs; never terminated at a deadline nor drained): %s",
-				n, listIDs(p.UnknownNodes, 10)))
+				n, planner.ListIDs(p.UnknownNodes, 10)))
 		}
 		if p.ScaleInHalt != "" {
 			out = append(out, "scale-in halted: "+p.ScaleInHalt)
@@ -182,15 +183,7 @@ func faultNote(last Snapshot) string {
 	if p == nil || len(p.GPUFaultNodes) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%d node(s) whose agents cannot read their GPUs (never idle; see gpu_fault in /v1/fleet): %s", len(p.GPUFaultNodes), listIDs(p.GPUFaultNodes, 10))
-}
-
-// listIDs lists up to n IDs, and how many more there are.
-func listIDs(ids []string, n int) string {
-	if len(ids) <= n {
-		return strings.Join(ids, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(ids[:n], ", "), len(ids)-n)
+	return fmt.Sprintf("%d node(s) whose agents cannot read their GPUs (never idle; see gpu_fault in /v1/fleet): %s", len(p.GPUFaultNodes), planner.ListIDs(p.GPUFaultNodes, 10))
 }
 
 // Handler serves the controller's HTTP API:

@@ -5,6 +5,8 @@
 package planner
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fleetcast/autoscaler/forecast"
@@ -121,4 +123,13 @@ func (p *Plan) Counts() map[ActionKind]int {
 		}
 	}
 	return c
+}
+
+// ListIDs lists up to n of a plan's node IDs (UnknownNodes, Orphans...),
+// and how many more there are, for a line of text.
+func ListIDs(ids []string, n int) string {
+	if len(ids) <= n {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:n], ", "), len(ids)-n)
 }

@@ -167,14 +167,14 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 	}
 	fmt.Fprintln(w)
 	if u := p.UnknownNodes; len(u) > 0 {
-		fmt.Fprintf(w, "  unknown:     %d instance(s) not launched by this controller, agents never reported healthy GPUs: %s\n", len(u), listIDs(u, 10))
+		fmt.Fprintf(w, "  unknown:     %d instance(s) not launched by this controller, agents never reported healthy GPUs: %s\n", len(u), planner.ListIDs(u, 10))
 		fmt.Fprintln(w, "               (never terminated at a provisioning deadline nor drained; known once their agents report)")
 	}
 	if u := p.Orphans; len(u) > 0 {
-		fmt.Fprintf(w, "  orphans:     %d instance(s) of this fleet in pools the config no longer has (reaped once idle): %s\n", len(u), listIDs(u, 10))
+		fmt.Fprintf(w, "  orphans:     %d instance(s) of this fleet in pools the config no longer has (reaped once idle): %s\n", len(u), planner.ListIDs(u, 10))
 	}
 	if u := p.GPUFaultNodes; len(u) > 0 {
-		fmt.Fprintf(w, "  gpu faults:  %d node(s) whose agents cannot read their GPUs (never taken for idle): %s\n", len(u), listIDs(u, 10))
+		fmt.Fprintf(w, "  gpu faults:  %d node(s) whose agents cannot read their GPUs (never taken for idle): %s\n", len(u), planner.ListIDs(u, 10))
 	}
 	if f := p.Forecast; f != nil {
 		qs := f.Quantile(p.Quantile)
@@ -236,12 +236,4 @@ func actionLine(a planner.Action) string {
 	default:
 		return fmt.Sprintf("~ hold %s in %s: %s", a.Node, a.Pool, a.Reason)
 	}
-}
-
-// listIDs lists up to n IDs, and how many more there are.
-func listIDs(ids []string, n int) string {
-	if len(ids) <= n {
-		return strings.Join(ids, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(ids[:n], ", "), len(ids)-n)
 }
