@@ -58,6 +58,10 @@ type Config struct {
 	// spot interruption notice, a rebalance recommendation): SIGUSR1 when
 	// empty.
 	NoticeSignal string
+	// StateFile, when set, keeps the registered jobs and their checkpoints
+	// across restarts of the agent (see savedJobs); its directory must
+	// exist.
+	StateFile string
 	// Now is the clock (time.Now when nil); Signal sends signals
 	// (syscall.Kill when nil).
 	Now    func() time.Time
@@ -80,10 +84,14 @@ type job struct {
 	// seen once, taken when its size holds still for a tick.
 	newest  fileSeen
 	pending fileSeen
+	// scanned is when the last scan of its checkpoint files began, by the
+	// agent's clock.
+	scanned time.Time
 }
 
-// fileSeen is a checkpoint file as last seen; seen is when the agent first
-// saw it so, by its own clock.
+// fileSeen is a checkpoint file as last seen; seen is the latest time it
+// can have been written by, on the agent's clock: the scan before the one
+// that first saw it so (or that one, for the first scan of its job).
 type fileSeen struct {
 	path  string
 	mtime time.Time
@@ -105,8 +113,12 @@ type Agent struct {
 	jobs  map[string]*job
 	drain *report.DrainRequest
 	// since and deadline are the drain's start and end by the agent's own
-	// clock: its checkpoints are on that clock, not the controller's.
+	// clock: its checkpoints are on that clock, not the controller's. round
+	// counts the times the drain was asked again (SafeFor), since when it
+	// runs; safeSince is when it was last found safe.
 	since, deadline time.Time
+	round           int
+	safeSince       time.Time
 	// notice is set for a drain the agent started on a spot interruption
 	// notice: the controller's routine answers do not cancel it.
 	notice bool
@@ -146,6 +158,11 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: notice signal %q, want one a job can catch: %s", cfg.NoticeSignal, signalNames())
 	}
 	a := &Agent{cfg: cfg, jobs: map[string]*job{}, state: report.NotDraining, changed: make(chan struct{})}
+	if cfg.StateFile != "" {
+		if err := a.load(); err != nil {
+			return nil, err
+		}
+	}
 	a.unmark() // a marker left by an agent that died: no drain is under way
 	return a, nil
 }
@@ -157,6 +174,16 @@ const (
 	maxGPU   = 63
 	maxPIDs  = 4096
 )
+
+// jobIDs are the registered jobs' IDs, sorted; a.mu is held.
+func (a *Agent) jobIDs() []string {
+	ids := make([]string, 0, len(a.jobs))
+	for id := range a.jobs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
 
 // Changed returns a channel closed at the next state change.
 func (a *Agent) Changed() <-chan struct{} {
@@ -225,6 +252,9 @@ func (a *Agent) RegisterWatched(id string, gpus, pids []int, checkpoints string)
 	// start, checkpoints and drain signal: a running job is not made new.
 	j.GPUs, j.PIDs, j.started, j.checkpoints = slices.Clone(gpus), slices.Clone(pids), started, checkpoints
 	a.notify()
+	if err := a.save(); err != nil {
+		return fmt.Errorf("job %s registered, but not saved (a restarted agent would not know it): %w", id, err)
+	}
 	return nil
 }
 
@@ -250,6 +280,9 @@ func (a *Agent) Unregister(id string) error {
 	delete(a.jobs, id)
 	a.settle()
 	a.notify()
+	if err := a.save(); err != nil {
+		return fmt.Errorf("job %s ended, but that was not saved: %w", id, err)
+	}
 	return nil
 }
 
@@ -264,6 +297,9 @@ func (a *Agent) Checkpoint(id string) error {
 	j.LastCheckpoint = a.cfg.Now()
 	a.settle()
 	a.notify()
+	if err := a.save(); err != nil {
+		return fmt.Errorf("job %s checkpointed, but that was not saved: %w", id, err)
+	}
 	return nil
 }
 
@@ -312,7 +348,7 @@ func (a *Agent) startDrain(req *report.DrainRequest, notice bool) error {
 	}
 	// The drain starts now by the agent's clock, and lasts as long as the
 	// controller allowed: checkpoints before now do not count.
-	a.since, a.deadline, a.notice = a.cfg.Now(), a.cfg.Now().Add(req.Deadline.Sub(req.Since)), notice
+	a.since, a.deadline, a.notice, a.round = a.cfg.Now(), a.cfg.Now().Add(req.Deadline.Sub(req.Since)), notice, 0
 	a.state = report.Draining
 	a.hook("start")
 	a.settle()
@@ -384,6 +420,7 @@ func (a *Agent) Tick() {
 			patterns[id] = j.checkpoints
 		}
 	}
+	scanAt := a.cfg.Now()
 	a.mu.Unlock()
 	newest := map[string]fileSeen{}
 	for id, pat := range patterns {
@@ -397,14 +434,20 @@ func (a *Agent) Tick() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.cfg.Now()
+	taken := false
 	for id, f := range newest {
 		j := a.jobs[id]
 		switch {
 		case j == nil || !f.mtime.After(j.newest.mtime):
 			// gone, or nothing new
 		case !f.same(j.pending):
-			// First sight of this file as it is, by the agent's clock.
-			f.seen = now
+			// First sight of this file as it is: it was written after the
+			// previous scan, and no later than this one, by the agent's
+			// clock; the previous scan bounds it (this one, if none).
+			f.seen = j.scanned
+			if f.seen.IsZero() {
+				f.seen = scanAt
+			}
 			j.pending = f
 		case f.mtime.After(now):
 			// Dated in the future: not trusted until the agent's clock
@@ -412,13 +455,22 @@ func (a *Agent) Tick() {
 		default:
 			// The same file, the same size, a tick later: written. It was
 			// made at its own time, bounded by the agent's clock: no later
-			// than when the agent first saw it. So a file written before a
-			// drain never counts as a checkpoint after it, however late
-			// the agent takes it, even from a file system whose clock is
-			// ahead.
+			// than the scan before the one that first saw it. So a file
+			// written before a drain never counts as a checkpoint after it,
+			// however late the agent takes it, even from a file system
+			// whose clock is ahead (the agent scans as a drain arrives).
 			j.newest, j.pending = j.pending, fileSeen{}
 			j.LastCheckpoint = earlier(f.mtime, j.newest.seen)
+			taken = true
 		}
+	}
+	for id := range patterns {
+		if j := a.jobs[id]; j != nil {
+			j.scanned = scanAt
+		}
+	}
+	if taken {
+		_ = a.save() // as the next change would; a checkpoint file is seen again after a restart
 	}
 	before := a.state
 	a.settle()
@@ -427,29 +479,46 @@ func (a *Agent) Tick() {
 	}
 }
 
+// SafeFor is how long a drain's confirmation stands: a job asked to
+// checkpoint goes on working after it has, so once the node has been safe
+// this long without being terminated (the controller could not, or has
+// not yet), the agent asks every job to checkpoint again and reports the
+// drain unconfirmed until they have. So the work a termination loses is
+// bounded, however late it comes.
+const SafeFor = 5 * time.Minute
+
 // settle updates the drain's state; a.mu is held.
 func (a *Agent) settle() {
 	if a.drain == nil || a.state == report.DrainFailed {
 		return
 	}
 	now := a.cfg.Now()
+	if a.state == report.SafeToTerminate && now.Sub(a.safeSince) > SafeFor && now.Before(a.deadline) {
+		// Stale: a new round, from now, by the agent's clock.
+		a.since, a.round = now, a.round+1
+	}
 	waiting := a.waiting(now)
 	switch {
 	case len(waiting) == 0 && a.unknown == 0 && (a.cfg.GPUs == nil || a.gpusRead):
+		if a.state != report.SafeToTerminate {
+			a.safeSince = now
+		}
 		a.state = report.SafeToTerminate
 	case now.After(a.deadline):
 		a.state = report.DrainFailed
+		a.notice = false // the controller's drains are carried out again
 		a.unmark()
 		a.hook("stop")
 	default:
 		a.state = report.Draining
 		sig := signals[a.drain.Signal]
+		round := a.drain.ID + "#" + strconv.Itoa(a.round)
 		for _, id := range waiting {
 			j := a.jobs[id]
-			if j.signalled == a.drain.ID {
+			if j.signalled == round {
 				continue
 			}
-			j.signalled = a.drain.ID
+			j.signalled = round
 			for _, pid := range j.PIDs {
 				if a.same(j, pid) {
 					_ = a.cfg.Signal(pid, sig) // a process that exited is not waited for below
@@ -593,12 +662,7 @@ func (a *Agent) Report() report.Report {
 		r.Notice = &w
 	}
 	claimed := map[int]bool{}
-	ids := make([]string, 0, len(a.jobs))
-	for id := range a.jobs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range a.jobIDs() {
 		j := a.jobs[id]
 		rj := j.Job
 		rj.LongRunning = a.longRunning(j, now)

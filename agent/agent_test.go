@@ -484,6 +484,98 @@ func TestDrainSafetyEdges(t *testing.T) {
 				r.Drain.State, r.Jobs[0].LastCheckpoint, seen, stamp)
 		}
 	})
+	t.Run("a file written just before the drain on a clock ahead never counts", func(t *testing.T) {
+		// Written 2 s before the drain reaches the agent, on a file system
+		// 3 s ahead (dated 1 s after the drain), and first seen by the
+		// scan as the drain arrives.
+		dir := t.TempDir()
+		c := &clock{time.Now()}
+		a := newAgent(t, c, nil, "")
+		_ = a.RegisterWatched("train", []int{0}, []int{os.Getpid()}, filepath.Join(dir, "*.pt"))
+		a.Tick() // the scan before
+		c.t = c.t.Add(8 * time.Second)
+		f := filepath.Join(dir, "step-300.pt")
+		_ = os.WriteFile(f, []byte("w"), 0o600)
+		stamp := c.t.Add(3 * time.Second)
+		_ = os.Chtimes(f, stamp, stamp)
+		c.t = c.t.Add(2 * time.Second)
+		_ = a.Drain(drain(c.t))
+		c.t = c.t.Add(time.Second)
+		a.Tick() // as the drain arrives
+		for range 3 {
+			c.t = c.t.Add(10 * time.Second)
+			a.Tick()
+		}
+		if r := a.Report(); r.Drain.State != report.Draining {
+			t.Fatalf("drain %q, checkpoint %v: a file written before the drain counted", r.Drain.State, r.Jobs[0].LastCheckpoint)
+		}
+		// The checkpoint the drain asked for, written after that scan.
+		c.t = c.t.Add(10 * time.Second)
+		g := filepath.Join(dir, "step-301.pt")
+		_ = os.WriteFile(g, []byte("w"), 0o600)
+		stamp = c.t.Add(3 * time.Second)
+		_ = os.Chtimes(g, stamp, stamp)
+		for range 3 {
+			c.t = c.t.Add(10 * time.Second)
+			a.Tick()
+		}
+		if r := a.Report(); r.Drain.State != report.SafeToTerminate {
+			t.Fatalf("drain %q after a checkpoint file written once the drain had begun", r.Drain.State)
+		}
+	})
+	t.Run("a confirmation not acted on is asked again", func(t *testing.T) {
+		c := &clock{t0}
+		var mu sync.Mutex
+		signalled := 0
+		a, err := New(Config{Node: "i-1", Now: c.now, Signal: func(_ int, sig syscall.Signal) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if sig != 0 {
+				signalled++
+			}
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = a.Register("train", []int{0}, []int{os.Getpid()})
+		_ = a.Drain(drain(t0))
+		c.t = c.t.Add(time.Second)
+		_ = a.Checkpoint("train")
+		if got := a.Report().Drain.State; got != report.SafeToTerminate {
+			t.Fatalf("state %q after the checkpoint", got)
+		}
+		c.t = c.t.Add(SafeFor - time.Second)
+		a.Tick()
+		if got := a.Report().Drain.State; got != report.SafeToTerminate {
+			t.Fatalf("state %q within SafeFor", got)
+		}
+		c.t = c.t.Add(2 * time.Second) // the job has worked on since its checkpoint
+		a.Tick()
+		mu.Lock()
+		n := signalled
+		mu.Unlock()
+		if r := a.Report(); r.Drain.State != report.Draining || fmt.Sprint(r.Drain.Waiting) != "[train]" || n != 2 {
+			t.Fatalf("drain %+v, %d signals, %v after it was found safe: want asked again", r.Drain, n, SafeFor+time.Second)
+		}
+		c.t = c.t.Add(time.Second)
+		_ = a.Checkpoint("train")
+		if got := a.Report().Drain.State; got != report.SafeToTerminate {
+			t.Fatalf("state %q after the new checkpoint", got)
+		}
+	})
+	t.Run("a failed spot notice drain lets the controller's drains through", func(t *testing.T) {
+		c := &clock{t0}
+		a := newAgent(t, c, nil, "")
+		_ = a.Register("train", []int{0}, []int{os.Getpid()})
+		_ = a.Notice(t0.Add(2 * time.Minute))
+		c.t = t0.Add(3 * time.Minute) // the instance survived (stopped and resumed)
+		a.Tick()
+		_ = a.Drain(drain(c.t))
+		if r := a.Report(); r.Drain.State != report.Draining || r.Drain.ID != "d" {
+			t.Fatalf("drain %+v: the controller's drain was ignored after the notice drain failed", r.Drain)
+		}
+	})
 	t.Run("a draining node refuses new jobs, and takes them again after the drain", func(t *testing.T) {
 		c := &clock{t0}
 		a := newAgent(t, c, nil, "")
@@ -604,4 +696,64 @@ func TestDrainSafetyEdges(t *testing.T) {
 			t.Fatal("GPU 64: want an error")
 		}
 	})
+}
+
+// TestStateSurvivesRestart: an agent restarted mid-drain (an upgrade, a
+// crash) knows its jobs from its state file at once, so the drain the
+// controller hands back is not confirmed before they checkpoint again,
+// even without GPU data to show their processes. A state file that is
+// corrupt or another node's stops the agent with an error naming it.
+func TestStateSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agent-state.json")
+	c := &clock{time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	alive := func(int, syscall.Signal) error { return nil }
+	start := func(state string) *Agent {
+		t.Helper()
+		a, err := New(Config{Node: "i-1", Now: c.now, Signal: alive, StateFile: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a := start(path)
+	if err := a.Register("train", []int{0}, []int{os.Getpid()}); err != nil {
+		t.Fatal(err)
+	}
+	c.t = c.t.Add(time.Hour)
+	_ = a.Checkpoint("train")
+	d := &report.DrainRequest{ID: "d", Since: c.t, Deadline: c.t.Add(20 * time.Minute), Signal: "SIGUSR1"}
+	_ = a.Drain(d)
+	c.t = c.t.Add(time.Minute)
+
+	b := start(path) // restarted: the drain comes back with the next answer
+	_ = b.Drain(d)
+	r := b.Report()
+	if len(r.Jobs) != 1 || r.Jobs[0].ID != "train" || !r.Jobs[0].Start.Equal(c.t.Add(-time.Hour-time.Minute)) || r.Drain.State != report.Draining {
+		t.Fatalf("restarted agent: jobs %+v, drain %+v; want the job, still waited for", r.Jobs, r.Drain)
+	}
+	// Without the state file the same restart would confirm at once.
+	forgetful := start("")
+	_ = forgetful.Drain(d)
+	if got := forgetful.Report().Drain.State; got != report.SafeToTerminate {
+		t.Fatalf("an agent with no state file, restarted: drain %q (this test's contrast is gone)", got)
+	}
+	for name, tt := range map[string]struct{ data, want string }{
+		"corrupt":        {`{"node": "i-1", "jobs": [`, "agent-state.json"},
+		"another node's": {`{"node": "i-2", "jobs": []}`, `node "i-2"'s, not "i-1"`},
+		"a job twice":    {`{"node": "i-1", "jobs": [{"id": "j", "gpus": [0], "start": "2026-11-30T12:00:00Z"}, {"id": "j", "gpus": [0], "start": "2026-11-30T12:00:00Z"}]}`, `jobs[1].id: job "j" listed twice`},
+		"no start":       {`{"node": "i-1", "jobs": [{"id": "j", "gpus": [0]}]}`, "jobs[0].start: missing"},
+		"unknown field":  {`{"node": "i-1", "jobz": []}`, "jobz"},
+	} {
+		bad := filepath.Join(t.TempDir(), "agent-state.json")
+		_ = os.WriteFile(bad, []byte(tt.data), 0o600)
+		if _, err := New(Config{Node: "i-1", StateFile: bad}); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", name, err, tt.want)
+		}
+	}
+	// A job that ended is forgotten across a restart too.
+	_ = b.Unregister("train")
+	if r := start(path).Report(); len(r.Jobs) != 0 {
+		t.Fatalf("jobs %+v after the job ended and a restart", r.Jobs)
+	}
 }

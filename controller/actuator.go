@@ -209,6 +209,27 @@ func (r Recovered) Err() error {
 	return errors.Join(errs...)
 }
 
+// Reap terminates an orphan (see providers.Reaper) through the provider
+// that listed it, journaled like any termination: the intent is on disk
+// before the cloud is asked, and cleared, with the orphan's drain record,
+// once it has answered.
+func (a *Actuator) Reap(ctx context.Context, r providers.Reaper, fleetName string, o providers.Orphan) error {
+	in := state.Intent{Key: newKey(state.IntentReap, o.Pool), Kind: state.IntentReap, Pool: o.Pool, Node: o.ID, Created: a.now()}
+	if err := a.store.PutIntent(in); err != nil {
+		return fmt.Errorf("controller: reaping %s not made: %w", o.ID, err)
+	}
+	a.log.Info("reaping an orphan", "pool", o.Pool, "node", o.ID, "fleet", fleetName, "key", in.Key)
+	err := r.TerminateOrphan(ctx, fleetName, o)
+	var nf *providers.NotFoundError
+	if err != nil && !errors.As(err, &nf) {
+		return fmt.Errorf("controller: reaping %s of pool %s (intent %s kept for recovery): %w", o.ID, o.Pool, in.Key, err)
+	}
+	if err := a.store.DeleteDrain(o.ID); err != nil {
+		return err
+	}
+	return a.store.DoneIntent(in.Key)
+}
+
 // Recover reconciles the journal with the clouds, oldest intent first:
 //   - a launch whose group's target size reached its target (a group
 //     with a target size of its own, whose target is the truth), or whose
@@ -244,6 +265,17 @@ func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
 		return r, fmt.Errorf("controller: reading the journal: %w", err)
 	}
 	for _, in := range intents {
+		if in.Kind == state.IntentReap {
+			// An orphan's termination whose outcome is unknown: never
+			// finished blindly (the orphan is reaped again only once its
+			// agent confirms a drain again).
+			r.Dropped = append(r.Dropped, in)
+			a.log.Warn("recovered reaping: outcome unknown; the next plan decides on fresh reports", "pool", in.Pool, "node", in.Node, "key", in.Key)
+			if err := a.store.DoneIntent(in.Key); err != nil {
+				return r, err
+			}
+			continue
+		}
 		if r.Unsettled[in.Pool] != nil {
 			continue // kept, in order, behind the pool's first
 		}

@@ -89,11 +89,12 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 		rr := *r
 		rr.Unknown = v.unknown
 		r = &rr
+		// A fault only when NVML failed: an agent run without GPU data
+		// (-no-gpu) has none by design, and is never idle either.
 		v.gpuError = r.GPUError
 		if v.gpuError == "" {
-			v.gpuError = "the agent reads no GPU data"
-		}
-		if v.faultSince.IsZero() {
+			v.faultSince = time.Time{}
+		} else if v.faultSince.IsZero() {
 			v.faultSince = now
 		}
 	}
@@ -115,6 +116,9 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 		v.idleSince = now
 	}
 	v.received, v.healthy, v.jobs = now, r.Healthy, jobs
+	// The warning is as the latest report says: one the agent no longer
+	// reports (the instance survived a stop or hibernation) is gone.
+	v.notice = nil
 	if r.Notice != nil {
 		n := *r.Notice
 		v.notice = &n

@@ -543,6 +543,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 		if _, ok := c.seen[p.Name]; !ok && ps.Unobserved != "" {
 			ps.NeverRead = true
 		}
+		instances = c.ownFleet(instances)
 		st.Pools = append(st.Pools, ps)
 		for _, in := range instances {
 			if _, ok := c.firstSeen[in.ID]; !ok && !in.Owed {
@@ -636,6 +637,24 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 	c.observeOrphans(ctx, byNode, &st)
 	unread.err = errors.Join(errs...)
 	return st, unread, nil
+}
+
+// ownFleet leaves out the instances tagged as another fleet's (a staging
+// controller's direct launches in a pool of the same name): they are that
+// controller's to count and to remove. Untagged instances stay (launched
+// before fleets were named, or in a group that sets no fleet tag).
+func (c *Controller) ownFleet(instances []providers.Instance) []providers.Instance {
+	mine := c.cfg.Controller.Fleet
+	if !slices.ContainsFunc(instances, func(in providers.Instance) bool { return in.Fleet != "" && in.Fleet != mine }) {
+		return instances
+	}
+	out := make([]providers.Instance, 0, len(instances))
+	for _, in := range instances {
+		if in.Fleet == "" || in.Fleet == mine {
+			out = append(out, in)
+		}
+	}
+	return out
 }
 
 // forgetGone drops the drain records and agent views of nodes the clouds

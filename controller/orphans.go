@@ -83,12 +83,11 @@ func (c *Controller) observeOrphans(ctx context.Context, byNode map[string]state
 }
 
 // reap terminates an orphan the plan reaps, through the provider that
-// listed it.
+// listed it, journaled (Actuator.Reap).
 func (c *Controller) reap(ctx context.Context, node string) error {
 	o, ok := c.orphans[node]
 	if !ok {
 		return fmt.Errorf("controller: orphan %s is not among those found this cycle", node)
 	}
-	c.log.Info("reaping an orphan", "pool", o.Pool, "node", o.ID, "fleet", c.cfg.Controller.Fleet)
-	return o.by.TerminateOrphan(ctx, c.cfg.Controller.Fleet, o.Orphan)
+	return c.act.Reap(ctx, o.by, c.cfg.Controller.Fleet, o.Orphan)
 }

@@ -882,3 +882,110 @@ func TestSpotNoticeReplacedAhead(t *testing.T) {
 		t.Fatalf("after the reclaim: %+v", plan.Actions)
 	}
 }
+
+// TestAnotherFleetsInstancesLeftOut: staging's controller launches in a
+// pool of the same name as prod's. Prod's controller leaves staging's
+// instance out altogether (not its to count nor to remove), and still
+// sees an untagged instance, as unknown.
+func TestAnotherFleetsInstancesLeftOut(t *testing.T) {
+	p := gpuPool("g5", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, p)
+	l.cfg.Controller.Fleet = "prod"
+	l.restart(t, l.cloud)
+	ctx := context.Background()
+	if err := l.c.act.Launch(ctx, "g5", 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []providers.LaunchRequest{{Count: 1, Key: "staging-launch", Fleet: "staging"}, {Count: 1}} {
+		if err := l.cloud.Launch(ctx, p, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, _ := l.cloud.Describe(ctx, p)
+	if g.Instances[0].Fleet != "prod" {
+		t.Fatalf("the controller's launch is tagged %q, want prod", g.Instances[0].Fleet)
+	}
+	staging, untagged := g.Instances[1].ID, g.Instances[2].ID
+	l.silent[staging], l.silent[untagged] = true, true
+	l.now = l.now.Add(5 * time.Minute)
+	plan := l.cycle(t)
+	seen := map[string]fleet.Node{}
+	for _, n := range l.c.Last().State.Nodes {
+		seen[n.ID] = n
+	}
+	if _, ok := seen[staging]; ok {
+		t.Errorf("staging's instance %s is in prod's fleet", staging)
+	}
+	if n, ok := seen[untagged]; !ok || !n.Unknown {
+		t.Errorf("the untagged instance: %+v, want it seen, unknown", n)
+	}
+	for _, a := range plan.Actions {
+		if a.Node == staging {
+			t.Errorf("prod acted on staging's instance: %+v", a)
+		}
+	}
+}
+
+// failingReap is the simulated cloud whose first TerminateOrphan fails
+// with an outcome unknown (a timeout).
+type failingReap struct {
+	*sim.Cloud
+	failed bool
+}
+
+func (f *failingReap) TerminateOrphan(ctx context.Context, fleetName string, o providers.Orphan) error {
+	if !f.failed {
+		f.failed = true
+		return errors.New("request timed out")
+	}
+	return f.Cloud.TerminateOrphan(ctx, fleetName, o)
+}
+
+// TestReapJournaled: reaping an orphan is journaled as any termination. One
+// whose outcome is unknown leaves its intent; the next cycle drops it
+// without holding any configured pool up, and the orphan is reaped once
+// its agent confirms its drain again.
+func TestReapJournaled(t *testing.T) {
+	kept, gone := gpuPool("kept", 8, 10, 5*time.Minute), gpuPool("gone", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, kept, gone)
+	ctx := context.Background()
+	if err := l.c.act.Launch(ctx, "gone", 1); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := l.cloud.Describe(ctx, gone)
+	orphan := g.Instances[0].ID
+	l.now = l.now.Add(5 * time.Minute)
+	l.cfg.Pools, l.also = []fleet.Pool{kept}, []fleet.Pool{gone}
+	wrap := &failingReap{Cloud: l.cloud}
+	l.restart(t, wrap)
+	var reapIntent bool
+	terminated := 0
+	for i := range 30 {
+		plan, err := l.c.Cycle(ctx) // the failed reap is this cycle's error
+		l.now = l.now.Add(time.Minute)
+		l.report(t)
+		if wrap.failed && !reapIntent {
+			ins, _ := l.store.Intents()
+			for _, in := range ins {
+				reapIntent = reapIntent || (in.Kind == state.IntentReap && in.Node == orphan)
+			}
+		}
+		if err == nil {
+			terminated += plan.Counts()[planner.Terminate]
+			for _, a := range plan.Actions {
+				if a.Pool == "kept" && a.Kind == planner.Hold && strings.Contains(a.Reason, "not settled") {
+					t.Fatalf("cycle %d: the orphan's intent holds a configured pool up: %s", i, a.Reason)
+				}
+			}
+		}
+	}
+	if !reapIntent {
+		t.Fatal("the reap whose outcome was unknown left no intent in the journal")
+	}
+	if ins, _ := l.store.Intents(); len(ins) != 0 {
+		t.Fatalf("intents left: %+v", ins)
+	}
+	if g, _ := l.cloud.Describe(ctx, gone); len(g.Instances) != 0 {
+		t.Fatalf("the orphan was never reaped: %+v (%d terminations decided)", g.Instances, terminated)
+	}
+}

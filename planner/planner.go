@@ -214,7 +214,7 @@ func (p *planner) observe() {
 			p.supply += gpn
 			pp.active++
 		case fleet.Ready:
-			if !n.InterruptAt.IsZero() {
+			if interrupted(n, p.now) {
 				// The cloud takes it: not counted on, so its replacement is
 				// launched now, ahead of the loss; it counts against the
 				// limits until it is gone.
@@ -331,6 +331,18 @@ func unconfirmed(n *fleet.Node, silent time.Duration) string {
 	return ""
 }
 
+// StaleNotice is how long past its deadline a spot interruption notice
+// still counts: a node that reports on after that survived it (it was
+// stopped or hibernated and resumed, or the notice was not the cloud's),
+// and is capacity again.
+const StaleNotice = 10 * time.Minute
+
+// interrupted reports whether the cloud is taking the node: its agent
+// reports an interruption notice not older than StaleNotice.
+func interrupted(n *fleet.Node, now time.Time) bool {
+	return !n.InterruptAt.IsZero() && now.Sub(n.InterruptAt) <= StaleNotice
+}
+
 // ReapIdle is how long an orphan's agent must have reported it idle
 // before it is drained.
 const ReapIdle = 10 * time.Minute
@@ -370,7 +382,7 @@ func (p *planner) reap() {
 				idle = p.now.Sub(n.IdleSince)
 			}
 			switch {
-			case !n.InterruptAt.IsZero():
+			case interrupted(n, p.now):
 				a.Reason = fmt.Sprintf("%s; spot interruption notice: the cloud takes it at %s", why, clock(n.InterruptAt))
 			case silent > 0:
 				a.Reason = why + "; " + silentReason(n, silent) + ": never reaped while silent"

@@ -175,7 +175,8 @@ func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
 		n.GPUFault, n.GPUFaultSince, n.IdleSince = "NVML: GPU is lost", minutesAgo(t, "faultSince", 0, 60), time.Time{}
 	}
 	if n.State == fleet.Ready && rapid.IntRange(0, 6).Draw(t, "interrupted") == 0 {
-		n.InterruptAt = t0.Add(time.Duration(rapid.IntRange(-1, 3).Draw(t, "interruptIn")) * time.Minute)
+		// Mostly due, sometimes long past (a node that survived it).
+		n.InterruptAt = t0.Add(time.Duration(rapid.SampledFrom([]int{-30, -1, 0, 2, 3}).Draw(t, "interruptIn")) * time.Minute)
 	}
 	n.Rebalance = rapid.IntRange(0, 6).Draw(t, "rebalance") == 0
 	if n.State == fleet.Draining {
@@ -286,7 +287,7 @@ func TestPropertySafety(t *testing.T) {
 			if a.Reason == "" {
 				t.Fatalf("action without a reason: %+v", a)
 			}
-			if !n.InterruptAt.IsZero() && a.Kind != Hold {
+			if underNotice(in, n) && a.Kind != Hold {
 				// The cloud takes a node under an interruption notice; the
 				// controller never drains nor terminates it.
 				t.Fatalf("%s of a node under a spot interruption notice: %+v", a.Kind, a)
@@ -444,7 +445,7 @@ func TestPropertySafety(t *testing.T) {
 		for i := range in.State.Nodes {
 			// A node under a spot interruption notice is going anyway:
 			// neither counted nor held against the share.
-			if n := &in.State.Nodes[i]; n.State == fleet.Ready && cfg.Pool(n.Pool) != nil && n.InterruptAt.IsZero() {
+			if n := &in.State.Nodes[i]; n.State == fleet.Ready && cfg.Pool(n.Pool) != nil && !underNotice(in, n) {
 				readyNodes++
 				if silent(in, n) {
 					silentNodes++
@@ -500,7 +501,7 @@ func TestPropertySafety(t *testing.T) {
 			}
 			switch n.State {
 			case fleet.Ready:
-				if n.InterruptAt.IsZero() { // the cloud takes one under notice
+				if !underNotice(in, n) { // the cloud takes one under notice
 					supply += p.GPUsPerNode
 				}
 			case fleet.Pending:
@@ -620,4 +621,10 @@ func TestMain(m *testing.M) {
 		flag.Set("rapid.checks", strconv.Itoa(propertyChecks))
 	}
 	os.Exit(m.Run())
+}
+
+// underNotice reports whether the cloud is taking a node: an interruption
+// notice due, or past by at most StaleNotice.
+func underNotice(in Input, n *fleet.Node) bool {
+	return !n.InterruptAt.IsZero() && in.Now.Sub(n.InterruptAt) <= StaleNotice
 }

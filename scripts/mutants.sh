@@ -376,15 +376,22 @@ TestOrphanTags
 
 node under a spot interruption notice counted as capacity (controller)
 planner/planner.go
-"\t\t\tif !n.InterruptAt.IsZero() {\n\t\t\t\t// The cloud takes it"
+"\t\t\tif interrupted(n, p.now) {\n\t\t\t\t// The cloud takes it"
 "\t\t\tif false {\n\t\t\t\t// The cloud takes it"
 ./controller
 TestSpotNoticeReplacedAhead
 
 node under a spot interruption notice drained (planner property)
 planner/planner.go
-"\t\t\tif !n.InterruptAt.IsZero() {\n\t\t\t\t// The cloud takes it"
+"\t\t\tif interrupted(n, p.now) {\n\t\t\t\t// The cloud takes it"
 "\t\t\tif false {\n\t\t\t\t// The cloud takes it"
+
+a spot notice long past taken as still due (planner property)
+planner/planner.go
+"now.Sub(n.InterruptAt) <= StaleNotice"
+"true"
+./planner
+TestPropertySafety
 ./planner
 TestPropertySafety
 

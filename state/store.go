@@ -321,11 +321,14 @@ const (
 	IntentDrain IntentKind = "drain"
 	// IntentCancelDrain returns Node to service.
 	IntentCancelDrain IntentKind = "cancel_drain"
+	// IntentReap removes Node, an orphan of Pool (a pool the config no
+	// longer has).
+	IntentReap IntentKind = "reap"
 )
 
 func (k IntentKind) valid() bool {
 	switch k {
-	case IntentLaunch, IntentTerminate, IntentDrain, IntentCancelDrain:
+	case IntentLaunch, IntentTerminate, IntentDrain, IntentCancelDrain, IntentReap:
 		return true
 	}
 	return false

@@ -288,8 +288,10 @@ func (r *Report) Validate(now time.Time, skew time.Duration, nodeGPUs int) error
 			return fmt.Errorf("notice.action: %q on a rebalance recommendation, which has none", n.Action)
 		case n.Time.IsZero():
 			return fmt.Errorf("notice.time: missing")
-		case n.Time.Sub(r.SentAt).Abs() > 24*time.Hour:
-			return fmt.Errorf("notice.time: %s is more than a day from the report's sent_at", n.Time.Format(time.RFC3339))
+		case n.Kind == Interruption && n.Time.Sub(r.SentAt) > 24*time.Hour:
+			// A rebalance recommendation's time is when it was given, and
+			// it may stand for days.
+			return fmt.Errorf("notice.time: an interruption at %s, more than a day after the report's sent_at", n.Time.Format(time.RFC3339))
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,6 +48,7 @@ func runAgent(e *env, args []string) int {
 	marker := fs.String("marker", "/run/fleetcast/draining", "file that exists while the node drains, for a local scheduler")
 	hook := fs.String("drain-hook", "", "command (split at spaces; use a script for anything more) run when a drain starts (FLEETCAST_DRAIN=start) and when it fails or is cancelled (=stop)")
 	noGPU := fs.Bool("no-gpu", false, "run without GPU data (CPU nodes, tests)")
+	stateFile := fs.String("state", "/var/lib/fleetcast/agent-state.json", "file keeping the registered jobs across restarts of the agent (empty: none; a restarted agent then forgets its jobs until they register again)")
 	metrics := fs.String("metrics", "127.0.0.1:9401", "address serving Prometheus metrics at /metrics (empty: none)")
 	notices := fs.String("notices", "aws", "where spot notices come from: aws (the instance metadata service, IMDSv2) or none")
 	imdsEndpoint := fs.String("imds-endpoint", "", "the instance metadata service's URL (default the SDK's, http://169.254.169.254)")
@@ -77,7 +79,7 @@ func runAgent(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "agent: token:", err)
 		return exitError
 	}
-	cfg := agent.Config{Node: *node, LongRunningAfter: longRunning.d, MarkerFile: *marker, NoticeSignal: *noticeSignal}
+	cfg := agent.Config{Node: *node, LongRunningAfter: longRunning.d, MarkerFile: *marker, NoticeSignal: *noticeSignal, StateFile: *stateFile}
 	if *hook != "" {
 		cfg.DrainHook = strings.Fields(*hook)
 	}
@@ -93,6 +95,12 @@ func runAgent(e *env, args []string) int {
 		}
 		defer r.Close()
 		cfg.GPUs = r
+	}
+	if *stateFile != "" {
+		if err := os.MkdirAll(filepath.Dir(*stateFile), 0o700); err != nil {
+			fmt.Fprintln(e.stderr, "agent: state:", err)
+			return exitError
+		}
 	}
 	a, err := agent.New(cfg)
 	if err != nil {

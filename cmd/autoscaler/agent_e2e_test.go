@@ -195,7 +195,7 @@ func TestAgentSpotNotice(t *testing.T) {
 	agentLog := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
 	ag := exec.Command(os.Args[0], "-test.run=^$")
 	ag.Env = append(os.Environ(), "FLEETCAST_TEST_CLI=agent -controller "+cs.URL+" -token-file "+tokenFile+" -node i-1 -no-gpu -socket "+socket+
-		" -marker "+filepath.Join(dir, "draining")+" -metrics 127.0.0.1:0 -interval 1s -notice-interval 200ms -imds-endpoint "+endpoint)
+		" -marker "+filepath.Join(dir, "draining")+" -state "+filepath.Join(dir, "state.json")+" -metrics 127.0.0.1:0 -interval 1s -notice-interval 200ms -imds-endpoint "+endpoint)
 	ag.Stdout, ag.Stderr = logFile, logFile
 	if err := ag.Start(); err != nil {
 		t.Fatal(err)

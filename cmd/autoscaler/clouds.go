@@ -46,6 +46,13 @@ func liveClouds(ctx context.Context, log hclog.Logger, cfg *config.Config) (map[
 	if awsp == nil {
 		return out, nil
 	}
+	for _, p := range cfg.Pools {
+		if p.Provider == "aws" && p.Target["launch_template"] != "" && cfg.Controller.Fleet == config.Defaults().Controller.Fleet {
+			log.Warn("controller.fleet is left at its default: every controller so left tags its instances alike, and cannot tell another's from its own; name each fleet (staging, prod)",
+				"fleet", cfg.Controller.Fleet, "pool", p.Name)
+			break
+		}
+	}
 	if err := awsp.Resolve(ctx, cfg.Pools); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// savedJobs is the agent's state file: the jobs registered, so that an
+// agent restarted (an upgrade, a crash) knows at once what runs on its
+// node. Without it, a restarted agent would take a node whose jobs have
+// not registered again for an empty one, and could confirm a drain the
+// controller hands back at once, losing their work.
+type savedJobs struct {
+	Node string     `json:"node"`
+	Jobs []savedJob `json:"jobs"`
+}
+
+type savedJob struct {
+	report.Job
+	Checkpoints string `json:"checkpoints,omitempty"`
+	// Started are the processes' start times (see job.started), by PID.
+	Started map[int]uint64 `json:"started,omitempty"`
+	// Newest is the newest checkpoint file taken.
+	NewestPath  string    `json:"newest_path,omitempty"`
+	NewestMtime time.Time `json:"newest_mtime,omitzero"`
+	NewestSize  int64     `json:"newest_size,omitempty"`
+}
+
+// load reads the state file into a.jobs, if there is one. A file that
+// cannot be read or parsed, or is another node's, is an error naming it:
+// the agent does not start on a guess (move the file aside to start with
+// no jobs).
+func (a *Agent) load() error {
+	path := a.cfg.StateFile
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("agent state %s: %w", path, err)
+	}
+	var s savedJobs
+	if err := fleet.DecodeJSON(data, &s); err != nil {
+		return fmt.Errorf("agent state %s: %w; move it aside to start with no jobs", path, err)
+	}
+	if s.Node != a.cfg.Node {
+		return fmt.Errorf("agent state %s: it is node %q's, not %q; move it aside to start with no jobs", path, s.Node, a.cfg.Node)
+	}
+	for i, sj := range s.Jobs {
+		switch {
+		case sj.ID == "" || len(sj.ID) > maxIDLen:
+			return fmt.Errorf("agent state %s: jobs[%d].id: want 1-%d characters", path, i, maxIDLen)
+		case a.jobs[sj.ID] != nil:
+			return fmt.Errorf("agent state %s: jobs[%d].id: job %q listed twice", path, i, sj.ID)
+		case sj.Start.IsZero():
+			return fmt.Errorf("agent state %s: jobs[%d].start: missing", path, i)
+		}
+		if sj.Checkpoints != "" {
+			if _, err := filepath.Match(sj.Checkpoints, ""); err != nil {
+				return fmt.Errorf("agent state %s: jobs[%d].checkpoints: %w", path, i, err)
+			}
+		}
+		a.jobs[sj.ID] = &job{Job: sj.Job, checkpoints: sj.Checkpoints, started: sj.Started,
+			newest: fileSeen{path: sj.NewestPath, mtime: sj.NewestMtime, size: sj.NewestSize}}
+	}
+	return nil
+}
+
+// save writes the jobs to the state file (a temporary file, synced and
+// renamed, so a crash leaves the old state or the new); a.mu is held. A
+// failure is returned for the caller that changed the jobs to report.
+func (a *Agent) save() error {
+	path := a.cfg.StateFile
+	if path == "" {
+		return nil
+	}
+	s := savedJobs{Node: a.cfg.Node, Jobs: make([]savedJob, 0, len(a.jobs))}
+	for _, id := range a.jobIDs() {
+		j := a.jobs[id]
+		s.Jobs = append(s.Jobs, savedJob{Job: j.Job, Checkpoints: j.checkpoints, Started: j.started,
+			NewestPath: j.newest.path, NewestMtime: j.newest.mtime, NewestSize: j.newest.size})
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".agent-state-*")
+	if err != nil {
+		return fmt.Errorf("agent state %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("agent state %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("agent state %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("agent state %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("agent state %s: %w", path, err)
+	}
+	return nil
+}
