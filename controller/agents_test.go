@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -176,4 +177,41 @@ func TestAgentsConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestAgentsNoticeAndFault: a notice or a GPU fault is as the latest
+// report says: a notice no longer reported is gone, and a report without
+// GPU data by design (-no-gpu) is no fault.
+func TestAgentsNoticeAndFault(t *testing.T) {
+	r := newAgentsRig(t)
+	send := func(notice *report.Notice, healthy bool, gpuErr string) fleet.Node {
+		t.Helper()
+		r.now = r.now.Add(time.Minute)
+		rep := &report.Report{Node: "i-1", SentAt: r.now, Healthy: healthy, GPUError: gpuErr, Notice: notice, Drain: report.DrainStatus{State: report.NotDraining}}
+		if _, err := r.agents.Accept(context.Background(), rep); err != nil {
+			t.Fatal(err)
+		}
+		n := fleet.Node{ID: "i-1"}
+		r.agents.Observe(&n)
+		return n
+	}
+	at := t0.Add(3 * time.Minute)
+	if n := send(&report.Notice{Kind: report.Interruption, Action: "stop", Time: at}, true, ""); !n.InterruptAt.Equal(at) || n.Rebalance {
+		t.Errorf("interruption reported: %+v", n)
+	}
+	if n := send(nil, true, ""); !n.InterruptAt.IsZero() {
+		t.Errorf("a notice no longer reported still counts: %+v", n)
+	}
+	if n := send(&report.Notice{Kind: report.Rebalance, Time: at}, true, ""); !n.Rebalance || !n.InterruptAt.IsZero() {
+		t.Errorf("rebalance reported: %+v", n)
+	}
+	if n := send(nil, false, ""); n.GPUFault != "" || !n.IdleSince.IsZero() {
+		t.Errorf("an agent without GPU data: fault %q, idle since %v; want no fault and not idle", n.GPUFault, n.IdleSince)
+	}
+	if n := send(nil, false, "NVML: timeout"); n.GPUFault != "NVML: timeout" || !n.GPUFaultSince.Equal(r.now) {
+		t.Errorf("an NVML failure: %+v", n)
+	}
+	if n := send(nil, true, ""); n.GPUFault != "" || !n.GPUFaultSince.IsZero() {
+		t.Errorf("GPUs read again: %+v", n)
+	}
 }

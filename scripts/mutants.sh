@@ -401,6 +401,55 @@ cmd/autoscaler/agent.go
 "\tif false {"
 ./cmd/autoscaler
 TestAgentSpotNotice
+
+a drain's confirmation stands for ever
+agent/agent.go
+"now.Sub(a.safeSince) > SafeFor && now.Before(a.deadline)"
+"false"
+./agent
+TestDrainSafetyEdges
+
+a checkpoint file bounded by the scan that saw it, not the one before
+agent/agent.go
+"\t\t\tf.seen = j.scanned\n"
+"\t\t\tf.seen = scanAt\n"
+./agent
+TestDrainSafetyEdges
+
+the agent's state file not read at start
+agent/agent.go
+"\t\tif err := a.load(); err != nil {"
+"\t\tif err := error(nil); err != nil {"
+./agent
+TestStateSurvivesRestart
+
+a failed notice drain ignores the controller's drains for good
+agent/agent.go
+"\t\ta.notice = false // the controller"
+"\t\t_ = 0 // the controller"
+./agent
+TestDrainSafetyEdges
+
+another fleet's instances counted in a pool
+controller/controller.go
+"\t\tinstances = c.ownFleet(instances)\n"
+"\n"
+./controller
+TestAnotherFleetsInstancesLeftOut
+
+a notice no longer reported still counts
+controller/agents.go
+"\tv.notice = nil\n"
+"\n"
+./controller
+TestAgentsNoticeAndFault
+
+a reap not journaled
+controller/orphans.go
+"\treturn c.act.Reap(ctx, o.by, c.cfg.Controller.Fleet, o.Orphan)"
+"\treturn o.by.TerminateOrphan(ctx, c.cfg.Controller.Fleet, o.Orphan)"
+./controller
+TestReapJournaled
 EOF
 }
 
