@@ -385,13 +385,13 @@ node under a spot interruption notice drained (planner property)
 planner/planner.go
 "\t\t\tif interrupted(n, p.now) {\n\t\t\t\t// The cloud takes it"
 "\t\t\tif false {\n\t\t\t\t// The cloud takes it"
+./planner
+TestPropertySafety
 
 a spot notice long past taken as still due (planner property)
 planner/planner.go
 "now.Sub(n.InterruptAt) <= StaleNotice"
 "true"
-./planner
-TestPropertySafety
 ./planner
 TestPropertySafety
 
