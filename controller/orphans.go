@@ -24,35 +24,17 @@ type foundOrphan struct {
 // list, so a failed read neither forgets an orphan's drain nor makes it
 // look gone.
 func (c *Controller) observeOrphans(ctx context.Context, byNode map[string]state.Drain, st *fleet.State) {
-	var reapers []providers.Reaper
-	pools := map[providers.Reaper][]fleet.Pool{}
-	configured := make(map[string]bool, len(c.cfg.Pools))
-	for _, p := range c.cfg.Pools {
-		configured[p.Name] = true
-		r, ok := c.clouds[p.Name].(providers.Reaper)
-		if !ok {
-			continue
-		}
-		if _, seen := pools[r]; !seen {
-			reapers = append(reapers, r)
-		}
-		pools[r] = append(pools[r], p)
-	}
 	found := map[string]foundOrphan{}
-	for _, r := range reapers {
-		list, err := r.Orphans(ctx, c.cfg.Controller.Fleet, pools[r])
-		if err != nil {
-			c.log.Warn("orphans not listed; the last list stands", "error", err)
-			list = c.orphanLists[r]
+	for _, l := range providers.ListOrphans(ctx, c.cfg.Controller.Fleet, c.cfg.Pools, c.clouds) {
+		list := l.Orphans
+		if l.Err != nil {
+			c.log.Warn("orphans not listed; the last list stands", "error", l.Err)
+			list = c.orphanLists[l.Reaper]
 		} else {
-			c.orphanLists[r] = list
+			c.orphanLists[l.Reaper] = list
 		}
 		for _, o := range list {
-			// A pool of that name configured on another cloud still owns
-			// its name: not an orphan.
-			if !configured[o.Pool] && o.Fleet == c.cfg.Controller.Fleet {
-				found[o.ID] = foundOrphan{Orphan: o, by: r}
-			}
+			found[o.ID] = foundOrphan{Orphan: o, by: l.Reaper}
 		}
 	}
 	ids := make([]string, 0, len(found))

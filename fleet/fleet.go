@@ -264,7 +264,9 @@ func (s *State) Validate(pools []Pool) error {
 			return fmt.Errorf("nodes[%d].id: empty", i)
 		case seen[n.ID]:
 			return fmt.Errorf("nodes[%d].id: duplicate node %q", i, n.ID)
-		case !known[n.Pool]:
+		case n.Orphan && (n.Pool == "" || known[n.Pool]):
+			return fmt.Errorf("nodes[%d].pool: orphan %s names pool %q: an orphan's pool is one the config no longer has", i, n.ID, n.Pool)
+		case !n.Orphan && !known[n.Pool]:
 			return fmt.Errorf("nodes[%d].pool: node %s names unknown pool %q", i, n.ID, n.Pool)
 		case !n.State.Valid():
 			return fmt.Errorf("nodes[%d].state: node %s has state %q, want pending, ready, draining or terminating", i, n.ID, n.State)

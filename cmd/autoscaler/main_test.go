@@ -188,3 +188,46 @@ func TestReadmeQuickStartOutput(t *testing.T) {
 		t.Fatalf("exit %d %s; README shows:\n%s\nplan prints:\n%s", code, errOut, want, got)
 	}
 }
+
+// TestPlanShowsOrphans: a snapshot holding an instance of a pool the
+// config no longer has, idle for half an hour by its agent's reports:
+// plan lists it and reaps it with a drain; one naming a configured pool
+// as an orphan is refused.
+func TestPlanShowsOrphans(t *testing.T) {
+	src, err := os.ReadFile("../../examples/state.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(src, &st); err != nil {
+		t.Fatal(err)
+	}
+	st["nodes"] = append(st["nodes"].([]any), map[string]any{"id": "i-0old", "pool": "old-h100", "state": "ready", "orphan": true,
+		"launched_at": "2026-11-20T08:00:00Z", "last_report": "2026-11-30T13:59:40Z", "idle_since": "2026-11-30T13:30:00Z"})
+	path := filepath.Join(t.TempDir(), "state.json")
+	data, _ := json.Marshal(st)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := cli("plan", "-config", localConfig, "-state", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"orphans:     1 instance(s) of this fleet in pools the config no longer has (reaped once idle): i-0old",
+		"- drain i-0old in old-h100 (orphan: pool old-h100 is no longer in the config; reaping: idle 30m)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out)
+		}
+	}
+	nodes := st["nodes"].([]any)
+	nodes[len(nodes)-1].(map[string]any)["pool"] = "aws-ondemand-a100"
+	data, _ = json.Marshal(st)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := cli("plan", "-config", localConfig, "-state", path); code == 0 || !strings.Contains(errOut, `orphan i-0old names pool "aws-ondemand-a100": an orphan's pool is one the config no longer has`) {
+		t.Errorf("an orphan of a configured pool: exit %d, %s", code, errOut)
+	}
+}

@@ -122,11 +122,30 @@ func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time
 			return fleet.State{}, err
 		}
 		for _, in := range g.Instances {
+			if in.Fleet != "" && in.Fleet != cfg.Controller.Fleet {
+				continue // another fleet's
+			}
 			n := fleet.Node{ID: in.ID, Pool: p.Name, LaunchedAt: now, State: fleet.Ready, Unknown: true}
 			switch {
 			case in.State == providers.InstancePending || in.Owed:
 				n.State = fleet.Pending
 			case in.State == providers.InstanceTerminating:
+				n.State = fleet.Terminating
+			}
+			st.Nodes = append(st.Nodes, n)
+		}
+	}
+	for _, l := range providers.ListOrphans(ctx, cfg.Controller.Fleet, cfg.Pools, clouds) {
+		if l.Err != nil {
+			return fleet.State{}, l.Err
+		}
+		for _, o := range l.Orphans {
+			// Silent as every node here: shown, never reaped on this view.
+			n := fleet.Node{ID: o.ID, Pool: o.Pool, LaunchedAt: now, State: fleet.Ready, Orphan: true}
+			switch o.State {
+			case providers.InstancePending:
+				n.State = fleet.Pending
+			case providers.InstanceTerminating:
 				n.State = fleet.Terminating
 			}
 			st.Nodes = append(st.Nodes, n)
