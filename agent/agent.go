@@ -109,8 +109,14 @@ func (f fileSeen) same(g fileSeen) bool {
 type Agent struct {
 	cfg Config
 
-	mu    sync.Mutex
-	jobs  map[string]*job
+	mu   sync.Mutex
+	jobs map[string]*job
+	// saveMu orders writes of the state file, outside mu: seq numbers the
+	// snapshots taken (under mu), saved the last one written.
+	saveMu     sync.Mutex
+	seq, saved uint64
+	// boot is the machine's boot ID, for the state file.
+	boot  string
 	drain *report.DrainRequest
 	// since and deadline are the drain's start and end by the agent's own
 	// clock: its checkpoints are on that clock, not the controller's. round
@@ -159,6 +165,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, jobs: map[string]*job{}, state: report.NotDraining, changed: make(chan struct{})}
 	if cfg.StateFile != "" {
+		a.boot = bootID()
 		if err := a.load(); err != nil {
 			return nil, err
 		}
@@ -235,25 +242,45 @@ func (a *Agent) RegisterWatched(id string, gpus, pids []int, checkpoints string)
 	for _, p := range pids {
 		started[p] = procStart(p)
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	j := a.jobs[id]
-	if j == nil && a.drain != nil && a.state != report.DrainFailed {
-		return &DrainingError{Node: a.cfg.Node, Drain: a.drain.ID}
-	}
-	if j == nil {
-		if len(a.jobs) >= maxJobs {
-			return fmt.Errorf("%d jobs registered already, at most %d", len(a.jobs), maxJobs)
+	return a.change(func() (string, error) {
+		j := a.jobs[id]
+		if j == nil && a.drain != nil && a.state != report.DrainFailed {
+			return "", &DrainingError{Node: a.cfg.Node, Drain: a.drain.ID}
 		}
-		j = &job{Job: report.Job{ID: id, Start: a.cfg.Now()}}
-		a.jobs[id] = j
+		if j == nil {
+			if len(a.jobs) >= maxJobs {
+				return "", fmt.Errorf("%d jobs registered already, at most %d", len(a.jobs), maxJobs)
+			}
+			j = &job{Job: report.Job{ID: id, Start: a.cfg.Now()}}
+			a.jobs[id] = j
+		}
+		// Registering again (more PIDs, a restarted launcher) keeps the
+		// job's start, checkpoints and drain signal: a running job is not
+		// made new.
+		j.GPUs, j.PIDs, j.started, j.checkpoints = slices.Clone(gpus), slices.Clone(pids), started, checkpoints
+		a.notify()
+		return "job " + id + " registered", nil
+	})
+}
+
+// change runs fn with a.mu held; when it changed the jobs (it says what
+// it did), the state file is saved once the lock is released, so a slow
+// disk holds no report nor drain answer up. A failed save is an error
+// saying what was done all the same.
+func (a *Agent) change(fn func() (done string, err error)) error {
+	a.mu.Lock()
+	done, err := fn()
+	var snap []byte
+	var seq uint64
+	if err == nil && done != "" {
+		snap, seq = a.snapshot()
 	}
-	// Registering again (more PIDs, a restarted launcher) keeps the job's
-	// start, checkpoints and drain signal: a running job is not made new.
-	j.GPUs, j.PIDs, j.started, j.checkpoints = slices.Clone(gpus), slices.Clone(pids), started, checkpoints
-	a.notify()
-	if err := a.save(); err != nil {
-		return fmt.Errorf("job %s registered, but not saved (a restarted agent would not know it): %w", id, err)
+	a.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := a.persist(snap, seq); err != nil {
+		return fmt.Errorf("%s, but that was not saved (a restarted agent would not know it): %w", done, err)
 	}
 	return nil
 }
@@ -272,35 +299,29 @@ func (e *DrainingError) Error() string {
 
 // Unregister removes a job that ended.
 func (a *Agent) Unregister(id string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.jobs[id] == nil {
-		return fmt.Errorf("no job %q", id)
-	}
-	delete(a.jobs, id)
-	a.settle()
-	a.notify()
-	if err := a.save(); err != nil {
-		return fmt.Errorf("job %s ended, but that was not saved: %w", id, err)
-	}
-	return nil
+	return a.change(func() (string, error) {
+		if a.jobs[id] == nil {
+			return "", fmt.Errorf("no job %q", id)
+		}
+		delete(a.jobs, id)
+		a.settle()
+		a.notify()
+		return "job " + id + " ended", nil
+	})
 }
 
 // Checkpoint records that a job saved its state now.
 func (a *Agent) Checkpoint(id string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	j := a.jobs[id]
-	if j == nil {
-		return fmt.Errorf("no job %q: register it first", id)
-	}
-	j.LastCheckpoint = a.cfg.Now()
-	a.settle()
-	a.notify()
-	if err := a.save(); err != nil {
-		return fmt.Errorf("job %s checkpointed, but that was not saved: %w", id, err)
-	}
-	return nil
+	return a.change(func() (string, error) {
+		j := a.jobs[id]
+		if j == nil {
+			return "", fmt.Errorf("no job %q: register it first", id)
+		}
+		j.LastCheckpoint = a.cfg.Now()
+		a.settle()
+		a.notify()
+		return "job " + id + " checkpointed", nil
+	})
 }
 
 // Drain carries out the controller's drain request (nil: none). A new
@@ -377,16 +398,29 @@ func (a *Agent) Warn(n report.Notice) error {
 		a.warning = &n
 	}
 	a.notify()
+	now := a.cfg.Now()
+	if n.Kind == report.Interruption && n.Time.Sub(now) > 24*time.Hour {
+		return fmt.Errorf("notice: an interruption at %s, more than a day ahead: not taken", n.Time.Format(time.RFC3339))
+	}
+	deadline := n.Time
+	if !deadline.After(now) {
+		deadline = now.Add(2 * time.Minute)
+	}
 	if a.drain != nil && a.state != report.DrainFailed {
+		if n.Kind == report.Interruption && !a.notice {
+			// A drain is under way, maybe safe on checkpoints made
+			// minutes ago: the cloud's deadline now rules it, and every
+			// job is asked again, from now. The controller cannot cancel
+			// it any more.
+			a.since, a.round, a.notice = now, a.round+1, true
+			a.deadline = earlier(a.deadline, deadline)
+			a.state = report.Draining
+			a.settle()
+		}
 		return nil
 	}
-	now := a.cfg.Now()
 	switch n.Kind {
 	case report.Interruption:
-		deadline := n.Time
-		if !deadline.After(now) {
-			deadline = now.Add(2 * time.Minute)
-		}
 		return a.startDrain(&report.DrainRequest{ID: "spot-notice-" + now.UTC().Format("20060102T150405Z"), Since: now, Deadline: deadline, Signal: a.cfg.NoticeSignal}, true)
 	case report.Rebalance:
 		tag := "rebalance-" + n.Time.UTC().Format("20060102T150405Z")
@@ -405,6 +439,18 @@ func (a *Agent) Warn(n report.Notice) error {
 		return nil
 	}
 	return fmt.Errorf("notice: kind %q, want interruption or rebalance", n.Kind)
+}
+
+// Withdraw forgets the cloud's warning of that kind, which the metadata
+// service no longer announces: the controller then counts the node as it
+// is. A drain it started runs on to its end (its jobs were asked already).
+func (a *Agent) Withdraw(kind report.NoticeKind) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.warning != nil && a.warning.Kind == kind {
+		a.warning = nil
+		a.notify()
+	}
 }
 
 // Tick moves a drain on with the clock: it takes new checkpoint files as
@@ -432,7 +478,6 @@ func (a *Agent) Tick() {
 		}
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	now := a.cfg.Now()
 	taken := false
 	for id, f := range newest {
@@ -447,6 +492,12 @@ func (a *Agent) Tick() {
 			f.seen = j.scanned
 			if f.seen.IsZero() {
 				f.seen = scanAt
+				if a.drain != nil && a.since.Before(f.seen) {
+					// The job's first scan, during a drain (the agent
+					// restarted, or the job gained a pattern): what is
+					// there may predate the drain.
+					f.seen = a.since
+				}
 			}
 			j.pending = f
 		case f.mtime.After(now):
@@ -469,14 +520,20 @@ func (a *Agent) Tick() {
 			j.scanned = scanAt
 		}
 	}
-	if taken {
-		_ = a.save() // as the next change would; a checkpoint file is seen again after a restart
-	}
 	before := a.state
 	a.settle()
 	if a.state != before {
 		a.notify()
 	}
+	var snap []byte
+	var seq uint64
+	if taken {
+		snap, seq = a.snapshot()
+	}
+	a.mu.Unlock()
+	// A failed save is as the next change's: a checkpoint file is seen
+	// again after a restart.
+	_ = a.persist(snap, seq)
 }
 
 // SafeFor is how long a drain's confirmation stands: a job asked to
@@ -493,8 +550,9 @@ func (a *Agent) settle() {
 		return
 	}
 	now := a.cfg.Now()
-	if a.state == report.SafeToTerminate && now.Sub(a.safeSince) > SafeFor && now.Before(a.deadline) {
-		// Stale: a new round, from now, by the agent's clock.
+	if a.state == report.SafeToTerminate && now.Sub(a.safeSince) > SafeFor {
+		// Stale: a new round, from now, by the agent's clock (past the
+		// deadline, it fails at once and the node stays).
 		a.since, a.round = now, a.round+1
 	}
 	waiting := a.waiting(now)

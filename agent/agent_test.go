@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -564,6 +566,66 @@ func TestDrainSafetyEdges(t *testing.T) {
 			t.Fatalf("state %q after the new checkpoint", got)
 		}
 	})
+	t.Run("an interruption during a safe drain asks every job again", func(t *testing.T) {
+		c := &clock{t0}
+		var mu sync.Mutex
+		signalled := 0
+		a, err := New(Config{Node: "i-1", Now: c.now, Signal: func(_ int, sig syscall.Signal) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if sig != 0 {
+				signalled++
+			}
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = a.Register("train", []int{0}, []int{os.Getpid()})
+		_ = a.Drain(drain(t0))
+		c.t = c.t.Add(time.Second)
+		_ = a.Checkpoint("train") // safe on this checkpoint
+		c.t = c.t.Add(4 * time.Minute)
+		_ = a.Notice(c.t.Add(2 * time.Minute))
+		mu.Lock()
+		n := signalled
+		mu.Unlock()
+		r := a.Report()
+		if r.Drain.State != report.Draining || n != 2 {
+			t.Fatalf("drain %+v, %d signals after the interruption notice: want the job asked again, from now", r.Drain, n)
+		}
+		_ = a.Drain(nil) // the controller cancels its drain: the cloud still takes the node
+		if got := a.Report().Drain.State; got != report.Draining {
+			t.Fatalf("state %q: the controller's cancel ended the drain the cloud's notice rules", got)
+		}
+	})
+	t.Run("a safe notice drain ends once the node outlives it", func(t *testing.T) {
+		c := &clock{t0}
+		a := newAgent(t, c, nil, "")
+		_ = a.Register("train", []int{0}, []int{os.Getpid()})
+		_ = a.Notice(t0.Add(2 * time.Minute))
+		c.t = c.t.Add(time.Second)
+		_ = a.Checkpoint("train")
+		if got := a.Report().Drain.State; got != report.SafeToTerminate {
+			t.Fatalf("state %q", got)
+		}
+		c.t = t0.Add(SafeFor + time.Minute) // hibernated and resumed
+		a.Tick()
+		if got := a.Report().Drain.State; got != report.DrainFailed {
+			t.Fatalf("state %q past the notice's deadline and SafeFor, want failed (the node stays)", got)
+		}
+		_ = a.Drain(drain(c.t))
+		if r := a.Report(); r.Drain.ID != "d" {
+			t.Fatalf("drain %+v: the controller's drain is ignored after a notice drain the node outlived", r.Drain)
+		}
+		a.Withdraw(report.Interruption)
+		if r := a.Report(); r.Notice != nil {
+			t.Fatalf("notice %+v after the metadata service withdrew it", r.Notice)
+		}
+		if err := a.Notice(c.t.Add(48 * time.Hour)); err == nil {
+			t.Fatal("an interruption two days ahead: want it refused (reports would be refused)")
+		}
+	})
 	t.Run("a failed spot notice drain lets the controller's drains through", func(t *testing.T) {
 		c := &clock{t0}
 		a := newAgent(t, c, nil, "")
@@ -750,6 +812,26 @@ func TestStateSurvivesRestart(t *testing.T) {
 		if _, err := New(Config{Node: "i-1", StateFile: bad}); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v, want %q", name, err, tt.want)
 		}
+	}
+	// Jobs of another boot, or whose processes are gone, are not loaded.
+	bootFile := filepath.Join(t.TempDir(), "agent-state.json")
+	_ = os.WriteFile(bootFile, []byte(`{"node": "i-1", "boot": "another-boot", "jobs": [{"id": "j", "gpus": [0], "pids": [`+strconv.Itoa(os.Getpid())+`], "start": "2026-11-30T12:00:00Z"}]}`), 0o600)
+	if r := start(bootFile).Report(); len(r.Jobs) != 0 {
+		t.Errorf("jobs %+v from before a reboot", r.Jobs)
+	}
+	real, err := New(Config{Node: "i-1", Now: c.now, StateFile: path}) // syscall.Kill: the process is looked for
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := real.Register("gone", []int{0}, []int{999999}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := New(Config{Node: "i-1", Now: c.now, StateFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := again.Report(); slices.ContainsFunc(r.Jobs, func(j report.Job) bool { return j.ID == "gone" }) || len(r.Jobs) != 1 {
+		t.Errorf("jobs %+v: a job whose process ended while the agent was down is loaded", r.Jobs)
 	}
 	// A job that ended is forgotten across a restart too.
 	_ = b.Unregister("train")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
@@ -18,7 +19,10 @@ import (
 // not registered again for an empty one, and could confirm a drain the
 // controller hands back at once, losing their work.
 type savedJobs struct {
-	Node string     `json:"node"`
+	Node string `json:"node"`
+	// Boot is the machine's boot ID when the file was written: after a
+	// reboot no job of before runs, and their PIDs may be others'.
+	Boot string     `json:"boot,omitempty"`
 	Jobs []savedJob `json:"jobs"`
 }
 
@@ -67,21 +71,36 @@ func (a *Agent) load() error {
 				return fmt.Errorf("agent state %s: jobs[%d].checkpoints: %w", path, i, err)
 			}
 		}
-		a.jobs[sj.ID] = &job{Job: sj.Job, checkpoints: sj.Checkpoints, started: sj.Started,
+		j := &job{Job: sj.Job, checkpoints: sj.Checkpoints, started: sj.Started,
 			newest: fileSeen{path: sj.NewestPath, mtime: sj.NewestMtime, size: sj.NewestSize}}
+		a.jobs[sj.ID] = j
+	}
+	for id, j := range a.jobs {
+		// Written before a reboot, none of its jobs runs now (and their
+		// PIDs may be others'); or the job ended while the agent was down.
+		if s.Boot != a.boot || a.exited(j) {
+			delete(a.jobs, id)
+		}
 	}
 	return nil
 }
 
-// save writes the jobs to the state file (a temporary file, synced and
-// renamed, so a crash leaves the old state or the new); a.mu is held. A
-// failure is returned for the caller that changed the jobs to report.
-func (a *Agent) save() error {
-	path := a.cfg.StateFile
-	if path == "" {
-		return nil
+// bootID is the machine's boot ID (Linux), "" where there is none.
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
 	}
-	s := savedJobs{Node: a.cfg.Node, Jobs: make([]savedJob, 0, len(a.jobs))}
+	return strings.TrimSpace(string(b))
+}
+
+// snapshot is the state file's content now, and its number; nil when the
+// agent keeps no state file. a.mu is held.
+func (a *Agent) snapshot() ([]byte, uint64) {
+	if a.cfg.StateFile == "" {
+		return nil, 0
+	}
+	s := savedJobs{Node: a.cfg.Node, Boot: a.boot, Jobs: make([]savedJob, 0, len(a.jobs))}
 	for _, id := range a.jobIDs() {
 		j := a.jobs[id]
 		s.Jobs = append(s.Jobs, savedJob{Job: j.Job, Checkpoints: j.checkpoints, Started: j.started,
@@ -89,8 +108,25 @@ func (a *Agent) save() error {
 	}
 	data, err := json.Marshal(s)
 	if err != nil {
-		return err
+		return nil, 0 // plain values: cannot fail
 	}
+	a.seq++
+	return data, a.seq
+}
+
+// persist writes a snapshot to the state file, unless a later one was
+// written already (a temporary file, synced and renamed, the directory
+// synced: a crash leaves the old state or the new). a.mu is not held.
+func (a *Agent) persist(data []byte, seq uint64) error {
+	if data == nil {
+		return nil
+	}
+	a.saveMu.Lock()
+	defer a.saveMu.Unlock()
+	if seq <= a.saved {
+		return nil
+	}
+	path := a.cfg.StateFile
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".agent-state-*")
 	if err != nil {
 		return fmt.Errorf("agent state %s: %w", path, err)
@@ -110,5 +146,10 @@ func (a *Agent) save() error {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("agent state %s: %w", path, err)
 	}
+	if dir, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = dir.Sync()
+		dir.Close()
+	}
+	a.saved = seq
 	return nil
 }

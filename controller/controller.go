@@ -111,6 +111,11 @@ func New(o Options) (*Controller, error) {
 		firstSeen: map[string]time.Time{}, standIns: map[string]string{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics()}
 	act.Fleet = o.Config.Controller.Fleet
 	c.started = o.Now()
+	if !o.DryRun {
+		if err := o.Store.ClaimFleet(o.Config.Controller.Fleet); err != nil {
+			return nil, err
+		}
+	}
 	c.metrics.reg.MustRegister(snapshotCollector{c})
 	return c, nil
 }
@@ -634,7 +639,9 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 			return st, unread, err
 		}
 	}
-	c.observeOrphans(ctx, byNode, &st)
+	if err := c.observeOrphans(ctx, byNode, &st); err != nil {
+		errs = append(errs, err)
+	}
 	unread.err = errors.Join(errs...)
 	return st, unread, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/state"
 )
 
 // oneGPU is a node's GPUs as NVML would read them: one GPU, running the
@@ -232,4 +233,100 @@ func (n *skewedNode) checkpoint(t *testing.T, now time.Time) {
 		t.Fatal(err)
 	}
 	n.lastCkpt = now
+}
+
+// TestLateTerminationLosesLittle: a drained node's termination is put off
+// for an hour (its pool cannot be read) while its job, asked to
+// checkpoint once, trains on. However late the termination comes, the
+// job's last checkpoint is recent: the agent's confirmation stands for
+// agent.SafeFor only, after which it asks the job again (or fails the
+// drain at its deadline, and the node stays).
+func TestLateTerminationLosesLittle(t *testing.T) {
+	p := gpuPool("g5", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, p)
+	wrap := &unreadable{Provider: l.cloud, failing: map[string]bool{}, changes: map[string]int{}}
+	l.restart(t, wrap)
+	tokens, err := report.NewTokens(bytes.Repeat([]byte("k"), 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := l.c.Handler(APIOptions{Tokens: tokens})
+	ctx := context.Background()
+	if err := l.c.act.Launch(ctx, "g5", 1); err != nil {
+		t.Fatal(err)
+	}
+	l.cfg.Pools[0].Max = 0 // lowered: the busy node is drained, whatever the demand
+	g, _ := l.cloud.Describe(ctx, p)
+	id := g.Instances[0].ID
+	var due []time.Time
+	var lastCkpt time.Time
+	a, err := agent.New(agent.Config{Node: id, GPUs: oneGPU{1000}, Now: func() time.Time { return l.now },
+		Signal: func(_ int, sig syscall.Signal) error {
+			if sig != 0 {
+				due = append(due, l.now.Add(30*time.Second))
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Register("train", []int{0}, []int{1000})
+	l.now = l.now.Add(5 * time.Minute)
+	send := func() {
+		body, _ := json.Marshal(a.Report())
+		req := httptest.NewRequest(http.MethodPost, "/v1/agents/"+id+"/report", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tokens.For(id))
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		api.ServeHTTP(w, req)
+		var ans report.Answer
+		if err := json.Unmarshal(w.Body.Bytes(), &ans); err != nil {
+			t.Fatalf("answer %d %s", w.Code, w.Body)
+		}
+		_ = a.Drain(ans.Drain)
+	}
+	terminatedAt, drainedAt := time.Time{}, time.Time{}
+	for minute := range 150 {
+		for range 6 { // a report every 10 s
+			l.now = l.now.Add(10 * time.Second)
+			for len(due) > 0 && !l.now.Before(due[0]) {
+				due = due[1:]
+				_ = a.Checkpoint("train")
+				lastCkpt = l.now
+			}
+			if minute%20 == 0 && lastCkpt.Before(l.now.Add(-20*time.Minute)) {
+				_ = a.Checkpoint("train") // its own schedule, every 20 minutes
+				lastCkpt = l.now
+			}
+			a.Tick()
+			send()
+		}
+		if drainedAt.IsZero() {
+			if drains, _ := l.store.Drains(); slices.ContainsFunc(drains, func(d state.Drain) bool { return d.Node == id }) {
+				drainedAt = l.now
+			}
+		}
+		// Once it is drained, its pool cannot be read for 70 minutes: the
+		// termination waits.
+		if !drainedAt.IsZero() && l.now.Sub(drainedAt) < 70*time.Minute {
+			wrap.failing["g5"] = true
+		} else {
+			wrap.failing["g5"] = false
+		}
+		plan, _ := l.c.Cycle(ctx) // an unreadable pool is the cycle's error
+		for _, act := range plan.Actions {
+			if act.Kind == planner.Terminate && act.Node == id {
+				terminatedAt = l.now
+				if lost := l.now.Sub(lastCkpt); lost > agent.SafeFor+3*time.Minute {
+					t.Fatalf("terminated %v after the drain began, %v after the job's last checkpoint (%s)", l.now.Sub(drainedAt), lost, act.Reason)
+				}
+			}
+		}
+		if !terminatedAt.IsZero() {
+			break
+		}
+	}
+	if drainedAt.IsZero() || terminatedAt.Sub(drainedAt) < time.Hour {
+		t.Fatalf("drained at %v, terminated at %v: the test did not put the termination off for an hour", drainedAt, terminatedAt)
+	}
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -22,14 +23,21 @@ type foundOrphan struct {
 // as nodes of their old pools marked Orphan, with their agents' reports
 // and drains. A provider that cannot list them this cycle keeps its last
 // list, so a failed read neither forgets an orphan's drain nor makes it
-// look gone.
-func (c *Controller) observeOrphans(ctx context.Context, byNode map[string]state.Drain, st *fleet.State) {
+// look gone; one with no last list (the first cycle since the controller
+// started) returns the error, so that nothing is taken for gone this
+// cycle.
+func (c *Controller) observeOrphans(ctx context.Context, byNode map[string]state.Drain, st *fleet.State) error {
 	found := map[string]foundOrphan{}
+	var errs []error
 	for _, l := range providers.ListOrphans(ctx, c.cfg.Controller.Fleet, c.cfg.Pools, c.clouds) {
 		list := l.Orphans
 		if l.Err != nil {
+			last, ok := c.orphanLists[l.Reaper]
+			if !ok {
+				errs = append(errs, fmt.Errorf("controller: listing orphans (none taken for gone this cycle): %w", l.Err))
+			}
 			c.log.Warn("orphans not listed; the last list stands", "error", l.Err)
-			list = c.orphanLists[l.Reaper]
+			list = last
 		} else {
 			c.orphanLists[l.Reaper] = list
 		}
@@ -62,6 +70,7 @@ func (c *Controller) observeOrphans(ctx context.Context, byNode map[string]state
 		st.Nodes = append(st.Nodes, n)
 	}
 	c.orphans = found
+	return errors.Join(errs...)
 }
 
 // reap terminates an orphan the plan reaps, through the provider that

@@ -890,7 +890,18 @@ func TestSpotNoticeReplacedAhead(t *testing.T) {
 func TestAnotherFleetsInstancesLeftOut(t *testing.T) {
 	p := gpuPool("g5", 8, 10, 5*time.Minute)
 	l := newLoop(t, false, p)
+	// The state directory is the "default" fleet's now: a renamed
+	// controller is refused on it, and starts on a new one.
 	l.cfg.Controller.Fleet = "prod"
+	if _, err := New(Options{Config: l.cfg, Store: l.store, Clouds: map[string]providers.Provider{"g5": l.cloud}, Agents: l.agents, Pending: l.pending,
+		Now: func() time.Time { return l.now }}); err == nil || !strings.Contains(err.Error(), `is fleet "default"'s, and controller.fleet is "prod"`) {
+		t.Fatalf("a renamed controller on its old state: %v", err)
+	}
+	l.store.Close()
+	var err error
+	if l.store, err = state.Open(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
 	l.restart(t, l.cloud)
 	ctx := context.Background()
 	if err := l.c.act.Launch(ctx, "g5", 1); err != nil {

@@ -97,6 +97,9 @@ type planner struct {
 	noted  map[string]bool
 	// orphans are the fleet's orphans, for reap.
 	orphans []*fleet.Node
+	// scaleInLeft is what is left of limits.max_scale_in_per_cycle: drains
+	// for scale-in and reaps share it.
+	scaleInLeft int
 }
 
 // launched is capacity this plan buys, ready at a time.
@@ -118,6 +121,7 @@ func Make(in Input) Plan {
 		decided: map[string]bool{},
 	}
 	p.plan = Plan{At: in.Now, Quantile: p.q}
+	p.scaleInLeft = in.Config.Limits.MaxScaleInPerCycle
 	longest := time.Duration(0)
 	for i := range in.Config.Pools {
 		pp := &poolPlan{spec: &in.Config.Pools[i], status: fleet.PoolStatus{Name: in.Config.Pools[i].Name}}
@@ -351,11 +355,11 @@ const ReapIdle = 10 * time.Minute
 // an idle one, whose agent has reported it so for ReapIdle, is drained,
 // and terminated once its agent confirms the drain, as any node is; one
 // whose agent is silent, whose GPUs cannot be read, or that runs jobs is
-// held. Drains are within limits.max_scale_in_per_cycle, and none start
-// while scale-in is halted. Orphans count in no pool's size or cost: their
-// pool's config is gone.
+// held. None starts while scale-in is halted, and drains share
+// limits.max_scale_in_per_cycle with scale-in (what it left). Orphans count
+// in no pool's size or cost: their pool's config is gone.
 func (p *planner) reap() {
-	budget := p.cfg.Limits.MaxScaleInPerCycle
+	budget := &p.scaleInLeft
 	for _, n := range p.orphans {
 		p.plan.Orphans = append(p.plan.Orphans, n.ID)
 		why := fmt.Sprintf("orphan: pool %s is no longer in the config", n.Pool)
@@ -394,11 +398,11 @@ func (p *planner) reap() {
 				a.Reason = fmt.Sprintf("%s; idle for %s: reaped after %s idle", why, age(idle), age(ReapIdle))
 			case p.plan.ScaleInHalt != "":
 				a.Reason = why + "; idle, but scale-in is halted: " + p.plan.ScaleInHalt
-			case budget == 0:
+			case *budget == 0:
 				a.Reason = fmt.Sprintf("%s; idle, but limits.max_scale_in_per_cycle (%d) is reached this cycle", why, p.cfg.Limits.MaxScaleInPerCycle)
 			default:
 				a.Kind, a.Reason = Drain, fmt.Sprintf("%s; reaping: idle %s", why, age(idle))
-				budget--
+				*budget--
 			}
 		}
 		p.add(a)
@@ -752,7 +756,7 @@ func (p *planner) scaleIn() {
 		return
 	}
 	avail := p.supply - p.silentGPUs
-	budget := lim.MaxScaleInPerCycle
+	budget := &p.scaleInLeft
 	order := p.launchOrder()
 	slices.Reverse(order)
 	// Pools above their max first (after max was lowered, or a reservation
@@ -762,7 +766,7 @@ func (p *planner) scaleIn() {
 		if pp.active > floor && len(pp.candidates) > 0 {
 			why := fmt.Sprintf("pool is above its max of %d (%d active)", pp.spec.Max, pp.active)
 			back := func() string { return fmt.Sprintf("brought back to %d", floor) }
-			if !p.drainPool(pp, &budget, &avail, why, func(*poolPlan) bool { return pp.active > floor }, back) {
+			if !p.drainPool(pp, budget, &avail, why, func(*poolPlan) bool { return pp.active > floor }, back) {
 				return
 			}
 		}
@@ -780,7 +784,7 @@ func (p *planner) scaleIn() {
 			continue
 		}
 		why := func() string { return fmt.Sprintf("%s, fleet has %d", keepReason(src, p.q, keep, until), avail) }
-		if !p.drainPool(pp, &budget, &avail, "", more, why) {
+		if !p.drainPool(pp, budget, &avail, "", more, why) {
 			return
 		}
 	}

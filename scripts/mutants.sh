@@ -293,7 +293,7 @@ TestDrainSafetyEdges
 checkpoint file dated in the future trusted
 agent/agent.go
 "\t\tcase f.mtime.After(now):"
-"\t\tcase false:"
+"\t\tcase f.mtime.After(now) && false:"
 ./agent
 TestDrainSafetyEdges
 

@@ -58,6 +58,7 @@ var (
 	bucketSeen     = []byte("seen")
 	keyFormat      = []byte("format")
 	keyVersion     = []byte("version")
+	keyFleet       = []byte("fleet")
 )
 
 // ErrInUse is returned by Open when another process holds the state file:
@@ -747,4 +748,23 @@ func decode[T any](s *Store, bucket, k, v []byte) (T, error) {
 		return x, fmt.Errorf("state: %s: %s/%s: %w", s.path, bucket, k, err)
 	}
 	return x, nil
+}
+
+// ClaimFleet records the fleet the state belongs to (the config's
+// controller.fleet) the first time, and refuses another name after: its
+// launch records, drains and journal are that fleet's, and a controller
+// renamed would count none of its instances (they carry the old name) and
+// launch the whole fleet again. The error says how to go on.
+func (s *Store) ClaimFleet(name string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		switch got := meta.Get(keyFleet); {
+		case got == nil:
+			return meta.Put(keyFleet, []byte(name))
+		case string(got) != name:
+			return fmt.Errorf("state: %s is fleet %q's, and controller.fleet is %q: the instances carry the name they were launched with, so a renamed controller would not know its own; set controller.fleet back to %q, or start a new fleet with a new state directory",
+				s.path, got, name, got)
+		}
+		return nil
+	})
 }

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
@@ -62,6 +63,11 @@ type Watcher struct {
 	Interval time.Duration
 	// Log receives Run's warnings and notices; nil logs nothing.
 	Log hclog.Logger
+	// Gone, when set, is called by Run when a kind of notice it delivered
+	// is no longer announced (a whole poll answered, without it): an
+	// instance stopped or hibernated and resumed, a rebalance
+	// recommendation withdrawn.
+	Gone func(report.NoticeKind)
 }
 
 // Poll reads both paths once and returns what is announced now: the
@@ -176,6 +182,17 @@ func (w *Watcher) Run(ctx context.Context, on func(report.Notice)) error {
 			delivered[n.Kind] = n
 			log.Info("spot notice", "kind", n.Kind, "action", n.Action, "deadline", n.Time.Format(time.RFC3339Nano))
 			on(n)
+		}
+		if err == nil {
+			for _, k := range []report.NoticeKind{report.Interruption, report.Rebalance} {
+				if _, ok := delivered[k]; ok && !slices.ContainsFunc(notices, func(n report.Notice) bool { return n.Kind == k }) {
+					delete(delivered, k)
+					log.Info("spot notice withdrawn", "kind", k)
+					if w.Gone != nil {
+						w.Gone(k)
+					}
+				}
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -604,4 +605,31 @@ func TestRunPollsAtOnceThenEveryInterval(t *testing.T) {
 	if n := tr.requests.Load(); n != 2 {
 		t.Errorf("%d requests in the first 300 ms with Interval 0, want the 2 of one poll", n)
 	}
+}
+
+// TestRunSaysWhenANoticeIsWithdrawn: a notice the service stops announcing
+// (the instance resumed) is reported gone once, and a new one after it is
+// delivered again. (The mock never withdraws one, so this runs on the
+// hand-written server.)
+func TestRunSaysWhenANoticeIsWithdrawn(t *testing.T) {
+	f, endpoint := newFake(t, map[string]string{spot.InstanceActionPath: `{"action":"stop","time":"` + when + `"}`})
+	var c collector
+	var mu sync.Mutex
+	var gone []report.NoticeKind
+	w := &spot.Watcher{Client: client(endpoint, noRetries), Interval: 20 * time.Millisecond,
+		Gone: func(k report.NoticeKind) { mu.Lock(); gone = append(gone, k); mu.Unlock() }}
+	goneNow := func() []report.NoticeKind { mu.Lock(); defer mu.Unlock(); return slices.Clone(gone) }
+	stop := run(t, w, c.on)
+	eventually(t, 5*time.Second, "no notice", func() bool { return c.count(report.Interruption) == 1 })
+	f.mu.Lock()
+	delete(f.bodies, spot.InstanceActionPath)
+	f.mu.Unlock()
+	eventually(t, 5*time.Second, "the withdrawn notice not reported gone", func() bool { return len(goneNow()) == 1 })
+	time.Sleep(100 * time.Millisecond)
+	if g := goneNow(); len(g) != 1 || g[0] != report.Interruption {
+		t.Fatalf("gone %v, want the interruption once", g)
+	}
+	f.set(spot.InstanceActionPath, `{"action":"stop","time":"`+when+`"}`)
+	eventually(t, 5*time.Second, "the notice announced again not delivered", func() bool { return c.count(report.Interruption) == 2 })
+	_ = stop()
 }

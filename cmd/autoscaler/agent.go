@@ -131,7 +131,7 @@ func runAgent(e *env, args []string) int {
 	defer stop()
 	log.Info("agent started", "node", *node, "pool", *pool, "controller", *controller, "socket", *socket, "gpus", cfg.GPUs != nil, "notices", *notices)
 	if *notices == "aws" {
-		w := &spot.Watcher{Client: imds.New(imds.Options{Endpoint: *imdsEndpoint}), Interval: noticeInterval.d, Log: log.Named("notices")}
+		w := &spot.Watcher{Client: imds.New(imds.Options{Endpoint: *imdsEndpoint}), Interval: noticeInterval.d, Log: log.Named("notices"), Gone: a.Withdraw}
 		go w.Run(ctx, func(n report.Notice) {
 			if err := a.Warn(n); err != nil {
 				log.Warn("spot notice not acted on", "kind", n.Kind, "error", err)
