@@ -813,6 +813,31 @@ func TestStateSurvivesRestart(t *testing.T) {
 			t.Errorf("%s: %v, want %q", name, err, tt.want)
 		}
 	}
+	// Restarted mid-drain, with a checkpoint file written just before the
+	// drain while it was down, on a file system whose clock is ahead: the
+	// first scan after the restart counts nothing from before the drain.
+	wdir := t.TempDir()
+	wpath := filepath.Join(t.TempDir(), "agent-state.json")
+	w := start(wpath)
+	if err := w.RegisterWatched("watched", []int{0}, []int{os.Getpid()}, filepath.Join(wdir, "*.pt")); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(wdir, "step-9.pt")
+	_ = os.WriteFile(f, []byte("w"), 0o600)
+	stamp := c.t.Add(40 * time.Second) // written 6 s before the drain, 46 s ahead
+	_ = os.Chtimes(f, stamp, stamp)
+	c.t = c.t.Add(6 * time.Second)
+	wd := &report.DrainRequest{ID: "wd", Since: c.t, Deadline: c.t.Add(20 * time.Minute), Signal: "SIGUSR1"}
+	c.t = c.t.Add(4 * time.Second)
+	back := start(wpath)
+	_ = back.Drain(wd)
+	for range 4 {
+		c.t = c.t.Add(10 * time.Second)
+		back.Tick()
+	}
+	if r := back.Report(); r.Drain.State != report.Draining {
+		t.Errorf("restarted agent: drain %q, checkpoint %v: a file from before the drain counted", r.Drain.State, r.Jobs[0].LastCheckpoint)
+	}
 	// Jobs of another boot, or whose processes are gone, are not loaded.
 	bootFile := filepath.Join(t.TempDir(), "agent-state.json")
 	_ = os.WriteFile(bootFile, []byte(`{"node": "i-1", "boot": "another-boot", "jobs": [{"id": "j", "gpus": [0], "pids": [`+strconv.Itoa(os.Getpid())+`], "start": "2026-11-30T12:00:00Z"}]}`), 0o600)

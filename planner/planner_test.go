@@ -235,6 +235,22 @@ func TestPlanScenarios(t *testing.T) {
 			}
 		},
 	}, {
+		name: "an idle orphan is reaped, within the cycle's scale-in budget",
+		cfg:  func() *config.Config { c := testConfig(od); c.Limits.MaxScaleInPerCycle = 1; return c }(),
+		state: fleet.State{Nodes: []fleet.Node{ready("a", "od"), ready("b", "od"),
+			func() fleet.Node { n := ready("gone-1", "gone"); n.Orphan = true; return n }()}},
+		fc: flat(0),
+		check: func(t *testing.T, p Plan) {
+			if d := actions(p, Drain); len(d) != 1 || fmt.Sprint(p.Orphans) != "[gone-1]" {
+				t.Fatalf("drains %+v, orphans %v: want one drain in all (max_scale_in_per_cycle 1)", d, p.Orphans)
+			}
+			again := Make(Input{Config: func() *config.Config { c := testConfig(od); c.Limits.MaxScaleInPerCycle = 3; return c }(),
+				State: &fleet.State{Nodes: []fleet.Node{func() fleet.Node { n := ready("gone-1", "gone"); n.Orphan = true; return n }()}}, Forecast: flat(0), Now: t0})
+			if d := actions(again, Drain); len(d) != 1 || !strings.Contains(d[0].Reason, "orphan: pool gone is no longer in the config; reaping: idle 35m") {
+				t.Fatalf("the orphan alone: drains %+v", d)
+			}
+		},
+	}, {
 		name:  "limits hold launches back",
 		cfg:   func() *config.Config { c := testConfig(od); c.Limits.MaxGPUs = 24; return c }(),
 		state: fleet.State{PendingGPUs: 80},

@@ -450,6 +450,55 @@ controller/orphans.go
 "\treturn o.by.TerminateOrphan(ctx, c.cfg.Controller.Fleet, o.Orphan)"
 ./controller
 TestReapJournaled
+
+a drain's confirmation past its deadline stands for ever
+agent/agent.go
+"if a.state == report.SafeToTerminate && now.Sub(a.safeSince) > SafeFor {"
+"if a.state == report.SafeToTerminate && now.Sub(a.safeSince) > SafeFor && now.Before(a.deadline) {"
+./controller
+TestLateTerminationLosesLittle
+
+an interruption during a drain asks no job again
+agent/agent.go
+"\t\tif n.Kind == report.Interruption && !a.notice {"
+"\t\tif false {"
+./agent
+TestDrainSafetyEdges
+
+a job's first scan during a drain trusts what is there
+agent/agent.go
+"\t\t\t\tif a.drain != nil && a.since.Before(f.seen) {"
+"\t\t\t\tif false {"
+./agent
+TestDrainSafetyEdges|TestStateSurvivesRestart
+
+jobs of another boot loaded
+agent/persist.go
+"if s.Boot != a.boot || a.exited(j) {"
+"if a.exited(j) {"
+./agent
+TestStateSurvivesRestart
+
+a renamed fleet takes its state
+state/store.go
+"\t\tcase string(got) != name:"
+"\t\tcase false:"
+./controller
+TestAnotherFleetsInstancesLeftOut
+
+reaps beside scale-in's budget (planner property)
+planner/planner.go
+"\tbudget := &p.scaleInLeft\n\tfor _, n := range p.orphans {"
+"\town := p.cfg.Limits.MaxScaleInPerCycle\n\tbudget := &own\n\tfor _, n := range p.orphans {"
+./planner
+TestPlanScenarios|TestPropertySafety
+
+a withdrawn notice never reported gone
+agent/spot/spot.go
+"\t\tif err == nil {\n\t\t\tfor _, k := range"
+"\t\tif false {\n\t\t\tfor _, k := range"
+./agent/spot
+TestRunSaysWhenANoticeIsWithdrawn
 EOF
 }
 
