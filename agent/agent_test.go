@@ -717,8 +717,8 @@ func TestDrainSafetyEdges(t *testing.T) {
 			c.t = c.t.Add(10 * time.Second)
 			a.Tick()
 		}
-		if got := a.Report().Drain.State; got != report.Draining {
-			t.Fatalf("state %q after a file dated tomorrow", got)
+		if r := a.Report(); r.Drain.State != report.Draining || !r.Jobs[0].LastCheckpoint.IsZero() {
+			t.Fatalf("state %q, checkpoint %v after a file dated tomorrow: want draining, and no checkpoint taken", r.Drain.State, r.Jobs[0].LastCheckpoint)
 		}
 	})
 	t.Run("no marker, no drain; a stale marker is cleared at start", func(t *testing.T) {
