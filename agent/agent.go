@@ -394,14 +394,18 @@ func (a *Agent) Notice(deadline time.Time) error {
 func (a *Agent) Warn(n report.Notice) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	now := a.cfg.Now()
+	switch {
+	case n.Kind != report.Interruption && n.Kind != report.Rebalance:
+		return fmt.Errorf("notice: kind %q, want interruption or rebalance", n.Kind)
+	case n.Kind == report.Interruption && n.Time.Sub(now) > 24*time.Hour:
+		// Not reported either: the controller would refuse the reports.
+		return fmt.Errorf("notice: an interruption at %s, more than a day ahead: not taken", n.Time.Format(time.RFC3339))
+	}
 	if a.warning == nil || n.Kind == report.Interruption || a.warning.Kind == report.Rebalance {
 		a.warning = &n
 	}
 	a.notify()
-	now := a.cfg.Now()
-	if n.Kind == report.Interruption && n.Time.Sub(now) > 24*time.Hour {
-		return fmt.Errorf("notice: an interruption at %s, more than a day ahead: not taken", n.Time.Format(time.RFC3339))
-	}
 	deadline := n.Time
 	if !deadline.After(now) {
 		deadline = now.Add(2 * time.Minute)
@@ -495,8 +499,10 @@ func (a *Agent) Tick() {
 				if a.drain != nil && a.since.Before(f.seen) {
 					// The job's first scan, during a drain (the agent
 					// restarted, or the job gained a pattern): what is
-					// there may predate the drain.
+					// there may predate the drain, so it does not count,
+					// and the job is asked again for one that does.
 					f.seen = a.since
+					j.signalled = ""
 				}
 			}
 			j.pending = f

@@ -625,6 +625,9 @@ func TestDrainSafetyEdges(t *testing.T) {
 		if err := a.Notice(c.t.Add(48 * time.Hour)); err == nil {
 			t.Fatal("an interruption two days ahead: want it refused (reports would be refused)")
 		}
+		if r := a.Report(); r.Notice != nil || r.Validate(c.t, 5*time.Minute, 0) != nil {
+			t.Fatalf("notice %+v, validation %v after a refused notice: want none reported, and a valid report", r.Notice, r.Validate(c.t, 5*time.Minute, 0))
+		}
 	})
 	t.Run("a failed spot notice drain lets the controller's drains through", func(t *testing.T) {
 		c := &clock{t0}
@@ -862,5 +865,49 @@ func TestStateSurvivesRestart(t *testing.T) {
 	_ = b.Unregister("train")
 	if r := start(path).Report(); len(r.Jobs) != 0 {
 		t.Fatalf("jobs %+v after the job ended and a restart", r.Jobs)
+	}
+}
+
+// TestPatternAddedMidDrain: a running job that registers again during a
+// drain, now with a checkpoint glob, after writing its checkpoint: what
+// its first scan finds does not count (it may predate the drain), and the
+// job is asked again; the file it then writes completes the drain.
+func TestPatternAddedMidDrain(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{time.Now()}
+	signals := 0
+	a, err := New(Config{Node: "i-1", Now: c.now, Signal: func(_ int, sig syscall.Signal) error {
+		if sig != 0 {
+			signals++
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = a.Register("train", []int{0}, []int{os.Getpid()})
+	_ = a.Drain(&report.DrainRequest{ID: "d", Since: c.t, Deadline: c.t.Add(20 * time.Minute), Signal: "SIGUSR1"})
+	c.t = c.t.Add(30 * time.Second)
+	_ = os.WriteFile(filepath.Join(dir, "a.pt"), []byte("w"), 0o600)
+	if err := a.RegisterWatched("train", []int{0}, []int{os.Getpid()}, filepath.Join(dir, "*.pt")); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		c.t = c.t.Add(10 * time.Second)
+		a.Tick()
+	}
+	if r := a.Report(); r.Drain.State != report.Draining || signals != 2 {
+		t.Fatalf("drain %q, %d signals: want the file of the first scan not counted and the job asked again", r.Drain.State, signals)
+	}
+	c.t = c.t.Add(10 * time.Second)
+	b := filepath.Join(dir, "b.pt")
+	_ = os.WriteFile(b, []byte("w"), 0o600)
+	_ = os.Chtimes(b, c.t, c.t)
+	for range 2 {
+		c.t = c.t.Add(10 * time.Second)
+		a.Tick()
+	}
+	if got := a.Report().Drain.State; got != report.SafeToTerminate {
+		t.Fatalf("state %q after the checkpoint asked for", got)
 	}
 }

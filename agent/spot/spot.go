@@ -137,7 +137,8 @@ func notFound(err error) bool {
 // (on Run's goroutine, so a slow on delays the next poll) for each new
 // notice: a notice is delivered once, and again only when it changes
 // (another action or deadline) from the last one delivered of its kind. A
-// notice that disappears and comes back unchanged is not delivered again.
+// notice that disappears is reported to Gone, and delivered again if it
+// comes back.
 // A service that recomputes the deadline on every request, as the metadata
 // mock does unless given a time, gets a notice each time it moves.
 //
