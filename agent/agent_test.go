@@ -374,6 +374,26 @@ func TestDrainingRefusesJobsOverTheAPI(t *testing.T) {
 	}
 }
 
+// countingAgent is an agent on clock c whose jobs' processes are alive,
+// and a count of the checkpoint signals sent to them.
+func countingAgent(t *testing.T, c *clock) (*Agent, func() int) {
+	t.Helper()
+	var mu sync.Mutex
+	n := 0
+	a, err := New(Config{Node: "i-1", Now: c.now, Signal: func(_ int, sig syscall.Signal) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if sig != 0 {
+			n++
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
 // flakyGPUs is a GPU reader whose answer the test sets.
 type flakyGPUs struct {
 	mu   sync.Mutex
@@ -527,19 +547,7 @@ func TestDrainSafetyEdges(t *testing.T) {
 	})
 	t.Run("a confirmation not acted on is asked again", func(t *testing.T) {
 		c := &clock{t0}
-		var mu sync.Mutex
-		signalled := 0
-		a, err := New(Config{Node: "i-1", Now: c.now, Signal: func(_ int, sig syscall.Signal) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if sig != 0 {
-				signalled++
-			}
-			return nil
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		a, signals := countingAgent(t, c)
 		_ = a.Register("train", []int{0}, []int{os.Getpid()})
 		_ = a.Drain(drain(t0))
 		c.t = c.t.Add(time.Second)
@@ -554,9 +562,7 @@ func TestDrainSafetyEdges(t *testing.T) {
 		}
 		c.t = c.t.Add(2 * time.Second) // the job has worked on since its checkpoint
 		a.Tick()
-		mu.Lock()
-		n := signalled
-		mu.Unlock()
+		n := signals()
 		if r := a.Report(); r.Drain.State != report.Draining || fmt.Sprint(r.Drain.Waiting) != "[train]" || n != 2 {
 			t.Fatalf("drain %+v, %d signals, %v after it was found safe: want asked again", r.Drain, n, SafeFor+time.Second)
 		}
@@ -568,28 +574,14 @@ func TestDrainSafetyEdges(t *testing.T) {
 	})
 	t.Run("an interruption during a safe drain asks every job again", func(t *testing.T) {
 		c := &clock{t0}
-		var mu sync.Mutex
-		signalled := 0
-		a, err := New(Config{Node: "i-1", Now: c.now, Signal: func(_ int, sig syscall.Signal) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if sig != 0 {
-				signalled++
-			}
-			return nil
-		}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		a, signals := countingAgent(t, c)
 		_ = a.Register("train", []int{0}, []int{os.Getpid()})
 		_ = a.Drain(drain(t0))
 		c.t = c.t.Add(time.Second)
 		_ = a.Checkpoint("train") // safe on this checkpoint
 		c.t = c.t.Add(4 * time.Minute)
 		_ = a.Notice(c.t.Add(2 * time.Minute))
-		mu.Lock()
-		n := signalled
-		mu.Unlock()
+		n := signals()
 		r := a.Report()
 		if r.Drain.State != report.Draining || n != 2 {
 			t.Fatalf("drain %+v, %d signals after the interruption notice: want the job asked again, from now", r.Drain, n)
@@ -875,16 +867,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 func TestPatternAddedMidDrain(t *testing.T) {
 	dir := t.TempDir()
 	c := &clock{time.Now()}
-	signals := 0
-	a, err := New(Config{Node: "i-1", Now: c.now, Signal: func(_ int, sig syscall.Signal) error {
-		if sig != 0 {
-			signals++
-		}
-		return nil
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, signals := countingAgent(t, c)
 	_ = a.Register("train", []int{0}, []int{os.Getpid()})
 	_ = a.Drain(&report.DrainRequest{ID: "d", Since: c.t, Deadline: c.t.Add(20 * time.Minute), Signal: "SIGUSR1"})
 	c.t = c.t.Add(30 * time.Second)
@@ -896,8 +879,8 @@ func TestPatternAddedMidDrain(t *testing.T) {
 		c.t = c.t.Add(10 * time.Second)
 		a.Tick()
 	}
-	if r := a.Report(); r.Drain.State != report.Draining || signals != 2 {
-		t.Fatalf("drain %q, %d signals: want the file of the first scan not counted and the job asked again", r.Drain.State, signals)
+	if r := a.Report(); r.Drain.State != report.Draining || signals() != 2 {
+		t.Fatalf("drain %q, %d signals: want the file of the first scan not counted and the job asked again", r.Drain.State, signals())
 	}
 	c.t = c.t.Add(10 * time.Second)
 	b := filepath.Join(dir, "b.pt")
