@@ -426,23 +426,29 @@ func (a *Agent) Warn(n report.Notice) error {
 	switch n.Kind {
 	case report.Interruption:
 		return a.startDrain(&report.DrainRequest{ID: "spot-notice-" + now.UTC().Format("20060102T150405Z"), Since: now, Deadline: deadline, Signal: a.cfg.NoticeSignal}, true)
-	case report.Rebalance:
+	default: // a rebalance recommendation
 		tag := "rebalance-" + n.Time.UTC().Format("20060102T150405Z")
-		sig := signals[a.cfg.NoticeSignal]
 		for _, j := range a.jobs {
-			if j.signalled == tag {
-				continue
-			}
-			j.signalled = tag
-			for _, pid := range j.PIDs {
-				if a.same(j, pid) {
-					_ = a.cfg.Signal(pid, sig)
-				}
-			}
+			a.ask(j, tag, signals[a.cfg.NoticeSignal])
 		}
 		return nil
 	}
-	return fmt.Errorf("notice: kind %q, want interruption or rebalance", n.Kind)
+}
+
+// ask sends a job's processes the signal asking it to checkpoint, once
+// for each request (tag: a drain's round, a rebalance recommendation);
+// a.mu is held. A process the kernel has since given to another is left
+// alone, and one that exited is not waited for.
+func (a *Agent) ask(j *job, tag string, sig syscall.Signal) {
+	if j.signalled == tag {
+		return
+	}
+	j.signalled = tag
+	for _, pid := range j.PIDs {
+		if a.same(j, pid) {
+			_ = a.cfg.Signal(pid, sig)
+		}
+	}
 }
 
 // Withdraw forgets the cloud's warning of that kind, which the metadata
@@ -578,16 +584,7 @@ func (a *Agent) settle() {
 		sig := signals[a.drain.Signal]
 		round := a.drain.ID + "#" + strconv.Itoa(a.round)
 		for _, id := range waiting {
-			j := a.jobs[id]
-			if j.signalled == round {
-				continue
-			}
-			j.signalled = round
-			for _, pid := range j.PIDs {
-				if a.same(j, pid) {
-					_ = a.cfg.Signal(pid, sig) // a process that exited is not waited for below
-				}
-			}
+			a.ask(a.jobs[id], round, sig)
 		}
 	}
 }

@@ -652,12 +652,12 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 // before fleets were named, or in a group that sets no fleet tag).
 func (c *Controller) ownFleet(instances []providers.Instance) []providers.Instance {
 	mine := c.cfg.Controller.Fleet
-	if !slices.ContainsFunc(instances, func(in providers.Instance) bool { return in.Fleet != "" && in.Fleet != mine }) {
+	if !slices.ContainsFunc(instances, func(in providers.Instance) bool { return !in.OfFleet(mine) }) {
 		return instances
 	}
 	out := make([]providers.Instance, 0, len(instances))
 	for _, in := range instances {
-		if in.Fleet == "" || in.Fleet == mine {
+		if in.OfFleet(mine) {
 			out = append(out, in)
 		}
 	}

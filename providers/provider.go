@@ -115,6 +115,12 @@ type Instance struct {
 	Owed bool
 }
 
+// OfFleet reports whether the instance may be the named fleet's: tagged
+// with it, or with no fleet at all (launched before fleets were named, or
+// by a group that sets no fleet tag). Another fleet's is that fleet's to
+// count and to remove.
+func (in Instance) OfFleet(name string) bool { return in.Fleet == "" || in.Fleet == name }
+
 // Orphan is an instance Fleetcast launched for a fleet (tagged with the
 // fleet, a pool and a launch key at creation) whose pool the config no
 // longer has: nobody else will ever remove it.

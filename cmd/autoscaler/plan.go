@@ -122,7 +122,7 @@ func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time
 			return fleet.State{}, err
 		}
 		for _, in := range g.Instances {
-			if in.Fleet != "" && in.Fleet != cfg.Controller.Fleet {
+			if !in.OfFleet(cfg.Controller.Fleet) {
 				continue // another fleet's
 			}
 			n := fleet.Node{ID: in.ID, Pool: p.Name, LaunchedAt: now, State: fleet.Ready, Unknown: true}

@@ -177,16 +177,21 @@ func (c *Cloud) Describe(ctx context.Context, pool fleet.Pool) (providers.Group,
 	var out providers.Group
 	err := c.withGroup(ctx, pool.Name, func(g *group) error {
 		now := c.clock()
-		out = providers.Group{Target: g.target, Instances: slices.Clone(g.instances)}
-		for i := range out.Instances {
-			in := &out.Instances[i]
-			if in.State == providers.InstancePending && !now.Before(in.LaunchedAt.Add(g.pool.LeadTime)) {
-				in.State = providers.InstanceRunning
-			}
+		out = providers.Group{Target: g.target, Instances: make([]providers.Instance, len(g.instances))}
+		for i, in := range g.instances {
+			out.Instances[i] = g.at(in, now)
 		}
 		return nil
 	})
 	return out, err
+}
+
+// at is an instance of g as of now: running once its lead time has passed.
+func (g *group) at(in providers.Instance, now time.Time) providers.Instance {
+	if in.State == providers.InstancePending && !now.Before(in.LaunchedAt.Add(g.pool.LeadTime)) {
+		in.State = providers.InstanceRunning
+	}
+	return in
 }
 
 // KeyLifetime is how long the simulated cloud remembers a launch key, as
@@ -299,10 +304,7 @@ func (c *Cloud) Orphans(ctx context.Context, fleetName string, pools []fleet.Poo
 			if in.Fleet != fleetName || fleetName == "" || in.LaunchKey == "" {
 				continue
 			}
-			if in.State == providers.InstancePending && !now.Before(in.LaunchedAt.Add(g.pool.LeadTime)) {
-				in.State = providers.InstanceRunning
-			}
-			o := providers.Orphan{Instance: in, Pool: name}
+			o := providers.Orphan{Instance: g.at(in, now), Pool: name}
 			if len(pools) > 0 {
 				o.Via = pools[0]
 			}
