@@ -28,6 +28,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/gpu"
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/internal/credtest"
 )
 
 // TestMain doubles as a training job when FLEETCAST_TEST_JOB is set
@@ -131,11 +132,11 @@ func setup(t *testing.T) (*Agent, *controller, *Reporter, string) {
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 
-	tokens, _ := report.NewTokens([]byte(strings.Repeat("s", 32)))
+	tokens := credtest.New(t)
 	ctl := &controller{}
-	cs := httptest.NewServer((&report.Receiver{Tokens: tokens, Store: ctl}).Handler())
+	cs := httptest.NewServer((&report.Receiver{Credentials: tokens, Store: ctl}).Handler())
 	t.Cleanup(cs.Close)
-	return a, ctl, &Reporter{Agent: a, Controller: cs.URL, Token: tokens.For("i-1")}, dir
+	return a, ctl, &Reporter{Agent: a, Controller: cs.URL, Credential: FixedCredential(tokens.For("i-1"))}, dir
 }
 
 // eventually polls cond, ticking the agent and reporting, for up to 10 s.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -19,15 +20,23 @@ import (
 
 // Reporter sends the agent's reports to the controller every Interval and
 // at every state change, and carries out the drains the controller answers
-// with. The token is never logged.
+// with. The credential is never logged.
 type Reporter struct {
 	Agent *Agent
 	// Controller is the controller's base URL, e.g. https://fleetcast:8790.
 	Controller string
-	Token      string
+	// Credential is the node's credential, renewed by a bootstrap when the
+	// controller refuses it.
+	Credential *Credential
 	Interval   time.Duration
-	Client     *http.Client
-	Log        hclog.Logger
+	// RotateEvery rotates the credential once it is this old (by its
+	// file's time, so across restarts); 0: never.
+	RotateEvery time.Duration
+	Client      *http.Client
+	Log         hclog.Logger
+	// Notify, if set, gets the agent's state for its service manager
+	// (systemd's sd_notify protocol: "READY=1", "STATUS=...").
+	Notify func(state string)
 }
 
 // Run reports until ctx ends. A failed report is retried with exponential
@@ -39,20 +48,43 @@ func (r *Reporter) Run(ctx context.Context) error {
 		interval = 10 * time.Second
 	}
 	backoff := time.Second
+	ready := false
 	for {
 		changed := r.Agent.Changed()
 		wait := interval
-		if err := r.Send(ctx); err != nil {
+		err := r.Send(ctx)
+		var refused *RefusedError
+		if errors.As(err, &refused) && ctx.Err() == nil {
+			// A credential the controller no longer takes: bootstrap
+			// again (refused in turn unless the controller allows it).
+			if berr := r.Credential.Refused(ctx, refused); berr != nil {
+				err = fmt.Errorf("%w; %w", err, berr)
+			} else {
+				err = r.Send(ctx)
+			}
+		}
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			if r.Log != nil {
 				r.Log.Warn("report failed; retrying", "error", err, "in", backoff)
 			}
+			r.notify("STATUS=not reporting: " + err.Error())
 			wait = backoff/2 + rand.N(backoff/2+1)
 			backoff = min(2*backoff, 30*time.Second)
 		} else {
+			if !ready {
+				ready = true
+				r.notify("READY=1\nSTATUS=reporting to " + r.Controller)
+				if r.Log != nil {
+					r.Log.Info("reporting", "controller", r.Controller)
+				}
+			} else if backoff > time.Second {
+				r.notify("STATUS=reporting to " + r.Controller)
+			}
 			backoff = time.Second
+			r.rotate(ctx)
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -64,6 +96,27 @@ func (r *Reporter) Run(ctx context.Context) error {
 		case <-timer.C:
 		}
 		r.Agent.Tick()
+	}
+}
+
+func (r *Reporter) notify(state string) {
+	if r.Notify != nil {
+		r.Notify(state)
+	}
+}
+
+// rotate rotates the credential when it is RotateEvery old; a failure is
+// logged and tried again at the next report.
+func (r *Reporter) rotate(ctx context.Context) {
+	if r.RotateEvery <= 0 {
+		return
+	}
+	issued := r.Credential.Issued()
+	if issued.IsZero() || time.Since(issued) < r.RotateEvery {
+		return
+	}
+	if err := r.Credential.Rotate(ctx); err != nil && r.Log != nil {
+		r.Log.Warn("rotating the credential", "error", err)
 	}
 }
 
@@ -79,8 +132,12 @@ func (r *Reporter) Send(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	token, err := r.Credential.Token(ctx)
+	if err != nil {
+		return err
+	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+r.Token)
+	req.Header.Set("Authorization", "Bearer "+token)
 	client := r.Client
 	if client == nil {
 		client = &http.Client{Timeout: 15 * time.Second}
@@ -90,10 +147,10 @@ func (r *Reporter) Send(ctx context.Context) error {
 		return fmt.Errorf("report to %s: %w", r.Controller, err)
 	}
 	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("report refused with %s: %s", resp.Status, strings.TrimSpace(string(msg)))
+		return refusal("report", resp)
 	}
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var answer report.Answer
 	if err := json.Unmarshal(msg, &answer); err != nil {
 		return fmt.Errorf("the controller's answer: %w", err)

@@ -5,6 +5,8 @@
 package config
 
 import (
+	"fmt"
+	"net"
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
@@ -115,6 +117,50 @@ type Controller struct {
 	// of the config), never another controller's (a staging fleet beside
 	// prod). Lowercase letters, digits and dashes, at most 63.
 	Fleet string
+	// TLSCertFile and TLSKeyFile are the API's certificate (with its chain)
+	// and key, PEM; both or neither. They are read again when they change,
+	// so a renewed certificate needs no restart.
+	TLSCertFile string
+	TLSKeyFile  string
+	// Insecure allows plain HTTP on an address other than loopback: agents'
+	// credentials and the API token then cross the network in the clear.
+	Insecure bool
+	// BootstrapTokenFile holds the fleet's bootstrap secret (mode 0600, at
+	// least 32 characters), which a node presents with the cloud's signed
+	// identity of its instance to get its own credential; it can do nothing
+	// else. Empty: nodes cannot bootstrap (an operator issues credentials).
+	BootstrapTokenFile string
+	// AWSIdentityCertificates is a PEM file of the certificates that sign
+	// EC2 instance identity documents (AWS publishes one per region; the
+	// RSA ones), the trust root of AWS nodes' bootstrap.
+	AWSIdentityCertificates string
+}
+
+// TLS reports whether the API serves HTTPS.
+func (c Controller) TLS() bool { return c.TLSCertFile != "" }
+
+// Loopback reports whether a listen address (host:port) accepts only
+// connections from this machine: 127.0.0.0/8, ::1 or localhost. An empty
+// host (":8790") listens on every interface.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CheckListen says why the API may not serve on addr as configured: plain
+// HTTP on an address other than loopback, without Insecure.
+func (c Controller) CheckListen(addr string) error {
+	if c.TLS() || c.Insecure || Loopback(addr) {
+		return nil
+	}
+	return fmt.Errorf("the API would serve plain HTTP on %s, which is not a loopback address: agents' credentials and the API token would cross the network in the clear. Set controller.tls_cert_file and tls_key_file, or listen on 127.0.0.1, or set controller.insecure = true to accept it", addr)
 }
 
 // Demand is the `demand` block: an optional Prometheus query for the GPUs

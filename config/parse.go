@@ -93,7 +93,8 @@ var (
 	forecastSchema   = attrSchema(nil, "step", "horizon", "quantile", "history", "hysteresis")
 	drainSchema      = attrSchema(nil, "checkpoint_max_age", "timeout", "signal", "long_running_after")
 	limitsSchema     = attrSchema(nil, "max_gpus", "max_spend_per_hour", "max_scale_in_per_cycle", "scale_in_share", "scale_in_window", "silent_share_halt")
-	controllerSchema = attrSchema(nil, "interval", "listen", "state_dir", "agent_timeout", "fleet")
+	controllerSchema = attrSchema(nil, "interval", "listen", "state_dir", "agent_timeout", "fleet",
+		"tls_cert_file", "tls_key_file", "insecure", "bootstrap_token_file", "aws_identity_certificates")
 	demandSchema     = attrSchema(nil, "prometheus_url", "prometheus_query", "prometheus_timeout")
 	syntheticSchema  = attrSchema(nil, "seed", "base_gpus", "peak_gpus", "peak_hour", "noise")
 	simulateSchema   = attrSchema(nil, "checkpoint_interval", "spot_interruptions_per_hour", "spot_notice", "checkpoint_duration", "unresponsive_jobs")
@@ -861,14 +862,30 @@ func (d *decoder) decodeController(body hcl.Body, c *Controller) hcl.Attributes 
 	a := d.content(body, controllerSchema).Attributes
 	d.duration(a, "interval", &c.Interval)
 	d.duration(a, "agent_timeout", &c.AgentTimeout)
-	if d.str(a, "listen", &c.Listen) == set {
+	listen := d.str(a, "listen", &c.Listen)
+	if listen == set {
 		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-			d.invalid(a, "listen", "listen must be an address such as \"127.0.0.1:8790\" or \":8790\": %v.", err)
+			listen = d.invalid(a, "listen", "listen must be an address such as \"127.0.0.1:8790\" or \":8790\": %v.", err)
 		}
 	}
 	d.nonEmpty(a, "state_dir", &c.StateDir)
 	if d.str(a, "fleet", &c.Fleet) == set && !fleetName.MatchString(c.Fleet) {
 		d.invalid(a, "fleet", "fleet must be 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit (it is a tag value), got %q.", c.Fleet)
+	}
+	cert, key := d.nonEmpty(a, "tls_cert_file", &c.TLSCertFile), d.nonEmpty(a, "tls_key_file", &c.TLSKeyFile)
+	switch {
+	case cert == set && a["tls_key_file"] == nil:
+		d.invalid(a, "tls_cert_file", "tls_cert_file needs tls_key_file, the certificate's private key.")
+	case key == set && a["tls_cert_file"] == nil:
+		d.invalid(a, "tls_key_file", "tls_key_file needs tls_cert_file, the certificate it is the key of.")
+	}
+	d.boolean(a, "insecure", &c.Insecure)
+	d.nonEmpty(a, "bootstrap_token_file", &c.BootstrapTokenFile)
+	d.nonEmpty(a, "aws_identity_certificates", &c.AWSIdentityCertificates)
+	if listen == set && cert != set && key != set {
+		if err := c.CheckListen(c.Listen); err != nil {
+			d.invalid(a, "listen", "%s.", err)
+		}
 	}
 	return a
 }

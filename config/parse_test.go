@@ -60,7 +60,9 @@ func TestParseFull(t *testing.T) {
 		Forecast:   Forecast{Step: 5 * time.Minute, Horizon: 48 * time.Hour, Quantile: 0.95, History: 14 * 24 * time.Hour, Hysteresis: time.Hour},
 		Drain:      Drain{CheckpointMaxAge: 45 * time.Minute, Timeout: time.Hour, Signal: "SIGUSR2", LongRunningAfter: 6 * time.Hour},
 		Limits:     Limits{MaxGPUs: 512, MaxSpendPerHour: 2500.5, MaxScaleInPerCycle: 4, ScaleInShare: 0.25, ScaleInWindow: 30 * time.Minute, SilentShareHalt: 0.5},
-		Controller: Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute, Fleet: "ml-prod"},
+		Controller: Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute, Fleet: "ml-prod",
+			TLSCertFile: "/etc/fleetcast/tls/controller.crt", TLSKeyFile: "/etc/fleetcast/tls/controller.key",
+			BootstrapTokenFile: "/etc/fleetcast/bootstrap-token", AWSIdentityCertificates: "/etc/fleetcast/aws-identity.pem"},
 		Demand:     Demand{PrometheusURL: "http://prometheus:9090", PrometheusQuery: "count(DCGM_FI_DEV_GPU_UTIL > 0)", PrometheusTimeout: 5 * time.Second},
 		Synthetic:  Synthetic{Seed: 42, BaseGPUs: 32, PeakGPUs: 256, PeakHour: 9, Noise: 0.1},
 		Simulate: Simulate{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second,
@@ -304,6 +306,13 @@ func TestParseErrors(t *testing.T) {
 				{summary: "Invalid value", detail: "state_dir must not be empty", at: `""`},
 				{summary: "Invalid value", detail: `fleet must be 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit (it is a tag value), got "Prod_1"`, at: `"Prod_1"`},
 			}},
+		{"controller: plain HTTP off loopback", simPool("a", "") + "controller {\n  listen = \"0.0.0.0:8790\"\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: "the API would serve plain HTTP on 0.0.0.0:8790, which is not a loopback address", at: `"0.0.0.0:8790"`}}},
+		{"controller: a certificate without its key", simPool("a", "") + "controller {\n  listen = \":8790\"\n  tls_cert_file = \"c.pem\"\n  bootstrap_token_file = \"\"\n}\n",
+			[]wantDiag{
+				{summary: "Invalid value", detail: "tls_cert_file needs tls_key_file", at: `"c.pem"`},
+				{summary: "Invalid value", detail: "bootstrap_token_file must not be empty", at: `""`},
+			}},
 		{"synthetic", simPool("a", "") + "synthetic {\n  base_gpus = 10\n  peak_gpus = 5\n  peak_hour = 24\n  noise = -0.1\n}\n",
 			[]wantDiag{
 				{summary: "Invalid value", detail: "peak_gpus (5) must not be less than base_gpus (10)", at: "5\n"},
@@ -545,4 +554,26 @@ func durationRounding(d time.Duration) time.Duration {
 		return time.Hour
 	}
 	return time.Minute
+}
+
+// TestListenSecurity: plain HTTP is accepted on loopback, with TLS, or
+// with insecure = true; anything else is refused at the listen attribute.
+func TestListenSecurity(t *testing.T) {
+	for _, tt := range []struct {
+		controller string
+		ok         bool
+	}{
+		{`listen = "127.0.0.1:8790"`, true},
+		{`listen = "[::1]:8790"`, true},
+		{`listen = "localhost:8790"`, true},
+		{`listen = ":8790"`, false},
+		{`listen = "10.0.0.5:8790"`, false},
+		{"listen = \":8790\"\n  insecure = true", true},
+		{"listen = \":8790\"\n  tls_cert_file = \"c\"\n  tls_key_file = \"k\"", true},
+	} {
+		_, diags := Parse("test.hcl", []byte(simPool("a", "")+"controller {\n  "+tt.controller+"\n}\n"))
+		if diags.HasErrors() == tt.ok {
+			t.Errorf("%s: %v, want ok %v", tt.controller, diags, tt.ok)
+		}
+	}
 }

@@ -3,12 +3,12 @@ package controller
 import (
 	"context"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/internal/credtest"
 )
 
 // TestRealAgentConfirmsDrain runs the real agent daemon's reporter
@@ -18,17 +18,14 @@ import (
 func TestRealAgentConfirmsDrain(t *testing.T) {
 	p := gpuPool("g5", 8, 20, 5*time.Minute)
 	l := newLoop(t, false, p)
-	tokens, err := report.NewTokens([]byte(strings.Repeat("k", 32)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(l.c.Handler(APIOptions{Tokens: tokens}))
+	tokens := credtest.New(t)
+	srv := httptest.NewServer(l.c.Handler(APIOptions{Credentials: tokens}))
 	defer srv.Close()
 	a, err := agent.New(agent.Config{Node: "i-1", Now: func() time.Time { return l.now }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := &agent.Reporter{Agent: a, Controller: srv.URL, Token: tokens.For("i-1")}
+	rep := &agent.Reporter{Agent: a, Controller: srv.URL, Credential: agent.FixedCredential(tokens.For("i-1"))}
 	send := func() {
 		t.Helper()
 		l.now = l.now.Add(time.Second)

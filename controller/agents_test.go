@@ -13,25 +13,23 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/credtest"
 )
 
 // agentsRig serves the real report receiver over the Agents view.
 type agentsRig struct {
 	now    time.Time
 	agents *Agents
-	tokens *report.Tokens
+	tokens *credtest.Tokens
 	h      http.Handler
 }
 
 func newAgentsRig(t *testing.T) *agentsRig {
 	r := &agentsRig{now: t0}
 	r.agents = NewAgents(func() time.Time { return r.now })
-	tok, err := report.NewTokens(bytes.Repeat([]byte("k"), 32))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := credtest.New(t)
 	r.tokens = tok
-	r.h = (&report.Receiver{Tokens: tok, Store: r.agents, Now: func() time.Time { return r.now }}).Handler()
+	r.h = (&report.Receiver{Credentials: tok, Store: r.agents, Now: func() time.Time { return r.now }}).Handler()
 	return r
 }
 

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/planner"
 )
 
@@ -129,10 +131,18 @@ func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 
 // APIOptions are the HTTP API's parts beyond the controller.
 type APIOptions struct {
-	// Tokens check the agents' per-node tokens.
-	Tokens *report.Tokens
+	// Credentials check the agents' node credentials on their reports
+	// (a nodeauth.Registry); nil: no reports are taken.
+	Credentials report.Credentials
+	// Auth serves the credential routes (bootstrap, rotation, revocation);
+	// nil: none.
+	Auth *nodeauth.Server
 	// Demand serves POST /v1/demand (its Token guards it).
 	Demand *DemandReceiver
+	// ReadToken, when set, guards the GET /v1/ reads: the fleet, its
+	// plan and forecast are not for anyone on the network. /healthz,
+	// /readyz and /metrics stay open and carry no secret.
+	ReadToken string
 }
 
 // unready lists why the controller is not fully in charge of its fleet,
@@ -194,11 +204,12 @@ func faultNote(last Snapshot) string {
 //	GET  /v1/plan                     the last plan (JSON)
 //	GET  /v1/fleet                    pools, nodes, jobs and agent freshness as the last cycle saw them
 //	GET  /v1/forecast                 the last forecast
-//	POST /v1/agents/{node}/report     agent reports (per-node token)
+//	POST /v1/agents/{node}/report     agent reports (the node's credential)
+//	POST /v1/agents/{node}/credential ...  node credentials (see nodeauth.Server)
 //	POST /v1/demand                   schedulers' pending demand (API token)
 //
-// Every write is authenticated; reads are not (bind the API to a trusted
-// network, as the default 127.0.0.1 does).
+// Every write is authenticated, and so are the /v1/ reads when
+// o.ReadToken is set (as `run` sets it off loopback).
 func (c *Controller) Handler(o APIOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{}))
@@ -241,6 +252,13 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 	// ok is false when the last cycle made none of it.
 	serve := func(pick func(Snapshot) (v any, ok bool)) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
+			if o.ReadToken != "" {
+				if token, ok := report.BearerToken(r); !ok || subtle.ConstantTimeCompare([]byte(token), []byte(o.ReadToken)) != 1 {
+					w.Header().Set("WWW-Authenticate", "Bearer")
+					http.Error(w, "reading the fleet needs the API token: -H \"Authorization: Bearer $FLEETCAST_API_TOKEN\"", http.StatusUnauthorized)
+					return
+				}
+			}
 			last := c.Last()
 			if last.At.IsZero() {
 				http.Error(w, "no control cycle yet", http.StatusServiceUnavailable)
@@ -262,8 +280,11 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 		return fleetView{At: s.At, Pools: c.cfg.Pools, State: s.State, AgentTimeout: c.cfg.Controller.AgentTimeout.String()}, s.State != nil
 	}))
 	mux.Handle("GET /v1/forecast", serve(func(s Snapshot) (any, bool) { return s.Forecast, s.Forecast != nil }))
-	if o.Tokens != nil {
-		mux.Handle(report.Pattern, &report.Receiver{Tokens: o.Tokens, Store: c.agents, Now: c.now, Log: c.log, NodeGPUs: c.nodeGPUs})
+	if o.Credentials != nil {
+		mux.Handle(report.Pattern, &report.Receiver{Credentials: o.Credentials, Store: c.agents, Now: c.now, Log: c.log, NodeGPUs: c.nodeGPUs})
+	}
+	if o.Auth != nil {
+		o.Auth.Routes(mux)
 	}
 	if o.Demand != nil {
 		mux.Handle(DemandPattern, o.Demand)
@@ -278,4 +299,30 @@ type fleetView struct {
 	AgentTimeout string       `json:"agent_timeout"`
 	Pools        []fleet.Pool `json:"pools"`
 	State        *fleet.State `json:"state"`
+}
+
+// LivePool returns the pool node is a live instance of, as the last cycle
+// observed the fleet: listed by its pool's group and not going away (an
+// instance the controller did not launch counts: Terraform's first nodes
+// are such). It is what a node's bootstrap is checked against.
+func (c *Controller) LivePool(node string) (fleet.Pool, bool) {
+	last := c.Last()
+	if last.State == nil {
+		return fleet.Pool{}, false
+	}
+	for i := range last.State.Nodes {
+		n := &last.State.Nodes[i]
+		if n.ID != node {
+			continue
+		}
+		if n.Orphan || n.State == fleet.Terminating {
+			return fleet.Pool{}, false
+		}
+		for _, p := range c.cfg.Pools {
+			if p.Name == n.Pool {
+				return p, true
+			}
+		}
+	}
+	return fleet.Pool{}, false
 }

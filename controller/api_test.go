@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/internal/credtest"
 	"github.com/fleetcast/autoscaler/planner"
 )
 
@@ -25,12 +26,9 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 func TestAPI(t *testing.T) {
 	p := gpuPool("g5", 1, 200, 5*time.Minute)
 	l := newLoop(t, false, p)
-	tok, err := report.NewTokens(bytes.Repeat([]byte("s"), 32))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := credtest.New(t)
 	dr := &DemandReceiver{Token: apiToken, Pools: l.cfg.Pools, Pending: l.pending, Now: func() time.Time { return l.now }}
-	h := l.c.Handler(APIOptions{Tokens: tok, Demand: dr})
+	h := l.c.Handler(APIOptions{Credentials: tok, Demand: dr})
 
 	for _, path := range []string{"/healthz", "/v1/plan", "/v1/fleet", "/v1/forecast"} {
 		if code, body := get(t, h, path); code != http.StatusServiceUnavailable || !strings.Contains(body, "no control cycle yet") {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/internal/credtest"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/state"
 )
@@ -83,11 +84,8 @@ func drainClockCase(t *testing.T, seed uint64) int {
 	p := gpuPool("g5", 8, 10, 5*time.Minute)
 	l := newLoop(t, false, p)
 	l.cfg.Limits.ScaleInShare = 1
-	tokens, err := report.NewTokens(bytes.Repeat([]byte("k"), 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := l.c.Handler(APIOptions{Tokens: tokens})
+	tokens := credtest.New(t)
+	api := l.c.Handler(APIOptions{Credentials: tokens})
 	ctx := context.Background()
 	if err := l.c.act.Launch(ctx, "g5", 4); err != nil {
 		t.Fatal(err)
@@ -246,11 +244,8 @@ func TestLateTerminationLosesLittle(t *testing.T) {
 	l := newLoop(t, false, p)
 	wrap := &unreadable{Provider: l.cloud, failing: map[string]bool{}, changes: map[string]int{}}
 	l.restart(t, wrap)
-	tokens, err := report.NewTokens(bytes.Repeat([]byte("k"), 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := l.c.Handler(APIOptions{Tokens: tokens})
+	tokens := credtest.New(t)
+	api := l.c.Handler(APIOptions{Credentials: tokens})
 	ctx := context.Background()
 	if err := l.c.act.Launch(ctx, "g5", 1); err != nil {
 		t.Fatal(err)

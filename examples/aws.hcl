@@ -93,4 +93,17 @@ controller {
   listen        = ":8790"
   state_dir     = "/var/lib/fleetcast"
   agent_timeout = "3m"
+
+  # HTTPS for the agents and the API (plain HTTP is refused off loopback):
+  # the certificate is read again when it changes. The agents verify it
+  # against the CA the Terraform gives them (controller_ca_pem).
+  tls_cert_file = "/etc/fleetcast/tls/controller.crt"
+  tls_key_file  = "/etc/fleetcast/tls/controller.key"
+
+  # Node credentials: a node presents the bootstrap secret (the SSM
+  # parameter the Terraform's nodes read) with its instance identity
+  # document, signed by AWS, and gets a credential of its own; see "Node
+  # credentials" in README.md.
+  bootstrap_token_file      = "/etc/fleetcast/bootstrap-token"
+  aws_identity_certificates = "/etc/fleetcast/aws-identity-us-east-1.pem"
 }

@@ -56,6 +56,7 @@ var (
 	bucketReady    = []byte("ready")
 	bucketLaunches = []byte("launches")
 	bucketSeen     = []byte("seen")
+	bucketCreds    = []byte("credentials")
 	keyFormat      = []byte("format")
 	keyVersion     = []byte("version")
 	keyFleet       = []byte("fleet")
@@ -154,7 +155,7 @@ func (s *Store) init() error {
 				return fmt.Errorf("state: %s: written by a newer Fleetcast (state version %d; this one reads up to %d)", s.path, v, Version)
 			}
 		}
-		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels, bucketDrainLog, bucketReady, bucketLaunches, bucketSeen} {
+		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels, bucketDrainLog, bucketReady, bucketLaunches, bucketSeen, bucketCreds} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("state: %s: creating bucket %s: %w", s.path, b, err)
 			}
@@ -651,6 +652,49 @@ func (s *Store) SeenNodes() ([]NodeTime, error) { return all[NodeTime](s, bucket
 
 // CancelledDrains returns the nodes whose last drain was cancelled, by node.
 func (s *Store) CancelledDrains() ([]Cancelled, error) { return all[Cancelled](s, bucketCancels) }
+
+// Credential is a node's credential as the controller keeps it: never the
+// credential itself, only its SHA-256, so a copy of the state file
+// impersonates no node.
+type Credential struct {
+	Node string `json:"node"`
+	// Pool is the pool the node proved it belongs to ("" when an operator
+	// issued the credential).
+	Pool string `json:"pool,omitempty"`
+	// Hash is the hex SHA-256 of the current credential.
+	Hash string `json:"hash,omitempty"`
+	// Previous is the hex SHA-256 of the credential the last rotation
+	// replaced, still good until PreviousUntil or until the node first
+	// presents the new one (the rotation's answer may have been lost);
+	// "" when there is none.
+	Previous      string    `json:"previous,omitempty"`
+	PreviousUntil time.Time `json:"previous_until,omitzero"`
+	// Issued is when the current credential was issued; Registered when the
+	// node first got one of this line (rotations keep it).
+	Issued     time.Time `json:"issued"`
+	Registered time.Time `json:"registered"`
+	// Via says how the node got it: "bootstrap" (the bootstrap secret and
+	// the cloud's signed identity of the instance) or "operator" (the API
+	// token).
+	Via string `json:"via"`
+	// Rotations counts the rotations since Registered.
+	Rotations int `json:"rotations,omitempty"`
+	// Revoked is when an operator revoked it (zero while it is good): a
+	// revoked node's credential is refused, and the node may bootstrap
+	// again.
+	Revoked time.Time `json:"revoked,omitzero"`
+}
+
+// PutCredential records a node's credential, replacing any before it.
+func (s *Store) PutCredential(c Credential) error {
+	if c.Node == "" || c.Hash == "" {
+		return fmt.Errorf("state: credential with no node or hash: %+v", c)
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketCreds), c.Node, c) })
+}
+
+// Credentials returns every node's credential record, by node.
+func (s *Store) Credentials() ([]Credential, error) { return all[Credential](s, bucketCreds) }
 
 // Backoff is a pool backed off after capacity errors: the planner does
 // not launch into it before Until.

@@ -2,10 +2,6 @@ package report
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,49 +16,33 @@ import (
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
-// Tokens issues and checks per-node credentials. A node's token names the
-// node and carries an HMAC-SHA256 of the name under the controller's
-// secret, so the controller issues a token for any node without storing
-// it, and a token is good for its node only.
-type Tokens struct {
-	secret []byte
+// Credentials checks the agents' bearer credentials (nodeauth.Registry
+// does).
+type Credentials interface {
+	// Check returns nil when token is node's credential. Otherwise its
+	// error may say the status to answer with and a typed code (see
+	// Refusal); other errors answer 401.
+	Check(node, token string) error
 }
 
-// NewTokens makes a token issuer; the secret must be at least 32 bytes.
-func NewTokens(secret []byte) (*Tokens, error) {
-	if len(secret) < 32 {
-		return nil, fmt.Errorf("token secret: %d bytes, want at least 32", len(secret))
-	}
-	return &Tokens{secret: append([]byte(nil), secret...)}, nil
+// Refusal is an error that carries the HTTP status to answer with and a
+// typed code for CodeHeader.
+type Refusal interface {
+	error
+	HTTPStatus() int
+	ErrorCode() string
 }
 
-// For returns the token of a node.
-func (t *Tokens) For(node string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(node)) + "." + hex.EncodeToString(t.mac(node))
-}
-
-// Node returns the node a token was issued for, or an error when the token
-// is malformed or was not issued by this controller.
-func (t *Tokens) Node(token string) (string, error) {
-	name, sum, ok := strings.Cut(token, ".")
-	if !ok {
-		return "", errors.New("malformed token")
+// Refuse answers a refused request: the status and code of err when it is
+// a Refusal (else fallback and no code), the reason as text.
+func Refuse(w http.ResponseWriter, err error, fallback int) {
+	status := fallback
+	var r Refusal
+	if errors.As(err, &r) {
+		status = r.HTTPStatus()
+		w.Header().Set(CodeHeader, r.ErrorCode())
 	}
-	node, err := base64.RawURLEncoding.DecodeString(name)
-	if err != nil {
-		return "", errors.New("malformed token")
-	}
-	got, err := hex.DecodeString(sum)
-	if err != nil || !hmac.Equal(got, t.mac(string(node))) {
-		return "", errors.New("token not issued by this controller")
-	}
-	return string(node), nil
-}
-
-func (t *Tokens) mac(node string) []byte {
-	m := hmac.New(sha256.New, t.secret)
-	m.Write([]byte(node))
-	return m.Sum(nil)
+	http.Error(w, err.Error(), status)
 }
 
 // BearerToken returns the request's bearer token; ok is false when it has
@@ -103,8 +83,8 @@ type Store interface {
 // the reason as text and changes nothing; an accepted report goes to the
 // Store and the answer back to the agent as JSON.
 type Receiver struct {
-	Tokens *Tokens
-	Store  Store
+	Credentials Credentials
+	Store       Store
 	// Now is the controller's clock (time.Now when nil).
 	Now func() time.Time
 	// MaxBytes bounds a report's body (256 KiB when 0).
@@ -133,33 +113,47 @@ func (rc *Receiver) Handler() http.Handler {
 // ServeHTTP handles one report. The node comes from the request's path
 // value "node" (see Pattern).
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	status, reason, answer := rc.receive(w, r)
-	if status != http.StatusOK {
+	answer, err := rc.receive(w, r)
+	if err != nil {
 		if rc.Log != nil {
-			rc.Log.Debug("report refused", "node", r.PathValue("node"), "status", status, "reason", reason)
+			rc.Log.Debug("report refused", "node", r.PathValue("node"), "reason", err)
 		}
-		http.Error(w, reason, status)
+		Refuse(w, err, http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(answer)
 }
 
-func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (int, string, Answer) {
+// refusal is a Refusal of this package's.
+type refusal struct {
+	status       int
+	code, reason string
+}
+
+func (r *refusal) Error() string     { return r.reason }
+func (r *refusal) HTTPStatus() int   { return r.status }
+func (r *refusal) ErrorCode() string { return r.code }
+
+func refused(status int, format string, args ...any) error {
+	return &refusal{status: status, reason: fmt.Sprintf(format, args...)}
+}
+
+func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (Answer, error) {
 	node := r.PathValue("node")
 	if node == "" {
-		return http.StatusNotFound, "no node in the path", Answer{}
+		return Answer{}, refused(http.StatusNotFound, "no node in the path")
 	}
 	token, ok := BearerToken(r)
 	if !ok {
-		return http.StatusUnauthorized, "missing bearer token", Answer{}
+		return Answer{}, &refusal{status: http.StatusUnauthorized, code: "malformed", reason: "missing bearer credential"}
 	}
-	owner, err := rc.Tokens.Node(token)
-	if err != nil {
-		return http.StatusUnauthorized, err.Error(), Answer{}
-	}
-	if owner != node {
-		return http.StatusForbidden, fmt.Sprintf("token is for node %q, not %q: an agent reports only about its own node", owner, node), Answer{}
+	if err := rc.Credentials.Check(node, token); err != nil {
+		var rf Refusal
+		if !errors.As(err, &rf) {
+			err = &refusal{status: http.StatusUnauthorized, reason: err.Error()}
+		}
+		return Answer{}, err
 	}
 	limit := rc.MaxBytes
 	if limit <= 0 {
@@ -167,14 +161,14 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (int, string
 	}
 	body, status, reason := ReadJSON(w, r, limit, "report")
 	if status != http.StatusOK {
-		return status, reason, Answer{}
+		return Answer{}, refused(status, "%s", reason)
 	}
 	var rep Report
 	if err := fleet.DecodeJSON(body, &rep); err != nil {
-		return http.StatusBadRequest, "report: " + err.Error(), Answer{}
+		return Answer{}, refused(http.StatusBadRequest, "report: %v", err)
 	}
 	if rep.Node != node {
-		return http.StatusForbidden, fmt.Sprintf("report is about node %q, sent for %q: an agent reports only about its own node", rep.Node, node), Answer{}
+		return Answer{}, refused(http.StatusForbidden, "report is about node %q, sent for %q: an agent reports only about its own node", rep.Node, node)
 	}
 	now := time.Now
 	if rc.Now != nil {
@@ -189,14 +183,14 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (int, string
 		nodeGPUs = rc.NodeGPUs(node)
 	}
 	if err := rep.Validate(now(), skew, nodeGPUs); err != nil {
-		return http.StatusUnprocessableEntity, "report: " + err.Error(), Answer{}
+		return Answer{}, refused(http.StatusUnprocessableEntity, "report: %v", err)
 	}
 	answer, err := rc.Store.Accept(r.Context(), &rep)
 	if err != nil {
 		if rc.Log != nil {
 			rc.Log.Error("storing a report", "node", node, "error", err)
 		}
-		return http.StatusInternalServerError, "the controller could not take the report; send it again", Answer{}
+		return Answer{}, refused(http.StatusInternalServerError, "the controller could not take the report; send it again")
 	}
-	return http.StatusOK, "", answer
+	return answer, nil
 }

@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -38,9 +43,15 @@ func runAgent(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "agent: unknown command %q; want register, checkpoint or done (or flags to run the agent)\n", args[0])
 		return exitUsage
 	}
-	fs := newFlagSet(e, "agent", "agent -controller URL -token-file FILE [-node NAME] [flags]")
-	controller := fs.String("controller", "", "the controller's URL, e.g. https://fleetcast.internal:8790")
-	tokenFile := fs.String("token-file", "", "file holding this node's token (never logged)")
+	fs := newFlagSet(e, "agent", "agent -controller URL -token-file FILE [-bootstrap-token-file FILE] [-ca-file FILE] -node NAME [flags]")
+	controller := fs.String("controller", "", "the controller's URL, e.g. https://fleetcast.internal:8790 (plain http only to a loopback address, or with -insecure)")
+	tokenFile := fs.String("token-file", "", "file holding this node's credential, mode 0600 (never logged); written by a bootstrap or a rotation")
+	bootstrapFile := fs.String("bootstrap-token-file", "", "file holding the fleet's bootstrap secret, mode 0600: with the instance's signed identity it gets the node its credential when -token-file holds none or the controller refuses it (empty: no bootstrap)")
+	identity := fs.String("identity", "aws", "the instance identity a bootstrap presents: aws (the instance identity document from the metadata service)")
+	caFile := fs.String("ca-file", "", "PEM file of the CA(s) that sign the controller's certificate (default: the system's)")
+	insecure := fs.Bool("insecure", false, "allow plain http to a controller that is not on loopback (the credential then crosses the network in the clear)")
+	rotateEvery := durationFlag{d: 24 * time.Hour}
+	fs.Var(&rotateEvery, "rotate-every", "rotate the node credential once it is this old (0: never)")
 	host, _ := os.Hostname()
 	node := fs.String("node", host, "this node's name as the controller knows it (the instance ID)")
 	pool := fs.String("pool", "", "the pool the node belongs to (for logs)")
@@ -67,16 +78,26 @@ func runAgent(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "agent: -controller, -token-file and -node are required")
 		return exitUsage
 	}
+	client, err := controllerClient(*controller, *caFile, *insecure)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "agent:", err)
+		return exitUsage
+	}
+	if *identity != "aws" {
+		fmt.Fprintf(e.stderr, "agent: -identity %q, want aws\n", *identity)
+		return exitUsage
+	}
 	if *notices != "aws" && *notices != "none" {
 		fmt.Fprintf(e.stderr, "agent: -notices %q, want aws or none\n", *notices)
 		return exitUsage
 	}
-	raw, err := os.ReadFile(*tokenFile)
-	if err == nil && strings.TrimSpace(string(raw)) == "" {
-		err = fmt.Errorf("%s is empty", *tokenFile)
-	}
-	if err != nil {
-		fmt.Fprintln(e.stderr, "agent: token:", err)
+	cred := &agent.Credential{File: *tokenFile, BootstrapFile: *bootstrapFile, Controller: *controller, Node: *node, Client: client, Log: log.Named("credential")}
+	if *bootstrapFile != "" {
+		md := imds.New(imds.Options{Endpoint: *imdsEndpoint})
+		cred.Identity = func(ctx context.Context) (*report.CredentialRequest, error) { return awsIdentity(ctx, md) }
+	} else if _, err := cred.Token(context.Background()); err != nil {
+		// No way to get one: say so now rather than retry forever.
+		fmt.Fprintln(e.stderr, "agent:", err)
 		return exitError
 	}
 	cfg := agent.Config{Node: *node, LongRunningAfter: longRunning.d, MarkerFile: *marker, NoticeSignal: *noticeSignal, StateFile: *stateFile}
@@ -84,7 +105,11 @@ func runAgent(e *env, args []string) int {
 		cfg.DrainHook = strings.Fields(*hook)
 	}
 	if !*noGPU {
-		r, err := gpu.OpenSystem()
+		open := e.openGPUs
+		if open == nil {
+			open = gpu.OpenSystem
+		}
+		r, err := open()
 		if errors.Is(err, gpu.ErrNoLibrary) {
 			fmt.Fprintln(e.stderr, "agent:", err)
 			return exitNoNVML
@@ -138,7 +163,8 @@ func runAgent(e *env, args []string) int {
 			}
 		})
 	}
-	rep := &agent.Reporter{Agent: a, Controller: *controller, Token: strings.TrimSpace(string(raw)), Interval: interval.d, Log: log}
+	rep := &agent.Reporter{Agent: a, Controller: *controller, Credential: cred, Interval: interval.d, RotateEvery: rotateEvery.d,
+		Client: client, Log: log, Notify: sdNotify}
 	if err := rep.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(e.stderr, "agent:", err)
 		return exitError
@@ -213,4 +239,75 @@ func ints(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// controllerClient is the agent's HTTP client for the controller: HTTPS
+// verified against caFile (or the system's roots), or plain HTTP to a
+// loopback address, or anywhere with insecure.
+func controllerClient(controller, caFile string, insecure bool) (*http.Client, error) {
+	u, err := url.Parse(controller)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("-controller %q: want an https URL such as https://fleetcast.internal:8790", controller)
+	}
+	if u.Scheme == "http" && !insecure {
+		if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return nil, fmt.Errorf("-controller %s is plain http to a host other than loopback: the node's credential would cross the network in the clear; use https (and -ca-file), or -insecure to accept it", controller)
+		}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("-ca-file: %w", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("-ca-file %s holds no PEM certificate", caFile)
+		}
+		tr.TLSClientConfig.RootCAs = roots
+	}
+	return &http.Client{Transport: tr, Timeout: 15 * time.Second}, nil
+}
+
+// awsIdentity reads the instance identity document and its signature from
+// the metadata service (IMDSv2).
+func awsIdentity(ctx context.Context, md *imds.Client) (*report.CredentialRequest, error) {
+	read := func(path string) (string, error) {
+		out, err := md.GetDynamicData(ctx, &imds.GetDynamicDataInput{Path: path})
+		if err != nil {
+			return "", fmt.Errorf("metadata %s: %w", path, err)
+		}
+		defer out.Content.Close()
+		b, err := io.ReadAll(io.LimitReader(out.Content, 64<<10))
+		return string(b), err
+	}
+	doc, err := read("instance-identity/document")
+	if err != nil {
+		return nil, err
+	}
+	sig, err := read("instance-identity/signature")
+	if err != nil {
+		return nil, err
+	}
+	return &report.CredentialRequest{AWS: &report.AWSIdentity{Document: doc, Signature: sig}}, nil
+}
+
+// sdNotify tells systemd the agent's state (the sd_notify protocol), when
+// it runs as a Type=notify unit: "READY=1" once it reports, "STATUS=..."
+// with what it does. Nothing without $NOTIFY_SOCKET.
+func sdNotify(state string) {
+	path := os.Getenv("NOTIFY_SOCKET")
+	if path == "" {
+		return
+	}
+	if strings.HasPrefix(path, "@") {
+		path = "\x00" + path[1:] // an abstract socket
+	}
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	conn.Write([]byte(state))
 }

@@ -18,10 +18,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
 	"github.com/fleetcast/autoscaler/agent"
+	"github.com/fleetcast/autoscaler/agent/gpu"
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/credtest"
 	"github.com/fleetcast/autoscaler/internal/metadatamock"
 	"github.com/fleetcast/autoscaler/internal/mototest"
 )
@@ -31,10 +37,16 @@ import (
 // SIGUSR1, writes a checkpoint file and runs `autoscaler agent checkpoint`.
 //
 // With FLEETCAST_TEST_CLI set, it is the autoscaler command itself, run with
-// the arguments in that variable (separated by spaces).
+// the arguments in that variable (separated by spaces); with
+// FLEETCAST_TEST_NVML=dgxa100 too, its agent reads go-nvml's mock DGX A100
+// (eight idle A100s) for the machine's GPUs.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv("FLEETCAST_TEST_CLI"); spec != "" {
-		os.Exit(run(strings.Fields(spec), os.Stdout, os.Stderr))
+		e := &env{stdout: os.Stdout, stderr: os.Stderr}
+		if os.Getenv("FLEETCAST_TEST_NVML") == "dgxa100" {
+			e.openGPUs = func() (*gpu.Reader, error) { return gpu.Open(idleDGXA100()) }
+		}
+		os.Exit(runEnv(e, strings.Fields(spec)))
 	}
 	if spec := os.Getenv("FLEETCAST_TEST_JOB"); spec != "" {
 		f := strings.Fields(spec)
@@ -43,6 +55,17 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	mototest.Stop()
 	os.Exit(code)
+}
+
+// idleDGXA100 is go-nvml's mock DGX A100 with its eight GPUs idle.
+func idleDGXA100() *server.Server {
+	s := dgxa100.New()
+	for _, d := range s.Devices {
+		dev := d.(*server.Device)
+		dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.SUCCESS }
+		dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
+	}
+	return s
 }
 
 func trainingJob(socket, id string) int {
@@ -115,11 +138,11 @@ func TestAgentCLIDrain(t *testing.T) {
 	srv := &http.Server{Handler: a.Handler()}
 	go srv.Serve(l)
 	defer srv.Close()
-	tokens, _ := report.NewTokens([]byte(strings.Repeat("s", 32)))
+	tokens := credtest.New(t)
 	ctl := &drainingController{}
-	cs := httptest.NewServer((&report.Receiver{Tokens: tokens, Store: ctl}).Handler())
+	cs := httptest.NewServer((&report.Receiver{Credentials: tokens, Store: ctl}).Handler())
 	defer cs.Close()
-	rep := &agent.Reporter{Agent: a, Controller: cs.URL, Token: tokens.For("i-1")}
+	rep := &agent.Reporter{Agent: a, Controller: cs.URL, Credential: agent.FixedCredential(tokens.For("i-1"))}
 	startJobs(t, socket, "train-a", "train-b")
 	now := time.Now()
 	ctl.mu.Lock()
@@ -179,9 +202,9 @@ func TestAgentSpotNotice(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	socket := filepath.Join(dir, "agent.sock")
-	tokens, _ := report.NewTokens([]byte(strings.Repeat("s", 32)))
+	tokens := credtest.New(t)
 	ctl := &noticeController{agents: controller.NewAgents(time.Now)}
-	cs := httptest.NewServer((&report.Receiver{Tokens: tokens, Store: ctl}).Handler())
+	cs := httptest.NewServer((&report.Receiver{Credentials: tokens, Store: ctl}).Handler())
 	defer cs.Close()
 	tokenFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokenFile, []byte(tokens.For("i-1")+"\n"), 0o600); err != nil {

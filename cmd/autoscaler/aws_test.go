@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -84,11 +83,7 @@ func TestPlanAgainstMoto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conf := filepath.Join(t.TempDir(), "aws.hcl")
-	text := strings.Replace(string(src), `state_dir     = "/var/lib/fleetcast"`, `state_dir     = "`+filepath.Join(filepath.Dir(conf), "state")+`"`, 1)
-	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	conf := localExample(t, string(src))
 	code, out, errOut = cli("run", "-config", conf, "-dry-run", "-for", "1ms", "-listen", "127.0.0.1:0")
 	if code != 0 || !strings.Contains(out, "Fleetcast controller (dry run: planning only) on 4 pools, a cycle every 1m") {
 		t.Fatalf("run -dry-run: exit %d\n%s\n%s", code, out, errOut)

@@ -12,6 +12,8 @@
 package main
 
 import (
+	"github.com/fleetcast/autoscaler/agent/gpu"
+
 	"errors"
 	"flag"
 	"fmt"
@@ -42,9 +44,13 @@ type command struct {
 	run           func(env *env, args []string) int
 }
 
-// env is what a command runs with: its output streams.
+// env is what a command runs with: its output streams, and the machine's
+// GPUs for the agent.
 type env struct {
 	stdout, stderr io.Writer
+	// openGPUs opens the GPUs' NVML (gpu.OpenSystem when nil; tests give
+	// go-nvml's mock machines).
+	openGPUs func() (*gpu.Reader, error)
 }
 
 func commands() []command {
@@ -54,6 +60,7 @@ func commands() []command {
 		{"forecast", "forecast a demand series, or backtest the forecasting models on it", runForecast},
 		{"agent", "run the in-instance agent, or tell it about a job (register, checkpoint, done)", runAgent},
 		{"simulate", "replay a workload trace through static, reactive, predictive and oracle fleets", runSimulate},
+		{"token", "list, issue or revoke node credentials on the running controller", runToken},
 		{"validate", "check a fleet config file", runValidate},
 		{"version", "print the version", runVersion},
 	}
@@ -65,7 +72,12 @@ func main() {
 
 // run runs the command line args and returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr}
+	return runEnv(&env{stdout: stdout, stderr: stderr}, args)
+}
+
+// runEnv runs the command line args in e.
+func runEnv(e *env, args []string) int {
+	stderr := e.stderr
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {

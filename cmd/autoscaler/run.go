@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,9 +20,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/sim"
@@ -99,12 +101,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		return err
 	}
 	defer store.Close()
-	agentSecret, err := secretFile(filepath.Join(cfg.Controller.StateDir, "agent-token-secret"), 32)
-	if err != nil {
-		return err
-	}
-	tokens, err := report.NewTokens([]byte(agentSecret))
-	if err != nil {
+	if err := cfg.Controller.CheckListen(o.listen); err != nil {
 		return err
 	}
 	tokenPath := filepath.Join(cfg.Controller.StateDir, "api-token")
@@ -136,6 +133,22 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		}
 		clock, clouds, workload = sm.clock.Now, sm.clouds, sm.workload
 	}
+	creds, err := nodeauth.NewRegistry(store, nil, log.Named("credentials"))
+	if err != nil {
+		return err
+	}
+	var awsRoots []*x509.Certificate
+	if f := cfg.Controller.AWSIdentityCertificates; f != "" {
+		if awsRoots, err = nodeauth.LoadCertificates(f); err != nil {
+			return err
+		}
+	}
+	var certs *certFiles
+	if cfg.Controller.TLS() {
+		if certs, err = newCertFiles(cfg.Controller.TLSCertFile, cfg.Controller.TLSKeyFile, log.Named("tls")); err != nil {
+			return err
+		}
+	}
 	agents, pending := controller.NewAgents(clock), &controller.Pending{}
 	var source controller.DemandSource
 	if d := cfg.Demand; d.PrometheusURL != "" {
@@ -165,9 +178,21 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	if err != nil {
 		return fmt.Errorf("HTTP API on %s: %w (set controller.listen or -listen)", o.listen, err)
 	}
-	srv := &http.Server{Handler: c.Handler(controller.APIOptions{Tokens: tokens,
-		Demand: &controller.DemandReceiver{Token: apiToken, Pools: cfg.Pools, Pending: pending, Now: clock, Log: log}}),
-		ReadHeaderTimeout: 10 * time.Second}
+	api := controller.APIOptions{Credentials: creds,
+		Auth: &nodeauth.Server{Registry: creds, BootstrapFile: cfg.Controller.BootstrapTokenFile, AWSRoots: awsRoots,
+			Live: c.LivePool, APIToken: apiToken, Log: log.Named("credentials")},
+		Demand: &controller.DemandReceiver{Token: apiToken, Pools: cfg.Pools, Pending: pending, Now: clock, Log: log}}
+	if !config.Loopback(o.listen) {
+		api.ReadToken = apiToken
+	}
+	srv := &http.Server{Handler: c.Handler(api), ReadHeaderTimeout: 10 * time.Second}
+	scheme := "http"
+	if certs != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, certs.config())
+	} else if !config.Loopback(o.listen) {
+		log.Warn("serving plain HTTP off loopback (controller.insecure): node credentials and the API token cross the network in the clear", "listen", o.listen)
+	}
 	go srv.Serve(ln)
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -183,9 +208,9 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	if live {
 		where = fmt.Sprintf("on %d pools, a cycle every %s", len(cfg.Pools), config.FormatDuration(cfg.Controller.Interval))
 	}
-	fmt.Fprintf(e.stdout, "Fleetcast controller%s %s; API on http://%s; state in %s\n", mode, where, ln.Addr(), store.Path())
-	fmt.Fprintf(e.stdout, "Push pending demand: curl -H \"Authorization: Bearer %s\" -H 'Content-Type: application/json' -d '{\"source\": \"me\", \"pending\": [{\"pool\": \"%s\", \"gpus\": 8}]}' http://%s/v1/demand\n\n",
-		tokenHint, cfg.Pools[0].Name, ln.Addr())
+	fmt.Fprintf(e.stdout, "Fleetcast controller%s %s; API on %s://%s; state in %s\n", mode, where, scheme, ln.Addr(), store.Path())
+	fmt.Fprintf(e.stdout, "Push pending demand: curl -H \"Authorization: Bearer %s\" -H 'Content-Type: application/json' -d '{\"source\": \"me\", \"pending\": [{\"pool\": \"%s\", \"gpus\": 8}]}' %s://%s/v1/demand\n\n",
+		tokenHint, cfg.Pools[0].Name, scheme, ln.Addr())
 
 	period := cfg.Controller.Interval
 	if !live {

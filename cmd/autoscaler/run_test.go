@@ -69,7 +69,7 @@ func TestRunLocalExample(t *testing.T) {
 	if d := ends[1].Sub(ends[0]); d < 3*time.Hour || d > 3*time.Hour+2*time.Minute {
 		t.Errorf("the second run's demand ends %v after the first's, want 3h (it resumes where the first stopped)", d)
 	}
-	for _, f := range []string{"fleetcast.db", "api-token", "agent-token-secret", "sim-cloud.json"} {
+	for _, f := range []string{"fleetcast.db", "api-token", "sim-cloud.json"} {
 		fi, err := os.Stat(filepath.Join(dir, "state", f))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("state/%s: %v; want mode 0600", f, err)

@@ -97,6 +97,11 @@ controller {
   state_dir     = "/var/lib/fleetcast"
   agent_timeout = "2m"
   fleet         = "ml-prod"
+  tls_cert_file = "/etc/fleetcast/tls/controller.crt"
+  tls_key_file  = "/etc/fleetcast/tls/controller.key"
+
+  bootstrap_token_file      = "/etc/fleetcast/bootstrap-token"
+  aws_identity_certificates = "/etc/fleetcast/aws-identity.pem"
 }
 
 demand {

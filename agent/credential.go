@@ -1,0 +1,249 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+)
+
+// Credential is the agent's node credential. It lives in File (mode
+// 0600); when there is none, or the controller refuses it (revoked, or a
+// controller that lost its state), the agent bootstraps: it presents the
+// fleet's bootstrap secret with the instance's signed identity and gets a
+// new one, which only the controller can refuse. It is rotated by Rotate.
+// Neither the credential nor the secret is ever logged.
+type Credential struct {
+	// File holds the credential. A bootstrap or rotation rewrites it
+	// (atomically, mode 0600); a file others may read is refused.
+	File string
+	// BootstrapFile holds the fleet's bootstrap secret (mode 0600); empty:
+	// the agent cannot bootstrap and needs a credential in File that an
+	// operator issued (`autoscaler token issue`).
+	BootstrapFile string
+	// Identity returns the instance's signed identity for a bootstrap.
+	Identity func(ctx context.Context) (*report.CredentialRequest, error)
+	// Controller is the controller's base URL.
+	Controller string
+	Node       string
+	Client     *http.Client
+	Log        hclog.Logger
+
+	mu    sync.Mutex
+	token string
+}
+
+// FixedCredential is a credential held in memory only, which the agent
+// cannot renew (for tests and embedding).
+func FixedCredential(token string) *Credential { return &Credential{token: token} }
+
+// RefusedError is the controller's refusal of a request for lack of a
+// good credential (401) or with another node's (403).
+type RefusedError struct {
+	Status int
+	// Code is the controller's typed code (nodeauth.Code), "" if none.
+	Code   string
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("refused with %d %s: %s", e.Status, e.Code, e.Reason)
+}
+
+// refusal reads a non-200 answer into an error: a *RefusedError for 401
+// and 403.
+func refusal(what string, resp *http.Response) error {
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	reason := strings.TrimSpace(string(msg))
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return fmt.Errorf("%s: %w", what, &RefusedError{Status: resp.StatusCode, Code: resp.Header.Get(report.CodeHeader), Reason: reason})
+	}
+	return fmt.Errorf("%s refused with %s: %s", what, resp.Status, reason)
+}
+
+// secretFile reads a secret file, refusing one others may read.
+func secretFile(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%s has mode %v: others may read it; chmod 600 it", path, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// Token returns the credential, from File when it is not in memory yet,
+// bootstrapping when File holds none.
+func (c *Credential) Token(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	token := c.token
+	c.mu.Unlock()
+	if token != "" {
+		return token, nil
+	}
+	if c.File == "" {
+		return "", errors.New("no credential")
+	}
+	token, err := secretFile(c.File)
+	switch {
+	case err == nil && token != "":
+		c.mu.Lock()
+		c.token = token
+		c.mu.Unlock()
+		return token, nil
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("credential: %w", err)
+	case c.BootstrapFile == "":
+		return "", fmt.Errorf("credential: %s holds none and the agent cannot bootstrap (no -bootstrap-token-file): ask an operator for one (`autoscaler token issue %s`)", c.File, c.Node)
+	}
+	if err := c.Bootstrap(ctx); err != nil {
+		return "", err
+	}
+	return c.Token(ctx)
+}
+
+// Refused handles the controller's refusal of the credential: the agent
+// bootstraps again when it can (the controller refuses that too unless it
+// no longer holds a good credential for the node: revoked, or lost).
+func (c *Credential) Refused(ctx context.Context, e *RefusedError) error {
+	if c.BootstrapFile == "" || e.Status != http.StatusUnauthorized {
+		return fmt.Errorf("the controller refused this node's credential (%s): %s", e.Code, e.Reason)
+	}
+	if c.Log != nil {
+		c.Log.Warn("the controller refused the credential; bootstrapping again", "code", e.Code, "reason", e.Reason)
+	}
+	return c.Bootstrap(ctx)
+}
+
+// Bootstrap gets a new credential with the bootstrap secret and the
+// instance's identity, and keeps it in File.
+func (c *Credential) Bootstrap(ctx context.Context) error {
+	secret, err := secretFile(c.BootstrapFile)
+	if err != nil {
+		return fmt.Errorf("bootstrap secret: %w", err)
+	}
+	if c.Identity == nil {
+		return errors.New("bootstrap: no source of the instance's identity (-identity)")
+	}
+	id, err := c.Identity(ctx)
+	if err != nil {
+		return fmt.Errorf("bootstrap: the instance's identity: %w", err)
+	}
+	body, err := json.Marshal(id)
+	if err != nil {
+		return err
+	}
+	a, err := c.call(ctx, "/credential", secret, body, "bootstrap")
+	if err != nil {
+		return err
+	}
+	if c.Log != nil {
+		c.Log.Info("node credential obtained", "issued", a.Issued)
+	}
+	return c.keep(a.Credential)
+}
+
+// Rotate exchanges the credential for a new one, which it keeps in File
+// first (the old one stays good at the controller until the new one is
+// used, so a lost answer costs nothing).
+func (c *Credential) Rotate(ctx context.Context) error {
+	token, err := c.Token(ctx)
+	if err != nil {
+		return err
+	}
+	a, err := c.call(ctx, "/credential/rotate", token, nil, "rotation")
+	if err != nil {
+		return err
+	}
+	if c.Log != nil {
+		c.Log.Info("node credential rotated", "issued", a.Issued)
+	}
+	return c.keep(a.Credential)
+}
+
+// Issued returns when the credential in File was written (zero when there
+// is no file): what rotation is timed from, across restarts.
+func (c *Credential) Issued() time.Time {
+	if c.File == "" {
+		return time.Time{}
+	}
+	fi, err := os.Stat(c.File)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
+}
+
+func (c *Credential) call(ctx context.Context, path, bearer string, body []byte, what string) (report.CredentialAnswer, error) {
+	u := strings.TrimSuffix(c.Controller, "/") + "/v1/agents/" + url.PathEscape(c.Node) + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return report.CredentialAnswer{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	client := c.Client
+	if client == nil {
+		client = &http.Client{Timeout: 15 * time.Second}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return report.CredentialAnswer{}, fmt.Errorf("%s at %s: %w", what, c.Controller, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return report.CredentialAnswer{}, refusal(what, resp)
+	}
+	var a report.CredentialAnswer
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&a); err != nil || a.Credential == "" {
+		return report.CredentialAnswer{}, fmt.Errorf("%s: the controller's answer holds no credential (%v)", what, err)
+	}
+	return a, nil
+}
+
+// keep writes the credential to File (a new file, renamed over the old one)
+// and uses it from now on.
+func (c *Credential) keep(token string) error {
+	if c.File != "" {
+		tmp, err := os.CreateTemp(filepath.Dir(c.File), ".credential-*")
+		if err != nil {
+			return fmt.Errorf("keeping the credential: %w", err)
+		}
+		_, err = tmp.WriteString(token + "\n")
+		if err == nil {
+			err = tmp.Sync()
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), c.File)
+		}
+		if err != nil {
+			os.Remove(tmp.Name())
+			return fmt.Errorf("keeping the credential in %s: %w", c.File, err)
+		}
+	}
+	c.mu.Lock()
+	c.token = token
+	c.mu.Unlock()
+	return nil
+}

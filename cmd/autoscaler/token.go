@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// runToken is `autoscaler token list|issue|revoke`: the operator's hand on
+// node credentials, through the running controller's API (the state file
+// is the controller's alone while it runs).
+func runToken(e *env, args []string) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintln(e.stderr, "token: want a command: list, issue NODE or revoke NODE")
+		return exitUsage
+	}
+	sub := args[0]
+	if sub != "list" && sub != "issue" && sub != "revoke" {
+		fmt.Fprintf(e.stderr, "token: unknown command %q; want list, issue or revoke\n", sub)
+		return exitUsage
+	}
+	fs := newFlagSet(e, "token "+sub, "token "+sub+" -config FILE [-addr URL] [-ca-file FILE]"+map[bool]string{true: "", false: " NODE"}[sub == "list"])
+	path := fs.String("config", "", "the controller's fleet config (for its address, TLS certificate and state directory)")
+	addr := fs.String("addr", "", "the controller's API URL (default: from controller.listen, on 127.0.0.1)")
+	caFile := fs.String("ca-file", "", "PEM file of the CA(s) of the controller's certificate (default: controller.tls_cert_file itself)")
+	// The node comes first or last: `token revoke NODE -config F` or
+	// `token revoke -config F NODE`.
+	rest, node := args[1:], ""
+	if sub != "list" {
+		switch {
+		case len(rest) > 0 && !strings.HasPrefix(rest[0], "-"):
+			node, rest = rest[0], rest[1:]
+		case len(rest) > 0 && !strings.HasPrefix(rest[len(rest)-1], "-"):
+			node, rest = rest[len(rest)-1], rest[:len(rest)-1]
+		}
+	}
+	log, code, ok := setup(e, fs, rest)
+	if !ok {
+		return code
+	}
+	if sub != "list" && node == "" {
+		fmt.Fprintf(e.stderr, "token %s: name the node: token %s -config FILE NODE\n", sub, sub)
+		return exitUsage
+	}
+	cfg, ok := loadConfig(e, log, *path)
+	if !ok {
+		return exitError
+	}
+	apiToken := os.Getenv("FLEETCAST_API_TOKEN")
+	if apiToken == "" {
+		b, err := os.ReadFile(filepath.Join(cfg.Controller.StateDir, "api-token"))
+		if err != nil {
+			fmt.Fprintf(e.stderr, "token: the API token: %v (set FLEETCAST_API_TOKEN, or run where the controller's state directory is)\n", err)
+			return exitError
+		}
+		apiToken = strings.TrimSpace(string(b))
+	}
+	base, client, err := apiClient(cfg.Controller, *addr, *caFile)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "token:", err)
+		return exitUsage
+	}
+	method, route := map[string]string{"list": "GET", "issue": "POST", "revoke": "DELETE"}[sub], "/v1/credentials"
+	if sub != "list" {
+		route = "/v1/agents/" + url.PathEscape(node) + "/credential"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, base+route, nil)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "token:", err)
+		return exitError
+	}
+	req.Header.Set("Authorization", "Bearer "+apiToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "token:", err)
+		return exitError
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(e.stderr, "token %s: the controller answered %s: %s\n", sub, resp.Status, strings.TrimSpace(string(body)))
+		return exitError
+	}
+	switch sub {
+	case "issue":
+		var a report.CredentialAnswer
+		if err := json.Unmarshal(body, &a); err != nil {
+			fmt.Fprintln(e.stderr, "token issue: the controller's answer:", err)
+			return exitError
+		}
+		fmt.Fprintln(e.stderr, "credential issued for", node, "(shown once; put it in the agent's -token-file, mode 0600; any earlier one is void)")
+		fmt.Fprintln(e.stdout, a.Credential)
+	case "revoke":
+		fmt.Fprintf(e.stdout, "revoked %s: its agent is refused from now on, and bootstraps again if it can\n", node)
+	case "list":
+		var list []state.Credential
+		if err := json.Unmarshal(body, &list); err != nil {
+			fmt.Fprintln(e.stderr, "token list: the controller's answer:", err)
+			return exitError
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NODE\tPOOL\tVIA\tREGISTERED\tISSUED\tROTATIONS\tREVOKED")
+		for _, c := range list {
+			revoked := "-"
+			if !c.Revoked.IsZero() {
+				revoked = c.Revoked.Format(time.RFC3339)
+			}
+			pool := c.Pool
+			if pool == "" {
+				pool = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", c.Node, pool, c.Via, c.Registered.Format(time.RFC3339), c.Issued.Format(time.RFC3339), c.Rotations, revoked)
+		}
+		tw.Flush()
+	}
+	return exitOK
+}
+
+// apiClient returns the controller API's base URL and a client for it.
+// Without addr it is controller.listen's port on 127.0.0.1, over HTTPS
+// when the controller serves it; the certificate is verified against
+// caFile, else against controller.tls_cert_file itself (a certificate
+// trusts itself), for the name the certificate gives.
+func apiClient(c config.Controller, addr, caFile string) (string, *http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	if addr == "" {
+		_, port, err := net.SplitHostPort(c.Listen)
+		if err != nil {
+			return "", nil, fmt.Errorf("controller.listen %q: %w", c.Listen, err)
+		}
+		scheme := "http"
+		if c.TLS() {
+			scheme = "https"
+		}
+		addr = scheme + "://127.0.0.1:" + port
+	}
+	if caFile == "" {
+		caFile = c.TLSCertFile
+	}
+	if caFile != "" {
+		data, err := os.ReadFile(caFile)
+		if err != nil {
+			return "", nil, fmt.Errorf("the controller's certificate: %w", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(data) {
+			return "", nil, fmt.Errorf("%s holds no PEM certificate", caFile)
+		}
+		tr.TLSClientConfig.RootCAs = roots
+		if u, err := url.Parse(addr); err == nil && config.Loopback(u.Host) {
+			// On loopback, check the certificate for the name it is for.
+			if b, _ := pem.Decode(data); b != nil {
+				if leaf, err := x509.ParseCertificate(b.Bytes); err == nil {
+					switch {
+					case len(leaf.DNSNames) > 0:
+						tr.TLSClientConfig.ServerName = leaf.DNSNames[0]
+					case len(leaf.IPAddresses) > 0:
+						tr.TLSClientConfig.ServerName = leaf.IPAddresses[0].String()
+					}
+				}
+			}
+		}
+	}
+	return strings.TrimSuffix(addr, "/"), &http.Client{Transport: tr, Timeout: 30 * time.Second}, nil
+}

@@ -1,0 +1,351 @@
+package nodeauth
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/identitytest"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func openStore(t *testing.T, dir string) *state.Store {
+	t.Helper()
+	s, err := state.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func code(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+func TestRegistryLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	clk := &clock{time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)}
+	st := openStore(t, dir)
+	r, err := NewRegistry(st, clk.now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := r.Issue("i-a", "pool-1", ViaBootstrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := r.Issue("i-b", "pool-1", ViaBootstrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Check("i-a", a); err != nil {
+		t.Fatalf("a's own credential: %v", err)
+	}
+	for _, tt := range []struct {
+		name, node, token string
+		want              Code
+		status            int
+	}{
+		{"another node's credential", "i-b", a, WrongNode, 403},
+		{"garbage", "i-a", "hello", Malformed, 401},
+		{"a forged credential naming a", "i-a", newToken("i-a"), Superseded, 401},
+		{"never issued", "i-c", newToken("i-c"), Unknown, 401},
+	} {
+		err := r.Check(tt.node, tt.token)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != tt.want || e.Status != tt.status {
+			t.Errorf("%s: %v, want %s (%d)", tt.name, err, tt.want, tt.status)
+		}
+	}
+	// The bootstrap secret cannot get a registered node another one; an
+	// operator can.
+	if _, _, err := r.Issue("i-a", "pool-1", ViaBootstrap); code(err) != Registered {
+		t.Fatalf("a second bootstrap of a registered node: %v, want %s", err, Registered)
+	}
+
+	// Rotation: the old credential is good until the new one is used.
+	a2, _, err := r.Rotate("i-a", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Check("i-a", a); err != nil {
+		t.Fatalf("the old credential within the grace, before the new one was used: %v", err)
+	}
+	if err := r.Check("i-a", a2); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Check("i-a", a); code(err) != Superseded {
+		t.Fatalf("the rotated-out credential after the new one was used: %v, want %s", err, Superseded)
+	}
+	// ... or until the grace ends.
+	b2, _, err := r.Rotate("i-b", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.t = clk.t.Add(DefaultGrace + time.Second)
+	if err := r.Check("i-b", b); code(err) != Superseded {
+		t.Fatalf("the rotated-out credential after the grace: %v, want %s", err, Superseded)
+	}
+
+	// Revocation: refused at once, and the node may bootstrap again.
+	if _, err := r.Revoke("i-b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Check("i-b", b2); code(err) != Revoked {
+		t.Fatalf("a revoked credential: %v, want %s", err, Revoked)
+	}
+	b3, _, err := r.Issue("i-b", "pool-1", ViaBootstrap)
+	if err != nil {
+		t.Fatalf("bootstrap after a revocation: %v", err)
+	}
+
+	// A restarted controller knows them all; the state holds no credential.
+	st.Close()
+	raw, err := os.ReadFile(filepath.Join(dir, state.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []string{a2, b3} {
+		if bytes.Contains(raw, []byte(tok)) || bytes.Contains(raw, []byte(strings.Split(tok, ".")[2])) {
+			t.Fatal("the state file holds a credential")
+		}
+	}
+	r2, err := NewRegistry(openStore(t, dir), clk.now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Check("i-a", a2); err != nil {
+		t.Fatalf("after a restart: %v", err)
+	}
+	if err := r2.Check("i-b", b3); err != nil {
+		t.Fatalf("after a restart: %v", err)
+	}
+	if err := r2.Check("i-b", b2); code(err) != Superseded {
+		t.Fatalf("after a restart, the revoked line's credential: %v", err)
+	}
+	// A lost state directory: nothing is known, so every node bootstraps
+	// again.
+	r3, err := NewRegistry(openStore(t, t.TempDir()), clk.now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r3.Check("i-a", a2); code(err) != Unknown {
+		t.Fatalf("with a lost state: %v, want %s", err, Unknown)
+	}
+	for _, c := range r2.List() {
+		if c.Hash != "" || c.Previous != "" {
+			t.Fatalf("List shows a hash: %+v", c)
+		}
+	}
+}
+
+// fixture is a credential server with a signer, a bootstrap secret and
+// two live instances.
+type fixture struct {
+	srv    *Server
+	h      http.Handler
+	signer *identitytest.Signer
+	secret string
+}
+
+const apiToken = "operator-token-0123456789"
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	reg, err := NewRegistry(openStore(t, dir), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := strings.Repeat("b", 64)
+	file := filepath.Join(dir, "bootstrap")
+	if err := os.WriteFile(file, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{signer: identitytest.New(t), secret: secret}
+	live := map[string]fleet.Pool{"i-a": {Name: "gpu", Region: "us-east-1"}, "i-b": {Name: "gpu", Region: "us-east-1"}}
+	f.srv = &Server{Registry: reg, BootstrapFile: file, AWSRoots: []*x509.Certificate{f.signer.Cert}, APIToken: apiToken,
+		Live: func(node string) (fleet.Pool, bool) { p, ok := live[node]; return p, ok }}
+	mux := http.NewServeMux()
+	f.srv.Routes(mux)
+	f.h = mux
+	return f
+}
+
+func (f *fixture) identity(t *testing.T, instance, region string) *report.AWSIdentity {
+	doc, _ := json.MarshalIndent(map[string]any{"instanceId": instance, "region": region, "accountId": "0123456789", "pendingTime": "2026-12-02T08:00:00Z"}, "", "  ")
+	return &report.AWSIdentity{Document: string(doc), Signature: f.signer.Sign(t, doc)}
+}
+
+func (f *fixture) do(t *testing.T, method, path, bearer string, body any) *httptest.ResponseRecorder {
+	t.Helper()
+	var b []byte
+	if body != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := httptest.NewRequest(method, path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	return rec
+}
+
+func credential(t *testing.T, rec *httptest.ResponseRecorder) string {
+	t.Helper()
+	var a report.CredentialAnswer
+	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &a) != nil || a.Credential == "" {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	return a.Credential
+}
+
+func TestBootstrap(t *testing.T) {
+	f := newFixture(t)
+	other := identitytest.New(t)
+	forged := f.identity(t, "i-a", "us-east-1")
+	forged.Signature = other.Sign(t, []byte(forged.Document))
+	tampered := f.identity(t, "i-a", "us-east-1")
+	tampered.Document = strings.Replace(tampered.Document, "i-a", "i-b", 1)
+	for _, tt := range []struct {
+		name, node, bearer string
+		req                report.CredentialRequest
+		status             int
+		code               Code
+	}{
+		{"no secret", "i-a", "", report.CredentialRequest{AWS: f.identity(t, "i-a", "us-east-1")}, 401, BadSecret},
+		{"wrong secret", "i-a", strings.Repeat("x", 64), report.CredentialRequest{AWS: f.identity(t, "i-a", "us-east-1")}, 401, BadSecret},
+		{"no identity", "i-a", f.secret, report.CredentialRequest{}, 400, BadIdentity},
+		{"signed by another key", "i-a", f.secret, report.CredentialRequest{AWS: forged}, 403, BadIdentity},
+		{"tampered document", "i-b", f.secret, report.CredentialRequest{AWS: tampered}, 403, BadIdentity},
+		{"another instance's document", "i-b", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-a", "us-east-1")}, 403, BadIdentity},
+		{"no live instance", "i-gone", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-gone", "us-east-1")}, 403, NotLive},
+		{"another region", "i-a", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-a", "eu-west-1")}, 403, BadIdentity},
+	} {
+		rec := f.do(t, "POST", "/v1/agents/"+tt.node+"/credential", tt.bearer, tt.req)
+		if rec.Code != tt.status || rec.Header().Get(report.CodeHeader) != string(tt.code) {
+			t.Errorf("%s: %d %s %q, want %d %s", tt.name, rec.Code, rec.Header().Get(report.CodeHeader), rec.Body, tt.status, tt.code)
+		}
+	}
+	if n := len(f.srv.Registry.List()); n != 0 {
+		t.Fatalf("refusals issued %d credentials", n)
+	}
+	a := credential(t, f.do(t, "POST", "/v1/agents/i-a/credential", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-a", "us-east-1")}))
+	if err := f.srv.Registry.Check("i-a", a); err != nil {
+		t.Fatal(err)
+	}
+	// The secret again, for the registered node: refused.
+	rec := f.do(t, "POST", "/v1/agents/i-a/credential", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-a", "us-east-1")})
+	if rec.Code != 409 || rec.Header().Get(report.CodeHeader) != string(Registered) || !strings.Contains(rec.Body.String(), "autoscaler token revoke i-a") {
+		t.Fatalf("a second bootstrap: %d %q", rec.Code, rec.Body)
+	}
+	// A node's credential cannot revoke or list.
+	if rec := f.do(t, "DELETE", "/v1/agents/i-a/credential", a, nil); rec.Code != 401 {
+		t.Fatalf("revocation with a node credential: %d", rec.Code)
+	}
+	if rec := f.do(t, "GET", "/v1/credentials", a, nil); rec.Code != 401 {
+		t.Fatalf("listing with a node credential: %d", rec.Code)
+	}
+	// The operator revokes; the node bootstraps again.
+	if rec := f.do(t, "DELETE", "/v1/agents/i-a/credential", apiToken, nil); rec.Code != 200 || strings.Contains(rec.Body.String(), `"hash"`) {
+		t.Fatalf("revocation: %d %s", rec.Code, rec.Body)
+	}
+	if err := f.srv.Registry.Check("i-a", a); code(err) != Revoked {
+		t.Fatalf("after revocation: %v", err)
+	}
+	a2 := credential(t, f.do(t, "POST", "/v1/agents/i-a/credential", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-a", "us-east-1")}))
+	// Rotation over HTTP.
+	a3 := credential(t, f.do(t, "POST", "/v1/agents/i-a/credential/rotate", a2, nil))
+	if err := f.srv.Registry.Check("i-a", a3); err != nil {
+		t.Fatal(err)
+	}
+	if rec := f.do(t, "POST", "/v1/agents/i-b/credential/rotate", a3, nil); rec.Code != 403 {
+		t.Fatalf("rotating another node's credential: %d", rec.Code)
+	}
+	// An operator issues for any node, without an identity.
+	op := credential(t, f.do(t, "POST", "/v1/agents/rack-7/credential", apiToken, nil))
+	if err := f.srv.Registry.Check("rack-7", op); err != nil {
+		t.Fatal(err)
+	}
+	var list []state.Credential
+	rec = f.do(t, "GET", "/v1/credentials", apiToken, nil)
+	if json.Unmarshal(rec.Body.Bytes(), &list) != nil || len(list) != 2 || list[0].Node != "i-a" || list[0].Via != ViaBootstrap || list[1].Via != ViaOperator {
+		t.Fatalf("list: %s", rec.Body)
+	}
+
+	// A bootstrap secret others may read is refused; a replaced one counts
+	// at once.
+	if err := os.Chmod(f.srv.BootstrapFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if rec := f.do(t, "POST", "/v1/agents/i-b/credential", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-b", "us-east-1")}); rec.Code != 500 {
+		t.Fatalf("a world-readable secret: %d %s", rec.Code, rec.Body)
+	}
+	fresh := strings.Repeat("c", 64)
+	if err := os.WriteFile(f.srv.BootstrapFile, []byte(fresh), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(f.srv.BootstrapFile, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if rec := f.do(t, "POST", "/v1/agents/i-b/credential", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-b", "us-east-1")}); rec.Code != 401 {
+		t.Fatalf("the replaced secret: %d", rec.Code)
+	}
+	credential(t, f.do(t, "POST", "/v1/agents/i-b/credential", fresh, report.CredentialRequest{AWS: f.identity(t, "i-b", "us-east-1")}))
+}
+
+func TestLoadCertificates(t *testing.T) {
+	dir := t.TempDir()
+	s := identitytest.New(t)
+	good := s.WriteCert(t, dir)
+	certs, err := LoadCertificates(good)
+	if err != nil || len(certs) != 1 {
+		t.Fatalf("%v, %d", err, len(certs))
+	}
+	empty := filepath.Join(dir, "empty.pem")
+	os.WriteFile(empty, []byte("not pem"), 0o644)
+	if _, err := LoadCertificates(empty); err == nil || !strings.Contains(err.Error(), "no PEM CERTIFICATE") {
+		t.Fatalf("a file with no certificate: %v", err)
+	}
+}
+
+// BenchmarkCheck is the cost a report pays for its credential.
+func BenchmarkCheck(b *testing.B) {
+	st, err := state.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	r, _ := NewRegistry(st, nil, nil)
+	tok, _, _ := r.Issue("i-1", "p", ViaOperator)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := r.Check("i-1", tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package nodeauth
+
+import (
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// MinSecret is the shortest bootstrap secret accepted, in characters
+// (`openssl rand -hex 32` makes 64).
+const MinSecret = 32
+
+// Server serves the credential routes:
+//
+//	POST   /v1/agents/{node}/credential         issue: the bootstrap secret and the instance's signed identity, or the API token
+//	POST   /v1/agents/{node}/credential/rotate  rotate: the node's credential
+//	DELETE /v1/agents/{node}/credential         revoke: the API token
+//	GET    /v1/credentials                      list (no secrets): the API token
+//
+// Every refusal is a 4xx with the reason as text and its Code in
+// report.CodeHeader, and changes nothing.
+type Server struct {
+	Registry *Registry
+	// BootstrapFile holds the bootstrap secret (mode 0600, at least
+	// MinSecret characters). It is read at every request, so a secret
+	// replaced in the file counts at once. Empty: nodes cannot bootstrap.
+	BootstrapFile string
+	// AWSRoots is the trust root of AWS instance identity documents; with
+	// none, AWS nodes cannot bootstrap.
+	AWSRoots []*x509.Certificate
+	// Live says which managed pool node is a live instance of, as the
+	// controller last observed its fleet.
+	Live func(node string) (fleet.Pool, bool)
+	// APIToken is the operator's token, which may issue, revoke and list.
+	APIToken string
+	Log      hclog.Logger
+}
+
+// Routes adds the routes to mux.
+func (s *Server) Routes(mux *http.ServeMux) {
+	mux.HandleFunc(report.CredentialPattern, s.issue)
+	mux.HandleFunc(report.RotatePattern, s.rotate)
+	mux.HandleFunc("DELETE /v1/agents/{node}/credential", s.revoke)
+	mux.HandleFunc("GET /v1/credentials", s.list)
+}
+
+func (s *Server) log() hclog.Logger {
+	if s.Log == nil {
+		return hclog.NewNullLogger()
+	}
+	return s.Log
+}
+
+// fail answers with a refusal, logged as the security event it is.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		s.log().Error(what, "node", r.PathValue("node"), "remote", r.RemoteAddr, "error", err)
+		http.Error(w, "the controller could not do it; try again", http.StatusInternalServerError)
+		return
+	}
+	s.log().Warn(what+" refused", "node", r.PathValue("node"), "remote", r.RemoteAddr, "code", e.Code, "reason", e.Reason)
+	report.Refuse(w, e, e.Status)
+}
+
+func answer(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// operator reports whether the request carries the API token.
+func (s *Server) operator(r *http.Request) bool {
+	token, ok := report.BearerToken(r)
+	return ok && s.APIToken != "" && same(token, s.APIToken)
+}
+
+// secret returns the bootstrap secret now in the file.
+func (s *Server) secret() (string, error) {
+	if s.BootstrapFile == "" {
+		return "", refuse(http.StatusForbidden, Disabled, "this controller takes no bootstrap requests (controller.bootstrap_token_file is not set): ask an operator for a credential (`autoscaler token issue NODE`)")
+	}
+	fi, err := os.Stat(s.BootstrapFile)
+	if err != nil {
+		return "", fmt.Errorf("bootstrap secret: %w", err)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("bootstrap secret %s has mode %v: others may read it; chmod 600 it", s.BootstrapFile, fi.Mode().Perm())
+	}
+	b, err := os.ReadFile(s.BootstrapFile)
+	if err != nil {
+		return "", fmt.Errorf("bootstrap secret: %w", err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if len(secret) < MinSecret {
+		return "", fmt.Errorf("bootstrap secret %s: %d characters, want at least %d", s.BootstrapFile, len(secret), MinSecret)
+	}
+	return secret, nil
+}
+
+func (s *Server) issue(w http.ResponseWriter, r *http.Request) {
+	node := r.PathValue("node")
+	if s.operator(r) {
+		token, c, err := s.Registry.Issue(node, "", ViaOperator)
+		if err != nil {
+			s.fail(w, r, "issuing a node credential", err)
+			return
+		}
+		s.log().Info("node registered", "node", node, "via", ViaOperator, "remote", r.RemoteAddr)
+		answer(w, report.CredentialAnswer{Node: node, Credential: token, Issued: c.Issued})
+		return
+	}
+	pool, err := s.bootstrap(w, r, node)
+	if err != nil {
+		s.fail(w, r, "bootstrap", err)
+		return
+	}
+	token, c, err := s.Registry.Issue(node, pool, ViaBootstrap)
+	if err != nil {
+		s.fail(w, r, "bootstrap", err)
+		return
+	}
+	s.log().Info("node registered", "node", node, "pool", pool, "via", ViaBootstrap, "remote", r.RemoteAddr)
+	answer(w, report.CredentialAnswer{Node: node, Credential: token, Issued: c.Issued})
+}
+
+// bootstrap checks a bootstrap request: the secret, the identity, that it
+// is node's and that node is live. It returns node's pool.
+func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) (string, error) {
+	secret, err := s.secret()
+	if err != nil {
+		return "", err
+	}
+	if got, ok := report.BearerToken(r); !ok || !same(got, secret) {
+		return "", refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or API token)")
+	}
+	body, status, reason := report.ReadJSON(w, r, 64<<10, "credential request")
+	if status != http.StatusOK {
+		return "", refuse(status, Malformed, "%s", reason)
+	}
+	var req report.CredentialRequest
+	if err := fleet.DecodeJSON(body, &req); err != nil {
+		return "", refuse(http.StatusBadRequest, Malformed, "credential request: %v", err)
+	}
+	if req.AWS == nil {
+		return "", refuse(http.StatusBadRequest, BadIdentity, "credential request: no identity (want \"aws\": the instance identity document and its signature)")
+	}
+	if len(s.AWSRoots) == 0 {
+		return "", refuse(http.StatusForbidden, Disabled, "this controller has no trust root for AWS identity documents (controller.aws_identity_certificates)")
+	}
+	doc, err := VerifyAWS(req.AWS, s.AWSRoots)
+	if err != nil {
+		return "", refuse(http.StatusForbidden, BadIdentity, "instance identity: %v", err)
+	}
+	if doc.InstanceID != node {
+		return "", refuse(http.StatusForbidden, BadIdentity, "the identity document is instance %q's, not %q's", doc.InstanceID, node)
+	}
+	var pool fleet.Pool
+	ok := false
+	if s.Live != nil {
+		pool, ok = s.Live(node)
+	}
+	if !ok {
+		return "", refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a managed pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
+	}
+	if pool.Region != "" && doc.Region != pool.Region {
+		return "", refuse(http.StatusForbidden, BadIdentity, "instance %q's identity is in region %q, its pool %s in %q", node, doc.Region, pool.Name, pool.Region)
+	}
+	return pool.Name, nil
+}
+
+func (s *Server) rotate(w http.ResponseWriter, r *http.Request) {
+	node := r.PathValue("node")
+	token, ok := report.BearerToken(r)
+	if !ok {
+		s.fail(w, r, "rotation", refuse(http.StatusUnauthorized, Malformed, "missing bearer credential"))
+		return
+	}
+	fresh, c, err := s.Registry.Rotate(node, token)
+	if err != nil {
+		s.fail(w, r, "rotation", err)
+		return
+	}
+	answer(w, report.CredentialAnswer{Node: node, Credential: fresh, Issued: c.Issued})
+}
+
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(r) {
+		s.fail(w, r, "revocation", refuse(http.StatusUnauthorized, BadSecret, "revoking needs the API token"))
+		return
+	}
+	c, err := s.Registry.Revoke(r.PathValue("node"))
+	if err != nil {
+		s.fail(w, r, "revocation", err)
+		return
+	}
+	c.Hash, c.Previous = "", ""
+	answer(w, c)
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(r) {
+		s.fail(w, r, "listing credentials", refuse(http.StatusUnauthorized, BadSecret, "listing credentials needs the API token"))
+		return
+	}
+	answer(w, s.Registry.List())
+}
