@@ -95,9 +95,9 @@ var (
 	limitsSchema     = attrSchema(nil, "max_gpus", "max_spend_per_hour", "max_scale_in_per_cycle", "scale_in_share", "scale_in_window", "silent_share_halt")
 	controllerSchema = attrSchema(nil, "interval", "listen", "state_dir", "agent_timeout", "fleet",
 		"tls_cert_file", "tls_key_file", "insecure", "bootstrap_token_file", "aws_identity_certificates")
-	demandSchema     = attrSchema(nil, "prometheus_url", "prometheus_query", "prometheus_timeout")
-	syntheticSchema  = attrSchema(nil, "seed", "base_gpus", "peak_gpus", "peak_hour", "noise")
-	simulateSchema   = attrSchema(nil, "checkpoint_interval", "spot_interruptions_per_hour", "spot_notice", "checkpoint_duration", "unresponsive_jobs")
+	demandSchema    = attrSchema(nil, "prometheus_url", "prometheus_query", "prometheus_timeout")
+	syntheticSchema = attrSchema(nil, "seed", "base_gpus", "peak_gpus", "peak_hour", "noise")
+	simulateSchema  = attrSchema(nil, "checkpoint_interval", "spot_interruptions_per_hour", "spot_notice", "checkpoint_duration", "unresponsive_jobs")
 )
 
 func attrSchema(required []string, optional ...string) *hcl.BodySchema {

@@ -56,15 +56,15 @@ func TestParseFull(t *testing.T) {
 		t.Errorf("pools:\n got %+v\nwant %+v", cfg.Pools, wantPools)
 	}
 	want := Config{
-		Pools:      wantPools,
-		Forecast:   Forecast{Step: 5 * time.Minute, Horizon: 48 * time.Hour, Quantile: 0.95, History: 14 * 24 * time.Hour, Hysteresis: time.Hour},
-		Drain:      Drain{CheckpointMaxAge: 45 * time.Minute, Timeout: time.Hour, Signal: "SIGUSR2", LongRunningAfter: 6 * time.Hour},
-		Limits:     Limits{MaxGPUs: 512, MaxSpendPerHour: 2500.5, MaxScaleInPerCycle: 4, ScaleInShare: 0.25, ScaleInWindow: 30 * time.Minute, SilentShareHalt: 0.5},
+		Pools:    wantPools,
+		Forecast: Forecast{Step: 5 * time.Minute, Horizon: 48 * time.Hour, Quantile: 0.95, History: 14 * 24 * time.Hour, Hysteresis: time.Hour},
+		Drain:    Drain{CheckpointMaxAge: 45 * time.Minute, Timeout: time.Hour, Signal: "SIGUSR2", LongRunningAfter: 6 * time.Hour},
+		Limits:   Limits{MaxGPUs: 512, MaxSpendPerHour: 2500.5, MaxScaleInPerCycle: 4, ScaleInShare: 0.25, ScaleInWindow: 30 * time.Minute, SilentShareHalt: 0.5},
 		Controller: Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute, Fleet: "ml-prod",
 			TLSCertFile: "/etc/fleetcast/tls/controller.crt", TLSKeyFile: "/etc/fleetcast/tls/controller.key",
 			BootstrapTokenFile: "/etc/fleetcast/bootstrap-token", AWSIdentityCertificates: "/etc/fleetcast/aws-identity.pem"},
-		Demand:     Demand{PrometheusURL: "http://prometheus:9090", PrometheusQuery: "count(DCGM_FI_DEV_GPU_UTIL > 0)", PrometheusTimeout: 5 * time.Second},
-		Synthetic:  Synthetic{Seed: 42, BaseGPUs: 32, PeakGPUs: 256, PeakHour: 9, Noise: 0.1},
+		Demand:    Demand{PrometheusURL: "http://prometheus:9090", PrometheusQuery: "count(DCGM_FI_DEV_GPU_UTIL > 0)", PrometheusTimeout: 5 * time.Second},
+		Synthetic: Synthetic{Seed: 42, BaseGPUs: 32, PeakGPUs: 256, PeakHour: 9, Noise: 0.1},
 		Simulate: Simulate{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second,
 			CheckpointDuration: 5 * time.Minute, UnresponsiveJobs: 0.1},
 	}
