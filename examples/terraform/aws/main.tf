@@ -58,12 +58,14 @@ resource "aws_launch_template" "a100" {
   update_default_version = true
 
   user_data = base64encode(templatefile("${path.module}/user_data.sh.tftpl", {
-    pool            = each.key
-    region          = var.region
-    agent_url       = var.agent_url
-    agent_sha256    = var.agent_sha256
-    controller_url  = var.controller_url
-    token_parameter = var.token_parameter
+    pool                      = each.key
+    region                    = var.region
+    agent_url                 = var.agent_url
+    agent_sha256              = var.agent_sha256
+    controller_url            = var.controller_url
+    controller_ca_pem         = trimspace(var.controller_ca_pem)
+    bootstrap_token_parameter = var.bootstrap_token_parameter
+    setup_script              = file("${path.module}/node-setup.sh")
   }))
 
   iam_instance_profile {

@@ -21,7 +21,7 @@ variable "security_group_ids" {
 }
 
 variable "instance_profile_name" {
-  description = "Instance profile of the GPU nodes. Its role needs ssm:GetParameter on var.token_parameter (and kms:Decrypt on its key); see README.md."
+  description = "Instance profile of the GPU nodes. Its role needs ssm:GetParameter on var.bootstrap_token_parameter (and kms:Decrypt on its key); see README.md."
   type        = string
 }
 
@@ -47,19 +47,29 @@ variable "agent_sha256" {
 }
 
 variable "controller_url" {
-  description = "URL at which the agents reach the Fleetcast controller's API (its controller.listen address), e.g. http://fleetcast.internal:8790."
+  description = "URL at which the agents reach the Fleetcast controller's API over HTTPS (its controller.listen address, a name its certificate is for), e.g. https://fleetcast.internal:8790."
   type        = string
 
   validation {
-    condition     = can(regex("^https?://", var.controller_url))
-    error_message = "controller_url must be an http:// or https:// URL."
+    condition     = can(regex("^https://", var.controller_url))
+    error_message = "controller_url must be an https:// URL: the agents' credentials must not cross the network in the clear."
   }
 }
 
-variable "token_parameter" {
-  description = "SSM Parameter Store name of the SecureString that holds the agents' token."
+variable "controller_ca_pem" {
+  description = "PEM certificate(s) of the CA that signs the controller's TLS certificate (controller.tls_cert_file); the agents verify the controller against it."
   type        = string
-  default     = "/fleetcast/agent-token"
+
+  validation {
+    condition     = can(regex("-----BEGIN CERTIFICATE-----", var.controller_ca_pem))
+    error_message = "controller_ca_pem must hold a PEM certificate."
+  }
+}
+
+variable "bootstrap_token_parameter" {
+  description = "SSM Parameter Store name of the SecureString holding the fleet's bootstrap secret (the controller's controller.bootstrap_token_file holds the same): nodes present it with their signed identity document to get their own credentials."
+  type        = string
+  default     = "/fleetcast/bootstrap-token"
 }
 
 # The sizes below are the pools' min and max in examples/cloud.hcl;

@@ -1,0 +1,67 @@
+package config
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// TestAWSUserDataRenders renders the AWS launch template's user data as
+// Terraform's templatefile does (HCL template syntax) with every variable
+// main.tf passes, and checks that the result is a bash script that parses
+// and that it runs the node set-up script unchanged.
+func TestAWSUserDataRenders(t *testing.T) {
+	const dir = "../examples/terraform/aws/"
+	src, err := os.ReadFile(dir + "user_data.sh.tftpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup, err := os.ReadFile(dir + "node-setup.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, diags := hclsyntax.ParseTemplate(src, "user_data.sh.tftpl", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	vars := map[string]cty.Value{
+		"pool": cty.StringVal("aws-spot-a100"), "region": cty.StringVal("us-east-1"),
+		"agent_url": cty.StringVal("https://artifacts.example.internal/autoscaler"), "agent_sha256": cty.StringVal(strings.Repeat("a", 64)),
+		"controller_url": cty.StringVal("https://fleetcast.internal:8790"), "controller_ca_pem": cty.StringVal("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"),
+		"bootstrap_token_parameter": cty.StringVal("/fleetcast/bootstrap-token"), "setup_script": cty.StringVal(string(setup)),
+	}
+	// main.tf passes exactly these.
+	tf, err := os.ReadFile(dir + "main.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range vars {
+		if !strings.Contains(string(tf), "\n    "+name+" ") {
+			t.Errorf("main.tf does not pass %s to user_data.sh.tftpl", name)
+		}
+	}
+	out, diags := tmpl.Value(&hcl.EvalContext{Variables: vars})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	script := out.AsString()
+	if !strings.Contains(script, string(setup)) {
+		t.Error("the rendered user data does not hold node-setup.sh as it is")
+	}
+	if !strings.Contains(script, `[ -n "${secret:-}" ]`) {
+		t.Error("the rendered user data does not check the secret it read")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash to parse the rendered script")
+	}
+	cmd := exec.Command("bash", "-n")
+	cmd.Stdin = strings.NewReader(script)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the rendered user data does not parse as bash: %v\n%s", err, msg)
+	}
+}
