@@ -109,3 +109,35 @@ func TestAPI(t *testing.T) {
 		t.Log(body)
 	}
 }
+
+// TestAPIReadsNeedTokenOffLoopback: with ReadToken set (as run sets it
+// off loopback), the /v1/ reads need it; /healthz, /readyz and /metrics
+// do not.
+func TestAPIReadsNeedTokenOffLoopback(t *testing.T) {
+	l := newLoop(t, false, gpuPool("g5", 1, 200, 5*time.Minute))
+	h := l.c.Handler(APIOptions{ReadToken: apiToken})
+	l.cycle(t)
+	for _, path := range []string{"/v1/plan", "/v1/fleet", "/v1/forecast"} {
+		if code, _ := get(t, h, path); code != http.StatusUnauthorized {
+			t.Errorf("GET %s without the token: %d, want 401", path, code)
+		}
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Header.Set("Authorization", "Bearer wrong-token-but-long")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusUnauthorized {
+			t.Errorf("GET %s with a wrong token: %d, want 401", path, w.Code)
+		}
+		req.Header.Set("Authorization", "Bearer "+apiToken)
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			t.Errorf("GET %s with the token: %d, want 200", path, w.Code)
+		}
+	}
+	for _, path := range []string{"/healthz", "/metrics"} {
+		if code, _ := get(t, h, path); code != http.StatusOK {
+			t.Errorf("GET %s without a token: %d, want 200", path, code)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+)
+
+// TestCredential: a missing credential is bootstrapped (with the secret
+// and the identity) and kept mode 0600; files others may read are
+// refused; a 401 bootstraps again, a 403 does not; rotation rewrites the
+// file.
+func TestCredential(t *testing.T) {
+	dir := t.TempDir()
+	const secret = "0123456789abcdef0123456789abcdef"
+	var issued atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bearer := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		switch r.URL.Path {
+		case "/v1/agents/i-1/credential":
+			var req report.CredentialRequest
+			if bearer != secret || json.NewDecoder(r.Body).Decode(&req) != nil || req.AWS == nil || req.AWS.Document != "doc" {
+				w.Header().Set(report.CodeHeader, "bad-secret")
+				http.Error(w, "no", http.StatusUnauthorized)
+				return
+			}
+		case "/v1/agents/i-1/credential/rotate":
+			if !strings.HasPrefix(bearer, "cred-") {
+				http.Error(w, "no", http.StatusUnauthorized)
+				return
+			}
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		n := issued.Add(1)
+		json.NewEncoder(w).Encode(report.CredentialAnswer{Node: "i-1", Credential: "cred-" + string(rune('0'+n))})
+	}))
+	defer srv.Close()
+	boot := filepath.Join(dir, "bootstrap")
+	os.WriteFile(boot, []byte(secret+"\n"), 0o600)
+	file := filepath.Join(dir, "credential")
+	c := &Credential{File: file, BootstrapFile: boot, Controller: srv.URL, Node: "i-1",
+		Identity: func(context.Context) (*report.CredentialRequest, error) {
+			return &report.CredentialRequest{AWS: &report.AWSIdentity{Document: "doc", Signature: "sig"}}, nil
+		}}
+	ctx := context.Background()
+	tok, err := c.Token(ctx)
+	if err != nil || tok != "cred-1" {
+		t.Fatalf("bootstrap: %q, %v", tok, err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("credential file: %v, %v", fi, err)
+	}
+	if err := c.Refused(ctx, &RefusedError{Status: 401, Code: "revoked"}); err != nil {
+		t.Fatal(err)
+	}
+	if tok, _ := c.Token(ctx); tok != "cred-2" {
+		t.Fatalf("after a 401: %q, want a new credential", tok)
+	}
+	if err := c.Refused(ctx, &RefusedError{Status: 403, Code: "wrong-node", Reason: "not yours"}); err == nil || issued.Load() != 2 {
+		t.Fatalf("a 403 bootstrapped again: %v", err)
+	}
+	if err := c.Rotate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(file); strings.TrimSpace(string(b)) != "cred-3" {
+		t.Fatalf("after rotation the file holds %q", b)
+	}
+	// A fresh agent reads the file.
+	c2 := &Credential{File: file, Node: "i-1"}
+	if tok, err := c2.Token(ctx); err != nil || tok != "cred-3" {
+		t.Fatalf("reading the file: %q, %v", tok, err)
+	}
+	// Files others may read are refused.
+	os.Chmod(file, 0o644)
+	if _, err := (&Credential{File: file, Node: "i-1"}).Token(ctx); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("a credential others may read: %v", err)
+	}
+	os.Chmod(boot, 0o640)
+	if err := c.Bootstrap(ctx); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("a bootstrap secret others may read: %v", err)
+	}
+	// No file and no bootstrap: say how to get one.
+	_, err = (&Credential{File: filepath.Join(dir, "none"), Node: "i-1"}).Token(ctx)
+	if err == nil || !strings.Contains(err.Error(), "autoscaler token issue i-1") {
+		t.Fatalf("no credential and no bootstrap: %v", err)
+	}
+	// A wrong secret: the refusal, typed.
+	os.WriteFile(boot, []byte("wrong-secret-wrong-secret-wrong!!"), 0o600)
+	os.Chmod(boot, 0o600)
+	var refused *RefusedError
+	if err := c.Bootstrap(ctx); !errors.As(err, &refused) || refused.Code != "bad-secret" {
+		t.Fatalf("a wrong secret: %v", err)
+	}
+}

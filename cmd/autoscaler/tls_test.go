@@ -1,0 +1,122 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// TestCertFilesReload: a renewed certificate is served without a
+// restart; a pair that does not load keeps the last good one.
+func TestCertFilesReload(t *testing.T) {
+	dir := t.TempDir()
+	first := newTestCA(t, filepath.Join(dir))
+	c, err := newCertFiles(first.certFile, first.keyFile, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial := func() string {
+		t.Helper()
+		got, err := c.get(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, _ := x509.ParseCertificate(got.Certificate[0])
+		return string(leaf.AuthorityKeyId)
+	}
+	before := serial()
+	// A new CA and certificate written over the files.
+	second := newTestCA(t, t.TempDir())
+	for from, to := range map[string]string{second.certFile: first.certFile, second.keyFile: first.keyFile} {
+		b, _ := os.ReadFile(from)
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.checked = time.Time{}
+	if after := serial(); after == before {
+		t.Fatal("the renewed certificate was not loaded")
+	}
+	renewed := serial()
+	// A key that does not match: the last good pair stays.
+	other := newTestCA(t, t.TempDir())
+	b, _ := os.ReadFile(other.keyFile)
+	os.WriteFile(first.keyFile, b, 0o600)
+	c.checked = time.Time{}
+	if got := serial(); got != renewed {
+		t.Fatal("a broken pair replaced the good one")
+	}
+	if _, err := newCertFiles(first.certFile, filepath.Join(dir, "missing.key"), hclog.NewNullLogger()); err == nil || !strings.Contains(err.Error(), "missing.key") {
+		t.Fatalf("a missing key: %v", err)
+	}
+
+	// Served: a client trusting the second CA connects.
+	c, _ = newCertFiles(second.certFile, second.keyFile, hclog.NewNullLogger())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
+	go srv.Serve(tls.NewListener(ln, c.config()))
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: second.pool}}}
+	resp, err := client.Get("https://" + ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+func TestControllerClient(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t, dir)
+	bad := filepath.Join(dir, "bad.pem")
+	os.WriteFile(bad, []byte("nope"), 0o644)
+	for _, tt := range []struct {
+		url, ca  string
+		insecure bool
+		err      string
+	}{
+		{"https://fleetcast.internal:8790", ca.caFile, false, ""},
+		{"https://fleetcast.internal:8790", "", false, ""},
+		{"http://127.0.0.1:8790", "", false, ""},
+		{"http://localhost:8790", "", false, ""},
+		{"http://fleetcast.internal:8790", "", false, "plain http to a host other than loopback"},
+		{"http://10.0.0.5:8790", "", true, ""},
+		{"fleetcast.internal:8790", "", false, "want an https URL"},
+		{"https://fleetcast.internal:8790", bad, false, "holds no PEM certificate"},
+		{"https://fleetcast.internal:8790", filepath.Join(dir, "none.pem"), false, "-ca-file"},
+	} {
+		_, err := controllerClient(tt.url, tt.ca, tt.insecure)
+		if (tt.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s (ca %q, insecure %v): %v, want %q", tt.url, tt.ca, tt.insecure, err, tt.err)
+		}
+	}
+}
+
+// TestSDNotify: the agent tells systemd over $NOTIFY_SOCKET.
+func TestSDNotify(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", path)
+	sdNotify("READY=1\nSTATUS=reporting")
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 256)
+	n, err := conn.Read(buf)
+	if err != nil || string(buf[:n]) != "READY=1\nSTATUS=reporting" {
+		t.Fatalf("got %q, %v", buf[:n], err)
+	}
+}
