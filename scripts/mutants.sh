@@ -499,6 +499,76 @@ agent/spot/spot.go
 "\t\tif false {\n\t\t\tfor _, k := range"
 ./agent/spot
 TestRunSaysWhenANoticeIsWithdrawn
+
+node credential: a registered node bootstraps again
+nodeauth/registry.go
+"if via == ViaBootstrap && had && old.Revoked.IsZero() {"
+"if false && via == ViaBootstrap && had && old.Revoked.IsZero() {"
+./nodeauth ./cmd/autoscaler
+TestRegistryLifecycle|TestBootstrap|TestDeployOnAWS
+
+node credential: another node's credential accepted
+nodeauth/registry.go
+"\tcase owner != node:\n"
+"\tcase false && owner != node:\n"
+./nodeauth ./cmd/autoscaler
+TestRegistryLifecycle|TestDeployOnAWS
+
+node credential: a revoked credential accepted
+nodeauth/registry.go
+"\tcase !c.Revoked.IsZero():\n"
+"\tcase false:\n"
+./nodeauth ./cmd/autoscaler
+TestRegistryLifecycle|TestBootstrap|TestDeployOnAWS
+
+node credential: a rotated-out credential good forever
+nodeauth/registry.go
+"\t\tc.Previous, c.PreviousUntil = \"\", time.Time{}\n\t\tif err := r.store.PutCredential(c); err != nil {\n\t\t\tr.log.Warn"
+"\t\tif err := r.store.PutCredential(c); err != nil {\n\t\t\tr.log.Warn"
+./nodeauth ./cmd/autoscaler
+TestRegistryLifecycle|TestDeployOnAWS
+
+node credential: an unsigned identity accepted
+nodeauth/aws.go
+"\tif !verified {"
+"\tif false && !verified {"
+./nodeauth
+TestBootstrap
+
+node credential: another instance's identity document accepted
+nodeauth/server.go
+"\tif doc.InstanceID != node {"
+"\tif false && doc.InstanceID != node {"
+./nodeauth
+TestBootstrap
+
+node credential: an instance that is not live bootstraps
+nodeauth/server.go
+"\tif !ok {\n\t\treturn \"\", refuse(http.StatusForbidden, NotLive"
+"\tif !ok && false {\n\t\treturn \"\", refuse(http.StatusForbidden, NotLive"
+./nodeauth ./cmd/autoscaler
+TestBootstrap|TestDeployOnAWS
+
+node credential: a wrong bootstrap secret accepted
+nodeauth/server.go
+"if got, ok := report.BearerToken(r); !ok || !same(got, secret) {"
+"if got, ok := report.BearerToken(r); !ok || false && !same(got, secret) {"
+./nodeauth
+TestBootstrap
+
+API: the reads open off loopback
+controller/api.go
+"\t\t\tif o.ReadToken != \"\" {"
+"\t\t\tif false {"
+./controller
+TestAPIReadsNeedTokenOffLoopback
+
+API: plain HTTP off loopback
+config/config.go
+"\tif c.TLS() || c.Insecure || Loopback(addr) {"
+"\tif true {"
+./config
+TestListenSecurity|TestParseErrors
 EOF
 }
 
