@@ -2,7 +2,9 @@ package controller
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/internal/credtest"
+	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/planner"
 )
 
@@ -139,5 +142,54 @@ func TestAPIReadsNeedTokenOffLoopback(t *testing.T) {
 		if code, _ := get(t, h, path); code != http.StatusOK {
 			t.Errorf("GET %s without a token: %d, want 200", path, code)
 		}
+	}
+}
+
+// TestLivePoolAndGoneCredentials: a bootstrap is checked against the
+// instances the last cycle saw; a credential of an instance gone from its
+// cloud is forgotten with it, while an operator's for a node no pool lists
+// stays.
+func TestLivePoolAndGoneCredentials(t *testing.T) {
+	p := gpuPool("g5", 8, 4, time.Minute)
+	p.Min = 2
+	l := newLoop(t, false, p)
+	creds := credtest.New(t)
+	l.c.creds = creds
+	if _, ok := l.c.LivePool("anything"); ok {
+		t.Fatal("a node is live before any cycle")
+	}
+	for range 3 {
+		l.cycle(t)
+		l.now = l.now.Add(time.Minute)
+	}
+	g, err := l.cloud.Describe(context.Background(), p)
+	if err != nil || len(g.Instances) < 2 {
+		t.Fatalf("%+v, %v", g, err)
+	}
+	l.cycle(t)
+	gone, stays := g.Instances[0].ID, g.Instances[1].ID
+	if got, ok := l.c.LivePool(gone); !ok || got.Name != "g5" {
+		t.Fatalf("LivePool(%s) = %v, %v; want g5", gone, got.Name, ok)
+	}
+	tokGone, tokStays, tokRack := creds.For(gone), creds.For(stays), creds.For("rack-7")
+	if err := l.cloud.Terminate(context.Background(), p, []string{gone}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		l.now = l.now.Add(time.Minute)
+		l.cycle(t)
+	}
+	if _, ok := l.c.LivePool(gone); ok {
+		t.Error("a terminated instance is live")
+	}
+	var e *nodeauth.Error
+	if err := creds.Check(gone, tokGone); !errors.As(err, &e) || e.Code != nodeauth.Unknown {
+		t.Errorf("the gone instance's credential: %v, want it forgotten", err)
+	}
+	if err := creds.Check(stays, tokStays); err != nil {
+		t.Errorf("a live instance's credential: %v", err)
+	}
+	if err := creds.Check("rack-7", tokRack); err != nil {
+		t.Errorf("an operator's credential for a node no pool lists: %v", err)
 	}
 }

@@ -37,6 +37,7 @@ type Controller struct {
 	now     func() time.Time
 	log     hclog.Logger
 	dryRun  bool
+	creds   interface{ Forget(nodes ...string) error }
 
 	online    *forecast.Online
 	fittedAt  time.Time
@@ -91,6 +92,9 @@ type Options struct {
 	Log    hclog.Logger
 	// DryRun plans every cycle and changes nothing.
 	DryRun bool
+	// Credentials, if set, forgets the node credentials of instances gone
+	// from their clouds (a nodeauth.Registry).
+	Credentials interface{ Forget(nodes ...string) error }
 }
 
 // New makes a controller. Call Recover before the first Cycle.
@@ -106,7 +110,7 @@ func New(o Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand,
+	c := &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand, creds: o.Credentials,
 		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, ready: map[string]time.Time{}, seen: map[string]seenGroup{},
 		firstSeen: map[string]time.Time{}, standIns: map[string]string{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics()}
 	act.Fleet = o.Config.Controller.Fleet
@@ -690,9 +694,10 @@ func (c *Controller) forgetGone(drains []state.Drain, nodes []fleet.Node) error 
 		}
 	}
 	for _, m := range []struct {
-		times  map[string]time.Time
-		delete func(...string) error
-	}{{c.ready, c.store.DeleteReady}, {c.firstSeen, c.store.DeleteSeen}} {
+		times       map[string]time.Time
+		delete      func(...string) error
+		forgetCreds bool
+	}{{c.ready, c.store.DeleteReady, false}, {c.firstSeen, c.store.DeleteSeen, true}} {
 		var gone []string
 		for id := range m.times {
 			if !present[id] {
@@ -707,6 +712,13 @@ func (c *Controller) forgetGone(drains []state.Drain, nodes []fleet.Node) error 
 		}
 		for _, id := range gone {
 			delete(m.times, id)
+		}
+		if m.forgetCreds && c.creds != nil {
+			// A gone instance's credential speaks for nothing: dropped
+			// with it (cloud instance IDs are not reused).
+			if err := c.creds.Forget(gone...); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

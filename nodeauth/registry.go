@@ -94,6 +94,7 @@ func refuse(status int, code Code, format string, args ...any) *Error {
 // Store keeps the credential records (state.Store does).
 type Store interface {
 	PutCredential(state.Credential) error
+	DeleteCredentials(nodes ...string) error
 	Credentials() ([]state.Credential, error)
 }
 
@@ -283,6 +284,30 @@ func (r *Registry) Revoke(node string) (state.Credential, error) {
 		r.log.Warn("node credential revoked", "node", node)
 	}
 	return c, nil
+}
+
+// Forget drops the credentials of nodes gone from their clouds (instance
+// IDs are not reused, so they speak for nothing).
+func (r *Registry) Forget(nodes ...string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var known []string
+	for _, n := range nodes {
+		if _, ok := r.byNode[n]; ok {
+			known = append(known, n)
+		}
+	}
+	if len(known) == 0 {
+		return nil
+	}
+	if err := r.store.DeleteCredentials(known...); err != nil {
+		return fmt.Errorf("forgetting gone nodes' credentials: %w", err)
+	}
+	for _, n := range known {
+		delete(r.byNode, n)
+	}
+	r.log.Info("credentials of gone nodes forgotten", "nodes", len(known))
+	return nil
 }
 
 // List returns the credential records, by node, without their hashes.

@@ -569,6 +569,12 @@ config/config.go
 "\tif true {"
 ./config
 TestListenSecurity|TestParseErrors
+node credential: a gone instance's credential kept
+controller/controller.go
+"\t\tif m.forgetCreds && c.creds != nil {"
+"\t\tif false && m.forgetCreds && c.creds != nil {"
+./controller
+TestLivePoolAndGoneCredentials
 EOF
 }
 

@@ -693,6 +693,9 @@ func (s *Store) PutCredential(c Credential) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketCreds), c.Node, c) })
 }
 
+// DeleteCredentials forgets nodes' credentials, in one transaction.
+func (s *Store) DeleteCredentials(nodes ...string) error { return s.deleteKeys(bucketCreds, nodes...) }
+
 // Credentials returns every node's credential record, by node.
 func (s *Store) Credentials() ([]Credential, error) { return all[Credential](s, bucketCreds) }
 

@@ -158,7 +158,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		log.Info("demand source", "prometheus", d.PrometheusURL, "query", d.PrometheusQuery)
 	}
 	c, err := controller.New(controller.Options{Config: cfg, Store: store, Clouds: clouds, Agents: agents, Pending: pending,
-		Demand: source, Now: clock, Log: log, DryRun: o.dryRun})
+		Demand: source, Now: clock, Log: log, DryRun: o.dryRun, Credentials: creds})
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,16 @@ func (s *Memory) PutCredential(c state.Credential) error {
 	return nil
 }
 
+// DeleteCredentials forgets nodes' records.
+func (s *Memory) DeleteCredentials(nodes ...string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range nodes {
+		delete(s.m, n)
+	}
+	return nil
+}
+
 // Credentials returns the records.
 func (s *Memory) Credentials() ([]state.Credential, error) {
 	s.mu.Lock()
