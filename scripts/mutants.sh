@@ -569,6 +569,7 @@ config/config.go
 "\tif true {"
 ./config
 TestListenSecurity|TestParseErrors
+
 node credential: a gone instance's credential kept
 controller/controller.go
 "\t\tif m.forgetCreds && c.creds != nil {"
