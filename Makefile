@@ -29,7 +29,7 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-## fuzz: the parsers' fuzzers (config, state snapshots, traces, series, agent reports, spot notices), FUZZTIME each
+## fuzz: the parsers' fuzzers (config, state snapshots, traces, series, agent reports, spot notices, bootstrap requests), FUZZTIME each
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzParseState$$' -fuzztime $(FUZZTIME) ./fleet
@@ -38,6 +38,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReceiver$$' -fuzztime $(FUZZTIME) ./agent/report
 	$(GO) test -run '^$$' -fuzz '^FuzzLocalAPI$$' -fuzztime $(FUZZTIME) ./agent
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./agent/spot
+	$(GO) test -run '^$$' -fuzz '^FuzzBootstrap$$' -fuzztime $(FUZZTIME) ./nodeauth
 
 ## mutants: check that the safety rules' tests fail when each rule's code is removed
 mutants:

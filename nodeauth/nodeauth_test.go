@@ -23,7 +23,7 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
-func openStore(t *testing.T, dir string) *state.Store {
+func openStore(t testing.TB, dir string) *state.Store {
 	t.Helper()
 	s, err := state.Open(dir)
 	if err != nil {
@@ -169,7 +169,7 @@ type fixture struct {
 
 const apiToken = "operator-token-0123456789"
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	reg, err := NewRegistry(openStore(t, dir), nil, nil)
@@ -348,4 +348,29 @@ func BenchmarkCheck(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzBootstrap: no body crashes the bootstrap route, and none but a
+// request with an identity the trust root signed, for the node named,
+// gets a credential.
+func FuzzBootstrap(f *testing.F) {
+	good, _ := json.Marshal(report.CredentialRequest{AWS: &report.AWSIdentity{Document: `{"instanceId":"i-a","region":"us-east-1"}`, Signature: "AAAA"}})
+	f.Add(good)
+	f.Add([]byte(`{"aws":{"document":"","signature":""}}`))
+	f.Add([]byte(`{"aws":null}`))
+	f.Add([]byte(`{"gcp":{}}`))
+	fx := newFixture(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := httptest.NewRequest("POST", "/v1/agents/i-a/credential", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+fx.secret)
+		rec := httptest.NewRecorder()
+		fx.h.ServeHTTP(rec, req)
+		if rec.Code == 200 {
+			t.Fatalf("a credential for an unsigned request: %q", body)
+		}
+		if rec.Code < 400 || rec.Code >= 500 {
+			t.Fatalf("status %d for a bad request %q", rec.Code, body)
+		}
+	})
 }
