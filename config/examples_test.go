@@ -13,6 +13,7 @@ package config
 // template) is followed by its traversal, e.g. aws_launch_template.a100["x"].id.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,6 +28,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/fleetcast/autoscaler/fleet"
@@ -86,17 +88,58 @@ func TestExamplesTerraformParses(t *testing.T) {
 	}
 }
 
-// TestExamplesTerraformFmt runs `terraform fmt -check` on the Terraform
-// examples when terraform is installed.
+// TestExamplesTerraformFmt checks that the Terraform examples are formatted
+// as `terraform fmt` writes them: always with hclwrite.Format (the
+// formatter terraform fmt ends with), and with `terraform fmt -check` too
+// when terraform is installed.
 func TestExamplesTerraformFmt(t *testing.T) {
-	bin, err := exec.LookPath("terraform")
-	if err != nil {
-		t.Skip("terraform is not installed")
+	paths := terraformFiles(t, terraformDir)
+	if len(paths) == 0 {
+		t.Fatalf("no .tf files under %s", terraformDir)
 	}
-	out, err := exec.Command(bin, "fmt", "-check", "-recursive", "-list=true", terraformDir).Output()
-	if err != nil {
-		t.Errorf("terraform fmt -check %s: %v; files to format:\n%s", terraformDir, err, out)
+	t.Run("hclwrite", func(t *testing.T) {
+		for _, path := range paths {
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := unformatted(path, src); diff != "" {
+				t.Error(diff)
+			}
+		}
+	})
+	t.Run("terraform", func(t *testing.T) {
+		bin, err := exec.LookPath("terraform")
+		if err != nil {
+			t.Skip("terraform is not installed; the hclwrite check stands in for it")
+		}
+		out, err := exec.Command(bin, "fmt", "-check", "-recursive", "-list=true", terraformDir).Output()
+		if err != nil {
+			t.Errorf("terraform fmt -check %s: %v; files to format:\n%s", terraformDir, err, out)
+		}
+	})
+}
+
+// unformatted compares src, the file at path, with its form after
+// hclwrite.Format, and describes the first line that differs ("" when
+// there is none).
+func unformatted(path string, src []byte) string {
+	formatted := hclwrite.Format(src)
+	if bytes.Equal(src, formatted) {
+		return ""
 	}
+	have, want := strings.Split(string(src), "\n"), strings.Split(string(formatted), "\n")
+	line := 0
+	for line < len(have) && line < len(want) && have[line] == want[line] {
+		line++
+	}
+	at := func(lines []string) string {
+		if line < len(lines) {
+			return fmt.Sprintf("%q", lines[line])
+		}
+		return "the end of the file"
+	}
+	return fmt.Sprintf("%s:%d: not formatted (run terraform fmt):\n  have %s\n  want %s", path, line+1, at(have), at(want))
 }
 
 // TestExamplesTerraformTemplates checks every templatefile call in the
@@ -669,5 +712,27 @@ func TestAWSExampleAgrees(t *testing.T) {
 	}
 	if checked != 3 {
 		t.Errorf("%s: %d Auto Scaling group pools checked, want 3", path, checked)
+	}
+}
+
+// TestUnformatted: the check that stands in for terraform fmt names the
+// file and the first line that differs, and passes formatted files.
+func TestUnformatted(t *testing.T) {
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{name: "formatted", src: "a  = 1\nbb = 2\n", want: ""},
+		{name: "unaligned equals", src: "a  = 1\nbb = 2\nc = 3\n",
+			want: "x.tf:3: not formatted (run terraform fmt):\n  have \"c = 3\"\n  want \"c  = 3\""},
+		{name: "indentation", src: "resource \"x\" \"y\" {\n    a = 1\n}\n",
+			want: "x.tf:2: not formatted (run terraform fmt):\n  have \"    a = 1\"\n  want \"  a = 1\""},
+		{name: "spaces around an operator", src: "a = 1+2\n",
+			want: "x.tf:1: not formatted (run terraform fmt):\n  have \"a = 1+2\"\n  want \"a = 1 + 2\""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := unformatted("x.tf", []byte(tt.src)); got != tt.want {
+				t.Errorf("unformatted:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
 	}
 }
