@@ -8,7 +8,8 @@
 #
 # Credentials and region come the standard AWS way (environment, shared
 # config, instance role); the controller's role needs the permissions in
-# providers/aws/iam-policy.json. To try it on a local moto_server instead
+# providers/aws/iam-policy.json (the Terraform's controller_instance_profile_name
+# has them). To try it on a local moto_server instead
 # of AWS, see "AWS" in README.md.
 
 pool "reserved-a100" {
