@@ -32,6 +32,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/mototest"
 )
 
 const (
@@ -735,4 +736,114 @@ func TestUnformatted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMotoExampleAgrees checks the example fleet that the AWS tests and
+// scripts/try-moto.sh make on moto_server (internal/mototest) against the
+// Terraform and examples/aws.hcl: exactly the Terraform's groups, with its
+// names, tags, sizes and launch templates, and a launch template for every
+// pool of aws.hcl run from one.
+func TestMotoExampleAgrees(t *testing.T) {
+	const awsExample = "../examples/aws.hcl"
+	mods := loadModules(t)
+	templates := map[string]mototest.LaunchTemplate{}
+	for _, lt := range mototest.ExampleTemplates {
+		templates[lt.Name] = lt
+	}
+	used := map[string]bool{}
+	for _, g := range mototest.ExampleGroups {
+		t.Run(g.Name, func(t *testing.T) {
+			used[g.LaunchTemplate] = true
+			m, group := findNamed(t, mods, "aws_autoscaling_group", g.Name)
+			if group == nil {
+				t.Fatalf("the Terraform has no aws_autoscaling_group with name = %q", g.Name)
+			}
+			if tags := asgTags(t, m, group); !maps.Equal(tags, g.Tags()) {
+				t.Errorf("%s: tags propagated at launch %v; the moto example has %v", group, tags, g.Tags())
+			}
+			checkInt(t, m, group, "min_size", int(g.Min))
+			checkInt(t, m, group, "max_size", int(g.Max))
+			checkInt(t, m, group, "desired_capacity", int(g.Desired))
+			lt := m.referenced(t, group.body, "aws_launch_template")
+			if lt == nil {
+				t.Fatalf("%s refers to no aws_launch_template", group)
+			}
+			name, err := m.launchTemplateName(group.body, lt)
+			switch {
+			case err != nil:
+				t.Errorf("%s: %v", lt, err)
+			case name != g.LaunchTemplate:
+				t.Errorf("%s: the group's launch template is named %q; the moto example's is %q", group, name, g.LaunchTemplate)
+			}
+			checkString(t, m, lt, "instance_type", templates[g.LaunchTemplate].InstanceType)
+		})
+	}
+	n := 0
+	for _, m := range mods {
+		n += len(m.resourcesOf("aws_autoscaling_group"))
+	}
+	if n != len(mototest.ExampleGroups) {
+		t.Errorf("the Terraform has %d Auto Scaling groups; the moto example has %d", n, len(mototest.ExampleGroups))
+	}
+
+	cfg, diags := Load(awsExample)
+	if diags.HasErrors() {
+		t.Fatalf("%s:\n%s", awsExample, formatAll(diags))
+	}
+	for _, pool := range cfg.Pools {
+		var found []string
+		for _, g := range mototest.ExampleGroups {
+			k, v, _ := strings.Cut(pool.Target["asg_tag"], "=")
+			if g.Name == pool.Target["asg"] || (k != "" && g.Tags()[k] == v) {
+				found = append(found, g.Name)
+				if g.Pool != pool.Name {
+					t.Errorf("%s: pool %s's group %s is tagged fleetcast/pool=%s in the moto example", awsExample, pool.Name, g.Name, g.Pool)
+				}
+			}
+		}
+		switch name := pool.Target["launch_template"]; {
+		case name != "":
+			used[name] = true
+			if lt, ok := templates[name]; !ok || lt.InstanceType != pool.InstanceType {
+				t.Errorf("%s: pool %s runs launch template %q (%s); the moto example has %+v", awsExample, pool.Name, name, pool.InstanceType, lt)
+			}
+		case len(found) != 1:
+			t.Errorf("%s: pool %s's group is %d groups of the moto example (%v); want 1", awsExample, pool.Name, len(found), found)
+		}
+	}
+	for name := range templates {
+		if !used[name] {
+			t.Errorf("the moto example's launch template %s is used by no group and no pool of %s", name, awsExample)
+		}
+	}
+}
+
+// launchTemplateName evaluates the name of launch template lt as body (a
+// group) refers to it: a for_each template's name with each.key the key
+// body indexes it with, as in aws_launch_template.a100["x"].id.
+func (m *tfModule) launchTemplateName(body *hclsyntax.Body, lt *tfResource) (string, error) {
+	var keys []string
+	hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
+		e, ok := n.(*hclsyntax.ScopeTraversalExpr)
+		if !ok || e.Traversal.RootName() != lt.typ || len(e.Traversal) < 3 {
+			return nil
+		}
+		if attr, ok := e.Traversal[1].(hcl.TraverseAttr); !ok || attr.Name != lt.name {
+			return nil
+		}
+		if idx, ok := e.Traversal[2].(hcl.TraverseIndex); ok && idx.Key.Type() == cty.String && !slices.Contains(keys, idx.Key.AsString()) {
+			keys = append(keys, idx.Key.AsString())
+		}
+		return nil
+	})
+	child := *m
+	switch len(keys) {
+	case 0:
+	case 1:
+		child.ctx = m.ctx.NewChild()
+		child.ctx.Variables = map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(keys[0])})}
+	default:
+		return "", fmt.Errorf("referred to with several keys: %v", keys)
+	}
+	return child.str(attrExpr(lt.body, "name"))
 }
