@@ -204,7 +204,8 @@ func refersTo(expr hclsyntax.Expression, typ string) []string {
 }
 
 // TestTerraformUsesPolicy: the controller's role in examples/terraform/aws,
-// behind its one instance profile, may be assumed by EC2, and its only
+// behind the instance profile its output controller_instance_profile_name
+// names, may be assumed by EC2 and is used by nothing else, and its only
 // policy is this package's iam-policy.json, read with file(): one copy of
 // the policy, so the role cannot drift from what the provider calls.
 func TestTerraformUsesPolicy(t *testing.T) {
@@ -212,24 +213,32 @@ func TestTerraformUsesPolicy(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no .tf files in %s (%v)", terraformDir, err)
 	}
+	// The changing actions: a copy of the policy would name them; nothing
+	// else in the Terraform (a node's role, say) needs them.
 	var actions []string
 	for _, s := range readPolicy(t).Statement {
 		for _, a := range s.Action {
-			if !slices.Contains(actions, a) {
+			if !readOnly(a) && !slices.Contains(actions, a) {
 				actions = append(actions, a)
 			}
 		}
 	}
 	parser := hclparse.NewParser()
 	byType := map[string][]tfResource{}
+	var profileOutput hclsyntax.Expression
 	for _, path := range files {
 		f, diags := parser.ParseHCLFile(path)
 		if diags.HasErrors() {
 			t.Fatalf("%s: %s", path, diags.Error())
 		}
 		for _, b := range f.Body.(*hclsyntax.Body).Blocks {
-			if b.Type == "resource" && len(b.Labels) == 2 {
+			switch {
+			case b.Type == "resource" && len(b.Labels) == 2:
 				byType[b.Labels[0]] = append(byType[b.Labels[0]], tfResource{typ: b.Labels[0], name: b.Labels[1], body: b.Body})
+			case b.Type == "output" && len(b.Labels) == 1 && b.Labels[0] == "controller_instance_profile_name":
+				if attr, ok := b.Body.Attributes["value"]; ok {
+					profileOutput = attr.Expr
+				}
 			}
 		}
 		// A second copy, inline, would say what the policy allows.
@@ -243,21 +252,50 @@ func TestTerraformUsesPolicy(t *testing.T) {
 		t.Errorf("%s holds %v: the controller's policy is providers/aws/iam-policy.json alone", terraformDir, jsons)
 	}
 
-	profiles := byType["aws_iam_instance_profile"]
-	if len(profiles) != 1 {
-		t.Fatalf("%d aws_iam_instance_profile resources in %s; want 1, the controller's", len(profiles), terraformDir)
+	// The controller's instance profile is the one its output names.
+	if profileOutput == nil {
+		t.Fatalf("%s has no output controller_instance_profile_name with a value", terraformDir)
 	}
+	names := refersTo(profileOutput, "aws_iam_instance_profile")
+	if len(names) != 1 {
+		t.Fatalf("output controller_instance_profile_name must refer to one aws_iam_instance_profile, refers to %v", names)
+	}
+	pi := slices.IndexFunc(byType["aws_iam_instance_profile"], func(r tfResource) bool { return r.name == names[0] })
+	if pi < 0 {
+		t.Fatalf("output controller_instance_profile_name refers to aws_iam_instance_profile.%s, which %s does not define", names[0], terraformDir)
+	}
+	profile := byType["aws_iam_instance_profile"][pi]
 	var roles []string
-	if attr, ok := profiles[0].body.Attributes["role"]; ok {
+	if attr, ok := profile.body.Attributes["role"]; ok {
 		roles = refersTo(attr.Expr, "aws_iam_role")
 	}
 	if len(roles) != 1 {
-		t.Fatalf("%s: role must refer to one aws_iam_role, refers to %v", profiles[0], roles)
+		t.Fatalf("%s: role must refer to one aws_iam_role, refers to %v", profile, roles)
 	}
 	role := roles[0]
 	i := slices.IndexFunc(byType["aws_iam_role"], func(r tfResource) bool { return r.name == role })
 	if i < 0 {
-		t.Fatalf("%s: refers to aws_iam_role.%s, which %s does not define", profiles[0], role, terraformDir)
+		t.Fatalf("%s: refers to aws_iam_role.%s, which %s does not define", profile, role, terraformDir)
+	}
+	// The controller's role is never a node's: no other profile has it, and
+	// no resource (a launch template) uses its profile.
+	for _, rs := range byType {
+		for _, r := range rs {
+			if r.typ == "aws_iam_instance_profile" && r.name != profile.name {
+				if attr, ok := r.body.Attributes["role"]; ok && slices.Contains(refersTo(attr.Expr, "aws_iam_role"), role) {
+					t.Errorf("%s also has the controller's role aws_iam_role.%s", r, role)
+				}
+			}
+			if r.typ == profile.typ && r.name == profile.name {
+				continue
+			}
+			hclsyntax.VisitAll(r.body, func(n hclsyntax.Node) hcl.Diagnostics {
+				if e, ok := n.(*hclsyntax.ScopeTraversalExpr); ok && slices.Contains(refersTo(e, profile.typ), profile.name) {
+					t.Errorf("%s uses the controller's instance profile (%s): it is the controller's alone", r, profile)
+				}
+				return nil
+			})
+		}
 	}
 	checkAssumedByEC2(t, byType["aws_iam_role"][i])
 	for _, attr := range []string{"inline_policy", "managed_policy_arns"} {
