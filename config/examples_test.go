@@ -92,7 +92,8 @@ func TestExamplesTerraformParses(t *testing.T) {
 // TestExamplesTerraformFmt checks that the Terraform examples are formatted
 // as `terraform fmt` writes them: always with hclwrite.Format (the
 // formatter terraform fmt ends with), and with `terraform fmt -check` too
-// when terraform is installed.
+// when terraform is installed. Only .tf files: the .tftpl files are
+// templates of shell scripts, which terraform fmt does not format either.
 func TestExamplesTerraformFmt(t *testing.T) {
 	paths := terraformFiles(t, terraformDir)
 	if len(paths) == 0 {
