@@ -13,6 +13,7 @@ package config
 // template) is followed by its traversal, e.g. aws_launch_template.a100["x"].id.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,9 +28,11 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/mototest"
 )
 
 const (
@@ -86,17 +89,59 @@ func TestExamplesTerraformParses(t *testing.T) {
 	}
 }
 
-// TestExamplesTerraformFmt runs `terraform fmt -check` on the Terraform
-// examples when terraform is installed.
+// TestExamplesTerraformFmt checks that the Terraform examples are formatted
+// as `terraform fmt` writes them: always with hclwrite.Format (the
+// formatter terraform fmt ends with), and with `terraform fmt -check` too
+// when terraform is installed. Only .tf files: the .tftpl files are
+// templates of shell scripts, which terraform fmt does not format either.
 func TestExamplesTerraformFmt(t *testing.T) {
-	bin, err := exec.LookPath("terraform")
-	if err != nil {
-		t.Skip("terraform is not installed")
+	paths := terraformFiles(t, terraformDir)
+	if len(paths) == 0 {
+		t.Fatalf("no .tf files under %s", terraformDir)
 	}
-	out, err := exec.Command(bin, "fmt", "-check", "-recursive", "-list=true", terraformDir).Output()
-	if err != nil {
-		t.Errorf("terraform fmt -check %s: %v; files to format:\n%s", terraformDir, err, out)
+	t.Run("hclwrite", func(t *testing.T) {
+		for _, path := range paths {
+			src, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := unformatted(path, src); diff != "" {
+				t.Error(diff)
+			}
+		}
+	})
+	t.Run("terraform", func(t *testing.T) {
+		bin, err := exec.LookPath("terraform")
+		if err != nil {
+			t.Skip("terraform is not installed; the hclwrite check stands in for it")
+		}
+		out, err := exec.Command(bin, "fmt", "-check", "-recursive", "-list=true", terraformDir).Output()
+		if err != nil {
+			t.Errorf("terraform fmt -check %s: %v; files to format:\n%s", terraformDir, err, out)
+		}
+	})
+}
+
+// unformatted compares src, the file at path, with its form after
+// hclwrite.Format, and describes the first line that differs ("" when
+// there is none).
+func unformatted(path string, src []byte) string {
+	formatted := hclwrite.Format(src)
+	if bytes.Equal(src, formatted) {
+		return ""
 	}
+	have, want := strings.Split(string(src), "\n"), strings.Split(string(formatted), "\n")
+	line := 0
+	for line < len(have) && line < len(want) && have[line] == want[line] {
+		line++
+	}
+	at := func(lines []string) string {
+		if line < len(lines) {
+			return fmt.Sprintf("%q", lines[line])
+		}
+		return "the end of the file"
+	}
+	return fmt.Sprintf("%s:%d: not formatted (run terraform fmt):\n  have %s\n  want %s", path, line+1, at(have), at(want))
 }
 
 // TestExamplesTerraformTemplates checks every templatefile call in the
@@ -670,4 +715,136 @@ func TestAWSExampleAgrees(t *testing.T) {
 	if checked != 3 {
 		t.Errorf("%s: %d Auto Scaling group pools checked, want 3", path, checked)
 	}
+}
+
+// TestUnformatted: the check that stands in for terraform fmt names the
+// file and the first line that differs, and passes formatted files.
+func TestUnformatted(t *testing.T) {
+	for _, tt := range []struct {
+		name, src, want string
+	}{
+		{name: "formatted", src: "a  = 1\nbb = 2\n", want: ""},
+		{name: "unaligned equals", src: "a  = 1\nbb = 2\nc = 3\n",
+			want: "x.tf:3: not formatted (run terraform fmt):\n  have \"c = 3\"\n  want \"c  = 3\""},
+		{name: "indentation", src: "resource \"x\" \"y\" {\n    a = 1\n}\n",
+			want: "x.tf:2: not formatted (run terraform fmt):\n  have \"    a = 1\"\n  want \"  a = 1\""},
+		{name: "spaces around an operator", src: "a = 1+2\n",
+			want: "x.tf:1: not formatted (run terraform fmt):\n  have \"a = 1+2\"\n  want \"a = 1 + 2\""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := unformatted("x.tf", []byte(tt.src)); got != tt.want {
+				t.Errorf("unformatted:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestMotoExampleAgrees checks the example fleet that the AWS tests and
+// scripts/try-moto.sh make on moto_server (internal/mototest) against the
+// Terraform and examples/aws.hcl: exactly the Terraform's groups, with its
+// names, tags, sizes and launch templates, and a launch template for every
+// pool of aws.hcl run from one.
+func TestMotoExampleAgrees(t *testing.T) {
+	const awsExample = "../examples/aws.hcl"
+	mods := loadModules(t)
+	templates := map[string]mototest.LaunchTemplate{}
+	for _, lt := range mototest.ExampleTemplates {
+		templates[lt.Name] = lt
+	}
+	used := map[string]bool{}
+	for _, g := range mototest.ExampleGroups {
+		t.Run(g.Name, func(t *testing.T) {
+			used[g.LaunchTemplate] = true
+			m, group := findNamed(t, mods, "aws_autoscaling_group", g.Name)
+			if group == nil {
+				t.Fatalf("the Terraform has no aws_autoscaling_group with name = %q", g.Name)
+			}
+			if tags := asgTags(t, m, group); !maps.Equal(tags, g.Tags()) {
+				t.Errorf("%s: tags propagated at launch %v; the moto example has %v", group, tags, g.Tags())
+			}
+			checkInt(t, m, group, "min_size", int(g.Min))
+			checkInt(t, m, group, "max_size", int(g.Max))
+			checkInt(t, m, group, "desired_capacity", int(g.Desired))
+			lt := m.referenced(t, group.body, "aws_launch_template")
+			if lt == nil {
+				t.Fatalf("%s refers to no aws_launch_template", group)
+			}
+			name, err := m.launchTemplateName(group.body, lt)
+			switch {
+			case err != nil:
+				t.Errorf("%s: %v", lt, err)
+			case name != g.LaunchTemplate:
+				t.Errorf("%s: the group's launch template is named %q; the moto example's is %q", group, name, g.LaunchTemplate)
+			}
+			checkString(t, m, lt, "instance_type", templates[g.LaunchTemplate].InstanceType)
+		})
+	}
+	n := 0
+	for _, m := range mods {
+		n += len(m.resourcesOf("aws_autoscaling_group"))
+	}
+	if n != len(mototest.ExampleGroups) {
+		t.Errorf("the Terraform has %d Auto Scaling groups; the moto example has %d", n, len(mototest.ExampleGroups))
+	}
+
+	cfg, diags := Load(awsExample)
+	if diags.HasErrors() {
+		t.Fatalf("%s:\n%s", awsExample, formatAll(diags))
+	}
+	for _, pool := range cfg.Pools {
+		var found []string
+		for _, g := range mototest.ExampleGroups {
+			k, v, _ := strings.Cut(pool.Target["asg_tag"], "=")
+			if g.Name == pool.Target["asg"] || (k != "" && g.Tags()[k] == v) {
+				found = append(found, g.Name)
+				if g.Pool != pool.Name {
+					t.Errorf("%s: pool %s's group %s is tagged fleetcast/pool=%s in the moto example", awsExample, pool.Name, g.Name, g.Pool)
+				}
+			}
+		}
+		switch name := pool.Target["launch_template"]; {
+		case name != "":
+			used[name] = true
+			if lt, ok := templates[name]; !ok || lt.InstanceType != pool.InstanceType {
+				t.Errorf("%s: pool %s runs launch template %q (%s); the moto example has %+v", awsExample, pool.Name, name, pool.InstanceType, lt)
+			}
+		case len(found) != 1:
+			t.Errorf("%s: pool %s's group is %d groups of the moto example (%v); want 1", awsExample, pool.Name, len(found), found)
+		}
+	}
+	for name := range templates {
+		if !used[name] {
+			t.Errorf("the moto example's launch template %s is used by no group and no pool of %s", name, awsExample)
+		}
+	}
+}
+
+// launchTemplateName evaluates the name of launch template lt as body (a
+// group) refers to it: a for_each template's name with each.key the key
+// body indexes it with, as in aws_launch_template.a100["x"].id.
+func (m *tfModule) launchTemplateName(body *hclsyntax.Body, lt *tfResource) (string, error) {
+	var keys []string
+	hclsyntax.VisitAll(body, func(n hclsyntax.Node) hcl.Diagnostics {
+		e, ok := n.(*hclsyntax.ScopeTraversalExpr)
+		if !ok || e.Traversal.RootName() != lt.typ || len(e.Traversal) < 3 {
+			return nil
+		}
+		if attr, ok := e.Traversal[1].(hcl.TraverseAttr); !ok || attr.Name != lt.name {
+			return nil
+		}
+		if idx, ok := e.Traversal[2].(hcl.TraverseIndex); ok && idx.Key.Type() == cty.String && !slices.Contains(keys, idx.Key.AsString()) {
+			keys = append(keys, idx.Key.AsString())
+		}
+		return nil
+	})
+	child := *m
+	switch len(keys) {
+	case 0:
+	case 1:
+		child.ctx = m.ctx.NewChild()
+		child.ctx.Variables = map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal(keys[0])})}
+	default:
+		return "", fmt.Errorf("referred to with several keys: %v", keys)
+	}
+	return child.str(attrExpr(lt.body, "name"))
 }

@@ -1,6 +1,7 @@
 # A GPU fleet on AWS only: the three Auto Scaling groups that
 # examples/terraform/aws creates, plus an H100 capacity block run directly
-# from a launch template.
+# from a launch template, fleetcast-h100, which you make with the block
+# (the Terraform does not).
 #
 #   terraform -chdir=examples/terraform/aws apply
 #   go run ./cmd/autoscaler plan -config examples/aws.hcl
@@ -8,8 +9,9 @@
 #
 # Credentials and region come the standard AWS way (environment, shared
 # config, instance role); the controller's role needs the permissions in
-# providers/aws/iam-policy.json. To try it on a local moto_server instead
-# of AWS, see "AWS" in README.md.
+# providers/aws/iam-policy.json (the Terraform's controller_instance_profile_name
+# has them). To try it on a local moto_server instead of AWS, run
+# scripts/try-moto.sh.
 
 pool "reserved-a100" {
   provider       = "aws"

@@ -3,19 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -38,71 +31,29 @@ import (
 	"github.com/fleetcast/autoscaler/internal/identitytest"
 	"github.com/fleetcast/autoscaler/internal/metadatamock"
 	"github.com/fleetcast/autoscaler/internal/mototest"
+	"github.com/fleetcast/autoscaler/internal/testpki"
 	"github.com/fleetcast/autoscaler/nodeauth"
 )
 
-// testCA is a certificate authority and a server certificate it signed
-// for 127.0.0.1, as an operator's PKI would give the controller.
-type testCA struct {
-	caFile, certFile, keyFile string
-	pool                      *x509.CertPool
-}
-
-func newTestCA(t *testing.T, dir string) testCA {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "fleetcast test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "fleetcast.internal"},
-		DNSNames: []string{"fleetcast.internal"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalECPrivateKey(key)
-	c := testCA{caFile: filepath.Join(dir, "ca.pem"), certFile: filepath.Join(dir, "controller.crt"), keyFile: filepath.Join(dir, "controller.key"), pool: x509.NewCertPool()}
-	c.pool.AddCert(ca)
-	for path, block := range map[string]*pem.Block{c.caFile: {Type: "CERTIFICATE", Bytes: caDER}, c.certFile: {Type: "CERTIFICATE", Bytes: der}, c.keyFile: {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
-		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return c
-}
-
 // localExample writes a copy of an example config whose controller runs
-// here: its state directory, TLS certificate, bootstrap secret and
-// identity trust root in a temporary directory, made for it. It returns
-// the copy's path.
+// here (testpki.LocalConfig) and returns its path.
 func localExample(t *testing.T, src string) string {
 	t.Helper()
-	dir := t.TempDir()
-	ca := newTestCA(t, dir)
-	secret := filepath.Join(dir, "bootstrap-token")
-	if err := os.WriteFile(secret, []byte(strings.Repeat("5ec7e7", 11)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	text := strings.NewReplacer(
-		`"/var/lib/fleetcast"`, `"`+filepath.Join(dir, "state")+`"`,
-		`"/etc/fleetcast/tls/controller.crt"`, `"`+ca.certFile+`"`,
-		`"/etc/fleetcast/tls/controller.key"`, `"`+ca.keyFile+`"`,
-		`"/etc/fleetcast/bootstrap-token"`, `"`+secret+`"`,
-		`"/etc/fleetcast/aws-identity-us-east-1.pem"`, `"`+identitytest.New(t).WriteCert(t, dir)+`"`,
-	).Replace(src)
-	conf := filepath.Join(dir, "fleet.hcl")
-	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+	conf, _, err := testpki.LocalConfig(src, t.TempDir())
+	if err != nil {
 		t.Fatal(err)
 	}
 	return conf
+}
+
+// newTestCA is testpki.Write into dir, failing the test on an error.
+func newTestCA(t *testing.T, dir string) testpki.PKI {
+	t.Helper()
+	p, err := testpki.Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // identityMock runs the metadata mock as instance id: its instance
@@ -223,7 +174,7 @@ controller {
   bootstrap_token_file      = %q
   aws_identity_certificates = %q
 }
-`, addr, filepath.Join(dir, "state"), ca.certFile, ca.keyFile, bootstrap, signer.WriteCert(t, dir))), 0o600); err != nil {
+`, addr, filepath.Join(dir, "state"), ca.CertFile, ca.KeyFile, bootstrap, signer.WriteCert(t, dir))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctlLog, err := os.Create(filepath.Join(dir, "controller.log"))
@@ -246,7 +197,7 @@ controller {
 		}
 		return out
 	}
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}}}
 	base := "https://" + addr
 	waitFor := func(what string, limit time.Duration, ok func() bool) {
 		t.Helper()
@@ -294,7 +245,7 @@ controller {
 			"--metadata-url", endpoint, "--root", root, "--service-manager", "exec",
 			"--controller", base, "--pool", "aws-ondemand-a100",
 			"--agent-url", "file://"+agentBin, "--agent-sha256", hex.EncodeToString(sum[:]),
-			"--bootstrap-token-file", bootstrap, "--ca-file", ca.caFile,
+			"--bootstrap-token-file", bootstrap, "--ca-file", ca.CAFile,
 			"--agent-flags", "-interval 500ms -metrics 127.0.0.1:0 -notice-interval 1s -rotate-every 3s")
 		setup.Env = append(os.Environ(), "FLEETCAST_TEST_NVML=dgxa100")
 		setup.Stdout, setup.Stderr = nodeLog, nodeLog

@@ -34,7 +34,7 @@ import (
 const defaultSimSpeed = 720
 
 func runRun(e *env, args []string) int {
-	fs := newFlagSet(e, "run", "run -config FILE [-dry-run] [-sim-speed N] [-sim-start TIME] [-for DURATION] [-listen ADDR]")
+	fs := newFlagSet(e, "run", "run -config FILE [-dry-run] [-sim-speed N] [-sim-start TIME] [-for DURATION] [-listen ADDR] [-state-dir DIR]")
 	path := fs.String("config", "", "fleet config file (HCL)")
 	dryRun := fs.Bool("dry-run", false, "plan every cycle and serve the plan, but change nothing")
 	speed := fs.Float64("sim-speed", defaultSimSpeed, "simulated seconds per real second, for a simulated cloud")
@@ -42,6 +42,7 @@ func runRun(e *env, args []string) int {
 	var runFor durationFlag
 	fs.Var(&runFor, "for", "stop after this much (simulated) time; default: run until SIGINT or SIGTERM")
 	listen := fs.String("listen", "", "address of the HTTP API (default: controller.listen)")
+	stateDir := fs.String("state-dir", "", "directory of the durable state and secrets (default: controller.state_dir)")
 	log, code, ok := setup(e, fs, args)
 	if !ok {
 		return code
@@ -68,6 +69,9 @@ func runRun(e *env, args []string) int {
 	}
 	if *listen == "" {
 		*listen = cfg.Controller.Listen
+	}
+	if *stateDir != "" {
+		cfg.Controller.StateDir = *stateDir
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

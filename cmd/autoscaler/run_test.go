@@ -242,3 +242,30 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 		}
 	}
 }
+
+// TestRunStateDir: -state-dir keeps the state in its directory, not in
+// the config's state_dir.
+func TestRunStateDir(t *testing.T) {
+	config, err := filepath.Abs(localConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd := t.TempDir()
+	t.Chdir(cwd) // examples/local.hcl's state_dir is relative: ./fleetcast-state
+	dir := filepath.Join(t.TempDir(), "elsewhere")
+	code, out, errOut := cli("run", "-config", config, "-state-dir", dir, "-for", "1h", "-sim-speed", "1e9", "-sim-start", "2026-11-30T09:00:00Z", "-listen", "127.0.0.1:0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "state in "+filepath.Join(dir, "fleetcast.db")) {
+		t.Errorf("output does not name the state in %s:\n%s", dir, out)
+	}
+	for _, f := range []string{"fleetcast.db", "api-token", "sim-cloud.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("-state-dir %s: %v", dir, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "fleetcast-state")); !os.IsNotExist(err) {
+		t.Errorf("the config's state_dir was used as well: %v", err)
+	}
+}

@@ -20,7 +20,7 @@ import (
 func TestCertFilesReload(t *testing.T) {
 	dir := t.TempDir()
 	first := newTestCA(t, filepath.Join(dir))
-	c, err := newCertFiles(first.certFile, first.keyFile, hclog.NewNullLogger())
+	c, err := newCertFiles(first.CertFile, first.KeyFile, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestCertFilesReload(t *testing.T) {
 	before := serial()
 	// A new CA and certificate written over the files.
 	second := newTestCA(t, t.TempDir())
-	for from, to := range map[string]string{second.certFile: first.certFile, second.keyFile: first.keyFile} {
+	for from, to := range map[string]string{second.CertFile: first.CertFile, second.KeyFile: first.KeyFile} {
 		b, _ := os.ReadFile(from)
 		if err := os.WriteFile(to, b, 0o600); err != nil {
 			t.Fatal(err)
@@ -49,18 +49,18 @@ func TestCertFilesReload(t *testing.T) {
 	renewed := serial()
 	// A key that does not match: the last good pair stays.
 	other := newTestCA(t, t.TempDir())
-	b, _ := os.ReadFile(other.keyFile)
-	os.WriteFile(first.keyFile, b, 0o600)
+	b, _ := os.ReadFile(other.KeyFile)
+	os.WriteFile(first.KeyFile, b, 0o600)
 	c.checked = time.Time{}
 	if got := serial(); got != renewed {
 		t.Fatal("a broken pair replaced the good one")
 	}
-	if _, err := newCertFiles(first.certFile, filepath.Join(dir, "missing.key"), hclog.NewNullLogger()); err == nil || !strings.Contains(err.Error(), "missing.key") {
+	if _, err := newCertFiles(first.CertFile, filepath.Join(dir, "missing.key"), hclog.NewNullLogger()); err == nil || !strings.Contains(err.Error(), "missing.key") {
 		t.Fatalf("a missing key: %v", err)
 	}
 
 	// Served: a client trusting the second CA connects.
-	c, _ = newCertFiles(second.certFile, second.keyFile, hclog.NewNullLogger())
+	c, _ = newCertFiles(second.CertFile, second.KeyFile, hclog.NewNullLogger())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestCertFilesReload(t *testing.T) {
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
 	go srv.Serve(tls.NewListener(ln, c.config()))
 	defer srv.Close()
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: second.pool}}}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: second.Pool}}}
 	resp, err := client.Get("https://" + ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestControllerClient(t *testing.T) {
 		insecure bool
 		err      string
 	}{
-		{"https://fleetcast.internal:8790", ca.caFile, false, ""},
+		{"https://fleetcast.internal:8790", ca.CAFile, false, ""},
 		{"https://fleetcast.internal:8790", "", false, ""},
 		{"http://127.0.0.1:8790", "", false, ""},
 		{"http://localhost:8790", "", false, ""},

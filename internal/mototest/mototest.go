@@ -53,6 +53,21 @@ func URL(t testing.TB) string {
 	return server.url
 }
 
+// Require returns the path of moto_server, for a test that runs it itself
+// (a script, say). Without it the test is skipped, or fails when
+// FLEETCAST_REQUIRE_MOTO is set, as in URL.
+func Require(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("moto_server")
+	if err != nil {
+		if os.Getenv(RequireEnv) == "" {
+			t.Skip("moto_server is not installed: pip install 'moto[server]' to run the AWS tests")
+		}
+		t.Fatalf("%v (%s is set)", errMissing, RequireEnv)
+	}
+	return bin
+}
+
 // Stop stops moto_server if it was started; call it from TestMain.
 func Stop() {
 	if server.cmd != nil && server.cmd.Process != nil {

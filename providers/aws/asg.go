@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -213,28 +212,6 @@ func (p *Provider) launchTimes(ctx context.Context, c *clients, pool fleet.Pool,
 		}
 	}
 	return out, nil
-}
-
-// refreshBusy lists the statuses of an instance refresh that is not over.
-var refreshBusy = []astypes.InstanceRefreshStatus{
-	astypes.InstanceRefreshStatusPending, astypes.InstanceRefreshStatusInProgress, astypes.InstanceRefreshStatusCancelling,
-	astypes.InstanceRefreshStatusRollbackInProgress, astypes.InstanceRefreshStatusBaking,
-}
-
-// busy returns a GroupBusyError while an instance refresh of the group is
-// pending or running: scaling then would fight it.
-func (p *Provider) busy(ctx context.Context, c *clients, pool fleet.Pool, name string) error {
-	out, err := c.asg.DescribeInstanceRefreshes(ctx, &autoscaling.DescribeInstanceRefreshesInput{AutoScalingGroupName: aws.String(name)})
-	if err != nil {
-		return classify(pool.Name, "DescribeInstanceRefreshes", err)
-	}
-	for _, r := range out.InstanceRefreshes {
-		if slices.Contains(refreshBusy, r.Status) {
-			return &providers.GroupBusyError{Pool: pool.Name,
-				Reason: fmt.Sprintf("instance refresh %s of %s is %s", aws.ToString(r.InstanceRefreshId), name, r.Status)}
-		}
-	}
-	return nil
 }
 
 func (p *Provider) launchASG(ctx context.Context, c *clients, pool fleet.Pool, req providers.LaunchRequest) error {

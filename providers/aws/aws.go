@@ -93,6 +93,13 @@ type Provider struct {
 type clients struct {
 	asg *autoscaling.Client
 	ec2 *ec2.Client
+	// endpoint is the Auto Scaling client's endpoint when it is not AWS's
+	// own (a pool's endpoint, AWS_ENDPOINT_URL); "" on AWS.
+	endpoint string
+	// noRefreshes is set once the endpoint has answered that it does not
+	// implement DescribeInstanceRefreshes (see busy); guarded by
+	// Provider.mu.
+	noRefreshes bool
 }
 
 // groupMemo is what the provider remembers of a pool's Auto Scaling group
@@ -180,17 +187,21 @@ func (p *Provider) client(ctx context.Context, pool fleet.Pool) (*clients, error
 		return nil, fmt.Errorf("pool %s: no AWS region: set the pool's region or AWS_REGION", pool.Name)
 	}
 	cfg.APIOptions = append(cfg.APIOptions, p.opts.APIOptions...)
+	asg := autoscaling.NewFromConfig(cfg, func(o *autoscaling.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
 	c := &clients{
-		asg: autoscaling.NewFromConfig(cfg, func(o *autoscaling.Options) {
-			if endpoint != "" {
-				o.BaseEndpoint = aws.String(endpoint)
-			}
-		}),
+		asg: asg,
 		ec2: ec2.NewFromConfig(cfg, func(o *ec2.Options) {
 			if endpoint != "" {
 				o.BaseEndpoint = aws.String(endpoint)
 			}
 		}),
+		// The client's own: a pool's endpoint, or AWS_ENDPOINT_URL and
+		// its kin as the SDK read them.
+		endpoint: aws.ToString(asg.Options().BaseEndpoint),
 	}
 	p.clients[key] = c
 	return c, nil

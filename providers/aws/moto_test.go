@@ -42,13 +42,15 @@ func motoURL(t *testing.T) string {
 // proxy stands in front of moto and records every call. It answers what
 // moto cannot produce: injected errors (capacity, throttling, quota, as
 // AWS sends them, so the SDK's own error parsing and retries run), and
-// DescribeInstanceRefreshes, which moto does not implement.
+// DescribeInstanceRefreshes, which moto does not implement (unless
+// passRefreshes is set: then moto answers it, as it does, with an HTML 500).
 type proxy struct {
 	*httptest.Server
-	mu        sync.Mutex
-	calls     []call
-	faults    map[string][]fault // by action, used in order
-	refreshes map[string]string  // group -> status of its instance refresh
+	mu            sync.Mutex
+	calls         []call
+	faults        map[string][]fault // by action, used in order
+	refreshes     map[string]string  // group -> status of its instance refresh
+	passRefreshes bool
 }
 
 type call struct {
@@ -57,6 +59,9 @@ type call struct {
 }
 
 // fault is an error answer: times is how many calls it answers (0: all).
+// It is an AWS error document with code and message; without a code, the
+// message is the whole body, an HTML page (what a gateway, or a server
+// that is not AWS, answers).
 type fault struct {
 	status        int
 	code, message string
@@ -89,11 +94,12 @@ func newProxy(t *testing.T) *proxy {
 			ff = *f
 		}
 		refresh := p.refreshes[form.Get("AutoScalingGroupName")]
+		pass := p.passRefreshes
 		p.mu.Unlock()
 		switch {
 		case f != nil:
 			writeError(w, c.service, ff)
-		case c.action == "DescribeInstanceRefreshes":
+		case c.action == "DescribeInstanceRefreshes" && !pass:
 			writeRefreshes(w, form.Get("AutoScalingGroupName"), refresh)
 		default:
 			rp.ServeHTTP(w, r)
@@ -115,6 +121,12 @@ func service(r *http.Request) string {
 }
 
 func writeError(w http.ResponseWriter, svc string, f fault) {
+	if f.code == "" {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(f.status)
+		io.WriteString(w, f.message)
+		return
+	}
 	w.Header().Set("Content-Type", "text/xml")
 	w.WriteHeader(f.status)
 	if svc == "ec2" {
@@ -137,6 +149,14 @@ func (p *proxy) inject(action string, f fault) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.faults[action] = append(p.faults[action], f)
+}
+
+// refreshesFromMoto lets DescribeInstanceRefreshes through to moto, which
+// does not implement it.
+func (p *proxy) refreshesFromMoto() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.passRefreshes = true
 }
 
 func (p *proxy) setRefresh(group, status string) {

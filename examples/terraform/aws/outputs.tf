@@ -16,3 +16,13 @@ output "capacity_reservation_id" {
   description = "The capacity reservation the reserved group launches into."
   value       = aws_ec2_capacity_reservation.a100.id
 }
+
+output "controller_instance_profile_name" {
+  description = "The instance profile to run the Fleetcast controller with: its role's policy is providers/aws/iam-policy.json."
+  value       = aws_iam_instance_profile.controller.name
+}
+
+output "controller_role_arn" {
+  description = "The controller's IAM role."
+  value       = aws_iam_role.controller.arn
+}

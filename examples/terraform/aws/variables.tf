@@ -25,6 +25,12 @@ variable "instance_profile_name" {
   type        = string
 }
 
+variable "controller_role_name" {
+  description = "Name of the controller's IAM role and instance profile (controller.tf). IAM names are per account: give each fleet's controller its own."
+  type        = string
+  default     = "fleetcast-controller"
+}
+
 variable "gpu_ami_id" {
   description = "AMI of the GPU nodes: it needs the NVIDIA driver with nvidia-persistenced, the AWS CLI and systemd. When null, the newest AWS Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) is used; pin an id in production so that new nodes do not change AMI on the next apply."
   type        = string
