@@ -3,6 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,12 +122,33 @@ func (c *Credential) Token(ctx context.Context) (string, error) {
 	return c.Token(ctx)
 }
 
-// Refused handles the controller's refusal of the credential: the agent
-// bootstraps again when it can (the controller refuses that too unless it
-// no longer holds a good credential for the node: revoked, or lost).
+// Refused handles the controller's refusal of the credential. A
+// credential in File other than the one in use (an operator put one
+// there), or the one a rotation made whose answer was lost, is taken up;
+// otherwise the agent bootstraps again when it can (the controller
+// refuses that too unless the node's credential was revoked or lost).
 func (c *Credential) Refused(ctx context.Context, e *RefusedError) error {
-	if c.BootstrapFile == "" || e.Status != http.StatusUnauthorized {
+	if e.Status != http.StatusUnauthorized {
 		return fmt.Errorf("the controller refused this node's credential (%s): %s", e.Code, e.Reason)
+	}
+	c.mu.Lock()
+	used := c.token
+	c.mu.Unlock()
+	if c.File != "" {
+		if next, err := secretFile(c.next()); err == nil && next != "" && next != used {
+			if err := os.Rename(c.next(), c.File); err != nil {
+				return fmt.Errorf("taking up the rotated credential: %w", err)
+			}
+			c.set(next)
+			return nil
+		}
+		if tok, err := secretFile(c.File); err == nil && tok != "" && tok != used {
+			c.set(tok)
+			return nil
+		}
+	}
+	if c.BootstrapFile == "" {
+		return fmt.Errorf("the controller refused this node's credential (%s): %s; put a new one in %s (`autoscaler token issue %s`)", e.Code, e.Reason, c.File, c.Node)
 	}
 	if c.Log != nil {
 		c.Log.Warn("the controller refused the credential; bootstrapping again", "code", e.Code, "reason", e.Reason)
@@ -143,10 +166,15 @@ func (c *Credential) Bootstrap(ctx context.Context) error {
 	if c.Identity == nil {
 		return errors.New("bootstrap: no source of the instance's identity (-identity)")
 	}
+	nonce, err := c.nonce()
+	if err != nil {
+		return err
+	}
 	id, err := c.Identity(ctx)
 	if err != nil {
 		return fmt.Errorf("bootstrap: the instance's identity: %w", err)
 	}
+	id.Nonce = nonce
 	body, err := json.Marshal(id)
 	if err != nil {
 		return err
@@ -155,28 +183,75 @@ func (c *Credential) Bootstrap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if a.Credential == "" {
+		return errors.New("bootstrap: the controller's answer holds no credential")
+	}
 	if c.Log != nil {
 		c.Log.Info("node credential obtained", "issued", a.Issued)
 	}
 	return c.keep(a.Credential)
 }
 
-// Rotate exchanges the credential for a new one, which it keeps in File
-// first (the old one stays good at the controller until the new one is
-// used, so a lost answer costs nothing).
+// Rotate replaces the credential with one the agent makes and keeps
+// first (in File + ".next"), sending the controller only its hash: if the
+// answer is lost, the controller holds nothing the agent lacks, and the
+// next refusal takes the new one up (see Refused).
 func (c *Credential) Rotate(ctx context.Context) error {
 	token, err := c.Token(ctx)
 	if err != nil {
 		return err
 	}
-	a, err := c.call(ctx, "/credential/rotate", token, nil, "rotation")
+	if c.File == "" {
+		return errors.New("rotation: no credential file to keep the new credential in")
+	}
+	next := report.NewCredential(c.Node)
+	if err := writeSecret(c.next(), next); err != nil {
+		return fmt.Errorf("rotation: %w", err)
+	}
+	body, _ := json.Marshal(report.RotateRequest{Next: report.Hash(next)})
+	a, err := c.call(ctx, "/credential/rotate", token, body, "rotation")
 	if err != nil {
 		return err
 	}
+	if err := os.Rename(c.next(), c.File); err != nil {
+		return fmt.Errorf("rotation: keeping the new credential: %w", err)
+	}
+	c.set(next)
 	if c.Log != nil {
 		c.Log.Info("node credential rotated", "issued", a.Issued)
 	}
-	return c.keep(a.Credential)
+	return nil
+}
+
+// next is where a rotation keeps the new credential until the controller
+// took it.
+func (c *Credential) next() string { return c.File + ".next" }
+
+// nonce returns the agent's bootstrap nonce, kept beside the credential
+// (File + ".nonce", mode 0600), made on first use: after a revocation only
+// the agent with it may bootstrap the node again.
+func (c *Credential) nonce() (string, error) {
+	path := c.File + ".nonce"
+	n, err := secretFile(path)
+	if err == nil && len(n) >= 32 {
+		return n, nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("bootstrap nonce: %w", err)
+	}
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	n = hex.EncodeToString(raw)
+	if err := writeSecret(path, n); err != nil {
+		return "", fmt.Errorf("bootstrap nonce: %w", err)
+	}
+	return n, nil
+}
+
+func (c *Credential) set(token string) {
+	c.mu.Lock()
+	c.token = token
+	c.mu.Unlock()
 }
 
 // Issued returns when the credential in File was written (zero when there
@@ -213,37 +288,43 @@ func (c *Credential) call(ctx context.Context, path, bearer string, body []byte,
 		return report.CredentialAnswer{}, refusal(what, resp)
 	}
 	var a report.CredentialAnswer
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&a); err != nil || a.Credential == "" {
-		return report.CredentialAnswer{}, fmt.Errorf("%s: the controller's answer holds no credential (%v)", what, err)
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&a); err != nil {
+		return report.CredentialAnswer{}, fmt.Errorf("%s: the controller's answer: %w", what, err)
 	}
 	return a, nil
 }
 
-// keep writes the credential to File (a new file, renamed over the old one)
-// and uses it from now on.
+// keep writes the credential to File and uses it from now on.
 func (c *Credential) keep(token string) error {
 	if c.File != "" {
-		tmp, err := os.CreateTemp(filepath.Dir(c.File), ".credential-*")
-		if err != nil {
+		if err := writeSecret(c.File, token); err != nil {
 			return fmt.Errorf("keeping the credential: %w", err)
 		}
-		_, err = tmp.WriteString(token + "\n")
-		if err == nil {
-			err = tmp.Sync()
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), c.File)
-		}
-		if err != nil {
-			os.Remove(tmp.Name())
-			return fmt.Errorf("keeping the credential in %s: %w", c.File, err)
-		}
 	}
-	c.mu.Lock()
-	c.token = token
-	c.mu.Unlock()
+	c.set(token)
+	return nil
+}
+
+// writeSecret writes a secret to path (a new file, mode 0600, synced and
+// renamed over the old one).
+func writeSecret(path, secret string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".credential-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.WriteString(secret + "\n")
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
 	return nil
 }

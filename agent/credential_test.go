@@ -23,21 +23,30 @@ func TestCredential(t *testing.T) {
 	dir := t.TempDir()
 	const secret = "0123456789abcdef0123456789abcdef"
 	var issued atomic.Int32
+	var nextHash atomic.Value
+	var loseAnswer atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		bearer := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		switch r.URL.Path {
 		case "/v1/agents/i-1/credential":
 			var req report.CredentialRequest
-			if bearer != secret || json.NewDecoder(r.Body).Decode(&req) != nil || req.AWS == nil || req.AWS.Document != "doc" {
+			if bearer != secret || json.NewDecoder(r.Body).Decode(&req) != nil || req.AWS == nil || req.AWS.Document != "doc" || len(req.Nonce) < 32 {
 				w.Header().Set(report.CodeHeader, "bad-secret")
 				http.Error(w, "no", http.StatusUnauthorized)
 				return
 			}
 		case "/v1/agents/i-1/credential/rotate":
-			if !strings.HasPrefix(bearer, "cred-") {
+			var req report.RotateRequest
+			if !strings.HasPrefix(bearer, "cred-") && !strings.HasPrefix(bearer, "fcn1.") || json.NewDecoder(r.Body).Decode(&req) != nil {
 				http.Error(w, "no", http.StatusUnauthorized)
 				return
 			}
+			nextHash.Store(req.Next)
+			if loseAnswer.Load() {
+				panic(http.ErrAbortHandler) // committed; the answer is lost
+			}
+			json.NewEncoder(w).Encode(report.CredentialAnswer{Node: "i-1"})
+			return
 		default:
 			http.NotFound(w, r)
 			return
@@ -73,12 +82,40 @@ func TestCredential(t *testing.T) {
 	if err := c.Rotate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(file); strings.TrimSpace(string(b)) != "cred-3" {
-		t.Fatalf("after rotation the file holds %q", b)
+	b, _ := os.ReadFile(file)
+	rotated := strings.TrimSpace(string(b))
+	if report.Hash(rotated) != nextHash.Load() || !strings.HasPrefix(rotated, "fcn1.") {
+		t.Fatalf("after rotation the file holds %q, whose hash is not the one sent", rotated)
+	}
+	if tok, _ := c.Token(ctx); tok != rotated {
+		t.Fatalf("after rotation the agent uses %q", tok)
+	}
+	// A rotation whose answer is lost: the controller took the new one, the
+	// agent kept it aside, and takes it up at the next refusal rather than
+	// bootstrapping.
+	loseAnswer.Store(true)
+	if err := c.Rotate(ctx); err == nil {
+		t.Fatal("a lost answer: want an error")
+	}
+	loseAnswer.Store(false)
+	if err := c.Refused(ctx, &RefusedError{Status: 401, Code: "superseded"}); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ = c.Token(ctx)
+	if report.Hash(tok) != nextHash.Load() || issued.Load() != 2 {
+		t.Fatalf("after a lost rotation answer the agent uses %q (bootstraps %d), not the credential it made", tok, issued.Load())
+	}
+	// A credential an operator put in the file is taken up at a refusal.
+	os.WriteFile(file, []byte("fcn1.from-the-operator\n"), 0o600)
+	if err := c.Refused(ctx, &RefusedError{Status: 401, Code: "superseded"}); err != nil {
+		t.Fatal(err)
+	}
+	if tok, _ := c.Token(ctx); tok != "fcn1.from-the-operator" || issued.Load() != 2 {
+		t.Fatalf("the operator's credential was not taken up: %q", tok)
 	}
 	// A fresh agent reads the file.
 	c2 := &Credential{File: file, Node: "i-1"}
-	if tok, err := c2.Token(ctx); err != nil || tok != "cred-3" {
+	if tok, err := c2.Token(ctx); err != nil || tok != "fcn1.from-the-operator" {
 		t.Fatalf("reading the file: %q, %v", tok, err)
 	}
 	// Files others may read are refused.
@@ -101,5 +138,20 @@ func TestCredential(t *testing.T) {
 	var refused *RefusedError
 	if err := c.Bootstrap(ctx); !errors.As(err, &refused) || refused.Code != "bad-secret" {
 		t.Fatalf("a wrong secret: %v", err)
+	}
+}
+
+// TestNotifyStatusIsOneLine: the controller's words in a STATUS= line can
+// add no assignment (READY=1) for the service manager.
+func TestNotifyStatusIsOneLine(t *testing.T) {
+	var got string
+	r := &Reporter{Notify: func(s string) { got = s }}
+	r.notify("STATUS=not reporting: refused\nREADY=1\n" + strings.Repeat("x", 500))
+	if strings.Contains(got, "\n") || len(got) > 220 || !strings.HasPrefix(got, "STATUS=not reporting: refused READY=1 x") {
+		t.Fatalf("%q", got)
+	}
+	r.notify("READY=1\nSTATUS=reporting")
+	if got != "READY=1\nSTATUS=reporting" {
+		t.Fatalf("%q", got)
 	}
 }

@@ -99,10 +99,21 @@ func (r *Reporter) Run(ctx context.Context) error {
 	}
 }
 
+// notify tells the service manager; a STATUS= text is one line of at
+// most 200 characters (it may quote the controller, which must not add
+// assignments such as READY=1).
 func (r *Reporter) notify(state string) {
-	if r.Notify != nil {
-		r.Notify(state)
+	if r.Notify == nil {
+		return
 	}
+	if head, text, ok := strings.Cut(state, "STATUS="); ok {
+		text = strings.Join(strings.Fields(text), " ")
+		if len(text) > 200 {
+			text = text[:200] + "..."
+		}
+		state = head + "STATUS=" + text
+	}
+	r.Notify(state)
 }
 
 // rotate rotates the credential when it is RotateEvery old; a failure is

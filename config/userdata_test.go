@@ -50,6 +50,11 @@ func TestAWSUserDataRenders(t *testing.T) {
 		t.Fatal(diags)
 	}
 	script := out.AsString()
+	// EC2 takes at most 16 KB of user data (before base64); leave room for
+	// a CA bundle of a few certificates.
+	if n := len(script) + 6<<10; n > 16<<10 {
+		t.Errorf("the user data is %d bytes; with a 6 KiB CA bundle it would pass EC2's 16 KB limit", len(script))
+	}
 	if !strings.Contains(script, string(setup)) {
 		t.Error("the rendered user data does not hold node-setup.sh as it is")
 	}

@@ -302,9 +302,9 @@ type fleetView struct {
 }
 
 // LivePool returns the pool node is a live instance of, as the last cycle
-// observed the fleet: listed by its pool's group and not going away (an
-// instance the controller did not launch counts: Terraform's first nodes
-// are such). It is what a node's bootstrap is checked against.
+// observed the fleet: listed by its pool's group, or an orphan of this
+// fleet, and not going away (an instance the controller did not launch
+// counts: Terraform's first nodes are such). It is what a node's bootstrap is checked against.
 func (c *Controller) LivePool(node string) (fleet.Pool, bool) {
 	last := c.Last()
 	if last.State == nil {
@@ -315,8 +315,13 @@ func (c *Controller) LivePool(node string) (fleet.Pool, bool) {
 		if n.ID != node {
 			continue
 		}
-		if n.Orphan || n.State == fleet.Terminating {
+		if n.State == fleet.Terminating {
 			return fleet.Pool{}, false
+		}
+		if n.Orphan {
+			// A pool the config no longer has: its agent must report for
+			// the node to be reaped (its region is not known here).
+			return fleet.Pool{Name: n.Pool}, true
 		}
 		for _, p := range c.cfg.Pools {
 			if p.Name == n.Pool {

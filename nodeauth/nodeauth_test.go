@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,21 @@ func code(err error) Code {
 	return ""
 }
 
+const (
+	nonceA = "nonce-of-a-0123456789abcdef0123456789"
+	nonceB = "nonce-of-b-0123456789abcdef0123456789"
+)
+
+// rotate rotates node's credential cur to a new one, as an agent does.
+func rotate(t *testing.T, r *Registry, node, cur string) string {
+	t.Helper()
+	next := report.NewCredential(node)
+	if _, err := r.Rotate(node, cur, report.Hash(next)); err != nil {
+		t.Fatal(err)
+	}
+	return next
+}
+
 func TestRegistryLifecycle(t *testing.T) {
 	dir := t.TempDir()
 	clk := &clock{time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)}
@@ -49,11 +65,11 @@ func TestRegistryLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _, err := r.Issue("i-a", "pool-1", ViaBootstrap)
+	a, _, err := r.Issue("i-a", "pool-1", ViaBootstrap, report.Hash(nonceA))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := r.Issue("i-b", "pool-1", ViaBootstrap)
+	b, _, err := r.Issue("i-b", "pool-1", ViaBootstrap, report.Hash(nonceB))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +83,8 @@ func TestRegistryLifecycle(t *testing.T) {
 	}{
 		{"another node's credential", "i-b", a, WrongNode, 403},
 		{"garbage", "i-a", "hello", Malformed, 401},
-		{"a forged credential naming a", "i-a", newToken("i-a"), Superseded, 401},
-		{"never issued", "i-c", newToken("i-c"), Unknown, 401},
+		{"a forged credential naming a", "i-a", report.NewCredential("i-a"), Superseded, 401},
+		{"never issued", "i-c", report.NewCredential("i-c"), Unknown, 401},
 	} {
 		err := r.Check(tt.node, tt.token)
 		var e *Error
@@ -78,15 +94,12 @@ func TestRegistryLifecycle(t *testing.T) {
 	}
 	// The bootstrap secret cannot get a registered node another one; an
 	// operator can.
-	if _, _, err := r.Issue("i-a", "pool-1", ViaBootstrap); code(err) != Registered {
+	if _, _, err := r.Issue("i-a", "pool-1", ViaBootstrap, report.Hash(nonceA)); code(err) != Registered {
 		t.Fatalf("a second bootstrap of a registered node: %v, want %s", err, Registered)
 	}
 
 	// Rotation: the old credential is good until the new one is used.
-	a2, _, err := r.Rotate("i-a", a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a2 := rotate(t, r, "i-a", a)
 	if err := r.Check("i-a", a); err != nil {
 		t.Fatalf("the old credential within the grace, before the new one was used: %v", err)
 	}
@@ -97,26 +110,37 @@ func TestRegistryLifecycle(t *testing.T) {
 		t.Fatalf("the rotated-out credential after the new one was used: %v, want %s", err, Superseded)
 	}
 	// ... or until the grace ends.
-	b2, _, err := r.Rotate("i-b", b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b2 := rotate(t, r, "i-b", b)
 	clk.t = clk.t.Add(DefaultGrace + time.Second)
 	if err := r.Check("i-b", b); code(err) != Superseded {
 		t.Fatalf("the rotated-out credential after the grace: %v, want %s", err, Superseded)
 	}
 
 	// Revocation: refused at once, and the node may bootstrap again.
-	if _, err := r.Revoke("i-b"); err != nil {
+	if _, err := r.Revoke("i-b", false); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Check("i-b", b2); code(err) != Revoked {
 		t.Fatalf("a revoked credential: %v, want %s", err, Revoked)
 	}
-	b3, _, err := r.Issue("i-b", "pool-1", ViaBootstrap)
+	// Only the agent that registered the node (its nonce) bootstraps it
+	// again: a copy of the identity document and the secret is not enough.
+	if _, _, err := r.Issue("i-b", "pool-1", ViaBootstrap, report.Hash("someone-else-0123456789abcdef0123")); code(err) != Registered {
+		t.Fatalf("a bootstrap of a revoked node with another nonce: %v, want %s", err, Registered)
+	}
+	b3, _, err := r.Issue("i-b", "pool-1", ViaBootstrap, report.Hash(nonceB))
 	if err != nil {
 		t.Fatalf("bootstrap after a revocation: %v", err)
 	}
+	// Only the current credential rotates: one in grace cannot evict it.
+	a3 := rotate(t, r, "i-a", a2)
+	if _, err := r.Rotate("i-a", a2, report.Hash(report.NewCredential("i-a"))); code(err) != Superseded {
+		t.Fatalf("rotating with the credential in grace: %v, want %s", err, Superseded)
+	}
+	if err := r.Check("i-a", a3); err != nil {
+		t.Fatal(err)
+	}
+	a2 = a3
 
 	// A restarted controller knows them all; the state holds no credential.
 	st.Close()
@@ -191,9 +215,14 @@ func newFixture(t testing.TB) *fixture {
 	return f
 }
 
-func (f *fixture) identity(t *testing.T, instance, region string) *report.AWSIdentity {
+func (f *fixture) identity(t testing.TB, instance, region string) *report.AWSIdentity {
 	doc, _ := json.MarshalIndent(map[string]any{"instanceId": instance, "region": region, "accountId": "0123456789", "pendingTime": "2026-12-02T08:00:00Z"}, "", "  ")
 	return &report.AWSIdentity{Document: string(doc), Signature: f.signer.Sign(t, doc)}
+}
+
+// req is a bootstrap request with the identity and nonce nonceA.
+func req(id *report.AWSIdentity) report.CredentialRequest {
+	return report.CredentialRequest{Nonce: nonceA, AWS: id}
 }
 
 func (f *fixture) do(t *testing.T, method, path, bearer string, body any) *httptest.ResponseRecorder {
@@ -237,14 +266,15 @@ func TestBootstrap(t *testing.T) {
 		status             int
 		code               Code
 	}{
-		{"no secret", "i-a", "", report.CredentialRequest{AWS: f.identity(t, "i-a", "us-east-1")}, 401, BadSecret},
-		{"wrong secret", "i-a", strings.Repeat("x", 64), report.CredentialRequest{AWS: f.identity(t, "i-a", "us-east-1")}, 401, BadSecret},
-		{"no identity", "i-a", f.secret, report.CredentialRequest{}, 400, BadIdentity},
-		{"signed by another key", "i-a", f.secret, report.CredentialRequest{AWS: forged}, 403, BadIdentity},
-		{"tampered document", "i-b", f.secret, report.CredentialRequest{AWS: tampered}, 403, BadIdentity},
-		{"another instance's document", "i-b", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-a", "us-east-1")}, 403, BadIdentity},
-		{"no live instance", "i-gone", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-gone", "us-east-1")}, 403, NotLive},
-		{"another region", "i-a", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-a", "eu-west-1")}, 403, BadIdentity},
+		{"no secret", "i-a", "", req(f.identity(t, "i-a", "us-east-1")), 401, BadSecret},
+		{"wrong secret", "i-a", strings.Repeat("x", 64), req(f.identity(t, "i-a", "us-east-1")), 401, BadSecret},
+		{"no identity", "i-a", f.secret, report.CredentialRequest{Nonce: nonceA}, 400, BadIdentity},
+		{"no nonce", "i-a", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-a", "us-east-1")}, 400, Malformed},
+		{"signed by another key", "i-a", f.secret, req(forged), 403, BadIdentity},
+		{"tampered document", "i-b", f.secret, req(tampered), 403, BadIdentity},
+		{"another instance's document", "i-b", f.secret, req(f.identity(t, "i-a", "us-east-1")), 403, BadIdentity},
+		{"no live instance", "i-gone", f.secret, req(f.identity(t, "i-gone", "us-east-1")), 403, NotLive},
+		{"another region", "i-a", f.secret, req(f.identity(t, "i-a", "eu-west-1")), 403, BadIdentity},
 	} {
 		rec := f.do(t, "POST", "/v1/agents/"+tt.node+"/credential", tt.bearer, tt.req)
 		if rec.Code != tt.status || rec.Header().Get(report.CodeHeader) != string(tt.code) {
@@ -254,12 +284,12 @@ func TestBootstrap(t *testing.T) {
 	if n := len(f.srv.Registry.List()); n != 0 {
 		t.Fatalf("refusals issued %d credentials", n)
 	}
-	a := credential(t, f.do(t, "POST", "/v1/agents/i-a/credential", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-a", "us-east-1")}))
+	a := credential(t, f.do(t, "POST", "/v1/agents/i-a/credential", f.secret, req(f.identity(t, "i-a", "us-east-1"))))
 	if err := f.srv.Registry.Check("i-a", a); err != nil {
 		t.Fatal(err)
 	}
 	// The secret again, for the registered node: refused.
-	rec := f.do(t, "POST", "/v1/agents/i-a/credential", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-a", "us-east-1")})
+	rec := f.do(t, "POST", "/v1/agents/i-a/credential", f.secret, req(f.identity(t, "i-a", "us-east-1")))
 	if rec.Code != 409 || rec.Header().Get(report.CodeHeader) != string(Registered) || !strings.Contains(rec.Body.String(), "autoscaler token revoke i-a") {
 		t.Fatalf("a second bootstrap: %d %q", rec.Code, rec.Body)
 	}
@@ -277,15 +307,33 @@ func TestBootstrap(t *testing.T) {
 	if err := f.srv.Registry.Check("i-a", a); code(err) != Revoked {
 		t.Fatalf("after revocation: %v", err)
 	}
-	a2 := credential(t, f.do(t, "POST", "/v1/agents/i-a/credential", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-a", "us-east-1")}))
-	// Rotation over HTTP.
-	a3 := credential(t, f.do(t, "POST", "/v1/agents/i-a/credential/rotate", a2, nil))
+	a2 := credential(t, f.do(t, "POST", "/v1/agents/i-a/credential", f.secret, req(f.identity(t, "i-a", "us-east-1"))))
+	// Rotation over HTTP: the agent sends the hash of the credential it
+	// made, never the credential; the answer holds none.
+	a3 := report.NewCredential("i-a")
+	rec = f.do(t, "POST", "/v1/agents/i-a/credential/rotate", a2, report.RotateRequest{Next: report.Hash(a3)})
+	if rec.Code != 200 || strings.Contains(rec.Body.String(), `"credential"`) {
+		t.Fatalf("rotation: %d %s", rec.Code, rec.Body)
+	}
 	if err := f.srv.Registry.Check("i-a", a3); err != nil {
 		t.Fatal(err)
 	}
-	if rec := f.do(t, "POST", "/v1/agents/i-b/credential/rotate", a3, nil); rec.Code != 403 {
+	if rec := f.do(t, "POST", "/v1/agents/i-b/credential/rotate", a3, report.RotateRequest{Next: report.Hash("x")}); rec.Code != 403 {
 		t.Fatalf("rotating another node's credential: %d", rec.Code)
 	}
+	if rec := f.do(t, "POST", "/v1/agents/i-a/credential/rotate", a3, report.RotateRequest{Next: "not-a-hash"}); rec.Code != 400 {
+		t.Fatalf("rotating to something not a hash: %d", rec.Code)
+	}
+	// Revoked with forget: any agent may bootstrap the node again (a node
+	// that lost its nonce); without, only the one with the nonce.
+	f.do(t, "DELETE", "/v1/agents/i-a/credential", apiToken, nil)
+	stranger := req(f.identity(t, "i-a", "us-east-1"))
+	stranger.Nonce = nonceB
+	if rec := f.do(t, "POST", "/v1/agents/i-a/credential", f.secret, stranger); rec.Code != 409 {
+		t.Fatalf("a bootstrap of a revoked node with another nonce: %d %s", rec.Code, rec.Body)
+	}
+	f.do(t, "DELETE", "/v1/agents/i-a/credential?forget=true", apiToken, nil)
+	credential(t, f.do(t, "POST", "/v1/agents/i-a/credential", f.secret, stranger))
 	// An operator issues for any node, without an identity.
 	op := credential(t, f.do(t, "POST", "/v1/agents/rack-7/credential", apiToken, nil))
 	if err := f.srv.Registry.Check("rack-7", op); err != nil {
@@ -293,6 +341,9 @@ func TestBootstrap(t *testing.T) {
 	}
 	var list []state.Credential
 	rec = f.do(t, "GET", "/v1/credentials", apiToken, nil)
+	if strings.Contains(rec.Body.String(), `"nonce"`) {
+		t.Fatalf("the list shows nonces: %s", rec.Body)
+	}
 	if json.Unmarshal(rec.Body.Bytes(), &list) != nil || len(list) != 2 || list[0].Node != "i-a" || list[0].Via != ViaBootstrap || list[1].Via != ViaOperator {
 		t.Fatalf("list: %s", rec.Body)
 	}
@@ -302,7 +353,7 @@ func TestBootstrap(t *testing.T) {
 	if err := os.Chmod(f.srv.BootstrapFile, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if rec := f.do(t, "POST", "/v1/agents/i-b/credential", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-b", "us-east-1")}); rec.Code != 500 {
+	if rec := f.do(t, "POST", "/v1/agents/i-b/credential", f.secret, req(f.identity(t, "i-b", "us-east-1"))); rec.Code != 500 {
 		t.Fatalf("a world-readable secret: %d %s", rec.Code, rec.Body)
 	}
 	fresh := strings.Repeat("c", 64)
@@ -312,10 +363,17 @@ func TestBootstrap(t *testing.T) {
 	if err := os.Chmod(f.srv.BootstrapFile, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if rec := f.do(t, "POST", "/v1/agents/i-b/credential", f.secret, report.CredentialRequest{AWS: f.identity(t, "i-b", "us-east-1")}); rec.Code != 401 {
+	if rec := f.do(t, "POST", "/v1/agents/i-b/credential", f.secret, req(f.identity(t, "i-b", "us-east-1"))); rec.Code != 401 {
 		t.Fatalf("the replaced secret: %d", rec.Code)
 	}
-	credential(t, f.do(t, "POST", "/v1/agents/i-b/credential", fresh, report.CredentialRequest{AWS: f.identity(t, "i-b", "us-east-1")}))
+	credential(t, f.do(t, "POST", "/v1/agents/i-b/credential", fresh, req(f.identity(t, "i-b", "us-east-1"))))
+	// Two secrets, one per line: both count (the old one while nodes that
+	// carry it remain).
+	if err := os.WriteFile(f.srv.BootstrapFile, []byte(fresh+"\n"+f.secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.do(t, "DELETE", "/v1/agents/i-b/credential", apiToken, nil)
+	credential(t, f.do(t, "POST", "/v1/agents/i-b/credential", f.secret, req(f.identity(t, "i-b", "us-east-1"))))
 }
 
 func TestLoadCertificates(t *testing.T) {
@@ -341,7 +399,7 @@ func BenchmarkCheck(b *testing.B) {
 	}
 	defer st.Close()
 	r, _ := NewRegistry(st, nil, nil)
-	tok, _, _ := r.Issue("i-1", "p", ViaOperator)
+	tok, _, _ := r.Issue("i-1", "p", ViaOperator, "")
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := r.Check("i-1", tok); err != nil {
@@ -354,9 +412,9 @@ func BenchmarkCheck(b *testing.B) {
 // request with an identity the trust root signed, for the node named,
 // gets a credential.
 func FuzzBootstrap(f *testing.F) {
-	good, _ := json.Marshal(report.CredentialRequest{AWS: &report.AWSIdentity{Document: `{"instanceId":"i-a","region":"us-east-1"}`, Signature: "AAAA"}})
+	good, _ := json.Marshal(req(&report.AWSIdentity{Document: `{"instanceId":"i-a","region":"us-east-1"}`, Signature: "AAAA"}))
 	f.Add(good)
-	f.Add([]byte(`{"aws":{"document":"","signature":""}}`))
+	f.Add([]byte(`{"nonce":"0123456789abcdef0123456789abcdef","aws":{"document":"","signature":""}}`))
 	f.Add([]byte(`{"aws":null}`))
 	f.Add([]byte(`{"gcp":{}}`))
 	fx := newFixture(f)
@@ -373,4 +431,56 @@ func FuzzBootstrap(f *testing.F) {
 			t.Fatalf("status %d for a bad request %q", rec.Code, body)
 		}
 	})
+}
+
+// TestForget: an operator's forget lets any agent bootstrap the node (it
+// lost its files), and a gone node's record goes.
+func TestForget(t *testing.T) {
+	r, err := NewRegistry(openStore(t, t.TempDir()), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Issue("i-a", "p", ViaBootstrap, report.Hash(nonceA)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Revoke("i-a", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Issue("i-a", "p", ViaBootstrap, report.Hash(nonceB)); err != nil {
+		t.Fatalf("a bootstrap with a new nonce after forget: %v", err)
+	}
+	if err := r.Forget("i-a"); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.List()) != 0 {
+		t.Fatal("Forget left the record")
+	}
+}
+
+// TestRotateRacesOperatorIssue: a rotation and an operator's re-issue at
+// once end in either order, never mixed: the rotated-out credential is
+// never good again after the operator's issue voided it.
+func TestRotateRacesOperatorIssue(t *testing.T) {
+	for i := range 300 {
+		r, _ := NewRegistry(openStore(t, t.TempDir()), nil, nil)
+		stolen, _, _ := r.Issue("i-a", "gpu", ViaBootstrap, report.Hash(nonceA))
+		next := report.NewCredential("i-a")
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		var rotErr error
+		var issued string
+		wg.Add(2)
+		go func() { defer wg.Done(); <-start; issued, _, _ = r.Issue("i-a", "", ViaOperator, "") }()
+		go func() { defer wg.Done(); <-start; _, rotErr = r.Rotate("i-a", stolen, report.Hash(next)) }()
+		close(start)
+		wg.Wait()
+		cur := r.byNode["i-a"]
+		if rotErr == nil && cur.Hash == report.Hash(next) {
+			continue // the rotation came last: fine
+		}
+		if r.Check("i-a", stolen) == nil || r.Check("i-a", next) == nil || r.Check("i-a", issued) != nil {
+			t.Fatalf("iteration %d: after the operator's issue, the old credential %v, the rotation's %v, the operator's %v",
+				i, r.Check("i-a", stolen), r.Check("i-a", next), r.Check("i-a", issued))
+		}
+	}
 }

@@ -23,11 +23,7 @@
 package nodeauth
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
@@ -37,6 +33,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/state"
 )
 
@@ -142,35 +139,6 @@ func NewRegistry(store Store, now func() time.Time, log hclog.Logger) (*Registry
 	return r, nil
 }
 
-// tokenPrefix marks a Fleetcast node credential (version 1).
-const tokenPrefix = "fcn1"
-
-// newToken returns a fresh credential for node: its name and 32 random
-// bytes.
-func newToken(node string) string {
-	raw := make([]byte, 32)
-	rand.Read(raw)
-	return tokenPrefix + "." + base64.RawURLEncoding.EncodeToString([]byte(node)) + "." + base64.RawURLEncoding.EncodeToString(raw)
-}
-
-// tokenNode returns the node a credential names.
-func tokenNode(token string) (string, bool) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 || parts[0] != tokenPrefix || parts[2] == "" {
-		return "", false
-	}
-	node, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil || len(node) == 0 {
-		return "", false
-	}
-	return string(node), true
-}
-
-func hash(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
-
 func same(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
 // Check returns nil when token is node's credential (its current one, or
@@ -179,58 +147,84 @@ func same(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byt
 // for another node's good credential. A node's first use of a rotated
 // credential ends the old one's grace.
 func (r *Registry) Check(node, token string) error {
-	owner, ok := tokenNode(token)
-	if !ok {
-		return refuse(http.StatusUnauthorized, Malformed, "malformed credential: not a Fleetcast node credential (bootstrap the node, or issue one with `autoscaler token issue`)")
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	_, _, err := r.checkLocked(node, token)
+	return err
+}
+
+// checkLocked is Check with r.mu held; it returns the node's record and
+// whether token is its current credential (not the one in grace).
+func (r *Registry) checkLocked(node, token string) (state.Credential, bool, error) {
+	owner, ok := report.CredentialNode(token)
+	if !ok {
+		return state.Credential{}, false, refuse(http.StatusUnauthorized, Malformed, "malformed credential: not a Fleetcast node credential (bootstrap the node, or issue one with `autoscaler token issue`)")
+	}
 	c, ok := r.byNode[owner]
 	if !ok {
-		return refuse(http.StatusUnauthorized, Unknown, "no credential was issued to node %q (or the controller lost its state): bootstrap again", owner)
+		return state.Credential{}, false, refuse(http.StatusUnauthorized, Unknown, "no credential was issued to this node (or the controller lost its state): bootstrap again")
 	}
-	h := hash(token)
+	h := report.Hash(token)
 	current := same(h, c.Hash)
 	previous := c.Previous != "" && same(h, c.Previous) && r.now().Before(c.PreviousUntil)
 	switch {
 	case !c.Revoked.IsZero():
-		return refuse(http.StatusUnauthorized, Revoked, "node %q's credential was revoked at %s: bootstrap again", owner, c.Revoked.UTC().Format(time.RFC3339))
+		return state.Credential{}, false, refuse(http.StatusUnauthorized, Revoked, "the node's credential was revoked: bootstrap again")
 	case !current && !previous:
-		return refuse(http.StatusUnauthorized, Superseded, "not node %q's current credential (rotated out, or never issued)", owner)
+		return state.Credential{}, false, refuse(http.StatusUnauthorized, Superseded, "not the node's current credential (rotated out, or never issued)")
 	case owner != node:
-		return refuse(http.StatusForbidden, WrongNode, "credential is node %q's, not %q's: an agent speaks only for its own node", owner, node)
+		return state.Credential{}, false, refuse(http.StatusForbidden, WrongNode, "credential is node %q's, not %q's: an agent speaks only for its own node", owner, node)
 	}
 	if current && c.Previous != "" {
 		// The node has the new credential: the old one is done.
 		c.Previous, c.PreviousUntil = "", time.Time{}
 		if err := r.store.PutCredential(c); err != nil {
 			r.log.Warn("ending a rotated credential's grace", "node", owner, "error", err)
-			return nil
+		} else {
+			r.byNode[owner] = c
 		}
-		r.byNode[owner] = c
 	}
-	return nil
+	return c, current, nil
 }
 
-// Issue issues node a new credential and returns it (shown once). Through
-// the bootstrap secret (via ViaBootstrap) it is refused while the node
-// holds a credential that is not revoked; an operator (ViaOperator)
-// replaces any.
-func (r *Registry) Issue(node, pool, via string) (string, state.Credential, error) {
-	if node == "" {
-		return "", state.Credential{}, refuse(http.StatusBadRequest, Malformed, "no node named")
+// Issue issues node a new credential and returns it (shown once).
+//
+// Through the bootstrap secret (via ViaBootstrap) it is refused while the
+// node holds a credential that is not revoked; after a revocation only the
+// node that first registered may bootstrap again, proved by its bootstrap
+// nonce (nonce is its hash; the first bootstrap binds it), so a copy of the
+// instance's identity document cannot take the node over. An operator
+// (ViaOperator) replaces any credential, keeping the nonce.
+func (r *Registry) Issue(node, pool, via, nonce string) (string, state.Credential, error) {
+	if node == "" || len(node) > report.MaxNode {
+		return "", state.Credential{}, refuse(http.StatusBadRequest, Malformed, "a node name of 1 to %d bytes is needed", report.MaxNode)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old, had := r.byNode[node]
-	if via == ViaBootstrap && had && old.Revoked.IsZero() {
-		return "", state.Credential{}, refuse(http.StatusConflict, Registered,
-			"node %q registered at %s (%s) and holds a credential: the bootstrap secret cannot get it another. If the node lost its credential, revoke it on the controller (`autoscaler token revoke %s`) and the node bootstraps again",
-			node, old.Registered.UTC().Format(time.RFC3339), old.Via, node)
+	if via == ViaBootstrap && had {
+		switch {
+		case old.Revoked.IsZero():
+			return "", state.Credential{}, refuse(http.StatusConflict, Registered,
+				"node %q registered at %s (%s) and holds a credential: the bootstrap secret cannot get it another. If the node lost its credential, revoke it on the controller (`autoscaler token revoke %s`) and the node bootstraps again",
+				node, old.Registered.UTC().Format(time.RFC3339), old.Via, node)
+		case old.Nonce != "" && !same(nonce, old.Nonce):
+			return "", state.Credential{}, refuse(http.StatusConflict, Registered,
+				"node %q was revoked, and only the agent that registered it (by its bootstrap nonce) may bootstrap it again. If that agent lost its files, let any bootstrap it with `autoscaler token forget %s`",
+				node, node)
+		}
 	}
 	now := r.now().UTC()
-	token := newToken(node)
-	c := state.Credential{Node: node, Pool: pool, Hash: hash(token), Issued: now, Registered: now, Via: via}
+	token := report.NewCredential(node)
+	c := state.Credential{Node: node, Pool: pool, Hash: report.Hash(token), Issued: now, Registered: now, Via: via, Nonce: nonce}
+	if had {
+		if c.Nonce == "" {
+			c.Nonce = old.Nonce
+		}
+		if old.Revoked.IsZero() {
+			c.Registered = old.Registered
+		}
+	}
 	if err := r.store.PutCredential(c); err != nil {
 		return "", state.Credential{}, fmt.Errorf("recording node %s's credential: %w", node, err)
 	}
@@ -239,35 +233,44 @@ func (r *Registry) Issue(node, pool, via string) (string, state.Credential, erro
 	return token, c, nil
 }
 
-// Rotate exchanges node's credential token for a new one, which it
-// returns. The old one stays good for the grace, or until the new one is
-// first used.
-func (r *Registry) Rotate(node, token string) (string, state.Credential, error) {
-	if err := r.Check(node, token); err != nil {
-		return "", state.Credential{}, err
+// Rotate replaces node's credential token, which must be its current one,
+// with the one whose hash is next (the agent made it and keeps it first, so
+// a lost answer costs nothing). The old one stays good for the grace, or
+// until the new one is first used.
+func (r *Registry) Rotate(node, token, next string) (state.Credential, error) {
+	if len(next) != 64 || strings.Trim(next, "0123456789abcdef") != "" {
+		return state.Credential{}, refuse(http.StatusBadRequest, Malformed, "rotation: next must be the hex SHA-256 of the new credential")
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := r.byNode[node]
+	c, current, err := r.checkLocked(node, token)
+	if err != nil {
+		return state.Credential{}, err
+	}
+	if !current {
+		return state.Credential{}, refuse(http.StatusUnauthorized, Superseded, "rotation: only the node's current credential rotates (this one was rotated out)")
+	}
 	grace := r.Grace
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
-	fresh := newToken(node)
-	c.Previous, c.PreviousUntil = hash(token), r.now().Add(grace).UTC()
-	c.Hash, c.Issued = hash(fresh), r.now().UTC()
+	c.Previous, c.PreviousUntil = c.Hash, r.now().Add(grace).UTC()
+	c.Hash, c.Issued = next, r.now().UTC()
 	c.Rotations++
 	if err := r.store.PutCredential(c); err != nil {
-		return "", state.Credential{}, fmt.Errorf("recording node %s's rotated credential: %w", node, err)
+		return state.Credential{}, fmt.Errorf("recording node %s's rotated credential: %w", node, err)
 	}
 	r.byNode[node] = c
 	r.log.Info("node credential rotated", "node", node, "rotations", c.Rotations)
-	return fresh, c, nil
+	return c, nil
 }
 
 // Revoke revokes node's credential (and any a rotation replaced): it is
-// refused from now on, and the node may bootstrap again.
-func (r *Registry) Revoke(node string) (state.Credential, error) {
+// refused from now on, and the agent that registered the node may
+// bootstrap again. With forget, the record goes too, so that any agent
+// with the secret and the instance's identity may (the node lost its
+// files).
+func (r *Registry) Revoke(node string, forget bool) (state.Credential, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, ok := r.byNode[node]
@@ -276,13 +279,21 @@ func (r *Registry) Revoke(node string) (state.Credential, error) {
 	}
 	if c.Revoked.IsZero() {
 		c.Revoked = r.now().UTC()
-		c.Previous, c.PreviousUntil = "", time.Time{}
-		if err := r.store.PutCredential(c); err != nil {
-			return state.Credential{}, fmt.Errorf("recording node %s's revocation: %w", node, err)
-		}
-		r.byNode[node] = c
-		r.log.Warn("node credential revoked", "node", node)
 	}
+	c.Previous, c.PreviousUntil = "", time.Time{}
+	if forget {
+		if err := r.store.DeleteCredentials(node); err != nil {
+			return state.Credential{}, fmt.Errorf("forgetting node %s's credential: %w", node, err)
+		}
+		delete(r.byNode, node)
+		r.log.Warn("node credential revoked and forgotten", "node", node)
+		return c, nil
+	}
+	if err := r.store.PutCredential(c); err != nil {
+		return state.Credential{}, fmt.Errorf("recording node %s's revocation: %w", node, err)
+	}
+	r.byNode[node] = c
+	r.log.Warn("node credential revoked", "node", node)
 	return c, nil
 }
 
@@ -315,7 +326,7 @@ func (r *Registry) List() []state.Credential {
 	r.mu.Lock()
 	out := make([]state.Credential, 0, len(r.byNode))
 	for _, c := range r.byNode {
-		c.Hash, c.Previous = "", ""
+		c.Hash, c.Previous, c.Nonce = "", "", ""
 		out = append(out, c)
 	}
 	r.mu.Unlock()

@@ -23,16 +23,16 @@ const MinSecret = 32
 //
 //	POST   /v1/agents/{node}/credential         issue: the bootstrap secret and the instance's signed identity, or the API token
 //	POST   /v1/agents/{node}/credential/rotate  rotate: the node's credential
-//	DELETE /v1/agents/{node}/credential         revoke: the API token
+//	DELETE /v1/agents/{node}/credential         revoke (?forget=true: and forget the node): the API token
 //	GET    /v1/credentials                      list (no secrets): the API token
 //
 // Every refusal is a 4xx with the reason as text and its Code in
 // report.CodeHeader, and changes nothing.
 type Server struct {
 	Registry *Registry
-	// BootstrapFile holds the bootstrap secret (mode 0600, at least
-	// MinSecret characters). It is read at every request, so a secret
-	// replaced in the file counts at once. Empty: nodes cannot bootstrap.
+	// BootstrapFile holds the bootstrap secrets, one per line (mode 0600,
+	// each at least MinSecret characters). It is read at every request, so
+	// a change counts at once. Empty: nodes cannot bootstrap.
 	BootstrapFile string
 	// AWSRoots is the trust root of AWS instance identity documents; with
 	// none, AWS nodes cannot bootstrap.
@@ -86,33 +86,45 @@ func (s *Server) operator(r *http.Request) bool {
 	return ok && s.APIToken != "" && same(token, s.APIToken)
 }
 
-// secret returns the bootstrap secret now in the file.
-func (s *Server) secret() (string, error) {
+// secrets returns the bootstrap secrets now in the file, one per line: a
+// second line lets a new secret in while nodes that carry the old one
+// remain.
+func (s *Server) secrets() ([]string, error) {
 	if s.BootstrapFile == "" {
-		return "", refuse(http.StatusForbidden, Disabled, "this controller takes no bootstrap requests (controller.bootstrap_token_file is not set): ask an operator for a credential (`autoscaler token issue NODE`)")
+		return nil, refuse(http.StatusForbidden, Disabled, "this controller takes no bootstrap requests (controller.bootstrap_token_file is not set): ask an operator for a credential (`autoscaler token issue NODE`)")
 	}
 	fi, err := os.Stat(s.BootstrapFile)
 	if err != nil {
-		return "", fmt.Errorf("bootstrap secret: %w", err)
+		return nil, fmt.Errorf("bootstrap secret: %w", err)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("bootstrap secret %s has mode %v: others may read it; chmod 600 it", s.BootstrapFile, fi.Mode().Perm())
+		return nil, fmt.Errorf("bootstrap secret %s has mode %v: others may read it; chmod 600 it", s.BootstrapFile, fi.Mode().Perm())
 	}
 	b, err := os.ReadFile(s.BootstrapFile)
 	if err != nil {
-		return "", fmt.Errorf("bootstrap secret: %w", err)
+		return nil, fmt.Errorf("bootstrap secret: %w", err)
 	}
-	secret := strings.TrimSpace(string(b))
-	if len(secret) < MinSecret {
-		return "", fmt.Errorf("bootstrap secret %s: %d characters, want at least %d", s.BootstrapFile, len(secret), MinSecret)
+	var out []string
+	for n, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if len(line) < MinSecret {
+			return nil, fmt.Errorf("bootstrap secret %s, line %d: %d characters, want at least %d", s.BootstrapFile, n+1, len(line), MinSecret)
+		}
+		out = append(out, line)
 	}
-	return secret, nil
+	if len(out) == 0 {
+		return nil, fmt.Errorf("bootstrap secret %s is empty", s.BootstrapFile)
+	}
+	return out, nil
 }
 
 func (s *Server) issue(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
 	if s.operator(r) {
-		token, c, err := s.Registry.Issue(node, "", ViaOperator)
+		token, c, err := s.Registry.Issue(node, "", ViaOperator, "")
 		if err != nil {
 			s.fail(w, r, "issuing a node credential", err)
 			return
@@ -121,12 +133,12 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request) {
 		answer(w, report.CredentialAnswer{Node: node, Credential: token, Issued: c.Issued})
 		return
 	}
-	pool, err := s.bootstrap(w, r, node)
+	pool, nonce, err := s.bootstrap(w, r, node)
 	if err != nil {
 		s.fail(w, r, "bootstrap", err)
 		return
 	}
-	token, c, err := s.Registry.Issue(node, pool, ViaBootstrap)
+	token, c, err := s.Registry.Issue(node, pool, ViaBootstrap, report.Hash(nonce))
 	if err != nil {
 		s.fail(w, r, "bootstrap", err)
 		return
@@ -136,48 +148,57 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request) {
 }
 
 // bootstrap checks a bootstrap request: the secret, the identity, that it
-// is node's and that node is live. It returns node's pool.
-func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) (string, error) {
-	secret, err := s.secret()
+// is node's and that node is live. It returns node's pool and the
+// request's nonce.
+func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) (pool, nonce string, err error) {
+	secrets, err := s.secrets()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	if got, ok := report.BearerToken(r); !ok || !same(got, secret) {
-		return "", refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or API token)")
+	got, ok := report.BearerToken(r)
+	good := false
+	for _, secret := range secrets {
+		good = good || ok && same(got, secret)
+	}
+	if !good {
+		return "", "", refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or API token)")
 	}
 	body, status, reason := report.ReadJSON(w, r, 64<<10, "credential request")
 	if status != http.StatusOK {
-		return "", refuse(status, Malformed, "%s", reason)
+		return "", "", refuse(status, Malformed, "%s", reason)
 	}
 	var req report.CredentialRequest
 	if err := fleet.DecodeJSON(body, &req); err != nil {
-		return "", refuse(http.StatusBadRequest, Malformed, "credential request: %v", err)
+		return "", "", refuse(http.StatusBadRequest, Malformed, "credential request: %v", err)
+	}
+	if len(req.Nonce) < MinSecret {
+		return "", "", refuse(http.StatusBadRequest, Malformed, "credential request: nonce must be at least %d characters (the agent's bootstrap nonce)", MinSecret)
 	}
 	if req.AWS == nil {
-		return "", refuse(http.StatusBadRequest, BadIdentity, "credential request: no identity (want \"aws\": the instance identity document and its signature)")
+		return "", "", refuse(http.StatusBadRequest, BadIdentity, "credential request: no identity (want \"aws\": the instance identity document and its signature)")
 	}
 	if len(s.AWSRoots) == 0 {
-		return "", refuse(http.StatusForbidden, Disabled, "this controller has no trust root for AWS identity documents (controller.aws_identity_certificates)")
+		return "", "", refuse(http.StatusForbidden, Disabled, "this controller has no trust root for AWS identity documents (controller.aws_identity_certificates)")
 	}
 	doc, err := VerifyAWS(req.AWS, s.AWSRoots)
 	if err != nil {
-		return "", refuse(http.StatusForbidden, BadIdentity, "instance identity: %v", err)
+		return "", "", refuse(http.StatusForbidden, BadIdentity, "instance identity: %v", err)
 	}
 	if doc.InstanceID != node {
-		return "", refuse(http.StatusForbidden, BadIdentity, "the identity document is instance %q's, not %q's", doc.InstanceID, node)
+		return "", "", refuse(http.StatusForbidden, BadIdentity, "the identity document is instance %q's, not %q's", doc.InstanceID, node)
 	}
-	var pool fleet.Pool
-	ok := false
+	var p fleet.Pool
+	ok = false
 	if s.Live != nil {
-		pool, ok = s.Live(node)
+		p, ok = s.Live(node)
 	}
 	if !ok {
-		return "", refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a managed pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
+		return "", "", refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a managed pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
 	}
-	if pool.Region != "" && doc.Region != pool.Region {
-		return "", refuse(http.StatusForbidden, BadIdentity, "instance %q's identity is in region %q, its pool %s in %q", node, doc.Region, pool.Name, pool.Region)
+	if p.Region != "" && doc.Region != p.Region {
+		return "", "", refuse(http.StatusForbidden, BadIdentity, "instance %q's identity is in region %q, its pool %s in %q", node, doc.Region, p.Name, p.Region)
 	}
-	return pool.Name, nil
+	return p.Name, req.Nonce, nil
 }
 
 func (s *Server) rotate(w http.ResponseWriter, r *http.Request) {
@@ -187,12 +208,22 @@ func (s *Server) rotate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "rotation", refuse(http.StatusUnauthorized, Malformed, "missing bearer credential"))
 		return
 	}
-	fresh, c, err := s.Registry.Rotate(node, token)
+	body, status, reason := report.ReadJSON(w, r, 4<<10, "rotation")
+	if status != http.StatusOK {
+		s.fail(w, r, "rotation", refuse(status, Malformed, "%s", reason))
+		return
+	}
+	var req report.RotateRequest
+	if err := fleet.DecodeJSON(body, &req); err != nil {
+		s.fail(w, r, "rotation", refuse(http.StatusBadRequest, Malformed, "rotation: %v", err))
+		return
+	}
+	c, err := s.Registry.Rotate(node, token, req.Next)
 	if err != nil {
 		s.fail(w, r, "rotation", err)
 		return
 	}
-	answer(w, report.CredentialAnswer{Node: node, Credential: fresh, Issued: c.Issued})
+	answer(w, report.CredentialAnswer{Node: node, Issued: c.Issued})
 }
 
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
@@ -200,12 +231,12 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "revocation", refuse(http.StatusUnauthorized, BadSecret, "revoking needs the API token"))
 		return
 	}
-	c, err := s.Registry.Revoke(r.PathValue("node"))
+	c, err := s.Registry.Revoke(r.PathValue("node"), r.URL.Query().Get("forget") == "true")
 	if err != nil {
 		s.fail(w, r, "revocation", err)
 		return
 	}
-	c.Hash, c.Previous = "", ""
+	c.Hash, c.Previous, c.Nonce = "", "", ""
 	answer(w, c)
 }
 

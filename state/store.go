@@ -680,9 +680,13 @@ type Credential struct {
 	// Rotations counts the rotations since Registered.
 	Rotations int `json:"rotations,omitempty"`
 	// Revoked is when an operator revoked it (zero while it is good): a
-	// revoked node's credential is refused, and the node may bootstrap
-	// again.
+	// revoked node's credential is refused, and the agent that registered
+	// the node may bootstrap again.
 	Revoked time.Time `json:"revoked,omitzero"`
+	// Nonce is the hex SHA-256 of the bootstrap nonce the node's first
+	// bootstrap presented: only that agent may bootstrap the node again
+	// after a revocation ("" when none was bound).
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // PutCredential records a node's credential, replacing any before it.

@@ -1,6 +1,13 @@
 package report
 
-import "time"
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"strings"
+	"time"
+)
 
 // The routes of node credentials (see nodeauth.Server).
 const (
@@ -19,6 +26,11 @@ const CodeHeader = "Fleetcast-Error"
 // CredentialRequest is the body of a request for a node credential made
 // with the bootstrap secret: the node's proof of which instance it is.
 type CredentialRequest struct {
+	// Nonce is the agent's bootstrap nonce, a secret it keeps beside its
+	// credential (at least 32 characters): the first bootstrap binds it to
+	// the node, and after a revocation only the agent with it may bootstrap
+	// the node again.
+	Nonce string `json:"nonce"`
 	// AWS is the instance identity document and its signature, as the EC2
 	// instance metadata service serves them
 	// (/latest/dynamic/instance-identity/document and .../signature).
@@ -34,10 +46,54 @@ type AWSIdentity struct {
 	Signature string `json:"signature"`
 }
 
-// CredentialAnswer is the controller's answer to an issue or rotation: the
-// node's new credential, shown once.
+// RotateRequest is the body of a rotation: the hash of the credential
+// the agent made and keeps (nodeauth.NewToken), never the credential.
+type RotateRequest struct {
+	// Next is the hex SHA-256 of the new credential.
+	Next string `json:"next"`
+}
+
+// CredentialAnswer is the controller's answer to an issue (the node's new
+// credential, shown once) or a rotation (no credential: the agent made it).
 type CredentialAnswer struct {
 	Node       string    `json:"node"`
-	Credential string    `json:"credential"`
+	Credential string    `json:"credential,omitempty"`
 	Issued     time.Time `json:"issued"`
+}
+
+// credentialPrefix marks a Fleetcast node credential (version 1).
+const credentialPrefix = "fcn1"
+
+// MaxNode is the longest node name a credential may carry, in bytes.
+const MaxNode = 255
+
+// NewCredential returns a fresh credential for node: its name and 32
+// random bytes. The controller makes one at a bootstrap; an agent makes
+// its next one when it rotates, so that the controller never holds a
+// credential the agent lacks.
+func NewCredential(node string) string {
+	raw := make([]byte, 32)
+	rand.Read(raw)
+	return credentialPrefix + "." + base64.RawURLEncoding.EncodeToString([]byte(node)) + "." + base64.RawURLEncoding.EncodeToString(raw)
+}
+
+// CredentialNode returns the node a credential names; ok is false when it
+// is not a Fleetcast node credential.
+func CredentialNode(credential string) (node string, ok bool) {
+	parts := strings.Split(credential, ".")
+	if len(parts) != 3 || parts[0] != credentialPrefix || parts[2] == "" || len(parts[1]) > 4*MaxNode/3+4 {
+		return "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil || len(b) == 0 || len(b) > MaxNode {
+		return "", false
+	}
+	return string(b), true
+}
+
+// Hash is the hex SHA-256 the controller keeps of a credential or a
+// bootstrap nonce, never the secret itself.
+func Hash(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -326,12 +327,13 @@ controller {
 	}
 	// The bootstrap secret for a registered node, and for an id that is no
 	// live instance (with a good signature), is refused.
-	again, _ := json.Marshal(report.CredentialRequest{AWS: ids[idA]})
+	const nonce = "an-attackers-nonce-0123456789abcdef"
+	again, _ := json.Marshal(report.CredentialRequest{Nonce: nonce, AWS: ids[idA]})
 	if code, msg := post("/v1/agents/"+idA+"/credential", secret, again); code != 409 || !strings.Contains(msg, string(nodeauth.Registered)) {
 		t.Errorf("the bootstrap secret for registered node A: %d %s, want 409 %s", code, msg, nodeauth.Registered)
 	}
 	ghostDoc := []byte(`{"instanceId": "i-0123456789abcdef0", "region": "us-east-1"}`)
-	ghost, _ := json.Marshal(report.CredentialRequest{AWS: &report.AWSIdentity{Document: string(ghostDoc), Signature: signer.Sign(t, ghostDoc)}})
+	ghost, _ := json.Marshal(report.CredentialRequest{Nonce: nonce, AWS: &report.AWSIdentity{Document: string(ghostDoc), Signature: signer.Sign(t, ghostDoc)}})
 	if code, msg := post("/v1/agents/i-0123456789abcdef0/credential", secret, ghost); code != 403 || !strings.Contains(msg, string(nodeauth.NotLive)) {
 		t.Errorf("the bootstrap secret for no live instance: %d %s, want 403 %s", code, msg, nodeauth.NotLive)
 	}
@@ -359,6 +361,15 @@ controller {
 	}
 	revoked := time.Now()
 	waitFor("node A bootstrapping again after its revocation and reporting", 60*time.Second, reported(idA, revoked.Add(time.Second)))
+	// ... which a copy of its identity document with the secret could not
+	// have done: only the agent that registered the node (its nonce) may.
+	code, out, errOut = cli("token", "revoke", "-config", conf, idA)
+	if code != 0 {
+		t.Fatalf("token revoke: exit %d %s %s", code, out, errOut)
+	}
+	if code, msg := post("/v1/agents/"+idA+"/credential", secret, again); code != 409 {
+		t.Errorf("a copy of revoked node A's identity with the secret: %d %s, want 409", code, msg)
+	}
 	code, out, errOut = cli("token", "list", "-config", conf)
 	if code != 0 || !strings.Contains(out, idA) || !strings.Contains(out, idB) || !strings.Contains(out, "bootstrap") {
 		t.Errorf("token list: exit %d\n%s%s", code, out, errOut)
@@ -366,4 +377,94 @@ controller {
 	if b, _ := os.ReadFile(ctlLog.Name()); !bytes.Contains(b, []byte("node registered")) {
 		t.Errorf("the controller logged no registration:\n%s", b)
 	}
+}
+
+// TestNodeSetupUnit: the unit node-setup.sh writes runs exactly the
+// command it runs with --service-manager exec: every argument quoted for
+// systemd (spaces, quotes, % and $ kept as they are), extra flags split
+// at blanks and never glob-expanded.
+func TestNodeSetupUnit(t *testing.T) {
+	dir, err := os.MkdirTemp("", "fcu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	endpoint := metadatamock.Start(t, "-d", "3600", "--rebalance-delay-sec", "3600")
+	bin := filepath.Join(dir, "autoscaler")
+	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+	raw, _ := os.ReadFile(bin)
+	sum := sha256.Sum256(raw)
+	for _, f := range []string{"secret", "ca.pem", "a.ckpt", "b.ckpt"} {
+		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600)
+	}
+	root := filepath.Join(dir, "root dir")
+	script, err := filepath.Abs("../../examples/terraform/aws/node-setup.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", script, "--metadata-url", endpoint, "--root", root,
+		"--service-manager", "none", "--controller", "https://fleetcast.internal:8790", "--pool", "gpu",
+		"--agent-url", "file://"+bin, "--agent-sha256", hex.EncodeToString(sum[:]),
+		"--bootstrap-token-file", filepath.Join(dir, "secret"), "--ca-file", filepath.Join(dir, "ca.pem"),
+		"--agent-flags", "-drain-hook /bin/echo%n$HOME -checkpoints *.ckpt")
+	cmd.Dir = dir // *.ckpt would match here if it were expanded
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("node-setup.sh: %v\n%s", err, out)
+	}
+	unit, err := os.ReadFile(filepath.Join(root, "etc/systemd/system/fleetcast-agent.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var execStart string
+	for _, line := range strings.Split(string(unit), "\n") {
+		if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			execStart = v
+		}
+	}
+	args := systemdSplit(t, execStart)
+	want := []string{filepath.Join(root, "usr/local/bin/autoscaler"), "agent", "-controller", "https://fleetcast.internal:8790"}
+	if len(args) < len(want) || !slices.Equal(args[:len(want)], want) {
+		t.Fatalf("ExecStart %q splits to %q", execStart, args)
+	}
+	joined := strings.Join(args, "\x00")
+	for _, w := range []string{"-drain-hook\x00/bin/echo%n$HOME", "-checkpoints\x00*.ckpt", "-state\x00" + filepath.Join(root, "var/lib/fleetcast/agent-state.json")} {
+		if !strings.Contains(joined, w) {
+			t.Errorf("ExecStart %q lacks %q", execStart, strings.ReplaceAll(w, "\x00", " "))
+		}
+	}
+	if !strings.Contains(string(unit), "Type=simple") || !strings.Contains(string(unit), "Documentation=https://") {
+		t.Errorf("unit:\n%s", unit)
+	}
+}
+
+// systemdSplit splits an ExecStart value as systemd does for the quoting
+// node-setup.sh writes: double-quoted words with \" and \\ escapes, %%
+// for % and $$ for $.
+func systemdSplit(t *testing.T, s string) []string {
+	t.Helper()
+	var out []string
+	for s = strings.TrimSpace(s); s != ""; s = strings.TrimSpace(s) {
+		if s[0] != '"' {
+			t.Fatalf("unquoted word in ExecStart: %q", s)
+		}
+		var b strings.Builder
+		i := 1
+		for ; i < len(s) && s[i] != '"'; i++ {
+			switch {
+			case s[i] == '\\' && i+1 < len(s):
+				i++
+				b.WriteByte(s[i])
+			case (s[i] == '%' || s[i] == '$') && i+1 < len(s) && s[i+1] == s[i]:
+				i++
+				b.WriteByte(s[i])
+			case s[i] == '%' || s[i] == '$':
+				t.Fatalf("a lone %c in ExecStart, which systemd would expand: %q", s[i], s)
+			default:
+				b.WriteByte(s[i])
+			}
+		}
+		out = append(out, b.String())
+		s = s[min(i+1, len(s)):]
+	}
+	return out
 }

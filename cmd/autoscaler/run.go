@@ -189,7 +189,10 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	if !config.Loopback(o.listen) {
 		api.ReadToken = apiToken
 	}
-	srv := &http.Server{Handler: c.Handler(api), ReadHeaderTimeout: 10 * time.Second}
+	// Bounded reads and idle connections: a peer that opens connections
+	// and sends nothing cannot hold them (or the process's files).
+	srv := &http.Server{Handler: c.Handler(api), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	scheme := "http"
 	if certs != nil {
 		scheme = "https"

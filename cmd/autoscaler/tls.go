@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
 	"os"
@@ -11,10 +12,11 @@ import (
 )
 
 // certFiles serves a certificate and key from files, read again when
-// either changes (by modification time and size, looked at no more than
-// once a second), so a renewed certificate needs no restart. A change that
-// does not load (a key written before its certificate) keeps the last good
-// pair and is logged.
+// either changes (by their contents' hash, looked at no more than once a
+// second, so a copy that keeps the old times counts too), so a renewed
+// certificate needs no restart. A change that does not load (a key written
+// before its certificate) keeps the last good pair and is logged. A key
+// file everyone may read is refused.
 type certFiles struct {
 	cert, key string
 	log       hclog.Logger
@@ -35,16 +37,22 @@ func newCertFiles(cert, key string, log hclog.Logger) (*certFiles, error) {
 }
 
 func (c *certFiles) stampNow() string {
-	var s string
+	h := sha256.New()
 	for _, p := range []string{c.cert, c.key} {
-		if fi, err := os.Stat(p); err == nil {
-			s += fmt.Sprintf("%s:%d:%d;", p, fi.ModTime().UnixNano(), fi.Size())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "unreadable: " + err.Error()
 		}
+		h.Write(b)
+		h.Write([]byte{0})
 	}
-	return s
+	return string(h.Sum(nil))
 }
 
 func (c *certFiles) load() error {
+	if fi, err := os.Stat(c.key); err == nil && fi.Mode().Perm()&0o004 != 0 {
+		return fmt.Errorf("TLS key %s has mode %v: everyone may read it; chmod 600 (or 640, for a group) it", c.key, fi.Mode().Perm())
+	}
 	stamp := c.stampNow()
 	pair, err := tls.LoadX509KeyPair(c.cert, c.key)
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/config"
 )
 
 // TestCertFilesReload: a renewed certificate is served without a
@@ -58,6 +60,11 @@ func TestCertFilesReload(t *testing.T) {
 	if _, err := newCertFiles(first.CertFile, filepath.Join(dir, "missing.key"), hclog.NewNullLogger()); err == nil || !strings.Contains(err.Error(), "missing.key") {
 		t.Fatalf("a missing key: %v", err)
 	}
+	os.Chmod(second.KeyFile, 0o644)
+	if _, err := newCertFiles(second.CertFile, second.KeyFile, hclog.NewNullLogger()); err == nil || !strings.Contains(err.Error(), "everyone may read it") {
+		t.Fatalf("a key everyone may read: %v", err)
+	}
+	os.Chmod(second.KeyFile, 0o600)
 
 	// Served: a client trusting the second CA connects.
 	c, _ = newCertFiles(second.CertFile, second.KeyFile, hclog.NewNullLogger())
@@ -118,5 +125,39 @@ func TestSDNotify(t *testing.T) {
 	n, err := conn.Read(buf)
 	if err != nil || string(buf[:n]) != "READY=1\nSTATUS=reporting" {
 		t.Fatalf("got %q, %v", buf[:n], err)
+	}
+}
+
+// TestTokenAPIClient: the token command reaches the controller where it
+// listens, and never sends the API token in the clear off loopback.
+func TestTokenAPIClient(t *testing.T) {
+	ca := newTestCA(t, t.TempDir())
+	for _, tt := range []struct {
+		listen, addr string
+		tls, insec   bool
+		want, err    string
+	}{
+		{":8790", "", false, false, "http://127.0.0.1:8790", ""},
+		{"0.0.0.0:8790", "", true, false, "https://127.0.0.1:8790", ""},
+		{"10.0.0.5:8790", "", true, false, "https://10.0.0.5:8790", ""},
+		{"[::1]:8790", "", false, false, "http://[::1]:8790", ""},
+		{"10.0.0.5:8790", "", false, true, "http://10.0.0.5:8790", ""},
+		{"127.0.0.1:8790", "http://fleetcast.example.internal:8790", false, false, "", "plain http to a host other than loopback"},
+		{"127.0.0.1:8790", "fleetcast:8790", false, false, "", "want the controller's URL"},
+	} {
+		c := config.Controller{Listen: tt.listen, Insecure: tt.insec}
+		if tt.tls {
+			c.TLSCertFile, c.TLSKeyFile = ca.CertFile, ca.KeyFile
+		}
+		base, _, err := apiClient(c, tt.addr, "")
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s %s: %v, want %q", tt.listen, tt.addr, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || base != tt.want {
+			t.Errorf("%s %s: %q, %v; want %q", tt.listen, tt.addr, base, err, tt.want)
+		}
 	}
 }

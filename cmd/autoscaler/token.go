@@ -35,10 +35,14 @@ func runToken(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "token: unknown command %q; want list, issue or revoke\n", sub)
 		return exitUsage
 	}
-	fs := newFlagSet(e, "token "+sub, "token "+sub+" -config FILE [-addr URL] [-ca-file FILE]"+map[bool]string{true: "", false: " NODE"}[sub == "list"])
+	fs := newFlagSet(e, "token "+sub, "token "+sub+" -config FILE [-addr URL] [-ca-file FILE]"+map[string]string{"list": "", "issue": " NODE", "revoke": " [-forget] NODE"}[sub])
 	path := fs.String("config", "", "the controller's fleet config (for its address, TLS certificate and state directory)")
 	addr := fs.String("addr", "", "the controller's API URL (default: from controller.listen, on 127.0.0.1)")
 	caFile := fs.String("ca-file", "", "PEM file of the CA(s) of the controller's certificate (default: controller.tls_cert_file itself)")
+	forget := false
+	if sub == "revoke" {
+		fs.BoolVar(&forget, "forget", false, "forget the node too, so that any agent with the bootstrap secret and the instance's identity may bootstrap it (one that lost its files), not only the one that registered it")
+	}
 	// The node comes first or last: `token revoke NODE -config F` or
 	// `token revoke -config F NODE`.
 	rest, node := args[1:], ""
@@ -80,6 +84,9 @@ func runToken(e *env, args []string) int {
 	if sub != "list" {
 		route = "/v1/agents/" + url.PathEscape(node) + "/credential"
 	}
+	if forget {
+		route += "?forget=true"
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, base+route, nil)
@@ -110,7 +117,11 @@ func runToken(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "credential issued for", node, "(shown once; put it in the agent's -token-file, mode 0600; any earlier one is void)")
 		fmt.Fprintln(e.stdout, a.Credential)
 	case "revoke":
-		fmt.Fprintf(e.stdout, "revoked %s: its agent is refused from now on, and bootstraps again if it can\n", node)
+		if forget {
+			fmt.Fprintf(e.stdout, "revoked and forgot %s: its agent is refused from now on; any agent with the bootstrap secret and the instance's identity may bootstrap it\n", node)
+		} else {
+			fmt.Fprintf(e.stdout, "revoked %s: its agent is refused from now on, and the agent that registered it bootstraps again\n", node)
+		}
 	case "list":
 		var list []state.Credential
 		if err := json.Unmarshal(body, &list); err != nil {
@@ -136,23 +147,32 @@ func runToken(e *env, args []string) int {
 }
 
 // apiClient returns the controller API's base URL and a client for it.
-// Without addr it is controller.listen's port on 127.0.0.1, over HTTPS
-// when the controller serves it; the certificate is verified against
+// Without addr it is controller.listen (127.0.0.1 for every interface),
+// over HTTPS when the controller serves it; plain http is refused off
+// loopback unless controller.insecure; the certificate is verified against
 // caFile, else against controller.tls_cert_file itself (a certificate
 // trusts itself), for the name the certificate gives.
 func apiClient(c config.Controller, addr, caFile string) (string, *http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	if addr == "" {
-		_, port, err := net.SplitHostPort(c.Listen)
+		host, port, err := net.SplitHostPort(c.Listen)
 		if err != nil {
 			return "", nil, fmt.Errorf("controller.listen %q: %w", c.Listen, err)
+		}
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			host = "127.0.0.1" // every interface: this machine's loopback is one
 		}
 		scheme := "http"
 		if c.TLS() {
 			scheme = "https"
 		}
-		addr = scheme + "://127.0.0.1:" + port
+		addr = scheme + "://" + net.JoinHostPort(host, port)
+	}
+	if u, err := url.Parse(addr); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", nil, fmt.Errorf("-addr %q: want the controller's URL, such as https://fleetcast.internal:8790", addr)
+	} else if u.Scheme == "http" && !config.Loopback(u.Host) && !c.Insecure {
+		return "", nil, fmt.Errorf("-addr %s is plain http to a host other than loopback: the API token would cross the network in the clear; use https", addr)
 	}
 	if caFile == "" {
 		caFile = c.TLSCertFile

@@ -35,7 +35,7 @@ func (k *Tokens) For(node string) string {
 	if tok, ok := k.issued[node]; ok {
 		return tok
 	}
-	tok, _, err := k.Issue(node, "", nodeauth.ViaOperator)
+	tok, _, err := k.Issue(node, "", nodeauth.ViaOperator, "")
 	if err != nil {
 		k.t.Fatal(err)
 	}

@@ -52,6 +52,20 @@ case "$service_manager" in systemd|exec|none) ;; *) echo "node-setup: --service-
 root="${root%/}"
 
 log() { echo "fleetcast: $*" >&2; }
+command -v curl >/dev/null || { log "curl is needed (to fetch the agent and read the metadata service)"; exit 1; }
+command -v sha256sum >/dev/null || { log "sha256sum is needed (to check the agent)"; exit 1; }
+
+# sd_quote quotes one argument for a systemd unit's ExecStart: in double
+# quotes, with \ and " escaped, and % and $ doubled (systemd's specifiers
+# and variables), so the unit runs exactly the command exec would.
+sd_quote() {
+  local a=$1
+  a=${a//\\/\\\\}
+  a=${a//\"/\\\"}
+  a=${a//%/%%}
+  a=${a//\$/\$\$}
+  printf '"%s"' "$a"
+}
 
 # retry runs a command until it succeeds, at most 10 times, backing off.
 retry() {
@@ -107,26 +121,30 @@ args=(agent -controller "$controller" -node "$node" -pool "$pool"
   -ca-file "$etc/controller-ca.pem" -identity aws -imds-endpoint "$metadata_url"
   -notices aws -state "$root/var/lib/fleetcast/agent-state.json"
   -socket "$root/run/fleetcast/agent.sock" -marker "$root/run/fleetcast/draining" -log-level info)
-# shellcheck disable=SC2206 # extra flags are words, by design
+# Extra flags are words split at blanks (never glob-expanded).
+set -f
+# shellcheck disable=SC2206
 args+=($agent_flags)
+set +f
 printf 'NODE=%s\n' "$node" >"$etc/agent.env"
 
 unit="$root/etc/systemd/system/fleetcast-agent.service"
 install -d -m 0755 "$(dirname "$unit")"
+exec_start="$(sd_quote "$bin")"
+for a in "${args[@]}"; do exec_start+=" $(sd_quote "$a")"; done
 cat >"$unit" <<UNIT
 [Unit]
-Description=Fleetcast agent (pool $pool)
+Description=Fleetcast agent (pool ${pool//%/%%})
 Documentation=https://github.com/fleetcast/autoscaler/blob/main/examples/terraform/aws/README.md#on-each-node
 Wants=network-online.target
 After=network-online.target nvidia-persistenced.service
 
 [Service]
-# notify: the unit is "activating" until the agent's first report is
-# accepted, and its status line says why not (systemctl status).
-Type=notify
+Type=simple
+# The agent's status line (systemctl status fleetcast-agent) says whether
+# it reports, and if not, why: a refused bootstrap names the check.
 NotifyAccess=main
-TimeoutStartSec=infinity
-ExecStart=$bin ${args[*]}
+ExecStart=$exec_start
 Restart=always
 RestartSec=5
 

@@ -57,8 +57,8 @@ variable "controller_url" {
   type        = string
 
   validation {
-    condition     = can(regex("^https://", var.controller_url))
-    error_message = "controller_url must be an https:// URL: the agents' credentials must not cross the network in the clear."
+    condition     = can(regex("^https://[A-Za-z0-9.-]+(:[0-9]+)?/?$", var.controller_url))
+    error_message = "controller_url must be an https:// URL of a host and port, such as https://fleetcast.internal:8790: the agents' credentials must not cross the network in the clear."
   }
 }
 
