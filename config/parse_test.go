@@ -717,3 +717,22 @@ func TestOmittedString(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatDurationExact(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"}, {10 * time.Minute, "10m"}, {90 * time.Second, "1m30s"}, {14 * 24 * time.Hour, "14d"},
+		{36 * time.Hour, "36h"}, {50 * time.Hour, "2d2h"}, {1500 * time.Millisecond, "1.5s"}, {-5 * time.Minute, "-5m"}, {time.Nanosecond, "1ns"},
+		{50*time.Hour + time.Minute, "50h1m0s"}, {time.Duration(1<<63 - 1), "2562047h47m16.854775807s"},
+	} {
+		got := FormatDurationExact(tt.d)
+		if got != tt.want {
+			t.Errorf("FormatDurationExact(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+		if back, err := ParseDuration(got); err != nil || back != tt.d {
+			t.Errorf("ParseDuration(%q) = %v, %v: does not round-trip", got, back, err)
+		}
+	}
+}

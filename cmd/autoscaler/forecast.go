@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -136,7 +137,7 @@ func runForecast(e *env, args []string) int {
 		}
 	}
 	if *asJSON {
-		return writeJSON(e, f)
+		return writeJSON(e, controller.NewForecastView(&f))
 	}
 	writeForecast(e.stdout, raw.Name, f, *quantile)
 	return exitOK
