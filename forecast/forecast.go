@@ -130,6 +130,9 @@ var ErrNoHistory = errors.New("forecast: no demand history")
 // ahead. With less than a day and a step of history it falls back to the
 // naive forecast (the last value, with quantiles from step-over-step changes
 // widened by the square root of the steps ahead) and says so in Note.
+// With fewer than minChanges changes to go by, the band is at least as
+// wide as a normal one of their spread, or of 5% of the history's level
+// (see widenFewChanges): a history of two values is never certain.
 // Forecast values are never negative.
 func SeasonalNaive(history fleet.Series, horizon time.Duration, levels []float64) (Forecast, error) {
 	if err := checkHistory(history); err != nil {
@@ -163,6 +166,7 @@ func SeasonalNaive(history fleet.Series, horizon time.Duration, levels []float64
 	for k, q := range levels {
 		offsets[k] = empiricalQuantile(diffs, q)
 	}
+	widenFewChanges(offsets, levels, diffs, y)
 	n := len(y)
 	for k := range levels {
 		f.Values[k] = make([]float64, steps)
@@ -178,6 +182,46 @@ func SeasonalNaive(history fleet.Series, horizon time.Duration, levels []float64
 	// Interpolated quantiles of the same sample stay ordered; clamping at 0
 	// keeps them ordered too.
 	return f, nil
+}
+
+// minChanges is how many changes SeasonalNaive needs before it trusts
+// their empirical quantiles alone; spreadFloor is the least spread of the
+// changes it assumes with fewer, as a share of the history's mean level.
+const (
+	minChanges  = 12
+	spreadFloor = 0.05
+)
+
+// widenFewChanges widens quantile offsets (levels ascending, from the
+// sorted changes) made of fewer than minChanges changes: the empirical
+// quantiles of one change are all that change, of none all 0, so the band
+// would have no width. Each offset is kept at least z(q) standard
+// deviations from the median change, the standard deviation being the
+// larger of the changes' root mean square and spreadFloor of the mean
+// absolute value of y (5% of the level: a history of zeros has no width
+// to give).
+func widenFewChanges(offsets, levels, diffs, y []float64) {
+	if len(diffs) >= minChanges {
+		return
+	}
+	var ss, level float64
+	for _, d := range diffs {
+		ss += d * d
+	}
+	for _, v := range y {
+		level += math.Abs(v)
+	}
+	sd := spreadFloor * level / float64(len(y))
+	if len(diffs) > 0 {
+		sd = math.Max(sd, math.Sqrt(ss/float64(len(diffs))))
+	}
+	median := empiricalQuantile(diffs, 0.5)
+	for k, q := range levels {
+		z := math.Sqrt2 * math.Erfinv(2*q-1)
+		if want := median + z*sd; z > 0 && offsets[k] < want || z < 0 && offsets[k] > want {
+			offsets[k] = want
+		}
+	}
 }
 
 // empiricalQuantile is the q quantile of sorted xs by linear interpolation

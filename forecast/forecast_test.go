@@ -482,3 +482,81 @@ func TestShortHistoryRefusals(t *testing.T) {
 		t.Fatalf("a NaN quantile takes the default: %v", err)
 	}
 }
+
+// TestSeasonalNaiveBandNeverCollapses: with fewer than minChanges changes
+// to go by, the band is at least a normal one of 5% of the level (or of
+// the changes' spread, if wider) around the median change, so one value,
+// or a flat start, is never forecast with certainty; with more, the
+// changes' own quantiles stand. Zeros have no level to scale by.
+func TestSeasonalNaiveBandNeverCollapses(t *testing.T) {
+	const z90 = 1.2815515655446004 // the standard normal's 0.9 quantile
+	tests := []struct {
+		name   string
+		values []float64
+		width  float64 // p90 - p50 one step ahead
+		median float64 // p50 one step ahead
+	}{
+		{"one value", []float64{600}, z90 * 30, 600},
+		{"two equal values", []float64{600, 600}, z90 * 30, 600},
+		{"one change", []float64{590, 600}, z90 * 29.75, 610},
+		{"a wide change", []float64{100, 200}, z90 * 100, 300},
+		{"flat, few", slices.Repeat([]float64{600}, minChanges), z90 * 30, 600},
+		{"flat, enough", slices.Repeat([]float64{600}, minChanges+1), 0, 600},
+		{"zeros", []float64{0, 0, 0}, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := SeasonalNaive(fleet.Series{Start: start, Step: 10 * time.Minute, Values: tt.values}, time.Hour, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p50, p90 := f.At(0.5, f.Origin), f.At(0.9, f.Origin)
+			if math.Abs(p50-tt.median) > 1e-9 || math.Abs(p90-p50-tt.width) > 1e-9 {
+				t.Errorf("p50 %v, p90 - p50 %v; want %v and %v", p50, p90-p50, tt.median, tt.width)
+			}
+			if p10 := f.At(0.1, f.Origin); tt.width > 0 && math.Abs(p50-p10-tt.width) > 1e-9 {
+				t.Errorf("p50 - p10 = %v, want %v (symmetric)", p50-p10, tt.width)
+			}
+		})
+	}
+}
+
+// TestAutoNoteSaysItOnce: too short a history for every model is said in
+// one line, once, not once per model.
+func TestAutoNoteSaysItOnce(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps int
+		want  string
+	}{
+		{"under a day", 9, "too little history to calibrate a model (6-step forecasts need 162 steps); 9 steps of history is less than one day and one step; used the last value"},
+		{"over a day", 150, "too little history to calibrate a model (150 steps; 6-step forecasts need 162)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Auto(fleet.Series{Start: start, Step: 10 * time.Minute, Values: slices.Repeat([]float64{5}, tt.steps)}, time.Hour, nil)
+			if err != nil || f.Note != tt.want {
+				t.Errorf("note %q (%v), want %q", f.Note, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestWhyNoModel(t *testing.T) {
+	short := func(m string) error { return &shortHistoryError{model: m, steps: 9, horizon: 6, need: 162} }
+	fit := errors.New("fit failed:\n  singular matrix")
+	tests := []struct {
+		name string
+		errs []error
+		want string
+	}{
+		{"all short", []error{short("a"), short("b")}, "9 steps; 6-step forecasts need 162"},
+		{"mixed", []error{short("a"), fmt.Errorf("c: %w", fit), short("b"), fmt.Errorf("c: %w", fit)},
+			"a, b: too little history (9 steps) to calibrate 6-step forecasts (162 needed); c: fit failed: singular matrix"},
+	}
+	for _, tt := range tests {
+		if got := whyNoModel(tt.errs, true); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
