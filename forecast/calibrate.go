@@ -461,10 +461,15 @@ func (HoltDamped) Fit(y []float64, season, trainEnd int) (Fitted, error) {
 // naive forecast was used), or when the last value is an unconfirmed jump
 // (see Predict).
 func Auto(history fleet.Series, horizon time.Duration, levels []float64) (Forecast, error) {
-	return autoFrom(DefaultModels(), history, horizon, levels)
+	return autoFrom(DefaultModels(), history, horizon, levels, Options{})
 }
 
-func autoFrom(models []Model, history fleet.Series, horizon time.Duration, levels []float64) (Forecast, error) {
+// AutoWith is Auto with options.
+func AutoWith(history fleet.Series, horizon time.Duration, levels []float64, opt Options) (Forecast, error) {
+	return autoFrom(DefaultModels(), history, horizon, levels, opt)
+}
+
+func autoFrom(models []Model, history fleet.Series, horizon time.Duration, levels []float64, opt Options) (Forecast, error) {
 	if err := checkHistory(history); err != nil {
 		return Forecast{}, err
 	}
@@ -476,7 +481,7 @@ func autoFrom(models []Model, history fleet.Series, horizon time.Duration, level
 	best, err := choose(models, history.Values, season, h, levels)
 	if err != nil {
 		// Too little history for any calibrated model.
-		f, err2 := SeasonalNaive(history, horizon, levels)
+		f, err2 := seasonalNaive(history, horizon, levels, opt)
 		if err2 != nil {
 			return Forecast{}, err2
 		}

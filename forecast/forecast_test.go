@@ -483,11 +483,12 @@ func TestShortHistoryRefusals(t *testing.T) {
 	}
 }
 
-// TestSeasonalNaiveBandNeverCollapses: with fewer than minChanges changes
-// to go by, the band is at least a normal one of 5% of the level (or of
-// the changes' spread, if wider) around the median change, so one value,
-// or a flat start, is never forecast with certainty; with more, the
-// changes' own quantiles stand. Zeros have no level to scale by.
+// TestSeasonalNaiveBandNeverCollapses: with Options.FewChangesBand and
+// fewer than minChanges changes to go by, the fallback's band is at least
+// a normal one of their root mean square around the median change, so
+// two values that differ never give a band of no width; with more, the
+// changes' own quantiles stand. A history without a change keeps its last
+// value, with no band.
 func TestSeasonalNaiveBandNeverCollapses(t *testing.T) {
 	const z90 = 1.2815515655446004 // the standard normal's 0.9 quantile
 	tests := []struct {
@@ -496,26 +497,38 @@ func TestSeasonalNaiveBandNeverCollapses(t *testing.T) {
 		width  float64 // p90 - p50 one step ahead
 		median float64 // p50 one step ahead
 	}{
-		{"one value", []float64{600}, z90 * 30, 600},
-		{"two equal values", []float64{600, 600}, z90 * 30, 600},
-		{"one change", []float64{590, 600}, z90 * 29.75, 610},
-		{"a wide change", []float64{100, 200}, z90 * 100, 300},
-		{"flat, few", slices.Repeat([]float64{600}, minChanges), z90 * 30, 600},
-		{"flat, enough", slices.Repeat([]float64{600}, minChanges+1), 0, 600},
-		{"zeros", []float64{0, 0, 0}, 0, 0},
+		// The shared Earth series' first two values: its quantiles were
+		// all -3.
+		{"one change", []float64{602.4, 599.4}, z90 * 3, 596.4},
+		{"two changes", []float64{600, 604, 600}, z90 * 4, 600},
+		// 11 changes of +4 and -4, six up: the median is +4, and so
+		// is every empirical quantile above it.
+		{"few changes", slices.Repeat([]float64{600, 604}, (minChanges)/2), z90 * 4, 608},
+		// 12 changes: their own quantiles, 4 at p90 (a normal band
+		// would be 5.1).
+		{"enough changes", append(slices.Repeat([]float64{600, 604}, minChanges/2), 600), 4, 600},
+		{"one value", []float64{600}, 0, 600},
+		{"no change", []float64{600, 600, 600}, 0, 600},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := SeasonalNaive(fleet.Series{Start: start, Step: 10 * time.Minute, Values: tt.values}, time.Hour, nil)
+			h := fleet.Series{Start: start, Step: 10 * time.Minute, Values: tt.values}
+			f, err := AutoWith(h, time.Hour, nil, Options{FewChangesBand: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			p50, p90 := f.At(0.5, f.Origin), f.At(0.9, f.Origin)
-			if math.Abs(p50-tt.median) > 1e-9 || math.Abs(p90-p50-tt.width) > 1e-9 {
+			if math.Abs(p50-tt.median) > 1e-6 || math.Abs(p90-p50-tt.width) > 1e-6 {
 				t.Errorf("p50 %v, p90 - p50 %v; want %v and %v", p50, p90-p50, tt.median, tt.width)
 			}
-			if p10 := f.At(0.1, f.Origin); tt.width > 0 && math.Abs(p50-p10-tt.width) > 1e-9 {
-				t.Errorf("p50 - p10 = %v, want %v (symmetric)", p50-p10, tt.width)
+			// Without the option (a planner's forecast), the changes'
+			// own quantiles, as they were.
+			plain, err := SeasonalNaive(h, time.Hour, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, _ := Auto(h, time.Hour, nil); !slices.EqualFunc(a.Values, plain.Values, slices.Equal) {
+				t.Errorf("Auto's fallback is not SeasonalNaive's: %v, %v", a.Values, plain.Values)
 			}
 		})
 	}

@@ -125,7 +125,8 @@ func runForecast(e *env, args []string) int {
 	}
 
 	levels, _ := forecast.Levels(*quantile)
-	f, err := forecast.Auto(series.Series, time.Duration(h)*step, levels)
+	// For a person: a short history's band is never of no width.
+	f, err := forecast.AutoWith(series.Series, time.Duration(h)*step, levels, forecast.Options{FewChangesBand: true})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "forecast:", err)
 		return exitError

@@ -225,15 +225,16 @@ func TestSeriesTime(t *testing.T) {
 	}
 }
 
-// TestForecastShortHistory: a short, flat series (as a controller's
-// first cycles see) gets a band of some width at every step, and one note,
-// said once on the first line.
+// TestForecastShortHistory: a series of a few rows (the shared Earth
+// series' first ones) gets a band of some width at every step, and one
+// note, said once on the first line.
 func TestForecastShortHistory(t *testing.T) {
+	earth := []float64{602.4, 599.4, 598.2, 607.8, 613.0, 592.2, 594.8, 606.2, 590.7, 558.7}
 	for _, rows := range []int{2, 3, 10} {
 		t.Run(fmt.Sprint(rows, " values"), func(t *testing.T) {
 			csv := "time,running\n"
-			for i := range rows {
-				csv += fmt.Sprintf("%d,%d\n", i*600, 596)
+			for i, v := range earth[:rows] {
+				csv += fmt.Sprintf("%d,%.1f\n", i*600, v)
 			}
 			code, out, errOut := cli("forecast", "-series", writeFile(t, "s.csv", csv), "-value-column", "running")
 			if code != 0 {
