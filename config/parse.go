@@ -180,8 +180,9 @@ func Load(path string) (*Config, hcl.Diagnostics) {
 // value, attribute or block. At most MaxDiagnostics are returned, the
 // first in the file, and then one standing for the rest (see Omitted).
 // Warnings, if any, are returned with the config. Input larger than
-// MaxFileSize, or that is not text (a NUL byte, bytes that are not UTF-8),
-// is refused with one error before HCL sees it.
+// MaxFileSize, that is not text (a NUL byte, bytes that are not UTF-8),
+// or that nests deeper than MaxNesting or has a line of more than
+// MaxLineTokens tokens, is refused with one error before HCL parses it.
 func Parse(filename string, src []byte) (*Config, hcl.Diagnostics) {
 	if len(src) > MaxFileSize {
 		return nil, hcl.Diagnostics{tooLarge(filename, int64(len(src)), "")}
@@ -215,8 +216,8 @@ func tooLarge(filename string, size int64, atLeast string) *hcl.Diagnostic {
 	return &hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  "Config file too large",
-		Detail: fmt.Sprintf("%s is %s%d bytes; a config file may have at most %d (256 KiB). A fleet config is a few kilobytes of HCL: is this the right file?",
-			filename, atLeast, size, MaxFileSize),
+		Detail: fmt.Sprintf("%s is %s%d bytes; a config file may have at most %d (%d KiB). A fleet config is a few kilobytes of HCL: is this the right file?",
+			filename, atLeast, size, MaxFileSize, MaxFileSize>>10),
 		Subject: &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos},
 	}
 }
@@ -261,6 +262,11 @@ func tooDeep(filename string, src []byte) *hcl.Diagnostic {
 	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos) // the parser reports bad tokens
 	var open []hclsyntax.TokenType
 	line := 0 // tokens on the line so far
+	// continued is whether a line's end continues the line, as it does in
+	// parentheses and brackets.
+	continued := func() bool {
+		return len(open) > 0 && (open[len(open)-1] == hclsyntax.TokenOParen || open[len(open)-1] == hclsyntax.TokenOBrack)
+	}
 	for i := range tokens {
 		tok := &tokens[i]
 		switch tok.Type {
@@ -282,12 +288,12 @@ func tooDeep(filename string, src []byte) *hcl.Diagnostic {
 			}
 		case hclsyntax.TokenComment:
 			// A line comment holds its line's end.
-			if bytes.HasSuffix(tok.Bytes, []byte("\n")) && (len(open) == 0 || (open[len(open)-1] != hclsyntax.TokenOParen && open[len(open)-1] != hclsyntax.TokenOBrack)) {
+			if bytes.HasSuffix(tok.Bytes, []byte("\n")) && !continued() {
 				line = 0
 				continue
 			}
 		case hclsyntax.TokenNewline:
-			if len(open) == 0 || (open[len(open)-1] != hclsyntax.TokenOParen && open[len(open)-1] != hclsyntax.TokenOBrack) {
+			if !continued() {
 				line = 0
 			}
 			continue
