@@ -145,3 +145,14 @@ func FormatDuration(d time.Duration) string {
 	}
 	return fmt.Sprintf("%dh%dm", h, m)
 }
+
+// FormatDurationExact formats d as FormatDuration does where that is
+// exact ("10m", "14d"), and as Go does otherwise ("1m30s"): either way
+// ParseDuration reads d back. For machine-read output, such as JSON.
+func FormatDurationExact(d time.Duration) string {
+	s := FormatDuration(d)
+	if back, err := ParseDuration(s); err == nil && back == d {
+		return s
+	}
+	return d.String()
+}

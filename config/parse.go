@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -111,16 +113,63 @@ func attrSchema(required []string, optional ...string) *hcl.BodySchema {
 	return s
 }
 
+// MaxFileSize is the largest config file Load and Parse accept: 256 KiB.
+// A fleet config is a few kilobytes of HCL (the examples are under 4 KB);
+// a file near this size is not one (a binary, a log, a file generated
+// wrong). HCL's parser builds every token and every error of a file before
+// it returns: on a megabyte of bad HCL that takes seconds and half a
+// gigabyte, on this much a fraction of a second and at most about 150 MB.
+const MaxFileSize = 256 << 10
+
+// MaxNesting is how deeply Parse lets brackets, braces, parentheses,
+// quotes and template sequences nest, and MaxLineTokens how many tokens one
+// line may hold (a line continues while a parenthesis or bracket is open,
+// as in HCL). HCL's parser recurses at each level of an expression, and on
+// deeply nested input takes seconds and gigabytes; a fleet config nests
+// three or four deep and its longest line holds a few dozen tokens.
+const (
+	MaxNesting    = 32
+	MaxLineTokens = 4096
+)
+
+// MaxDiagnostics is the most diagnostics Parse returns: the first ones in
+// the file. When there are more, one last diagnostic stands for the rest
+// (its Extra is an Omitted).
+const MaxDiagnostics = 30
+
+// Omitted is the Extra of the diagnostic that ends a list Parse cut at
+// MaxDiagnostics: how many errors and warnings were left out.
+type Omitted struct {
+	Errors, Warnings int
+}
+
 // Load reads the config file at path and parses it with Parse. A read error
-// is returned as an error diagnostic whose detail names the file.
+// is returned as an error diagnostic whose detail names the file; a file
+// larger than MaxFileSize is refused without reading it.
 func Load(path string) (*Config, hcl.Diagnostics) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, hcl.Diagnostics{{
+	cannot := func(err error) hcl.Diagnostics {
+		return hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Cannot read config file",
 			Detail:   err.Error(),
 		}}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, cannot(err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileSize {
+		return nil, hcl.Diagnostics{tooLarge(path, fi.Size(), "")}
+	}
+	// One byte more than the limit tells a file at the limit from a larger
+	// one that Stat cannot size (a pipe, a device).
+	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, cannot(fmt.Errorf("read %s: %w", path, err))
+	}
+	if len(src) > MaxFileSize {
+		return nil, hcl.Diagnostics{tooLarge(path, MaxFileSize, "more than ")}
 	}
 	return Parse(path, src)
 }
@@ -129,24 +178,192 @@ func Load(path string) (*Config, hcl.Diagnostics) {
 // validates it. It returns the config with every default applied, or nil and
 // the diagnostics when there is any error. All errors are collected in one
 // pass, sorted by position; each has a Subject pointing at the offending
-// value, attribute or block. Warnings, if any, are returned with the config.
+// value, attribute or block. At most MaxDiagnostics are returned, the
+// first in the file, and then one standing for the rest (see Omitted).
+// Warnings, if any, are returned with the config. Input larger than
+// MaxFileSize, that is not text (a NUL byte, bytes that are not UTF-8),
+// or that nests deeper than MaxNesting or has a line of more than
+// MaxLineTokens tokens, is refused with one error before HCL parses it.
 func Parse(filename string, src []byte) (*Config, hcl.Diagnostics) {
+	if len(src) > MaxFileSize {
+		return nil, hcl.Diagnostics{tooLarge(filename, int64(len(src)), "")}
+	}
+	if diag := notText(filename, src); diag != nil {
+		return nil, hcl.Diagnostics{diag}
+	}
+	if diag := tooDeep(filename, src); diag != nil {
+		return nil, hcl.Diagnostics{diag}
+	}
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
-		sortDiagnostics(diags)
-		return nil, diags
+		return nil, capDiagnostics(diags)
 	}
 	if diags = append(diags, checkNumbers(file.Body)...); diags.HasErrors() {
-		sortDiagnostics(diags)
+		return nil, capDiagnostics(diags)
+	}
+	d := &decoder{}
+	d.add(diags...)
+	cfg := d.decodeFile(file.Body)
+	diags = capDiagnostics(d.diags)
+	if d.errors > 0 {
 		return nil, diags
 	}
-	d := &decoder{diags: diags}
-	cfg := d.decodeFile(file.Body)
-	sortDiagnostics(d.diags)
-	if d.diags.HasErrors() {
-		return nil, d.diags
+	return cfg, diags
+}
+
+// tooLarge is the error for a config file of size bytes (at least, when
+// atLeast says "more than ").
+func tooLarge(filename string, size int64, atLeast string) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Config file too large",
+		Detail: fmt.Sprintf("%s is %s%d bytes; a config file may have at most %d (%d KiB). A fleet config is a few kilobytes of HCL: is this the right file?",
+			filename, atLeast, size, MaxFileSize, MaxFileSize>>10),
+		Subject: &hcl.Range{Filename: filename, Start: hcl.InitialPos, End: hcl.InitialPos},
 	}
-	return cfg, d.diags
+}
+
+// notText returns an error at the first byte of src that text cannot
+// hold: a NUL byte, or one that is not part of a UTF-8 character. Nil when
+// there is none.
+func notText(filename string, src []byte) *hcl.Diagnostic {
+	i := 0
+	for i < len(src) {
+		if c := src[i]; c != 0 && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(src[i:])
+		if r != 0 && (r != utf8.RuneError || size > 1) {
+			i += size
+			continue
+		}
+		what := fmt.Sprintf("byte 0x%02x at offset %d is not UTF-8", src[i], i)
+		if r == 0 {
+			what = fmt.Sprintf("byte 0x00 (NUL) at offset %d", i)
+		}
+		line := 1 + bytes.Count(src[:i], []byte("\n"))
+		col := 1 + utf8.RuneCount(src[bytes.LastIndexByte(src[:i], '\n')+1:i])
+		pos := hcl.Pos{Line: line, Column: col, Byte: i}
+		return &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Not a text file",
+			Detail:   fmt.Sprintf("%s (line %d, column %d): a config is UTF-8 text (HCL); is %s a binary file?", what, line, col, filename),
+			Subject:  &hcl.Range{Filename: filename, Start: pos, End: hcl.Pos{Line: line, Column: col + 1, Byte: i + 1}},
+		}
+	}
+	return nil
+}
+
+// tooDeep returns an error at the first token of src that nests deeper
+// than MaxNesting, or that makes its line longer than MaxLineTokens tokens;
+// nil when there is none. It reads HCL's tokens, so brackets in strings
+// and comments do not count.
+func tooDeep(filename string, src []byte) *hcl.Diagnostic {
+	tokens, _ := hclsyntax.LexConfig(src, filename, hcl.InitialPos) // the parser reports bad tokens
+	var open []hclsyntax.TokenType
+	line := 0 // tokens on the line so far
+	// continued is whether a line's end continues the line, as it does in
+	// parentheses and brackets.
+	continued := func() bool {
+		return len(open) > 0 && (open[len(open)-1] == hclsyntax.TokenOParen || open[len(open)-1] == hclsyntax.TokenOBrack)
+	}
+	for i := range tokens {
+		tok := &tokens[i]
+		switch tok.Type {
+		case hclsyntax.TokenOBrace, hclsyntax.TokenOBrack, hclsyntax.TokenOParen, hclsyntax.TokenOQuote,
+			hclsyntax.TokenOHeredoc, hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
+			if open = append(open, tok.Type); len(open) > MaxNesting {
+				return &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Nesting too deep",
+					Detail: fmt.Sprintf("More than %d brackets, braces, parentheses, quotes or template sequences are open here, in %s; a fleet config nests a few levels deep.",
+						MaxNesting, filename),
+					Subject: tok.Range.Ptr(),
+				}
+			}
+		case hclsyntax.TokenCBrace, hclsyntax.TokenCBrack, hclsyntax.TokenCParen, hclsyntax.TokenCQuote,
+			hclsyntax.TokenCHeredoc, hclsyntax.TokenTemplateSeqEnd:
+			if len(open) > 0 {
+				open = open[:len(open)-1]
+			}
+		case hclsyntax.TokenComment:
+			// A line comment holds its line's end.
+			if bytes.HasSuffix(tok.Bytes, []byte("\n")) && !continued() {
+				line = 0
+				continue
+			}
+		case hclsyntax.TokenNewline:
+			if !continued() {
+				line = 0
+			}
+			continue
+		}
+		if line++; line > MaxLineTokens {
+			return &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Line too long",
+				Detail: fmt.Sprintf("More than %d tokens on one line (an open parenthesis or bracket continues it), in %s; a fleet config's lines hold a few dozen.",
+					MaxLineTokens, filename),
+				Subject: tok.Range.Ptr(),
+			}
+		}
+	}
+	return nil
+}
+
+// capDiagnostics sorts diags by position and keeps the first
+// MaxDiagnostics, then one error (or warning) whose Extra, an Omitted,
+// counts the rest.
+func capDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
+	sortDiagnostics(diags)
+	if len(diags) <= MaxDiagnostics {
+		return diags
+	}
+	var o Omitted
+	for _, diag := range diags[MaxDiagnostics:] {
+		if diag.Severity == hcl.DiagError {
+			o.Errors++
+		} else {
+			o.Warnings++
+		}
+	}
+	last := &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "More warnings", Extra: o}
+	if o.Errors > 0 {
+		last.Severity, last.Summary = hcl.DiagError, "More errors"
+	}
+	return append(diags[:MaxDiagnostics:MaxDiagnostics], last)
+}
+
+// String is "... and N more errors", with the warnings if there are any.
+func (o Omitted) String() string {
+	plural := func(n int, what string) string {
+		if n == 1 {
+			return "1 more " + what
+		}
+		return fmt.Sprintf("%d more %ss", n, what)
+	}
+	switch {
+	case o.Warnings == 0:
+		return "... and " + plural(o.Errors, "error")
+	case o.Errors == 0:
+		return "... and " + plural(o.Warnings, "warning")
+	}
+	return "... and " + plural(o.Errors, "error") + " and " + plural(o.Warnings, "warning")
+}
+
+// ErrorCount is the number of errors diags hold or stand for (see
+// Omitted).
+func ErrorCount(diags hcl.Diagnostics) int {
+	n := 0
+	for _, diag := range diags {
+		if o, ok := diag.Extra.(Omitted); ok {
+			n += o.Errors
+		} else if diag.Severity == hcl.DiagError {
+			n++
+		}
+	}
+	return n
 }
 
 // WriteDiagnostics writes diags to w, one line each, in the form
@@ -165,8 +382,12 @@ func WriteDiagnostics(w io.Writer, diags hcl.Diagnostics) error {
 }
 
 // FormatDiagnostic formats one diagnostic as a single line, as
-// WriteDiagnostics writes it, without the newline.
+// WriteDiagnostics writes it, without the newline. The one standing for
+// those Parse left out reads "... and N more errors".
 func FormatDiagnostic(diag *hcl.Diagnostic) string {
+	if o, ok := diag.Extra.(Omitted); ok {
+		return o.String()
+	}
 	var b strings.Builder
 	if r := diag.Subject; r != nil {
 		fmt.Fprintf(&b, "%s:%d:%d: ", r.Filename, r.Start.Line, r.Start.Column)
@@ -266,13 +487,24 @@ const (
 	bad                // present and invalid; an error was recorded
 )
 
-// decoder collects diagnostics while decoding.
+// decoder collects diagnostics while decoding, and counts its errors.
 type decoder struct {
-	diags hcl.Diagnostics
+	diags  hcl.Diagnostics
+	errors int
+}
+
+// add records diagnostics.
+func (d *decoder) add(diags ...*hcl.Diagnostic) {
+	for _, diag := range diags {
+		if diag.Severity == hcl.DiagError {
+			d.errors++
+		}
+	}
+	d.diags = append(d.diags, diags...)
 }
 
 func (d *decoder) errorf(subject hcl.Range, summary, format string, args ...any) {
-	d.diags = append(d.diags, &hcl.Diagnostic{
+	d.add(&hcl.Diagnostic{
 		Severity: hcl.DiagError,
 		Summary:  summary,
 		Detail:   fmt.Sprintf(format, args...),
@@ -287,19 +519,12 @@ func (d *decoder) invalid(attrs hcl.Attributes, name, format string, args ...any
 	return bad
 }
 
-func (d *decoder) errorCount() int {
-	n := 0
-	for _, diag := range d.diags {
-		if diag.Severity == hcl.DiagError {
-			n++
-		}
-	}
-	return n
-}
+// errorCount is the number of errors recorded so far.
+func (d *decoder) errorCount() int { return d.errors }
 
 func (d *decoder) content(body hcl.Body, schema *hcl.BodySchema) *hcl.BodyContent {
 	content, diags := body.Content(schema)
-	d.diags = append(d.diags, diags...)
+	d.add(diags...)
 	return content
 }
 
@@ -311,7 +536,7 @@ func (d *decoder) value(attrs hcl.Attributes, name string, ty cty.Type, want str
 		return cty.NilVal, unset
 	}
 	val, diags := attr.Expr.Value(nil)
-	d.diags = append(d.diags, diags...)
+	d.add(diags...)
 	if diags.HasErrors() {
 		return cty.NilVal, bad
 	}

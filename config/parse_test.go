@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -574,6 +575,195 @@ func TestListenSecurity(t *testing.T) {
 		_, diags := Parse("test.hcl", []byte(simPool("a", "")+"controller {\n  "+tt.controller+"\n}\n"))
 		if diags.HasErrors() == tt.ok {
 			t.Errorf("%s: %v, want ok %v", tt.controller, diags, tt.ok)
+		}
+	}
+}
+
+// TestParseRefusesNonText: a NUL byte or bytes that are not UTF-8 stop
+// the parse at once, with one error naming the file, line, column and
+// offset; UTF-8 text (comments, strings) is read as before.
+func TestParseRefusesNonText(t *testing.T) {
+	valid := simPool("a", "") + "# ünïcode ✓ and U+FFFD: \uFFFD\n"
+	tests := []struct {
+		name string
+		src  string
+		want string // the one diagnostic, formatted; "" for none
+	}{
+		{"utf-8 text", valid, ""},
+		{"NUL", "pool \"a\" {\n  gpu\x00\n}\n", "x.hcl:2:6: error: Not a text file: byte 0x00 (NUL) at offset 16 (line 2, column 6): a config is UTF-8 text (HCL); is x.hcl a binary file?"},
+		{"not utf-8", "# é\n\xff\xfe", "x.hcl:2:1: error: Not a text file: byte 0xff at offset 5 is not UTF-8 (line 2, column 1): a config is UTF-8 text (HCL); is x.hcl a binary file?"},
+		{"cut character", "# ab\u00e9"[:5], "x.hcl:1:5: error: Not a text file: byte 0xc3 at offset 4 is not UTF-8 (line 1, column 5): a config is UTF-8 text (HCL); is x.hcl a binary file?"},
+		{"column counts characters", "a = \"✓✓\x01\xc0\"", "x.hcl:1:9: error: Not a text file: byte 0xc0 at offset 12 is not UTF-8 (line 1, column 9): a config is UTF-8 text (HCL); is x.hcl a binary file?"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, diags := Parse("x.hcl", []byte(tt.src))
+			if tt.want == "" {
+				if diags.HasErrors() || cfg == nil {
+					t.Fatalf("refused: %s", formatAll(diags))
+				}
+				return
+			}
+			if cfg != nil || len(diags) != 1 || FormatDiagnostic(diags[0]) != tt.want {
+				t.Fatalf("got %v,\n%s\nwant\n%s", cfg, formatAll(diags), tt.want)
+			}
+		})
+	}
+}
+
+// TestLoadTooLarge: a file over MaxFileSize is refused, with its size and
+// the limit, whether Stat can size it or not; one at the limit is parsed.
+func TestLoadTooLarge(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, src []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, src, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	min := []byte(simPool("a", ""))
+	atLimit := append(bytes.Repeat([]byte("#\n"), (MaxFileSize-len(min))/2), min...)
+	atLimit = append(atLimit, bytes.Repeat([]byte("\n"), MaxFileSize-len(atLimit))...)
+	if cfg, diags := Load(write("at-limit.hcl", atLimit)); diags.HasErrors() || cfg == nil {
+		t.Errorf("a config of exactly MaxFileSize bytes: %s", formatAll(diags))
+	}
+	big := write("big.hcl", append(atLimit, '\n'))
+	want := big + ":1:1: error: Config file too large: " + big + " is 262145 bytes; a config file may have at most 262144 (256 KiB). A fleet config is a few kilobytes of HCL: is this the right file?"
+	if cfg, diags := Load(big); cfg != nil || len(diags) != 1 || FormatDiagnostic(diags[0]) != want {
+		t.Errorf("got\n%s\nwant\n%s", formatAll(diags), want)
+	}
+	if _, diags := Parse("p.hcl", make([]byte, MaxFileSize+1)); len(diags) != 1 || diags[0].Summary != "Config file too large" {
+		t.Errorf("Parse of MaxFileSize+1 bytes: %s", formatAll(diags))
+	}
+	// A pipe has no size to Stat: the read stops one byte past the limit.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for range 3 {
+			if _, err := w.Write(atLimit); err != nil {
+				break
+			}
+		}
+		w.Close()
+	}()
+	defer r.Close()
+	pipe := "/dev/fd/" + strconv.Itoa(int(r.Fd()))
+	if _, err := os.Stat(pipe); err != nil {
+		t.Skip("no /dev/fd:", err)
+	}
+	if _, diags := Load(pipe); len(diags) != 1 || !strings.Contains(diags[0].Detail, " is more than 262144 bytes; a config file may have at most 262144 (256 KiB).") {
+		t.Errorf("a pipe of 3 x MaxFileSize bytes: %s", formatAll(diags))
+	}
+}
+
+// TestParseRefusesDeepNesting: input nested deeper than MaxNesting, or with
+// a line longer than MaxLineTokens (on which HCL's parser recurses, taking
+// seconds and gigabytes), is refused with one error at the first token
+// past the limit; brackets in strings and comments do not count, nor do
+// newlines inside parentheses and brackets end a line.
+func TestParseRefusesDeepNesting(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want string // the first diagnostic's summary and position; "" for no error
+	}{
+		{"nested at the limit", simPool("a", "  zones = "+strings.Repeat("[", MaxNesting-1)+strings.Repeat("]", MaxNesting-1)+"\n"), "Incorrect attribute value type"},
+		{"nested past the limit", "a = " + strings.Repeat("(", MaxNesting+10), "Nesting too deep x.hcl:1:37"},
+		{"interpolations", "a = \"" + strings.Repeat("${\"", 20), "Nesting too deep x.hcl:1:53"},
+		{"brackets in strings and comments", simPool("a", "  region = \""+strings.Repeat("((", 100)+"\" # "+strings.Repeat("[", 100)+"\n"), ""},
+		{"a long line", "a = " + strings.Repeat("!", MaxLineTokens+10) + "x", "Line too long x.hcl:1:4099"},
+		{"a long list over many lines", "a = [\n" + strings.Repeat("1,\n", MaxLineTokens), "Line too long x.hcl:2048:2"},
+		{"many short lines", simPool("a", strings.Repeat("\n", 3*MaxLineTokens)), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags := Parse("x.hcl", []byte(tt.src))
+			got := ""
+			if len(diags) > 0 {
+				got = diags[0].Summary
+				if tt.want != "" && strings.Contains(tt.want, "x.hcl") {
+					got += fmt.Sprintf(" %s:%d:%d", diags[0].Subject.Filename, diags[0].Subject.Start.Line, diags[0].Subject.Start.Column)
+				}
+			}
+			if got != tt.want || (strings.HasPrefix(tt.want, "Nesting") || strings.HasPrefix(tt.want, "Line")) && len(diags) != 1 {
+				t.Errorf("got %q, want %q:\n%s", got, tt.want, formatAll(diags))
+			}
+		})
+	}
+}
+
+// TestParseCapsDiagnostics: a file with more errors than MaxDiagnostics
+// returns the first ones by position and one that counts the rest.
+func TestParseCapsDiagnostics(t *testing.T) {
+	tests := []struct {
+		name, src string
+		errors    int
+	}{
+		// The parser's errors and the decoder's.
+		{"syntax", strings.Repeat("x = = 1\n", 100), 100},
+		{"values", func() string {
+			var b strings.Builder
+			for i := range 99 {
+				b.WriteString(simPool(fmt.Sprint("p", i), "  bogus = 1\n"))
+			}
+			return b.String()
+		}(), 99},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, diags := Parse("x.hcl", []byte(tt.src))
+			if cfg != nil || len(diags) != MaxDiagnostics+1 || ErrorCount(diags) != tt.errors {
+				t.Fatalf("%d diagnostics standing for %d errors, want %d for %d:\n%s", len(diags), ErrorCount(diags), MaxDiagnostics+1, tt.errors, formatAll(diags))
+			}
+			for i, d := range diags[:MaxDiagnostics] {
+				if i > 0 && d.Subject.Start.Byte < diags[i-1].Subject.Start.Byte {
+					t.Errorf("diagnostic %d is before the one it follows", i)
+				}
+			}
+			if got, want := FormatDiagnostic(diags[MaxDiagnostics]), fmt.Sprintf("... and %d more errors", tt.errors-MaxDiagnostics); got != want {
+				t.Errorf("last line %q, want %q", got, want)
+			}
+		})
+	}
+	if _, diags := Parse("x.hcl", []byte(strings.Repeat("x = = 1\n", MaxDiagnostics))); len(diags) != MaxDiagnostics || ErrorCount(diags) != MaxDiagnostics {
+		t.Errorf("%d errors: %d diagnostics standing for %d", MaxDiagnostics, len(diags), ErrorCount(diags))
+	}
+}
+
+func TestOmittedString(t *testing.T) {
+	for _, tt := range []struct {
+		o    Omitted
+		want string
+	}{
+		{Omitted{Errors: 1}, "... and 1 more error"},
+		{Omitted{Errors: 9512345}, "... and 9512345 more errors"},
+		{Omitted{Warnings: 2}, "... and 2 more warnings"},
+		{Omitted{Errors: 3, Warnings: 1}, "... and 3 more errors and 1 more warning"},
+	} {
+		if got := tt.o.String(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.o, got, tt.want)
+		}
+	}
+}
+
+func TestFormatDurationExact(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"}, {10 * time.Minute, "10m"}, {90 * time.Second, "1m30s"}, {14 * 24 * time.Hour, "14d"},
+		{36 * time.Hour, "36h"}, {50 * time.Hour, "2d2h"}, {1500 * time.Millisecond, "1.5s"}, {-5 * time.Minute, "-5m"}, {time.Nanosecond, "1ns"},
+		{50*time.Hour + time.Minute, "50h1m0s"}, {time.Duration(1<<63 - 1), "2562047h47m16.854775807s"},
+	} {
+		got := FormatDurationExact(tt.d)
+		if got != tt.want {
+			t.Errorf("FormatDurationExact(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+		if back, err := ParseDuration(got); err != nil || back != tt.d {
+			t.Errorf("ParseDuration(%q) = %v, %v: does not round-trip", got, back, err)
 		}
 	}
 }

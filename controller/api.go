@@ -275,11 +275,15 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 			enc.Encode(v)
 		}
 	}
-	mux.Handle("GET /v1/plan", serve(func(s Snapshot) (any, bool) { return s.Plan, s.Plan != nil }))
-	mux.Handle("GET /v1/fleet", serve(func(s Snapshot) (any, bool) {
-		return fleetView{At: s.At, Pools: c.cfg.Pools, State: s.State, AgentTimeout: c.cfg.Controller.AgentTimeout.String()}, s.State != nil
+	// Views of the snapshot: durations as text, lists never null.
+	mux.Handle("GET /v1/plan", serve(func(s Snapshot) (any, bool) {
+		if s.Plan == nil {
+			return nil, false
+		}
+		return NewPlanView(s.Plan), true
 	}))
-	mux.Handle("GET /v1/forecast", serve(func(s Snapshot) (any, bool) { return s.Forecast, s.Forecast != nil }))
+	mux.Handle("GET /v1/fleet", serve(func(s Snapshot) (any, bool) { return newFleetView(s.At, c.cfg, s.State), s.State != nil }))
+	mux.Handle("GET /v1/forecast", serve(func(s Snapshot) (any, bool) { return NewForecastView(s.Forecast), s.Forecast != nil }))
 	if o.Credentials != nil {
 		mux.Handle(report.Pattern, &report.Receiver{Credentials: o.Credentials, Store: c.agents, Now: c.now, Log: c.log, NodeGPUs: c.nodeGPUs})
 	}
@@ -290,15 +294,6 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 		mux.Handle(DemandPattern, o.Demand)
 	}
 	return mux
-}
-
-// fleetView is GET /v1/fleet: the config's pools and the observed state
-// (each node's last_report says how fresh its agent is).
-type fleetView struct {
-	At           time.Time    `json:"at"`
-	AgentTimeout string       `json:"agent_timeout"`
-	Pools        []fleet.Pool `json:"pools"`
-	State        *fleet.State `json:"state"`
 }
 
 // LivePool returns the pool node is a live instance of, as the last cycle

@@ -55,12 +55,16 @@ func TestAPI(t *testing.T) {
 		t.Errorf("GET /healthz after a cycle: %d %q", code, body)
 	}
 	code, body := get(t, h, "/v1/plan")
-	var plan planner.Plan
-	if code != http.StatusOK || json.Unmarshal([]byte(body), &plan) != nil {
+	var pv PlanView
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &pv) != nil {
 		t.Fatalf("GET /v1/plan: %d %q", code, body)
 	}
+	plan := planner.Plan{Demand: pv.Demand, Actions: pv.Actions}
 	if plan.Demand.PendingGPUs != 8 || plan.Counts()[planner.Launch] != 8 {
 		t.Errorf("plan: pending %d, launches %d; want 8 and 8", plan.Demand.PendingGPUs, plan.Counts()[planner.Launch])
+	}
+	if pv.Forecast == nil || pv.Forecast.Step != "10m" || !strings.Contains(body, `"step": "10m"`) {
+		t.Errorf("GET /v1/plan: the forecast's step is not \"10m\":\n%s", body)
 	}
 	code, body = get(t, h, "/v1/fleet")
 	var fv struct {
@@ -71,6 +75,15 @@ func TestAPI(t *testing.T) {
 	}
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &fv) != nil || len(fv.Pools) != 1 {
 		t.Fatalf("GET /v1/fleet: %d %q", code, body)
+	}
+	// Durations are text in the config's syntax, not nanoseconds.
+	for _, want := range []string{`"lead_time": "5m"`, `"provision_timeout": "15m"`, `"agent_timeout": "3m"`, `"step": "10m"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("GET /v1/fleet lacks %s:\n%s", want, body)
+		}
+	}
+	if _, body := get(t, h, "/v1/forecast"); !strings.Contains(body, `"step": "10m"`) {
+		t.Errorf("GET /v1/forecast: the step is not \"10m\":\n%s", body)
 	}
 
 	// An agent reports through the API with its node's token.
@@ -191,5 +204,35 @@ func TestLivePoolAndGoneCredentials(t *testing.T) {
 	}
 	if err := creds.Check("rack-7", tokRack); err != nil {
 		t.Errorf("an operator's credential for a node no pool lists: %v", err)
+	}
+}
+
+// TestAPIViews: the API's JSON has durations as text and [] for empty
+// lists, never null, before the fleet has a node or the plan an action.
+func TestAPIViews(t *testing.T) {
+	p := gpuPool("g5", 1, 200, 90*time.Second)
+	l := newLoop(t, false, p)
+	h := l.c.Handler(APIOptions{})
+	l.cycle(t) // no demand: nothing to do
+	tests := []struct {
+		path string
+		want []string
+	}{
+		{"/v1/plan", []string{`"actions": []`}},
+		{"/v1/fleet", []string{`"nodes": []`, `"pools": [`, `"lead_time": "1m30s"`, `"provision_timeout": "4m30s"`, `"step": "10m"`, `"values": [`}},
+	}
+	for _, tt := range tests {
+		code, body := get(t, h, tt.path)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", tt.path, code, body)
+		}
+		for _, want := range tt.want {
+			if !strings.Contains(body, want) {
+				t.Errorf("GET %s lacks %s:\n%s", tt.path, want, body)
+			}
+		}
+		if strings.Contains(body, "null") {
+			t.Errorf("GET %s has a null:\n%s", tt.path, body)
+		}
 	}
 }

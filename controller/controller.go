@@ -214,10 +214,20 @@ func (c *Controller) Last() Snapshot {
 	return Snapshot{At: c.lastCycle, State: c.lastState, Plan: c.lastPlan, Forecast: c.lastFC}
 }
 
-// Cycle runs one control cycle and returns its plan. Errors acting on one
-// pool are logged and the rest of the plan still runs; the error returned
-// joins them.
+// Cycle runs one control cycle and returns its plan; RunCycle says what
+// became of each action too. Errors acting on one pool are logged and the
+// rest of the plan still runs; the error returned joins them.
 func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
+	r, err := c.RunCycle(ctx)
+	return r.Plan, err
+}
+
+// RunCycle runs one control cycle and returns its plan with the outcome
+// of each action: done, refused by the cloud, failed, or, in a dry run,
+// only planned. Errors acting on one pool are logged and the rest of the
+// plan still runs; the error returned joins them. A cycle that stops
+// before planning returns an empty plan and its error.
+func (c *Controller) RunCycle(ctx context.Context) (CycleResult, error) {
 	now := c.now()
 	var unsettled Recovered
 	if !c.dryRun {
@@ -226,25 +236,25 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 		// a pool whose intents cannot be settled yet is left alone.
 		var err error
 		if unsettled, err = c.act.Recover(ctx); err != nil {
-			return planner.Plan{}, err
+			return CycleResult{}, err
 		}
 		if err := c.backOffRefused(now, unsettled); err != nil {
-			return planner.Plan{}, err
+			return CycleResult{}, err
 		}
 	}
 	drains, err := c.store.Drains()
 	if err != nil {
-		return planner.Plan{}, err
+		return CycleResult{}, err
 	}
 	st, unread, err := c.observe(ctx, now, drains, unsettled.Unsettled)
 	if err != nil {
-		return planner.Plan{}, err
+		return CycleResult{}, err
 	}
 	unread.err = errors.Join(unsettled.Err(), unread.err)
 	if !c.dryRun && unread.err == nil {
 		// Only a full read says what is gone.
 		if err := c.forgetGone(drains, st.Nodes); err != nil {
-			return planner.Plan{}, err
+			return CycleResult{}, err
 		}
 	}
 	demand := c.inUse(ctx, now, st.Nodes) + float64(st.PendingGPUs)
@@ -253,15 +263,15 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 		// now would teach the forecaster a dip that did not happen.
 		c.log.Warn("demand not recorded this cycle: a pool has never been read")
 	} else if err := c.store.AppendDemand(DemandSeries, state.Sample{Time: now, Value: demand}); err != nil {
-		return planner.Plan{}, err
+		return CycleResult{}, err
 	}
 	if now.Sub(c.prunedAt) >= time.Hour {
 		// The history is kept as long as the forecaster reads, and a day.
 		if _, err := c.store.PruneDemand(now.Add(-c.cfg.Forecast.History - forecast.Day)); err != nil {
-			return planner.Plan{}, err
+			return CycleResult{}, err
 		}
 		if _, err := c.store.PruneDrainLog(now.Add(-c.cfg.Limits.ScaleInWindow)); err != nil {
-			return planner.Plan{}, err
+			return CycleResult{}, err
 		}
 		c.prunedAt = now
 	}
@@ -292,11 +302,12 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 		for _, a := range plan.Actions {
 			c.log.Info("dry run: would "+string(a.Kind), "pool", a.Pool, "node", a.Node, "count", a.Count, "reason", a.Reason)
 		}
-		return plan, unread.err
+		return CycleResult{Plan: plan, Outcomes: outcomes(&plan, DryRun)}, unread.err
 	}
 	// Work is protected before anything is scaled in.
 	perr := c.protect(ctx, &st)
-	return plan, errors.Join(unread.err, perr, c.apply(ctx, now, &st, &plan))
+	out, aerr := c.apply(ctx, now, &st, &plan)
+	return CycleResult{Plan: plan, Outcomes: out}, errors.Join(unread.err, perr, aerr)
 }
 
 // protect protects the instances whose agents have reported (ready or
@@ -788,17 +799,22 @@ func (c *Controller) forecast(now time.Time, history fleet.Series) forecast.Fore
 	return fc
 }
 
-// apply carries out a plan's actions.
-func (c *Controller) apply(ctx context.Context, now time.Time, st *fleet.State, plan *planner.Plan) error {
+// apply carries out a plan's actions and returns what became of each. An
+// action done whose bookkeeping then failed (a store write) is done all
+// the same; the error is returned with the others.
+func (c *Controller) apply(ctx context.Context, now time.Time, st *fleet.State, plan *planner.Plan) ([]Outcome, error) {
 	drainStart := map[string]time.Time{}
 	for i := range st.Nodes {
 		if n := &st.Nodes[i]; n.State == fleet.Draining {
 			drainStart[n.ID] = n.DrainStartedAt
 		}
 	}
+	out := outcomes(plan, Done)
 	var errs []error
-	for _, a := range plan.Actions {
-		var err error
+	for i, a := range plan.Actions {
+		// err is the action's own failure; after, that of what follows
+		// an action done.
+		var err, after error
 		switch a.Kind {
 		case planner.Launch:
 			err = c.act.Launch(ctx, a.Pool, a.Count)
@@ -807,12 +823,13 @@ func (c *Controller) apply(ctx context.Context, now time.Time, st *fleet.State, 
 				// the next plan falls back to other pools. Not a failure.
 				c.metrics.capacityErrors.WithLabelValues(a.Pool).Inc()
 				c.metrics.actions.WithLabelValues(string(a.Kind), a.Pool, "refused").Inc()
+				out[i] = Outcome{Result: Refused, Err: err}
 				if err = c.backOff(now, a.Pool, err.Error()); err != nil {
 					errs = append(errs, err)
 				}
 				continue
 			} else if err == nil {
-				err = c.store.DeleteBackoff(a.Pool)
+				after = c.store.DeleteBackoff(a.Pool)
 			}
 		case planner.Terminate:
 			if _, orphan := c.orphans[a.Node]; orphan {
@@ -825,17 +842,17 @@ func (c *Controller) apply(ctx context.Context, now time.Time, st *fleet.State, 
 				err = c.act.Terminate(ctx, a.Pool, a.Node)
 			}
 			if err == nil {
-				err = c.spendStandIn(a.Node)
+				after = c.spendStandIn(a.Node)
 			}
-			if err == nil {
+			if err == nil && after == nil {
 				c.agents.Forget(a.Node)
-				err = c.forgetCancelled(a.Node)
+				after = c.forgetCancelled(a.Node)
 				if t, ok := drainStart[a.Node]; ok {
 					c.metrics.drainSeconds.Observe(now.Sub(t).Seconds())
 				}
 			}
-			if err == nil && a.BackOff {
-				err = c.backOff(now, a.Pool, a.Reason)
+			if err == nil && after == nil && a.BackOff {
+				after = c.backOff(now, a.Pool, a.Reason)
 			}
 		case planner.Drain:
 			d := state.Drain{Node: a.Node, Pool: a.Pool, Started: now, Deadline: now.Add(c.cfg.Drain.Timeout)}
@@ -848,23 +865,26 @@ func (c *Controller) apply(ctx context.Context, now time.Time, st *fleet.State, 
 			if err = c.store.DeleteDrain(a.Node); err == nil {
 				c.agents.SetDrain(a.Node, nil)
 				c.cancelled[a.Node] = now
-				err = c.store.PutCancelled(a.Node, now)
+				after = c.store.PutCancelled(a.Node, now)
 				c.log.Warn("drain cancelled", "pool", a.Pool, "node", a.Node, "reason", a.Reason)
 			}
 		}
+		if err != nil {
+			out[i] = Outcome{Result: Failed, Err: err}
+		}
 		if a.Kind != planner.Hold {
 			result := "ok"
-			if err != nil {
+			if err != nil || after != nil {
 				result = "error"
 			}
 			c.metrics.actions.WithLabelValues(string(a.Kind), a.Pool, result).Inc()
 		}
-		if err != nil {
+		if err = errors.Join(err, after); err != nil {
 			c.log.Error("action failed", "kind", a.Kind, "pool", a.Pool, "node", a.Node, "error", err)
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 // backOff records a pool's next back-off after a capacity error.

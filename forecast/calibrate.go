@@ -89,10 +89,75 @@ func (l levelFitted) Forecast(origin, h int) []float64 {
 
 // Quantiles are calibrated on origins over the last calibrationDays of the
 // history, at most maxCalibration of them.
+// A model needs at least minCalibration origins.
 const (
 	calibrationDays = 3
 	maxCalibration  = 432
+	minCalibration  = 12
 )
+
+// shortHistoryError says a history is too short to calibrate a model's
+// forecasts on.
+type shortHistoryError struct {
+	model string
+	// steps is the history's length, horizon the forecasts' and need the
+	// least history that calibrates them.
+	steps, horizon, need int
+}
+
+func (e *shortHistoryError) Error() string { return e.model + ": " + e.reason() }
+
+// reason is the error without the model's name.
+func (e *shortHistoryError) reason() string {
+	return fmt.Sprintf("too little history (%d steps) to calibrate %d-step forecasts (%d needed)", e.steps, e.horizon, e.need)
+}
+
+// whyNoModel says, on one line, why no model could be calibrated (errs
+// are their errors): for a history too short for every one of them, the
+// history they need (and its length, with length), once; otherwise each
+// distinct reason once, after the models it stopped.
+func whyNoModel(errs []error, length bool) string {
+	type group struct {
+		reason string
+		models []string
+	}
+	var groups []*group
+	byReason := map[string]*group{}
+	allShort := true
+	for _, err := range errs {
+		model, reason := "", strings.Join(strings.Fields(err.Error()), " ")
+		var short *shortHistoryError
+		if errors.As(err, &short) {
+			model, reason = short.model, short.reason()
+		} else {
+			allShort = false
+		}
+		g := byReason[reason]
+		if g == nil {
+			g = &group{reason: reason}
+			byReason[reason] = g
+			groups = append(groups, g)
+		}
+		if model != "" {
+			g.models = append(g.models, model)
+		}
+	}
+	var short *shortHistoryError
+	if allShort && len(groups) == 1 && errors.As(errs[0], &short) {
+		if !length {
+			return fmt.Sprintf("%d-step forecasts need %d steps", short.horizon, short.need)
+		}
+		return fmt.Sprintf("%d steps; %d-step forecasts need %d", short.steps, short.horizon, short.need)
+	}
+	out := make([]string, len(groups))
+	for i, g := range groups {
+		out[i] = g.reason
+		if len(g.models) > 0 {
+			out[i] = strings.Join(g.models, ", ") + ": " + g.reason
+		}
+	}
+	return strings.Join(out, "; ")
+}
 
 // Prediction is a model's forecast with calibrated quantiles, and how well
 // the model did on its calibration origins.
@@ -150,8 +215,8 @@ func forecastPaths(m Model, y []float64, season, h int) (*paths, error) {
 	}
 	n := len(y)
 	origins := min(max(calibrationDays*season, 24), n-h-max(season, 1))
-	if origins < 12 {
-		return nil, fmt.Errorf("%s: too little history (%d steps) to calibrate %d-step forecasts", m.Name(), n, h)
+	if origins < minCalibration {
+		return nil, &shortHistoryError{model: m.Name(), steps: n, horizon: h, need: minCalibration + h + max(season, 1)}
 	}
 	// Parameters from the data before the calibration origins, so their
 	// errors are out of sample; the final forecast uses all the data.
@@ -396,10 +461,15 @@ func (HoltDamped) Fit(y []float64, season, trainEnd int) (Fitted, error) {
 // naive forecast was used), or when the last value is an unconfirmed jump
 // (see Predict).
 func Auto(history fleet.Series, horizon time.Duration, levels []float64) (Forecast, error) {
-	return autoFrom(DefaultModels(), history, horizon, levels)
+	return autoFrom(DefaultModels(), history, horizon, levels, Options{})
 }
 
-func autoFrom(models []Model, history fleet.Series, horizon time.Duration, levels []float64) (Forecast, error) {
+// AutoWith is Auto with options.
+func AutoWith(history fleet.Series, horizon time.Duration, levels []float64, opt Options) (Forecast, error) {
+	return autoFrom(DefaultModels(), history, horizon, levels, opt)
+}
+
+func autoFrom(models []Model, history fleet.Series, horizon time.Duration, levels []float64, opt Options) (Forecast, error) {
 	if err := checkHistory(history); err != nil {
 		return Forecast{}, err
 	}
@@ -411,11 +481,22 @@ func autoFrom(models []Model, history fleet.Series, horizon time.Duration, level
 	best, err := choose(models, history.Values, season, h, levels)
 	if err != nil {
 		// Too little history for any calibrated model.
-		f, err2 := SeasonalNaive(history, horizon, levels)
+		f, err2 := seasonalNaive(history, horizon, levels, opt)
 		if err2 != nil {
 			return Forecast{}, err2
 		}
-		f.Note = "too little history to calibrate a model (" + err.Error() + "); " + f.Note
+		var errs []error
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap()
+		} else {
+			errs = []error{err}
+		}
+		// The fallback's note, if any, says how long the history is.
+		note := "too little history to calibrate a model (" + whyNoModel(errs, f.Note == "") + ")"
+		if f.Note != "" {
+			note += "; " + f.Note
+		}
+		f.Note = note
 		return f, nil
 	}
 	f := Forecast{Origin: history.End(), Step: history.Step, Model: best.Model, Note: best.Note, Levels: best.Levels, Values: best.Quantiles}

@@ -132,6 +132,24 @@ var ErrNoHistory = errors.New("forecast: no demand history")
 // widened by the square root of the steps ahead) and says so in Note.
 // Forecast values are never negative.
 func SeasonalNaive(history fleet.Series, horizon time.Duration, levels []float64) (Forecast, error) {
+	return seasonalNaive(history, horizon, levels, Options{})
+}
+
+// Options change how Auto (AutoWith) forecasts.
+type Options struct {
+	// FewChangesBand makes the band of the seasonal naive forecast, when
+	// fewer than minChanges (12) changes are there to take its quantiles
+	// from, at least a normal band of their spread (see widenFewChanges):
+	// the empirical quantiles of one change are all that change, a band
+	// of no width, and those of a few nearly as narrow. For a forecast a
+	// person reads (the forecast command). A planner (plan, the
+	// controller, simulate) takes the short history's changes as they
+	// are, so that a cold start buys for the demand it sees rather than
+	// for a band drawn from a change or two.
+	FewChangesBand bool
+}
+
+func seasonalNaive(history fleet.Series, horizon time.Duration, levels []float64, opt Options) (Forecast, error) {
 	if err := checkHistory(history); err != nil {
 		return Forecast{}, err
 	}
@@ -163,6 +181,9 @@ func SeasonalNaive(history fleet.Series, horizon time.Duration, levels []float64
 	for k, q := range levels {
 		offsets[k] = empiricalQuantile(diffs, q)
 	}
+	if opt.FewChangesBand {
+		widenFewChanges(offsets, levels, diffs)
+	}
 	n := len(y)
 	for k := range levels {
 		f.Values[k] = make([]float64, steps)
@@ -178,6 +199,37 @@ func SeasonalNaive(history fleet.Series, horizon time.Duration, levels []float64
 	// Interpolated quantiles of the same sample stay ordered; clamping at 0
 	// keeps them ordered too.
 	return f, nil
+}
+
+// minChanges is how many changes the seasonal naive forecast needs before
+// it trusts their empirical quantiles alone (with Options.FewChangesBand).
+const minChanges = 12
+
+// widenFewChanges widens quantile offsets (levels ascending) made of fewer
+// than minChanges sorted changes: the empirical quantiles of one change
+// are all that change, so the band would have no width, and those of a
+// few are nearly as narrow. Each offset is kept at least z(q) standard
+// deviations from the median change, the standard deviation being the
+// changes' root mean square: a normal band of their spread. A history
+// without a change (one value, or all equal) says nothing of how far
+// demand moves, and keeps a band of no width: the forecast is the last
+// value, as a planner on current demand would take it.
+func widenFewChanges(offsets, levels, diffs []float64) {
+	if len(diffs) == 0 || len(diffs) >= minChanges {
+		return
+	}
+	var ss float64
+	for _, d := range diffs {
+		ss += d * d
+	}
+	sd := math.Sqrt(ss / float64(len(diffs)))
+	median := empiricalQuantile(diffs, 0.5)
+	for k, q := range levels {
+		z := math.Sqrt2 * math.Erfinv(2*q-1)
+		if want := median + z*sd; z > 0 && offsets[k] < want || z < 0 && offsets[k] > want {
+			offsets[k] = want
+		}
+	}
 }
 
 // empiricalQuantile is the q quantile of sorted xs by linear interpolation

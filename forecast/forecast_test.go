@@ -482,3 +482,94 @@ func TestShortHistoryRefusals(t *testing.T) {
 		t.Fatalf("a NaN quantile takes the default: %v", err)
 	}
 }
+
+// TestSeasonalNaiveBandNeverCollapses: with Options.FewChangesBand and
+// fewer than minChanges changes to go by, the fallback's band is at least
+// a normal one of their root mean square around the median change, so
+// two values that differ never give a band of no width; with more, the
+// changes' own quantiles stand. A history without a change keeps its last
+// value, with no band.
+func TestSeasonalNaiveBandNeverCollapses(t *testing.T) {
+	const z90 = 1.2815515655446004 // the standard normal's 0.9 quantile
+	tests := []struct {
+		name   string
+		values []float64
+		width  float64 // p90 - p50 one step ahead
+		median float64 // p50 one step ahead
+	}{
+		// The shared Earth series' first two values: its quantiles were
+		// all -3.
+		{"one change", []float64{602.4, 599.4}, z90 * 3, 596.4},
+		{"two changes", []float64{600, 604, 600}, z90 * 4, 600},
+		// 11 changes of +4 and -4, six up: the median is +4, and so
+		// is every empirical quantile above it.
+		{"few changes", slices.Repeat([]float64{600, 604}, (minChanges)/2), z90 * 4, 608},
+		// 12 changes: their own quantiles, 4 at p90 (a normal band
+		// would be 5.1).
+		{"enough changes", append(slices.Repeat([]float64{600, 604}, minChanges/2), 600), 4, 600},
+		{"one value", []float64{600}, 0, 600},
+		{"no change", []float64{600, 600, 600}, 0, 600},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := fleet.Series{Start: start, Step: 10 * time.Minute, Values: tt.values}
+			f, err := AutoWith(h, time.Hour, nil, Options{FewChangesBand: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p50, p90 := f.At(0.5, f.Origin), f.At(0.9, f.Origin)
+			if math.Abs(p50-tt.median) > 1e-6 || math.Abs(p90-p50-tt.width) > 1e-6 {
+				t.Errorf("p50 %v, p90 - p50 %v; want %v and %v", p50, p90-p50, tt.median, tt.width)
+			}
+			// Without the option (a planner's forecast), the changes'
+			// own quantiles, as they were.
+			plain, err := SeasonalNaive(h, time.Hour, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, _ := Auto(h, time.Hour, nil); !slices.EqualFunc(a.Values, plain.Values, slices.Equal) {
+				t.Errorf("Auto's fallback is not SeasonalNaive's: %v, %v", a.Values, plain.Values)
+			}
+		})
+	}
+}
+
+// TestAutoNoteSaysItOnce: too short a history for every model is said in
+// one line, once, not once per model.
+func TestAutoNoteSaysItOnce(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps int
+		want  string
+	}{
+		{"under a day", 9, "too little history to calibrate a model (6-step forecasts need 162 steps); 9 steps of history is less than one day and one step; used the last value"},
+		{"over a day", 150, "too little history to calibrate a model (150 steps; 6-step forecasts need 162)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Auto(fleet.Series{Start: start, Step: 10 * time.Minute, Values: slices.Repeat([]float64{5}, tt.steps)}, time.Hour, nil)
+			if err != nil || f.Note != tt.want {
+				t.Errorf("note %q (%v), want %q", f.Note, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestWhyNoModel(t *testing.T) {
+	short := func(m string) error { return &shortHistoryError{model: m, steps: 9, horizon: 6, need: 162} }
+	fit := errors.New("fit failed:\n  singular matrix")
+	tests := []struct {
+		name string
+		errs []error
+		want string
+	}{
+		{"all short", []error{short("a"), short("b")}, "9 steps; 6-step forecasts need 162"},
+		{"mixed", []error{short("a"), fmt.Errorf("c: %w", fit), short("b"), fmt.Errorf("c: %w", fit)},
+			"a, b: too little history (9 steps) to calibrate 6-step forecasts (162 needed); c: fit failed: singular matrix"},
+	}
+	for _, tt := range tests {
+		if got := whyNoModel(tt.errs, true); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

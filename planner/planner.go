@@ -750,8 +750,8 @@ func (p *planner) scaleIn() {
 		}
 	}
 	if readyNodes > 0 && float64(silent) > lim.SilentShareHalt*float64(readyNodes) {
-		p.plan.ScaleInHalt = fmt.Sprintf("%d of %d nodes have silent agents (more than %s): a network fault, not idleness",
-			silent, readyNodes, pct(lim.SilentShareHalt))
+		p.plan.ScaleInHalt = fmt.Sprintf("%d of %d nodes have silent agents (more than %s of them): a network fault, not idleness",
+			silent, readyNodes, share(lim.SilentShareHalt))
 		p.note("scale-in halted: " + p.plan.ScaleInHalt)
 		return
 	}

@@ -192,8 +192,11 @@ func TestPlanScenarios(t *testing.T) {
 			func() fleet.Node { n := ready("c", "od"); n.LastReport = time.Time{}; return n }()}},
 		fc: flat(0),
 		check: func(t *testing.T, p Plan) {
-			if len(actions(p, Drain)) != 0 || !strings.Contains(strings.Join(p.Notes, "\n"), "scale-in halted") {
-				t.Fatalf("plan = %+v", p)
+			// A share, written as a percentage (never "p30", which reads
+			// as a percentile).
+			const want = "scale-in halted: 1 of 3 nodes have silent agents (more than 30% of them): a network fault, not idleness"
+			if len(actions(p, Drain)) != 0 || !strings.Contains(strings.Join(p.Notes, "\n"), want) {
+				t.Fatalf("plan = %+v, want the note %q", p, want)
 			}
 		},
 	}, {

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -124,7 +125,8 @@ func runForecast(e *env, args []string) int {
 	}
 
 	levels, _ := forecast.Levels(*quantile)
-	f, err := forecast.Auto(series.Series, time.Duration(h)*step, levels)
+	// For a person: a short history's band is never of no width.
+	f, err := forecast.AutoWith(series.Series, time.Duration(h)*step, levels, forecast.Options{FewChangesBand: true})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "forecast:", err)
 		return exitError
@@ -136,9 +138,9 @@ func runForecast(e *env, args []string) int {
 		}
 	}
 	if *asJSON {
-		return writeJSON(e, f)
+		return writeJSON(e, controller.NewForecastView(&f))
 	}
-	writeForecast(e.stdout, raw.Name, f, *quantile)
+	writeForecast(e.stdout, raw.Name, f, *quantile, !raw.Start.IsZero())
 	return exitOK
 }
 
@@ -193,8 +195,17 @@ func writeBacktest(w io.Writer, out backtestJSON, rep forecast.BacktestReport) {
 	fmt.Fprintf(w, "\nselected: %s (at each origin, the model with the smallest error on the last days before it: %s)\n", out.Selected, strings.Join(picks, ", "))
 }
 
-func writeForecast(w io.Writer, name string, f forecast.Forecast, q float64) {
-	fmt.Fprintf(w, "%s: %s forecast from %s", name, f.Model, f.Origin.UTC().Format(time.RFC3339))
+// writeForecast writes the forecast as a table: a row per step, columns
+// for the 80% band, the median and the quantile q. A series with dates
+// (absolute) has its times printed as dates; one timed in seconds from its
+// start (whose forecast starts at the zero time plus that offset), as the
+// days and time since its start.
+func writeForecast(w io.Writer, name string, f forecast.Forecast, q float64, absolute bool) {
+	from := f.Origin.UTC().Format(time.RFC3339)
+	if !absolute {
+		from = seriesTime(f.Origin, false, f.Step) + ", times from the start of the series"
+	}
+	fmt.Fprintf(w, "%s: %s forecast from %s", name, f.Model, from)
 	if f.Note != "" {
 		fmt.Fprintf(w, " (%s)", f.Note)
 	}
@@ -216,11 +227,27 @@ func writeForecast(w io.Writer, name string, f forecast.Forecast, q float64) {
 	}
 	fmt.Fprintln(tw)
 	for k := range cols[0] {
-		fmt.Fprintf(tw, "%s\t", f.Origin.Add(time.Duration(k)*f.Step).UTC().Format("2006-01-02 15:04"))
+		fmt.Fprintf(tw, "%s\t", seriesTime(f.Origin.Add(time.Duration(k)*f.Step), absolute, f.Step))
 		for _, c := range cols {
 			fmt.Fprintf(tw, "%.1f\t", c[k])
 		}
 		fmt.Fprintln(tw)
 	}
 	tw.Flush()
+}
+
+// seriesTime formats t, a time of a series in steps of step: a date and
+// time for a series with dates (absolute), else the days and time since
+// the series' start, which is the zero time ("+3d 04:10"); with seconds
+// where the step has them.
+func seriesTime(t time.Time, absolute bool, step time.Duration) string {
+	clock := "15:04"
+	if step%time.Minute != 0 {
+		clock = "15:04:05"
+	}
+	if absolute {
+		return t.UTC().Format("2006-01-02 " + clock)
+	}
+	off := t.Sub(time.Time{})
+	return fmt.Sprintf("+%dd %s", off/forecast.Day, time.Time{}.Add(off%forecast.Day).Format(clock))
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // daysCSV is a 10-minute series of days days with a daily cycle.
@@ -162,6 +163,103 @@ func TestForecastErrors(t *testing.T) {
 			code, _, errOut := cli(tt.args...)
 			if code != tt.code || !strings.Contains(errOut, tt.want) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
+			}
+		})
+	}
+}
+
+// TestForecastTimes: a series timed in seconds from its start has its
+// forecast's times printed as days and time from that start (not as dates
+// in year 1); one with dates, as dates.
+func TestForecastTimes(t *testing.T) {
+	var dated strings.Builder
+	dated.WriteString("time,running\n")
+	start := time.Date(2020, 5, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 3 * 144 {
+		fmt.Fprintf(&dated, "%s,%d\n", start.Add(time.Duration(i)*10*time.Minute).Format(time.DateTime), 200+i%7)
+	}
+	tests := []struct {
+		name, csv string
+		want      []string
+	}{
+		{"seconds", daysCSV(3), []string{"forecast from +3d 00:00, times from the start of the series\n", "\n  +3d 00:00  ", "\n  +3d 00:50  "}},
+		{"dates", dated.String(), []string{"forecast from 2020-05-04T00:00:00Z\n", "\n  2020-05-04 00:00  ", "\n  2020-05-04 00:50  "}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := cli("forecast", "-series", writeFile(t, "s.csv", tt.csv), "-value-column", "running")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, "0001-") {
+				t.Errorf("a year-1 date:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestSeriesTime(t *testing.T) {
+	zero := time.Time{}
+	at := time.Date(2020, 5, 1, 4, 10, 30, 0, time.UTC)
+	tests := []struct {
+		t        time.Time
+		absolute bool
+		step     time.Duration
+		want     string
+	}{
+		{zero, false, 10 * time.Minute, "+0d 00:00"},
+		{zero.Add(3*24*time.Hour + 4*time.Hour + 10*time.Minute), false, 10 * time.Minute, "+3d 04:10"},
+		{zero.Add(400*24*time.Hour + 30*time.Second), false, 30 * time.Second, "+400d 00:00:30"},
+		{at, true, 10 * time.Minute, "2020-05-01 04:10"},
+		{at, true, 30 * time.Second, "2020-05-01 04:10:30"},
+	}
+	for _, tt := range tests {
+		if got := seriesTime(tt.t, tt.absolute, tt.step); got != tt.want {
+			t.Errorf("seriesTime(%v, %v, %v) = %q, want %q", tt.t, tt.absolute, tt.step, got, tt.want)
+		}
+	}
+}
+
+// TestForecastShortHistory: a series of a few rows (the shared Earth
+// series' first ones) gets a band of some width at every step, and one
+// note, said once on the first line.
+func TestForecastShortHistory(t *testing.T) {
+	earth := []float64{602.4, 599.4, 598.2, 607.8, 613.0, 592.2, 594.8, 606.2, 590.7, 558.7}
+	for _, rows := range []int{2, 3, 10} {
+		t.Run(fmt.Sprint(rows, " values"), func(t *testing.T) {
+			csv := "time,running\n"
+			for i, v := range earth[:rows] {
+				csv += fmt.Sprintf("%d,%.1f\n", i*600, v)
+			}
+			code, out, errOut := cli("forecast", "-series", writeFile(t, "s.csv", csv), "-value-column", "running")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			lines := strings.Split(out, "\n")
+			if !strings.Contains(lines[0], "too little history to calibrate a model") || strings.Count(out, "too little history") != 1 || lines[1] != "" {
+				t.Errorf("the note is not one line, said once:\n%s", out)
+			}
+			rowRE := regexp.MustCompile(`^ +\+0d \d\d:\d\d +([\d.]+) +([\d.]+) +([\d.]+)$`)
+			n := 0
+			for _, l := range lines[3:] {
+				m := rowRE.FindStringSubmatch(l)
+				if m == nil {
+					continue
+				}
+				n++
+				lo, _ := strconv.ParseFloat(m[1], 64)
+				hi, _ := strconv.ParseFloat(m[3], 64)
+				if hi-lo < 1 {
+					t.Errorf("a band of width %v: %q", hi-lo, l)
+				}
+			}
+			if n != 6 {
+				t.Errorf("%d rows, want 6:\n%s", n, out)
 			}
 		})
 	}

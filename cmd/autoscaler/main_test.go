@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/planner"
 )
 
@@ -44,9 +45,16 @@ func TestPlanLocalExampleAllDay(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", at, code, errOut)
 		}
-		var p planner.Plan
-		if err := json.Unmarshal([]byte(out), &p); err != nil {
+		var v controller.PlanView
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatalf("%s: -json output does not parse: %v", at, err)
+		}
+		p := planner.Plan{Actions: v.Actions, Baseline: v.Baseline}
+		if v.Forecast != nil {
+			p.Forecast = v.Forecast.Forecast
+			if v.Forecast.Step != "10m" {
+				t.Fatalf("%s: forecast step %q, want 10m", at, v.Forecast.Step)
+			}
 		}
 		n := p.Counts()
 		if n[planner.Launch] == 0 || n[planner.Hold]+n[planner.Drain] == 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/planner"
@@ -78,7 +79,7 @@ func runPlan(e *env, args []string) int {
 	if *asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(p); err != nil {
+		if err := enc.Encode(controller.NewPlanView(&p)); err != nil {
 			fmt.Fprintln(e.stderr, "plan:", err)
 			return exitError
 		}

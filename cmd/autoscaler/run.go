@@ -259,19 +259,20 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 				return err
 			}
 		}
-		plan, err := c.Cycle(cctx)
+		r, err := c.RunCycle(cctx)
 		cancel()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			log.Warn("cycle", "error", err)
 		}
-		cost += plan.CostPerHourBefore * cfg.Controller.Interval.Hours()
-		printActions(e, now, &plan)
+		cost += r.Plan.CostPerHourBefore * cfg.Controller.Interval.Hours()
+		printActions(e, now, &r)
 		if !now.Before(nextHour) {
-			var s simfleet.Stats
+			var s *simfleet.Stats
 			if jobs != nil {
-				s = jobs.Stats()
+				st := jobs.Stats()
+				s = &st
 			}
-			printStatus(e, now, &plan, s, cost)
+			printStatus(e, now, &r.Plan, s, cost)
 			nextHour = nextHour.Add(time.Hour)
 		}
 	}
@@ -333,24 +334,56 @@ func newSimMode(cfg *config.Config, store *state.Store, start time.Time) (*simMo
 }
 
 // printActions prints the cycle's launches, drains, terminations and
-// cancelled drains, one line each.
-func printActions(e *env, now time.Time, p *planner.Plan) {
-	for _, a := range p.Actions {
-		switch a.Kind {
-		case planner.Hold:
+// cancelled drains, one line each, as what became of them: done (the
+// action and its reason), "would ..." in a dry run, or refused or failed
+// with the error.
+func printActions(e *env, now time.Time, r *controller.CycleResult) {
+	for i, a := range r.Plan.Actions {
+		if a.Kind == planner.Hold {
 			continue
-		case planner.Launch:
-			fmt.Fprintf(e.stdout, "%s  launch     %d x %s in %s: %s\n", now.Format("Mon 15:04"), a.Count, a.InstanceType, a.Pool, a.Reason)
+		}
+		what := fmt.Sprintf("%-10s %s in %s", a.Kind, a.Node, a.Pool)
+		if a.Kind == planner.Launch {
+			what = fmt.Sprintf("%-10s %d x %s in %s", a.Kind, a.Count, a.InstanceType, a.Pool)
+		}
+		o := controller.Outcome{Result: controller.Done}
+		if i < len(r.Outcomes) {
+			o = r.Outcomes[i]
+		}
+		at := now.Format("Mon 15:04")
+		switch o.Result {
+		case controller.DryRun:
+			fmt.Fprintf(e.stdout, "%s  would %s: %s\n", at, what, a.Reason)
+		case controller.Refused:
+			fmt.Fprintf(e.stdout, "%s  %s REFUSED by the cloud, pool backed off: %s (planned because: %s)\n", at, what, oneLine(o.Err), a.Reason)
+		case controller.Failed:
+			fmt.Fprintf(e.stdout, "%s  %s FAILED: %s (planned because: %s)\n", at, what, oneLine(o.Err), a.Reason)
 		default:
-			fmt.Fprintf(e.stdout, "%s  %-10s %s in %s: %s\n", now.Format("Mon 15:04"), a.Kind, a.Node, a.Pool, a.Reason)
+			fmt.Fprintf(e.stdout, "%s  %s: %s\n", at, what, a.Reason)
 		}
 	}
 }
 
-func printStatus(e *env, now time.Time, p *planner.Plan, s simfleet.Stats, cost float64) {
-	fmt.Fprintf(e.stdout, "%s  ---- demand %d GPUs (running %d, waiting %d); fleet %d ready + %d launching + %d draining GPUs; $%.0f/h; spent $%.0f; work lost %.1f GPU-h\n",
-		now.Format("Mon 15:04"), s.DemandGPUs, s.RunningGPUs, p.Demand.PendingGPUs, p.Capacity.ReadyGPUs, p.Capacity.LaunchingGPUs, p.Capacity.DrainingGPUs,
-		p.CostPerHourBefore, cost, s.LostGPUHours)
+// oneLine is err's message on one line.
+func oneLine(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+// printStatus prints the hourly status line. Demand is the plan's, the
+// one the controller planned for: the GPUs jobs hold plus those waiting.
+// s is the simulated fleet's score, nil on a real cloud (whose lost work
+// the controller cannot know).
+func printStatus(e *env, now time.Time, p *planner.Plan, s *simfleet.Stats, cost float64) {
+	lost := ""
+	if s != nil {
+		lost = fmt.Sprintf("; work lost %.1f GPU-h", s.LostGPUHours)
+	}
+	fmt.Fprintf(e.stdout, "%s  ---- demand %d GPUs (running %d, waiting %d); fleet %d ready + %d launching + %d draining GPUs; $%.0f/h; spent $%.0f%s\n",
+		now.Format("Mon 15:04"), p.Demand.Total(), p.Demand.RunningGPUs, p.Demand.PendingGPUs, p.Capacity.ReadyGPUs, p.Capacity.LaunchingGPUs, p.Capacity.DrainingGPUs,
+		p.CostPerHourBefore, cost, lost)
 }
 
 func summary(e *env, d time.Duration, cost float64, s simfleet.Stats) {

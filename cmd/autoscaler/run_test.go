@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,7 +19,10 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/sim"
+	"github.com/fleetcast/autoscaler/simfleet"
 	"github.com/fleetcast/autoscaler/state"
 )
 
@@ -267,5 +273,118 @@ func TestRunStateDir(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cwd, "fleetcast-state")); !os.IsNotExist(err) {
 		t.Errorf("the config's state_dir was used as well: %v", err)
+	}
+}
+
+// TestPrintActions: each action's line says what became of it: done,
+// only planned in a dry run ("would"), refused by the cloud or failed,
+// with the error; holds are not printed.
+func TestPrintActions(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 38, 0, 0, time.UTC)
+	launch := planner.Action{Kind: planner.Launch, Pool: "aws-spot-a100", Count: 2, InstanceType: "p4d.24xlarge", GPUs: 16, Reason: "forecast p97 needs 157 GPUs at 10:50"}
+	drain := planner.Action{Kind: planner.Drain, Pool: "od", Node: "i-1", InstanceType: "p4d.24xlarge", GPUs: 8, Reason: "idle 43m"}
+	hold := planner.Action{Kind: planner.Hold, Pool: "od", Node: "i-2", Reason: "agent silent"}
+	tests := []struct {
+		name     string
+		outcomes []controller.Outcome
+		want     string
+	}{
+		{"done", []controller.Outcome{{Result: controller.Done}, {Result: controller.Done}, {Result: controller.Done}},
+			"Mon 10:38  launch     2 x p4d.24xlarge in aws-spot-a100: forecast p97 needs 157 GPUs at 10:50\n" +
+				"Mon 10:38  drain      i-1 in od: idle 43m\n"},
+		{"dry run", []controller.Outcome{{Result: controller.DryRun}, {Result: controller.DryRun}, {Result: controller.DryRun}},
+			"Mon 10:38  would launch     2 x p4d.24xlarge in aws-spot-a100: forecast p97 needs 157 GPUs at 10:50\n" +
+				"Mon 10:38  would drain      i-1 in od: idle 43m\n"},
+		{"refused and failed", []controller.Outcome{
+			{Result: controller.Refused, Err: &providers.InsufficientCapacityError{Pool: "aws-spot-a100", Err: errors.New("InsufficientInstanceCapacity")}},
+			{Result: controller.Failed, Err: errors.Join(errors.New("store: disk full"), errors.New("second"))},
+			{Result: controller.Done}},
+			"Mon 10:38  launch     2 x p4d.24xlarge in aws-spot-a100 REFUSED by the cloud, pool backed off: pool aws-spot-a100: insufficient capacity: InsufficientInstanceCapacity (planned because: forecast p97 needs 157 GPUs at 10:50)\n" +
+				"Mon 10:38  drain      i-1 in od FAILED: store: disk full; second (planned because: idle 43m)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			printActions(&env{stdout: &out, stderr: io.Discard}, now, &controller.CycleResult{
+				Plan: planner.Plan{Actions: []planner.Action{launch, drain, hold}}, Outcomes: tt.outcomes})
+			if out.String() != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", out.String(), tt.want)
+			}
+		})
+	}
+}
+
+// TestPrintStatus: the status line's demand is running plus waiting, from
+// the plan, whatever the simulated workload's own target; on a real cloud
+// (no simulated fleet) it claims no lost work.
+func TestPrintStatus(t *testing.T) {
+	now := time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
+	p := &planner.Plan{Demand: planner.Demand{RunningGPUs: 114, PendingGPUs: 6},
+		Capacity: planner.Capacity{ReadyGPUs: 160, LaunchingGPUs: 8}, CostPerHourBefore: 527}
+	tests := []struct {
+		name  string
+		stats *simfleet.Stats
+		want  string
+	}{
+		// The workload asks for 110 GPUs while jobs started earlier
+		// still hold 114: the line counts what the controller saw.
+		{"simulated", &simfleet.Stats{DemandGPUs: 110, RunningGPUs: 114, LostGPUHours: 1.25},
+			"Mon 11:00  ---- demand 120 GPUs (running 114, waiting 6); fleet 160 ready + 8 launching + 0 draining GPUs; $527/h; spent $287; work lost 1.2 GPU-h\n"},
+		{"real cloud", nil,
+			"Mon 11:00  ---- demand 120 GPUs (running 114, waiting 6); fleet 160 ready + 8 launching + 0 draining GPUs; $527/h; spent $287\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			printStatus(&env{stdout: &out, stderr: io.Discard}, now, p, tt.stats, 287)
+			if out.String() != tt.want {
+				t.Errorf("got\n%s\nwant\n%s", out.String(), tt.want)
+			}
+		})
+	}
+}
+
+// statusLine is a status line's demand, running and waiting GPUs.
+var statusLine = regexp.MustCompile(`---- demand (\d+) GPUs \(running (\d+), waiting (\d+)\)`)
+
+// TestRunOutputAddsUp: eight simulated hours' status lines each say a
+// demand that is running plus waiting (they said the workload's target
+// with the jobs' GPUs, 51 GPUs "running 53" at 05:00), and a dry run's
+// actions each say "would".
+func TestRunOutputAddsUp(t *testing.T) {
+	for _, dry := range []bool{false, true} {
+		cfg := localConfigIn(t, t.TempDir())
+		args := []string{"run", "-config", cfg, "-for", "8h", "-sim-speed", "1e9", "-sim-start", "2026-11-30T00:00:00Z", "-listen", "127.0.0.1:0"}
+		if dry {
+			args = append(args, "-dry-run")
+		}
+		code, out, errOut := cli(args...)
+		if code != 0 {
+			t.Fatalf("dry run %v: exit %d: %s", dry, code, errOut)
+		}
+		statuses, actions := 0, 0
+		for _, line := range strings.Split(out, "\n") {
+			if m := statusLine.FindStringSubmatch(line); m != nil {
+				statuses++
+				d, _ := strconv.Atoi(m[1])
+				r, _ := strconv.Atoi(m[2])
+				w, _ := strconv.Atoi(m[3])
+				if d != r+w {
+					t.Errorf("dry run %v: %q: demand is not running + waiting", dry, line)
+				}
+				continue
+			}
+			for _, kind := range []string{"launch", "drain", "terminate", "cancel_drain"} {
+				if strings.Contains(line, "  "+kind+" ") || strings.Contains(line, "  would "+kind+" ") {
+					actions++
+					if dry != strings.Contains(line, "  would ") {
+						t.Errorf("dry run %v: %q", dry, line)
+					}
+				}
+			}
+		}
+		if statuses < 7 || actions == 0 {
+			t.Errorf("dry run %v: %d status lines and %d actions in 8h, want 8 and some:\n%s", dry, statuses, actions, out)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/hcl/v2"
 )
 
 func runValidate(e *env, args []string) int {
@@ -23,8 +22,10 @@ func runValidate(e *env, args []string) int {
 	return exitOK
 }
 
-// loadConfig loads and validates the config at path, printing every
-// diagnostic to stderr; ok is false if there was an error.
+// loadConfig loads and validates the config at path, printing the
+// diagnostics to stderr (at most config.MaxDiagnostics, then a line that
+// counts the rest) and the number of errors; ok is false if there was an
+// error.
 func loadConfig(e *env, log hclog.Logger, path string) (*config.Config, bool) {
 	if path == "" {
 		fmt.Fprintln(e.stderr, "autoscaler: -config FILE is required (try examples/local.hcl)")
@@ -35,13 +36,7 @@ func loadConfig(e *env, log hclog.Logger, path string) (*config.Config, bool) {
 		_ = config.WriteDiagnostics(e.stderr, diags)
 	}
 	if diags.HasErrors() {
-		errs := 0
-		for _, d := range diags {
-			if d.Severity == hcl.DiagError {
-				errs++
-			}
-		}
-		fmt.Fprintf(e.stderr, "%s: %d error(s)\n", path, errs)
+		fmt.Fprintf(e.stderr, "%s: %d error(s)\n", path, config.ErrorCount(diags))
 		return nil, false
 	}
 	log.Debug("config loaded", "path", path, "pools", len(cfg.Pools))

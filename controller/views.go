@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"time"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/forecast"
+	"github.com/fleetcast/autoscaler/planner"
+)
+
+// The API's JSON is views of the controller's types: durations are text
+// in the config's syntax ("10m", "14d"; config.FormatDurationExact), not
+// nanoseconds, and lists are [] when empty, never null. The types keep
+// their own JSON (a state snapshot's history step is nanoseconds, which
+// `plan -state` reads).
+
+// PlanView is a plan as GET /v1/plan serves it and `plan -json` prints
+// it: the plan's JSON, with its actions [] when there are none and its
+// forecast a ForecastView.
+type PlanView struct {
+	*planner.Plan
+	Actions  []planner.Action `json:"actions"`
+	Forecast *ForecastView    `json:"forecast,omitempty"`
+}
+
+// NewPlanView makes p's view.
+func NewPlanView(p *planner.Plan) PlanView {
+	v := PlanView{Plan: p, Actions: p.Actions, Forecast: NewForecastView(p.Forecast)}
+	if v.Actions == nil {
+		v.Actions = []planner.Action{}
+	}
+	return v
+}
+
+// ForecastView is a forecast as GET /v1/forecast serves it: its step as
+// text, its levels and values [] when empty.
+type ForecastView struct {
+	*forecast.Forecast
+	Step   string      `json:"step"`
+	Levels []float64   `json:"levels"`
+	Values [][]float64 `json:"values"`
+}
+
+// NewForecastView makes f's view; nil for nil.
+func NewForecastView(f *forecast.Forecast) *ForecastView {
+	if f == nil {
+		return nil
+	}
+	return &ForecastView{Forecast: f, Step: config.FormatDurationExact(f.Step), Levels: nonNil(f.Levels), Values: nonNil(f.Values)}
+}
+
+// fleetView is GET /v1/fleet: the config's pools and the observed state
+// (each node's last_report says how fresh its agent is).
+type fleetView struct {
+	At           time.Time  `json:"at"`
+	AgentTimeout string     `json:"agent_timeout"`
+	Pools        []poolView `json:"pools"`
+	State        *stateView `json:"state"`
+}
+
+func newFleetView(at time.Time, cfg *config.Config, st *fleet.State) fleetView {
+	v := fleetView{At: at, AgentTimeout: config.FormatDurationExact(cfg.Controller.AgentTimeout), Pools: make([]poolView, len(cfg.Pools))}
+	for i := range cfg.Pools {
+		p := &cfg.Pools[i]
+		v.Pools[i] = poolView{Pool: p, LeadTime: config.FormatDurationExact(p.LeadTime), ProvisionTimeout: config.FormatDurationExact(p.ProvisionTimeout)}
+	}
+	if st != nil {
+		v.State = &stateView{State: st, Pools: nonNil(st.Pools), Nodes: nonNil(st.Nodes),
+			History: seriesView{Start: st.History.Start, Step: config.FormatDurationExact(st.History.Step), Values: nonNil(st.History.Values)}}
+	}
+	return v
+}
+
+// poolView is a pool with its durations as text.
+type poolView struct {
+	*fleet.Pool
+	LeadTime         string `json:"lead_time"`
+	ProvisionTimeout string `json:"provision_timeout"`
+}
+
+// stateView is a fleet state with its lists [] when empty and its
+// history's step as text.
+type stateView struct {
+	*fleet.State
+	Pools   []fleet.PoolStatus `json:"pools"`
+	Nodes   []fleet.Node       `json:"nodes"`
+	History seriesView         `json:"history"`
+}
+
+// seriesView is a series with its step as text.
+type seriesView struct {
+	Start  time.Time `json:"start"`
+	Step   string    `json:"step"`
+	Values []float64 `json:"values"`
+}
+
+// nonNil is s, or an empty slice for nil.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
