@@ -138,10 +138,25 @@ func runForecast(e *env, args []string) int {
 		}
 	}
 	if *asJSON {
+		if raw.Start.IsZero() {
+			// A series timed from its start has no dates: its origin is
+			// an offset, never a date in year 1.
+			return writeJSON(e, relativeForecast{ForecastView: controller.NewForecastView(&f),
+				Origin: seriesTime(f.Origin, false, f.Step), OriginOffsetS: f.Origin.Sub(time.Time{}).Seconds()})
+		}
 		return writeJSON(e, controller.NewForecastView(&f))
 	}
 	writeForecast(e.stdout, raw.Name, f, *quantile, !raw.Start.IsZero())
 	return exitOK
+}
+
+// relativeForecast is the -json forecast of a series timed from its
+// start: the origin as the days and time since then ("+31d 00:00") and in
+// seconds.
+type relativeForecast struct {
+	*controller.ForecastView
+	Origin        string  `json:"origin"`
+	OriginOffsetS float64 `json:"origin_offset_s"`
 }
 
 // backtestJSON is the -backtest -json report.

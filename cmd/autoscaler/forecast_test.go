@@ -199,6 +199,13 @@ func TestForecastTimes(t *testing.T) {
 			if strings.Contains(out, "0001-") {
 				t.Errorf("a year-1 date:\n%s", out)
 			}
+			code, out, errOut = cli("forecast", "-series", writeFile(t, "s.csv", tt.csv), "-value-column", "running", "-json")
+			if code != 0 || strings.Contains(out, "0001-") {
+				t.Errorf("-json: exit %d %s, a year-1 date or none:\n%s", code, errOut, out)
+			}
+			if tt.name == "seconds" && !strings.Contains(out, `"origin": "+3d 00:00"`) {
+				t.Errorf("-json of a series in seconds: no relative origin:\n%s", out)
+			}
 		})
 	}
 }
