@@ -268,18 +268,7 @@ func (c *Credential) Issued() time.Time {
 }
 
 func (c *Credential) call(ctx context.Context, path, bearer string, body []byte, what string) (report.CredentialAnswer, error) {
-	u := strings.TrimSuffix(c.Controller, "/") + "/v1/agents/" + url.PathEscape(c.Node) + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		return report.CredentialAnswer{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+bearer)
-	client := c.Client
-	if client == nil {
-		client = &http.Client{Timeout: 15 * time.Second}
-	}
-	resp, err := client.Do(req)
+	resp, err := post(ctx, c.Client, c.Controller, c.Node, path, bearer, body)
 	if err != nil {
 		return report.CredentialAnswer{}, fmt.Errorf("%s at %s: %w", what, c.Controller, err)
 	}
@@ -292,6 +281,23 @@ func (c *Credential) call(ctx context.Context, path, bearer string, body []byte,
 		return report.CredentialAnswer{}, fmt.Errorf("%s: the controller's answer: %w", what, err)
 	}
 	return a, nil
+}
+
+// post sends a JSON body to the controller's route for node
+// (/v1/agents/{node} and path) with a bearer token; client is a 15-second
+// one when nil.
+func post(ctx context.Context, client *http.Client, controller, node, path, bearer string, body []byte) (*http.Response, error) {
+	u := strings.TrimSuffix(controller, "/") + "/v1/agents/" + url.PathEscape(node) + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	if client == nil {
+		client = &http.Client{Timeout: 15 * time.Second}
+	}
+	return client.Do(req)
 }
 
 // keep writes the credential to File and uses it from now on.

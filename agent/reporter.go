@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -138,22 +136,11 @@ func (r *Reporter) Send(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	u := strings.TrimSuffix(r.Controller, "/") + "/v1/agents/" + url.PathEscape(rep.Node) + "/report"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
 	token, err := r.Credential.Token(ctx)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	client := r.Client
-	if client == nil {
-		client = &http.Client{Timeout: 15 * time.Second}
-	}
-	resp, err := client.Do(req)
+	resp, err := post(ctx, r.Client, r.Controller, rep.Node, "/report", token, body)
 	if err != nil {
 		return fmt.Errorf("report to %s: %w", r.Controller, err)
 	}
