@@ -124,9 +124,10 @@ func (c *Credential) Token(ctx context.Context) (string, error) {
 
 // Refused handles the controller's refusal of the credential. A
 // credential in File other than the one in use (an operator put one
-// there), or the one a rotation made whose answer was lost, is taken up;
-// otherwise the agent bootstraps again when it can (the controller
-// refuses that too unless the node's credential was revoked or lost).
+// there) is taken up first, and a rotation's kept one dropped; else the
+// one a rotation made whose answer was lost is taken up; otherwise the
+// agent bootstraps again when it can (the controller refuses that too
+// unless the node's credential was revoked or lost).
 func (c *Credential) Refused(ctx context.Context, e *RefusedError) error {
 	if e.Status != http.StatusUnauthorized {
 		return fmt.Errorf("the controller refused this node's credential (%s): %s", e.Code, e.Reason)
@@ -135,15 +136,15 @@ func (c *Credential) Refused(ctx context.Context, e *RefusedError) error {
 	used := c.token
 	c.mu.Unlock()
 	if c.File != "" {
-		if next, err := secretFile(c.next()); err == nil && next != "" && next != used {
-			if err := os.Rename(c.next(), c.File); err != nil {
-				return fmt.Errorf("taking up the rotated credential: %w", err)
-			}
-			c.set(next)
+		if tok, err := secretFile(c.File); err == nil && tok != "" && tok != used {
+			os.Remove(c.next())
+			c.set(tok)
 			return nil
 		}
-		if tok, err := secretFile(c.File); err == nil && tok != "" && tok != used {
-			c.set(tok)
+		if next, err := secretFile(c.next()); err == nil && next != "" && next != used {
+			if err := c.takeNext(next); err != nil {
+				return err
+			}
 			return nil
 		}
 	}
@@ -193,9 +194,11 @@ func (c *Credential) Bootstrap(ctx context.Context) error {
 }
 
 // Rotate replaces the credential with one the agent makes and keeps
-// first (in File + ".next"), sending the controller only its hash: if the
-// answer is lost, the controller holds nothing the agent lacks, and the
-// next refusal takes the new one up (see Refused).
+// first (in File + ".next", synced), sending the controller only its
+// hash: if the answer is lost, the controller holds nothing the agent
+// lacks. A kept one from a rotation whose answer was lost is offered again
+// rather than a fresh one (the controller takes the same rotation again);
+// one the controller refused outright is dropped.
 func (c *Credential) Rotate(ctx context.Context) error {
 	token, err := c.Token(ctx)
 	if err != nil {
@@ -204,22 +207,43 @@ func (c *Credential) Rotate(ctx context.Context) error {
 	if c.File == "" {
 		return errors.New("rotation: no credential file to keep the new credential in")
 	}
-	next := report.NewCredential(c.Node)
-	if err := writeSecret(c.next(), next); err != nil {
-		return fmt.Errorf("rotation: %w", err)
+	next, err := secretFile(c.next())
+	if err != nil || next == "" || next == token {
+		next = report.NewCredential(c.Node)
+		if err := writeSecret(c.next(), next); err != nil {
+			return fmt.Errorf("rotation: %w", err)
+		}
 	}
 	body, _ := json.Marshal(report.RotateRequest{Next: report.Hash(next)})
 	a, err := c.call(ctx, "/credential/rotate", token, body, "rotation")
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		// Not taken (the credential was revoked, rotated out or is
+		// another's): the kept one will never be good.
+		os.Remove(c.next())
+	}
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(c.next(), c.File); err != nil {
-		return fmt.Errorf("rotation: keeping the new credential: %w", err)
+	if err := c.takeNext(next); err != nil {
+		return err
 	}
-	c.set(next)
 	if c.Log != nil {
 		c.Log.Info("node credential rotated", "issued", a.Issued)
 	}
+	return nil
+}
+
+// takeNext makes the rotation's kept credential the one in File, and
+// uses it.
+func (c *Credential) takeNext(next string) error {
+	if err := os.Rename(c.next(), c.File); err != nil {
+		return fmt.Errorf("taking up the rotated credential: %w", err)
+	}
+	if err := syncDir(c.File); err != nil {
+		return fmt.Errorf("taking up the rotated credential: %w", err)
+	}
+	c.set(next)
 	return nil
 }
 
@@ -233,10 +257,14 @@ func (c *Credential) next() string { return c.File + ".next" }
 func (c *Credential) nonce() (string, error) {
 	path := c.File + ".nonce"
 	n, err := secretFile(path)
-	if err == nil && len(n) >= 32 {
+	switch {
+	case err == nil && len(n) >= 32:
 		return n, nil
-	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	case err == nil:
+		// Damaged: a new one would lock the node out after a revocation
+		// without anyone knowing why.
+		return "", fmt.Errorf("bootstrap nonce %s holds %d characters, want at least 32: restore it, or remove it and have an operator run `autoscaler token revoke -forget %s`", path, len(n), c.Node)
+	case !errors.Is(err, os.ErrNotExist):
 		return "", fmt.Errorf("bootstrap nonce: %w", err)
 	}
 	raw := make([]byte, 32)
@@ -328,9 +356,23 @@ func writeSecret(path, secret string) error {
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
+	if err == nil {
+		err = syncDir(path)
+	}
 	if err != nil {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// syncDir syncs the directory holding path, so that a rename into it
+// survives a power loss (the controller may already count on the file).
+func syncDir(path string) error {
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

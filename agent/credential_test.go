@@ -9,10 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/nodeauth"
+	"github.com/fleetcast/autoscaler/state"
 )
 
 // TestCredential: a missing credential is bootstrapped (with the secret
@@ -153,5 +157,106 @@ func TestNotifyStatusIsOneLine(t *testing.T) {
 	r.notify("READY=1\nSTATUS=reporting")
 	if got != "READY=1\nSTATUS=reporting" {
 		t.Fatalf("%q", got)
+	}
+}
+
+// TestRotationLostAnswer runs the agent's credential against the real
+// credential routes, through a proxy that loses the rotation's answer
+// after the controller took it: the agent's next rotation offers the same
+// new credential again (and the controller takes it as the same
+// rotation), and reports go on past the old one's grace. A credential an
+// operator put in the file wins over a rotation's kept one.
+func TestRotationLostAnswer(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	st, err := state.Open(filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reg, err := nodeauth.NewRegistry(st, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	(&nodeauth.Server{Registry: reg}).Routes(mux)
+	mux.Handle(report.Pattern, &report.Receiver{Credentials: reg, Store: &controller{}, Now: clock})
+	var lose atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, r)
+		if lose.Load() && strings.HasSuffix(r.URL.Path, "/rotate") {
+			panic(http.ErrAbortHandler) // done at the controller; the answer is lost
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	}))
+	defer srv.Close()
+	first, _, err := reg.Issue("i-1", "", nodeauth.ViaOperator, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "credential")
+	os.WriteFile(file, []byte(first+"\n"), 0o600)
+	c := &Credential{File: file, Controller: srv.URL, Node: "i-1"}
+	a, err := New(Config{Node: "i-1", MarkerFile: filepath.Join(dir, "draining"), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := &Reporter{Agent: a, Controller: srv.URL, Credential: c}
+	ctx := context.Background()
+	send := func(what string) {
+		t.Helper()
+		err := rep.Send(ctx)
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			if err = c.Refused(ctx, refused); err == nil {
+				err = rep.Send(ctx)
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	send("the first report")
+	lose.Store(true)
+	if err := c.Rotate(ctx); err == nil {
+		t.Fatal("a lost answer: want an error")
+	}
+	lose.Store(false)
+	send("a report with the old credential, in its grace")
+	// The reporter rotates again: the same new credential is offered.
+	if err := c.Rotate(ctx); err != nil {
+		t.Fatalf("the rotation again: %v", err)
+	}
+	mu.Lock()
+	now = now.Add(nodeauth.DefaultGrace + time.Minute)
+	mu.Unlock()
+	send("a report past the old credential's grace")
+	if err := reg.Check("i-1", first); err == nil {
+		t.Fatal("the old credential is still good")
+	}
+	// A rotation whose answer is lost leaves a kept credential; an
+	// operator's, put in the file, is taken up first and the kept one
+	// dropped.
+	lose.Store(true)
+	c.Rotate(ctx)
+	lose.Store(false)
+	op, _, err := reg.Issue("i-1", "", nodeauth.ViaOperator, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(file, []byte(op+"\n"), 0o600)
+	send("a report after the operator's issue")
+	if tok, _ := c.Token(ctx); tok != op {
+		t.Fatalf("the agent uses %q, not the operator's credential", tok)
+	}
+	if _, err := os.Stat(file + ".next"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the kept credential outlived the operator's: %v", err)
 	}
 }

@@ -297,9 +297,9 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 }
 
 // LivePool returns the pool node is a live instance of, as the last cycle
-// observed the fleet: listed by its pool's group, or an orphan of this
-// fleet, and not going away (an instance the controller did not launch
-// counts: Terraform's first nodes are such). It is what a node's bootstrap is checked against.
+// observed the fleet: listed by its pool's group and not going away (an
+// instance the controller did not launch counts: Terraform's first nodes
+// are such; an orphan, known by its tags alone, does not). It is what a node's bootstrap is checked against.
 func (c *Controller) LivePool(node string) (fleet.Pool, bool) {
 	last := c.Last()
 	if last.State == nil {
@@ -314,9 +314,9 @@ func (c *Controller) LivePool(node string) (fleet.Pool, bool) {
 			return fleet.Pool{}, false
 		}
 		if n.Orphan {
-			// A pool the config no longer has: its agent must report for
-			// the node to be reaped (its region is not known here).
-			return fleet.Pool{Name: n.Pool}, true
+			// Known by its tags alone, which anyone who may tag instances
+			// can set: no credential on that word.
+			return fleet.Pool{}, false
 		}
 		for _, p := range c.cfg.Pools {
 			if p.Name == n.Pool {

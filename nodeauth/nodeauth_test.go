@@ -132,6 +132,17 @@ func TestRegistryLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bootstrap after a revocation: %v", err)
 	}
+	// An operator's credential binds no nonce: once revoked, the node
+	// bootstraps only after an operator's forget.
+	if _, _, err := r.Issue("i-c", "", ViaOperator, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Revoke("i-c", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Issue("i-c", "pool-1", ViaBootstrap, report.Hash(nonceA)); code(err) != Registered {
+		t.Fatalf("a bootstrap of a revoked node with no nonce bound: %v, want %s", err, Registered)
+	}
 	// Only the current credential rotates: one in grace cannot evict it.
 	a3 := rotate(t, r, "i-a", a2)
 	if _, err := r.Rotate("i-a", a2, report.Hash(report.NewCredential("i-a"))); code(err) != Superseded {
@@ -290,7 +301,7 @@ func TestBootstrap(t *testing.T) {
 	}
 	// The secret again, for the registered node: refused.
 	rec := f.do(t, "POST", "/v1/agents/i-a/credential", f.secret, req(f.identity(t, "i-a", "us-east-1")))
-	if rec.Code != 409 || rec.Header().Get(report.CodeHeader) != string(Registered) || !strings.Contains(rec.Body.String(), "autoscaler token revoke i-a") {
+	if rec.Code != 409 || rec.Header().Get(report.CodeHeader) != string(Registered) || !strings.Contains(rec.Body.String(), "autoscaler token revoke -forget i-a") {
 		t.Fatalf("a second bootstrap: %d %q", rec.Code, rec.Body)
 	}
 	// A node's credential cannot revoke or list.

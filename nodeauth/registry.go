@@ -206,11 +206,13 @@ func (r *Registry) Issue(node, pool, via, nonce string) (string, state.Credentia
 		switch {
 		case old.Revoked.IsZero():
 			return "", state.Credential{}, refuse(http.StatusConflict, Registered,
-				"node %q registered at %s (%s) and holds a credential: the bootstrap secret cannot get it another. If the node lost its credential, revoke it on the controller (`autoscaler token revoke %s`) and the node bootstraps again",
+				"node %q registered at %s (%s) and holds a credential: the bootstrap secret cannot get it another. If its agent lost its files, or this agent is not the one that registered, an operator runs `autoscaler token revoke -forget %s` (and reads the controller's log for who registered)",
 				node, old.Registered.UTC().Format(time.RFC3339), old.Via, node)
-		case old.Nonce != "" && !same(nonce, old.Nonce):
+		case old.Nonce == "" || !same(nonce, old.Nonce):
+			// A record with no nonce bound (an operator's) proves no agent:
+			// only an operator's forget opens it to a bootstrap.
 			return "", state.Credential{}, refuse(http.StatusConflict, Registered,
-				"node %q was revoked, and only the agent that registered it (by its bootstrap nonce) may bootstrap it again. If that agent lost its files, let any bootstrap it with `autoscaler token forget %s`",
+				"node %q was revoked, and only the agent that registered it (by its bootstrap nonce) may bootstrap it again. If that agent lost its files, an operator lets any bootstrap it with `autoscaler token revoke -forget %s`",
 				node, node)
 		}
 	}
@@ -246,6 +248,10 @@ func (r *Registry) Rotate(node, token, next string) (state.Credential, error) {
 	c, current, err := r.checkLocked(node, token)
 	if err != nil {
 		return state.Credential{}, err
+	}
+	if !current && same(next, c.Hash) {
+		// The same rotation again (its answer was lost): already done.
+		return c, nil
 	}
 	if !current {
 		return state.Credential{}, refuse(http.StatusUnauthorized, Superseded, "rotation: only the node's current credential rotates (this one was rotated out)")

@@ -576,9 +576,10 @@ controller/controller.go
 "\t\tif false && m.forgetCreds && c.creds != nil {"
 ./controller
 TestLivePoolAndGoneCredentials
+
 node credential: a revoked node bootstraps again without its nonce
 nodeauth/registry.go
-"\t\tcase old.Nonce != \"\" && !same(nonce, old.Nonce):"
+"\t\tcase old.Nonce == \"\" || !same(nonce, old.Nonce):"
 "\t\tcase false:"
 ./nodeauth ./cmd/autoscaler
 TestRegistryLifecycle|TestBootstrap|TestDeployOnAWS
@@ -589,6 +590,27 @@ nodeauth/registry.go
 "\tif false {\n\t\treturn state.Credential{}, refuse(http.StatusUnauthorized, Superseded"
 ./nodeauth
 TestRegistryLifecycle
+
+node credential: a lost rotation answer forgotten
+agent/credential.go
+"\tif err != nil || next == \"\" || next == token {"
+"\tif true {"
+./agent
+TestRotationLostAnswer
+
+node credential: a rotation retried is refused
+nodeauth/registry.go
+"\tif !current && same(next, c.Hash) {"
+"\tif false && !current && same(next, c.Hash) {"
+./agent
+TestRotationLostAnswer
+
+node credential: a revoked node with no nonce bound bootstraps
+nodeauth/registry.go
+"\t\tcase old.Nonce == \"\" || !same(nonce, old.Nonce):"
+"\t\tcase old.Nonce != \"\" && !same(nonce, old.Nonce):"
+./nodeauth
+TestBootstrap|TestRegistryLifecycle
 EOF
 }
 
