@@ -1,0 +1,442 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fleetcast/autoscaler/agent"
+)
+
+// repoRoot is the repository's root, seen from this package's directory
+// (where go test runs its tests).
+const repoRoot = "../.."
+
+// readmeCommand is one command line found in README.md's fenced blocks.
+type readmeCommand struct {
+	line int    // README.md's line number where the command starts
+	text string // as written, continuation lines joined
+	// cmd is text normalised: no "$ " prompt, no trailing comment, no
+	// "/usr/bin/time -v " in front, and "go run ./cmd/autoscaler" as
+	// "autoscaler".
+	cmd string
+	// output is what the README shows after the command in the same
+	// block ("$ " prompts only), up to the next prompt or the block's end.
+	output string
+}
+
+// readmeCommands extracts the command lines of README.md: every line of a
+// ```sh block, and in any other fenced block the lines that start with
+// "autoscaler ", "go run ./cmd/autoscaler" or a "$ " prompt. A line ending
+// in a backslash continues on the next.
+func readmeCommands(t *testing.T) []readmeCommand {
+	t.Helper()
+	f, err := os.Open(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var (
+		cmds    []readmeCommand
+		inBlock bool
+		lang    string
+		pending = -1 // the index of a command whose line ends in a backslash
+		out     = -1 // the index of the prompted command whose output follows
+		outBuf  []string
+	)
+	flushOut := func() {
+		if out >= 0 {
+			cmds[out].output = strings.Join(outBuf, "\n")
+		}
+		out, outBuf = -1, nil
+	}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if strings.HasPrefix(line, "```") {
+			if inBlock {
+				flushOut()
+				if pending >= 0 {
+					t.Fatalf("README.md:%d: a command ends in a backslash at the end of its block", cmds[pending].line)
+				}
+			}
+			inBlock, lang = !inBlock, strings.TrimPrefix(line, "```")
+			continue
+		}
+		if !inBlock {
+			continue
+		}
+		if pending >= 0 {
+			cmds[pending].text += " " + strings.TrimSpace(line)
+		} else {
+			trimmed := strings.TrimSpace(line)
+			prompted := strings.HasPrefix(line, "$ ")
+			isCmd := lang == "sh" && trimmed != "" && !strings.HasPrefix(trimmed, "#") ||
+				prompted || strings.HasPrefix(line, "autoscaler ") || strings.HasPrefix(line, "go run ./cmd/autoscaler")
+			if !isCmd {
+				if out >= 0 {
+					outBuf = append(outBuf, line)
+				}
+				continue
+			}
+			flushOut()
+			cmds = append(cmds, readmeCommand{line: n, text: strings.TrimPrefix(line, "$ ")})
+			pending = len(cmds) - 1
+			if prompted {
+				out = pending
+			}
+		}
+		if c := &cmds[pending]; strings.HasSuffix(c.text, `\`) {
+			c.text = strings.TrimSpace(strings.TrimSuffix(c.text, `\`))
+			continue
+		}
+		pending = -1
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range cmds {
+		c := &cmds[i]
+		words, err := shellWords(c.text)
+		if err != nil {
+			t.Fatalf("README.md:%d: %v: %s", c.line, err, c.text)
+		}
+		if len(words) >= 2 && words[0] == "/usr/bin/time" && words[1] == "-v" {
+			words = words[2:]
+		}
+		if len(words) >= 2 && words[0] == "go" && words[1] == "run" && len(words) > 2 && words[2] == "./cmd/autoscaler" {
+			words = append([]string{"autoscaler"}, words[3:]...)
+		}
+		c.cmd = strings.Join(words, " ")
+	}
+	return cmds
+}
+
+// shellWords splits s as sh would into words (single and double quotes,
+// no expansion), up to an unquoted "#" that starts a word (a comment).
+func shellWords(s string) ([]string, error) {
+	var (
+		words []string
+		w     strings.Builder
+		inW   bool
+		quote rune
+	)
+	for _, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				w.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, inW = r, true
+		case r == ' ' || r == '\t':
+			if inW {
+				words, inW = append(words, w.String()), false
+				w.Reset()
+			}
+		case r == '#' && !inW:
+			return words, nil
+		default:
+			w.WriteRune(r)
+			inW = true
+		}
+	}
+	if quote != 0 {
+		return nil, errors.New("unterminated quote")
+	}
+	if inW {
+		words = append(words, w.String())
+	}
+	return words, nil
+}
+
+// testRef names a test (or benchmark) in a package directory, relative to
+// the repository's root.
+type testRef struct{ dir, name string }
+
+// readmeCoverage says how the README commands that start with prefix are
+// accounted for: run here (run, given the command's words after
+// "autoscaler" and the README's output shown after it), or exercised by
+// the tests named, or not runnable offline (why).
+type readmeCoverage struct {
+	prefix string
+	run    func(t *testing.T, args []string, shown string)
+	tests  []testRef
+	why    string
+}
+
+// readmeCoverages accounts for every command in README.md. A command
+// matches the entry with the longest prefix of its normalised form.
+func readmeCoverages() []readmeCoverage {
+	return []readmeCoverage{
+		{prefix: "autoscaler run -config examples/local.hcl", run: readmeRun},
+		{prefix: "autoscaler plan -config examples/local.hcl -at ", run: readmePlan},
+		{prefix: "autoscaler simulate -config examples/local.hcl -trace ", run: readmeSimulate},
+		{prefix: "autoscaler agent register ", run: readmeAgentJob},
+		{prefix: "autoscaler agent checkpoint ", run: readmeAgentJob},
+		{prefix: "autoscaler agent done ", run: readmeAgentJob},
+		{prefix: "make test", why: "CI runs it (.ci/run)", tests: []testRef{{".ci", "run"}}},
+		{prefix: "scripts/try-moto.sh", why: "runs the script against moto_server", tests: []testRef{{"scripts/trymoto", "TestTryMotoScript"}}},
+		{prefix: "autoscaler agent -controller ", why: "the agent command on a node: run as a process against a controller, on AWS's metadata mock and on moto's instances",
+			tests: []testRef{{"cmd/autoscaler", "TestAgentSpotNotice"}, {"cmd/autoscaler", "TestDeployOnAWS"}, {"cmd/autoscaler", "TestAgentCLIDrain"}}},
+		{prefix: "curl ", why: "POST /v1/demand to the running controller's API",
+			tests: []testRef{{"controller", "TestDemandPushes"}, {"controller", "TestDemandRefusals"}, {"controller", "TestAPI"}}},
+		{prefix: "go test ./planner -run ^$ -bench BenchmarkPlan ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"planner", "BenchmarkPlan"}}},
+		{prefix: "go test ./controller -run ^$ -bench BenchmarkCycle ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"controller", "BenchmarkCycle"}}},
+		{prefix: "go test ./simulate -run ^$ -bench BenchmarkSimulatePhilly ", why: "a benchmark (8 s), re-measured by hand or make bench", tests: []testRef{{"simulate", "BenchmarkSimulatePhilly"}}},
+	}
+}
+
+// coverageFor returns the entry whose prefix is the longest of those
+// cmd starts with, or nil.
+func coverageFor(cmd string, covs []readmeCoverage) *readmeCoverage {
+	var best *readmeCoverage
+	for i := range covs {
+		if strings.HasPrefix(cmd, covs[i].prefix) && (best == nil || len(covs[i].prefix) > len(best.prefix)) {
+			best = &covs[i]
+		}
+	}
+	return best
+}
+
+// TestReadmeCommands runs every command line of README.md that runs
+// offline, in a bounded form, and checks that each of the others is
+// exercised by a test that exists.
+func TestReadmeCommands(t *testing.T) {
+	cmds := readmeCommands(t)
+	if len(cmds) < 10 {
+		t.Fatalf("found only %d commands in README.md: the extraction is broken", len(cmds))
+	}
+	covs := readmeCoverages()
+	used := map[string]bool{}
+	for _, c := range cmds {
+		cov := coverageFor(c.cmd, covs)
+		if cov == nil {
+			t.Errorf("README.md:%d: command %q is neither run by TestReadmeCommands nor listed in readmeCoverages with the test that exercises it", c.line, c.text)
+			continue
+		}
+		used[cov.prefix] = true
+		if cov.run == nil {
+			continue
+		}
+		words := strings.Fields(c.cmd)[1:]
+		t.Run(strconv.Itoa(c.line)+"_"+words[0], func(t *testing.T) {
+			t.Logf("README.md:%d: %s", c.line, c.text)
+			cov.run(t, words, c.output)
+		})
+	}
+	for _, cov := range covs {
+		if !used[cov.prefix] {
+			t.Errorf("readmeCoverages lists %q, which no README.md command starts with: remove it", cov.prefix)
+		}
+		for _, ref := range cov.tests {
+			if !testExists(t, ref) {
+				t.Errorf("readmeCoverages: %q is exercised by %s in %s, which does not exist", cov.prefix, ref.name, ref.dir)
+			}
+		}
+	}
+}
+
+// testExists reports whether ref's test or benchmark function is declared
+// in a _test.go file of its directory; a ref in .ci names a file there.
+func testExists(t *testing.T, ref testRef) bool {
+	t.Helper()
+	dir := filepath.Join(repoRoot, ref.dir)
+	if ref.dir == ".ci" {
+		_, err := os.Stat(filepath.Join(dir, ref.name))
+		return err == nil
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decl := regexp.MustCompile(`(?m)^func ` + regexp.QuoteMeta(ref.name) + `\(`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if decl.Match(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// fromRoot rewrites args that name files relative to the repository's
+// root (examples/local.hcl, ../shared/...) to paths from here.
+func fromRoot(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if strings.HasPrefix(a, "-") || i > 0 && args[i-1] == "-plot" {
+			continue
+		}
+		if strings.HasPrefix(a, "examples/") || strings.HasPrefix(a, "../shared/") {
+			out[i] = filepath.Join(repoRoot, a)
+		}
+	}
+	return out
+}
+
+// readmeRun runs the controller as the quick start does, bounded: two
+// simulated hours at full speed, on a free port, with its state in a
+// temporary directory.
+func readmeRun(t *testing.T, args []string, _ string) {
+	args = append(fromRoot(args), "-for", "2h", "-sim-speed", "1e9", "-sim-start", "2026-11-30T09:00:00Z",
+		"-listen", "127.0.0.1:0", "-state-dir", t.TempDir())
+	code, out, errOut := cli(args...)
+	if code != 0 {
+		t.Fatalf("autoscaler %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	}
+	for _, want := range []string{"Fleetcast controller on the simulated cloud: 4 pools", "---- demand "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q (README.md's quick start shows it):\n%s", want, out)
+		}
+	}
+}
+
+// readmePlan runs plan as written and checks that its output is the
+// README's, line for line (-at makes it reproducible).
+func readmePlan(t *testing.T, args []string, shown string) {
+	code, out, errOut := cli(fromRoot(args)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.TrimRight(out, "\n") != strings.TrimRight(shown, "\n") {
+		t.Errorf("README.md shows a plan that is no longer this command's: update it to\n%s", out)
+	}
+}
+
+// simulated remembers the output of each simulate run by its arguments
+// without -plot: the README runs the whole Philly trace three times.
+var simulated = map[string]string{}
+
+// readmeSimulate runs simulate as written (a -plot into a temporary
+// directory) when the shared traces are present, and checks that the
+// output the README shows, if any, is the command's. With -short it runs
+// none.
+func readmeSimulate(t *testing.T, args []string, shown string) {
+	args = fromRoot(args)
+	var key []string
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "-plot" && i+1 < len(args):
+			args[i+1] = filepath.Join(t.TempDir(), filepath.Base(args[i+1]))
+			i++
+		default:
+			key = append(key, args[i])
+		}
+		if i > 0 && args[i-1] == "-trace" {
+			if _, err := os.Stat(args[i]); err != nil {
+				t.Skipf("the shared traces are not here (%v): not run", err)
+			}
+		}
+	}
+	out, ok := simulated[strings.Join(key, " ")]
+	if !ok && testing.Short() {
+		t.Skip("-short: a whole trace takes seconds")
+	}
+	if !ok {
+		// In a child process (see TestMain): a whole trace in this one
+		// would raise its peak memory, which the children of later tests
+		// (TestValidateBounded's) start from.
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "FLEETCAST_TEST_CLI="+strings.Join(args, " "))
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("autoscaler %s: %v: %s", strings.Join(args, " "), err, stderr.String())
+		}
+		out = stdout.String()
+		simulated[strings.Join(key, " ")] = out
+	}
+	if !strings.Contains(out, "  predictive ") || !strings.Contains(out, "      oracle ") {
+		t.Errorf("output lacks the predictive and oracle rows:\n%s", out)
+	}
+	// The Benchmarks section shows /usr/bin/time's lines, not the table.
+	if shown = strings.TrimSpace(shown); shown != "" && !strings.Contains(shown, "Elapsed (wall clock)") && strings.TrimSpace(out) != shown {
+		t.Errorf("README.md shows output that is no longer this command's (make bench rewrites it): now\n%s", out)
+	}
+}
+
+// readmeAgentJob runs a job's agent command (register, checkpoint, done) as
+// written, its optional flags in, against an agent listening on a
+// temporary socket; register's -pid is this process, a live one.
+func readmeAgentJob(t *testing.T, args []string, _ string) {
+	socket := startTestAgent(t)
+	var run []string
+	for i := 0; i < len(args); i++ {
+		a := strings.Trim(args[i], "[]")
+		run = append(run, a)
+		if a == "-pid" && i+1 < len(args) {
+			run = append(run, strconv.Itoa(os.Getpid()))
+			i++
+		}
+	}
+	if run[1] != "register" { // checkpoint and done need the job registered
+		if code, _, errOut := cli("agent", "register", "-job", "train-7", "-gpus", "0", "-pid", strconv.Itoa(os.Getpid()), "-socket", socket); code != 0 {
+			t.Fatalf("agent register: exit %d: %s", code, errOut)
+		}
+	}
+	run = append(run, "-socket", socket)
+	if code, _, errOut := cli(run...); code != 0 {
+		t.Fatalf("autoscaler %s: exit %d: %s", strings.Join(run, " "), code, errOut)
+	}
+}
+
+// startTestAgent starts an agent (no GPUs, no controller) serving its
+// local API on a unix socket, and returns the socket's path.
+func startTestAgent(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fc") // a short path: unix sockets allow about 100 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	a, err := agent.New(agent.Config{Node: "i-0abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(dir, "agent.sock")
+	l, err := agent.ListenUnix(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: a.Handler()}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return socket
+}
+
+func TestShellWords(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"autoscaler plan -config examples/local.hcl", []string{"autoscaler", "plan", "-config", "examples/local.hcl"}},
+		{"make test     # every test", []string{"make", "test"}},
+		{"go test ./planner -run '^$' -bench X", []string{"go", "test", "./planner", "-run", "^$", "-bench", "X"}},
+		{`curl -H "Authorization: Bearer $T" -d '{"a": 1}' URL`, []string{"curl", "-H", "Authorization: Bearer $T", "-d", `{"a": 1}`, "URL"}},
+		{"a b#c", []string{"a", "b#c"}},
+	}
+	for _, tt := range tests {
+		got, err := shellWords(tt.in)
+		if err != nil || strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("shellWords(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+	if _, err := shellWords("echo 'open"); err == nil {
+		t.Error("shellWords accepted an unterminated quote")
+	}
+}
