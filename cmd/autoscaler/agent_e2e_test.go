@@ -39,14 +39,27 @@ import (
 // With FLEETCAST_TEST_CLI set, it is the autoscaler command itself, run with
 // the arguments in that variable (separated by spaces); with
 // FLEETCAST_TEST_NVML=dgxa100 too, its agent reads go-nvml's mock DGX A100
-// (eight idle A100s) for the machine's GPUs.
+// (eight idle A100s) for the machine's GPUs; with FLEETCAST_TEST_HWM=FILE,
+// it writes its peak resident set (KiB) to FILE before it exits.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv("FLEETCAST_TEST_CLI"); spec != "" {
 		e := &env{stdout: os.Stdout, stderr: os.Stderr}
 		if os.Getenv("FLEETCAST_TEST_NVML") == "dgxa100" {
 			e.openGPUs = func() (*gpu.Reader, error) { return gpu.Open(idleDGXA100()) }
 		}
-		os.Exit(runEnv(e, strings.Fields(spec)))
+		code := runEnv(e, strings.Fields(spec))
+		if path := os.Getenv("FLEETCAST_TEST_HWM"); path != "" {
+			// The process's own peak resident set since its exec (VmHWM,
+			// per address space): its rusage would start from the peak
+			// of the test process that started it (os/exec uses vfork).
+			status, _ := os.ReadFile("/proc/self/status")
+			for _, line := range strings.Split(string(status), "\n") {
+				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+					os.WriteFile(path, []byte(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))), 0o600)
+				}
+			}
+		}
+		os.Exit(code)
 	}
 	if spec := os.Getenv("FLEETCAST_TEST_JOB"); spec != "" {
 		f := strings.Fields(spec)

@@ -7,8 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/fleetcast/autoscaler/config"
@@ -92,7 +92,8 @@ func TestValidateBounded(t *testing.T) {
 	for name, path := range badInputs(t, t.TempDir()) {
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "FLEETCAST_TEST_CLI=validate -config "+path)
+			hwm := filepath.Join(t.TempDir(), "hwm")
+			cmd.Env = append(os.Environ(), "FLEETCAST_TEST_CLI=validate -config "+path, "FLEETCAST_TEST_HWM="+hwm)
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			err := cmd.Run()
@@ -100,9 +101,14 @@ func TestValidateBounded(t *testing.T) {
 				t.Fatalf("exit: %v, want status %d\n%.2000s", err, exitError, out.String())
 			}
 			lines := strings.Count(out.String(), "\n")
-			// KiB on Linux. A child started with vfork (as os/exec does)
-			// starts from its parent's peak, so this is an upper bound.
-			rss := int64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) << 10
+			// The child's own peak (VmHWM, KiB): its rusage would start
+			// from this test process's peak (os/exec uses vfork).
+			raw, err := os.ReadFile(hwm)
+			kib, perr := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+			if err != nil || perr != nil {
+				t.Fatalf("the child's peak resident set: %v %v %q", err, perr, raw)
+			}
+			rss := kib << 10
 			t.Logf("%d lines, max RSS %.1f MB", lines, float64(rss)/(1<<20))
 			if lines >= maxLines {
 				t.Errorf("%d lines of output, want under %d:\n%.2000s", lines, maxLines, out.String())
