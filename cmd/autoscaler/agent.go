@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -254,18 +252,9 @@ func controllerClient(controller, caFile string, insecure bool) (*http.Client, e
 			return nil, fmt.Errorf("-controller %s is plain http to a host other than loopback: the node's credential would cross the network in the clear; use https (and -ca-file), or -insecure to accept it", controller)
 		}
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return nil, fmt.Errorf("-ca-file: %w", err)
-		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("-ca-file %s holds no PEM certificate", caFile)
-		}
-		tr.TLSClientConfig.RootCAs = roots
+	tr, _, err := tlsTransport(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("-ca-file: %w", err)
 	}
 	return &http.Client{Transport: tr, Timeout: 15 * time.Second}, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -153,8 +152,6 @@ func runToken(e *env, args []string) int {
 // caFile, else against controller.tls_cert_file itself (a certificate
 // trusts itself), for the name the certificate gives.
 func apiClient(c config.Controller, addr, caFile string) (string, *http.Client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	if addr == "" {
 		host, port, err := net.SplitHostPort(c.Listen)
 		if err != nil {
@@ -177,16 +174,11 @@ func apiClient(c config.Controller, addr, caFile string) (string, *http.Client, 
 	if caFile == "" {
 		caFile = c.TLSCertFile
 	}
-	if caFile != "" {
-		data, err := os.ReadFile(caFile)
-		if err != nil {
-			return "", nil, fmt.Errorf("the controller's certificate: %w", err)
-		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(data) {
-			return "", nil, fmt.Errorf("%s holds no PEM certificate", caFile)
-		}
-		tr.TLSClientConfig.RootCAs = roots
+	tr, data, err := tlsTransport(caFile)
+	if err != nil {
+		return "", nil, fmt.Errorf("the controller's certificate: %w", err)
+	}
+	if data != nil {
 		if u, err := url.Parse(addr); err == nil && config.Loopback(u.Host) {
 			// On loopback, check the certificate for the name it is for.
 			if b, _ := pem.Decode(data); b != nil {
