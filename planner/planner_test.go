@@ -432,3 +432,26 @@ func bigInput(nodes, jobs, pools int) Input {
 	cfg.Limits.MaxScaleInPerCycle = 1000
 	return Input{Config: &cfg, State: st, Forecast: ramp(30000, 20000), Now: t0}
 }
+
+// TestAboveMaxNodesListedOnce: a pool above its max whose nodes cannot
+// drain (jobs never checkpointed) lists each node once, held for the
+// max, not again by the demand pass that follows.
+func TestAboveMaxNodesListedOnce(t *testing.T) {
+	od := pool("od", fleet.OnDemand, 32, 9*time.Minute, 0, 1)
+	st := fleet.State{Nodes: []fleet.Node{ready("a", "od", -1), ready("b", "od", -1), ready("c", "od", -1), ready("d", "od", -1)}}
+	p := Make(Input{Config: testConfig(od), State: &st, Forecast: flat(0), Now: t0})
+	seen := map[string]int{}
+	for _, a := range p.Actions {
+		if a.Node != "" {
+			seen[a.Node]++
+		}
+	}
+	for node, n := range seen {
+		if n > 1 {
+			t.Errorf("node %s has %d actions: %+v", node, n, p.Actions)
+		}
+	}
+	if len(seen) == 0 {
+		t.Fatalf("no node listed: %+v", p.Actions)
+	}
+}

@@ -101,6 +101,13 @@ planner/planner.go
 ./planner
 TestPropertySafety
 
+a node decided above its max listed again (example)
+planner/planner.go
+"\t\t\tp.decided[n.ID] = true"
+"\t\t\t_ = n"
+./planner
+TestAboveMaxNodesListedOnce
+
 pool above its max not brought back
 planner/planner.go
 "if pp.active > floor && len(pp.candidates) > 0 {"
