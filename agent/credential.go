@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/internal/secretfile"
 )
 
 // Credential is the agent's node credential. It lives in File (mode
@@ -76,22 +76,6 @@ func refusal(what string, resp *http.Response) error {
 	return fmt.Errorf("%s refused with %s: %s", what, resp.Status, reason)
 }
 
-// secretFile reads a secret file, refusing one others may read.
-func secretFile(path string) (string, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", err
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%s has mode %v: others may read it; chmod 600 it", path, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
 // Token returns the credential, from File when it is not in memory yet,
 // bootstrapping when File holds none.
 func (c *Credential) Token(ctx context.Context) (string, error) {
@@ -104,7 +88,7 @@ func (c *Credential) Token(ctx context.Context) (string, error) {
 	if c.File == "" {
 		return "", errors.New("no credential")
 	}
-	token, err := secretFile(c.File)
+	token, err := secretfile.Read(c.File)
 	switch {
 	case err == nil && token != "":
 		c.mu.Lock()
@@ -136,12 +120,12 @@ func (c *Credential) Refused(ctx context.Context, e *RefusedError) error {
 	used := c.token
 	c.mu.Unlock()
 	if c.File != "" {
-		if tok, err := secretFile(c.File); err == nil && tok != "" && tok != used {
+		if tok, err := secretfile.Read(c.File); err == nil && tok != "" && tok != used {
 			os.Remove(c.next())
 			c.set(tok)
 			return nil
 		}
-		if next, err := secretFile(c.next()); err == nil && next != "" && next != used {
+		if next, err := secretfile.Read(c.next()); err == nil && next != "" && next != used {
 			if err := c.takeNext(next); err != nil {
 				return err
 			}
@@ -160,7 +144,7 @@ func (c *Credential) Refused(ctx context.Context, e *RefusedError) error {
 // Bootstrap gets a new credential with the bootstrap secret and the
 // instance's identity, and keeps it in File.
 func (c *Credential) Bootstrap(ctx context.Context) error {
-	secret, err := secretFile(c.BootstrapFile)
+	secret, err := secretfile.Read(c.BootstrapFile)
 	if err != nil {
 		return fmt.Errorf("bootstrap secret: %w", err)
 	}
@@ -207,10 +191,10 @@ func (c *Credential) Rotate(ctx context.Context) error {
 	if c.File == "" {
 		return errors.New("rotation: no credential file to keep the new credential in")
 	}
-	next, err := secretFile(c.next())
+	next, err := secretfile.Read(c.next())
 	if err != nil || next == "" || next == token {
 		next = report.NewCredential(c.Node)
-		if err := writeSecret(c.next(), next); err != nil {
+		if err := secretfile.Write(c.next(), next); err != nil {
 			return fmt.Errorf("rotation: %w", err)
 		}
 	}
@@ -240,7 +224,7 @@ func (c *Credential) takeNext(next string) error {
 	if err := os.Rename(c.next(), c.File); err != nil {
 		return fmt.Errorf("taking up the rotated credential: %w", err)
 	}
-	if err := syncDir(c.File); err != nil {
+	if err := secretfile.SyncDir(c.File); err != nil {
 		return fmt.Errorf("taking up the rotated credential: %w", err)
 	}
 	c.set(next)
@@ -256,7 +240,7 @@ func (c *Credential) next() string { return c.File + ".next" }
 // the agent with it may bootstrap the node again.
 func (c *Credential) nonce() (string, error) {
 	path := c.File + ".nonce"
-	n, err := secretFile(path)
+	n, err := secretfile.Read(path)
 	switch {
 	case err == nil && len(n) >= 32:
 		return n, nil
@@ -270,7 +254,7 @@ func (c *Credential) nonce() (string, error) {
 	raw := make([]byte, 32)
 	rand.Read(raw)
 	n = hex.EncodeToString(raw)
-	if err := writeSecret(path, n); err != nil {
+	if err := secretfile.Write(path, n); err != nil {
 		return "", fmt.Errorf("bootstrap nonce: %w", err)
 	}
 	return n, nil
@@ -331,48 +315,10 @@ func post(ctx context.Context, client *http.Client, controller, node, path, bear
 // keep writes the credential to File and uses it from now on.
 func (c *Credential) keep(token string) error {
 	if c.File != "" {
-		if err := writeSecret(c.File, token); err != nil {
+		if err := secretfile.Write(c.File, token); err != nil {
 			return fmt.Errorf("keeping the credential: %w", err)
 		}
 	}
 	c.set(token)
 	return nil
-}
-
-// writeSecret writes a secret to path (a new file, mode 0600, synced and
-// renamed over the old one).
-func writeSecret(path, secret string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".credential-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.WriteString(secret + "\n")
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err == nil {
-		err = syncDir(path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
-
-// syncDir syncs the directory holding path, so that a rename into it
-// survives a power loss (the controller may already count on the file).
-func syncDir(path string) error {
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

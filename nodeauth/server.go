@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/secretfile"
 )
 
 // MinSecret is the shortest bootstrap secret accepted, in characters
@@ -93,19 +93,12 @@ func (s *Server) secrets() ([]string, error) {
 	if s.BootstrapFile == "" {
 		return nil, refuse(http.StatusForbidden, Disabled, "this controller takes no bootstrap requests (controller.bootstrap_token_file is not set): ask an operator for a credential (`autoscaler token issue NODE`)")
 	}
-	fi, err := os.Stat(s.BootstrapFile)
-	if err != nil {
-		return nil, fmt.Errorf("bootstrap secret: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("bootstrap secret %s has mode %v: others may read it; chmod 600 it", s.BootstrapFile, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(s.BootstrapFile)
+	b, err := secretfile.Read(s.BootstrapFile)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap secret: %w", err)
 	}
 	var out []string
-	for n, line := range strings.Split(string(b), "\n") {
+	for n, line := range strings.Split(b, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue

@@ -22,6 +22,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/internal/secretfile"
 	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
@@ -395,28 +396,19 @@ func summary(e *env, d time.Duration, cost float64, s simfleet.Stats) {
 // created (mode 0600) if the file does not exist. A secret file others can
 // read, or a short one, is refused.
 func secretFile(path string, n int) (string, error) {
-	b, err := os.ReadFile(path)
+	secret, err := secretfile.Read(path)
 	if errors.Is(err, os.ErrNotExist) {
 		raw := make([]byte, n)
 		rand.Read(raw)
-		secret := hex.EncodeToString(raw)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return "", fmt.Errorf("creating secret %s: %w", path, err)
+		secret = hex.EncodeToString(raw)
+		if err := secretfile.Write(path, secret); err != nil {
+			return "", fmt.Errorf("creating secret: %w", err)
 		}
-		if _, err := f.WriteString(secret + "\n"); err != nil {
-			f.Close()
-			return "", fmt.Errorf("writing secret %s: %w", path, err)
-		}
-		return secret, f.Close()
+		return secret, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading secret: %w", err)
+		return "", fmt.Errorf("secret: %w", err)
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("secret %s has mode %v: others may read it; chmod 600 it", path, fi.Mode().Perm())
-	}
-	secret := strings.TrimSpace(string(b))
 	if len(secret) < 2*n {
 		return "", fmt.Errorf("secret %s: %d characters, want at least %d", path, len(secret), 2*n)
 	}

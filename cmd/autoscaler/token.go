@@ -18,6 +18,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/internal/secretfile"
 	"github.com/fleetcast/autoscaler/state"
 )
 
@@ -67,12 +68,11 @@ func runToken(e *env, args []string) int {
 	}
 	apiToken := os.Getenv("FLEETCAST_API_TOKEN")
 	if apiToken == "" {
-		b, err := os.ReadFile(filepath.Join(cfg.Controller.StateDir, "api-token"))
-		if err != nil {
+		var err error
+		if apiToken, err = secretfile.Read(filepath.Join(cfg.Controller.StateDir, "api-token")); err != nil {
 			fmt.Fprintf(e.stderr, "token: the API token: %v (set FLEETCAST_API_TOKEN, or run where the controller's state directory is)\n", err)
 			return exitError
 		}
-		apiToken = strings.TrimSpace(string(b))
 	}
 	base, client, err := apiClient(cfg.Controller, *addr, *caFile)
 	if err != nil {

@@ -6,19 +6,17 @@
 package identitytest
 
 import (
+	"github.com/fleetcast/autoscaler/internal/testpki"
+
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // Signer signs identity documents.
@@ -32,21 +30,11 @@ type Signer struct {
 // New makes a signer with a 2048-bit key (AWS's size).
 func New(t testing.TB) *Signer {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	key, cert, certPEM, err := testpki.SelfSignedRSA("test identity signer")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test identity signer"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &Signer{Key: key, Cert: cert, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return &Signer{Key: key, Cert: cert, PEM: certPEM}
 }
 
 // Sign returns document's signature as the metadata service serves it:

@@ -91,18 +91,12 @@ func LocalConfig(src, dir string) (string, PKI, error) {
 	if err := os.WriteFile(secret, []byte(hex.EncodeToString(raw)+"\n"), 0o600); err != nil {
 		return "", PKI{}, err
 	}
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return "", PKI{}, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "stand-in identity signer"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	_, _, certPEM, err := SelfSignedRSA("stand-in identity signer")
 	if err != nil {
 		return "", PKI{}, err
 	}
 	identity := filepath.Join(dir, "identity.pem")
-	if err := os.WriteFile(identity, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := os.WriteFile(identity, certPEM, 0o644); err != nil {
 		return "", PKI{}, err
 	}
 	text := strings.NewReplacer(
@@ -114,4 +108,25 @@ func LocalConfig(src, dir string) (string, PKI, error) {
 	).Replace(src)
 	conf := filepath.Join(dir, "fleet.hcl")
 	return conf, p, os.WriteFile(conf, []byte(text), 0o600)
+}
+
+// SelfSignedRSA makes a 2048-bit RSA key (the size of AWS's identity
+// signing keys) and a self-signed certificate for it, valid for a day,
+// also PEM-encoded.
+func SelfSignedRSA(cn string) (*rsa.PrivateKey, *x509.Certificate, []byte, error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return key, cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
