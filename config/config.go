@@ -46,7 +46,30 @@ type Simulate struct {
 	// UnresponsiveJobs is the share of jobs (0 to 1) that ignore a drain
 	// and checkpoint only on their own schedule.
 	UnresponsiveJobs float64
+	// Reservations is how the policies hold reservations: ReservationsConfigured
+	// (every policy holds exactly the configured ones for the whole run) or
+	// ReservationsAdvised (the predictive policy follows the baseline advice).
+	Reservations string
+	// AdviceAfter is the history the advised reservation waits for before
+	// its first commitment.
+	AdviceAfter time.Duration
+	// HeadroomGPUs is the headroom policy's buffer: GPUs kept free as whole
+	// empty nodes; 0 makes it the reactive policy.
+	HeadroomGPUs int
+	// HeadroomPlaceholderGPUs is the size of the headroom policy's
+	// placeholders in GPUs; 0 for as wide as a node (the buffer is whole
+	// empty nodes).
+	HeadroomPlaceholderGPUs int
 }
+
+// The values of simulate.reservations.
+const (
+	ReservationsConfigured = "configured"
+	ReservationsAdvised    = "advised"
+)
+
+// ReservationModes are the values simulate.reservations takes.
+var ReservationModes = []string{ReservationsConfigured, ReservationsAdvised}
 
 // Forecast is the `forecast` block: how demand is forecast.
 type Forecast struct {
@@ -237,6 +260,9 @@ func Defaults() Config {
 			SpotNotice:         2 * time.Minute,
 			CheckpointDuration: 2 * time.Minute,
 			UnresponsiveJobs:   0.02,
+			Reservations:       ReservationsConfigured,
+			AdviceAfter:        14 * 24 * time.Hour,
+			HeadroomGPUs:       128,
 		},
 	}
 }

@@ -848,3 +848,42 @@ func (m *tfModule) launchTemplateName(body *hclsyntax.Body, lt *tfResource) (str
 	}
 	return child.str(attrExpr(lt.body, "name"))
 }
+
+// TestPhillyFairExample: examples/philly-fair.hcl has exactly the pools and
+// prices of the shared benchmark's fair-philly.hcl and its simulate block,
+// and the policy blocks (forecast, drain, limits, controller) of
+// examples/local.hcl, so that a comparison on it is the benchmark's with
+// the project's own settings.
+func TestPhillyFairExample(t *testing.T) {
+	const shared = "../../shared/bench/fair-philly.hcl"
+	if _, err := os.Stat(shared); err != nil {
+		t.Skipf("%s not found; it lives in ../shared beside the repository", shared)
+	}
+	load := func(path string) *Config {
+		cfg, diags := Load(path)
+		if diags.HasErrors() {
+			t.Fatalf("%s: %s", path, diags.Error())
+		}
+		return cfg
+	}
+	ours, bench, local := load(filepath.Join(examplesDir, "philly-fair.hcl")), load(shared), load(filepath.Join(examplesDir, "local.hcl"))
+	if !slices.EqualFunc(ours.Pools, bench.Pools, func(a, b fleet.Pool) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
+		t.Errorf("pools differ from %s:\n ours  %+v\n bench %+v", shared, ours.Pools, bench.Pools)
+	}
+	if ours.Simulate != bench.Simulate {
+		t.Errorf("simulate block differs from %s: %+v, %+v", shared, ours.Simulate, bench.Simulate)
+	}
+	for _, b := range []struct {
+		name       string
+		ours, want any
+	}{
+		{"forecast", ours.Forecast, local.Forecast},
+		{"drain", ours.Drain, local.Drain},
+		{"limits", ours.Limits, local.Limits},
+		{"controller", ours.Controller, local.Controller},
+	} {
+		if fmt.Sprint(b.ours) != fmt.Sprint(b.want) {
+			t.Errorf("%s block differs from examples/local.hcl's:\n ours  %+v\n local %+v", b.name, b.ours, b.want)
+		}
+	}
+}

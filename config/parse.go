@@ -99,7 +99,8 @@ var (
 		"tls_cert_file", "tls_key_file", "insecure", "bootstrap_token_file", "aws_identity_certificates")
 	demandSchema    = attrSchema(nil, "prometheus_url", "prometheus_query", "prometheus_timeout")
 	syntheticSchema = attrSchema(nil, "seed", "base_gpus", "peak_gpus", "peak_hour", "noise")
-	simulateSchema  = attrSchema(nil, "checkpoint_interval", "spot_interruptions_per_hour", "spot_notice", "checkpoint_duration", "unresponsive_jobs")
+	simulateSchema  = attrSchema(nil, "checkpoint_interval", "spot_interruptions_per_hour", "spot_notice", "checkpoint_duration", "unresponsive_jobs",
+		"reservations", "advice_after", "headroom_gpus", "headroom_placeholder_gpus")
 )
 
 func attrSchema(required []string, optional ...string) *hcl.BodySchema {
@@ -1154,6 +1155,13 @@ func (d *decoder) decodeSimulate(body hcl.Body, s *Simulate) hcl.Attributes {
 	if d.number(a, "unresponsive_jobs", &s.UnresponsiveJobs) == set && !(s.UnresponsiveJobs >= 0 && s.UnresponsiveJobs <= 1) {
 		d.invalid(a, "unresponsive_jobs", "unresponsive_jobs must be a share of jobs from 0 to 1, got %g.", s.UnresponsiveJobs)
 	}
+	if d.str(a, "reservations", &s.Reservations) == set && !slices.Contains(ReservationModes, s.Reservations) {
+		d.invalid(a, "reservations", "reservations must be %q (every policy holds the configured reservations) or %q (the predictive policy follows the baseline advice), got %q.",
+			ReservationsConfigured, ReservationsAdvised, s.Reservations)
+	}
+	d.duration(a, "advice_after", &s.AdviceAfter)
+	d.atLeast(a, "headroom_gpus", 0, &s.HeadroomGPUs)
+	d.atLeast(a, "headroom_placeholder_gpus", 0, &s.HeadroomPlaceholderGPUs)
 	return a
 }
 

@@ -67,7 +67,8 @@ func TestParseFull(t *testing.T) {
 		Demand:    Demand{PrometheusURL: "http://prometheus:9090", PrometheusQuery: "count(DCGM_FI_DEV_GPU_UTIL > 0)", PrometheusTimeout: 5 * time.Second},
 		Synthetic: Synthetic{Seed: 42, BaseGPUs: 32, PeakGPUs: 256, PeakHour: 9, Noise: 0.1},
 		Simulate: Simulate{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second,
-			CheckpointDuration: 5 * time.Minute, UnresponsiveJobs: 0.1},
+			CheckpointDuration: 5 * time.Minute, UnresponsiveJobs: 0.1,
+			Reservations: ReservationsAdvised, AdviceAfter: 7 * 24 * time.Hour, HeadroomGPUs: 64, HeadroomPlaceholderGPUs: 1},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("config:\n got %+v\nwant %+v", *cfg, want)
@@ -331,6 +332,12 @@ func TestParseErrors(t *testing.T) {
 				{summary: "Invalid value", detail: "unresponsive_jobs must be a share of jobs from 0 to 1, got 1.5", at: "1.5"},
 				{summary: "Duplicate simulate block", at: "simulate", nth: 1},
 			}},
+		{"simulate: unknown reservations", simPool("a", "") + "simulate {\n  reservations = \"grown\"\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: `reservations must be "configured" (every policy holds the configured reservations) or "advised" (the predictive policy follows the baseline advice), got "grown"`, at: `"grown"`}}},
+		{"simulate: negative headroom_gpus", simPool("a", "") + "simulate {\n  headroom_gpus = -64\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: "headroom_gpus", at: "-64"}}},
+		{"simulate: bad advice_after", simPool("a", "") + "simulate {\n  advice_after = \"soon\"\n}\n",
+			[]wantDiag{{summary: "Invalid duration", detail: "advice_after must be a duration such as", at: `"soon"`}}},
 		{"simulate: negative unresponsive_jobs", simPool("a", "") + "simulate {\n  unresponsive_jobs = -0.02\n}\n",
 			[]wantDiag{{summary: "Invalid value", detail: "unresponsive_jobs must be a share of jobs from 0 to 1, got -0.02", at: "-0.02"}}},
 		{"huge number", simPool("a", "  region = \"${1e99999999}\"\n"),

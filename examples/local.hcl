@@ -92,7 +92,7 @@ drain {
 
 limits {
   max_gpus               = 4000 # room for the shared traces' peaks (Philly: 2,796 GPUs)
-  max_spend_per_hour     = 20000
+  max_spend_per_hour     = 30000 # nor bind on examples/philly-fair.hcl's $55/node-h pools with a 512-GPU buffer
   max_scale_in_per_cycle = 4
 }
 

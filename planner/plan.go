@@ -103,6 +103,10 @@ type Plan struct {
 	// Orphans are this fleet's instances of pools the config no longer has
 	// (fleet.Node.Orphan), by ID: reaped once idle.
 	Orphans []string `json:"orphans,omitempty"`
+	// LimitedBy names the fleet limit that held a launch back this cycle
+	// ("limits.max_gpus" or "limits.max_spend_per_hour"); empty when none
+	// did. A pool's own max is not a fleet limit.
+	LimitedBy string `json:"limited_by,omitempty"`
 	// ScaleInHalt says why no node is scaled in this cycle, when too many
 	// agents are silent at once (limits.silent_share_halt); empty otherwise.
 	ScaleInHalt string `json:"scale_in_halt,omitempty"`

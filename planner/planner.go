@@ -672,18 +672,21 @@ func (p *planner) launchIn(pp *poolPlan, n int, purpose, why string) int {
 		return 0
 	}
 	limit := fmt.Sprintf("its max of %d", spec.Max)
-	room := spec.Max - pp.size
+	room, fleetLimit := spec.Max-pp.size, ""
 	if m := p.cfg.Limits.MaxGPUs; m > 0 && (m-p.fleetGPUs)/spec.GPUsPerNode < room {
-		room, limit = (m-p.fleetGPUs)/spec.GPUsPerNode, fmt.Sprintf("limits.max_gpus (%d)", m)
+		room, limit, fleetLimit = (m-p.fleetGPUs)/spec.GPUsPerNode, fmt.Sprintf("limits.max_gpus (%d)", m), "limits.max_gpus"
 	}
 	if m := p.cfg.Limits.MaxSpendPerHour; m > 0 && spec.Capacity != fleet.Reserved && spec.PricePerHour > 0 {
 		if r := int(math.Floor((m - p.spend) / spec.PricePerHour)); r < room {
-			room, limit = r, fmt.Sprintf("limits.max_spend_per_hour ($%.2f)", m)
+			room, limit, fleetLimit = r, fmt.Sprintf("limits.max_spend_per_hour ($%.2f)", m), "limits.max_spend_per_hour"
 		}
 	}
 	got := min(n, max(room, 0))
 	if got < n {
 		p.note(fmt.Sprintf("pool %s: launching %d of %d node(s) wanted, held by %s", spec.Name, got, n, limit))
+		if fleetLimit != "" {
+			p.plan.LimitedBy = fleetLimit
+		}
 	}
 	if got == 0 {
 		return 0

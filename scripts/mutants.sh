@@ -618,6 +618,27 @@ nodeauth/registry.go
 "\t\tcase old.Nonce != \"\" && !same(nonce, old.Nonce):"
 ./nodeauth
 TestBootstrap|TestRegistryLifecycle
+
+a fleet limit not applied to the baselines (simulate)
+simulate/engine.go
+"\t\tif r := max(0, (m-gpus)/p.spec.GPUsPerNode); r < n {"
+"\t\tif r := max(0, (m-gpus)/p.spec.GPUsPerNode); false && r < n {"
+./simulate
+TestSameLimitsForEveryPolicy
+
+headroom removes an empty node its buffer keeps (simulate)
+simulate/policy.go
+"n.free == n.gpn && spare >= n.gpn && r.unneeded(e, n)"
+"n.free == n.gpn && r.unneeded(e, n)"
+./simulate
+TestHeadroomKeepsItsBuffer
+
+reserved nodes (and pool mins) scaled in by the reactive policy (simulate)
+simulate/policy.go
+"p.spec.Capacity != fleet.Reserved && p.count > p.spec.Min &&"
+"p.count > 0 &&"
+./simulate
+TestEveryPolicyHoldsTheReservations
 EOF
 }
 

@@ -192,7 +192,7 @@ func runPredictive(t *testing.T, cfg *config.Config, tr *trace.Trace, opt Option
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := newPredictive(cfg, opt.Start)
+	p, err := newPredictive(cfg, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,6 +212,11 @@ func exampleConfig(t *testing.T) *config.Config {
 	return cfg
 }
 
+// advising grows the reservation after 12 hours: capacity then moves from
+// the burst pools to the reserved one, so busy burst nodes are drained, and
+// the drain rule is put to the test.
+const advising = 12 * time.Hour
+
 // TestPredictiveNeverLosesWorkToScaleIn: with a fifth of the jobs ignoring
 // drains and checkpoints that take 5 minutes, the predictive policy's
 // drains wait (or are cancelled at drain.timeout) and it never terminates
@@ -221,7 +226,8 @@ func TestPredictiveNeverLosesWorkToScaleIn(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		tr := randomTrace(seed, 400)
 		w := &watched{}
-		r := runPredictive(t, cfg, tr, Options{Seed: int64(seed), UnresponsiveJobs: 0.2, CheckpointDuration: 5 * time.Minute},
+		r := runPredictive(t, cfg, tr, Options{Seed: int64(seed), UnresponsiveJobs: 0.2, CheckpointDuration: 5 * time.Minute,
+			Reservations: Advised, AdviceAfter: advising},
 			func(p *predictive) policy { w.policy = p; return w })
 		if r.LostScaleInGPUHours != 0 || r.LostGPUHours != 0 || r.UnsafeTerminations != 0 || !near(r.UsedGPUHours, tr.GPUHours()) {
 			t.Errorf("seed %d: %s", seed, brief(r))
@@ -255,7 +261,7 @@ func TestBrokenDrainRuleLosesWork(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.opt.Seed = 1
+			tt.opt.Seed, tt.opt.Reservations, tt.opt.AdviceAfter = 1, Advised, advising
 			r := runPredictive(t, cfg, tr, tt.opt, tt.broken)
 			if r.LostScaleInGPUHours <= 0 || r.UnsafeTerminations == 0 || r.LostReclaimGPUHours != 0 ||
 				!near(r.LostGPUHours, r.LostScaleInGPUHours) || !near(r.UsedGPUHours, tr.GPUHours()) {

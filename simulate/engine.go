@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers/sim"
 	"github.com/fleetcast/autoscaler/trace"
@@ -33,6 +34,9 @@ type job struct {
 	// saveAt is when the checkpoint a drain asked for is durable; -1 when
 	// none is being written.
 	saveAt int64
+	// queuedAt is when the job last joined the queue: on submission, and
+	// again when a drain or a reclaim requeues it.
+	queuedAt int64
 }
 
 // checkpointed is the work of the current run saved by its periodic
@@ -146,7 +150,13 @@ type stats struct {
 	launches, drains int
 	interruptions    int // spot nodes reclaimed by the cloud
 	waits            []float64
-	end              int64
+	// waitGPUs is GPU-seconds spent queued: every interval a job waits,
+	// first or again after a requeue, times its GPUs.
+	waitGPUs float64
+	// limitedCycles counts the control cycles in which a fleet limit
+	// (limits.max_gpus, limits.max_spend_per_hour) held a launch back.
+	limitedCycles int
+	end           int64
 }
 
 // engine is one policy's discrete-event simulation over a trace.
@@ -184,8 +194,11 @@ type engine struct {
 	sampleStep int64
 	nextSample int64
 	samples    []float64
-	// reservedCost accrues reserved pools' bills: nodes x price x time.
-	lastBill int64
+	// limits are the fleet's limits, the same for every policy; zero
+	// values bound nothing. limitedNow says a limit held a launch back in
+	// this cycle.
+	limits     config.Limits
+	limitedNow bool
 }
 
 func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*engine, error) {
@@ -223,6 +236,7 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 func (e *engine) run() error {
 	tick := secs(e.opt.Interval)
 	nextTick := int64(0)
+	e.holdReservations()
 	e.policy.start(e)
 	for e.left > 0 {
 		t := nextTick
@@ -279,6 +293,10 @@ func (e *engine) run() error {
 			if err := e.policy.tick(e); err != nil {
 				return err
 			}
+			if e.limitedNow {
+				e.st.limitedCycles++
+				e.limitedNow = false
+			}
 			if e.progress != nil && (t/tick)%1440 == 0 { // daily
 				e.progress(1 - float64(e.left)/float64(len(e.jobs)))
 			}
@@ -295,6 +313,75 @@ func (e *engine) run() error {
 	e.st.end = e.now
 	e.closeBills()
 	return nil
+}
+
+// holdReservations commits every reserved pool to its configured
+// reservation (its max) for the whole run, its nodes running from the
+// start: every policy holds the same reservations, paid whether used or
+// not, as Karpenter's reserved capacity type and a Cluster Autoscaler node
+// group sized to the reservation do. A policy may grow a reservation
+// later (the baseline advice), never shrink it.
+func (e *engine) holdReservations() {
+	for i := range e.pools {
+		p := &e.pools[i]
+		if p.spec.Capacity != fleet.Reserved {
+			continue
+		}
+		p.reserved = p.spec.Max
+		p.spec.Min = p.spec.Max
+		if want := p.reserved - p.count; want > 0 {
+			e.launch(i, want, 0) //nolint:errcheck // a node refused here is relaunched by the policy
+		}
+	}
+}
+
+// reserve grows reserved pool pi's reservation to nodes (never shrinks it),
+// billed from now to the end of the run, and returns whether it grew.
+func (e *engine) reserve(pi, nodes int) bool {
+	p := &e.pools[pi]
+	if nodes <= p.reserved {
+		return false
+	}
+	p.reserved = nodes
+	p.spec.Min, p.spec.Max = nodes, nodes
+	p.settings.Capacity = max(p.settings.Capacity, nodes)
+	return true
+}
+
+// room is how many nodes pool pi may launch now: within its max and the
+// fleet's limits (limits.max_gpus over every live node; limits.max_spend_per_hour
+// over live nodes and each reservation counted whole, as the planner
+// counts them). limited reports that a fleet limit, not the pool's max,
+// is what bounds it.
+func (e *engine) room(pi int) (n int, limited bool) {
+	p := &e.pools[pi]
+	n = max(0, p.spec.Max-p.count)
+	if m := e.limits.MaxGPUs; m > 0 {
+		gpus := 0
+		for i := range e.pools {
+			gpus += e.pools[i].count * e.pools[i].spec.GPUsPerNode
+		}
+		if r := max(0, (m-gpus)/p.spec.GPUsPerNode); r < n {
+			n, limited = r, true
+		}
+	}
+	if m := e.limits.MaxSpendPerHour; m > 0 && p.spec.PricePerHour > 0 {
+		spend := 0.0
+		for i := range e.pools {
+			q := &e.pools[i]
+			spend += float64(max(q.count, q.reserved)) * q.spec.PricePerHour
+		}
+		extra := p.spec.PricePerHour
+		if p.spec.Capacity == fleet.Reserved && p.count < p.reserved {
+			extra = 0 // launching into a paid reservation costs nothing more
+		}
+		if extra > 0 {
+			if r := max(0, int(math.Floor((m-spend)/extra+1e-9))); r < n {
+				n, limited = r, true
+			}
+		}
+	}
+	return n, limited
 }
 
 // advance moves the clock to t, billing reserved capacity for the time passed.
@@ -546,6 +633,7 @@ func (e *engine) enqueue(id int32) {
 	}
 	heap.Push(h, id)
 	e.queuedGPUs += j.gpus
+	j.queuedAt = e.now
 }
 
 // schedule starts queued jobs, first come first served with backfill: the
@@ -589,6 +677,7 @@ func (e *engine) fits(w int) bool {
 func (e *engine) start(id int32) {
 	j := &e.jobs[id]
 	j.start = e.now
+	e.st.waitGPUs += float64((e.now - j.queuedAt) * int64(j.gpus))
 	if j.first < 0 {
 		j.first = e.now
 		e.st.waits = append(e.st.waits, float64(e.now-j.submit))

@@ -51,10 +51,11 @@ func demandSegments(tr *trace.Trace) []segment {
 // oracle is the clairvoyant lower bound: it knows the demand curve exactly
 // and serves it with the cheapest capacity any policy could have bought:
 //
-//   - reservations in the cheapest reserved pool, changed only where the
-//     predictive policy may change its own (after the first day, then every
-//     week) and never shrunk, chosen in hindsight by dynamic programming
-//     over (period, nodes reserved);
+//   - the configured reservations for the whole run, as every policy holds
+//     them; with advised reservations, from advice (seconds) on, the
+//     cheapest reserved pool grown to the fixed size that is cheapest in
+//     hindsight over the rest of the run, billed from then on, as the
+//     predictive policy's advised growth is;
 //   - exactly enough burst nodes for the rest at every moment, cheapest pools
 //     first within their max and region capacity, packed perfectly; a node
 //     needed again within its lead time is kept through the gap, otherwise
@@ -63,11 +64,19 @@ func demandSegments(tr *trace.Trace) []segment {
 //
 // Jobs never wait and no work is lost. Demand beyond what the pools can
 // hold goes unserved (Run warns of it), so the oracle stays a lower bound.
-func oracle(tr *trace.Trace, pools []simPool, sample int64) Result {
+// advice < 0: the configured reservations only.
+func oracle(tr *trace.Trace, pools []simPool, sample int64, advice int64) Result {
 	segs := demandSegments(tr)
 	res := -1
+	baseGPUs, basePrice := 0, 0.0 // the configured reservations
 	for i := range pools {
-		if pools[i].spec.Capacity == fleet.Reserved && (res < 0 || fleet.CompareForLaunch(&pools[i].spec, &pools[res].spec) < 0) {
+		sp := &pools[i].spec
+		if sp.Capacity != fleet.Reserved {
+			continue
+		}
+		baseGPUs += sp.Max * sp.GPUsPerNode
+		basePrice += float64(sp.Max) * sp.PricePerHour
+		if res < 0 || fleet.CompareForLaunch(sp, &pools[res].spec) < 0 {
 			res = i
 		}
 	}
@@ -81,18 +90,18 @@ func oracle(tr *trace.Trace, pools []simPool, sample int64) Result {
 	for _, s := range segs {
 		peak = max(peak, s.gpus)
 	}
-	resGPN, resPrice, maxRes := 1, 0.0, 0
-	if res >= 0 {
+	resGPN, resPrice, maxExtra := 1, 0.0, 0
+	if res >= 0 && advice >= 0 {
 		resGPN, resPrice = pools[res].spec.GPUsPerNode, pools[res].spec.PricePerHour
-		maxRes = (peak + resGPN - 1) / resGPN
+		maxExtra = (max(0, peak-baseGPUs) + resGPN - 1) / resGPN
 	}
 	// burstCost is the cost per hour of gpus of burst demand, filling nodes
 	// (written into nodes, one count per burst pool) cheapest pool first.
-	// Demand the burst pools cannot hold costs +Inf when a reservation could
-	// hold it instead, and nothing when nothing could.
-	burstCost := func(gpus int, nodes []int) (cost float64) {
+	// Demand the burst pools cannot hold costs +Inf when a larger
+	// reservation could hold it instead, and nothing when nothing could.
+	burstCost := func(gpus int, nodes []int, growable bool) (cost float64) {
 		clear(nodes)
-		if gpus > burstRoom && res >= 0 {
+		if gpus > burstRoom && growable {
 			return math.Inf(1)
 		}
 		for k, pi := range burst {
@@ -110,30 +119,33 @@ func oracle(tr *trace.Trace, pools []simPool, sample int64) Result {
 	}
 	scratch := make([]int, len(burst))
 
-	// Periods at which a reservation may change: the first day, then weeks.
-	var periods [][2]int // segment index ranges
-	for lo := 0; lo < len(segs); {
-		end := int64(day)
-		if segs[lo].from >= day {
-			end = day + ((segs[lo].from-day)/week+1)*week
+	// Periods of one reservation size: the whole run, or with advice the
+	// configured size before it and the hindsight-best size after.
+	periods := [][2]int{{0, len(segs)}}
+	if maxExtra > 0 {
+		cut := 0
+		for cut < len(segs) && segs[cut].to <= advice {
+			cut++
 		}
-		hi := lo
-		for hi < len(segs) && segs[hi].from < end {
-			hi++
+		if cut < len(segs) && segs[cut].from < advice { // split the segment at advice
+			s := segs[cut]
+			segs = slices.Insert(segs, cut+1, segment{advice, s.to, s.gpus})
+			segs[cut].to = advice
+			cut++
 		}
-		periods = append(periods, [2]int{lo, hi})
-		lo = hi
+		periods = [][2]int{{0, cut}, {cut, len(segs)}}
 	}
-	// periodCosts is the cost of a period for each reservation size, in
-	// price-hours x seconds; levels are summed in order, for determinism.
-	periodCosts := func(segs []segment) []float64 {
+	extra := make([]int, len(periods)) // nodes added to the reservation in each period
+	if len(periods) == 2 {
+		// The extra nodes that cost least over the second period, in
+		// price-hours x seconds; levels are summed in order, for determinism.
 		type level struct {
 			gpus int
 			dur  int64
 		}
 		var levels []level
 		var span int64
-		for _, s := range segs {
+		for _, s := range segs[periods[1][0]:periods[1][1]] {
 			levels = append(levels, level{s.gpus, s.to - s.from})
 			span += s.to - s.from
 		}
@@ -146,43 +158,15 @@ func oracle(tr *trace.Trace, pools []simPool, sample int64) Result {
 				merged = append(merged, l)
 			}
 		}
-		costs := make([]float64, maxRes+1)
-		for r := range costs {
-			costs[r] = float64(r) * resPrice * float64(span)
+		best := math.Inf(1)
+		for r := 0; r <= maxExtra; r++ {
+			c := float64(r) * resPrice * float64(span)
 			for _, l := range merged {
-				costs[r] += burstCost(l.gpus-r*resGPN, scratch) * float64(l.dur)
+				c += burstCost(l.gpus-baseGPUs-r*resGPN, scratch, true) * float64(l.dur)
 			}
-		}
-		return costs
-	}
-	best := make([][]float64, len(periods))
-	from := make([][]int, len(periods))
-	for w, pr := range periods {
-		costs := periodCosts(segs[pr[0]:pr[1]])
-		best[w], from[w] = make([]float64, maxRes+1), make([]int, maxRes+1)
-		prevMin, prevArg := math.Inf(1), 0
-		for r := range costs {
-			if w == 0 {
-				best[w][r] = costs[r]
-				continue
+			if c < best {
+				best, extra[1] = c, r
 			}
-			if best[w-1][r] < prevMin {
-				prevMin, prevArg = best[w-1][r], r
-			}
-			best[w][r], from[w][r] = costs[r]+prevMin, prevArg
-		}
-	}
-	schedule := make([]int, len(periods))
-	if n := len(periods); n > 0 {
-		r := 0
-		for k := range best[n-1] {
-			if best[n-1][k] < best[n-1][r] {
-				r = k
-			}
-		}
-		for w := n - 1; w >= 0; w-- {
-			schedule[w] = r
-			r = from[w][r]
 		}
 	}
 
@@ -194,16 +178,13 @@ func oracle(tr *trace.Trace, pools []simPool, sample int64) Result {
 	nodes := make([]int, len(burst))
 	var next int64 // the next capacity sample
 	for w, pr := range periods {
-		r := schedule[w]
-		rg := r * resGPN
+		rg := baseGPUs + extra[w]*resGPN
+		price := basePrice + float64(extra[w])*resPrice
 		out.ReservedGPUs = max(out.ReservedGPUs, rg)
 		for _, s := range segs[pr[0]:pr[1]] {
-			c := burstCost(s.gpus-rg, nodes)
-			if math.IsInf(c, 1) {
-				c = burstCost(min(s.gpus-rg, burstRoom), nodes) // never: the schedule serves every level
-			}
+			c := burstCost(s.gpus-rg, nodes, false)
 			dt := float64(s.to - s.from)
-			out.CostUSD += (c + float64(r)*resPrice) * dt / 3600
+			out.CostUSD += (c + price) * dt / 3600
 			out.ProvisionedGPUHours += float64(rg) * dt / 3600
 			capacity := rg
 			for k, pi := range burst {

@@ -10,6 +10,7 @@ import (
 	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/trace"
 )
 
 // policy decides a simulated fleet's size.
@@ -45,22 +46,59 @@ func burstOrder(pools []simPool, onDemandOnly bool) []int {
 }
 
 // launchAcross launches up to want nodes in the pools in order, each within
-// its max, falling over to the next pool when one is full or refuses.
+// its max and the fleet's limits, falling over to the next pool when one is
+// full or refuses. A launch a fleet limit held back counts in the stats.
 func launchAcross(e *engine, order []int, want int, lead func(pi int) int64) int {
-	got := 0
+	got, limited := 0, false
 	for _, pi := range order {
 		if want-got <= 0 {
 			break
 		}
-		p := &e.pools[pi]
-		n, _ := e.launch(pi, min(want-got, p.spec.Max-p.count), lead(pi))
+		room, lim := e.room(pi)
+		if lim && room < want-got {
+			limited = true
+		}
+		n, _ := e.launch(pi, min(want-got, room), lead(pi))
 		got += n
+	}
+	if limited && got < want {
+		e.limitedNow = true
 	}
 	return got
 }
 
-// static is a fixed on-demand fleet sized for the trace's peak demand,
-// ready from the start.
+// leadTime is each pool's own lead time, for launchAcross.
+func leadTime(e *engine) func(pi int) int64 {
+	return func(pi int) int64 { return secs(e.pools[pi].spec.LeadTime) }
+}
+
+// fillMins relaunches what reserved pools lack of their reservation and
+// other pools of their min (as Cluster Autoscaler's
+// --enforce-node-group-min-size does), one lead time away.
+func fillMins(e *engine) {
+	for i := range e.pools {
+		p := &e.pools[i]
+		target := p.spec.Min
+		if p.spec.Capacity == fleet.Reserved {
+			target = max(target, p.reserved)
+		}
+		if want := target - p.count; want > 0 {
+			launchAcross(e, []int{i}, want, leadTime(e))
+		}
+	}
+}
+
+// reservedGPUs is the GPUs of the reservations the fleet holds.
+func reservedGPUs(e *engine) int {
+	g := 0
+	for i := range e.pools {
+		g += e.pools[i].reserved * e.pools[i].spec.GPUsPerNode
+	}
+	return g
+}
+
+// static is a fixed fleet sized for the trace's peak demand, ready from the
+// start: the reservations, and on-demand nodes for the rest of the peak.
 type static struct {
 	ignoreNotices
 	peakGPUs int
@@ -78,6 +116,9 @@ func (s static) tick(e *engine) error {
 // fill brings the fleet to its size, the new nodes ready after lead (-1:
 // each pool's lead time).
 func (s static) fill(e *engine, lead int64) {
+	if lead < 0 {
+		fillMins(e)
+	}
 	order := burstOrder(e.pools, true)
 	if len(order) == 0 {
 		order = burstOrder(e.pools, false)
@@ -85,8 +126,12 @@ func (s static) fill(e *engine, lead int64) {
 	if len(order) == 0 {
 		return
 	}
+	burst := 0
+	for _, pi := range order {
+		burst += e.pools[pi].count
+	}
 	gpn := e.pools[order[0]].spec.GPUsPerNode
-	want := (s.peakGPUs+gpn-1)/gpn - len(e.live)
+	want := (max(0, s.peakGPUs-reservedGPUs(e))+gpn-1)/gpn - burst
 	if want > 0 {
 		launchAcross(e, order, want, func(pi int) int64 {
 			if lead >= 0 {
@@ -98,17 +143,30 @@ func (s static) fill(e *engine, lead int64) {
 }
 
 // reactive is the Kubernetes Cluster Autoscaler with its published
-// defaults: it adds on-demand nodes when jobs are pending (counting nodes
-// already booting), cheapest pool first; it removes a node that has been
-// under 50% GPU allocation for 10 minutes (scale-down-unneeded-time) when its
-// jobs fit on other nodes, empty nodes up to 10 at a time
-// (max-empty-bulk-delete) and one busy node a cycle, but not within 10
-// minutes of a scale-up (scale-down-delay-after-add). It moves the jobs of a
-// removed node, so their work since the last checkpoint is lost. No
-// forecast, no reservations.
+// defaults, holding the configured reservations as Karpenter's reserved
+// capacity type does (filled first, from the start, never scaled in): it
+// adds on-demand nodes when jobs are pending (counting nodes already
+// booting, and empty nodes a job wider than a node can still use),
+// cheapest pool first; it removes a node that has been under 50% GPU
+// allocation for 10 minutes (scale-down-unneeded-time) when its jobs fit on
+// other nodes, empty nodes up to 10 at a time (max-empty-bulk-delete) and
+// one busy node a cycle, but not within 10 minutes of a scale-up
+// (scale-down-delay-after-add). It moves the jobs of a removed node, so
+// their work since the last checkpoint is lost. No forecast.
+//
+// With a buffer it is the headroom policy, the "overprovisioning" practice:
+// placeholder pods of the lowest priority, of placeholder GPUs each, that
+// real jobs preempt. It keeps buffer GPUs of placeholders placed on ready
+// or booting nodes, launching when they hold fewer, and never removes a
+// node, nor moves a removed node's jobs onto placeholders, when that would
+// take them below it. Placeholders as wide as a node (the default) keep
+// the buffer as whole empty nodes, which wide jobs can use; 1-GPU ones
+// also fill the fragments of busy nodes.
 type reactive struct {
 	ignoreNotices
-	lastUp int64
+	buffer      int
+	placeholder int // GPUs per placeholder; 0: as wide as a node
+	lastUp      int64
 }
 
 const (
@@ -119,6 +177,15 @@ const (
 
 func (r *reactive) start(*engine) { r.lastUp = -caDelayAfterAdd }
 
+// held is the GPUs of placeholders that free GPUs of a gpn-GPU node hold.
+func (r *reactive) held(free, gpn int) int {
+	k := r.placeholder
+	if k <= 0 || k > gpn {
+		k = gpn
+	}
+	return free / k * k
+}
+
 func (r *reactive) tick(e *engine) error {
 	order := burstOrder(e.pools, true)
 	if len(order) == 0 {
@@ -127,15 +194,23 @@ func (r *reactive) tick(e *engine) error {
 	if len(order) == 0 {
 		return errors.New("reactive: no on-demand or spot pool to scale")
 	}
-	bootingGPUs := 0
+	fillMins(e)
+	// empty is the GPUs of whole empty nodes, booting ones included: what
+	// the queue (a job wider than a node needs them) and the buffer can
+	// count on; frag is what placeholders hold on busy nodes.
+	empty, frag := 0, 0
 	for _, n := range e.live {
-		if n.state == booting {
-			bootingGPUs += n.gpn
+		switch {
+		case n.state == booting || (n.state == up && n.free == n.gpn):
+			empty += n.gpn
+		case n.state == up && r.buffer > 0:
+			frag += r.held(n.free, n.gpn)
 		}
 	}
-	if need := e.queuedGPUs - bootingGPUs; need > 0 {
+	queue := max(0, e.queuedGPUs-empty)
+	if need := queue + max(0, r.buffer-max(0, empty-e.queuedGPUs)-frag); need > 0 {
 		gpn := e.pools[order[0]].spec.GPUsPerNode
-		if launchAcross(e, order, (need+gpn-1)/gpn, func(pi int) int64 { return secs(e.pools[pi].spec.LeadTime) }) > 0 {
+		if launchAcross(e, order, (need+gpn-1)/gpn, leadTime(e)) > 0 {
 			r.lastUp = e.now
 		}
 		return nil
@@ -144,17 +219,20 @@ func (r *reactive) tick(e *engine) error {
 		return nil
 	}
 	// Empty nodes first (up to max-empty-bulk-delete), then at most one
-	// busy node whose jobs fit on the nodes that stay.
+	// busy node whose jobs fit on the nodes that stay; spare is the
+	// placeholders' GPUs beyond the buffer, which removals may take.
+	spare := empty + frag - r.buffer
 	remove := map[int32]bool{}
 	var victims []*node
 	for _, n := range e.live {
-		if len(victims) < caEmptyBulk && n.free == n.gpn && r.unneeded(e, n) {
+		if len(victims) < caEmptyBulk && n.free == n.gpn && spare >= n.gpn && r.unneeded(e, n) {
 			remove[n.idx] = true
 			victims = append(victims, n)
+			spare -= n.gpn
 		}
 	}
 	for _, n := range e.live {
-		if n.free < n.gpn && r.unneeded(e, n) && fitsElsewhere(e, n, remove) {
+		if n.free < n.gpn && r.unneeded(e, n) && r.fitsElsewhere(e, n, remove, spare-r.held(n.free, n.gpn)) {
 			remove[n.idx] = true
 			victims = append(victims, n)
 			break
@@ -175,8 +253,9 @@ func (r *reactive) unneeded(e *engine, n *node) bool {
 
 // fitsElsewhere reports whether every job on n fits in the free GPUs of
 // the other up nodes that are not being removed (first fit, as the
-// scheduler would place the moved jobs).
-func fitsElsewhere(e *engine, n *node, removed map[int32]bool) bool {
+// scheduler would place the moved jobs), displacing at most spare GPUs of
+// placeholders (with no buffer every free GPU is spare).
+func (r *reactive) fitsElsewhere(e *engine, n *node, removed map[int32]bool, spare int) bool {
 	taken := map[int32]int{}
 	for _, jid := range n.jobs {
 		j := &e.jobs[jid]
@@ -186,11 +265,20 @@ func fitsElsewhere(e *engine, n *node, removed map[int32]bool) bool {
 		placed := false
 		for f := j.gpus; f <= e.maxGPN && !placed; f++ {
 			for _, m := range e.buckets[f] {
-				if m != n && !removed[m.idx] && m.free-taken[m.idx] >= j.gpus {
-					taken[m.idx] += j.gpus
-					placed = true
-					break
+				free := m.free - taken[m.idx]
+				if m == n || removed[m.idx] || free < j.gpus {
+					continue
 				}
+				if r.buffer > 0 {
+					lost := r.held(free, m.gpn) - r.held(free-j.gpus, m.gpn)
+					if lost > spare {
+						continue // placeholders the buffer keeps
+					}
+					spare -= lost
+				}
+				taken[m.idx] += j.gpus
+				placed = true
+				break
 			}
 		}
 		if !placed {
@@ -201,10 +289,16 @@ func fitsElsewhere(e *engine, n *node, removed map[int32]bool) bool {
 }
 
 // predictive runs this project's planner and forecaster every control
-// interval, starting from the configured reservations; the cheapest reserved
-// pool grows to the baseline the planner recommends from the demand seen so
-// far (after a day, then weekly; never shrunk: a reservation is a
-// commitment).
+// interval, holding the configured reservations. With advice (the
+// "advised" reservations), the cheapest reserved pool grows to the baseline
+// the planner recommends from the demand seen so far: first after
+// adviceAfter, then at most every adviceEvery; never shrunk (a reservation
+// is a commitment).
+//
+// With truth set it is the perfect policy, an ablation: the same planner
+// fed the trace's true future demand (each forecast step's peak, times
+// 1 + margin) instead of the forecaster's, so the gap to the oracle splits
+// into forecast error and the planner's own decisions.
 type predictive struct {
 	cfg      *config.Config
 	base     time.Time
@@ -224,10 +318,18 @@ type predictive struct {
 	steps     int // history steps recorded
 	statuses  []fleet.PoolStatus
 	failures  []int
-	nextBase  int64
 	state     fleet.State
 	jobsBuf   []fleet.Job
 	cached    []cachedJob
+	// advise, when set, grows the reservation: first at nextBase, then
+	// every adviceEvery seconds.
+	advise      bool
+	nextBase    int64
+	adviceEvery int64
+	// truth, when set, is the true demand's peak in each forecast step
+	// from the trace start (the perfect policy), with margin added.
+	truth  []float64
+	margin float64
 	// run is the config the planner sees: the pools as simulated (the
 	// reservation as recommended).
 	run config.Config
@@ -237,14 +339,47 @@ type predictive struct {
 	confirms func(n *node) bool
 }
 
-func newPredictive(cfg *config.Config, base time.Time) (*predictive, error) {
+// adviceEvery is how often the advised reservation may grow: a
+// commitment is reviewed monthly, not on every wiggle of demand.
+const adviceEvery = 30 * day
+
+func newPredictive(cfg *config.Config, opt Options) (*predictive, error) {
 	levels, err := forecast.Levels(cfg.Forecast.Quantile)
 	if err != nil {
 		return nil, err
 	}
-	p := &predictive{cfg: cfg, base: base, levels: levels, reserved: -1, run: *cfg}
+	p := &predictive{cfg: cfg, base: opt.Start, levels: levels, reserved: -1, run: *cfg}
 	p.run.Pools = nil // its own: the simulated pools are written into it
+	if opt.Reservations == Advised {
+		p.advise, p.nextBase, p.adviceEvery = true, secs(opt.AdviceAfter), adviceEvery
+	}
 	return p, nil
+}
+
+// newPerfect is the predictive policy fed the true future demand of tr.
+func newPerfect(cfg *config.Config, tr *trace.Trace, opt Options) (*predictive, error) {
+	p, err := newPredictive(cfg, opt)
+	if err != nil {
+		return nil, err
+	}
+	p.truth, p.margin = stepPeaks(demandSegments(tr), secs(cfg.Forecast.Step)), opt.PerfectMargin
+	p.levels = []float64{cfg.Forecast.Quantile}
+	return p, nil
+}
+
+// stepPeaks is the peak of the demand segments in each step of step
+// seconds from 0.
+func stepPeaks(segs []segment, step int64) []float64 {
+	if len(segs) == 0 || step <= 0 {
+		return nil
+	}
+	out := make([]float64, (segs[len(segs)-1].to+step-1)/step)
+	for _, s := range segs {
+		for k := s.from / step; k*step < s.to && k < int64(len(out)); k++ {
+			out[k] = max(out[k], float64(s.gpus))
+		}
+	}
+	return out
 }
 
 // day and week in seconds.
@@ -274,15 +409,6 @@ func (p *predictive) start(e *engine) {
 			p.reserved = i
 		}
 	}
-	// The configured reservations are held from the start; the cheapest
-	// grows as the planner recommends.
-	for i := range e.pools {
-		if p := &e.pools[i]; p.spec.Capacity == fleet.Reserved {
-			p.reserved = p.spec.Max
-			p.spec.Min = p.spec.Max
-		}
-	}
-	p.nextBase = day // the first recommendation after a day of history
 }
 
 func (p *predictive) tick(e *engine) error {
@@ -299,7 +425,7 @@ func (p *predictive) tick(e *engine) error {
 		// The forecaster chooses its model and calibrates it daily (as
 		// forecast.Auto does), and forecasts every step from the latest
 		// history with it.
-		if p.online == nil || p.online.Model() == "" || p.steps%max(1, int(forecast.Day/p.cfg.Forecast.Step)) == 0 {
+		if p.truth == nil && (p.online == nil || p.online.Model() == "" || p.steps%max(1, int(forecast.Day/p.cfg.Forecast.Step)) == 0) {
 			if o, err := forecast.NewOnline(p.history, p.cfg.Forecast.Horizon, p.levels); err == nil {
 				p.online = o
 			}
@@ -311,9 +437,12 @@ func (p *predictive) tick(e *engine) error {
 			}
 		}
 	}
-	if e.now >= p.nextBase && p.reserved >= 0 {
+	if p.truth != nil {
+		p.perfectForecast(e.now)
+	}
+	if p.advise && e.now >= p.nextBase && p.reserved >= 0 {
 		p.rebase(e)
-		p.nextBase += week
+		p.nextBase += p.adviceEvery
 	}
 
 	for i := range p.statuses {
@@ -330,6 +459,9 @@ func (p *predictive) tick(e *engine) error {
 	}
 	st := p.observe(e)
 	plan := planner.Make(planner.Input{Config: &p.run, State: st, Forecast: p.fc, Now: p.at(e.now)})
+	if plan.LimitedBy != "" {
+		e.limitedNow = true
+	}
 	for _, a := range plan.Actions {
 		n := e.liveNode(a.Node)
 		switch a.Kind {
@@ -365,6 +497,25 @@ func (p *predictive) tick(e *engine) error {
 	return nil
 }
 
+// perfectForecast sets the forecast to the true demand: from the step that
+// holds now to the horizon, each step's peak times 1 + margin.
+func (p *predictive) perfectForecast(now int64) {
+	step := secs(p.cfg.Forecast.Step)
+	k0 := now / step
+	n := max(1, int((p.cfg.Forecast.Horizon+p.cfg.Forecast.Step-1)/p.cfg.Forecast.Step))
+	if len(p.fc.Values) != 1 || len(p.fc.Values[0]) != n {
+		p.fc = forecast.Forecast{Step: p.cfg.Forecast.Step, Model: "perfect", Levels: p.levels, Values: [][]float64{make([]float64, n)}}
+	}
+	p.fc.Origin = p.at(k0 * step)
+	for h := range n {
+		v := 0.0
+		if k := int(k0) + h; k < len(p.truth) {
+			v = p.truth[k]
+		}
+		p.fc.Values[0][h] = v * (1 + p.margin)
+	}
+}
+
 // appendKeep appends v to s, keeping its last keep values.
 func appendKeep(s *fleet.Series, v float64, keep int) {
 	s.Values = append(s.Values, v)
@@ -374,21 +525,14 @@ func appendKeep(s *fleet.Series, v float64, keep int) {
 	}
 }
 
-// rebase sets the reservation to the planner's recommendation, grown only.
+// rebase grows the reservation to the planner's recommendation.
 func (p *predictive) rebase(e *engine) {
 	pools := make([]fleet.Pool, len(e.pools))
 	for i := range e.pools {
 		pools[i] = e.pools[i].spec
 	}
-	b := planner.RecommendBaseline(p.mean, pools)
-	if b == nil {
-		return
-	}
-	rp := &e.pools[p.reserved]
-	if b.Nodes > rp.reserved {
-		rp.reserved = b.Nodes
-		rp.spec.Min, rp.spec.Max = b.Nodes, b.Nodes
-		rp.settings.Capacity = max(rp.settings.Capacity, b.Nodes)
+	if b := planner.RecommendBaseline(p.mean, pools); b != nil {
+		e.reserve(p.reserved, b.Nodes)
 	}
 }
 

@@ -3,10 +3,11 @@ package simulate
 import (
 	"fmt"
 
-	"github.com/fleetcast/autoscaler/fleet"
 	"io"
 	"slices"
 	"text/tabwriter"
+
+	"github.com/fleetcast/autoscaler/fleet"
 )
 
 // Result is one policy's figures over a trace. The JSON names are the
@@ -27,6 +28,9 @@ type Result struct {
 	WaitP95         float64 `json:"wait_p95_s"`
 	WaitP99         float64 `json:"wait_p99_s"`
 	JobsWaitingOver int     `json:"jobs_waiting_over_1h"`
+	// WaitGPUHours is every interval a job spent queued, times its GPUs:
+	// the first wait and the waits after a drain or a reclaim requeued it.
+	WaitGPUHours float64 `json:"wait_gpu_hours"`
 	// LostGPUHours is work since the last checkpoint destroyed by
 	// terminations, LostScaleInGPUHours plus LostReclaimGPUHours.
 	LostGPUHours float64 `json:"lost_gpu_hours"`
@@ -42,6 +46,10 @@ type Result struct {
 	Drains             int `json:"drains"`
 	// ReservedGPUs is the largest reservation of the run.
 	ReservedGPUs int `json:"reserved_gpus"`
+	// LimitedCycles counts the control cycles in which a fleet limit
+	// (limits.max_gpus, limits.max_spend_per_hour) held a launch back; 0
+	// means the limits never bound.
+	LimitedCycles int `json:"limited_cycles"`
 
 	// Capacity is the GPUs bought (reservations and nodes), sampled every
 	// Report.Demand step from the trace start; for the picture.
@@ -52,11 +60,15 @@ type Result struct {
 
 // Report is a simulation's outcome: one Result per policy.
 type Report struct {
-	Trace    string   `json:"trace"`
-	Jobs     int      `json:"jobs"`
-	Days     float64  `json:"days"`
-	Seed     int64    `json:"seed"`
-	Policies []Result `json:"policies"`
+	Trace string  `json:"trace"`
+	Jobs  int     `json:"jobs"`
+	Days  float64 `json:"days"`
+	Seed  int64   `json:"seed"`
+	// Reservations is how reservations were held: "configured" or
+	// "advised"; HeadroomGPUs is the headroom policy's buffer.
+	Reservations string   `json:"reservations"`
+	HeadroomGPUs int      `json:"headroom_gpus"`
+	Policies     []Result `json:"policies"`
 	// Demand is the trace's demand if every job ran from its submit, at the
 	// sampling step of the policies' Capacity; for the picture.
 	Demand fleet.Series `json:"-"`
@@ -94,13 +106,13 @@ func searchAbove(xs []float64, v float64) int {
 
 // WriteTable writes the report as a table, one row per policy.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "trace %s: %d jobs over %.1f days, seed %d\n\n", r.Trace, r.Jobs, r.Days, r.Seed)
+	fmt.Fprintf(w, "trace %s: %d jobs over %.1f days, seed %d; reservations %s, headroom %d GPUs\n\n", r.Trace, r.Jobs, r.Days, r.Seed, r.Reservations, r.HeadroomGPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tcost $\tvs oracle\tGPU-h bought\tGPU-h used\tutil\twait p50\tp95\tp99\t>1h\tlost GPU-h\tscale-in\treclaim\tunsafe\tlaunches\tdrains\treserved GPUs\t")
+	fmt.Fprintln(tw, "policy\tcost $\tvs oracle\tGPU-h bought\tGPU-h used\tutil\twait GPU-h\tp50\tp95\tp99\t>1h\tlost GPU-h\tscale-in\treclaim\tunsafe\tlaunches\tdrains\treserved GPUs\t")
 	for _, p := range r.Policies {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.0f\t%.0f\t%.1f%%\t%s\t%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t%d\t%d\t%d\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.0f\t%.0f\t%.1f%%\t%.0f\t%s\t%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t%d\t%d\t%d\t%d\t\n",
 			p.Policy, p.CostUSD, p.CostVsOracle, p.ProvisionedGPUHours, p.UsedGPUHours, 100*p.Utilization,
-			waitText(p.WaitP50), waitText(p.WaitP95), waitText(p.WaitP99), p.JobsWaitingOver,
+			p.WaitGPUHours, waitText(p.WaitP50), waitText(p.WaitP95), waitText(p.WaitP99), p.JobsWaitingOver,
 			p.LostGPUHours, p.LostScaleInGPUHours, p.LostReclaimGPUHours, p.UnsafeTerminations, p.Launches, p.Drains, p.ReservedGPUs)
 	}
 	return tw.Flush()

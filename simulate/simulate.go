@@ -30,11 +30,23 @@
 // durable, from jobs that ignored the notice, or under a policy that does
 // not act on notices).
 //
+// Every policy holds the configured reservations (each reserved pool's
+// max) for the whole run, their nodes running from the start, and keeps to
+// the same limits (pool max, limits.max_gpus, limits.max_spend_per_hour).
+// With Options.Reservations "advised", the predictive policy may grow the
+// cheapest reservation as the planner advises, and the oracle takes the
+// hindsight-best size over the same period (see Advised).
+//
 // Policies:
-//   - static: an on-demand fleet sized for the trace's peak, from start to end;
+//   - static: the reservations and on-demand nodes for the rest of the
+//     trace's peak, from start to end;
 //   - reactive: the Kubernetes Cluster Autoscaler's published defaults;
+//   - headroom: reactive plus a buffer of free GPUs kept as whole empty
+//     nodes (the overprovisioning practice);
 //   - predictive: this project's planner and forecaster, every control
-//     interval, growing the reservation to the baseline it recommends;
+//     interval;
+//   - perfect (only when asked for): the predictive planner fed the true
+//     future demand, an ablation;
 //   - oracle: the clairvoyant lower bound, computed from the demand curve.
 //
 // Everything is deterministic for the seed.
@@ -54,7 +66,24 @@ import (
 )
 
 // Policies are the policies a simulation can run, in report order.
-var Policies = []string{"static", "reactive", "predictive", "oracle"}
+var Policies = []string{"static", "reactive", "headroom", "predictive", "perfect", "oracle"}
+
+// DefaultPolicies are the policies run when Options.Policies is empty:
+// every policy but the perfect ablation.
+var DefaultPolicies = []string{"static", "reactive", "headroom", "predictive", "oracle"}
+
+// The reservation modes of Options.Reservations.
+const (
+	// Configured: every policy, the oracle included, holds exactly the
+	// configured reservations for the whole run.
+	Configured = config.ReservationsConfigured
+	// Advised evaluates the baseline advice: the predictive policy makes
+	// its first commitment after Options.AdviceAfter of history, then may
+	// grow it (never shrink it) every 30 days; the oracle takes the
+	// hindsight-best fixed size from AdviceAfter on. Both are billed for
+	// the part of the run they cover.
+	Advised = config.ReservationsAdvised
+)
 
 // Options tune a simulation. Zero values take the defaults.
 type Options struct {
@@ -79,9 +108,23 @@ type Options struct {
 	// and checkpoint only every checkpoint interval; default 0.02,
 	// negative for none.
 	UnresponsiveJobs float64
-	// Policies to run; default all. The oracle always runs: the others are
-	// measured against it.
+	// Policies to run; default DefaultPolicies. The oracle always runs:
+	// the others are measured against it.
 	Policies []string
+	// Reservations is Configured (the default) or Advised; AdviceAfter is
+	// the history the advised reservation waits for (default 14 days).
+	Reservations string
+	AdviceAfter  time.Duration
+	// HeadroomGPUs is the headroom policy's buffer of free GPUs; default
+	// 128, negative for none (the headroom policy is then reactive).
+	HeadroomGPUs int
+	// HeadroomPlaceholderGPUs is the GPUs of each of the headroom policy's
+	// placeholders; default as wide as a node (the buffer is whole empty
+	// nodes), 1 to let the buffer fill busy nodes' fragments.
+	HeadroomPlaceholderGPUs int
+	// PerfectMargin is what the perfect policy adds to the true demand, as
+	// a share (0.05: 5% more); default 0.
+	PerfectMargin float64
 	// Start is the wall-clock time of the trace's offset 0, for the
 	// forecaster's daily and weekly cycles; default the trace's own start,
 	// else Monday 2026-01-05 00:00 UTC.
@@ -126,14 +169,15 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 	}
 	want := opt.Policies
 	if len(want) == 0 {
-		want = Policies
+		want = DefaultPolicies
 	}
 	for _, name := range want {
 		if !slices.Contains(Policies, name) {
 			return nil, fmt.Errorf("simulate: unknown policy %q, want one of %v", name, Policies)
 		}
 	}
-	rep := &Report{Trace: tr.Name, Jobs: len(tr.Jobs), Days: tr.Span().Hours() / 24, Seed: opt.Seed}
+	rep := &Report{Trace: tr.Name, Jobs: len(tr.Jobs), Days: tr.Span().Hours() / 24, Seed: opt.Seed,
+		Reservations: opt.Reservations, HeadroomGPUs: max(0, opt.HeadroomGPUs)}
 	rep.Demand = tr.Demand(opt.sample)
 	rep.Demand.Start = opt.Start
 	results := make([]Result, len(Policies))
@@ -197,6 +241,28 @@ func (opt Options) resolve(cfg *config.Config, tr *trace.Trace) (Options, error)
 	case u > 1 || math.IsNaN(u):
 		return Options{}, fmt.Errorf("simulate: unresponsive jobs %v: want a share of jobs from 0 to 1", u)
 	}
+	switch opt.Reservations {
+	case "":
+		opt.Reservations = def.Reservations
+	case Configured, Advised:
+	default:
+		return Options{}, fmt.Errorf("simulate: reservations %q: want one of %v", opt.Reservations, config.ReservationModes)
+	}
+	if opt.AdviceAfter <= 0 {
+		opt.AdviceAfter = def.AdviceAfter
+	}
+	switch h := opt.HeadroomGPUs; {
+	case h == 0:
+		opt.HeadroomGPUs = def.HeadroomGPUs
+	case h < 0:
+		opt.HeadroomGPUs = -1
+	}
+	if opt.HeadroomPlaceholderGPUs < 0 {
+		return Options{}, fmt.Errorf("simulate: headroom placeholder of %d GPUs: want at least 1, or 0 for a node's width", opt.HeadroomPlaceholderGPUs)
+	}
+	if m := opt.PerfectMargin; m < 0 || math.IsNaN(m) || math.IsInf(m, 0) {
+		return Options{}, fmt.Errorf("simulate: perfect margin %v: want a share of demand >= 0", m)
+	}
 	if opt.Start.IsZero() {
 		opt.Start = tr.Start
 		if opt.Start.IsZero() {
@@ -244,8 +310,16 @@ func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (R
 		pol = static{peakGPUs: tr.PeakGPUs()}
 	case "reactive":
 		pol = &reactive{}
+	case "headroom":
+		pol = &reactive{buffer: max(0, opt.HeadroomGPUs), placeholder: opt.HeadroomPlaceholderGPUs}
 	case "predictive":
-		p, err := newPredictive(cfg, opt.Start)
+		p, err := newPredictive(cfg, opt)
+		if err != nil {
+			return Result{}, err
+		}
+		pol = p
+	case "perfect":
+		p, err := newPerfect(cfg, tr, opt)
 		if err != nil {
 			return Result{}, err
 		}
@@ -255,7 +329,11 @@ func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (R
 		if err != nil {
 			return Result{}, err
 		}
-		return oracle(tr, e.pools, secs(opt.sample)), nil
+		advice := int64(-1)
+		if opt.Reservations == Advised {
+			advice = secs(opt.AdviceAfter)
+		}
+		return oracle(tr, e.pools, secs(opt.sample), advice), nil
 	}
 	return simulatePolicy(cfg, tr, opt, name, pol)
 }
@@ -268,6 +346,7 @@ func simulatePolicy(cfg *config.Config, tr *trace.Trace, opt Options, name strin
 		return Result{}, err
 	}
 	e.sampleStep = secs(opt.sample)
+	e.limits = cfg.Limits
 	if opt.Progress != nil {
 		e.progress = func(done float64) { opt.Progress(name, done) }
 	}
@@ -283,14 +362,14 @@ func simulatePolicy(cfg *config.Config, tr *trace.Trace, opt Options, name strin
 		LostScaleInGPUHours: e.st.lostScaleIn / 3600,
 		LostReclaimGPUHours: e.st.lostReclaim / 3600,
 		UnsafeTerminations:  e.st.unsafe,
+		WaitGPUHours:        e.st.waitGPUs / 3600,
+		LimitedCycles:       e.st.limitedCycles,
 		Launches:            e.st.launches,
 		Drains:              e.st.drains,
 		waits:               e.st.waits,
 		Capacity:            e.samples,
 	}
-	for _, p := range e.pools {
-		r.ReservedGPUs += p.reserved * p.spec.GPUsPerNode
-	}
+	r.ReservedGPUs = reservedGPUs(e)
 	r.finish()
 	return r, nil
 }

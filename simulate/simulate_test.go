@@ -195,8 +195,8 @@ func TestInvariants(t *testing.T) {
 		if p := got["predictive"]; p.LostGPUHours != 0 || p.LostScaleInGPUHours != 0 || p.UnsafeTerminations != 0 {
 			t.Errorf("seed %d: predictive lost %.3f GPU-h in %d unsafe terminations", seed, p.LostGPUHours, p.UnsafeTerminations)
 		}
-		if len(got) != 4 || rep.Jobs != 400 {
-			t.Errorf("seed %d: report %+v", seed, rep)
+		if len(got) != len(DefaultPolicies) || rep.Jobs != 400 {
+			t.Errorf("seed %d: %d policies, %d jobs; want %d and 400", seed, len(got), rep.Jobs, len(DefaultPolicies))
 		}
 	}
 }

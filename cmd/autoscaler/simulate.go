@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/simulate"
@@ -26,7 +29,14 @@ func runSimulate(e *env, args []string) int {
 	fs.Var(&from, "from", "start the window this long after the trace start, e.g. 40d")
 	days := fs.Float64("days", 0, "window length in days (default: to the end)")
 	seed := fs.Int64("seed", 1, "random seed (capacity errors)")
-	policies := fs.String("policies", "", "comma-separated policies to run (default: "+strings.Join(simulate.Policies, ",")+")")
+	policies := fs.String("policies", "", "comma-separated policies to run, of "+strings.Join(simulate.Policies, ",")+" (default: "+strings.Join(simulate.DefaultPolicies, ",")+")")
+	headroom := fs.Int("headroom", -1, "the headroom policy's buffer: GPUs kept free as whole empty nodes (default: simulate.headroom_gpus, 128)")
+	placeholder := fs.Int("headroom-placeholder", -1, "GPUs of each of the headroom policy's placeholders: 0 for as wide as a node (the buffer is whole empty nodes), 1 to let it fill busy nodes' fragments (default: simulate.headroom_placeholder_gpus, 0)")
+	reservations := fs.String("reservations", "", "how policies hold reservations: configured (every policy the configured ones) or advised (predictive follows the baseline advice; default: simulate.reservations, configured)")
+	var adviceAfter durationFlag
+	fs.Var(&adviceAfter, "advice-after", "history before the advised reservation's first commitment (default: simulate.advice_after, 14d)")
+	perfectMargin := fs.Float64("perfect-margin", 0, "the perfect policy's margin over the true demand, as a share, e.g. 0.05")
+	frontier := fs.Bool("frontier", false, "cost against waited GPU-hours for predictive over its quantiles and headroom over its buffers, instead of the policy table")
 	fs.Var(&interval, "interval", "control interval of the reactive and predictive policies (default: controller.interval)")
 	fs.Var(&ckpt, "checkpoint-interval", "how often jobs checkpoint, unless the trace says (default: simulate.checkpoint_interval, 30m)")
 	spotRate := fs.Float64("spot-interruptions", -1, "rate at which the cloud reclaims each spot node, per node-hour, e.g. 0.05 (default: simulate.spot_interruptions_per_hour, 0)")
@@ -44,7 +54,24 @@ func runSimulate(e *env, args []string) int {
 		return exitUsage
 	}
 	opt := simulate.Options{Seed: *seed, SpotInterruptionsPerHour: *spotRate,
-		Interval: interval.d, CheckpointInterval: ckpt.d, SpotNotice: spotNotice.d}
+		Interval: interval.d, CheckpointInterval: ckpt.d, SpotNotice: spotNotice.d,
+		Reservations: *reservations, AdviceAfter: adviceAfter.d, PerfectMargin: *perfectMargin}
+	if *headroom < -1 {
+		fmt.Fprintf(e.stderr, "simulate: -headroom %d: want GPUs >= 0\n", *headroom)
+		return exitUsage
+	}
+	if *placeholder < -1 {
+		fmt.Fprintf(e.stderr, "simulate: -headroom-placeholder %d: want GPUs >= 0\n", *placeholder)
+		return exitUsage
+	}
+	if *perfectMargin < 0 {
+		fmt.Fprintf(e.stderr, "simulate: -perfect-margin %v: want a share >= 0\n", *perfectMargin)
+		return exitUsage
+	}
+	if *reservations != "" && !slices.Contains(config.ReservationModes, *reservations) {
+		fmt.Fprintf(e.stderr, "simulate: -reservations %q: want one of %s\n", *reservations, strings.Join(config.ReservationModes, ", "))
+		return exitUsage
+	}
 	if *spotRate < 0 && *spotRate != -1 {
 		fmt.Fprintf(e.stderr, "simulate: -spot-interruptions %v: want a rate >= 0\n", *spotRate)
 		return exitUsage
@@ -72,6 +99,23 @@ func runSimulate(e *env, args []string) int {
 		opt.SpotInterruptionsPerHour = cfg.Simulate.SpotInterruptionsPerHour
 	}
 	opt.CheckpointDuration, opt.UnresponsiveJobs = drainModel(cfg.Simulate, ckptDur, *unresponsive)
+	if opt.Reservations == "" {
+		opt.Reservations = cfg.Simulate.Reservations
+	}
+	if opt.AdviceAfter == 0 {
+		opt.AdviceAfter = cfg.Simulate.AdviceAfter
+	}
+	opt.HeadroomGPUs = cfg.Simulate.HeadroomGPUs
+	if *headroom >= 0 {
+		opt.HeadroomGPUs = *headroom
+	}
+	if opt.HeadroomGPUs == 0 {
+		opt.HeadroomGPUs = -1 // none: Options' zero is the default
+	}
+	opt.HeadroomPlaceholderGPUs = cfg.Simulate.HeadroomPlaceholderGPUs
+	if *placeholder >= 0 {
+		opt.HeadroomPlaceholderGPUs = *placeholder
+	}
 	tr, err := trace.Open(*tracePath, topt)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "simulate:", err)
@@ -88,6 +132,9 @@ func runSimulate(e *env, args []string) int {
 		bar := newProgressBar(e.stderr, opt.Policies)
 		opt.Progress = bar.update
 		defer bar.done()
+	}
+	if *frontier {
+		return writeFrontier(e, log, cfg, tr, opt, *asJSON, *plotPath)
 	}
 	rep, err := simulate.Run(cfg, tr, opt)
 	if err != nil {
@@ -111,6 +158,37 @@ func runSimulate(e *env, args []string) int {
 		return exitOK
 	}
 	if err := rep.WriteTable(e.stdout); err != nil {
+		fmt.Fprintln(e.stderr, "simulate:", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// writeFrontier runs `simulate -frontier` and prints it: a table, or
+// JSON, and the picture when asked for.
+func writeFrontier(e *env, log hclog.Logger, cfg *config.Config, tr *trace.Trace, opt simulate.Options, asJSON bool, plotPath string) int {
+	f, err := simulate.RunFrontier(cfg, tr, opt)
+	if err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return exitError
+	}
+	if plotPath != "" {
+		if err := f.Plot(plotPath); err != nil {
+			fmt.Fprintln(e.stderr, "simulate:", err)
+			return exitError
+		}
+		log.Info("picture written", "path", plotPath)
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(f); err != nil {
+			fmt.Fprintln(e.stderr, "simulate:", err)
+			return exitError
+		}
+		return exitOK
+	}
+	if err := f.WriteTable(e.stdout); err != nil {
 		fmt.Fprintln(e.stderr, "simulate:", err)
 		return exitError
 	}

@@ -39,17 +39,17 @@ func TestSimulateJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("-json does not parse: %v\n%s", err, out)
 	}
-	for _, k := range []string{"trace", "jobs", "days", "seed"} {
+	for _, k := range []string{"trace", "jobs", "days", "seed", "reservations", "headroom_gpus"} {
 		if _, ok := rep[k]; !ok {
 			t.Errorf("report lacks %q", k)
 		}
 	}
 	fields := []string{"policy", "cost_usd", "cost_vs_oracle", "gpu_hours_provisioned", "gpu_hours_used", "utilization",
-		"wait_p50_s", "wait_p95_s", "wait_p99_s", "jobs_waiting_over_1h", "lost_gpu_hours", "lost_gpu_hours_scale_in", "lost_gpu_hours_reclaim", "unsafe_terminations",
-		"launches", "drains", "reserved_gpus"}
+		"wait_p50_s", "wait_p95_s", "wait_p99_s", "jobs_waiting_over_1h", "wait_gpu_hours", "lost_gpu_hours", "lost_gpu_hours_scale_in", "lost_gpu_hours_reclaim", "unsafe_terminations",
+		"launches", "drains", "reserved_gpus", "limited_cycles"}
 	policies := rep["policies"].([]any)
-	if len(policies) != 4 {
-		t.Fatalf("%d policies, want 4", len(policies))
+	if len(policies) != 5 || rep["reservations"] != "configured" || rep["headroom_gpus"] != 128.0 {
+		t.Fatalf("%d policies, reservations %v, headroom %v; want 5, configured, 128", len(policies), rep["reservations"], rep["headroom_gpus"])
 	}
 	for _, p := range policies {
 		m := p.(map[string]any)
@@ -63,6 +63,9 @@ func TestSimulateJSON(t *testing.T) {
 		}
 		if lost, split := m["lost_gpu_hours"].(float64), m["lost_gpu_hours_scale_in"].(float64)+m["lost_gpu_hours_reclaim"].(float64); lost != split {
 			t.Errorf("policy %v lost %v GPU-h, but %v by cause", m["policy"], lost, split)
+		}
+		if m["reserved_gpus"].(float64) != 32 { // examples/local.hcl's reservation: 4 nodes of 8
+			t.Errorf("policy %v holds %v reserved GPUs, want the configured 32", m["policy"], m["reserved_gpus"])
 		}
 		if m["gpu_hours_used"].(float64) != 52 {
 			t.Errorf("policy %v used %v GPU-h, want the trace's 52", m["policy"], m["gpu_hours_used"])
@@ -107,6 +110,11 @@ func TestSimulateErrors(t *testing.T) {
 		{"negative unresponsive share", []string{"simulate", "-config", localConfig, "-trace", bad, "-unresponsive-jobs", "-0.5"}, 2, "-unresponsive-jobs -0.5: want a share of jobs from 0 to 1"},
 		{"unknown policy", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-policies", "psychic"}, 1, `unknown policy "psychic"`},
 		{"bad plot", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-plot", "x.txt"}, 1, `unsupported extension ".txt"`},
+		{"negative headroom", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "-8"}, 2, "-headroom -8: want GPUs >= 0"},
+		{"negative placeholder", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom-placeholder", "-2"}, 2, "-headroom-placeholder -2: want GPUs >= 0"},
+		{"unknown reservations", []string{"simulate", "-config", localConfig, "-trace", bad, "-reservations", "grown"}, 2, `-reservations "grown": want one of configured, advised`},
+		{"negative margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "-0.1"}, 2, "-perfect-margin -0.1: want a share >= 0"},
+		{"bad frontier plot", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-frontier", "-plot", "x.txt"}, 1, `unsupported extension ".txt"`},
 		{"job too wide", []string{"simulate", "-config", localConfig, "-trace", wide}, 1, "job 2 needs 9000 GPUs, more than the 4000 the pools can hold"},
 		{"peak too high", []string{"simulate", "-config", localConfig, "-trace", busy, "-policies", "static"}, 0, "warning: the trace's peak demand is 4160 GPUs"},
 	}
@@ -122,6 +130,65 @@ func TestSimulateErrors(t *testing.T) {
 	code, _, errOut := cli("simulate", "-config", localConfig, "-trace", bad, "-skip-bad-rows", "-policies", "static")
 	if code != 0 || !strings.Contains(errOut, "skipped 1 bad row(s) of bad.csv") {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+// TestSimulateFrontier: -frontier prints headroom over its buffers and
+// predictive over its quantiles, as a table or JSON, with its picture.
+func TestSimulateFrontier(t *testing.T) {
+	tr := writeFile(t, "jobs.csv", jobsCSV)
+	pic := filepath.Join(t.TempDir(), "frontier.svg")
+	code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-frontier", "-json", "-plot", pic)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var f struct {
+		Reservations string `json:"reservations"`
+		Points       []struct {
+			Policy       string   `json:"policy"`
+			Level        float64  `json:"level"`
+			Cost         float64  `json:"cost_usd"`
+			WaitGPUHours *float64 `json:"wait_gpu_hours"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &f); err != nil || len(f.Points) != 13 || f.Reservations != "configured" {
+		t.Fatalf("-frontier -json: %v, %+v", err, f)
+	}
+	for _, p := range f.Points {
+		if p.Cost <= 0 || p.WaitGPUHours == nil {
+			t.Errorf("point %+v", p)
+		}
+	}
+	if b, err := os.ReadFile(pic); err != nil || !strings.Contains(string(b), "<svg") {
+		t.Errorf("picture %s: %v", pic, err)
+	}
+	code, out, errOut = cli("simulate", "-config", localConfig, "-trace", tr, "-frontier", "-reservations", "advised", "-advice-after", "1h")
+	if code != 0 || !strings.Contains(out, "reservations advised") || !strings.Contains(out, "headroom  512 GPUs") || !strings.Contains(out, "predictive       p50") {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+}
+
+// TestSimulateHeadroomFlag: -headroom sets the buffer, 0 for none (the
+// headroom policy is then reactive, figure for figure).
+func TestSimulateHeadroomFlag(t *testing.T) {
+	tr := writeFile(t, "jobs.csv", jobsCSV)
+	code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-policies", "reactive,headroom", "-headroom", "0", "-json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var rep struct {
+		Headroom int              `json:"headroom_gpus"`
+		Policies []map[string]any `json:"policies"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Policies) != 2 || rep.Headroom != 0 {
+		t.Fatalf("%v %+v", err, rep)
+	}
+	if a, b := rep.Policies[0]["cost_usd"], rep.Policies[1]["cost_usd"]; a != b {
+		t.Errorf("reactive costs %v, headroom with no buffer %v", a, b)
+	}
+	code, out, _ = cli("simulate", "-config", localConfig, "-trace", tr, "-policies", "headroom", "-headroom", "64")
+	if code != 0 || !strings.Contains(out, "headroom 64 GPUs") {
+		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }
 

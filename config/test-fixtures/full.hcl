@@ -124,4 +124,8 @@ simulate {
   spot_notice                 = "30s"
   checkpoint_duration         = "5m"
   unresponsive_jobs           = 0.1
+  reservations                = "advised"
+  advice_after                = "7d"
+  headroom_gpus               = 64
+  headroom_placeholder_gpus   = 1
 }
