@@ -75,7 +75,8 @@ type node struct {
 	idleSince, lowSince int64
 	drainAt             int64
 	jobs                []int32
-	bucketPos           int // index in its free-GPU bucket; -1 when in none
+	jobsVer             uint32 // bumped whenever jobs changes
+	bucketPos           int    // index in its free-GPU bucket; -1 when in none
 }
 
 // event kinds, in the order they happen within a second: a checkpoint that
@@ -615,6 +616,7 @@ func (e *engine) release(id int32) {
 			used = n.gpn
 		}
 		n.jobs = slices.DeleteFunc(n.jobs, func(x int32) bool { return x == id })
+		n.jobsVer++
 		e.setFree(n, n.free+used)
 	}
 	e.runningGPUs -= j.gpus
@@ -688,6 +690,7 @@ func (e *engine) start(id int32) {
 				n := b[len(b)-1]
 				j.nodes = append(j.nodes, n.idx)
 				n.jobs = append(n.jobs, id)
+				n.jobsVer++
 				e.setFree(n, n.free-j.gpus)
 				break
 			}
@@ -698,6 +701,7 @@ func (e *engine) start(id int32) {
 			n := b[len(b)-1]
 			j.nodes = append(j.nodes, n.idx)
 			n.jobs = append(n.jobs, id)
+			n.jobsVer++
 			e.setFree(n, 0)
 		}
 	}

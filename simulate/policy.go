@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"time"
 
@@ -319,8 +320,8 @@ type predictive struct {
 	statuses  []fleet.PoolStatus
 	failures  []int
 	state     fleet.State
-	jobsBuf   []fleet.Job
-	cached    []cachedJob
+	// byNode caches each node's jobs as reported, by node index.
+	byNode []nodeJobs
 	// advise, when set, grows the reservation: first at nextBase, then
 	// every adviceEvery seconds.
 	advise      bool
@@ -553,31 +554,42 @@ func (p *predictive) poolIndex(e *engine, name string) int {
 
 func (p *predictive) at(s int64) time.Time { return p.base.Add(time.Duration(s) * time.Second) }
 
-// job is a running job as its agent reports it. The reports are cached
-// per job and run, and refreshed when a checkpoint passes.
-func (p *predictive) job(e *engine, jid int32) fleet.Job {
-	if p.cached == nil {
-		p.cached = make([]cachedJob, len(e.jobs))
-	}
-	j, c := &e.jobs[jid], &p.cached[jid]
-	if c.start != j.start || c.job.ID == "" {
-		*c = cachedJob{start: j.start, ckpt: -1, job: fleet.Job{ID: j.id, GPUs: j.gpus, Start: p.at(j.start)}}
-	}
-	if ck := j.checkpointed(e.now); ck != c.ckpt {
-		c.ckpt = ck
-		c.job.LastCheckpoint = time.Time{}
-		if ck > 0 {
-			c.job.LastCheckpoint = p.at(j.start + ck)
-		}
-	}
-	return c.job
+// nodeJobs are a node's jobs as its agent last reported them.
+type nodeJobs struct {
+	ver   uint32 // the node's jobsVer when they were made, plus one (0: never)
+	until int64  // when the first of them passes its next checkpoint
+	jobs  []fleet.Job
 }
 
-// cachedJob is a job's last report, for the run that started at start with
-// ckpt seconds checkpointed.
-type cachedJob struct {
-	start, ckpt int64
-	job         fleet.Job
+// jobsOf is n's jobs as its agent reports them (a wide job holding whole
+// nodes), made again only when the node's jobs change or one of them
+// passes a checkpoint: agents report every cycle, but most reports repeat
+// the last one.
+func (p *predictive) jobsOf(e *engine, n *node) []fleet.Job {
+	if need := int(n.idx) + 1; need > len(p.byNode) {
+		p.byNode = append(p.byNode, make([]nodeJobs, max(need, len(e.nodes))-len(p.byNode))...)
+	}
+	c := &p.byNode[n.idx]
+	if c.ver == n.jobsVer+1 && e.now < c.until {
+		return c.jobs[:len(c.jobs):len(c.jobs)]
+	}
+	c.jobs, c.until, c.ver = c.jobs[:0], math.MaxInt64, n.jobsVer+1
+	for _, jid := range n.jobs {
+		j := &e.jobs[jid]
+		fj := fleet.Job{ID: j.id, GPUs: j.gpus, Start: p.at(j.start)}
+		if len(j.nodes) > 1 {
+			fj.GPUs = n.gpn // a wide job holds whole nodes
+		}
+		ck := j.checkpointed(e.now)
+		if ck > 0 {
+			fj.LastCheckpoint = p.at(j.start + ck)
+		}
+		if j.ckpt > 0 {
+			c.until = min(c.until, j.start+ck+j.ckpt)
+		}
+		c.jobs = append(c.jobs, fj)
+	}
+	return c.jobs[:len(c.jobs):len(c.jobs)]
 }
 
 // observe is what the controller would see: every node with its jobs, as
@@ -600,24 +612,12 @@ func (p *predictive) observe(e *engine) *fleet.State {
 	// No history: the planner's baseline advice is taken weekly (rebase),
 	// not every cycle.
 	st.Nodes = st.Nodes[:0]
-	p.jobsBuf = p.jobsBuf[:0]
 	now := p.at(e.now)
-	type span struct{ from, to int }
-	spans := make([]span, 0, len(e.live))
 	for _, n := range e.live {
 		if n.state == gone {
 			continue
 		}
-		from := len(p.jobsBuf)
-		for _, jid := range n.jobs {
-			fj := p.job(e, jid)
-			if len(e.jobs[jid].nodes) > 1 {
-				fj.GPUs = n.gpn // a wide job holds whole nodes
-			}
-			p.jobsBuf = append(p.jobsBuf, fj)
-		}
-		spans = append(spans, span{from, len(p.jobsBuf)})
-		fn := fleet.Node{ID: n.id, Pool: e.pools[n.pool].spec.Name, LaunchedAt: p.at(n.launched)}
+		fn := fleet.Node{ID: n.id, Pool: e.pools[n.pool].spec.Name, LaunchedAt: p.at(n.launched), Jobs: p.jobsOf(e, n)}
 		switch n.state {
 		case booting:
 			fn.State = fleet.Pending
@@ -638,9 +638,6 @@ func (p *predictive) observe(e *engine) *fleet.State {
 			fn.IdleSince = p.at(n.idleSince)
 		}
 		st.Nodes = append(st.Nodes, fn)
-	}
-	for i := range st.Nodes {
-		st.Nodes[i].Jobs = p.jobsBuf[spans[i].from:spans[i].to:spans[i].to]
 	}
 	return st
 }

@@ -248,7 +248,9 @@ func sharedTrace(t testing.TB, rel string) string {
 }
 
 // BenchmarkSimulatePhilly simulates the whole Philly trace (111,549 jobs,
-// 129 days) under all four policies; the target is 10 s and 1 GB.
+// 129 days) under the default policies (static, reactive, headroom at 128
+// GPUs, predictive, oracle), concurrently; the target is 10 s on 2 cores
+// (-cpu 2) and 1 GB.
 func BenchmarkSimulatePhilly(b *testing.B) {
 	path := sharedTrace(b, "philly_rfold/philly_trace.csv")
 	cfg, diags := config.Load("../examples/local.hcl")
