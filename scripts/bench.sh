@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# `make bench`: the Go benchmarks, then `simulate` on the shared traces
-# (../shared/traces, or $TRACES) when they are present; the simulate tables
-# are written into README.md between the simulate-bench markers.
+# `make bench`: the Go benchmarks, then `simulate` and `simulate -frontier`
+# on the shared traces (../shared/traces, or $TRACES) when they are present;
+# the tables are written into README.md between the simulate-bench markers,
+# and the frontiers' pictures into docs/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-go test -run '^$' -bench . -benchmem -cpu 1 ./...
+# BENCH_GO=0 skips the Go benchmarks (the README's tables only).
+if [ "${BENCH_GO:-1}" != 0 ]; then
+  go test -run '^$' -bench . -benchmem -cpu 1 ./...
+  # The simulation's target is on two cores: its policies run side by side.
+  go test -run '^$' -bench '^BenchmarkSimulatePhilly$' -benchmem -cpu 2 ./simulate
+fi
 
 traces=${TRACES:-../shared/traces}
 if [ ! -d "$traces" ]; then
@@ -16,27 +22,51 @@ go build -o bin/autoscaler ./cmd/autoscaler
 block=$(mktemp)
 trap 'rm -f "$block" "$block.readme"' EXIT
 
-run() { # title trace [flags]
-  local title=$1 trace=$2; shift 2
-  [ -f "$traces/$trace" ] || { echo "bench: $traces/$trace missing, skipped" >&2; return; }
-  local t0 t1
+# series is where the shared benchmark series are, beside the traces.
+series=${SERIES:-$traces/../bench/series}
+
+# run TITLE CONFIG TRACE [FLAGS]: one simulate table into the block; with
+# -frontier among the flags, its picture into docs/frontier-NAME.svg too.
+run() {
+  local title=$1 config=$2 trace=$3; shift 3
+  [ -f "$trace" ] || { echo "bench: $trace missing, skipped" >&2; return; }
+  local shown=$trace
+  case $trace in
+    "$series"/*) shown=../shared/bench/series/${trace#"$series"/} ;;
+    "$traces"/*) shown=../shared/traces/${trace#"$traces"/} ;;
+  esac
+  local t0 t1 table pic=""
+  if [[ " $* " == *" -frontier "* ]]; then
+    pic=docs/frontier-$(basename "$trace" .csv | cut -d_ -f1).svg
+    mkdir -p docs
+    set -- "$@" -plot "$pic"
+  fi
   t0=$(date +%s.%N)
-  local table
-  table=$(bin/autoscaler simulate -config examples/local.hcl -trace "$traces/$trace" "$@")
+  table=$(bin/autoscaler simulate -config "$config" -trace "$trace" "$@")
   t1=$(date +%s.%N)
   {
     echo "$title ($(awk "BEGIN{printf \"%.1f\", $t1-$t0}") s on this machine):"
     echo
     echo '```text'
-    echo "\$ autoscaler simulate -config examples/local.hcl -trace ../shared/traces/$trace${*:+ $*}"
+    echo "\$ autoscaler simulate -config $config -trace $shown${*:+ $*}"
     echo "$table"
     echo '```'
     echo
+    [ -z "$pic" ] || { echo "![$title]($pic)"; echo; }
   } >>"$block"
 }
-run "Philly (Microsoft's GPU training cluster, 111,549 jobs over 129 days)" philly_rfold/philly_trace.csv
-run "Helios Earth (SenseTime, per-minute running + pending GPUs, 31 days)" helios_earth_vc_sequence_derived/earth_16vc_sum_per_minute.csv \
-  -value-column running_gpu_num_sum16vc+pending_gpu_num_sum16vc
+philly=$traces/philly_rfold/philly_trace.csv
+helios=$traces/helios_earth_vc_sequence_derived/earth_16vc_sum_per_minute.csv
+servegen=$series/servegen_msmall_10m.csv
+heliosFlags=(-value-column running_gpu_num_sum16vc+pending_gpu_num_sum16vc)
+run "Philly (Microsoft's GPU training cluster, 111,549 jobs over 129 days), the fair pools" examples/philly-fair.hcl "$philly"
+run "Helios Earth (SenseTime, per-minute running + pending GPUs, 31 days)" examples/local.hcl "$helios" "${heliosFlags[@]}"
+run "ServeGen m-small (Alibaba Bailian, requests/s every 10 minutes over 14 days, one GPU per 10 requests/s)" examples/local.hcl "$servegen" -scale 0.1
+echo '#### Cost against waiting: the frontiers' >>"$block"
+echo >>"$block"
+run "Philly frontier" examples/philly-fair.hcl "$philly" -frontier
+run "Helios Earth frontier" examples/local.hcl "$helios" "${heliosFlags[@]}" -frontier
+run "ServeGen m-small frontier" examples/local.hcl "$servegen" -scale 0.1 -frontier
 
 awk -v block="$block" '
   /<!-- simulate-bench:start -->/ { print; while ((getline line < block) > 0) print line; skip = 1; next }

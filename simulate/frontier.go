@@ -183,10 +183,10 @@ func (f *Frontier) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "trace %s: %d jobs over %.1f days, seed %d; reservations %s; oracle $%s\n\n",
 		f.Trace, f.Jobs, f.Days, f.Seed, f.Reservations, thousands(f.OracleCostUSD))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tlevel\tcost $\tvs oracle\twait GPU-h\tp95\tp99\tlost GPU-h\tlaunches\tdrains\treserved GPUs\t")
+	fmt.Fprintln(tw, "policy\tlevel\tcost $\tvs oracle\twait GPU-h\tp95\tp99\tlost GPU-h\tlaunches\tdrains\treserved GPUs\tlimited\t")
 	for _, p := range f.Points {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.0f\t%s\t%s\t%.1f\t%d\t%d\t%d\t\n", p.Policy, levelText(p.Policy, p.Level),
-			p.CostUSD, p.CostVsOracle, p.WaitGPUHours, waitText(p.WaitP95), waitText(p.WaitP99), p.LostGPUHours, p.Launches, p.Drains, p.ReservedGPUs)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.0f\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t\n", p.Policy, levelText(p.Policy, p.Level),
+			p.CostUSD, p.CostVsOracle, p.WaitGPUHours, waitText(p.WaitP95), waitText(p.WaitP99), p.LostGPUHours, p.Launches, p.Drains, p.ReservedGPUs, p.LimitedCycles)
 	}
 	return tw.Flush()
 }

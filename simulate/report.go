@@ -108,12 +108,12 @@ func searchAbove(xs []float64, v float64) int {
 func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "trace %s: %d jobs over %.1f days, seed %d; reservations %s, headroom %d GPUs\n\n", r.Trace, r.Jobs, r.Days, r.Seed, r.Reservations, r.HeadroomGPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tcost $\tvs oracle\tGPU-h bought\tGPU-h used\tutil\twait GPU-h\tp50\tp95\tp99\t>1h\tlost GPU-h\tscale-in\treclaim\tunsafe\tlaunches\tdrains\treserved GPUs\t")
+	fmt.Fprintln(tw, "policy\tcost $\tvs oracle\tGPU-h bought\tGPU-h used\tutil\twait GPU-h\tp50\tp95\tp99\t>1h\tlost GPU-h\tscale-in\treclaim\tunsafe\tlaunches\tdrains\treserved GPUs\tlimited\t")
 	for _, p := range r.Policies {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.0f\t%.0f\t%.1f%%\t%.0f\t%s\t%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t%d\t%d\t%d\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%.0f\t%.3f\t%.0f\t%.0f\t%.1f%%\t%.0f\t%s\t%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t%d\t%d\t%d\t%d\t%d\t\n",
 			p.Policy, p.CostUSD, p.CostVsOracle, p.ProvisionedGPUHours, p.UsedGPUHours, 100*p.Utilization,
 			p.WaitGPUHours, waitText(p.WaitP50), waitText(p.WaitP95), waitText(p.WaitP99), p.JobsWaitingOver,
-			p.LostGPUHours, p.LostScaleInGPUHours, p.LostReclaimGPUHours, p.UnsafeTerminations, p.Launches, p.Drains, p.ReservedGPUs)
+			p.LostGPUHours, p.LostScaleInGPUHours, p.LostReclaimGPUHours, p.UnsafeTerminations, p.Launches, p.Drains, p.ReservedGPUs, p.LimitedCycles)
 	}
 	return tw.Flush()
 }

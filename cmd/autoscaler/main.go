@@ -59,7 +59,7 @@ func commands() []command {
 		{"plan", "show what the controller would do now, and why (a dry run)", runPlan},
 		{"forecast", "forecast a demand series, or backtest the forecasting models on it", runForecast},
 		{"agent", "run the in-instance agent, or tell it about a job (register, checkpoint, done)", runAgent},
-		{"simulate", "replay a workload trace through static, reactive, predictive and oracle fleets", runSimulate},
+		{"simulate", "replay a workload trace through static, reactive, headroom, predictive and oracle fleets, or draw the cost-against-waiting frontier", runSimulate},
 		{"token", "list, issue or revoke node credentials on the running controller", runToken},
 		{"validate", "check a fleet config file", runValidate},
 		{"version", "print the version", runVersion},

@@ -182,6 +182,10 @@ func readmeCoverages() []readmeCoverage {
 		{prefix: "autoscaler run -config examples/local.hcl", run: readmeRun},
 		{prefix: "autoscaler plan -config examples/local.hcl -at ", run: readmePlan},
 		{prefix: "autoscaler simulate -config examples/local.hcl -trace ", run: readmeSimulate},
+		{prefix: "autoscaler simulate -config examples/philly-fair.hcl -trace ", run: readmeSimulate},
+		{prefix: "autoscaler simulate -config examples/philly-fair.hcl -trace ../shared/traces/philly_rfold/philly_trace.csv -frontier", why: frontierWhy, tests: frontierTests},
+		{prefix: "autoscaler simulate -config examples/local.hcl -trace ../shared/traces/helios_earth_vc_sequence_derived/earth_16vc_sum_per_minute.csv -value-column running_gpu_num_sum16vc+pending_gpu_num_sum16vc -frontier", why: frontierWhy, tests: frontierTests},
+		{prefix: "autoscaler simulate -config examples/local.hcl -trace ../shared/bench/series/servegen_msmall_10m.csv -scale 0.1 -frontier", why: frontierWhy, tests: frontierTests},
 		{prefix: "autoscaler agent register ", run: readmeAgentJob},
 		{prefix: "autoscaler agent checkpoint ", run: readmeAgentJob},
 		{prefix: "autoscaler agent done ", run: readmeAgentJob},
@@ -193,9 +197,17 @@ func readmeCoverages() []readmeCoverage {
 			tests: []testRef{{"controller", "TestDemandPushes"}, {"controller", "TestDemandRefusals"}, {"controller", "TestAPI"}}},
 		{prefix: "go test ./planner -run ^$ -bench BenchmarkPlan ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"planner", "BenchmarkPlan"}}},
 		{prefix: "go test ./controller -run ^$ -bench BenchmarkCycle ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"controller", "BenchmarkCycle"}}},
-		{prefix: "go test ./simulate -run ^$ -bench BenchmarkSimulatePhilly ", why: "a benchmark (8 s), re-measured by hand or make bench", tests: []testRef{{"simulate", "BenchmarkSimulatePhilly"}}},
+		{prefix: "go test ./simulate -run ^$ -bench BenchmarkSimulatePhilly ", why: "a benchmark (6.5 s on two cores), re-measured by hand or make bench", tests: []testRef{{"simulate", "BenchmarkSimulatePhilly"}}},
 	}
 }
+
+// frontierWhy and frontierTests account for the README's frontiers: 14
+// whole simulations each (35 s on Philly, minutes under the race
+// detector), written into the README by make bench (scripts/bench.sh) and
+// exercised on a small trace by these tests.
+const frontierWhy = "a frontier: 14 simulations, rewritten by make bench"
+
+var frontierTests = []testRef{{"simulate", "TestFrontier"}, {"cmd/autoscaler", "TestSimulateFrontier"}}
 
 // coverageFor returns the entry whose prefix is the longest of those
 // cmd starts with, or nil.
