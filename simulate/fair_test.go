@@ -473,3 +473,50 @@ func TestExampleLimitsDoNotBindOnSharedTraces(t *testing.T) {
 		}
 	}
 }
+
+// TestBaselinesMatchAnIndependentSimulator: on Philly with the shared
+// benchmark's pools (../shared/bench/fair-philly.hcl), the reactive and
+// headroom baselines cost within 2% of what a simulator written apart
+// from this project measured (reactive $24.75M, 64 GPUs kept free $24.86M,
+// 256 GPUs $26.70M), with placeholders of 1 GPU, which is how that one
+// kept GPUs free. Placeholders as wide as a node (the default) keep whole
+// empty nodes, which 8-GPU and multi-node jobs can use: they cost more and
+// wait less at the same buffer.
+func TestBaselinesMatchAnIndependentSimulator(t *testing.T) {
+	path := sharedTrace(t, "philly_rfold/philly_trace.csv")
+	cfg, diags := config.Load("../../shared/bench/fair-philly.hcl")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	tr, err := trace.Open(path, trace.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(policy string, buffer, placeholder int) Result {
+		rep, err := Run(cfg, tr, Options{Seed: 1, Policies: []string{policy}, HeadroomGPUs: buffer, HeadroomPlaceholderGPUs: placeholder})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Policies[0]
+	}
+	tests := []struct {
+		policy string
+		buffer int
+		cost   float64
+	}{
+		{"reactive", 0, 24.75e6},
+		{"headroom", 64, 24.86e6},
+		{"headroom", 256, 26.70e6},
+	}
+	for _, tt := range tests {
+		r := run(tt.policy, tt.buffer, 1)
+		if d := r.CostUSD/tt.cost - 1; d < -0.02 || d > 0.02 {
+			t.Errorf("%s with %d GPUs kept free: $%.0f, %+.1f%% from $%.0f", tt.policy, tt.buffer, r.CostUSD, 100*d, tt.cost)
+		}
+		if tt.buffer > 0 {
+			if w := run(tt.policy, tt.buffer, 0); !(w.CostUSD > r.CostUSD && w.WaitGPUHours < r.WaitGPUHours) {
+				t.Errorf("%d GPUs as whole empty nodes: $%.0f, %.0f GPU-h waited; as 1-GPU placeholders: $%.0f, %.0f", tt.buffer, w.CostUSD, w.WaitGPUHours, r.CostUSD, r.WaitGPUHours)
+			}
+		}
+	}
+}

@@ -128,7 +128,7 @@ func runSimulate(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "simulate: warning:", w)
 	}
 	log.Info("simulating", "trace", tr.Name, "jobs", len(tr.Jobs), "days", tr.Span().Hours()/24)
-	if isTerminal(e.stderr) {
+	if isTerminal(e.stderr) && !*frontier { // the frontier's runs report no progress
 		bar := newProgressBar(e.stderr, opt.Policies)
 		opt.Progress = bar.update
 		defer bar.done()
@@ -237,7 +237,7 @@ type progressBar struct {
 
 func newProgressBar(w io.Writer, policies []string) *progressBar {
 	if len(policies) == 0 {
-		policies = simulate.Policies
+		policies = simulate.DefaultPolicies
 	}
 	var names []string
 	for _, p := range policies {
