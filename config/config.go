@@ -56,11 +56,21 @@ type Simulate struct {
 	// HeadroomGPUs is the headroom policy's buffer: GPUs kept free as whole
 	// empty nodes; 0 makes it the reactive policy.
 	HeadroomGPUs int
-	// HeadroomPlaceholderGPUs is the size of the headroom policy's
-	// placeholders in GPUs; 0 for as wide as a node (the buffer is whole
-	// empty nodes).
-	HeadroomPlaceholderGPUs int
+	// HeadroomPlaceholders is the size of the headroom policy's
+	// placeholders: PlaceholdersNode (as wide as a node: the buffer is
+	// whole empty nodes) or PlaceholdersGPU (one GPU each: the buffer also
+	// fills busy nodes' fragments).
+	HeadroomPlaceholders string
 }
+
+// The values of simulate.headroom_placeholders.
+const (
+	PlaceholdersNode = "node"
+	PlaceholdersGPU  = "gpu"
+)
+
+// PlaceholderSizes are the values simulate.headroom_placeholders takes.
+var PlaceholderSizes = []string{PlaceholdersNode, PlaceholdersGPU}
 
 // The values of simulate.reservations.
 const (
@@ -256,13 +266,14 @@ func Defaults() Config {
 			Noise:    0.08,
 		},
 		Simulate: Simulate{
-			CheckpointInterval: 30 * time.Minute,
-			SpotNotice:         2 * time.Minute,
-			CheckpointDuration: 2 * time.Minute,
-			UnresponsiveJobs:   0.02,
-			Reservations:       ReservationsConfigured,
-			AdviceAfter:        14 * 24 * time.Hour,
-			HeadroomGPUs:       128,
+			CheckpointInterval:   30 * time.Minute,
+			SpotNotice:           2 * time.Minute,
+			CheckpointDuration:   2 * time.Minute,
+			UnresponsiveJobs:     0.02,
+			Reservations:         ReservationsConfigured,
+			AdviceAfter:          14 * 24 * time.Hour,
+			HeadroomGPUs:         128,
+			HeadroomPlaceholders: PlaceholdersNode,
 		},
 	}
 }

@@ -100,7 +100,7 @@ var (
 	demandSchema    = attrSchema(nil, "prometheus_url", "prometheus_query", "prometheus_timeout")
 	syntheticSchema = attrSchema(nil, "seed", "base_gpus", "peak_gpus", "peak_hour", "noise")
 	simulateSchema  = attrSchema(nil, "checkpoint_interval", "spot_interruptions_per_hour", "spot_notice", "checkpoint_duration", "unresponsive_jobs",
-		"reservations", "advice_after", "headroom_gpus", "headroom_placeholder_gpus")
+		"reservations", "advice_after", "headroom_gpus", "headroom_placeholders")
 )
 
 func attrSchema(required []string, optional ...string) *hcl.BodySchema {
@@ -1161,7 +1161,10 @@ func (d *decoder) decodeSimulate(body hcl.Body, s *Simulate) hcl.Attributes {
 	}
 	d.duration(a, "advice_after", &s.AdviceAfter)
 	d.atLeast(a, "headroom_gpus", 0, &s.HeadroomGPUs)
-	d.atLeast(a, "headroom_placeholder_gpus", 0, &s.HeadroomPlaceholderGPUs)
+	if d.str(a, "headroom_placeholders", &s.HeadroomPlaceholders) == set && !slices.Contains(PlaceholderSizes, s.HeadroomPlaceholders) {
+		d.invalid(a, "headroom_placeholders", "headroom_placeholders must be %q (each as wide as a node: the buffer is whole empty nodes) or %q (one GPU each: the buffer also fills busy nodes' fragments), got %q.",
+			PlaceholdersNode, PlaceholdersGPU, s.HeadroomPlaceholders)
+	}
 	return a
 }
 

@@ -68,7 +68,7 @@ func TestParseFull(t *testing.T) {
 		Synthetic: Synthetic{Seed: 42, BaseGPUs: 32, PeakGPUs: 256, PeakHour: 9, Noise: 0.1},
 		Simulate: Simulate{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second,
 			CheckpointDuration: 5 * time.Minute, UnresponsiveJobs: 0.1,
-			Reservations: ReservationsAdvised, AdviceAfter: 7 * 24 * time.Hour, HeadroomGPUs: 64, HeadroomPlaceholderGPUs: 1},
+			Reservations: ReservationsAdvised, AdviceAfter: 7 * 24 * time.Hour, HeadroomGPUs: 64, HeadroomPlaceholders: PlaceholdersGPU},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("config:\n got %+v\nwant %+v", *cfg, want)
@@ -334,6 +334,8 @@ func TestParseErrors(t *testing.T) {
 			}},
 		{"simulate: unknown reservations", simPool("a", "") + "simulate {\n  reservations = \"grown\"\n}\n",
 			[]wantDiag{{summary: "Invalid value", detail: `reservations must be "configured" (every policy holds the configured reservations) or "advised" (the predictive policy follows the baseline advice), got "grown"`, at: `"grown"`}}},
+		{"simulate: unknown headroom_placeholders", simPool("a", "") + "simulate {\n  headroom_placeholders = 4\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: `headroom_placeholders must be "node" (each as wide as a node: the buffer is whole empty nodes) or "gpu"`, at: "4"}}},
 		{"simulate: negative headroom_gpus", simPool("a", "") + "simulate {\n  headroom_gpus = -64\n}\n",
 			[]wantDiag{{summary: "Invalid value", detail: "headroom_gpus", at: "-64"}}},
 		{"simulate: bad advice_after", simPool("a", "") + "simulate {\n  advice_after = \"soon\"\n}\n",

@@ -639,6 +639,20 @@ simulate/policy.go
 "p.count > 0 &&"
 ./simulate
 TestEveryPolicyHoldsTheReservations
+
+reactive removes the empty nodes a waiting wide job counts on (simulate)
+simulate/policy.go
+"spare := max(0, empty-e.queuedGPUs) + frag - r.buffer"
+"spare := empty + frag - r.buffer"
+./simulate
+TestReactiveWideJobsFinish
+
+the oracle not kept to the fleet's limits (simulate)
+simulate/oracle.go
+"\t\t\tgpuRoom = max(0, lim.MaxGPUs-rg)\n"
+"\t\t\tgpuRoom = max(0, lim.MaxGPUs-rg) + 1<<20\n"
+./simulate
+TestSameLimitsForEveryPolicy
 EOF
 }
 

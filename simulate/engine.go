@@ -77,6 +77,7 @@ type node struct {
 	jobs                []int32
 	jobsVer             uint32 // bumped whenever jobs changes
 	bucketPos           int    // index in its free-GPU bucket; -1 when in none
+	tier                uint8  // its buckets' tier: 0 reserved, 1 the others
 }
 
 // event kinds, in the order they happen within a second: a checkpoint that
@@ -180,8 +181,11 @@ type engine struct {
 	widths      []int
 	queuedGPUs  int
 	runningGPUs int
-	// buckets[f] holds the up, non-draining nodes with f free GPUs.
-	buckets [][]*node
+	// buckets[t][f] holds the up, non-draining nodes with f free GPUs,
+	// reserved nodes in tier 0 and the others in tier 1: between nodes that
+	// fit a job equally well the scheduler takes a reserved one (paid for
+	// anyway), as a preferred node affinity for reserved capacity does.
+	buckets [2][][]*node
 	maxGPN  int
 	nextArr int
 	left    int // jobs not yet done
@@ -213,7 +217,9 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 		e.pools = append(e.pools, simPool{spec: p, settings: s})
 		e.maxGPN = max(e.maxGPN, p.GPUsPerNode)
 	}
-	e.buckets = make([][]*node, e.maxGPN+1)
+	for t := range e.buckets {
+		e.buckets[t] = make([][]*node, e.maxGPN+1)
+	}
 	e.jobs = make([]job, len(tr.Jobs))
 	// Which jobs ignore drains is drawn from the seed, one draw per job in
 	// trace order, from a stream of its own: the same jobs for every policy,
@@ -305,7 +311,7 @@ func (e *engine) run() error {
 			nextTick += tick
 		}
 		if t > 400*24*3600*10 {
-			return fmt.Errorf("simulation did not finish within 4,000 days (%d jobs left): the pools cannot serve the trace", e.left)
+			return fmt.Errorf("simulation did not finish within 4,000 days (%d jobs left): the policy stopped serving the trace, or the pools cannot", e.left)
 		}
 	}
 	if e.progress != nil {
@@ -441,7 +447,10 @@ func (e *engine) launch(pi, want int, lead int64) (int, error) {
 	got, err := p.settings.Grant(p.spec.Name, "", p.count, want, e.rng)
 	for range got {
 		n := &node{id: fmt.Sprintf("n%07d-%s", len(e.nodes), p.spec.Name), idx: int32(len(e.nodes)), pool: pi, gpn: p.spec.GPUsPerNode,
-			free: p.spec.GPUsPerNode, launched: e.now, readyAt: e.now + lead, idleSince: e.now, lowSince: e.now, bucketPos: -1}
+			free: p.spec.GPUsPerNode, launched: e.now, readyAt: e.now + lead, idleSince: e.now, lowSince: e.now, bucketPos: -1, tier: 1}
+		if p.spec.Capacity == fleet.Reserved {
+			n.tier = 0
+		}
 		e.nodes = append(e.nodes, n)
 		e.live = append(e.live, n)
 		e.liveByID[n.id] = n
@@ -665,13 +674,27 @@ func (e *engine) schedule() {
 func (e *engine) fits(w int) bool {
 	if w <= e.maxGPN {
 		for f := w; f <= e.maxGPN; f++ {
-			if len(e.buckets[f]) > 0 {
+			if e.bucketLen(f) > 0 {
 				return true
 			}
 		}
 		return false
 	}
-	return len(e.buckets[e.maxGPN])*e.maxGPN >= w
+	return e.bucketLen(e.maxGPN)*e.maxGPN >= w
+}
+
+// bucketLen is how many up, non-draining nodes have f free GPUs.
+func (e *engine) bucketLen(f int) int { return len(e.buckets[0][f]) + len(e.buckets[1][f]) }
+
+// pick is a node with f free GPUs, a reserved one if there is one; nil if
+// none.
+func (e *engine) pick(f int) *node {
+	for t := range e.buckets {
+		if b := e.buckets[t][f]; len(b) > 0 {
+			return b[len(b)-1]
+		}
+	}
+	return nil
 }
 
 // start places a job: best fit on one node, or whole empty nodes for a job
@@ -686,8 +709,7 @@ func (e *engine) start(id int32) {
 	}
 	if j.gpus <= e.maxGPN {
 		for f := j.gpus; f <= e.maxGPN; f++ {
-			if b := e.buckets[f]; len(b) > 0 {
-				n := b[len(b)-1]
+			if n := e.pick(f); n != nil {
 				j.nodes = append(j.nodes, n.idx)
 				n.jobs = append(n.jobs, id)
 				n.jobsVer++
@@ -697,8 +719,7 @@ func (e *engine) start(id int32) {
 		}
 	} else {
 		for need := j.gpus; need > 0; need -= e.maxGPN {
-			b := e.buckets[e.maxGPN]
-			n := b[len(b)-1]
+			n := e.pick(e.maxGPN)
 			j.nodes = append(j.nodes, n.idx)
 			n.jobs = append(n.jobs, id)
 			n.jobsVer++
@@ -740,20 +761,20 @@ func (e *engine) bucketAdd(n *node) {
 	if n.bucketPos >= 0 || n.state != up {
 		return
 	}
-	b := e.buckets[n.free]
+	b := e.buckets[n.tier][n.free]
 	n.bucketPos = len(b)
-	e.buckets[n.free] = append(b, n)
+	e.buckets[n.tier][n.free] = append(b, n)
 }
 
 func (e *engine) bucketRemove(n *node) {
 	if n.bucketPos < 0 {
 		return
 	}
-	b := e.buckets[n.free]
+	b := e.buckets[n.tier][n.free]
 	last := b[len(b)-1]
 	b[n.bucketPos] = last
 	last.bucketPos = n.bucketPos
-	e.buckets[n.free] = b[:len(b)-1]
+	e.buckets[n.tier][n.free] = b[:len(b)-1]
 	n.bucketPos = -1
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -52,20 +53,24 @@ func demandSegments(tr *trace.Trace) []segment {
 // and serves it with the cheapest capacity any policy could have bought:
 //
 //   - the configured reservations for the whole run, as every policy holds
-//     them; with advised reservations, from advice (seconds) on, the
-//     cheapest reserved pool grown to the fixed size that is cheapest in
-//     hindsight over the rest of the run, billed from then on, as the
-//     predictive policy's advised growth is;
+//     them; with advised reservations (advice >= 0, in seconds), from then
+//     on the cheapest reserved pool grows where the predictive policy's may
+//     (at advice, then every adviceEvery), never shrinking, to the schedule
+//     that costs least in hindsight (dynamic programming over periods and
+//     sizes; a fixed size when that is best), billed from each growth on,
+//     as the predictive policy's is;
 //   - exactly enough burst nodes for the rest at every moment, cheapest pools
-//     first within their max and region capacity, packed perfectly; a node
-//     needed again within its lead time is kept through the gap, otherwise
-//     it is launched one lead time ahead and paid for that time; capacity
-//     needed at the start is there already (as the static fleet's is).
+//     first within their max, the region's capacity and the fleet's limits
+//     (limits.max_gpus and max_spend_per_hour, reservations counted whole),
+//     packed perfectly; a node needed again within its lead time is kept
+//     through the gap, otherwise it is launched one lead time ahead and paid
+//     for that time; capacity needed at the start is there already (as the
+//     static fleet's is).
 //
-// Jobs never wait and no work is lost. Demand beyond what the pools can
-// hold goes unserved (Run warns of it), so the oracle stays a lower bound.
-// advice < 0: the configured reservations only.
-func oracle(tr *trace.Trace, pools []simPool, sample int64, advice int64) Result {
+// Jobs never wait and no work is lost. Demand beyond what the pools and
+// limits allow goes unserved (Run warns of it), so the oracle stays a
+// lower bound.
+func oracle(tr *trace.Trace, pools []simPool, sample, advice int64, lim config.Limits) Result {
 	segs := demandSegments(tr)
 	res := -1
 	baseGPUs, basePrice := 0, 0.0 // the configured reservations
@@ -81,92 +86,151 @@ func oracle(tr *trace.Trace, pools []simPool, sample int64, advice int64) Result
 		}
 	}
 	burst := burstOrder(pools, false)
-	burstRoom := 0
-	for _, pi := range burst {
-		p := &pools[pi]
-		burstRoom += min(p.spec.Max, p.settings.Capacity) * p.spec.GPUsPerNode
-	}
-	peak := 0
+	peak, dearest := 0, 0.0
 	for _, s := range segs {
 		peak = max(peak, s.gpus)
+	}
+	for _, pi := range burst {
+		dearest = max(dearest, pools[pi].spec.PricePerHour/float64(pools[pi].spec.GPUsPerNode))
 	}
 	resGPN, resPrice, maxExtra := 1, 0.0, 0
 	if res >= 0 && advice >= 0 {
 		resGPN, resPrice = pools[res].spec.GPUsPerNode, pools[res].spec.PricePerHour
 		maxExtra = (max(0, peak-baseGPUs) + resGPN - 1) / resGPN
+		if lim.MaxGPUs > 0 {
+			maxExtra = min(maxExtra, max(0, lim.MaxGPUs-baseGPUs)/resGPN)
+		}
+		if lim.MaxSpendPerHour > 0 && resPrice > 0 {
+			maxExtra = min(maxExtra, int(max(0, lim.MaxSpendPerHour-basePrice)/resPrice))
+		}
 	}
-	// burstCost is the cost per hour of gpus of burst demand, filling nodes
-	// (written into nodes, one count per burst pool) cheapest pool first.
-	// Demand the burst pools cannot hold costs +Inf when a larger
-	// reservation could hold it instead, and nothing when nothing could.
-	burstCost := func(gpus int, nodes []int, growable bool) (cost float64) {
+	// burstCost is the cost per hour of gpus of burst demand on top of
+	// reservations of rg GPUs costing rprice an hour, filling nodes (written
+	// into nodes, one count per burst pool) cheapest pool first within the
+	// pools' room and the limits; unserved is the demand nothing could hold.
+	burstCost := func(gpus, rg int, rprice float64, nodes []int) (cost float64, unserved int) {
 		clear(nodes)
-		if gpus > burstRoom && growable {
-			return math.Inf(1)
+		gpuRoom, spendRoom := math.MaxInt, math.Inf(1)
+		if lim.MaxGPUs > 0 {
+			gpuRoom = max(0, lim.MaxGPUs-rg)
+		}
+		if lim.MaxSpendPerHour > 0 {
+			spendRoom = max(0, lim.MaxSpendPerHour-rprice)
 		}
 		for k, pi := range burst {
 			if gpus <= 0 {
 				break
 			}
 			p := &pools[pi]
-			room := min(p.spec.Max, p.settings.Capacity)
-			n := min((gpus+p.spec.GPUsPerNode-1)/p.spec.GPUsPerNode, room)
+			gpn := p.spec.GPUsPerNode
+			n := min((gpus+gpn-1)/gpn, min(p.spec.Max, p.settings.Capacity), gpuRoom/gpn)
+			if lim.MaxSpendPerHour > 0 && p.spec.PricePerHour > 0 {
+				n = min(n, int(spendRoom/p.spec.PricePerHour+1e-9))
+			}
 			nodes[k] = n
 			cost += float64(n) * p.spec.PricePerHour
-			gpus -= n * p.spec.GPUsPerNode
+			gpus -= n * gpn
+			gpuRoom -= n * gpn
+			spendRoom -= float64(n) * p.spec.PricePerHour
 		}
-		return cost
+		return cost, max(0, gpus)
 	}
 	scratch := make([]int, len(burst))
 
-	// Periods of one reservation size: the whole run, or with advice the
-	// configured size before it and the hindsight-best size after.
+	// Periods of one reservation size: the whole run; with advice, the
+	// configured size before it and then periods of adviceEvery, each cut
+	// into segments at its edges.
 	periods := [][2]int{{0, len(segs)}}
-	if maxExtra > 0 {
-		cut := 0
-		for cut < len(segs) && segs[cut].to <= advice {
-			cut++
+	if maxExtra > 0 && len(segs) > 0 {
+		periods = periods[:0]
+		lo := 0
+		for edge := advice; ; edge += adviceEvery {
+			cut := lo
+			for cut < len(segs) && segs[cut].to <= edge {
+				cut++
+			}
+			if cut < len(segs) && segs[cut].from < edge { // split the segment at the edge
+				s := segs[cut]
+				segs = slices.Insert(segs, cut+1, segment{edge, s.to, s.gpus})
+				segs[cut].to = edge
+				cut++
+			}
+			periods = append(periods, [2]int{lo, cut})
+			lo = cut
+			if lo >= len(segs) {
+				break
+			}
 		}
-		if cut < len(segs) && segs[cut].from < advice { // split the segment at advice
-			s := segs[cut]
-			segs = slices.Insert(segs, cut+1, segment{advice, s.to, s.gpus})
-			segs[cut].to = advice
-			cut++
-		}
-		periods = [][2]int{{0, cut}, {cut, len(segs)}}
 	}
-	extra := make([]int, len(periods)) // nodes added to the reservation in each period
-	if len(periods) == 2 {
-		// The extra nodes that cost least over the second period, in
-		// price-hours x seconds; levels are summed in order, for determinism.
-		type level struct {
-			gpus int
-			dur  int64
+	// The schedule: extra[w] nodes added to the reservation in period w,
+	// never fewer than in the period before, none before the advice. The
+	// objective serves as much demand as it can first (unserved demand
+	// costs a thousand times the dearest GPU-hour), then costs least; it is
+	// summed over each period's levels in order, for determinism.
+	extra := make([]int, len(periods))
+	if len(periods) > 1 {
+		penalty := 1000 * max(dearest, resPrice/float64(resGPN), 1)
+		periodCosts := func(segs []segment) []float64 {
+			type level struct {
+				gpus int
+				dur  int64
+			}
+			var levels []level
+			var span int64
+			for _, s := range segs {
+				levels = append(levels, level{s.gpus, s.to - s.from})
+				span += s.to - s.from
+			}
+			slices.SortFunc(levels, func(a, b level) int { return cmp.Compare(a.gpus, b.gpus) })
+			merged := levels[:0]
+			for _, l := range levels {
+				if n := len(merged); n > 0 && merged[n-1].gpus == l.gpus {
+					merged[n-1].dur += l.dur
+				} else {
+					merged = append(merged, l)
+				}
+			}
+			costs := make([]float64, maxExtra+1)
+			for r := range costs {
+				rg, rp := baseGPUs+r*resGPN, basePrice+float64(r)*resPrice
+				costs[r] = rp * float64(span)
+				for _, l := range merged {
+					c, short := burstCost(l.gpus-rg, rg, rp, scratch)
+					costs[r] += (c + float64(short)*penalty) * float64(l.dur)
+				}
+			}
+			return costs
 		}
-		var levels []level
-		var span int64
-		for _, s := range segs[periods[1][0]:periods[1][1]] {
-			levels = append(levels, level{s.gpus, s.to - s.from})
-			span += s.to - s.from
-		}
-		slices.SortFunc(levels, func(a, b level) int { return cmp.Compare(a.gpus, b.gpus) })
-		merged := levels[:0]
-		for _, l := range levels {
-			if n := len(merged); n > 0 && merged[n-1].gpus == l.gpus {
-				merged[n-1].dur += l.dur
-			} else {
-				merged = append(merged, l)
+		best := make([][]float64, len(periods))
+		from := make([][]int, len(periods))
+		for w, pr := range periods {
+			costs := periodCosts(segs[pr[0]:pr[1]])
+			best[w], from[w] = make([]float64, maxExtra+1), make([]int, maxExtra+1)
+			prevMin, prevArg := math.Inf(1), 0
+			for r := range costs {
+				switch {
+				case w == 0 && r > 0: // before the advice: the configured reservations
+					best[w][r] = math.Inf(1)
+				case w == 0:
+					best[w][r] = costs[r]
+				default:
+					if best[w-1][r] < prevMin {
+						prevMin, prevArg = best[w-1][r], r
+					}
+					best[w][r], from[w][r] = costs[r]+prevMin, prevArg
+				}
 			}
 		}
-		best := math.Inf(1)
-		for r := 0; r <= maxExtra; r++ {
-			c := float64(r) * resPrice * float64(span)
-			for _, l := range merged {
-				c += burstCost(l.gpus-baseGPUs-r*resGPN, scratch, true) * float64(l.dur)
+		n := len(periods)
+		r := 0
+		for k := range best[n-1] {
+			if best[n-1][k] < best[n-1][r] {
+				r = k
 			}
-			if c < best {
-				best, extra[1] = c, r
-			}
+		}
+		for w := n - 1; w >= 0; w-- {
+			extra[w] = r
+			r = from[w][r]
 		}
 	}
 
@@ -182,7 +246,7 @@ func oracle(tr *trace.Trace, pools []simPool, sample int64, advice int64) Result
 		price := basePrice + float64(extra[w])*resPrice
 		out.ReservedGPUs = max(out.ReservedGPUs, rg)
 		for _, s := range segs[pr[0]:pr[1]] {
-			c := burstCost(s.gpus-rg, nodes, false)
+			c, _ := burstCost(s.gpus-rg, rg, price, nodes)
 			dt := float64(s.to - s.from)
 			out.CostUSD += (c + price) * dt / 3600
 			out.ProvisionedGPUHours += float64(rg) * dt / 3600

@@ -145,10 +145,11 @@ func (s static) fill(e *engine, lead int64) {
 
 // reactive is the Kubernetes Cluster Autoscaler with its published
 // defaults, holding the configured reservations as Karpenter's reserved
-// capacity type does (filled first, from the start, never scaled in): it
-// adds on-demand nodes when jobs are pending (counting nodes already
-// booting, and empty nodes a job wider than a node can still use),
-// cheapest pool first; it removes a node that has been under 50% GPU
+// capacity type does (running from the start, never scaled in; the
+// scheduler fills them first): it adds nodes when jobs are pending
+// (counting nodes already booting, and empty nodes a job wider than a node
+// can still use), from every burst pool, spot included, cheapest per
+// GPU-hour first (the least-cost expander); it removes a node that has been under 50% GPU
 // allocation for 10 minutes (scale-down-unneeded-time) when its jobs fit on
 // other nodes, empty nodes up to 10 at a time (max-empty-bulk-delete) and
 // one busy node a cycle, but not within 10 minutes of a scale-up
@@ -165,9 +166,15 @@ func (s static) fill(e *engine, lead int64) {
 // also fill the fragments of busy nodes.
 type reactive struct {
 	ignoreNotices
-	buffer      int
-	placeholder int // GPUs per placeholder; 0: as wide as a node
-	lastUp      int64
+	buffer int
+	// gpuPlaceholders: 1-GPU placeholders; otherwise each as wide as a node.
+	gpuPlaceholders bool
+	lastUp          int64
+}
+
+// newHeadroom is the headroom policy of opt.
+func newHeadroom(opt Options) *reactive {
+	return &reactive{buffer: max(0, opt.HeadroomGPUs), gpuPlaceholders: opt.HeadroomPlaceholders == config.PlaceholdersGPU}
 }
 
 const (
@@ -178,20 +185,17 @@ const (
 
 func (r *reactive) start(*engine) { r.lastUp = -caDelayAfterAdd }
 
-// held is the GPUs of placeholders that free GPUs of a gpn-GPU node hold.
+// held is the GPUs of placeholders that free GPUs of a gpn-GPU node hold:
+// every free GPU with 1-GPU placeholders, else only a whole empty node's.
 func (r *reactive) held(free, gpn int) int {
-	k := r.placeholder
-	if k <= 0 || k > gpn {
-		k = gpn
+	if r.gpuPlaceholders || free == gpn {
+		return free
 	}
-	return free / k * k
+	return 0
 }
 
 func (r *reactive) tick(e *engine) error {
-	order := burstOrder(e.pools, true)
-	if len(order) == 0 {
-		order = burstOrder(e.pools, false)
-	}
+	order := burstOrder(e.pools, false)
 	if len(order) == 0 {
 		return errors.New("reactive: no on-demand or spot pool to scale")
 	}
@@ -221,8 +225,10 @@ func (r *reactive) tick(e *engine) error {
 	}
 	// Empty nodes first (up to max-empty-bulk-delete), then at most one
 	// busy node whose jobs fit on the nodes that stay; spare is the
-	// placeholders' GPUs beyond the buffer, which removals may take.
-	spare := empty + frag - r.buffer
+	// placeholders' GPUs beyond the buffer and beyond what queued jobs
+	// (wide ones, waiting for more empty nodes) will take, which removals
+	// may take.
+	spare := max(0, empty-e.queuedGPUs) + frag - r.buffer
 	remove := map[int32]bool{}
 	var victims []*node
 	for _, n := range e.live {
@@ -265,7 +271,7 @@ func (r *reactive) fitsElsewhere(e *engine, n *node, removed map[int32]bool, spa
 		}
 		placed := false
 		for f := j.gpus; f <= e.maxGPN && !placed; f++ {
-			for _, m := range e.buckets[f] {
+			for _, m := range slices.Concat(e.buckets[0][f], e.buckets[1][f]) {
 				free := m.free - taken[m.idx]
 				if m == n || removed[m.idx] || free < j.gpus {
 					continue
@@ -606,11 +612,11 @@ func (p *predictive) observe(e *engine) *fleet.State {
 	st.PendingGPUs = e.queuedGPUs
 	if e.queuedGPUs > 0 {
 		for f := 1; f < e.maxGPN; f++ { // empty nodes are usable by wide jobs
-			st.PendingGPUs += f * len(e.buckets[f])
+			st.PendingGPUs += f * e.bucketLen(f)
 		}
 	}
-	// No history: the planner's baseline advice is taken weekly (rebase),
-	// not every cycle.
+	// No history: the planner's baseline advice is taken only with advised
+	// reservations, and then at their cadence (rebase), not every cycle.
 	st.Nodes = st.Nodes[:0]
 	now := p.at(e.now)
 	for _, n := range e.live {

@@ -66,9 +66,11 @@ type Report struct {
 	Seed  int64   `json:"seed"`
 	// Reservations is how reservations were held: "configured" or
 	// "advised"; HeadroomGPUs is the headroom policy's buffer.
-	Reservations string   `json:"reservations"`
-	HeadroomGPUs int      `json:"headroom_gpus"`
-	Policies     []Result `json:"policies"`
+	Reservations string `json:"reservations"`
+	HeadroomGPUs int    `json:"headroom_gpus"`
+	// HeadroomPlaceholders is the size of its placeholders: "node" or "gpu".
+	HeadroomPlaceholders string   `json:"headroom_placeholders"`
+	Policies             []Result `json:"policies"`
 	// Demand is the trace's demand if every job ran from its submit, at the
 	// sampling step of the policies' Capacity; for the picture.
 	Demand fleet.Series `json:"-"`
@@ -106,7 +108,7 @@ func searchAbove(xs []float64, v float64) int {
 
 // WriteTable writes the report as a table, one row per policy.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "trace %s: %d jobs over %.1f days, seed %d; reservations %s, headroom %d GPUs\n\n", r.Trace, r.Jobs, r.Days, r.Seed, r.Reservations, r.HeadroomGPUs)
+	fmt.Fprintf(w, "trace %s: %d jobs over %.1f days, seed %d; reservations %s, headroom %d GPUs in %s-wide placeholders\n\n", r.Trace, r.Jobs, r.Days, r.Seed, r.Reservations, r.HeadroomGPUs, r.HeadroomPlaceholders)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tcost $\tvs oracle\tGPU-h bought\tGPU-h used\tutil\twait GPU-h\tp50\tp95\tp99\t>1h\tlost GPU-h\tscale-in\treclaim\tunsafe\tlaunches\tdrains\treserved GPUs\tlimited\t")
 	for _, p := range r.Policies {

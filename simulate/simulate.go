@@ -35,7 +35,7 @@
 // the same limits (pool max, limits.max_gpus, limits.max_spend_per_hour).
 // With Options.Reservations "advised", the predictive policy may grow the
 // cheapest reservation as the planner advises, and the oracle takes the
-// hindsight-best size over the same period (see Advised).
+// hindsight-best reservation that could grow as it does (see Advised).
 //
 // Policies:
 //   - static: the reservations and on-demand nodes for the rest of the
@@ -79,9 +79,11 @@ const (
 	Configured = config.ReservationsConfigured
 	// Advised evaluates the baseline advice: the predictive policy makes
 	// its first commitment after Options.AdviceAfter of history, then may
-	// grow it (never shrink it) every 30 days; the oracle takes the
-	// hindsight-best fixed size from AdviceAfter on. Both are billed for
-	// the part of the run they cover.
+	// grow it (never shrink it) every 30 days; the oracle takes, from
+	// AdviceAfter on and at the same cadence, the never-shrinking
+	// reservation that costs least in hindsight (a fixed size when that is
+	// best; a fixed size alone would not bound a policy that may grow).
+	// Both are billed from each commitment to the end of the run.
 	Advised = config.ReservationsAdvised
 )
 
@@ -89,8 +91,8 @@ const (
 type Options struct {
 	// Seed makes capacity errors reproducible.
 	Seed int64
-	// Interval is the control interval of the reactive and predictive
-	// policies; default the config's controller.interval.
+	// Interval is the control interval of every policy but the oracle;
+	// default the config's controller.interval.
 	Interval time.Duration
 	// CheckpointInterval is how often jobs checkpoint unless the trace says;
 	// default 30 minutes.
@@ -118,10 +120,11 @@ type Options struct {
 	// HeadroomGPUs is the headroom policy's buffer of free GPUs; default
 	// 128, negative for none (the headroom policy is then reactive).
 	HeadroomGPUs int
-	// HeadroomPlaceholderGPUs is the GPUs of each of the headroom policy's
-	// placeholders; default as wide as a node (the buffer is whole empty
-	// nodes), 1 to let the buffer fill busy nodes' fragments.
-	HeadroomPlaceholderGPUs int
+	// HeadroomPlaceholders is the size of the headroom policy's
+	// placeholders: config.PlaceholdersNode (the default: as wide as a
+	// node, so the buffer is whole empty nodes) or config.PlaceholdersGPU
+	// (one GPU each: the buffer also fills busy nodes' fragments).
+	HeadroomPlaceholders string
 	// PerfectMargin is what the perfect policy adds to the true demand, as
 	// a share (0.05: 5% more); default 0.
 	PerfectMargin float64
@@ -177,7 +180,7 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 		}
 	}
 	rep := &Report{Trace: tr.Name, Jobs: len(tr.Jobs), Days: tr.Span().Hours() / 24, Seed: opt.Seed,
-		Reservations: opt.Reservations, HeadroomGPUs: max(0, opt.HeadroomGPUs)}
+		Reservations: opt.Reservations, HeadroomGPUs: max(0, opt.HeadroomGPUs), HeadroomPlaceholders: opt.HeadroomPlaceholders}
 	rep.Demand = tr.Demand(opt.sample)
 	rep.Demand.Start = opt.Start
 	results := make([]Result, len(Policies))
@@ -215,6 +218,11 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 	}
 	return rep, nil
 }
+
+// maxHeadroom bounds the headroom policy's buffer, so that its arithmetic
+// cannot overflow; a buffer larger than the pools can hold is kept as far
+// as they (and the limits) allow.
+const maxHeadroom = 1 << 24
 
 // resolve fills in the defaults of the options left zero (config.Defaults'
 // simulate block, the config's control interval) and checks the rest.
@@ -257,8 +265,15 @@ func (opt Options) resolve(cfg *config.Config, tr *trace.Trace) (Options, error)
 	case h < 0:
 		opt.HeadroomGPUs = -1
 	}
-	if opt.HeadroomPlaceholderGPUs < 0 {
-		return Options{}, fmt.Errorf("simulate: headroom placeholder of %d GPUs: want at least 1, or 0 for a node's width", opt.HeadroomPlaceholderGPUs)
+	switch opt.HeadroomPlaceholders {
+	case "":
+		opt.HeadroomPlaceholders = def.HeadroomPlaceholders
+	case config.PlaceholdersNode, config.PlaceholdersGPU:
+	default:
+		return Options{}, fmt.Errorf("simulate: headroom placeholders %q: want one of %v", opt.HeadroomPlaceholders, config.PlaceholderSizes)
+	}
+	if opt.HeadroomGPUs > maxHeadroom {
+		return Options{}, fmt.Errorf("simulate: a headroom of %d GPUs: want at most %d", opt.HeadroomGPUs, maxHeadroom)
 	}
 	if m := opt.PerfectMargin; m < 0 || math.IsNaN(m) || math.IsInf(m, 0) {
 		return Options{}, fmt.Errorf("simulate: perfect margin %v: want a share of demand >= 0", m)
@@ -311,7 +326,7 @@ func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (R
 	case "reactive":
 		pol = &reactive{}
 	case "headroom":
-		pol = &reactive{buffer: max(0, opt.HeadroomGPUs), placeholder: opt.HeadroomPlaceholderGPUs}
+		pol = newHeadroom(opt)
 	case "predictive":
 		p, err := newPredictive(cfg, opt)
 		if err != nil {
@@ -333,7 +348,7 @@ func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (R
 		if opt.Reservations == Advised {
 			advice = secs(opt.AdviceAfter)
 		}
-		return oracle(tr, e.pools, secs(opt.sample), advice), nil
+		return oracle(tr, e.pools, secs(opt.sample), advice, cfg.Limits), nil
 	}
 	return simulatePolicy(cfg, tr, opt, name, pol)
 }

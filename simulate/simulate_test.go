@@ -198,6 +198,16 @@ func TestInvariants(t *testing.T) {
 		if len(got) != len(DefaultPolicies) || rep.Jobs != 400 {
 			t.Errorf("seed %d: %d policies, %d jobs; want %d and 400", seed, len(got), rep.Jobs, len(DefaultPolicies))
 		}
+		// With the advice evaluated, the oracle is still the cheapest.
+		rep, err = Run(cfg, tr, Options{Seed: int64(seed), Reservations: Advised, AdviceAfter: 6 * time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Policies {
+			if r.CostVsOracle < 1-1e-9 {
+				t.Errorf("seed %d, advised: %s costs %.3fx the oracle", seed, r.Policy, r.CostVsOracle)
+			}
+		}
 	}
 }
 

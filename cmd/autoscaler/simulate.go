@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,9 +32,9 @@ func runSimulate(e *env, args []string) int {
 	seed := fs.Int64("seed", 1, "random seed (capacity errors)")
 	policies := fs.String("policies", "", "comma-separated policies to run, of "+strings.Join(simulate.Policies, ",")+" (default: "+strings.Join(simulate.DefaultPolicies, ",")+")")
 	headroom := fs.Int("headroom", -1, "the headroom policy's buffer: GPUs kept free as whole empty nodes (default: simulate.headroom_gpus, 128)")
-	placeholder := fs.Int("headroom-placeholder", -1, "GPUs of each of the headroom policy's placeholders: 0 for as wide as a node (the buffer is whole empty nodes), 1 to let it fill busy nodes' fragments (default: simulate.headroom_placeholder_gpus, 0)")
+	placeholders := fs.String("headroom-placeholders", "", "the headroom policy's placeholders: node (each as wide as a node: the buffer is whole empty nodes) or gpu (one GPU each: it also fills busy nodes' fragments) (default: simulate.headroom_placeholders, node)")
 	reservations := fs.String("reservations", "", "how policies hold reservations: configured (every policy the configured ones) or advised (predictive follows the baseline advice; default: simulate.reservations, configured)")
-	var adviceAfter durationFlag
+	adviceAfter := durationFlag{positive: true}
 	fs.Var(&adviceAfter, "advice-after", "history before the advised reservation's first commitment (default: simulate.advice_after, 14d)")
 	perfectMargin := fs.Float64("perfect-margin", 0, "the perfect policy's margin over the true demand, as a share, e.g. 0.05")
 	frontier := fs.Bool("frontier", false, "cost against waited GPU-hours for predictive over its quantiles and headroom over its buffers, instead of the policy table")
@@ -44,7 +45,7 @@ func runSimulate(e *env, args []string) int {
 	fs.Var(&ckptDur, "checkpoint-duration", "how long a checkpoint asked for by a drain or a spot notice takes to be durable, 0 for at once (default: simulate.checkpoint_duration, 2m)")
 	unresponsive := fs.Float64("unresponsive-jobs", -1, "share of jobs, 0 to 1, that ignore drains and checkpoint only on their own schedule (default: simulate.unresponsive_jobs, 0.02)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	plotPath := fs.String("plot", "", "draw demand and each policy's capacity over time to this file (.svg, .png or .pdf)")
+	plotPath := fs.String("plot", "", "draw demand and each policy's capacity over time (with -frontier: cost against waiting) to this file (.svg, .png or .pdf)")
 	log, code, ok := setup(e, fs, args)
 	if !ok {
 		return code
@@ -60,8 +61,8 @@ func runSimulate(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "simulate: -headroom %d: want GPUs >= 0\n", *headroom)
 		return exitUsage
 	}
-	if *placeholder < -1 {
-		fmt.Fprintf(e.stderr, "simulate: -headroom-placeholder %d: want GPUs >= 0\n", *placeholder)
+	if *placeholders != "" && !slices.Contains(config.PlaceholderSizes, *placeholders) {
+		fmt.Fprintf(e.stderr, "simulate: -headroom-placeholders %q: want one of %s\n", *placeholders, strings.Join(config.PlaceholderSizes, ", "))
 		return exitUsage
 	}
 	if *perfectMargin < 0 {
@@ -83,6 +84,16 @@ func runSimulate(e *env, args []string) int {
 	topt := trace.Options{Format: *format, ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Days: *days, From: from.d}
 	if *policies != "" {
 		opt.Policies = strings.Split(*policies, ",")
+	}
+	if *frontier {
+		// The frontier runs its own policies and levels.
+		for _, name := range []string{"policies", "headroom", "perfect-margin"} {
+			if flagSet(fs, name) {
+				fmt.Fprintf(e.stderr, "simulate: -%s does not apply to -frontier, which runs headroom over %v GPUs and predictive over the quantiles %v\n",
+					name, simulate.FrontierBuffers, simulate.FrontierQuantiles)
+				return exitUsage
+			}
+		}
 	}
 	cfg, ok := loadConfig(e, log, *path)
 	if !ok {
@@ -112,9 +123,9 @@ func runSimulate(e *env, args []string) int {
 	if opt.HeadroomGPUs == 0 {
 		opt.HeadroomGPUs = -1 // none: Options' zero is the default
 	}
-	opt.HeadroomPlaceholderGPUs = cfg.Simulate.HeadroomPlaceholderGPUs
-	if *placeholder >= 0 {
-		opt.HeadroomPlaceholderGPUs = *placeholder
+	opt.HeadroomPlaceholders = cfg.Simulate.HeadroomPlaceholders
+	if *placeholders != "" {
+		opt.HeadroomPlaceholders = *placeholders
 	}
 	tr, err := trace.Open(*tracePath, topt)
 	if err != nil {
@@ -271,4 +282,11 @@ func (b *progressBar) done() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	fmt.Fprint(b.w, "\r\033[K")
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -127,5 +127,5 @@ simulate {
   reservations                = "advised"
   advice_after                = "7d"
   headroom_gpus               = 64
-  headroom_placeholder_gpus   = 1
+  headroom_placeholders       = "gpu"
 }
