@@ -157,8 +157,8 @@ func (s static) fill(e *engine, lead int64) {
 // their work since the last checkpoint is lost. No forecast.
 //
 // With a buffer it is the headroom policy, the "overprovisioning" practice:
-// placeholder pods of the lowest priority, of placeholder GPUs each, that
-// real jobs preempt. It keeps buffer GPUs of placeholders placed on ready
+// placeholder pods of the lowest priority, as wide as a node or of one GPU
+// each, that real jobs preempt. It keeps buffer GPUs of placeholders placed on ready
 // or booting nodes, launching when they hold fewer, and never removes a
 // node, nor moves a removed node's jobs onto placeholders, when that would
 // take them below it. Placeholders as wide as a node (the default) keep
@@ -271,21 +271,23 @@ func (r *reactive) fitsElsewhere(e *engine, n *node, removed map[int32]bool, spa
 		}
 		placed := false
 		for f := j.gpus; f <= e.maxGPN && !placed; f++ {
-			for _, m := range slices.Concat(e.buckets[0][f], e.buckets[1][f]) {
-				free := m.free - taken[m.idx]
-				if m == n || removed[m.idx] || free < j.gpus {
-					continue
-				}
-				if r.buffer > 0 {
-					lost := r.held(free, m.gpn) - r.held(free-j.gpus, m.gpn)
-					if lost > spare {
-						continue // placeholders the buffer keeps
+			for t := 0; t < len(e.buckets) && !placed; t++ { // reserved nodes first, as the scheduler
+				for _, m := range e.buckets[t][f] {
+					free := m.free - taken[m.idx]
+					if m == n || removed[m.idx] || free < j.gpus {
+						continue
 					}
-					spare -= lost
+					if r.buffer > 0 {
+						lost := r.held(free, m.gpn) - r.held(free-j.gpus, m.gpn)
+						if lost > spare {
+							continue // placeholders the buffer keeps
+						}
+						spare -= lost
+					}
+					taken[m.idx] += j.gpus
+					placed = true
+					break
 				}
-				taken[m.idx] += j.gpus
-				placed = true
-				break
 			}
 		}
 		if !placed {
