@@ -235,10 +235,7 @@ func TestHeadroomBuysLessWaiting(t *testing.T) {
 // TestWaitGPUHours: every interval a job spends queued counts, times its
 // GPUs, the waits after a drain requeued it included.
 func TestWaitGPUHours(t *testing.T) {
-	tr := jobsTrace(
-		trace.Job{Submit: 0, GPUs: 8, Duration: 2 * time.Hour}, trace.Job{Submit: 0, GPUs: 8, Duration: 2 * time.Hour},
-		trace.Job{Submit: 4 * time.Hour, GPUs: 8, Duration: 2 * time.Hour}, trace.Job{Submit: 4 * time.Hour, GPUs: 8, Duration: 2 * time.Hour},
-	)
+	tr := squareWave()
 	rep, err := Run(onePool(), tr, Options{Policies: []string{"static", "reactive"}})
 	if err != nil {
 		t.Fatal(err)
@@ -342,10 +339,7 @@ func TestAdvisedReservations(t *testing.T) {
 // lead time ahead of the second burst, so only the first (at the trace's
 // start, which nothing can be ahead of) waits; a margin buys more.
 func TestPerfect(t *testing.T) {
-	tr := jobsTrace(
-		trace.Job{Submit: 0, GPUs: 8, Duration: 2 * time.Hour}, trace.Job{Submit: 0, GPUs: 8, Duration: 2 * time.Hour},
-		trace.Job{Submit: 4 * time.Hour, GPUs: 8, Duration: 2 * time.Hour}, trace.Job{Submit: 4 * time.Hour, GPUs: 8, Duration: 2 * time.Hour},
-	)
+	tr := squareWave()
 	rep, err := Run(onePool(), tr, Options{Policies: []string{"perfect", "predictive"}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -58,13 +59,7 @@ type Frontier struct {
 // (forecast.quantile replaced), with the rest of opt as Run takes it, on
 // every core.
 func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, error) {
-	if len(tr.Jobs) == 0 {
-		return nil, fmt.Errorf("simulate: trace %s has no jobs", tr.Name)
-	}
-	if err := checkJobsFit(cfg, tr); err != nil {
-		return nil, err
-	}
-	opt, err := opt.resolve(cfg, tr)
+	opt, err := prepare(cfg, tr, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -123,16 +118,7 @@ func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, e
 		}
 	}
 	slices.SortStableFunc(f.Points, func(a, b FrontierPoint) int {
-		if a.Policy != b.Policy {
-			return strings.Compare(a.Policy, b.Policy)
-		}
-		switch {
-		case a.Level < b.Level:
-			return -1
-		case a.Level > b.Level:
-			return 1
-		}
-		return 0
+		return cmp.Or(strings.Compare(a.Policy, b.Policy), cmp.Compare(a.Level, b.Level))
 	})
 	return f, nil
 }

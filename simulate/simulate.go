@@ -158,15 +158,21 @@ func CapacityWarning(cfg *config.Config, tr *trace.Trace) string {
 	return fmt.Sprintf("the trace's peak demand is %d GPUs, more than the %d GPUs the config's pools can hold: jobs will queue and the oracle leaves the excess unserved", peak, room)
 }
 
-// Run simulates the trace under each policy and reports them side by side.
-func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
+// prepare checks that the config's pools can run the trace at all and
+// resolves the options, for Run and RunFrontier.
+func prepare(cfg *config.Config, tr *trace.Trace, opt Options) (Options, error) {
 	if len(tr.Jobs) == 0 {
-		return nil, fmt.Errorf("simulate: trace %s has no jobs", tr.Name)
+		return Options{}, fmt.Errorf("simulate: trace %s has no jobs", tr.Name)
 	}
 	if err := checkJobsFit(cfg, tr); err != nil {
-		return nil, err
+		return Options{}, err
 	}
-	opt, err := opt.resolve(cfg, tr)
+	return opt.resolve(cfg, tr)
+}
+
+// Run simulates the trace under each policy and reports them side by side.
+func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
+	opt, err := prepare(cfg, tr, opt)
 	if err != nil {
 		return nil, err
 	}

@@ -42,13 +42,18 @@ func byPolicy(t *testing.T, rep *Report) map[string]Result {
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-6*max(1, math.Abs(b)) }
 
-// TestSquareWave replays two bursts of two 8-GPU, 2-hour jobs, four hours
-// apart, where every figure is known by hand.
-func TestSquareWave(t *testing.T) {
-	tr := jobsTrace(
+// squareWave is two bursts of two 8-GPU, 2-hour jobs, four hours apart.
+func squareWave() *trace.Trace {
+	return jobsTrace(
 		trace.Job{Submit: 0, GPUs: 8, Duration: 2 * time.Hour}, trace.Job{Submit: 0, GPUs: 8, Duration: 2 * time.Hour},
 		trace.Job{Submit: 4 * time.Hour, GPUs: 8, Duration: 2 * time.Hour}, trace.Job{Submit: 4 * time.Hour, GPUs: 8, Duration: 2 * time.Hour},
 	)
+}
+
+// TestSquareWave replays two bursts of two 8-GPU, 2-hour jobs, four hours
+// apart, where every figure is known by hand.
+func TestSquareWave(t *testing.T) {
+	tr := squareWave()
 	rep, err := Run(onePool(), tr, Options{Policies: []string{"static", "reactive", "oracle"}})
 	if err != nil {
 		t.Fatal(err)
