@@ -223,7 +223,7 @@ const advising = 12 * time.Hour
 // a node with work on it.
 func TestPredictiveNeverLosesWorkToScaleIn(t *testing.T) {
 	cfg := exampleConfig(t)
-	waiting, unresponsive := 0, 0
+	unresponsive := 0
 	for seed := uint64(1); seed <= 3; seed++ {
 		tr := randomTrace(seed, 400)
 		w := &watched{}
@@ -233,12 +233,15 @@ func TestPredictiveNeverLosesWorkToScaleIn(t *testing.T) {
 		if r.LostScaleInGPUHours != 0 || r.LostGPUHours != 0 || r.UnsafeTerminations != 0 || !near(r.UsedGPUHours, tr.GPUHours()) {
 			t.Errorf("seed %d: %s", seed, brief(r))
 		}
-		waiting, unresponsive = waiting+w.waiting, unresponsive+w.unresponsive
+		// The rule was put to the test: drains waited for jobs (in every
+		// run), some of which ignored them (in some).
+		if w.waiting == 0 {
+			t.Errorf("seed %d: no cycle saw a draining node with jobs", seed)
+		}
+		unresponsive += w.unresponsive
 	}
-	// The rule was put to the test: drains waited for jobs, some of which
-	// ignored them.
-	if waiting == 0 || unresponsive == 0 {
-		t.Errorf("%d cycles saw a draining node with jobs, %d with an unresponsive job; want both > 0", waiting, unresponsive)
+	if unresponsive == 0 {
+		t.Error("no cycle saw a draining node with a job that ignores the drain")
 	}
 }
 

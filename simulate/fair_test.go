@@ -364,6 +364,10 @@ func TestPerfect(t *testing.T) {
 	if got := stepPeaks([]segment{{0, 90, 2}, {90, 250, 5}, {250, 300, 1}}, 100); !slices.Equal(got, []float64{5, 5, 5}) {
 		t.Errorf("stepPeaks = %v", got)
 	}
+	// A segment that ends on a step's edge is not in the next step.
+	if got := stepPeaks([]segment{{0, 100, 9}, {100, 200, 1}}, 100); !slices.Equal(got, []float64{9, 1}) {
+		t.Errorf("stepPeaks = %v; want [9 1]", got)
+	}
 }
 
 // TestSameLimitsForEveryPolicy: limits.max_gpus and max_spend_per_hour
@@ -523,7 +527,11 @@ func TestExampleLimitsDoNotBindOnSharedTraces(t *testing.T) {
 // wait less at the same buffer.
 func TestBaselinesMatchAnIndependentSimulator(t *testing.T) {
 	path := sharedTrace(t, "philly_rfold/philly_trace.csv")
-	cfg, diags := config.Load("../../shared/bench/fair-philly.hcl")
+	const bench = "../../shared/bench/fair-philly.hcl"
+	if _, err := os.Stat(bench); err != nil {
+		t.Skipf("%s not found; it lives in ../shared beside the repository", bench)
+	}
+	cfg, diags := config.Load(bench)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -641,7 +649,8 @@ func TestAdvisedCadence(t *testing.T) {
 		jobs = append(jobs, trace.Job{Submit: 80 * 24 * time.Hour, GPUs: 8, Duration: 120 * 24 * time.Hour})
 	}
 	tr := jobsTrace(jobs...)
-	opt := Options{Reservations: Advised, AdviceAfter: 2 * 24 * time.Hour}
+	// A control cycle every 10 minutes: the cadence does not need more.
+	opt := Options{Reservations: Advised, AdviceAfter: 2 * 24 * time.Hour, Interval: 10 * time.Minute}
 	var grown []int64
 	last := 1
 	runWrapped(t, cfg, tr, opt, "predictive", func(e *engine) {
@@ -666,5 +675,97 @@ func TestAdvisedCadence(t *testing.T) {
 		if r.CostVsOracle < 1-1e-9 {
 			t.Errorf("%s costs %.3fx the oracle: the oracle is not a lower bound", r.Policy, r.CostVsOracle)
 		}
+	}
+}
+
+// TestReservationBilledFromItsGrowth: a reservation grown mid-run is billed
+// from then on, not from the start.
+func TestReservationBilledFromItsGrowth(t *testing.T) {
+	cfg := withReservation(1)
+	e, err := newEngine(jobsTrace(trace.Job{GPUs: 1, Duration: time.Hour}), cfg.Pools, Options{}, static{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.holdReservations()
+	e.advance(10 * 3600)
+	if !e.reserve(1, 3) || e.reserve(1, 2) {
+		t.Fatal("the reservation did not grow to 3, or shrank to 2")
+	}
+	e.advance(15 * 3600)
+	// One node at $4 for 15 hours, two more for the last 5.
+	if want := 4.0*15 + 2*4*5; !near(e.st.cost, want) {
+		t.Fatalf("billed $%.2f; want $%.2f", e.st.cost, want)
+	}
+}
+
+// TestReportedJobsFollowTheFleet, a property: the predictive policy's
+// cached reports of each node's jobs (made again only when the node's jobs
+// change or pass a checkpoint) are what a fresh report would say, before
+// every cycle, with wide jobs and frequent checkpoints.
+func TestReportedJobsFollowTheFleet(t *testing.T) {
+	cfg := onePool()
+	cfg.Pools[0].Max = 200
+	for seed := uint64(1); seed <= 3; seed++ {
+		tr := randomTrace(seed, 300)
+		opt, err := Options{Seed: int64(seed), CheckpointInterval: 7 * time.Minute}.resolve(cfg, tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := newPredictive(cfg, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := 0
+		_, err = simulatePolicy(cfg, tr, opt, "predictive", before{p, func(e *engine) {
+			for _, n := range e.live {
+				var want []fleet.Job
+				for _, jid := range n.jobs {
+					j := &e.jobs[jid]
+					fj := fleet.Job{ID: j.id, GPUs: j.gpus, Start: p.at(j.start)}
+					if len(j.nodes) > 1 {
+						fj.GPUs = n.gpn
+					}
+					if ck := j.checkpointed(e.now); ck > 0 {
+						fj.LastCheckpoint = p.at(j.start + ck)
+					}
+					want = append(want, fj)
+				}
+				if got := p.jobsOf(e, n); fmt.Sprint(got) != fmt.Sprint(want) && bad < 3 {
+					bad++
+					t.Errorf("seed %d at %ds, node %s: reported %v, fresh %v", seed, e.now, n.id, got, want)
+				}
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// before wraps a policy and calls check before each of its cycles.
+type before struct {
+	policy
+	check func(e *engine)
+}
+
+func (b before) tick(e *engine) error { b.check(e); return b.policy.tick(e) }
+
+// TestReactiveMovesJobsOntoReservedNodes: a busy on-demand node whose job
+// fits only on a reserved node's free GPUs is removed, the job moving
+// there.
+func TestReactiveMovesJobsOntoReservedNodes(t *testing.T) {
+	cfg := withReservation(1)
+	// A fills the reserved node for 20 minutes, so B (3 GPUs, under half an
+	// on-demand node) starts on an on-demand node at 10 minutes; once A is
+	// done B fits only on the reserved node, and the on-demand node goes.
+	tr := jobsTrace(trace.Job{GPUs: 8, Duration: 20 * time.Minute}, trace.Job{GPUs: 3, Duration: 3 * time.Hour})
+	removed := false
+	r := runWrapped(t, cfg, tr, Options{HeadroomGPUs: -1}, "reactive", func(e *engine) {
+		if e.pools[0].count == 0 && e.now < 2*3600 {
+			removed = true
+		}
+	})
+	if !removed || r.UnsafeTerminations != 1 {
+		t.Fatalf("%s; want the on-demand node removed within 2 hours, its job moved to the reserved node", brief(r))
 	}
 }

@@ -48,6 +48,9 @@ type Frontier struct {
 	Days         float64 `json:"days"`
 	Seed         int64   `json:"seed"`
 	Reservations string  `json:"reservations"`
+	// HeadroomPlaceholders is the size of the headroom policy's
+	// placeholders: "node" or "gpu".
+	HeadroomPlaceholders string `json:"headroom_placeholders"`
 	// OracleCostUSD is the clairvoyant lower bound on cost at no wait.
 	OracleCostUSD float64 `json:"oracle_cost_usd"`
 	// Points are headroom's, by buffer, then predictive's, by quantile.
@@ -62,6 +65,9 @@ func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, e
 	opt, err := prepare(cfg, tr, opt)
 	if err != nil {
 		return nil, err
+	}
+	if opt.Reservations != Configured {
+		return nil, fmt.Errorf("simulate: the frontier compares policies holding the configured reservations, not %q ones: the headroom policy does not follow the baseline advice", opt.Reservations)
 	}
 	opt.sample = 0 // no pictures of capacity
 	opt.Progress = nil
@@ -104,7 +110,7 @@ func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, e
 		}
 	}
 	f := &Frontier{Trace: tr.Name, Jobs: len(tr.Jobs), Days: tr.Span().Hours() / 24, Seed: opt.Seed,
-		Reservations: opt.Reservations, OracleCostUSD: results[len(runs)-1].CostUSD}
+		Reservations: opt.Reservations, HeadroomPlaceholders: opt.HeadroomPlaceholders, OracleCostUSD: results[len(runs)-1].CostUSD}
 	for _, want := range []string{"headroom", "predictive"} {
 		for i, r := range runs {
 			if r.policy != want {
@@ -166,8 +172,8 @@ func levelText(policy string, level float64) string {
 // WriteTable writes the frontier, one row per point, cheapest policy
 // levels of each policy in order.
 func (f *Frontier) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "trace %s: %d jobs over %.1f days, seed %d; reservations %s; oracle $%s\n\n",
-		f.Trace, f.Jobs, f.Days, f.Seed, f.Reservations, thousands(f.OracleCostUSD))
+	fmt.Fprintf(w, "trace %s: %d jobs over %.1f days, seed %d; reservations %s; headroom in %s-wide placeholders; oracle $%s\n\n",
+		f.Trace, f.Jobs, f.Days, f.Seed, f.Reservations, f.HeadroomPlaceholders, thousands(f.OracleCostUSD))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tlevel\tcost $\tvs oracle\twait GPU-h\tp95\tp99\tlost GPU-h\tlaunches\tdrains\treserved GPUs\tlimited\t")
 	for _, p := range f.Points {
@@ -194,7 +200,7 @@ func (f *Frontier) plot(path string) error {
 		return fmt.Errorf("unsupported extension %q: want one of %s", ext, strings.Join(PlotFormats, ", "))
 	}
 	p := plot.New()
-	p.Title.Text = f.Trace + ": cost against waiting (" + f.Reservations + " reservations)"
+	p.Title.Text = f.Trace + ": cost against waiting (" + f.HeadroomPlaceholders + "-wide placeholders)"
 	p.Title.TextStyle.Font.Size = vg.Points(14)
 	p.Title.Padding = vg.Points(8)
 	p.X.Label.Text = "waited GPU-hours"

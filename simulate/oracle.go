@@ -86,12 +86,9 @@ func oracle(tr *trace.Trace, pools []simPool, sample, advice int64, lim config.L
 		}
 	}
 	burst := burstOrder(pools, false)
-	peak, dearest := 0, 0.0
+	peak := 0
 	for _, s := range segs {
 		peak = max(peak, s.gpus)
-	}
-	for _, pi := range burst {
-		dearest = max(dearest, pools[pi].spec.PricePerHour/float64(pools[pi].spec.GPUsPerNode))
 	}
 	resGPN, resPrice, maxExtra := 1, 0.0, 0
 	if res >= 0 && advice >= 0 {
@@ -163,13 +160,14 @@ func oracle(tr *trace.Trace, pools []simPool, sample, advice int64, lim config.L
 		}
 	}
 	// The schedule: extra[w] nodes added to the reservation in period w,
-	// never fewer than in the period before, none before the advice. The
-	// objective serves as much demand as it can first (unserved demand
-	// costs a thousand times the dearest GPU-hour), then costs least; it is
-	// summed over each period's levels in order, for determinism.
+	// never fewer than in the period before, none before the advice, at the
+	// least cost. Demand nothing could hold costs nothing (it is reported
+	// as unserved): a policy queues it and serves it later, which the
+	// demand curve cannot tell, and buying a reservation for a spike would
+	// bill the oracle more than such a policy pays. The cost is summed over
+	// each period's levels in order, for determinism.
 	extra := make([]int, len(periods))
 	if len(periods) > 1 {
-		penalty := 1000 * max(dearest, resPrice/float64(resGPN), 1)
 		periodCosts := func(segs []segment) []float64 {
 			type level struct {
 				gpus int
@@ -195,8 +193,8 @@ func oracle(tr *trace.Trace, pools []simPool, sample, advice int64, lim config.L
 				rg, rp := baseGPUs+r*resGPN, basePrice+float64(r)*resPrice
 				costs[r] = rp * float64(span)
 				for _, l := range merged {
-					c, short := burstCost(l.gpus-rg, rg, rp, scratch)
-					costs[r] += (c + float64(short)*penalty) * float64(l.dur)
+					c, _ := burstCost(l.gpus-rg, rg, rp, scratch)
+					costs[r] += c * float64(l.dur)
 				}
 			}
 			return costs
@@ -234,7 +232,8 @@ func oracle(tr *trace.Trace, pools []simPool, sample, advice int64, lim config.L
 		}
 	}
 
-	out := Result{Policy: "oracle", UsedGPUHours: tr.GPUHours()}
+	out := Result{Policy: "oracle"}
+	var unserved float64 // GPU-seconds
 	// Burst nodes as layers: offSince[k][i] is when layer i of pool k was
 	// last released (math.MinInt64: never used; the fleet's initial nodes).
 	offSince := make([][]int64, len(burst))
@@ -246,8 +245,9 @@ func oracle(tr *trace.Trace, pools []simPool, sample, advice int64, lim config.L
 		price := basePrice + float64(extra[w])*resPrice
 		out.ReservedGPUs = max(out.ReservedGPUs, rg)
 		for _, s := range segs[pr[0]:pr[1]] {
-			c, _ := burstCost(s.gpus-rg, rg, price, nodes)
+			c, short := burstCost(s.gpus-rg, rg, price, nodes)
 			dt := float64(s.to - s.from)
+			unserved += float64(min(short, s.gpus)) * dt
 			out.CostUSD += (c + price) * dt / 3600
 			out.ProvisionedGPUHours += float64(rg) * dt / 3600
 			capacity := rg
@@ -286,6 +286,8 @@ func oracle(tr *trace.Trace, pools []simPool, sample, advice int64, lim config.L
 			}
 		}
 	}
+	out.UnservedGPUHours = unserved / 3600
+	out.UsedGPUHours = tr.GPUHours() - out.UnservedGPUHours
 	out.finish()
 	return out
 }

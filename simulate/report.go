@@ -44,6 +44,11 @@ type Result struct {
 	UnsafeTerminations int `json:"unsafe_terminations"`
 	Launches           int `json:"launches"`
 	Drains             int `json:"drains"`
+	// UnservedGPUHours is demand the oracle left unserved because nothing
+	// the pools and limits allow could hold it (its lower bound leaves it
+	// out); 0 for the other policies, which queue such demand and serve it
+	// later.
+	UnservedGPUHours float64 `json:"unserved_gpu_hours"`
 	// ReservedGPUs is the largest reservation of the run.
 	ReservedGPUs int `json:"reserved_gpus"`
 	// LimitedCycles counts the control cycles in which a fleet limit

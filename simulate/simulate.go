@@ -225,10 +225,10 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 	return rep, nil
 }
 
-// maxHeadroom bounds the headroom policy's buffer, so that its arithmetic
-// cannot overflow; a buffer larger than the pools can hold is kept as far
-// as they (and the limits) allow.
-const maxHeadroom = 1 << 24
+// MaxHeadroomGPUs bounds the headroom policy's buffer, so that its
+// arithmetic cannot overflow; a buffer larger than the pools can hold is
+// kept as far as they (and the limits) allow.
+const MaxHeadroomGPUs = 1 << 24
 
 // resolve fills in the defaults of the options left zero (config.Defaults'
 // simulate block, the config's control interval) and checks the rest.
@@ -278,8 +278,8 @@ func (opt Options) resolve(cfg *config.Config, tr *trace.Trace) (Options, error)
 	default:
 		return Options{}, fmt.Errorf("simulate: headroom placeholders %q: want one of %v", opt.HeadroomPlaceholders, config.PlaceholderSizes)
 	}
-	if opt.HeadroomGPUs > maxHeadroom {
-		return Options{}, fmt.Errorf("simulate: a headroom of %d GPUs: want at most %d", opt.HeadroomGPUs, maxHeadroom)
+	if opt.HeadroomGPUs > MaxHeadroomGPUs {
+		return Options{}, fmt.Errorf("simulate: a headroom of %d GPUs: want at most %d", opt.HeadroomGPUs, MaxHeadroomGPUs)
 	}
 	if m := opt.PerfectMargin; m < 0 || math.IsNaN(m) || math.IsInf(m, 0) {
 		return Options{}, fmt.Errorf("simulate: perfect margin %v: want a share of demand >= 0", m)

@@ -108,21 +108,44 @@ func TestOracleKeepsNodesThroughShortGaps(t *testing.T) {
 	}
 }
 
-// TestOracleReservesRatherThanLeaveDemandUnserved: a burst pool too small
-// for the demand must not make a small reservation look cheap.
-func TestOracleReservesRatherThanLeaveDemandUnserved(t *testing.T) {
+// TestOracleLeavesUnservedWhatNothingCanHold: demand beyond what the pools
+// can hold goes unserved, and is reported so (the used GPU-hours are what
+// was served); with advised reservations the oracle does not buy a
+// reservation for a spike that the other policies queue, so it stays the
+// cheapest.
+func TestOracleLeavesUnservedWhatNothingCanHold(t *testing.T) {
 	cfg := onePool()
 	cfg.Pools[0].Max = 1
 	cfg.Pools = append(cfg.Pools, fleet.Pool{Name: "res", Provider: "sim", InstanceType: "gpu8", GPUsPerNode: 8,
-		Capacity: fleet.Reserved, PricePerHour: 4, LeadTime: 10 * time.Minute, ProvisionTimeout: 30 * time.Minute, Min: 4, Max: 4})
+		Capacity: fleet.Reserved, PricePerHour: 4, LeadTime: 10 * time.Minute, ProvisionTimeout: 30 * time.Minute, Min: 1, Max: 1})
 	tr := jobsTrace(trace.Job{GPUs: 8, Duration: 48 * time.Hour}, trace.Job{GPUs: 8, Duration: 48 * time.Hour}, trace.Job{GPUs: 8, Duration: 48 * time.Hour})
 	rep, err := Run(cfg, tr, Options{Policies: []string{"oracle"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// All three jobs served: reservations (at $4) rather than nothing.
-	if o := byPolicy(t, rep)["oracle"]; o.ProvisionedGPUHours < 24*48 || o.ReservedGPUs < 16 {
-		t.Fatalf("oracle %+v", o)
+	if o := rep.Policies[0]; !near(o.UnservedGPUHours, 8*48) || !near(o.UsedGPUHours, 16*48) || o.Utilization > 1+1e-9 || !near(o.CostUSD, (4+8)*48) {
+		t.Fatalf("oracle %s, unserved %.1f GPU-h, utilisation %.3f; want 384 GPU-h unserved, 768 used, $576", brief(o), o.UnservedGPUHours, o.Utilization)
+	}
+
+	// A 1-hour spike at day 40 beyond the burst pool: the policies queue
+	// it; the oracle must not buy a reservation to the end for it.
+	cfg.Pools[0].Max = 2
+	cfg.Forecast.History = 4 * 24 * time.Hour
+	jobs := []trace.Job{{GPUs: 8, Duration: 60 * 24 * time.Hour}}
+	for range 3 {
+		jobs = append(jobs, trace.Job{Submit: 40 * 24 * time.Hour, GPUs: 8, Duration: time.Hour})
+	}
+	for _, mode := range []string{Configured, Advised} {
+		rep, err := Run(cfg, jobsTrace(jobs...), Options{Reservations: mode, AdviceAfter: 2 * 24 * time.Hour, Interval: 10 * time.Minute,
+			Policies: []string{"static", "reactive", "predictive"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Policies {
+			if r.CostVsOracle < 1-1e-9 {
+				t.Errorf("%s: %s costs %.3fx the oracle", mode, r.Policy, r.CostVsOracle)
+			}
+		}
 	}
 }
 
@@ -263,12 +286,12 @@ func sharedTrace(t testing.TB, rel string) string {
 }
 
 // BenchmarkSimulatePhilly simulates the whole Philly trace (111,549 jobs,
-// 129 days) under the default policies (static, reactive, headroom at 128
-// GPUs, predictive, oracle), concurrently; the target is 10 s on 2 cores
-// (-cpu 2) and 1 GB.
+// 129 days) with examples/philly-fair.hcl under the default policies
+// (static, reactive, headroom at 128 GPUs, predictive, oracle),
+// concurrently; the target is 10 s on 2 cores (-cpu 2) and 1 GB.
 func BenchmarkSimulatePhilly(b *testing.B) {
 	path := sharedTrace(b, "philly_rfold/philly_trace.csv")
-	cfg, diags := config.Load("../examples/local.hcl")
+	cfg, diags := config.Load("../examples/philly-fair.hcl")
 	if diags.HasErrors() {
 		b.Fatal(diags)
 	}

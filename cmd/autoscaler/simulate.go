@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -57,15 +58,15 @@ func runSimulate(e *env, args []string) int {
 	opt := simulate.Options{Seed: *seed, SpotInterruptionsPerHour: *spotRate,
 		Interval: interval.d, CheckpointInterval: ckpt.d, SpotNotice: spotNotice.d,
 		Reservations: *reservations, AdviceAfter: adviceAfter.d, PerfectMargin: *perfectMargin}
-	if *headroom < -1 {
-		fmt.Fprintf(e.stderr, "simulate: -headroom %d: want GPUs >= 0\n", *headroom)
+	if *headroom < -1 || (*headroom == -1 && flagSet(fs, "headroom")) || *headroom > simulate.MaxHeadroomGPUs {
+		fmt.Fprintf(e.stderr, "simulate: -headroom %d: want GPUs from 0 to %d\n", *headroom, simulate.MaxHeadroomGPUs)
 		return exitUsage
 	}
 	if *placeholders != "" && !slices.Contains(config.PlaceholderSizes, *placeholders) {
 		fmt.Fprintf(e.stderr, "simulate: -headroom-placeholders %q: want one of %s\n", *placeholders, strings.Join(config.PlaceholderSizes, ", "))
 		return exitUsage
 	}
-	if *perfectMargin < 0 {
+	if !(*perfectMargin >= 0) || math.IsInf(*perfectMargin, 1) {
 		fmt.Fprintf(e.stderr, "simulate: -perfect-margin %v: want a share >= 0\n", *perfectMargin)
 		return exitUsage
 	}
@@ -122,6 +123,10 @@ func runSimulate(e *env, args []string) int {
 	}
 	if opt.HeadroomGPUs == 0 {
 		opt.HeadroomGPUs = -1 // none: Options' zero is the default
+	}
+	if *frontier && opt.Reservations == config.ReservationsAdvised {
+		fmt.Fprintln(e.stderr, "simulate: -frontier compares policies holding the configured reservations: the headroom policy does not follow the baseline advice; use -reservations configured")
+		return exitUsage
 	}
 	opt.HeadroomPlaceholders = cfg.Simulate.HeadroomPlaceholders
 	if *placeholders != "" {

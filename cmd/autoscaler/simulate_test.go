@@ -39,14 +39,14 @@ func TestSimulateJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("-json does not parse: %v\n%s", err, out)
 	}
-	for _, k := range []string{"trace", "jobs", "days", "seed", "reservations", "headroom_gpus"} {
+	for _, k := range []string{"trace", "jobs", "days", "seed", "reservations", "headroom_gpus", "headroom_placeholders"} {
 		if _, ok := rep[k]; !ok {
 			t.Errorf("report lacks %q", k)
 		}
 	}
 	fields := []string{"policy", "cost_usd", "cost_vs_oracle", "gpu_hours_provisioned", "gpu_hours_used", "utilization",
 		"wait_p50_s", "wait_p95_s", "wait_p99_s", "jobs_waiting_over_1h", "wait_gpu_hours", "lost_gpu_hours", "lost_gpu_hours_scale_in", "lost_gpu_hours_reclaim", "unsafe_terminations",
-		"launches", "drains", "reserved_gpus", "limited_cycles"}
+		"launches", "drains", "unserved_gpu_hours", "reserved_gpus", "limited_cycles"}
 	policies := rep["policies"].([]any)
 	if len(policies) != 5 || rep["reservations"] != "configured" || rep["headroom_gpus"] != 128.0 {
 		t.Fatalf("%d policies, reservations %v, headroom %v; want 5, configured, 128", len(policies), rep["reservations"], rep["headroom_gpus"])
@@ -110,7 +110,12 @@ func TestSimulateErrors(t *testing.T) {
 		{"negative unresponsive share", []string{"simulate", "-config", localConfig, "-trace", bad, "-unresponsive-jobs", "-0.5"}, 2, "-unresponsive-jobs -0.5: want a share of jobs from 0 to 1"},
 		{"unknown policy", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-policies", "psychic"}, 1, `unknown policy "psychic"`},
 		{"bad plot", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-plot", "x.txt"}, 1, `unsupported extension ".txt"`},
-		{"negative headroom", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "-8"}, 2, "-headroom -8: want GPUs >= 0"},
+		{"negative headroom", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "-8"}, 2, "-headroom -8: want GPUs from 0 to"},
+		{"headroom -1", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "-1"}, 2, "-headroom -1: want GPUs from 0 to"},
+		{"absurd headroom", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "999999999"}, 2, "-headroom 999999999: want GPUs from 0 to"},
+		{"margin not a number", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "NaN"}, 2, "-perfect-margin NaN: want a share >= 0"},
+		{"infinite margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "Inf"}, 2, "-perfect-margin +Inf: want a share >= 0"},
+		{"frontier advised", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-reservations", "advised"}, 2, "-frontier compares policies holding the configured reservations"},
 		{"unknown placeholders", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom-placeholders", "4"}, 2, `-headroom-placeholders "4": want one of node, gpu`},
 		{"unknown reservations", []string{"simulate", "-config", localConfig, "-trace", bad, "-reservations", "grown"}, 2, `-reservations "grown": want one of configured, advised`},
 		{"negative margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "-0.1"}, 2, "-perfect-margin -0.1: want a share >= 0"},
@@ -164,8 +169,8 @@ func TestSimulateFrontier(t *testing.T) {
 	if b, err := os.ReadFile(pic); err != nil || !strings.Contains(string(b), "<svg") {
 		t.Errorf("picture %s: %v", pic, err)
 	}
-	code, out, errOut = cli("simulate", "-config", localConfig, "-trace", tr, "-frontier", "-reservations", "advised", "-advice-after", "1h")
-	if code != 0 || !strings.Contains(out, "reservations advised") || !strings.Contains(out, "headroom  512 GPUs") || !strings.Contains(out, "predictive       p50") {
+	code, out, errOut = cli("simulate", "-config", localConfig, "-trace", tr, "-frontier", "-headroom-placeholders", "gpu")
+	if code != 0 || !strings.Contains(out, "headroom in gpu-wide placeholders") || !strings.Contains(out, "headroom  512 GPUs") || !strings.Contains(out, "predictive       p50") {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 	}
 }
