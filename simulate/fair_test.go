@@ -644,13 +644,13 @@ func TestSchedulerFillsReservationsFirst(t *testing.T) {
 func TestAdvisedCadence(t *testing.T) {
 	cfg := withReservation(1)
 	cfg.Forecast.History = 7 * 24 * time.Hour
-	jobs := []trace.Job{{GPUs: 8, Duration: 200 * 24 * time.Hour}}
+	jobs := []trace.Job{{GPUs: 8, Duration: 40 * 24 * time.Hour}}
 	for range 3 {
-		jobs = append(jobs, trace.Job{Submit: 80 * 24 * time.Hour, GPUs: 8, Duration: 120 * 24 * time.Hour})
+		jobs = append(jobs, trace.Job{Submit: 20 * 24 * time.Hour, GPUs: 8, Duration: 20 * 24 * time.Hour})
 	}
 	tr := jobsTrace(jobs...)
 	// A control cycle every 10 minutes: the cadence does not need more.
-	opt := Options{Reservations: Advised, AdviceAfter: 2 * 24 * time.Hour, Interval: 10 * time.Minute}
+	opt := Options{Reservations: Advised, AdviceAfter: 24 * time.Hour, Interval: 10 * time.Minute}
 	var grown []int64
 	last := 1
 	runWrapped(t, cfg, tr, opt, "predictive", func(e *engine) {
@@ -658,12 +658,12 @@ func TestAdvisedCadence(t *testing.T) {
 			grown, last = append(grown, e.now), r
 		}
 	})
-	if len(grown) == 0 || grown[0] < 80*day {
-		t.Fatalf("the reservation grew at %v s; want once, after the demand rose at day 80", grown)
+	if len(grown) == 0 || grown[0] < 20*day {
+		t.Fatalf("the reservation grew at %v s; want once, after the demand rose at day 20", grown)
 	}
 	for _, at := range grown {
-		if k := (at - 2*day) / adviceEvery; at < 2*day || at-2*day-k*adviceEvery >= 60 {
-			t.Errorf("the reservation grew at %ds, day %.2f; want only at day 2 and every 30 days after", at, float64(at)/day)
+		if k := (at - day) / adviceEvery; at < day || at-day-k*adviceEvery >= 600 {
+			t.Errorf("the reservation grew at %ds, day %.2f; want only at day 1 and every 30 days after", at, float64(at)/day)
 		}
 	}
 	opt.Policies = []string{"predictive", "reactive", "oracle"}
