@@ -413,13 +413,7 @@ func (e *engine) advance(t int64) {
 
 // capacityGPUs is what the fleet has bought now: reservations and live
 // non-reserved nodes.
-func (e *engine) capacityGPUs() int {
-	c := e.bought
-	for i := range e.pools {
-		c += e.pools[i].reserved * e.pools[i].spec.GPUsPerNode
-	}
-	return c
-}
+func (e *engine) capacityGPUs() int { return e.bought + reservedGPUs(e) }
 
 // closeBills bills the nodes still alive at the end.
 func (e *engine) closeBills() {

@@ -49,28 +49,9 @@ func runWrapped(t *testing.T, cfg *config.Config, tr *trace.Trace, opt Options, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pol policy
-	switch name {
-	case "reactive":
-		pol = &reactive{}
-	case "headroom":
-		pol = newHeadroom(opt)
-	case "static":
-		pol = static{peakGPUs: tr.PeakGPUs()}
-	case "predictive":
-		p, err := newPredictive(cfg, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pol = p
-	case "perfect":
-		p, err := newPerfect(cfg, tr, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pol = p
-	default:
-		t.Fatalf("no policy %s", name)
+	pol, err := newPolicy(cfg, tr, opt, name)
+	if err != nil {
+		t.Fatal(err)
 	}
 	r, err := simulatePolicy(cfg, tr, opt, name, checked{pol, check})
 	if err != nil {

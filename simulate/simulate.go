@@ -325,27 +325,7 @@ func checkJobsFit(cfg *config.Config, tr *trace.Trace) error {
 
 // runPolicy simulates one policy.
 func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (Result, error) {
-	var pol policy
-	switch name {
-	case "static":
-		pol = static{peakGPUs: tr.PeakGPUs()}
-	case "reactive":
-		pol = &reactive{}
-	case "headroom":
-		pol = newHeadroom(opt)
-	case "predictive":
-		p, err := newPredictive(cfg, opt)
-		if err != nil {
-			return Result{}, err
-		}
-		pol = p
-	case "perfect":
-		p, err := newPerfect(cfg, tr, opt)
-		if err != nil {
-			return Result{}, err
-		}
-		pol = p
-	case "oracle":
+	if name == "oracle" {
 		e, err := newEngine(tr, cfg.Pools, opt, nil)
 		if err != nil {
 			return Result{}, err
@@ -356,7 +336,29 @@ func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (R
 		}
 		return oracle(tr, e.pools, secs(opt.sample), advice, cfg.Limits), nil
 	}
+	pol, err := newPolicy(cfg, tr, opt, name)
+	if err != nil {
+		return Result{}, err
+	}
 	return simulatePolicy(cfg, tr, opt, name, pol)
+}
+
+// newPolicy makes the engine-driven policy called name (every policy but
+// the oracle), with opt resolved.
+func newPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (policy, error) {
+	switch name {
+	case "static":
+		return static{peakGPUs: tr.PeakGPUs()}, nil
+	case "reactive":
+		return &reactive{}, nil
+	case "headroom":
+		return newHeadroom(opt), nil
+	case "predictive":
+		return newPredictive(cfg, opt)
+	case "perfect":
+		return newPerfect(cfg, tr, opt)
+	}
+	return nil, fmt.Errorf("simulate: no policy %q runs on the engine", name)
 }
 
 // simulatePolicy runs the engine over the trace under pol, with opt

@@ -149,47 +149,31 @@ func runSimulate(e *env, args []string) int {
 		opt.Progress = bar.update
 		defer bar.done()
 	}
+	var out simulateOutput
 	if *frontier {
-		return writeFrontier(e, log, cfg, tr, opt, *asJSON, *plotPath)
+		out, err = simulate.RunFrontier(cfg, tr, opt)
+	} else {
+		out, err = simulate.Run(cfg, tr, opt)
 	}
-	rep, err := simulate.Run(cfg, tr, opt)
 	if err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return exitError
 	}
-	if *plotPath != "" {
-		if err := rep.Plot(*plotPath); err != nil {
-			fmt.Fprintln(e.stderr, "simulate:", err)
-			return exitError
-		}
-		log.Info("picture written", "path", *plotPath)
-	}
-	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintln(e.stderr, "simulate:", err)
-			return exitError
-		}
-		return exitOK
-	}
-	if err := rep.WriteTable(e.stdout); err != nil {
-		fmt.Fprintln(e.stderr, "simulate:", err)
-		return exitError
-	}
-	return exitOK
+	return writeSimulated(e, log, out, *asJSON, *plotPath)
 }
 
-// writeFrontier runs `simulate -frontier` and prints it: a table, or
-// JSON, and the picture when asked for.
-func writeFrontier(e *env, log hclog.Logger, cfg *config.Config, tr *trace.Trace, opt simulate.Options, asJSON bool, plotPath string) int {
-	f, err := simulate.RunFrontier(cfg, tr, opt)
-	if err != nil {
-		fmt.Fprintln(e.stderr, err)
-		return exitError
-	}
+// simulateOutput is what `simulate` prints: a *simulate.Report, or with
+// -frontier a *simulate.Frontier.
+type simulateOutput interface {
+	WriteTable(w io.Writer) error
+	Plot(path string) error
+}
+
+// writeSimulated draws out's picture when asked for, and prints out as a
+// table or as JSON.
+func writeSimulated(e *env, log hclog.Logger, out simulateOutput, asJSON bool, plotPath string) int {
 	if plotPath != "" {
-		if err := f.Plot(plotPath); err != nil {
+		if err := out.Plot(plotPath); err != nil {
 			fmt.Fprintln(e.stderr, "simulate:", err)
 			return exitError
 		}
@@ -198,13 +182,13 @@ func writeFrontier(e *env, log hclog.Logger, cfg *config.Config, tr *trace.Trace
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(f); err != nil {
+		if err := enc.Encode(out); err != nil {
 			fmt.Fprintln(e.stderr, "simulate:", err)
 			return exitError
 		}
 		return exitOK
 	}
-	if err := f.WriteTable(e.stdout); err != nil {
+	if err := out.WriteTable(e.stdout); err != nil {
 		fmt.Fprintln(e.stderr, "simulate:", err)
 		return exitError
 	}
