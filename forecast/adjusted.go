@@ -43,7 +43,7 @@ func fitAdjusted(name string, inner Model, y []float64, season, trainEnd int) (F
 		return nil, fmt.Errorf("%s needs %d steps of history before its first forecast, has %d", name, 7*season, end)
 	}
 	profile := dailyProfile(y[:end], season)
-	adj := adjust(nil, y, profile)
+	adj := adjust(nil, y, profile, false)
 	f, err := inner.Fit(adj, season, trainEnd)
 	if err != nil {
 		return nil, err
@@ -94,8 +94,8 @@ func dailyProfile(y []float64, season int) []float64 {
 
 // adjust returns y less its profile, reusing done (the adjusted values of
 // a prefix of y).
-func adjust(done, y, profile []float64) []float64 {
-	out := append(done[:len(done):len(done)], make([]float64, len(y)-len(done))...)
+func adjust(done, y, profile []float64, inPlace bool) []float64 {
+	out := append(room(done, inPlace), make([]float64, len(y)-len(done))...)
 	for t := len(done); t < len(y); t++ {
 		out[t] = y[t] - profile[t%len(profile)]
 	}
@@ -112,8 +112,17 @@ func (f adjustedFitted) Extend(y []float64) Fitted {
 	if len(y) <= len(f.adjusted) {
 		return f
 	}
-	f.adjusted = adjust(f.adjusted, y, f.profile)
+	f.adjusted = adjust(f.adjusted, y, f.profile, false)
 	f.inner = f.inner.Extend(f.adjusted)
+	return f
+}
+
+func (f adjustedFitted) extendInPlace(y []float64) Fitted {
+	if len(y) <= len(f.adjusted) {
+		return f
+	}
+	f.adjusted = adjust(f.adjusted, y, f.profile, true)
+	f.inner = extendInPlace(f.inner, f.adjusted)
 	return f
 }
 

@@ -553,6 +553,7 @@ type Online struct {
 	step    time.Duration
 	start   time.Time
 	y       []float64 // the values fitted on
+	buf     []float64 // the values followed, in Forecast
 	h       int
 	levels  []float64
 	model   string
@@ -563,7 +564,8 @@ type Online struct {
 	horizon time.Duration
 }
 
-// NewOnline fits and calibrates on history as Auto does.
+// NewOnline fits and calibrates on history as Auto does, but for its last
+// value, which is provisional (see Forecast).
 func NewOnline(history fleet.Series, horizon time.Duration, levels []float64) (*Online, error) {
 	if err := checkHistory(history); err != nil {
 		return nil, err
@@ -571,7 +573,7 @@ func NewOnline(history fleet.Series, horizon time.Duration, levels []float64) (*
 	if len(levels) == 0 {
 		levels = defaultLevels
 	}
-	o := &Online{step: history.Step, start: history.Start, y: slices.Clone(history.Values), levels: slices.Clone(levels), horizon: horizon,
+	o := &Online{step: history.Step, start: history.Start, y: slices.Clone(history.Values[:len(history.Values)-1]), levels: slices.Clone(levels), horizon: horizon,
 		h: max(1, int((horizon+history.Step-1)/history.Step))}
 	var cands []*paths
 	for _, m := range DefaultModels() {
@@ -593,6 +595,11 @@ func (o *Online) Model() string { return o.model }
 // Forecast forecasts from history, which must continue the one fitted on:
 // the same step, and its values those fitted on (some of the oldest may be
 // gone) and then newer ones. Otherwise it is an error: refit.
+//
+// The last value is provisional: it may be the step in progress, its peak
+// so far, and change in the next history. The models follow it for this
+// forecast only; what they keep follows the values before it, each once,
+// when it is final.
 func (o *Online) Forecast(history fleet.Series) (Forecast, error) {
 	if err := checkHistory(history); err != nil {
 		return Forecast{}, err
@@ -605,14 +612,18 @@ func (o *Online) Forecast(history fleet.Series) (Forecast, error) {
 	if history.Step != o.step || d < 0 || d > len(o.y) || !history.Start.Equal(o.start.Add(time.Duration(d)*o.step)) {
 		return Forecast{}, fmt.Errorf("forecast: the history does not continue the one fitted on (step %v, start %v); refit", history.Step, history.Start)
 	}
-	y := append(o.y[:d:d], history.Values...)
+	// The values are those fitted on, then the newer ones, in a buffer
+	// of the Online's own: the members follow them in place, as only the
+	// Online holds them.
+	o.buf = append(append(o.buf[:0], o.y[:d]...), history.Values...)
+	y := o.buf
 	point := make([]float64, o.h)
 	w := 1 / float64(len(o.members))
 	for i, m := range o.members {
 		// Each extension continues the last: only the new values are
-		// filtered.
-		o.members[i] = m.Extend(y)
-		for k, v := range o.members[i].Forecast(len(y), o.h) {
+		// filtered, the final ones kept, the provisional last one not.
+		o.members[i] = extendInPlace(m, y[:len(y)-1])
+		for k, v := range extendInPlace(o.members[i], y).Forecast(len(y), o.h) {
 			point[k] += w * v
 		}
 	}

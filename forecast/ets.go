@@ -265,17 +265,22 @@ func filterETS(y []float64, m int, p etsParams) *ETSFit {
 
 // Extend implements Fitted: the parameters stay, the filter runs on over
 // the new values of y, into new storage (extensions may branch).
-func (f *ETSFit) Extend(y []float64) Fitted {
+func (f *ETSFit) Extend(y []float64) Fitted { return f.extend(y, false) }
+
+func (f *ETSFit) extendInPlace(y []float64) Fitted { return f.extend(y, true) }
+
+// extend is Extend, into the arrays' spare room when inPlace.
+func (f *ETSFit) extend(y []float64, inPlace bool) Fitted {
 	n0 := len(f.level) - 1 // values filtered so far
 	if len(y) <= n0 {
 		return f
 	}
 	g := *f
-	g.level = append(f.level[:n0+1:n0+1], make([]float64, len(y)-n0)...)
-	g.trend = append(f.trend[:n0+1:n0+1], make([]float64, len(y)-n0)...)
+	g.level = append(room(f.level[:n0+1], inPlace), make([]float64, len(y)-n0)...)
+	g.trend = append(room(f.trend[:n0+1], inPlace), make([]float64, len(y)-n0)...)
 	m := f.Season
 	if m > 0 {
-		g.seas = append(f.seas[:len(f.seas):len(f.seas)], make([]float64, len(y)-n0)...)
+		g.seas = append(room(f.seas, inPlace), make([]float64, len(y)-n0)...)
 	}
 	l, b := f.level[n0], f.trend[n0]
 	for t := n0; t < len(y); t++ {

@@ -218,6 +218,44 @@ func TestOnline(t *testing.T) {
 	}
 }
 
+// TestOnlineProvisionalLast: the last value of a history is provisional
+// (the step in progress): a forecast from it is the same whatever earlier
+// forecasts saw there, and the models keep only final values.
+func TestOnlineProvisionalLast(t *testing.T) {
+	h := structured("noise", 4)
+	n := 15 * 144
+	with := func(last ...float64) fleet.Series {
+		return fleet.Series{Start: h.Start, Step: h.Step, Values: append(slices.Clone(h.Values[:n]), last...)}
+	}
+	seen, fresh := mustOnline(t, with(0)), mustOnline(t, with(0))
+	for _, v := range []float64{10, 400, 90} { // the step's peak so far, then higher and lower
+		if _, err := seen.Forecast(with(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, next := range [][]float64{{120}, {120, 80}} {
+		a, err := seen.Forecast(with(next...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := fresh.Forecast(with(next...))
+		for l := range a.Values {
+			if !slices.Equal(a.Values[l], b.Values[l]) {
+				t.Fatalf("history ending %v, level %v: %v after other values last, %v without; want the same", next, a.Levels[l], a.Values[l], b.Values[l])
+			}
+		}
+	}
+}
+
+func mustOnline(t *testing.T, h fleet.Series) *Online {
+	t.Helper()
+	o, err := NewOnline(h, time.Hour, []float64{0.1, 0.5, 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
 func TestResample(t *testing.T) {
 	mins := func(ms ...int) []time.Duration {
 		var out []time.Duration

@@ -27,3 +27,29 @@ type Fitted interface {
 	// that forecasts at every step refits now and then and extends between.
 	Extend(y []float64) Fitted
 }
+
+// inPlace is a Fitted that can extend in place: the extension may write
+// into spare room of the arrays it shares with the fit, so extensions made
+// earlier the same way are no longer valid. Online uses it for the
+// members it alone holds, which follow each final step once and the
+// provisional last one anew at every forecast: no copy of the state.
+type inPlace interface {
+	extendInPlace(y []float64) Fitted
+}
+
+// room is s for appending to: with no spare room unless inPlace, so an
+// extension copies and leaves the fit it came from valid.
+func room(s []float64, inPlace bool) []float64 {
+	if inPlace {
+		return s
+	}
+	return s[:len(s):len(s)]
+}
+
+// extendInPlace extends f over y in place where f can, else as Extend.
+func extendInPlace(f Fitted, y []float64) Fitted {
+	if e, ok := f.(inPlace); ok {
+		return e.extendInPlace(y)
+	}
+	return f.Extend(y)
+}

@@ -190,14 +190,19 @@ type regressionCoef struct {
 // Extend implements Fitted: the coefficients stay, the features read y
 // (which must not change afterwards), with the running sums of the new
 // values appended in new storage (extensions may branch).
-func (f *regressionFit) Extend(y []float64) Fitted {
+func (f *regressionFit) Extend(y []float64) Fitted { return f.extend(y, false) }
+
+func (f *regressionFit) extendInPlace(y []float64) Fitted { return f.extend(y, true) }
+
+// extend is Extend, into the sums' spare room when inPlace.
+func (f *regressionFit) extend(y []float64, inPlace bool) Fitted {
 	n0 := len(f.y)
 	if len(y) <= n0 {
 		return f
 	}
 	g := *f
 	g.y = y
-	g.cum = f.cum[: n0+1 : n0+1]
+	g.cum = room(f.cum[:n0+1], inPlace)
 	for i := n0; i < len(y); i++ {
 		g.cum = append(g.cum, g.cum[i]+y[i])
 	}

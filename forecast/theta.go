@@ -93,13 +93,18 @@ type thetaFit struct {
 }
 
 // Extend implements Fitted.
-func (f *thetaFit) Extend(y []float64) Fitted {
+func (f *thetaFit) Extend(y []float64) Fitted { return f.extend(y, false) }
+
+func (f *thetaFit) extendInPlace(y []float64) Fitted { return f.extend(y, true) }
+
+// extend is Extend, into the level's spare room when inPlace.
+func (f *thetaFit) extend(y []float64, inPlace bool) Fitted {
 	n0 := len(f.level) - 1
 	if len(y) <= n0 {
 		return f
 	}
 	g := *f
-	g.level = append(f.level[:n0+1:n0+1], make([]float64, len(y)-n0)...)
+	g.level = append(room(f.level[:n0+1], inPlace), make([]float64, len(y)-n0)...)
 	l := f.level[n0]
 	for t := n0; t < len(y); t++ {
 		l += g.alpha * (y[t] - l)
