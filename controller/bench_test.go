@@ -9,6 +9,7 @@ import (
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/sim"
 	"github.com/fleetcast/autoscaler/state"
@@ -51,7 +52,7 @@ func BenchmarkCycle(b *testing.B) {
 	for i, v := range h.Values {
 		samples = append(samples, state.Sample{Time: h.Start.Add(time.Duration(i) * h.Step), Value: v})
 	}
-	if err := store.AppendDemand(DemandSeries, samples...); err != nil {
+	if err := store.AppendDemand(loop.DemandSeries, samples...); err != nil {
 		b.Fatal(err)
 	}
 	agents, pending := NewAgents(clock), &Pending{}

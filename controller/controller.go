@@ -15,13 +15,11 @@ import (
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
+	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/state"
 )
-
-// DemandSeries is the name of the fleet's demand history in the store.
-const DemandSeries = "fleet"
 
 // Controller runs control cycles: observe the clouds and agents, record
 // demand, forecast, plan with the same planner as `plan` and `simulate`,
@@ -39,9 +37,9 @@ type Controller struct {
 	dryRun  bool
 	creds   interface{ Forget(nodes ...string) error }
 
-	online    *forecast.Online
-	fittedAt  time.Time
-	prunedAt  time.Time
+	// loop is the decision loop: demand, forecast, plan, and the books
+	// of back-offs and drains, in the store.
+	loop      *loop.Loop
 	cancelled map[string]time.Time // node -> when its last drain was cancelled (also in the store)
 	ready     map[string]time.Time // node -> when its agent first reported healthy GPUs (also in the store)
 	// started is when this controller started: launches from before it
@@ -115,6 +113,9 @@ func New(o Options) (*Controller, error) {
 		firstSeen: map[string]time.Time{}, standIns: map[string]string{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics()}
 	act.Fleet = o.Config.Controller.Fleet
 	c.started = o.Now()
+	if c.loop, err = loop.New(loop.Options{Config: o.Config, Books: o.Store, Log: log, DryRun: o.DryRun, Advise: true}); err != nil {
+		return nil, err
+	}
 	if !o.DryRun {
 		if err := o.Store.ClaimFleet(o.Config.Controller.Fleet); err != nil {
 			return nil, err
@@ -222,74 +223,28 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 	return r.Plan, err
 }
 
-// RunCycle runs one control cycle and returns its plan with the outcome
-// of each action: done, refused by the cloud, failed, or, in a dry run,
-// only planned. Errors acting on one pool are logged and the rest of the
-// plan still runs; the error returned joins them. A cycle that stops
-// before planning returns an empty plan and its error.
+// RunCycle runs one control cycle through the decision loop and returns
+// its plan with the outcome of each action: done, refused by the cloud,
+// failed, or, in a dry run, only planned. Errors acting on one pool are
+// logged and the rest of the plan still runs; the error returned joins
+// them. A cycle that stops before planning returns an empty plan and its
+// error.
 func (c *Controller) RunCycle(ctx context.Context) (CycleResult, error) {
 	now := c.now()
-	var unsettled Recovered
-	if !c.dryRun {
-		// An intent whose outcome was unknown (a timeout, a cloud error)
-		// is settled against the cloud before anything new is decided;
-		// a pool whose intents cannot be settled yet is left alone.
-		var err error
-		if unsettled, err = c.act.Recover(ctx); err != nil {
-			return CycleResult{}, err
-		}
-		if err := c.backOffRefused(now, unsettled); err != nil {
-			return CycleResult{}, err
-		}
-	}
-	drains, err := c.store.Drains()
-	if err != nil {
+	f := &cycleFleet{c: c}
+	r, err := c.loop.Cycle(ctx, f, now)
+	if r.State == nil {
 		return CycleResult{}, err
 	}
-	st, unread, err := c.observe(ctx, now, drains, unsettled.Unsettled)
-	if err != nil {
-		return CycleResult{}, err
-	}
-	unread.err = errors.Join(unsettled.Err(), unread.err)
-	if !c.dryRun && unread.err == nil {
-		// Only a full read says what is gone.
-		if err := c.forgetGone(drains, st.Nodes); err != nil {
-			return CycleResult{}, err
-		}
-	}
-	demand := c.inUse(ctx, now, st.Nodes) + float64(st.PendingGPUs)
-	if unread.never {
-		// A pool never read has jobs the demand cannot count: a sample
-		// now would teach the forecaster a dip that did not happen.
-		c.log.Warn("demand not recorded this cycle: a pool has never been read")
-	} else if err := c.store.AppendDemand(DemandSeries, state.Sample{Time: now, Value: demand}); err != nil {
-		return CycleResult{}, err
-	}
-	if now.Sub(c.prunedAt) >= time.Hour {
-		// The history is kept as long as the forecaster reads, and a day.
-		if _, err := c.store.PruneDemand(now.Add(-c.cfg.Forecast.History - forecast.Day)); err != nil {
-			return CycleResult{}, err
-		}
-		if _, err := c.store.PruneDrainLog(now.Add(-c.cfg.Limits.ScaleInWindow)); err != nil {
-			return CycleResult{}, err
-		}
-		c.prunedAt = now
-	}
-	st.History, err = c.history(now)
-	if err != nil {
-		c.log.Warn("no demand history", "error", err)
-	}
-	fc := c.forecast(now, st.History)
-	started := time.Now()
-	plan := planner.Make(planner.Input{Config: c.cfg, State: &st, Forecast: fc, Now: now})
-	c.metrics.planSeconds.Observe(time.Since(started).Seconds())
+	c.metrics.planSeconds.Observe(r.PlanTook.Seconds())
+	fc, plan := r.Forecast, &r.Plan
 	c.mu.Lock()
 	if prev := c.lastFC; fc.Note != "" && (prev == nil || prev.Note == "" || prev.Model != fc.Model) {
 		// Said when it starts, not every cycle: a short history's note
 		// lasts a day, with figures that change every cycle.
 		c.log.Info("forecast note", "model", fc.Model, "note", fc.Note)
 	}
-	c.lastPlan, c.lastState, c.lastCycle, c.gpusOf = &plan, &st, now, nil
+	c.lastPlan, c.lastState, c.lastCycle, c.gpusOf = plan, r.State, now, nil
 	c.lastFC = nil
 	if len(fc.Values) > 0 {
 		c.lastFC = &fc
@@ -298,16 +253,146 @@ func (c *Controller) RunCycle(ctx context.Context) (CycleResult, error) {
 	for _, n := range plan.Notes {
 		c.log.Info("plan note", "note", n)
 	}
-	if c.dryRun {
-		for _, a := range plan.Actions {
-			c.log.Info("dry run: would "+string(a.Kind), "pool", a.Pool, "node", a.Node, "count", a.Count, "reason", a.Reason)
+	for i, a := range plan.Actions {
+		if a.Kind == planner.Hold {
+			continue
 		}
-		return CycleResult{Plan: plan, Outcomes: outcomes(&plan, DryRun)}, unread.err
+		o := r.Outcomes[i]
+		if o.Result == loop.DryRun {
+			c.log.Info("dry run: would "+string(a.Kind), "pool", a.Pool, "node", a.Node, "count", a.Count, "reason", a.Reason)
+			continue
+		}
+		result := "ok"
+		switch {
+		case o.Result == loop.Refused:
+			result = "refused"
+		case o.Err != nil:
+			result = "error"
+		}
+		c.metrics.actions.WithLabelValues(string(a.Kind), a.Pool, result).Inc()
 	}
-	// Work is protected before anything is scaled in.
-	perr := c.protect(ctx, &st)
-	out, aerr := c.apply(ctx, now, &st, &plan)
-	return CycleResult{Plan: plan, Outcomes: out}, errors.Join(unread.err, perr, aerr)
+	return CycleResult{Plan: r.Plan, Outcomes: r.Outcomes}, err
+}
+
+// cycleFleet is the fleet as one cycle of the controller observes and
+// acts on it, for the decision loop: the clouds, through the journaling
+// actuator, and the agents.
+type cycleFleet struct {
+	c *Controller
+	// drainStart is when each draining node's drain began, as observed.
+	drainStart map[string]time.Time
+}
+
+// Observe settles journaled intents whose outcome was unknown, reads
+// every pool and the agents' reports (see observe), forgets what is gone
+// after a full read, and protects reported work from the groups' own
+// scale-in.
+func (f *cycleFleet) Observe(ctx context.Context, now time.Time) (loop.Observation, error) {
+	c := f.c
+	var unsettled Recovered
+	if !c.dryRun {
+		// An intent whose outcome was unknown (a timeout, a cloud error)
+		// is settled against the cloud before anything new is decided;
+		// a pool whose intents cannot be settled yet is left alone.
+		var err error
+		if unsettled, err = c.act.Recover(ctx); err != nil {
+			return loop.Observation{}, err
+		}
+		if err := c.backOffRefused(now, unsettled); err != nil {
+			return loop.Observation{}, err
+		}
+	}
+	drains, err := c.store.Drains()
+	if err != nil {
+		return loop.Observation{}, err
+	}
+	st, unread, err := c.observe(ctx, now, drains, unsettled.Unsettled)
+	if err != nil {
+		return loop.Observation{}, err
+	}
+	obs := loop.Observation{State: &st, Err: errors.Join(unsettled.Err(), unread.err)}
+	if !c.dryRun && obs.Err == nil {
+		// Only a full read says what is gone.
+		if err := c.forgetGone(drains, st.Nodes); err != nil {
+			return loop.Observation{}, err
+		}
+	}
+	obs.InUse = c.sourceInUse(ctx, now)
+	if unread.never {
+		obs.Unrecorded = "a pool has never been read"
+	}
+	f.drainStart = map[string]time.Time{}
+	for i := range st.Nodes {
+		if n := &st.Nodes[i]; n.State == fleet.Draining {
+			f.drainStart[n.ID] = n.DrainStartedAt
+		}
+	}
+	if !c.dryRun {
+		// Work is protected before anything is scaled in.
+		obs.Err = errors.Join(obs.Err, c.protect(ctx, &st))
+	}
+	return obs, nil
+}
+
+// Launch launches through the actuator, which journals the intent first.
+func (f *cycleFleet) Launch(ctx context.Context, pool string, count int) error {
+	err := f.c.act.Launch(ctx, pool, count)
+	if providers.ShouldBackOff(err) {
+		f.c.metrics.capacityErrors.WithLabelValues(pool).Inc()
+	}
+	return err
+}
+
+// Terminate terminates a's node: an orphan through its reaper, a launch
+// never listed by giving the unit up, any other through the actuator;
+// then the node's stand-in, agent view and cancelled drain are forgotten.
+func (f *cycleFleet) Terminate(ctx context.Context, now time.Time, a *planner.Action) error {
+	c := f.c
+	var err error
+	if _, orphan := c.orphans[a.Node]; orphan {
+		err = c.reap(ctx, a.Node)
+	} else if isUnlisted(a.Node) {
+		// Launched but never listed by its deadline: nothing in the
+		// cloud to terminate; the unit is given up.
+		c.log.Warn("launched instance never listed by its provisioning deadline; given up", "pool", a.Pool, "launch", c.standIns[a.Node])
+	} else {
+		err = c.act.Terminate(ctx, a.Pool, a.Node)
+	}
+	if err != nil {
+		return err
+	}
+	after := c.spendStandIn(a.Node)
+	if after == nil {
+		c.agents.Forget(a.Node)
+		after = c.forgetCancelled(a.Node)
+		if t, ok := f.drainStart[a.Node]; ok {
+			c.metrics.drainSeconds.Observe(now.Sub(t).Seconds())
+		}
+	}
+	if after != nil {
+		return &loop.FollowUpError{Err: after}
+	}
+	return nil
+}
+
+// Drain hands the drain, on disk already, to the node's agent.
+func (f *cycleFleet) Drain(ctx context.Context, d state.Drain) error {
+	f.c.agents.SetDrain(d.Node, f.c.drainRequest(d))
+	f.c.log.Info("draining", "pool", d.Pool, "node", d.Node, "deadline", d.Deadline)
+	return nil
+}
+
+// CancelDrain tells the node's agent its drain is cancelled and records
+// when, so the planner does not drain it again at once.
+func (f *cycleFleet) CancelDrain(ctx context.Context, now time.Time, a *planner.Action) error {
+	c := f.c
+	c.agents.SetDrain(a.Node, nil)
+	c.cancelled[a.Node] = now
+	c.log.Warn("drain cancelled", "pool", a.Pool, "node", a.Node, "reason", a.Reason)
+	if err := c.store.PutCancelled(a.Node, now); err != nil {
+		return &loop.FollowUpError{Err: err}
+	}
+	return nil
 }
 
 // protect protects the instances whose agents have reported (ready or
@@ -325,14 +410,21 @@ func (c *Controller) protect(ctx context.Context, st *fleet.State) error {
 		if !ok || ps.Unobserved != "" {
 			continue
 		}
-		protected := map[string]bool{}
+		// Ready and draining nodes are listed instances; most are
+		// protected already, and a pool with none unprotected is done.
+		var unprotected map[string]bool
 		for _, in := range c.seen[ps.Name].instances {
-			protected[in.ID] = in.Protected
+			if !in.Protected {
+				if unprotected == nil {
+					unprotected = map[string]bool{}
+				}
+				unprotected[in.ID] = true
+			}
 		}
 		var on []string
 		for i := range st.Nodes {
 			n := &st.Nodes[i]
-			if n.Pool == ps.Name && (n.State == fleet.Ready || n.State == fleet.Draining) && !n.Unknown && !protected[n.ID] {
+			if unprotected[n.ID] && n.Pool == ps.Name && (n.State == fleet.Ready || n.State == fleet.Draining) && !n.Unknown {
 				on = append(on, n.ID)
 			}
 		}
@@ -347,25 +439,20 @@ func (c *Controller) protect(ctx context.Context, st *fleet.State) error {
 	return errors.Join(errs...)
 }
 
-// inUse is the GPUs in use: those the agents report held by jobs, or the
-// demand source's reading if it is higher (GPUs on nodes whose agents are
-// not yet reporting, say). A failed reading falls back to the agents.
-func (c *Controller) inUse(ctx context.Context, now time.Time, nodes []fleet.Node) float64 {
-	agents := 0
-	for i := range nodes {
-		// A node's jobs hold at most its GPUs, as the planner counts them.
-		agents += min(nodes[i].UsedGPUs(), c.act.pools[nodes[i].Pool].GPUsPerNode)
-	}
+// sourceInUse is the demand source's reading of the GPUs in use (GPUs on
+// nodes whose agents are not yet reporting, say), 0 with no source or a
+// failed reading: the loop counts the larger of it and the agents' count.
+func (c *Controller) sourceInUse(ctx context.Context, now time.Time) float64 {
 	if c.source == nil {
-		return float64(agents)
+		return 0
 	}
 	v, err := c.source.GPUsInUse(ctx, now)
 	if err != nil {
 		c.metrics.demandSourceErrors.Inc()
 		c.log.Warn("demand source failed; the agents' count stands", "error", err)
-		return float64(agents)
+		return 0
 	}
-	return max(float64(agents), v)
+	return v
 }
 
 func later(a, b time.Time) time.Time {
@@ -387,7 +474,7 @@ type seenGroup struct {
 func (c *Controller) backOffRefused(now time.Time, r Recovered) error {
 	for _, pool := range slices.Sorted(maps.Keys(r.Refused)) {
 		c.metrics.capacityErrors.WithLabelValues(pool).Inc()
-		if err := c.backOff(now, pool, r.Refused[pool].Error()); err != nil {
+		if err := c.loop.BackOff(now, pool, r.Refused[pool].Error()); err != nil {
 			return err
 		}
 	}
@@ -473,7 +560,8 @@ type unreadPools struct {
 }
 
 // observe reads every pool's group and joins it with the agents' reports,
-// the stored drains, back-offs and recent drains, and the pending demand.
+// the stored drains and the pending demand (the loop adds back-offs and
+// recent drains from the store).
 // A pool whose group cannot be read is taken as last read and marked
 // unobserved, so the planner changes nothing in it while the rest of the
 // fleet is planned as usual.
@@ -483,18 +571,6 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 	byNode := make(map[string]state.Drain, len(drains))
 	for _, d := range drains {
 		byNode[d.Node] = d
-	}
-	backoffs, err := c.store.Backoffs()
-	if err != nil {
-		return st, unread, err
-	}
-	bo := make(map[string]state.Backoff, len(backoffs))
-	for _, b := range backoffs {
-		bo[b.Pool] = b
-	}
-	recent, err := c.store.DrainLog(now.Add(-c.cfg.Limits.ScaleInWindow))
-	if err != nil {
-		return st, unread, err
 	}
 	// Room for the nodes last read, so thousands are not appended into
 	// ever-growing copies.
@@ -527,14 +603,6 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 	var claimed []state.Launch
 	for _, p := range c.cfg.Pools {
 		ps := fleet.PoolStatus{Name: p.Name}
-		if b, ok := bo[p.Name]; ok && now.Before(b.Until) {
-			ps.BackoffUntil, ps.BackoffReason = b.Until, b.Reason
-		}
-		for _, d := range recent {
-			if d.Pool == p.Name {
-				ps.RecentDrains = append(ps.RecentDrains, d.Started)
-			}
-		}
 		g, err := c.clouds[p.Name].Describe(ctx, p)
 		instances := g.Instances
 		if err != nil {
@@ -742,164 +810,4 @@ func (c *Controller) forgetCancelled(node string) error {
 	}
 	delete(c.cancelled, node)
 	return c.store.DeleteCancelled(node)
-}
-
-// history is the recorded demand on the forecast step: each step's
-// highest sample (capacity must cover the peak within a step, as the
-// simulator's history does).
-func (c *Controller) history(now time.Time) (fleet.Series, error) {
-	step := c.cfg.Forecast.Step
-	samples, err := c.store.Demand(DemandSeries, now.Add(-c.cfg.Forecast.History))
-	if err != nil || len(samples) == 0 {
-		return fleet.Series{}, err
-	}
-	start := samples[0].Time.Truncate(step)
-	var offsets []time.Duration
-	var values []float64
-	for _, s := range samples {
-		off := s.Time.Sub(start).Truncate(step)
-		if n := len(offsets); n > 0 && offsets[n-1] == off {
-			values[n-1] = max(values[n-1], s.Value)
-			continue
-		}
-		offsets, values = append(offsets, off), append(values, s.Value)
-	}
-	r, err := forecast.Resample(start, offsets, values, step, 6)
-	if err != nil {
-		return fleet.Series{}, err
-	}
-	return r.Series, nil
-}
-
-// forecast follows the history with the chosen model, choosing and
-// calibrating it again once a day (as the simulator does).
-func (c *Controller) forecast(now time.Time, history fleet.Series) forecast.Forecast {
-	if len(history.Values) == 0 {
-		return forecast.Forecast{}
-	}
-	levels, err := forecast.Levels(c.cfg.Forecast.Quantile)
-	if err != nil {
-		c.log.Error("forecast quantile", "error", err)
-		return forecast.Forecast{}
-	}
-	if c.online == nil || c.online.Model() == "" || now.Sub(c.fittedAt) >= forecast.Day {
-		o, err := forecast.NewOnline(history, c.cfg.Forecast.Horizon, levels)
-		if err != nil {
-			c.log.Warn("no forecast; planning on current demand", "error", err)
-			return forecast.Forecast{}
-		}
-		c.online, c.fittedAt = o, now
-	}
-	fc, err := c.online.Forecast(history)
-	if err != nil {
-		c.online = nil
-		c.log.Warn("no forecast this cycle; planning on current demand", "error", err)
-		return forecast.Forecast{}
-	}
-	return fc
-}
-
-// apply carries out a plan's actions and returns what became of each. An
-// action done whose bookkeeping then failed (a store write) is done all
-// the same; the error is returned with the others.
-func (c *Controller) apply(ctx context.Context, now time.Time, st *fleet.State, plan *planner.Plan) ([]Outcome, error) {
-	drainStart := map[string]time.Time{}
-	for i := range st.Nodes {
-		if n := &st.Nodes[i]; n.State == fleet.Draining {
-			drainStart[n.ID] = n.DrainStartedAt
-		}
-	}
-	out := outcomes(plan, Done)
-	var errs []error
-	for i, a := range plan.Actions {
-		// err is the action's own failure; after, that of what follows
-		// an action done.
-		var err, after error
-		switch a.Kind {
-		case planner.Launch:
-			err = c.act.Launch(ctx, a.Pool, a.Count)
-			if providers.ShouldBackOff(err) {
-				// Expected on a cloud out of GPUs: the pool backs off and
-				// the next plan falls back to other pools. Not a failure.
-				c.metrics.capacityErrors.WithLabelValues(a.Pool).Inc()
-				c.metrics.actions.WithLabelValues(string(a.Kind), a.Pool, "refused").Inc()
-				out[i] = Outcome{Result: Refused, Err: err}
-				if err = c.backOff(now, a.Pool, err.Error()); err != nil {
-					errs = append(errs, err)
-				}
-				continue
-			} else if err == nil {
-				after = c.store.DeleteBackoff(a.Pool)
-			}
-		case planner.Terminate:
-			if _, orphan := c.orphans[a.Node]; orphan {
-				err = c.reap(ctx, a.Node)
-			} else if isUnlisted(a.Node) {
-				// Launched but never listed by its deadline: nothing in
-				// the cloud to terminate; the unit is given up.
-				c.log.Warn("launched instance never listed by its provisioning deadline; given up", "pool", a.Pool, "launch", c.standIns[a.Node])
-			} else {
-				err = c.act.Terminate(ctx, a.Pool, a.Node)
-			}
-			if err == nil {
-				after = c.spendStandIn(a.Node)
-			}
-			if err == nil && after == nil {
-				c.agents.Forget(a.Node)
-				after = c.forgetCancelled(a.Node)
-				if t, ok := drainStart[a.Node]; ok {
-					c.metrics.drainSeconds.Observe(now.Sub(t).Seconds())
-				}
-			}
-			if err == nil && after == nil && a.BackOff {
-				after = c.backOff(now, a.Pool, a.Reason)
-			}
-		case planner.Drain:
-			d := state.Drain{Node: a.Node, Pool: a.Pool, Started: now, Deadline: now.Add(c.cfg.Drain.Timeout)}
-			// The drain is on disk before any agent hears of it.
-			if err = c.store.PutDrain(d); err == nil {
-				c.agents.SetDrain(a.Node, c.drainRequest(d))
-				c.log.Info("draining", "pool", a.Pool, "node", a.Node, "deadline", d.Deadline)
-			}
-		case planner.CancelDrain:
-			if err = c.store.DeleteDrain(a.Node); err == nil {
-				c.agents.SetDrain(a.Node, nil)
-				c.cancelled[a.Node] = now
-				after = c.store.PutCancelled(a.Node, now)
-				c.log.Warn("drain cancelled", "pool", a.Pool, "node", a.Node, "reason", a.Reason)
-			}
-		}
-		if err != nil {
-			out[i] = Outcome{Result: Failed, Err: err}
-		}
-		if a.Kind != planner.Hold {
-			result := "ok"
-			if err != nil || after != nil {
-				result = "error"
-			}
-			c.metrics.actions.WithLabelValues(string(a.Kind), a.Pool, result).Inc()
-		}
-		if err = errors.Join(err, after); err != nil {
-			c.log.Error("action failed", "kind", a.Kind, "pool", a.Pool, "node", a.Node, "error", err)
-			errs = append(errs, err)
-		}
-	}
-	return out, errors.Join(errs...)
-}
-
-// backOff records a pool's next back-off after a capacity error.
-func (c *Controller) backOff(now time.Time, pool, reason string) error {
-	failures := 1
-	bs, err := c.store.Backoffs()
-	if err != nil {
-		return err
-	}
-	for _, b := range bs {
-		if b.Pool == pool {
-			failures = b.Failures + 1
-		}
-	}
-	until := now.Add(providers.Backoff(failures))
-	c.log.Warn("pool backed off", "pool", pool, "until", until, "failures", failures, "reason", reason)
-	return c.store.PutBackoff(state.Backoff{Pool: pool, Failures: failures, Until: until, Reason: reason})
 }

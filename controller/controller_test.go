@@ -38,8 +38,8 @@ func (c *counting) Terminate(ctx context.Context, p fleet.Pool, ids []string) er
 	return c.Provider.Terminate(ctx, p, ids)
 }
 
-// loop is a controller on the simulated cloud with a clock the test moves.
-type loop struct {
+// cycler is a controller on the simulated cloud with a clock the test moves.
+type cycler struct {
 	now     time.Time
 	cfg     *config.Config
 	cloud   *sim.Cloud
@@ -59,9 +59,9 @@ type loop struct {
 	notice map[string]*report.Notice
 }
 
-func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *loop {
+func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *cycler {
 	t.Helper()
-	l := &loop{now: t0, silent: map[string]bool{}, busy: map[string]bool{}, held: map[string]string{}}
+	l := &cycler{now: t0, silent: map[string]bool{}, busy: map[string]bool{}, held: map[string]string{}}
 	cfg := config.Defaults()
 	cfg.Pools = pools
 	l.cfg = &cfg
@@ -93,7 +93,7 @@ func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *loop {
 // report has every running instance's agent report, unless it is silent:
 // a job holding every GPU, checkpointed a minute ago, on busy nodes, and
 // none on the others.
-func (l *loop) report(t *testing.T) {
+func (l *cycler) report(t *testing.T) {
 	t.Helper()
 	for _, p := range append(slices.Clone(l.cfg.Pools), l.also...) {
 		g, err := l.cloud.Describe(context.Background(), p)
@@ -135,7 +135,7 @@ func (l *loop) report(t *testing.T) {
 }
 
 // cycle moves the clock a minute, has the agents report, and runs a cycle.
-func (l *loop) cycle(t *testing.T) planner.Plan {
+func (l *cycler) cycle(t *testing.T) planner.Plan {
 	t.Helper()
 	l.now = l.now.Add(time.Minute)
 	l.report(t)
@@ -146,7 +146,7 @@ func (l *loop) cycle(t *testing.T) planner.Plan {
 	return p
 }
 
-func (l *loop) target(t *testing.T, pool fleet.Pool) int {
+func (l *cycler) target(t *testing.T, pool fleet.Pool) int {
 	g, err := l.cloud.Describe(context.Background(), pool)
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +269,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 // restart is the controller killed and started again on the same state
 // directory, clouds and agents' endpoint (whose in-memory view is lost
 // with the process).
-func (l *loop) restart(t *testing.T, wrap providers.Provider) {
+func (l *cycler) restart(t *testing.T, wrap providers.Provider) {
 	t.Helper()
 	dir := l.store.Path()
 	l.store.Close()

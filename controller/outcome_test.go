@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
 )
@@ -33,13 +34,13 @@ func TestRunCycleOutcomes(t *testing.T) {
 		name    string
 		dryRun  bool
 		launch  error // what the cloud answers a launch; nil: the simulated cloud's
-		want    Result
+		want    loop.Result
 		wantErr string
 	}{
-		{"done", false, nil, Done, ""},
-		{"dry run", true, nil, DryRun, ""},
-		{"refused", false, capacity, Refused, "insufficient capacity: InsufficientInstanceCapacity"},
-		{"failed", false, broken, Failed, "kept for recovery): connection reset by peer"},
+		{"done", false, nil, loop.Done, ""},
+		{"dry run", true, nil, loop.DryRun, ""},
+		{"refused", false, capacity, loop.Refused, "insufficient capacity: InsufficientInstanceCapacity"},
+		{"failed", false, broken, loop.Failed, "kept for recovery): connection reset by peer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,7 +52,7 @@ func TestRunCycleOutcomes(t *testing.T) {
 			l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "g5", GPUs: 8}}})
 			l.now = l.now.Add(time.Minute)
 			r, err := l.c.RunCycle(context.Background())
-			if tt.want == Failed {
+			if tt.want == loop.Failed {
 				if err == nil || !strings.Contains(err.Error(), broken.Error()) {
 					t.Errorf("cycle error %v, want the launch's", err)
 				}
@@ -66,7 +67,7 @@ func TestRunCycleOutcomes(t *testing.T) {
 					t.Errorf("%s of %d in %s: %s %v; want %s %q", a.Kind, a.Count, a.Pool, o.Result, o.Err, tt.want, tt.wantErr)
 				}
 			}
-			if bs, _ := l.store.Backoffs(); (len(bs) == 1) != (tt.want == Refused) {
+			if bs, _ := l.store.Backoffs(); (len(bs) == 1) != (tt.want == loop.Refused) {
 				t.Errorf("back-offs %+v after a %s launch", bs, tt.want)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/state"
 )
 
@@ -146,7 +147,7 @@ func TestDemandSourceFeedsHistory(t *testing.T) {
 		ps.status, ps.body = tt.status, tt.body
 		ps.mu.Unlock()
 		l.cycle(t)
-		got, _, err := l.store.LatestDemand(DemandSeries)
+		got, _, err := l.store.LatestDemand(loop.DemandSeries)
 		if err != nil || got != (state.Sample{Time: l.now, Value: tt.want}) {
 			t.Errorf("with %s: recorded %+v, %v; want %v", tt.body, got, err, tt.want)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/sim"
@@ -21,7 +22,7 @@ import (
 // outside launches n instances in the pool outside the controller (as
 // Terraform, a person or the group itself would), with silent agents, and
 // returns their IDs.
-func (l *loop) outside(t *testing.T, pool fleet.Pool, n int) []string {
+func (l *cycler) outside(t *testing.T, pool fleet.Pool, n int) []string {
 	t.Helper()
 	before := map[string]bool{}
 	g, _ := l.cloud.Describe(context.Background(), pool)
@@ -43,7 +44,7 @@ func (l *loop) outside(t *testing.T, pool fleet.Pool, n int) []string {
 }
 
 // mute silences the agents of every instance the pools have now.
-func (l *loop) mute() {
+func (l *cycler) mute() {
 	for _, p := range l.cfg.Pools {
 		g, _ := l.cloud.Describe(context.Background(), p)
 		for _, in := range g.Instances {
@@ -638,7 +639,7 @@ func TestDemandCappedPerNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.cycle(t)
-	last, _, err := l.store.LatestDemand(DemandSeries)
+	last, _, err := l.store.LatestDemand(loop.DemandSeries)
 	if err != nil || last.Value != 8 {
 		t.Errorf("demand recorded %v (%v); want 8, the node's GPUs", last.Value, err)
 	}

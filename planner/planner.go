@@ -44,6 +44,8 @@ type poolPlan struct {
 	// drainsInWindow counts drains of the pool begun within
 	// limits.scale_in_window.
 	drainsInWindow int
+	// ready counts the pool's ready nodes, to size candidates.
+	ready int
 }
 
 // candidate is a ready node scale-in may remove.
@@ -152,8 +154,10 @@ func Make(in Input) Plan {
 // observe walks the nodes once: counts capacity, demand and cost, settles
 // drains and provisioning deadlines, and collects scale-in candidates.
 func (p *planner) observe() {
-	for _, n := range sortedNodes(p.in.State.Nodes) {
-		pp := p.byName[n.Pool]
+	nodes := sortedNodes(p.in.State.Nodes)
+	pools := p.poolsOf(nodes)
+	for i, n := range nodes {
+		pp := pools[i]
 		if pp == nil && n.Orphan {
 			p.orphans = append(p.orphans, n)
 			continue
@@ -470,6 +474,28 @@ func (p *planner) drainBlocker(n *fleet.Node) (string, time.Time) {
 
 // silentFor returns how long a ready or draining node's agent has been
 // silent, if longer than the agent timeout; 0 if it is not silent. A node
+// poolsOf is each node's pool plan (nil for a pool the config does not
+// have), looked up once for each run of nodes of the same pool, with
+// each pool's candidates sized to its ready nodes.
+func (p *planner) poolsOf(nodes []*fleet.Node) []*poolPlan {
+	out := make([]*poolPlan, len(nodes))
+	var last *poolPlan
+	name, looked := "", false
+	for i, n := range nodes {
+		if !looked || n.Pool != name {
+			last, name, looked = p.byName[n.Pool], n.Pool, true
+		}
+		out[i] = last
+		if last != nil && n.State == fleet.Ready {
+			last.ready++
+		}
+	}
+	for _, pp := range p.pools {
+		pp.candidates = make([]candidate, 0, pp.ready)
+	}
+	return out
+}
+
 // whose agent never reported is silent for ever (neverReported).
 func (p *planner) silentFor(n *fleet.Node) time.Duration {
 	if n.State != fleet.Ready && n.State != fleet.Draining {

@@ -653,6 +653,41 @@ simulate/oracle.go
 "\t\t\tgpuRoom = max(0, lim.MaxGPUs-rg) + 1<<20\n"
 ./simulate
 TestSameLimitsForEveryPolicy
+
+a refused launch not backed off (loop)
+loop/loop.go
+"\t\t\t\tif err := l.BackOff(now, a.Pool, err.Error()); err != nil {"
+"\t\t\t\tif err := error(nil); err != nil {"
+./loop ./controller
+TestLaunchBooks|TestRunCycleOutcomes
+
+a drain heard before it is in the books (loop)
+loop/loop.go
+"\t\t\tif err = l.o.Books.PutDrain(d); err == nil {\n\t\t\t\terr = f.Drain(ctx, d)\n\t\t\t}"
+"\t\t\tif err = f.Drain(ctx, d); err == nil {\n\t\t\t\terr = l.o.Books.PutDrain(d)\n\t\t\t}"
+./loop
+TestActBooks
+
+the step in progress left out of the forecast (loop)
+loop/history.go
+"\tif h.cur.IsZero() {\n\t\treturn s\n\t}"
+"\tif true {\n\t\treturn s\n\t}"
+./loop
+TestHistory
+
+the provisional last value followed as final (forecast)
+forecast/calibrate.go
+"\t\to.members[i] = extendInPlace(m, y[:len(y)-1])\n\t\tfor k, v := range extendInPlace(o.members[i], y).Forecast(len(y), o.h) {"
+"\t\to.members[i] = m.Extend(y)\n\t\tfor k, v := range o.members[i].Forecast(len(y), o.h) {"
+./forecast
+TestOnlineProvisionalLast
+
+a drain heard at once in simulate, not with the next report (one loop)
+simulate/policy.go
+"\t\tn.drainRec = f.e.now\n\t\tf.p.told = append(f.p.told, n)"
+"\t\tn.drainRec, n.heardAt = f.e.now, f.e.now\n\t\tf.e.drain(n)"
+./simfleet
+TestOneLoopTwoWorlds
 EOF
 }
 

@@ -1,10 +1,11 @@
 // Package simfleet is the workload behind the local default: jobs that
-// follow the config's synthetic demand, a first-fit scheduler that places
-// them on the simulated cloud's nodes, and an agent on every node that
-// reports to the controller as a real one would, checkpoints its jobs on a
-// schedule, and on a drain request has them checkpoint and move elsewhere.
-// It keeps the score: work lost to a node removed under running jobs
-// (which must stay zero) and GPU-hours jobs spent waiting.
+// follow the config's synthetic demand, run by the simulator's own cluster
+// model (simulate.Cluster: the same scheduler, checkpoints, drains and lost
+// work as `simulate`) on the simulated cloud's nodes, and an agent on
+// every node that reports to the controller as a real one would and takes
+// up the drain the controller answers with. It keeps the score: work lost
+// to a node removed under running jobs (which must stay zero) and
+// GPU-hours jobs spent waiting.
 package simfleet
 
 import (
@@ -12,15 +13,19 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/sim"
+	"github.com/fleetcast/autoscaler/simulate"
 	"github.com/fleetcast/autoscaler/state"
+	"github.com/fleetcast/autoscaler/trace"
 )
 
 // Options configure a Fleet.
@@ -29,11 +34,20 @@ type Options struct {
 	// Cloud is the simulated cloud the pools run on.
 	Cloud    providers.Provider
 	Workload sim.Workload
+	// Trace, if set, replaces Workload: its jobs are submitted at their
+	// submit times from Start, each running for its duration.
+	Trace *trace.Trace
+	// Start is the workload's time zero (the first Step's time will do).
+	Start time.Time
 	// CheckpointEvery is how often a running job checkpoints on its own.
 	CheckpointEvery time.Duration
+	// CheckpointDuration is how long a checkpoint a drain asks for takes
+	// to be durable; 0: at once.
+	CheckpointDuration time.Duration
 	// Reports takes the agents' reports (the controller's agents view).
 	Reports report.Store
-	// Pending is told the GPUs of jobs waiting to be placed, each step.
+	// Pending is told the GPUs of jobs the scheduler cannot place, each
+	// step.
 	Pending func(now time.Time, gpus int)
 	Seed    int64
 }
@@ -41,41 +55,17 @@ type Options struct {
 // Fleet is the simulated jobs, scheduler and agents. It is not safe for
 // concurrent use: call Step from one goroutine.
 type Fleet struct {
-	o     Options
-	rng   *rand.Rand
-	jobs  []*job // every job, queued or running, oldest first
-	nodes map[string]*node
-	next  int
-	last  time.Time
-	stats Stats
-}
-
-type job struct {
-	id       string
-	gpus     int
-	start    time.Time
-	ckpt     time.Time // last checkpoint; zero: never
-	node     string    // "" while queued
-	gpuIndex []int
-	queuedAt time.Time
-}
-
-// lastSaved is where the job would restart from: its last checkpoint, or
-// its start.
-func (j *job) lastSaved() time.Time { return later(j.ckpt, j.start) }
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-type node struct {
-	id       string
-	pool     *fleet.Pool
-	free     []bool // free[i]: GPU i is free
-	draining string // the ID of the drain the node holds; "" if none
+	o       Options
+	rng     *rand.Rand
+	cluster *simulate.Cluster
+	jobs    []simulate.Job // every job not finished, oldest first
+	// draining is the drain each node's agent holds, and pools the pool
+	// of each, by node.
+	draining map[string]string
+	pools    map[string]*fleet.Pool
+	demand   int
+	// submitted counts the trace's jobs submitted.
+	submitted int
 }
 
 // Stats are the workload's score so far.
@@ -97,47 +87,54 @@ func New(o Options) (*Fleet, error) {
 	if o.Cloud == nil || o.Reports == nil || o.Pending == nil || o.CheckpointEvery <= 0 {
 		return nil, fmt.Errorf("simfleet: cloud, reports, pending and a positive checkpoint interval are required")
 	}
-	return &Fleet{o: o, rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x51f1ee7)), nodes: map[string]*node{}}, nil
+	c, err := simulate.NewCluster(simulate.ClusterOptions{Pools: o.Pools, Start: o.Start, CheckpointInterval: o.CheckpointEvery,
+		CheckpointDuration: o.CheckpointDuration})
+	if err != nil {
+		return nil, fmt.Errorf("simfleet: %w", err)
+	}
+	return &Fleet{o: o, rng: rand.New(rand.NewPCG(uint64(o.Seed), 0x51f1ee7)), cluster: c, draining: map[string]string{}, pools: map[string]*fleet.Pool{}}, nil
 }
 
 // Stats returns the score so far.
-func (f *Fleet) Stats() Stats { return f.stats }
+func (f *Fleet) Stats() Stats {
+	s := f.cluster.Stats()
+	return Stats{LostGPUHours: s.LostGPUHours, WaitGPUHours: s.WaitGPUHours, Started: s.Started, Completed: s.Completed, Moved: s.Moved,
+		DemandGPUs: f.demand, RunningGPUs: s.RunningGPUs}
+}
 
-// Step advances the workload to now: nodes that came up join, nodes that
-// went away lose the work on them since its last checkpoint, demand is
-// met by new or finished jobs, draining nodes' jobs checkpoint and move,
-// queued jobs are placed, and every node's agent reports.
+// Step advances the workload to now: nodes that came up join at the time
+// they were ready, nodes that went away lose the work on them since its
+// last checkpoint, what fell due runs its course in time order (runs that
+// end, checkpoints a drain asked for that become durable), demand is met
+// by new or finished jobs, queued jobs are placed, and every node's agent
+// reports and takes up the controller's answer.
 func (f *Fleet) Step(ctx context.Context, now time.Time) error {
-	if err := f.sync(ctx, now); err != nil {
+	if err := f.sync(ctx); err != nil {
 		return err
 	}
-	f.follow(now)
-	for _, j := range f.jobs {
-		if j.node != "" && now.Sub(j.lastSaved()) >= f.o.CheckpointEvery {
-			j.ckpt = now
+	f.cluster.Advance(now)
+	if f.o.Trace != nil {
+		if err := f.replay(now); err != nil {
+			return err
 		}
-		if j.node == "" && !f.last.IsZero() {
-			f.stats.WaitGPUHours += float64(j.gpus) * now.Sub(later(f.last, j.queuedAt)).Hours()
-		}
+	} else {
+		f.follow(now)
 	}
-	f.place(now)
-	f.last = now
-	queued := 0
-	f.stats.RunningGPUs = 0
-	for _, j := range f.jobs {
-		if j.node == "" {
-			queued += j.gpus
-		} else {
-			f.stats.RunningGPUs += j.gpus
-		}
-	}
-	f.o.Pending(now, queued)
+	f.cluster.Advance(now)
+	f.o.Pending(now, f.cluster.PendingGPUs())
 	return f.report(ctx, now)
 }
 
-// sync follows the cloud: running instances become nodes; nodes gone take
+// sync follows the cloud: running instances become nodes, ready from when
+// their lead time passed, in the order they were launched; nodes gone take
 // their jobs' work since the last checkpoint with them.
-func (f *Fleet) sync(ctx context.Context, now time.Time) error {
+func (f *Fleet) sync(ctx context.Context) error {
+	type joining struct {
+		id    string
+		pool  *fleet.Pool
+		ready time.Time
+	}
+	var join []joining
 	seen := map[string]bool{}
 	for i := range f.o.Pools {
 		p := &f.o.Pools[i]
@@ -150,130 +147,104 @@ func (f *Fleet) sync(ctx context.Context, now time.Time) error {
 				continue
 			}
 			seen[in.ID] = true
-			if f.nodes[in.ID] == nil {
-				f.nodes[in.ID] = &node{id: in.ID, pool: p, free: slices.Repeat([]bool{true}, p.GPUsPerNode)}
+			if !f.cluster.Has(in.ID) {
+				join = append(join, joining{in.ID, p, in.LaunchedAt.Add(p.LeadTime)})
 			}
 		}
 	}
-	for id := range f.nodes {
-		if seen[id] {
-			continue
+	for _, id := range f.cluster.Nodes() {
+		if !seen[id] {
+			f.cluster.RemoveNode(id)
+			delete(f.draining, id)
+			delete(f.pools, id)
 		}
-		for _, j := range f.jobs {
-			if j.node == id {
-				f.stats.LostGPUHours += float64(j.gpus) * now.Sub(j.lastSaved()).Hours()
-				j.node, j.gpuIndex, j.queuedAt = "", nil, now
-			}
+	}
+	slices.SortFunc(join, func(a, b joining) int {
+		if c := a.ready.Compare(b.ready); c != 0 {
+			return c
 		}
-		delete(f.nodes, id)
+		return strings.Compare(a.id, b.id)
+	})
+	for _, j := range join {
+		if err := f.cluster.AddNode(j.id, j.pool.Name, j.ready); err != nil {
+			return fmt.Errorf("simfleet: %w", err)
+		}
+		f.pools[j.id] = j.pool
 	}
 	return nil
 }
 
 // follow adds jobs (1 to 8 GPUs) until the jobs' GPUs meet the demand, or
-// completes running jobs (then queued ones), oldest first, while they
+// finishes running jobs (then queued ones), oldest first, while they
 // exceed it.
 func (f *Fleet) follow(now time.Time) {
-	demand := int(f.o.Workload.At(now))
-	f.stats.DemandGPUs = demand
+	f.demand = int(f.o.Workload.At(now))
 	total := 0
 	for _, j := range f.jobs {
-		total += j.gpus
+		total += f.cluster.JobGPUs(j)
 	}
-	for total < demand {
-		g := min(1+f.rng.IntN(8), demand-total)
-		f.next++
-		f.jobs = append(f.jobs, &job{id: fmt.Sprintf("job-%06d", f.next), gpus: g, queuedAt: now})
-		total += g
+	for total < f.demand {
+		j, err := f.cluster.Submit(min(1+f.rng.IntN(8), f.demand-total), 0)
+		if err != nil {
+			panic(err) // 1 to 8 GPUs always fits an 8-GPU pool's node
+		}
+		f.jobs = append(f.jobs, j)
+		total += f.cluster.JobGPUs(j)
 	}
-	for total > demand {
-		i := slices.IndexFunc(f.jobs, func(j *job) bool { return j.node != "" })
+	for total > f.demand {
+		i := slices.IndexFunc(f.jobs, f.cluster.Running)
 		if i < 0 {
 			i = 0
 		}
 		j := f.jobs[i]
-		if total-j.gpus < demand && j.gpus > 1 {
+		g := f.cluster.JobGPUs(j)
+		if total-g < f.demand && g > 1 {
 			break // finishing it would undershoot by more than it overshoots
 		}
-		f.release(j)
+		f.cluster.Finish(j)
 		f.jobs = slices.Delete(f.jobs, i, i+1)
-		total -= j.gpus
-		f.stats.Completed++
+		total -= g
 	}
 }
 
-func (f *Fleet) release(j *job) {
-	if n := f.nodes[j.node]; n != nil {
-		for _, g := range j.gpuIndex {
-			n.free[g] = true
-		}
-	}
-	j.node, j.gpuIndex = "", nil
-}
-
-// place moves draining nodes' jobs back to the queue (they checkpointed as
-// asked) and places queued jobs first fit on nodes that are not draining,
-// in node order.
-func (f *Fleet) place(now time.Time) {
-	for _, j := range f.jobs {
-		if n := f.nodes[j.node]; n != nil && n.draining != "" {
-			j.ckpt = now
-			f.release(j)
-			j.queuedAt = now
-			f.stats.Moved++
-		}
-	}
-	ids := make([]string, 0, len(f.nodes))
-	for id, n := range f.nodes {
-		if n.draining == "" {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	for _, j := range f.jobs {
-		if j.node != "" {
-			continue
-		}
-		for _, id := range ids {
-			n := f.nodes[id]
-			var idx []int
-			for g, free := range n.free {
-				if free && len(idx) < j.gpus {
-					idx = append(idx, g)
-				}
-			}
-			if len(idx) < j.gpus {
-				continue
-			}
-			for _, g := range idx {
-				n.free[g] = false
-			}
-			j.node, j.gpuIndex = id, idx
-			if j.start.IsZero() {
-				j.start = now
-				f.stats.Started++
-			}
+// replay submits the trace's jobs due by now.
+func (f *Fleet) replay(now time.Time) error {
+	for ; f.submitted < len(f.o.Trace.Jobs); f.submitted++ {
+		tj := &f.o.Trace.Jobs[f.submitted]
+		if f.o.Start.Add(tj.Submit).After(now) {
 			break
 		}
+		if _, err := f.cluster.Submit(tj.GPUs, tj.Duration); err != nil {
+			return fmt.Errorf("simfleet: trace job %s: %w", tj.ID, err)
+		}
 	}
+	f.demand = f.cluster.Stats().RunningGPUs + f.cluster.Stats().QueuedGPUs
+	return nil
 }
 
 // report sends every node's report and takes up the drain the controller
-// answers with (or its absence: a drain cancelled).
+// answers with (or its absence: a drain cancelled). A node reports the
+// drain it held before this report: safe to terminate once its jobs have
+// left.
 func (f *Fleet) report(ctx context.Context, now time.Time) error {
-	byNode := map[string][]report.Job{}
-	for _, j := range f.jobs {
-		if j.node != "" {
-			byNode[j.node] = append(byNode[j.node], report.Job{ID: j.id, GPUs: j.gpuIndex, Start: j.start, LastCheckpoint: j.ckpt, LongRunning: true})
+	for _, id := range f.cluster.Nodes() {
+		pool := f.pools[id]
+		jobs := f.cluster.Jobs(id)
+		r := &report.Report{Node: id, SentAt: now, Healthy: true, Drain: report.DrainStatus{State: report.NotDraining}}
+		next := 0
+		for _, j := range jobs {
+			idx := make([]int, j.GPUs)
+			for k := range idx {
+				idx[k] = next + k
+			}
+			next += j.GPUs
+			r.Jobs = append(r.Jobs, report.Job{ID: j.ID, GPUs: idx, Start: j.Start, LastCheckpoint: j.LastCheckpoint, LongRunning: true})
 		}
-	}
-	for id, n := range f.nodes {
-		r := &report.Report{Node: id, SentAt: now, Healthy: true, Jobs: byNode[id], Drain: report.DrainStatus{State: report.NotDraining}}
-		for g := range n.free {
-			r.GPUs = append(r.GPUs, report.GPU{Index: g, UUID: fmt.Sprintf("GPU-%s-%d", id, g), Name: n.pool.GPUModel, MemoryTotal: 80 << 30})
+		for g := range pool.GPUsPerNode {
+			r.GPUs = append(r.GPUs, report.GPU{Index: g, UUID: fmt.Sprintf("GPU-%s-%d", id, g), Name: pool.GPUModel, MemoryTotal: 80 << 30})
 		}
-		if n.draining != "" {
-			r.Drain.State, r.Drain.ID = report.SafeToTerminate, n.draining
+		if d := f.draining[id]; d != "" {
+			r.Drain.State, r.Drain.ID = report.SafeToTerminate, d
 			if len(r.Jobs) > 0 {
 				r.Drain.State = report.Draining
 			}
@@ -282,9 +253,15 @@ func (f *Fleet) report(ctx context.Context, now time.Time) error {
 		if err != nil {
 			return fmt.Errorf("simfleet: report from %s: %w", id, err)
 		}
-		n.draining = ""
-		if ans.Drain != nil {
-			n.draining = ans.Drain.ID
+		switch {
+		case ans.Drain != nil && f.draining[id] == "":
+			f.draining[id] = ans.Drain.ID
+			f.cluster.Drain(id)
+		case ans.Drain == nil && f.draining[id] != "":
+			delete(f.draining, id)
+			f.cluster.Undrain(id)
+		case ans.Drain != nil:
+			f.draining[id] = ans.Drain.ID
 		}
 	}
 	return nil
@@ -304,7 +281,7 @@ func SeedHistory(s *state.Store, w sim.Workload, now time.Time, step, length tim
 	for i, v := range h.Values {
 		samples[i] = state.Sample{Time: h.Start.Add(time.Duration(i) * step), Value: v}
 	}
-	return s.AppendDemand(controller.DemandSeries, samples...)
+	return s.AppendDemand(loop.DemandSeries, samples...)
 }
 
 // PendingTo returns a Pending function that pushes the queued GPUs to the

@@ -48,7 +48,7 @@ func TestControllerFollowsADay(t *testing.T) {
 	if err := c.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f, err := New(Options{Pools: cfg.Pools, Cloud: cloud, Workload: w, CheckpointEvery: cfg.Simulate.CheckpointInterval,
+	f, err := New(Options{Pools: cfg.Pools, Cloud: cloud, Workload: w, Start: now, CheckpointEvery: cfg.Simulate.CheckpointInterval, CheckpointDuration: cfg.Simulate.CheckpointDuration,
 		Reports: agents, Pending: PendingTo(pending, cfg), Seed: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
@@ -73,11 +74,17 @@ type node struct {
 	// allocation last fell under half (the reactive policy's timer); -1
 	// while busy / at or over half.
 	idleSince, lowSince int64
-	drainAt             int64
-	jobs                []int32
-	jobsVer             uint32 // bumped whenever jobs changes
-	bucketPos           int    // index in its free-GPU bucket; -1 when in none
-	tier                uint8  // its buckets' tier: 0 reserved, 1 the others
+	// drainRec is when the controller decided the node's drain (its
+	// drain record), heardAt when its agent took it up; -1: none.
+	drainRec, heardAt int64
+	// interruptAt is when the cloud reclaims a spot node; noticed is set
+	// once its agent has had the notice.
+	interruptAt int64
+	noticed     bool
+	jobs        []int32
+	jobsVer     uint32 // bumped whenever jobs changes
+	bucketPos   int    // index in its free-GPU bucket; -1 when in none
+	tier        uint8  // its buckets' tier: 0 reserved, 1 the others
 }
 
 // event kinds, in the order they happen within a second: a checkpoint that
@@ -101,10 +108,18 @@ type eventHeap []event
 
 func (h eventHeap) Len() int { return len(h) }
 func (h eventHeap) Less(i, j int) bool {
-	if h[i].t != h[j].t {
-		return h[i].t < h[j].t
+	a, b := &h[i], &h[j]
+	switch {
+	case a.t != b.t:
+		return a.t < b.t
+	case a.kind != b.kind:
+		return a.kind < b.kind
+	case a.id != b.id:
+		// Ties in a fixed order (nodes that come up together, in launch
+		// order), whatever the order events were pushed in.
+		return a.id < b.id
 	}
-	return h[i].kind < h[j].kind
+	return a.gen < b.gen
 }
 func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
@@ -151,6 +166,9 @@ type stats struct {
 	unsafe           int     // terminations that lost work
 	launches, drains int
 	interruptions    int // spot nodes reclaimed by the cloud
+	// completed counts the jobs done, saved the runs a drain's checkpoint
+	// ended (the job requeued with nothing lost).
+	completed, saved int
 	waits            []float64
 	// waitGPUs is GPU-seconds spent queued: every interval a job waits,
 	// first or again after a requeue, times its GPUs.
@@ -204,6 +222,9 @@ type engine struct {
 	// this cycle.
 	limits     config.Limits
 	limitedNow bool
+	// reports caches each node's jobs as its agent reports them, by node
+	// index.
+	reports []nodeJobs
 }
 
 func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*engine, error) {
@@ -268,32 +289,7 @@ func (e *engine) run() error {
 			e.nextArr++
 		}
 		for len(e.events) > 0 && e.events[0].t == t {
-			ev := heap.Pop(&e.events).(event)
-			switch ev.kind {
-			case evFinish:
-				if j := &e.jobs[ev.id]; !j.done && j.gen == ev.gen && j.start >= 0 {
-					e.finish(ev.id)
-				}
-			case evCheckpoint:
-				if j := &e.jobs[ev.id]; !j.done && j.gen == ev.gen && j.start >= 0 {
-					e.stop(ev.id, stopSaved)
-				}
-			case evReady:
-				if n := e.nodes[ev.id]; n.state == booting {
-					n.state = up
-					n.idleSince, n.lowSince = t, t
-					e.bucketAdd(n)
-				}
-			case evNotice:
-				if n := e.nodes[ev.id]; n.state != gone {
-					e.policy.notice(e, n)
-				}
-			case evInterrupt:
-				if n := e.nodes[ev.id]; n.state != gone {
-					e.st.interruptions++
-					e.remove(n, false)
-				}
-			}
+			e.handle(heap.Pop(&e.events).(event))
 		}
 		e.schedule()
 		if t == nextTick {
@@ -320,6 +316,35 @@ func (e *engine) run() error {
 	e.st.end = e.now
 	e.closeBills()
 	return nil
+}
+
+// handle carries out an event that is due now.
+func (e *engine) handle(ev event) {
+	switch ev.kind {
+	case evFinish:
+		if j := &e.jobs[ev.id]; !j.done && j.gen == ev.gen && j.start >= 0 {
+			e.finish(ev.id)
+		}
+	case evCheckpoint:
+		if j := &e.jobs[ev.id]; !j.done && j.gen == ev.gen && j.start >= 0 {
+			e.stop(ev.id, stopSaved)
+		}
+	case evReady:
+		if n := e.nodes[ev.id]; n.state == booting {
+			n.state = up
+			n.idleSince, n.lowSince = e.now, e.now
+			e.bucketAdd(n)
+		}
+	case evNotice:
+		if n := e.nodes[ev.id]; n.state != gone {
+			e.policy.notice(e, n)
+		}
+	case evInterrupt:
+		if n := e.nodes[ev.id]; n.state != gone {
+			e.st.interruptions++
+			e.remove(n, false)
+		}
+	}
 }
 
 // holdReservations commits every reserved pool to its configured
@@ -440,32 +465,41 @@ func (e *engine) launch(pi, want int, lead int64) (int, error) {
 	p := &e.pools[pi]
 	got, err := p.settings.Grant(p.spec.Name, "", p.count, want, e.rng)
 	for range got {
-		n := &node{id: fmt.Sprintf("n%07d-%s", len(e.nodes), p.spec.Name), idx: int32(len(e.nodes)), pool: pi, gpn: p.spec.GPUsPerNode,
-			free: p.spec.GPUsPerNode, launched: e.now, readyAt: e.now + lead, idleSince: e.now, lowSince: e.now, bucketPos: -1, tier: 1}
-		if p.spec.Capacity == fleet.Reserved {
-			n.tier = 0
-		}
-		e.nodes = append(e.nodes, n)
-		e.live = append(e.live, n)
-		e.liveByID[n.id] = n
-		if p.spec.Capacity != fleet.Reserved {
-			e.bought += n.gpn
-		}
-		p.count++
-		e.st.launches++
-		if n.readyAt <= e.now {
-			n.state = up
-			e.bucketAdd(n)
-		} else {
-			heap.Push(&e.events, event{t: n.readyAt, kind: evReady, id: n.idx})
-		}
+		n := e.addNode(pi, fmt.Sprintf("n%07d-%s", len(e.nodes), p.spec.Name), lead)
 		if rate := e.opt.SpotInterruptionsPerHour; rate > 0 && p.spec.Capacity == fleet.Spot {
 			at := n.readyAt + int64(e.rng.ExpFloat64()/rate*3600)
+			n.interruptAt = at
 			heap.Push(&e.events, event{t: max(at-secs(e.opt.SpotNotice), n.readyAt), kind: evNotice, id: n.idx})
 			heap.Push(&e.events, event{t: at, kind: evInterrupt, id: n.idx})
 		}
 	}
 	return got, err
+}
+
+// addNode adds a node to pool pi, ready after lead.
+func (e *engine) addNode(pi int, id string, lead int64) *node {
+	p := &e.pools[pi]
+	n := &node{id: id, idx: int32(len(e.nodes)), pool: pi, gpn: p.spec.GPUsPerNode,
+		free: p.spec.GPUsPerNode, launched: e.now, readyAt: e.now + lead, idleSince: e.now, lowSince: e.now, bucketPos: -1, tier: 1,
+		drainRec: -1, heardAt: -1, interruptAt: -1}
+	if p.spec.Capacity == fleet.Reserved {
+		n.tier = 0
+	}
+	e.nodes = append(e.nodes, n)
+	e.live = append(e.live, n)
+	e.liveByID[n.id] = n
+	if p.spec.Capacity != fleet.Reserved {
+		e.bought += n.gpn
+	}
+	p.count++
+	e.st.launches++
+	if n.readyAt <= e.now {
+		n.state = up
+		e.bucketAdd(n)
+	} else {
+		heap.Push(&e.events, event{t: n.readyAt, kind: evReady, id: n.idx})
+	}
+	return n
 }
 
 // liveNode returns the live node with the given ID, or nil.
@@ -481,7 +515,6 @@ func (e *engine) drain(n *node) {
 	}
 	e.bucketRemove(n)
 	n.state = draining
-	n.drainAt = e.now
 	e.st.drains++
 	for i := 0; i < len(n.jobs); {
 		if !e.askCheckpoint(n.jobs[i]) {
@@ -576,7 +609,9 @@ func (e *engine) stop(id int32, why stopCause) {
 	j := &e.jobs[id]
 	run := e.now - j.start
 	kept := run
-	if why != stopSaved {
+	if why == stopSaved {
+		e.st.saved++
+	} else {
 		kept = j.checkpointed(e.now)
 		lost := float64((run - kept) * int64(j.gpus))
 		if why == stopScaleIn {
@@ -601,6 +636,7 @@ func (e *engine) finish(id int32) {
 	j.remaining = 0
 	e.release(id)
 	j.done = true
+	e.st.completed++
 	j.saveAt = -1
 	e.left--
 }
@@ -662,6 +698,21 @@ func (e *engine) schedule() {
 		e.queuedGPUs -= e.jobs[best].gpus
 		e.start(best)
 	}
+}
+
+// pendingGPUs is what the simulated scheduler reports as pending, in
+// `simulate` and in the `run` demo alike: the queued GPUs, plus, while
+// anything is queued, the free GPUs it cannot place them on (fragments
+// too small, or not whole nodes for a wide job). Otherwise the planner
+// would count stranded fragments as capacity for the queue.
+func (e *engine) pendingGPUs() int {
+	g := e.queuedGPUs
+	if g > 0 {
+		for f := 1; f < e.maxGPN; f++ { // empty nodes are usable by wide jobs
+			g += f * e.bucketLen(f)
+		}
+	}
+	return g
 }
 
 // fits reports whether a job of w GPUs can start now.
@@ -771,6 +822,47 @@ func (e *engine) bucketRemove(n *node) {
 	e.buckets[n.tier][n.free] = b[:len(b)-1]
 	n.bucketPos = -1
 }
+
+// nodeJobs are a node's jobs as its agent last reported them.
+type nodeJobs struct {
+	ver   uint32 // the node's jobsVer when they were made, plus one (0: never)
+	until int64  // when the first of them passes its next checkpoint
+	jobs  []fleet.Job
+}
+
+// reported is n's jobs as its agent reports them (a wide job holding
+// whole nodes), made again only when the node's jobs change or one of them
+// passes a checkpoint: agents report every cycle, but most reports repeat
+// the last one. The slice is the cache's: do not modify it.
+func (e *engine) reported(n *node) []fleet.Job {
+	if need := int(n.idx) + 1; need > len(e.reports) {
+		e.reports = append(e.reports, make([]nodeJobs, max(need, len(e.nodes))-len(e.reports))...)
+	}
+	c := &e.reports[n.idx]
+	if c.ver == n.jobsVer+1 && e.now < c.until {
+		return c.jobs[:len(c.jobs):len(c.jobs)]
+	}
+	c.jobs, c.until, c.ver = c.jobs[:0], math.MaxInt64, n.jobsVer+1
+	for _, jid := range n.jobs {
+		j := &e.jobs[jid]
+		fj := fleet.Job{ID: j.id, GPUs: j.gpus, Start: e.at(j.start)}
+		if len(j.nodes) > 1 {
+			fj.GPUs = n.gpn // a wide job holds whole nodes
+		}
+		ck := j.checkpointed(e.now)
+		if ck > 0 {
+			fj.LastCheckpoint = e.at(j.start + ck)
+		}
+		if j.ckpt > 0 {
+			c.until = min(c.until, j.start+ck+j.ckpt)
+		}
+		c.jobs = append(c.jobs, fj)
+	}
+	return c.jobs[:len(c.jobs):len(c.jobs)]
+}
+
+// at is the time of s seconds into the run.
+func (e *engine) at(s int64) time.Time { return e.opt.Start.Add(time.Duration(s) * time.Second) }
 
 // secs converts a duration to whole seconds, rounding.
 func secs[D ~int64](d D) int64 { return int64(math.Round(float64(d) / 1e9)) }

@@ -711,7 +711,7 @@ func TestReportedJobsFollowTheFleet(t *testing.T) {
 					}
 					want = append(want, fj)
 				}
-				if got := p.jobsOf(e, n); fmt.Sprint(got) != fmt.Sprint(want) && bad < 3 {
+				if got := e.reported(n); fmt.Sprint(got) != fmt.Sprint(want) && bad < 3 {
 					bad++
 					t.Errorf("seed %d at %ds, node %s: reported %v, fresh %v", seed, e.now, n.id, got, want)
 				}

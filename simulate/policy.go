@@ -1,16 +1,17 @@
 package simulate
 
 import (
+	"context"
 	"errors"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
+	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
-	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/state"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
@@ -297,51 +298,56 @@ func (r *reactive) fitsElsewhere(e *engine, n *node, removed map[int32]bool, spa
 	return true
 }
 
-// predictive runs this project's planner and forecaster every control
-// interval, holding the configured reservations. With advice (the
-// "advised" reservations), the cheapest reserved pool grows to the baseline
-// the planner recommends from the demand seen so far: first after
-// adviceAfter, then at most every adviceEvery; never shrunk (a reservation
-// is a commitment).
+// predictive is this project's controller: the decision loop (package
+// loop: record demand, forecast, plan, act, keep the books) driven every
+// control interval over the simulated nodes, with its books in memory,
+// holding the configured reservations. With advice (the "advised"
+// reservations), the cheapest reserved pool grows to the baseline the
+// planner recommends from the demand seen so far: first after
+// adviceAfter, then at most every adviceEvery; never shrunk (a
+// reservation is a commitment).
 //
-// With truth set it is the perfect policy, an ablation: the same planner
-// fed the trace's true future demand (each forecast step's peak, times
+// With truth set it is the perfect policy, an ablation: the same loop fed
+// the trace's true future demand (each forecast step's peak, times
 // 1 + margin) instead of the forecaster's, so the gap to the oracle splits
 // into forecast error and the planner's own decisions.
 type predictive struct {
 	cfg      *config.Config
 	base     time.Time
 	reserved int // index of the reserved pool, -1 if none
-	levels   []float64
-	history  fleet.Series
-	stepMax  float64 // peak demand in the current history step
 	// mean is the demand averaged over each step, for the reservation
-	// advice (history, the per-step peaks, is what capacity must cover);
-	// stepSum and stepTicks accumulate the current step.
+	// advice (the loop's history, the per-step peaks, is what capacity
+	// must cover); stepSum and stepTicks accumulate the current step,
+	// which ends at stepEnd.
 	mean      fleet.Series
 	stepSum   float64
 	stepTicks int
 	stepEnd   int64
-	fc        forecast.Forecast
-	online    *forecast.Online
-	steps     int // history steps recorded
 	statuses  []fleet.PoolStatus
-	failures  []int
 	state     fleet.State
-	// byNode caches each node's jobs as reported, by node index.
-	byNode []nodeJobs
 	// advise, when set, grows the reservation: first at nextBase, then
 	// every adviceEvery seconds.
 	advise      bool
 	nextBase    int64
 	adviceEvery int64
 	// truth, when set, is the true demand's peak in each forecast step
-	// from the trace start (the perfect policy), with margin added.
+	// from the trace start (the perfect policy), with margin added; fc is
+	// the forecast made of it.
 	truth  []float64
 	margin float64
-	// run is the config the planner sees: the pools as simulated (the
+	fc     forecast.Forecast
+	// run is the config the loop plans with: the pools as simulated (the
 	// reservation as recommended).
-	run config.Config
+	run   config.Config
+	loop  *loop.Loop
+	books loop.Memory
+	// byName is each pool's index.
+	byName map[string]int
+	// told are the nodes whose drain was decided or cancelled since the
+	// agents last reported.
+	told []*node
+	// cycles, if set, is given every cycle's result (Options.Cycles).
+	cycles func(loop.CycleResult)
 	// confirms, when set, replaces the simulated agent's drain
 	// confirmation (no job left on the node); tests break the drain rule
 	// with it.
@@ -353,27 +359,33 @@ type predictive struct {
 const adviceEvery = 30 * day
 
 func newPredictive(cfg *config.Config, opt Options) (*predictive, error) {
-	levels, err := forecast.Levels(cfg.Forecast.Quantile)
-	if err != nil {
-		return nil, err
-	}
-	p := &predictive{cfg: cfg, base: opt.Start, levels: levels, reserved: -1, run: *cfg}
-	p.run.Pools = nil // its own: the simulated pools are written into it
-	if opt.Reservations == Advised {
-		p.advise, p.nextBase, p.adviceEvery = true, secs(opt.AdviceAfter), adviceEvery
-	}
-	return p, nil
+	p := newLoopPolicy(cfg, opt, "predictive")
+	var err error
+	p.loop, err = loop.New(loop.Options{Config: &p.run, Books: &p.books})
+	return p, err
 }
 
 // newPerfect is the predictive policy fed the true future demand of tr.
 func newPerfect(cfg *config.Config, tr *trace.Trace, opt Options) (*predictive, error) {
-	p, err := newPredictive(cfg, opt)
-	if err != nil {
-		return nil, err
-	}
+	p := newLoopPolicy(cfg, opt, "perfect")
 	p.truth, p.margin = stepPeaks(demandSegments(tr), secs(cfg.Forecast.Step)), opt.PerfectMargin
-	p.levels = []float64{cfg.Forecast.Quantile}
-	return p, nil
+	var err error
+	p.loop, err = loop.New(loop.Options{Config: &p.run, Books: &p.books, Forecast: p.perfectForecast})
+	return p, err
+}
+
+// newLoopPolicy is the predictive policy (named name) of cfg and opt, but
+// its loop.
+func newLoopPolicy(cfg *config.Config, opt Options, name string) *predictive {
+	p := &predictive{cfg: cfg, base: opt.Start, reserved: -1, run: *cfg}
+	p.run.Pools = nil // its own: the simulated pools are written into it
+	if opt.Reservations == Advised {
+		p.advise, p.nextBase, p.adviceEvery = true, secs(opt.AdviceAfter), adviceEvery
+	}
+	if opt.Cycles != nil {
+		p.cycles = func(r loop.CycleResult) { opt.Cycles(name, r) }
+	}
+	return p
 }
 
 // stepPeaks is the peak of the demand segments in each step of step
@@ -402,118 +414,117 @@ const (
 // checkpoints are durable by then; work the cloud takes first is lost to
 // reclaim.
 func (p *predictive) notice(e *engine, n *node) {
+	n.noticed = true
 	e.drain(n) // only an up node drains: a draining one's jobs were asked already
 }
 
 func (p *predictive) start(e *engine) {
-	step := p.cfg.Forecast.Step
-	p.history = fleet.Series{Start: p.base, Step: step}
-	p.mean = p.history
-	p.stepEnd = secs(step)
+	p.mean = fleet.Series{Start: p.base, Step: p.cfg.Forecast.Step}
+	p.stepEnd = secs(p.cfg.Forecast.Step)
 	p.statuses = make([]fleet.PoolStatus, len(e.pools))
-	p.failures = make([]int, len(e.pools))
+	p.byName = make(map[string]int, len(e.pools))
 	for i := range e.pools {
 		p.statuses[i].Name = e.pools[i].spec.Name
+		p.byName[e.pools[i].spec.Name] = i
 		if e.pools[i].spec.Capacity == fleet.Reserved && (p.reserved < 0 || fleet.CompareForLaunch(&e.pools[i].spec, &e.pools[p.reserved].spec) < 0) {
 			p.reserved = i
 		}
 	}
 }
 
+// tick runs one cycle of the loop over the simulated fleet.
 func (p *predictive) tick(e *engine) error {
-	demand := float64(e.runningGPUs + e.queuedGPUs)
-	p.stepMax = max(p.stepMax, demand)
-	p.stepSum += demand
-	p.stepTicks++
-	if e.now >= p.stepEnd {
-		keep := int(p.cfg.Forecast.History / p.cfg.Forecast.Step)
-		appendKeep(&p.history, p.stepMax, keep)
-		appendKeep(&p.mean, p.stepSum/float64(p.stepTicks), keep)
-		p.stepMax, p.stepSum, p.stepTicks = 0, 0, 0
-		p.stepEnd += secs(p.cfg.Forecast.Step)
-		// The forecaster chooses its model and calibrates it daily (as
-		// forecast.Auto does), and forecasts every step from the latest
-		// history with it.
-		if p.truth == nil && (p.online == nil || p.online.Model() == "" || p.steps%max(1, int(forecast.Day/p.cfg.Forecast.Step)) == 0) {
-			if o, err := forecast.NewOnline(p.history, p.cfg.Forecast.Horizon, p.levels); err == nil {
-				p.online = o
-			}
+	if p.advise {
+		p.recordMean(e)
+		if e.now >= p.nextBase && p.reserved >= 0 {
+			p.rebase(e)
+			p.nextBase += p.adviceEvery
 		}
-		p.steps++
-		if p.online != nil {
-			if fc, err := p.online.Forecast(p.history); err == nil {
-				p.fc = fc
-			}
-		}
-	}
-	if p.truth != nil {
-		p.perfectForecast(e.now)
-	}
-	if p.advise && e.now >= p.nextBase && p.reserved >= 0 {
-		p.rebase(e)
-		p.nextBase += p.adviceEvery
-	}
-
-	for i := range p.statuses {
-		ps := &p.statuses[i]
-		cut := 0
-		for cut < len(ps.RecentDrains) && p.at(e.now).Sub(ps.RecentDrains[cut]) >= p.cfg.Limits.ScaleInWindow {
-			cut++
-		}
-		ps.RecentDrains = ps.RecentDrains[cut:]
 	}
 	p.run.Pools = p.run.Pools[:0]
 	for i := range e.pools {
 		p.run.Pools = append(p.run.Pools, e.pools[i].spec)
 	}
-	st := p.observe(e)
-	plan := planner.Make(planner.Input{Config: &p.run, State: st, Forecast: p.fc, Now: p.at(e.now)})
-	if plan.LimitedBy != "" {
+	r, err := p.loop.Cycle(context.Background(), engineFleet{p, e}, p.at(e.now))
+	if r.Plan.LimitedBy != "" {
 		e.limitedNow = true
 	}
-	for _, a := range plan.Actions {
-		n := e.liveNode(a.Node)
-		switch a.Kind {
-		case planner.Launch:
-			pi := p.poolIndex(e, a.Pool)
-			_, err := e.launch(pi, a.Count, secs(e.pools[pi].spec.LeadTime))
-			if providers.ShouldBackOff(err) {
-				p.backOff(pi, e.now, err.Error())
-			} else if err == nil {
-				p.failures[pi] = 0
-			}
-		case planner.Drain:
-			if n != nil {
-				e.drain(n)
-				// The scale-in budget counts drains begun in its window,
-				// finished or not, as the controller's drain log does.
-				ps := &p.statuses[p.poolIndex(e, a.Pool)]
-				ps.RecentDrains = append(ps.RecentDrains, p.at(e.now))
-			}
-		case planner.Terminate:
-			if n != nil {
-				e.terminate(n)
-			}
-			if a.BackOff {
-				p.backOff(p.poolIndex(e, a.Pool), e.now, "a launch missed its provisioning deadline")
-			}
-		case planner.CancelDrain:
-			if n != nil {
-				e.undrain(n)
-			}
-		}
+	if p.cycles != nil {
+		p.cycles(r)
+	}
+	return err
+}
+
+// recordMean adds the demand now to the step means.
+func (p *predictive) recordMean(e *engine) {
+	p.stepSum += float64(e.runningGPUs + e.queuedGPUs)
+	p.stepTicks++
+	if e.now >= p.stepEnd {
+		appendKeep(&p.mean, p.stepSum/float64(p.stepTicks), int(p.cfg.Forecast.History/p.cfg.Forecast.Step))
+		p.stepSum, p.stepTicks = 0, 0
+		p.stepEnd += secs(p.cfg.Forecast.Step)
+	}
+}
+
+// engineFleet is the simulated fleet as the loop observes and acts on it:
+// its nodes, their agents (which report every cycle) and the scheduler's
+// queue.
+type engineFleet struct {
+	p *predictive
+	e *engine
+}
+
+// Observe is what the controller would see (see predictive.observe).
+func (f engineFleet) Observe(context.Context, time.Time) (loop.Observation, error) {
+	return loop.Observation{State: f.p.observe(f.e)}, nil
+}
+
+// Launch launches in the pool, the nodes ready one lead time away; a
+// partial grant is an insufficient capacity error, as a cloud's.
+func (f engineFleet) Launch(_ context.Context, pool string, count int) error {
+	pi := f.p.byName[pool]
+	_, err := f.e.launch(pi, count, secs(f.e.pools[pi].spec.LeadTime))
+	return err
+}
+
+// Terminate removes the node and forgets its drain, as the controller
+// does once a node is gone.
+func (f engineFleet) Terminate(_ context.Context, _ time.Time, a *planner.Action) error {
+	if n := f.e.liveNode(a.Node); n != nil {
+		f.e.terminate(n)
+	}
+	return f.p.books.DeleteDrain(a.Node)
+}
+
+// Drain records the drain, as the controller's drain record: the node's
+// agent takes it up with the answer to its next report (deliver).
+func (f engineFleet) Drain(_ context.Context, d state.Drain) error {
+	if n := f.e.liveNode(d.Node); n != nil && n.drainRec < 0 {
+		n.drainRec = f.e.now
+		f.p.told = append(f.p.told, n)
 	}
 	return nil
 }
 
-// perfectForecast sets the forecast to the true demand: from the step that
-// holds now to the horizon, each step's peak times 1 + margin.
-func (p *predictive) perfectForecast(now int64) {
+// CancelDrain drops the drain record; the node's agent hears of it with
+// the answer to its next report.
+func (f engineFleet) CancelDrain(_ context.Context, _ time.Time, a *planner.Action) error {
+	if n := f.e.liveNode(a.Node); n != nil && n.drainRec >= 0 {
+		n.drainRec = -1
+		f.p.told = append(f.p.told, n)
+	}
+	return nil
+}
+
+// perfectForecast is the true demand, for the loop at t: from the step
+// that holds t to the horizon, each step's peak times 1 + margin.
+func (p *predictive) perfectForecast(t time.Time) forecast.Forecast {
+	now := int64(t.Sub(p.base) / time.Second)
 	step := secs(p.cfg.Forecast.Step)
 	k0 := now / step
 	n := max(1, int((p.cfg.Forecast.Horizon+p.cfg.Forecast.Step-1)/p.cfg.Forecast.Step))
 	if len(p.fc.Values) != 1 || len(p.fc.Values[0]) != n {
-		p.fc = forecast.Forecast{Step: p.cfg.Forecast.Step, Model: "perfect", Levels: p.levels, Values: [][]float64{make([]float64, n)}}
+		p.fc = forecast.Forecast{Step: p.cfg.Forecast.Step, Model: "perfect", Levels: []float64{p.cfg.Forecast.Quantile}, Values: [][]float64{make([]float64, n)}}
 	}
 	p.fc.Origin = p.at(k0 * step)
 	for h := range n {
@@ -523,6 +534,7 @@ func (p *predictive) perfectForecast(now int64) {
 		}
 		p.fc.Values[0][h] = v * (1 + p.margin)
 	}
+	return p.fc
 }
 
 // appendKeep appends v to s, keeping its last keep values.
@@ -545,107 +557,89 @@ func (p *predictive) rebase(e *engine) {
 	}
 }
 
-func (p *predictive) backOff(pi int, now int64, why string) {
-	p.failures[pi]++
-	p.statuses[pi].BackoffUntil = p.at(now).Add(providers.Backoff(p.failures[pi]))
-	p.statuses[pi].BackoffReason = why
-}
-
-func (p *predictive) poolIndex(e *engine, name string) int {
-	for i := range e.pools {
-		if e.pools[i].spec.Name == name {
-			return i
-		}
-	}
-	return -1
-}
-
 func (p *predictive) at(s int64) time.Time { return p.base.Add(time.Duration(s) * time.Second) }
 
-// nodeJobs are a node's jobs as its agent last reported them.
-type nodeJobs struct {
-	ver   uint32 // the node's jobsVer when they were made, plus one (0: never)
-	until int64  // when the first of them passes its next checkpoint
-	jobs  []fleet.Job
-}
-
-// jobsOf is n's jobs as its agent reports them (a wide job holding whole
-// nodes), made again only when the node's jobs change or one of them
-// passes a checkpoint: agents report every cycle, but most reports repeat
-// the last one.
-func (p *predictive) jobsOf(e *engine, n *node) []fleet.Job {
-	if need := int(n.idx) + 1; need > len(p.byNode) {
-		p.byNode = append(p.byNode, make([]nodeJobs, max(need, len(e.nodes))-len(p.byNode))...)
-	}
-	c := &p.byNode[n.idx]
-	if c.ver == n.jobsVer+1 && e.now < c.until {
-		return c.jobs[:len(c.jobs):len(c.jobs)]
-	}
-	c.jobs, c.until, c.ver = c.jobs[:0], math.MaxInt64, n.jobsVer+1
-	for _, jid := range n.jobs {
-		j := &e.jobs[jid]
-		fj := fleet.Job{ID: j.id, GPUs: j.gpus, Start: p.at(j.start)}
-		if len(j.nodes) > 1 {
-			fj.GPUs = n.gpn // a wide job holds whole nodes
-		}
-		ck := j.checkpointed(e.now)
-		if ck > 0 {
-			fj.LastCheckpoint = p.at(j.start + ck)
-		}
-		if j.ckpt > 0 {
-			c.until = min(c.until, j.start+ck+j.ckpt)
-		}
-		c.jobs = append(c.jobs, fj)
-	}
-	return c.jobs[:len(c.jobs):len(c.jobs)]
-}
-
 // observe is what the controller would see: every node with its jobs, as
-// its agent reports them (agents report every cycle), and the queue.
+// its agent reports them (agents report every cycle), and the queue; then
+// the agents take up the drains and cancellations decided since their
+// last report, as the controller's answer to this report (deliver).
 func (p *predictive) observe(e *engine) *fleet.State {
 	st := &p.state
 	st.CapturedAt = p.at(e.now)
 	st.Pools = p.statuses
-	// The simulated scheduler reports as pending what its queue cannot
-	// place: the queued GPUs, plus, while anything is queued, the free GPUs
-	// it cannot place them on (fragments too small, or not whole nodes for
-	// a wide job). Otherwise the planner would count stranded fragments as
-	// capacity for the queue.
-	st.PendingGPUs = e.queuedGPUs
-	if e.queuedGPUs > 0 {
-		for f := 1; f < e.maxGPN; f++ { // empty nodes are usable by wide jobs
-			st.PendingGPUs += f * e.bucketLen(f)
-		}
-	}
+	st.PendingGPUs = e.pendingGPUs()
 	// No history: the planner's baseline advice is taken only with advised
 	// reservations, and then at their cadence (rebase), not every cycle.
-	st.Nodes = st.Nodes[:0]
-	now := p.at(e.now)
+	// The nodes are written in place: a node in the same slot as last
+	// cycle keeps what does not change (most cycles launch and remove
+	// nothing).
+	now, k := p.at(e.now), 0
 	for _, n := range e.live {
 		if n.state == gone {
 			continue
 		}
-		fn := fleet.Node{ID: n.id, Pool: e.pools[n.pool].spec.Name, LaunchedAt: p.at(n.launched), Jobs: p.jobsOf(e, n)}
-		switch n.state {
-		case booting:
-			fn.State = fleet.Pending
-		case up:
-			fn.State, fn.LastReport = fleet.Ready, now
-		case draining:
-			// The simulated agent holds the drain from the moment it is
-			// decided, and confirms it once the node holds no job: a job
-			// leaves once the checkpoint the drain asked for is durable; one
-			// that ignores the drain stays, and the drain times out.
-			fn.State, fn.LastReport, fn.DrainStartedAt, fn.DrainAcked = fleet.Draining, now, p.at(n.drainAt), true
-			fn.DrainConfirmed = len(n.jobs) == 0
+		if k == len(st.Nodes) {
+			st.Nodes = append(st.Nodes, fleet.Node{})
+		}
+		fn := &st.Nodes[k]
+		k++
+		if fn.ID != n.id {
+			*fn = fleet.Node{ID: n.id, Pool: e.pools[n.pool].spec.Name, LaunchedAt: p.at(n.launched)}
+		}
+		fn.Jobs = e.reported(n)
+		fn.LastReport, fn.DrainStartedAt, fn.DrainAcked, fn.DrainConfirmed, fn.InterruptAt = now, time.Time{}, false, false, time.Time{}
+		switch {
+		case n.state == booting:
+			fn.State, fn.LastReport = fleet.Pending, time.Time{}
+		case n.drainRec >= 0:
+			// Draining since the controller decided it (its drain record).
+			// The agent holds the drain from its first report after the
+			// answer that carried it (deliver, after this report), and
+			// confirms it in a report once the node holds no job: a job
+			// leaves once the checkpoint the drain asked for is durable;
+			// one that ignores the drain stays, and the drain times out.
+			acked := n.heardAt >= 0
+			fn.State, fn.DrainStartedAt, fn.DrainAcked = fleet.Draining, p.at(n.drainRec), acked
+			fn.DrainConfirmed = acked && len(n.jobs) == 0
 			if p.confirms != nil {
 				fn.DrainConfirmed = p.confirms(n)
 			}
+		default:
+			// Ready, or draining on its own agent's word (a spot
+			// interruption notice, which the report carries).
+			fn.State = fleet.Ready
+			if n.noticed {
+				fn.InterruptAt = p.at(n.interruptAt)
+			}
 		}
+		fn.IdleSince = time.Time{}
 		if n.idleSince >= 0 && n.state != booting {
 			fn.IdleSince = p.at(n.idleSince)
 		}
-		st.Nodes = append(st.Nodes, fn)
 	}
+	st.Nodes = st.Nodes[:k]
+	p.deliver(e)
 	return st
+}
+
+// deliver hands the agents the drains and cancellations decided since
+// their last report: a node told to drain stops taking work and asks its
+// jobs to checkpoint; one whose drain was cancelled takes work again.
+func (p *predictive) deliver(e *engine) {
+	// In the order the nodes launched, as their reports arrive.
+	slices.SortFunc(p.told, func(a, b *node) int { return int(a.idx - b.idx) })
+	for _, n := range p.told {
+		switch {
+		case n.state == gone:
+		case n.drainRec >= 0 && n.heardAt < 0:
+			n.heardAt = e.now
+			e.drain(n) // a node draining on a notice already goes on
+		case n.drainRec < 0 && n.heardAt >= 0:
+			n.heardAt = -1
+			if !n.noticed {
+				e.undrain(n)
+			}
+		}
+	}
+	p.told = p.told[:0]
 }

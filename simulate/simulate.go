@@ -61,6 +61,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/providers/sim"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -137,6 +138,11 @@ type Options struct {
 	// with the share of the trace's jobs done (0 to 1), from the policy's
 	// own goroutine.
 	Progress func(policy string, done float64)
+	// Cycles, if set, is given every cycle of the predictive and perfect
+	// policies' decision loop, from the policy's own goroutine: what it
+	// observed, forecast and decided, and what became of each action.
+	// The result's state is reused: copy what is kept.
+	Cycles func(policy string, r loop.CycleResult)
 
 	// sample is the step at which capacity is sampled for the picture.
 	sample time.Duration

@@ -23,6 +23,7 @@ import (
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/internal/secretfile"
+	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
@@ -172,7 +173,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	}
 	var jobs *simfleet.Fleet
 	if sm != nil {
-		jobs, err = simfleet.New(simfleet.Options{Pools: cfg.Pools, Cloud: sm.cloud, Workload: workload,
+		jobs, err = simfleet.New(simfleet.Options{Pools: cfg.Pools, Cloud: sm.cloud, Workload: workload, Start: clock(), CheckpointDuration: cfg.Simulate.CheckpointDuration,
 			CheckpointEvery: cfg.Simulate.CheckpointInterval, Reports: agents, Pending: simfleet.PendingTo(pending, cfg), Seed: cfg.Synthetic.Seed})
 		if err != nil {
 			return err
@@ -220,51 +221,22 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	fmt.Fprintf(e.stdout, "Push pending demand: curl -H \"Authorization: Bearer %s\" -H 'Content-Type: application/json' -d '{\"source\": \"me\", \"pending\": [{\"pool\": \"%s\", \"gpus\": 8}]}' %s://%s/v1/demand\n\n",
 		tokenHint, cfg.Pools[0].Name, scheme, ln.Addr())
 
-	period := cfg.Controller.Interval
+	ro := controller.RunOptions{For: o.runFor, Immediately: live}
 	if !live {
-		period = max(time.Millisecond, time.Duration(float64(cfg.Controller.Interval)/o.speed))
+		ro.Every = max(time.Millisecond, time.Duration(float64(cfg.Controller.Interval)/o.speed))
 	}
 	start := clock()
-	tick := time.NewTicker(period)
-	defer tick.Stop()
 	var cost float64
 	nextHour := start.Truncate(time.Hour).Add(time.Hour)
-	done := func() {
-		if jobs != nil {
-			summary(e, clock().Sub(start), cost, jobs.Stats())
+	if sm != nil {
+		// Each cycle, simulated time moves on an interval and the
+		// workload with it.
+		ro.Before = func(ctx context.Context) error {
+			sm.clock.Add(cfg.Controller.Interval)
+			return jobs.Step(ctx, clock())
 		}
 	}
-	for first := true; o.runFor == 0 || clock().Sub(start) < o.runFor; first = false {
-		// A live controller plans at once, then every interval.
-		if !live || !first {
-			select {
-			case <-ctx.Done():
-				fmt.Fprintln(e.stdout, "\nstopping: the cycle in progress finished; state flushed")
-				done()
-				return nil
-			case <-tick.C:
-			}
-		}
-		if sm != nil {
-			sm.clock.Add(cfg.Controller.Interval)
-		}
-		now := clock()
-		// A cycle runs to its end even when a signal arrives mid-way:
-		// every cloud change it starts is journaled and completed. It is
-		// bounded, so a cloud that hangs cannot stall the controller (an
-		// interrupted change is settled by the next cycle's recovery).
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cycleTimeout(cfg.Controller.Interval))
-		if jobs != nil {
-			if err := jobs.Step(cctx, now); err != nil {
-				cancel()
-				return err
-			}
-		}
-		r, err := c.RunCycle(cctx)
-		cancel()
-		if err != nil && !errors.Is(err, context.Canceled) {
-			log.Warn("cycle", "error", err)
-		}
+	ro.After = func(now time.Time, r controller.CycleResult, _ error) {
 		cost += r.Plan.CostPerHourBefore * cfg.Controller.Interval.Hours()
 		printActions(e, now, &r)
 		if !now.Before(nextHour) {
@@ -277,12 +249,17 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 			nextHour = nextHour.Add(time.Hour)
 		}
 	}
-	done()
+	if err := c.Run(ctx, ro); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintln(e.stdout, "\nstopping: the cycle in progress finished; state flushed")
+	}
+	if jobs != nil {
+		summary(e, clock().Sub(start), cost, jobs.Stats())
+	}
 	return nil
 }
-
-// cycleTimeout bounds one cycle: two intervals, and at least two minutes.
-func cycleTimeout(interval time.Duration) time.Duration { return max(2*interval, 2*time.Minute) }
 
 // simMode is the local default's simulated world: a clock that runs
 // ahead of real time, a simulated cloud saved in the state directory, and
@@ -303,7 +280,7 @@ func newSimMode(cfg *config.Config, store *state.Store, start time.Time) (*simMo
 	}
 	clock := &simClock{}
 	clock.Set(start.UTC().Truncate(time.Minute))
-	if last, ok, err := store.LatestDemand(controller.DemandSeries); err != nil {
+	if last, ok, err := store.LatestDemand(loop.DemandSeries); err != nil {
 		return nil, err
 	} else if ok && !last.Time.Before(clock.Now()) {
 		clock.Set(last.Time.Truncate(time.Minute).Add(cfg.Controller.Interval))
@@ -347,17 +324,17 @@ func printActions(e *env, now time.Time, r *controller.CycleResult) {
 		if a.Kind == planner.Launch {
 			what = fmt.Sprintf("%-10s %d x %s in %s", a.Kind, a.Count, a.InstanceType, a.Pool)
 		}
-		o := controller.Outcome{Result: controller.Done}
+		o := loop.Outcome{Result: loop.Done}
 		if i < len(r.Outcomes) {
 			o = r.Outcomes[i]
 		}
 		at := now.Format("Mon 15:04")
 		switch o.Result {
-		case controller.DryRun:
+		case loop.DryRun:
 			fmt.Fprintf(e.stdout, "%s  would %s: %s\n", at, what, a.Reason)
-		case controller.Refused:
+		case loop.Refused:
 			fmt.Fprintf(e.stdout, "%s  %s REFUSED by the cloud, pool backed off: %s (planned because: %s)\n", at, what, oneLine(o.Err), a.Reason)
-		case controller.Failed:
+		case loop.Failed:
 			fmt.Fprintf(e.stdout, "%s  %s FAILED: %s (planned because: %s)\n", at, what, oneLine(o.Err), a.Reason)
 		default:
 			fmt.Fprintf(e.stdout, "%s  %s: %s\n", at, what, a.Reason)

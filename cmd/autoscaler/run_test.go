@@ -19,6 +19,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/sim"
@@ -59,7 +60,7 @@ func TestRunLocalExample(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		last, _, err := s.LatestDemand(controller.DemandSeries)
+		last, _, err := s.LatestDemand(loop.DemandSeries)
 		s.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -286,19 +287,19 @@ func TestPrintActions(t *testing.T) {
 	hold := planner.Action{Kind: planner.Hold, Pool: "od", Node: "i-2", Reason: "agent silent"}
 	tests := []struct {
 		name     string
-		outcomes []controller.Outcome
+		outcomes []loop.Outcome
 		want     string
 	}{
-		{"done", []controller.Outcome{{Result: controller.Done}, {Result: controller.Done}, {Result: controller.Done}},
+		{"done", []loop.Outcome{{Result: loop.Done}, {Result: loop.Done}, {Result: loop.Done}},
 			"Mon 10:38  launch     2 x p4d.24xlarge in aws-spot-a100: forecast p97 needs 157 GPUs at 10:50\n" +
 				"Mon 10:38  drain      i-1 in od: idle 43m\n"},
-		{"dry run", []controller.Outcome{{Result: controller.DryRun}, {Result: controller.DryRun}, {Result: controller.DryRun}},
+		{"dry run", []loop.Outcome{{Result: loop.DryRun}, {Result: loop.DryRun}, {Result: loop.DryRun}},
 			"Mon 10:38  would launch     2 x p4d.24xlarge in aws-spot-a100: forecast p97 needs 157 GPUs at 10:50\n" +
 				"Mon 10:38  would drain      i-1 in od: idle 43m\n"},
-		{"refused and failed", []controller.Outcome{
-			{Result: controller.Refused, Err: &providers.InsufficientCapacityError{Pool: "aws-spot-a100", Err: errors.New("InsufficientInstanceCapacity")}},
-			{Result: controller.Failed, Err: errors.Join(errors.New("store: disk full"), errors.New("second"))},
-			{Result: controller.Done}},
+		{"refused and failed", []loop.Outcome{
+			{Result: loop.Refused, Err: &providers.InsufficientCapacityError{Pool: "aws-spot-a100", Err: errors.New("InsufficientInstanceCapacity")}},
+			{Result: loop.Failed, Err: errors.Join(errors.New("store: disk full"), errors.New("second"))},
+			{Result: loop.Done}},
 			"Mon 10:38  launch     2 x p4d.24xlarge in aws-spot-a100 REFUSED by the cloud, pool backed off: pool aws-spot-a100: insufficient capacity: InsufficientInstanceCapacity (planned because: forecast p97 needs 157 GPUs at 10:50)\n" +
 				"Mon 10:38  drain      i-1 in od FAILED: store: disk full; second (planned because: idle 43m)\n"},
 	}

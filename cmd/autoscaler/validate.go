@@ -3,8 +3,9 @@ package main
 import (
 	"fmt"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/config"
 )
 
 func runValidate(e *env, args []string) int {

@@ -1,0 +1,403 @@
+// Package loop is Fleetcast's one decision loop. Each cycle it observes
+// the fleet, records the demand, forecasts (choosing and calibrating the
+// model once a day, following it every step), plans with the planner,
+// acts, and keeps the books of what the actions came to: back-offs of
+// pools that refused a launch, the drain records and the drain log that
+// bounds scale-in.
+//
+// The live controller (`run`, its demo on the simulated cloud) and the
+// simulator's predictive policy (`simulate`) both drive it. What differs
+// between them sits behind two small interfaces: Fleet, the clouds and
+// the agents as observed and acted on (the controller reads its
+// providers and agents' reports; the simulator its simulated nodes), and
+// Books, the store (bbolt for `run`; Memory for `simulate`, so months
+// replay fast). The clock is the time each cycle is given.
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/forecast"
+	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// DemandSeries is the name of the fleet's demand history in the books.
+const DemandSeries = "fleet"
+
+// Books is what the loop keeps between cycles: the demand history, the
+// pools' back-offs, the drains in progress and the log of drains begun.
+// *state.Store (bbolt) and *Memory implement it.
+type Books interface {
+	AppendDemand(series string, samples ...state.Sample) error
+	Demand(series string, since time.Time) ([]state.Sample, error)
+	PruneDemand(before time.Time) (int, error)
+	Backoffs() ([]state.Backoff, error)
+	PutBackoff(b state.Backoff) error
+	DeleteBackoff(pool string) error
+	// PutDrain records a drain begun, in the drains in progress and in
+	// the drain log.
+	PutDrain(d state.Drain) error
+	DeleteDrain(node string) error
+	// DrainLog is the drains begun at or after since, oldest first.
+	DrainLog(since time.Time) ([]state.Drain, error)
+	PruneDrainLog(before time.Time) (int, error)
+}
+
+// Observation is what a Fleet saw at the start of a cycle.
+type Observation struct {
+	// State is the fleet: every pool (in the config's order), node and
+	// job, and the pending demand. The loop fills each pool's back-off
+	// and recent drains from the books, and, with Options.Advise, the
+	// demand history.
+	State *fleet.State
+	// InUse is the GPUs in use as another source reads them (a
+	// Prometheus query), if any: the cycle's demand sample counts the
+	// larger of it and what the nodes' jobs hold (see Demand).
+	InUse float64
+	// Unrecorded, when set, says why this cycle's demand must not be
+	// recorded (a pool never read has jobs the count misses: a sample
+	// would teach the forecaster a dip that did not happen).
+	Unrecorded string
+	// Err joins the errors of the parts not read this cycle; the cycle
+	// goes on without them, and returns it.
+	Err error
+}
+
+// Fleet is the clouds and agents a loop observes and acts on.
+type Fleet interface {
+	// Observe reads the fleet as it is at now.
+	Observe(ctx context.Context, now time.Time) (Observation, error)
+	// Launch asks pool for count more nodes. An error that
+	// providers.ShouldBackOff accepts refuses the launch, and backs the
+	// pool off.
+	Launch(ctx context.Context, pool string, count int) error
+	// Terminate removes a's node.
+	Terminate(ctx context.Context, now time.Time, a *planner.Action) error
+	// Drain asks d's node to drain; d is in the books already.
+	Drain(ctx context.Context, d state.Drain) error
+	// CancelDrain tells a's node its drain is cancelled; the books no
+	// longer hold it.
+	CancelDrain(ctx context.Context, now time.Time, a *planner.Action) error
+}
+
+// FollowUpError is an error in what follows an action that was done (a
+// store write after a node was terminated): the action's outcome stays
+// Done, with this error.
+type FollowUpError struct{ Err error }
+
+func (e *FollowUpError) Error() string { return "after the action: " + e.Err.Error() }
+func (e *FollowUpError) Unwrap() error { return e.Err }
+
+// followUp wraps err, if any, as a FollowUpError.
+func followUp(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &FollowUpError{Err: err}
+}
+
+// Options are a loop's settings.
+type Options struct {
+	// Config holds the pools, forecast, drain and limit settings; the
+	// loop reads it every cycle, so a runner may change its pools between
+	// cycles (the simulator's reservations grow).
+	Config *config.Config
+	Books  Books
+	Log    hclog.Logger
+	// DryRun plans every cycle and acts on nothing (the books keep only
+	// the demand).
+	DryRun bool
+	// Advise gives the planner the demand history every cycle, for its
+	// baseline advice (the plan's Baseline). The simulator takes advice
+	// only at its reservations' cadence.
+	Advise bool
+	// Forecast, if set, replaces the forecaster: the simulator's perfect
+	// ablation plans on the true future demand.
+	Forecast func(now time.Time) forecast.Forecast
+}
+
+// Loop is the decision loop. It is not safe for concurrent use: one
+// runner drives it, a cycle at a time.
+type Loop struct {
+	o      Options
+	log    hclog.Logger
+	levels []float64
+	hist   history
+	// online follows the chosen model; fittedAt is when it was chosen,
+	// and fc the last forecast, made from a history that ended at fcEnd
+	// with fcLast.
+	online   *forecast.Online
+	fittedAt time.Time
+	fc       forecast.Forecast
+	fcEnd    time.Time
+	fcLast   float64
+	prunedAt time.Time
+}
+
+// New makes a loop.
+func New(o Options) (*Loop, error) {
+	if o.Config == nil || o.Books == nil {
+		return nil, errors.New("loop: config and books are required")
+	}
+	levels, err := forecast.Levels(o.Config.Forecast.Quantile)
+	if err != nil {
+		return nil, fmt.Errorf("loop: forecast quantile: %w", err)
+	}
+	log := o.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Loop{o: o, log: log, levels: levels, hist: newHistory(o.Config.Forecast)}, nil
+}
+
+// CycleResult is a cycle's state, forecast and plan, and what became of
+// each of the plan's actions.
+type CycleResult struct {
+	State    *fleet.State
+	Forecast forecast.Forecast
+	Plan     planner.Plan
+	// Outcomes[i] is what became of Plan.Actions[i].
+	Outcomes []Outcome
+	// PlanTook is the planner's time (for the controller's metrics).
+	PlanTook time.Duration
+}
+
+// Cycle runs one cycle at now: observe, record, forecast, plan, act, keep
+// the books. Errors acting on one action are logged and the rest of the
+// plan still runs; the error returned joins them with the observation's.
+// A cycle that stops before planning returns an empty result and its
+// error.
+func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, error) {
+	obs, err := f.Observe(ctx, now)
+	if err != nil {
+		return CycleResult{}, err
+	}
+	st := obs.State
+	if err := l.record(now, obs); err != nil {
+		return CycleResult{}, err
+	}
+	if err := l.annotate(now, st); err != nil {
+		return CycleResult{}, err
+	}
+	if l.o.Advise {
+		// A copy: the plan and its state outlive the cycle (the API
+		// serves them) while the history moves on.
+		h := l.hist.current()
+		h.Values = slices.Clone(h.Values)
+		st.History = h
+	}
+	r := CycleResult{State: st, Forecast: l.forecast(now)}
+	started := time.Now()
+	r.Plan = planner.Make(planner.Input{Config: l.o.Config, State: st, Forecast: r.Forecast, Now: now})
+	r.PlanTook = time.Since(started)
+	if l.o.DryRun {
+		r.Outcomes = outcomes(&r.Plan, DryRun)
+		return r, obs.Err
+	}
+	r.Outcomes, err = l.act(ctx, f, now, &r.Plan)
+	return r, errors.Join(obs.Err, err)
+}
+
+// record adds the cycle's demand to the history, in the books and in
+// memory, and prunes the books once an hour.
+func (l *Loop) record(now time.Time, obs Observation) error {
+	if !l.hist.loaded {
+		// The history so far, as the books hold it (a restarted
+		// controller's, or one seeded).
+		samples, err := l.o.Books.Demand(DemandSeries, now.Add(-l.o.Config.Forecast.History))
+		if err != nil {
+			return err
+		}
+		if err := l.hist.load(samples, now); err != nil {
+			l.log.Warn("demand history unreadable; starting afresh", "error", err)
+		}
+	}
+	if obs.Unrecorded != "" {
+		l.log.Warn("demand not recorded this cycle", "why", obs.Unrecorded)
+	} else {
+		d := Demand(l.o.Config.Pools, obs.State, obs.InUse)
+		if err := l.o.Books.AppendDemand(DemandSeries, state.Sample{Time: now, Value: d}); err != nil {
+			return err
+		}
+		l.hist.add(now, d)
+	}
+	if now.Sub(l.prunedAt) >= time.Hour {
+		// The history is kept as long as the forecaster reads, and a day;
+		// the drain log as long as the scale-in window.
+		if _, err := l.o.Books.PruneDemand(now.Add(-l.o.Config.Forecast.History - forecast.Day)); err != nil {
+			return err
+		}
+		if _, err := l.o.Books.PruneDrainLog(now.Add(-l.o.Config.Limits.ScaleInWindow)); err != nil {
+			return err
+		}
+		l.prunedAt = now
+	}
+	return nil
+}
+
+// Demand is a fleet's demand: the GPUs its nodes' jobs hold (at most each
+// node's GPUs, as the planner counts them), or inUse if that is more, plus
+// the GPUs pending.
+func Demand(pools []fleet.Pool, st *fleet.State, inUse float64) float64 {
+	held, gpn, pool := 0, 0, ""
+	for i := range st.Nodes {
+		n := &st.Nodes[i]
+		if n.Pool != pool {
+			pool, gpn = n.Pool, 0
+			for j := range pools {
+				if pools[j].Name == pool {
+					gpn = pools[j].GPUsPerNode
+				}
+			}
+		}
+		held += min(n.UsedGPUs(), gpn)
+	}
+	return max(float64(held), inUse) + float64(st.PendingGPUs)
+}
+
+// annotate gives each pool its back-off, if one lasts past now, and the
+// drains begun in it within the scale-in window.
+func (l *Loop) annotate(now time.Time, st *fleet.State) error {
+	backoffs, err := l.o.Books.Backoffs()
+	if err != nil {
+		return err
+	}
+	recent, err := l.o.Books.DrainLog(now.Add(-l.o.Config.Limits.ScaleInWindow))
+	if err != nil {
+		return err
+	}
+	for i := range st.Pools {
+		ps := &st.Pools[i]
+		ps.BackoffUntil, ps.BackoffReason, ps.RecentDrains = time.Time{}, "", ps.RecentDrains[:0]
+		for _, b := range backoffs {
+			if b.Pool == ps.Name && now.Before(b.Until) {
+				ps.BackoffUntil, ps.BackoffReason = b.Until, b.Reason
+			}
+		}
+		for _, d := range recent {
+			if d.Pool == ps.Name {
+				ps.RecentDrains = append(ps.RecentDrains, d.Started)
+			}
+		}
+	}
+	return nil
+}
+
+// forecast follows the history with the chosen model, choosing and
+// calibrating it again once a day, and while the history was too short
+// to choose, each time it gains a step. A forecast is made again only
+// when the history changes: a step ends, or the peak of the one in
+// progress rises.
+func (l *Loop) forecast(now time.Time) forecast.Forecast {
+	if l.o.Forecast != nil {
+		return l.o.Forecast(now)
+	}
+	h := l.hist.current()
+	if len(h.Values) == 0 {
+		return forecast.Forecast{}
+	}
+	end, last := h.End(), h.Values[len(h.Values)-1]
+	grown := !end.Equal(l.fcEnd)
+	refit := l.online == nil || now.Sub(l.fittedAt) >= forecast.Day || (l.online.Model() == "" && grown)
+	if !refit && !grown && last == l.fcLast {
+		return l.fc
+	}
+	if refit {
+		o, err := forecast.NewOnline(h, l.o.Config.Forecast.Horizon, l.levels)
+		if err != nil {
+			l.log.Warn("no forecast; planning on current demand", "error", err)
+			return forecast.Forecast{}
+		}
+		l.online, l.fittedAt = o, now
+	}
+	fc, err := l.online.Forecast(h)
+	if err != nil {
+		l.online = nil
+		l.log.Warn("no forecast this cycle; planning on current demand", "error", err)
+		return forecast.Forecast{}
+	}
+	l.fc, l.fcEnd, l.fcLast = fc, end, last
+	return fc
+}
+
+// act carries out a plan's actions and keeps the books of each: a pool
+// that refuses a launch is backed off and one that launches is not; a
+// drain is in the books before its node hears of it; a cancelled drain
+// leaves them first. An action done whose bookkeeping then failed is done
+// all the same; the error is returned with the others.
+func (l *Loop) act(ctx context.Context, f Fleet, now time.Time, plan *planner.Plan) ([]Outcome, error) {
+	out := outcomes(plan, Done)
+	var errs []error
+	for i := range plan.Actions {
+		a := &plan.Actions[i]
+		var err error
+		switch a.Kind {
+		case planner.Launch:
+			err = f.Launch(ctx, a.Pool, a.Count)
+			if providers.ShouldBackOff(err) {
+				// Expected on a cloud out of GPUs: the pool backs off and
+				// the next plan falls back to other pools. Not a failure.
+				out[i] = Outcome{Result: Refused, Err: err}
+				if err := l.BackOff(now, a.Pool, err.Error()); err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			if err == nil {
+				err = followUp(l.o.Books.DeleteBackoff(a.Pool))
+			}
+		case planner.Terminate:
+			err = f.Terminate(ctx, now, a)
+			if err == nil && a.BackOff {
+				err = followUp(l.BackOff(now, a.Pool, a.Reason))
+			}
+		case planner.Drain:
+			d := state.Drain{Node: a.Node, Pool: a.Pool, Started: now, Deadline: now.Add(l.o.Config.Drain.Timeout)}
+			if err = l.o.Books.PutDrain(d); err == nil {
+				err = f.Drain(ctx, d)
+			}
+		case planner.CancelDrain:
+			if err = l.o.Books.DeleteDrain(a.Node); err == nil {
+				err = f.CancelDrain(ctx, now, a)
+			}
+		}
+		if err == nil {
+			continue
+		}
+		out[i].Err = err
+		if !errors.As(err, new(*FollowUpError)) {
+			out[i].Result = Failed
+		}
+		l.log.Error("action failed", "kind", a.Kind, "pool", a.Pool, "node", a.Node, "error", err)
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
+}
+
+// BackOff records pool's next back-off after a capacity error at now:
+// longer with each failure in a row (providers.Backoff).
+func (l *Loop) BackOff(now time.Time, pool, reason string) error {
+	failures := 1
+	bs, err := l.o.Books.Backoffs()
+	if err != nil {
+		return err
+	}
+	for _, b := range bs {
+		if b.Pool == pool {
+			failures = b.Failures + 1
+		}
+	}
+	until := now.Add(providers.Backoff(failures))
+	l.log.Warn("pool backed off", "pool", pool, "until", until, "failures", failures, "reason", reason)
+	return l.o.Books.PutBackoff(state.Backoff{Pool: pool, Failures: failures, Until: until, Reason: reason})
+}

@@ -1,0 +1,287 @@
+package loop
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+// scripted is a Fleet of one pool whose state the test sets, and which
+// records what it is asked to do and answers launches with launchErr.
+// It also checks the loop's order: a drain is in the books before the
+// fleet hears of it, a cancelled one out of them.
+type scripted struct {
+	t         *testing.T
+	books     *Memory
+	st        fleet.State
+	demand    float64
+	launchErr error
+	followUp  error // the terminate's bookkeeping error
+	calls     []string
+}
+
+func (s *scripted) Observe(ctx context.Context, now time.Time) (Observation, error) {
+	st := s.st
+	st.CapturedAt = now
+	st.Pools = slices.Clone(s.st.Pools)
+	return Observation{State: &st, InUse: s.demand}, nil
+}
+
+func (s *scripted) Launch(ctx context.Context, pool string, count int) error {
+	s.calls = append(s.calls, "launch "+pool)
+	return s.launchErr
+}
+
+func (s *scripted) Terminate(ctx context.Context, now time.Time, a *planner.Action) error {
+	s.calls = append(s.calls, "terminate "+a.Node)
+	return s.followUp
+}
+
+func (s *scripted) Drain(ctx context.Context, d state.Drain) error {
+	if _, ok := s.books.drains[d.Node]; !ok {
+		s.t.Errorf("drain of %s: not in the books before the fleet hears of it", d.Node)
+	}
+	s.calls = append(s.calls, "drain "+d.Node)
+	return nil
+}
+
+func (s *scripted) CancelDrain(ctx context.Context, now time.Time, a *planner.Action) error {
+	if _, ok := s.books.drains[a.Node]; ok {
+		s.t.Errorf("cancel of %s: still in the books when the fleet hears of it", a.Node)
+	}
+	s.calls = append(s.calls, "cancel "+a.Node)
+	return nil
+}
+
+func testConfig() *config.Config {
+	cfg := config.Defaults()
+	cfg.Pools = []fleet.Pool{{Name: "od", Provider: "sim", InstanceType: "x", GPUsPerNode: 8, Capacity: fleet.OnDemand,
+		PricePerHour: 8, LeadTime: 5 * time.Minute, ProvisionTimeout: 15 * time.Minute, Max: 100}}
+	cfg.Limits.MaxGPUs = 10000
+	return &cfg
+}
+
+func newScripted(t *testing.T, dryRun bool) (*Loop, *scripted) {
+	t.Helper()
+	books := &Memory{}
+	l, err := New(Options{Config: testConfig(), Books: books, DryRun: dryRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, &scripted{t: t, books: books, st: fleet.State{Pools: []fleet.PoolStatus{{Name: "od"}}}}
+}
+
+// TestLaunchBooks: a refused launch backs its pool off, longer each time
+// in a row (providers.Backoff), and the next plan sees it; a launch that
+// succeeds ends the back-off. A dry run asks nothing of the fleet.
+func TestLaunchBooks(t *testing.T) {
+	l, f := newScripted(t, false)
+	ctx := context.Background()
+	f.st.PendingGPUs, f.demand = 16, 16
+	f.launchErr = &providers.InsufficientCapacityError{Pool: "od", Err: errors.New("no GPUs")}
+	now := t0
+	r, err := l.Cycle(ctx, f, now)
+	if err != nil || len(r.Outcomes) != 1 || r.Outcomes[0].Result != Refused || r.Plan.Actions[0].Kind != planner.Launch {
+		t.Fatalf("outcomes %+v, %v; want one launch, refused", r.Outcomes, err)
+	}
+	bs, _ := f.books.Backoffs()
+	if len(bs) != 1 || bs[0].Failures != 1 || !bs[0].Until.Equal(now.Add(providers.Backoff(1))) {
+		t.Fatalf("back-offs %+v; want od, 1 failure, until %v", bs, now.Add(providers.Backoff(1)))
+	}
+	// Backed off: the next plan does not launch there, and says why.
+	now = now.Add(time.Minute)
+	r, _ = l.Cycle(ctx, f, now)
+	if ps := r.State.Pools[0]; !ps.BackoffUntil.Equal(bs[0].Until) || ps.BackoffReason == "" {
+		t.Fatalf("pool status %+v; want the back-off", ps)
+	}
+	if n := r.Plan.Counts()[planner.Launch]; n != 0 {
+		t.Fatalf("%d launches while backed off", n)
+	}
+	// Once it has passed, a second refusal backs off longer.
+	now = bs[0].Until
+	l.Cycle(ctx, f, now)
+	bs, _ = f.books.Backoffs()
+	if len(bs) != 1 || bs[0].Failures != 2 || !bs[0].Until.Equal(now.Add(providers.Backoff(2))) {
+		t.Fatalf("back-offs %+v; want 2 failures, until %v", bs, now.Add(providers.Backoff(2)))
+	}
+	// A launch that goes through ends it.
+	f.launchErr = nil
+	now = bs[0].Until
+	r, _ = l.Cycle(ctx, f, now)
+	if bs, _ = f.books.Backoffs(); len(bs) != 0 || r.Outcomes[0].Result != Done {
+		t.Fatalf("back-offs %+v, outcomes %+v after a launch; want none, done", bs, r.Outcomes)
+	}
+
+	d, df := newScripted(t, true)
+	df.st.PendingGPUs, df.demand = 16, 16
+	r, err = d.Cycle(ctx, df, t0)
+	if err != nil || len(df.calls) != 0 || len(r.Outcomes) != 1 || r.Outcomes[0].Result != DryRun {
+		t.Fatalf("dry run: calls %v, outcomes %+v, %v; want none, one dry run", df.calls, r.Outcomes, err)
+	}
+}
+
+// TestActBooks: each kind of action keeps its books, and what became of
+// it is its outcome: a failure Failed, a failure after it was done Done
+// with the error; a drain is counted in its pool's recent drains for the
+// scale-in window.
+func TestActBooks(t *testing.T) {
+	l, f := newScripted(t, false)
+	ctx := context.Background()
+	plan := planner.Plan{Actions: []planner.Action{
+		{Kind: planner.Drain, Pool: "od", Node: "a"},
+		{Kind: planner.Drain, Pool: "od", Node: "b"},
+		{Kind: planner.CancelDrain, Pool: "od", Node: "b"},
+		{Kind: planner.Terminate, Pool: "od", Node: "c", BackOff: true, Reason: "missed its deadline"},
+	}}
+	out, err := l.act(ctx, f, t0, &plan)
+	if err != nil || !slices.Equal(f.calls, []string{"drain a", "drain b", "cancel b", "terminate c"}) {
+		t.Fatalf("calls %v, %v", f.calls, err)
+	}
+	for i, o := range out {
+		if o.Result != Done || o.Err != nil {
+			t.Fatalf("outcome %d: %+v; want done", i, o)
+		}
+	}
+	if _, ok := f.books.drains["a"]; !ok || len(f.books.drains) != 1 {
+		t.Fatalf("drains %v; want a only (b cancelled)", f.books.drains)
+	}
+	if bs, _ := f.books.Backoffs(); len(bs) != 1 || bs[0].Reason != "missed its deadline" {
+		t.Fatalf("back-offs %+v; want od's, for the missed deadline", bs)
+	}
+	// The drains begun count within the window, and not after it.
+	st := fleet.State{Pools: []fleet.PoolStatus{{Name: "od"}, {Name: "other"}}}
+	if err := l.annotate(t0.Add(time.Minute), &st); err != nil || len(st.Pools[0].RecentDrains) != 2 || len(st.Pools[1].RecentDrains) != 0 {
+		t.Fatalf("recent drains %v, %v; want 2 in od", st.Pools, err)
+	}
+	if l.annotate(t0.Add(l.o.Config.Limits.ScaleInWindow+time.Second), &st); len(st.Pools[0].RecentDrains) != 0 {
+		t.Fatalf("recent drains %v past the window; want none", st.Pools[0].RecentDrains)
+	}
+
+	// A terminate done whose bookkeeping failed is done, with the error;
+	// one that failed is failed, and backs nothing off.
+	for _, tt := range []struct {
+		err  error
+		want Result
+	}{{&FollowUpError{Err: errors.New("disk full")}, Done}, {errors.New("cloud said no"), Failed}} {
+		l, f := newScripted(t, false)
+		f.followUp = tt.err
+		out, err := l.act(ctx, f, t0, &planner.Plan{Actions: []planner.Action{{Kind: planner.Terminate, Pool: "od", Node: "c", BackOff: true}}})
+		if out[0].Result != tt.want || !errors.Is(out[0].Err, tt.err) || !errors.Is(err, tt.err) {
+			t.Fatalf("%v: outcome %+v, %v; want %s with it", tt.err, out[0], err, tt.want)
+		}
+		if bs, _ := f.books.Backoffs(); len(bs) != 0 {
+			t.Fatalf("%v: back-offs %+v; want none", tt.err, bs)
+		}
+	}
+}
+
+// TestHistory: the history holds each whole step's peak, the step in
+// progress apart (provisional); a step with no sample carries the last
+// value; a sample from a clock that went back counts in the step in
+// progress; one loaded from the books is the same as one recorded.
+func TestHistory(t *testing.T) {
+	step := 10 * time.Minute
+	f := config.Forecast{Step: step, History: 6 * step}
+	h := newHistory(f)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	var samples []state.Sample
+	add := func(m int, v float64) {
+		h.add(at(m), v)
+		samples = append(samples, state.Sample{Time: at(m), Value: v})
+	}
+	for m, v := range []float64{3, 9, 4, 1, 1, 1, 1, 1, 1, 1, 2, 5} { // minutes 0-11
+		add(m, v)
+	}
+	if c := h.current(); !slices.Equal(h.series.Values, []float64{9}) || !slices.Equal(c.Values, []float64{9, 5}) || !c.Start.Equal(t0) {
+		t.Fatalf("series %v, current %v from %v; want [9] and [9 5] from %v", h.series.Values, c.Values, c.Start, t0)
+	}
+	add(5, 7)  // the clock went back: into the step in progress
+	add(40, 2) // steps 20 and 30 had no sample
+	if want := []float64{9, 7, 7, 7}; !slices.Equal(h.series.Values, want) || h.curMax != 2 || !h.cur.Equal(at(40)) {
+		t.Fatalf("series %v, in progress %v at %v; want %v, then 2 at 40m", h.series.Values, h.curMax, h.cur, want)
+	}
+	for m := 41; m < 100; m += 3 {
+		add(m, float64(m))
+	}
+	if len(h.series.Values) != 6 || !h.series.End().Equal(at(90)) || h.curMax != 98 {
+		t.Fatalf("series %v from %v, in progress %v; want the last 6 steps, to 90m, then 98", h.series.Values, h.series.Start, h.curMax)
+	}
+	// Loaded from the books, it is the same as recorded (the books keep
+	// samples in time order: the one from the clock that went back
+	// replaced the first at 5m, and is left out here).
+	samples = slices.DeleteFunc(samples, func(s state.Sample) bool { return s.Time.Equal(at(5)) && s.Value == 7 })
+	recorded, loaded := newHistory(f), newHistory(f)
+	for _, s := range samples {
+		recorded.add(s.Time, s.Value)
+	}
+	if err := loaded.load(samples, at(99)); err != nil {
+		t.Fatal(err)
+	}
+	if g, h := loaded, recorded; !slices.Equal(g.series.Values, h.series.Values) || !g.series.Start.Equal(h.series.Start) || g.curMax != h.curMax || !g.cur.Equal(h.cur) {
+		t.Fatalf("loaded %v from %v, %v at %v; recorded %v from %v, %v at %v", g.series.Values, g.series.Start, g.curMax, g.cur,
+			h.series.Values, h.series.Start, h.curMax, h.cur)
+	}
+}
+
+// TestForecastFollowsAndRefits: the loop forecasts from the history with
+// the step in progress, again only when it changes, and chooses its model
+// again a day after it last did.
+func TestForecastFollowsAndRefits(t *testing.T) {
+	l, f := newScripted(t, false)
+	ctx := context.Background()
+	// Two days of a daily cycle, a sample a minute, in the books.
+	var samples []state.Sample
+	start := t0.Add(-2 * 24 * time.Hour)
+	for m := range 2 * 24 * 60 {
+		at := start.Add(time.Duration(m) * time.Minute)
+		samples = append(samples, state.Sample{Time: at, Value: 100 + 50*math.Sin(2*math.Pi*float64(m)/1440)})
+	}
+	f.books.AppendDemand(DemandSeries, samples...)
+	f.demand = 100
+	r, _ := l.Cycle(ctx, f, t0)
+	fitted := l.fittedAt
+	if len(r.Forecast.Values) == 0 || !fitted.Equal(t0) || !r.Forecast.Origin.Equal(t0.Add(l.o.Config.Forecast.Step)) {
+		t.Fatalf("forecast %+v fitted at %v; want one from the step in progress, fitted at %v", r.Forecast, fitted, t0)
+	}
+	first := r.Forecast
+	r, _ = l.Cycle(ctx, f, t0.Add(time.Minute)) // the same peak in the same step: the same forecast
+	if &r.Forecast.Values[0][0] != &first.Values[0][0] {
+		t.Fatal("a forecast made again from the same history")
+	}
+	f.demand = 190 // a higher peak in the step in progress: followed
+	if r, _ = l.Cycle(ctx, f, t0.Add(2*time.Minute)); &r.Forecast.Values[0][0] == &first.Values[0][0] {
+		t.Fatal("the forecast was not made again for a new peak in the step in progress")
+	}
+	for m := 3; m < 24*60; m++ {
+		if l.Cycle(ctx, f, t0.Add(time.Duration(m)*time.Minute)); !l.fittedAt.Equal(fitted) {
+			t.Fatalf("refitted at %v, before a day had passed", l.fittedAt)
+		}
+	}
+	if l.Cycle(ctx, f, t0.Add(24*time.Hour)); !l.fittedAt.Equal(t0.Add(24 * time.Hour)) {
+		t.Fatalf("fitted at %v a day on; want a refit", l.fittedAt)
+	}
+}
+
+// TestUnrecorded: a cycle whose demand cannot be counted records none.
+func TestUnrecorded(t *testing.T) {
+	l, f := newScripted(t, false)
+	f.demand = 50
+	obs := Observation{State: &f.st, InUse: 50, Unrecorded: "a pool has never been read"}
+	if err := l.record(t0, obs); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.books.Demand(DemandSeries, time.Time{}); len(got) != 0 || !l.hist.cur.IsZero() {
+		t.Fatalf("recorded %v; want nothing", got)
+	}
+}

@@ -1,0 +1,184 @@
+package simfleet
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/loop"
+	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/providers/sim"
+	"github.com/fleetcast/autoscaler/simulate"
+	"github.com/fleetcast/autoscaler/state"
+	"github.com/fleetcast/autoscaler/trace"
+)
+
+// parityConfig is two on-demand pools of 8-GPU nodes, the cheaper one
+// short of capacity (so launches are refused, the pool backs off and the
+// planner falls back), a cycle a minute.
+func parityConfig() *config.Config {
+	cfg := config.Defaults()
+	pool := func(name string, price float64, capacity int) fleet.Pool {
+		return fleet.Pool{Name: name, Provider: "sim", Region: "r1", InstanceType: "p4d.24xlarge", GPUModel: "A100", GPUsPerNode: 8,
+			Capacity: fleet.OnDemand, PricePerHour: price, LeadTime: 5 * time.Minute, ProvisionTimeout: 15 * time.Minute, Max: 40,
+			Target: map[string]string{"capacity": strconv.Itoa(capacity)}}
+	}
+	cfg.Pools = []fleet.Pool{pool("cheap", 30, 6), pool("dear", 40, 40)}
+	cfg.Limits.MaxGPUs = 1000
+	return &cfg
+}
+
+// parityTrace is jobs of 1 to 16 GPUs over hours, each submitted and each
+// running a whole number of minutes, so that both runs see every event at
+// a cycle.
+func parityTrace(hours int) *trace.Trace {
+	rng := rand.New(rand.NewPCG(7, 11))
+	tr := &trace.Trace{}
+	widths := []int{1, 2, 4, 8, 8, 16}
+	for m := 0; m < hours*60; m++ {
+		// Busy in the middle hours, quiet at either end.
+		n := rng.IntN(2)
+		if m > hours*60/4 && m < hours*60*3/4 {
+			n = rng.IntN(4)
+		}
+		for range n {
+			tr.Jobs = append(tr.Jobs, trace.Job{ID: fmt.Sprint("j", len(tr.Jobs)), Submit: time.Duration(m) * time.Minute,
+				GPUs: widths[rng.IntN(len(widths))], Duration: time.Duration(5+rng.IntN(60)) * time.Minute})
+		}
+	}
+	return tr
+}
+
+// decision is one cycle's plan, with node IDs written as the order the
+// nodes were launched in (the engine's and the simulated cloud's IDs
+// differ, but both count launches fleet-wide).
+type decision struct {
+	demand   planner.Demand
+	capacity planner.Capacity
+	actions  []string
+	nodes    []string
+}
+
+func (d decision) String() string {
+	return fmt.Sprintf("demand %+v, capacity %+v, actions:\n    %s", d.demand, d.capacity, strings.Join(d.actions, "\n    "))
+}
+
+var (
+	engineID = regexp.MustCompile(`\bn(\d{7})-[a-z]+\b`)
+	cloudID  = regexp.MustCompile(`\bsim-[a-z]+-(\d{5})\b`)
+)
+
+// ordinal writes an ID as its launch's number, from 0.
+func ordinal(s string) string {
+	s = engineID.ReplaceAllStringFunc(s, func(id string) string {
+		n, _ := strconv.Atoi(engineID.FindStringSubmatch(id)[1])
+		return fmt.Sprint("#", n)
+	})
+	return cloudID.ReplaceAllStringFunc(s, func(id string) string {
+		n, _ := strconv.Atoi(cloudID.FindStringSubmatch(id)[1])
+		return fmt.Sprint("#", n-1)
+	})
+}
+
+func decide(p *planner.Plan, st *fleet.State) decision {
+	d := decision{demand: p.Demand, capacity: p.Capacity}
+	for _, n := range st.Nodes {
+		d.nodes = append(d.nodes, ordinal(fmt.Sprintf("%s %s jobs=%d used=%d idle=%s", n.ID, n.State, len(n.Jobs), n.UsedGPUs(), n.IdleSince.Format("15:04"))))
+	}
+	slices.Sort(d.nodes)
+	for _, a := range p.Actions {
+		d.actions = append(d.actions, ordinal(fmt.Sprintf("%s %s %s x%d: %s", a.Kind, a.Pool, a.Node, a.Count, a.Reason)))
+	}
+	return d
+}
+
+// TestOneLoopTwoWorlds runs the one decision loop on the same fleet and
+// the same jobs twice: under `simulate`'s engine (its predictive policy)
+// and under the demo's simulated cloud (the controller, with its
+// actuator, journal and agents' view, over providers/sim, the agents fed
+// by this package on the same cluster model), and checks that they take
+// the same decisions, cycle by cycle: what they observed (demand and
+// capacity), and every action with its reason. Launches are refused and
+// fall back, nodes drain (their agents taking the drain up with the
+// answer to a report) and terminate.
+func TestOneLoopTwoWorlds(t *testing.T) {
+	cfg := parityConfig()
+	hours := 8
+	tr := parityTrace(hours)
+	start := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+	opt := simulate.Options{Policies: []string{"predictive"}, Start: start, UnresponsiveJobs: -1,
+		CheckpointInterval: 30 * time.Minute, CheckpointDuration: 2 * time.Minute}
+
+	var engine []decision
+	opt.Cycles = func(policy string, r loop.CycleResult) { engine = append(engine, decide(&r.Plan, r.State)) }
+	if _, err := simulate.Run(cfg, tr, opt); err != nil {
+		t.Fatal(err)
+	}
+	if len(engine) < hours*60 {
+		t.Fatalf("simulate ran %d cycles; want one a minute for %d hours", len(engine), hours)
+	}
+
+	now := start
+	clock := func() time.Time { return now }
+	cloud, err := sim.New(cfg.Pools, 1, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	clouds := map[string]providers.Provider{}
+	for _, p := range cfg.Pools {
+		clouds[p.Name] = cloud
+	}
+	agents, pending := controller.NewAgents(clock), &controller.Pending{}
+	c, err := controller.New(controller.Options{Config: cfg, Store: store, Clouds: clouds, Agents: agents, Pending: pending, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(Options{Pools: cfg.Pools, Cloud: cloud, Trace: tr, Start: start, CheckpointEvery: opt.CheckpointInterval,
+		CheckpointDuration: opt.CheckpointDuration, Reports: agents, Pending: PendingTo(pending, cfg)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[planner.ActionKind]int{}
+	refused := 0
+	for k := range engine {
+		now = start.Add(time.Duration(k) * cfg.Controller.Interval)
+		if err := f.Step(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := c.RunCycle(ctx) // refused launches are errors too
+		got := decide(&r.Plan, c.Last().State)
+		if want := engine[k]; got.String() != want.String() || strings.Join(got.nodes, ",") != strings.Join(want.nodes, ",") {
+			t.Logf("controller nodes:\n%s\nengine nodes:\n%s", strings.Join(got.nodes, "\n"), strings.Join(want.nodes, "\n"))
+			t.Fatalf("cycle %d (%s): the controller on the simulated cloud decided\n  %v\nsimulate's engine\n  %v", k, now.Format("15:04"), got, want)
+		}
+		for i, a := range r.Plan.Actions {
+			kinds[a.Kind]++
+			if r.Outcomes[i].Result == loop.Refused {
+				refused++
+			}
+		}
+	}
+	t.Logf("%d cycles alike: %v, %d launches refused; lost %.1f GPU-h", len(engine), kinds, refused, f.Stats().LostGPUHours)
+	if kinds[planner.Launch] == 0 || kinds[planner.Drain] == 0 || kinds[planner.Terminate] == 0 || refused == 0 {
+		t.Fatalf("actions %v, %d refused: want launches, refusals, drains and terminations", kinds, refused)
+	}
+}
