@@ -21,7 +21,8 @@ type RunOptions struct {
 	// simulated world moves its clock and its workload on. An error ends
 	// Run.
 	Before func(ctx context.Context) error
-	// After, if set, is given each cycle's time, result and error.
+	// After, if set, is given each cycle's time (as the cycle began),
+	// result and error.
 	After func(now time.Time, r CycleResult, err error)
 }
 
@@ -55,13 +56,14 @@ func (c *Controller) Run(ctx context.Context, o RunOptions) error {
 				return err
 			}
 		}
+		at := c.now()
 		r, err := c.RunCycle(cctx)
 		cancel()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			c.log.Warn("cycle", "error", err)
 		}
 		if o.After != nil {
-			o.After(c.now(), r, err)
+			o.After(at, r, err)
 		}
 	}
 	return nil

@@ -12,14 +12,10 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/config"
-	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
-	"github.com/fleetcast/autoscaler/providers"
-	"github.com/fleetcast/autoscaler/providers/sim"
 	"github.com/fleetcast/autoscaler/simulate"
-	"github.com/fleetcast/autoscaler/state"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
@@ -129,31 +125,10 @@ func TestOneLoopTwoWorlds(t *testing.T) {
 	}
 
 	now := start
-	clock := func() time.Time { return now }
-	cloud, err := sim.New(cfg.Pools, 1, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := state.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	clouds := map[string]providers.Provider{}
-	for _, p := range cfg.Pools {
-		clouds[p.Name] = cloud
-	}
-	agents, pending := controller.NewAgents(clock), &controller.Pending{}
-	c, err := controller.New(controller.Options{Config: cfg, Store: store, Clouds: clouds, Agents: agents, Pending: pending, Now: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := c.Recover(ctx); err != nil {
-		t.Fatal(err)
-	}
-	f, err := New(Options{Pools: cfg.Pools, Cloud: cloud, Trace: tr, Start: start, CheckpointEvery: opt.CheckpointInterval,
-		CheckpointDuration: opt.CheckpointDuration, Reports: agents, Pending: PendingTo(pending, cfg)})
+	d := newDemo(t, cfg, 1, func() time.Time { return now })
+	c, ctx := d.c, context.Background()
+	f, err := New(Options{Pools: cfg.Pools, Cloud: d.cloud, Trace: tr, Start: start, CheckpointEvery: opt.CheckpointInterval,
+		CheckpointDuration: opt.CheckpointDuration, Reports: d.agents, Pending: PendingTo(d.pending, cfg)})
 	if err != nil {
 		t.Fatal(err)
 	}

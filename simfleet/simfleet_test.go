@@ -12,6 +12,41 @@ import (
 	"github.com/fleetcast/autoscaler/state"
 )
 
+// demo is the controller on the simulated cloud of a config's pools,
+// recovered and ready for its first cycle, as `run` wires it.
+type demo struct {
+	cloud   *sim.Cloud
+	store   *state.Store
+	agents  *controller.Agents
+	pending *controller.Pending
+	c       *controller.Controller
+}
+
+func newDemo(t *testing.T, cfg *config.Config, seed int64, clock func() time.Time) *demo {
+	t.Helper()
+	cloud, err := sim.New(cfg.Pools, seed, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	clouds := map[string]providers.Provider{}
+	for _, p := range cfg.Pools {
+		clouds[p.Name] = cloud
+	}
+	d := &demo{cloud: cloud, store: store, agents: controller.NewAgents(clock), pending: &controller.Pending{}}
+	if d.c, err = controller.New(controller.Options{Config: cfg, Store: store, Clouds: clouds, Agents: d.agents, Pending: d.pending, Now: clock}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.c.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // TestControllerFollowsADay runs the controller on the local example's
 // simulated cloud and workload for a simulated day, a cycle a minute: the
 // fleet follows demand, no work is lost, and nothing is left half done.
@@ -22,32 +57,13 @@ func TestControllerFollowsADay(t *testing.T) {
 	}
 	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC) // a Monday
 	clock := func() time.Time { return now }
-	cloud, err := sim.New(cfg.Pools, cfg.Synthetic.Seed, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := state.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	d := newDemo(t, cfg, cfg.Synthetic.Seed, clock)
+	cloud, agents, pending, c := d.cloud, d.agents, d.pending, d.c
 	w := sim.NewWorkload(cfg)
-	if err := SeedHistory(store, w, now, cfg.Forecast.Step, cfg.Forecast.History); err != nil {
-		t.Fatal(err)
-	}
-	clouds := map[string]providers.Provider{}
-	for _, p := range cfg.Pools {
-		clouds[p.Name] = cloud
-	}
-	agents, pending := controller.NewAgents(clock), &controller.Pending{}
-	c, err := controller.New(controller.Options{Config: cfg, Store: store, Clouds: clouds, Agents: agents, Pending: pending, Now: clock})
-	if err != nil {
+	if err := SeedHistory(d.store, w, now, cfg.Forecast.Step, cfg.Forecast.History); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := c.Recover(ctx); err != nil {
-		t.Fatal(err)
-	}
 	f, err := New(Options{Pools: cfg.Pools, Cloud: cloud, Workload: w, Start: now, CheckpointEvery: cfg.Simulate.CheckpointInterval, CheckpointDuration: cfg.Simulate.CheckpointDuration,
 		Reports: agents, Pending: PendingTo(pending, cfg), Seed: 1})
 	if err != nil {
@@ -84,7 +100,7 @@ func TestControllerFollowsADay(t *testing.T) {
 	if launches == 0 || drains == 0 {
 		t.Errorf("%d launches and %d drains in a day of a daily cycle; want both", launches, drains)
 	}
-	if in, _ := store.Intents(); len(in) != 0 {
+	if in, _ := d.store.Intents(); len(in) != 0 {
 		t.Errorf("intents left: %+v", in)
 	}
 }
