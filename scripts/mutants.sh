@@ -200,9 +200,9 @@ controller/actuator.go
 TestRestartWithLaggingReadsLaunchesOnce|TestRecoverKeyedLaunch
 
 demand not capped per node
-controller/controller.go
-"agents += min(nodes[i].UsedGPUs(), c.act.pools[nodes[i].Pool].GPUsPerNode)"
-"agents += nodes[i].UsedGPUs()"
+loop/loop.go
+"held += min(n.UsedGPUs(), gpn)"
+"held += min(n.UsedGPUs(), gpn+1<<20)"
 ./controller
 TestDemandCappedPerNode
 
@@ -229,8 +229,8 @@ TestZeroLengthJobs
 
 simulated agent confirms a drain while jobs remain
 simulate/policy.go
-"fn.DrainConfirmed = len(n.jobs) == 0\n"
-"fn.DrainConfirmed = true\n"
+"fn.DrainConfirmed = acked && len(n.jobs) == 0\n"
+"fn.DrainConfirmed = acked\n"
 ./simulate
 TestPredictiveNeverLosesWorkToScaleIn
 
