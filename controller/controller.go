@@ -254,12 +254,12 @@ func (c *Controller) RunCycle(ctx context.Context) (CycleResult, error) {
 		c.log.Info("plan note", "note", n)
 	}
 	for i, a := range plan.Actions {
-		if a.Kind == planner.Hold {
-			continue
-		}
 		o := r.Outcomes[i]
 		if o.Result == loop.DryRun {
 			c.log.Info("dry run: would "+string(a.Kind), "pool", a.Pool, "node", a.Node, "count", a.Count, "reason", a.Reason)
+			continue
+		}
+		if a.Kind == planner.Hold {
 			continue
 		}
 		result := "ok"

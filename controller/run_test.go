@@ -3,8 +3,17 @@ package controller
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/loop"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/providers/sim"
+	"github.com/fleetcast/autoscaler/state"
 )
 
 // TestRun: Run runs a cycle every tick, the first at once when asked,
@@ -48,5 +57,71 @@ func TestRun(t *testing.T) {
 	err = l.c.Run(done, RunOptions{Every: time.Hour, After: func(time.Time, CycleResult, error) { cycles++ }})
 	if err != nil || cycles != 0 {
 		t.Fatalf("Run with its context done: %v after %d cycles; want nil, none", err, cycles)
+	}
+}
+
+// TestRunServesWhileItCycles: the API reads each cycle's snapshot (its
+// state, the demand history in it, the plan and the forecast) while Run
+// goes on to the next; under the race detector this checks that nothing
+// the loop goes on changing is shared with what it published.
+func TestRunServesWhileItCycles(t *testing.T) {
+	p := gpuPool("g5", 8, 20, 5*time.Minute)
+	cfg := config.Defaults()
+	cfg.Pools = []fleet.Pool{p}
+	var ns atomic.Int64
+	ns.Store(t0.UnixNano())
+	clock := func() time.Time { return time.Unix(0, ns.Load()).UTC() }
+	cloud, err := sim.New(cfg.Pools, 1, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	// Two days of demand, a sample a minute: the loop forecasts from the
+	// first cycle, and its history grows every step.
+	var samples []state.Sample
+	for m := range 2 * 24 * 60 {
+		samples = append(samples, state.Sample{Time: t0.Add(time.Duration(m-2*24*60) * time.Minute), Value: float64(8 + m%16)})
+	}
+	if err := store.AppendDemand(loop.DemandSeries, samples...); err != nil {
+		t.Fatal(err)
+	}
+	pending := &Pending{}
+	c, err := New(Options{Config: &cfg, Store: store, Clouds: map[string]providers.Provider{"g5": cloud}, Agents: NewAgents(clock),
+		Pending: pending, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.Handler(APIOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var readers sync.WaitGroup
+	for _, path := range []string{"/v1/fleet", "/v1/plan", "/v1/forecast", "/metrics"} {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for ctx.Err() == nil {
+				get(t, h, path)
+			}
+		}()
+	}
+	cycles := 0
+	err = c.Run(ctx, RunOptions{Every: time.Millisecond, For: 40 * time.Minute, Immediately: true,
+		Before: func(context.Context) error {
+			ns.Add(int64(time.Minute))
+			pending.Set(clock(), DemandPush{Source: "s", Pending: []PendingDemand{{Pool: "g5", GPUs: 8 * (cycles % 3)}}})
+			return nil
+		},
+		After: func(time.Time, CycleResult, error) { cycles++ }})
+	cancel()
+	readers.Wait()
+	if err != nil || cycles != 40 {
+		t.Fatalf("%d cycles, %v; want 40", cycles, err)
+	}
+	if fc := c.Last().Forecast; fc == nil || len(c.Last().State.History.Values) == 0 {
+		t.Fatalf("no forecast or history in the last snapshot: %+v", c.Last())
 	}
 }

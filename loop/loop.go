@@ -213,12 +213,15 @@ func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, 
 func (l *Loop) record(now time.Time, obs Observation) error {
 	if !l.hist.loaded {
 		// The history so far, as the books hold it (a restarted
-		// controller's, or one seeded).
+		// controller's, or one seeded). One the books cannot read (a
+		// damaged record) is not the cycle's end: the loop plans on
+		// without it, and the books keep it for a later start.
 		samples, err := l.o.Books.Demand(DemandSeries, now.Add(-l.o.Config.Forecast.History))
-		if err != nil {
-			return err
+		if err == nil {
+			err = l.hist.load(samples, now)
 		}
-		if err := l.hist.load(samples, now); err != nil {
+		if err != nil {
+			l.hist.loaded = true
 			l.log.Warn("demand history unreadable; starting afresh", "error", err)
 		}
 	}

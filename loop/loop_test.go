@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/state"
@@ -284,4 +285,45 @@ func TestUnrecorded(t *testing.T) {
 	if got, _ := f.books.Demand(DemandSeries, time.Time{}); len(got) != 0 || !l.hist.cur.IsZero() {
 		t.Fatalf("recorded %v; want nothing", got)
 	}
+}
+
+// TestPrune: once an hour the books lose the demand older than the
+// forecaster reads (and a day) and the drains older than the scale-in
+// window.
+func TestPrune(t *testing.T) {
+	l, f := newScripted(t, false)
+	cfg := l.o.Config
+	old := t0.Add(-cfg.Forecast.History - forecast.Day - time.Minute)
+	kept := t0.Add(-cfg.Forecast.History - forecast.Day + time.Minute)
+	f.books.AppendDemand(DemandSeries, state.Sample{Time: old, Value: 1}, state.Sample{Time: kept, Value: 2})
+	f.books.PutDrain(state.Drain{Node: "x", Pool: "od", Started: t0.Add(-cfg.Limits.ScaleInWindow - time.Minute), Deadline: t0})
+	f.books.PutDrain(state.Drain{Node: "y", Pool: "od", Started: t0.Add(-time.Minute), Deadline: t0})
+	if _, err := l.Cycle(context.Background(), f, t0); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.books.Demand(DemandSeries, time.Time{}); len(got) != 2 || !got[0].Time.Equal(kept) {
+		t.Fatalf("demand %v; want the sample at %v and the cycle's", got, kept)
+	}
+	if got, _ := f.books.DrainLog(time.Time{}); len(got) != 1 || got[0].Node != "y" {
+		t.Fatalf("drain log %v; want y's only", got)
+	}
+}
+
+// TestDamagedHistory: a history the books cannot read is not the loop's
+// end: it plans on without one (reactively), and says so.
+func TestDamagedHistory(t *testing.T) {
+	l, f := newScripted(t, false)
+	l.o.Books = damaged{f.books}
+	f.st.PendingGPUs = 16
+	r, err := l.Cycle(context.Background(), f, t0)
+	if err != nil || len(r.Plan.Actions) != 1 || r.Plan.Actions[0].Kind != planner.Launch {
+		t.Fatalf("plan %+v, %v; want a launch for the pending GPUs", r.Plan.Actions, err)
+	}
+}
+
+// damaged is books whose demand history cannot be read.
+type damaged struct{ *Memory }
+
+func (damaged) Demand(string, time.Time) ([]state.Sample, error) {
+	return nil, errors.New("state: demand fleet: the record is damaged")
 }

@@ -472,8 +472,6 @@ func (p *planner) drainBlocker(n *fleet.Node) (string, time.Time) {
 	return why, oldest.LastCheckpoint
 }
 
-// silentFor returns how long a ready or draining node's agent has been
-// silent, if longer than the agent timeout; 0 if it is not silent. A node
 // poolsOf is each node's pool plan (nil for a pool the config does not
 // have), looked up once for each run of nodes of the same pool, with
 // each pool's candidates sized to its ready nodes.
@@ -496,6 +494,8 @@ func (p *planner) poolsOf(nodes []*fleet.Node) []*poolPlan {
 	return out
 }
 
+// silentFor returns how long a ready or draining node's agent has been
+// silent, if longer than the agent timeout; 0 if it is not silent. A node
 // whose agent never reported is silent for ever (neverReported).
 func (p *planner) silentFor(n *fleet.Node) time.Duration {
 	if n.State != fleet.Ready && n.State != fleet.Draining {

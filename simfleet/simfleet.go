@@ -37,7 +37,8 @@ type Options struct {
 	// Trace, if set, replaces Workload: its jobs are submitted at their
 	// submit times from Start, each running for its duration.
 	Trace *trace.Trace
-	// Start is the workload's time zero (the first Step's time will do).
+	// Start is the workload's time zero: the first Step's time, or
+	// before it (required).
 	Start time.Time
 	// CheckpointEvery is how often a running job checkpoints on its own.
 	CheckpointEvery time.Duration
@@ -64,8 +65,9 @@ type Fleet struct {
 	draining map[string]string
 	pools    map[string]*fleet.Pool
 	demand   int
-	// submitted counts the trace's jobs submitted.
-	submitted int
+	// submitted counts the trace's jobs submitted; next numbers the
+	// workload's jobs.
+	submitted, next int
 }
 
 // Stats are the workload's score so far.
@@ -84,8 +86,8 @@ type Stats struct {
 
 // New makes a fleet with no jobs; the first Step creates them.
 func New(o Options) (*Fleet, error) {
-	if o.Cloud == nil || o.Reports == nil || o.Pending == nil || o.CheckpointEvery <= 0 {
-		return nil, fmt.Errorf("simfleet: cloud, reports, pending and a positive checkpoint interval are required")
+	if o.Cloud == nil || o.Reports == nil || o.Pending == nil || o.CheckpointEvery <= 0 || o.Start.IsZero() {
+		return nil, fmt.Errorf("simfleet: cloud, reports, pending, a start time and a positive checkpoint interval are required")
 	}
 	c, err := simulate.NewCluster(simulate.ClusterOptions{Pools: o.Pools, Start: o.Start, CheckpointInterval: o.CheckpointEvery,
 		CheckpointDuration: o.CheckpointDuration})
@@ -107,7 +109,8 @@ func (f *Fleet) Stats() Stats {
 // last checkpoint, what fell due runs its course in time order (runs that
 // end, checkpoints a drain asked for that become durable), demand is met
 // by new or finished jobs, queued jobs are placed, and every node's agent
-// reports and takes up the controller's answer.
+// reports and takes up the controller's answer (and the scheduler places
+// what that freed).
 func (f *Fleet) Step(ctx context.Context, now time.Time) error {
 	if err := f.sync(ctx); err != nil {
 		return err
@@ -122,7 +125,14 @@ func (f *Fleet) Step(ctx context.Context, now time.Time) error {
 	}
 	f.cluster.Advance(now)
 	f.o.Pending(now, f.cluster.PendingGPUs())
-	return f.report(ctx, now)
+	if err := f.report(ctx, now); err != nil {
+		return err
+	}
+	// The scheduler places at once what the answers freed: jobs a drain
+	// stopped (a checkpoint durable at once), nodes whose drain was
+	// cancelled.
+	f.cluster.Advance(now)
+	return nil
 }
 
 // sync follows the cloud: running instances become nodes, ready from when
@@ -184,7 +194,8 @@ func (f *Fleet) follow(now time.Time) {
 		total += f.cluster.JobGPUs(j)
 	}
 	for total < f.demand {
-		j, err := f.cluster.Submit(min(1+f.rng.IntN(8), f.demand-total), 0)
+		f.next++
+		j, err := f.cluster.Submit(simulate.ClusterJob{ID: fmt.Sprintf("job-%06d", f.next), GPUs: min(1+f.rng.IntN(8), f.demand-total)})
 		if err != nil {
 			panic(err) // 1 to 8 GPUs always fits an 8-GPU pool's node
 		}
@@ -214,8 +225,11 @@ func (f *Fleet) replay(now time.Time) error {
 		if f.o.Start.Add(tj.Submit).After(now) {
 			break
 		}
-		if _, err := f.cluster.Submit(tj.GPUs, tj.Duration); err != nil {
-			return fmt.Errorf("simfleet: trace job %s: %w", tj.ID, err)
+		if tj.Duration <= 0 {
+			continue // it holds no GPUs: done when submitted, as in simulate
+		}
+		if _, err := f.cluster.Submit(simulate.ClusterJob{ID: tj.ID, GPUs: tj.GPUs, Work: tj.Duration, CheckpointInterval: tj.CheckpointInterval}); err != nil {
+			return fmt.Errorf("simfleet: %w", err)
 		}
 	}
 	f.demand = f.cluster.Stats().RunningGPUs + f.cluster.Stats().QueuedGPUs
@@ -227,6 +241,11 @@ func (f *Fleet) replay(now time.Time) error {
 // drain it held before this report: safe to terminate once its jobs have
 // left.
 func (f *Fleet) report(ctx context.Context, now time.Time) error {
+	type answer struct {
+		node  string
+		drain *report.DrainRequest
+	}
+	var answers []answer
 	for _, id := range f.cluster.Nodes() {
 		pool := f.pools[id]
 		jobs := f.cluster.Jobs(id)
@@ -238,7 +257,9 @@ func (f *Fleet) report(ctx context.Context, now time.Time) error {
 				idx[k] = next + k
 			}
 			next += j.GPUs
-			r.Jobs = append(r.Jobs, report.Job{ID: j.ID, GPUs: idx, Start: j.Start, LastCheckpoint: j.LastCheckpoint, LongRunning: true})
+			// Long-running as the controller's drain.long_running_after
+			// judges it: the simulated agent knows no more.
+			r.Jobs = append(r.Jobs, report.Job{ID: j.ID, GPUs: idx, Start: j.Start, LastCheckpoint: j.LastCheckpoint})
 		}
 		for g := range pool.GPUsPerNode {
 			r.GPUs = append(r.GPUs, report.GPU{Index: g, UUID: fmt.Sprintf("GPU-%s-%d", id, g), Name: pool.GPUModel, MemoryTotal: 80 << 30})
@@ -253,15 +274,21 @@ func (f *Fleet) report(ctx context.Context, now time.Time) error {
 		if err != nil {
 			return fmt.Errorf("simfleet: report from %s: %w", id, err)
 		}
+		answers = append(answers, answer{id, ans.Drain})
+	}
+	// Every agent reports as things stand, then takes up its answer: a
+	// drain on one node does not change what a node it shares a wide job
+	// with reports this step.
+	for _, a := range answers {
 		switch {
-		case ans.Drain != nil && f.draining[id] == "":
-			f.draining[id] = ans.Drain.ID
-			f.cluster.Drain(id)
-		case ans.Drain == nil && f.draining[id] != "":
-			delete(f.draining, id)
-			f.cluster.Undrain(id)
-		case ans.Drain != nil:
-			f.draining[id] = ans.Drain.ID
+		case a.drain != nil && f.draining[a.node] == "":
+			f.draining[a.node] = a.drain.ID
+			f.cluster.Drain(a.node)
+		case a.drain == nil && f.draining[a.node] != "":
+			delete(f.draining, a.node)
+			f.cluster.Undrain(a.node)
+		case a.drain != nil:
+			f.draining[a.node] = a.drain.ID
 		}
 	}
 	return nil

@@ -37,7 +37,8 @@ type ClusterOptions struct {
 	// own (required).
 	CheckpointInterval time.Duration
 	// CheckpointDuration is how long a checkpoint a drain asks for takes
-	// to be durable; 0: at once.
+	// to be durable; 0 or less: at once (unlike Options.CheckpointDuration,
+	// whose 0 is the default).
 	CheckpointDuration time.Duration
 }
 
@@ -48,6 +49,9 @@ const openEnded = math.MaxInt64 / 4
 func NewCluster(o ClusterOptions) (*Cluster, error) {
 	if o.CheckpointInterval <= 0 {
 		return nil, fmt.Errorf("simulate: cluster checkpoint interval %v: want one above 0", o.CheckpointInterval)
+	}
+	if len(o.Pools) == 0 {
+		return nil, fmt.Errorf("simulate: a cluster needs at least one pool")
 	}
 	e, err := newEngine(&trace.Trace{}, o.Pools, Options{Start: o.Start, CheckpointInterval: o.CheckpointInterval,
 		CheckpointDuration: o.CheckpointDuration}, nil)
@@ -131,23 +135,40 @@ func (c *Cluster) Draining(id string) bool {
 	return n != nil && n.state == draining
 }
 
-// Submit queues a job of gpus GPUs that runs for work (0: until Finish),
-// and returns it.
-func (c *Cluster) Submit(gpus int, work time.Duration) (Job, error) {
+// ClusterJob is a job to submit to a Cluster.
+type ClusterJob struct {
+	// ID names the job in its agent's reports.
+	ID string
+	// GPUs is the GPUs it holds: at most a node's, or whole nodes.
+	GPUs int
+	// Work is how long it runs; 0: until Finish.
+	Work time.Duration
+	// CheckpointInterval is how often it checkpoints on its own; 0: the
+	// cluster's.
+	CheckpointInterval time.Duration
+}
+
+// Submit queues a job, and returns it.
+func (c *Cluster) Submit(j ClusterJob) (Job, error) {
 	e := c.e
+	gpus := j.GPUs
 	if gpus <= 0 {
-		return 0, fmt.Errorf("simulate: a job of %d GPUs: want at least 1", gpus)
+		return 0, fmt.Errorf("simulate: job %s of %d GPUs: want at least 1", j.ID, gpus)
 	}
 	if gpus > e.maxGPN && gpus%e.maxGPN != 0 {
-		return 0, fmt.Errorf("simulate: a job of %d GPUs: wider than a node, it needs a multiple of %d", gpus, e.maxGPN)
+		return 0, fmt.Errorf("simulate: job %s of %d GPUs: wider than a node, it needs a multiple of %d", j.ID, gpus, e.maxGPN)
 	}
 	remaining := int64(openEnded)
-	if work > 0 {
-		remaining = max(1, secs(work))
+	if j.Work > 0 {
+		remaining = max(1, secs(j.Work))
+	}
+	ckpt := j.CheckpointInterval
+	if ckpt <= 0 {
+		ckpt = e.opt.CheckpointInterval
 	}
 	id := int32(len(e.jobs))
-	e.jobs = append(e.jobs, job{id: fmt.Sprintf("job-%06d", id+1), gpus: gpus, order: int(id), submit: e.now, remaining: remaining,
-		ckpt: secs(e.opt.CheckpointInterval), start: -1, first: -1, saveAt: -1})
+	e.jobs = append(e.jobs, job{id: j.ID, gpus: gpus, order: int(id), submit: e.now, remaining: remaining,
+		ckpt: secs(ckpt), start: -1, first: -1, saveAt: -1})
 	for _, h := range e.classes { // the queues order by the jobs' slice
 		h.jobs = e.jobs
 	}

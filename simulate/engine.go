@@ -75,8 +75,12 @@ type node struct {
 	// while busy / at or over half.
 	idleSince, lowSince int64
 	// drainRec is when the controller decided the node's drain (its
-	// drain record), heardAt when its agent took it up; -1: none.
-	drainRec, heardAt int64
+	// drain record), heardAt when its agent took it up, cancelledAt when
+	// the controller last cancelled one; -1: none.
+	drainRec, heardAt, cancelledAt int64
+	// idleSeen is when the node's agent first reported it without jobs
+	// (a report every cycle); -1 while it reports jobs.
+	idleSeen int64
 	// interruptAt is when the cloud reclaims a spot node; noticed is set
 	// once its agent has had the notice.
 	interruptAt int64
@@ -481,7 +485,7 @@ func (e *engine) addNode(pi int, id string, lead int64) *node {
 	p := &e.pools[pi]
 	n := &node{id: id, idx: int32(len(e.nodes)), pool: pi, gpn: p.spec.GPUsPerNode,
 		free: p.spec.GPUsPerNode, launched: e.now, readyAt: e.now + lead, idleSince: e.now, lowSince: e.now, bucketPos: -1, tier: 1,
-		drainRec: -1, heardAt: -1, interruptAt: -1}
+		drainRec: -1, heardAt: -1, cancelledAt: -1, idleSeen: -1, interruptAt: -1}
 	if p.spec.Capacity == fleet.Reserved {
 		n.tier = 0
 	}

@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -482,7 +483,10 @@ func (f engineFleet) Observe(context.Context, time.Time) (loop.Observation, erro
 // Launch launches in the pool, the nodes ready one lead time away; a
 // partial grant is an insufficient capacity error, as a cloud's.
 func (f engineFleet) Launch(_ context.Context, pool string, count int) error {
-	pi := f.p.byName[pool]
+	pi, ok := f.p.byName[pool]
+	if !ok {
+		return fmt.Errorf("simulate: launch in pool %q, which the simulation does not have", pool)
+	}
 	_, err := f.e.launch(pi, count, secs(f.e.pools[pi].spec.LeadTime))
 	return err
 }
@@ -506,11 +510,12 @@ func (f engineFleet) Drain(_ context.Context, d state.Drain) error {
 	return nil
 }
 
-// CancelDrain drops the drain record; the node's agent hears of it with
-// the answer to its next report.
+// CancelDrain drops the drain record and records when (the planner does
+// not drain the node again until its jobs checkpoint since); the node's
+// agent hears of it with the answer to its next report.
 func (f engineFleet) CancelDrain(_ context.Context, _ time.Time, a *planner.Action) error {
 	if n := f.e.liveNode(a.Node); n != nil && n.drainRec >= 0 {
-		n.drainRec = -1
+		n.drainRec, n.cancelledAt = -1, f.e.now
 		f.p.told = append(f.p.told, n)
 	}
 	return nil
@@ -612,9 +617,21 @@ func (p *predictive) observe(e *engine) *fleet.State {
 				fn.InterruptAt = p.at(n.interruptAt)
 			}
 		}
-		fn.IdleSince = time.Time{}
-		if n.idleSince >= 0 && n.state != booting {
-			fn.IdleSince = p.at(n.idleSince)
+		// Idle from the first report without jobs, as the controller's
+		// agents' view counts it: a job that came and went between two
+		// reports is not seen.
+		fn.IdleSince, fn.DrainCancelledAt = time.Time{}, time.Time{}
+		switch {
+		case n.state == booting || len(n.jobs) > 0:
+			n.idleSeen = -1
+		case n.idleSeen < 0:
+			n.idleSeen = e.now
+		}
+		if n.idleSeen >= 0 {
+			fn.IdleSince = p.at(n.idleSeen)
+		}
+		if n.cancelledAt >= 0 {
+			fn.DrainCancelledAt = p.at(n.cancelledAt)
 		}
 	}
 	st.Nodes = st.Nodes[:k]
