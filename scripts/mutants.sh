@@ -688,6 +688,27 @@ simulate/policy.go
 "\t\tn.drainRec, n.heardAt = f.e.now, f.e.now\n\t\tf.e.drain(n)"
 ./simfleet
 TestOneLoopTwoWorlds
+
+a cancelled drain never reaches the simulated agent (simfleet, one loop)
+simfleet/simfleet.go
+"\t\t\tdelete(f.draining, a.node)\n\t\t\tf.cluster.Undrain(a.node)"
+"\t\t\tdelete(f.draining, a.node)"
+./simfleet
+TestOneLoopTwoWorlds
+
+a job finished while queued stays queued (simulate cluster)
+simulate/cluster.go
+"\t\t\theap.Remove(h, i)\n"
+""
+./simulate
+TestCluster
+
+a spot notice not reported to the predictive policy (simulate)
+simulate/policy.go
+"\t\t\t\tfn.InterruptAt = p.at(n.interruptAt)\n"
+""
+./simulate
+TestObserveAsTheController
 EOF
 }
 
