@@ -16,9 +16,9 @@ import (
 type Config struct {
 	// Pools are the pools in the order the file gives them.
 	Pools      []fleet.Pool
-	Forecast   Forecast
-	Drain      Drain
-	Limits     Limits
+	Forecast   fleet.ForecastSettings
+	Drain      fleet.DrainSettings
+	Limits     fleet.Limits
 	Controller Controller
 	// Demand names the demand sources beyond the agents and the pushed
 	// pending demand.
@@ -80,58 +80,6 @@ const (
 
 // ReservationModes are the values simulate.reservations takes.
 var ReservationModes = []string{ReservationsConfigured, ReservationsAdvised}
-
-// Forecast is the `forecast` block: how demand is forecast.
-type Forecast struct {
-	// Step is the resolution of the demand history and forecast.
-	Step time.Duration
-	// Horizon is how far ahead the forecast reaches. It must cover the
-	// longest pool lead time plus the scale-in hysteresis.
-	Horizon time.Duration
-	// Quantile is the demand quantile the planner provisions for, in (0, 1).
-	Quantile float64
-	// History is how much demand history the forecaster and the reserved
-	// baseline recommendation use.
-	History time.Duration
-	// Hysteresis is how long beyond the longest burst lead time capacity
-	// must be forecast unneeded before it is scaled in.
-	Hysteresis time.Duration
-}
-
-// Drain is the `drain` block: how nodes are emptied safely.
-type Drain struct {
-	// CheckpointMaxAge: a node is drained only if each job on it
-	// checkpointed within this age.
-	CheckpointMaxAge time.Duration
-	// Timeout: a drain whose jobs have not all checkpointed by then is
-	// cancelled and the node kept.
-	Timeout time.Duration
-	// Signal is sent by the agent to a job's processes to ask for a
-	// checkpoint, e.g. SIGUSR1.
-	Signal string
-	// LongRunningAfter: a job older than this is long-running.
-	LongRunningAfter time.Duration
-}
-
-// Limits is the `limits` block: bounds the planner never crosses.
-type Limits struct {
-	// MaxGPUs bounds the GPUs of the whole fleet; 0 means no bound.
-	MaxGPUs int
-	// MaxSpendPerHour bounds the fleet's cost per hour in USD, each
-	// reservation counted whole; 0 means no bound.
-	MaxSpendPerHour float64
-	// MaxScaleInPerCycle bounds the nodes one cycle starts draining.
-	MaxScaleInPerCycle int
-	// ScaleInShare bounds the share of a pool's nodes whose drains start
-	// within any ScaleInWindow (rounded down, but at least one node), so
-	// a bad forecast or a bug cannot empty a pool at once.
-	ScaleInShare float64
-	// ScaleInWindow is the window ScaleInShare applies to.
-	ScaleInWindow time.Duration
-	// SilentShareHalt stops all scale-in while more than this share of the
-	// fleet's ready nodes have silent agents (a network fault, not idleness).
-	SilentShareHalt float64
-}
 
 // Controller is the `controller` block: the long-running loop.
 type Controller struct {
@@ -233,20 +181,20 @@ type Synthetic struct {
 // one place defaults are set; the README's config reference lists the same.
 func Defaults() Config {
 	return Config{
-		Forecast: Forecast{
+		Forecast: fleet.ForecastSettings{
 			Step:       10 * time.Minute,
 			Horizon:    2 * time.Hour,
 			Quantile:   0.9,
 			History:    14 * 24 * time.Hour,
 			Hysteresis: 30 * time.Minute,
 		},
-		Drain: Drain{
+		Drain: fleet.DrainSettings{
 			CheckpointMaxAge: 30 * time.Minute,
 			Timeout:          20 * time.Minute,
 			Signal:           "SIGUSR1",
 			LongRunningAfter: time.Hour,
 		},
-		Limits: Limits{
+		Limits: fleet.Limits{
 			MaxScaleInPerCycle: 10,
 			ScaleInShare:       0.5,
 			ScaleInWindow:      10 * time.Minute,
@@ -302,13 +250,10 @@ func (c *Config) Pool(name string) *fleet.Pool {
 
 // MaxFleetGPUs is the most GPUs the pools can hold together, within
 // Limits.MaxGPUs when it is set.
-func (c *Config) MaxFleetGPUs() int {
-	total := 0
-	for i := range c.Pools {
-		total += c.Pools[i].Max * c.Pools[i].GPUsPerNode
-	}
-	if c.Limits.MaxGPUs > 0 && c.Limits.MaxGPUs < total {
-		return c.Limits.MaxGPUs
-	}
-	return total
+func (c *Config) MaxFleetGPUs() int { s := c.Settings(); return s.MaxFleetGPUs() }
+
+// Settings are what the planner reads of the config: the pools and the
+// forecast, drain and limit settings, and the agent timeout.
+func (c *Config) Settings() fleet.Settings {
+	return fleet.Settings{Pools: c.Pools, Forecast: c.Forecast, Drain: c.Drain, Limits: c.Limits, AgentTimeout: c.Controller.AgentTimeout}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
 )
 
 // durationUnits maps each unit ParseDuration accepts to its length in
@@ -119,38 +121,11 @@ func parseDigits(s string) (uint64, error) {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// FormatDuration formats a duration the way a person reads it, in a form
-// ParseDuration accepts: "45s", "35m", "2h", "2h5m", "3d4h". Durations of a
-// minute or more are rounded to the minute, of two days or more to the hour.
-func FormatDuration(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "-" + FormatDuration(-d)
-	case d < time.Minute:
-		return d.Round(time.Second).String()
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Round(time.Minute)/time.Minute))
-	case d >= 48*time.Hour:
-		d = d.Round(time.Hour)
-		days, h := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour)
-		if h == 0 {
-			return fmt.Sprintf("%dd", days)
-		}
-		return fmt.Sprintf("%dd%dh", days, h)
-	}
-	d = d.Round(time.Minute)
-	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
-	if m == 0 {
-		return fmt.Sprintf("%dh", h)
-	}
-	return fmt.Sprintf("%dh%dm", h, m)
-}
-
 // FormatDurationExact formats d as FormatDuration does where that is
 // exact ("10m", "14d"), and as Go does otherwise ("1m30s"): either way
 // ParseDuration reads d back. For machine-read output, such as JSON.
 func FormatDurationExact(d time.Duration) string {
-	s := FormatDuration(d)
+	s := fleet.FormatDuration(d)
 	if back, err := ParseDuration(s); err == nil && back == d {
 		return s
 	}

@@ -1030,7 +1030,7 @@ func (d *decoder) decodeProvider(b *hcl.Block, p *fleet.Pool, target map[string]
 	}
 }
 
-func (d *decoder) decodeForecast(body hcl.Body, f *Forecast) hcl.Attributes {
+func (d *decoder) decodeForecast(body hcl.Body, f *fleet.ForecastSettings) hcl.Attributes {
 	a := d.content(body, forecastSchema).Attributes
 	stepSt := d.duration(a, "step", &f.Step)
 	horizonSt := d.duration(a, "horizon", &f.Horizon)
@@ -1056,7 +1056,7 @@ func (d *decoder) decodeForecast(body hcl.Body, f *Forecast) hcl.Attributes {
 	return a
 }
 
-func (d *decoder) decodeDrain(body hcl.Body, dr *Drain) hcl.Attributes {
+func (d *decoder) decodeDrain(body hcl.Body, dr *fleet.DrainSettings) hcl.Attributes {
 	a := d.content(body, drainSchema).Attributes
 	d.duration(a, "checkpoint_max_age", &dr.CheckpointMaxAge)
 	d.duration(a, "timeout", &dr.Timeout)
@@ -1067,7 +1067,7 @@ func (d *decoder) decodeDrain(body hcl.Body, dr *Drain) hcl.Attributes {
 	return a
 }
 
-func (d *decoder) decodeLimits(body hcl.Body, l *Limits) hcl.Attributes {
+func (d *decoder) decodeLimits(body hcl.Body, l *fleet.Limits) hcl.Attributes {
 	a := d.content(body, limitsSchema).Attributes
 	d.atLeast(a, "max_gpus", 0, &l.MaxGPUs)
 	if d.number(a, "max_spend_per_hour", &l.MaxSpendPerHour) == set && l.MaxSpendPerHour < 0 {
@@ -1150,7 +1150,7 @@ func (d *decoder) decodeSimulate(body hcl.Body, s *Simulate) hcl.Attributes {
 	}
 	if d.durationAtLeast0(a, "checkpoint_duration", &s.CheckpointDuration) == set && s.CheckpointDuration > maxCheckpointDuration {
 		d.invalid(a, "checkpoint_duration", "checkpoint_duration must be at most %s (a checkpoint that takes longer is a stuck job), got %s.",
-			FormatDuration(maxCheckpointDuration), FormatDuration(s.CheckpointDuration))
+			fleet.FormatDuration(maxCheckpointDuration), fleet.FormatDuration(s.CheckpointDuration))
 	}
 	if d.number(a, "unresponsive_jobs", &s.UnresponsiveJobs) == set && !(s.UnresponsiveJobs >= 0 && s.UnresponsiveJobs <= 1) {
 		d.invalid(a, "unresponsive_jobs", "unresponsive_jobs must be a share of jobs from 0 to 1, got %g.", s.UnresponsiveJobs)

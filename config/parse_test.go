@@ -58,9 +58,9 @@ func TestParseFull(t *testing.T) {
 	}
 	want := Config{
 		Pools:    wantPools,
-		Forecast: Forecast{Step: 5 * time.Minute, Horizon: 48 * time.Hour, Quantile: 0.95, History: 14 * 24 * time.Hour, Hysteresis: time.Hour},
-		Drain:    Drain{CheckpointMaxAge: 45 * time.Minute, Timeout: time.Hour, Signal: "SIGUSR2", LongRunningAfter: 6 * time.Hour},
-		Limits:   Limits{MaxGPUs: 512, MaxSpendPerHour: 2500.5, MaxScaleInPerCycle: 4, ScaleInShare: 0.25, ScaleInWindow: 30 * time.Minute, SilentShareHalt: 0.5},
+		Forecast: fleet.ForecastSettings{Step: 5 * time.Minute, Horizon: 48 * time.Hour, Quantile: 0.95, History: 14 * 24 * time.Hour, Hysteresis: time.Hour},
+		Drain:    fleet.DrainSettings{CheckpointMaxAge: 45 * time.Minute, Timeout: time.Hour, Signal: "SIGUSR2", LongRunningAfter: 6 * time.Hour},
+		Limits:   fleet.Limits{MaxGPUs: 512, MaxSpendPerHour: 2500.5, MaxScaleInPerCycle: 4, ScaleInShare: 0.25, ScaleInWindow: 30 * time.Minute, SilentShareHalt: 0.5},
 		Controller: Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute, Fleet: "ml-prod",
 			TLSCertFile: "/etc/fleetcast/tls/controller.crt", TLSKeyFile: "/etc/fleetcast/tls/controller.key",
 			BootstrapTokenFile: "/etc/fleetcast/bootstrap-token", AWSIdentityCertificates: "/etc/fleetcast/aws-identity.pem"},
@@ -545,9 +545,9 @@ func TestFormatDuration(t *testing.T) {
 		{0, "0s"}, {45 * time.Second, "45s"}, {35*time.Minute + 20*time.Second, "35m"}, {2 * time.Hour, "2h"},
 		{2*time.Hour + 5*time.Minute, "2h5m"}, {76 * time.Hour, "3d4h"}, {14 * 24 * time.Hour, "14d"}, {-90 * time.Second, "-2m"},
 	} {
-		got := FormatDuration(tt.d)
+		got := fleet.FormatDuration(tt.d)
 		if got != tt.want {
-			t.Errorf("FormatDuration(%v) = %q, want %q", tt.d, got, tt.want)
+			t.Errorf("fleet.FormatDuration(%v) = %q, want %q", tt.d, got, tt.want)
 		}
 		if back, err := ParseDuration(got); err != nil || back != tt.d.Round(durationRounding(tt.d)) {
 			t.Errorf("ParseDuration(%q) = %v, %v: does not round-trip", got, back, err)

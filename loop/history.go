@@ -3,7 +3,6 @@ package loop
 import (
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/state"
@@ -26,7 +25,7 @@ type history struct {
 }
 
 // newHistory is an empty history of f's step and length.
-func newHistory(f config.Forecast) history {
+func newHistory(f fleet.ForecastSettings) history {
 	return history{step: f.Step, keep: max(1, int(f.History/f.Step)), series: fleet.Series{Step: f.Step}}
 }
 

@@ -198,7 +198,7 @@ func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, 
 	}
 	r := CycleResult{State: st, Forecast: l.forecast(now)}
 	started := time.Now()
-	r.Plan = planner.Make(planner.Input{Config: l.o.Config, State: st, Forecast: r.Forecast, Now: now})
+	r.Plan = planner.Make(planner.Input{Settings: l.o.Config.Settings(), State: st, Forecast: r.Forecast, Now: now})
 	r.PlanTook = time.Since(started)
 	if l.o.DryRun {
 		r.Outcomes = outcomes(&r.Plan, DryRun)

@@ -193,7 +193,7 @@ func TestActBooks(t *testing.T) {
 // progress; one loaded from the books is the same as one recorded.
 func TestHistory(t *testing.T) {
 	step := 10 * time.Minute
-	f := config.Forecast{Step: step, History: 6 * step}
+	f := fleet.ForecastSettings{Step: step, History: 6 * step}
 	h := newHistory(f)
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	var samples []state.Sample

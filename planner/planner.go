@@ -7,15 +7,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
 )
 
 // Input is everything one planning cycle looks at.
 type Input struct {
-	Config *config.Config
-	State  *fleet.State
+	// Settings are the pools and the forecast, drain and limit settings
+	// (what a config holds: config.Config.Settings).
+	Settings fleet.Settings
+	State    *fleet.State
 	// Forecast is the demand forecast; it should start near Now and reach
 	// past the longest lead time plus the hysteresis. An empty forecast makes
 	// the plan purely reactive (and says so).
@@ -68,7 +69,7 @@ type drainCandidate struct {
 // planner holds one cycle's working state.
 type planner struct {
 	in     Input
-	cfg    *config.Config
+	cfg    *fleet.Settings
 	now    time.Time
 	q      float64
 	pools  []*poolPlan
@@ -115,25 +116,25 @@ type launched struct {
 func Make(in Input) Plan {
 	p := &planner{
 		in:      in,
-		cfg:     in.Config,
+		cfg:     &in.Settings,
 		now:     in.Now,
-		q:       in.Config.Forecast.Quantile,
-		byName:  make(map[string]*poolPlan, len(in.Config.Pools)),
+		q:       in.Settings.Forecast.Quantile,
+		byName:  make(map[string]*poolPlan, len(in.Settings.Pools)),
 		noted:   map[string]bool{},
 		decided: map[string]bool{},
 	}
 	p.plan = Plan{At: in.Now, Quantile: p.q}
-	p.scaleInLeft = in.Config.Limits.MaxScaleInPerCycle
+	p.scaleInLeft = in.Settings.Limits.MaxScaleInPerCycle
 	longest := time.Duration(0)
-	for i := range in.Config.Pools {
-		pp := &poolPlan{spec: &in.Config.Pools[i], status: fleet.PoolStatus{Name: in.Config.Pools[i].Name}}
+	for i := range in.Settings.Pools {
+		pp := &poolPlan{spec: &in.Settings.Pools[i], status: fleet.PoolStatus{Name: in.Settings.Pools[i].Name}}
 		p.pools = append(p.pools, pp)
 		p.byName[pp.spec.Name] = pp
 		if pp.spec.Capacity != fleet.Reserved {
 			longest = max(longest, pp.spec.LeadTime)
 		}
 	}
-	p.window = longest + in.Config.Forecast.Hysteresis
+	p.window = longest + in.Settings.Forecast.Hysteresis
 	for _, st := range in.State.Pools {
 		if pp := p.byName[st.Name]; pp != nil {
 			pp.status = st
@@ -147,7 +148,7 @@ func Make(in Input) Plan {
 	p.scaleIn()
 	p.reap()
 	p.plan.CostPerHourBefore, p.plan.CostPerHourAfter = cents(p.plan.CostPerHourBefore), cents(p.costAfter())
-	p.plan.Baseline = RecommendBaseline(in.State.History, in.Config.Pools)
+	p.plan.Baseline = RecommendBaseline(in.State.History, in.Settings.Pools)
 	return p.plan
 }
 
@@ -505,7 +506,7 @@ func (p *planner) silentFor(n *fleet.Node) time.Duration {
 		// An unknown node's agent has never reported healthy GPUs.
 		return neverReported
 	}
-	if d := p.now.Sub(n.LastReport); d > p.cfg.Controller.AgentTimeout {
+	if d := p.now.Sub(n.LastReport); d > p.cfg.AgentTimeout {
 		return d
 	}
 	return 0
@@ -907,7 +908,7 @@ func (p *planner) drainPool(pp *poolPlan, budget, avail *int, prefix string, mor
 // ScaleInBudget is how many of a pool's size nodes may start draining
 // within one limits.scale_in_window: the scale_in_share of them, rounded
 // down, but at least one (DESIGN.md rule 9).
-func ScaleInBudget(lim config.Limits, size int) int {
+func ScaleInBudget(lim fleet.Limits, size int) int {
 	return max(1, int(math.Floor(lim.ScaleInShare*float64(size)+1e-9)))
 }
 
@@ -1027,7 +1028,7 @@ func sortedNodes(nodes []fleet.Node) []*fleet.Node {
 }
 
 // age formats a duration the way a person reads it: 35m, 2h5m, 45s.
-func age(d time.Duration) string { return config.FormatDuration(d) }
+func age(d time.Duration) string { return fleet.FormatDuration(d) }
 
 // cents rounds dollars to cents.
 func cents(usd float64) float64 { return math.Round(usd*100) / 100 }

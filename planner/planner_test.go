@@ -18,7 +18,7 @@ func testConfig(pools ...fleet.Pool) *config.Config {
 }
 
 // withLimits changes a config's limits.
-func withLimits(cfg *config.Config, f func(*config.Limits)) *config.Config {
+func withLimits(cfg *config.Config, f func(*fleet.Limits)) *config.Config {
 	f(&cfg.Limits)
 	return cfg
 }
@@ -116,7 +116,7 @@ func TestPlanScenarios(t *testing.T) {
 		},
 	}, {
 		name: "drain idle nodes first, then fresh checkpoints; hold one whose job has an old checkpoint",
-		cfg:  withLimits(testConfig(od, res), func(l *config.Limits) { l.ScaleInShare = 1 }),
+		cfg:  withLimits(testConfig(od, res), func(l *fleet.Limits) { l.ScaleInShare = 1 }),
 		state: fleet.State{Nodes: []fleet.Node{ready("busy-old", "od", 47*time.Minute), ready("busy-2m", "od", 2*time.Minute),
 			ready("idle", "od"), ready("busy-1m", "od", time.Minute), res1, res2}},
 		fc: flat(8),
@@ -146,7 +146,7 @@ func TestPlanScenarios(t *testing.T) {
 		},
 	}, {
 		name: "scale-in keeps to a share of the pool per window, counting drains begun lately",
-		cfg:  withLimits(testConfig(od, res), func(l *config.Limits) { l.ScaleInShare = 0.5; l.ScaleInWindow = 10 * time.Minute }),
+		cfg:  withLimits(testConfig(od, res), func(l *fleet.Limits) { l.ScaleInShare = 0.5; l.ScaleInWindow = 10 * time.Minute }),
 		// Six od nodes: a budget of three drains per 10 minutes. One is
 		// draining (begun 2m ago) and one drain ended 5m ago; the drain
 		// 20m ago is outside the window. Room for one more.
@@ -247,7 +247,7 @@ func TestPlanScenarios(t *testing.T) {
 			if d := actions(p, Drain); len(d) != 1 || fmt.Sprint(p.Orphans) != "[gone-1]" {
 				t.Fatalf("drains %+v, orphans %v: want one drain in all (max_scale_in_per_cycle 1)", d, p.Orphans)
 			}
-			again := Make(Input{Config: func() *config.Config { c := testConfig(od); c.Limits.MaxScaleInPerCycle = 3; return c }(),
+			again := Make(Input{Settings: func() fleet.Settings { c := testConfig(od); c.Limits.MaxScaleInPerCycle = 3; return c.Settings() }(),
 				State: &fleet.State{Nodes: []fleet.Node{func() fleet.Node { n := ready("gone-1", "gone"); n.Orphan = true; return n }()}}, Forecast: flat(0), Now: t0})
 			if d := actions(again, Drain); len(d) != 1 || !strings.Contains(d[0].Reason, "orphan: pool gone is no longer in the config; reaping: idle 35m") {
 				t.Fatalf("the orphan alone: drains %+v", d)
@@ -332,7 +332,7 @@ func TestPlanScenarios(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Make(Input{Config: tt.cfg, State: &tt.state, Forecast: tt.fc, Now: t0})
+			p := Make(Input{Settings: tt.cfg.Settings(), State: &tt.state, Forecast: tt.fc, Now: t0})
 			tt.check(t, p)
 		})
 	}
@@ -356,7 +356,7 @@ func draining(id string, since time.Duration, ckAges ...time.Duration) fleet.Nod
 func TestCost(t *testing.T) {
 	cfg := testConfig(pool("res", fleet.Reserved, 20, time.Minute, 0, 2), pool("od", fleet.OnDemand, 30, time.Minute, 0, 10))
 	st := fleet.State{Nodes: []fleet.Node{ready("r1", "res", time.Minute), ready("o1", "od"), ready("o2", "od", time.Minute)}}
-	p := Make(Input{Config: cfg, State: &st, Forecast: flat(16), Now: t0})
+	p := Make(Input{Settings: cfg.Settings(), State: &st, Forecast: flat(16), Now: t0})
 	// Before: reservation 2 x 20 + 2 on-demand x 30. After: o1 drained.
 	if p.CostPerHourBefore != 100 || p.CostPerHourAfter != 70 {
 		t.Fatalf("cost %v -> %v, want 100 -> 70 (actions %+v)", p.CostPerHourBefore, p.CostPerHourAfter, p.Actions)
@@ -430,7 +430,7 @@ func bigInput(nodes, jobs, pools int) Input {
 			LastCheckpoint: t0.Add(-time.Duration(j%50) * time.Minute)})
 	}
 	cfg.Limits.MaxScaleInPerCycle = 1000
-	return Input{Config: &cfg, State: st, Forecast: ramp(30000, 20000), Now: t0}
+	return Input{Settings: cfg.Settings(), State: st, Forecast: ramp(30000, 20000), Now: t0}
 }
 
 // TestAboveMaxNodesListedOnce: a pool above its max whose nodes cannot
@@ -439,7 +439,7 @@ func bigInput(nodes, jobs, pools int) Input {
 func TestAboveMaxNodesListedOnce(t *testing.T) {
 	od := pool("od", fleet.OnDemand, 32, 9*time.Minute, 0, 1)
 	st := fleet.State{Nodes: []fleet.Node{ready("a", "od", -1), ready("b", "od", -1), ready("c", "od", -1), ready("d", "od", -1)}}
-	p := Make(Input{Config: testConfig(od), State: &st, Forecast: flat(0), Now: t0})
+	p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Forecast: flat(0), Now: t0})
 	seen := map[string]int{}
 	for _, a := range p.Actions {
 		if a.Node != "" {

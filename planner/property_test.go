@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
-	"pgregory.net/rapid"
 )
 
 var t0 = time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
@@ -113,7 +114,7 @@ func genInput(t *rapid.T) Input {
 		}
 		cfg.Limits.MaxSpendPerHour = max(1, paid*rapid.Float64Range(0.8, 1.5).Draw(t, "spendShare"))
 	}
-	return Input{Config: &cfg, State: st, Forecast: genForecast(t), Now: t0}
+	return Input{Settings: cfg.Settings(), State: st, Forecast: genForecast(t), Now: t0}
 }
 
 func minutesAgo(t *rapid.T, label string, lo, hi int) time.Time {
@@ -223,7 +224,7 @@ func genForecast(t *rapid.T) forecast.Forecast {
 // silent is rule 2's definition, independent of the planner's code: an
 // unknown node's agent has never reported healthy GPUs.
 func silent(in Input, n *fleet.Node) bool {
-	return n.Unknown || n.LastReport.IsZero() || in.Now.Sub(n.LastReport) > in.Config.Controller.AgentTimeout
+	return n.Unknown || n.LastReport.IsZero() || in.Now.Sub(n.LastReport) > in.Settings.AgentTimeout
 }
 
 // overMax is the reason prefix of drains that bring a pool above its max
@@ -244,7 +245,7 @@ func TestPropertySafety(t *testing.T) {
 		in := genInput(t)
 		plan := Make(in)
 		nodes := nodesByID(in)
-		cfg := in.Config
+		cfg := &in.Settings
 		backoff := map[string]time.Time{}
 		status := map[string]fleet.PoolStatus{}
 		for _, st := range in.State.Pools {
@@ -332,7 +333,7 @@ func TestPropertySafety(t *testing.T) {
 				if n.Orphan && n.State != fleet.Draining {
 					t.Fatalf("terminate of a %s orphan: %+v", n.State, a)
 				}
-				pool := cfg.Pool(n.Pool)
+				pool := poolNamed(cfg.Pools, n.Pool)
 				if n.State == fleet.Pending {
 					failing[n.Pool] = true
 					if len(n.Jobs) > 0 || !in.Now.After(n.LaunchedAt.Add(pool.ProvisionTimeout)) {
@@ -448,7 +449,7 @@ func TestPropertySafety(t *testing.T) {
 		for i := range in.State.Nodes {
 			// A node under a spot interruption notice is going anyway:
 			// neither counted nor held against the share.
-			if n := &in.State.Nodes[i]; n.State == fleet.Ready && cfg.Pool(n.Pool) != nil && !underNotice(in, n) {
+			if n := &in.State.Nodes[i]; n.State == fleet.Ready && poolNamed(cfg.Pools, n.Pool) != nil && !underNotice(in, n) {
 				readyNodes++
 				if silent(in, n) {
 					silentNodes++
@@ -483,7 +484,7 @@ func TestPropertySafety(t *testing.T) {
 		running, capacity := 0, 0
 		for i := range in.State.Nodes {
 			n := &in.State.Nodes[i]
-			if p := cfg.Pool(n.Pool); p != nil && n.State != fleet.Terminating {
+			if p := poolNamed(cfg.Pools, n.Pool); p != nil && n.State != fleet.Terminating {
 				running += min(n.UsedGPUs(), p.GPUsPerNode)
 				capacity += p.GPUsPerNode
 			}
@@ -498,7 +499,7 @@ func TestPropertySafety(t *testing.T) {
 		supply := 0
 		for i := range in.State.Nodes {
 			n := &in.State.Nodes[i]
-			p := cfg.Pool(n.Pool)
+			p := poolNamed(cfg.Pools, n.Pool)
 			if p == nil {
 				continue
 			}
@@ -515,7 +516,7 @@ func TestPropertySafety(t *testing.T) {
 			}
 		}
 		for _, a := range plan.Actions {
-			if p := cfg.Pool(a.Pool); a.Kind == CancelDrain && p != nil {
+			if p := poolNamed(cfg.Pools, a.Pool); a.Kind == CancelDrain && p != nil {
 				supply += p.GPUsPerNode
 			}
 		}
@@ -577,8 +578,8 @@ func TestPropertyDeterministic(t *testing.T) {
 
 // isDemandLaunch reports whether a launch buys burst capacity for demand
 // (not a pool's min, nor a reservation kept full).
-func isDemandLaunch(cfg *config.Config, a Action) bool {
-	return cfg.Pool(a.Pool).Capacity != fleet.Reserved && !strings.HasPrefix(a.Reason, "pool is below its min")
+func isDemandLaunch(cfg *fleet.Settings, a Action) bool {
+	return poolNamed(cfg.Pools, a.Pool).Capacity != fleet.Reserved && !strings.HasPrefix(a.Reason, "pool is below its min")
 }
 
 // forecastValues are the values of the forecast a plan used; none without one.
@@ -630,4 +631,14 @@ func TestMain(m *testing.M) {
 // notice due, or past by at most StaleNotice.
 func underNotice(in Input, n *fleet.Node) bool {
 	return !n.InterruptAt.IsZero() && in.Now.Sub(n.InterruptAt) <= StaleNotice
+}
+
+// poolNamed is the pool of that name, nil if none.
+func poolNamed(pools []fleet.Pool, name string) *fleet.Pool {
+	for i := range pools {
+		if pools[i].Name == name {
+			return &pools[i]
+		}
+	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
@@ -18,12 +17,12 @@ import (
 func TestSpendCountsWhatIsPaid(t *testing.T) {
 	res := pool("res", fleet.Reserved, 10, 8*time.Minute, 0, 2)
 	od := pool("od", fleet.OnDemand, 10, 9*time.Minute, 0, 10)
-	cfg := withLimits(testConfig(res, od), func(l *config.Limits) { l.MaxSpendPerHour = 40 })
+	cfg := withLimits(testConfig(res, od), func(l *fleet.Limits) { l.MaxSpendPerHour = 40 })
 	st := fleet.State{PendingGPUs: 64}
 	for _, id := range []string{"r1", "r2", "r3", "r4"} {
 		st.Nodes = append(st.Nodes, ready(id, "res", time.Minute, time.Minute, time.Minute, time.Minute, time.Minute, time.Minute, time.Minute, time.Minute))
 	}
-	p := Make(Input{Config: cfg, State: &st, Forecast: flat(0), Now: t0})
+	p := Make(Input{Settings: cfg.Settings(), State: &st, Forecast: flat(0), Now: t0})
 	if l := actions(p, Launch); len(l) != 0 {
 		t.Fatalf("launched %+v with the fleet at $40/h and a cap of $40/h", l)
 	}
@@ -40,13 +39,13 @@ func TestSpendCountsWhatIsPaid(t *testing.T) {
 func TestPoolAboveMaxIsBroughtBack(t *testing.T) {
 	res := pool("res", fleet.Reserved, 10, 8*time.Minute, 0, 2)
 	od := pool("od", fleet.OnDemand, 30, 9*time.Minute, 0, 2)
-	cfg := withLimits(testConfig(res, od), func(l *config.Limits) { l.ScaleInShare = 1; l.MaxScaleInPerCycle = 10 })
+	cfg := withLimits(testConfig(res, od), func(l *fleet.Limits) { l.ScaleInShare = 1; l.MaxScaleInPerCycle = 10 })
 	st := fleet.State{Nodes: []fleet.Node{
 		ready("r1", "res"), ready("r2", "res"), ready("r3", "res", time.Minute), ready("r4", "res"),
 		ready("o1", "od"), ready("o2", "od", 3*time.Hour), ready("o3", "od", 2*time.Minute, -1), ready("o4", "od", 4*time.Hour),
 	}}
 	// The forecast needs every GPU there is.
-	p := Make(Input{Config: cfg, State: &st, Forecast: flat(56), Now: t0})
+	p := Make(Input{Settings: cfg.Settings(), State: &st, Forecast: flat(56), Now: t0})
 	drained := map[string][]string{}
 	for _, a := range actions(p, Drain) {
 		if !strings.HasPrefix(a.Reason, "pool is above its max of 2") {
@@ -77,7 +76,7 @@ func TestPoolAboveMaxIsBroughtBack(t *testing.T) {
 // so, and buys nothing.
 func TestAbsurdForecastIsNotUsed(t *testing.T) {
 	cfg := testConfig(pool("spot", fleet.Spot, 12, 8*time.Minute, 0, 10), pool("od", fleet.OnDemand, 32, 9*time.Minute, 0, 10))
-	p := Make(Input{Config: cfg, State: &fleet.State{}, Forecast: flat(1e308), Now: t0})
+	p := Make(Input{Settings: cfg.Settings(), State: &fleet.State{}, Forecast: flat(1e308), Now: t0})
 	if l := actions(p, Launch); len(l) != 0 {
 		t.Fatalf("launched %+v for an absurd forecast and no demand", l)
 	}
@@ -92,13 +91,13 @@ func TestAbsurdForecastIsNotUsed(t *testing.T) {
 // not four.
 func TestStuckNodesDoNotWidenScaleIn(t *testing.T) {
 	od := pool("od", fleet.OnDemand, 30, 9*time.Minute, 0, 10)
-	cfg := withLimits(testConfig(od), func(l *config.Limits) { l.ScaleInShare = 0.5; l.MaxScaleInPerCycle = 10 })
+	cfg := withLimits(testConfig(od), func(l *fleet.Limits) { l.ScaleInShare = 0.5; l.MaxScaleInPerCycle = 10 })
 	st := fleet.State{}
 	for i := range 4 {
 		st.Nodes = append(st.Nodes, ready(fmt.Sprint("idle-", i), "od"),
 			fleet.Node{ID: fmt.Sprint("stuck-", i), Pool: "od", State: fleet.Pending, LaunchedAt: t0.Add(-2 * time.Hour), Unknown: true})
 	}
-	p := Make(Input{Config: cfg, State: &st, Forecast: flat(0), Now: t0})
+	p := Make(Input{Settings: cfg.Settings(), State: &st, Forecast: flat(0), Now: t0})
 	if d := actions(p, Drain); len(d) != 2 {
 		t.Fatalf("%d drains; want 2, half of the 4 live nodes: %+v", len(d), p.Actions)
 	}

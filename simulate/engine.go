@@ -9,7 +9,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers/sim"
 	"github.com/fleetcast/autoscaler/trace"
@@ -224,7 +223,7 @@ type engine struct {
 	// limits are the fleet's limits, the same for every policy; zero
 	// values bound nothing. limitedNow says a limit held a launch back in
 	// this cycle.
-	limits     config.Limits
+	limits     fleet.Limits
 	limitedNow bool
 	// reports caches each node's jobs as its agent reports them, by node
 	// index.

@@ -357,7 +357,7 @@ func TestPerfect(t *testing.T) {
 func TestSameLimitsForEveryPolicy(t *testing.T) {
 	tr := jobsTrace(trace.Job{GPUs: 8, Duration: 3 * time.Hour}, trace.Job{GPUs: 8, Duration: 3 * time.Hour},
 		trace.Job{GPUs: 8, Duration: 3 * time.Hour}, trace.Job{GPUs: 8, Duration: 3 * time.Hour})
-	for _, lim := range []config.Limits{{MaxGPUs: 16}, {MaxSpendPerHour: 16.5}} {
+	for _, lim := range []fleet.Limits{{MaxGPUs: 16}, {MaxSpendPerHour: 16.5}} {
 		cfg := onePool()
 		cfg.Limits.MaxGPUs, cfg.Limits.MaxSpendPerHour = lim.MaxGPUs, lim.MaxSpendPerHour
 		for _, name := range []string{"static", "reactive", "headroom", "predictive", "perfect"} {

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -70,7 +69,7 @@ func demandSegments(tr *trace.Trace) []segment {
 // Jobs never wait and no work is lost. Demand beyond what the pools and
 // limits allow goes unserved (Run warns of it), so the oracle stays a
 // lower bound.
-func oracle(tr *trace.Trace, pools []simPool, sample, advice int64, lim config.Limits) Result {
+func oracle(tr *trace.Trace, pools []simPool, sample, advice int64, lim fleet.Limits) Result {
 	segs := demandSegments(tr)
 	res := -1
 	baseGPUs, basePrice := 0, 0.0 // the configured reservations

@@ -29,7 +29,7 @@ func TestUnknownProcessBlocksIdle(t *testing.T) {
 		return fleet.Node{ID: id, Pool: pool, State: fleet.Ready, LaunchedAt: now.Add(-time.Hour), LastReport: now, Jobs: jobs}
 	}
 	st := fleet.State{Nodes: []fleet.Node{node("i-1", "od", jobs), node("r-1", "res", nil), node("r-2", "res", nil)}}
-	p := planner.Make(planner.Input{Config: &cfg, State: &st, Now: now})
+	p := planner.Make(planner.Input{Settings: cfg.Settings(), State: &st, Now: now})
 	for _, a := range p.Actions {
 		if a.Node == "i-1" && a.Kind == planner.Drain {
 			t.Fatalf("drained a node with an unknown GPU process: %+v", a)

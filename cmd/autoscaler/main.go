@@ -13,6 +13,7 @@ package main
 
 import (
 	"github.com/fleetcast/autoscaler/agent/gpu"
+	"github.com/fleetcast/autoscaler/fleet"
 
 	"errors"
 	"flag"
@@ -146,7 +147,7 @@ func (f *durationFlag) String() string {
 	if f == nil || f.d == 0 {
 		return ""
 	}
-	return config.FormatDuration(f.d)
+	return fleet.FormatDuration(f.d)
 }
 
 func (f *durationFlag) Set(s string) error {

@@ -73,7 +73,7 @@ func runPlan(e *env, args []string) int {
 		// The plan is still made, reactively; the planner says so.
 		log.Warn("no forecast; planning on current demand", "error", err)
 	}
-	p := planner.Make(planner.Input{Config: cfg, State: &state, Forecast: fc, Now: now})
+	p := planner.Make(planner.Input{Settings: cfg.Settings(), State: &state, Forecast: fc, Now: now})
 	log.Debug("plan made", "actions", len(p.Actions), "cost_before", p.CostPerHourBefore, "cost_after", p.CostPerHourAfter)
 
 	if *asJSON {
@@ -202,7 +202,7 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 		for _, v := range qs {
 			lo, hi = min(lo, v), max(hi, v)
 		}
-		fmt.Fprintf(w, "  forecast:    %s p%g, %.0f-%.0f GPUs over the next %s\n", f.Model, p.Quantile*100, lo, hi, config.FormatDuration(f.End().Sub(f.Origin)))
+		fmt.Fprintf(w, "  forecast:    %s p%g, %.0f-%.0f GPUs over the next %s\n", f.Model, p.Quantile*100, lo, hi, fleet.FormatDuration(f.End().Sub(f.Origin)))
 		if f.Note != "" {
 			fmt.Fprintf(w, "               (%s)\n", f.Note)
 		}

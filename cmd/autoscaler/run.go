@@ -22,6 +22,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/secretfile"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/nodeauth"
@@ -213,9 +214,9 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	if o.dryRun {
 		mode = " (dry run: planning only)"
 	}
-	where := fmt.Sprintf("on the simulated cloud: %d pools, a cycle every %s, %gx speed", len(cfg.Pools), config.FormatDuration(cfg.Controller.Interval), o.speed)
+	where := fmt.Sprintf("on the simulated cloud: %d pools, a cycle every %s, %gx speed", len(cfg.Pools), fleet.FormatDuration(cfg.Controller.Interval), o.speed)
 	if live {
-		where = fmt.Sprintf("on %d pools, a cycle every %s", len(cfg.Pools), config.FormatDuration(cfg.Controller.Interval))
+		where = fmt.Sprintf("on %d pools, a cycle every %s", len(cfg.Pools), fleet.FormatDuration(cfg.Controller.Interval))
 	}
 	fmt.Fprintf(e.stdout, "Fleetcast controller%s %s; API on %s://%s; state in %s\n", mode, where, scheme, ln.Addr(), store.Path())
 	fmt.Fprintf(e.stdout, "Push pending demand: curl -H \"Authorization: Bearer %s\" -H 'Content-Type: application/json' -d '{\"source\": \"me\", \"pending\": [{\"pool\": \"%s\", \"gpus\": 8}]}' %s://%s/v1/demand\n\n",
@@ -366,7 +367,7 @@ func printStatus(e *env, now time.Time, p *planner.Plan, s *simfleet.Stats, cost
 
 func summary(e *env, d time.Duration, cost float64, s simfleet.Stats) {
 	fmt.Fprintf(e.stdout, "\n%s simulated: spent $%.0f; jobs started %d, completed %d, moved by drains %d; waited %.1f GPU-h; work lost %.1f GPU-h\n",
-		config.FormatDuration(d), cost, s.Started, s.Completed, s.Moved, s.WaitGPUHours, s.LostGPUHours)
+		fleet.FormatDuration(d), cost, s.Started, s.Completed, s.Moved, s.WaitGPUHours, s.LostGPUHours)
 }
 
 // secretFile returns the secret in path: n random bytes as hex text,

@@ -1,0 +1,114 @@
+package fleet
+
+import (
+	"fmt"
+	"time"
+)
+
+// ForecastSettings are how demand is forecast (the config's `forecast`
+// block).
+type ForecastSettings struct {
+	// Step is the resolution of the demand history and forecast.
+	Step time.Duration
+	// Horizon is how far ahead the forecast reaches. It must cover the
+	// longest pool lead time plus the scale-in hysteresis.
+	Horizon time.Duration
+	// Quantile is the demand quantile the planner provisions for, in (0, 1).
+	Quantile float64
+	// History is how much demand history the forecaster and the reserved
+	// baseline recommendation use.
+	History time.Duration
+	// Hysteresis is how long beyond the longest burst lead time capacity
+	// must be forecast unneeded before it is scaled in.
+	Hysteresis time.Duration
+}
+
+// DrainSettings are how nodes are emptied safely (the config's `drain`
+// block).
+type DrainSettings struct {
+	// CheckpointMaxAge: a node is drained only if each job on it
+	// checkpointed within this age.
+	CheckpointMaxAge time.Duration
+	// Timeout: a drain whose jobs have not all checkpointed by then is
+	// cancelled and the node kept.
+	Timeout time.Duration
+	// Signal is sent by the agent to a job's processes to ask for a
+	// checkpoint, e.g. SIGUSR1.
+	Signal string
+	// LongRunningAfter: a job older than this is long-running.
+	LongRunningAfter time.Duration
+}
+
+// Limits are bounds the planner never crosses (the config's `limits`
+// block).
+type Limits struct {
+	// MaxGPUs bounds the GPUs of the whole fleet; 0 means no bound.
+	MaxGPUs int
+	// MaxSpendPerHour bounds the fleet's cost per hour in USD, each
+	// reservation counted whole; 0 means no bound.
+	MaxSpendPerHour float64
+	// MaxScaleInPerCycle bounds the nodes one cycle starts draining.
+	MaxScaleInPerCycle int
+	// ScaleInShare bounds the share of a pool's nodes whose drains start
+	// within any ScaleInWindow (rounded down, but at least one node), so
+	// a bad forecast or a bug cannot empty a pool at once.
+	ScaleInShare float64
+	// ScaleInWindow is the window ScaleInShare applies to.
+	ScaleInWindow time.Duration
+	// SilentShareHalt stops all scale-in while more than this share of the
+	// fleet's ready nodes have silent agents (a network fault, not idleness).
+	SilentShareHalt float64
+}
+
+// Settings are the planner's inputs besides the fleet's state and the
+// forecast: the pools and the forecast, drain and limit settings, as a
+// config fills them.
+type Settings struct {
+	Pools    []Pool
+	Forecast ForecastSettings
+	Drain    DrainSettings
+	Limits   Limits
+	// AgentTimeout: a node whose agent has not reported for this long is
+	// silent and never treated as idle.
+	AgentTimeout time.Duration
+}
+
+// MaxFleetGPUs is the most GPUs the fleet may hold: every pool at its max,
+// bounded by Limits.MaxGPUs.
+func (s *Settings) MaxFleetGPUs() int {
+	total := 0
+	for i := range s.Pools {
+		total += s.Pools[i].Max * s.Pools[i].GPUsPerNode
+	}
+	if s.Limits.MaxGPUs > 0 && s.Limits.MaxGPUs < total {
+		return s.Limits.MaxGPUs
+	}
+	return total
+}
+
+// FormatDuration formats a duration the way a person reads it, in a form
+// the config's durations accept: "45s", "35m", "2h", "2h5m", "3d4h". Durations of a
+// minute or more are rounded to the minute, of two days or more to the hour.
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-" + FormatDuration(-d)
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Round(time.Minute)/time.Minute))
+	case d >= 48*time.Hour:
+		d = d.Round(time.Hour)
+		days, h := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour)
+		if h == 0 {
+			return fmt.Sprintf("%dd", days)
+		}
+		return fmt.Sprintf("%dd%dh", days, h)
+	}
+	d = d.Round(time.Minute)
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	if m == 0 {
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%dm", h, m)
+}
