@@ -45,7 +45,7 @@ const (
 )
 
 // providerNames are the known providers, sorted.
-var providerNames = []string{"aws", "gcp", "plugin", "sim"}
+var providerNames = []string{fleet.ProviderAWS, fleet.ProviderGCP, fleet.ProviderPlugin, fleet.ProviderSim}
 
 // drainSignals are the signals drain.signal may name. SIGKILL and SIGSTOP
 // cannot be caught, so they cannot ask a job to checkpoint.

@@ -33,7 +33,8 @@ func (c CapacityType) Valid() bool {
 type Pool struct {
 	// Name is unique within a config.
 	Name string `json:"name"`
-	// Provider names the provider that drives the pool: "aws", "gcp", "sim" or "plugin".
+	// Provider names the provider that drives the pool: ProviderAWS,
+	// ProviderGCP, ProviderSim or ProviderPlugin.
 	Provider string `json:"provider"`
 	// Region and Zones say where the instances run.
 	Region string   `json:"region,omitempty"`

@@ -5,6 +5,14 @@ import (
 	"time"
 )
 
+// The providers a pool may name (Pool.Provider).
+const (
+	ProviderAWS    = "aws"
+	ProviderGCP    = "gcp"
+	ProviderSim    = "sim"
+	ProviderPlugin = "plugin"
+)
+
 // ForecastSettings are how demand is forecast (the config's `forecast`
 // block).
 type ForecastSettings struct {

@@ -118,7 +118,7 @@ func TestPlanErrors(t *testing.T) {
 		{"bad state", []string{"plan", "-config", localConfig, "-state", "test-fixtures/bad-state.json"}, 1,
 			"state test-fixtures/bad-state.json: line 5, column 41: field nodes.jobs.gpus: got JSON string, want int"},
 		{"missing state", []string{"plan", "-config", localConfig, "-state", "nope.json"}, 1, "nope.json"},
-		{"cloud pool without a provider yet", []string{"plan", "-config", gcpConfig}, 1, `pool burst uses provider "gcp", which this build cannot drive yet (aws and sim pools can)`},
+		{"cloud pool without a provider yet", []string{"plan", "-config", gcpConfig}, 1, `pool burst uses provider "gcp", which this build cannot drive yet (it drives aws and sim pools)`},
 		{"bad -at", []string{"plan", "-config", localConfig, "-at", "noon"}, 2, "want an RFC 3339 time"},
 		{"bad log level", []string{"plan", "-config", localConfig, "-log-level", "loud"}, 2, `-log-level "loud"`},
 		{"extra argument", []string{"plan", "-config", localConfig, "now"}, 2, `unexpected argument "now"`},

@@ -57,7 +57,7 @@ func runPlan(e *env, args []string) int {
 		now = time.Now().UTC()
 	}
 	if *statePath == "" {
-		if err := sameKind(cfg); err != nil {
+		if err := drivable(cfg); err != nil {
 			fmt.Fprintln(e.stderr, "plan:", err)
 			return exitError
 		}
@@ -107,7 +107,7 @@ func makeForecast(cfg *config.Config, history fleet.Series) (forecast.Forecast, 
 // provisioning deadline) and there is no demand history (so the plan is
 // reactive).
 func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time.Time) (fleet.State, error) {
-	if cfg.Pools[0].Provider == "sim" {
+	if cfg.Pools[0].Provider == fleet.ProviderSim {
 		_, st, err := sim.Generate(cfg, now)
 		return st, err
 	}

@@ -66,7 +66,7 @@ func runRun(e *env, args []string) int {
 	if !ok {
 		return exitError
 	}
-	if err := sameKind(cfg); err != nil {
+	if err := drivable(cfg); err != nil {
 		fmt.Fprintln(e.stderr, "run:", err)
 		return exitError
 	}
@@ -122,7 +122,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		return fmt.Errorf("FLEETCAST_API_TOKEN has %d characters; want at least 16", len(apiToken))
 	}
 
-	live := cfg.Pools[0].Provider != "sim"
+	live := cfg.Pools[0].Provider != fleet.ProviderSim
 	var (
 		clock    func() time.Time
 		clouds   map[string]providers.Provider

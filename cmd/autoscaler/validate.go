@@ -19,6 +19,12 @@ func runValidate(e *env, args []string) int {
 	if !ok {
 		return exitError
 	}
+	// Valid means `run` can drive it: a pool of a provider this build
+	// does not drive is refused here, not at start.
+	if err := drivable(cfg); err != nil {
+		fmt.Fprintf(e.stderr, "%s: %v\n", *path, err)
+		return exitError
+	}
 	fmt.Fprintf(e.stdout, "%s: valid: %d pool(s), up to %d GPUs\n", *path, len(cfg.Pools), cfg.MaxFleetGPUs())
 	return exitOK
 }

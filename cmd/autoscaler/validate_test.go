@@ -165,3 +165,34 @@ func BenchmarkValidate(b *testing.B) {
 		})
 	}
 }
+
+// TestValidateRefusesWhatRunCannotDrive: validate says "valid" only for a
+// config `run` can drive: a pool of a provider this build does not drive
+// yet (gcp, plugin) exits 1, naming the pool and its provider, as plan
+// and run do.
+func TestValidateRefusesWhatRunCannotDrive(t *testing.T) {
+	dir := t.TempDir()
+	local, err := os.ReadFile(localConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugin := filepath.Join(dir, "plugin.hcl")
+	extra := "\npool \"onprem\" {\n  provider = \"plugin\"\n  instance_type = \"rack\"\n  gpus_per_node = 8\n  price_per_hour = 10\n  lead_time = \"5m\"\n  max = 4\n  plugin {\n    command = \"/usr/local/bin/racks\"\n  }\n}\n"
+	if err := os.WriteFile(plugin, append(local, extra...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ path, want string }{
+		{"../../examples/cloud.hcl", `pool gcp-ondemand-a100 uses provider "gcp", which this build cannot drive yet`},
+		{plugin, `pool onprem uses provider "plugin", which this build cannot drive yet`},
+	} {
+		code, out, errOut := cli("validate", "-config", tt.path)
+		if code != exitError || !strings.Contains(errOut, tt.path+": "+tt.want) || strings.Contains(out, "valid") {
+			t.Errorf("validate %s: exit %d, stdout %q, stderr %q; want 1 and %q", tt.path, code, out, errOut, tt.want)
+		}
+		for _, cmd := range [][]string{{"plan", "-config", tt.path}, {"run", "-config", tt.path, "-for", "1ms"}} {
+			if code, _, errOut := cli(cmd...); code != exitError || !strings.Contains(errOut, tt.want) {
+				t.Errorf("%s %s: exit %d, stderr %q; want 1 and %q", cmd[0], tt.path, code, errOut, tt.want)
+			}
+		}
+	}
+}

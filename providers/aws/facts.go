@@ -58,7 +58,7 @@ func (p *Provider) Facts(ctx context.Context, pool fleet.Pool) (Facts, error) {
 func (p *Provider) Resolve(ctx context.Context, pools []fleet.Pool) error {
 	for i := range pools {
 		pool := &pools[i]
-		if pool.Provider != "aws" {
+		if pool.Provider != fleet.ProviderAWS {
 			continue
 		}
 		f, err := p.Facts(ctx, *pool)
