@@ -80,15 +80,15 @@ var poolSchema = &hcl.BodySchema{
 		{Name: "max", Required: true},
 		{Name: "priority"},
 	},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "aws"}, {Type: "gcp"}, {Type: "sim"}, {Type: "plugin"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: fleet.ProviderAWS}, {Type: fleet.ProviderGCP}, {Type: fleet.ProviderSim}, {Type: fleet.ProviderPlugin}},
 }
 
 var providerSchemas = map[string]*hcl.BodySchema{
-	"aws": attrSchema(nil, "asg", "asg_tag", "launch_template", "launch_template_version", "subnet_id",
+	fleet.ProviderAWS: attrSchema(nil, "asg", "asg_tag", "launch_template", "launch_template_version", "subnet_id",
 		"capacity_reservation_id", "capacity_block", "spot_price_lookup", "endpoint"),
-	"gcp":    attrSchema([]string{"project", "zone", "mig"}, "endpoint"),
-	"sim":    attrSchema(nil, "capacity", "capacity_error_rate", "initial"),
-	"plugin": attrSchema([]string{"command"}, "args", "target"),
+	fleet.ProviderGCP:    attrSchema([]string{"project", "zone", "mig"}, "endpoint"),
+	fleet.ProviderSim:    attrSchema(nil, "capacity", "capacity_error_rate", "initial"),
+	fleet.ProviderPlugin: attrSchema([]string{"command"}, "args", "target"),
 }
 
 var (
@@ -928,7 +928,7 @@ func (d *decoder) decodePool(b *hcl.Block) (fleet.Pool, hcl.Attributes) {
 		}
 	}
 	if provSt == set && seen[p.Provider] == nil {
-		if p.Provider == "sim" {
+		if p.Provider == fleet.ProviderSim {
 			p.Target = map[string]string{}
 			d.decodeProvider(nil, &p, p.Target, maxSt == set)
 		} else {
@@ -943,7 +943,7 @@ func (d *decoder) decodePool(b *hcl.Block) (fleet.Pool, hcl.Attributes) {
 // pool without a sim block. maxOK says whether p.Max is valid, for the sim
 // checks.
 func (d *decoder) decodeProvider(b *hcl.Block, p *fleet.Pool, target map[string]string, maxOK bool) {
-	kind := "sim"
+	kind := fleet.ProviderSim
 	a := hcl.Attributes{}
 	if b != nil {
 		kind = b.Type
@@ -958,7 +958,7 @@ func (d *decoder) decodeProvider(b *hcl.Block, p *fleet.Pool, target map[string]
 		}
 	}
 	switch kind {
-	case "aws":
+	case fleet.ProviderAWS:
 		strs("asg", "asg_tag", "launch_template", "launch_template_version", "subnet_id", "capacity_reservation_id", "endpoint")
 		var chosen []string
 		for _, n := range []string{"asg", "asg_tag", "launch_template"} {
@@ -1000,9 +1000,9 @@ func (d *decoder) decodeProvider(b *hcl.Block, p *fleet.Pool, target map[string]
 			}
 			target["spot_price_lookup"] = "true"
 		}
-	case "gcp":
+	case fleet.ProviderGCP:
 		strs("project", "zone", "mig", "endpoint")
-	case "plugin":
+	case fleet.ProviderPlugin:
 		strs("command")
 		var args []string
 		if d.strList(a, "args", &args) == set {
@@ -1014,7 +1014,7 @@ func (d *decoder) decodeProvider(b *hcl.Block, p *fleet.Pool, target map[string]
 				target[PluginTargetPrefix+k] = v
 			}
 		}
-	case "sim":
+	case fleet.ProviderSim:
 		capacity, initial, rate := p.Max, p.Min, 0.0
 		// capacity may be below min or initial: that simulates a stockout.
 		d.atLeast(a, "capacity", 0, &capacity)
