@@ -16,13 +16,8 @@ import (
 // an undrained node takes work again; a node removed under a job loses the
 // job's work since its last checkpoint; waiting is counted in GPU-hours.
 func TestCluster(t *testing.T) {
-	cfg := onePool()
-	start := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	c, start := testCluster(t)
 	at := func(m int) time.Time { return start.Add(time.Duration(m) * time.Minute) }
-	c, err := NewCluster(ClusterOptions{Pools: cfg.Pools, Start: start, CheckpointInterval: 30 * time.Minute, CheckpointDuration: 2 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, bad := range []ClusterJob{{ID: "none", GPUs: 0}, {ID: "odd", GPUs: 12}} {
 		if _, err := c.Submit(bad); err == nil {
 			t.Fatalf("job of %d GPUs: want an error", bad.GPUs)
@@ -105,7 +100,19 @@ func TestCluster(t *testing.T) {
 	if _, err := NewCluster(ClusterOptions{Pools: nil, CheckpointInterval: time.Minute}); err == nil {
 		t.Fatal("a cluster with no pools: want an error")
 	}
-	if _, err := NewCluster(ClusterOptions{Pools: []fleet.Pool{cfg.Pools[0]}}); err == nil {
+	if _, err := NewCluster(ClusterOptions{Pools: []fleet.Pool{onePool().Pools[0]}}); err == nil {
 		t.Fatal("a cluster with no checkpoint interval: want an error")
 	}
+}
+
+// testCluster is a cluster of onePool's pool from 2026-11-30 09:00 UTC:
+// jobs checkpoint every 30 minutes, a drain's checkpoint takes 2.
+func testCluster(t *testing.T) (*Cluster, time.Time) {
+	t.Helper()
+	start := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	c, err := NewCluster(ClusterOptions{Pools: onePool().Pools, Start: start, CheckpointInterval: 30 * time.Minute, CheckpointDuration: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, start
 }

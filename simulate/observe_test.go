@@ -17,13 +17,8 @@ import (
 // a cancelled drain's time (so the planner waits for a checkpoint since),
 // and a spot interruption notice as the report's, the node ready.
 func TestObserveAsTheController(t *testing.T) {
-	cfg := onePool()
-	start := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	c, err := NewCluster(ClusterOptions{Pools: cfg.Pools, Start: start, CheckpointInterval: 30 * time.Minute, CheckpointDuration: 2 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := newPredictive(cfg, Options{Start: start})
+	c, start := testCluster(t)
+	p, err := newPredictive(onePool(), Options{Start: start})
 	if err != nil {
 		t.Fatal(err)
 	}
