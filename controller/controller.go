@@ -229,12 +229,12 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 // logged and the rest of the plan still runs; the error returned joins
 // them. A cycle that stops before planning returns an empty plan and its
 // error.
-func (c *Controller) RunCycle(ctx context.Context) (CycleResult, error) {
+func (c *Controller) RunCycle(ctx context.Context) (loop.CycleResult, error) {
 	now := c.now()
 	f := &cycleFleet{c: c}
 	r, err := c.loop.Cycle(ctx, f, now)
 	if r.State == nil {
-		return CycleResult{}, err
+		return loop.CycleResult{}, err
 	}
 	c.metrics.planSeconds.Observe(r.PlanTook.Seconds())
 	fc, plan := r.Forecast, &r.Plan
@@ -271,7 +271,7 @@ func (c *Controller) RunCycle(ctx context.Context) (CycleResult, error) {
 		}
 		c.metrics.actions.WithLabelValues(string(a.Kind), a.Pool, result).Inc()
 	}
-	return CycleResult{Plan: r.Plan, Outcomes: r.Outcomes}, err
+	return r, err
 }
 
 // cycleFleet is the fleet as one cycle of the controller observes and

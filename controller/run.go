@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/fleetcast/autoscaler/loop"
 )
 
 // RunOptions pace Run's cycles.
@@ -23,7 +25,7 @@ type RunOptions struct {
 	Before func(ctx context.Context) error
 	// After, if set, is given each cycle's time (as the cycle began),
 	// result and error.
-	After func(now time.Time, r CycleResult, err error)
+	After func(now time.Time, r loop.CycleResult, err error)
 }
 
 // Run runs cycles until ctx is done or o.For has passed, and returns nil

@@ -30,7 +30,7 @@ func TestRun(t *testing.T) {
 			l.report(t)
 			return nil
 		},
-		After: func(at time.Time, r CycleResult, err error) {
+		After: func(at time.Time, r loop.CycleResult, err error) {
 			if err != nil || !r.Plan.At.Equal(at) {
 				t.Errorf("cycle at %v: plan at %v, %v", at, r.Plan.At, err)
 			}
@@ -47,14 +47,14 @@ func TestRun(t *testing.T) {
 	cycles := 0
 	err = l.c.Run(ctx, RunOptions{Every: time.Millisecond, Immediately: true,
 		Before: func(context.Context) error { return boom },
-		After:  func(time.Time, CycleResult, error) { cycles++ }})
+		After:  func(time.Time, loop.CycleResult, error) { cycles++ }})
 	if !errors.Is(err, boom) || cycles != 0 {
 		t.Fatalf("Run with a failing Before: %v after %d cycles; want its error, none", err, cycles)
 	}
 
 	done, cancel := context.WithCancel(ctx)
 	cancel()
-	err = l.c.Run(done, RunOptions{Every: time.Hour, After: func(time.Time, CycleResult, error) { cycles++ }})
+	err = l.c.Run(done, RunOptions{Every: time.Hour, After: func(time.Time, loop.CycleResult, error) { cycles++ }})
 	if err != nil || cycles != 0 {
 		t.Fatalf("Run with its context done: %v after %d cycles; want nil, none", err, cycles)
 	}
@@ -115,7 +115,7 @@ func TestRunServesWhileItCycles(t *testing.T) {
 			pending.Set(clock(), DemandPush{Source: "s", Pending: []PendingDemand{{Pool: "g5", GPUs: 8 * (cycles % 3)}}})
 			return nil
 		},
-		After: func(time.Time, CycleResult, error) { cycles++ }})
+		After: func(time.Time, loop.CycleResult, error) { cycles++ }})
 	cancel()
 	readers.Wait()
 	if err != nil || cycles != 40 {

@@ -237,7 +237,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 			return jobs.Step(ctx, clock())
 		}
 	}
-	ro.After = func(now time.Time, r controller.CycleResult, _ error) {
+	ro.After = func(now time.Time, r loop.CycleResult, _ error) {
 		cost += r.Plan.CostPerHourBefore * cfg.Controller.Interval.Hours()
 		printActions(e, now, &r)
 		if !now.Before(nextHour) {
@@ -316,7 +316,7 @@ func newSimMode(cfg *config.Config, store *state.Store, start time.Time) (*simMo
 // cancelled drains, one line each, as what became of them: done (the
 // action and its reason), "would ..." in a dry run, or refused or failed
 // with the error.
-func printActions(e *env, now time.Time, r *controller.CycleResult) {
+func printActions(e *env, now time.Time, r *loop.CycleResult) {
 	for i, a := range r.Plan.Actions {
 		if a.Kind == planner.Hold {
 			continue

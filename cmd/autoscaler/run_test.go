@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/config"
-	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
@@ -306,7 +305,7 @@ func TestPrintActions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			printActions(&env{stdout: &out, stderr: io.Discard}, now, &controller.CycleResult{
+			printActions(&env{stdout: &out, stderr: io.Discard}, now, &loop.CycleResult{
 				Plan: planner.Plan{Actions: []planner.Action{launch, drain, hold}}, Outcomes: tt.outcomes})
 			if out.String() != tt.want {
 				t.Errorf("got\n%s\nwant\n%s", out.String(), tt.want)
