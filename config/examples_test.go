@@ -1,4 +1,4 @@
-package config
+package config_test
 
 // The example configs in ../examples must load without a single diagnostic,
 // and examples/cloud.hcl must agree with the Terraform in
@@ -31,8 +31,12 @@ import (
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/mototest"
+	"github.com/fleetcast/autoscaler/providers/aws"
+	"github.com/fleetcast/autoscaler/providers/gcp"
+	"github.com/fleetcast/autoscaler/providers/registry"
 )
 
 const (
@@ -43,14 +47,15 @@ const (
 )
 
 // groupKinds are the Terraform resources that are a pool's group: the
-// resource type, the pool's Target key that names the group, and the
+// resource type, how a pool's settings name the group, and the
 // attribute the controller owns, which Terraform must ignore once the group
 // exists.
 var groupKinds = []struct {
-	typ, targetKey, owned string
+	typ, attr, owned string
+	group            func(fleet.Pool) string
 }{
-	{typ: "aws_autoscaling_group", targetKey: "asg", owned: "desired_capacity"},
-	{typ: "google_compute_instance_group_manager", targetKey: "mig", owned: "target_size"},
+	{typ: "aws_autoscaling_group", attr: "asg", owned: "desired_capacity", group: func(p fleet.Pool) string { return aws.SettingsOf(p).ASG }},
+	{typ: "google_compute_instance_group_manager", attr: "mig", owned: "target_size", group: func(p fleet.Pool) string { return gcp.SettingsOf(p).MIG }},
 }
 
 // TestExamplesLoad loads every example config; any diagnostic, even a
@@ -62,9 +67,9 @@ func TestExamplesLoad(t *testing.T) {
 	}
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			cfg, diags := Load(path)
+			cfg, diags := registry.Load(path)
 			for _, diag := range diags {
-				t.Error(FormatDiagnostic(diag))
+				t.Error(config.FormatDiagnostic(diag))
 			}
 			if cfg == nil && !diags.HasErrors() {
 				t.Error("Load returned no config and no errors")
@@ -84,7 +89,7 @@ func TestExamplesTerraformParses(t *testing.T) {
 	for _, path := range paths {
 		_, diags := parser.ParseHCLFile(path)
 		for _, diag := range diags {
-			t.Error(FormatDiagnostic(diag))
+			t.Error(config.FormatDiagnostic(diag))
 		}
 	}
 }
@@ -182,7 +187,7 @@ func TestExamplesTerraformTemplates(t *testing.T) {
 // TestExamplesTerraformAgrees checks that examples/cloud.hcl and the
 // Terraform examples describe the same groups.
 func TestExamplesTerraformAgrees(t *testing.T) {
-	cfg, diags := Load(cloudExample)
+	cfg, diags := registry.Load(cloudExample)
 	if diags.HasErrors() {
 		t.Fatalf("%s:\n%s", cloudExample, formatAll(diags))
 	}
@@ -209,7 +214,7 @@ func TestExamplesTerraformAgrees(t *testing.T) {
 	for _, kind := range groupKinds {
 		names := map[string]bool{}
 		for _, pool := range cfg.Pools {
-			if name := pool.Target[kind.targetKey]; name != "" {
+			if name := kind.group(pool); name != "" {
 				names[name] = true
 			}
 		}
@@ -220,7 +225,7 @@ func TestExamplesTerraformAgrees(t *testing.T) {
 				case err != nil:
 					t.Errorf("%s: name: %v", r, err)
 				case !names[name]:
-					t.Errorf("%s: group %q is in no pool of %s (no pool has %s = %q)", r, name, cloudExample, kind.targetKey, name)
+					t.Errorf("%s: group %q is in no pool of %s (no pool has %s = %q)", r, name, cloudExample, kind.attr, name)
 				}
 				if !slices.Contains(ignoredChanges(r.body), kind.owned) {
 					t.Errorf("%s: lifecycle { ignore_changes } must name %s: the controller owns it, and every apply would reset it", r, kind.owned)
@@ -234,7 +239,7 @@ func TestExamplesTerraformAgrees(t *testing.T) {
 // name, pool tags, bounds and launch template, and for a reserved pool the
 // capacity reservation the launch template targets.
 func checkAutoScalingGroup(t *testing.T, mods []*tfModule, pool fleet.Pool) {
-	asg := pool.Target["asg"]
+	asg := aws.SettingsOf(pool).ASG
 	if asg == "" {
 		t.Fatalf("the pool has no asg; this check finds Auto Scaling groups by name")
 	}
@@ -280,12 +285,12 @@ func checkAutoScalingGroup(t *testing.T, mods []*tfModule, pool fleet.Pool) {
 // pool: its name and zone, and its instance template's machine type and
 // pool label and metadata.
 func checkInstanceGroupManager(t *testing.T, mods []*tfModule, pool fleet.Pool) {
-	mig := pool.Target["mig"]
+	mig := gcp.SettingsOf(pool).MIG
 	m, group := findNamed(t, mods, "google_compute_instance_group_manager", mig)
 	if group == nil {
 		t.Fatalf("no google_compute_instance_group_manager has name = %q", mig)
 	}
-	checkString(t, m, group, "zone", pool.Target["zone"])
+	checkString(t, m, group, "zone", gcp.SettingsOf(pool).Zone)
 
 	tpl := m.referenced(t, group.body, "google_compute_instance_template")
 	if tpl == nil {
@@ -683,14 +688,14 @@ func tfPos(r hcl.Range) string {
 // pools, found by name or by tag, are the groups the Terraform makes.
 func TestAWSExampleAgrees(t *testing.T) {
 	const path = "../examples/aws.hcl"
-	cfg, diags := Load(path)
+	cfg, diags := registry.Load(path)
 	if diags.HasErrors() {
 		t.Fatalf("%s:\n%s", path, formatAll(diags))
 	}
 	mods := loadModules(t)
 	checked := 0
 	for _, pool := range cfg.Pools {
-		if tag := pool.Target["asg_tag"]; tag != "" {
+		if tag := aws.SettingsOf(pool).ASGTag; tag != "" {
 			k, v, _ := strings.Cut(tag, "=")
 			var names []string
 			for _, m := range mods {
@@ -704,9 +709,9 @@ func TestAWSExampleAgrees(t *testing.T) {
 			if len(names) != 1 {
 				t.Fatalf("pool %s: asg_tag %s finds %d groups in the Terraform (%v); want exactly one", pool.Name, tag, len(names), names)
 			}
-			pool.Target = map[string]string{"asg": names[0]}
+			pool.Settings = aws.Settings{ASG: names[0]}
 		}
-		if pool.Target["asg"] == "" {
+		if aws.SettingsOf(pool).ASG == "" {
 			continue
 		}
 		t.Run(pool.Name, func(t *testing.T) { checkAutoScalingGroup(t, mods, pool) })
@@ -787,22 +792,22 @@ func TestMotoExampleAgrees(t *testing.T) {
 		t.Errorf("the Terraform has %d Auto Scaling groups; the moto example has %d", n, len(mototest.ExampleGroups))
 	}
 
-	cfg, diags := Load(awsExample)
+	cfg, diags := registry.Load(awsExample)
 	if diags.HasErrors() {
 		t.Fatalf("%s:\n%s", awsExample, formatAll(diags))
 	}
 	for _, pool := range cfg.Pools {
 		var found []string
 		for _, g := range mototest.ExampleGroups {
-			k, v, _ := strings.Cut(pool.Target["asg_tag"], "=")
-			if g.Name == pool.Target["asg"] || (k != "" && g.Tags()[k] == v) {
+			k, v, _ := strings.Cut(aws.SettingsOf(pool).ASGTag, "=")
+			if g.Name == aws.SettingsOf(pool).ASG || (k != "" && g.Tags()[k] == v) {
 				found = append(found, g.Name)
 				if g.Pool != pool.Name {
 					t.Errorf("%s: pool %s's group %s is tagged fleetcast/pool=%s in the moto example", awsExample, pool.Name, g.Name, g.Pool)
 				}
 			}
 		}
-		switch name := pool.Target["launch_template"]; {
+		switch name := aws.SettingsOf(pool).LaunchTemplate; {
 		case name != "":
 			used[name] = true
 			if lt, ok := templates[name]; !ok || lt.InstanceType != pool.InstanceType {
@@ -859,8 +864,8 @@ func TestPhillyFairExample(t *testing.T) {
 	if _, err := os.Stat(shared); err != nil {
 		t.Skipf("%s not found; it lives in ../shared beside the repository", shared)
 	}
-	load := func(path string) *Config {
-		cfg, diags := Load(path)
+	load := func(path string) *config.Config {
+		cfg, diags := registry.Load(path)
 		if diags.HasErrors() {
 			t.Fatalf("%s: %s", path, diags.Error())
 		}

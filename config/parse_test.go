@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"bytes"
@@ -13,11 +13,17 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers/aws"
+	"github.com/fleetcast/autoscaler/providers/gcp"
+	"github.com/fleetcast/autoscaler/providers/plugin"
+	"github.com/fleetcast/autoscaler/providers/registry"
+	"github.com/fleetcast/autoscaler/providers/sim"
 )
 
 func TestParseFull(t *testing.T) {
-	cfg, diags := Load("test-fixtures/full.hcl")
+	cfg, diags := registry.Load("test-fixtures/full.hcl")
 	if diags.HasErrors() {
 		t.Fatalf("unexpected errors:\n%s", formatAll(diags))
 	}
@@ -27,48 +33,48 @@ func TestParseFull(t *testing.T) {
 			Zones: []string{"us-east-1a", "us-east-1b"}, InstanceType: "p5.48xlarge",
 			GPUModel: "H100", GPUsPerNode: 8, Capacity: fleet.Reserved, PricePerHour: 55.04,
 			LeadTime: 15 * time.Minute, ProvisionTimeout: time.Hour, Min: 4, Max: 4, Priority: 10,
-			Target: map[string]string{"asg": "gpu-reserved", "endpoint": "http://localhost:4566"},
+			Settings: aws.Settings{ASG: "gpu-reserved", Endpoint: "http://localhost:4566"},
 		},
 		{
 			Name: "a100-spot", Provider: "gcp", Region: "us-central1", InstanceType: "a2-highgpu-8g",
 			GPUsPerNode: 8, Capacity: fleet.Spot, PricePerHour: 11.5,
 			LeadTime: 10 * time.Minute, ProvisionTimeout: 30 * time.Minute, Min: 0, Max: 16,
-			Target: map[string]string{"project": "ml-prod", "zone": "us-central1-a", "mig": "a100-spot"},
+			Settings: gcp.Settings{Project: "ml-prod", Zone: "us-central1-a", MIG: "a100-spot"},
 		},
 		{
 			Name: "l4-plugin", Provider: "plugin", InstanceType: "g6.xlarge",
 			GPUsPerNode: 1, Capacity: fleet.OnDemand, PricePerHour: 0.8,
 			LeadTime: 36 * time.Hour, ProvisionTimeout: 108 * time.Hour, Max: 32,
-			Target: map[string]string{
-				"command":        "/usr/local/bin/fleet-plugin",
-				"args":           "--verbose" + ArgsSeparator + "--region=eu",
-				"target.cluster": "eu-1",
-				"target.queue":   "gpu",
+			Settings: plugin.Settings{
+				Command: "/usr/local/bin/fleet-plugin",
+				Args:    []string{"--verbose", "--region=eu"},
+				Target:  map[string]string{"cluster": "eu-1", "queue": "gpu"},
 			},
 		},
 		{
 			Name: "sim-h100", Provider: "sim", InstanceType: "sim.8gpu",
 			GPUsPerNode: 8, Capacity: fleet.OnDemand, PricePerHour: 40,
 			LeadTime: 10 * time.Minute, ProvisionTimeout: 30 * time.Minute, Min: 1, Max: 10,
-			Target: map[string]string{"capacity": "6", "capacity_error_rate": "0.05", "initial": "2"},
+			Settings: sim.Settings{Capacity: 6, ErrorRate: 0.05, Initial: 2},
 		},
 	}
+	withoutRanges(cfg.Pools)
 	if !reflect.DeepEqual(cfg.Pools, wantPools) {
 		t.Errorf("pools:\n got %+v\nwant %+v", cfg.Pools, wantPools)
 	}
-	want := Config{
+	want := config.Config{
 		Pools:    wantPools,
 		Forecast: fleet.ForecastSettings{Step: 5 * time.Minute, Horizon: 48 * time.Hour, Quantile: 0.95, History: 14 * 24 * time.Hour, Hysteresis: time.Hour},
 		Drain:    fleet.DrainSettings{CheckpointMaxAge: 45 * time.Minute, Timeout: time.Hour, Signal: "SIGUSR2", LongRunningAfter: 6 * time.Hour},
 		Limits:   fleet.Limits{MaxGPUs: 512, MaxSpendPerHour: 2500.5, MaxScaleInPerCycle: 4, ScaleInShare: 0.25, ScaleInWindow: 30 * time.Minute, SilentShareHalt: 0.5},
-		Controller: Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute, Fleet: "ml-prod",
+		Controller: config.Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute, Fleet: "ml-prod",
 			TLSCertFile: "/etc/fleetcast/tls/controller.crt", TLSKeyFile: "/etc/fleetcast/tls/controller.key",
 			BootstrapTokenFile: "/etc/fleetcast/bootstrap-token", AWSIdentityCertificates: "/etc/fleetcast/aws-identity.pem"},
-		Demand:    Demand{PrometheusURL: "http://prometheus:9090", PrometheusQuery: "count(DCGM_FI_DEV_GPU_UTIL > 0)", PrometheusTimeout: 5 * time.Second},
-		Synthetic: Synthetic{Seed: 42, BaseGPUs: 32, PeakGPUs: 256, PeakHour: 9, Noise: 0.1},
-		Simulate: Simulate{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second,
+		Demand:    config.Demand{PrometheusURL: "http://prometheus:9090", PrometheusQuery: "count(DCGM_FI_DEV_GPU_UTIL > 0)", PrometheusTimeout: 5 * time.Second},
+		Synthetic: config.Synthetic{Seed: 42, BaseGPUs: 32, PeakGPUs: 256, PeakHour: 9, Noise: 0.1},
+		Simulate: config.Simulate{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second,
 			CheckpointDuration: 5 * time.Minute, UnresponsiveJobs: 0.1,
-			Reservations: ReservationsAdvised, AdviceAfter: 7 * 24 * time.Hour, HeadroomGPUs: 64, HeadroomPlaceholders: PlaceholdersGPU},
+			Reservations: config.ReservationsAdvised, AdviceAfter: 7 * 24 * time.Hour, HeadroomGPUs: 64, HeadroomPlaceholders: config.PlaceholdersGPU},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("config:\n got %+v\nwant %+v", *cfg, want)
@@ -76,20 +82,21 @@ func TestParseFull(t *testing.T) {
 }
 
 func TestParseMinimal(t *testing.T) {
-	cfg, diags := Load("test-fixtures/minimal.hcl")
+	cfg, diags := registry.Load("test-fixtures/minimal.hcl")
 	if diags.HasErrors() {
 		t.Fatalf("unexpected errors:\n%s", formatAll(diags))
 	}
-	want := Defaults()
+	want := config.Defaults()
 	want.Pools = []fleet.Pool{{
 		Name: "gpu", Provider: "sim", InstanceType: "sim.8gpu", GPUsPerNode: 8,
-		Capacity: poolDefaults.Capacity, PricePerHour: 32,
-		LeadTime:         poolDefaults.LeadTime,
-		ProvisionTimeout: poolDefaults.LeadTime * time.Duration(poolDefaults.ProvisionTimeoutFactor),
+		Capacity: config.PoolDefaults.Capacity, PricePerHour: 32,
+		LeadTime:         config.PoolDefaults.LeadTime,
+		ProvisionTimeout: config.PoolDefaults.LeadTime * time.Duration(config.PoolDefaults.ProvisionTimeoutFactor),
 		Min:              0, Max: 4,
 		// The sim defaults: capacity = max, no errors, initial = min.
-		Target: map[string]string{"capacity": "4", "capacity_error_rate": "0", "initial": "0"},
+		Settings: sim.Settings{Capacity: 4, ErrorRate: 0, Initial: 0},
 	}}
+	withoutRanges(cfg.Pools)
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("config:\n got %+v\nwant %+v", *cfg, want)
 	}
@@ -113,7 +120,7 @@ func TestParseSimulate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("test.hcl", []byte(simPool("a", "")+"simulate {\n"+tt.body+"}\n"))
+			cfg, diags := config.Parse("test.hcl", []byte(simPool("a", "")+"simulate {\n"+tt.body+"}\n"), registry.Blocks())
 			if diags.HasErrors() {
 				t.Fatalf("unexpected errors:\n%s", formatAll(diags))
 			}
@@ -128,7 +135,7 @@ func TestParseSimulate(t *testing.T) {
 // give exactly three errors, each pointing at the right place.
 func TestParseAcceptance(t *testing.T) {
 	const file = "test-fixtures/acceptance.hcl"
-	cfg, diags := Load(file)
+	cfg, diags := registry.Load(file)
 	if cfg != nil {
 		t.Errorf("got a config despite errors")
 	}
@@ -147,7 +154,7 @@ func TestParseAcceptance(t *testing.T) {
 		d := diags[i]
 		if d.Severity != hcl.DiagError || d.Summary != w.summary || d.Subject == nil ||
 			d.Subject.Filename != file || d.Subject.Start.Line != w.line || d.Subject.Start.Column != w.col {
-			t.Errorf("diagnostic %d: got %s, want %s at %s:%d:%d", i, FormatDiagnostic(d), w.summary, file, w.line, w.col)
+			t.Errorf("diagnostic %d: got %s, want %s at %s:%d:%d", i, config.FormatDiagnostic(d), w.summary, file, w.line, w.col)
 		}
 	}
 	for _, frag := range []string{`"colour"`, `lead_time`, `"10 minutes"`, "min (5) is greater than max (2)"} {
@@ -197,11 +204,11 @@ func TestParseErrors(t *testing.T) {
 		{"top-level attribute", "x = 1\n" + simPool("a", ""),
 			[]wantDiag{{summary: "Unsupported argument", detail: `"x"`, at: "x"}}},
 		{"wrong type string for int", simPool("a", `  min = "abc"`+"\n"),
-			[]wantDiag{{summary: "Incorrect attribute value type", detail: `"min": a whole number is required`, at: `"abc"`}}},
+			[]wantDiag{{summary: "Incorrect attribute value type", detail: `"min": a number is required`, at: `"abc"`}}},
 		{"fraction for int", "pool \"a\" {\n provider = \"sim\"\n instance_type = \"x\"\n gpus_per_node = 1.5\n price_per_hour = 1\n max = 1\n}\n",
 			[]wantDiag{{summary: "Incorrect attribute value type", detail: `"gpus_per_node": a whole number is required, got 1.5`, at: "1.5"}}},
 		{"list for string", simPool("a", `  region = ["x"]`+"\n"),
-			[]wantDiag{{summary: "Incorrect attribute value type", detail: `"region": a string is required`, at: `["x"]`}}},
+			[]wantDiag{{summary: "Incorrect attribute value type", detail: `"region": string required, but have tuple`, at: `["x"]`}}},
 		{"null", simPool("a", "  priority = null\n"),
 			[]wantDiag{{summary: "Incorrect attribute value type", detail: "got null", at: "null"}}},
 		{"variable", simPool("a", "  priority = var.x\n"),
@@ -228,10 +235,11 @@ func TestParseErrors(t *testing.T) {
 			[]wantDiag{{summary: "Unknown provider", detail: `"azure"; the known providers are aws, gcp, plugin, sim`, at: `"azure"`}}},
 		{"missing required attributes", "pool \"a\" {\n provider = \"sim\"\n}\n",
 			[]wantDiag{
-				{summary: "Missing required argument", detail: `"instance_type"`, at: "{"},
+				// gohcl's order: by name.
 				{summary: "Missing required argument", detail: `"gpus_per_node"`, at: "{"},
-				{summary: "Missing required argument", detail: `"price_per_hour"`, at: "{"},
+				{summary: "Missing required argument", detail: `"instance_type"`, at: "{"},
 				{summary: "Missing required argument", detail: `"max"`, at: "{"},
+				{summary: "Missing required argument", detail: `"price_per_hour"`, at: "{"},
 			}},
 		{"duplicate pool name", simPool("a", "") + simPool("b", "") + simPool("a", ""),
 			[]wantDiag{{summary: "Duplicate pool name", detail: `"a" was already defined at test.hcl:1:1`, at: `"a"`, nth: 1}}},
@@ -261,11 +269,11 @@ func TestParseErrors(t *testing.T) {
 			[]wantDiag{{summary: "Invalid value", detail: `spot_price_lookup applies only to a pool with capacity = "spot"`, at: "true"}}},
 		{"gcp missing attributes", "pool \"a\" {\n provider = \"gcp\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n gcp {\n  project = \"p\"\n }\n}\n",
 			[]wantDiag{
-				{summary: "Missing required argument", detail: `"zone"`, at: "{\n  project"},
 				{summary: "Missing required argument", detail: `"mig"`, at: "{\n  project"},
+				{summary: "Missing required argument", detail: `"zone"`, at: "{\n  project"},
 			}},
 		{"plugin bad target", "pool \"a\" {\n provider = \"plugin\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n plugin {\n  command = \"c\"\n  target = [1]\n }\n}\n",
-			[]wantDiag{{summary: "Incorrect attribute value type", detail: `"target": a map of strings`, at: "[1]"}}},
+			[]wantDiag{{summary: "Incorrect attribute value type", detail: `"target": map of string required`, at: "[1]"}}},
 		{"sim bad error rate and initial", simPool("a", "  sim {\n    capacity_error_rate = 1.5\n    initial = 9\n  }\n"),
 			[]wantDiag{
 				{summary: "Invalid value", detail: "capacity_error_rate must be between 0 and 1", at: "1.5"},
@@ -349,7 +357,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("test.hcl", []byte(tt.src))
+			cfg, diags := config.Parse("test.hcl", []byte(tt.src), registry.Blocks())
 			if cfg != nil {
 				t.Errorf("got a config despite errors")
 			}
@@ -362,7 +370,7 @@ func TestParseErrors(t *testing.T) {
 				if d.Severity != hcl.DiagError || d.Summary != w.summary || !strings.Contains(d.Detail, w.detail) ||
 					d.Subject == nil || d.Subject.Filename != "test.hcl" ||
 					d.Subject.Start.Line != line || d.Subject.Start.Column != col {
-					t.Errorf("diagnostic %d:\n got %s\nwant test.hcl:%d:%d: error: %s: ...%s...", i, FormatDiagnostic(d), line, col, w.summary, w.detail)
+					t.Errorf("diagnostic %d:\n got %s\nwant test.hcl:%d:%d: error: %s: ...%s...", i, config.FormatDiagnostic(d), line, col, w.summary, w.detail)
 				}
 			}
 		})
@@ -389,7 +397,7 @@ func position(t *testing.T, src, sub string, nth int) (line, col int) {
 // TestParseManyErrors: errors from all over a file are reported in one pass,
 // in source order.
 func TestParseManyErrors(t *testing.T) {
-	_, diags := Load("test-fixtures/many-errors.hcl")
+	_, diags := registry.Load("test-fixtures/many-errors.hcl")
 	var got []string
 	for _, d := range diags {
 		got = append(got, strconv.Itoa(d.Subject.Start.Line)+" "+d.Summary)
@@ -412,11 +420,11 @@ func TestParseManyErrors(t *testing.T) {
 
 func TestLoadMissingFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope.hcl")
-	cfg, diags := Load(path)
+	cfg, diags := registry.Load(path)
 	if cfg != nil || len(diags) != 1 || !diags.HasErrors() || !strings.Contains(diags[0].Detail, path) {
 		t.Fatalf("got %v, %s", cfg, formatAll(diags))
 	}
-	if got, want := FormatDiagnostic(diags[0]), "error: Cannot read config file: open "+path; !strings.HasPrefix(got, want) {
+	if got, want := config.FormatDiagnostic(diags[0]), "error: Cannot read config file: open "+path; !strings.HasPrefix(got, want) {
 		t.Errorf("got %q, want prefix %q", got, want)
 	}
 }
@@ -427,7 +435,7 @@ func TestWriteDiagnostics(t *testing.T) {
 		{Severity: hcl.DiagWarning, Summary: "Odd"},
 	}
 	var buf bytes.Buffer
-	if err := WriteDiagnostics(&buf, diags); err != nil {
+	if err := config.WriteDiagnostics(&buf, diags); err != nil {
 		t.Fatal(err)
 	}
 	want := "f.hcl:3:7: error: Bad: two lines\nwarning: Odd\n"
@@ -474,7 +482,7 @@ func TestParseDuration(t *testing.T) {
 		{"99999999999999999999999s", 0, false},
 	}
 	for _, tt := range tests {
-		got, err := ParseDuration(tt.in)
+		got, err := config.ParseDuration(tt.in)
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
@@ -496,9 +504,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(simPool("a", "  sim {\n    capacity = 3\n  }\n") + `forecast { step = "1d12h" }`))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		cfg, diags := Parse("fuzz.hcl", src)
+		cfg, diags := config.Parse("fuzz.hcl", src, registry.Blocks())
 		for _, d := range diags {
-			FormatDiagnostic(d)
+			config.FormatDiagnostic(d)
 		}
 		if diags.HasErrors() {
 			if cfg != nil {
@@ -514,15 +522,11 @@ func FuzzParse(f *testing.F) {
 				p.LeadTime <= 0 || p.ProvisionTimeout < p.LeadTime || !p.Capacity.Valid() {
 				t.Fatalf("invalid pool accepted: %+v", p)
 			}
-			if p.Provider == "sim" {
-				for _, k := range []string{"capacity", "initial"} {
-					if _, err := strconv.Atoi(p.Target[k]); err != nil {
-						t.Fatalf("sim pool %q: Target[%q] = %q", p.Name, k, p.Target[k])
-					}
-				}
-				if _, err := strconv.ParseFloat(p.Target["capacity_error_rate"], 64); err != nil {
-					t.Fatalf("sim pool %q: bad capacity_error_rate %q", p.Name, p.Target["capacity_error_rate"])
-				}
+			if p.Settings == nil || p.Settings.Provider() != p.Provider {
+				t.Fatalf("pool %q of provider %s has settings %#v", p.Name, p.Provider, p.Settings)
+			}
+			if s, ok := p.Settings.(sim.Settings); ok && (s.Capacity < 0 || s.Initial < 0 || s.Initial > p.Max || s.ErrorRate < 0 || s.ErrorRate > 1) {
+				t.Fatalf("sim pool %q: invalid settings accepted: %+v", p.Name, s)
 			}
 		}
 		if q := cfg.Forecast.Quantile; q <= 0 || q >= 1 {
@@ -533,7 +537,7 @@ func FuzzParse(f *testing.F) {
 
 func formatAll(diags hcl.Diagnostics) string {
 	var buf bytes.Buffer
-	WriteDiagnostics(&buf, diags)
+	config.WriteDiagnostics(&buf, diags)
 	return buf.String()
 }
 
@@ -549,13 +553,13 @@ func TestFormatDuration(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("fleet.FormatDuration(%v) = %q, want %q", tt.d, got, tt.want)
 		}
-		if back, err := ParseDuration(got); err != nil || back != tt.d.Round(durationRounding(tt.d)) {
+		if back, err := config.ParseDuration(got); err != nil || back != tt.d.Round(durationRounding(tt.d)) {
 			t.Errorf("ParseDuration(%q) = %v, %v: does not round-trip", got, back, err)
 		}
 	}
 }
 
-// durationRounding is the precision FormatDuration keeps for d.
+// durationRounding is the precision config.FormatDuration keeps for d.
 func durationRounding(d time.Duration) time.Duration {
 	switch d = max(d, -d); {
 	case d < time.Minute:
@@ -581,7 +585,7 @@ func TestListenSecurity(t *testing.T) {
 		{"listen = \":8790\"\n  insecure = true", true},
 		{"listen = \":8790\"\n  tls_cert_file = \"c\"\n  tls_key_file = \"k\"", true},
 	} {
-		_, diags := Parse("test.hcl", []byte(simPool("a", "")+"controller {\n  "+tt.controller+"\n}\n"))
+		_, diags := config.Parse("test.hcl", []byte(simPool("a", "")+"controller {\n  "+tt.controller+"\n}\n"), registry.Blocks())
 		if diags.HasErrors() == tt.ok {
 			t.Errorf("%s: %v, want ok %v", tt.controller, diags, tt.ok)
 		}
@@ -606,21 +610,21 @@ func TestParseRefusesNonText(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("x.hcl", []byte(tt.src))
+			cfg, diags := config.Parse("x.hcl", []byte(tt.src), registry.Blocks())
 			if tt.want == "" {
 				if diags.HasErrors() || cfg == nil {
 					t.Fatalf("refused: %s", formatAll(diags))
 				}
 				return
 			}
-			if cfg != nil || len(diags) != 1 || FormatDiagnostic(diags[0]) != tt.want {
+			if cfg != nil || len(diags) != 1 || config.FormatDiagnostic(diags[0]) != tt.want {
 				t.Fatalf("got %v,\n%s\nwant\n%s", cfg, formatAll(diags), tt.want)
 			}
 		})
 	}
 }
 
-// TestLoadTooLarge: a file over MaxFileSize is refused, with its size and
+// TestLoadTooLarge: a file over config.MaxFileSize is refused, with its size and
 // the limit, whether Stat can size it or not; one at the limit is parsed.
 func TestLoadTooLarge(t *testing.T) {
 	dir := t.TempDir()
@@ -632,17 +636,17 @@ func TestLoadTooLarge(t *testing.T) {
 		return path
 	}
 	min := []byte(simPool("a", ""))
-	atLimit := append(bytes.Repeat([]byte("#\n"), (MaxFileSize-len(min))/2), min...)
-	atLimit = append(atLimit, bytes.Repeat([]byte("\n"), MaxFileSize-len(atLimit))...)
-	if cfg, diags := Load(write("at-limit.hcl", atLimit)); diags.HasErrors() || cfg == nil {
+	atLimit := append(bytes.Repeat([]byte("#\n"), (config.MaxFileSize-len(min))/2), min...)
+	atLimit = append(atLimit, bytes.Repeat([]byte("\n"), config.MaxFileSize-len(atLimit))...)
+	if cfg, diags := registry.Load(write("at-limit.hcl", atLimit)); diags.HasErrors() || cfg == nil {
 		t.Errorf("a config of exactly MaxFileSize bytes: %s", formatAll(diags))
 	}
 	big := write("big.hcl", append(atLimit, '\n'))
 	want := big + ":1:1: error: Config file too large: " + big + " is 262145 bytes; a config file may have at most 262144 (256 KiB). A fleet config is a few kilobytes of HCL: is this the right file?"
-	if cfg, diags := Load(big); cfg != nil || len(diags) != 1 || FormatDiagnostic(diags[0]) != want {
+	if cfg, diags := registry.Load(big); cfg != nil || len(diags) != 1 || config.FormatDiagnostic(diags[0]) != want {
 		t.Errorf("got\n%s\nwant\n%s", formatAll(diags), want)
 	}
-	if _, diags := Parse("p.hcl", make([]byte, MaxFileSize+1)); len(diags) != 1 || diags[0].Summary != "Config file too large" {
+	if _, diags := config.Parse("p.hcl", make([]byte, config.MaxFileSize+1), registry.Blocks()); len(diags) != 1 || diags[0].Summary != "Config file too large" {
 		t.Errorf("Parse of MaxFileSize+1 bytes: %s", formatAll(diags))
 	}
 	// A pipe has no size to Stat: the read stops one byte past the limit.
@@ -663,13 +667,13 @@ func TestLoadTooLarge(t *testing.T) {
 	if _, err := os.Stat(pipe); err != nil {
 		t.Skip("no /dev/fd:", err)
 	}
-	if _, diags := Load(pipe); len(diags) != 1 || !strings.Contains(diags[0].Detail, " is more than 262144 bytes; a config file may have at most 262144 (256 KiB).") {
+	if _, diags := registry.Load(pipe); len(diags) != 1 || !strings.Contains(diags[0].Detail, " is more than 262144 bytes; a config file may have at most 262144 (256 KiB).") {
 		t.Errorf("a pipe of 3 x MaxFileSize bytes: %s", formatAll(diags))
 	}
 }
 
-// TestParseRefusesDeepNesting: input nested deeper than MaxNesting, or with
-// a line longer than MaxLineTokens (on which HCL's parser recurses, taking
+// TestParseRefusesDeepNesting: input nested deeper than config.MaxNesting, or with
+// a line longer than config.MaxLineTokens (on which HCL's parser recurses, taking
 // seconds and gigabytes), is refused with one error at the first token
 // past the limit; brackets in strings and comments do not count, nor do
 // newlines inside parentheses and brackets end a line.
@@ -679,17 +683,17 @@ func TestParseRefusesDeepNesting(t *testing.T) {
 		src  string
 		want string // the first diagnostic's summary and position; "" for no error
 	}{
-		{"nested at the limit", simPool("a", "  zones = "+strings.Repeat("[", MaxNesting-1)+strings.Repeat("]", MaxNesting-1)+"\n"), "Incorrect attribute value type"},
-		{"nested past the limit", "a = " + strings.Repeat("(", MaxNesting+10), "Nesting too deep x.hcl:1:37"},
+		{"nested at the limit", simPool("a", "  zones = "+strings.Repeat("[", config.MaxNesting-1)+strings.Repeat("]", config.MaxNesting-1)+"\n"), "Incorrect attribute value type"},
+		{"nested past the limit", "a = " + strings.Repeat("(", config.MaxNesting+10), "Nesting too deep x.hcl:1:37"},
 		{"interpolations", "a = \"" + strings.Repeat("${\"", 20), "Nesting too deep x.hcl:1:53"},
 		{"brackets in strings and comments", simPool("a", "  region = \""+strings.Repeat("((", 100)+"\" # "+strings.Repeat("[", 100)+"\n"), ""},
-		{"a long line", "a = " + strings.Repeat("!", MaxLineTokens+10) + "x", "Line too long x.hcl:1:4099"},
-		{"a long list over many lines", "a = [\n" + strings.Repeat("1,\n", MaxLineTokens), "Line too long x.hcl:2048:2"},
-		{"many short lines", simPool("a", strings.Repeat("\n", 3*MaxLineTokens)), ""},
+		{"a long line", "a = " + strings.Repeat("!", config.MaxLineTokens+10) + "x", "Line too long x.hcl:1:4099"},
+		{"a long list over many lines", "a = [\n" + strings.Repeat("1,\n", config.MaxLineTokens), "Line too long x.hcl:2048:2"},
+		{"many short lines", simPool("a", strings.Repeat("\n", 3*config.MaxLineTokens)), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, diags := Parse("x.hcl", []byte(tt.src))
+			_, diags := config.Parse("x.hcl", []byte(tt.src), registry.Blocks())
 			got := ""
 			if len(diags) > 0 {
 				got = diags[0].Summary
@@ -704,7 +708,7 @@ func TestParseRefusesDeepNesting(t *testing.T) {
 	}
 }
 
-// TestParseCapsDiagnostics: a file with more errors than MaxDiagnostics
+// TestParseCapsDiagnostics: a file with more errors than config.MaxDiagnostics
 // returns the first ones by position and one that counts the rest.
 func TestParseCapsDiagnostics(t *testing.T) {
 	tests := []struct {
@@ -723,34 +727,34 @@ func TestParseCapsDiagnostics(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := Parse("x.hcl", []byte(tt.src))
-			if cfg != nil || len(diags) != MaxDiagnostics+1 || ErrorCount(diags) != tt.errors {
-				t.Fatalf("%d diagnostics standing for %d errors, want %d for %d:\n%s", len(diags), ErrorCount(diags), MaxDiagnostics+1, tt.errors, formatAll(diags))
+			cfg, diags := config.Parse("x.hcl", []byte(tt.src), registry.Blocks())
+			if cfg != nil || len(diags) != config.MaxDiagnostics+1 || config.ErrorCount(diags) != tt.errors {
+				t.Fatalf("%d diagnostics standing for %d errors, want %d for %d:\n%s", len(diags), config.ErrorCount(diags), config.MaxDiagnostics+1, tt.errors, formatAll(diags))
 			}
-			for i, d := range diags[:MaxDiagnostics] {
+			for i, d := range diags[:config.MaxDiagnostics] {
 				if i > 0 && d.Subject.Start.Byte < diags[i-1].Subject.Start.Byte {
 					t.Errorf("diagnostic %d is before the one it follows", i)
 				}
 			}
-			if got, want := FormatDiagnostic(diags[MaxDiagnostics]), fmt.Sprintf("... and %d more errors", tt.errors-MaxDiagnostics); got != want {
+			if got, want := config.FormatDiagnostic(diags[config.MaxDiagnostics]), fmt.Sprintf("... and %d more errors", tt.errors-config.MaxDiagnostics); got != want {
 				t.Errorf("last line %q, want %q", got, want)
 			}
 		})
 	}
-	if _, diags := Parse("x.hcl", []byte(strings.Repeat("x = = 1\n", MaxDiagnostics))); len(diags) != MaxDiagnostics || ErrorCount(diags) != MaxDiagnostics {
-		t.Errorf("%d errors: %d diagnostics standing for %d", MaxDiagnostics, len(diags), ErrorCount(diags))
+	if _, diags := config.Parse("x.hcl", []byte(strings.Repeat("x = = 1\n", config.MaxDiagnostics)), registry.Blocks()); len(diags) != config.MaxDiagnostics || config.ErrorCount(diags) != config.MaxDiagnostics {
+		t.Errorf("%d errors: %d diagnostics standing for %d", config.MaxDiagnostics, len(diags), config.ErrorCount(diags))
 	}
 }
 
 func TestOmittedString(t *testing.T) {
 	for _, tt := range []struct {
-		o    Omitted
+		o    config.Omitted
 		want string
 	}{
-		{Omitted{Errors: 1}, "... and 1 more error"},
-		{Omitted{Errors: 9512345}, "... and 9512345 more errors"},
-		{Omitted{Warnings: 2}, "... and 2 more warnings"},
-		{Omitted{Errors: 3, Warnings: 1}, "... and 3 more errors and 1 more warning"},
+		{config.Omitted{Errors: 1}, "... and 1 more error"},
+		{config.Omitted{Errors: 9512345}, "... and 9512345 more errors"},
+		{config.Omitted{Warnings: 2}, "... and 2 more warnings"},
+		{config.Omitted{Errors: 3, Warnings: 1}, "... and 3 more errors and 1 more warning"},
 	} {
 		if got := tt.o.String(); got != tt.want {
 			t.Errorf("%+v: %q, want %q", tt.o, got, tt.want)
@@ -767,12 +771,30 @@ func TestFormatDurationExact(t *testing.T) {
 		{36 * time.Hour, "36h"}, {50 * time.Hour, "2d2h"}, {1500 * time.Millisecond, "1.5s"}, {-5 * time.Minute, "-5m"}, {time.Nanosecond, "1ns"},
 		{50*time.Hour + time.Minute, "50h1m0s"}, {time.Duration(1<<63 - 1), "2562047h47m16.854775807s"},
 	} {
-		got := FormatDurationExact(tt.d)
+		got := config.FormatDurationExact(tt.d)
 		if got != tt.want {
 			t.Errorf("FormatDurationExact(%v) = %q, want %q", tt.d, got, tt.want)
 		}
-		if back, err := ParseDuration(got); err != nil || back != tt.d {
+		if back, err := config.ParseDuration(got); err != nil || back != tt.d {
 			t.Errorf("ParseDuration(%q) = %v, %v: does not round-trip", got, back, err)
 		}
+	}
+}
+
+// withoutRanges zeroes the config positions the pools' settings hold (for
+// diagnostics), so that settings compare by value.
+func withoutRanges(pools []fleet.Pool) {
+	for i := range pools {
+		if pools[i].Settings == nil {
+			continue
+		}
+		v := reflect.New(reflect.TypeOf(pools[i].Settings)).Elem()
+		v.Set(reflect.ValueOf(pools[i].Settings))
+		for j := range v.NumField() {
+			if f := v.Field(j); f.Type() == reflect.TypeFor[hcl.Range]() {
+				f.Set(reflect.Zero(f.Type()))
+			}
+		}
+		pools[i].Settings = v.Interface().(fleet.ProviderSettings)
 	}
 }

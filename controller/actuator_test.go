@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,12 +79,13 @@ type rig struct {
 func newRig(t tb, dir string, capacity string) *rig {
 	p := simPool("a100", 20)
 	if capacity != "" {
-		p.Target = map[string]string{"capacity": capacity}
+		n, err := strconv.Atoi(capacity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Settings = sim.Settings{Capacity: n}
 	}
-	cloud, err := sim.New([]fleet.Pool{p}, 1, func() time.Time { return t0 })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cloud := sim.New([]fleet.Pool{p}, 1, func() time.Time { return t0 })
 	r := &rig{dir: dir, now: t0, pool: p, cloud: cloud, wrap: &crashing{Provider: cloud}}
 	r.restart(t)
 	return r

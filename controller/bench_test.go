@@ -30,10 +30,7 @@ func BenchmarkCycle(b *testing.B) {
 	cfg := config.Defaults()
 	cfg.Pools = pools
 	cfg.Limits.MaxGPUs = 200_000
-	cloud, err := sim.New(pools, 1, clock)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cloud := sim.New(pools, 1, clock)
 	ctx := context.Background()
 	for _, p := range pools {
 		if err := cloud.Launch(ctx, p, providers.LaunchRequest{Count: 2500, Target: 2500}); err != nil {

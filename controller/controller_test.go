@@ -67,9 +67,7 @@ func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *cycler {
 	l.cfg = &cfg
 	clock := func() time.Time { return l.now }
 	var err error
-	if l.cloud, err = sim.New(pools, 1, clock); err != nil {
-		t.Fatal(err)
-	}
+	l.cloud = sim.New(pools, 1, clock)
 	l.count = &counting{Provider: l.cloud}
 	clouds := map[string]providers.Provider{}
 	for _, p := range pools {

@@ -71,10 +71,7 @@ func TestRunServesWhileItCycles(t *testing.T) {
 	var ns atomic.Int64
 	ns.Store(t0.UnixNano())
 	clock := func() time.Time { return time.Unix(0, ns.Load()).UTC() }
-	cloud, err := sim.New(cfg.Pools, 1, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cloud := sim.New(cfg.Pools, 1, clock)
 	store, err := state.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

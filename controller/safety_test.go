@@ -270,10 +270,7 @@ func TestRecoverKeyedLaunch(t *testing.T) {
 			now := t0
 			clock := func() time.Time { return now }
 			p := simPool("a100", 20)
-			cloud, err := sim.New([]fleet.Pool{p}, 1, clock)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cloud := sim.New([]fleet.Pool{p}, 1, clock)
 			lag := &lagging{Provider: cloud, lag: 30 * time.Second, now: clock}
 			dir := t.TempDir()
 			store, err := state.Open(dir)

@@ -60,9 +60,20 @@ type Pool struct {
 	Max int `json:"max"`
 	// Priority breaks ties between pools of equal price per GPU: higher first.
 	Priority int `json:"priority"`
-	// Target holds the provider-specific settings (the aws, gcp, sim or
-	// plugin block), as strings keyed by attribute name.
-	Target map[string]string `json:"target,omitempty"`
+	// Settings are the provider's own settings for the pool, decoded from
+	// the pool's provider block (aws, gcp, sim or plugin) by that
+	// provider's decoder: aws.Settings, gcp.Settings, sim.Settings or
+	// plugin.Settings. Nil where a pool is made without a config (in
+	// tests); each provider says what it assumes then.
+	Settings ProviderSettings `json:"settings,omitempty"`
+}
+
+// ProviderSettings are one provider's typed settings for a pool. Only the
+// provider that defines them reads them.
+type ProviderSettings interface {
+	// Provider is the name of the provider they are for: ProviderAWS,
+	// ProviderGCP, ProviderSim or ProviderPlugin.
+	Provider() string
 }
 
 // PricePerGPUHour is the pool's price of one GPU-hour.

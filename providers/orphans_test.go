@@ -36,10 +36,7 @@ func TestListOrphans(t *testing.T) {
 	p := func(name string) fleet.Pool {
 		return fleet.Pool{Name: name, Provider: "sim", InstanceType: "x", GPUsPerNode: 1, Capacity: fleet.OnDemand, LeadTime: time.Minute, Max: 4}
 	}
-	cloud, err := sim.New([]fleet.Pool{p("a"), p("b")}, 1, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cloud := sim.New([]fleet.Pool{p("a"), p("b")}, 1, time.Now)
 	r := &twoFaced{Provider: cloud}
 	clouds := map[string]providers.Provider{"a": r, "b": r, "elsewhere": cloud}
 	lists := providers.ListOrphans(context.Background(), "prod", []fleet.Pool{p("a"), p("b"), p("elsewhere")}, clouds)

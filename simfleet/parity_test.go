@@ -15,6 +15,7 @@ import (
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/providers/sim"
 	"github.com/fleetcast/autoscaler/simulate"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -27,7 +28,7 @@ func parityConfig() *config.Config {
 	pool := func(name string, price float64, capacity int) fleet.Pool {
 		return fleet.Pool{Name: name, Provider: "sim", Region: "r1", InstanceType: "p4d.24xlarge", GPUModel: "A100", GPUsPerNode: 8,
 			Capacity: fleet.OnDemand, PricePerHour: price, LeadTime: 5 * time.Minute, ProvisionTimeout: 15 * time.Minute, Max: 40,
-			Target: map[string]string{"capacity": strconv.Itoa(capacity)}}
+			Settings: sim.Settings{Capacity: capacity}}
 	}
 	cfg.Pools = []fleet.Pool{pool("cheap", 30, 6), pool("dear", 40, 40)}
 	cfg.Limits.MaxGPUs = 1000

@@ -8,6 +8,7 @@ import (
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/providers/registry"
 	"github.com/fleetcast/autoscaler/providers/sim"
 	"github.com/fleetcast/autoscaler/state"
 )
@@ -24,10 +25,7 @@ type demo struct {
 
 func newDemo(t *testing.T, cfg *config.Config, seed int64, clock func() time.Time) *demo {
 	t.Helper()
-	cloud, err := sim.New(cfg.Pools, seed, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cloud := sim.New(cfg.Pools, seed, clock)
 	store, err := state.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +49,7 @@ func newDemo(t *testing.T, cfg *config.Config, seed int64, clock func() time.Tim
 // simulated cloud and workload for a simulated day, a cycle a minute: the
 // fleet follows demand, no work is lost, and nothing is left half done.
 func TestControllerFollowsADay(t *testing.T) {
-	cfg, diags := config.Load("../examples/local.hcl")
+	cfg, diags := registry.Load("../examples/local.hcl")
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers/registry"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
@@ -205,7 +206,7 @@ func runPredictive(t *testing.T, cfg *config.Config, tr *trace.Trace, opt Option
 
 func exampleConfig(t *testing.T) *config.Config {
 	t.Helper()
-	cfg, diags := config.Load("../examples/local.hcl")
+	cfg, diags := registry.Load("../examples/local.hcl")
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

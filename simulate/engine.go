@@ -234,11 +234,7 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 	e := &engine{opt: opt, classes: map[int]*orderHeap{}, policy: pol, liveByID: map[string]*node{},
 		rng: rand.New(rand.NewPCG(uint64(opt.Seed), 0x51a7e)), ckptDur: max(0, secs(opt.CheckpointDuration))}
 	for _, p := range pools {
-		s, err := sim.SettingsOf(p)
-		if err != nil {
-			return nil, err
-		}
-		e.pools = append(e.pools, simPool{spec: p, settings: s})
+		e.pools = append(e.pools, simPool{spec: p, settings: sim.SettingsOf(p)})
 		e.maxGPN = max(e.maxGPN, p.GPUsPerNode)
 	}
 	for t := range e.buckets {

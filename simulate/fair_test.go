@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers/registry"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
@@ -471,7 +472,7 @@ func TestExampleLimitsDoNotBindOnSharedTraces(t *testing.T) {
 		{"local.hcl", "../bench/series/servegen_msmall_10m.csv", trace.Options{Scale: 0.1}},
 	}
 	for _, c := range cases {
-		cfg, diags := config.Load("../examples/" + c.config)
+		cfg, diags := registry.Load("../examples/" + c.config)
 		if diags.HasErrors() {
 			t.Fatal(diags)
 		}
@@ -512,7 +513,7 @@ func TestBaselinesMatchAnIndependentSimulator(t *testing.T) {
 	if _, err := os.Stat(bench); err != nil {
 		t.Skipf("%s not found; it lives in ../shared beside the repository", bench)
 	}
-	cfg, diags := config.Load(bench)
+	cfg, diags := registry.Load(bench)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

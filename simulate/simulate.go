@@ -311,11 +311,7 @@ func checkJobsFit(cfg *config.Config, tr *trace.Trace) error {
 	}
 	for _, p := range cfg.Pools {
 		if p.GPUsPerNode == widest && p.Capacity != fleet.Reserved {
-			s, err := sim.SettingsOf(p)
-			if err != nil {
-				return err
-			}
-			wideRoom += min(p.Max, s.Capacity) * widest
+			wideRoom += min(p.Max, sim.SettingsOf(p).Capacity) * widest
 		}
 	}
 	for _, j := range tr.Jobs {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers/registry"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
@@ -200,7 +201,7 @@ func randomTrace(seed uint64, n int) *trace.Trace {
 // predictive policy (2% of jobs ignoring drains, 2-minute checkpoints: the
 // defaults), no work is lost and no node is terminated under a job.
 func TestInvariants(t *testing.T) {
-	cfg, diags := config.Load("../examples/local.hcl")
+	cfg, diags := registry.Load("../examples/local.hcl")
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -241,7 +242,7 @@ func TestInvariants(t *testing.T) {
 
 // TestRunIsDeterministic checks that the same seed gives the same report.
 func TestRunIsDeterministic(t *testing.T) {
-	cfg, _ := config.Load("../examples/local.hcl")
+	cfg, _ := registry.Load("../examples/local.hcl")
 	tr := randomTrace(9, 200)
 	a, err := Run(cfg, tr, Options{Seed: 3})
 	if err != nil {
@@ -291,7 +292,7 @@ func sharedTrace(t testing.TB, rel string) string {
 // concurrently; the target is 10 s on 2 cores (-cpu 2) and 1 GB.
 func BenchmarkSimulatePhilly(b *testing.B) {
 	path := sharedTrace(b, "philly_rfold/philly_trace.csv")
-	cfg, diags := config.Load("../examples/philly-fair.hcl")
+	cfg, diags := registry.Load("../examples/philly-fair.hcl")
 	if diags.HasErrors() {
 		b.Fatal(diags)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/providers/registry"
 	"github.com/fleetcast/autoscaler/providers/sim"
 )
 
@@ -57,7 +58,7 @@ func runPlan(e *env, args []string) int {
 		now = time.Now().UTC()
 	}
 	if *statePath == "" {
-		if err := drivable(cfg); err != nil {
+		if err := registry.Check(cfg.Pools); err != nil {
 			fmt.Fprintln(e.stderr, "plan:", err)
 			return exitError
 		}
@@ -107,9 +108,9 @@ func makeForecast(cfg *config.Config, history fleet.Series) (forecast.Forecast, 
 // provisioning deadline) and there is no demand history (so the plan is
 // reactive).
 func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time.Time) (fleet.State, error) {
-	if cfg.Pools[0].Provider == fleet.ProviderSim {
-		_, st, err := sim.Generate(cfg, now)
-		return st, err
+	if registry.Simulated(cfg.Pools) {
+		_, st := sim.Generate(cfg, now)
+		return st, nil
 	}
 	clouds, err := liveClouds(ctx, log, cfg)
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/providers/registry"
 	"github.com/fleetcast/autoscaler/providers/sim"
 	"github.com/fleetcast/autoscaler/simfleet"
 	"github.com/fleetcast/autoscaler/state"
@@ -66,7 +67,7 @@ func runRun(e *env, args []string) int {
 	if !ok {
 		return exitError
 	}
-	if err := drivable(cfg); err != nil {
+	if err := registry.Check(cfg.Pools); err != nil {
 		fmt.Fprintln(e.stderr, "run:", err)
 		return exitError
 	}
@@ -122,7 +123,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		return fmt.Errorf("FLEETCAST_API_TOKEN has %d characters; want at least 16", len(apiToken))
 	}
 
-	live := cfg.Pools[0].Provider != fleet.ProviderSim
+	live := !registry.Simulated(cfg.Pools)
 	var (
 		clock    func() time.Time
 		clouds   map[string]providers.Provider
@@ -291,9 +292,7 @@ func newSimMode(cfg *config.Config, store *state.Store, start time.Time) (*simMo
 	cloudPath := filepath.Join(cfg.Controller.StateDir, "sim-cloud.json")
 	cloud, err := sim.Load(cloudPath, cfg.Pools, clock.Now)
 	if errors.Is(err, os.ErrNotExist) {
-		if cloud, _, err = sim.Generate(cfg, clock.Now()); err != nil {
-			return nil, err
-		}
+		cloud, _ = sim.Generate(cfg, clock.Now())
 		// Generated at the start time; from here the simulated clock
 		// drives it.
 		cloud.SetClock(clock.Now)

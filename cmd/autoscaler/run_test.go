@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/providers/registry"
 	"github.com/fleetcast/autoscaler/providers/sim"
 	"github.com/fleetcast/autoscaler/simfleet"
 	"github.com/fleetcast/autoscaler/state"
@@ -209,7 +209,7 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run after the kills: exit %d: %s\n%s", code, errOut, out)
 	}
-	c, diags := config.Load(cfg)
+	c, diags := registry.Load(cfg)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

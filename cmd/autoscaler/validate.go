@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/providers/registry"
 )
 
 func runValidate(e *env, args []string) int {
@@ -21,7 +22,7 @@ func runValidate(e *env, args []string) int {
 	}
 	// Valid means `run` can drive it: a pool of a provider this build
 	// does not drive is refused here, not at start.
-	if err := drivable(cfg); err != nil {
+	if err := registry.Check(cfg.Pools); err != nil {
 		fmt.Fprintf(e.stderr, "%s: %v\n", *path, err)
 		return exitError
 	}
@@ -38,7 +39,7 @@ func loadConfig(e *env, log hclog.Logger, path string) (*config.Config, bool) {
 		fmt.Fprintln(e.stderr, "autoscaler: -config FILE is required (try examples/local.hcl)")
 		return nil, false
 	}
-	cfg, diags := config.Load(path)
+	cfg, diags := registry.Load(path)
 	if len(diags) > 0 {
 		_ = config.WriteDiagnostics(e.stderr, diags)
 	}

@@ -36,11 +36,11 @@ func stuckAfter(pool fleet.Pool) time.Duration { return 3 * pool.LeadTime }
 func (p *Provider) findGroup(ctx context.Context, c *clients, pool fleet.Pool) (astypes.AutoScalingGroup, error) {
 	in := &autoscaling.DescribeAutoScalingGroupsInput{}
 	what := ""
-	if name := pool.Target["asg"]; name != "" {
+	if name := SettingsOf(pool).ASG; name != "" {
 		in.AutoScalingGroupNames = []string{name}
 		what = fmt.Sprintf("auto scaling group %q", name)
 	} else {
-		k, v, _ := strings.Cut(pool.Target["asg_tag"], "=")
+		k, v, _ := strings.Cut(SettingsOf(pool).ASGTag, "=")
 		in.Filters = []astypes.Filter{{Name: aws.String("tag:" + k), Values: []string{v}}}
 		what = fmt.Sprintf("auto scaling group tagged %s=%s", k, v)
 	}
@@ -76,7 +76,7 @@ func (p *Provider) findGroup(ctx context.Context, c *clients, pool fleet.Pool) (
 // groupName is the name of the pool's group, looked up once for asg_tag
 // pools.
 func (p *Provider) groupName(ctx context.Context, c *clients, pool fleet.Pool) (string, error) {
-	if name := pool.Target["asg"]; name != "" {
+	if name := SettingsOf(pool).ASG; name != "" {
 		return name, nil
 	}
 	p.mu.Lock()

@@ -151,7 +151,7 @@ func New(opts Options) *Provider {
 
 // client returns the SDK clients for a pool's region and endpoint.
 func (p *Provider) client(ctx context.Context, pool fleet.Pool) (*clients, error) {
-	endpoint := pool.Target["endpoint"]
+	endpoint := SettingsOf(pool).Endpoint
 	key := pool.Region + "|" + endpoint
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -221,7 +221,8 @@ func (p *Provider) memoLocked(pool string) *groupMemo {
 // isASG reports whether the pool is an Auto Scaling group (else direct
 // EC2 instances from a launch template).
 func isASG(pool fleet.Pool) bool {
-	return pool.Target["asg"] != "" || pool.Target["asg_tag"] != ""
+	s := SettingsOf(pool)
+	return s.ASG != "" || s.ASGTag != ""
 }
 
 // Describe returns the pool's group: an Auto Scaling group's desired

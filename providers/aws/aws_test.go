@@ -63,13 +63,21 @@ func (e *env) provider(apiOptions ...func(*middleware.Stack) error) *Provider {
 func (e *env) asgPool(name, group string, max int) fleet.Pool {
 	return fleet.Pool{Name: name, Provider: "aws", Region: region, InstanceType: "p4d.24xlarge", GPUsPerNode: 8,
 		Capacity: fleet.OnDemand, PricePerHour: 32.77, LeadTime: 9 * time.Minute, ProvisionTimeout: 27 * time.Minute, Max: max,
-		Target: map[string]string{"asg": group, "endpoint": e.proxy.URL}}
+		Settings: Settings{ASG: group, Endpoint: e.proxy.URL}}
 }
 
 func (e *env) ec2Pool(name, template string, c fleet.CapacityType) fleet.Pool {
 	return fleet.Pool{Name: name, Provider: "aws", Region: region, InstanceType: "p4d.24xlarge", GPUsPerNode: 8,
 		Capacity: c, PricePerHour: 12.5, LeadTime: 8 * time.Minute, ProvisionTimeout: 24 * time.Minute, Max: 8,
-		Target: map[string]string{"launch_template": template, "endpoint": e.proxy.URL}}
+		Settings: Settings{LaunchTemplate: template, Endpoint: e.proxy.URL}}
+}
+
+// with returns pool with its settings changed by change.
+func with(pool fleet.Pool, change func(*Settings)) fleet.Pool {
+	s := SettingsOf(pool)
+	change(&s)
+	pool.Settings = s
+	return pool
 }
 
 // group reads a group straight from moto.
@@ -192,14 +200,12 @@ func TestASGFoundByTag(t *testing.T) {
 	lt := e.fix.template(t, "gpu", "p4d.24xlarge")
 	e.fix.group(t, "burst-1", lt, "train-burst", 0, 4, 2)
 	pool := e.asgPool("train-burst", "", 4)
-	delete(pool.Target, "asg")
-	pool.Target["asg_tag"] = TagPool + "=train-burst"
+	pool = with(pool, func(s *Settings) { s.ASG, s.ASGTag = "", TagPool+"=train-burst" })
 	if g, err := e.p.Describe(ctx, pool); err != nil || g.Target != 2 {
 		t.Fatalf("Describe by tag = %+v, %v", g, err)
 	}
 	var nf *providers.NotFoundError
-	missing := pool
-	missing.Target = map[string]string{"asg_tag": TagPool + "=nothing", "endpoint": e.proxy.URL}
+	missing := with(pool, func(s *Settings) { s.ASGTag = TagPool + "=nothing" })
 	if _, err := e.p.Describe(ctx, missing); !errors.As(err, &nf) || !strings.Contains(err.Error(), "tagged fleetcast/pool=nothing") {
 		t.Fatalf("no group with the tag: %v", err)
 	}
@@ -475,7 +481,7 @@ func TestEC2Pool(t *testing.T) {
 	// Reserved: the capacity reservation is targeted (moto does not
 	// implement reservations: the request is checked).
 	res := e.ec2Pool("reserved-a100", lt, fleet.Reserved)
-	res.Target["capacity_reservation_id"] = "cr-0123456789abcdef0"
+	res = with(res, func(s *Settings) { s.CapacityReservationID = "cr-0123456789abcdef0" })
 	if err := e.p.Launch(ctx, res, providers.LaunchRequest{Count: 1, Target: 1, Key: "fc-launch-res-1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +494,7 @@ func TestEC2Pool(t *testing.T) {
 	}
 	// A Capacity Block is its own market.
 	block := e.ec2Pool("h100-block", lt, fleet.Reserved)
-	block.Target["capacity_reservation_id"], block.Target["capacity_block"] = "cr-0a1b2c3d4e5f60718", "true"
+	block = with(block, func(s *Settings) { s.CapacityReservationID, s.CapacityBlock = "cr-0a1b2c3d4e5f60718", true })
 	if err := e.p.Launch(ctx, block, providers.LaunchRequest{Count: 1, Target: 1, Key: "fc-launch-block-1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -117,11 +117,12 @@ func (p *Provider) launchEC2(ctx context.Context, c *clients, pool fleet.Pool, r
 // runInput is the RunInstances request for count of the pool's instances,
 // tagged with the pool, the launch's key and the fleet (when named).
 func runInput(pool fleet.Pool, key, fleetName string, count int) *ec2.RunInstancesInput {
+	s := SettingsOf(pool)
 	lt := &ec2types.LaunchTemplateSpecification{Version: aws.String("$Default")}
-	if v := pool.Target["launch_template_version"]; v != "" {
+	if v := s.LaunchTemplateVersion; v != "" {
 		lt.Version = aws.String(v)
 	}
-	if t := pool.Target["launch_template"]; strings.HasPrefix(t, "lt-") {
+	if t := s.LaunchTemplate; strings.HasPrefix(t, "lt-") {
 		lt.LaunchTemplateId = aws.String(t)
 	} else {
 		lt.LaunchTemplateName = aws.String(t)
@@ -145,7 +146,7 @@ func runInput(pool fleet.Pool, key, fleetName string, count int) *ec2.RunInstanc
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags},
 		},
 	}
-	if s := pool.Target["subnet_id"]; s != "" {
+	if s := s.SubnetID; s != "" {
 		in.SubnetId = aws.String(s)
 	}
 	if pool.Capacity == fleet.Spot {
@@ -153,11 +154,11 @@ func runInput(pool fleet.Pool, key, fleetName string, count int) *ec2.RunInstanc
 			SpotOptions: &ec2types.SpotMarketOptions{SpotInstanceType: ec2types.SpotInstanceTypeOneTime,
 				InstanceInterruptionBehavior: ec2types.InstanceInterruptionBehaviorTerminate}}
 	}
-	if cr := pool.Target["capacity_reservation_id"]; cr != "" {
+	if cr := s.CapacityReservationID; cr != "" {
 		in.CapacityReservationSpecification = &ec2types.CapacityReservationSpecification{
 			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(cr)}}
 	}
-	if pool.Target["capacity_block"] == "true" {
+	if s.CapacityBlock {
 		// EC2 Capacity Blocks for ML are their own market.
 		in.InstanceMarketOptions = &ec2types.InstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
 	}

@@ -37,7 +37,7 @@ func (p *Provider) Orphans(ctx context.Context, fleetName string, pools []fleet.
 	var out []providers.Orphan
 	var errs []error
 	for _, via := range pools {
-		where := via.Region + "|" + via.Target["endpoint"]
+		where := via.Region + "|" + SettingsOf(via).Endpoint
 		if searched[where] {
 			continue
 		}

@@ -35,8 +35,8 @@ func TestRefreshesUnimplementedByMoto(t *testing.T) {
 		if err := e.p.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 2, Key: "k-" + pool.Name}); err != nil {
 			t.Fatalf("launch in %s on moto: %v", pool.Name, err)
 		}
-		if d := aws.ToInt32(e.group(t, pool.Target["asg"]).DesiredCapacity); d != 2 {
-			t.Fatalf("%s: desired %d after the launch; want 2", pool.Target["asg"], d)
+		if d := aws.ToInt32(e.group(t, SettingsOf(pool).ASG).DesiredCapacity); d != 2 {
+			t.Fatalf("%s: desired %d after the launch; want 2", SettingsOf(pool).ASG, d)
 		}
 		n := e.proxy.count("DescribeInstanceRefreshes")
 		switch {
@@ -87,7 +87,7 @@ func TestRefreshErrorsStayErrors(t *testing.T) {
 				t.Setenv("AWS_ENDPOINT_URL_AUTO_SCALING", "")
 				t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
 				t.Setenv("AWS_CA_BUNDLE", "") // the SDK cannot add it to a plain http.Client
-				delete(pool.Target, "endpoint")
+				pool = with(pool, func(s *Settings) { s.Endpoint = "" })
 				to, _ := url.Parse(e.proxy.URL)
 				load = append(load, awsconfig.WithHTTPClient(&http.Client{Transport: redirect{to}}))
 			}

@@ -14,10 +14,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
 
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers"
@@ -26,39 +28,79 @@ import (
 // ErrSimulated wraps every refusal the simulated cloud makes up.
 var ErrSimulated = errors.New("simulated cloud")
 
-// Settings are a pool's simulation settings: the attributes of its `sim` block.
+// Settings are a pool's simulation settings: the attributes of its `sim`
+// block.
 type Settings struct {
 	// Capacity is the most instances the simulated region can supply to the
 	// pool at once; launches beyond it fail with InsufficientCapacityError.
-	Capacity int
+	// It may be below the pool's min or Initial: that simulates a stockout.
+	Capacity int `hcl:"capacity,optional"`
 	// ErrorRate is the probability that a launch fails with
 	// InsufficientCapacityError whatever the capacity.
-	ErrorRate float64
+	ErrorRate float64 `hcl:"capacity_error_rate,optional"`
 	// Initial is the number of nodes the generated fleet starts with.
-	Initial int
+	Initial int `hcl:"initial,optional"`
+
+	// Where each attribute's value is in the config, for diagnostics; the
+	// zero Range where it is absent.
+	CapacityAt  hcl.Range `hcl:"capacity,attr_value_range" json:"-"`
+	ErrorRateAt hcl.Range `hcl:"capacity_error_rate,attr_value_range" json:"-"`
+	InitialAt   hcl.Range `hcl:"initial,attr_value_range" json:"-"`
 }
 
-// SettingsOf reads a pool's simulation settings from its Target, with the
-// defaults of the config reference: capacity = max, no errors, initial = min.
-func SettingsOf(p fleet.Pool) (Settings, error) {
-	s := Settings{Capacity: p.Max, Initial: p.Min}
-	for key, dst := range map[string]*int{"capacity": &s.Capacity, "initial": &s.Initial} {
-		if v, ok := p.Target[key]; ok {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return s, fmt.Errorf("pool %s: sim.%s = %q: want a whole number >= 0", p.Name, key, v)
-			}
-			*dst = n
-		}
+// Provider is fleet.ProviderSim.
+func (Settings) Provider() string { return fleet.ProviderSim }
+
+// defaults are the settings of a pool whose sim block leaves them out (or
+// that has none): capacity = max, no errors, initial = min.
+func defaults(p fleet.Pool) Settings { return Settings{Capacity: p.Max, Initial: p.Min} }
+
+// SettingsOf returns a pool's simulation settings: those of its sim block,
+// or, for a pool of another provider (simulate models any pool) or one
+// made without a config, the defaults: capacity = max, no errors,
+// initial = min.
+func SettingsOf(p fleet.Pool) Settings {
+	if s, ok := p.Settings.(Settings); ok {
+		return s
 	}
-	if v, ok := p.Target["capacity_error_rate"]; ok {
-		r, err := strconv.ParseFloat(v, 64)
-		if err != nil || r < 0 || r > 1 {
-			return s, fmt.Errorf("pool %s: sim.capacity_error_rate = %q: want a number in [0, 1]", p.Name, v)
-		}
-		s.ErrorRate = r
+	return defaults(p)
+}
+
+// DecodeBlock decodes and checks a pool's `sim` block; block is nil for a
+// sim pool without one, which takes the defaults.
+func DecodeBlock(block *hcl.Block, pool fleet.Pool) (fleet.ProviderSettings, hcl.Diagnostics) {
+	s := defaults(pool)
+	if block == nil {
+		return s, nil
 	}
-	return s, nil
+	if diags := gohcl.DecodeBody(block.Body, nil, &s); diags.HasErrors() {
+		return s, diags
+	}
+	return s, s.Validate(pool)
+}
+
+// Validate checks the settings against the pool: capacity and initial not
+// negative, initial within the pool's max, an error rate from 0 to 1.
+// Every diagnostic points at the attribute's value.
+func (s *Settings) Validate(pool fleet.Pool) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	invalid := func(at hcl.Range, format string, args ...any) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value",
+			Detail: fmt.Sprintf(format, args...), Subject: at.Ptr()})
+	}
+	if s.Capacity < 0 {
+		invalid(s.CapacityAt, "capacity must be 0 or more, got %d.", s.Capacity)
+	}
+	switch {
+	case s.Initial < 0:
+		invalid(s.InitialAt, "initial must be 0 or more, got %d.", s.Initial)
+	case pool.Max > 0 && s.Initial > pool.Max: // a max of 0 is invalid, and reported already
+		invalid(s.InitialAt, "initial (%d) is greater than the pool's max (%d).", s.Initial, pool.Max)
+	}
+	if s.ErrorRate < 0 || s.ErrorRate > 1 {
+		invalid(s.ErrorRateAt, "capacity_error_rate must be between 0 and 1, got %g.", s.ErrorRate)
+	}
+	return diags
 }
 
 // Grant decides how many of want more instances a group of current
@@ -115,7 +157,7 @@ var (
 // New makes a simulated cloud with one group per pool, empty, reading time
 // from clock. Pools of any provider may be simulated; their `sim` settings
 // apply where present.
-func New(pools []fleet.Pool, seed int64, clock func() time.Time) (*Cloud, error) {
+func New(pools []fleet.Pool, seed int64, clock func() time.Time) *Cloud {
 	c := &Cloud{
 		clock:  clock,
 		src:    rand.NewPCG(uint64(seed), 0x5eed),
@@ -124,13 +166,9 @@ func New(pools []fleet.Pool, seed int64, clock func() time.Time) (*Cloud, error)
 	}
 	c.rng = rand.New(c.src)
 	for _, p := range pools {
-		s, err := SettingsOf(p)
-		if err != nil {
-			return nil, err
-		}
-		c.groups[p.Name] = &group{pool: p, settings: s}
+		c.groups[p.Name] = &group{pool: p, settings: SettingsOf(p)}
 	}
-	return c, nil
+	return c
 }
 
 // SetClock makes the cloud read time from clock from now on (Generate

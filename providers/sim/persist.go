@@ -97,10 +97,7 @@ func Load(path string, pools []fleet.Pool, clock func() time.Time) (*Cloud, erro
 	if err := fleet.DecodeJSON(data, &s); err != nil {
 		return nil, fmt.Errorf("simulated cloud %s: %w", path, err)
 	}
-	c, err := New(pools, 0, clock)
-	if err != nil {
-		return nil, err
-	}
+	c := New(pools, 0, clock)
 	for name, sg := range s.Groups {
 		g := c.groups[name]
 		if g == nil {

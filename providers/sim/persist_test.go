@@ -20,10 +20,7 @@ func TestSaveAndLoad(t *testing.T) {
 	b := a
 	b.Name = "b"
 	path := filepath.Join(t.TempDir(), "cloud.json")
-	c, err := New([]fleet.Pool{a, b}, 7, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := New([]fleet.Pool{a, b}, 7, clock)
 	if err := c.SaveTo(path); err != nil {
 		t.Fatal(err)
 	}
@@ -87,10 +84,7 @@ func TestLaunchKeysExpire(t *testing.T) {
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	a := fleet.Pool{Name: "a", Provider: "sim", InstanceType: "x", GPUsPerNode: 8, Capacity: fleet.OnDemand, LeadTime: time.Minute, Max: 10}
-	c, err := New([]fleet.Pool{a}, 1, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := New([]fleet.Pool{a}, 1, clock)
 	ctx := context.Background()
 	target := func() int { g, _ := c.Describe(ctx, a); return g.Target }
 	if err := c.Launch(ctx, a, providers.LaunchRequest{Target: 1, Key: "k1"}); err != nil {
@@ -139,10 +133,7 @@ func TestOrphans(t *testing.T) {
 	a := fleet.Pool{Name: "a", Provider: "sim", InstanceType: "x", GPUsPerNode: 8, Capacity: fleet.OnDemand, LeadTime: time.Minute, Max: 10}
 	gone := a
 	gone.Name = "gone"
-	c, err := New([]fleet.Pool{a, gone}, 1, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := New([]fleet.Pool{a, gone}, 1, clock)
 	path := filepath.Join(t.TempDir(), "cloud.json")
 	if err := c.SaveTo(path); err != nil {
 		t.Fatal(err)

@@ -14,9 +14,9 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
 
-func simPool(name string, target map[string]string) fleet.Pool {
+func simPool(name string, s fleet.ProviderSettings) fleet.Pool {
 	return fleet.Pool{Name: name, Provider: "sim", InstanceType: "p4d.24xlarge", GPUsPerNode: 8, Capacity: fleet.OnDemand,
-		PricePerHour: 32, LeadTime: 9 * time.Minute, ProvisionTimeout: 27 * time.Minute, Max: 10, Target: target}
+		PricePerHour: 32, LeadTime: 9 * time.Minute, ProvisionTimeout: 27 * time.Minute, Max: 10, Settings: s}
 }
 
 // clock is a settable clock.
@@ -27,11 +27,8 @@ func (c *clock) Now() time.Time { return c.now }
 func TestCloudLaunchDescribeTerminate(t *testing.T) {
 	ctx := context.Background()
 	clk := &clock{now: t0}
-	p := simPool("od", map[string]string{"capacity": "3"})
-	c, err := New([]fleet.Pool{p}, 1, clk.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := simPool("od", Settings{Capacity: 3})
+	c := New([]fleet.Pool{p}, 1, clk.Now)
 	if err := c.Launch(ctx, p, providers.LaunchRequest{Count: 2, Target: 2, Key: "k1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +46,7 @@ func TestCloudLaunchDescribeTerminate(t *testing.T) {
 		t.Fatalf("after the lead time: %+v", g.Instances[0])
 	}
 	// Past the region's capacity: what fits is launched, then a typed error.
-	err = c.Launch(ctx, p, providers.LaunchRequest{Count: 2, Target: 4, Key: "k2"})
+	err := c.Launch(ctx, p, providers.LaunchRequest{Count: 2, Target: 4, Key: "k2"})
 	var ice *providers.InsufficientCapacityError
 	if !errors.As(err, &ice) || ice.Pool != "od" || !errors.Is(err, ErrSimulated) || !providers.ShouldBackOff(err) {
 		t.Fatalf("err = %v, want InsufficientCapacityError", err)
@@ -74,12 +71,9 @@ func TestCloudLaunchDescribeTerminate(t *testing.T) {
 }
 
 func TestCloudInjectedErrorsAreDeterministic(t *testing.T) {
-	p := simPool("od", map[string]string{"capacity_error_rate": "0.5"})
+	p := simPool("od", Settings{Capacity: 10, ErrorRate: 0.5})
 	outcomes := func() []bool {
-		c, err := New([]fleet.Pool{p}, 42, func() time.Time { return t0 })
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := New([]fleet.Pool{p}, 42, func() time.Time { return t0 })
 		var out []bool
 		for i := range 40 {
 			err := c.Launch(context.Background(), p, providers.LaunchRequest{Count: 1, Target: 0})
@@ -100,27 +94,53 @@ func TestCloudInjectedErrorsAreDeterministic(t *testing.T) {
 	}
 }
 
-func TestSettingsOf(t *testing.T) {
+// TestSettings: a sim block's settings, with their defaults (capacity =
+// max, no errors, initial = min), and its errors, each at its value.
+func TestSettings(t *testing.T) {
+	blocks := []config.ProviderBlock{{Name: fleet.ProviderSim, Optional: true, Decode: DecodeBlock}}
+	const head = "pool \"p\" {\n  provider = \"sim\"\n  instance_type = \"x\"\n  gpus_per_node = 8\n  price_per_hour = 1\n  min = 1\n  max = 10\n"
 	for _, tt := range []struct {
-		target  map[string]string
-		want    Settings
-		wantErr bool
+		name, block string
+		want        Settings
+		err         string // the error's FILE:LINE:COL: error: SUMMARY: DETAIL, or ""
 	}{
-		{nil, Settings{Capacity: 10, Initial: 0}, false},
-		{map[string]string{"capacity": "4", "initial": "2", "capacity_error_rate": "0.1"}, Settings{Capacity: 4, Initial: 2, ErrorRate: 0.1}, false},
-		{map[string]string{"capacity": "-1"}, Settings{}, true},
-		{map[string]string{"capacity_error_rate": "2"}, Settings{}, true},
+		{"no block", "", Settings{Capacity: 10, Initial: 1}, ""},
+		{"empty block", "  sim {}\n", Settings{Capacity: 10, Initial: 1}, ""},
+		{"all set", "  sim {\n    capacity = 4\n    initial = 2\n    capacity_error_rate = 0.1\n  }\n", Settings{Capacity: 4, Initial: 2, ErrorRate: 0.1}, ""},
+		{"a stockout", "  sim {\n    capacity = 0\n  }\n", Settings{Capacity: 0, Initial: 1}, ""},
+		{"negative capacity", "  sim {\n    capacity = -1\n  }\n", Settings{}, "t.hcl:9:16: error: Invalid value: capacity must be 0 or more, got -1."},
+		{"rate above 1", "  sim {\n    capacity_error_rate = 2\n  }\n", Settings{}, "t.hcl:9:27: error: Invalid value: capacity_error_rate must be between 0 and 1, got 2."},
+		{"initial above max", "  sim {\n    initial = 11\n  }\n", Settings{}, "t.hcl:9:15: error: Invalid value: initial (11) is greater than the pool's max (10)."},
+		{"unknown attribute", "  sim {\n    size = 1\n  }\n", Settings{}, "t.hcl:9:5: error: Unsupported argument: An argument named \"size\" is not expected here."},
 	} {
-		got, err := SettingsOf(simPool("p", tt.target))
-		if (err != nil) != tt.wantErr || (!tt.wantErr && got != tt.want) {
-			t.Fatalf("SettingsOf(%v) = %+v, %v", tt.target, got, err)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, diags := config.Parse("t.hcl", []byte(head+tt.block+"}\n"), blocks)
+			if tt.err != "" {
+				if len(diags) != 1 || config.FormatDiagnostic(diags[0]) != tt.err {
+					t.Fatalf("got %v, want the one error %s", diags, tt.err)
+				}
+				return
+			}
+			if diags.HasErrors() {
+				t.Fatal(diags)
+			}
+			if got := SettingsOf(cfg.Pools[0]); got.Capacity != tt.want.Capacity || got.Initial != tt.want.Initial || got.ErrorRate != tt.want.ErrorRate {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	// A pool made without settings, or of another provider, takes the
+	// defaults.
+	aws := simPool("p", nil)
+	aws.Provider, aws.Min = fleet.ProviderAWS, 2
+	if got := SettingsOf(aws); got != (Settings{Capacity: 10, Initial: 2}) {
+		t.Errorf("SettingsOf a pool without settings = %+v", got)
 	}
 }
 
 func localConfig(t *testing.T) *config.Config {
 	t.Helper()
-	cfg, diags := config.Load("../../examples/local.hcl")
+	cfg, diags := config.Load("../../examples/local.hcl", []config.ProviderBlock{{Name: fleet.ProviderSim, Optional: true, Decode: DecodeBlock}})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -129,10 +149,7 @@ func localConfig(t *testing.T) *config.Config {
 
 func TestGenerate(t *testing.T) {
 	cfg := localConfig(t)
-	cloud, st, err := Generate(cfg, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cloud, st := Generate(cfg, t0)
 	if err := st.Validate(cfg.Pools); err != nil {
 		t.Fatalf("generated state is invalid: %v", err)
 	}
@@ -170,7 +187,7 @@ func TestGenerate(t *testing.T) {
 		t.Fatalf("cloud has %d instances, state %d nodes", len(ids), len(st.Nodes))
 	}
 	// Deterministic for the seed.
-	_, again, _ := Generate(cfg, t0)
+	_, again := Generate(cfg, t0)
 	if !reflect.DeepEqual(st, again) {
 		t.Fatal("two fleets generated with the same seed differ")
 	}

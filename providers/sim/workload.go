@@ -81,12 +81,9 @@ func (w Workload) History(end time.Time, step, length time.Duration) fleet.Serie
 // progress (6 minutes old, its job not yet checkpointed) in the dearest burst
 // pool with two or more nodes, and a silent agent (7 minutes) in a fleet of
 // six or more nodes. Everything is deterministic for the synthetic seed.
-func Generate(cfg *config.Config, now time.Time) (*Cloud, fleet.State, error) {
+func Generate(cfg *config.Config, now time.Time) (*Cloud, fleet.State) {
 	seed := cfg.Synthetic.Seed
-	cloud, err := New(cfg.Pools, seed, func() time.Time { return now })
-	if err != nil {
-		return nil, fleet.State{}, err
-	}
+	cloud := New(cfg.Pools, seed, func() time.Time { return now })
 	rng := rand.New(rand.NewPCG(uint64(seed), 0xf1ee7))
 	w := NewWorkload(cfg)
 	step := cfg.Forecast.Step
@@ -207,7 +204,7 @@ func Generate(cfg *config.Config, now time.Time) (*Cloud, fleet.State, error) {
 		break
 	}
 	st.Nodes = nodes
-	return cloud, st, nil
+	return cloud, st
 }
 
 // makeJob makes the j-th synthetic job.

@@ -1,0 +1,920 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	neturl "net/url"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// ProviderBlock is what Parse needs of one provider: its name, which is
+// also the type of its pools' provider block, and that block's decoder.
+// Each provider registers its own in providers/registry.
+type ProviderBlock struct {
+	// Name is the provider's name: a pool's provider attribute and its
+	// block's type.
+	Name string
+	// Optional lets a pool of the provider leave its block out; Decode
+	// then gets a nil block and gives the defaults.
+	Optional bool
+	// Decode decodes a pool's block into the provider's typed settings
+	// (with gohcl) and checks them, against the pool's other fields too:
+	// a field the config got wrong is zero in pool, and is reported
+	// already. Every diagnostic points into the block.
+	Decode func(block *hcl.Block, pool fleet.Pool) (fleet.ProviderSettings, hcl.Diagnostics)
+}
+
+// drainSignals are the signals drain.signal may name. SIGKILL and SIGSTOP
+// cannot be caught, so they cannot ask a job to checkpoint.
+var drainSignals = []string{"SIGALRM", "SIGCONT", "SIGHUP", "SIGINT", "SIGQUIT", "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGWINCH"}
+
+// The config file, as gohcl decodes it. Each block's struct holds its
+// attributes' values and, in the fields tagged attr_value_range, where
+// they are, so that every check names the value it refuses. An absent
+// attribute keeps its zero value and the zero Range; its default is
+// applied from Defaults.
+
+// fileBody is a config file: its pools, and the rest (the singleton
+// blocks, decoded one by one so that a duplicate does not hide the
+// first's errors).
+type fileBody struct {
+	Pools []*poolBody `hcl:"pool,block"`
+	Rest  hcl.Body    `hcl:",remain"`
+}
+
+// singletons are the blocks a file may have once each.
+var singletons = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+	{Type: "forecast"}, {Type: "drain"}, {Type: "limits"}, {Type: "controller"},
+	{Type: "demand"}, {Type: "synthetic"}, {Type: "simulate"},
+}}
+
+type poolBody struct {
+	Name      string    `hcl:"name,label"`
+	NameRange hcl.Range `hcl:"name,label_range"`
+	DefRange  hcl.Range `hcl:",def_range"`
+
+	Provider         string   `hcl:"provider"`
+	Region           string   `hcl:"region,optional"`
+	Zones            []string `hcl:"zones,optional"`
+	InstanceType     string   `hcl:"instance_type"`
+	GPUModel         string   `hcl:"gpu_model,optional"`
+	GPUsPerNode      int      `hcl:"gpus_per_node"`
+	Capacity         string   `hcl:"capacity,optional"`
+	PricePerHour     float64  `hcl:"price_per_hour"`
+	LeadTime         string   `hcl:"lead_time,optional"`
+	ProvisionTimeout string   `hcl:"provision_timeout,optional"`
+	Min              int      `hcl:"min,optional"`
+	Max              int      `hcl:"max"`
+	Priority         int      `hcl:"priority,optional"`
+	// Rest holds the provider block.
+	Rest hcl.Body `hcl:",remain"`
+
+	ProviderAt         hcl.Range `hcl:"provider,attr_value_range"`
+	InstanceTypeAt     hcl.Range `hcl:"instance_type,attr_value_range"`
+	GPUsPerNodeAt      hcl.Range `hcl:"gpus_per_node,attr_value_range"`
+	CapacityAt         hcl.Range `hcl:"capacity,attr_value_range"`
+	PricePerHourAt     hcl.Range `hcl:"price_per_hour,attr_value_range"`
+	LeadTimeAt         hcl.Range `hcl:"lead_time,attr_value_range"`
+	ProvisionTimeoutAt hcl.Range `hcl:"provision_timeout,attr_value_range"`
+	MinAt              hcl.Range `hcl:"min,attr_value_range"`
+	MaxAt              hcl.Range `hcl:"max,attr_value_range"`
+}
+
+type forecastBody struct {
+	Step       string  `hcl:"step,optional"`
+	Horizon    string  `hcl:"horizon,optional"`
+	Quantile   float64 `hcl:"quantile,optional"`
+	History    string  `hcl:"history,optional"`
+	Hysteresis string  `hcl:"hysteresis,optional"`
+
+	StepAt       hcl.Range `hcl:"step,attr_value_range"`
+	HorizonAt    hcl.Range `hcl:"horizon,attr_value_range"`
+	QuantileAt   hcl.Range `hcl:"quantile,attr_value_range"`
+	HistoryAt    hcl.Range `hcl:"history,attr_value_range"`
+	HysteresisAt hcl.Range `hcl:"hysteresis,attr_value_range"`
+}
+
+type drainBody struct {
+	CheckpointMaxAge string `hcl:"checkpoint_max_age,optional"`
+	Timeout          string `hcl:"timeout,optional"`
+	Signal           string `hcl:"signal,optional"`
+	LongRunningAfter string `hcl:"long_running_after,optional"`
+
+	CheckpointMaxAgeAt hcl.Range `hcl:"checkpoint_max_age,attr_value_range"`
+	TimeoutAt          hcl.Range `hcl:"timeout,attr_value_range"`
+	SignalAt           hcl.Range `hcl:"signal,attr_value_range"`
+	LongRunningAfterAt hcl.Range `hcl:"long_running_after,attr_value_range"`
+}
+
+type limitsBody struct {
+	MaxGPUs            int     `hcl:"max_gpus,optional"`
+	MaxSpendPerHour    float64 `hcl:"max_spend_per_hour,optional"`
+	MaxScaleInPerCycle int     `hcl:"max_scale_in_per_cycle,optional"`
+	ScaleInShare       float64 `hcl:"scale_in_share,optional"`
+	ScaleInWindow      string  `hcl:"scale_in_window,optional"`
+	SilentShareHalt    float64 `hcl:"silent_share_halt,optional"`
+
+	MaxGPUsAt            hcl.Range `hcl:"max_gpus,attr_value_range"`
+	MaxSpendPerHourAt    hcl.Range `hcl:"max_spend_per_hour,attr_value_range"`
+	MaxScaleInPerCycleAt hcl.Range `hcl:"max_scale_in_per_cycle,attr_value_range"`
+	ScaleInShareAt       hcl.Range `hcl:"scale_in_share,attr_value_range"`
+	ScaleInWindowAt      hcl.Range `hcl:"scale_in_window,attr_value_range"`
+	SilentShareHaltAt    hcl.Range `hcl:"silent_share_halt,attr_value_range"`
+}
+
+type controllerBody struct {
+	Interval                string `hcl:"interval,optional"`
+	Listen                  string `hcl:"listen,optional"`
+	StateDir                string `hcl:"state_dir,optional"`
+	AgentTimeout            string `hcl:"agent_timeout,optional"`
+	Fleet                   string `hcl:"fleet,optional"`
+	TLSCertFile             string `hcl:"tls_cert_file,optional"`
+	TLSKeyFile              string `hcl:"tls_key_file,optional"`
+	Insecure                bool   `hcl:"insecure,optional"`
+	BootstrapTokenFile      string `hcl:"bootstrap_token_file,optional"`
+	AWSIdentityCertificates string `hcl:"aws_identity_certificates,optional"`
+
+	IntervalAt                hcl.Range `hcl:"interval,attr_value_range"`
+	ListenAt                  hcl.Range `hcl:"listen,attr_value_range"`
+	StateDirAt                hcl.Range `hcl:"state_dir,attr_value_range"`
+	AgentTimeoutAt            hcl.Range `hcl:"agent_timeout,attr_value_range"`
+	FleetAt                   hcl.Range `hcl:"fleet,attr_value_range"`
+	TLSCertFileAt             hcl.Range `hcl:"tls_cert_file,attr_value_range"`
+	TLSKeyFileAt              hcl.Range `hcl:"tls_key_file,attr_value_range"`
+	InsecureAt                hcl.Range `hcl:"insecure,attr_value_range"`
+	BootstrapTokenFileAt      hcl.Range `hcl:"bootstrap_token_file,attr_value_range"`
+	AWSIdentityCertificatesAt hcl.Range `hcl:"aws_identity_certificates,attr_value_range"`
+}
+
+type demandBody struct {
+	PrometheusURL     string `hcl:"prometheus_url,optional"`
+	PrometheusQuery   string `hcl:"prometheus_query,optional"`
+	PrometheusTimeout string `hcl:"prometheus_timeout,optional"`
+
+	PrometheusURLAt     hcl.Range `hcl:"prometheus_url,attr_value_range"`
+	PrometheusQueryAt   hcl.Range `hcl:"prometheus_query,attr_value_range"`
+	PrometheusTimeoutAt hcl.Range `hcl:"prometheus_timeout,attr_value_range"`
+}
+
+type syntheticBody struct {
+	Seed     int64   `hcl:"seed,optional"`
+	BaseGPUs int     `hcl:"base_gpus,optional"`
+	PeakGPUs int     `hcl:"peak_gpus,optional"`
+	PeakHour int     `hcl:"peak_hour,optional"`
+	Noise    float64 `hcl:"noise,optional"`
+
+	SeedAt     hcl.Range `hcl:"seed,attr_value_range"`
+	BaseGPUsAt hcl.Range `hcl:"base_gpus,attr_value_range"`
+	PeakGPUsAt hcl.Range `hcl:"peak_gpus,attr_value_range"`
+	PeakHourAt hcl.Range `hcl:"peak_hour,attr_value_range"`
+	NoiseAt    hcl.Range `hcl:"noise,attr_value_range"`
+}
+
+type simulateBody struct {
+	CheckpointInterval       string  `hcl:"checkpoint_interval,optional"`
+	SpotInterruptionsPerHour float64 `hcl:"spot_interruptions_per_hour,optional"`
+	SpotNotice               string  `hcl:"spot_notice,optional"`
+	CheckpointDuration       string  `hcl:"checkpoint_duration,optional"`
+	UnresponsiveJobs         float64 `hcl:"unresponsive_jobs,optional"`
+	Reservations             string  `hcl:"reservations,optional"`
+	AdviceAfter              string  `hcl:"advice_after,optional"`
+	HeadroomGPUs             int     `hcl:"headroom_gpus,optional"`
+	HeadroomPlaceholders     string  `hcl:"headroom_placeholders,optional"`
+
+	CheckpointIntervalAt       hcl.Range `hcl:"checkpoint_interval,attr_value_range"`
+	SpotInterruptionsPerHourAt hcl.Range `hcl:"spot_interruptions_per_hour,attr_value_range"`
+	SpotNoticeAt               hcl.Range `hcl:"spot_notice,attr_value_range"`
+	CheckpointDurationAt       hcl.Range `hcl:"checkpoint_duration,attr_value_range"`
+	UnresponsiveJobsAt         hcl.Range `hcl:"unresponsive_jobs,attr_value_range"`
+	ReservationsAt             hcl.Range `hcl:"reservations,attr_value_range"`
+	AdviceAfterAt              hcl.Range `hcl:"advice_after,attr_value_range"`
+	HeadroomGPUsAt             hcl.Range `hcl:"headroom_gpus,attr_value_range"`
+	HeadroomPlaceholdersAt     hcl.Range `hcl:"headroom_placeholders,attr_value_range"`
+}
+
+// decoder decodes one file: it collects diagnostics, counts the errors,
+// and knows which attribute values are bad, so that a check never
+// repeats an error, nor compares with a value already refused.
+type decoder struct {
+	providers []ProviderBlock
+	diags     hcl.Diagnostics
+	errors    int
+	// attrs are the file's attributes by their value's first byte.
+	attrs map[int]*hclsyntax.Attribute
+	// bad are the values refused, by their first byte, and their ranges.
+	bad       map[int]bool
+	badRanges []hcl.Range
+}
+
+func newDecoder(providers []ProviderBlock) *decoder {
+	return &decoder{providers: providers, attrs: map[int]*hclsyntax.Attribute{}, bad: map[int]bool{}}
+}
+
+// add records diagnostics.
+func (d *decoder) add(diags ...*hcl.Diagnostic) {
+	for _, diag := range diags {
+		if diag.Severity == hcl.DiagError {
+			d.errors++
+		}
+	}
+	d.diags = append(d.diags, diags...)
+}
+
+func (d *decoder) errorf(subject hcl.Range, summary, format string, args ...any) {
+	d.add(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(format, args...), Subject: subject.Ptr()})
+}
+
+// refuse marks the value at r bad.
+func (d *decoder) refuse(r hcl.Range) {
+	if !d.bad[r.Start.Byte] {
+		d.bad[r.Start.Byte] = true
+		d.badRanges = append(d.badRanges, r)
+	}
+}
+
+// invalid records an "Invalid value" error on the value at r and marks it
+// bad.
+func (d *decoder) invalid(r hcl.Range, format string, args ...any) {
+	d.errorf(r, "Invalid value", format, args...)
+	d.refuse(r)
+}
+
+// state is what became of an attribute.
+type state uint8
+
+const (
+	unset state = iota // absent: the default applies
+	set                // present and valid
+	bad                // present and invalid; an error was recorded
+)
+
+// state says what became of the attribute whose value is at r.
+func (d *decoder) state(r hcl.Range) state {
+	switch {
+	case r.Filename == "":
+		return unset
+	case d.bad[r.Start.Byte]:
+		return bad
+	}
+	return set
+}
+
+// scan evaluates every attribute of the file once, before decoding, and
+// refuses what no attribute may hold: a value that cannot be evaluated (a
+// variable, a function), an unknown or null value (a config leaves an
+// attribute out for its default), and a number too large or small to use,
+// which could take hours to convert to a string.
+func (d *decoder) scan(body hcl.Body) {
+	sb, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return
+	}
+	var attrs []*hclsyntax.Attribute
+	hclsyntax.VisitAll(sb, func(n hclsyntax.Node) hcl.Diagnostics {
+		if a, ok := n.(*hclsyntax.Attribute); ok {
+			attrs = append(attrs, a)
+		}
+		return nil
+	})
+	for _, a := range attrs {
+		r := a.Expr.Range()
+		d.attrs[r.Start.Byte] = a
+		val, diags := a.Expr.Value(nil)
+		switch {
+		case diags.HasErrors():
+			d.add(diags...)
+		case !val.IsWhollyKnown():
+			d.errorf(r, "Incorrect attribute value type", "Inappropriate value for attribute %q: got an unknown value.", a.Name)
+		case hasNull(val):
+			what := "null"
+			if !val.IsNull() {
+				what = "a collection with a null element"
+			}
+			d.errorf(r, "Incorrect attribute value type", "Inappropriate value for attribute %q: got %s; leave an attribute out for its default.", a.Name, what)
+		case hugeNumber(val):
+			d.errorf(r, "Number out of range", "The value of %s is or holds a number too large or too small to use.", a.Name)
+		default:
+			continue
+		}
+		d.refuse(r)
+	}
+}
+
+// hasNull reports whether v is or holds a null.
+func hasNull(v cty.Value) bool {
+	found := false
+	cty.Walk(v, func(_ cty.Path, v cty.Value) (bool, error) {
+		found = found || v.IsNull()
+		return !found, nil
+	})
+	return found
+}
+
+// decode decodes body into val with gohcl and records the diagnostics.
+func (d *decoder) decode(body hcl.Body, val any) {
+	d.decoded(gohcl.DecodeBody(body, nil, val))
+}
+
+// decoded records the diagnostics of a gohcl decode, less those about
+// values the scan refused already; gohcl's type errors are made to point
+// at the whole value and name the attribute, as the other errors do.
+func (d *decoder) decoded(diags hcl.Diagnostics) {
+	for _, diag := range diags {
+		if diag.Summary == "Unsuitable value type" && diag.Context != nil {
+			r := *diag.Context
+			a := d.attrs[r.Start.Byte]
+			if d.bad[r.Start.Byte] || a == nil {
+				if a == nil {
+					d.add(diag)
+				}
+				continue
+			}
+			d.add(typeError(a, diag))
+			d.refuse(r)
+			continue
+		}
+		if diag.Subject != nil && d.inBad(*diag.Subject) {
+			continue
+		}
+		d.add(diag)
+	}
+}
+
+// inBad reports whether r lies in a value refused already.
+func (d *decoder) inBad(r hcl.Range) bool {
+	for _, b := range d.badRanges {
+		if r.Filename == b.Filename && r.Start.Byte >= b.Start.Byte && r.End.Byte <= b.End.Byte {
+			return true
+		}
+	}
+	return false
+}
+
+// typeError rewrites gohcl's error for a value of the wrong type into one
+// on the whole value that names attribute a: "Incorrect attribute value
+// type", or "Invalid value" for a number out of the field's range.
+func typeError(a *hclsyntax.Attribute, diag *hcl.Diagnostic) *hcl.Diagnostic {
+	why := strings.TrimPrefix(diag.Detail, "Unsuitable value: ")
+	out := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Incorrect attribute value type", Subject: diag.Context}
+	val, _ := a.Expr.Value(nil)
+	number := val.Type() == cty.Number
+	switch {
+	case number && strings.HasPrefix(why, "value must be a whole number") && !val.AsBigFloat().IsInt():
+		f, _ := val.AsBigFloat().Float64() // big.Float.Text can be slow
+		out.Detail = fmt.Sprintf("Inappropriate value for attribute %q: a whole number is required, got %s.", a.Name, fmt.Sprint(f))
+	case number && (strings.HasPrefix(why, "value must be a whole number") || strings.HasPrefix(why, "value must be between")):
+		out.Summary, out.Detail = "Invalid value", fmt.Sprintf("%s is out of range.", a.Name)
+	default:
+		out.Detail = fmt.Sprintf("Inappropriate value for attribute %q: %s.", a.Name, why)
+	}
+	return out
+}
+
+// duration parses a duration attribute's text, at r, into dst when it is
+// set: longer than 0, or, with zeroOK, not negative.
+func (d *decoder) duration(name, text string, r hcl.Range, zeroOK bool, dst *time.Duration) state {
+	if st := d.state(r); st != set {
+		return st
+	}
+	dur, err := ParseDuration(text)
+	switch {
+	case err != nil:
+		d.errorf(r, "Invalid duration", "%s must be %s; got %q.", name, durationForm, text)
+		d.refuse(r)
+		return bad
+	case zeroOK && dur < 0:
+		d.invalid(r, "%s must not be negative (0 for at once), got %q.", name, text)
+		return bad
+	case !zeroOK && dur <= 0:
+		d.invalid(r, "%s must be longer than 0, got %q.", name, text)
+		return bad
+	}
+	*dst = dur
+	return set
+}
+
+// nonEmpty refuses an empty string given at r.
+func (d *decoder) nonEmpty(name, value string, r hcl.Range) state {
+	st := d.state(r)
+	if st == set && value == "" {
+		d.invalid(r, "%s must not be empty.", name)
+		return bad
+	}
+	return st
+}
+
+// atLeast refuses an integer given at r below lo.
+func (d *decoder) atLeast(name string, value, lo int, r hcl.Range) state {
+	st := d.state(r)
+	if st == set && value < lo {
+		d.invalid(r, "%s must be %d or more, got %d.", name, lo, value)
+		return bad
+	}
+	return st
+}
+
+// check refuses the value at r, when it is set, if ok is false.
+func (d *decoder) check(r hcl.Range, ok bool, format string, args ...any) state {
+	st := d.state(r)
+	if st == set && !ok {
+		d.invalid(r, format, args...)
+		return bad
+	}
+	return st
+}
+
+// poolResult is a decoded pool and what cross-checks need to know about it.
+type poolResult struct {
+	body *poolBody
+	ok   bool // decoded without error
+}
+
+func (d *decoder) decodeFile(body hcl.Body) *Config {
+	cfg := Defaults()
+	var f fileBody
+	d.decode(body, &f)
+
+	var pools []poolResult
+	first := map[string]*poolBody{}
+	for _, pb := range f.Pools {
+		before := d.errors
+		p := d.decodePool(pb)
+		if prev, dup := first[pb.Name]; dup {
+			d.errorf(pb.NameRange, "Duplicate pool name",
+				"A pool named %q was already defined at %s; pool names must be unique.", pb.Name, defPos(prev.DefRange))
+			continue
+		}
+		first[pb.Name] = pb
+		cfg.Pools = append(cfg.Pools, p)
+		pools = append(pools, poolResult{body: pb, ok: d.errors == before})
+	}
+	if len(f.Pools) == 0 && !hasPoolBlock(body) {
+		d.errorf(body.MissingItemRange(), "No pools", `The config must define at least one pool block, e.g. pool "gpu" { ... }.`)
+	}
+
+	var (
+		forecast *forecastBody
+		limits   *limitsBody
+		limitsOK = true
+	)
+	if f.Rest != nil {
+		content, diags := f.Rest.Content(singletons)
+		d.decoded(diags)
+		seen := map[string]*hcl.Block{}
+		for _, b := range content.Blocks {
+			if prev, dup := seen[b.Type]; dup {
+				d.errorf(b.DefRange, "Duplicate "+b.Type+" block",
+					"A %s block was already defined at %s; there can be only one.", b.Type, defPos(prev.DefRange))
+				continue
+			}
+			seen[b.Type] = b
+			before := d.errors
+			switch b.Type {
+			case "forecast":
+				forecast = &forecastBody{}
+				d.decode(b.Body, forecast)
+				forecast.check(d, &cfg.Forecast)
+			case "drain":
+				var v drainBody
+				d.decode(b.Body, &v)
+				v.check(d, &cfg.Drain)
+			case "limits":
+				limits = &limitsBody{}
+				d.decode(b.Body, limits)
+				limits.check(d, &cfg.Limits)
+				limitsOK = d.errors == before
+			case "controller":
+				var v controllerBody
+				d.decode(b.Body, &v)
+				v.check(d, &cfg.Controller)
+			case "demand":
+				var v demandBody
+				d.decode(b.Body, &v)
+				v.check(d, &cfg.Demand)
+			case "synthetic":
+				var v syntheticBody
+				d.decode(b.Body, &v)
+				v.check(d, &cfg.Synthetic)
+			case "simulate":
+				var v simulateBody
+				d.decode(b.Body, &v)
+				v.check(d, &cfg.Simulate)
+			}
+		}
+	}
+
+	for _, p := range pools {
+		if !p.ok {
+			return &cfg
+		}
+	}
+	if limits != nil && limitsOK {
+		checkMinimums(d, &cfg, limits)
+	}
+	if forecast == nil || d.state(forecast.HorizonAt) != bad && d.state(forecast.HysteresisAt) != bad && d.state(forecast.StepAt) != bad && d.state(forecast.HistoryAt) != bad {
+		checkHorizon(d, &cfg, forecast, pools)
+	}
+	return &cfg
+}
+
+// checkMinimums checks that limits.max_gpus leaves room for every pool's
+// minimum.
+func checkMinimums(d *decoder, cfg *Config, limits *limitsBody) {
+	if d.state(limits.MaxGPUsAt) != set || cfg.Limits.MaxGPUs <= 0 {
+		return
+	}
+	sum := 0
+	for i := range cfg.Pools {
+		sum += saturatingMul(cfg.Pools[i].Min, cfg.Pools[i].GPUsPerNode)
+		sum = min(sum, math.MaxInt/2)
+	}
+	if sum > cfg.Limits.MaxGPUs {
+		d.invalid(limits.MaxGPUsAt, "The pools' min nodes hold %d GPUs together, more than max_gpus (%d).", sum, cfg.Limits.MaxGPUs)
+	}
+}
+
+// checkHorizon checks that the forecast reaches past the longest lead time
+// plus the hysteresis. The error goes on what the file sets: the horizon,
+// else the hysteresis, else the pool's lead time.
+func checkHorizon(d *decoder, cfg *Config, forecast *forecastBody, pools []poolResult) {
+	longest := -1
+	for i := range cfg.Pools {
+		if longest < 0 || cfg.Pools[i].LeadTime > cfg.Pools[longest].LeadTime {
+			longest = i
+		}
+	}
+	if longest < 0 {
+		return
+	}
+	p := &cfg.Pools[longest]
+	f := &cfg.Forecast
+	need := time.Duration(math.MaxInt64)
+	if p.LeadTime <= need-f.Hysteresis {
+		need = p.LeadTime + f.Hysteresis
+	}
+	if f.Horizon >= need {
+		return
+	}
+	detail := fmt.Sprintf("The forecast horizon (%s) must reach past pool %q's lead_time (%s) plus the hysteresis (%s), i.e. be at least %s.",
+		f.Horizon, p.Name, p.LeadTime, f.Hysteresis, need)
+	var fb forecastBody
+	if forecast != nil {
+		fb = *forecast
+	}
+	pb := pools[longest].body
+	switch {
+	case fb.HorizonAt.Filename != "":
+		d.invalid(fb.HorizonAt, "%s", detail)
+	case fb.HysteresisAt.Filename != "":
+		d.invalid(fb.HysteresisAt, "%s", detail)
+	case pb.LeadTimeAt.Filename != "":
+		d.invalid(pb.LeadTimeAt, "%s", detail)
+	default: // not reached with the shipped defaults
+		d.errorf(pb.DefRange, "Invalid value", "%s", detail)
+	}
+}
+
+// providerNames are the names of the providers Parse was given, sorted.
+func (d *decoder) providerNames() []string {
+	names := make([]string, 0, len(d.providers))
+	for _, p := range d.providers {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// provider returns the ProviderBlock of the named provider.
+func (d *decoder) provider(name string) (ProviderBlock, bool) {
+	for _, p := range d.providers {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return ProviderBlock{}, false
+}
+
+// decodePool checks a pool's fields and decodes its provider block with
+// its provider's decoder. A field the file got wrong is left zero.
+func (d *decoder) decodePool(b *poolBody) fleet.Pool {
+	p := fleet.Pool{
+		Name:     b.Name,
+		Provider: b.Provider,
+		Region:   b.Region, Zones: b.Zones, InstanceType: b.InstanceType, GPUModel: b.GPUModel,
+		Capacity: poolDefaults.Capacity,
+		LeadTime: poolDefaults.LeadTime,
+	}
+	if p.Name == "" {
+		d.errorf(b.NameRange, "Invalid pool name", "A pool name must not be empty.")
+	}
+	kind, known := d.provider(b.Provider)
+	provSt := d.state(b.ProviderAt)
+	if provSt == set && !known {
+		d.errorf(b.ProviderAt, "Unknown provider", "Unknown provider %q; the known providers are %s.", b.Provider, strings.Join(d.providerNames(), ", "))
+		d.refuse(b.ProviderAt)
+		provSt = bad
+	}
+	if provSt != set {
+		p.Provider = ""
+	}
+	d.nonEmpty("instance_type", b.InstanceType, b.InstanceTypeAt)
+	if d.atLeast("gpus_per_node", b.GPUsPerNode, 1, b.GPUsPerNodeAt) == set {
+		p.GPUsPerNode = b.GPUsPerNode
+	}
+	switch c := fleet.CapacityType(b.Capacity); d.check(b.CapacityAt, c.Valid(),
+		"Unknown capacity %q; capacity must be %q, %q or %q.", b.Capacity, fleet.Reserved, fleet.OnDemand, fleet.Spot) {
+	case set:
+		p.Capacity = c
+	case bad:
+		p.Capacity = ""
+	}
+	if d.check(b.PricePerHourAt, b.PricePerHour >= 0, "price_per_hour must not be negative, got %g.", b.PricePerHour) == set {
+		p.PricePerHour = b.PricePerHour
+	}
+	leadSt := d.duration("lead_time", b.LeadTime, b.LeadTimeAt, false, &p.LeadTime)
+	switch d.duration("provision_timeout", b.ProvisionTimeout, b.ProvisionTimeoutAt, false, &p.ProvisionTimeout) {
+	case unset:
+		p.ProvisionTimeout = p.LeadTime * time.Duration(poolDefaults.ProvisionTimeoutFactor)
+		if p.ProvisionTimeout/time.Duration(poolDefaults.ProvisionTimeoutFactor) != p.LeadTime {
+			p.ProvisionTimeout = math.MaxInt64 // the product overflowed
+		}
+	case set:
+		if leadSt != bad && p.ProvisionTimeout < p.LeadTime {
+			d.invalid(b.ProvisionTimeoutAt, "provision_timeout (%s) must not be shorter than lead_time (%s).", p.ProvisionTimeout, p.LeadTime)
+		}
+	}
+	minSt := d.atLeast("min", b.Min, 0, b.MinAt)
+	maxSt := d.atLeast("max", b.Max, 1, b.MaxAt)
+	if minSt == set || minSt == unset {
+		p.Min = b.Min
+	}
+	if maxSt == set {
+		p.Max = b.Max
+	}
+	if minSt == set && maxSt == set && p.Min > p.Max {
+		d.invalid(b.MinAt, "min (%d) is greater than max (%d).", p.Min, p.Max)
+	}
+	p.Priority = b.Priority
+
+	// The provider block. The schema names the pool's attributes too, so
+	// that a misspelt one gets a suggestion.
+	if b.Rest == nil {
+		return p
+	}
+	schema, _ := gohcl.ImpliedBodySchema(b)
+	for i := range schema.Attributes {
+		schema.Attributes[i].Required = false // decoded already
+	}
+	for _, kind := range d.providerNames() {
+		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: kind})
+	}
+	content, diags := b.Rest.Content(schema)
+	d.decoded(diags)
+	var block *hcl.Block
+	seen := map[string]*hcl.Block{}
+	for _, pb := range content.Blocks {
+		if prev, dup := seen[pb.Type]; dup {
+			d.errorf(pb.DefRange, "Duplicate "+pb.Type+" block",
+				"A %s block was already defined at %s; a pool has one provider block.", pb.Type, defPos(prev.DefRange))
+			continue
+		}
+		seen[pb.Type] = pb
+		if provSt == set && pb.Type != p.Provider {
+			d.errorf(pb.DefRange, "Wrong provider block",
+				"Pool %q has provider = %q, so it cannot have %s block; its settings go in %s block.", p.Name, p.Provider, withArticle(pb.Type), withArticle(p.Provider))
+			continue
+		}
+		if pb.Type == p.Provider {
+			block = pb
+		}
+	}
+	if provSt != set {
+		return p
+	}
+	if block == nil && !kind.Optional {
+		d.errorf(b.ProviderAt, "Missing provider block", "Pool %q has provider = %q and needs %s block.", p.Name, p.Provider, withArticle(p.Provider))
+		return p
+	}
+	settings, diags := kind.Decode(block, p)
+	d.decoded(diags)
+	p.Settings = settings
+	return p
+}
+
+func (f *forecastBody) check(d *decoder, out *fleet.ForecastSettings) {
+	stepSt := d.duration("step", f.Step, f.StepAt, false, &out.Step)
+	horizonSt := d.duration("horizon", f.Horizon, f.HorizonAt, false, &out.Horizon)
+	historySt := d.duration("history", f.History, f.HistoryAt, false, &out.History)
+	d.duration("hysteresis", f.Hysteresis, f.HysteresisAt, false, &out.Hysteresis)
+	if d.check(f.QuantileAt, f.Quantile > 0 && f.Quantile < 1, "quantile must be between 0 and 1 (exclusive), got %g.", f.Quantile) == set {
+		out.Quantile = f.Quantile
+	}
+	if stepSt != bad && horizonSt != bad && out.Horizon < out.Step {
+		at := f.HorizonAt
+		if horizonSt == unset {
+			at = f.StepAt
+		}
+		d.invalid(at, "horizon (%s) must not be shorter than step (%s).", out.Horizon, out.Step)
+		horizonSt = bad
+	}
+	if horizonSt != bad && historySt != bad && out.History < out.Horizon {
+		at := f.HistoryAt
+		if historySt == unset {
+			at = f.HorizonAt
+		}
+		d.invalid(at, "history (%s) must not be shorter than horizon (%s).", out.History, out.Horizon)
+	}
+}
+
+func (dr *drainBody) check(d *decoder, out *fleet.DrainSettings) {
+	d.duration("checkpoint_max_age", dr.CheckpointMaxAge, dr.CheckpointMaxAgeAt, false, &out.CheckpointMaxAge)
+	d.duration("timeout", dr.Timeout, dr.TimeoutAt, false, &out.Timeout)
+	d.duration("long_running_after", dr.LongRunningAfter, dr.LongRunningAfterAt, false, &out.LongRunningAfter)
+	if d.check(dr.SignalAt, slices.Contains(drainSignals, dr.Signal), "Unknown signal %q; signal must be one of %s.", dr.Signal, strings.Join(drainSignals, ", ")) == set {
+		out.Signal = dr.Signal
+	}
+}
+
+func (l *limitsBody) check(d *decoder, out *fleet.Limits) {
+	if d.atLeast("max_gpus", l.MaxGPUs, 0, l.MaxGPUsAt) == set {
+		out.MaxGPUs = l.MaxGPUs
+	}
+	if d.check(l.MaxSpendPerHourAt, l.MaxSpendPerHour >= 0, "max_spend_per_hour must not be negative, got %g.", l.MaxSpendPerHour) == set {
+		out.MaxSpendPerHour = l.MaxSpendPerHour
+	}
+	if d.atLeast("max_scale_in_per_cycle", l.MaxScaleInPerCycle, 1, l.MaxScaleInPerCycleAt) == set {
+		out.MaxScaleInPerCycle = l.MaxScaleInPerCycle
+	}
+	if d.check(l.ScaleInShareAt, l.ScaleInShare > 0 && l.ScaleInShare <= 1, "scale_in_share must be more than 0 and at most 1, got %g.", l.ScaleInShare) == set {
+		out.ScaleInShare = l.ScaleInShare
+	}
+	d.duration("scale_in_window", l.ScaleInWindow, l.ScaleInWindowAt, false, &out.ScaleInWindow)
+	if d.check(l.SilentShareHaltAt, l.SilentShareHalt > 0 && l.SilentShareHalt <= 1, "silent_share_halt must be more than 0 and at most 1, got %g.", l.SilentShareHalt) == set {
+		out.SilentShareHalt = l.SilentShareHalt
+	}
+}
+
+func (c *controllerBody) check(d *decoder, out *Controller) {
+	d.duration("interval", c.Interval, c.IntervalAt, false, &out.Interval)
+	d.duration("agent_timeout", c.AgentTimeout, c.AgentTimeoutAt, false, &out.AgentTimeout)
+	listen := d.state(c.ListenAt)
+	if listen == set {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			d.invalid(c.ListenAt, "listen must be an address such as \"127.0.0.1:8790\" or \":8790\": %v.", err)
+			listen = bad
+		} else {
+			out.Listen = c.Listen
+		}
+	}
+	if d.nonEmpty("state_dir", c.StateDir, c.StateDirAt) == set {
+		out.StateDir = c.StateDir
+	}
+	if d.check(c.FleetAt, fleetName.MatchString(c.Fleet), "fleet must be 1-63 lowercase letters, digits and dashes, starting and ending with a letter or digit (it is a tag value), got %q.", c.Fleet) == set {
+		out.Fleet = c.Fleet
+	}
+	cert, key := d.nonEmpty("tls_cert_file", c.TLSCertFile, c.TLSCertFileAt), d.nonEmpty("tls_key_file", c.TLSKeyFile, c.TLSKeyFileAt)
+	out.TLSCertFile, out.TLSKeyFile = c.TLSCertFile, c.TLSKeyFile
+	switch {
+	case cert == set && key == unset:
+		d.invalid(c.TLSCertFileAt, "tls_cert_file needs tls_key_file, the certificate's private key.")
+	case key == set && cert == unset:
+		d.invalid(c.TLSKeyFileAt, "tls_key_file needs tls_cert_file, the certificate it is the key of.")
+	}
+	out.Insecure = c.Insecure
+	if d.nonEmpty("bootstrap_token_file", c.BootstrapTokenFile, c.BootstrapTokenFileAt) == set {
+		out.BootstrapTokenFile = c.BootstrapTokenFile
+	}
+	if d.nonEmpty("aws_identity_certificates", c.AWSIdentityCertificates, c.AWSIdentityCertificatesAt) == set {
+		out.AWSIdentityCertificates = c.AWSIdentityCertificates
+	}
+	if listen == set && cert != set && key != set {
+		if err := out.CheckListen(out.Listen); err != nil {
+			d.invalid(c.ListenAt, "%s.", err)
+		}
+	}
+}
+
+func (dm *demandBody) check(d *decoder, out *Demand) {
+	url := d.state(dm.PrometheusURLAt)
+	if url == set {
+		if u, err := neturl.Parse(dm.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			d.invalid(dm.PrometheusURLAt, "prometheus_url must be an http or https URL such as \"http://prometheus:9090\", got %q.", dm.PrometheusURL)
+		}
+	}
+	query := d.check(dm.PrometheusQueryAt, strings.TrimSpace(dm.PrometheusQuery) != "", "prometheus_query must not be empty.")
+	switch {
+	case url == set && dm.PrometheusQueryAt.Filename == "":
+		d.invalid(dm.PrometheusURLAt, "prometheus_url needs prometheus_query: the PromQL expression for the GPUs in use, e.g. \"count(DCGM_FI_DEV_GPU_UTIL > 0)\".")
+	case query == set && dm.PrometheusURLAt.Filename == "":
+		d.invalid(dm.PrometheusQueryAt, "prometheus_query needs prometheus_url, the Prometheus server to ask.")
+	}
+	out.PrometheusURL, out.PrometheusQuery = dm.PrometheusURL, dm.PrometheusQuery
+	d.duration("prometheus_timeout", dm.PrometheusTimeout, dm.PrometheusTimeoutAt, false, &out.PrometheusTimeout)
+}
+
+func (s *simulateBody) check(d *decoder, out *Simulate) {
+	d.duration("checkpoint_interval", s.CheckpointInterval, s.CheckpointIntervalAt, false, &out.CheckpointInterval)
+	d.duration("spot_notice", s.SpotNotice, s.SpotNoticeAt, false, &out.SpotNotice)
+	if d.check(s.SpotInterruptionsPerHourAt, s.SpotInterruptionsPerHour >= 0, "spot_interruptions_per_hour must not be negative, got %g.", s.SpotInterruptionsPerHour) == set {
+		out.SpotInterruptionsPerHour = s.SpotInterruptionsPerHour
+	}
+	var dur time.Duration
+	if d.duration("checkpoint_duration", s.CheckpointDuration, s.CheckpointDurationAt, true, &dur) == set {
+		if d.check(s.CheckpointDurationAt, dur <= maxCheckpointDuration, "checkpoint_duration must be at most %s (a checkpoint that takes longer is a stuck job), got %s.",
+			fleet.FormatDuration(maxCheckpointDuration), fleet.FormatDuration(dur)) == set {
+			out.CheckpointDuration = dur
+		}
+	}
+	if d.check(s.UnresponsiveJobsAt, s.UnresponsiveJobs >= 0 && s.UnresponsiveJobs <= 1, "unresponsive_jobs must be a share of jobs from 0 to 1, got %g.", s.UnresponsiveJobs) == set {
+		out.UnresponsiveJobs = s.UnresponsiveJobs
+	}
+	if d.check(s.ReservationsAt, slices.Contains(ReservationModes, s.Reservations),
+		"reservations must be %q (every policy holds the configured reservations) or %q (the predictive policy follows the baseline advice), got %q.",
+		ReservationsConfigured, ReservationsAdvised, s.Reservations) == set {
+		out.Reservations = s.Reservations
+	}
+	d.duration("advice_after", s.AdviceAfter, s.AdviceAfterAt, false, &out.AdviceAfter)
+	if d.atLeast("headroom_gpus", s.HeadroomGPUs, 0, s.HeadroomGPUsAt) == set {
+		out.HeadroomGPUs = s.HeadroomGPUs
+	}
+	if d.check(s.HeadroomPlaceholdersAt, slices.Contains(PlaceholderSizes, s.HeadroomPlaceholders),
+		"headroom_placeholders must be %q (each as wide as a node: the buffer is whole empty nodes) or %q (one GPU each: the buffer also fills busy nodes' fragments), got %q.",
+		PlaceholdersNode, PlaceholdersGPU, s.HeadroomPlaceholders) == set {
+		out.HeadroomPlaceholders = s.HeadroomPlaceholders
+	}
+}
+
+// maxCheckpointDuration bounds simulate.checkpoint_duration.
+const maxCheckpointDuration = 24 * time.Hour
+
+func (s *syntheticBody) check(d *decoder, out *Synthetic) {
+	if d.state(s.SeedAt) == set {
+		out.Seed = s.Seed
+	}
+	baseSt := d.atLeast("base_gpus", s.BaseGPUs, 0, s.BaseGPUsAt)
+	peakSt := d.atLeast("peak_gpus", s.PeakGPUs, 0, s.PeakGPUsAt)
+	if baseSt == set {
+		out.BaseGPUs = s.BaseGPUs
+	}
+	if peakSt == set {
+		out.PeakGPUs = s.PeakGPUs
+	}
+	if baseSt == set && peakSt == set && s.PeakGPUs < s.BaseGPUs {
+		d.invalid(s.PeakGPUsAt, "peak_gpus (%d) must not be less than base_gpus (%d).", s.PeakGPUs, s.BaseGPUs)
+	}
+	if d.check(s.PeakHourAt, s.PeakHour >= 0 && s.PeakHour <= 23, "peak_hour must be an hour of the day from 0 to 23, got %d.", s.PeakHour) == set {
+		out.PeakHour = s.PeakHour
+	}
+	if d.check(s.NoiseAt, s.Noise >= 0, "noise must not be negative, got %g.", s.Noise) == set {
+		out.Noise = s.Noise
+	}
+}
+
+// fleetName is what controller.fleet may be.
+var fleetName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// saturatingMul multiplies non-negative a and b, capped at math.MaxInt.
+func saturatingMul(a, b int) int {
+	if a != 0 && b > math.MaxInt/a {
+		return math.MaxInt
+	}
+	return a * b
+}
+
+// defPos formats the start of r as FILE:LINE:COL.
+func defPos(r hcl.Range) string {
+	return fmt.Sprintf("%s:%d:%d", r.Filename, r.Start.Line, r.Start.Column)
+}
+
+// withArticle returns "a sim", "an aws".
+func withArticle(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an " + word
+	}
+	return "a " + word
+}
+
+// hasPoolBlock reports whether body has a pool block, even one that gohcl
+// dropped for having the wrong number of labels (already an error).
+func hasPoolBlock(body hcl.Body) bool {
+	if sb, ok := body.(*hclsyntax.Body); ok {
+		for _, b := range sb.Blocks {
+			if b.Type == "pool" {
+				return true
+			}
+		}
+	}
+	return false
+}

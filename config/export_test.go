@@ -1,0 +1,4 @@
+package config
+
+// PoolDefaults are the pools' defaults, for the tests outside the package.
+var PoolDefaults = poolDefaults

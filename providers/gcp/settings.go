@@ -1,0 +1,65 @@
+// Package gcp is the Google Cloud provider: GPU pools on Compute Engine
+// managed instance groups. So far it holds a pool's settings, which the
+// config decodes and checks; this build does not drive GCP pools yet, and
+// `validate`, `plan` and `run` say so.
+package gcp
+
+import (
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// Settings are a GCP pool's settings: the attributes of its `gcp` block.
+type Settings struct {
+	// Project is the Google Cloud project.
+	Project string `hcl:"project"`
+	// Zone is the managed instance group's zone.
+	Zone string `hcl:"zone"`
+	// MIG is the managed instance group's name.
+	MIG string `hcl:"mig"`
+	// Endpoint overrides the Compute Engine endpoint; empty for Google's.
+	Endpoint string `hcl:"endpoint,optional"`
+
+	// Where each attribute's value is in the config, for diagnostics.
+	ProjectAt  hcl.Range `hcl:"project,attr_value_range" json:"-"`
+	ZoneAt     hcl.Range `hcl:"zone,attr_value_range" json:"-"`
+	MIGAt      hcl.Range `hcl:"mig,attr_value_range" json:"-"`
+	EndpointAt hcl.Range `hcl:"endpoint,attr_value_range" json:"-"`
+}
+
+// Provider is fleet.ProviderGCP.
+func (Settings) Provider() string { return fleet.ProviderGCP }
+
+// SettingsOf returns a GCP pool's settings; the zero Settings for a pool
+// made without them.
+func SettingsOf(pool fleet.Pool) Settings {
+	s, _ := pool.Settings.(Settings)
+	return s
+}
+
+// DecodeBlock decodes and checks a pool's `gcp` block.
+func DecodeBlock(block *hcl.Block, pool fleet.Pool) (fleet.ProviderSettings, hcl.Diagnostics) {
+	var s Settings
+	if diags := gohcl.DecodeBody(block.Body, nil, &s); diags.HasErrors() {
+		return s, diags
+	}
+	return s, s.Validate(pool)
+}
+
+// Validate checks that no attribute is empty. Every diagnostic points at
+// the attribute's value.
+func (s *Settings) Validate(fleet.Pool) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, a := range []struct {
+		name, value string
+		at          hcl.Range
+	}{{"project", s.Project, s.ProjectAt}, {"zone", s.Zone, s.ZoneAt}, {"mig", s.MIG, s.MIGAt}, {"endpoint", s.Endpoint, s.EndpointAt}} {
+		if a.at.Filename != "" && a.value == "" {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value",
+				Detail: a.name + " must not be empty.", Subject: a.at.Ptr()})
+		}
+	}
+	return diags
+}

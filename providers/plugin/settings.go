@@ -1,0 +1,49 @@
+// Package plugin is the provider of pools driven by an out-of-process
+// plugin. So far it holds a pool's settings, which the config decodes and
+// checks; this build does not drive plugin pools yet, and `validate`,
+// `plan` and `run` say so.
+package plugin
+
+import (
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// Settings are a plugin pool's settings: the attributes of its `plugin`
+// block.
+type Settings struct {
+	// Command is the plugin's executable.
+	Command string `hcl:"command"`
+	// Args are its arguments.
+	Args []string `hcl:"args,optional"`
+	// Target is the pool's settings for the plugin, which the plugin
+	// checks.
+	Target map[string]string `hcl:"target,optional"`
+
+	// Where the command's value is in the config, for diagnostics.
+	CommandAt hcl.Range `hcl:"command,attr_value_range" json:"-"`
+}
+
+// Provider is fleet.ProviderPlugin.
+func (Settings) Provider() string { return fleet.ProviderPlugin }
+
+// DecodeBlock decodes and checks a pool's `plugin` block.
+func DecodeBlock(block *hcl.Block, pool fleet.Pool) (fleet.ProviderSettings, hcl.Diagnostics) {
+	var s Settings
+	if diags := gohcl.DecodeBody(block.Body, nil, &s); diags.HasErrors() {
+		return s, diags
+	}
+	return s, s.Validate(pool)
+}
+
+// Validate checks that the command is not empty. The diagnostic points at
+// its value.
+func (s *Settings) Validate(fleet.Pool) hcl.Diagnostics {
+	if s.Command == "" {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value",
+			Detail: "command must not be empty.", Subject: s.CommandAt.Ptr()}}
+	}
+	return nil
+}

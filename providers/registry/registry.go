@@ -1,0 +1,192 @@
+// Package registry is the one list of the providers this build knows: for
+// each, its name, its pool block's decoder and its factory. `validate`,
+// `plan` and `run` consult it, so that what the config accepts, what
+// `validate` passes and what `run` drives are the same.
+package registry
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/providers/aws"
+	"github.com/fleetcast/autoscaler/providers/gcp"
+	"github.com/fleetcast/autoscaler/providers/plugin"
+	"github.com/fleetcast/autoscaler/providers/sim"
+)
+
+// Provider is one provider this build knows.
+type Provider struct {
+	// ProviderBlock names the provider and decodes its pools' blocks.
+	config.ProviderBlock
+	// Simulated says the provider's pools are the simulated cloud, which
+	// `plan` and `run` drive in process, on its own clock and workload.
+	Simulated bool
+	// Open makes the provider that drives pools, the config's pools of
+	// this provider; it may check their GPU facts and fill in what the
+	// cloud knows (a GPU model, a spot price). Nil when this build cannot
+	// drive the provider's pools yet, and for the simulated cloud.
+	Open func(ctx context.Context, env Env, pools []*fleet.Pool) (providers.Provider, error)
+}
+
+// Env is what the factories are given beyond their pools.
+type Env struct {
+	// Log receives the providers' logs, each named for its provider.
+	Log hclog.Logger
+	// Fleet is the controller's fleet name; DefaultFleet says it was left
+	// at its default.
+	Fleet        string
+	DefaultFleet bool
+}
+
+// Providers are the providers this build knows, by name.
+func Providers() []Provider {
+	return []Provider{
+		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderAWS, Decode: aws.DecodeBlock}, Open: openAWS},
+		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderGCP, Decode: gcp.DecodeBlock}},
+		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderPlugin, Decode: plugin.DecodeBlock}},
+		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderSim, Optional: true, Decode: sim.DecodeBlock}, Simulated: true},
+	}
+}
+
+// Blocks are the providers' block decoders, for config.Load and Parse.
+func Blocks() []config.ProviderBlock {
+	var out []config.ProviderBlock
+	for _, p := range Providers() {
+		out = append(out, p.ProviderBlock)
+	}
+	return out
+}
+
+// Load loads the config file at path with this build's providers.
+func Load(path string) (*config.Config, hcl.Diagnostics) { return config.Load(path, Blocks()) }
+
+// lookup returns the named provider.
+func lookup(name string) (Provider, bool) {
+	for _, p := range Providers() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Provider{}, false
+}
+
+// drivable reports whether this build drives the provider's pools.
+func (p Provider) drivable() bool { return p.Simulated || p.Open != nil }
+
+// Check checks that this build can drive every pool, and that the pools
+// are all simulated or all real (the simulated cloud runs on its own
+// clock and workload, and does not mix with real clouds in one fleet). It
+// names the first pool it cannot drive, and its provider.
+func Check(pools []fleet.Pool) error {
+	var driven []string
+	for _, p := range Providers() {
+		if p.drivable() {
+			driven = append(driven, p.Name)
+		}
+	}
+	for _, p := range pools {
+		if kind, ok := lookup(p.Provider); !ok || !kind.drivable() {
+			return fmt.Errorf("pool %s uses provider %q, which this build cannot drive yet (it drives %s pools)", p.Name, p.Provider, strings.Join(driven, " and "))
+		}
+	}
+	if len(pools) == 0 {
+		return nil
+	}
+	simulated := Simulated(pools)
+	for _, p := range pools[1:] {
+		if kind, _ := lookup(p.Provider); kind.Simulated != simulated {
+			return fmt.Errorf("pool %s uses provider %q and pool %s %q: a config's pools are all simulated or all real",
+				pools[0].Name, pools[0].Provider, p.Name, p.Provider)
+		}
+	}
+	return nil
+}
+
+// Simulated reports whether the pools are the simulated cloud's (those
+// Check passes are all simulated or all real; the first one says).
+func Simulated(pools []fleet.Pool) bool {
+	if len(pools) == 0 {
+		return false
+	}
+	kind, _ := lookup(pools[0].Provider)
+	return kind.Simulated
+}
+
+// Open makes the providers of real pools, by pool name, with one provider
+// per kind for all its pools. The factories may fill in pools' facts (a
+// GPU model, a spot price), in place. Pools this build cannot drive are
+// refused, as Check refuses them.
+func Open(ctx context.Context, env Env, pools []fleet.Pool) (map[string]providers.Provider, error) {
+	if err := Check(pools); err != nil {
+		return nil, err
+	}
+	out := map[string]providers.Provider{}
+	for _, kind := range Providers() {
+		if kind.Open == nil {
+			continue
+		}
+		var mine []*fleet.Pool
+		for i := range pools {
+			if pools[i].Provider == kind.Name {
+				mine = append(mine, &pools[i])
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		p, err := kind.Open(ctx, env, mine)
+		if err != nil {
+			return nil, err
+		}
+		for _, pool := range mine {
+			out[pool.Name] = p
+		}
+	}
+	return out, nil
+}
+
+// openAWS makes the AWS provider of the config's AWS pools: it checks
+// their GPU facts against EC2's and fills in what the config left out,
+// and, with spot_price_lookup, takes a pool's price from the current spot
+// price.
+func openAWS(ctx context.Context, env Env, pools []*fleet.Pool) (providers.Provider, error) {
+	log := env.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	p := aws.New(aws.Options{Log: log.Named(fleet.ProviderAWS)})
+	for _, pool := range pools {
+		if aws.SettingsOf(*pool).LaunchTemplate != "" && env.DefaultFleet {
+			log.Warn("controller.fleet is left at its default: every controller so left tags its instances alike, and cannot tell another's from its own; name each fleet (staging, prod)",
+				"fleet", env.Fleet, "pool", pool.Name)
+			break
+		}
+	}
+	mine := make([]fleet.Pool, len(pools))
+	for i, pool := range pools {
+		mine[i] = *pool
+	}
+	if err := p.Resolve(ctx, mine); err != nil {
+		return nil, err
+	}
+	for i, pool := range pools {
+		*pool = mine[i]
+		if !aws.SettingsOf(*pool).SpotPriceLookup {
+			continue
+		}
+		price, err := p.SpotPrice(ctx, *pool)
+		if err != nil {
+			return nil, err
+		}
+		log.Info("spot price", "pool", pool.Name, "configured", pool.PricePerHour, "now", price)
+		pool.PricePerHour = price
+	}
+	return p, nil
+}

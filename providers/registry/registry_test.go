@@ -1,0 +1,75 @@
+package registry
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// TestProviders: every provider name the vocabulary has is registered
+// once, with a decoder, and the providers this build drives are AWS and
+// the simulated cloud.
+func TestProviders(t *testing.T) {
+	var names, driven []string
+	for _, p := range Providers() {
+		if p.Decode == nil {
+			t.Errorf("provider %s has no block decoder", p.Name)
+		}
+		names = append(names, p.Name)
+		if p.drivable() {
+			driven = append(driven, p.Name)
+		}
+	}
+	slices.Sort(names)
+	if want := []string{fleet.ProviderAWS, fleet.ProviderGCP, fleet.ProviderPlugin, fleet.ProviderSim}; !slices.Equal(names, want) {
+		t.Errorf("providers %v, want %v", names, want)
+	}
+	if want := []string{fleet.ProviderAWS, fleet.ProviderSim}; !slices.Equal(driven, want) {
+		t.Errorf("driven %v, want %v", driven, want)
+	}
+	if len(Blocks()) != len(names) {
+		t.Errorf("%d blocks for %d providers", len(Blocks()), len(names))
+	}
+}
+
+// TestCheck: Check refuses a pool this build cannot drive, naming it and
+// its provider, and a mix of simulated and real pools; Open refuses what
+// Check refuses before it makes anything.
+func TestCheck(t *testing.T) {
+	pool := func(name, provider string) fleet.Pool { return fleet.Pool{Name: name, Provider: provider} }
+	for _, tt := range []struct {
+		name  string
+		pools []fleet.Pool
+		err   string // a fragment of the error, or "" for none
+	}{
+		{"aws", []fleet.Pool{pool("a", fleet.ProviderAWS), pool("b", fleet.ProviderAWS)}, ""},
+		{"sim", []fleet.Pool{pool("a", fleet.ProviderSim)}, ""},
+		{"none", nil, ""},
+		{"gcp", []fleet.Pool{pool("a", fleet.ProviderAWS), pool("tpu", fleet.ProviderGCP)}, `pool tpu uses provider "gcp", which this build cannot drive yet (it drives aws and sim pools)`},
+		{"plugin", []fleet.Pool{pool("rack", fleet.ProviderPlugin)}, `pool rack uses provider "plugin", which this build cannot drive yet`},
+		{"unknown", []fleet.Pool{pool("x", "azure")}, `pool x uses provider "azure"`},
+		{"mixed", []fleet.Pool{pool("a", fleet.ProviderSim), pool("b", fleet.ProviderAWS)}, `pool a uses provider "sim" and pool b "aws": a config's pools are all simulated or all real`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Check(tt.pools)
+			if tt.err == "" {
+				if err != nil {
+					t.Fatalf("Check: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("Check: %v, want %q", err, tt.err)
+			}
+			if clouds, err := Open(context.Background(), Env{}, tt.pools); err == nil || clouds != nil {
+				t.Errorf("Open made %v, %v; want Check's error", clouds, err)
+			}
+		})
+	}
+	if !Simulated([]fleet.Pool{pool("a", fleet.ProviderSim)}) || Simulated([]fleet.Pool{pool("a", fleet.ProviderAWS)}) || Simulated(nil) {
+		t.Error("Simulated is wrong")
+	}
+}
