@@ -566,7 +566,8 @@ type unreadPools struct {
 // unobserved, so the planner changes nothing in it while the rest of the
 // fleet is planned as usual.
 func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.Drain, unsettled map[string]error) (fleet.State, unreadPools, error) {
-	st := fleet.State{CapturedAt: now, PendingGPUs: c.pending.GPUs(now)}
+	st := fleet.State{CapturedAt: now}
+	st.PendingGPUs, st.Scoped = c.pending.Demand(now)
 	var unread unreadPools
 	byNode := make(map[string]state.Drain, len(drains))
 	for _, d := range drains {

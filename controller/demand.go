@@ -91,8 +91,10 @@ func (p *Pending) Set(at time.Time, d DemandPush) {
 	p.bySource[d.Source] = pushed{at: at, push: d}
 }
 
-// GPUs is the pending GPUs of every source whose push is fresh at now.
-func (p *Pending) GPUs(now time.Time) int {
+// Demand is the pending GPUs of every source whose push is fresh at now,
+// and their scopes: every line waits for a pool or a GPU model, summed by
+// scope (GPU models without regard to case), sorted by scope.
+func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 	ttl := p.TTL
 	if ttl <= 0 {
 		ttl = 10 * time.Minute
@@ -100,6 +102,7 @@ func (p *Pending) GPUs(now time.Time) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	total := 0
+	byScope := map[fleet.ScopedDemand]int{}
 	for src, x := range p.bySource {
 		if now.Sub(x.at) > ttl {
 			delete(p.bySource, src)
@@ -107,9 +110,18 @@ func (p *Pending) GPUs(now time.Time) int {
 		}
 		for _, l := range x.push.Pending {
 			total += l.GPUs
+			if l.GPUs > 0 {
+				byScope[fleet.ScopedDemand{Pool: l.Pool, GPUModel: strings.ToUpper(l.GPUModel)}] += l.GPUs
+			}
 		}
 	}
-	return total
+	scoped := make([]fleet.ScopedDemand, 0, len(byScope))
+	for d, gpus := range byScope {
+		d.GPUs = gpus
+		scoped = append(scoped, d)
+	}
+	slices.SortFunc(scoped, func(a, b fleet.ScopedDemand) int { return strings.Compare(a.Pool+"\x00"+a.GPUModel, b.Pool+"\x00"+b.GPUModel) })
+	return total, scoped
 }
 
 // DemandReceiver serves POST /v1/demand for schedulers: a bearer token,

@@ -3,6 +3,7 @@ package controller
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,17 +43,24 @@ func TestDemandPushes(t *testing.T) {
 	if w := push(t, dr, apiToken, "application/json; charset=utf-8", `{"source": "ray", "pending": [{"pool": "h100-spot", "gpus": 4}]}`); w.Code != http.StatusNoContent {
 		t.Fatalf("second source: %d %s", w.Code, w.Body)
 	}
-	if got := pending.GPUs(*now); got != 28 {
-		t.Errorf("pending = %d, want 16+8+4", got)
+	if w := push(t, dr, apiToken, "application/json", `{"source": "kueue", "pending": [{"gpu_model": "H100", "gpus": 2}, {"pool": "a100-od", "gpus": 0}]}`); w.Code != http.StatusNoContent {
+		t.Fatalf("third source: %d %s", w.Code, w.Body)
 	}
+	// Summed by scope, GPU models without regard to case.
+	total, scoped := pending.Demand(*now)
+	want := []fleet.ScopedDemand{{GPUModel: "H100", GPUs: 10}, {Pool: "a100-od", GPUs: 16}, {Pool: "h100-spot", GPUs: 4}}
+	if total != 30 || !slices.Equal(scoped, want) {
+		t.Errorf("pending = %d %v, want 16+8+4+2 as %v", total, scoped, want)
+	}
+	push(t, dr, apiToken, "application/json", `{"source": "kueue", "pending": []}`)
 	// A source's push replaces its previous one; an empty one clears it.
 	push(t, dr, apiToken, "application/json", `{"source": "slurm", "pending": []}`)
-	if got := pending.GPUs(*now); got != 4 {
+	if got := pendingGPUs(pending, *now); got != 4 {
 		t.Errorf("pending after slurm cleared = %d, want 4", got)
 	}
 	// A source that stops pushing stops counting after the TTL.
 	*now = now.Add(11 * time.Minute)
-	if got := pending.GPUs(*now); got != 0 {
+	if got := pendingGPUs(pending, *now); got != 0 {
 		t.Errorf("pending 11 minutes later = %d, want 0", got)
 	}
 }
@@ -86,7 +94,7 @@ func TestDemandRefusals(t *testing.T) {
 			if w.Code != tt.status || !strings.Contains(w.Body.String(), tt.reason) {
 				t.Errorf("got %d %q, want %d with %q", w.Code, w.Body, tt.status, tt.reason)
 			}
-			if got := pending.GPUs(*now); got != 0 {
+			if got := pendingGPUs(pending, *now); got != 0 {
 				t.Errorf("refused push changed pending demand to %d", got)
 			}
 		})
@@ -107,7 +115,7 @@ func FuzzDemandReceiver(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		dr, pending, now := demandRig()
 		w := push(t, dr, apiToken, "application/json", body)
-		got := pending.GPUs(*now)
+		got := pendingGPUs(pending, *now)
 		switch {
 		case w.Code == http.StatusNoContent:
 			var d DemandPush
@@ -129,4 +137,10 @@ func FuzzDemandReceiver(f *testing.F) {
 			t.Fatalf("status %d for %q", w.Code, body)
 		}
 	})
+}
+
+// pendingGPUs is the pending GPUs of every fresh push.
+func pendingGPUs(p *Pending, now time.Time) int {
+	total, _ := p.Demand(now)
+	return total
 }

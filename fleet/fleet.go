@@ -6,6 +6,7 @@ package fleet
 import (
 	"cmp"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -234,8 +235,38 @@ type State struct {
 	Nodes      []Node       `json:"nodes"`
 	// PendingGPUs is the number of GPUs asked for by jobs not yet placed.
 	PendingGPUs int `json:"pending_gpus"`
+	// Scoped is the part of PendingGPUs that waits for one pool, or for
+	// any pool of one GPU model: only capacity there serves it. At most
+	// one line per scope.
+	Scoped []ScopedDemand `json:"scoped,omitempty"`
 	// History is the fleet's recent demand, GPUs per step.
 	History Series `json:"history"`
+}
+
+// ScopedDemand is pending demand for one pool (Pool) or for the pools of
+// one GPU model (GPUModel, matched without regard to case): exactly one of
+// the two is set.
+type ScopedDemand struct {
+	Pool     string `json:"pool,omitempty"`
+	GPUModel string `json:"gpu_model,omitempty"`
+	GPUs     int    `json:"gpus"`
+}
+
+// Serves reports whether a pool serves the demand: it is the named pool,
+// or one of the GPU model's.
+func (d ScopedDemand) Serves(p *Pool) bool {
+	if d.Pool != "" {
+		return p.Name == d.Pool
+	}
+	return d.GPUModel != "" && strings.EqualFold(p.GPUModel, d.GPUModel)
+}
+
+// String names the scope: "pool NAME" or "GPU model MODEL".
+func (d ScopedDemand) String() string {
+	if d.Pool != "" {
+		return "pool " + d.Pool
+	}
+	return "GPU model " + d.GPUModel
 }
 
 // Series is a regular time series: Values[i] is the value at Start + i*Step.
@@ -264,6 +295,21 @@ func (s *State) Validate(pools []Pool) error {
 	}
 	if s.PendingGPUs < 0 {
 		return fmt.Errorf("pending_gpus: %d is negative", s.PendingGPUs)
+	}
+	scoped := 0
+	for i, d := range s.Scoped {
+		switch {
+		case (d.Pool == "") == (d.GPUModel == ""):
+			return fmt.Errorf("scoped[%d]: want exactly one of pool and gpu_model", i)
+		case d.Pool != "" && !known[d.Pool]:
+			return fmt.Errorf("scoped[%d].pool: unknown pool %q", i, d.Pool)
+		case d.GPUs < 0:
+			return fmt.Errorf("scoped[%d].gpus: %d is negative", i, d.GPUs)
+		}
+		scoped += d.GPUs
+	}
+	if scoped > s.PendingGPUs {
+		return fmt.Errorf("scoped: %d GPUs, more than pending_gpus (%d)", scoped, s.PendingGPUs)
 	}
 	if len(s.History.Values) > 0 && s.History.Step <= 0 {
 		return fmt.Errorf("history.step: must be positive when history has values")
