@@ -120,7 +120,9 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 		d.GPUs = gpus
 		scoped = append(scoped, d)
 	}
-	slices.SortFunc(scoped, func(a, b fleet.ScopedDemand) int { return strings.Compare(a.Pool+"\x00"+a.GPUModel, b.Pool+"\x00"+b.GPUModel) })
+	slices.SortFunc(scoped, func(a, b fleet.ScopedDemand) int {
+		return strings.Compare(a.Pool+"\x00"+a.GPUModel, b.Pool+"\x00"+b.GPUModel)
+	})
 	return total, scoped
 }
 
