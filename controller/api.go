@@ -159,8 +159,8 @@ func (c *Controller) unready(last Snapshot) []string {
 	}
 	if last.State != nil {
 		for _, ps := range last.State.Pools {
-			if ps.Unobserved != "" {
-				out = append(out, fmt.Sprintf("pool %s not read: %s", ps.Name, ps.Unobserved))
+			if ps.IsUnobserved() {
+				out = append(out, fmt.Sprintf("pool %s not read: %s", ps.Name, ps.Unobserved.String()))
 			}
 		}
 	}

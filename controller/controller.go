@@ -407,7 +407,7 @@ func (c *Controller) protect(ctx context.Context, st *fleet.State) error {
 	for _, ps := range st.Pools {
 		pool := c.act.pools[ps.Name]
 		pr, ok := c.clouds[ps.Name].(providers.Protector)
-		if !ok || ps.Unobserved != "" {
+		if !ok || ps.IsUnobserved() {
 			continue
 		}
 		// Ready and draining nodes are listed instances; most are
@@ -612,10 +612,9 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 			}
 			c.metrics.describeErrors.WithLabelValues(p.Name).Inc()
 			last, ok := c.seen[p.Name]
-			ps.Unobserved = err.Error()
-			if ok {
-				ps.Unobserved += "; nodes as last read at " + last.at.UTC().Format(time.RFC3339)
-			} else {
+			ps.Unobserved = fleet.Unobserved{Code: fleet.UnobservedReadFailed, Err: err.Error(), LastRead: last.at}
+			if !ok {
+				ps.Unobserved.Code = fleet.UnobservedNeverRead
 				unread.never = true
 			}
 			instances = last.instances
@@ -626,11 +625,8 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 			if why := unsettled[p.Name]; why != nil {
 				// Its group reads now, but an earlier change's outcome is
 				// not settled: nothing new until it is.
-				ps.Unobserved = "an earlier change is not settled yet: " + why.Error()
+				ps.Unobserved = fleet.Unobserved{Code: fleet.UnobservedUnsettled, Err: why.Error()}
 			}
-		}
-		if _, ok := c.seen[p.Name]; !ok && ps.Unobserved != "" {
-			ps.NeverRead = true
 		}
 		instances = c.ownFleet(instances)
 		st.Pools = append(st.Pools, ps)
@@ -641,7 +637,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 			}
 		}
 		own := claim(launches[p.Name], instances, c.seen[p.Name].keyed, c.firstSeen, p.ProvisionTimeout, now, c.started)
-		if ps.Unobserved == "" {
+		if !ps.IsUnobserved() {
 			claimed = append(claimed, own.changed...)
 		}
 		for _, in := range inFlight[p.Name] {

@@ -487,7 +487,8 @@ func TestUnreadablePoolLeftAlone(t *testing.T) {
 	if u.changes["b"] != 0 || u.changes["a"] == 0 {
 		t.Fatalf("changing calls: %v; want some in a, none in b", u.changes)
 	}
-	if st := l.c.Last().State; len(st.Pools) != 2 || !strings.Contains(st.Pools[1].Unobserved, "rate exceeded") {
+	if st := l.c.Last().State; len(st.Pools) != 2 || st.Pools[1].Unobserved.Code != fleet.UnobservedReadFailed ||
+		st.Pools[1].Unobserved.LastRead.IsZero() || !strings.Contains(st.Pools[1].Unobserved.Err, "rate exceeded") {
 		t.Fatalf("pool status = %+v", st.Pools)
 	}
 	if ds, _ := l.store.Drains(); len(ds) != 1 || ds[0].Node != node {
@@ -501,7 +502,8 @@ func TestUnreadablePoolLeftAlone(t *testing.T) {
 	l.now = l.now.Add(time.Minute)
 	l.report(t)
 	plan, _ := l.c.Cycle(context.Background())
-	if u.changes["a"] != before || plan.Counts()[planner.Launch] != 0 || !strings.Contains(strings.Join(plan.Notes, "\n"), "pool b has never been read") {
+	if u.changes["a"] != before || plan.Counts()[planner.Launch] != 0 || !strings.Contains(strings.Join(plan.Notes, "\n"), "pool b has never been read") ||
+		l.c.Last().State.Pools[1].Unobserved.Code != fleet.UnobservedNeverRead {
 		t.Fatalf("with pool b never read: %d launches, notes %q", plan.Counts()[planner.Launch], plan.Notes)
 	}
 	u.failing["b"] = false

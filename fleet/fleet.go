@@ -207,14 +207,13 @@ type PoolStatus struct {
 	BackoffUntil time.Time `json:"backoff_until,omitzero"`
 	// BackoffReason says which error caused the backoff.
 	BackoffReason string `json:"backoff_reason,omitempty"`
-	// Unobserved, when set, says why the pool's group could not be read
-	// this cycle. Its nodes are then as last seen, and the planner changes
-	// nothing in the pool: no launch, drain or termination.
-	Unobserved string `json:"unobserved,omitempty"`
-	// NeverRead is set when the pool is unobserved and was never read:
-	// its size is unknown, so the fleet's limits cannot be checked and the
-	// planner launches nothing anywhere.
-	NeverRead bool `json:"never_read,omitempty"`
+	// Unobserved, when set (its Code is not empty), says why the pool was
+	// not observed this cycle. Its nodes are then as last seen, and the
+	// planner changes nothing in the pool: no launch, drain or
+	// termination; with UnobservedNeverRead its size is unknown, so the
+	// fleet's limits cannot be checked and the planner launches nothing
+	// anywhere.
+	Unobserved Unobserved `json:"unobserved,omitzero"`
 	// MinNodes is the cloud group's own minimum size (an Auto Scaling
 	// group's min_size), if it has one: scale-in keeps the pool at or above
 	// the larger of it and the pool's min.
@@ -224,6 +223,93 @@ type PoolStatus struct {
 	// scale-in budget (limits.scale_in_share per scale_in_window) counts
 	// them, and at least the drains still in progress.
 	RecentDrains []time.Time `json:"recent_drains,omitempty"`
+}
+
+// IsUnobserved reports whether the pool was not observed this cycle
+// (Unobserved is set).
+func (s *PoolStatus) IsUnobserved() bool { return s.Unobserved.Code != "" }
+
+// NeverRead reports whether the pool is unobserved and was never read
+// (UnobservedNeverRead): its size is unknown.
+func (s *PoolStatus) NeverRead() bool { return s.Unobserved.Code == UnobservedNeverRead }
+
+// UnobservedCode is why a pool was not observed this cycle.
+type UnobservedCode string
+
+// The reasons a pool is not observed.
+const (
+	// UnobservedReadFailed: the pool's cloud group could not be read this
+	// cycle; its nodes are as last read (Unobserved.LastRead).
+	UnobservedReadFailed UnobservedCode = "read_failed"
+	// UnobservedNeverRead: the pool's cloud group could not be read this
+	// cycle, and has not been read since the controller started: the
+	// pool's size is unknown.
+	UnobservedNeverRead UnobservedCode = "never_read"
+	// UnobservedUnsettled: the pool's group reads, but the outcome of an
+	// earlier change to it is not settled yet; nothing new is done in the
+	// pool until it is.
+	UnobservedUnsettled UnobservedCode = "unsettled"
+)
+
+// Valid reports whether c is one of the known codes.
+func (c UnobservedCode) Valid() bool {
+	return c == UnobservedReadFailed || c == UnobservedNeverRead || c == UnobservedUnsettled
+}
+
+// Unobserved says why a pool was not observed this cycle; the zero value
+// means it was.
+type Unobserved struct {
+	Code UnobservedCode `json:"code"`
+	// Err is the error that kept the pool unobserved: the read's, or the
+	// one that leaves the earlier change unsettled.
+	Err string `json:"error"`
+	// LastRead is when the group was last read, for UnobservedReadFailed;
+	// zero when not known.
+	LastRead time.Time `json:"last_read,omitzero"`
+}
+
+// The words String puts around Err, which parseUnobserved reads back.
+const (
+	unsettledPrefix = "an earlier change is not settled yet: "
+	lastReadInfix   = "; nodes as last read at "
+)
+
+// String says why the pool was not observed, in words: the error, and
+// when its nodes were last read ("Throttling: rate exceeded; nodes as
+// last read at 2026-11-30T13:59:00Z"), or "an earlier change is not
+// settled yet: ..."; "" for the zero value.
+func (u Unobserved) String() string {
+	switch u.Code {
+	case "":
+		return ""
+	case UnobservedUnsettled:
+		return unsettledPrefix + u.Err
+	}
+	if u.LastRead.IsZero() {
+		return u.Err
+	}
+	return u.Err + lastReadInfix + u.LastRead.UTC().Format(time.RFC3339)
+}
+
+// parseUnobserved reads the form older snapshots have, the words String
+// gives ("" for observed): words that start "an earlier change is not
+// settled yet: " are UnobservedUnsettled, any others UnobservedReadFailed,
+// with the last read time when they end with one.
+func parseUnobserved(s string) Unobserved {
+	var u Unobserved
+	switch {
+	case s == "":
+	case strings.HasPrefix(s, unsettledPrefix):
+		u.Code, u.Err = UnobservedUnsettled, strings.TrimPrefix(s, unsettledPrefix)
+	default:
+		u.Code, u.Err = UnobservedReadFailed, s
+		if i := strings.LastIndex(s, lastReadInfix); i >= 0 {
+			if t, err := time.Parse(time.RFC3339, s[i+len(lastReadInfix):]); err == nil {
+				u.Err, u.LastRead = s[:i], t
+			}
+		}
+	}
+	return u
 }
 
 // State is a snapshot of a fleet: what the planner needs to decide.
@@ -291,6 +377,9 @@ func (s *State) Validate(pools []Pool) error {
 	for i := range s.Pools {
 		if !known[s.Pools[i].Name] {
 			return fmt.Errorf("pools[%d].name: unknown pool %q", i, s.Pools[i].Name)
+		}
+		if u := &s.Pools[i].Unobserved; (u.Code != "" || u.Err != "" || !u.LastRead.IsZero()) && !u.Code.Valid() {
+			return fmt.Errorf("pools[%d].unobserved.code: %q, want read_failed, never_read or unsettled", i, u.Code)
 		}
 	}
 	if s.PendingGPUs < 0 {

@@ -41,6 +41,11 @@ func TestParseStateErrors(t *testing.T) {
 		{"unknown field", `{"nodez": []}`, `unknown field "nodez"`},
 		{"trailing data", `{} {}`, "line 1, column 4: unexpected data after the JSON object"},
 		{"bad time", `{"captured_at": "yesterday"}`, "line 1, column"},
+		{"unobserved of the wrong type", "{\"pools\": [{\"name\": \"a\",\n \"unobserved\": {\"code\": 3}}]}",
+			"line 2, column 25: field pools.unobserved.code: got JSON number, want fleet.UnobservedCode"},
+		{"unobserved object beside the old form", "{\"pools\": [{\"name\": \"a\", \"unobserved\": \"x\"},\n {\"name\": \"b\", \"unobserved\": {\"cod\": \"x\"}}]}",
+			`line 2, column 30: pools[1].unobserved: json: unknown field "cod"`},
+		{"old form beside an unknown field", "{\"pools\": [{\"name\": \"a\", \"unobserved\": \"x\"}],\n \"nodez\": []}", `unknown field "nodez"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,6 +54,45 @@ func TestParseStateErrors(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestUnobserved: a pool's unobserved state reads from its JSON object,
+// and from the words older snapshots held (Unobserved.String), which say
+// it again word for word.
+func TestUnobserved(t *testing.T) {
+	read := time.Date(2026, 11, 30, 13, 59, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		json  string
+		want  Unobserved
+		words string
+	}{
+		{`{"code": "read_failed", "error": "Throttling", "last_read": "2026-11-30T13:59:00Z"}`,
+			Unobserved{Code: UnobservedReadFailed, Err: "Throttling", LastRead: read}, "Throttling; nodes as last read at 2026-11-30T13:59:00Z"},
+		{`{"code": "never_read", "error": "Throttling"}`, Unobserved{Code: UnobservedNeverRead, Err: "Throttling"}, "Throttling"},
+		{`"Throttling: rate exceeded; nodes as last read at 2026-11-30T13:59:00Z"`,
+			Unobserved{Code: UnobservedReadFailed, Err: "Throttling: rate exceeded", LastRead: read}, "Throttling: rate exceeded; nodes as last read at 2026-11-30T13:59:00Z"},
+		{`"Throttling"`, Unobserved{Code: UnobservedReadFailed, Err: "Throttling"}, "Throttling"},
+		{`"an earlier change is not settled yet: launch l-1: no answer"`,
+			Unobserved{Code: UnobservedUnsettled, Err: "launch l-1: no answer"}, "an earlier change is not settled yet: launch l-1: no answer"},
+		{`""`, Unobserved{}, ""},
+	} {
+		st, err := ParseState([]byte(`{"pools": [{"name": "reserved-a100"}, {"name": "aws-spot-a100", "unobserved": ` + tt.json + `}], "nodes": []}`))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.json, err)
+		}
+		ps := st.Pools[1]
+		if ps.Unobserved != tt.want || ps.Unobserved.String() != tt.words || ps.IsUnobserved() != (tt.want.Code != "") ||
+			ps.NeverRead() != (tt.want.Code == UnobservedNeverRead) || st.Pools[0].IsUnobserved() {
+			t.Errorf("%s: %+v, %q", tt.json, st.Pools, ps.Unobserved.String())
+		}
+		if err := st.Validate(testPools); err != nil {
+			t.Errorf("%s: %v", tt.json, err)
+		}
+	}
+	bad := State{Pools: []PoolStatus{{Name: "aws-spot-a100", Unobserved: Unobserved{Code: "gone", Err: "x"}}}}
+	if err := bad.Validate(testPools); err == nil || !strings.Contains(err.Error(), "pools[0].unobserved.code") {
+		t.Errorf("unknown code: %v", err)
 	}
 }
 

@@ -199,7 +199,7 @@ func (p *planner) observe() {
 				continue
 			}
 			if p.now.After(deadline) && len(n.Jobs) == 0 {
-				if pp.status.Unobserved != "" {
+				if pp.status.IsUnobserved() {
 					// Not counted on, and not terminated blind; it still
 					// counts against the limits.
 					p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID,
@@ -296,7 +296,7 @@ func (p *planner) settleDrain(pp *poolPlan, n *fleet.Node, silent time.Duration)
 	since := p.now.Sub(n.DrainStartedAt)
 	blocker := unconfirmed(n, silent)
 	switch {
-	case blocker == "" && pp.status.Unobserved != "":
+	case blocker == "" && pp.status.IsUnobserved():
 		a.Kind, a.Reason = Hold, "drained, but "+unobserved(pp)
 	case blocker == "" && len(n.Jobs) == 0:
 		a.Kind, a.Reason = Terminate, fmt.Sprintf("drained: no jobs left, as its agent confirmed (draining for %s)", age(since))
@@ -638,8 +638,8 @@ func (p *planner) have(t time.Time) int {
 // for the demand forecast one lead time ahead, cheapest pool first.
 func (p *planner) launch() {
 	for _, pp := range p.pools {
-		if pp.status.NeverRead {
-			p.note(fmt.Sprintf("nothing is launched: pool %s has never been read (%s), so the fleet's size, and its limits, are unknown", pp.spec.Name, pp.status.Unobserved))
+		if pp.status.NeverRead() {
+			p.note(fmt.Sprintf("nothing is launched: pool %s has never been read (%s), so the fleet's size, and its limits, are unknown", pp.spec.Name, pp.status.Unobserved.String()))
 			return
 		}
 	}
@@ -732,7 +732,7 @@ func (p *planner) launchIn(pp *poolPlan, n int, purpose, why string) int {
 // unavailable says why no node can be launched in pp now; "" if one can.
 func (p *planner) unavailable(pp *poolPlan) string {
 	switch {
-	case pp.status.Unobserved != "":
+	case pp.status.IsUnobserved():
 		return unobserved(pp)
 	case pp.failing:
 		return "a node of the pool missed its provisioning deadline this cycle"
@@ -751,7 +751,7 @@ func (p *planner) unavailable(pp *poolPlan) string {
 // unobserved says why nothing is changed in a pool whose group could not be
 // read this cycle.
 func unobserved(pp *poolPlan) string {
-	return "its group could not be read (" + pp.status.Unobserved + "), so nothing in it is changed"
+	return "its group could not be read (" + pp.status.Unobserved.String() + "), so nothing in it is changed"
 }
 
 // launchOrder is reserved pools first, then cheapest per GPU-hour, higher
@@ -832,7 +832,7 @@ func (p *planner) scaleIn() {
 func (p *planner) drainPool(pp *poolPlan, budget, avail *int, prefix string, more func(*poolPlan) bool, suffix func() string) bool {
 	lim := p.cfg.Limits
 	gpn := pp.spec.GPUsPerNode
-	if pp.status.Unobserved != "" {
+	if pp.status.IsUnobserved() {
 		p.note(fmt.Sprintf("pool %s is not scaled in: %s", pp.spec.Name, unobserved(pp)))
 		return true
 	}

@@ -167,7 +167,7 @@ func TestPlanScenarios(t *testing.T) {
 		name: "a pool whose group could not be read is left as it is",
 		cfg:  testConfig(od, res),
 		state: fleet.State{PendingGPUs: 64,
-			Pools: []fleet.PoolStatus{{Name: "od", Unobserved: "Throttling: rate exceeded"}},
+			Pools: []fleet.PoolStatus{{Name: "od", Unobserved: fleet.Unobserved{Code: fleet.UnobservedReadFailed, Err: "Throttling: rate exceeded"}}},
 			Nodes: []fleet.Node{ready("a", "od"), draining("f", 2*time.Minute, time.Second),
 				func() fleet.Node {
 					n := ready("late", "od")

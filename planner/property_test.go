@@ -68,8 +68,10 @@ func genInput(t *rapid.T) Input {
 			ps.BackoffUntil = t0.Add(time.Duration(rapid.IntRange(-30, 30).Draw(t, "until")) * time.Minute)
 		}
 		if rapid.IntRange(0, 5).Draw(t, "unobserved") == 0 {
-			ps.Unobserved = "Throttling"
-			ps.NeverRead = rapid.IntRange(0, 3).Draw(t, "neverRead") == 0
+			ps.Unobserved = fleet.Unobserved{Code: fleet.UnobservedReadFailed, Err: "Throttling"}
+			if rapid.IntRange(0, 3).Draw(t, "neverRead") == 0 {
+				ps.Unobserved.Code = fleet.UnobservedNeverRead
+			}
 		}
 		ps.MinNodes = rapid.IntRange(0, p.Max).Draw(t, "groupMin")
 		for range rapid.IntRange(0, 4).Draw(t, "recentDrains") {
@@ -254,7 +256,7 @@ func TestPropertySafety(t *testing.T) {
 		}
 		for _, a := range plan.Actions {
 			// A pool whose group could not be read is not changed.
-			if status[a.Pool].Unobserved != "" && a.Kind != Hold && a.Kind != CancelDrain {
+			if st := status[a.Pool]; st.IsUnobserved() && a.Kind != Hold && a.Kind != CancelDrain {
 				t.Fatalf("%s in unobserved pool %s: %+v", a.Kind, a.Pool, a)
 			}
 		}
@@ -390,7 +392,7 @@ func TestPropertySafety(t *testing.T) {
 			// A pool never read has an unknown size: nothing is launched
 			// anywhere, or the fleet's limits could be crossed.
 			for _, st := range in.State.Pools {
-				if st.NeverRead && launched[p.Name] > 0 {
+				if st.NeverRead() && launched[p.Name] > 0 {
 					t.Fatalf("launch in %s while pool %s was never read", p.Name, st.Name)
 				}
 			}
@@ -607,7 +609,7 @@ func poolSize(in Input, p *fleet.Pool) int {
 func unobservedPool(in Input, pool string) bool {
 	for _, st := range in.State.Pools {
 		if st.Name == pool {
-			return st.Unobserved != ""
+			return st.IsUnobserved()
 		}
 	}
 	return false
