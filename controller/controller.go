@@ -251,7 +251,7 @@ func (c *Controller) RunCycle(ctx context.Context) (loop.CycleResult, error) {
 	}
 	c.mu.Unlock()
 	for _, n := range plan.Notes {
-		c.log.Info("plan note", "note", n)
+		c.log.Info("plan note", "note", n.Text, "code", n.Code)
 	}
 	for i, a := range plan.Actions {
 		o := r.Outcomes[i]

@@ -752,8 +752,8 @@ func TestUnreadableGPUsNeverIdle(t *testing.T) {
 		}
 	}
 	for _, a := range last.Actions {
-		if a.Node == empty && !strings.Contains(a.Reason, "cannot read its GPUs") {
-			t.Errorf("the empty node's hold says %q, want why", a.Reason)
+		if a.Node == empty && a.Code != planner.ReasonGPUFault {
+			t.Errorf("the empty node's hold is for %s (%q), want %s", a.Code, a.Reason, planner.ReasonGPUFault)
 		}
 		if a.Node == unknown && !strings.Contains(a.Reason, "unknown-process-4242") {
 			t.Errorf("the node with an unclaimed process: hold %q, want it named", a.Reason)
@@ -860,7 +860,7 @@ func TestSpotNoticeReplacedAhead(t *testing.T) {
 		switch {
 		case a.Kind == planner.Launch:
 			launched += a.Count
-		case a.Node == doomed && (a.Kind != planner.Hold || !strings.Contains(a.Reason, "spot interruption notice")):
+		case a.Node == doomed && (a.Kind != planner.Hold || a.Code != planner.ReasonInterrupted):
 			t.Errorf("the node under notice: %s (%s), want a hold", a.Kind, a.Reason)
 		}
 	}
@@ -982,7 +982,7 @@ func TestReapJournaled(t *testing.T) {
 		if err == nil {
 			terminated += plan.Counts()[planner.Terminate]
 			for _, a := range plan.Actions {
-				if a.Pool == "kept" && a.Kind == planner.Hold && strings.Contains(a.Reason, "not settled") {
+				if a.Pool == "kept" && a.Kind == planner.Hold && a.Code == planner.ReasonPoolUnobserved {
 					t.Fatalf("cycle %d: the orphan's intent holds a configured pool up: %s", i, a.Reason)
 				}
 			}

@@ -44,6 +44,8 @@ type Action struct {
 	// BackOff asks the caller to back the pool off, as after a capacity
 	// error (a node missed its provisioning deadline).
 	BackOff bool `json:"back_off,omitempty"`
+	// Code says why, as a code (the Reason* constants).
+	Code Reason `json:"code"`
 	// Reason says why, in words.
 	Reason string `json:"reason"`
 }
@@ -90,8 +92,8 @@ type Plan struct {
 	// pool or history.
 	Baseline *Baseline `json:"baseline,omitempty"`
 	// Notes are things the operator should know that are not actions:
-	// skipped pools, limits reached, clamped forecasts.
-	Notes []string `json:"notes,omitempty"`
+	// skipped pools, limits reached, clamped forecasts; each once.
+	Notes []Note `json:"notes,omitempty"`
 	// UnknownNodes are the nodes this controller did not launch whose
 	// agents have never reported healthy GPUs (fleet.Node.Unknown), by ID:
 	// never terminated at a deadline nor drained.

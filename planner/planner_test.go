@@ -1,8 +1,8 @@
 package planner
 
 import (
+	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -95,7 +95,7 @@ func TestPlanScenarios(t *testing.T) {
 		fc: ramp(8, 48),
 		check: func(t *testing.T, p Plan) {
 			l := actions(p, Launch)
-			if len(l) != 1 || l[0].Count != 1 || !strings.Contains(l[0].Reason, "forecast p90 needs 13 GPUs at 14:25, lead time 25m; have 8") {
+			if len(l) != 1 || l[0].Count != 1 || l[0].Code != ReasonForecast || l[0].Reason != "forecast p90 needs 13 GPUs at 14:25, lead time 25m; have 8" {
 				t.Fatalf("launches = %+v", l)
 			}
 		},
@@ -110,8 +110,8 @@ func TestPlanScenarios(t *testing.T) {
 			if len(l) != 2 || l[0].Pool != "res" || l[0].Count != 2 || l[1].Pool != "gcp" || l[1].Count != 3 {
 				t.Fatalf("launches = %+v", l)
 			}
-			if !strings.Contains(strings.Join(p.Notes, "\n"), "skipped pool spot for 24 GPUs needed at 14:08: backed off until 14:10 after InsufficientInstanceCapacity") {
-				t.Fatalf("notes = %q", p.Notes)
+			if n := notesCoded(p, ReasonBackedOff); len(n) != 1 || n[0] != "skipped pool spot for 24 GPUs needed at 14:08: backed off until 14:10 after InsufficientInstanceCapacity" {
+				t.Fatalf("notes = %+v", p.Notes)
 			}
 		},
 	}, {
@@ -123,11 +123,12 @@ func TestPlanScenarios(t *testing.T) {
 		check: func(t *testing.T, p Plan) {
 			d := actions(p, Drain)
 			if len(d) != 3 || d[0].Node != "idle" || d[1].Node != "busy-1m" || d[2].Node != "busy-2m" ||
+				d[0].Code != ReasonIdle || d[1].Code != ReasonCheckpointed || d[2].Code != ReasonCheckpointed ||
 				d[0].Reason != "idle 35m; forecast p90 needs at most 8 GPUs until 14:39, fleet has 48" {
 				t.Fatalf("drains = %+v", d)
 			}
 			h := actions(p, Hold)
-			if len(h) != 1 || h[0].Node != "busy-old" || h[0].Reason != "long-running job busy-old-job0 last checkpoint 47m ago > 30m" {
+			if len(h) != 1 || h[0].Node != "busy-old" || h[0].Code != ReasonCheckpointTooOld || h[0].Reason != "long-running job busy-old-job0 last checkpoint 47m ago > 30m" {
 				t.Fatalf("holds = %+v", h)
 			}
 		},
@@ -140,7 +141,7 @@ func TestPlanScenarios(t *testing.T) {
 		fc: flat(0),
 		check: func(t *testing.T, p Plan) {
 			h := actions(p, Hold)
-			if len(h) != 1 || h[0].Node != "quiet" || !strings.Contains(h[0].Reason, "agent silent for 7m") {
+			if len(h) != 1 || h[0].Node != "quiet" || h[0].Code != ReasonAgentSilent || h[0].Reason != "agent silent for 7m; a silent node is never treated as idle" {
 				t.Fatalf("holds = %+v", h)
 			}
 		},
@@ -159,8 +160,8 @@ func TestPlanScenarios(t *testing.T) {
 			if d := actions(p, Drain); len(d) != 1 || d[0].Node != "a" {
 				t.Fatalf("drains = %+v", d)
 			}
-			if !strings.Contains(strings.Join(p.Notes, "\n"), "pool od: scale-in stopped at its budget of 3 drain(s) per 10m") {
-				t.Fatalf("notes = %q", p.Notes)
+			if n := notesCoded(p, ReasonScaleInShare); len(n) != 1 || n[0] != "pool od: scale-in stopped at its budget of 3 drain(s) per 10m (limits.scale_in_share: 50% of 6 nodes); more may drain later" {
+				t.Fatalf("notes = %+v", p.Notes)
 			}
 		},
 	}, {
@@ -181,8 +182,13 @@ func TestPlanScenarios(t *testing.T) {
 					t.Fatalf("%s in an unobserved pool: %+v", a.Kind, a)
 				}
 			}
-			if h := actions(p, Hold); len(h) != 2 || !strings.Contains(h[0].Reason, "could not be read (Throttling: rate exceeded)") {
+			h := actions(p, Hold)
+			if len(h) != 2 || h[0].Node != "f" || h[1].Node != "late" || h[0].Code != ReasonPoolUnobserved || h[1].Code != ReasonPoolUnobserved ||
+				h[0].Reason != "drained, but its group could not be read (Throttling: rate exceeded), so nothing in it is changed" {
 				t.Fatalf("holds = %+v", h)
+			}
+			if n := notesCoded(p, ReasonPoolUnobserved); len(n) == 0 {
+				t.Fatalf("notes = %+v, want one for the unread pool", p.Notes)
 			}
 		},
 	}, {
@@ -195,7 +201,7 @@ func TestPlanScenarios(t *testing.T) {
 			// A share, written as a percentage (never "p30", which reads
 			// as a percentile).
 			const want = "scale-in halted: 1 of 3 nodes have silent agents (more than 30% of them): a network fault, not idleness"
-			if len(actions(p, Drain)) != 0 || !strings.Contains(strings.Join(p.Notes, "\n"), want) {
+			if n := notesCoded(p, ReasonScaleInHalted); len(actions(p, Drain)) != 0 || len(n) != 1 || n[0] != want {
 				t.Fatalf("plan = %+v, want the note %q", p, want)
 			}
 		},
@@ -214,14 +220,23 @@ func TestPlanScenarios(t *testing.T) {
 			}()}},
 		fc: flat(100),
 		check: func(t *testing.T, p Plan) {
-			got := map[string]ActionKind{}
-			for _, a := range p.Actions {
-				got[a.Node] = a.Kind
-				if a.Node == "uncordoned" && !strings.Contains(a.Reason, "not yet confirmed the drain") {
-					t.Errorf("hold reason %q", a.Reason)
-				}
+			type kindCode struct {
+				kind ActionKind
+				code Reason
 			}
-			want := map[string]ActionKind{"done": Terminate, "waiting": Hold, "stuck": CancelDrain, "empty": Terminate, "uncordoned": Hold, "": Launch}
+			got := map[string]kindCode{}
+			for _, a := range p.Actions {
+				got[a.Node] = kindCode{a.Kind, a.Code}
+			}
+			want := map[string]kindCode{
+				"done":    {Terminate, ReasonDrainedCheckpointed},
+				"waiting": {Hold, ReasonDrainNotConfirmed},
+				"stuck":   {CancelDrain, ReasonDrainTimeout},
+				"empty":   {Terminate, ReasonDrainedEmpty},
+				// Its agent has not confirmed the drain: it may still take work.
+				"uncordoned": {Hold, ReasonDrainNotAcked},
+				"":           {Launch, ReasonForecast},
+			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("actions = %v, want %v", got, want)
 			}
@@ -233,7 +248,8 @@ func TestPlanScenarios(t *testing.T) {
 			{ID: "late", Pool: "od", State: fleet.Pending, LaunchedAt: t0.Add(-28 * time.Minute)}}},
 		fc: flat(0),
 		check: func(t *testing.T, p Plan) {
-			if p.Actions[0].Kind != Terminate || !p.Actions[0].BackOff || p.Actions[1].Pool != "gcp" {
+			if p.Actions[0].Kind != Terminate || p.Actions[0].Code != ReasonProvisionTimeout || !p.Actions[0].BackOff ||
+				p.Actions[1].Pool != "gcp" || p.Actions[1].Code != ReasonDemandNow {
 				t.Fatalf("actions = %+v", p.Actions)
 			}
 		},
@@ -244,12 +260,12 @@ func TestPlanScenarios(t *testing.T) {
 			func() fleet.Node { n := ready("gone-1", "gone"); n.Orphan = true; return n }()}},
 		fc: flat(0),
 		check: func(t *testing.T, p Plan) {
-			if d := actions(p, Drain); len(d) != 1 || fmt.Sprint(p.Orphans) != "[gone-1]" {
+			if d := actions(p, Drain); len(d) != 1 || d[0].Code != ReasonIdle || fmt.Sprint(p.Orphans) != "[gone-1]" {
 				t.Fatalf("drains %+v, orphans %v: want one drain in all (max_scale_in_per_cycle 1)", d, p.Orphans)
 			}
 			again := Make(Input{Settings: func() fleet.Settings { c := testConfig(od); c.Limits.MaxScaleInPerCycle = 3; return c.Settings() }(),
 				State: &fleet.State{Nodes: []fleet.Node{func() fleet.Node { n := ready("gone-1", "gone"); n.Orphan = true; return n }()}}, Forecast: flat(0), Now: t0})
-			if d := actions(again, Drain); len(d) != 1 || !strings.Contains(d[0].Reason, "orphan: pool gone is no longer in the config; reaping: idle 35m") {
+			if d := actions(again, Drain); len(d) != 1 || d[0].Code != ReasonReap || d[0].Reason != "orphan: pool gone is no longer in the config; reaping: idle 35m" {
 				t.Fatalf("the orphan alone: drains %+v", d)
 			}
 		},
@@ -260,7 +276,7 @@ func TestPlanScenarios(t *testing.T) {
 		fc:    flat(0),
 		check: func(t *testing.T, p Plan) {
 			l := actions(p, Launch)
-			if len(l) != 1 || l[0].Count != 3 || !strings.Contains(strings.Join(p.Notes, "\n"), "limits.max_gpus (24)") {
+			if n := notesCoded(p, ReasonMaxGPUs); len(l) != 1 || l[0].Count != 3 || len(n) != 1 || n[0] != "pool od: launching 3 of 10 node(s) wanted, held by limits.max_gpus (24)" || p.LimitedBy != "limits.max_gpus" {
 				t.Fatalf("plan = %+v", p)
 			}
 		},
@@ -271,7 +287,7 @@ func TestPlanScenarios(t *testing.T) {
 		fc:    flat(nan()),
 		check: func(t *testing.T, p Plan) {
 			l := actions(p, Launch)
-			if len(l) != 1 || l[0].Count != 1 || !strings.Contains(strings.Join(p.Notes, "\n"), "not numbers") {
+			if len(l) != 1 || l[0].Count != 1 || l[0].Code != ReasonDemandNow || len(notesCoded(p, ReasonForecastNotANumber)) != 1 {
 				t.Fatalf("plan = %+v", p)
 			}
 		},
@@ -286,7 +302,7 @@ func TestPlanScenarios(t *testing.T) {
 		fc: flat(0),
 		check: func(t *testing.T, p Plan) {
 			h := actions(p, Hold)
-			if len(h) != 1 || !strings.Contains(h[0].Reason, "no agent report since the drain began") || len(actions(p, Terminate)) != 0 {
+			if len(h) != 1 || h[0].Code != ReasonDrainNoReport || len(actions(p, Terminate)) != 0 {
 				t.Fatalf("actions = %+v", p.Actions)
 			}
 		},
@@ -325,7 +341,7 @@ func TestPlanScenarios(t *testing.T) {
 		fc: flat(0),
 		check: func(t *testing.T, p Plan) {
 			h := actions(p, Hold)
-			if len(h) != 1 || h[0].Reason != "drain cancelled 2m ago and long-running job flappy-job0 has not checkpointed since" {
+			if len(h) != 1 || h[0].Code != ReasonNoCheckpointSinceCancel || h[0].Reason != "drain cancelled 2m ago and long-running job flappy-job0 has not checkpointed since" {
 				t.Fatalf("actions = %+v", p.Actions)
 			}
 		},
@@ -382,7 +398,7 @@ func TestRecommendBaseline(t *testing.T) {
 	if b == nil || b.Nodes != 3 || b.GPUs != 24 || b.BreakEven != 0.5 || b.BusyShare != 0.6 {
 		t.Fatalf("baseline = %+v", b)
 	}
-	if !strings.HasPrefix(b.Reason(), "grow to 3 reserved node(s) (24 GPUs) in res, now 1") {
+	if b.Reason() != "grow to 3 reserved node(s) (24 GPUs) in res, now 1: a reserved GPU pays off when busy more than 50% of the time (price vs od); expected $60.80/h vs $80.00/h now over 100 steps of history" {
 		t.Fatalf("reason = %q", b.Reason())
 	}
 	if RecommendBaseline(fleet.Series{}, pools) != nil || RecommendBaseline(fleet.Series{Values: v}, pools[1:]) != nil {
@@ -453,5 +469,44 @@ func TestAboveMaxNodesListedOnce(t *testing.T) {
 	}
 	if len(seen) == 0 {
 		t.Fatalf("no node listed: %+v", p.Actions)
+	}
+}
+
+// notesCoded are the words of a plan's notes with that code.
+func notesCoded(p Plan, code Reason) []string {
+	var out []string
+	for _, n := range p.Notes {
+		if n.Code == code {
+			out = append(out, n.Text)
+		}
+	}
+	return out
+}
+
+// TestReasonNames: every code has a name of its own, which JSON shows and
+// reads back.
+func TestReasonNames(t *testing.T) {
+	seen := map[string]Reason{}
+	for r := Reason(1); r.Known(); r++ {
+		name := r.String()
+		if name == "" || seen[name] != 0 {
+			t.Fatalf("reason %d: name %q is empty or also %d's", r, name, seen[name])
+		}
+		seen[name] = r
+		b, err := json.Marshal(Note{Code: r, Text: "x"})
+		var back Note
+		if err != nil || json.Unmarshal(b, &back) != nil || back.Code != r {
+			t.Fatalf("reason %s: JSON %s (%v) reads back as %s", r, b, err, back.Code)
+		}
+	}
+	if len(seen) != int(numReasons)-1 {
+		t.Fatalf("%d names for %d reasons", len(seen), numReasons-1)
+	}
+	var r Reason
+	if err := r.UnmarshalText([]byte("no_such_reason")); err == nil {
+		t.Fatal("an unknown name read as a reason")
+	}
+	if b, _ := json.Marshal(Action{Kind: Launch, Code: ReasonForecast}); !json.Valid(b) || string(b) != `{"kind":"launch","pool":"","instance_type":"","gpus":0,"code":"forecast","reason":""}` {
+		t.Fatalf("action JSON %s", b)
 	}
 }

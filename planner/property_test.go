@@ -7,8 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -229,9 +229,17 @@ func silent(in Input, n *fleet.Node) bool {
 	return n.Unknown || n.LastReport.IsZero() || in.Now.Sub(n.LastReport) > in.Settings.AgentTimeout
 }
 
-// overMax is the reason prefix of drains that bring a pool above its max
-// back to it.
-const overMax = "pool is above its max"
+// codesOf are the reason codes each kind of action may carry.
+var codesOf = map[ActionKind][]Reason{
+	Launch:      {ReasonBelowMin, ReasonReservedBaseline, ReasonForecast, ReasonDemandNow},
+	Drain:       {ReasonAboveMax, ReasonIdle, ReasonCheckpointed, ReasonReap},
+	Terminate:   {ReasonProvisionTimeout, ReasonDrainedEmpty, ReasonDrainedCheckpointed, ReasonReapDrained},
+	CancelDrain: {ReasonDrainTimeout},
+	Hold: {ReasonPoolUnobserved, ReasonUnknownNotReady, ReasonUnknownSilent, ReasonInterrupted, ReasonAgentSilent,
+		ReasonGPUFault, ReasonNeverCheckpointed, ReasonCheckpointTooOld, ReasonNoCheckpointSinceCancel,
+		ReasonDrainNoReport, ReasonDrainNotAcked, ReasonDrainNotConfirmed, ReasonOrphanBooting, ReasonOrphanBusy,
+		ReasonOrphanIdleTooShort, ReasonScaleInHalted, ReasonMaxScaleInPerCycle},
+}
 
 func nodesByID(in Input) map[string]*fleet.Node {
 	m := map[string]*fleet.Node{}
@@ -278,6 +286,9 @@ func TestPropertySafety(t *testing.T) {
 		reaps := 0
 		for _, a := range plan.Actions {
 			if a.Kind == Launch {
+				if a.Reason == "" || !slices.Contains(codesOf[Launch], a.Code) {
+					t.Fatalf("launch without a reason, or with a code (%s) a launch does not take: %+v", a.Code, a)
+				}
 				if a.Count <= 0 {
 					t.Fatalf("launch of %d nodes: %+v", a.Count, a)
 				}
@@ -288,8 +299,8 @@ func TestPropertySafety(t *testing.T) {
 			if n == nil {
 				t.Fatalf("action on unknown node: %+v", a)
 			}
-			if a.Reason == "" {
-				t.Fatalf("action without a reason: %+v", a)
+			if a.Reason == "" || !slices.Contains(codesOf[a.Kind], a.Code) {
+				t.Fatalf("action without a reason, or with a code (%s) its kind does not take: %+v", a.Code, a)
 			}
 			if underNotice(in, n) && a.Kind != Hold {
 				// The cloud takes a node under an interruption notice; the
@@ -317,7 +328,7 @@ func TestPropertySafety(t *testing.T) {
 				if n.Orphan && (len(n.Jobs) > 0 || n.IdleSince.IsZero() || in.Now.Sub(n.IdleSince) < ReapIdle) {
 					t.Fatalf("drain of orphan %s with %d jobs, idle since %v: %+v", n.ID, len(n.Jobs), n.IdleSince, a)
 				}
-				if strings.HasPrefix(a.Reason, overMax) {
+				if a.Code == ReasonAboveMax {
 					overMaxDrains[a.Pool]++
 				}
 				for _, j := range n.Jobs {
@@ -354,6 +365,11 @@ func TestPropertySafety(t *testing.T) {
 				if n.State != fleet.Draining {
 					t.Fatalf("cancel drain of a %s node", n.State)
 				}
+			}
+		}
+		for _, n := range plan.Notes {
+			if n.Text == "" || !n.Code.Known() {
+				t.Fatalf("note without words or a known code: %+v", n)
 			}
 		}
 		total := 0
@@ -581,7 +597,7 @@ func TestPropertyDeterministic(t *testing.T) {
 // isDemandLaunch reports whether a launch buys burst capacity for demand
 // (not a pool's min, nor a reservation kept full).
 func isDemandLaunch(cfg *fleet.Settings, a Action) bool {
-	return poolNamed(cfg.Pools, a.Pool).Capacity != fleet.Reserved && !strings.HasPrefix(a.Reason, "pool is below its min")
+	return poolNamed(cfg.Pools, a.Pool).Capacity != fleet.Reserved && a.Code != ReasonBelowMin
 }
 
 // forecastValues are the values of the forecast a plan used; none without one.

@@ -48,7 +48,7 @@ func TestPoolAboveMaxIsBroughtBack(t *testing.T) {
 	p := Make(Input{Settings: cfg.Settings(), State: &st, Forecast: flat(56), Now: t0})
 	drained := map[string][]string{}
 	for _, a := range actions(p, Drain) {
-		if !strings.HasPrefix(a.Reason, "pool is above its max of 2") {
+		if a.Code != ReasonAboveMax {
 			t.Errorf("drain without the reason: %+v", a)
 		}
 		drained[a.Pool] = append(drained[a.Pool], a.Node)
@@ -56,15 +56,15 @@ func TestPoolAboveMaxIsBroughtBack(t *testing.T) {
 	if len(drained["res"]) != 2 || strings.Join(drained["od"], ",") != "o1" {
 		t.Fatalf("drained %v; want two reserved nodes and the one on-demand node that can be", drained)
 	}
-	held := map[string]string{}
+	held := map[string]Action{}
 	for _, a := range actions(p, Hold) {
-		held[a.Node] = a.Reason
+		held[a.Node] = a
 	}
-	if r := held["o2"]; !strings.HasPrefix(r, "pool is above its max of 2 (4 active), but ") || !strings.Contains(r, "last checkpoint 3h ago") {
-		t.Errorf("o2 held for %q", r)
+	if a := held["o2"]; a.Code != ReasonCheckpointTooOld || a.Reason != "pool is above its max of 2 (4 active), but long-running job o2-job0 last checkpoint 3h ago > 30m" {
+		t.Errorf("o2 held for %s: %q", a.Code, a.Reason)
 	}
-	if r := held["o3"]; !strings.Contains(r, "never checkpointed") {
-		t.Errorf("o3 held for %q", r)
+	if a := held["o3"]; a.Code != ReasonNeverCheckpointed {
+		t.Errorf("o3 held for %s: %q", a.Code, a.Reason)
 	}
 	if want := 2*10 + 3*30.0; math.Abs(p.CostPerHourAfter-want) > 1e-9 {
 		t.Errorf("cost after %v; want %v (the reservation at its max, three on-demand nodes)", p.CostPerHourAfter, want)
@@ -80,7 +80,7 @@ func TestAbsurdForecastIsNotUsed(t *testing.T) {
 	if l := actions(p, Launch); len(l) != 0 {
 		t.Fatalf("launched %+v for an absurd forecast and no demand", l)
 	}
-	if p.Forecast != nil || !strings.Contains(strings.Join(p.Notes, "\n"), "planning on current demand only") {
+	if p.Forecast != nil || len(notesCoded(p, ReasonForecastAbsurd)) != 1 {
 		t.Errorf("forecast used %v, notes %q", p.Forecast != nil, p.Notes)
 	}
 }

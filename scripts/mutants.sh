@@ -18,35 +18,35 @@ trap 'rm -rf "$work"' EXIT
 mutants() {
   cat <<'EOF'
 booting capacity not counted (planner property)
-planner/planner.go
-"\t\t\tp.supply += gpn\n\t\t\tpp.active++\n\t\tcase fleet.Ready:"
+planner/observe.go
+"\t\t\tt.supply += gpn\n\t\t\tpp.active++\n\t\tcase fleet.Ready:"
 "\t\t\tpp.active++\n\t\tcase fleet.Ready:"
 ./planner
 TestPropertySafety
 
 booting capacity not counted (controller)
-planner/planner.go
-"\t\t\tp.supply += gpn\n\t\t\tpp.active++\n\t\tcase fleet.Ready:"
+planner/observe.go
+"\t\t\tt.supply += gpn\n\t\t\tpp.active++\n\t\tcase fleet.Ready:"
 "\t\t\tpp.active++\n\t\tcase fleet.Ready:"
 ./controller
 TestBootingCapacityCounts
 
 no silent-share halt (planner property)
-planner/planner.go
+planner/scalein.go
 "if readyNodes > 0 && float64(silent) >"
 "if false && readyNodes > 0 && float64(silent) >"
 ./planner
 TestPropertySafety
 
 no silent-share halt (controller)
-planner/planner.go
+planner/scalein.go
 "if readyNodes > 0 && float64(silent) >"
 "if false && readyNodes > 0 && float64(silent) >"
 ./controller
 TestSilentAgentsHaltScaleIn
 
 deadline applied to unknown instances (planner property)
-planner/planner.go
+planner/observe.go
 "len(n.Jobs) == 0 && n.Unknown {"
 "len(n.Jobs) == 0 && n.Unknown && false {"
 ./planner
@@ -81,42 +81,42 @@ planner/planner.go
 TestSpendCountsWhatIsPaid
 
 a launch past its deadline not counted against the limits while terminated
-planner/planner.go
-"// the limits (its termination may fail).\n\t\t\t\tpp.size++\n\t\t\t\tpp.stuck++\n\t\t\t\tp.fleetGPUs += gpn\n"
+planner/observe.go
+"// the limits (its termination may fail).\n\t\t\t\tpp.size++\n\t\t\t\tpp.stuck++\n\t\t\t\tt.fleetGPUs += gpn\n"
 "// the limits (its termination may fail).\n"
 ./controller
 TestFailedTerminationCountsAgainstLimits
 
 stuck nodes counted in the scale-in budget
-planner/planner.go
+planner/scalein.go
 "size := pp.size - pp.stuck"
 "size := pp.size"
 ./planner
 TestStuckNodesDoNotWidenScaleIn
 
 a node decided above its max listed again (planner property)
-planner/planner.go
-"\t\t\tp.decided[n.ID] = true"
+planner/scalein.go
+"\t\t\ts.decided[n.ID] = true"
 "\t\t\t_ = n"
 ./planner
 TestPropertySafety
 
 a node decided above its max listed again (example)
-planner/planner.go
-"\t\t\tp.decided[n.ID] = true"
+planner/scalein.go
+"\t\t\ts.decided[n.ID] = true"
 "\t\t\t_ = n"
 ./planner
 TestAboveMaxNodesListedOnce
 
 pool above its max not brought back
-planner/planner.go
+planner/scalein.go
 "if pp.active > floor && len(pp.candidates) > 0 {"
 "if false && pp.active > floor && len(pp.candidates) > 0 {"
 ./planner
 TestPoolAboveMaxIsBroughtBack
 
 absurd forecast clamped, not dropped
-planner/planner.go
+planner/forecast_input.go
 "\t\tif huge > 0 {"
 "\t\tif false && huge > 0 {"
 ./planner
@@ -256,14 +256,14 @@ simulate/engine.go
 TestLossByCause|TestDrainCheckpoints
 
 drain terminated without the agent's confirmation (planner property)
-planner/planner.go
+planner/observe.go
 "\tcase !n.DrainConfirmed:"
 "\tcase false && !n.DrainConfirmed:"
 ./planner
 TestPropertySafety
 
 drain terminated without the agent's confirmation (controller, clocks off and reports late)
-planner/planner.go
+planner/observe.go
 "\tcase !n.DrainConfirmed:"
 "\tcase false && !n.DrainConfirmed:"
 ./controller
@@ -326,14 +326,14 @@ controller/agents.go
 TestUnreadableGPUsNeverIdle
 
 empty node with unreadable GPUs taken for idle (planner property)
-planner/planner.go
+planner/scalein.go
 "\tif n.GPUFault != \"\" && len(n.Jobs) == 0 {"
 "\tif false {"
 ./planner
 TestPropertySafety
 
 empty node with unreadable GPUs taken for idle (controller)
-planner/planner.go
+planner/scalein.go
 "\tif n.GPUFault != \"\" && len(n.Jobs) == 0 {"
 "\tif false {"
 ./controller
@@ -347,15 +347,15 @@ controller/agents.go
 TestAgentsTimesAreTheControllers
 
 orphan reaped before its agent reports it idle (planner property)
-planner/planner.go
+planner/reap.go
 "\t\t\tcase idle < ReapIdle:"
 "\t\t\tcase false:"
 ./planner
 TestPropertySafety
 
 orphan whose agent went silent reaped
-planner/planner.go
-"\t\t\tcase silent > 0:\n\t\t\t\ta.Reason = why + \"; \" + silentReason(n, silent) + \": never reaped while silent\"\n"
+planner/reap.go
+"\t\t\tcase silent > 0:\n\t\t\t\ts := silentReason(n, silent)\n\t\t\t\ta.Code, a.Reason = s.code, why+\"; \"+s.text+\": never reaped while silent\"\n"
 "\t\t\tcase false:\n"
 ./controller
 TestOrphansReaped
@@ -382,21 +382,21 @@ providers/aws/orphans.go
 TestOrphanTags
 
 node under a spot interruption notice counted as capacity (controller)
-planner/planner.go
+planner/observe.go
 "\t\t\tif interrupted(n, p.now) {\n\t\t\t\t// The cloud takes it"
 "\t\t\tif false {\n\t\t\t\t// The cloud takes it"
 ./controller
 TestSpotNoticeReplacedAhead
 
 node under a spot interruption notice drained (planner property)
-planner/planner.go
+planner/observe.go
 "\t\t\tif interrupted(n, p.now) {\n\t\t\t\t// The cloud takes it"
 "\t\t\tif false {\n\t\t\t\t// The cloud takes it"
 ./planner
 TestPropertySafety
 
 a spot notice long past taken as still due (planner property)
-planner/planner.go
+planner/observe.go
 "now.Sub(n.InterruptAt) <= StaleNotice"
 "true"
 ./planner
@@ -494,9 +494,9 @@ state/store.go
 TestAnotherFleetsInstancesLeftOut
 
 reaps beside scale-in's budget (planner property)
-planner/planner.go
-"\tbudget := &p.scaleInLeft\n\tfor _, n := range p.orphans {"
-"\town := p.cfg.Limits.MaxScaleInPerCycle\n\tbudget := &own\n\tfor _, n := range p.orphans {"
+planner/reap.go
+"\tbudget := &t.scaleInLeft\n\tfor _, n := range t.orphans {"
+"\town := p.cfg.Limits.MaxScaleInPerCycle\n\tbudget := &own\n\tfor _, n := range t.orphans {"
 ./planner
 TestPlanScenarios|TestPropertySafety
 

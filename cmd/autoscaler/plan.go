@@ -222,7 +222,7 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 	if len(p.Notes) > 0 {
 		fmt.Fprintln(w, "\nNotes:")
 		for _, n := range p.Notes {
-			fmt.Fprintln(w, "  ! "+n)
+			fmt.Fprintln(w, "  ! "+n.Text)
 		}
 	}
 	if b := p.Baseline; b != nil {

@@ -1,0 +1,133 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/fleetcast/autoscaler/forecast"
+)
+
+// sanitizeForecast checks the input forecast's shape and copies it with
+// every value that is not a number replaced by current demand (as observe
+// counted it) and negatives raised to 0, each kind noted once (rule 10).
+// Only the clean copy is used and shown. A malformed forecast is dropped
+// and the plan made on current demand, and so is one with an absurd value
+// (over ten times what the fleet can hold): such a forecast carries no
+// information, and clamping it would buy the whole fleet.
+func (p *planner) sanitizeForecast() {
+	in := p.in.Forecast
+	if why := malformed(&in); !why.none() {
+		p.note(why.code, noForecastNote(why.text))
+		return
+	}
+	now := float64(p.plan.Demand.Total())
+	ceiling := float64(p.cfg.MaxFleetGPUs())
+	if ceiling > 0 {
+		huge, worst := 0, 0.0
+		for _, row := range in.Values {
+			for _, v := range row {
+				if v > 10*ceiling {
+					huge, worst = huge+1, max(worst, v)
+				}
+			}
+		}
+		if huge > 0 {
+			p.note(ReasonForecastAbsurd, noForecastNote(fmt.Sprintf("%d absurd value(s), up to %.3g GPUs, above ten times what the fleet can hold, %.0f", huge, worst, ceiling)))
+			return
+		}
+	}
+	var nan, neg int
+	f := in
+	f.Levels = slices.Clone(in.Levels)
+	f.Values = make([][]float64, len(in.Values))
+	for k, row := range in.Values {
+		f.Values[k] = slices.Clone(row)
+		for h, v := range f.Values[k] {
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				f.Values[k][h], nan = now, nan+1
+			case v < 0:
+				f.Values[k][h], neg = 0, neg+1
+			}
+		}
+	}
+	if nan > 0 {
+		p.note(ReasonForecastNotANumber, fmt.Sprintf("forecast had %d value(s) that are not numbers; replaced with current demand (%.0f GPUs)", nan, now))
+	}
+	if neg > 0 {
+		p.note(ReasonForecastNegative, fmt.Sprintf("forecast had %d negative value(s); clamped to 0", neg))
+	}
+	if end := p.now.Add(p.window); f.End().Before(end) {
+		p.note(ReasonForecastShort, fmt.Sprintf("forecast ends at %s, before %s (longest lead time + hysteresis): its last step stands for the rest", clock(f.End()), clock(end)))
+	}
+	p.plan.Forecast = &f
+	p.fc = &f
+}
+
+// malformed says what is wrong with a forecast's shape; none if nothing.
+func malformed(f *forecast.Forecast) cause {
+	switch {
+	case f.Steps() == 0 || len(f.Levels) == 0:
+		return cause{ReasonNoForecast, "empty"}
+	case f.Step <= 0:
+		return cause{ReasonForecastMalformed, "step is not positive"}
+	case len(f.Values) != len(f.Levels):
+		return cause{ReasonForecastMalformed, fmt.Sprintf("%d rows of values for %d levels", len(f.Values), len(f.Levels))}
+	}
+	for k, q := range f.Levels {
+		if !(q > 0 && q < 1) || (k > 0 && q <= f.Levels[k-1]) {
+			return cause{ReasonForecastMalformed, "levels are not ascending in (0, 1)"}
+		}
+		if len(f.Values[k]) != f.Steps() {
+			return cause{ReasonForecastMalformed, "rows of values differ in length"}
+		}
+	}
+	return cause{}
+}
+
+// needAt is the demand to provision for at t, and what set it
+// (ReasonForecast or ReasonDemandNow): the forecast quantile, never below
+// what is in use or pending now.
+func (p *planner) needAt(t time.Time) (int, Reason) {
+	if p.fc == nil {
+		return p.need(0)
+	}
+	return p.need(p.fc.At(p.q, t))
+}
+
+// needOver is the most demand to provision for during [from, to], and what
+// set it.
+func (p *planner) needOver(from, to time.Time) (int, Reason) {
+	if p.fc == nil {
+		return p.need(0)
+	}
+	return p.need(p.fc.Max(p.q, from, to))
+}
+
+// need is a forecast value v as GPUs to provision for, never below current
+// demand, and what set it.
+func (p *planner) need(v float64) (int, Reason) {
+	now := p.plan.Demand.Total()
+	if f := int(math.Ceil(v - 1e-9)); f > now {
+		return f, ReasonForecast
+	}
+	return now, ReasonDemandNow
+}
+
+// have is the capacity there will be at t: ready and launching nodes, and
+// this plan's launches ready within one forecast step of t (both in t). A
+// cheaper pool that is a few minutes slower thus serves a need a dearer,
+// faster pool could meet to the minute (the forecast cannot tell those
+// minutes apart), while a pool slower than that leaves the early need to a
+// faster pool.
+func (p *planner) have(t *tally, at time.Time) int {
+	n := t.supply
+	for _, l := range t.launches {
+		if !l.ready.After(at.Add(p.cfg.Forecast.Step)) {
+			n += l.gpus
+		}
+	}
+	return n
+}

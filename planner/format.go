@@ -1,0 +1,166 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// The words of the plan's reasons and notes. Their codes are chosen where
+// the decision is made; the words are made here, and README.md's examples
+// and cmd/autoscaler's tests show them, so they change only on purpose.
+
+func unknownPoolNote(n *fleet.Node) string {
+	return fmt.Sprintf("node %s names pool %q, which the config does not have; left alone", n.ID, n.Pool)
+}
+
+func unknownNotReadyReason(since time.Duration) string {
+	return fmt.Sprintf("unknown instance (not launched by this controller, or not provably), not ready %s after it was first seen; not counted as capacity, and never terminated for it: is its agent installed and reporting?",
+		age(since))
+}
+
+func provisionTimeoutReason(since, timeout time.Duration) string {
+	return fmt.Sprintf("launched %s ago and not ready by its provisioning deadline (%s); pool backed off", age(since), age(timeout))
+}
+
+func interruptedReason(at time.Time) string {
+	return fmt.Sprintf("spot interruption notice: the cloud takes it at %s; its agent asked its jobs to checkpoint; not counted as capacity (replaced)", clock(at))
+}
+
+func overSpendNote(spend, limit float64) string {
+	return fmt.Sprintf("the fleet costs $%.2f/h (reservations included), over limits.max_spend_per_hour ($%.2f): nothing is launched", spend, limit)
+}
+
+func drainedEmptyReason(since time.Duration) string {
+	return fmt.Sprintf("drained: no jobs left, as its agent confirmed (draining for %s)", age(since))
+}
+
+func drainedCheckpointedReason(jobs int, since time.Duration) string {
+	return fmt.Sprintf("drained: its agent confirmed all %d job(s) checkpointed since it received the drain, begun %s ago", jobs, age(since))
+}
+
+func drainTimeoutReason(since time.Duration, blocker cause) string {
+	return fmt.Sprintf("drain timed out after %s: %s; node kept", age(since), blocker.text)
+}
+
+func drainWaitReason(since time.Duration, blocker cause, timeout time.Duration) string {
+	return fmt.Sprintf("draining for %s: %s (timeout in %s)", age(since), blocker.text, age(timeout-since))
+}
+
+func notConfirmedJobText(j *fleet.Job) string {
+	return fmt.Sprintf("job %s shows no checkpoint since the drain began, and its agent has not confirmed the drain safe", j.ID)
+}
+
+func noForecastNote(why string) string {
+	return "no usable forecast (" + why + "): planning on current demand only"
+}
+
+func neverReadNote(pp *poolPlan) string {
+	return fmt.Sprintf("nothing is launched: pool %s has never been read (%s), so the fleet's size, and its limits, are unknown", pp.spec.Name, pp.status.Unobserved.String())
+}
+
+func belowMinReason(pp *poolPlan) string {
+	return fmt.Sprintf("pool is below its min of %d (%d active)", pp.spec.Min, pp.active)
+}
+
+func reservedBaselineReason(pp *poolPlan) string {
+	return fmt.Sprintf("keep the reserved baseline full: the reservation of %d nodes is paid whether used or not (%d in the pool)", pp.spec.Max, pp.size)
+}
+
+// demandReason says why a launch is made for demand: src is
+// ReasonForecast or ReasonDemandNow, as needAt said.
+func (p *planner) demandReason(src Reason, need int, at time.Time, lead time.Duration, have int) string {
+	if src == ReasonForecast {
+		return fmt.Sprintf("forecast %s needs %d GPUs at %s, lead time %s; have %d", pct(p.q), need, clock(at), age(lead), have)
+	}
+	return fmt.Sprintf("%d GPUs in use or pending now (%d pending); have %d", need, p.plan.Demand.PendingGPUs, have)
+}
+
+func unmetNote(short int, at time.Time) string {
+	return fmt.Sprintf("%d GPUs needed at %s cannot be bought: every pool that could serve is at its max, backed off or over a limit", short, clock(at))
+}
+
+func backedOffText(st fleet.PoolStatus) string {
+	r := "backed off until " + clock(st.BackoffUntil)
+	if st.BackoffReason != "" {
+		r += " after " + st.BackoffReason
+	}
+	return r
+}
+
+// unobserved says why nothing is changed in a pool that was not observed
+// this cycle.
+func unobserved(pp *poolPlan) string {
+	return "its group could not be read (" + pp.status.Unobserved.String() + "), so nothing in it is changed"
+}
+
+func scaleInHaltText(silent, ready int, halt float64) string {
+	return fmt.Sprintf("%d of %d nodes have silent agents (more than %s of them): a network fault, not idleness", silent, ready, share(halt))
+}
+
+func aboveMaxText(pp *poolPlan) string {
+	return fmt.Sprintf("pool is above its max of %d (%d active)", pp.spec.Max, pp.active)
+}
+
+func shareSpentNote(pp *poolPlan, lim fleet.Limits, size int) string {
+	return fmt.Sprintf("pool %s is not scaled in: %d drain(s) began within limits.scale_in_window (%s), its budget at limits.scale_in_share (%s of %d nodes)",
+		pp.spec.Name, pp.drainsInWindow, age(lim.ScaleInWindow), share(lim.ScaleInShare), size)
+}
+
+func shareReachedNote(pp *poolPlan, lim fleet.Limits, size int) string {
+	return fmt.Sprintf("pool %s: scale-in stopped at its budget of %d drain(s) per %s (limits.scale_in_share: %s of %d nodes); more may drain later",
+		pp.spec.Name, ScaleInBudget(lim, size), age(lim.ScaleInWindow), share(lim.ScaleInShare), size)
+}
+
+func idleText(n *fleet.Node, now time.Time) string {
+	if n.IdleSince.IsZero() {
+		return "idle"
+	}
+	return "idle " + age(now.Sub(n.IdleSince))
+}
+
+func gpuFaultText(n *fleet.Node, now time.Time) string {
+	return fmt.Sprintf("its agent cannot read its GPUs (for %s: %s), so what runs on them is unknown and the node is never taken for idle", age(now.Sub(n.GPUFaultSince)), n.GPUFault)
+}
+
+// silentReason says why a node whose agent is silent (for d) is held.
+func silentReason(n *fleet.Node, d time.Duration) cause {
+	if n.Unknown {
+		return cause{ReasonUnknownSilent, "unknown instance (not launched by this controller) whose agent has never reported healthy GPUs; a silent node is never treated as idle"}
+	}
+	return cause{ReasonAgentSilent, silence(d) + "; a silent node is never treated as idle"}
+}
+
+// silence describes an agent's silence: "agent silent for 7m" or "agent never reported".
+func silence(d time.Duration) string {
+	if d == neverReported {
+		return "agent never reported"
+	}
+	return "agent silent for " + age(d)
+}
+
+// keepReason says how much capacity scale-in keeps, and why, until a time:
+// src is ReasonForecast or ReasonDemandNow, as needOver said.
+func keepReason(src Reason, q float64, keep int, until time.Time) string {
+	if src == ReasonForecast {
+		return fmt.Sprintf("forecast %s needs at most %d GPUs until %s", pct(q), keep, clock(until))
+	}
+	return fmt.Sprintf("%d GPUs in use or pending now, forecast %s no higher until %s", keep, pct(q), clock(until))
+}
+
+// age formats a duration the way a person reads it: 35m, 2h5m, 45s.
+func age(d time.Duration) string { return fleet.FormatDuration(d) }
+
+// cents rounds dollars to cents.
+func cents(usd float64) float64 { return math.Round(usd*100) / 100 }
+
+// clock formats a time of day in UTC.
+func clock(t time.Time) string { return t.UTC().Format("15:04") }
+
+// share formats a share as a percentage: 50%.
+func share(x float64) string { return fmt.Sprintf("%g%%", math.Round(x*1000)/10) }
+
+// pct formats a quantile as p90.
+func pct(q float64) string { return fmt.Sprintf("p%g", math.Round(q*1000)/10) }

@@ -1,0 +1,127 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// launch fills reserved pools and pools below min, then buys burst capacity
+// for the demand forecast one lead time ahead, cheapest pool first,
+// counting on the capacity observe found (t.supply) and the launches
+// before each (t.launches).
+func (p *planner) launch(t *tally) {
+	for _, pp := range p.pools {
+		if pp.status.NeverRead() {
+			p.note(ReasonPoolNeverRead, neverReadNote(pp))
+			return
+		}
+	}
+	order := p.launchOrder()
+	for _, pp := range order {
+		want, code := max(pp.spec.Min-pp.active, 0), ReasonBelowMin
+		if r := pp.spec.Max - pp.size; pp.spec.Capacity == fleet.Reserved && r > 0 && r >= want {
+			want, code = r, ReasonReservedBaseline
+		}
+		if want > 0 {
+			why := belowMinReason(pp)
+			if code == ReasonReservedBaseline {
+				why = reservedBaselineReason(pp)
+			}
+			p.launchIn(t, pp, want, why, code, why)
+		}
+	}
+	for _, pp := range order {
+		if pp.spec.Capacity == fleet.Reserved {
+			continue
+		}
+		at := p.now.Add(pp.spec.LeadTime)
+		need, src := p.needAt(at)
+		have := p.have(t, at)
+		gap := need - have
+		if gap <= 0 {
+			continue
+		}
+		gpn := pp.spec.GPUsPerNode
+		p.launchIn(t, pp, (gap+gpn-1)/gpn, fmt.Sprintf("%d GPUs needed at %s", gap, clock(at)), src, p.demandReason(src, need, at, pp.spec.LeadTime, have))
+	}
+	// What no pool could buy, at the worst moment.
+	short, shortAt := 0, time.Time{}
+	for _, pp := range order {
+		at := p.now.Add(pp.spec.LeadTime)
+		need, _ := p.needAt(at)
+		if gap := need - p.have(t, at); gap > short {
+			short, shortAt = gap, at
+		}
+	}
+	if short > 0 {
+		p.note(ReasonUnmetDemand, unmetNote(short, shortAt))
+	}
+}
+
+// launchIn adds a launch of up to n nodes to pp, within its max and the
+// fleet's limits (t.fleetGPUs and t.spend, to which it adds the launch),
+// and returns how many it launched. purpose says what the nodes are for,
+// in notes; code and why are the action's reason.
+func (p *planner) launchIn(t *tally, pp *poolPlan, n int, purpose string, code Reason, why string) int {
+	spec := pp.spec
+	if skip := p.unavailable(pp); !skip.none() {
+		p.note(skip.code, fmt.Sprintf("skipped pool %s for %s: %s", spec.Name, purpose, skip.text))
+		return 0
+	}
+	limit := cause{ReasonPoolAtMax, fmt.Sprintf("its max of %d", spec.Max)}
+	room, fleetLimit := spec.Max-pp.size, ""
+	if m := p.cfg.Limits.MaxGPUs; m > 0 && (m-t.fleetGPUs)/spec.GPUsPerNode < room {
+		room, limit, fleetLimit = (m-t.fleetGPUs)/spec.GPUsPerNode, cause{ReasonMaxGPUs, fmt.Sprintf("limits.max_gpus (%d)", m)}, "limits.max_gpus"
+	}
+	if m := p.cfg.Limits.MaxSpendPerHour; m > 0 && spec.Capacity != fleet.Reserved && spec.PricePerHour > 0 {
+		if r := int(math.Floor((m - t.spend) / spec.PricePerHour)); r < room {
+			room, limit, fleetLimit = r, cause{ReasonMaxSpend, fmt.Sprintf("limits.max_spend_per_hour ($%.2f)", m)}, "limits.max_spend_per_hour"
+		}
+	}
+	got := min(n, max(room, 0))
+	if got < n {
+		p.note(limit.code, fmt.Sprintf("pool %s: launching %d of %d node(s) wanted, held by %s", spec.Name, got, n, limit.text))
+		if fleetLimit != "" {
+			p.plan.LimitedBy = fleetLimit
+		}
+	}
+	if got == 0 {
+		return 0
+	}
+	pp.size += got
+	pp.active += got
+	gpus := got * spec.GPUsPerNode
+	t.launches = append(t.launches, launched{ready: p.now.Add(spec.LeadTime), gpus: gpus})
+	t.fleetGPUs += gpus
+	t.spend += pp.cost(pp.billed+got) - pp.cost(pp.billed)
+	pp.billed += got
+	p.add(Action{Kind: Launch, Pool: spec.Name, Count: got, InstanceType: spec.InstanceType, GPUs: gpus, Code: code, Reason: why})
+	return got
+}
+
+// unavailable says why no node can be launched in pp now; none if one can.
+func (p *planner) unavailable(pp *poolPlan) cause {
+	switch {
+	case pp.status.IsUnobserved():
+		return cause{ReasonPoolUnobserved, unobserved(pp)}
+	case pp.failing:
+		return cause{ReasonPoolFailing, "a node of the pool missed its provisioning deadline this cycle"}
+	case p.now.Before(pp.status.BackoffUntil):
+		return cause{ReasonBackedOff, backedOffText(pp.status)}
+	case pp.size >= pp.spec.Max:
+		return cause{ReasonPoolAtMax, fmt.Sprintf("it is at its max of %d", pp.spec.Max)}
+	}
+	return cause{}
+}
+
+// launchOrder is reserved pools first, then cheapest per GPU-hour, higher
+// priority, then name.
+func (p *planner) launchOrder() []*poolPlan {
+	out := slices.Clone(p.pools)
+	slices.SortStableFunc(out, func(a, b *poolPlan) int { return fleet.CompareForLaunch(a.spec, b.spec) })
+	return out
+}

@@ -1,0 +1,256 @@
+package planner
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// observe walks the nodes once: counts capacity, demand and cost (in the
+// plan, its pools and t), settles drains and provisioning deadlines, and
+// collects scale-in candidates and orphans.
+func (p *planner) observe(t *tally) {
+	nodes := sortedNodes(p.in.State.Nodes)
+	pools := p.poolsOf(nodes)
+	for i, n := range nodes {
+		pp := pools[i]
+		if pp == nil && n.Orphan {
+			t.orphans = append(t.orphans, n)
+			continue
+		}
+		if pp == nil {
+			p.note(ReasonUnknownPool, unknownPoolNote(n))
+			continue
+		}
+		if n.State == fleet.Terminating {
+			continue
+		}
+		gpn := pp.spec.GPUsPerNode
+		silent := p.silentFor(n)
+		pp.billed++
+		// A node's jobs never hold more GPUs than it has, whatever a
+		// report claimed.
+		p.plan.Demand.RunningGPUs += min(n.UsedGPUs(), gpn)
+		if n.Unknown {
+			p.plan.UnknownNodes = append(p.plan.UnknownNodes, n.ID)
+		}
+		if n.GPUFault != "" && (n.State == fleet.Ready || n.State == fleet.Draining) {
+			p.plan.GPUFaultNodes = append(p.plan.GPUFaultNodes, n.ID)
+		}
+		switch n.State {
+		case fleet.Pending:
+			deadline := n.LaunchedAt.Add(pp.spec.ProvisionTimeout)
+			if p.now.After(deadline) && len(n.Jobs) == 0 && n.Unknown {
+				// Not this controller's launch: never terminated for
+				// missing a deadline it was never given (rule 7), and no
+				// longer counted on as capacity. It counts against the
+				// limits.
+				p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, Code: ReasonUnknownNotReady,
+					Reason: unknownNotReadyReason(p.now.Sub(n.LaunchedAt))})
+				pp.size++
+				pp.stuck++
+				t.fleetGPUs += gpn
+				continue
+			}
+			if p.now.After(deadline) && len(n.Jobs) == 0 {
+				if pp.status.IsUnobserved() {
+					// Not counted on, and not terminated blind; it still
+					// counts against the limits.
+					p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, Code: ReasonPoolUnobserved,
+						Reason: "past its provisioning deadline, but " + unobserved(pp)})
+					pp.size++
+					t.fleetGPUs += gpn
+					continue
+				}
+				pp.failing = true
+				p.add(Action{Kind: Terminate, Pool: pp.spec.Name, Node: n.ID, BackOff: true, Code: ReasonProvisionTimeout,
+					Reason: provisionTimeoutReason(p.now.Sub(n.LaunchedAt), pp.spec.ProvisionTimeout)})
+				// Not counted on, but until it is gone it counts against
+				// the limits (its termination may fail).
+				pp.size++
+				pp.stuck++
+				t.fleetGPUs += gpn
+				continue
+			}
+			p.plan.Capacity.LaunchingGPUs += gpn
+			t.supply += gpn
+			pp.active++
+		case fleet.Ready:
+			if interrupted(n, p.now) {
+				// The cloud takes it: not counted on, so its replacement is
+				// launched now, ahead of the loss; it counts against the
+				// limits until it is gone.
+				p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn,
+					Code: ReasonInterrupted, Reason: interruptedReason(n.InterruptAt)})
+				p.plan.Capacity.InterruptedGPUs += gpn
+				pp.size++
+				pp.stuck++
+				t.fleetGPUs += gpn
+				continue
+			}
+			p.plan.Capacity.ReadyGPUs += gpn
+			t.supply += gpn
+			pp.active++
+			// Blockers are found only if scale-in gets to the node.
+			pp.candidates = append(pp.candidates, candidate{node: n, silentFor: silent})
+			if silent > 0 {
+				t.silentGPUs += gpn
+				p.plan.Capacity.SilentNodes++
+			}
+		case fleet.Draining:
+			if p.now.Sub(n.DrainStartedAt) < p.cfg.Limits.ScaleInWindow {
+				pp.drainsInWindow++
+			}
+			p.plan.Capacity.DrainingGPUs += gpn
+			if silent > 0 {
+				p.plan.Capacity.SilentNodes++
+			}
+			p.settleDrain(t, pp, n, silent)
+		}
+		pp.size++
+		t.fleetGPUs += gpn
+	}
+	for _, pp := range p.pools {
+		// Drains recorded by the caller include those still in progress,
+		// which were counted from the nodes above.
+		recorded := 0
+		for _, at := range pp.status.RecentDrains {
+			if d := p.now.Sub(at); d >= 0 && d < p.cfg.Limits.ScaleInWindow {
+				recorded++
+			}
+		}
+		pp.drainsInWindow = max(pp.drainsInWindow, recorded)
+		t.spend += pp.cost(pp.billed)
+	}
+	p.plan.CostPerHourBefore = t.spend
+	if m := p.cfg.Limits.MaxSpendPerHour; m > 0 && t.spend > m {
+		p.note(ReasonMaxSpend, overSpendNote(t.spend, m))
+	}
+}
+
+// settleDrain decides what happens to a draining node: terminate it once
+// its agent confirms, for this drain and on its own clock, that every job
+// on it checkpointed after the agent received the drain, or exited
+// (fleet.Node.DrainConfirmed); cancel the drain after the timeout, the
+// node serving demand again (in t); hold it until then. No checkpoint time
+// is compared with the drain's start here: they are on two clocks
+// (DESIGN.md rule 1).
+func (p *planner) settleDrain(t *tally, pp *poolPlan, n *fleet.Node, silent time.Duration) {
+	a := Action{Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: pp.spec.GPUsPerNode}
+	since := p.now.Sub(n.DrainStartedAt)
+	blocker := unconfirmed(n, silent)
+	switch {
+	case blocker.none() && pp.status.IsUnobserved():
+		a.Kind, a.Code, a.Reason = Hold, ReasonPoolUnobserved, "drained, but "+unobserved(pp)
+	case blocker.none() && len(n.Jobs) == 0:
+		a.Kind, a.Code, a.Reason = Terminate, ReasonDrainedEmpty, drainedEmptyReason(since)
+	case blocker.none():
+		a.Kind, a.Code, a.Reason = Terminate, ReasonDrainedCheckpointed, drainedCheckpointedReason(len(n.Jobs), since)
+	case since > p.cfg.Drain.Timeout:
+		a.Kind, a.Code, a.Reason = CancelDrain, ReasonDrainTimeout, drainTimeoutReason(since, blocker)
+		// The node returns to service and serves demand again.
+		t.supply += pp.spec.GPUsPerNode
+		if silent > 0 {
+			t.silentGPUs += pp.spec.GPUsPerNode
+		}
+		pp.active++
+	default:
+		a.Kind, a.Code, a.Reason = Hold, blocker.code, drainWaitReason(since, blocker, p.cfg.Drain.Timeout)
+	}
+	p.add(a)
+}
+
+// unconfirmed says why a draining node may not be terminated yet; none
+// once its agent, reporting since the drain began, holds the drain and
+// confirms that every job checkpointed after it received it, or exited.
+func unconfirmed(n *fleet.Node, silent time.Duration) cause {
+	switch {
+	case silent > 0:
+		return cause{ReasonAgentSilent, silence(silent) + ", so its jobs' checkpoints cannot be confirmed"}
+	case !n.LastReport.After(n.DrainStartedAt):
+		return cause{ReasonDrainNoReport, "no agent report since the drain began"}
+	case !n.DrainAcked:
+		// The cordon: until the agent holds the drain it may still take
+		// new work, which the next report would show.
+		return cause{ReasonDrainNotAcked, "its agent has not yet confirmed the drain (it may still take new work)"}
+	case !n.DrainConfirmed:
+		// Naming the job is a hint only, from times on the agent's clock:
+		// the agent's confirmation decides.
+		if j := worstJob(n.Jobs, func(j *fleet.Job) bool { return !j.LastCheckpoint.After(n.DrainStartedAt) }); j != nil {
+			return cause{ReasonDrainNotConfirmed, notConfirmedJobText(j)}
+		}
+		return cause{ReasonDrainNotConfirmed, "its agent has not yet confirmed that every job checkpointed since the drain reached it"}
+	}
+	return cause{}
+}
+
+// StaleNotice is how long past its deadline a spot interruption notice
+// still counts: a node that reports on after that survived it (it was
+// stopped or hibernated and resumed, or the notice was not the cloud's),
+// and is capacity again.
+const StaleNotice = 10 * time.Minute
+
+// interrupted reports whether the cloud is taking the node: its agent
+// reports an interruption notice not older than StaleNotice.
+func interrupted(n *fleet.Node, now time.Time) bool {
+	return !n.InterruptAt.IsZero() && now.Sub(n.InterruptAt) <= StaleNotice
+}
+
+// poolsOf is each node's pool plan (nil for a pool the config does not
+// have), looked up once for each run of nodes of the same pool, with
+// each pool's candidates sized to its ready nodes.
+func (p *planner) poolsOf(nodes []*fleet.Node) []*poolPlan {
+	out := make([]*poolPlan, len(nodes))
+	var last *poolPlan
+	name, looked := "", false
+	for i, n := range nodes {
+		if !looked || n.Pool != name {
+			last, name, looked = p.byName[n.Pool], n.Pool, true
+		}
+		out[i] = last
+		if last != nil && n.State == fleet.Ready {
+			last.ready++
+		}
+	}
+	for _, pp := range p.pools {
+		pp.candidates = make([]candidate, 0, pp.ready)
+	}
+	return out
+}
+
+// silentFor returns how long a ready or draining node's agent has been
+// silent, if longer than the agent timeout; 0 if it is not silent. A node
+// whose agent never reported is silent for ever (neverReported).
+func (p *planner) silentFor(n *fleet.Node) time.Duration {
+	if n.State != fleet.Ready && n.State != fleet.Draining {
+		return 0
+	}
+	if n.LastReport.IsZero() || n.Unknown {
+		// An unknown node's agent has never reported healthy GPUs.
+		return neverReported
+	}
+	if d := p.now.Sub(n.LastReport); d > p.cfg.AgentTimeout {
+		return d
+	}
+	return 0
+}
+
+// neverReported is the silence of an agent that never reported.
+const neverReported = time.Duration(math.MaxInt64)
+
+// sortedNodes returns pointers to the nodes ordered by ID, so the plan does
+// not depend on the order a provider listed them in.
+func sortedNodes(nodes []fleet.Node) []*fleet.Node {
+	out := make([]*fleet.Node, len(nodes))
+	for i := range nodes {
+		out[i] = &nodes[i]
+	}
+	byID := func(a, b *fleet.Node) int { return strings.Compare(a.ID, b.ID) }
+	if !slices.IsSortedFunc(out, byID) {
+		slices.SortFunc(out, byID)
+	}
+	return out
+}

@@ -1,0 +1,265 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// scaleInPass is what one scale-in shares between the pools it drains.
+type scaleInPass struct {
+	t *tally
+	// avail is the capacity scale-in counts on: the supply less what is
+	// on silent nodes, counted down by each drain.
+	avail int
+	// decided are the nodes drained or held to bring a pool back to its
+	// max: they are not listed again for demand.
+	decided map[string]bool
+}
+
+// scaleIn drains what the forecast says will not be needed within the
+// longest burst lead time plus the hysteresis (so nothing drained now has to
+// be bought back before it could arrive, from whichever pool): most expensive
+// pools first, idle nodes first, then nodes whose jobs checkpointed most
+// recently. Capacity on silent nodes is not counted on, and reserved pools
+// are never scaled in: they are paid for anyway. Its drains spend
+// t.scaleInLeft.
+func (p *planner) scaleIn(t *tally) {
+	lim := p.cfg.Limits
+	readyNodes, silent := 0, 0
+	for _, pp := range p.pools {
+		readyNodes += len(pp.candidates)
+		for _, c := range pp.candidates {
+			if c.silentFor > 0 {
+				silent++
+			}
+		}
+	}
+	if readyNodes > 0 && float64(silent) > lim.SilentShareHalt*float64(readyNodes) {
+		p.plan.ScaleInHalt = scaleInHaltText(silent, readyNodes, lim.SilentShareHalt)
+		p.note(ReasonScaleInHalted, "scale-in halted: "+p.plan.ScaleInHalt)
+		return
+	}
+	s := &scaleInPass{t: t, avail: t.supply - t.silentGPUs, decided: map[string]bool{}}
+	order := p.launchOrder()
+	slices.Reverse(order)
+	// Pools above their max first (after max was lowered, or a reservation
+	// shrank): brought back to it by safe drains, whatever the forecast.
+	for _, pp := range order {
+		floor := max(pp.spec.Max, pp.spec.Min, pp.status.MinNodes)
+		if pp.active > floor && len(pp.candidates) > 0 {
+			why := aboveMaxText(pp)
+			back := func() string { return fmt.Sprintf("brought back to %d", floor) }
+			if !p.drainPool(s, pp, why, func(*poolPlan) bool { return pp.active > floor }, back) {
+				return
+			}
+		}
+	}
+	until := p.now.Add(p.window)
+	keep, src := p.needOver(p.now, until)
+	for _, pp := range order {
+		if pp.spec.Capacity == fleet.Reserved {
+			continue
+		}
+		gpn := pp.spec.GPUsPerNode
+		floor := max(pp.spec.Min, pp.status.MinNodes)
+		more := func(pp *poolPlan) bool { return s.avail-keep >= gpn && pp.active > floor }
+		if !more(pp) || len(pp.candidates) == 0 {
+			continue
+		}
+		why := func() string { return fmt.Sprintf("%s, fleet has %d", keepReason(src, p.q, keep, until), s.avail) }
+		if !p.drainPool(s, pp, "", more, why) {
+			return
+		}
+	}
+}
+
+// drainPool drains the pool's ready nodes while more says the pool should
+// lose another, within the cycle's budget (limits.max_scale_in_per_cycle,
+// counted down in s.t) and the pool's (limits.scale_in_share per
+// limits.scale_in_window): idle nodes first, then those whose jobs
+// checkpointed most recently; silent and blocked nodes are held, with the
+// reason. s.avail is counted down by each drain. prefix, when set, says
+// the pool is above its max (ReasonAboveMax) and starts each reason;
+// suffix ends each drain's. It returns false when the cycle's budget is
+// spent.
+func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more func(*poolPlan) bool, suffix func() string) bool {
+	lim := p.cfg.Limits
+	gpn := pp.spec.GPUsPerNode
+	budget := &s.t.scaleInLeft
+	if pp.status.IsUnobserved() {
+		p.note(ReasonPoolUnobserved, fmt.Sprintf("pool %s is not scaled in: %s", pp.spec.Name, unobserved(pp)))
+		return true
+	}
+	size := pp.size - pp.stuck
+	left := ScaleInBudget(lim, size) - pp.drainsInWindow
+	if left <= 0 {
+		p.note(ReasonScaleInShare, shareSpentNote(pp, lim, size))
+		return true
+	}
+	cands := make([]drainCandidate, 0, len(pp.candidates))
+	for _, c := range pp.candidates {
+		if !s.decided[c.node.ID] {
+			dc := drainCandidate{candidate: c}
+			dc.blocker, dc.oldestCheckpoint = p.drainBlocker(c.node)
+			cands = append(cands, dc)
+		}
+	}
+	sortCandidates(cands)
+	for _, c := range cands {
+		if !more(pp) {
+			break
+		}
+		if *budget == 0 {
+			p.note(ReasonMaxScaleInPerCycle, fmt.Sprintf("scale-in stopped at limits.max_scale_in_per_cycle (%d); more may drain next cycle", lim.MaxScaleInPerCycle))
+			return false
+		}
+		if left == 0 && c.silentFor == 0 && c.blocker.none() {
+			// Blocked nodes are still listed with their holds.
+			p.note(ReasonScaleInShare, shareReachedNote(pp, lim, size))
+			continue
+		}
+		n := c.node
+		if prefix != "" {
+			// Decided above the max: not listed again for demand.
+			s.decided[n.ID] = true
+		}
+		a := Action{Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn}
+		switch {
+		case c.silentFor > 0:
+			why := silentReason(n, c.silentFor)
+			a.Kind, a.Code, a.Reason = Hold, why.code, why.text
+		case !c.blocker.none():
+			a.Kind, a.Code, a.Reason = Hold, c.blocker.code, c.blocker.text
+		default:
+			a.Kind = Drain
+			if len(n.Jobs) == 0 {
+				a.Code, a.Reason = ReasonIdle, idleText(n, p.now)
+			} else {
+				a.Code, a.Reason = ReasonCheckpointed, fmt.Sprintf("%d job(s), oldest checkpoint %s ago", len(n.Jobs), age(p.now.Sub(c.oldestCheckpoint)))
+			}
+			if prefix != "" {
+				a.Code, a.Reason = ReasonAboveMax, prefix+": "+a.Reason
+			}
+			a.Reason += "; " + suffix()
+			s.avail -= gpn
+			pp.active--
+			pp.drainsInWindow++
+			*budget--
+			left--
+		}
+		if a.Kind == Hold && prefix != "" {
+			a.Reason = prefix + ", but " + a.Reason
+		}
+		p.add(a)
+	}
+	return true
+}
+
+// ScaleInBudget is how many of a pool's size nodes may start draining
+// within one limits.scale_in_window: the scale_in_share of them, rounded
+// down, but at least one (DESIGN.md rule 9).
+func ScaleInBudget(lim fleet.Limits, size int) int {
+	return max(1, int(math.Floor(lim.ScaleInShare*float64(size)+1e-9)))
+}
+
+// worstJob returns, among the jobs that match, the one with the oldest last
+// checkpoint (never is oldest), then the smallest ID; nil if none match.
+// Reasons name it, so they do not depend on the order jobs were listed in.
+func worstJob(jobs []fleet.Job, match func(*fleet.Job) bool) *fleet.Job {
+	var worst *fleet.Job
+	for i := range jobs {
+		j := &jobs[i]
+		if !match(j) {
+			continue
+		}
+		if worst == nil || j.LastCheckpoint.Before(worst.LastCheckpoint) ||
+			(j.LastCheckpoint.Equal(worst.LastCheckpoint) && j.ID < worst.ID) {
+			worst = j
+		}
+	}
+	return worst
+}
+
+// drainBlocker says why a ready node cannot be drained now (none if it
+// can), and returns the oldest last checkpoint among its jobs. Every job
+// must have checkpointed within drain.checkpoint_max_age (stricter than
+// DESIGN.md rule 1, which asks it of long-running jobs only: a young job
+// that never checkpointed would lose all its work) and, after a cancelled
+// drain, since the cancel (so a job that ignores the signal does not flap
+// its node between drains).
+func (p *planner) drainBlocker(n *fleet.Node) (cause, time.Time) {
+	if n.GPUFault != "" && len(n.Jobs) == 0 {
+		// Empty as far as the agent knows, but nobody can see what runs
+		// on the GPUs: not idle.
+		return cause{ReasonGPUFault, gpuFaultText(n, p.now)}, time.Time{}
+	}
+	maxAge := p.cfg.Drain.CheckpointMaxAge
+	stale := func(j *fleet.Job) bool {
+		return j.LastCheckpoint.IsZero() || p.now.Sub(j.LastCheckpoint) > maxAge || j.LastCheckpoint.Before(n.DrainCancelledAt)
+	}
+	oldest := worstJob(n.Jobs, func(*fleet.Job) bool { return true })
+	j := worstJob(n.Jobs, stale)
+	switch {
+	case oldest == nil:
+		return cause{}, time.Time{}
+	case j == nil:
+		return cause{}, oldest.LastCheckpoint
+	}
+	kind := "job"
+	if j.LongRunning || p.now.Sub(j.Start) >= p.cfg.Drain.LongRunningAfter {
+		kind = "long-running job"
+	}
+	var why cause
+	switch {
+	case j.LastCheckpoint.IsZero():
+		why = cause{ReasonNeverCheckpointed, fmt.Sprintf("%s %s has never checkpointed (started %s ago)", kind, j.ID, age(p.now.Sub(j.Start)))}
+	case p.now.Sub(j.LastCheckpoint) > maxAge:
+		why = cause{ReasonCheckpointTooOld, fmt.Sprintf("%s %s last checkpoint %s ago > %s", kind, j.ID, age(p.now.Sub(j.LastCheckpoint)), age(maxAge))}
+	default:
+		why = cause{ReasonNoCheckpointSinceCancel, fmt.Sprintf("drain cancelled %s ago and %s %s has not checkpointed since", age(p.now.Sub(n.DrainCancelledAt)), kind, j.ID)}
+	}
+	return why, oldest.LastCheckpoint
+}
+
+// sortCandidates orders scale-in candidates: drainable before blocked,
+// then nodes the cloud recommends moving work off (a rebalance
+// recommendation), then idle before busy (longest idle first), then
+// freshest oldest checkpoint, then by ID, so the order is total and the
+// plan deterministic.
+func sortCandidates(cs []drainCandidate) {
+	slices.SortFunc(cs, func(a, b drainCandidate) int {
+		ab, bb := a.silentFor > 0 || !a.blocker.none(), b.silentFor > 0 || !b.blocker.none()
+		if ab != bb {
+			if ab {
+				return 1
+			}
+			return -1
+		}
+		if a.node.Rebalance != b.node.Rebalance {
+			if a.node.Rebalance {
+				return -1
+			}
+			return 1
+		}
+		ai, bi := len(a.node.Jobs) == 0, len(b.node.Jobs) == 0
+		if ai != bi {
+			if ai {
+				return -1
+			}
+			return 1
+		}
+		if ai {
+			if c := a.node.IdleSince.Compare(b.node.IdleSince); c != 0 {
+				return c
+			}
+		} else if c := b.oldestCheckpoint.Compare(a.oldestCheckpoint); c != 0 {
+			return c
+		}
+		return strings.Compare(a.node.ID, b.node.ID)
+	})
+}
