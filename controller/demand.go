@@ -20,10 +20,10 @@ import (
 const DemandPattern = "POST /v1/demand"
 
 // DemandPush is what a scheduler sends to POST /v1/demand: the GPUs its
-// jobs are waiting for now, per pool or per GPU model. Each push replaces
-// the source's previous one.
+// jobs are waiting for now, per pool, per GPU model, or for any pool. Each
+// push replaces the source's previous one.
 //
-//	{"source": "slurm-prod", "pending": [{"pool": "a100-od", "gpus": 16}, {"gpu_model": "H100", "gpus": 8}]}
+//	{"source": "slurm-prod", "pending": [{"pool": "a100-od", "gpus": 16}, {"gpu_model": "H100", "gpus": 8}, {"gpus": 4}]}
 type DemandPush struct {
 	// Source names the scheduler (or queue) pushing; pushes from different
 	// sources add up.
@@ -31,8 +31,9 @@ type DemandPush struct {
 	Pending []PendingDemand `json:"pending"`
 }
 
-// PendingDemand is one line of a push: GPUs waiting for a named pool, or
-// for any pool of a GPU model.
+// PendingDemand is one line of a push: GPUs waiting for a named pool, for
+// any pool of a GPU model, or, with neither, for any pool. The planner
+// serves a pool's or a model's demand in those pools only.
 type PendingDemand struct {
 	Pool     string `json:"pool,omitempty"`
 	GPUModel string `json:"gpu_model,omitempty"`
@@ -51,8 +52,8 @@ func (d *DemandPush) Validate(pools []fleet.Pool) error {
 	for i, p := range d.Pending {
 		at := fmt.Sprintf("pending[%d]", i)
 		switch {
-		case (p.Pool == "") == (p.GPUModel == ""):
-			return fmt.Errorf("%s: want exactly one of pool and gpu_model", at)
+		case p.Pool != "" && p.GPUModel != "":
+			return fmt.Errorf("%s: want at most one of pool and gpu_model (neither for any pool)", at)
 		case p.GPUs < 0 || p.GPUs > maxPendingGPUs:
 			return fmt.Errorf("%s.gpus: %d, want 0 to %d", at, p.GPUs, maxPendingGPUs)
 		case p.Pool != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.Name == p.Pool }):
@@ -92,7 +93,7 @@ func (p *Pending) Set(at time.Time, d DemandPush) {
 }
 
 // Demand is the pending GPUs of every source whose push is fresh at now,
-// and their scopes: every line waits for a pool or a GPU model, summed by
+// and the part of them that waits for a pool or a GPU model, summed by
 // scope (GPU models without regard to case), sorted by scope.
 func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 	ttl := p.TTL
@@ -110,7 +111,7 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 		}
 		for _, l := range x.push.Pending {
 			total += l.GPUs
-			if l.GPUs > 0 {
+			if l.GPUs > 0 && (l.Pool != "" || l.GPUModel != "") {
 				byScope[fleet.ScopedDemand{Pool: l.Pool, GPUModel: strings.ToUpper(l.GPUModel)}] += l.GPUs
 			}
 		}

@@ -77,8 +77,9 @@ func TestAdoptedFleetIsNeverKilled(t *testing.T) {
 	start := l.now
 	for i := range 24 * 60 {
 		if i == 0 {
-			// 40 GPUs wait, with 32 in the fleet: one node is bought.
-			l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "ondemand", GPUs: 40}}})
+			// 40 GPUs wait for any pool, with 32 in the fleet: one node
+			// is bought.
+			l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{GPUs: 40}}})
 		}
 		l.mute() // no agent ever reports
 		plan := l.cycle(t)

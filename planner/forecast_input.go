@@ -123,9 +123,9 @@ func (p *planner) need(v float64) (int, Reason) {
 // minutes apart), while a pool slower than that leaves the early need to a
 // faster pool.
 func (p *planner) have(t *tally, at time.Time) int {
-	n := t.supply
+	n := t.supply - t.scopedFree
 	for _, l := range t.launches {
-		if !l.ready.After(at.Add(p.cfg.Forecast.Step)) {
+		if !l.scoped && !l.ready.After(at.Add(p.cfg.Forecast.Step)) {
 			n += l.gpus
 		}
 	}

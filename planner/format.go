@@ -78,6 +78,18 @@ func (p *planner) demandReason(src Reason, need int, at time.Time, lead time.Dur
 	return fmt.Sprintf("%d GPUs in use or pending now (%d pending); have %d", need, p.plan.Demand.PendingGPUs, have)
 }
 
+// scopedReason is a scoped launch's reason: the GPUs pending for its
+// scope, and how many of the scope's GPUs were free.
+func scopedReason(d fleet.ScopedDemand, free int) string {
+	return fmt.Sprintf("%d GPUs pending for %s, which has %d free; only it serves them", d.GPUs, d, free)
+}
+
+// unmetScopedNote says that GPUs pending for a scope cannot be bought
+// there.
+func unmetScopedNote(short int, d fleet.ScopedDemand) string {
+	return fmt.Sprintf("%d GPUs pending for %s cannot be bought there: each of its pools is at its max, backed off or over a limit", short, d)
+}
+
 func unmetNote(short int, at time.Time) string {
 	return fmt.Sprintf("%d GPUs needed at %s cannot be bought: every pool that could serve is at its max, backed off or over a limit", short, clock(at))
 }

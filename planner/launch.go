@@ -9,10 +9,11 @@ import (
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
-// launch fills reserved pools and pools below min, then buys burst capacity
-// for the demand forecast one lead time ahead, cheapest pool first,
-// counting on the capacity observe found (t.supply) and the launches
-// before each (t.launches).
+// launch fills reserved pools and pools below min, serves the demand
+// pending for one pool or GPU model there, then buys burst capacity for
+// the demand forecast one lead time ahead, cheapest pool first, counting
+// on the capacity observe found (t.supply) and the launches before each
+// (t.launches).
 func (p *planner) launch(t *tally) {
 	for _, pp := range p.pools {
 		if pp.status.NeverRead() {
@@ -34,12 +35,14 @@ func (p *planner) launch(t *tally) {
 			p.launchIn(t, pp, want, why, code, why)
 		}
 	}
+	p.serveScoped(t, order)
 	for _, pp := range order {
 		if pp.spec.Capacity == fleet.Reserved {
 			continue
 		}
 		at := p.now.Add(pp.spec.LeadTime)
 		need, src := p.needAt(at)
+		need = max(need-t.scopedPending, 0)
 		have := p.have(t, at)
 		gap := need - have
 		if gap <= 0 {
@@ -53,13 +56,82 @@ func (p *planner) launch(t *tally) {
 	for _, pp := range order {
 		at := p.now.Add(pp.spec.LeadTime)
 		need, _ := p.needAt(at)
-		if gap := need - p.have(t, at); gap > short {
+		if gap := need - t.scopedPending - p.have(t, at); gap > short {
 			short, shortAt = gap, at
 		}
 	}
 	if short > 0 {
 		p.note(ReasonUnmetDemand, unmetNote(short, shortAt))
 	}
+}
+
+// serveScoped launches for the demand pending for one pool, or for one
+// GPU model's pools (fleet.State.Scoped), in those pools, cheapest first:
+// free GPUs elsewhere do not serve it. A scope every pool serves is the
+// whole fleet's, and left to the fleet-wide launches. A scope counts on its pools' free
+// GPUs (capacity now and launching, less what their jobs hold) that a
+// scope before it has not: pool scopes first, then GPU models. The
+// fleet-wide launches that follow count these launches as capacity.
+func (p *planner) serveScoped(t *tally, order []*poolPlan) {
+	scoped := slices.Clone(p.in.State.Scoped)
+	slices.SortStableFunc(scoped, func(a, b fleet.ScopedDemand) int {
+		return cmpBool(a.Pool == "", b.Pool == "")
+	})
+	for _, d := range scoped {
+		if d.GPUs <= 0 {
+			continue
+		}
+		var scope []*poolPlan
+		free := 0
+		for _, pp := range order {
+			if d.Serves(pp.spec) {
+				scope = append(scope, pp)
+				free += pp.free()
+			}
+		}
+		if len(scope) == len(order) {
+			continue
+		}
+		// Claim the free GPUs, then launch for the rest.
+		t.scopedPending += d.GPUs
+		left := d.GPUs
+		for _, pp := range scope {
+			c := min(left, pp.free())
+			pp.claimed += c
+			t.scopedFree += c
+			left -= c
+		}
+		for _, pp := range scope {
+			if left <= 0 {
+				break
+			}
+			gpn := pp.spec.GPUsPerNode
+			got := p.launchIn(t, pp, (left+gpn-1)/gpn, fmt.Sprintf("%d GPUs pending for %s", left, d), ReasonScopedDemand, scopedReason(d, free))
+			if got > 0 {
+				t.launches[len(t.launches)-1].scoped = true
+			}
+			pp.claimed += min(left, got*gpn)
+			left -= got * gpn
+		}
+		if left > 0 {
+			p.note(ReasonUnmetDemand, unmetScopedNote(left, d))
+		}
+	}
+}
+
+// free is the pool's GPUs that pending demand could use: its capacity now
+// and launching, less what jobs hold and what scoped demand claimed.
+func (pp *poolPlan) free() int { return max(pp.supply+pp.launched-pp.used-pp.claimed, 0) }
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // launchIn adds a launch of up to n nodes to pp, within its max and the
@@ -99,6 +171,7 @@ func (p *planner) launchIn(t *tally, pp *poolPlan, n int, purpose string, code R
 	t.fleetGPUs += gpus
 	t.spend += pp.cost(pp.billed+got) - pp.cost(pp.billed)
 	pp.billed += got
+	pp.launched += gpus
 	p.add(Action{Kind: Launch, Pool: spec.Name, Count: got, InstanceType: spec.InstanceType, GPUs: gpus, Code: code, Reason: why})
 	return got
 }

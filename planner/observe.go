@@ -77,6 +77,8 @@ func (p *planner) observe(t *tally) {
 			}
 			p.plan.Capacity.LaunchingGPUs += gpn
 			t.supply += gpn
+			pp.supply += gpn
+			pp.used += min(n.UsedGPUs(), gpn)
 			pp.active++
 		case fleet.Ready:
 			if interrupted(n, p.now) {
@@ -93,6 +95,8 @@ func (p *planner) observe(t *tally) {
 			}
 			p.plan.Capacity.ReadyGPUs += gpn
 			t.supply += gpn
+			pp.supply += gpn
+			pp.used += min(n.UsedGPUs(), gpn)
 			pp.active++
 			// Blockers are found only if scale-in gets to the node.
 			pp.candidates = append(pp.candidates, candidate{node: n, silentFor: silent})

@@ -52,6 +52,13 @@ type poolPlan struct {
 	drainsInWindow int
 	// ready counts the pool's ready nodes, to size candidates (observe).
 	ready int
+	// supply and used are the pool's part of the fleet's supply and the
+	// GPUs the jobs on those nodes hold (observe), and launched the GPUs
+	// this plan launches in it (launchIn): what scoped demand counts on.
+	supply, used, launched int
+	// claimed are the pool's free GPUs that scoped demand counts on
+	// (launch), so that two scopes over one pool do not count them twice.
+	claimed int
 }
 
 // candidate is a ready node scale-in may remove.
@@ -97,14 +104,21 @@ type tally struct {
 	// scaleInLeft is what is left of limits.max_scale_in_per_cycle: Make
 	// sets it, scale-in's drains spend it, then reap's drains what is left.
 	scaleInLeft int
+	// scopedPending is the demand pending for one pool or GPU model
+	// (fleet.State.Scoped), and scopedFree the free GPUs of supply set
+	// aside for it (launch, serveScoped): the fleet-wide launches count
+	// neither, nor the launches made for it.
+	scopedPending, scopedFree int
 	// orphans are the fleet's orphans (observe), for reap.
 	orphans []*fleet.Node
 }
 
-// launched is capacity this plan buys, ready at a time.
+// launched is capacity this plan buys, ready at a time; scoped when it
+// is bought for scoped demand, which it alone serves.
 type launched struct {
-	ready time.Time
-	gpus  int
+	ready  time.Time
+	gpus   int
+	scoped bool
 }
 
 // planner holds one cycle's inputs, the plan it builds, and what one

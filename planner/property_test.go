@@ -55,9 +55,24 @@ func genInput(t *rapid.T) Input {
 			Min:              mn,
 			Max:              mn + rapid.IntRange(0, 8).Draw(t, "extra"),
 			Priority:         rapid.IntRange(0, 2).Draw(t, "priority"),
+			GPUModel:         rapid.SampledFrom([]string{"A100", "H100"}).Draw(t, "model"),
 		})
 	}
 	st := &fleet.State{PendingGPUs: rapid.IntRange(0, 60).Draw(t, "pending")}
+	// Part of the pending demand may wait for one pool or one GPU model.
+	for range rapid.IntRange(0, 2).Draw(t, "scopes") {
+		left := st.PendingGPUs
+		for _, d := range st.Scoped {
+			left -= d.GPUs
+		}
+		d := fleet.ScopedDemand{GPUs: rapid.IntRange(0, left).Draw(t, "scopedGPUs")}
+		if rapid.Bool().Draw(t, "poolScope") {
+			d.Pool = rapid.SampledFrom(cfg.Pools).Draw(t, "scopePool").Name
+		} else {
+			d.GPUModel = rapid.SampledFrom([]string{"a100", "H100", "B200"}).Draw(t, "scopeModel")
+		}
+		st.Scoped = append(st.Scoped, d)
+	}
 	if rapid.Bool().Draw(t, "hasHistory") {
 		st.History = fleet.Series{Start: t0.Add(-24 * time.Hour), Step: 10 * time.Minute,
 			Values: rapid.SliceOfN(rapid.Float64Range(0, 100), 1, 144).Draw(t, "history")}
@@ -231,7 +246,7 @@ func silent(in Input, n *fleet.Node) bool {
 
 // codesOf are the reason codes each kind of action may carry.
 var codesOf = map[ActionKind][]Reason{
-	Launch:      {ReasonBelowMin, ReasonReservedBaseline, ReasonForecast, ReasonDemandNow},
+	Launch:      {ReasonBelowMin, ReasonReservedBaseline, ReasonForecast, ReasonDemandNow, ReasonScopedDemand},
 	Drain:       {ReasonAboveMax, ReasonIdle, ReasonCheckpointed, ReasonReap},
 	Terminate:   {ReasonProvisionTimeout, ReasonDrainedEmpty, ReasonDrainedCheckpointed, ReasonReapDrained},
 	CancelDrain: {ReasonDrainTimeout},
@@ -545,9 +560,35 @@ func TestPropertySafety(t *testing.T) {
 			}
 		}
 		for _, a := range plan.Actions {
-			if a.Kind == Launch && float64(supply) >= need && isDemandLaunch(cfg, a) {
+			if a.Kind == Launch && float64(supply) >= need && isDemandLaunch(cfg, a) && a.Code != ReasonScopedDemand {
 				t.Fatalf("launch for demand (%s) with %d GPUs ready or launching for a need of at most %v", a.Reason, supply, need)
 			}
+		}
+		// Demand scoped to a pool or a GPU model is served only there, and
+		// what is bought for it is at most what it waits for, in whole
+		// nodes; a pool that buys for it is not drained for demand.
+		scopedGPUs, scopedPending, slack := 0, 0, 0
+		for _, d := range in.State.Scoped {
+			scopedPending += d.GPUs
+		}
+		for _, p := range cfg.Pools {
+			slack += p.GPUsPerNode - 1
+		}
+		for _, a := range plan.Actions {
+			if a.Kind != Launch || a.Code != ReasonScopedDemand {
+				continue
+			}
+			scopedGPUs += a.GPUs
+			p := poolNamed(cfg.Pools, a.Pool)
+			if !slices.ContainsFunc(in.State.Scoped, func(d fleet.ScopedDemand) bool { return d.GPUs > 0 && d.Serves(p) }) {
+				t.Fatalf("launch for scoped demand in pool %s, which serves no scope of %v", a.Pool, in.State.Scoped)
+			}
+			if drains[a.Pool]-overMaxDrains[a.Pool] > 0 {
+				t.Fatalf("pool %s launches for scoped demand (%s) and drains %d node(s) for demand", a.Pool, a.Reason, drains[a.Pool]-overMaxDrains[a.Pool])
+			}
+		}
+		if scopedGPUs > scopedPending+slack {
+			t.Fatalf("%d GPUs launched for %d GPUs of scoped demand", scopedGPUs, scopedPending)
 		}
 		// Capacity bought for demand and capacity drained for demand never
 		// meet in one plan (a pool above its max is brought back whatever
@@ -557,7 +598,7 @@ func TestPropertySafety(t *testing.T) {
 			demandDrains += n - overMaxDrains[pool]
 		}
 		for _, a := range plan.Actions {
-			if a.Kind == Launch && demandDrains > 0 && isDemandLaunch(cfg, a) {
+			if a.Kind == Launch && demandDrains > 0 && isDemandLaunch(cfg, a) && a.Code != ReasonScopedDemand {
 				t.Fatalf("plan launches for demand (%s) and drains %d node(s)", a.Reason, demandDrains)
 			}
 		}

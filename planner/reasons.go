@@ -26,6 +26,10 @@ const (
 	// will be one lead time ahead (without a forecast, or with one below
 	// current demand).
 	ReasonDemandNow
+	// ReasonScopedDemand: GPUs pending for one pool, or for one GPU
+	// model's pools (fleet.ScopedDemand), are more than those pools have
+	// free; only they serve it.
+	ReasonScopedDemand
 
 	// Why a node is drained.
 
@@ -170,6 +174,7 @@ var reasonNames = [numReasons]string{
 	ReasonReservedBaseline:        "reserved_baseline",
 	ReasonForecast:                "forecast",
 	ReasonDemandNow:               "demand_now",
+	ReasonScopedDemand:            "scoped_demand",
 	ReasonAboveMax:                "above_max",
 	ReasonIdle:                    "idle",
 	ReasonCheckpointed:            "checkpointed",

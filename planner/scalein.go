@@ -67,7 +67,10 @@ func (p *planner) scaleIn(t *tally) {
 		}
 		gpn := pp.spec.GPUsPerNode
 		floor := max(pp.spec.Min, pp.status.MinNodes)
-		more := func(pp *poolPlan) bool { return s.avail-keep >= gpn && pp.active > floor }
+		// A pool keeps the free GPUs that demand scoped to it counts on.
+		more := func(pp *poolPlan) bool {
+			return s.avail-keep >= gpn && pp.active > floor && (pp.claimed == 0 || pp.free() >= gpn)
+		}
 		if !more(pp) || len(pp.candidates) == 0 {
 			continue
 		}
@@ -147,6 +150,8 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 			}
 			a.Reason += "; " + suffix()
 			s.avail -= gpn
+			pp.supply -= gpn
+			pp.used -= min(n.UsedGPUs(), gpn)
 			pp.active--
 			pp.drainsInWindow++
 			*budget--

@@ -709,6 +709,27 @@ simulate/policy.go
 ""
 ./simulate
 TestObserveAsTheController
+
+scoped demand served outside its scope
+planner/launch.go
+"\t\t\tif d.Serves(pp.spec) {"
+"\t\t\tif true {"
+./planner
+TestScopedDemand|TestPropertySafety
+
+a scoped pool's free GPUs drained
+planner/scalein.go
+"(pp.claimed == 0 || pp.free() >= gpn)"
+"true"
+./planner
+TestScopedDemand
+
+scoped demand's free GPUs counted again fleet-wide
+planner/launch.go
+"\t\t\tt.scopedFree += c\n"
+""
+./planner
+TestScopedDemand
 EOF
 }
 

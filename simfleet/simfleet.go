@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
@@ -312,10 +311,10 @@ func SeedHistory(s *state.Store, w sim.Workload, now time.Time, step, length tim
 }
 
 // PendingTo returns a Pending function that pushes the queued GPUs to the
-// controller as the scheduler "simfleet" would, for the GPU model of the
-// config's first pool.
-func PendingTo(p *controller.Pending, cfg *config.Config) func(time.Time, int) {
-	line := controller.PendingDemand{Pool: cfg.Pools[0].Name}
+// controller as the scheduler "simfleet" would: for any pool, as its jobs
+// run on any.
+func PendingTo(p *controller.Pending) func(time.Time, int) {
+	var line controller.PendingDemand
 	return func(now time.Time, gpus int) {
 		line.GPUs = gpus
 		p.Set(now, controller.DemandPush{Source: "simfleet", Pending: []controller.PendingDemand{line}})

@@ -63,7 +63,7 @@ func TestControllerFollowsADay(t *testing.T) {
 	}
 	ctx := context.Background()
 	f, err := New(Options{Pools: cfg.Pools, Cloud: cloud, Workload: w, Start: now, CheckpointEvery: cfg.Simulate.CheckpointInterval, CheckpointDuration: cfg.Simulate.CheckpointDuration,
-		Reports: agents, Pending: PendingTo(pending, cfg), Seed: 1})
+		Reports: agents, Pending: PendingTo(pending), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

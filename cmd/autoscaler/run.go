@@ -176,7 +176,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	var jobs *simfleet.Fleet
 	if sm != nil {
 		jobs, err = simfleet.New(simfleet.Options{Pools: cfg.Pools, Cloud: sm.cloud, Workload: workload, Start: clock(), CheckpointDuration: cfg.Simulate.CheckpointDuration,
-			CheckpointEvery: cfg.Simulate.CheckpointInterval, Reports: agents, Pending: simfleet.PendingTo(pending, cfg), Seed: cfg.Synthetic.Seed})
+			CheckpointEvery: cfg.Simulate.CheckpointInterval, Reports: agents, Pending: simfleet.PendingTo(pending), Seed: cfg.Synthetic.Seed})
 		if err != nil {
 			return err
 		}

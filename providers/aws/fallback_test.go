@@ -38,6 +38,9 @@ func fallback(t *testing.T, f fault) {
 	e.fix.group(t, "fleetcast-ondemand-a100", lt, "aws-ondemand-a100", 0, 4, 0)
 	cfg := config.Defaults()
 	cfg.Pools = []fleet.Pool{e.ec2Pool("aws-spot-a100", lt, fleet.Spot), e.asgPool("aws-ondemand-a100", "fleetcast-ondemand-a100", 4)}
+	for i := range cfg.Pools {
+		cfg.Pools[i].GPUModel = "A100" // as EC2 says of p4d.24xlarge
+	}
 	c, store, pending := e.controller(t, &cfg)
 	e.proxy.inject("RunInstances", f)
 

@@ -1,0 +1,152 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/forecast"
+)
+
+// TestScopedDemand: demand pending for one pool, or for one GPU model's
+// pools, is served there, cheapest of them first, and the plan says so;
+// free GPUs elsewhere do not serve it, and the fleet-wide launches do not
+// buy for it again.
+func TestScopedDemand(t *testing.T) {
+	spot := pool("aws-spot-a100", fleet.Spot, 12, 5*time.Minute, 0, 40)
+	od := pool("aws-ondemand-a100", fleet.OnDemand, 32, 9*time.Minute, 0, 40)
+	h100 := pool("h100", fleet.OnDemand, 60, 9*time.Minute, 0, 4)
+	h100dear := pool("h100-dear", fleet.OnDemand, 90, 9*time.Minute, 0, 4)
+	spot.GPUModel, od.GPUModel, h100.GPUModel, h100dear.GPUModel = "A100", "A100", "H100", "H100"
+	type launch struct {
+		pool  string
+		count int
+		code  Reason
+	}
+	tests := []struct {
+		name   string
+		pools  []fleet.Pool
+		nodes  []fleet.Node
+		scoped []fleet.ScopedDemand
+		fc     forecast.Forecast
+		want   []launch
+		drains []string // nodes drained
+		unmet  int      // notes of scoped demand that cannot be bought
+	}{{
+		// The case reported: a push for the on-demand pool was served in
+		// the cheaper spot pool.
+		name:   "a pool's demand goes to that pool",
+		pools:  []fleet.Pool{spot, od},
+		scoped: []fleet.ScopedDemand{{Pool: od.Name, GPUs: 160}},
+		want:   []launch{{od.Name, 20, ReasonScopedDemand}},
+	}, {
+		name:   "a GPU model's demand goes to its cheapest pool",
+		pools:  []fleet.Pool{spot, od, h100dear, h100},
+		scoped: []fleet.ScopedDemand{{GPUModel: "h100", GPUs: 40}},
+		want:   []launch{{h100.Name, 4, ReasonScopedDemand}, {h100dear.Name, 1, ReasonScopedDemand}},
+	}, {
+		name:   "free GPUs in the pool serve it first",
+		pools:  []fleet.Pool{spot, od},
+		nodes:  []fleet.Node{ready("od-1", od.Name), ready("od-2", od.Name, time.Minute)},
+		scoped: []fleet.ScopedDemand{{Pool: od.Name, GPUs: 16}},
+		// 8 free on od-1, 7 on od-2: one more node for the last GPU.
+		want: []launch{{od.Name, 1, ReasonScopedDemand}},
+	}, {
+		name:   "free GPUs elsewhere do not serve it",
+		pools:  []fleet.Pool{spot, od},
+		nodes:  []fleet.Node{ready("spot-1", spot.Name), ready("spot-2", spot.Name)},
+		scoped: []fleet.ScopedDemand{{Pool: od.Name, GPUs: 8}},
+		fc:     flat(8),
+		want:   []launch{{od.Name, 1, ReasonScopedDemand}},
+		// The fleet needs 8 GPUs ahead (the od launch holds them): one
+		// spot node is spare.
+		drains: []string{"spot-1"},
+	}, {
+		name:   "the pool's free GPUs it counts on are not drained",
+		pools:  []fleet.Pool{spot, od},
+		nodes:  []fleet.Node{ready("od-1", od.Name), ready("spot-1", spot.Name), ready("spot-2", spot.Name)},
+		scoped: []fleet.ScopedDemand{{Pool: od.Name, GPUs: 8}},
+		fc:     flat(8),
+		// od is dearer, so scale-in would take od-1 first; one spot node
+		// goes instead (the share allows one of two).
+		drains: []string{"spot-1"},
+	}, {
+		name:   "a pool scope and a model scope over it count its free GPUs once",
+		pools:  []fleet.Pool{spot, od, h100},
+		nodes:  []fleet.Node{ready("od-1", od.Name)},
+		scoped: []fleet.ScopedDemand{{GPUModel: "A100", GPUs: 8}, {Pool: od.Name, GPUs: 8}},
+		// od-1's 8 GPUs serve the pool's demand; the model's goes to spot.
+		want: []launch{{spot.Name, 1, ReasonScopedDemand}},
+	}, {
+		name:   "a scope every pool serves is the fleet's",
+		pools:  []fleet.Pool{spot, od},
+		scoped: []fleet.ScopedDemand{{GPUModel: "a100", GPUs: 16}},
+		want:   []launch{{spot.Name, 2, ReasonDemandNow}},
+	}, {
+		name:   "what its pools cannot hold is not bought elsewhere",
+		pools:  []fleet.Pool{spot, h100},
+		scoped: []fleet.ScopedDemand{{Pool: h100.Name, GPUs: 48}},
+		want:   []launch{{h100.Name, 4, ReasonScopedDemand}},
+		unmet:  1,
+	}, {
+		name:   "the free GPUs it counts on do not serve the rest",
+		pools:  []fleet.Pool{spot, od},
+		nodes:  []fleet.Node{ready("od-1", od.Name)},
+		scoped: []fleet.ScopedDemand{{Pool: od.Name, GPUs: 8}},
+		fc:     flat(16), // od-1 holds the scoped 8; 8 more anywhere
+		want:   []launch{{spot.Name, 1, ReasonForecast}},
+	}, {
+		name:   "demand with no scope is served fleet-wide beside it",
+		pools:  []fleet.Pool{spot, od},
+		scoped: []fleet.ScopedDemand{{Pool: od.Name, GPUs: 8}},
+		fc:     flat(24), // 8 scoped + 16 more
+		want:   []launch{{od.Name, 1, ReasonScopedDemand}, {spot.Name, 2, ReasonForecast}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := fleet.State{Nodes: tt.nodes, Scoped: tt.scoped}
+			for _, d := range tt.scoped {
+				st.PendingGPUs += d.GPUs
+			}
+			if err := st.Validate(tt.pools); err != nil {
+				t.Fatal(err)
+			}
+			p := Make(Input{Settings: testConfig(tt.pools...).Settings(), State: &st, Forecast: tt.fc, Now: t0})
+			var got []launch
+			for _, a := range actions(p, Launch) {
+				got = append(got, launch{a.Pool, a.Count, a.Code})
+				if a.Code == ReasonScopedDemand && a.Reason == "" {
+					t.Errorf("launch %+v has no reason", a)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("launches %v, want %v\n%s", got, tt.want, describe(p))
+			}
+			var drained []string
+			for _, a := range actions(p, Drain) {
+				drained = append(drained, a.Node)
+			}
+			slices.Sort(drained)
+			if !slices.Equal(drained, tt.drains) {
+				t.Errorf("drains %v, want %v\n%s", drained, tt.drains, describe(p))
+			}
+			if n := len(notesCoded(p, ReasonUnmetDemand)); n != tt.unmet {
+				t.Errorf("%d unmet-demand notes, want %d\n%s", n, tt.unmet, describe(p))
+			}
+		})
+	}
+}
+
+// describe lists a plan's actions and notes, for failures.
+func describe(p Plan) string {
+	s := ""
+	for _, a := range p.Actions {
+		s += fmt.Sprintf("  %s %s %s x%d (%s): %s\n", a.Kind, a.Pool, a.Node, a.Count, a.Code, a.Reason)
+	}
+	for _, n := range p.Notes {
+		s += fmt.Sprintf("  note (%s): %s\n", n.Code, n.Text)
+	}
+	return s
+}
