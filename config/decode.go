@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/fleetcast/autoscaler/fleet"
 )
@@ -29,12 +30,22 @@ type ProviderBlock struct {
 	// Optional lets a pool of the provider leave its block out; Decode
 	// then gets a nil block and gives the defaults.
 	Optional bool
-	// Decode decodes a pool's block into the provider's typed settings
-	// (with gohcl) and checks them, against the pool's other fields too:
+	// Decode decodes a pool's block into the provider's typed settings,
+	// with decode, and checks them, against the pool's other fields too:
 	// a field the config got wrong is zero in pool, and is reported
-	// already. Every diagnostic points into the block.
-	Decode func(block *hcl.Block, pool fleet.Pool) (fleet.ProviderSettings, hcl.Diagnostics)
+	// already. The diagnostics it returns are its checks', each pointing
+	// at the value it refuses; those on a value decode refused are
+	// dropped.
+	Decode func(block *hcl.Block, pool fleet.Pool, decode Decoder) (fleet.ProviderSettings, hcl.Diagnostics)
 }
+
+// Decoder decodes a block's body into val, a pointer to a struct with
+// gohcl tags, as Parse decodes its own blocks: with gohcl, after refusing
+// the values no attribute may hold (not constant, null, a number out of
+// range), and with gohcl's type errors made to name the attribute and
+// point at its whole value. Its diagnostics go to Parse's; it reports
+// whether there were none.
+type Decoder func(body hcl.Body, val any) bool
 
 // drainSignals are the signals drain.signal may name. SIGKILL and SIGSTOP
 // cannot be caught, so they cannot ask a job to checkpoint.
@@ -46,24 +57,20 @@ var drainSignals = []string{"SIGALRM", "SIGCONT", "SIGHUP", "SIGINT", "SIGQUIT",
 // attribute keeps its zero value and the zero Range; its default is
 // applied from Defaults.
 
-// fileBody is a config file: its pools, and the rest (the singleton
-// blocks, decoded one by one so that a duplicate does not hide the
+// rootSchema is a config file's: its pools, and the blocks it may have
+// once each (decoded one by one, so that a duplicate does not hide the
 // first's errors).
-type fileBody struct {
-	Pools []*poolBody `hcl:"pool,block"`
-	Rest  hcl.Body    `hcl:",remain"`
-}
-
-// singletons are the blocks a file may have once each.
-var singletons = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+	{Type: "pool", LabelNames: []string{"name"}},
 	{Type: "forecast"}, {Type: "drain"}, {Type: "limits"}, {Type: "controller"},
 	{Type: "demand"}, {Type: "synthetic"}, {Type: "simulate"},
 }}
 
 type poolBody struct {
-	Name      string    `hcl:"name,label"`
-	NameRange hcl.Range `hcl:"name,label_range"`
-	DefRange  hcl.Range `hcl:",def_range"`
+	// Name and where it and the block are, from the block's header.
+	Name      string
+	NameRange hcl.Range
+	DefRange  hcl.Range
 
 	Provider         string   `hcl:"provider"`
 	Region           string   `hcl:"region,optional"`
@@ -271,24 +278,23 @@ func (d *decoder) state(r hcl.Range) state {
 	return set
 }
 
-// scan evaluates every attribute of the file once, before decoding, and
-// refuses what no attribute may hold: a value that cannot be evaluated (a
-// variable, a function), an unknown or null value (a config leaves an
-// attribute out for its default), and a number too large or small to use,
-// which could take hours to convert to a string.
-func (d *decoder) scan(body hcl.Body) {
+// scan evaluates the attributes of body that schema names, once, before
+// gohcl decodes them, and refuses what no attribute may hold: a value that
+// cannot be evaluated (a variable, a function), an unknown or null value
+// (a config leaves an attribute out for its default), and a number that
+// is infinite, or too large or small to use (converting one to a string
+// could take hours). Attributes the schema does not name are left to
+// gohcl's "Unsupported argument", unevaluated.
+func (d *decoder) scan(body hcl.Body, schema *hcl.BodySchema) {
 	sb, ok := body.(*hclsyntax.Body)
 	if !ok {
 		return
 	}
-	var attrs []*hclsyntax.Attribute
-	hclsyntax.VisitAll(sb, func(n hclsyntax.Node) hcl.Diagnostics {
-		if a, ok := n.(*hclsyntax.Attribute); ok {
-			attrs = append(attrs, a)
+	for _, as := range schema.Attributes {
+		a := sb.Attributes[as.Name]
+		if a == nil {
+			continue
 		}
-		return nil
-	})
-	for _, a := range attrs {
 		r := a.Expr.Range()
 		d.attrs[r.Start.Byte] = a
 		val, diags := a.Expr.Value(nil)
@@ -304,7 +310,7 @@ func (d *decoder) scan(body hcl.Body) {
 			}
 			d.errorf(r, "Incorrect attribute value type", "Inappropriate value for attribute %q: got %s; leave an attribute out for its default.", a.Name, what)
 		case hugeNumber(val):
-			d.errorf(r, "Number out of range", "The value of %s is or holds a number too large or too small to use.", a.Name)
+			d.errorf(r, "Number out of range", "The value of %s is or holds a number that is infinite, or too large or too small to use.", a.Name)
 		default:
 			continue
 		}
@@ -322,9 +328,20 @@ func hasNull(v cty.Value) bool {
 	return found
 }
 
-// decode decodes body into val with gohcl and records the diagnostics.
-func (d *decoder) decode(body hcl.Body, val any) {
+// decode decodes body into val as a Decoder does.
+func (d *decoder) decode(body hcl.Body, val any) bool {
+	before := d.errors
+	schema, _ := gohcl.ImpliedBodySchema(val)
+	d.scan(body, schema)
 	d.decoded(gohcl.DecodeBody(body, nil, val))
+	return d.errors == before
+}
+
+// decodePoolBlock decodes a pool block, with its header.
+func (d *decoder) decodePoolBlock(b *hcl.Block) *poolBody {
+	pb := &poolBody{Name: b.Labels[0], NameRange: b.LabelRanges[0], DefRange: b.DefRange}
+	d.decode(b.Body, pb)
+	return pb
 }
 
 // decoded records the diagnostics of a gohcl decode, less those about
@@ -369,6 +386,9 @@ func typeError(a *hclsyntax.Attribute, diag *hcl.Diagnostic) *hcl.Diagnostic {
 	why := strings.TrimPrefix(diag.Detail, "Unsuitable value: ")
 	out := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Incorrect attribute value type", Subject: diag.Context}
 	val, _ := a.Expr.Value(nil)
+	if n, err := convert.Convert(val, cty.Number); err == nil {
+		val = n // "1.5" was converted before gohcl refused it
+	}
 	number := val.Type() == cty.Number
 	switch {
 	case number && strings.HasPrefix(why, "value must be a whole number") && !val.AsBigFloat().IsInt():
@@ -443,76 +463,73 @@ type poolResult struct {
 
 func (d *decoder) decodeFile(body hcl.Body) *Config {
 	cfg := Defaults()
-	var f fileBody
-	d.decode(body, &f)
-
-	var pools []poolResult
-	first := map[string]*poolBody{}
-	for _, pb := range f.Pools {
-		before := d.errors
-		p := d.decodePool(pb)
-		if prev, dup := first[pb.Name]; dup {
-			d.errorf(pb.NameRange, "Duplicate pool name",
-				"A pool named %q was already defined at %s; pool names must be unique.", pb.Name, defPos(prev.DefRange))
-			continue
-		}
-		first[pb.Name] = pb
-		cfg.Pools = append(cfg.Pools, p)
-		pools = append(pools, poolResult{body: pb, ok: d.errors == before})
-	}
-	if len(f.Pools) == 0 && !hasPoolBlock(body) {
-		d.errorf(body.MissingItemRange(), "No pools", `The config must define at least one pool block, e.g. pool "gpu" { ... }.`)
-	}
+	content, diags := body.Content(rootSchema)
+	d.decoded(diags)
 
 	var (
-		forecast *forecastBody
-		limits   *limitsBody
-		limitsOK = true
+		pools                []poolResult
+		first                = map[string]*poolBody{}
+		seen                 = map[string]*hcl.Block{}
+		forecast             *forecastBody
+		limits               *limitsBody
+		forecastOK, limitsOK = true, true
 	)
-	if f.Rest != nil {
-		content, diags := f.Rest.Content(singletons)
-		d.decoded(diags)
-		seen := map[string]*hcl.Block{}
-		for _, b := range content.Blocks {
-			if prev, dup := seen[b.Type]; dup {
-				d.errorf(b.DefRange, "Duplicate "+b.Type+" block",
-					"A %s block was already defined at %s; there can be only one.", b.Type, defPos(prev.DefRange))
+	for _, b := range content.Blocks {
+		before := d.errors
+		if b.Type == "pool" {
+			pb := d.decodePoolBlock(b)
+			p := d.decodePool(pb)
+			if prev, dup := first[pb.Name]; dup {
+				d.errorf(pb.NameRange, "Duplicate pool name",
+					"A pool named %q was already defined at %s; pool names must be unique.", pb.Name, defPos(prev.DefRange))
 				continue
 			}
-			seen[b.Type] = b
-			before := d.errors
-			switch b.Type {
-			case "forecast":
-				forecast = &forecastBody{}
-				d.decode(b.Body, forecast)
-				forecast.check(d, &cfg.Forecast)
-			case "drain":
-				var v drainBody
-				d.decode(b.Body, &v)
-				v.check(d, &cfg.Drain)
-			case "limits":
-				limits = &limitsBody{}
-				d.decode(b.Body, limits)
-				limits.check(d, &cfg.Limits)
-				limitsOK = d.errors == before
-			case "controller":
-				var v controllerBody
-				d.decode(b.Body, &v)
-				v.check(d, &cfg.Controller)
-			case "demand":
-				var v demandBody
-				d.decode(b.Body, &v)
-				v.check(d, &cfg.Demand)
-			case "synthetic":
-				var v syntheticBody
-				d.decode(b.Body, &v)
-				v.check(d, &cfg.Synthetic)
-			case "simulate":
-				var v simulateBody
-				d.decode(b.Body, &v)
-				v.check(d, &cfg.Simulate)
-			}
+			first[pb.Name] = pb
+			cfg.Pools = append(cfg.Pools, p)
+			pools = append(pools, poolResult{body: pb, ok: d.errors == before})
+			continue
 		}
+		if prev, dup := seen[b.Type]; dup {
+			d.errorf(b.DefRange, "Duplicate "+b.Type+" block",
+				"A %s block was already defined at %s; there can be only one.", b.Type, defPos(prev.DefRange))
+			continue
+		}
+		seen[b.Type] = b
+		switch b.Type {
+		case "forecast":
+			forecast = &forecastBody{}
+			d.decode(b.Body, forecast)
+			forecast.check(d, &cfg.Forecast)
+			forecastOK = d.errors == before
+		case "drain":
+			var v drainBody
+			d.decode(b.Body, &v)
+			v.check(d, &cfg.Drain)
+		case "limits":
+			limits = &limitsBody{}
+			d.decode(b.Body, limits)
+			limits.check(d, &cfg.Limits)
+			limitsOK = d.errors == before
+		case "controller":
+			var v controllerBody
+			d.decode(b.Body, &v)
+			v.check(d, &cfg.Controller)
+		case "demand":
+			var v demandBody
+			d.decode(b.Body, &v)
+			v.check(d, &cfg.Demand)
+		case "synthetic":
+			var v syntheticBody
+			d.decode(b.Body, &v)
+			v.check(d, &cfg.Synthetic)
+		case "simulate":
+			var v simulateBody
+			d.decode(b.Body, &v)
+			v.check(d, &cfg.Simulate)
+		}
+	}
+	if len(first) == 0 && !hasPoolBlock(body) {
+		d.errorf(body.MissingItemRange(), "No pools", `The config must define at least one pool block, e.g. pool "gpu" { ... }.`)
 	}
 
 	for _, p := range pools {
@@ -523,7 +540,7 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 	if limits != nil && limitsOK {
 		checkMinimums(d, &cfg, limits)
 	}
-	if forecast == nil || d.state(forecast.HorizonAt) != bad && d.state(forecast.HysteresisAt) != bad && d.state(forecast.StepAt) != bad && d.state(forecast.HistoryAt) != bad {
+	if forecastOK {
 		checkHorizon(d, &cfg, forecast, pools)
 	}
 	return &cfg
@@ -696,9 +713,16 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 				"Pool %q has provider = %q, so it cannot have %s block; its settings go in %s block.", p.Name, p.Provider, withArticle(pb.Type), withArticle(p.Provider))
 			continue
 		}
-		if pb.Type == p.Provider {
-			block = pb
+		if provSt != set {
+			// The pool's provider is wrong or missing: the block is
+			// decoded by its own kind, for its errors.
+			if other, ok := d.provider(pb.Type); ok {
+				_, diags := other.Decode(pb, p, d.decode)
+				d.decoded(diags)
+			}
+			continue
 		}
+		block = pb
 	}
 	if provSt != set {
 		return p
@@ -707,7 +731,7 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 		d.errorf(b.ProviderAt, "Missing provider block", "Pool %q has provider = %q and needs %s block.", p.Name, p.Provider, withArticle(p.Provider))
 		return p
 	}
-	settings, diags := kind.Decode(block, p)
+	settings, diags := kind.Decode(block, p, d.decode)
 	d.decoded(diags)
 	p.Settings = settings
 	return p

@@ -107,7 +107,6 @@ func Parse(filename string, src []byte, providers []ProviderBlock) (*Config, hcl
 	}
 	d := newDecoder(providers)
 	d.add(diags...)
-	d.scan(file.Body)
 	cfg := d.decodeFile(file.Body)
 	diags = capDiagnostics(d.diags)
 	if d.errors > 0 {
@@ -318,13 +317,14 @@ func FormatDiagnostic(diag *hcl.Diagnostic) string {
 const maxExponent = 1100
 
 // hugeNumber reports whether v is or holds a number out of range, which
-// could take hours to convert to a string.
+// could take hours to convert to a string, or an infinite one (1/0).
 func hugeNumber(v cty.Value) bool {
 	huge := false
 	cty.Walk(v, func(_ cty.Path, v cty.Value) (bool, error) {
 		if v.Type() == cty.Number && v.IsKnown() && !v.IsNull() {
-			exp := v.AsBigFloat().MantExp(nil)
-			huge = huge || exp > maxExponent || exp < -maxExponent
+			bf := v.AsBigFloat()
+			exp := bf.MantExp(nil)
+			huge = huge || bf.IsInf() || exp > maxExponent || exp < -maxExponent
 		}
 		return !huge, nil
 	})

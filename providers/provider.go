@@ -16,8 +16,8 @@ import (
 
 // Provider drives the groups behind pools on one cloud.
 //
-// Every method takes the pool's config (its Target holds the cloud object,
-// e.g. the ASG or MIG name) and may block on the network, so it takes a
+// Every method takes the pool's config (its Settings, the provider's own,
+// name the cloud object, e.g. the ASG or MIG) and may block on the network, so it takes a
 // context. Errors are one of the typed errors of this package where the
 // cloud's answer fits one, wrapped with the pool they concern.
 type Provider interface {

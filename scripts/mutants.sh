@@ -730,6 +730,13 @@ planner/launch.go
 ""
 ./planner
 TestScopedDemand
+
+an infinite number in a config accepted
+config/parse.go
+"huge = huge || bf.IsInf() || "
+"huge = huge || "
+./config
+TestParseErrors
 EOF
 }
 

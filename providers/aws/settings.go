@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
 
+	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
@@ -16,29 +16,29 @@ import (
 // in a capacity reservation; exactly one of the three is set.
 type Settings struct {
 	// ASG is the Auto Scaling group's name.
-	ASG string `hcl:"asg,optional"`
+	ASG string `hcl:"asg,optional" json:"asg,omitempty"`
 	// ASGTag is a KEY=VALUE tag that finds the group.
-	ASGTag string `hcl:"asg_tag,optional"`
+	ASGTag string `hcl:"asg_tag,optional" json:"asg_tag,omitempty"`
 	// LaunchTemplate is the launch template's name or ID (lt-...).
-	LaunchTemplate string `hcl:"launch_template,optional"`
+	LaunchTemplate string `hcl:"launch_template,optional" json:"launch_template,omitempty"`
 	// LaunchTemplateVersion is the template's version; empty for $Default.
-	LaunchTemplateVersion string `hcl:"launch_template_version,optional"`
+	LaunchTemplateVersion string `hcl:"launch_template_version,optional" json:"launch_template_version,omitempty"`
 	// SubnetID is the subnet launched instances go in; empty for the
 	// template's.
-	SubnetID string `hcl:"subnet_id,optional"`
+	SubnetID string `hcl:"subnet_id,optional" json:"subnet_id,omitempty"`
 	// CapacityReservationID (cr-...) targets a capacity reservation.
-	CapacityReservationID string `hcl:"capacity_reservation_id,optional"`
+	CapacityReservationID string `hcl:"capacity_reservation_id,optional" json:"capacity_reservation_id,omitempty"`
 	// CapacityBlock says the reservation is an EC2 Capacity Block for ML.
-	CapacityBlock bool `hcl:"capacity_block,optional"`
+	CapacityBlock bool `hcl:"capacity_block,optional" json:"capacity_block,omitempty"`
 	// SpotPriceLookup replaces the pool's price with the current spot price
 	// at start (spot pools only).
-	SpotPriceLookup bool `hcl:"spot_price_lookup,optional"`
+	SpotPriceLookup bool `hcl:"spot_price_lookup,optional" json:"spot_price_lookup,omitempty"`
 	// Endpoint overrides the AWS endpoint (a local emulator); empty for AWS.
-	Endpoint string `hcl:"endpoint,optional"`
+	Endpoint string `hcl:"endpoint,optional" json:"endpoint,omitempty"`
 
 	// Where each attribute's value is in the config, for diagnostics; the
 	// zero Range where it is absent.
-	DefRange                hcl.Range `hcl:",def_range" json:"-"`
+	DefRange                hcl.Range `json:"-"`
 	ASGAt                   hcl.Range `hcl:"asg,attr_value_range" json:"-"`
 	ASGTagAt                hcl.Range `hcl:"asg_tag,attr_value_range" json:"-"`
 	LaunchTemplateAt        hcl.Range `hcl:"launch_template,attr_value_range" json:"-"`
@@ -60,14 +60,11 @@ func SettingsOf(pool fleet.Pool) Settings {
 	return s
 }
 
-// DecodeBlock decodes and checks a pool's `aws` block.
-func DecodeBlock(block *hcl.Block, pool fleet.Pool) (fleet.ProviderSettings, hcl.Diagnostics) {
-	var s Settings
-	diags := gohcl.DecodeBody(block.Body, nil, &s)
-	s.DefRange = block.DefRange
-	if diags.HasErrors() {
-		return s, diags
-	}
+// DecodeBlock decodes a pool's `aws` block with decode and checks it (a
+// config.ProviderBlock's Decode).
+func DecodeBlock(block *hcl.Block, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
+	s := Settings{DefRange: block.DefRange}
+	decode(block.Body, &s)
 	return s, s.Validate(pool)
 }
 

@@ -6,21 +6,21 @@ package gcp
 
 import (
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
 
+	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
 // Settings are a GCP pool's settings: the attributes of its `gcp` block.
 type Settings struct {
 	// Project is the Google Cloud project.
-	Project string `hcl:"project"`
+	Project string `hcl:"project" json:"project,omitempty"`
 	// Zone is the managed instance group's zone.
-	Zone string `hcl:"zone"`
+	Zone string `hcl:"zone" json:"zone,omitempty"`
 	// MIG is the managed instance group's name.
-	MIG string `hcl:"mig"`
+	MIG string `hcl:"mig" json:"mig,omitempty"`
 	// Endpoint overrides the Compute Engine endpoint; empty for Google's.
-	Endpoint string `hcl:"endpoint,optional"`
+	Endpoint string `hcl:"endpoint,optional" json:"endpoint,omitempty"`
 
 	// Where each attribute's value is in the config, for diagnostics.
 	ProjectAt  hcl.Range `hcl:"project,attr_value_range" json:"-"`
@@ -39,12 +39,11 @@ func SettingsOf(pool fleet.Pool) Settings {
 	return s
 }
 
-// DecodeBlock decodes and checks a pool's `gcp` block.
-func DecodeBlock(block *hcl.Block, pool fleet.Pool) (fleet.ProviderSettings, hcl.Diagnostics) {
+// DecodeBlock decodes a pool's `gcp` block with decode and checks it (a
+// config.ProviderBlock's Decode).
+func DecodeBlock(block *hcl.Block, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
 	var s Settings
-	if diags := gohcl.DecodeBody(block.Body, nil, &s); diags.HasErrors() {
-		return s, diags
-	}
+	decode(block.Body, &s)
 	return s, s.Validate(pool)
 }
 

@@ -6,8 +6,8 @@ package plugin
 
 import (
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
 
+	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
@@ -15,12 +15,12 @@ import (
 // block.
 type Settings struct {
 	// Command is the plugin's executable.
-	Command string `hcl:"command"`
+	Command string `hcl:"command" json:"command,omitempty"`
 	// Args are its arguments.
-	Args []string `hcl:"args,optional"`
+	Args []string `hcl:"args,optional" json:"args,omitempty"`
 	// Target is the pool's settings for the plugin, which the plugin
 	// checks.
-	Target map[string]string `hcl:"target,optional"`
+	Target map[string]string `hcl:"target,optional" json:"target,omitempty"`
 
 	// Where the command's value is in the config, for diagnostics.
 	CommandAt hcl.Range `hcl:"command,attr_value_range" json:"-"`
@@ -29,19 +29,18 @@ type Settings struct {
 // Provider is fleet.ProviderPlugin.
 func (Settings) Provider() string { return fleet.ProviderPlugin }
 
-// DecodeBlock decodes and checks a pool's `plugin` block.
-func DecodeBlock(block *hcl.Block, pool fleet.Pool) (fleet.ProviderSettings, hcl.Diagnostics) {
+// DecodeBlock decodes a pool's `plugin` block with decode and checks it (a
+// config.ProviderBlock's Decode).
+func DecodeBlock(block *hcl.Block, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
 	var s Settings
-	if diags := gohcl.DecodeBody(block.Body, nil, &s); diags.HasErrors() {
-		return s, diags
-	}
+	decode(block.Body, &s)
 	return s, s.Validate(pool)
 }
 
 // Validate checks that the command is not empty. The diagnostic points at
 // its value.
 func (s *Settings) Validate(fleet.Pool) hcl.Diagnostics {
-	if s.Command == "" {
+	if s.CommandAt.Filename != "" && s.Command == "" {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value",
 			Detail: "command must not be empty.", Subject: s.CommandAt.Ptr()}}
 	}

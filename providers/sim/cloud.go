@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/gohcl"
 
+	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers"
 )
@@ -34,12 +34,12 @@ type Settings struct {
 	// Capacity is the most instances the simulated region can supply to the
 	// pool at once; launches beyond it fail with InsufficientCapacityError.
 	// It may be below the pool's min or Initial: that simulates a stockout.
-	Capacity int `hcl:"capacity,optional"`
+	Capacity int `hcl:"capacity,optional" json:"capacity,omitempty"`
 	// ErrorRate is the probability that a launch fails with
 	// InsufficientCapacityError whatever the capacity.
-	ErrorRate float64 `hcl:"capacity_error_rate,optional"`
+	ErrorRate float64 `hcl:"capacity_error_rate,optional" json:"capacity_error_rate,omitempty"`
 	// Initial is the number of nodes the generated fleet starts with.
-	Initial int `hcl:"initial,optional"`
+	Initial int `hcl:"initial,optional" json:"initial,omitempty"`
 
 	// Where each attribute's value is in the config, for diagnostics; the
 	// zero Range where it is absent.
@@ -66,16 +66,15 @@ func SettingsOf(p fleet.Pool) Settings {
 	return defaults(p)
 }
 
-// DecodeBlock decodes and checks a pool's `sim` block; block is nil for a
-// sim pool without one, which takes the defaults.
-func DecodeBlock(block *hcl.Block, pool fleet.Pool) (fleet.ProviderSettings, hcl.Diagnostics) {
+// DecodeBlock decodes a pool's `sim` block with decode and checks it (a
+// config.ProviderBlock's Decode); block is nil for a sim pool without
+// one, which takes the defaults.
+func DecodeBlock(block *hcl.Block, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
 	s := defaults(pool)
 	if block == nil {
 		return s, nil
 	}
-	if diags := gohcl.DecodeBody(block.Body, nil, &s); diags.HasErrors() {
-		return s, diags
-	}
+	decode(block.Body, &s)
 	return s, s.Validate(pool)
 }
 
