@@ -39,6 +39,12 @@ type ProviderBlock struct {
 	Decode func(block *hcl.Block, pool fleet.Pool, decode Decoder) (fleet.ProviderSettings, hcl.Diagnostics)
 }
 
+// InvalidValue is the "Invalid value" error on the value at r, as every
+// semantic check reports one.
+func InvalidValue(r hcl.Range, format string, args ...any) *hcl.Diagnostic {
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value", Detail: fmt.Sprintf(format, args...), Subject: r.Ptr()}
+}
+
 // Decoder decodes a block's body into val, a pointer to a struct with
 // gohcl tags, as Parse decodes its own blocks: with gohcl, after refusing
 // the values no attribute may hold (not constant, null, a number out of
@@ -254,7 +260,7 @@ func (d *decoder) refuse(r hcl.Range) {
 // invalid records an "Invalid value" error on the value at r and marks it
 // bad.
 func (d *decoder) invalid(r hcl.Range, format string, args ...any) {
-	d.errorf(r, "Invalid value", format, args...)
+	d.add(InvalidValue(r, format, args...))
 	d.refuse(r)
 }
 

@@ -76,10 +76,7 @@ func (p *planner) observe(t *tally) {
 				continue
 			}
 			p.plan.Capacity.LaunchingGPUs += gpn
-			t.supply += gpn
-			pp.supply += gpn
-			pp.used += min(n.UsedGPUs(), gpn)
-			pp.active++
+			pp.serve(t, n)
 		case fleet.Ready:
 			if interrupted(n, p.now) {
 				// The cloud takes it: not counted on, so its replacement is
@@ -94,10 +91,7 @@ func (p *planner) observe(t *tally) {
 				continue
 			}
 			p.plan.Capacity.ReadyGPUs += gpn
-			t.supply += gpn
-			pp.supply += gpn
-			pp.used += min(n.UsedGPUs(), gpn)
-			pp.active++
+			pp.serve(t, n)
 			// Blockers are found only if scale-in gets to the node.
 			pp.candidates = append(pp.candidates, candidate{node: n, silentFor: silent})
 			if silent > 0 {
@@ -257,4 +251,15 @@ func sortedNodes(nodes []fleet.Node) []*fleet.Node {
 		slices.SortFunc(out, byID)
 	}
 	return out
+}
+
+// serve counts a node that serves demand, ready or launching within its
+// deadline: its GPUs in the supply, the pool's and the fleet's (t), and
+// what its jobs hold.
+func (pp *poolPlan) serve(t *tally, n *fleet.Node) {
+	gpn := pp.spec.GPUsPerNode
+	t.supply += gpn
+	pp.supply += gpn
+	pp.used += min(n.UsedGPUs(), gpn)
+	pp.active++
 }

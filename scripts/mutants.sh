@@ -19,14 +19,14 @@ mutants() {
   cat <<'EOF'
 booting capacity not counted (planner property)
 planner/observe.go
-"\t\t\tt.supply += gpn\n\t\t\tpp.active++\n\t\tcase fleet.Ready:"
+"\t\t\tpp.serve(t, n)\n\t\tcase fleet.Ready:"
 "\t\t\tpp.active++\n\t\tcase fleet.Ready:"
 ./planner
 TestPropertySafety
 
 booting capacity not counted (controller)
 planner/observe.go
-"\t\t\tt.supply += gpn\n\t\t\tpp.active++\n\t\tcase fleet.Ready:"
+"\t\t\tpp.serve(t, n)\n\t\tcase fleet.Ready:"
 "\t\t\tpp.active++\n\t\tcase fleet.Ready:"
 ./controller
 TestBootingCapacityCounts

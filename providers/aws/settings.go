@@ -1,7 +1,6 @@
 package aws
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -75,8 +74,7 @@ func DecodeBlock(block *hcl.Block, pool fleet.Pool, decode config.Decoder) (flee
 func (s *Settings) Validate(pool fleet.Pool) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	invalid := func(at hcl.Range, format string, args ...any) {
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value",
-			Detail: fmt.Sprintf(format, args...), Subject: at.Ptr()})
+		diags = append(diags, config.InvalidValue(at, format, args...))
 	}
 	type attr struct {
 		name, value string

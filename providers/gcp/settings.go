@@ -56,8 +56,7 @@ func (s *Settings) Validate(fleet.Pool) hcl.Diagnostics {
 		at          hcl.Range
 	}{{"project", s.Project, s.ProjectAt}, {"zone", s.Zone, s.ZoneAt}, {"mig", s.MIG, s.MIGAt}, {"endpoint", s.Endpoint, s.EndpointAt}} {
 		if a.at.Filename != "" && a.value == "" {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value",
-				Detail: a.name + " must not be empty.", Subject: a.at.Ptr()})
+			diags = append(diags, config.InvalidValue(a.at, "%s must not be empty.", a.name))
 		}
 	}
 	return diags

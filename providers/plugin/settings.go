@@ -41,8 +41,7 @@ func DecodeBlock(block *hcl.Block, pool fleet.Pool, decode config.Decoder) (flee
 // its value.
 func (s *Settings) Validate(fleet.Pool) hcl.Diagnostics {
 	if s.CommandAt.Filename != "" && s.Command == "" {
-		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Invalid value",
-			Detail: "command must not be empty.", Subject: s.CommandAt.Ptr()}}
+		return hcl.Diagnostics{config.InvalidValue(s.CommandAt, "command must not be empty.")}
 	}
 	return nil
 }
