@@ -505,33 +505,33 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 		case "forecast":
 			forecast = &forecastBody{}
 			d.decode(b.Body, forecast)
-			forecast.check(d, &cfg.Forecast)
+			forecast.Validate(d, &cfg.Forecast)
 			forecastOK = d.errors == before
 		case "drain":
 			var v drainBody
 			d.decode(b.Body, &v)
-			v.check(d, &cfg.Drain)
+			v.Validate(d, &cfg.Drain)
 		case "limits":
 			limits = &limitsBody{}
 			d.decode(b.Body, limits)
-			limits.check(d, &cfg.Limits)
+			limits.Validate(d, &cfg.Limits)
 			limitsOK = d.errors == before
 		case "controller":
 			var v controllerBody
 			d.decode(b.Body, &v)
-			v.check(d, &cfg.Controller)
+			v.Validate(d, &cfg.Controller)
 		case "demand":
 			var v demandBody
 			d.decode(b.Body, &v)
-			v.check(d, &cfg.Demand)
+			v.Validate(d, &cfg.Demand)
 		case "synthetic":
 			var v syntheticBody
 			d.decode(b.Body, &v)
-			v.check(d, &cfg.Synthetic)
+			v.Validate(d, &cfg.Synthetic)
 		case "simulate":
 			var v simulateBody
 			d.decode(b.Body, &v)
-			v.check(d, &cfg.Simulate)
+			v.Validate(d, &cfg.Simulate)
 		}
 	}
 	if len(first) == 0 && !hasPoolBlock(body) {
@@ -743,7 +743,9 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 	return p
 }
 
-func (f *forecastBody) check(d *decoder, out *fleet.ForecastSettings) {
+// Validate checks the forecast block and fills out: durations longer than
+// 0, a quantile in (0, 1), and step <= horizon <= history. Every error points at the value it refuses.
+func (f *forecastBody) Validate(d *decoder, out *fleet.ForecastSettings) {
 	stepSt := d.duration("step", f.Step, f.StepAt, false, &out.Step)
 	horizonSt := d.duration("horizon", f.Horizon, f.HorizonAt, false, &out.Horizon)
 	historySt := d.duration("history", f.History, f.HistoryAt, false, &out.History)
@@ -768,7 +770,9 @@ func (f *forecastBody) check(d *decoder, out *fleet.ForecastSettings) {
 	}
 }
 
-func (dr *drainBody) check(d *decoder, out *fleet.DrainSettings) {
+// Validate checks the drain block and fills out: durations longer than 0
+// and a signal a job can catch. Every error points at the value it refuses.
+func (dr *drainBody) Validate(d *decoder, out *fleet.DrainSettings) {
 	d.duration("checkpoint_max_age", dr.CheckpointMaxAge, dr.CheckpointMaxAgeAt, false, &out.CheckpointMaxAge)
 	d.duration("timeout", dr.Timeout, dr.TimeoutAt, false, &out.Timeout)
 	d.duration("long_running_after", dr.LongRunningAfter, dr.LongRunningAfterAt, false, &out.LongRunningAfter)
@@ -777,7 +781,9 @@ func (dr *drainBody) check(d *decoder, out *fleet.DrainSettings) {
 	}
 }
 
-func (l *limitsBody) check(d *decoder, out *fleet.Limits) {
+// Validate checks the limits block and fills out: counts, shares in (0, 1]
+// and a spend that is not negative. Every error points at the value it refuses.
+func (l *limitsBody) Validate(d *decoder, out *fleet.Limits) {
 	if d.atLeast("max_gpus", l.MaxGPUs, 0, l.MaxGPUsAt) == set {
 		out.MaxGPUs = l.MaxGPUs
 	}
@@ -796,7 +802,10 @@ func (l *limitsBody) check(d *decoder, out *fleet.Limits) {
 	}
 }
 
-func (c *controllerBody) check(d *decoder, out *Controller) {
+// Validate checks the controller block and fills out: durations, a listen
+// address (plain HTTP only on loopback or with insecure), a fleet name a
+// tag can hold, and TLS files in pairs. Every error points at the value it refuses.
+func (c *controllerBody) Validate(d *decoder, out *Controller) {
 	d.duration("interval", c.Interval, c.IntervalAt, false, &out.Interval)
 	d.duration("agent_timeout", c.AgentTimeout, c.AgentTimeoutAt, false, &out.AgentTimeout)
 	listen := d.state(c.ListenAt)
@@ -836,7 +845,9 @@ func (c *controllerBody) check(d *decoder, out *Controller) {
 	}
 }
 
-func (dm *demandBody) check(d *decoder, out *Demand) {
+// Validate checks the demand block and fills out: an http(s) Prometheus URL
+// and a query, each needing the other. Every error points at the value it refuses.
+func (dm *demandBody) Validate(d *decoder, out *Demand) {
 	url := d.state(dm.PrometheusURLAt)
 	if url == set {
 		if u, err := neturl.Parse(dm.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -854,7 +865,10 @@ func (dm *demandBody) check(d *decoder, out *Demand) {
 	d.duration("prometheus_timeout", dm.PrometheusTimeout, dm.PrometheusTimeoutAt, false, &out.PrometheusTimeout)
 }
 
-func (s *simulateBody) check(d *decoder, out *Simulate) {
+// Validate checks the simulate block and fills out: rates and shares in
+// range, a checkpoint duration of 0 to 24h, and the reservation and
+// placeholder modes. Every error points at the value it refuses.
+func (s *simulateBody) Validate(d *decoder, out *Simulate) {
 	d.duration("checkpoint_interval", s.CheckpointInterval, s.CheckpointIntervalAt, false, &out.CheckpointInterval)
 	d.duration("spot_notice", s.SpotNotice, s.SpotNoticeAt, false, &out.SpotNotice)
 	if d.check(s.SpotInterruptionsPerHourAt, s.SpotInterruptionsPerHour >= 0, "spot_interruptions_per_hour must not be negative, got %g.", s.SpotInterruptionsPerHour) == set {
@@ -889,7 +903,9 @@ func (s *simulateBody) check(d *decoder, out *Simulate) {
 // maxCheckpointDuration bounds simulate.checkpoint_duration.
 const maxCheckpointDuration = 24 * time.Hour
 
-func (s *syntheticBody) check(d *decoder, out *Synthetic) {
+// Validate checks the synthetic block and fills out: GPU counts not
+// negative, peak >= base, an hour of the day, and noise not negative. Every error points at the value it refuses.
+func (s *syntheticBody) Validate(d *decoder, out *Synthetic) {
 	if d.state(s.SeedAt) == set {
 		out.Seed = s.Seed
 	}
