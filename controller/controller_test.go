@@ -176,6 +176,30 @@ func TestBootingCapacityCounts(t *testing.T) {
 	}
 }
 
+// TestScopedPushServedThere: jobs pushed for the dearer of two pools are
+// launched for there, through the controller's cycle, for as long as
+// they wait; the cheaper pool, which cannot serve them, gets nothing.
+func TestScopedPushServedThere(t *testing.T) {
+	cheap, dear := gpuPool("cheap", 8, 10, 5*time.Minute), gpuPool("dear", 8, 10, 5*time.Minute)
+	dear.PricePerHour *= 2
+	l := newLoop(t, false, cheap, dear)
+	for range 3 {
+		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "dear", GPUs: 16}}})
+		plan := l.cycle(t)
+		for _, a := range plan.Actions {
+			if a.Kind == planner.Launch && (a.Pool != "dear" || a.Code != planner.ReasonScopedDemand) {
+				t.Fatalf("at %v: launch %+v; want launches in dear only, for its scoped demand", l.now.Sub(t0), a)
+			}
+		}
+	}
+	if got, want := l.target(t, cheap), 0; got != want {
+		t.Errorf("cheap's target %d, want %d", got, want)
+	}
+	if got, want := l.target(t, dear), 2; got != want {
+		t.Errorf("dear's target %d, want %d (16 GPUs waiting for it)", got, want)
+	}
+}
+
 // TestSilentAgentsHaltScaleIn: ten nodes, six busy and four held for
 // waiting jobs. The waiting jobs go, and the four idle nodes' agents go
 // silent at once (a network fault, not idleness: their nodes may hold work

@@ -6,6 +6,7 @@ package fleet
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -42,7 +43,8 @@ type Pool struct {
 	Zones  []string `json:"zones,omitempty"`
 	// InstanceType is the cloud's machine type, e.g. p5.48xlarge.
 	InstanceType string `json:"instance_type"`
-	// GPUModel is informational, e.g. H100.
+	// GPUModel is the GPUs' model, e.g. H100: demand pushed for a GPU
+	// model is served by its pools (ScopedDemand).
 	GPUModel string `json:"gpu_model,omitempty"`
 	// GPUsPerNode is the number of GPUs one instance has (at least 1).
 	GPUsPerNode int `json:"gpus_per_node"`
@@ -392,6 +394,8 @@ func (s *State) Validate(pools []Pool) error {
 			return fmt.Errorf("scoped[%d]: want exactly one of pool and gpu_model", i)
 		case d.Pool != "" && !known[d.Pool]:
 			return fmt.Errorf("scoped[%d].pool: unknown pool %q", i, d.Pool)
+		case d.GPUModel != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return d.Serves(&p) }):
+			return fmt.Errorf("scoped[%d].gpu_model: no pool has GPU model %q", i, d.GPUModel)
 		case d.GPUs < 0:
 			return fmt.Errorf("scoped[%d].gpus: %d is negative", i, d.GPUs)
 		}

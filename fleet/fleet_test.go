@@ -8,9 +8,9 @@ import (
 )
 
 var testPools = []Pool{
-	{Name: "aws-ondemand-a100", GPUsPerNode: 8, PricePerHour: 32, Capacity: OnDemand},
-	{Name: "reserved-a100", GPUsPerNode: 8, PricePerHour: 19, Capacity: Reserved},
-	{Name: "aws-spot-a100", GPUsPerNode: 8, PricePerHour: 12, Capacity: Spot},
+	{Name: "aws-ondemand-a100", GPUModel: "A100", GPUsPerNode: 8, PricePerHour: 32, Capacity: OnDemand},
+	{Name: "reserved-a100", GPUModel: "A100", GPUsPerNode: 8, PricePerHour: 19, Capacity: Reserved},
+	{Name: "aws-spot-a100", GPUModel: "A100", GPUsPerNode: 8, PricePerHour: 12, Capacity: Spot},
 }
 
 func TestParseState(t *testing.T) {
@@ -76,6 +76,8 @@ func TestUnobserved(t *testing.T) {
 		{`"an earlier change is not settled yet: launch l-1: no answer"`,
 			Unobserved{Code: UnobservedUnsettled, Err: "launch l-1: no answer"}, "an earlier change is not settled yet: launch l-1: no answer"},
 		{`""`, Unobserved{}, ""},
+		// The old form's flag beside its words (found by review).
+		{`"Throttling", "never_read": true`, Unobserved{Code: UnobservedNeverRead, Err: "Throttling"}, "Throttling"},
 	} {
 		st, err := ParseState([]byte(`{"pools": [{"name": "reserved-a100"}, {"name": "aws-spot-a100", "unobserved": ` + tt.json + `}], "nodes": []}`))
 		if err != nil {
@@ -114,6 +116,7 @@ func TestValidate(t *testing.T) {
 		{"scoped beyond pending", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUs: 8}}}, "scoped: 8 GPUs, more than pending_gpus (4)"},
 		{"scoped to nothing", State{PendingGPUs: 4, Scoped: []ScopedDemand{{GPUs: 4}}}, "scoped[0]: want exactly one of pool and gpu_model"},
 		{"scoped to both", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUModel: "A100", GPUs: 4}}}, "scoped[0]: want exactly one"},
+		{"scoped to an unknown model", State{PendingGPUs: 4, Scoped: []ScopedDemand{{GPUModel: "B200", GPUs: 4}}}, `scoped[0].gpu_model: no pool has GPU model "B200"`},
 		{"scoped to an unknown pool", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "x", GPUs: 4}}}, `scoped[0].pool: unknown pool "x"`},
 		{"scoped negative", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUs: -1}}}, "scoped[0].gpus: -1 is negative"},
 		{"history without step", State{History: Series{Values: []float64{1}}}, "history.step"},

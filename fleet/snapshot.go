@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // ParseState decodes a JSON fleet snapshot. Unknown fields and trailing
@@ -14,11 +15,13 @@ import (
 // config: see State.Validate.
 //
 // A pool's "unobserved" may also be the words older snapshots held there
-// (see Unobserved.String), which are read back into their code.
+// (see Unobserved.String), which are read back into their code, and its
+// "never_read" the flag they held beside them.
 func ParseState(src []byte) (State, error) {
 	var st State
 	dec, err := decodeStrict(src, &st)
-	if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) && te.Field == "pools.unobserved" && te.Value == "string" {
+	if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) && te.Field == "pools.unobserved" && te.Value == "string" ||
+		err != nil && strings.HasSuffix(err.Error(), `unknown field "never_read"`) {
 		return parseOldState(src)
 	}
 	if err != nil {
@@ -34,10 +37,12 @@ type oldState struct {
 	Pools []oldPoolStatus `json:"pools,omitempty"`
 }
 
-// oldPoolStatus is a pool status whose "unobserved" is read later.
+// oldPoolStatus is a pool status whose "unobserved" is read later, with
+// the old "never_read" flag.
 type oldPoolStatus struct {
 	PoolStatus
 	Unobserved json.RawMessage `json:"unobserved,omitempty"`
+	NeverRead  bool            `json:"never_read,omitempty"`
 }
 
 // parseOldState reads a snapshot whose pools' "unobserved" may be words.
@@ -61,6 +66,9 @@ func parseOldState(src []byte) (State, error) {
 		var words string
 		if json.Unmarshal(p.Unobserved, &words) == nil {
 			st.Pools[i].Unobserved = parseUnobserved(words)
+			if p.NeverRead && st.Pools[i].Unobserved.Code == UnobservedReadFailed {
+				st.Pools[i].Unobserved.Code = UnobservedNeverRead
+			}
 			continue
 		}
 		dec := json.NewDecoder(bytes.NewReader(p.Unobserved))

@@ -125,8 +125,8 @@ func (p *planner) need(v float64) (int, Reason) {
 func (p *planner) have(t *tally, at time.Time) int {
 	n := t.supply - t.scopedFree
 	for _, l := range t.launches {
-		if !l.scoped && !l.ready.After(at.Add(p.cfg.Forecast.Step)) {
-			n += l.gpus
+		if !l.ready.After(at.Add(p.cfg.Forecast.Step)) {
+			n += l.gpus - l.scoped
 		}
 	}
 	return n

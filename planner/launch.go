@@ -96,10 +96,19 @@ func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 		t.scopedPending += d.GPUs
 		left := d.GPUs
 		for _, pp := range scope {
-			c := min(left, pp.free())
+			c := min(left, max(pp.supply-pp.used-pp.claimedSupply, 0))
 			pp.claimed += c
+			pp.claimedSupply += c
 			t.scopedFree += c
 			left -= c
+			for i := range t.launches {
+				if l := &t.launches[i]; l.pool == pp && left > 0 {
+					c := min(left, l.gpus-l.scoped)
+					l.scoped += c
+					pp.claimed += c
+					left -= c
+				}
+			}
 		}
 		for _, pp := range scope {
 			if left <= 0 {
@@ -108,7 +117,7 @@ func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 			gpn := pp.spec.GPUsPerNode
 			got := p.launchIn(t, pp, (left+gpn-1)/gpn, fmt.Sprintf("%d GPUs pending for %s", left, d), ReasonScopedDemand, scopedReason(d, free))
 			if got > 0 {
-				t.launches[len(t.launches)-1].scoped = true
+				t.launches[len(t.launches)-1].scoped = min(left, got*gpn)
 			}
 			pp.claimed += min(left, got*gpn)
 			left -= got * gpn
@@ -167,7 +176,7 @@ func (p *planner) launchIn(t *tally, pp *poolPlan, n int, purpose string, code R
 	pp.size += got
 	pp.active += got
 	gpus := got * spec.GPUsPerNode
-	t.launches = append(t.launches, launched{ready: p.now.Add(spec.LeadTime), gpus: gpus})
+	t.launches = append(t.launches, launched{ready: p.now.Add(spec.LeadTime), gpus: gpus, pool: pp})
 	t.fleetGPUs += gpus
 	t.spend += pp.cost(pp.billed+got) - pp.cost(pp.billed)
 	pp.billed += got

@@ -150,11 +150,10 @@ func (p *planner) settleDrain(t *tally, pp *poolPlan, n *fleet.Node, silent time
 	case since > p.cfg.Drain.Timeout:
 		a.Kind, a.Code, a.Reason = CancelDrain, ReasonDrainTimeout, drainTimeoutReason(since, blocker)
 		// The node returns to service and serves demand again.
-		t.supply += pp.spec.GPUsPerNode
+		pp.serve(t, n)
 		if silent > 0 {
 			t.silentGPUs += pp.spec.GPUsPerNode
 		}
-		pp.active++
 	default:
 		a.Kind, a.Code, a.Reason = Hold, blocker.code, drainWaitReason(since, blocker, p.cfg.Drain.Timeout)
 	}

@@ -59,6 +59,8 @@ type poolPlan struct {
 	// claimed are the pool's free GPUs that scoped demand counts on
 	// (launch), so that two scopes over one pool do not count them twice.
 	claimed int
+	// claimedSupply is the part of claimed on supply (not this plan's launches).
+	claimedSupply int
 }
 
 // candidate is a ready node scale-in may remove.
@@ -118,7 +120,8 @@ type tally struct {
 type launched struct {
 	ready  time.Time
 	gpus   int
-	scoped bool
+	pool   *poolPlan
+	scoped int // GPUs of it that scoped demand counts on
 }
 
 // planner holds one cycle's inputs, the plan it builds, and what one

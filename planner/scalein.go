@@ -44,7 +44,9 @@ func (p *planner) scaleIn(t *tally) {
 		p.note(ReasonScaleInHalted, "scale-in halted: "+p.plan.ScaleInHalt)
 		return
 	}
-	s := &scaleInPass{t: t, avail: t.supply - t.silentGPUs, decided: map[string]bool{}}
+	// Scoped demand and the free GPUs set aside for it are its pools'
+	// business (kept by more, below), as they are launch's.
+	s := &scaleInPass{t: t, avail: t.supply - t.silentGPUs - t.scopedFree, decided: map[string]bool{}}
 	order := p.launchOrder()
 	slices.Reverse(order)
 	// Pools above their max first (after max was lowered, or a reservation
@@ -61,6 +63,7 @@ func (p *planner) scaleIn(t *tally) {
 	}
 	until := p.now.Add(p.window)
 	keep, src := p.needOver(p.now, until)
+	keep = max(keep-t.scopedPending, 0)
 	for _, pp := range order {
 		if pp.spec.Capacity == fleet.Reserved {
 			continue

@@ -19,7 +19,15 @@ func TestScopedDemand(t *testing.T) {
 	od := pool("aws-ondemand-a100", fleet.OnDemand, 32, 9*time.Minute, 0, 40)
 	h100 := pool("h100", fleet.OnDemand, 60, 9*time.Minute, 0, 4)
 	h100dear := pool("h100-dear", fleet.OnDemand, 90, 9*time.Minute, 0, 4)
-	spot.GPUModel, od.GPUModel, h100.GPUModel, h100dear.GPUModel = "A100", "A100", "H100", "H100"
+	slowRes := pool("res", fleet.Reserved, 20, time.Hour, 0, 2)
+	spot.GPUModel, od.GPUModel, h100.GPUModel, h100dear.GPUModel, slowRes.GPUModel = "A100", "A100", "H100", "H100", "A100"
+	// timedOut is a node draining past drain.timeout, with a 1-GPU job
+	// that never checkpointed: its drain is cancelled.
+	timedOut := func(id, pool string) fleet.Node {
+		n := draining(id, 2*time.Hour, -1)
+		n.Pool, n.DrainAcked, n.DrainConfirmed = pool, false, false
+		return n
+	}
 	type launch struct {
 		pool  string
 		count int
@@ -34,6 +42,8 @@ func TestScopedDemand(t *testing.T) {
 		want   []launch
 		drains []string // nodes drained
 		unmet  int      // notes of scoped demand that cannot be bought
+		extra  int      // GPUs pending for any pool, beside the scopes
+		cancel []string // drains cancelled
 	}{{
 		// The case reported: a push for the on-demand pool was served in
 		// the cheaper spot pool.
@@ -63,6 +73,14 @@ func TestScopedDemand(t *testing.T) {
 		// The fleet needs 8 GPUs ahead (the od launch holds them): one
 		// spot node is spare.
 		drains: []string{"spot-1"},
+	}, {
+		// Found by review: scale-in kept capacity the scope cannot use.
+		name:   "capacity elsewhere is not kept for it",
+		pools:  []fleet.Pool{spot, od},
+		nodes:  []fleet.Node{ready("spot-1", spot.Name), ready("spot-2", spot.Name)},
+		scoped: []fleet.ScopedDemand{{Pool: od.Name, GPUs: 16}},
+		want:   []launch{{od.Name, 2, ReasonScopedDemand}},
+		drains: []string{"spot-1"}, // the share allows one of two
 	}, {
 		name:   "the pool's free GPUs it counts on are not drained",
 		pools:  []fleet.Pool{spot, od},
@@ -98,6 +116,27 @@ func TestScopedDemand(t *testing.T) {
 		fc:     flat(16), // od-1 holds the scoped 8; 8 more anywhere
 		want:   []launch{{spot.Name, 1, ReasonForecast}},
 	}, {
+		// Found by review: the launch's spare GPUs serve demand of any pool.
+		name:   "a scoped launch's spare GPUs serve the rest",
+		pools:  []fleet.Pool{spot, od},
+		scoped: []fleet.ScopedDemand{{Pool: od.Name, GPUs: 4}},
+		extra:  4,
+		want:   []launch{{od.Name, 1, ReasonScopedDemand}},
+	}, {
+		// Found by review: a claim on a slower launch of this plan is not
+		// taken off the capacity there is now.
+		name:   "a claim on this plan's reservation launch",
+		pools:  []fleet.Pool{spot, slowRes},
+		scoped: []fleet.ScopedDemand{{Pool: slowRes.Name, GPUs: 16}},
+		want:   []launch{{slowRes.Name, 2, ReasonReservedBaseline}},
+	}, {
+		// Found by review: a drain cancelled this cycle serves the scope.
+		name:   "a cancelled drain's node serves it",
+		pools:  []fleet.Pool{spot, od},
+		nodes:  []fleet.Node{timedOut("od-1", od.Name)},
+		scoped: []fleet.ScopedDemand{{Pool: od.Name, GPUs: 7}},
+		cancel: []string{"od-1"},
+	}, {
 		name:   "demand with no scope is served fleet-wide beside it",
 		pools:  []fleet.Pool{spot, od},
 		scoped: []fleet.ScopedDemand{{Pool: od.Name, GPUs: 8}},
@@ -106,7 +145,7 @@ func TestScopedDemand(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := fleet.State{Nodes: tt.nodes, Scoped: tt.scoped}
+			st := fleet.State{Nodes: tt.nodes, Scoped: tt.scoped, PendingGPUs: tt.extra}
 			for _, d := range tt.scoped {
 				st.PendingGPUs += d.GPUs
 			}
@@ -131,6 +170,13 @@ func TestScopedDemand(t *testing.T) {
 			slices.Sort(drained)
 			if !slices.Equal(drained, tt.drains) {
 				t.Errorf("drains %v, want %v\n%s", drained, tt.drains, describe(p))
+			}
+			var cancelled []string
+			for _, a := range actions(p, CancelDrain) {
+				cancelled = append(cancelled, a.Node)
+			}
+			if !slices.Equal(cancelled, tt.cancel) {
+				t.Errorf("cancelled %v, want %v\n%s", cancelled, tt.cancel, describe(p))
 			}
 			if n := len(notesCoded(p, ReasonUnmetDemand)); n != tt.unmet {
 				t.Errorf("%d unmet-demand notes, want %d\n%s", n, tt.unmet, describe(p))
