@@ -355,7 +355,7 @@ func TestUnsettledLaunchCountsAgainstLimits(t *testing.T) {
 	l.cfg.Limits.MaxGPUs = 16
 	l.restart(t, &flaky{Provider: l.cloud, pool: "a", launchFails: 2, descFails: 1})
 	for i := range 8 {
-		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "a", GPUs: 16}}})
+		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{GPUs: 16}}})
 		l.now = l.now.Add(time.Minute)
 		l.c.Cycle(context.Background()) // errors expected: the timeouts, the read
 		if gpus := 8 * (l.target(t, a) + l.target(t, b)); gpus > 16 {
