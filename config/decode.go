@@ -357,15 +357,13 @@ func (d *decoder) decoded(diags hcl.Diagnostics) {
 	for _, diag := range diags {
 		if diag.Summary == "Unsuitable value type" && diag.Context != nil {
 			r := *diag.Context
-			a := d.attrs[r.Start.Byte]
-			if d.bad[r.Start.Byte] || a == nil {
-				if a == nil {
-					d.add(diag)
-				}
-				continue
+			switch a := d.attrs[r.Start.Byte]; {
+			case a == nil: // not an attribute the scan saw: as gohcl says
+				d.add(diag)
+			case !d.bad[r.Start.Byte]: // else reported already
+				d.add(typeError(a, diag))
+				d.refuse(r)
 			}
-			d.add(typeError(a, diag))
-			d.refuse(r)
 			continue
 		}
 		if diag.Subject != nil && d.inBad(*diag.Subject) {

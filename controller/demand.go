@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -122,7 +123,7 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 		scoped = append(scoped, d)
 	}
 	slices.SortFunc(scoped, func(a, b fleet.ScopedDemand) int {
-		return strings.Compare(a.Pool+"\x00"+a.GPUModel, b.Pool+"\x00"+b.GPUModel)
+		return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.GPUModel, b.GPUModel))
 	})
 	return total, scoped
 }

@@ -50,9 +50,7 @@ func (p *planner) observe(t *tally) {
 				// limits.
 				p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, Code: ReasonUnknownNotReady,
 					Reason: unknownNotReadyReason(p.now.Sub(n.LaunchedAt))})
-				pp.size++
-				pp.stuck++
-				t.fleetGPUs += gpn
+				pp.countStuck(t)
 				continue
 			}
 			if p.now.After(deadline) && len(n.Jobs) == 0 {
@@ -70,9 +68,7 @@ func (p *planner) observe(t *tally) {
 					Reason: provisionTimeoutReason(p.now.Sub(n.LaunchedAt), pp.spec.ProvisionTimeout)})
 				// Not counted on, but until it is gone it counts against
 				// the limits (its termination may fail).
-				pp.size++
-				pp.stuck++
-				t.fleetGPUs += gpn
+				pp.countStuck(t)
 				continue
 			}
 			p.plan.Capacity.LaunchingGPUs += gpn
@@ -85,9 +81,7 @@ func (p *planner) observe(t *tally) {
 				p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn,
 					Code: ReasonInterrupted, Reason: interruptedReason(n.InterruptAt)})
 				p.plan.Capacity.InterruptedGPUs += gpn
-				pp.size++
-				pp.stuck++
-				t.fleetGPUs += gpn
+				pp.countStuck(t)
 				continue
 			}
 			p.plan.Capacity.ReadyGPUs += gpn
@@ -261,4 +255,14 @@ func (pp *poolPlan) serve(t *tally, n *fleet.Node) {
 	pp.supply += gpn
 	pp.used += min(n.UsedGPUs(), gpn)
 	pp.active++
+}
+
+// countStuck counts a live node that serves no demand (past its deadline,
+// or under an interruption notice): in the pool's size and the fleet's
+// GPUs, so against the limits, but not towards the share of the pool that
+// may drain.
+func (pp *poolPlan) countStuck(t *tally) {
+	pp.size++
+	pp.stuck++
+	t.fleetGPUs += pp.spec.GPUsPerNode
 }

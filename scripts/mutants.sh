@@ -82,7 +82,7 @@ TestSpendCountsWhatIsPaid
 
 a launch past its deadline not counted against the limits while terminated
 planner/observe.go
-"// the limits (its termination may fail).\n\t\t\t\tpp.size++\n\t\t\t\tpp.stuck++\n\t\t\t\tt.fleetGPUs += gpn\n"
+"// the limits (its termination may fail).\n\t\t\t\tpp.countStuck(t)\n"
 "// the limits (its termination may fail).\n"
 ./controller
 TestFailedTerminationCountsAgainstLimits

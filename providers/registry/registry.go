@@ -7,6 +7,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -28,11 +29,12 @@ type Provider struct {
 	// Simulated says the provider's pools are the simulated cloud, which
 	// `plan` and `run` drive in process, on its own clock and workload.
 	Simulated bool
-	// Open makes the provider that drives pools, the config's pools of
-	// this provider; it may check their GPU facts and fill in what the
-	// cloud knows (a GPU model, a spot price). Nil when this build cannot
-	// drive the provider's pools yet, and for the simulated cloud.
-	Open func(ctx context.Context, env Env, pools []*fleet.Pool) (providers.Provider, error)
+	// Open makes the provider that drives the config's pools of this
+	// provider (pools holds them all; it leaves the others as they are);
+	// it may check their GPU facts and fill in, in place, what the cloud
+	// knows (a GPU model, a spot price). Nil when this build cannot drive
+	// the provider's pools yet, and for the simulated cloud.
+	Open func(ctx context.Context, env Env, pools []fleet.Pool) (providers.Provider, error)
 }
 
 // Env is what the factories are given beyond their pools.
@@ -132,21 +134,17 @@ func Open(ctx context.Context, env Env, pools []fleet.Pool) (map[string]provider
 		if kind.Open == nil {
 			continue
 		}
-		var mine []*fleet.Pool
-		for i := range pools {
-			if pools[i].Provider == kind.Name {
-				mine = append(mine, &pools[i])
-			}
-		}
-		if len(mine) == 0 {
+		if !slices.ContainsFunc(pools, func(p fleet.Pool) bool { return p.Provider == kind.Name }) {
 			continue
 		}
-		p, err := kind.Open(ctx, env, mine)
+		p, err := kind.Open(ctx, env, pools)
 		if err != nil {
 			return nil, err
 		}
-		for _, pool := range mine {
-			out[pool.Name] = p
+		for _, pool := range pools {
+			if pool.Provider == kind.Name {
+				out[pool.Name] = p
+			}
 		}
 	}
 	return out, nil
@@ -156,29 +154,25 @@ func Open(ctx context.Context, env Env, pools []fleet.Pool) (map[string]provider
 // their GPU facts against EC2's and fills in what the config left out,
 // and, with spot_price_lookup, takes a pool's price from the current spot
 // price.
-func openAWS(ctx context.Context, env Env, pools []*fleet.Pool) (providers.Provider, error) {
+func openAWS(ctx context.Context, env Env, pools []fleet.Pool) (providers.Provider, error) {
 	log := env.Log
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
 	p := aws.New(aws.Options{Log: log.Named(fleet.ProviderAWS)})
 	for _, pool := range pools {
-		if aws.SettingsOf(*pool).LaunchTemplate != "" && env.DefaultFleet {
+		if pool.Provider == fleet.ProviderAWS && aws.SettingsOf(pool).LaunchTemplate != "" && env.DefaultFleet {
 			log.Warn("controller.fleet is left at its default: every controller so left tags its instances alike, and cannot tell another's from its own; name each fleet (staging, prod)",
 				"fleet", env.Fleet, "pool", pool.Name)
 			break
 		}
 	}
-	mine := make([]fleet.Pool, len(pools))
-	for i, pool := range pools {
-		mine[i] = *pool
-	}
-	if err := p.Resolve(ctx, mine); err != nil {
+	if err := p.Resolve(ctx, pools); err != nil { // AWS pools only
 		return nil, err
 	}
-	for i, pool := range pools {
-		*pool = mine[i]
-		if !aws.SettingsOf(*pool).SpotPriceLookup {
+	for i := range pools {
+		pool := &pools[i]
+		if pool.Provider != fleet.ProviderAWS || !aws.SettingsOf(*pool).SpotPriceLookup {
 			continue
 		}
 		price, err := p.SpotPrice(ctx, *pool)
