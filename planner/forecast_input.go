@@ -107,9 +107,11 @@ func (p *planner) needOver(from, to time.Time) (int, Reason) {
 }
 
 // need is a forecast value v as GPUs to provision for, never below current
-// demand, and what set it.
+// demand, and what set it. While jobs are pending, current demand counts
+// the free GPUs of busy nodes as held (p.stranded): the pending jobs did
+// not fit there, so they are provisioned on whole empty nodes.
 func (p *planner) need(v float64) (int, Reason) {
-	now := p.plan.Demand.Total()
+	now := p.plan.Demand.Total() + p.stranded
 	if f := int(math.Ceil(v - 1e-9)); f > now {
 		return f, ReasonForecast
 	}

@@ -75,7 +75,22 @@ func (p *planner) demandReason(src Reason, need int, at time.Time, lead time.Dur
 	if src == ReasonForecast {
 		return fmt.Sprintf("forecast %s needs %d GPUs at %s, lead time %s; have %d", pct(p.q), need, clock(at), age(lead), have)
 	}
-	return fmt.Sprintf("%d GPUs in use or pending now (%d pending); have %d", need, p.plan.Demand.PendingGPUs, have)
+	return fmt.Sprintf("%d GPUs in use or pending now (%d pending%s); have %d", need, p.plan.Demand.PendingGPUs, p.strandedText(), have)
+}
+
+// strandedText says, when need counts the free GPUs of busy nodes as held
+// (jobs are pending), how many; "" when it does not.
+func (p *planner) strandedText() string {
+	if p.stranded == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", and %d free on busy nodes, which no pending job fits", p.stranded)
+}
+
+// jobsWouldNotFitNote says that scale-in keeps a pool's busy nodes whose
+// jobs would fit nowhere else.
+func jobsWouldNotFitNote(pp *poolPlan) string {
+	return fmt.Sprintf("pool %s: busy nodes kept whose jobs would not fit on the other nodes' free GPUs (drained, they would wait for capacity again)", pp.spec.Name)
 }
 
 // scopedReason is a scoped launch's reason: the GPUs pending for its
@@ -155,11 +170,11 @@ func silence(d time.Duration) string {
 
 // keepReason says how much capacity scale-in keeps, and why, until a time:
 // src is ReasonForecast or ReasonDemandNow, as needOver said.
-func keepReason(src Reason, q float64, keep int, until time.Time) string {
+func (p *planner) keepReason(src Reason, keep int, until time.Time) string {
 	if src == ReasonForecast {
-		return fmt.Sprintf("forecast %s needs at most %d GPUs until %s", pct(q), keep, clock(until))
+		return fmt.Sprintf("forecast %s needs at most %d GPUs until %s", pct(p.q), keep, clock(until))
 	}
-	return fmt.Sprintf("%d GPUs in use or pending now, forecast %s no higher until %s", keep, pct(q), clock(until))
+	return fmt.Sprintf("%d GPUs in use or pending now%s, forecast %s no higher until %s", keep, p.strandedText(), pct(p.q), clock(until))
 }
 
 // age formats a duration the way a person reads it: 35m, 2h5m, 45s.

@@ -96,7 +96,7 @@ func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 		t.scopedPending += d.GPUs
 		left := d.GPUs
 		for _, pp := range scope {
-			c := min(left, max(pp.supply-pp.used-pp.claimedSupply, 0))
+			c := min(left, max(pp.supply-pp.used-pp.stranded-pp.claimedSupply, 0))
 			pp.claimed += c
 			pp.claimedSupply += c
 			t.scopedFree += c
@@ -129,8 +129,9 @@ func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 }
 
 // free is the pool's GPUs that pending demand could use: its capacity now
-// and launching, less what jobs hold and what scoped demand claimed.
-func (pp *poolPlan) free() int { return max(pp.supply+pp.launched-pp.used-pp.claimed, 0) }
+// and launching, less what jobs hold, the free GPUs of busy nodes that no
+// pending job fits, and what scoped demand claimed.
+func (pp *poolPlan) free() int { return max(pp.supply+pp.launched-pp.used-pp.stranded-pp.claimed, 0) }
 
 // cmpBool orders false before true.
 func cmpBool(a, b bool) int {

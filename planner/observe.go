@@ -87,11 +87,19 @@ func (p *planner) observe(t *tally) {
 			p.plan.Capacity.ReadyGPUs += gpn
 			pp.serve(t, n)
 			// Blockers are found only if scale-in gets to the node.
-			pp.candidates = append(pp.candidates, candidate{node: n, silentFor: silent})
+			c := candidate{node: n, silentFor: silent, slot: -1}
 			if silent > 0 {
 				t.silentGPUs += gpn
 				p.plan.Capacity.SilentNodes++
+			} else {
+				free := gpn - min(n.UsedGPUs(), gpn)
+				c.slot = t.placement.add(free)
+				if free < gpn {
+					pp.fragments += free
+					p.plan.Capacity.FragmentGPUs += free
+				}
 			}
+			pp.candidates = append(pp.candidates, c)
 		case fleet.Draining:
 			if p.now.Sub(n.DrainStartedAt) < p.cfg.Limits.ScaleInWindow {
 				pp.drainsInWindow++
@@ -116,6 +124,14 @@ func (p *planner) observe(t *tally) {
 		}
 		pp.drainsInWindow = max(pp.drainsInWindow, recorded)
 		t.spend += pp.cost(pp.billed)
+	}
+	if p.plan.Demand.PendingGPUs > 0 {
+		// A pending job is one the scheduler could not place: it did not
+		// fit in any busy node's free GPUs.
+		p.stranded = p.plan.Capacity.FragmentGPUs
+		for _, pp := range p.pools {
+			pp.stranded = pp.fragments
+		}
 	}
 	p.plan.CostPerHourBefore = t.spend
 	if m := p.cfg.Limits.MaxSpendPerHour; m > 0 && t.spend > m {

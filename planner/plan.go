@@ -72,6 +72,12 @@ type Capacity struct {
 	// SilentNodes are ready or draining nodes whose agent has not reported
 	// within the agent timeout (unknown nodes included).
 	SilentNodes int `json:"silent_nodes"`
+	// FragmentGPUs are the free GPUs of busy ready nodes (nodes whose
+	// jobs hold some of their GPUs, agents reporting). A job wider than
+	// one such node's free GPUs cannot use them, and while jobs are
+	// pending none of them can (a pending job is one the scheduler could
+	// not place), so pending demand is provisioned on whole empty nodes.
+	FragmentGPUs int `json:"fragment_gpus,omitempty"`
 }
 
 // Plan is what the planner decided, and why.

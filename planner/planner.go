@@ -61,6 +61,10 @@ type poolPlan struct {
 	claimed int
 	// claimedSupply is the part of claimed on supply (not this plan's launches).
 	claimedSupply int
+	// fragments are the pool's part of Capacity.FragmentGPUs, and
+	// stranded the same while jobs are pending (else 0): the free GPUs of
+	// busy nodes that pending demand cannot use (observe).
+	fragments, stranded int
 }
 
 // candidate is a ready node scale-in may remove.
@@ -68,6 +72,8 @@ type candidate struct {
 	node *fleet.Node
 	// silentFor > 0 means the agent is silent.
 	silentFor time.Duration
+	// slot is the node's in tally.placement; -1 when its agent is silent.
+	slot int
 }
 
 // drainCandidate is a candidate with what scale-in needs to order it,
@@ -111,6 +117,9 @@ type tally struct {
 	// aside for it (launch, serveScoped): the fleet-wide launches count
 	// neither, nor the launches made for it.
 	scopedPending, scopedFree int
+	// placement is the free GPUs of ready nodes, where scale-in places
+	// the jobs of a busy node it drains (observe fills it).
+	placement placement
 	// orphans are the fleet's orphans (observe), for reap.
 	orphans []*fleet.Node
 }
@@ -142,6 +151,10 @@ type planner struct {
 	// window is how far ahead scale-in looks: the longest burst lead time
 	// plus the hysteresis.
 	window time.Duration
+	// stranded is Capacity.FragmentGPUs while jobs are pending, else 0:
+	// free GPUs that pending demand cannot use, which need counts as held
+	// (observe).
+	stranded int
 	// noted are the notes' words so far, so each is written once.
 	noted map[string]bool
 }
@@ -178,7 +191,7 @@ func Make(in Input) Plan {
 	}
 	p.plan = Plan{At: in.Now, Quantile: p.q}
 	t := &tally{scaleInLeft: in.Settings.Limits.MaxScaleInPerCycle}
-	longest := time.Duration(0)
+	longest, widest := time.Duration(0), 0
 	for i := range in.Settings.Pools {
 		pp := &poolPlan{spec: &in.Settings.Pools[i], status: fleet.PoolStatus{Name: in.Settings.Pools[i].Name}}
 		p.pools = append(p.pools, pp)
@@ -186,7 +199,9 @@ func Make(in Input) Plan {
 		if pp.spec.Capacity != fleet.Reserved {
 			longest = max(longest, pp.spec.LeadTime)
 		}
+		widest = max(widest, pp.spec.GPUsPerNode)
 	}
+	t.placement = newPlacement(widest, len(in.State.Nodes))
 	p.window = longest + in.Settings.Forecast.Hysteresis
 	for _, st := range in.State.Pools {
 		if pp := p.byName[st.Name]; pp != nil {

@@ -425,7 +425,7 @@ func bigInput(nodes, jobs, pools int) Input {
 		p.GPUsPerNode = 16 // up to 16 one-GPU jobs a node: 100,000 jobs fit
 		cfg.Pools = append(cfg.Pools, p)
 	}
-	st := &fleet.State{PendingGPUs: 500}
+	st := &fleet.State{}
 	for i := range nodes {
 		n := fleet.Node{ID: fmt.Sprintf("i-%07d", i), Pool: cfg.Pools[i%pools].Name, State: fleet.Ready,
 			LaunchedAt: t0.Add(-time.Hour), LastReport: t0.Add(-time.Duration(i%200) * time.Second)} // 10% silent

@@ -553,7 +553,20 @@ func TestPropertySafety(t *testing.T) {
 				supply += p.GPUsPerNode
 			}
 		}
+		// While jobs are pending, the free GPUs of busy nodes are not
+		// for them (counted here on every ready node: at most what the
+		// planner counts).
 		need := float64(running + in.State.PendingGPUs)
+		if in.State.PendingGPUs > 0 {
+			for i := range in.State.Nodes {
+				n := &in.State.Nodes[i]
+				if p := poolNamed(cfg.Pools, n.Pool); p != nil && n.State == fleet.Ready && !underNotice(in, n) {
+					if u := min(n.UsedGPUs(), p.GPUsPerNode); u > 0 {
+						need += float64(p.GPUsPerNode - u)
+					}
+				}
+			}
+		}
 		for _, row := range forecastValues(plan) {
 			for _, v := range row {
 				need = max(need, v)
@@ -563,6 +576,37 @@ func TestPropertySafety(t *testing.T) {
 			if a.Kind == Launch && float64(supply) >= need && isDemandLaunch(cfg, a) && a.Code != ReasonScopedDemand {
 				t.Fatalf("launch for demand (%s) with %d GPUs ready or launching for a need of at most %v", a.Reason, supply, need)
 			}
+		}
+		// The jobs of busy nodes drained for demand have room on the
+		// ready nodes that stay: in all, and each on one node.
+		drained := map[string]bool{}
+		for _, a := range plan.Actions {
+			if a.Kind == Drain {
+				drained[a.Node] = true
+			}
+		}
+		moved, widest := 0, 0
+		for i := range in.State.Nodes {
+			n := &in.State.Nodes[i]
+			if !drained[n.ID] || !slices.ContainsFunc(plan.Actions, func(a Action) bool { return a.Node == n.ID && a.Code == ReasonCheckpointed }) {
+				continue
+			}
+			for _, j := range n.Jobs {
+				moved += j.GPUs
+				widest = max(widest, j.GPUs)
+			}
+		}
+		room, roomiest := 0, 0
+		for i := range in.State.Nodes {
+			n := &in.State.Nodes[i]
+			if p := poolNamed(cfg.Pools, n.Pool); p != nil && n.State == fleet.Ready && !drained[n.ID] && !underNotice(in, n) {
+				free := p.GPUsPerNode - min(n.UsedGPUs(), p.GPUsPerNode)
+				room += free
+				roomiest = max(roomiest, free)
+			}
+		}
+		if moved > room || widest > roomiest {
+			t.Fatalf("busy nodes drained for demand move jobs of %d GPUs (widest %d) to nodes with %d free (at most %d on one)", moved, widest, room, roomiest)
 		}
 		// Demand scoped to a pool or a GPU model is served only there, and
 		// what is bought for it is at most what it waits for, in whole

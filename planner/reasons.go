@@ -164,6 +164,10 @@ const (
 	// ReasonMaxScaleInPerCycle: the cycle's drains reached
 	// limits.max_scale_in_per_cycle.
 	ReasonMaxScaleInPerCycle
+	// ReasonJobsWouldNotFit: scale-in for demand keeps busy nodes whose
+	// jobs would not fit on the other nodes' free GPUs (drained, they
+	// would wait for capacity again).
+	ReasonJobsWouldNotFit
 
 	numReasons // one past the last
 )
@@ -216,6 +220,7 @@ var reasonNames = [numReasons]string{
 	ReasonScaleInHalted:           "scale_in_halted",
 	ReasonScaleInShare:            "scale_in_share",
 	ReasonMaxScaleInPerCycle:      "max_scale_in_per_cycle",
+	ReasonJobsWouldNotFit:         "jobs_would_not_fit",
 }
 
 // String is the code's name ("forecast", "drain_timeout"); "" for no

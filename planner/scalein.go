@@ -77,7 +77,7 @@ func (p *planner) scaleIn(t *tally) {
 		if !more(pp) || len(pp.candidates) == 0 {
 			continue
 		}
-		why := func() string { return fmt.Sprintf("%s, fleet has %d", keepReason(src, p.q, keep, until), s.avail) }
+		why := func() string { return fmt.Sprintf("%s, fleet has %d", p.keepReason(src, keep, until), s.avail) }
 		if !p.drainPool(s, pp, "", more, why) {
 			return
 		}
@@ -130,6 +130,9 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 			continue
 		}
 		n := c.node
+		if prefix == "" && c.silentFor == 0 && c.blocker.none() && !p.placeElsewhere(s.t, pp, c) {
+			continue
+		}
 		if prefix != "" {
 			// Decided above the max: not listed again for demand.
 			s.decided[n.ID] = true
@@ -153,6 +156,7 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 			}
 			a.Reason += "; " + suffix()
 			s.avail -= gpn
+			s.t.placement.remove(c.slot)
 			pp.supply -= gpn
 			pp.used -= min(n.UsedGPUs(), gpn)
 			pp.active--
@@ -166,6 +170,26 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 		p.add(a)
 	}
 	return true
+}
+
+// placeElsewhere reports whether the node of c may drain for demand as
+// far as its jobs go: it holds none, or they all fit on other nodes' free
+// GPUs, where the scheduler would start them at once (they are then
+// placed there, in t.placement); a drained job that fits nowhere waits
+// for capacity again, so its node stays. A node that took another drained
+// node's jobs in this plan stays too.
+func (p *planner) placeElsewhere(t *tally, pp *poolPlan, c drainCandidate) bool {
+	pl := &t.placement
+	switch {
+	case c.slot >= 0 && pl.slots[c.slot].given:
+		return false
+	case len(c.node.Jobs) == 0:
+		return true
+	case c.slot >= 0 && pl.fits(c.slot, c.node.Jobs):
+		return true
+	}
+	p.note(ReasonJobsWouldNotFit, jobsWouldNotFitNote(pp))
+	return false
 }
 
 // ScaleInBudget is how many of a pool's size nodes may start draining

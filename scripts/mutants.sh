@@ -737,6 +737,27 @@ config/parse.go
 "huge = huge || "
 ./config
 TestParseErrors
+
+pending jobs served by busy nodes' fragments
+planner/observe.go
+"\t\tp.stranded = p.plan.Capacity.FragmentGPUs"
+"\t\tp.stranded = 0"
+./planner
+TestShapes
+
+busy nodes drained whatever their jobs' room
+planner/scalein.go
+"c.blocker.none() && !p.placeElsewhere(s.t, pp, c) {"
+"c.blocker.none() && false {"
+./planner
+TestShapes
+
+a node that took moved jobs drained in the same plan
+planner/scalein.go
+"\tcase c.slot >= 0 && pl.slots[c.slot].given:"
+"\tcase false:"
+./planner
+TestScaleInKeepsWhereJobsMove
 EOF
 }
 

@@ -180,6 +180,12 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 	d, c := p.Demand, p.Capacity
 	fmt.Fprintf(w, "  demand now:  %d GPUs (%d running, %d pending)\n", d.Total(), d.RunningGPUs, d.PendingGPUs)
 	fmt.Fprintf(w, "  capacity:    %d GPUs ready, %d launching, %d draining", c.ReadyGPUs, c.LaunchingGPUs, c.DrainingGPUs)
+	if c.FragmentGPUs > 0 {
+		fmt.Fprintf(w, "; %d GPUs free on busy nodes", c.FragmentGPUs)
+		if d.PendingGPUs > 0 {
+			fmt.Fprint(w, " (no pending job fits there)")
+		}
+	}
 	if c.InterruptedGPUs > 0 {
 		fmt.Fprintf(w, "; %d GPUs the cloud is reclaiming (spot notices)", c.InterruptedGPUs)
 	}

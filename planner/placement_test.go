@@ -1,0 +1,202 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/forecast"
+)
+
+// TestPlacementFits: jobs are placed as the scheduler places them, each
+// on one node, best fit, the widest first; a failed placement changes
+// nothing.
+func TestPlacementFits(t *testing.T) {
+	jobs := func(gpus ...int) []fleet.Job {
+		var out []fleet.Job
+		for i, g := range gpus {
+			out = append(out, fleet.Job{ID: fmt.Sprint(i), GPUs: g})
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		free    []int // by slot
+		removed []int
+		own     int
+		jobs    []int
+		fits    bool
+		after   []int // free by slot afterwards
+	}{
+		{name: "best fit", free: []int{8, 3, 2, 4}, own: -1, jobs: []int{2}, fits: true, after: []int{8, 3, 0, 4}},
+		{name: "widest first", free: []int{4, 2}, own: -1, jobs: []int{2, 4}, fits: true, after: []int{0, 0}},
+		// Placed in the order given, the 2 would take the 4 and the 4
+		// find no room.
+		{name: "widest first, listed narrow first", free: []int{2, 4}, own: -1, jobs: []int{2, 4}, fits: true, after: []int{0, 0}},
+		{name: "not on its own node", free: []int{6, 1}, own: 0, jobs: []int{2}, fits: false, after: []int{6, 1}},
+		{name: "fragments do not add up", free: []int{4, 4}, own: -1, jobs: []int{8}, fits: false, after: []int{4, 4}},
+		{name: "a failed placement is undone", free: []int{4, 1}, own: -1, jobs: []int{4, 2}, fits: false, after: []int{4, 1}},
+		{name: "not on a drained node", free: []int{8, 2}, removed: []int{0}, own: -1, jobs: []int{4}, fits: false, after: []int{8, 2}},
+		{name: "zero-GPU jobs need no room", free: []int{0}, own: -1, jobs: []int{0, 0}, fits: true, after: []int{0}},
+		{name: "no room at all", free: nil, own: -1, jobs: []int{1}, fits: false, after: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pl := newPlacement(8, 0)
+			for _, f := range tt.free {
+				pl.add(f)
+			}
+			for _, s := range tt.removed {
+				pl.remove(s)
+			}
+			if got := pl.fits(tt.own, jobs(tt.jobs...)); got != tt.fits {
+				t.Errorf("fits = %v, want %v", got, tt.fits)
+			}
+			var free []int
+			for s, sl := range pl.slots {
+				free = append(free, sl.free)
+				if sl.given != (tt.fits && tt.free[s] != tt.after[s]) {
+					t.Errorf("slot %d given %v", s, sl.given)
+				}
+			}
+			if !slices.Equal(free, tt.after) {
+				t.Errorf("free afterwards %v, want %v", free, tt.after)
+			}
+		})
+	}
+	// A slot's free GPUs can be taken again after a failed placement:
+	// its bucket entry was put back.
+	pl := newPlacement(8, 2)
+	pl.add(4)
+	pl.add(1)
+	if pl.fits(-1, jobs(4, 2)) {
+		t.Fatal("4+2 fit in 4 and 1")
+	}
+	if !pl.fits(-1, jobs(4)) || pl.slots[0].free != 0 {
+		t.Fatalf("4 did not fit in the 4 left free: %v", pl.slots)
+	}
+	// Nodes wider than the buckets go in the last one.
+	wide := newPlacement(4*maxBucket, 1)
+	wide.add(3 * maxBucket)
+	if !wide.fits(-1, jobs(2*maxBucket, maxBucket)) || wide.slots[0].free != 0 {
+		t.Fatalf("wide node: %v", wide.slots)
+	}
+}
+
+// TestShapes: pending jobs are provisioned on whole empty nodes (the
+// free GPUs of busy nodes did not take them), and scale-in drains a busy
+// node only when its jobs fit on the nodes that stay.
+func TestShapes(t *testing.T) {
+	od := pool("od", fleet.OnDemand, 32, 9*time.Minute, 0, 10)
+	// busy is a ready node whose jobs hold gpus GPUs, each job's
+	// checkpoint a minute old.
+	busy := func(id string, gpus ...int) fleet.Node {
+		n := ready(id, od.Name)
+		n.IdleSince = time.Time{}
+		for i, g := range gpus {
+			n.Jobs = append(n.Jobs, fleet.Job{ID: fmt.Sprintf("%s-%d", id, i), GPUs: g, Start: t0.Add(-time.Hour), LastCheckpoint: t0.Add(-time.Minute)})
+		}
+		return n
+	}
+	tests := []struct {
+		name      string
+		nodes     []fleet.Node
+		pending   int
+		fc        forecast.Forecast
+		launch    int      // nodes
+		drains    []string // nodes drained
+		fragments int
+		noFit     bool // a note that busy nodes are kept
+	}{{
+		// 8 GPUs free in all, none of them for the 8-GPU job waiting.
+		name:      "a pending job is not served by fragments",
+		nodes:     []fleet.Node{busy("a", 4), busy("b", 4)},
+		pending:   8,
+		launch:    1,
+		fragments: 8,
+	}, {
+		name:      "with nothing pending fragments serve the forecast",
+		nodes:     []fleet.Node{busy("a", 4), busy("b", 4)},
+		fc:        flat(16),
+		fragments: 8,
+	}, {
+		name:      "an empty node is kept for a pending job",
+		nodes:     []fleet.Node{busy("a", 4), busy("b", 4), ready("c", od.Name)},
+		pending:   8,
+		fragments: 8,
+	}, {
+		// 16 GPUs in use of 24: one node could go, but no node's jobs
+		// fit on the others' free GPUs (4, 2 and 2).
+		name:      "a busy node whose jobs fit nowhere stays",
+		nodes:     []fleet.Node{busy("a", 4), busy("b", 6), busy("d", 6)},
+		fc:        flat(1),
+		fragments: 8,
+		noFit:     true,
+	}, {
+		// a's 8-GPU job needs an empty node; b's 2 fit on d.
+		name:      "a busy node whose jobs fit elsewhere drains",
+		nodes:     []fleet.Node{busy("a", 8), busy("b", 2), busy("d", 2)},
+		fc:        flat(1),
+		drains:    []string{"b"},
+		fragments: 12,
+		noFit:     true,
+	}, {
+		name:   "an idle node drains first, and takes no job",
+		nodes:  []fleet.Node{busy("a", 2), ready("c", od.Name), busy("d", 2)},
+		fc:     flat(1),
+		drains: []string{"a", "c"}, // c first; a's 2 then fit on d
+		// 6 on a and 6 on d
+		fragments: 12,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := fleet.State{Nodes: tt.nodes, PendingGPUs: tt.pending}
+			cfg := withLimits(testConfig(od), func(l *fleet.Limits) { l.ScaleInShare, l.MaxScaleInPerCycle = 1, 10 })
+			p := Make(Input{Settings: cfg.Settings(), State: &st, Forecast: tt.fc, Now: t0})
+			launched := 0
+			for _, a := range actions(p, Launch) {
+				launched += a.Count
+			}
+			if launched != tt.launch {
+				t.Errorf("launched %d nodes, want %d\n%s", launched, tt.launch, describe(p))
+			}
+			var drained []string
+			for _, a := range actions(p, Drain) {
+				drained = append(drained, a.Node)
+			}
+			slices.Sort(drained)
+			if !slices.Equal(drained, tt.drains) {
+				t.Errorf("drains %v, want %v\n%s", drained, tt.drains, describe(p))
+			}
+			if p.Capacity.FragmentGPUs != tt.fragments {
+				t.Errorf("fragment GPUs %d, want %d", p.Capacity.FragmentGPUs, tt.fragments)
+			}
+			if got := len(notesCoded(p, ReasonJobsWouldNotFit)) > 0; got != tt.noFit {
+				t.Errorf("jobs-would-not-fit note %v, want %v\n%s", got, tt.noFit, describe(p))
+			}
+		})
+	}
+}
+
+// TestScaleInKeepsWhereJobsMove: a node that takes a drained node's jobs
+// in a plan is not drained in it, though the forecast would let it go
+// (its new jobs would have to move again).
+func TestScaleInKeepsWhereJobsMove(t *testing.T) {
+	od := pool("od", fleet.OnDemand, 32, 9*time.Minute, 0, 10)
+	res := pool("res", fleet.Reserved, 19, 8*time.Minute, 0, 2)
+	a, b := ready("a", od.Name, 20*time.Minute), ready("b", od.Name, time.Minute)
+	// Idle reserved nodes give slack: they stay, and count as capacity.
+	st := fleet.State{Nodes: []fleet.Node{a, b, ready("r1", res.Name), ready("r2", res.Name)}}
+	cfg := withLimits(testConfig(od, res), func(l *fleet.Limits) { l.ScaleInShare, l.MaxScaleInPerCycle = 1, 10 })
+	p := Make(Input{Settings: cfg.Settings(), State: &st, Forecast: flat(1), Now: t0})
+	// b checkpointed last, so it goes first, its job to a (best fit).
+	var drained []string
+	for _, x := range actions(p, Drain) {
+		drained = append(drained, x.Node)
+	}
+	if !slices.Equal(drained, []string{"b"}) {
+		t.Errorf("drains %v, want [b]\n%s", drained, describe(p))
+	}
+}
