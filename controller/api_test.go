@@ -115,6 +115,7 @@ func TestAPI(t *testing.T) {
 		`fleetcast_gpus{pool="g5",state="pending"} 7`,
 		`fleetcast_actions_total{kind="launch",pool="g5",result="ok"} 1`,
 		`fleetcast_demand_gpus{kind="pending"} 8`,
+		"fleetcast_fragment_gpus 0", // the node reports no job
 		`fleetcast_plan_seconds_count 2`,
 	} {
 		if !strings.Contains(body, want) {

@@ -17,8 +17,11 @@ import (
 type placement struct {
 	slots []slot
 	// byFree holds the slots by free GPUs (the last bucket: that many or
-	// more). It may hold stale entries, which are dropped when met.
+	// more), filed on the first placement (most plans place nothing). It
+	// may hold stale entries, which are dropped when met.
 	byFree [][]int
+	// widest is the widest node's GPUs, which sizes byFree.
+	widest int
 	// jobs and moves are scratch for fits.
 	jobs  []int
 	moves []move
@@ -44,7 +47,7 @@ const maxBucket = 256
 // newPlacement is an empty placement for nodes of up to widest GPUs,
 // with room for nodes slots.
 func newPlacement(widest, nodes int) placement {
-	return placement{byFree: make([][]int, min(max(widest, 1), maxBucket)+1), slots: make([]slot, 0, nodes)}
+	return placement{widest: widest, slots: make([]slot, 0, nodes)}
 }
 
 // bucket is the bucket of a slot with free GPUs.
@@ -52,13 +55,8 @@ func (pl *placement) bucket(free int) int { return min(free, len(pl.byFree)-1) }
 
 // add adds a node with free GPUs and returns its slot.
 func (pl *placement) add(free int) int {
-	i := len(pl.slots)
 	pl.slots = append(pl.slots, slot{free: free})
-	if free > 0 {
-		b := pl.bucket(free)
-		pl.byFree[b] = append(pl.byFree[b], i)
-	}
-	return i
+	return len(pl.slots) - 1
 }
 
 // remove takes a drained node's slot out: it takes no job.
@@ -72,6 +70,12 @@ func (pl *placement) remove(slot int) {
 // reports whether every one found room; only then are they placed (the
 // slots that took them are given).
 func (pl *placement) fits(own int, jobs []fleet.Job) bool {
+	if pl.byFree == nil {
+		pl.byFree = make([][]int, min(max(pl.widest, 1), maxBucket)+1)
+		for s := range pl.slots {
+			pl.put(s, pl.slots[s].free)
+		}
+	}
 	pl.jobs = pl.jobs[:0]
 	for i := range jobs {
 		if g := jobs[i].GPUs; g > 0 {
