@@ -177,16 +177,26 @@ type Synthetic struct {
 	Noise float64
 }
 
+// DefaultWaitValue is forecast.wait_value_per_gpu_hour's default: $500
+// for a GPU-hour of waiting, about 70 times an on-demand H100's price per
+// GPU-hour. With the 10-minute lead times and 30-minute hysteresis of the
+// examples it buys on-demand GPUs to about the forecast's 95th
+// percentile and spot ones to about its 98th (fleet.ForecastSettings.QuantileFor),
+// the levels GPU fleets are commonly provisioned to.
+const DefaultWaitValue = 500
+
 // Defaults returns the config every optional field falls back to. It is the
 // one place defaults are set; the README's config reference lists the same.
 func Defaults() Config {
 	return Config{
 		Forecast: fleet.ForecastSettings{
-			Step:       10 * time.Minute,
-			Horizon:    2 * time.Hour,
-			Quantile:   0.9,
-			History:    14 * 24 * time.Hour,
-			Hysteresis: 30 * time.Minute,
+			Step:    10 * time.Minute,
+			Horizon: 2 * time.Hour,
+			// No quantile: each pool's by expected cost, a waiting
+			// GPU-hour valued at DefaultWaitValue.
+			WaitValuePerGPUHour: DefaultWaitValue,
+			History:             14 * 24 * time.Hour,
+			Hysteresis:          30 * time.Minute,
 		},
 		Drain: fleet.DrainSettings{
 			CheckpointMaxAge: 30 * time.Minute,

@@ -111,7 +111,9 @@ type forecastBody struct {
 	Quantile   float64 `hcl:"quantile,optional"`
 	History    string  `hcl:"history,optional"`
 	Hysteresis string  `hcl:"hysteresis,optional"`
+	WaitValue  float64 `hcl:"wait_value_per_gpu_hour,optional"`
 
+	WaitValueAt  hcl.Range `hcl:"wait_value_per_gpu_hour,attr_value_range"`
 	StepAt       hcl.Range `hcl:"step,attr_value_range"`
 	HorizonAt    hcl.Range `hcl:"horizon,attr_value_range"`
 	QuantileAt   hcl.Range `hcl:"quantile,attr_value_range"`
@@ -742,7 +744,8 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 }
 
 // Validate checks the forecast block and fills out: durations longer than
-// 0, a quantile in (0, 1), and step <= horizon <= history. Every error points at the value it refuses.
+// 0, a quantile in (0, 1), a wait value above 0, and step <= horizon <=
+// history. Every error points at the value it refuses.
 func (f *forecastBody) Validate(d *decoder, out *fleet.ForecastSettings) {
 	stepSt := d.duration("step", f.Step, f.StepAt, false, &out.Step)
 	horizonSt := d.duration("horizon", f.Horizon, f.HorizonAt, false, &out.Horizon)
@@ -750,6 +753,9 @@ func (f *forecastBody) Validate(d *decoder, out *fleet.ForecastSettings) {
 	d.duration("hysteresis", f.Hysteresis, f.HysteresisAt, false, &out.Hysteresis)
 	if d.check(f.QuantileAt, f.Quantile > 0 && f.Quantile < 1, "quantile must be between 0 and 1 (exclusive), got %g.", f.Quantile) == set {
 		out.Quantile = f.Quantile
+	}
+	if d.check(f.WaitValueAt, f.WaitValue > 0, "wait_value_per_gpu_hour must be above 0 (what a GPU-hour of waiting costs, in dollars), got %g.", f.WaitValue) == set {
+		out.WaitValuePerGPUHour = f.WaitValue
 	}
 	if stepSt != bad && horizonSt != bad && out.Horizon < out.Step {
 		at := f.HorizonAt

@@ -3,6 +3,7 @@ package config_test
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -64,7 +65,7 @@ func TestParseFull(t *testing.T) {
 	}
 	want := config.Config{
 		Pools:    wantPools,
-		Forecast: fleet.ForecastSettings{Step: 5 * time.Minute, Horizon: 48 * time.Hour, Quantile: 0.95, History: 14 * 24 * time.Hour, Hysteresis: time.Hour},
+		Forecast: fleet.ForecastSettings{Step: 5 * time.Minute, Horizon: 48 * time.Hour, Quantile: 0.95, WaitValuePerGPUHour: 250, History: 14 * 24 * time.Hour, Hysteresis: time.Hour},
 		Drain:    fleet.DrainSettings{CheckpointMaxAge: 45 * time.Minute, Timeout: time.Hour, Signal: "SIGUSR2", LongRunningAfter: 6 * time.Hour},
 		Limits:   fleet.Limits{MaxGPUs: 512, MaxSpendPerHour: 2500.5, MaxScaleInPerCycle: 4, ScaleInShare: 0.25, ScaleInWindow: 30 * time.Minute, SilentShareHalt: 0.5},
 		Controller: config.Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute, Fleet: "ml-prod",
@@ -283,6 +284,10 @@ func TestParseErrors(t *testing.T) {
 			[]wantDiag{{summary: "Duplicate forecast block", detail: "already defined at test.hcl:8:1", at: "forecast", nth: 1}}},
 		{"bad quantile", simPool("a", "") + "forecast {\n  quantile = 1\n}\n",
 			[]wantDiag{{summary: "Invalid value", detail: "quantile must be between 0 and 1 (exclusive), got 1", at: "1\n}"}}},
+		{"wait value not above 0", simPool("a", "") + "forecast {\n  wait_value_per_gpu_hour = 0\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: "wait_value_per_gpu_hour must be above 0 (what a GPU-hour of waiting costs, in dollars), got 0", at: "0\n}"}}},
+		{"wait value not a number", simPool("a", "") + "forecast {\n  wait_value_per_gpu_hour = \"lots\"\n}\n",
+			[]wantDiag{{summary: "Incorrect attribute value type", at: "\"lots\"\n}"}}},
 		{"horizon below step", simPool("a", "") + "forecast {\n  step = \"1h\"\n  horizon = \"30m\"\n}\n",
 			[]wantDiag{{summary: "Invalid value", detail: "horizon (30m0s) must not be shorter than step (1h0m0s)", at: `"30m"`}}},
 		{"history below horizon", simPool("a", "") + "forecast {\n  history = \"1h\"\n}\n",
@@ -566,8 +571,11 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("sim pool %q: invalid settings accepted: %+v", p.Name, s)
 			}
 		}
-		if q := cfg.Forecast.Quantile; q <= 0 || q >= 1 {
+		if q := cfg.Forecast.Quantile; q < 0 || q >= 1 {
 			t.Fatalf("quantile %v accepted", q)
+		}
+		if v := cfg.Forecast.WaitValuePerGPUHour; !(v > 0) || math.IsInf(v, 0) {
+			t.Fatalf("wait value %v accepted", v)
 		}
 	})
 }

@@ -83,7 +83,10 @@ pool "aws-ondemand-a100" {
 forecast {
   step       = "10m"
   horizon    = "2h"
-  quantile   = 0.9
+  # Each pool is bought to the forecast quantile that balances a waiting
+  # GPU-hour (this, in dollars) against the pool's price; quantile = 0.9 would
+  # set one for every pool instead.
+  wait_value_per_gpu_hour = 500
   history    = "14d"
   hysteresis = "30m"
 }

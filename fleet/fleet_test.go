@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -176,4 +177,41 @@ func FuzzParseState(f *testing.F) {
 			t.Fatalf("validation error without a field: %v", err)
 		}
 	})
+}
+
+// TestQuantileFor: each burst pool is bought to the quantile that
+// balances a GPU idle until scale-in against a job waiting one lead time,
+// unless forecast.quantile sets one for all.
+func TestQuantileFor(t *testing.T) {
+	pool := func(c CapacityType, price float64, lead time.Duration) Pool {
+		return Pool{Name: "p", GPUsPerNode: 8, Capacity: c, PricePerHour: price, LeadTime: lead}
+	}
+	fc := ForecastSettings{WaitValuePerGPUHour: 500, Hysteresis: 30 * time.Minute}
+	tests := []struct {
+		name string
+		fc   ForecastSettings
+		pool Pool
+		want float64
+	}{
+		// 500*(10/60) / (500*(10/60) + 6.88*(40/60)) = 83.33 / 87.92
+		{"on-demand H100", fc, pool(OnDemand, 55.04, 10*time.Minute), 0.9478},
+		// 500*(8/60) / (500*(8/60) + 1.5625*(38/60))
+		{"spot A100", fc, pool(Spot, 12.50, 8*time.Minute), 0.9854},
+		{"a slower pool is bought higher", fc, pool(OnDemand, 55.04, 30*time.Minute), 0.9732},
+		{"free capacity: as high as the forecast goes", fc, pool(OnDemand, 0, 10*time.Minute), MaxCostQuantile},
+		{"waiting costs nothing much: as low", ForecastSettings{WaitValuePerGPUHour: 0.01, Hysteresis: time.Hour}, pool(OnDemand, 55.04, 10*time.Minute), MinCostQuantile},
+		{"the override", ForecastSettings{Quantile: 0.8, WaitValuePerGPUHour: 500}, pool(Spot, 1, time.Minute), 0.8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.fc.QuantileFor(&tt.pool); math.Abs(got-tt.want) > 5e-5 {
+				t.Errorf("QuantileFor = %.5f, want %.4f", got, tt.want)
+			}
+		})
+	}
+	s := Settings{Forecast: fc, Pools: []Pool{pool(Reserved, 19, time.Minute), pool(Spot, 12.50, 8*time.Minute),
+		pool(OnDemand, 55.04, 10*time.Minute), pool(OnDemand, 55.04, 10*time.Minute)}}
+	if got := s.Quantiles(); len(got) != 2 || math.Abs(got[0]-0.9478) > 5e-5 || math.Abs(got[1]-0.9854) > 5e-5 {
+		t.Errorf("Quantiles = %v, want the two burst pools' quantiles, ascending, once each", got)
+	}
 }

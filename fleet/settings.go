@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -21,8 +22,14 @@ type ForecastSettings struct {
 	// Horizon is how far ahead the forecast reaches. It must cover the
 	// longest pool lead time plus the scale-in hysteresis.
 	Horizon time.Duration
-	// Quantile is the demand quantile the planner provisions for, in (0, 1).
+	// Quantile, when set (in (0, 1)), is the demand quantile the planner
+	// provisions every pool for; 0 chooses each pool's by expected cost
+	// (QuantileFor).
 	Quantile float64
+	// WaitValuePerGPUHour is what a GPU-hour of waiting costs the fleet's
+	// users, in dollars: with the pools' prices it sets how far up the
+	// forecast's distribution capacity is bought (QuantileFor).
+	WaitValuePerGPUHour float64
 	// History is how much demand history the forecaster and the reserved
 	// baseline recommendation use.
 	History time.Duration
@@ -119,4 +126,52 @@ func FormatDuration(d time.Duration) string {
 		return fmt.Sprintf("%dh", h)
 	}
 	return fmt.Sprintf("%dh%dm", h, m)
+}
+
+// The quantiles QuantileFor chooses among: the forecast's calibrated
+// levels reach from 0.1 to 0.99.
+const (
+	MinCostQuantile = 0.1
+	MaxCostQuantile = 0.99
+)
+
+// QuantileFor is the demand quantile the planner provisions pool p for:
+// Quantile when it is set, else the level that minimises the expected cost
+// of each GPU bought for the forecast one lead time L ahead, a newsvendor
+// choice. A GPU bought and not needed is paid for while it boots and until
+// scale-in may release it, about L + Hysteresis at the pool's price per
+// GPU-hour c; a GPU needed and not bought makes a job wait about one lead
+// time, until the launch the shortfall then causes is ready, at
+// WaitValuePerGPUHour v. Buying up to the quantile
+//
+//	q = v*L / (v*L + c*(L + Hysteresis))
+//
+// balances the two, kept within [MinCostQuantile, MaxCostQuantile]. A
+// cheaper pool, or a faster one, is bought further up the distribution.
+func (f *ForecastSettings) QuantileFor(p *Pool) float64 {
+	if f.Quantile > 0 {
+		return f.Quantile
+	}
+	wait := f.WaitValuePerGPUHour * p.LeadTime.Hours()
+	idle := p.PricePerGPUHour() * (p.LeadTime + f.Hysteresis).Hours()
+	if wait+idle <= 0 {
+		return MaxCostQuantile
+	}
+	return min(max(wait/(wait+idle), MinCostQuantile), MaxCostQuantile)
+}
+
+// Quantiles are the quantiles the planner provisions the burst pools for
+// (QuantileFor), ascending, each once: the levels a forecast must carry.
+func (s *Settings) Quantiles() []float64 {
+	var out []float64
+	for i := range s.Pools {
+		if p := &s.Pools[i]; p.Capacity != Reserved {
+			out = append(out, s.Forecast.QuantileFor(p))
+		}
+	}
+	if len(out) == 0 && s.Forecast.Quantile > 0 {
+		out = append(out, s.Forecast.Quantile)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

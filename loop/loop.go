@@ -129,10 +129,9 @@ type Options struct {
 // Loop is the decision loop. It is not safe for concurrent use: one
 // runner drives it, a cycle at a time.
 type Loop struct {
-	o      Options
-	log    hclog.Logger
-	levels []float64
-	hist   history
+	o    Options
+	log  hclog.Logger
+	hist history
 	// online follows the chosen model; fittedAt is when it was chosen,
 	// and fc the last forecast, made from a history that ended at fcEnd
 	// with fcLast.
@@ -149,15 +148,14 @@ func New(o Options) (*Loop, error) {
 	if o.Config == nil || o.Books == nil {
 		return nil, errors.New("loop: config and books are required")
 	}
-	levels, err := forecast.Levels(o.Config.Forecast.Quantile)
-	if err != nil {
-		return nil, fmt.Errorf("loop: forecast quantile: %w", err)
+	if q := o.Config.Forecast.Quantile; q != 0 && !(q > 0 && q < 1) {
+		return nil, fmt.Errorf("loop: forecast quantile %v is not in (0, 1)", q)
 	}
 	log := o.Log
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Loop{o: o, log: log, levels: levels, hist: newHistory(o.Config.Forecast)}, nil
+	return &Loop{o: o, log: log, hist: newHistory(o.Config.Forecast)}, nil
 }
 
 // CycleResult is a cycle's state, forecast and plan, and what became of
@@ -316,7 +314,15 @@ func (l *Loop) forecast(now time.Time) forecast.Forecast {
 		return l.fc
 	}
 	if refit {
-		o, err := forecast.NewOnline(h, l.o.Config.Forecast.Horizon, l.levels)
+		// The levels the planner buys the pools for, read at each refit:
+		// simulate writes its pools into the config after New.
+		settings := l.o.Config.Settings()
+		levels, err := forecast.Levels(settings.Quantiles()...)
+		if err != nil {
+			l.log.Warn("no forecast; planning on current demand", "error", err)
+			return forecast.Forecast{}
+		}
+		o, err := forecast.NewOnline(h, l.o.Config.Forecast.Horizon, levels)
 		if err != nil {
 			l.log.Warn("no forecast; planning on current demand", "error", err)
 			return forecast.Forecast{}

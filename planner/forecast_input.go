@@ -88,17 +88,17 @@ func malformed(f *forecast.Forecast) cause {
 }
 
 // needAt is the demand to provision for at t, and what set it
-// (ReasonForecast or ReasonDemandNow): the forecast quantile, never below
-// what is in use or pending now.
-func (p *planner) needAt(t time.Time) (int, Reason) {
+// (ReasonForecast or ReasonDemandNow): the forecast's q quantile, never
+// below what is in use or pending now.
+func (p *planner) needAt(q float64, t time.Time) (int, Reason) {
 	if p.fc == nil {
 		return p.need(0)
 	}
-	return p.need(p.fc.At(p.q, t))
+	return p.need(p.fc.At(q, t))
 }
 
-// needOver is the most demand to provision for during [from, to], and what
-// set it.
+// needOver is the most demand to provision for during [from, to] at the
+// plan's highest quantile (p.q), and what set it.
 func (p *planner) needOver(from, to time.Time) (int, Reason) {
 	if p.fc == nil {
 		return p.need(0)

@@ -71,9 +71,9 @@ func reservedBaselineReason(pp *poolPlan) string {
 
 // demandReason says why a launch is made for demand: src is
 // ReasonForecast or ReasonDemandNow, as needAt said.
-func (p *planner) demandReason(src Reason, need int, at time.Time, lead time.Duration, have int) string {
+func (p *planner) demandReason(src Reason, q float64, need int, at time.Time, lead time.Duration, have int) string {
 	if src == ReasonForecast {
-		return fmt.Sprintf("forecast %s needs %d GPUs at %s, lead time %s; have %d", pct(p.q), need, clock(at), age(lead), have)
+		return fmt.Sprintf("forecast %s needs %d GPUs at %s, lead time %s; have %d", pct(q), need, clock(at), age(lead), have)
 	}
 	return fmt.Sprintf("%d GPUs in use or pending now (%d pending%s); have %d", need, p.plan.Demand.PendingGPUs, p.strandedText(), have)
 }

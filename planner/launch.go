@@ -41,7 +41,7 @@ func (p *planner) launch(t *tally) {
 			continue
 		}
 		at := p.now.Add(pp.spec.LeadTime)
-		need, src := p.needAt(at)
+		need, src := p.needAt(pp.q, at)
 		need = max(need-t.scopedPending, 0)
 		have := p.have(t, at)
 		gap := need - have
@@ -49,13 +49,16 @@ func (p *planner) launch(t *tally) {
 			continue
 		}
 		gpn := pp.spec.GPUsPerNode
-		p.launchIn(t, pp, (gap+gpn-1)/gpn, fmt.Sprintf("%d GPUs needed at %s", gap, clock(at)), src, p.demandReason(src, need, at, pp.spec.LeadTime, have))
+		p.launchIn(t, pp, (gap+gpn-1)/gpn, fmt.Sprintf("%d GPUs needed at %s", gap, clock(at)), src, p.demandReason(src, pp.q, need, at, pp.spec.LeadTime, have))
 	}
 	// What no pool could buy, at the worst moment.
 	short, shortAt := 0, time.Time{}
 	for _, pp := range order {
+		if pp.spec.Capacity == fleet.Reserved {
+			continue
+		}
 		at := p.now.Add(pp.spec.LeadTime)
-		need, _ := p.needAt(at)
+		need, _ := p.needAt(pp.q, at)
 		if gap := need - t.scopedPending - p.have(t, at); gap > short {
 			short, shortAt = gap, at
 		}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -198,5 +199,105 @@ func TestScaleInKeepsWhereJobsMove(t *testing.T) {
 	}
 	if !slices.Equal(drained, []string{"b"}) {
 		t.Errorf("drains %v, want [b]\n%s", drained, describe(p))
+	}
+}
+
+// TestQuantileByCost: with no forecast.quantile, each burst pool is
+// bought to its own quantile by cost, and scale-in keeps what the
+// highest quantile among the pools a launch could use needs.
+func TestQuantileByCost(t *testing.T) {
+	spot := pool("spot", fleet.Spot, 12.50, 8*time.Minute, 0, 100)
+	od := pool("od", fleet.OnDemand, 55.04, 10*time.Minute, 0, 100)
+	// The median is 8 GPUs, the 99th percentile 108: q reads 8 + (q-0.5)/0.49*100.
+	fc := flat(8)
+	fc.Levels = []float64{0.5, 0.99}
+	fc.Values[1] = slices.Repeat([]float64{108}, len(fc.Values[0]))
+	idle := func(n int) []fleet.Node {
+		var out []fleet.Node
+		for i := range n {
+			out = append(out, ready(fmt.Sprintf("od-%02d", i), od.Name))
+		}
+		return out
+	}
+	backedOff := []fleet.PoolStatus{{Name: spot.Name, BackoffUntil: t0.Add(time.Hour)}}
+	tests := []struct {
+		name     string
+		nodes    []fleet.Node
+		statuses []fleet.PoolStatus
+		spotMax  int // 0: 100
+		launch   map[string]int
+		reason   string // of the first launch or drain
+		drains   int
+		quantile float64 // the plan's
+	}{{
+		// spot: 500*(8/60) / (500*(8/60) + 1.5625*(38/60)) = p98.5, 107.06 GPUs.
+		name:     "the cheap pool is bought high",
+		launch:   map[string]int{spot.Name: 14},
+		reason:   "forecast p98.5 needs 108 GPUs at 14:08, lead time 8m; have 0",
+		quantile: 0.9854,
+	}, {
+		// od: p94.8, 99.4 GPUs.
+		name:     "the dear pool is bought lower",
+		statuses: backedOff,
+		launch:   map[string]int{od.Name: 13},
+		reason:   "forecast p94.8 needs 100 GPUs at 14:10, lead time 10m; have 0",
+		quantile: 0.9478,
+	}, {
+		// Spot holds 5 nodes at most: on-demand buys the rest of its own
+		// 100, not of spot's 108.
+		name:     "each pool for its own",
+		spotMax:  5,
+		launch:   map[string]int{spot.Name: 5, od.Name: 8},
+		reason:   "forecast p98.5 needs 108 GPUs at 14:08, lead time 8m; have 0",
+		quantile: 0.9854,
+	}, {
+		name:     "scale-in keeps for the cheap pool's quantile",
+		nodes:    idle(20),
+		drains:   6, // 160 - 108 GPUs
+		reason:   "idle 35m; forecast p98.5 needs at most 108 GPUs until 14:40, fleet has 160",
+		quantile: 0.9854,
+	}, {
+		name:     "and for the dear pool's when the cheap one cannot launch",
+		nodes:    idle(20),
+		statuses: backedOff,
+		drains:   7, // 160 - 100 GPUs
+		reason:   "idle 35m; forecast p94.8 needs at most 100 GPUs until 14:40, fleet has 160",
+		quantile: 0.9478,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spot := spot
+			if tt.spotMax > 0 {
+				spot.Max = tt.spotMax
+			}
+			cfg := withLimits(testConfig(spot, od), func(l *fleet.Limits) { l.ScaleInShare, l.MaxScaleInPerCycle = 1, 20 })
+			cfg.Forecast.Quantile = 0 // by cost, $500 a waiting GPU-hour
+			st := fleet.State{Nodes: tt.nodes, Pools: tt.statuses}
+			p := Make(Input{Settings: cfg.Settings(), State: &st, Forecast: fc, Now: t0})
+			got := map[string]int{}
+			var first []Action
+			for _, a := range p.Actions {
+				if a.Kind == Launch {
+					got[a.Pool] += a.Count
+				}
+				if a.Kind == Launch || a.Kind == Drain {
+					first = append(first, a)
+				}
+			}
+			if len(got) > 0 || len(tt.launch) > 0 {
+				if fmt.Sprint(got) != fmt.Sprint(tt.launch) {
+					t.Errorf("launches %v, want %v\n%s", got, tt.launch, describe(p))
+				}
+			}
+			if n := len(actions(p, Drain)); n != tt.drains {
+				t.Errorf("%d drains, want %d\n%s", n, tt.drains, describe(p))
+			}
+			if len(first) == 0 || first[0].Reason != tt.reason {
+				t.Errorf("first action's reason: want %q\n%s", tt.reason, describe(p))
+			}
+			if math.Abs(p.Quantile-tt.quantile) > 5e-5 {
+				t.Errorf("plan quantile %.5f, want %.4f", p.Quantile, tt.quantile)
+			}
+		})
 	}
 }

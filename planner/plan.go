@@ -84,7 +84,9 @@ type Capacity struct {
 type Plan struct {
 	// At is the time the plan was made for.
 	At time.Time `json:"at"`
-	// Quantile is the forecast quantile the plan provisions for.
+	// Quantile is the highest forecast quantile the plan provisions for:
+	// each burst pool is bought for its own (fleet.ForecastSettings.QuantileFor),
+	// and scale-in keeps what this one needs.
 	Quantile float64  `json:"quantile"`
 	Actions  []Action `json:"actions"`
 	Demand   Demand   `json:"demand"`

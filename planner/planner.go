@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
@@ -26,6 +27,9 @@ type Input struct {
 type poolPlan struct {
 	spec   *fleet.Pool
 	status fleet.PoolStatus
+	// q is the forecast quantile launch buys the pool for
+	// (fleet.ForecastSettings.QuantileFor).
+	q float64
 	// size counts the pool's live nodes (pending within deadline, ready,
 	// draining), and active the ones of them not draining: observe counts
 	// them (a cancelled drain is active again), launch adds its launches
@@ -136,9 +140,13 @@ type launched struct {
 // planner holds one cycle's inputs, the plan it builds, and what one
 // stage works out for the next outside the tally.
 type planner struct {
-	in     Input
-	cfg    *fleet.Settings
-	now    time.Time
+	in  Input
+	cfg *fleet.Settings
+	now time.Time
+	// q is the highest quantile of the burst pools launch could buy in
+	// (of all burst pools if none): scale-in keeps what the forecast needs
+	// at it, so that nothing it drains a launch would buy back (set after
+	// observe, keepQuantile).
 	q      float64
 	pools  []*poolPlan
 	byName map[string]*poolPlan
@@ -185,15 +193,14 @@ func Make(in Input) Plan {
 		in:     in,
 		cfg:    &in.Settings,
 		now:    in.Now,
-		q:      in.Settings.Forecast.Quantile,
 		byName: make(map[string]*poolPlan, len(in.Settings.Pools)),
 		noted:  map[string]bool{},
 	}
-	p.plan = Plan{At: in.Now, Quantile: p.q}
 	t := &tally{scaleInLeft: in.Settings.Limits.MaxScaleInPerCycle}
 	longest, widest := time.Duration(0), 0
 	for i := range in.Settings.Pools {
 		pp := &poolPlan{spec: &in.Settings.Pools[i], status: fleet.PoolStatus{Name: in.Settings.Pools[i].Name}}
+		pp.q = in.Settings.Forecast.QuantileFor(pp.spec)
 		p.pools = append(p.pools, pp)
 		p.byName[pp.spec.Name] = pp
 		if pp.spec.Capacity != fleet.Reserved {
@@ -201,6 +208,7 @@ func Make(in Input) Plan {
 		}
 		widest = max(widest, pp.spec.GPUsPerNode)
 	}
+	p.plan = Plan{At: in.Now}
 	t.placement = newPlacement(widest, len(in.State.Nodes))
 	p.window = longest + in.Settings.Forecast.Hysteresis
 	for _, st := range in.State.Pools {
@@ -212,12 +220,33 @@ func Make(in Input) Plan {
 
 	p.observe(t)
 	p.sanitizeForecast()
+	p.q = p.keepQuantile()
+	p.plan.Quantile = p.q
 	p.launch(t)
 	p.scaleIn(t)
 	p.reap(t)
 	p.plan.CostPerHourBefore, p.plan.CostPerHourAfter = cents(p.plan.CostPerHourBefore), cents(p.costAfter())
 	p.plan.Baseline = RecommendBaseline(in.State.History, in.Settings.Pools)
 	return p.plan
+}
+
+// keepQuantile is the highest quantile of the burst pools a launch could
+// buy in before this plan's launches (not at max, backed off, failing or
+// unobserved), or of every burst pool if none could: what scale-in keeps
+// for.
+func (p *planner) keepQuantile() float64 {
+	q, any := 0.0, 0.0
+	for _, pp := range p.pools {
+		if pp.spec.Capacity == fleet.Reserved {
+			continue
+		}
+		any = max(any, pp.q)
+		if p.unavailable(pp).none() {
+			q = max(q, pp.q)
+		}
+	}
+	// No burst pool: the forecast buys nothing.
+	return cmp.Or(q, any, p.cfg.Forecast.Quantile, fleet.MaxCostQuantile)
 }
 
 // cost is the pool's cost per hour with nodes billed: their price, and a

@@ -13,6 +13,7 @@ import (
 
 func testConfig(pools ...fleet.Pool) *config.Config {
 	cfg := config.Defaults()
+	cfg.Forecast.Quantile = 0.9 // the reasons' words say p90; TestQuantileByCost tests the default
 	cfg.Pools = pools
 	return &cfg
 }

@@ -35,6 +35,11 @@ func genInput(t *rapid.T) Input {
 	cfg.Limits.SilentShareHalt = rapid.Float64Range(0.05, 1).Draw(t, "silentHalt")
 	cfg.Limits.ScaleInShare = rapid.Float64Range(0.01, 1).Draw(t, "scaleInShare")
 	cfg.Limits.ScaleInWindow = time.Duration(rapid.IntRange(1, 30).Draw(t, "scaleInWindow")) * time.Minute
+	// Each pool's quantile by cost, or one for all.
+	cfg.Forecast.WaitValuePerGPUHour = rapid.Float64Range(0.01, 5000).Draw(t, "waitValue")
+	if rapid.Bool().Draw(t, "quantileSet") {
+		cfg.Forecast.Quantile = rapid.Float64Range(0.05, 0.995).Draw(t, "quantile")
+	}
 	if rapid.Bool().Draw(t, "hasMaxGPUs") {
 		cfg.Limits.MaxGPUs = rapid.IntRange(0, 200).Draw(t, "maxGPUs")
 	}

@@ -529,7 +529,9 @@ func (p *predictive) perfectForecast(t time.Time) forecast.Forecast {
 	k0 := now / step
 	n := max(1, int((p.cfg.Forecast.Horizon+p.cfg.Forecast.Step-1)/p.cfg.Forecast.Step))
 	if len(p.fc.Values) != 1 || len(p.fc.Values[0]) != n {
-		p.fc = forecast.Forecast{Step: p.cfg.Forecast.Step, Model: "perfect", Levels: []float64{p.cfg.Forecast.Quantile}, Values: [][]float64{make([]float64, n)}}
+		// One level, below every quantile the planner asks for (which
+		// then all read its values): the truth has no spread.
+		p.fc = forecast.Forecast{Step: p.cfg.Forecast.Step, Model: "perfect", Levels: []float64{fleet.MinCostQuantile / 2}, Values: [][]float64{make([]float64, n)}}
 	}
 	p.fc.Origin = p.at(k0 * step)
 	for h := range n {

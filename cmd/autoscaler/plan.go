@@ -93,7 +93,8 @@ func runPlan(e *env, args []string) int {
 // makeForecast forecasts demand from history over the config's horizon,
 // with the quantile levels the planner needs.
 func makeForecast(cfg *config.Config, history fleet.Series) (forecast.Forecast, error) {
-	levels, err := forecast.Levels(cfg.Forecast.Quantile)
+	settings := cfg.Settings()
+	levels, err := forecast.Levels(settings.Quantiles()...)
 	if err != nil {
 		return forecast.Forecast{}, err
 	}
@@ -209,7 +210,15 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 		for _, v := range qs {
 			lo, hi = min(lo, v), max(hi, v)
 		}
-		fmt.Fprintf(w, "  forecast:    %s p%g, %.0f-%.0f GPUs over the next %s\n", f.Model, p.Quantile*100, lo, hi, fleet.FormatDuration(f.End().Sub(f.Origin)))
+		// Each pool's quantile by cost, unless forecast.quantile sets one.
+		levels, settings := "", cfg.Settings()
+		if v := cfg.Forecast.WaitValuePerGPUHour; cfg.Forecast.Quantile == 0 {
+			levels = fmt.Sprintf(" (by cost at $%g a waiting GPU-hour)", v)
+			if qs := settings.Quantiles(); len(qs) > 1 {
+				levels = fmt.Sprintf(" (each pool's by cost at $%g a waiting GPU-hour: p%.3g-p%.3g)", v, qs[0]*100, qs[len(qs)-1]*100)
+			}
+		}
+		fmt.Fprintf(w, "  forecast:    %s p%.3g%s, %.0f-%.0f GPUs over the next %s\n", f.Model, p.Quantile*100, levels, lo, hi, fleet.FormatDuration(f.End().Sub(f.Origin)))
 		if f.Note != "" {
 			fmt.Fprintf(w, "               (%s)\n", f.Note)
 		}

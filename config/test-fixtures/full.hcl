@@ -68,11 +68,12 @@ pool "sim-h100" {
 }
 
 forecast {
-  step       = "5m"
-  horizon    = "2d"
-  quantile   = 0.95
-  history    = "2w"
-  hysteresis = "1h"
+  step                    = "5m"
+  horizon                 = "2d"
+  quantile                = 0.95
+  wait_value_per_gpu_hour = 250 # quantile, when set, overrides the choice by cost
+  history                 = "2w"
+  hysteresis              = "1h"
 }
 
 drain {
