@@ -413,7 +413,8 @@ func TestFrontier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Points) != len(FrontierBuffers)+len(FrontierQuantiles) || f.OracleCostUSD <= 0 {
+	// The config sets no quantile: its own choice by cost is a point too.
+	if len(f.Points) != len(FrontierBuffers)+len(FrontierQuantiles)+1 || f.OracleCostUSD <= 0 {
 		t.Fatalf("%d points, oracle $%v", len(f.Points), f.OracleCostUSD)
 	}
 	rep, err := Run(cfg, tr, Options{Seed: 3, Policies: []string{"reactive", "predictive"}})
@@ -433,7 +434,8 @@ func TestFrontier(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	if err := f.WriteTable(&buf); err != nil || !strings.Contains(buf.String(), "headroom   64 GPUs") || !strings.Contains(buf.String(), "predictive       p97") {
+	if err := f.WriteTable(&buf); err != nil || !strings.Contains(buf.String(), "headroom   64 GPUs") || !strings.Contains(buf.String(), "predictive       p97") ||
+		!strings.Contains(buf.String(), "predictive   by cost") {
 		t.Errorf("table (%v):\n%s", err, buf.String())
 	}
 	js, _ := json.Marshal(f)

@@ -32,7 +32,8 @@ var FrontierBuffers = []int{0, 64, 128, 256, 512}
 // FrontierPoint is one policy at one provisioning level.
 type FrontierPoint struct {
 	// Policy is "predictive" or "headroom"; Level is its forecast quantile
-	// or its buffer in GPUs.
+	// (0: each pool's by expected cost, the config's own choice when it
+	// sets no quantile) or its buffer in GPUs.
 	Policy string  `json:"policy"`
 	Level  float64 `json:"level"`
 	Result
@@ -59,8 +60,9 @@ type Frontier struct {
 
 // RunFrontier simulates the trace under the headroom policy at each of
 // FrontierBuffers and the predictive policy at each of FrontierQuantiles
-// (forecast.quantile replaced), with the rest of opt as Run takes it, on
-// every core.
+// (forecast.quantile replaced) and, when the config sets no quantile, at
+// its own choice by cost, with the rest of opt as Run takes it, on every
+// core.
 func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, error) {
 	opt, err := prepare(cfg, tr, opt)
 	if err != nil {
@@ -80,6 +82,9 @@ func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, e
 	for _, q := range slices.Backward(FrontierQuantiles) {
 		runs = append(runs, run{"predictive", q})
 	}
+	if cfg.Forecast.Quantile == 0 {
+		runs = append(runs, run{"predictive", 0})
+	}
 	for _, b := range FrontierBuffers {
 		runs = append(runs, run{"headroom", float64(b)})
 	}
@@ -90,9 +95,11 @@ func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, e
 		r, c, o := runs[i], cfg, opt
 		switch r.policy {
 		case "predictive":
-			cc := *cfg
-			cc.Forecast.Quantile = r.level
-			c = &cc
+			if r.level > 0 {
+				cc := *cfg
+				cc.Forecast.Quantile = r.level
+				c = &cc
+			}
 		case "headroom":
 			o.HeadroomGPUs = int(r.level)
 			if o.HeadroomGPUs == 0 {
@@ -163,8 +170,11 @@ func (t labelledTicks) Ticks(lo, hi float64) []plot.Tick {
 
 // levelText is a provisioning level as a person reads it.
 func levelText(policy string, level float64) string {
-	if policy == "headroom" {
+	switch {
+	case policy == "headroom":
 		return fmt.Sprintf("%.0f GPUs", level)
+	case level == 0:
+		return "by cost"
 	}
 	return "p" + strconv.FormatFloat(100*level, 'g', 4, 64)
 }
@@ -213,14 +223,29 @@ func (f *Frontier) plot(path string) error {
 	lo, hi := f.OracleCostUSD, f.OracleCostUSD
 	maxWait := 0.0
 	for _, pol := range []string{"headroom", "predictive"} {
-		var xys plotter.XYs
+		var xys, byCost plotter.XYs
 		var labels []string
 		for _, pt := range f.Points {
 			if pt.Policy == pol {
-				xys = append(xys, plotter.XY{X: pt.WaitGPUHours, Y: pt.CostUSD / 1e6})
-				labels = append(labels, levelText(pol, pt.Level))
+				xy := plotter.XY{X: pt.WaitGPUHours, Y: pt.CostUSD / 1e6}
 				lo, hi, maxWait = min(lo, pt.CostUSD), max(hi, pt.CostUSD), max(maxWait, pt.WaitGPUHours)
+				if pol == "predictive" && pt.Level == 0 {
+					// Off the line of quantiles: its own mark.
+					byCost = append(byCost, xy)
+					continue
+				}
+				xys = append(xys, xy)
+				labels = append(labels, levelText(pol, pt.Level))
 			}
+		}
+		if len(byCost) > 0 {
+			s, err := plotter.NewScatter(byCost)
+			if err != nil {
+				return fmt.Errorf("%s by cost: %w", pol, err)
+			}
+			s.Color, s.Shape, s.Radius = policyColors[pol], draw.BoxGlyph{}, vg.Points(4)
+			p.Add(s)
+			p.Legend.Add(pol+" by cost (the config's choice)", s)
 		}
 		if len(xys) == 0 {
 			continue
