@@ -238,15 +238,6 @@ func (f *Frontier) plot(path string) error {
 				labels = append(labels, levelText(pol, pt.Level))
 			}
 		}
-		if len(byCost) > 0 {
-			s, err := plotter.NewScatter(byCost)
-			if err != nil {
-				return fmt.Errorf("%s by cost: %w", pol, err)
-			}
-			s.Color, s.Shape, s.Radius = policyColors[pol], draw.BoxGlyph{}, vg.Points(4)
-			p.Add(s)
-			p.Legend.Add(pol+" by cost (the config's choice)", s)
-		}
 		if len(xys) == 0 {
 			continue
 		}
@@ -268,6 +259,15 @@ func (f *Frontier) plot(path string) error {
 		lab.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(3)}
 		p.Add(line, points, lab)
 		p.Legend.Add(pol, line)
+		if len(byCost) > 0 {
+			s, err := plotter.NewScatter(byCost)
+			if err != nil {
+				return fmt.Errorf("%s by cost: %w", pol, err)
+			}
+			s.Color, s.Shape, s.Radius = c, draw.BoxGlyph{}, vg.Points(4)
+			p.Add(s)
+			p.Legend.Add(pol+" by cost (the config's choice)", s)
+		}
 	}
 	if f.OracleCostUSD > 0 {
 		o, err := plotter.NewLine(plotter.XYs{{X: 0, Y: f.OracleCostUSD / 1e6}, {X: max(maxWait, 1) * 1.1, Y: f.OracleCostUSD / 1e6}})

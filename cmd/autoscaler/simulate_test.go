@@ -141,7 +141,8 @@ func TestSimulateErrors(t *testing.T) {
 }
 
 // TestSimulateFrontier: -frontier prints headroom over its buffers and
-// predictive over its quantiles, as a table or JSON, with its picture.
+// predictive over its quantiles and at the config's choice by cost, as a
+// table or JSON, with its picture.
 func TestSimulateFrontier(t *testing.T) {
 	tr := writeFile(t, "jobs.csv", jobsCSV)
 	pic := filepath.Join(t.TempDir(), "frontier.svg")
@@ -158,7 +159,7 @@ func TestSimulateFrontier(t *testing.T) {
 			WaitGPUHours *float64 `json:"wait_gpu_hours"`
 		} `json:"points"`
 	}
-	if err := json.Unmarshal([]byte(out), &f); err != nil || len(f.Points) != 13 || f.Reservations != "configured" {
+	if err := json.Unmarshal([]byte(out), &f); err != nil || len(f.Points) != 14 || f.Reservations != "configured" { // with local.hcl's choice by cost
 		t.Fatalf("-frontier -json: %v, %+v", err, f)
 	}
 	for _, p := range f.Points {
