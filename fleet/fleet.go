@@ -327,8 +327,34 @@ type State struct {
 	// any pool of one GPU model: only capacity there serves it. At most
 	// one line per scope.
 	Scoped []ScopedDemand `json:"scoped,omitempty"`
+	// Announced is demand announced ahead of its start (a pipeline's next
+	// stage, a booked training run): the planner provisions it one lead
+	// time before it starts, on top of current demand. An announcement
+	// whose start has passed is not listed: its jobs are pending or
+	// running by then, and counted there.
+	Announced []Announcement `json:"announced,omitempty"`
 	// History is the fleet's recent demand, GPUs per step.
 	History Series `json:"history"`
+}
+
+// Announcement is demand announced ahead: GPUs wanted from StartAt for
+// Duration (0: until further notice).
+type Announcement struct {
+	ID       string        `json:"id"`
+	StartAt  time.Time     `json:"start_at"`
+	GPUs     int           `json:"gpus"`
+	Duration time.Duration `json:"duration,omitempty"`
+}
+
+// Covers reports whether the announced demand is wanted at t.
+func (a Announcement) Covers(t time.Time) bool {
+	return !t.Before(a.StartAt) && (a.Duration <= 0 || t.Before(a.StartAt.Add(a.Duration)))
+}
+
+// Overlaps reports whether the announced demand is wanted at some time in
+// [from, to].
+func (a Announcement) Overlaps(from, to time.Time) bool {
+	return !to.Before(a.StartAt) && (a.Duration <= 0 || from.Before(a.StartAt.Add(a.Duration)))
 }
 
 // ScopedDemand is pending demand for one pool (Pool) or for the pools of
@@ -403,6 +429,16 @@ func (s *State) Validate(pools []Pool) error {
 	}
 	if scoped > s.PendingGPUs {
 		return fmt.Errorf("scoped: %d GPUs, more than pending_gpus (%d)", scoped, s.PendingGPUs)
+	}
+	for i, a := range s.Announced {
+		switch {
+		case a.ID == "":
+			return fmt.Errorf("announced[%d].id: empty", i)
+		case a.GPUs < 0:
+			return fmt.Errorf("announced[%d].gpus: %d is negative", i, a.GPUs)
+		case a.Duration < 0:
+			return fmt.Errorf("announced[%d].duration: %s is negative", i, a.Duration)
+		}
 	}
 	if len(s.History.Values) > 0 && s.History.Step <= 0 {
 		return fmt.Errorf("history.step: must be positive when history has values")

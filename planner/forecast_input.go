@@ -88,34 +88,66 @@ func malformed(f *forecast.Forecast) cause {
 }
 
 // needAt is the demand to provision for at t, and what set it
-// (ReasonForecast or ReasonDemandNow): the forecast's q quantile, never
-// below what is in use or pending now.
+// (ReasonForecast, ReasonDemandNow or ReasonAnnounced): the forecast's q
+// quantile, never below what is in use or pending now with what is
+// announced for t.
 func (p *planner) needAt(q float64, t time.Time) (int, Reason) {
-	if p.fc == nil {
-		return p.need(0)
+	v := 0.0
+	if p.fc != nil {
+		v = p.fc.At(q, t)
 	}
-	return p.need(p.fc.At(q, t))
+	return p.need(v, p.announcedMax(t, t))
 }
 
 // needOver is the most demand to provision for during [from, to] at the
 // plan's highest quantile (p.q), and what set it.
 func (p *planner) needOver(from, to time.Time) (int, Reason) {
-	if p.fc == nil {
-		return p.need(0)
+	v := 0.0
+	if p.fc != nil {
+		v = p.fc.Max(p.q, from, to)
 	}
-	return p.need(p.fc.Max(p.q, from, to))
+	return p.need(v, p.announcedMax(from, to))
 }
 
 // need is a forecast value v as GPUs to provision for, never below current
-// demand, and what set it. While jobs are pending, current demand counts
-// the free GPUs of busy nodes as held (p.stranded): the pending jobs did
-// not fit there, so they are provisioned on whole empty nodes.
-func (p *planner) need(v float64) (int, Reason) {
-	now := p.plan.Demand.Total() + p.stranded
+// demand with announced GPUs on top, and what set it. While jobs are
+// pending, current demand counts the free GPUs of busy nodes as held
+// (p.stranded): the pending jobs did not fit there, so they are
+// provisioned on whole empty nodes. Announced demand is added to current
+// demand, not to the forecast, which may expect it already.
+func (p *planner) need(v float64, announced int) (int, Reason) {
+	now := p.plan.Demand.Total() + p.stranded + announced
 	if f := int(math.Ceil(v - 1e-9)); f > now {
 		return f, ReasonForecast
 	}
+	if announced > 0 {
+		return now, ReasonAnnounced
+	}
 	return now, ReasonDemandNow
+}
+
+// announcedMax is the most GPUs announced for one moment in [from, to]:
+// the sum over the announcements wanted then, which rises only where one
+// starts.
+func (p *planner) announcedMax(from, to time.Time) int {
+	best := 0
+	for _, a := range p.in.State.Announced {
+		if a.GPUs <= 0 || !a.Overlaps(from, to) {
+			continue
+		}
+		t := from
+		if a.StartAt.After(from) {
+			t = a.StartAt
+		}
+		sum := 0
+		for _, b := range p.in.State.Announced {
+			if b.GPUs > 0 && b.Covers(t) {
+				sum += b.GPUs
+			}
+		}
+		best = max(best, sum)
+	}
+	return best
 }
 
 // have is the capacity there will be at t: ready and launching nodes, and

@@ -70,10 +70,14 @@ func reservedBaselineReason(pp *poolPlan) string {
 }
 
 // demandReason says why a launch is made for demand: src is
-// ReasonForecast or ReasonDemandNow, as needAt said.
+// ReasonForecast, ReasonDemandNow or ReasonAnnounced, as needAt said.
 func (p *planner) demandReason(src Reason, q float64, need int, at time.Time, lead time.Duration, have int) string {
 	if src == ReasonForecast {
 		return fmt.Sprintf("forecast %s needs %d GPUs at %s, lead time %s; have %d", pct(q), need, clock(at), age(lead), have)
+	}
+	if src == ReasonAnnounced {
+		return fmt.Sprintf("%d GPUs in use, pending or announced for %s (%d pending%s, %d announced); have %d", need, clock(at),
+			p.plan.Demand.PendingGPUs, p.strandedText(), p.announcedMax(at, at), have)
 	}
 	return fmt.Sprintf("%d GPUs in use or pending now (%d pending%s); have %d", need, p.plan.Demand.PendingGPUs, p.strandedText(), have)
 }
@@ -169,10 +173,13 @@ func silence(d time.Duration) string {
 }
 
 // keepReason says how much capacity scale-in keeps, and why, until a time:
-// src is ReasonForecast or ReasonDemandNow, as needOver said.
+// src is ReasonForecast, ReasonDemandNow or ReasonAnnounced, as needOver said.
 func (p *planner) keepReason(src Reason, keep int, until time.Time) string {
 	if src == ReasonForecast {
 		return fmt.Sprintf("forecast %s needs at most %d GPUs until %s", pct(p.q), keep, clock(until))
+	}
+	if src == ReasonAnnounced {
+		return fmt.Sprintf("%d GPUs in use, pending or announced until %s%s, forecast %s no higher", keep, clock(until), p.strandedText(), pct(p.q))
 	}
 	return fmt.Sprintf("%d GPUs in use or pending now%s, forecast %s no higher until %s", keep, p.strandedText(), pct(p.q), clock(until))
 }

@@ -301,3 +301,89 @@ func TestQuantileByCost(t *testing.T) {
 		})
 	}
 }
+
+// TestAnnounced: demand announced ahead is provisioned one lead time
+// before it starts, on top of current demand, and kept from scale-in
+// until it is over.
+func TestAnnounced(t *testing.T) {
+	od := pool("od", fleet.OnDemand, 32, 9*time.Minute, 0, 10)
+	run := func(start, dur time.Duration, gpus int) fleet.Announcement {
+		return fleet.Announcement{ID: fmt.Sprint("run-", start), StartAt: t0.Add(start), GPUs: gpus, Duration: dur}
+	}
+	tests := []struct {
+		name      string
+		nodes     []fleet.Node
+		announced []fleet.Announcement
+		fc        forecast.Forecast
+		launch    int
+		drains    int
+		reason    string // of the first launch or drain
+	}{{
+		name:      "starting within the lead time: bought now",
+		announced: []fleet.Announcement{run(5*time.Minute, time.Hour, 16)},
+		launch:    2,
+		reason:    "16 GPUs in use, pending or announced for 14:09 (0 pending, 16 announced); have 0",
+	}, {
+		name:      "beyond the lead time: not yet",
+		announced: []fleet.Announcement{run(20*time.Minute, time.Hour, 16)},
+	}, {
+		name:      "two at once add up, one over does not",
+		announced: []fleet.Announcement{run(time.Minute, 2*time.Minute, 8), run(5*time.Minute, 0, 8), run(6*time.Minute, time.Hour, 8)},
+		launch:    2,
+		reason:    "16 GPUs in use, pending or announced for 14:09 (0 pending, 16 announced); have 0",
+	}, {
+		name:      "on top of current demand",
+		nodes:     []fleet.Node{ready("a", od.Name, time.Minute)},
+		announced: []fleet.Announcement{run(5*time.Minute, time.Hour, 8)},
+		launch:    1,
+	}, {
+		name:      "not below the forecast",
+		announced: []fleet.Announcement{run(5*time.Minute, time.Hour, 8)},
+		fc:        flat(24),
+		launch:    3,
+		reason:    "forecast p90 needs 24 GPUs at 14:09, lead time 9m; have 0",
+	}, {
+		// The window is 9m + 30m: idle nodes stay for a run at 14:30.
+		name:      "kept for a start within the scale-in window",
+		nodes:     []fleet.Node{ready("a", od.Name), ready("b", od.Name)},
+		announced: []fleet.Announcement{run(30*time.Minute, time.Hour, 16)},
+	}, {
+		name:      "released for one beyond it",
+		nodes:     []fleet.Node{ready("a", od.Name), ready("b", od.Name)},
+		announced: []fleet.Announcement{run(50*time.Minute, time.Hour, 16)},
+		drains:    1, // the share allows one of two
+	}, {
+		name:      "released when it is over",
+		nodes:     []fleet.Node{ready("a", od.Name), ready("b", od.Name)},
+		announced: []fleet.Announcement{run(-2*time.Hour, time.Hour, 16)},
+		drains:    1,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := fleet.State{Nodes: tt.nodes, Announced: tt.announced}
+			if err := st.Validate([]fleet.Pool{od}); err != nil {
+				t.Fatal(err)
+			}
+			p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Forecast: tt.fc, Now: t0})
+			launched := 0
+			var first []Action
+			for _, a := range p.Actions {
+				if a.Kind == Launch {
+					launched += a.Count
+				}
+				if a.Kind == Launch || a.Kind == Drain {
+					first = append(first, a)
+				}
+			}
+			if launched != tt.launch || len(actions(p, Drain)) != tt.drains {
+				t.Errorf("launched %d, drained %d; want %d and %d\n%s", launched, len(actions(p, Drain)), tt.launch, tt.drains, describe(p))
+			}
+			if tt.reason != "" && (len(first) == 0 || first[0].Reason != tt.reason) {
+				t.Errorf("first action's reason: want %q\n%s", tt.reason, describe(p))
+			}
+			if tt.reason != "" && tt.fc.Steps() == 0 && first[0].Code != ReasonAnnounced {
+				t.Errorf("code %s, want announced", first[0].Code)
+			}
+		})
+	}
+}

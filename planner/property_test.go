@@ -78,6 +78,13 @@ func genInput(t *rapid.T) Input {
 		}
 		st.Scoped = append(st.Scoped, d)
 	}
+	// Demand may be announced ahead, started or over.
+	for i := range rapid.IntRange(0, 2).Draw(t, "announcements") {
+		st.Announced = append(st.Announced, fleet.Announcement{ID: fmt.Sprint("a", i),
+			StartAt:  t0.Add(time.Duration(rapid.IntRange(-120, 120).Draw(t, "announcedIn")) * time.Minute),
+			GPUs:     rapid.IntRange(0, 40).Draw(t, "announcedGPUs"),
+			Duration: time.Duration(rapid.IntRange(0, 120).Draw(t, "announcedFor")) * time.Minute})
+	}
 	if rapid.Bool().Draw(t, "hasHistory") {
 		st.History = fleet.Series{Start: t0.Add(-24 * time.Hour), Step: 10 * time.Minute,
 			Values: rapid.SliceOfN(rapid.Float64Range(0, 100), 1, 144).Draw(t, "history")}
@@ -251,7 +258,7 @@ func silent(in Input, n *fleet.Node) bool {
 
 // codesOf are the reason codes each kind of action may carry.
 var codesOf = map[ActionKind][]Reason{
-	Launch:      {ReasonBelowMin, ReasonReservedBaseline, ReasonForecast, ReasonDemandNow, ReasonScopedDemand},
+	Launch:      {ReasonBelowMin, ReasonReservedBaseline, ReasonForecast, ReasonDemandNow, ReasonScopedDemand, ReasonAnnounced},
 	Drain:       {ReasonAboveMax, ReasonIdle, ReasonCheckpointed, ReasonReap},
 	Terminate:   {ReasonProvisionTimeout, ReasonDrainedEmpty, ReasonDrainedCheckpointed, ReasonReapDrained},
 	CancelDrain: {ReasonDrainTimeout},
@@ -562,6 +569,9 @@ func TestPropertySafety(t *testing.T) {
 		// for them (counted here on every ready node: at most what the
 		// planner counts).
 		need := float64(running + in.State.PendingGPUs)
+		for _, a := range in.State.Announced { // at most all of it at once
+			need += float64(a.GPUs)
+		}
 		if in.State.PendingGPUs > 0 {
 			for i := range in.State.Nodes {
 				n := &in.State.Nodes[i]

@@ -168,6 +168,10 @@ const (
 	// jobs would not fit on the other nodes' free GPUs (drained, they
 	// would wait for capacity again).
 	ReasonJobsWouldNotFit
+	// ReasonAnnounced: demand announced ahead of its start
+	// (fleet.State.Announced), on top of current demand, needs more GPUs
+	// one lead time ahead than there will be (or keeps them from scale-in).
+	ReasonAnnounced
 
 	numReasons // one past the last
 )
@@ -221,6 +225,7 @@ var reasonNames = [numReasons]string{
 	ReasonScaleInShare:            "scale_in_share",
 	ReasonMaxScaleInPerCycle:      "max_scale_in_per_cycle",
 	ReasonJobsWouldNotFit:         "jobs_would_not_fit",
+	ReasonAnnounced:               "announced",
 }
 
 // String is the code's name ("forecast", "drain_timeout"); "" for no
