@@ -568,6 +568,7 @@ type unreadPools struct {
 func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.Drain, unsettled map[string]error) (fleet.State, unreadPools, error) {
 	st := fleet.State{CapturedAt: now}
 	st.PendingGPUs, st.Scoped = c.pending.Demand(now)
+	st.Announced = c.pending.Announced(now)
 	var unread unreadPools
 	byNode := make(map[string]state.Drain, len(drains))
 	for _, d := range drains {

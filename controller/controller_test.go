@@ -200,6 +200,37 @@ func TestScopedPushServedThere(t *testing.T) {
 	}
 }
 
+// TestAnnouncedPushProvisioned: demand a scheduler announces is bought
+// one lead time before its start, and the announcement is dropped once
+// the start passes.
+func TestAnnouncedPushProvisioned(t *testing.T) {
+	p := gpuPool("g5", 8, 10, 5*time.Minute)
+	l := newLoop(t, false, p)
+	l.pending.Announce(DemandPush{Source: "airflow", Announce: []AnnouncedDemand{{ID: "stage-2", StartAt: l.now.Add(8 * time.Minute), GPUs: 16, Duration: "1h"}}})
+	plan := l.cycle(t) // 8 minutes ahead: beyond the lead time
+	if n := plan.Counts()[planner.Launch]; n != 0 {
+		t.Fatalf("launched %d nodes 8 minutes ahead of a start, with a 5-minute lead time", n)
+	}
+	l.now = l.now.Add(4 * time.Minute)
+	plan = l.cycle(t)
+	launched := 0
+	for _, a := range plan.Actions {
+		if a.Kind == planner.Launch {
+			launched += a.Count
+			if a.Code != planner.ReasonAnnounced {
+				t.Errorf("launch %+v, want code announced", a)
+			}
+		}
+	}
+	if launched != 2 {
+		t.Errorf("launched %d nodes 4 minutes ahead, want 2 for 16 GPUs announced", launched)
+	}
+	l.now = l.now.Add(5 * time.Minute)
+	if got := l.pending.Announced(l.now); len(got) != 0 {
+		t.Errorf("announcements after the start: %v", got)
+	}
+}
+
 // TestSilentAgentsHaltScaleIn: ten nodes, six busy and four held for
 // waiting jobs. The waiting jobs go, and the four idle nodes' agents go
 // silent at once (a network fault, not idleness: their nodes may hold work

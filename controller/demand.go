@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
@@ -21,16 +22,42 @@ import (
 const DemandPattern = "POST /v1/demand"
 
 // DemandPush is what a scheduler sends to POST /v1/demand: the GPUs its
-// jobs are waiting for now, per pool, per GPU model, or for any pool. Each
-// push replaces the source's previous one.
+// jobs are waiting for now, per pool, per GPU model, or for any pool, and
+// demand it announces ahead. Each push's pending lines replace the
+// source's previous ones (a push without "pending" leaves them); its
+// announcements add to, update or cancel the source's earlier ones, by id.
 //
-//	{"source": "slurm-prod", "pending": [{"pool": "a100-od", "gpus": 16}, {"gpu_model": "H100", "gpus": 8}, {"gpus": 4}]}
+//	{"source": "slurm-prod", "pending": [{"pool": "a100-od", "gpus": 16}, {"gpu_model": "H100", "gpus": 8}, {"gpus": 4}],
+//	 "announce": [{"id": "train-42", "start_at": "2026-12-01T09:00:00Z", "gpus": 64, "duration": "6h"}, {"id": "eval-7", "cancel": true}]}
 type DemandPush struct {
 	// Source names the scheduler (or queue) pushing; pushes from different
 	// sources add up.
 	Source  string          `json:"source"`
 	Pending []PendingDemand `json:"pending"`
+	// Announce is demand wanted later (a pipeline's next stage, a booked
+	// training run): it is provisioned one lead time before its start,
+	// and forgotten once its start passes (its jobs are pending or running
+	// by then, and pushed as such).
+	Announce []AnnouncedDemand `json:"announce,omitempty"`
 }
+
+// AnnouncedDemand is one announcement of a push: GPUs wanted from StartAt
+// for Duration ("6h"; empty: until further notice), or, with Cancel, the
+// cancellation of the source's announcement of that ID.
+type AnnouncedDemand struct {
+	ID       string    `json:"id"`
+	StartAt  time.Time `json:"start_at,omitzero"`
+	GPUs     int       `json:"gpus,omitempty"`
+	Duration string    `json:"duration,omitempty"`
+	Cancel   bool      `json:"cancel,omitempty"`
+}
+
+// The bounds of announcements: more, or further ahead, is a mistake.
+const (
+	maxAnnouncements  = 1000
+	maxAnnounceAhead  = 90 * 24 * time.Hour
+	maxAnnouncedSpell = 365 * 24 * time.Hour
+)
 
 // PendingDemand is one line of a push: GPUs waiting for a named pool, for
 // any pool of a GPU model, or, with neither, for any pool. The planner
@@ -44,9 +71,9 @@ type PendingDemand struct {
 // maxPendingGPUs bounds one line of a push: more is a mistake, not demand.
 const maxPendingGPUs = 1_000_000
 
-// Validate checks a push against the configured pools and names the first
-// bad field.
-func (d *DemandPush) Validate(pools []fleet.Pool) error {
+// Validate checks a push against the configured pools and the time now,
+// and names the first bad field.
+func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 	if d.Source == "" || len(d.Source) > 128 {
 		return errors.New("source: want a name of 1 to 128 characters")
 	}
@@ -63,7 +90,53 @@ func (d *DemandPush) Validate(pools []fleet.Pool) error {
 			return fmt.Errorf("%s.gpu_model: no pool has GPU model %q", at, p.GPUModel)
 		}
 	}
+	if len(d.Announce) > maxAnnouncements {
+		return fmt.Errorf("announce: %d announcements, want at most %d", len(d.Announce), maxAnnouncements)
+	}
+	seen := map[string]bool{}
+	for i, a := range d.Announce {
+		at := fmt.Sprintf("announce[%d]", i)
+		if a.ID == "" || len(a.ID) > 128 {
+			return fmt.Errorf("%s.id: want an id of 1 to 128 characters", at)
+		}
+		if seen[a.ID] {
+			return fmt.Errorf("%s.id: %q announced twice in one push", at, a.ID)
+		}
+		seen[a.ID] = true
+		if a.Cancel {
+			if !a.StartAt.IsZero() || a.GPUs != 0 || a.Duration != "" {
+				return fmt.Errorf("%s: a cancellation has only id and cancel", at)
+			}
+			continue
+		}
+		if _, err := a.duration(); err != nil {
+			return fmt.Errorf("%s.duration: %w", at, err)
+		}
+		switch {
+		case a.StartAt.IsZero():
+			return fmt.Errorf("%s.start_at: required (RFC 3339, e.g. 2026-12-01T09:00:00Z)", at)
+		case a.StartAt.After(now.Add(maxAnnounceAhead)):
+			return fmt.Errorf("%s.start_at: %s is more than %s ahead", at, a.StartAt.Format(time.RFC3339), fleet.FormatDuration(maxAnnounceAhead))
+		case a.GPUs < 0 || a.GPUs > maxPendingGPUs:
+			return fmt.Errorf("%s.gpus: %d, want 0 to %d", at, a.GPUs, maxPendingGPUs)
+		}
+	}
 	return nil
+}
+
+// duration is the announcement's duration; 0 when it has none.
+func (a AnnouncedDemand) duration() (time.Duration, error) {
+	if a.Duration == "" {
+		return 0, nil
+	}
+	d, err := config.ParseDuration(a.Duration)
+	switch {
+	case err != nil:
+		return 0, err
+	case d <= 0 || d > maxAnnouncedSpell:
+		return 0, fmt.Errorf("%q, want above 0 and at most %s", a.Duration, fleet.FormatDuration(maxAnnouncedSpell))
+	}
+	return d, nil
 }
 
 // Pending holds the schedulers' latest pushes. A push older than its TTL is
@@ -75,6 +148,8 @@ type Pending struct {
 
 	mu       sync.Mutex
 	bySource map[string]pushed
+	// announced are each source's announcements, by id.
+	announced map[string]map[string]fleet.Announcement
 }
 
 type pushed struct {
@@ -90,7 +165,62 @@ func (p *Pending) Set(at time.Time, d DemandPush) {
 		p.bySource = map[string]pushed{}
 	}
 	d.Pending = slices.Clone(d.Pending)
+	d.Announce = nil
 	p.bySource[d.Source] = pushed{at: at, push: d}
+}
+
+// Announce records a source's announcements (d.Announce): each adds to,
+// updates or cancels (Cancel) the source's announcement of its id. d is
+// checked (Validate).
+func (p *Pending) Announce(d DemandPush) {
+	if len(d.Announce) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.announced == nil {
+		p.announced = map[string]map[string]fleet.Announcement{}
+	}
+	mine := p.announced[d.Source]
+	if mine == nil {
+		mine = map[string]fleet.Announcement{}
+		p.announced[d.Source] = mine
+	}
+	for _, a := range d.Announce {
+		if a.Cancel {
+			delete(mine, a.ID)
+			continue
+		}
+		dur, _ := a.duration()
+		mine[a.ID] = fleet.Announcement{ID: d.Source + "/" + a.ID, StartAt: a.StartAt, GPUs: a.GPUs, Duration: dur}
+	}
+	if len(mine) == 0 {
+		delete(p.announced, d.Source)
+	}
+}
+
+// Announced is the announcements whose start is after now, by start (then
+// id); those whose start has passed are forgotten.
+func (p *Pending) Announced(now time.Time) []fleet.Announcement {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []fleet.Announcement
+	for src, mine := range p.announced {
+		for id, a := range mine {
+			if !a.StartAt.After(now) {
+				delete(mine, id)
+				continue
+			}
+			out = append(out, a)
+		}
+		if len(mine) == 0 {
+			delete(p.announced, src)
+		}
+	}
+	slices.SortFunc(out, func(a, b fleet.Announcement) int {
+		return cmp.Or(a.StartAt.Compare(b.StartAt), strings.Compare(a.ID, b.ID))
+	})
+	return out
 }
 
 // Demand is the pending GPUs of every source whose push is fresh at now,
@@ -177,16 +307,22 @@ func (dr *DemandReceiver) receive(w http.ResponseWriter, r *http.Request) (int, 
 	if err := fleet.DecodeJSON(body, &push); err != nil {
 		return http.StatusBadRequest, "demand: " + err.Error()
 	}
-	if err := push.Validate(dr.Pools); err != nil {
-		return http.StatusUnprocessableEntity, "demand: " + err.Error()
-	}
 	now := time.Now
 	if dr.Now != nil {
 		now = dr.Now
 	}
-	dr.Pending.Set(now(), push)
+	at := now()
+	if err := push.Validate(dr.Pools, at); err != nil {
+		return http.StatusUnprocessableEntity, "demand: " + err.Error()
+	}
+	if push.Pending != nil || len(push.Announce) == 0 {
+		// A push of announcements alone leaves the pending demand as it
+		// was.
+		dr.Pending.Set(at, push)
+	}
+	dr.Pending.Announce(push)
 	if dr.Log != nil {
-		dr.Log.Debug("demand pushed", "source", push.Source, "lines", len(push.Pending))
+		dr.Log.Debug("demand pushed", "source", push.Source, "lines", len(push.Pending), "announced", len(push.Announce))
 	}
 	return http.StatusNoContent, ""
 }

@@ -143,3 +143,73 @@ func pendingGPUs(p *Pending, now time.Time) int {
 	total, _ := p.Demand(now)
 	return total
 }
+
+// TestDemandAnnouncements: demand announced ahead is kept by source and
+// id until its start passes, updated or cancelled by id, beside the
+// pending demand; bad announcements are refused with the field.
+func TestDemandAnnouncements(t *testing.T) {
+	dr, pending, now := demandRig()
+	base := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC) // the times in the pushes are from 14:00
+	*now = base
+	ok := func(body string) {
+		t.Helper()
+		if w := push(t, dr, apiToken, "application/json", body); w.Code != http.StatusNoContent {
+			t.Fatalf("push %s: %d %s", body, w.Code, w.Body)
+		}
+	}
+	ok(`{"source": "slurm", "pending": [{"gpus": 4}], "announce": [{"id": "train", "start_at": "2026-11-30T15:00:00Z", "gpus": 64, "duration": "6h"},
+		{"id": "eval", "start_at": "2026-11-30T14:30:00Z", "gpus": 8}]}`)
+	ok(`{"source": "airflow", "announce": [{"id": "train", "start_at": "2026-11-30T14:20:00Z", "gpus": 16, "duration": "1h"}]}`)
+	want := []fleet.Announcement{
+		{ID: "airflow/train", StartAt: base.Add(20 * time.Minute), GPUs: 16, Duration: time.Hour},
+		{ID: "slurm/eval", StartAt: base.Add(30 * time.Minute), GPUs: 8},
+		{ID: "slurm/train", StartAt: base.Add(time.Hour), GPUs: 64, Duration: 6 * time.Hour},
+	}
+	if got := pending.Announced(*now); !slices.Equal(got, want) {
+		t.Errorf("announced %v, want %v", got, want)
+	}
+	// Announcements alone leave the source's pending demand.
+	ok(`{"source": "slurm", "announce": [{"id": "eval", "cancel": true}, {"id": "train", "start_at": "2026-11-30T16:00:00Z", "gpus": 32}]}`)
+	if got := pendingGPUs(pending, *now); got != 4 {
+		t.Errorf("pending %d after a push of announcements, want 4", got)
+	}
+	want = []fleet.Announcement{want[0], {ID: "slurm/train", StartAt: base.Add(2 * time.Hour), GPUs: 32}}
+	if got := pending.Announced(*now); !slices.Equal(got, want) {
+		t.Errorf("after an update and a cancel: %v, want %v", got, want)
+	}
+	// Forgotten once the start passes: its jobs are pushed as pending.
+	*now = base.Add(20 * time.Minute)
+	if got := pending.Announced(*now); !slices.Equal(got, want[1:]) {
+		t.Errorf("at 14:20: %v, want %v", got, want[1:])
+	}
+	// A push's pending lines do not expire its announcements.
+	*now = base.Add(90 * time.Minute)
+	if got := pending.Announced(*now); len(got) != 1 {
+		t.Errorf("at 15:30: %v, want slurm/train still", got)
+	}
+
+	long := `{"source": "s", "announce": [` + strings.Repeat(`{"id": "x", "cancel": true},`, maxAnnouncements) + `{"id": "y", "cancel": true}]}`
+	for _, tt := range []struct{ name, body, reason string }{
+		{"no id", `{"source": "s", "announce": [{"start_at": "2026-11-30T15:00:00Z", "gpus": 1}]}`, "announce[0].id"},
+		{"twice", `{"source": "s", "announce": [{"id": "a", "cancel": true}, {"id": "a", "cancel": true}]}`, `announce[1].id: "a" announced twice`},
+		{"no start", `{"source": "s", "announce": [{"id": "a", "gpus": 1}]}`, "announce[0].start_at: required"},
+		{"far ahead", `{"source": "s", "announce": [{"id": "a", "start_at": "2027-06-01T00:00:00Z", "gpus": 1}]}`, "announce[0].start_at: 2027-06-01T00:00:00Z is more than"},
+		{"bad duration", `{"source": "s", "announce": [{"id": "a", "start_at": "2026-11-30T15:00:00Z", "gpus": 1, "duration": "soon"}]}`, "announce[0].duration"},
+		{"negative duration", `{"source": "s", "announce": [{"id": "a", "start_at": "2026-11-30T15:00:00Z", "gpus": 1, "duration": "-1h"}]}`, "announce[0].duration"},
+		{"too many GPUs", `{"source": "s", "announce": [{"id": "a", "start_at": "2026-11-30T15:00:00Z", "gpus": 1000001}]}`, "announce[0].gpus"},
+		{"a cancel with more", `{"source": "s", "announce": [{"id": "a", "cancel": true, "gpus": 4}]}`, "announce[0]: a cancellation has only id and cancel"},
+		{"bad time", `{"source": "s", "announce": [{"id": "a", "start_at": "tomorrow"}]}`, "demand:"},
+		{"too many", long, "announce: 1001 announcements"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := pending.Announced(*now)
+			w := push(t, dr, apiToken, "application/json", tt.body)
+			if w.Code/100 != 4 || !strings.Contains(w.Body.String(), tt.reason) {
+				t.Errorf("%d %q, want a 4xx with %q", w.Code, w.Body, tt.reason)
+			}
+			if got := pending.Announced(*now); !slices.Equal(got, before) {
+				t.Errorf("a refused push changed the announcements: %v", got)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -127,27 +128,43 @@ func (p *planner) need(v float64, announced int) (int, Reason) {
 }
 
 // announcedMax is the most GPUs announced for one moment in [from, to]:
-// the sum over the announcements wanted then, which rises only where one
-// starts.
+// the level at from, then swept over the starts and ends after it
+// (p.changes, sorted once for the plan).
 func (p *planner) announcedMax(from, to time.Time) int {
-	best := 0
-	for _, a := range p.in.State.Announced {
-		if a.GPUs <= 0 || !a.Overlaps(from, to) {
-			continue
-		}
-		t := from
-		if a.StartAt.After(from) {
-			t = a.StartAt
-		}
-		sum := 0
-		for _, b := range p.in.State.Announced {
-			if b.GPUs > 0 && b.Covers(t) {
-				sum += b.GPUs
+	all := p.in.State.Announced
+	if len(all) == 0 {
+		return 0
+	}
+	if p.changes == nil {
+		p.changes = make([]change, 0, 2*len(all))
+		for _, a := range all {
+			if a.GPUs > 0 {
+				p.changes = append(p.changes, change{a.StartAt, a.GPUs})
+				if a.Duration > 0 {
+					p.changes = append(p.changes, change{a.StartAt.Add(a.Duration), -a.GPUs})
+				}
 			}
 		}
-		best = max(best, sum)
+		// Ends before starts at one time: an announcement covers its start,
+		// not its end.
+		slices.SortFunc(p.changes, func(a, b change) int { return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.gpus, b.gpus)) })
+	}
+	level, i := 0, 0
+	for ; i < len(p.changes) && !p.changes[i].at.After(from); i++ {
+		level += p.changes[i].gpus
+	}
+	best := level
+	for ; i < len(p.changes) && !p.changes[i].at.After(to); i++ {
+		level += p.changes[i].gpus
+		best = max(best, level)
 	}
 	return best
+}
+
+// change is where announced demand rises (a start) or falls (an end).
+type change struct {
+	at   time.Time
+	gpus int
 }
 
 // have is the capacity there will be at t: ready and launching nodes, and

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -385,5 +386,34 @@ func TestAnnounced(t *testing.T) {
 				t.Errorf("code %s, want announced", first[0].Code)
 			}
 		})
+	}
+}
+
+// TestAnnouncedMax: the sweep over starts and ends finds the most GPUs
+// announced for one moment, as looking at every second would.
+func TestAnnouncedMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 300 {
+		var st fleet.State
+		for i := range rng.IntN(6) {
+			st.Announced = append(st.Announced, fleet.Announcement{ID: fmt.Sprint(i), StartAt: t0.Add(time.Duration(rng.IntN(20)) * time.Second),
+				GPUs: rng.IntN(4), Duration: time.Duration(rng.IntN(6)) * time.Second})
+		}
+		p := &planner{in: Input{State: &st}}
+		from := t0.Add(time.Duration(rng.IntN(20)) * time.Second)
+		to := from.Add(time.Duration(rng.IntN(10)) * time.Second)
+		want := 0
+		for at := from; !at.After(to); at = at.Add(time.Second) {
+			sum := 0
+			for _, a := range st.Announced {
+				if a.Covers(at) {
+					sum += a.GPUs
+				}
+			}
+			want = max(want, sum)
+		}
+		if got := p.announcedMax(from, to); got != want {
+			t.Fatalf("announcedMax(%v, %v) = %d, want %d, of %+v", from.Sub(t0), to.Sub(t0), got, want, st.Announced)
+		}
 	}
 }

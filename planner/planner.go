@@ -159,6 +159,9 @@ type planner struct {
 	// window is how far ahead scale-in looks: the longest burst lead time
 	// plus the hysteresis.
 	window time.Duration
+	// changes are where announced demand rises and falls, sorted
+	// (announcedMax).
+	changes []change
 	// stranded is Capacity.FragmentGPUs while jobs are pending, else 0:
 	// free GPUs that pending demand cannot use, which need counts as held
 	// (observe).

@@ -68,6 +68,12 @@ run "Philly frontier" examples/philly-fair.hcl "$philly" -frontier
 run "Helios Earth frontier" examples/local.hcl "$helios" "${heliosFlags[@]}" -frontier
 run "ServeGen m-small frontier" examples/local.hcl "$servegen" -scale 0.1 -frontier
 
+echo '#### Announced demand: the sensitivity' >>"$block"
+echo >>"$block"
+for share in 0.25 0.5 1; do
+  run "Philly, a share of $share of the jobs announced 30 minutes ahead" examples/philly-fair.hcl "$philly" -policies reactive,predictive -announce-share "$share"
+done
+
 awk -v block="$block" '
   /<!-- simulate-bench:start -->/ { print; while ((getline line < block) > 0) print line; skip = 1; next }
   /<!-- simulate-bench:end -->/ { skip = 0 }

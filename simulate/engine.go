@@ -31,6 +31,10 @@ type job struct {
 	done      bool
 	// unresponsive jobs ignore drains: they checkpoint only every ckpt.
 	unresponsive bool
+	// announced jobs are announced Options.AnnounceAhead before submit;
+	// duration is the trace's, which the announcement gives.
+	announced bool
+	duration  int64
 	// saveAt is when the checkpoint a drain asked for is durable; -1 when
 	// none is being written.
 	saveAt int64
@@ -244,14 +248,17 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 	// Which jobs ignore drains is drawn from the seed, one draw per job in
 	// trace order, from a stream of its own: the same jobs for every policy,
 	// whatever else draws from e.rng.
+	// Which jobs are announced, from a stream of its own too.
 	pick := rand.New(rand.NewPCG(uint64(opt.Seed), 0xdeaf))
+	tell := rand.New(rand.NewPCG(uint64(opt.Seed), 0xa770))
 	for i, tj := range tr.Jobs {
 		ck := tj.CheckpointInterval
 		if ck <= 0 {
 			ck = opt.CheckpointInterval
 		}
 		e.jobs[i] = job{id: tj.ID, gpus: tj.GPUs, order: i, submit: secs(tj.Submit), remaining: secs(tj.Duration),
-			ckpt: secs(ck), start: -1, first: -1, saveAt: -1, unresponsive: pick.Float64() < opt.UnresponsiveJobs}
+			ckpt: secs(ck), start: -1, first: -1, saveAt: -1, unresponsive: pick.Float64() < opt.UnresponsiveJobs,
+			announced: tell.Float64() < opt.AnnounceShare, duration: secs(tj.Duration)}
 	}
 	e.left = len(e.jobs)
 	e.st.waits = make([]float64, 0, len(e.jobs))

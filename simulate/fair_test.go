@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/providers/registry"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -751,5 +752,46 @@ func TestReactiveMovesJobsOntoReservedNodes(t *testing.T) {
 	})
 	if !removed || r.UnsafeTerminations != 1 {
 		t.Fatalf("%s; want the on-demand node removed within 2 hours, its job moved to the reserved node", brief(r))
+	}
+}
+
+// TestAnnouncedJobs: with a share of jobs announced ahead, the predictive
+// policy sees them as announced demand, each within the announcement
+// window before its start, and the policies that cannot use
+// announcements run as without them.
+func TestAnnouncedJobs(t *testing.T) {
+	cfg := onePool()
+	cfg.Pools[0].Max = 200
+	tr := randomTrace(5, 300)
+	base, err := Run(cfg, tr, Options{Seed: 5, Policies: []string{"reactive", "predictive"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	ahead := 20 * time.Minute
+	rep, err := Run(cfg, tr, Options{Seed: 5, Policies: []string{"reactive", "predictive"}, AnnounceShare: 1, AnnounceAhead: ahead,
+		Cycles: func(_ string, r loop.CycleResult) {
+			for _, a := range r.State.Announced {
+				seen++
+				if d := a.StartAt.Sub(r.State.CapturedAt); d <= 0 || d > ahead || a.GPUs <= 0 || a.Duration <= 0 {
+					t.Fatalf("announcement %+v at %v", a, r.State.CapturedAt)
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen == 0 {
+		t.Fatal("no job was announced with every job announced")
+	}
+	b, a := byPolicy(t, base), byPolicy(t, rep)
+	if b["reactive"].CostUSD != a["reactive"].CostUSD || b["reactive"].WaitGPUHours != a["reactive"].WaitGPUHours {
+		t.Errorf("reactive changed with announcements: %s against %s", brief(a["reactive"]), brief(b["reactive"]))
+	}
+	if a["predictive"].WaitGPUHours > b["predictive"].WaitGPUHours {
+		t.Errorf("predictive waits longer with every job announced: %s against %s", brief(a["predictive"]), brief(b["predictive"]))
+	}
+	if _, err := Run(cfg, tr, Options{AnnounceShare: 1.5}); err == nil {
+		t.Error("an announce share of 1.5 accepted")
 	}
 }

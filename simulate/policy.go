@@ -521,6 +521,27 @@ func (f engineFleet) CancelDrain(_ context.Context, _ time.Time, a *planner.Acti
 	return nil
 }
 
+// announce lists, as the scheduler would announce them, the announced
+// jobs not submitted yet that will be within Options.AnnounceAhead.
+func (p *predictive) announce(e *engine) {
+	st := &p.state
+	st.Announced = st.Announced[:0]
+	if e.opt.AnnounceShare <= 0 {
+		return
+	}
+	until := e.now + secs(e.opt.AnnounceAhead)
+	for i := e.nextArr; i < len(e.jobs) && e.jobs[i].submit <= until; i++ {
+		if j := &e.jobs[i]; j.announced && j.submit > e.now && j.duration > 0 {
+			id := j.id
+			if id == "" {
+				id = fmt.Sprint("job-", j.order)
+			}
+			st.Announced = append(st.Announced, fleet.Announcement{ID: id, StartAt: p.at(j.submit), GPUs: j.gpus,
+				Duration: time.Duration(j.duration) * time.Second})
+		}
+	}
+}
+
 // perfectForecast is the true demand, for the loop at t: from the step
 // that holds t to the horizon, each step's peak times 1 + margin.
 func (p *predictive) perfectForecast(t time.Time) forecast.Forecast {
@@ -575,6 +596,7 @@ func (p *predictive) observe(e *engine) *fleet.State {
 	st.CapturedAt = p.at(e.now)
 	st.Pools = p.statuses
 	st.PendingGPUs = e.pendingGPUs()
+	p.announce(e)
 	// No history: the planner's baseline advice is taken only with advised
 	// reservations, and then at their cadence (rebase), not every cycle.
 	// The nodes are written in place: a node in the same slot as last

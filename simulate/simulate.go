@@ -129,6 +129,14 @@ type Options struct {
 	// PerfectMargin is what the perfect policy adds to the true demand, as
 	// a share (0.05: 5% more); default 0.
 	PerfectMargin float64
+	// AnnounceShare is the share of jobs, from 0 (the default) to 1, that
+	// a scheduler announces AnnounceAhead before they are submitted
+	// (default 30 minutes): the predictive and perfect policies see them
+	// as announced demand (fleet.State.Announced), with the job's GPUs and
+	// duration; the others cannot use announcements. Which jobs are
+	// announced is drawn from the seed, the same jobs for every policy.
+	AnnounceShare float64
+	AnnounceAhead time.Duration
 	// Start is the wall-clock time of the trace's offset 0, for the
 	// forecaster's daily and weekly cycles; default the trace's own start,
 	// else Monday 2026-01-05 00:00 UTC.
@@ -286,6 +294,15 @@ func (opt Options) resolve(cfg *config.Config, tr *trace.Trace) (Options, error)
 	}
 	if opt.HeadroomGPUs > MaxHeadroomGPUs {
 		return Options{}, fmt.Errorf("simulate: a headroom of %d GPUs: want at most %d", opt.HeadroomGPUs, MaxHeadroomGPUs)
+	}
+	if a := opt.AnnounceShare; !(a >= 0 && a <= 1) {
+		return Options{}, fmt.Errorf("simulate: announce share %v: want a share of jobs from 0 to 1", a)
+	}
+	switch {
+	case opt.AnnounceAhead == 0:
+		opt.AnnounceAhead = 30 * time.Minute
+	case opt.AnnounceAhead < 0:
+		return Options{}, fmt.Errorf("simulate: announce ahead %s: want a duration above 0", opt.AnnounceAhead)
 	}
 	if m := opt.PerfectMargin; m < 0 || math.IsNaN(m) || math.IsInf(m, 0) {
 		return Options{}, fmt.Errorf("simulate: perfect margin %v: want a share of demand >= 0", m)

@@ -38,6 +38,9 @@ func runSimulate(e *env, args []string) int {
 	adviceAfter := durationFlag{positive: true}
 	fs.Var(&adviceAfter, "advice-after", "history before the advised reservation's first commitment (default: simulate.advice_after, 14d)")
 	perfectMargin := fs.Float64("perfect-margin", 0, "the perfect policy's margin over the true demand, as a share, e.g. 0.05")
+	announceShare := fs.Float64("announce-share", 0, "share of jobs, 0 to 1, a scheduler announces ahead of their submission (predictive and perfect see them as announced demand)")
+	announceAhead := durationFlag{positive: true}
+	fs.Var(&announceAhead, "announce-ahead", "how long before its submission an announced job is announced (default 30m)")
 	frontier := fs.Bool("frontier", false, "cost against waited GPU-hours for predictive over its quantiles and headroom over its buffers, instead of the policy table")
 	fs.Var(&interval, "interval", "control interval of the reactive and predictive policies (default: controller.interval)")
 	fs.Var(&ckpt, "checkpoint-interval", "how often jobs checkpoint, unless the trace says (default: simulate.checkpoint_interval, 30m)")
@@ -57,7 +60,8 @@ func runSimulate(e *env, args []string) int {
 	}
 	opt := simulate.Options{Seed: *seed, SpotInterruptionsPerHour: *spotRate,
 		Interval: interval.d, CheckpointInterval: ckpt.d, SpotNotice: spotNotice.d,
-		Reservations: *reservations, AdviceAfter: adviceAfter.d, PerfectMargin: *perfectMargin}
+		Reservations: *reservations, AdviceAfter: adviceAfter.d, PerfectMargin: *perfectMargin,
+		AnnounceShare: *announceShare, AnnounceAhead: announceAhead.d}
 	if *headroom < -1 || (*headroom == -1 && flagSet(fs, "headroom")) || *headroom > simulate.MaxHeadroomGPUs {
 		fmt.Fprintf(e.stderr, "simulate: -headroom %d: want GPUs from 0 to %d\n", *headroom, simulate.MaxHeadroomGPUs)
 		return exitUsage
@@ -68,6 +72,10 @@ func runSimulate(e *env, args []string) int {
 	}
 	if !(*perfectMargin >= 0) || math.IsInf(*perfectMargin, 1) {
 		fmt.Fprintf(e.stderr, "simulate: -perfect-margin %v: want a share >= 0\n", *perfectMargin)
+		return exitUsage
+	}
+	if a := *announceShare; !(a >= 0 && a <= 1) {
+		fmt.Fprintf(e.stderr, "simulate: -announce-share %v: want a share of jobs from 0 to 1\n", a)
 		return exitUsage
 	}
 	if *reservations != "" && !slices.Contains(config.ReservationModes, *reservations) {
