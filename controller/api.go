@@ -57,7 +57,7 @@ var (
 	descForecast  = prometheus.NewDesc("fleetcast_forecast_gpus", "Forecast demand one lead time ahead (the forecast's last step), by quantile.", []string{"quantile"}, nil)
 	descCost      = prometheus.NewDesc("fleetcast_cost_per_hour_dollars", "The fleet's cost per hour, now and once the plan has completed.", []string{"when"}, nil)
 	descSilent    = prometheus.NewDesc("fleetcast_silent_nodes", "Ready or draining nodes whose agent has not reported within the agent timeout.", nil, nil)
-	descFragments = prometheus.NewDesc("fleetcast_fragment_gpus", "Free GPUs on busy ready nodes (some of their GPUs held by jobs): no pending job fits there, so pending demand is provisioned on whole empty nodes.", nil, nil)
+	descFragments = prometheus.NewDesc("fleetcast_fragment_gpus", "Free GPUs on busy ready nodes (some of their GPUs held by jobs): while jobs are pending none fits there, so pending demand is provisioned on whole empty nodes.", nil, nil)
 	descLastCycle = prometheus.NewDesc("fleetcast_last_cycle_timestamp_seconds", "When the last control cycle ran.", nil, nil)
 	descUnknown   = prometheus.NewDesc("fleetcast_unknown_nodes", "Nodes this controller did not launch whose agents have never reported healthy GPUs (never terminated at a deadline nor drained), by pool.", []string{"pool"}, nil)
 	descGPUFault  = prometheus.NewDesc("fleetcast_gpu_fault_nodes", "Ready or draining nodes whose agents could not read their GPUs in their latest report (never idle; drained only when the jobs known on them allow), by pool.", []string{"pool"}, nil)

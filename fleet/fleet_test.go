@@ -201,6 +201,7 @@ func TestQuantileFor(t *testing.T) {
 		{"free capacity: as high as the forecast goes", fc, pool(OnDemand, 0, 10*time.Minute), MaxCostQuantile},
 		{"waiting costs nothing much: as low", ForecastSettings{WaitValuePerGPUHour: 0.01, Hysteresis: time.Hour}, pool(OnDemand, 55.04, 10*time.Minute), MinCostQuantile},
 		{"the override", ForecastSettings{Quantile: 0.8, WaitValuePerGPUHour: 500}, pool(Spot, 1, time.Minute), 0.8},
+		{"a price that is not a number", fc, pool(Spot, math.NaN(), 8*time.Minute), MaxCostQuantile},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -154,7 +154,9 @@ func (f *ForecastSettings) QuantileFor(p *Pool) float64 {
 	}
 	wait := f.WaitValuePerGPUHour * p.LeadTime.Hours()
 	idle := p.PricePerGPUHour() * (p.LeadTime + f.Hysteresis).Hours()
-	if wait+idle <= 0 {
+	if !(wait+idle > 0) {
+		// Nothing to weigh (free capacity), or a price that is not a
+		// number: as high as the forecast goes.
 		return MaxCostQuantile
 	}
 	return min(max(wait/(wait+idle), MinCostQuantile), MaxCostQuantile)

@@ -54,6 +54,20 @@ func (p *planner) sanitizeForecast() {
 			}
 		}
 	}
+	// Quantiles do not cross: a level below another (a model's or the
+	// clean-up's doing) is raised to it, so that every pool's level and
+	// scale-in's read one consistent distribution.
+	crossed := 0
+	for h := range f.Steps() {
+		for k := 1; k < len(f.Values); k++ {
+			if f.Values[k][h] < f.Values[k-1][h] {
+				f.Values[k][h], crossed = f.Values[k-1][h], crossed+1
+			}
+		}
+	}
+	if crossed > 0 {
+		p.note(ReasonForecastCrossing, fmt.Sprintf("forecast had %d value(s) below a lower quantile's; raised to it", crossed))
+	}
 	if nan > 0 {
 		p.note(ReasonForecastNotANumber, fmt.Sprintf("forecast had %d value(s) that are not numbers; replaced with current demand (%.0f GPUs)", nan, now))
 	}

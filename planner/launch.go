@@ -54,11 +54,12 @@ func (p *planner) launch(t *tally) {
 	// What no pool could buy, at the worst moment.
 	short, shortAt := 0, time.Time{}
 	for _, pp := range order {
+		q := pp.q
 		if pp.spec.Capacity == fleet.Reserved {
-			continue
+			q = p.q // bought whole, not to a level of its own
 		}
 		at := p.now.Add(pp.spec.LeadTime)
-		need, _ := p.needAt(pp.q, at)
+		need, _ := p.needAt(q, at)
 		if gap := need - t.scopedPending - p.have(t, at); gap > short {
 			short, shortAt = gap, at
 		}

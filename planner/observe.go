@@ -88,16 +88,17 @@ func (p *planner) observe(t *tally) {
 			pp.serve(t, n)
 			// Blockers are found only if scale-in gets to the node.
 			c := candidate{node: n, silentFor: silent, slot: -1}
+			// A silent node's jobs are as last reported.
+			free := gpn - min(n.UsedGPUs(), gpn)
+			if free < gpn {
+				pp.fragments += free
+				p.plan.Capacity.FragmentGPUs += free
+			}
 			if silent > 0 {
 				t.silentGPUs += gpn
 				p.plan.Capacity.SilentNodes++
 			} else {
-				free := gpn - min(n.UsedGPUs(), gpn)
-				c.slot = t.placement.add(free)
-				if free < gpn {
-					pp.fragments += free
-					p.plan.Capacity.FragmentGPUs += free
-				}
+				c.slot = t.placement.add(pp, free, gpn)
 			}
 			pp.candidates = append(pp.candidates, c)
 		case fleet.Draining:

@@ -29,7 +29,11 @@ type placement struct {
 
 // slot is one node's room in a placement.
 type slot struct {
+	// pool is the node's, whose used GPUs a placed job adds to.
+	pool *poolPlan
 	free int
+	// empty is set on a node that held no job when observed.
+	empty bool
 	// out is set on a node drained in this plan: it takes no job.
 	out bool
 	// given is set on a node that took a drained node's jobs: it is not
@@ -53,9 +57,10 @@ func newPlacement(widest, nodes int) placement {
 // bucket is the bucket of a slot with free GPUs.
 func (pl *placement) bucket(free int) int { return min(free, len(pl.byFree)-1) }
 
-// add adds a node with free GPUs and returns its slot.
-func (pl *placement) add(free int) int {
-	pl.slots = append(pl.slots, slot{free: free})
+// add adds a node of pool pp with free of its gpn GPUs and returns its
+// slot.
+func (pl *placement) add(pp *poolPlan, free, gpn int) int {
+	pl.slots = append(pl.slots, slot{pool: pp, free: free, empty: free == gpn})
 	return len(pl.slots) - 1
 }
 
@@ -66,10 +71,11 @@ func (pl *placement) remove(slot int) {
 	}
 }
 
-// fits places jobs (each one's GPUs) on the other slots than own and
-// reports whether every one found room; only then are they placed (the
-// slots that took them are given).
-func (pl *placement) fits(own int, jobs []fleet.Job) bool {
+// fits places jobs (each one's GPUs) on the other slots than own (with
+// busyOnly, on nodes that held jobs only) and reports whether every one
+// found room; only then are they placed (the slots that took them are
+// given, their pools' used GPUs raised).
+func (pl *placement) fits(own int, jobs []fleet.Job, busyOnly bool) bool {
 	if pl.byFree == nil {
 		pl.byFree = make([][]int, min(max(pl.widest, 1), maxBucket)+1)
 		for s := range pl.slots {
@@ -86,7 +92,7 @@ func (pl *placement) fits(own int, jobs []fleet.Job) bool {
 	pl.moves = pl.moves[:0]
 	ok := true
 	for _, g := range pl.jobs {
-		s := pl.take(own, g)
+		s := pl.take(own, g, busyOnly)
 		if s < 0 {
 			ok = false
 			break
@@ -95,7 +101,16 @@ func (pl *placement) fits(own int, jobs []fleet.Job) bool {
 	}
 	for _, m := range pl.moves {
 		if ok {
-			pl.slots[m.slot].given = true
+			sl := &pl.slots[m.slot]
+			sl.given = true
+			if pp := sl.pool; pp != nil {
+				// The job holds the pool's GPUs now; on a busy node it
+				// fills free GPUs that pending jobs could not use.
+				pp.used += m.gpus
+				if !sl.empty {
+					pp.stranded -= min(m.gpus, pp.stranded)
+				}
+			}
 			continue
 		}
 		pl.put(m.slot, pl.slots[m.slot].free+m.gpus)
@@ -103,9 +118,10 @@ func (pl *placement) fits(own int, jobs []fleet.Job) bool {
 	return ok
 }
 
-// take takes g GPUs from the slot, other than own, with the fewest free
-// GPUs that has them, and returns it; -1 if none has.
-func (pl *placement) take(own, g int) int {
+// take takes g GPUs from the slot, other than own (and, with busyOnly,
+// not an empty node), with the fewest free GPUs that has them, and
+// returns it; -1 if none has.
+func (pl *placement) take(own, g int, busyOnly bool) int {
 	for b := pl.bucket(g); b < len(pl.byFree); b++ {
 		q := pl.byFree[b]
 		for k := len(q) - 1; k >= 0; k-- {
@@ -116,7 +132,7 @@ func (pl *placement) take(own, g int) int {
 				q = q[:len(q)-1]
 				continue
 			}
-			if s == own || pl.slots[s].free < g {
+			if s == own || pl.slots[s].free < g || busyOnly && pl.slots[s].empty {
 				continue
 			}
 			q[k] = q[len(q)-1]

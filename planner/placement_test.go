@@ -29,6 +29,7 @@ func TestPlacementFits(t *testing.T) {
 		removed []int
 		own     int
 		jobs    []int
+		busy    bool // on busy nodes only
 		fits    bool
 		after   []int // free by slot afterwards
 	}{
@@ -43,17 +44,19 @@ func TestPlacementFits(t *testing.T) {
 		{name: "not on a drained node", free: []int{8, 2}, removed: []int{0}, own: -1, jobs: []int{4}, fits: false, after: []int{8, 2}},
 		{name: "zero-GPU jobs need no room", free: []int{0}, own: -1, jobs: []int{0, 0}, fits: true, after: []int{0}},
 		{name: "no room at all", free: nil, own: -1, jobs: []int{1}, fits: false, after: nil},
+		{name: "busy nodes only", free: []int{8, 3}, own: -1, jobs: []int{2}, busy: true, fits: true, after: []int{8, 1}},
+		{name: "busy nodes only, and none has room", free: []int{8, 1}, own: -1, jobs: []int{2}, busy: true, fits: false, after: []int{8, 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pl := newPlacement(8, 0)
 			for _, f := range tt.free {
-				pl.add(f)
+				pl.add(nil, f, 8)
 			}
 			for _, s := range tt.removed {
 				pl.remove(s)
 			}
-			if got := pl.fits(tt.own, jobs(tt.jobs...)); got != tt.fits {
+			if got := pl.fits(tt.own, jobs(tt.jobs...), tt.busy); got != tt.fits {
 				t.Errorf("fits = %v, want %v", got, tt.fits)
 			}
 			var free []int
@@ -71,18 +74,18 @@ func TestPlacementFits(t *testing.T) {
 	// A slot's free GPUs can be taken again after a failed placement:
 	// its bucket entry was put back.
 	pl := newPlacement(8, 2)
-	pl.add(4)
-	pl.add(1)
-	if pl.fits(-1, jobs(4, 2)) {
+	pl.add(nil, 4, 8)
+	pl.add(nil, 1, 8)
+	if pl.fits(-1, jobs(4, 2), false) {
 		t.Fatal("4+2 fit in 4 and 1")
 	}
-	if !pl.fits(-1, jobs(4)) || pl.slots[0].free != 0 {
+	if !pl.fits(-1, jobs(4), false) || pl.slots[0].free != 0 {
 		t.Fatalf("4 did not fit in the 4 left free: %v", pl.slots)
 	}
 	// Nodes wider than the buckets go in the last one.
 	wide := newPlacement(4*maxBucket, 1)
-	wide.add(3 * maxBucket)
-	if !wide.fits(-1, jobs(2*maxBucket, maxBucket)) || wide.slots[0].free != 0 {
+	wide.add(nil, 3*maxBucket, 4*maxBucket)
+	if !wide.fits(-1, jobs(2*maxBucket, maxBucket), false) || wide.slots[0].free != 0 {
 		t.Fatalf("wide node: %v", wide.slots)
 	}
 }
@@ -258,6 +261,14 @@ func TestQuantileByCost(t *testing.T) {
 		reason:   "idle 35m; forecast p98.5 needs at most 108 GPUs until 14:40, fleet has 160",
 		quantile: 0.9854,
 	}, {
+		// A drain would let spot buy again: its level counts.
+		name:     "and for a cheap pool at its max",
+		nodes:    append(idle(20), ready("spot-1", spot.Name)),
+		spotMax:  1,
+		drains:   7, // 168 - 108 GPUs
+		reason:   "idle 35m; forecast p98.5 needs at most 108 GPUs until 14:40, fleet has 168",
+		quantile: 0.9854,
+	}, {
 		name:     "and for the dear pool's when the cheap one cannot launch",
 		nodes:    idle(20),
 		statuses: backedOff,
@@ -415,5 +426,56 @@ func TestAnnouncedMax(t *testing.T) {
 		if got := p.announcedMax(from, to); got != want {
 			t.Fatalf("announcedMax(%v, %v) = %d, want %d, of %+v", from.Sub(t0), to.Sub(t0), got, want, st.Announced)
 		}
+	}
+}
+
+// TestForecastCrossing: quantiles that cross are raised to the one below,
+// so each pool's level and scale-in's read one distribution, and no plan
+// buys for demand at one level while draining at another.
+func TestForecastCrossing(t *testing.T) {
+	spot := pool("spot", fleet.Spot, 12.5, 8*time.Minute, 0, 100)
+	od := pool("od", fleet.OnDemand, 55.04, 10*time.Minute, 0, 100)
+	fc := flat(60)
+	fc.Levels = []float64{0.9, 0.99}
+	fc.Values[1] = slices.Repeat([]float64{10}, len(fc.Values[0])) // p99 below p90
+	st := fleet.State{Nodes: []fleet.Node{ready("od-0", od.Name), ready("od-1", od.Name), ready("od-2", od.Name), ready("od-3", od.Name)}}
+	cfg := withLimits(testConfig(spot, od), func(l *fleet.Limits) { l.ScaleInShare, l.MaxScaleInPerCycle = 1, 10 })
+	cfg.Forecast.Quantile = 0
+	p := Make(Input{Settings: cfg.Settings(), State: &st, Forecast: fc, Now: t0})
+	if len(actions(p, Launch)) > 0 && len(actions(p, Drain)) > 0 {
+		t.Errorf("the plan buys and drains for demand:\n%s", describe(p))
+	}
+	if len(notesCoded(p, ReasonForecastCrossing)) != 1 || p.Forecast == nil || p.Forecast.Values[1][0] != 60 {
+		t.Errorf("crossing quantiles not raised, or not noted:\n%s", describe(p))
+	}
+}
+
+// TestMovesKeepScopedClaims: while jobs are pending, a drained node's
+// jobs go to busy nodes' free GPUs only, never to the empty nodes the
+// pending demand counts on (found by review: a pool's claimed empty node
+// took a moved job, and the pool drained the other).
+func TestMovesKeepScopedClaims(t *testing.T) {
+	a := pool("A", fleet.OnDemand, 80, 10*time.Minute, 0, 10)
+	b := pool("B", fleet.OnDemand, 10, 10*time.Minute, 0, 10)
+	busy := func(id, pool string, gpus int) fleet.Node {
+		n := ready(id, pool)
+		n.IdleSince = time.Time{}
+		n.Jobs = []fleet.Job{{ID: id + "-0", GPUs: gpus, Start: t0.Add(-time.Hour), LastCheckpoint: t0.Add(-time.Minute)}}
+		return n
+	}
+	x := busy("a-1", a.Name, 8)
+	x.Rebalance = true // first in line
+	st := fleet.State{Nodes: []fleet.Node{x, ready("a-2", a.Name), ready("a-3", a.Name), ready("b-1", b.Name), ready("b-2", b.Name), busy("b-3", b.Name, 4)},
+		PendingGPUs: 8, Scoped: []fleet.ScopedDemand{{Pool: a.Name, GPUs: 8}}}
+	cfg := withLimits(testConfig(a, b), func(l *fleet.Limits) { l.ScaleInShare, l.MaxScaleInPerCycle = 1, 10 })
+	p := Make(Input{Settings: cfg.Settings(), State: &st, Forecast: flat(1), Now: t0})
+	left := map[string]bool{"a-1": true, "a-2": true, "a-3": true}
+	for _, d := range actions(p, Drain) {
+		delete(left, d.Node)
+	}
+	// a-1's 8-GPU job fits no busy node: a-1 stays, beside an empty node
+	// for the 8 GPUs pending for A.
+	if !left["a-1"] || len(left) < 2 || len(actions(p, Launch)) > 0 {
+		t.Errorf("pool A keeps %v and launches %v\n%s", left, actions(p, Launch), describe(p))
 	}
 }

@@ -73,10 +73,11 @@ type Capacity struct {
 	// within the agent timeout (unknown nodes included).
 	SilentNodes int `json:"silent_nodes"`
 	// FragmentGPUs are the free GPUs of busy ready nodes (nodes whose
-	// jobs hold some of their GPUs, agents reporting). A job wider than
+	// jobs hold some of their GPUs, as last reported). A job wider than
 	// one such node's free GPUs cannot use them, and while jobs are
 	// pending none of them can (a pending job is one the scheduler could
-	// not place), so pending demand is provisioned on whole empty nodes.
+	// not place), so pending demand is then provisioned on whole empty
+	// nodes.
 	FragmentGPUs int `json:"fragment_gpus,omitempty"`
 }
 

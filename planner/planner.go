@@ -234,9 +234,9 @@ func Make(in Input) Plan {
 }
 
 // keepQuantile is the highest quantile of the burst pools a launch could
-// buy in before this plan's launches (not at max, backed off, failing or
-// unobserved), or of every burst pool if none could: what scale-in keeps
-// for.
+// buy in before this plan's launches (not backed off, failing or
+// unobserved; a pool at its max counts, as a drain there would let it buy
+// again), or of every burst pool if none could: what scale-in keeps for.
 func (p *planner) keepQuantile() float64 {
 	q, any := 0.0, 0.0
 	for _, pp := range p.pools {
@@ -244,7 +244,7 @@ func (p *planner) keepQuantile() float64 {
 			continue
 		}
 		any = max(any, pp.q)
-		if p.unavailable(pp).none() {
+		if why := p.unavailable(pp); why.none() || why.code == ReasonPoolAtMax {
 			q = max(q, pp.q)
 		}
 	}

@@ -240,8 +240,13 @@ func genForecast(t *rapid.T) forecast.Forecast {
 		case 2:
 			v = 1e12
 		}
+		crossing := rapid.IntRange(0, 10).Draw(t, "crossing") == 0
 		for k, q := range levels {
 			f.Values[k][h] = v * (0.5 + q/2)
+			if crossing {
+				// Quantiles that cross, or one NaN among them.
+				f.Values[k][h] = rapid.SampledFrom([]float64{v, v / 3, math.NaN()}).Draw(t, "crossed")
+			}
 		}
 	}
 	if steps > 1 && rapid.IntRange(0, 20).Draw(t, "ragged") == 0 {
@@ -566,7 +571,7 @@ func TestPropertySafety(t *testing.T) {
 			}
 		}
 		// While jobs are pending, the free GPUs of busy nodes are not
-		// for them (counted here on every ready node: at most what the
+		// for them (counted here on every ready node: at least what the
 		// planner counts).
 		need := float64(running + in.State.PendingGPUs)
 		for _, a := range in.State.Announced { // at most all of it at once

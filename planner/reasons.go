@@ -172,6 +172,9 @@ const (
 	// (fleet.State.Announced), on top of current demand, needs more GPUs
 	// one lead time ahead than there will be (or keeps them from scale-in).
 	ReasonAnnounced
+	// ReasonForecastCrossing: forecast values below a lower quantile's
+	// were raised to it.
+	ReasonForecastCrossing
 
 	numReasons // one past the last
 )
@@ -226,6 +229,7 @@ var reasonNames = [numReasons]string{
 	ReasonMaxScaleInPerCycle:      "max_scale_in_per_cycle",
 	ReasonJobsWouldNotFit:         "jobs_would_not_fit",
 	ReasonAnnounced:               "announced",
+	ReasonForecastCrossing:        "forecast_crossing",
 }
 
 // String is the code's name ("forecast", "drain_timeout"); "" for no

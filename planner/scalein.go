@@ -174,10 +174,11 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 
 // placeElsewhere reports whether the node of c may drain for demand as
 // far as its jobs go: it holds none, or they all fit on other nodes' free
-// GPUs, where the scheduler would start them at once (they are then
-// placed there, in t.placement); a drained job that fits nowhere waits
-// for capacity again, so its node stays. A node that took another drained
-// node's jobs in this plan stays too.
+// GPUs (while jobs are pending, on busy nodes only), where the scheduler
+// would start them at once (they are then placed there, in t.placement);
+// a drained job that fits nowhere waits for capacity again, so its node
+// stays. A node that took another drained node's jobs in this plan stays
+// too.
 func (p *planner) placeElsewhere(t *tally, pp *poolPlan, c drainCandidate) bool {
 	pl := &t.placement
 	switch {
@@ -185,7 +186,9 @@ func (p *planner) placeElsewhere(t *tally, pp *poolPlan, c drainCandidate) bool 
 		return false
 	case len(c.node.Jobs) == 0:
 		return true
-	case c.slot >= 0 && pl.fits(c.slot, c.node.Jobs):
+	case c.slot >= 0 && pl.fits(c.slot, c.node.Jobs, p.plan.Demand.PendingGPUs > 0):
+		// While jobs are pending, empty nodes are theirs: the moved jobs
+		// go to busy nodes' free GPUs only.
 		return true
 	}
 	p.note(ReasonJobsWouldNotFit, jobsWouldNotFitNote(pp))

@@ -221,8 +221,7 @@ func (c *Cluster) Jobs(node string) []fleet.Job {
 	return c.e.reported(n)
 }
 
-// PendingGPUs is what the scheduler reports pending: the queued GPUs and,
-// while anything is queued, the free GPUs it cannot place them on.
+// PendingGPUs is what the scheduler reports pending: the queued GPUs.
 func (c *Cluster) PendingGPUs() int { return c.e.pendingGPUs() }
 
 // ClusterStats are a cluster's score so far.

@@ -707,19 +707,10 @@ func (e *engine) schedule() {
 }
 
 // pendingGPUs is what the simulated scheduler reports as pending, in
-// `simulate` and in the `run` demo alike: the queued GPUs, plus, while
-// anything is queued, the free GPUs it cannot place them on (fragments
-// too small, or not whole nodes for a wide job). Otherwise the planner
-// would count stranded fragments as capacity for the queue.
-func (e *engine) pendingGPUs() int {
-	g := e.queuedGPUs
-	if g > 0 {
-		for f := 1; f < e.maxGPN; f++ { // empty nodes are usable by wide jobs
-			g += f * e.bucketLen(f)
-		}
-	}
-	return g
-}
+// `simulate` and in the `run` demo alike: the queued GPUs, as a real
+// scheduler reports its queue. (The planner itself counts the free GPUs
+// of busy nodes as held while jobs are pending.)
+func (e *engine) pendingGPUs() int { return e.queuedGPUs }
 
 // fits reports whether a job of w GPUs can start now.
 func (e *engine) fits(w int) bool {
