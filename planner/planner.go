@@ -143,10 +143,8 @@ type planner struct {
 	in  Input
 	cfg *fleet.Settings
 	now time.Time
-	// q is the highest quantile of the burst pools launch could buy in
-	// (of all burst pools if none): scale-in keeps what the forecast needs
-	// at it, so that nothing it drains a launch would buy back (set after
-	// observe, keepQuantile).
+	// q is the highest quantile of the burst pools: scale-in keeps what
+	// the forecast needs at it (keepQuantile).
 	q      float64
 	pools  []*poolPlan
 	byName map[string]*poolPlan
@@ -233,23 +231,19 @@ func Make(in Input) Plan {
 	return p.plan
 }
 
-// keepQuantile is the highest quantile of the burst pools a launch could
-// buy in before this plan's launches (not backed off, failing or
-// unobserved; a pool at its max counts, as a drain there would let it buy
-// again), or of every burst pool if none could: what scale-in keeps for.
+// keepQuantile is the highest quantile of the burst pools: what scale-in
+// keeps for, so that nothing it drains a launch would buy back, in this
+// plan or in a later one once a pool that cannot buy now (at its max,
+// backed off) can again.
 func (p *planner) keepQuantile() float64 {
-	q, any := 0.0, 0.0
+	q := 0.0
 	for _, pp := range p.pools {
-		if pp.spec.Capacity == fleet.Reserved {
-			continue
-		}
-		any = max(any, pp.q)
-		if why := p.unavailable(pp); why.none() || why.code == ReasonPoolAtMax {
+		if pp.spec.Capacity != fleet.Reserved {
 			q = max(q, pp.q)
 		}
 	}
 	// No burst pool: the forecast buys nothing.
-	return cmp.Or(q, any, p.cfg.Forecast.Quantile, fleet.MaxCostQuantile)
+	return cmp.Or(q, p.cfg.Forecast.Quantile, fleet.MaxCostQuantile)
 }
 
 // cost is the pool's cost per hour with nodes billed: their price, and a

@@ -71,7 +71,7 @@ run "ServeGen m-small frontier" examples/local.hcl "$servegen" -scale 0.1 -front
 echo '#### Announced demand: the sensitivity' >>"$block"
 echo >>"$block"
 for share in 0.25 0.5 1; do
-  run "Philly, a share of $share of the jobs announced 30 minutes ahead" examples/philly-fair.hcl "$philly" -policies reactive,predictive -announce-share "$share"
+  run "Philly, a share of $share of the jobs announced 30 minutes ahead" examples/philly-fair.hcl "$philly" -policies reactive,predictive,oracle -announce-share "$share"
 done
 
 awk -v block="$block" '
