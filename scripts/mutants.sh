@@ -758,6 +758,41 @@ planner/scalein.go
 "\tcase false:"
 ./planner
 TestScaleInKeepsWhereJobsMove
+
+scale-in keeps for a lower quantile than launch buys
+planner/planner.go
+"\t\t\tq = max(q, pp.q)"
+"\t\t\tq = min(max(q, pp.q), 0.95)"
+./planner
+TestQuantileByCost
+
+crossing quantiles left crossed
+planner/forecast_input.go
+"\t\t\tif f.Values[k][h] < f.Values[k-1][h] {"
+"\t\t\tif false {"
+./planner
+TestForecastCrossing
+
+moved jobs take the empty nodes pending jobs count on
+planner/scalein.go
+"pl.fits(c.slot, c.node.Jobs, p.plan.Demand.PendingGPUs > 0)"
+"pl.fits(c.slot, c.node.Jobs, false)"
+./planner
+TestMovesKeepScopedClaims
+
+announced demand not provisioned
+planner/forecast_input.go
+"now := p.plan.Demand.Total() + p.stranded + announced"
+"now := p.plan.Demand.Total() + p.stranded"
+./planner
+TestAnnounced
+
+every pool at one quantile whatever its price
+fleet/settings.go
+"\treturn min(max(wait/(wait+idle), MinCostQuantile), MaxCostQuantile)"
+"\treturn 0.9"
+./fleet
+TestQuantileFor
 EOF
 }
 
