@@ -163,12 +163,7 @@ func TestScopedDemand(t *testing.T) {
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("launches %v, want %v\n%s", got, tt.want, describe(p))
 			}
-			var drained []string
-			for _, a := range actions(p, Drain) {
-				drained = append(drained, a.Node)
-			}
-			slices.Sort(drained)
-			if !slices.Equal(drained, tt.drains) {
+			if drained := drainedNodes(p); !slices.Equal(drained, tt.drains) {
 				t.Errorf("drains %v, want %v\n%s", drained, tt.drains, describe(p))
 			}
 			var cancelled []string
@@ -183,6 +178,16 @@ func TestScopedDemand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// drainedNodes are the nodes a plan drains, sorted.
+func drainedNodes(p Plan) []string {
+	var out []string
+	for _, a := range actions(p, Drain) {
+		out = append(out, a.Node)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // describe lists a plan's actions and notes, for failures.
