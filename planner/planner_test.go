@@ -511,3 +511,33 @@ func TestReasonNames(t *testing.T) {
 		t.Fatalf("action JSON %s", b)
 	}
 }
+
+// TestSpotNotices: a node under a spot interruption notice is not counted
+// on (its replacement is bought now), unless the notice is past by more
+// than StaleNotice: the node survived it and is capacity again.
+func TestSpotNotices(t *testing.T) {
+	spot := pool("spot", fleet.Spot, 12, 8*time.Minute, 0, 10)
+	for _, tt := range []struct {
+		name   string
+		in     time.Duration // until the notice's deadline; negative: past
+		launch int
+	}{
+		{"due in two minutes", 2 * time.Minute, 1},
+		{"just past", -time.Minute, 1},
+		{"long past", -StaleNotice - time.Minute, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			n := ready("s-1", spot.Name, time.Minute) // one job: the node is needed
+			n.InterruptAt = t0.Add(tt.in)
+			st := fleet.State{Nodes: []fleet.Node{n}}
+			p := Make(Input{Settings: testConfig(spot).Settings(), State: &st, Now: t0})
+			launched := 0
+			for _, a := range actions(p, Launch) {
+				launched += a.Count
+			}
+			if launched != tt.launch {
+				t.Errorf("launched %d, want %d\n%s", launched, tt.launch, describe(p))
+			}
+		})
+	}
+}

@@ -395,12 +395,12 @@ planner/observe.go
 ./planner
 TestPropertySafety
 
-a spot notice long past taken as still due (planner property)
+a spot notice long past taken as still due (planner)
 planner/observe.go
 "now.Sub(n.InterruptAt) <= StaleNotice"
 "true"
 ./planner
-TestPropertySafety
+TestPropertySafety|TestSpotNotices
 
 spot notices not watched by the agent command
 cmd/autoscaler/agent.go
