@@ -127,11 +127,11 @@ func (p *planner) needOver(from, to time.Time) (int, Reason) {
 // need is a forecast value v as GPUs to provision for, never below current
 // demand with announced GPUs on top, and what set it. While jobs are
 // pending, current demand counts the free GPUs of busy nodes as held
-// (p.stranded): the pending jobs did not fit there, so they are
+// (p.stranded()): the pending jobs did not fit there, so they are
 // provisioned on whole empty nodes. Announced demand is added to current
 // demand, not to the forecast, which may expect it already.
 func (p *planner) need(v float64, announced int) (int, Reason) {
-	now := p.plan.Demand.Total() + p.stranded + announced
+	now := p.plan.Demand.Total() + p.stranded() + announced
 	if f := int(math.Ceil(v - 1e-9)); f > now {
 		return f, ReasonForecast
 	}

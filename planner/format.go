@@ -85,10 +85,11 @@ func (p *planner) demandReason(src Reason, q float64, need int, at time.Time, le
 // strandedText says, when need counts the free GPUs of busy nodes as held
 // (jobs are pending), how many; "" when it does not.
 func (p *planner) strandedText() string {
-	if p.stranded == 0 {
+	n := p.stranded()
+	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf(", and %d free on busy nodes, which no pending job fits", p.stranded)
+	return fmt.Sprintf(", and %d free on busy nodes, which no pending job fits", n)
 }
 
 // jobsWouldNotFitNote says that scale-in keeps a pool's busy nodes whose

@@ -91,8 +91,12 @@ func (p *planner) observe(t *tally) {
 			// A silent node's jobs are as last reported.
 			free := gpn - min(n.UsedGPUs(), gpn)
 			if free < gpn {
-				pp.fragments += free
 				p.plan.Capacity.FragmentGPUs += free
+				if p.plan.Demand.PendingGPUs > 0 {
+					// A pending job is one the scheduler could not place:
+					// it did not fit in any busy node's free GPUs.
+					pp.stranded += free
+				}
 			}
 			if silent > 0 {
 				t.silentGPUs += gpn
@@ -125,14 +129,6 @@ func (p *planner) observe(t *tally) {
 		}
 		pp.drainsInWindow = max(pp.drainsInWindow, recorded)
 		t.spend += pp.cost(pp.billed)
-	}
-	if p.plan.Demand.PendingGPUs > 0 {
-		// A pending job is one the scheduler could not place: it did not
-		// fit in any busy node's free GPUs.
-		p.stranded = p.plan.Capacity.FragmentGPUs
-		for _, pp := range p.pools {
-			pp.stranded = pp.fragments
-		}
 	}
 	p.plan.CostPerHourBefore = t.spend
 	if m := p.cfg.Limits.MaxSpendPerHour; m > 0 && t.spend > m {

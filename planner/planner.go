@@ -65,10 +65,10 @@ type poolPlan struct {
 	claimed int
 	// claimedSupply is the part of claimed on supply (not this plan's launches).
 	claimedSupply int
-	// fragments are the pool's part of Capacity.FragmentGPUs, and
-	// stranded the same while jobs are pending (else 0): the free GPUs of
-	// busy nodes that pending demand cannot use (observe).
-	fragments, stranded int
+	// stranded is the pool's part of Capacity.FragmentGPUs while jobs are
+	// pending (else 0): the free GPUs of busy nodes that pending demand
+	// cannot use (observe; scale-in's moves onto busy nodes take from it).
+	stranded int
 }
 
 // candidate is a ready node scale-in may remove.
@@ -160,10 +160,6 @@ type planner struct {
 	// changes are where announced demand rises and falls, sorted
 	// (announcedMax).
 	changes []change
-	// stranded is Capacity.FragmentGPUs while jobs are pending, else 0:
-	// free GPUs that pending demand cannot use, which need counts as held
-	// (observe).
-	stranded int
 	// noted are the notes' words so far, so each is written once.
 	noted map[string]bool
 }
@@ -244,6 +240,15 @@ func (p *planner) keepQuantile() float64 {
 	}
 	// No burst pool: the forecast buys nothing.
 	return cmp.Or(q, p.cfg.Forecast.Quantile, fleet.MaxCostQuantile)
+}
+
+// stranded is Capacity.FragmentGPUs while jobs are pending, else 0: free
+// GPUs that pending demand cannot use, which need counts as held.
+func (p *planner) stranded() int {
+	if p.plan.Demand.PendingGPUs > 0 {
+		return p.plan.Capacity.FragmentGPUs
+	}
+	return 0
 }
 
 // cost is the pool's cost per hour with nodes billed: their price, and a

@@ -739,9 +739,9 @@ config/parse.go
 TestParseErrors
 
 pending jobs served by busy nodes' fragments
-planner/observe.go
-"\t\tp.stranded = p.plan.Capacity.FragmentGPUs"
-"\t\tp.stranded = 0"
+planner/planner.go
+"\t\treturn p.plan.Capacity.FragmentGPUs"
+"\t\treturn 0"
 ./planner
 TestShapes
 
@@ -782,8 +782,8 @@ TestMovesKeepScopedClaims
 
 announced demand not provisioned
 planner/forecast_input.go
-"now := p.plan.Demand.Total() + p.stranded + announced"
-"now := p.plan.Demand.Total() + p.stranded"
+"now := p.plan.Demand.Total() + p.stranded() + announced"
+"now := p.plan.Demand.Total() + p.stranded()"
 ./planner
 TestAnnounced
 

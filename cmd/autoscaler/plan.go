@@ -212,9 +212,9 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 		}
 		// Each pool's quantile by cost, unless forecast.quantile sets one.
 		levels, settings := "", cfg.Settings()
-		if v := cfg.Forecast.WaitValuePerGPUHour; cfg.Forecast.Quantile == 0 && len(settings.Quantiles()) > 0 {
+		if v, qs := cfg.Forecast.WaitValuePerGPUHour, settings.Quantiles(); cfg.Forecast.Quantile == 0 && len(qs) > 0 {
 			levels = fmt.Sprintf(" (by cost at $%g a waiting GPU-hour)", v)
-			if qs := settings.Quantiles(); len(qs) > 1 {
+			if len(qs) > 1 {
 				levels = fmt.Sprintf(" (each pool's by cost at $%g a waiting GPU-hour: p%.3g-p%.3g)", v, qs[0]*100, qs[len(qs)-1]*100)
 			}
 		}
