@@ -335,6 +335,12 @@ type State struct {
 	Announced []Announcement `json:"announced,omitempty"`
 	// History is the fleet's recent demand, GPUs per step.
 	History Series `json:"history"`
+	// Held is, over the same window, what the fleet would have bought
+	// without its reservations, GPUs per step: its burst nodes (booting
+	// and draining included) and its reserved nodes that hold a job. A
+	// reservation replaces held capacity, not demand: the baseline advice
+	// weighs it against this (against History when Held is empty).
+	Held Series `json:"held,omitzero"`
 }
 
 // Announcement is demand announced ahead: GPUs wanted from StartAt for
@@ -442,6 +448,9 @@ func (s *State) Validate(pools []Pool) error {
 	}
 	if len(s.History.Values) > 0 && s.History.Step <= 0 {
 		return fmt.Errorf("history.step: must be positive when history has values")
+	}
+	if len(s.Held.Values) > 0 && s.Held.Step <= 0 {
+		return fmt.Errorf("held.step: must be positive when held has values")
 	}
 	seen := make(map[string]bool, len(s.Nodes))
 	for i := range s.Nodes {

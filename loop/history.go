@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"slices"
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
@@ -128,6 +129,15 @@ func (h *history) current() fleet.Series {
 		s.Start = h.cur
 	}
 	s.Values = append(s.Values, h.curMax)
+	return s
+}
+
+// clone is current, with its values copied: for a plan and its state,
+// which outlive the cycle (the API serves them) while the history moves
+// on.
+func (h *history) clone() fleet.Series {
+	s := h.current()
+	s.Values = slices.Clone(s.Values)
 	return s
 }
 

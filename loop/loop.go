@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -33,6 +32,10 @@ import (
 
 // DemandSeries is the name of the fleet's demand history in the books.
 const DemandSeries = "fleet"
+
+// HeldSeries is the name, in the books, of what the fleet held beyond its
+// idle reservations (Held), for the baseline advice.
+const HeldSeries = "held"
 
 // Books is what the loop keeps between cycles: the demand history, the
 // pools' back-offs, the drains in progress and the log of drains begun.
@@ -117,9 +120,9 @@ type Options struct {
 	// DryRun plans every cycle and acts on nothing (the books keep only
 	// the demand).
 	DryRun bool
-	// Advise gives the planner the demand history every cycle, for its
-	// baseline advice (the plan's Baseline). The simulator takes advice
-	// only at its reservations' cadence.
+	// Advise gives the planner the demand and held histories every
+	// cycle, for its baseline advice (the plan's Baseline). The simulator
+	// takes advice only at its reservations' cadence (Loop.Held).
 	Advise bool
 	// Forecast, if set, replaces the forecaster: the simulator's perfect
 	// ablation plans on the true future demand.
@@ -132,6 +135,9 @@ type Loop struct {
 	o    Options
 	log  hclog.Logger
 	hist history
+	// held is what the fleet held beyond its idle reservations, per step
+	// (Held), for the baseline advice.
+	held history
 	// online follows the chosen model; fittedAt is when it was chosen,
 	// and fc the last forecast, made from a history that ended at fcEnd
 	// with fcLast.
@@ -155,7 +161,7 @@ func New(o Options) (*Loop, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Loop{o: o, log: log, hist: newHistory(o.Config.Forecast)}, nil
+	return &Loop{o: o, log: log, hist: newHistory(o.Config.Forecast), held: newHistory(o.Config.Forecast)}, nil
 }
 
 // CycleResult is a cycle's state, forecast and plan, and what became of
@@ -190,9 +196,7 @@ func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, 
 	if l.o.Advise {
 		// A copy: the plan and its state outlive the cycle (the API
 		// serves them) while the history moves on.
-		h := l.hist.current()
-		h.Values = slices.Clone(h.Values)
-		st.History = h
+		st.History, st.Held = l.hist.clone(), l.held.clone()
 	}
 	r := CycleResult{State: st, Forecast: l.forecast(now)}
 	started := time.Now()
@@ -214,23 +218,32 @@ func (l *Loop) record(now time.Time, obs Observation) error {
 		// controller's, or one seeded). One the books cannot read (a
 		// damaged record) is not the cycle's end: the loop plans on
 		// without it, and the books keep it for a later start.
-		samples, err := l.o.Books.Demand(DemandSeries, now.Add(-l.o.Config.Forecast.History))
-		if err == nil {
-			err = l.hist.load(samples, now)
-		}
-		if err != nil {
-			l.hist.loaded = true
-			l.log.Warn("demand history unreadable; starting afresh", "error", err)
+		for _, h := range []struct {
+			series string
+			hist   *history
+		}{{DemandSeries, &l.hist}, {HeldSeries, &l.held}} {
+			samples, err := l.o.Books.Demand(h.series, now.Add(-l.o.Config.Forecast.History))
+			if err == nil {
+				err = h.hist.load(samples, now)
+			}
+			if err != nil {
+				h.hist.loaded = true
+				l.log.Warn("history unreadable; starting afresh", "series", h.series, "error", err)
+			}
 		}
 	}
 	if obs.Unrecorded != "" {
 		l.log.Warn("demand not recorded this cycle", "why", obs.Unrecorded)
 	} else {
-		d := Demand(l.o.Config.Pools, obs.State, obs.InUse)
+		d, h := tally(l.o.Config.Pools, obs.State, obs.InUse)
 		if err := l.o.Books.AppendDemand(DemandSeries, state.Sample{Time: now, Value: d}); err != nil {
 			return err
 		}
 		l.hist.add(now, d)
+		if err := l.o.Books.AppendDemand(HeldSeries, state.Sample{Time: now, Value: h}); err != nil {
+			return err
+		}
+		l.held.add(now, h)
 	}
 	if now.Sub(l.prunedAt) >= time.Hour {
 		// The history is kept as long as the forecaster reads, and a day;
@@ -250,21 +263,46 @@ func (l *Loop) record(now time.Time, obs Observation) error {
 // node's GPUs, as the planner counts them), or inUse if that is more, plus
 // the GPUs pending.
 func Demand(pools []fleet.Pool, st *fleet.State, inUse float64) float64 {
-	held, gpn, pool := 0, 0, ""
+	d, _ := tally(pools, st, inUse)
+	return d
+}
+
+// HeldGPUs is what a fleet would have bought without its reservations: the
+// GPUs of its burst nodes (booting and draining included), and of its
+// reserved nodes that hold a job. A reserved node paid for and idle is
+// not counted: without the reservation it would not have been bought.
+func HeldGPUs(pools []fleet.Pool, st *fleet.State) float64 {
+	_, h := tally(pools, st, 0)
+	return h
+}
+
+// tally is Demand and HeldGPUs in one pass over the nodes (a cycle
+// records both).
+func tally(pools []fleet.Pool, st *fleet.State, inUse float64) (demand, held float64) {
+	used, bought, gpn, reserved, pool := 0, 0, 0, false, ""
 	for i := range st.Nodes {
 		n := &st.Nodes[i]
 		if n.Pool != pool {
-			pool, gpn = n.Pool, 0
+			pool, gpn, reserved = n.Pool, 0, false
 			for j := range pools {
 				if pools[j].Name == pool {
-					gpn = pools[j].GPUsPerNode
+					gpn, reserved = pools[j].GPUsPerNode, pools[j].Capacity == fleet.Reserved
 				}
 			}
 		}
-		held += min(n.UsedGPUs(), gpn)
+		u := n.UsedGPUs()
+		used += min(u, gpn)
+		if !reserved || u > 0 {
+			bought += gpn
+		}
 	}
-	return max(float64(held), inUse) + float64(st.PendingGPUs)
+	return max(float64(used), inUse) + float64(st.PendingGPUs), float64(bought)
 }
+
+// Held is the fleet's held history so far (see HeldGPUs), with
+// the step in progress last: the history the simulator's advised
+// reservations are reviewed on. It is a copy.
+func (l *Loop) Held() fleet.Series { return l.held.clone() }
 
 // annotate gives each pool its back-off, if one lasts past now, and the
 // drains begun in it within the scale-in window.

@@ -327,3 +327,57 @@ type damaged struct{ *Memory }
 func (damaged) Demand(string, time.Time) ([]state.Sample, error) {
 	return nil, errors.New("state: demand fleet: the record is damaged")
 }
+
+// TestHeld: the held history counts what the fleet would have bought
+// without its reservations (burst nodes in every state, reserved nodes
+// with a job, not idle reserved ones), is kept in the books, and is
+// given to the planner, whose baseline advice rests on it, across a
+// restart.
+func TestHeld(t *testing.T) {
+	cfg := testConfig()
+	cfg.Pools = append(cfg.Pools, fleet.Pool{Name: "res", Provider: "sim", InstanceType: "x", GPUsPerNode: 8, Capacity: fleet.Reserved,
+		PricePerHour: 2, LeadTime: 5 * time.Minute, ProvisionTimeout: 15 * time.Minute, Min: 3, Max: 3})
+	job := []fleet.Job{{ID: "j", GPUs: 1, Start: t0}}
+	st := fleet.State{Pools: []fleet.PoolStatus{{Name: "od"}, {Name: "res"}}, Nodes: []fleet.Node{
+		{ID: "o1", Pool: "od", State: fleet.Ready, Jobs: job},
+		{ID: "o2", Pool: "od", State: fleet.Pending},
+		{ID: "o3", Pool: "od", State: fleet.Draining},
+		{ID: "r1", Pool: "res", State: fleet.Ready, Jobs: job},
+		{ID: "r2", Pool: "res", State: fleet.Ready},
+		{ID: "r3", Pool: "res", State: fleet.Ready},
+	}}
+	if got := HeldGPUs(cfg.Pools, &st); got != 4*8 {
+		t.Fatalf("held %v GPUs; want 32: three burst nodes and one busy reserved node", got)
+	}
+	books := &Memory{}
+	l, err := New(Options{Config: cfg, Books: books, Advise: true, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &scripted{t: t, books: books, st: st}
+	ctx := context.Background()
+	step := cfg.Forecast.Step
+	for k := range 3 {
+		if _, err := l.Cycle(ctx, f, t0.Add(time.Duration(k)*step)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := books.Demand(HeldSeries, time.Time{}); len(got) != 3 || got[2].Value != 32 {
+		t.Fatalf("held in the books: %v; want 3 samples of 32", got)
+	}
+	// A restarted loop loads it, and the plan's advice rests on it.
+	l, _ = New(Options{Config: cfg, Books: books, Advise: true, DryRun: true})
+	r, err := l.Cycle(ctx, f, t0.Add(3*step))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := r.State.Held; len(h.Values) != 4 || h.Values[0] != 32 || !h.Start.Equal(t0) {
+		t.Fatalf("state's held %+v; want 4 steps of 32 from %v", h, t0)
+	}
+	if b := r.Plan.Baseline; b == nil || b.GPUs != 32 {
+		t.Fatalf("baseline %+v; want the 32 GPUs held all along reserved, not the 2 GPUs of demand", b)
+	}
+	if got := l.Held(); len(got.Values) != 4 {
+		t.Fatalf("Held() = %+v; want the 4 steps", got)
+	}
+}

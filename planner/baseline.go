@@ -34,15 +34,25 @@ type Baseline struct {
 	CurrentCostPerHour float64 `json:"current_cost_per_hour"`
 	// HistorySteps is how many history values the recommendation rests on.
 	HistorySteps int `json:"history_steps"`
+	// WholeNodes is the reservation the whole history alone would
+	// justify; Nodes is less when one half of it does not.
+	WholeNodes int `json:"whole_history_nodes"`
 }
 
 // RecommendBaseline recommends how many nodes of the cheapest reserved pool
-// to reserve, given demand history: the number that minimises the expected
-// cost of serving that history with reserved nodes plus burst capacity from
-// the cheapest on-demand pool (or the cheapest non-reserved pool, if there is
-// no on-demand one). This is the break-even rule: reserve a GPU when it
-// would be busy more than price_reserved / price_on_demand of the time. It
-// returns nil without a reserved pool, a burst pool or history.
+// to reserve, given the history of what the fleet held (fleet.State.Held,
+// or its demand): the number that minimises the expected cost of serving
+// that history with reserved nodes plus burst capacity from the cheapest
+// on-demand pool (or the cheapest non-reserved pool, if there is no
+// on-demand one). This is the break-even rule: reserve a GPU when it
+// would be busy more than price_reserved / price_on_demand of the time.
+//
+// A reservation is a commitment that can grow later but not shrink, so
+// the advice is the least of the level the whole history supports and
+// the levels each half of it supports alone: a level held only in a
+// burst, in one half (a bursty first week, a launch), is not reserved
+// until the history shows it again. It returns nil without a reserved
+// pool, a burst pool or history.
 func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
 	var res, burst, anyBurst *fleet.Pool
 	cheaper := func(a, b *fleet.Pool) bool { return b == nil || fleet.CompareForLaunch(a, b) < 0 }
@@ -81,29 +91,24 @@ func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
 		// Burst capacity (next to) free: nothing to weigh a reservation against.
 		return nil
 	}
-	slices.Sort(demand)
-	// suffix[i] = sum of demand[i:], for the expected overflow above a level.
-	suffix := make([]float64, len(demand)+1)
-	for i := len(demand) - 1; i >= 0; i-- {
-		suffix[i] = suffix[i+1] + demand[i]
-	}
-	t := float64(len(demand))
-	gpn := res.GPUsPerNode
-	burstGPU := burst.PricePerGPUHour()
-	costOf := func(nodes int) float64 {
-		c := float64(nodes * gpn)
-		i := sort.SearchFloat64s(demand, c+1e-9) // first value above c
-		overflow := (suffix[i] - c*float64(len(demand)-i)) / t
-		return float64(nodes)*res.PricePerHour + overflow*burstGPU
-	}
-	peak := demand[len(demand)-1]
-	maxNodes := int(math.Ceil(peak / float64(gpn)))
-	best, bestCost := 0, costOf(0)
-	for n := 1; n <= maxNodes; n++ {
-		if c := costOf(n); c < bestCost-1e-9 {
-			best, bestCost = n, c
+	// Each half's own best level, then the whole history's (which sorts it).
+	best := -1
+	if half := len(demand) / 2; half > 0 {
+		for _, h := range [][]float64{slices.Clone(demand[:half]), slices.Clone(demand[half:])} {
+			if n := bestReservation(h, res, burst); best < 0 || n < best {
+				best = n
+			}
 		}
 	}
+	whole := bestReservation(demand, res, burst)
+	if best < 0 || whole < best {
+		best = whole
+	}
+	costOf := reservationCost(demand, res, burst)
+	bestCost := costOf(best)
+	burstGPU := burst.PricePerGPUHour()
+	gpn := res.GPUsPerNode
+	t := float64(len(demand))
 	b := &Baseline{
 		Pool:               res.Name,
 		BurstPool:          burst.Name,
@@ -114,6 +119,7 @@ func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
 		CostPerHour:        cents(bestCost),
 		CurrentCostPerHour: cents(costOf(res.Max)),
 		HistorySteps:       len(demand),
+		WholeNodes:         whole,
 	}
 	if best > 0 {
 		level := float64(b.GPUs - 1)
@@ -131,6 +137,42 @@ func (b *Baseline) Reason() string {
 	case b.Nodes < b.CurrentNodes:
 		verb = "shrink to"
 	}
-	return fmt.Sprintf("%s %d reserved node(s) (%d GPUs) in %s, now %d: a reserved GPU pays off when busy more than %.0f%% of the time (price vs %s); expected $%.2f/h vs $%.2f/h now over %d steps of history",
+	why := fmt.Sprintf("%s %d reserved node(s) (%d GPUs) in %s, now %d: a reserved GPU pays off when busy more than %.0f%% of the time (price vs %s); expected $%.2f/h vs $%.2f/h now over %d steps of history",
 		verb, b.Nodes, b.GPUs, b.Pool, b.CurrentNodes, 100*b.BreakEven, b.BurstPool, b.CostPerHour, b.CurrentCostPerHour, b.HistorySteps)
+	if b.WholeNodes > b.Nodes {
+		why += fmt.Sprintf("; the whole history would justify %d, but one half of it alone only %d (a commitment cannot shrink: it grows once the level holds)", b.WholeNodes, b.Nodes)
+	}
+	return why
+}
+
+// reservationCost is, for demand sorted, the expected cost per hour of
+// serving it with nodes reserved nodes of res and the rest from burst.
+func reservationCost(demand []float64, res, burst *fleet.Pool) func(nodes int) float64 {
+	// suffix[i] = sum of demand[i:], for the expected overflow above a level.
+	suffix := make([]float64, len(demand)+1)
+	for i := len(demand) - 1; i >= 0; i-- {
+		suffix[i] = suffix[i+1] + demand[i]
+	}
+	t := float64(len(demand))
+	return func(nodes int) float64 {
+		c := float64(nodes * res.GPUsPerNode)
+		i := sort.SearchFloat64s(demand, c+1e-9) // first value above c
+		overflow := (suffix[i] - c*float64(len(demand)-i)) / t
+		return float64(nodes)*res.PricePerHour + overflow*burst.PricePerGPUHour()
+	}
+}
+
+// bestReservation is the number of res nodes that serves demand (sorted
+// here, in place) at the least expected cost, the fewest of equals.
+func bestReservation(demand []float64, res, burst *fleet.Pool) int {
+	slices.Sort(demand)
+	costOf := reservationCost(demand, res, burst)
+	maxNodes := int(math.Ceil(demand[len(demand)-1] / float64(res.GPUsPerNode)))
+	best, bestCost := 0, costOf(0)
+	for n := 1; n <= maxNodes; n++ {
+		if c := costOf(n); c < bestCost-1e-9 {
+			best, bestCost = n, c
+		}
+	}
+	return best
 }

@@ -223,7 +223,11 @@ func Make(in Input) Plan {
 	p.scaleIn(t)
 	p.reap(t)
 	p.plan.CostPerHourBefore, p.plan.CostPerHourAfter = cents(p.plan.CostPerHourBefore), cents(p.costAfter())
-	p.plan.Baseline = RecommendBaseline(in.State.History, in.Settings.Pools)
+	advisedOn := in.State.Held
+	if len(advisedOn.Values) == 0 {
+		advisedOn = in.State.History // a snapshot without it: demand, a lower bound
+	}
+	p.plan.Baseline = RecommendBaseline(advisedOn, in.Settings.Pools)
 	return p.plan
 }
 

@@ -3,6 +3,7 @@ package planner
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -383,20 +384,21 @@ func TestCost(t *testing.T) {
 func TestRecommendBaseline(t *testing.T) {
 	pools := []fleet.Pool{pool("res", fleet.Reserved, 16, time.Minute, 0, 1), pool("od", fleet.OnDemand, 32, time.Minute, 0, 10)}
 	// Break-even 0.5: 16 GPUs are busy all the time, 8 more 60% of the time,
-	// 8 more 40%: reserve 24 GPUs = 3 nodes.
+	// 8 more 40%: reserve 24 GPUs = 3 nodes, when both halves of the
+	// history look alike (the levels interleaved).
 	var v []float64
 	for i := range 100 {
 		switch {
-		case i < 40:
+		case i%5 < 2:
 			v = append(v, 32)
-		case i < 60:
+		case i%5 < 3:
 			v = append(v, 24)
 		default:
 			v = append(v, 16)
 		}
 	}
 	b := RecommendBaseline(fleet.Series{Start: t0, Step: time.Minute, Values: v}, pools)
-	if b == nil || b.Nodes != 3 || b.GPUs != 24 || b.BreakEven != 0.5 || b.BusyShare != 0.6 {
+	if b == nil || b.Nodes != 3 || b.GPUs != 24 || b.WholeNodes != 3 || b.BreakEven != 0.5 || b.BusyShare != 0.6 {
 		t.Fatalf("baseline = %+v", b)
 	}
 	if b.Reason() != "grow to 3 reserved node(s) (24 GPUs) in res, now 1: a reserved GPU pays off when busy more than 50% of the time (price vs od); expected $60.80/h vs $80.00/h now over 100 steps of history" {
@@ -404,6 +406,47 @@ func TestRecommendBaseline(t *testing.T) {
 	}
 	if RecommendBaseline(fleet.Series{}, pools) != nil || RecommendBaseline(fleet.Series{Values: v}, pools[1:]) != nil {
 		t.Fatal("want no recommendation without history or a reserved pool")
+	}
+}
+
+// TestBaselineBurstyStart: a level the history holds only in a burst (a
+// bursty first week, then calm) is not reserved, though the whole history
+// would justify it: a reservation cannot shrink once the burst is over.
+// One held in both halves is.
+func TestBaselineBurstyStart(t *testing.T) {
+	pools := []fleet.Pool{pool("res", fleet.Reserved, 16, time.Minute, 0, 1), pool("od", fleet.OnDemand, 32, time.Minute, 0, 10)}
+	series := func(levels ...[2]int) fleet.Series { // {GPUs, steps}, in order
+		var v []float64
+		for _, l := range levels {
+			for range l[1] {
+				v = append(v, float64(l[0]))
+			}
+		}
+		return fleet.Series{Start: t0, Step: time.Hour, Values: v}
+	}
+	for _, tc := range []struct {
+		name         string
+		history      fleet.Series
+		nodes, whole int
+	}{
+		// 64 GPUs 70% of the time, all in the first 10 of 14 days: the
+		// second half holds it only 3 days in 7.
+		{"burst first", series([2]int{64, 240}, [2]int{16, 96}), 2, 8},
+		// The same share spread over both halves.
+		{"steady", series([2]int{64, 120}, [2]int{16, 48}, [2]int{64, 120}, [2]int{16, 48}), 8, 8},
+		// Growing demand: the first half holds less, so the advice waits
+		// for a later review to grow (the price of not overshooting).
+		{"growing", series([2]int{16, 96}, [2]int{64, 240}), 2, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := RecommendBaseline(tc.history, pools)
+			if b == nil || b.Nodes != tc.nodes || b.WholeNodes != tc.whole {
+				t.Fatalf("baseline = %+v, want %d nodes (whole history %d)", b, tc.nodes, tc.whole)
+			}
+			if hasHalf := strings.Contains(b.Reason(), "one half of it alone"); hasHalf != (tc.whole > tc.nodes) {
+				t.Fatalf("reason = %q", b.Reason())
+			}
+		})
 	}
 }
 

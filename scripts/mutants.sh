@@ -793,6 +793,27 @@ fleet/settings.go
 "\treturn 0.9"
 ./fleet
 TestQuantileFor
+
+advice: a burst in one half of the history reserved
+planner/baseline.go
+"if best < 0 || whole < best {"
+"if true {"
+./planner
+TestBaselineBurstyStart
+
+advice: idle reserved nodes counted as held
+loop/loop.go
+"if !reserved || u > 0 {"
+"if !reserved || u >= 0 {"
+./loop
+TestHeld
+
+advice: on demand, not on what the fleet held
+planner/planner.go
+"advisedOn := in.State.Held\n"
+"advisedOn := in.State.History\n"
+./loop
+TestHeld
 EOF
 }
 

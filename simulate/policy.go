@@ -304,7 +304,8 @@ func (r *reactive) fitsElsewhere(e *engine, n *node, removed map[int32]bool, spa
 // control interval over the simulated nodes, with its books in memory,
 // holding the configured reservations. With advice (the "advised"
 // reservations), the cheapest reserved pool grows to the baseline the
-// planner recommends from the demand seen so far: first after
+// planner recommends from what the loop saw the fleet hold (loop.Held),
+// as the controller's plan advises: first after
 // adviceAfter, then at most every adviceEvery; never shrunk (a
 // reservation is a commitment).
 //
@@ -316,21 +317,18 @@ type predictive struct {
 	cfg      *config.Config
 	base     time.Time
 	reserved int // index of the reserved pool, -1 if none
-	// mean is the demand averaged over each step, for the reservation
-	// advice (the loop's history, the per-step peaks, is what capacity
-	// must cover); stepSum and stepTicks accumulate the current step,
-	// which ends at stepEnd.
-	mean      fleet.Series
-	stepSum   float64
-	stepTicks int
-	stepEnd   int64
-	statuses  []fleet.PoolStatus
-	state     fleet.State
+	statuses []fleet.PoolStatus
+	state    fleet.State
 	// advise, when set, grows the reservation: first at nextBase, then
 	// every adviceEvery seconds.
 	advise      bool
 	nextBase    int64
 	adviceEvery int64
+	// fixed, when >= 0, replaces the advice (the advice check): the
+	// reservation is committed to fixed nodes at the first commitment and
+	// never grown. commits are the commitments made, in order.
+	fixed   int
+	commits []Commitment
 	// truth, when set, is the true demand's peak in each forecast step
 	// from the trace start (the perfect policy), with margin added; fc is
 	// the forecast made of it.
@@ -378,10 +376,13 @@ func newPerfect(cfg *config.Config, tr *trace.Trace, opt Options) (*predictive, 
 // newLoopPolicy is the predictive policy (named name) of cfg and opt, but
 // its loop.
 func newLoopPolicy(cfg *config.Config, opt Options, name string) *predictive {
-	p := &predictive{cfg: cfg, base: opt.Start, reserved: -1, run: *cfg}
+	p := &predictive{cfg: cfg, base: opt.Start, reserved: -1, run: *cfg, fixed: -1}
 	p.run.Pools = nil // its own: the simulated pools are written into it
 	if opt.Reservations == Advised {
 		p.advise, p.nextBase, p.adviceEvery = true, secs(opt.AdviceAfter), adviceEvery
+		if opt.fixedCommit {
+			p.fixed = opt.fixedNodes
+		}
 	}
 	if opt.Cycles != nil {
 		p.cycles = func(r loop.CycleResult) { opt.Cycles(name, r) }
@@ -420,8 +421,6 @@ func (p *predictive) notice(e *engine, n *node) {
 }
 
 func (p *predictive) start(e *engine) {
-	p.mean = fleet.Series{Start: p.base, Step: p.cfg.Forecast.Step}
-	p.stepEnd = secs(p.cfg.Forecast.Step)
 	p.statuses = make([]fleet.PoolStatus, len(e.pools))
 	p.byName = make(map[string]int, len(e.pools))
 	for i := range e.pools {
@@ -436,10 +435,12 @@ func (p *predictive) start(e *engine) {
 // tick runs one cycle of the loop over the simulated fleet.
 func (p *predictive) tick(e *engine) error {
 	if p.advise {
-		p.recordMean(e)
 		if e.now >= p.nextBase && p.reserved >= 0 {
 			p.rebase(e)
 			p.nextBase += p.adviceEvery
+			if p.fixed >= 0 {
+				p.advise = false // committed once, never grown
+			}
 		}
 	}
 	p.run.Pools = p.run.Pools[:0]
@@ -454,17 +455,6 @@ func (p *predictive) tick(e *engine) error {
 		p.cycles(r)
 	}
 	return err
-}
-
-// recordMean adds the demand now to the step means.
-func (p *predictive) recordMean(e *engine) {
-	p.stepSum += float64(e.runningGPUs + e.queuedGPUs)
-	p.stepTicks++
-	if e.now >= p.stepEnd {
-		appendKeep(&p.mean, p.stepSum/float64(p.stepTicks), int(p.cfg.Forecast.History/p.cfg.Forecast.Step))
-		p.stepSum, p.stepTicks = 0, 0
-		p.stepEnd += secs(p.cfg.Forecast.Step)
-	}
 }
 
 // engineFleet is the simulated fleet as the loop observes and acts on it:
@@ -565,23 +555,23 @@ func (p *predictive) perfectForecast(t time.Time) forecast.Forecast {
 	return p.fc
 }
 
-// appendKeep appends v to s, keeping its last keep values.
-func appendKeep(s *fleet.Series, v float64, keep int) {
-	s.Values = append(s.Values, v)
-	if drop := len(s.Values) - keep; drop > 0 {
-		s.Values = slices.Delete(s.Values, 0, drop)
-		s.Start = s.Start.Add(time.Duration(drop) * s.Step)
-	}
-}
-
-// rebase grows the reservation to the planner's recommendation.
+// rebase grows the reservation to the planner's recommendation (or, in
+// the advice check, to the fixed size).
 func (p *predictive) rebase(e *engine) {
 	pools := make([]fleet.Pool, len(e.pools))
 	for i := range e.pools {
 		pools[i] = e.pools[i].spec
 	}
-	if b := planner.RecommendBaseline(p.mean, pools); b != nil {
-		e.reserve(p.reserved, b.Nodes)
+	nodes := p.fixed
+	if nodes < 0 {
+		b := planner.RecommendBaseline(p.loop.Held(), pools)
+		if b == nil {
+			return
+		}
+		nodes = b.Nodes
+	}
+	if e.reserve(p.reserved, nodes) {
+		p.commits = append(p.commits, Commitment{Day: float64(e.now) / day, Nodes: nodes, GPUs: nodes * e.pools[p.reserved].spec.GPUsPerNode})
 	}
 }
 

@@ -137,6 +137,11 @@ type Options struct {
 	// announced is drawn from the seed, the same jobs for every policy.
 	AnnounceShare float64
 	AnnounceAhead time.Duration
+	// fixedCommit, with advised reservations, replaces the advice with a
+	// reservation of fixedNodes committed at the first commitment and
+	// never grown (RunAdviceCheck).
+	fixedCommit bool
+	fixedNodes  int
 	// Start is the wall-clock time of the trace's offset 0, for the
 	// forecaster's daily and weekly cycles; default the trace's own start,
 	// else Monday 2026-01-05 00:00 UTC.

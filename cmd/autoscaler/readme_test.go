@@ -188,6 +188,9 @@ func readmeCoverages() []readmeCoverage {
 		{prefix: "autoscaler simulate -config examples/local.hcl -trace ../shared/bench/series/servegen_msmall_10m.csv -scale 0.1 -frontier", why: frontierWhy, tests: frontierTests},
 		{prefix: "autoscaler simulate -config examples/philly-fair.hcl -trace ../shared/traces/philly_rfold/philly_trace.csv -policies reactive,predictive,oracle -announce-share ",
 			why: "the sensitivity to announcements: whole Philly runs (minutes each under the race detector), rewritten by make bench", tests: []testRef{{"simulate", "TestAnnouncedJobs"}}},
+		{prefix: "autoscaler simulate -config examples/philly-fair.hcl -trace ../shared/traces/philly_rfold/philly_trace.csv -advice-check", why: adviceWhy, tests: adviceTests},
+		{prefix: "autoscaler simulate -config examples/local.hcl -trace ../shared/traces/helios_earth_vc_sequence_derived/earth_16vc_sum_per_minute.csv -value-column running_gpu_num_sum16vc+pending_gpu_num_sum16vc -advice-check", why: adviceWhy, tests: adviceTests},
+		{prefix: "autoscaler simulate -config examples/local.hcl -trace ../shared/bench/series/servegen_msmall_10m.csv -scale 0.1 -advice-check", why: adviceWhy, tests: adviceTests},
 		{prefix: "autoscaler agent register ", run: readmeAgentJob},
 		{prefix: "autoscaler agent checkpoint ", run: readmeAgentJob},
 		{prefix: "autoscaler agent done ", run: readmeAgentJob},
@@ -210,6 +213,12 @@ func readmeCoverages() []readmeCoverage {
 const frontierWhy = "a frontier: 14 or 15 simulations, rewritten by make bench"
 
 var frontierTests = []testRef{{"simulate", "TestFrontier"}, {"cmd/autoscaler", "TestSimulateFrontier"}}
+
+// adviceWhy and adviceTests account for the README's advice checks: 10
+// to 15 whole simulations each, like a frontier.
+const adviceWhy = "an advice check: 10 to 15 simulations, rewritten by make bench"
+
+var adviceTests = []testRef{{"simulate", "TestAdviceCheck"}, {"cmd/autoscaler", "TestSimulateAdviceCheck"}}
 
 // coverageFor returns the entry whose prefix is the longest of those
 // cmd starts with, or nil.

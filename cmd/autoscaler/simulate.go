@@ -41,6 +41,7 @@ func runSimulate(e *env, args []string) int {
 	announceShare := fs.Float64("announce-share", 0, "share of jobs, 0 to 1, a scheduler announces ahead of their submission (predictive and perfect see them as announced demand)")
 	announceAhead := durationFlag{positive: true}
 	fs.Var(&announceAhead, "announce-ahead", "how long before its submission an announced job is announced (default 30m)")
+	adviceCheck := fs.Bool("advice-check", false, "weigh the reservation advice against hindsight: predictive following the advice, and at fixed reservations committed at the same moment, instead of the policy table (implies -reservations advised)")
 	frontier := fs.Bool("frontier", false, "cost against waited GPU-hours for predictive over its quantiles and headroom over its buffers, instead of the policy table")
 	fs.Var(&interval, "interval", "control interval of the reactive and predictive policies (default: controller.interval)")
 	fs.Var(&ckpt, "checkpoint-interval", "how often jobs checkpoint, unless the trace says (default: simulate.checkpoint_interval, 30m)")
@@ -93,6 +94,24 @@ func runSimulate(e *env, args []string) int {
 	topt := trace.Options{Format: *format, ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Days: *days, From: from.d}
 	if *policies != "" {
 		opt.Policies = strings.Split(*policies, ",")
+	}
+	if *frontier && *adviceCheck {
+		fmt.Fprintln(e.stderr, "simulate: -frontier and -advice-check are two reports; run them apart")
+		return exitUsage
+	}
+	if *adviceCheck {
+		// The check runs the predictive policy only, with advised reservations.
+		for _, name := range []string{"policies", "headroom", "perfect-margin"} {
+			if flagSet(fs, name) {
+				fmt.Fprintf(e.stderr, "simulate: -%s does not apply to -advice-check, which runs only the predictive policy\n", name)
+				return exitUsage
+			}
+		}
+		if *reservations == config.ReservationsConfigured {
+			fmt.Fprintln(e.stderr, "simulate: -advice-check weighs the advice, so it needs -reservations advised (or none)")
+			return exitUsage
+		}
+		*reservations = config.ReservationsAdvised
 	}
 	if *frontier {
 		// The frontier runs its own policies and levels.
@@ -152,15 +171,18 @@ func runSimulate(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "simulate: warning:", w)
 	}
 	log.Info("simulating", "trace", tr.Name, "jobs", len(tr.Jobs), "days", tr.Span().Hours()/24)
-	if isTerminal(e.stderr) && !*frontier { // the frontier's runs report no progress
+	if isTerminal(e.stderr) && !*frontier && !*adviceCheck { // the frontier's and the check's runs report no progress
 		bar := newProgressBar(e.stderr, opt.Policies)
 		opt.Progress = bar.update
 		defer bar.done()
 	}
 	var out simulateOutput
-	if *frontier {
+	switch {
+	case *frontier:
 		out, err = simulate.RunFrontier(cfg, tr, opt)
-	} else {
+	case *adviceCheck:
+		out, err = simulate.RunAdviceCheck(cfg, tr, opt)
+	default:
 		out, err = simulate.Run(cfg, tr, opt)
 	}
 	if err != nil {

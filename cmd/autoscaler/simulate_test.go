@@ -179,6 +179,53 @@ func TestSimulateFrontier(t *testing.T) {
 	}
 }
 
+// TestSimulateAdviceCheck: -advice-check weighs the advice against fixed
+// reservations (a table, -json, a picture), and refuses what does not
+// apply to it.
+func TestSimulateAdviceCheck(t *testing.T) {
+	tr := writeFile(t, "jobs.csv", jobsCSV)
+	pic := filepath.Join(t.TempDir(), "advice.svg")
+	code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-advice-check", "-advice-after", "1h", "-json", "-plot", pic)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var c struct {
+		Pool  string `json:"pool"`
+		Fixed []struct {
+			GPUs int     `json:"gpus"`
+			Cost float64 `json:"cost_usd"`
+		} `json:"fixed"`
+		VsBest float64 `json:"vs_best"`
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil || c.Pool != "reserved-a100" || len(c.Fixed) < 2 || c.Fixed[0].GPUs != 32 || c.VsBest <= 0 {
+		t.Fatalf("-advice-check -json: %v, %+v", err, c)
+	}
+	if b, err := os.ReadFile(pic); err != nil || !strings.Contains(string(b), "<svg") {
+		t.Errorf("picture %s: %v", pic, err)
+	}
+	code, out, errOut = cli("simulate", "-config", localConfig, "-trace", tr, "-advice-check", "-advice-after", "1h")
+	if code != 0 || !strings.Contains(out, "advice vs the best fixed reservation") || !strings.Contains(out, "fixed reserved GPUs") {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-frontier"}, "two reports"},
+		{[]string{"-policies", "reactive"}, "-policies does not apply to -advice-check"},
+		{[]string{"-reservations", "configured"}, "needs -reservations advised"},
+	} {
+		args := append([]string{"simulate", "-config", localConfig, "-trace", tr, "-advice-check"}, tc.args...)
+		if code, _, errOut := cli(args...); code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, %q; want usage, %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	// The advice's first commitment after the trace's end: nothing to weigh.
+	if code, _, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-advice-check"); code != exitError || !strings.Contains(errOut, "after the trace's end") {
+		t.Errorf("default advice_after on a 5-hour trace: exit %d, %q", code, errOut)
+	}
+}
+
 // TestSimulateHeadroomFlag: -headroom sets the buffer, 0 for none (the
 // headroom policy is then reactive, figure for figure).
 func TestSimulateHeadroomFlag(t *testing.T) {
