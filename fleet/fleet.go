@@ -197,6 +197,12 @@ type Job struct {
 	// a job also counts as long-running once it is older than the drain
 	// policy's long_running_after.
 	LongRunning bool `json:"long_running,omitempty"`
+	// ExpectedEnd is when the job is expected to end (a scheduler's time
+	// limit, or what it told its agent); zero if unknown. It is a hint,
+	// never trusted for safety (DESIGN.md rule 11): the planner may wait
+	// for it instead of launching for pending jobs, at most one lead time,
+	// and never drains a node for it.
+	ExpectedEnd time.Time `json:"expected_end,omitzero"`
 	// LastCheckpoint is when the job last saved its state; zero if never.
 	LastCheckpoint time.Time `json:"last_checkpoint,omitzero"`
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fleetcast/autoscaler/fleet"
+
 	"github.com/fleetcast/autoscaler/forecast"
 )
 
@@ -106,12 +108,58 @@ func malformed(f *forecast.Forecast) cause {
 // (ReasonForecast, ReasonDemandNow or ReasonAnnounced): the forecast's q
 // quantile, never below what is in use or pending now with what is
 // announced for t.
+//
+// Nodes expected to be empty by t (their jobs' expected ends) serve the
+// pending jobs there, as far as they go: so a pending job waits for a
+// node that frees within the lead time instead of a launch. An expected
+// end is a hint (rule 11): one that has passed counts no more, so it
+// delays a launch by at most one lead time; and needOver, which
+// scale-in keeps for, never counts it.
 func (p *planner) needAt(q float64, t time.Time) (int, Reason) {
 	v := 0.0
 	if p.fc != nil {
 		v = p.fc.At(q, t)
 	}
-	return p.need(v, p.announcedMax(t, t))
+	return p.need(v, p.announcedMax(t, t), p.endingFor(t))
+}
+
+// nodeEnd is a node expected to be empty at at, with its GPUs.
+type nodeEnd struct {
+	at   time.Time
+	gpus int
+}
+
+// expectedEmpty is when ready node n is expected to hold no job: the last
+// of its jobs' expected ends, if every job has one after now.
+func expectedEmpty(n *fleet.Node, now time.Time) (time.Time, bool) {
+	var last time.Time
+	for i := range n.Jobs {
+		e := n.Jobs[i].ExpectedEnd
+		if !e.After(now) {
+			return time.Time{}, false // unknown, or passed: the job overran
+		}
+		if e.After(last) {
+			last = e
+		}
+	}
+	return last, len(n.Jobs) > 0
+}
+
+// endingFor is how many pending GPUs the nodes expected to be empty by t
+// can serve: their GPUs, at most the GPUs pending (the ends only stand in
+// for a launch for pending jobs).
+func (p *planner) endingFor(t time.Time) int {
+	pending := p.plan.Demand.PendingGPUs
+	if pending <= 0 {
+		return 0
+	}
+	freed := 0
+	for _, e := range p.ends {
+		if !e.at.After(t) {
+			freed += e.gpus
+		}
+	}
+	return min(freed, pending)
 }
 
 // needOver is the most demand to provision for during [from, to] at the
@@ -121,7 +169,7 @@ func (p *planner) needOver(from, to time.Time) (int, Reason) {
 	if p.fc != nil {
 		v = p.fc.Max(p.q, from, to)
 	}
-	return p.need(v, p.announcedMax(from, to))
+	return p.need(v, p.announcedMax(from, to), 0)
 }
 
 // need is a forecast value v as GPUs to provision for, never below current
@@ -129,14 +177,18 @@ func (p *planner) needOver(from, to time.Time) (int, Reason) {
 // pending, current demand counts the free GPUs of busy nodes as held
 // (p.stranded()): the pending jobs did not fit there, so they are
 // provisioned on whole empty nodes. Announced demand is added to current
-// demand, not to the forecast, which may expect it already.
-func (p *planner) need(v float64, announced int) (int, Reason) {
-	now := p.plan.Demand.Total() + p.stranded() + announced
+// demand, not to the forecast, which may expect it already; the GPUs of
+// nodes expected to be empty (ending, see needAt) are taken from it.
+func (p *planner) need(v float64, announced, ending int) (int, Reason) {
+	now := p.plan.Demand.Total() + p.stranded() + announced - ending
 	if f := int(math.Ceil(v - 1e-9)); f > now {
 		return f, ReasonForecast
 	}
-	if announced > 0 {
+	switch {
+	case announced > 0:
 		return now, ReasonAnnounced
+	case ending > 0:
+		return now, ReasonExpectedEnds
 	}
 	return now, ReasonDemandNow
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,5 +257,74 @@ func TestForecastCrossing(t *testing.T) {
 	}
 	if len(notesCoded(p, ReasonForecastCrossing)) != 1 || p.Forecast == nil || p.Forecast.Values[1][0] != 60 {
 		t.Errorf("crossing quantiles not raised, or not noted:\n%s", describe(p))
+	}
+}
+
+// TestExpectedEnds: a pending job waits for a node whose jobs are all
+// expected to end within the lead time, instead of a launch; an expected
+// end that is unknown for one job, beyond the lead time or passed (the job
+// overran), or on a silent node, does not count; and scale-in never
+// drains for one.
+func TestExpectedEnds(t *testing.T) {
+	od := pool("od", fleet.OnDemand, 32, 10*time.Minute, 0, 10)
+	full := func(id string, ends ...time.Duration) fleet.Node { // 8 one-GPU jobs; ends[i] for job i, 0 for none
+		n := ready(id, od.Name, 0, 0, 0, 0, 0, 0, 0, 0)
+		for i, e := range ends {
+			if e != 0 {
+				n.Jobs[i].ExpectedEnd = t0.Add(e)
+			}
+		}
+		return n
+	}
+	all := func(e time.Duration) []time.Duration { return []time.Duration{e, e, e, e, e, e, e, e} }
+	silent := full("s", all(5*time.Minute)...)
+	silent.LastReport = t0.Add(-time.Hour)
+	tests := []struct {
+		name    string
+		nodes   []fleet.Node
+		pending int
+		launch  int
+		note    bool
+	}{
+		{"every job ends within the lead time: no launch", []fleet.Node{full("a", all(5*time.Minute)...)}, 8, 0, true},
+		{"ends as the lead time does", []fleet.Node{full("a", all(10*time.Minute)...)}, 8, 0, true},
+		{"one job has no expected end", []fleet.Node{full("a", all(5 * time.Minute)[:7]...)}, 8, 1, false},
+		{"beyond the lead time", []fleet.Node{full("a", 5*time.Minute, 5*time.Minute, 5*time.Minute, 5*time.Minute, 5*time.Minute, 5*time.Minute, 5*time.Minute, 11*time.Minute)}, 8, 1, false},
+		{"passed: the job overran", []fleet.Node{full("a", all(-time.Minute)...)}, 8, 1, false},
+		{"a silent node's hint", []fleet.Node{silent}, 8, 1, false},
+		{"more pending than it frees", []fleet.Node{full("a", all(5*time.Minute)...)}, 24, 2, false},
+		{"nothing pending", []fleet.Node{full("a", all(5*time.Minute)...)}, 0, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := fleet.State{Nodes: tt.nodes, PendingGPUs: tt.pending}
+			p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Now: t0})
+			launched := 0
+			for _, a := range actions(p, Launch) {
+				launched += a.Count
+			}
+			if launched != tt.launch || len(actions(p, Drain)) != 0 {
+				t.Errorf("launched %d, drained %d; want %d and none\n%s", launched, len(actions(p, Drain)), tt.launch, describe(p))
+			}
+			noted := false
+			for _, n := range p.Notes {
+				noted = noted || n.Code == ReasonExpectedEnds
+			}
+			if noted != tt.note {
+				t.Errorf("expected_ends note %v, want %v\n%s", noted, tt.note, describe(p))
+			}
+		})
+	}
+	// A launch for the rest names the ends in its reason.
+	st := fleet.State{Nodes: []fleet.Node{full("a", all(5*time.Minute)...)}, PendingGPUs: 24}
+	p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Now: t0})
+	if l := actions(p, Launch); len(l) != 1 || l[0].Code != ReasonExpectedEnds || !strings.Contains(l[0].Reason, "(24 pending, 8 of them to start on nodes whose jobs are expected to end by then)") {
+		t.Errorf("launch %+v; want its reason to count the 8 GPUs expected free\n%s", l, describe(p))
+	}
+	// Idle nodes are kept for the pending jobs as ever: the ends never
+	// lower what scale-in keeps.
+	st = fleet.State{Nodes: []fleet.Node{full("a", all(5*time.Minute)...), ready("b", od.Name)}, PendingGPUs: 8}
+	if p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Now: t0}); len(actions(p, Drain)) != 0 {
+		t.Errorf("drained for an expected end:\n%s", describe(p))
 	}
 }

@@ -79,7 +79,18 @@ func (p *planner) demandReason(src Reason, q float64, need int, at time.Time, le
 		return fmt.Sprintf("%d GPUs in use, pending or announced for %s (%d pending%s, %d announced); have %d", need, clock(at),
 			p.plan.Demand.PendingGPUs, p.strandedText(), p.announcedMax(at, at), have)
 	}
+	if src == ReasonExpectedEnds {
+		return fmt.Sprintf("%d GPUs in use or pending at %s (%d pending%s, %d of them to start on nodes whose jobs are expected to end by then); have %d",
+			need, clock(at), p.plan.Demand.PendingGPUs, p.strandedText(), p.endingFor(at), have)
+	}
 	return fmt.Sprintf("%d GPUs in use or pending now (%d pending%s); have %d", need, p.plan.Demand.PendingGPUs, p.strandedText(), have)
+}
+
+// expectedEndsNote says that pending jobs wait for nodes expected to be
+// empty within pool pp's lead time, instead of a launch there.
+func expectedEndsNote(pp *poolPlan, gpus int, at time.Time) string {
+	return fmt.Sprintf("pool %s: no launch for %d pending GPUs: nodes whose jobs are expected to end by %s free them first (a hint: once an expected end passes, it counts no more)",
+		pp.spec.Name, gpus, clock(at))
 }
 
 // strandedText says, when need counts the free GPUs of busy nodes as held

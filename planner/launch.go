@@ -46,6 +46,9 @@ func (p *planner) launch(t *tally) {
 		have := p.have(t, at)
 		gap := need - have
 		if gap <= 0 {
+			if e := p.endingFor(at); src == ReasonExpectedEnds && gap+e > 0 {
+				p.note(ReasonExpectedEnds, expectedEndsNote(pp, e, at))
+			}
 			continue
 		}
 		gpn := pp.spec.GPUsPerNode

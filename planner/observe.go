@@ -103,6 +103,9 @@ func (p *planner) observe(t *tally) {
 				p.plan.Capacity.SilentNodes++
 			} else {
 				c.slot = t.placement.add(pp, free, gpn)
+				if at, ok := expectedEmpty(n, p.now); ok {
+					p.ends = append(p.ends, nodeEnd{at: at, gpus: gpn})
+				}
 			}
 			pp.candidates = append(pp.candidates, c)
 		case fleet.Draining:

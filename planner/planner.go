@@ -160,6 +160,9 @@ type planner struct {
 	// changes are where announced demand rises and falls, sorted
 	// (announcedMax).
 	changes []change
+	// ends are the ready, reporting nodes whose jobs all have an expected
+	// end after now, by the last of them, soonest first (endingBy).
+	ends []nodeEnd
 	// noted are the notes' words so far, so each is written once.
 	noted map[string]bool
 }

@@ -175,6 +175,10 @@ const (
 	// ReasonForecastCrossing: forecast values below a lower quantile's
 	// were raised to it.
 	ReasonForecastCrossing
+	// ReasonExpectedEnds: pending jobs are expected to start on nodes
+	// whose jobs all end within the lead time (their expected ends, a
+	// hint), so no launch is made for them yet.
+	ReasonExpectedEnds
 
 	numReasons // one past the last
 )
@@ -230,6 +234,7 @@ var reasonNames = [numReasons]string{
 	ReasonJobsWouldNotFit:         "jobs_would_not_fit",
 	ReasonAnnounced:               "announced",
 	ReasonForecastCrossing:        "forecast_crossing",
+	ReasonExpectedEnds:            "expected_ends",
 }
 
 // String is the code's name ("forecast", "drain_timeout"); "" for no

@@ -814,6 +814,27 @@ planner/planner.go
 "advisedOn := in.State.History\n"
 ./loop
 TestHeld
+
+expected end counted after it passed
+planner/forecast_input.go
+"\t\tif !e.After(now) {\n\t\t\treturn time.Time{}, false"
+"\t\tif e.IsZero() {\n\t\t\treturn time.Time{}, false"
+./planner
+TestExpectedEnds
+
+expected ends lower what scale-in keeps
+planner/forecast_input.go
+"return p.need(v, p.announcedMax(from, to), 0)"
+"return p.need(v, p.announcedMax(from, to), p.endingFor(to))"
+./planner
+TestExpectedEnds
+
+expected end of a silent node counted
+planner/observe.go
+"\t\t\t\tc.slot = t.placement.add(pp, free, gpn)\n\t\t\t\tif at, ok"
+"\t\t\t\tc.slot = t.placement.add(pp, free, gpn)\n\t\t\t}\n\t\t\t{\n\t\t\t\tif at, ok"
+./planner
+TestExpectedEnds
 EOF
 }
 
