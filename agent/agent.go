@@ -214,6 +214,13 @@ func (a *Agent) Register(id string, gpus, pids []int) error {
 // RegisterWatched registers a job whose checkpoints the agent also sees as
 // files: each newer file matching the glob counts as a checkpoint.
 func (a *Agent) RegisterWatched(id string, gpus, pids []int, checkpoints string) error {
+	return a.RegisterJob(JobRequest{ID: id, GPUs: gpus, PIDs: pids, Checkpoints: checkpoints})
+}
+
+// RegisterJob registers the job req describes (see JobRequest), as the
+// local API does.
+func (a *Agent) RegisterJob(req JobRequest) error {
+	id, gpus, pids, checkpoints := req.ID, req.GPUs, req.PIDs, req.Checkpoints
 	if checkpoints != "" {
 		if _, err := filepath.Match(checkpoints, ""); err != nil {
 			return fmt.Errorf("job %s: checkpoint pattern %q: %w", id, checkpoints, err)
@@ -256,8 +263,9 @@ func (a *Agent) RegisterWatched(id string, gpus, pids []int, checkpoints string)
 		}
 		// Registering again (more PIDs, a restarted launcher) keeps the
 		// job's start, checkpoints and drain signal: a running job is not
-		// made new.
+		// made new. Its expected end is as it says now.
 		j.GPUs, j.PIDs, j.started, j.checkpoints = slices.Clone(gpus), slices.Clone(pids), started, checkpoints
+		j.ExpectedEnd = req.ExpectedEnd
 		a.notify()
 		return "job " + id + " registered", nil
 	})

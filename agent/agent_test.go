@@ -375,6 +375,46 @@ func TestDrainingRefusesJobsOverTheAPI(t *testing.T) {
 	}
 }
 
+// TestExpectedEndOverTheAPI: a job registered with its expected end
+// reports it, keeps it across a restart of the agent (the state file), and
+// registering again says it anew.
+func TestExpectedEndOverTheAPI(t *testing.T) {
+	c := &clock{time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	path := filepath.Join(t.TempDir(), "agent-state.json")
+	start := func() *Agent {
+		t.Helper()
+		a, err := New(Config{Node: "i-1", Now: c.now, Signal: func(int, syscall.Signal) error { return nil }, StateFile: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	register := func(a *Agent, body string) {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, "/v1/jobs", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		a.Handler().ServeHTTP(w, req)
+		if w.Code != http.StatusNoContent {
+			t.Fatalf("register: %d %s", w.Code, w.Body)
+		}
+	}
+	end := time.Date(2026, 11, 30, 18, 0, 0, 0, time.UTC)
+	a := start()
+	register(a, fmt.Sprintf(`{"id":"train","gpus":[0],"pids":[%d],"expected_end":%q}`, os.Getpid(), end.Format(time.RFC3339)))
+	if r := a.Report(); len(r.Jobs) != 1 || !r.Jobs[0].ExpectedEnd.Equal(end) {
+		t.Fatalf("report jobs %+v; want the expected end %v", r.Jobs, end)
+	}
+	b := start()
+	if r := b.Report(); len(r.Jobs) != 1 || !r.Jobs[0].ExpectedEnd.Equal(end) {
+		t.Fatalf("restarted agent's jobs %+v; want the expected end kept", r.Jobs)
+	}
+	register(b, fmt.Sprintf(`{"id":"train","gpus":[0],"pids":[%d]}`, os.Getpid()))
+	if r := b.Report(); !r.Jobs[0].ExpectedEnd.IsZero() {
+		t.Fatalf("registered again without one: expected end %v; want none", r.Jobs[0].ExpectedEnd)
+	}
+}
+
 // countingAgent is an agent on clock c whose jobs' processes are alive,
 // and a count of the checkpoint signals sent to them.
 func countingAgent(t *testing.T, c *clock) (*Agent, func() int) {

@@ -27,6 +27,10 @@ type JobRequest struct {
 	// Checkpoints, when set, is a glob of the job's checkpoint files: a
 	// newer file counts as a checkpoint.
 	Checkpoints string `json:"checkpoints,omitempty"`
+	// ExpectedEnd, when set, is when the job expects to end (its
+	// scheduler's time limit): a hint the controller may wait for instead
+	// of launching for pending jobs, never a reason to drain.
+	ExpectedEnd time.Time `json:"expected_end,omitzero"`
 }
 
 // Handler serves the local API, for jobs and their launchers:
@@ -50,7 +54,7 @@ func (a *Agent) Handler() http.Handler {
 			http.Error(w, "job: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := a.RegisterWatched(req.ID, req.GPUs, req.PIDs, req.Checkpoints); err != nil {
+		if err := a.RegisterJob(req); err != nil {
 			status := http.StatusUnprocessableEntity
 			var draining *DrainingError
 			if errors.As(err, &draining) {

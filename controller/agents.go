@@ -43,8 +43,12 @@ type agentView struct {
 	// unknown are the GPU processes no job claimed at the last reading
 	// that succeeded: a report that cannot read the GPUs cannot see them
 	// end, so they are kept until one that can.
-	unknown   []report.Process
-	jobs      []fleet.Job
+	unknown []report.Process
+	jobs    []fleet.Job
+	// ends are the earliest expected end the agent reported for each of
+	// its jobs (on the controller's clock): a node may not push one later
+	// (a hint, rule 11: it delays a launch at most one lead time, once).
+	ends      map[string]time.Time
 	idleSince time.Time // zero while the node holds jobs
 	// notice is the cloud's latest warning the agent reported, if any.
 	notice *report.Notice
@@ -99,12 +103,28 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 		}
 	}
 	jobs := r.FleetJobs()
+	ends := make(map[string]time.Time, len(v.ends))
 	for i := range jobs {
-		jobs[i].Start = earlier(jobs[i].Start.Add(shift), now)
-		if !jobs[i].LastCheckpoint.IsZero() {
-			jobs[i].LastCheckpoint = earlier(jobs[i].LastCheckpoint.Add(shift), now)
+		j := &jobs[i]
+		j.Start = earlier(j.Start.Add(shift), now)
+		if !j.LastCheckpoint.IsZero() {
+			j.LastCheckpoint = earlier(j.LastCheckpoint.Add(shift), now)
+		}
+		first, seen := v.ends[j.ID]
+		switch {
+		case !j.ExpectedEnd.IsZero():
+			j.ExpectedEnd = j.ExpectedEnd.Add(shift)
+			if seen {
+				j.ExpectedEnd = earlier(j.ExpectedEnd, first)
+			}
+			ends[j.ID] = j.ExpectedEnd
+		case seen:
+			// No end this time (none, or one that says nothing): the first
+			// still bounds a later one, while the job runs.
+			ends[j.ID] = first
 		}
 	}
+	v.ends = ends
 	v.sentAt = r.SentAt
 	// Idle time runs from the first healthy report without jobs: a report
 	// that could not read the GPUs could not see unknown work on them

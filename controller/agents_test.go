@@ -101,6 +101,59 @@ func TestAgentsTimesAreTheControllers(t *testing.T) {
 	}
 }
 
+// TestAgentsExpectedEnds: a job's expected end is moved onto the
+// controller's clock, as its other times are; a node cannot push it later
+// than it first said (a hint delays a launch at most once), but may bring
+// it forward; one before the job's start says nothing; and a job gone and
+// back starts afresh.
+func TestAgentsExpectedEnds(t *testing.T) {
+	r := newAgentsRig(t)
+	agent := t0.Add(2 * time.Minute) // two minutes ahead
+	job := func(end time.Duration) report.Job {
+		return report.Job{ID: "train", GPUs: []int{0}, Start: agent.Add(-time.Hour), ExpectedEnd: agent.Add(end)}
+	}
+	n := fleet.Node{ID: "i-1"}
+	end := func() time.Time {
+		t.Helper()
+		r.agents.Observe(&n)
+		if len(n.Jobs) != 1 {
+			t.Fatalf("jobs %+v", n.Jobs)
+		}
+		return n.Jobs[0].ExpectedEnd
+	}
+	r.send(t, "i-1", agent, true, job(time.Hour))
+	if got := end(); !got.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("expected end %v; want %v, on the controller's clock", got, t0.Add(time.Hour))
+	}
+	r.now, agent = r.now.Add(time.Minute), agent.Add(time.Minute)
+	r.send(t, "i-1", agent, true, job(3*time.Hour))
+	if got := end(); !got.Equal(t0.Add(time.Hour)) {
+		t.Errorf("expected end pushed to %v; want the first, %v", got, t0.Add(time.Hour))
+	}
+	r.now, agent = r.now.Add(time.Minute), agent.Add(time.Minute)
+	r.send(t, "i-1", agent, true, job(10*time.Minute))
+	if got, want := end(), r.now.Add(10*time.Minute); !got.Equal(want) {
+		t.Errorf("expected end brought forward to %v; want %v", got, want)
+	}
+	r.now, agent = r.now.Add(time.Minute), agent.Add(time.Minute)
+	r.send(t, "i-1", agent, true, job(-2*time.Hour)) // before the start
+	if got := end(); !got.IsZero() {
+		t.Errorf("an expected end before the job's start: %v; want none", got)
+	}
+	r.now, agent = r.now.Add(time.Minute), agent.Add(time.Minute)
+	r.send(t, "i-1", agent, true, job(4*time.Hour)) // nor does it clear the bound
+	if got, want := end(), r.now.Add(8*time.Minute); !got.Equal(want) {
+		t.Errorf("expected end after a report without one: %v; want the earlier bound, %v", got, want)
+	}
+	r.now, agent = r.now.Add(time.Minute), agent.Add(time.Minute)
+	r.send(t, "i-1", agent, true) // the job ended
+	r.now, agent = r.now.Add(time.Minute), agent.Add(time.Minute)
+	r.send(t, "i-1", agent, true, job(5*time.Hour)) // a new run of it
+	if got, want := end(), r.now.Add(5*time.Hour); !got.Equal(want) {
+		t.Errorf("a job back after it ended: expected end %v; want %v", got, want)
+	}
+}
+
 func TestAgentsIdleSince(t *testing.T) {
 	r := newAgentsRig(t)
 	n := fleet.Node{ID: "i-2"}

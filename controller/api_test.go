@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/credtest"
 	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/planner"
@@ -235,5 +237,21 @@ func TestAPIViews(t *testing.T) {
 		if strings.Contains(body, "null") {
 			t.Errorf("GET %s has a null:\n%s", tt.path, body)
 		}
+	}
+}
+
+// TestFleetViewSeries: both histories show their steps as text, held only
+// when the state has one.
+func TestFleetViewSeries(t *testing.T) {
+	cfg := config.Defaults()
+	st := &fleet.State{History: fleet.Series{Start: t0, Step: 10 * time.Minute, Values: []float64{1}}}
+	b, _ := json.Marshal(newFleetView(t0, &cfg, st))
+	if !strings.Contains(string(b), `"history":{"start":"2026-11-30T10:00:00Z","step":"10m"`) || strings.Contains(string(b), `"held"`) {
+		t.Fatalf("view without held: %s", b)
+	}
+	st.Held = fleet.Series{Start: t0, Step: 10 * time.Minute, Values: []float64{8}}
+	b, _ = json.Marshal(newFleetView(t0, &cfg, st))
+	if !strings.Contains(string(b), `"held":{"start":"2026-11-30T10:00:00Z","step":"10m","values":[8]}`) {
+		t.Fatalf("view with held: %s", b)
 	}
 }

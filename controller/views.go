@@ -66,10 +66,18 @@ func newFleetView(at time.Time, cfg *config.Config, st *fleet.State) fleetView {
 		v.Pools[i] = poolView{Pool: p, LeadTime: config.FormatDurationExact(p.LeadTime), ProvisionTimeout: config.FormatDurationExact(p.ProvisionTimeout)}
 	}
 	if st != nil {
-		v.State = &stateView{State: st, Pools: nonNil(st.Pools), Nodes: nonNil(st.Nodes),
-			History: seriesView{Start: st.History.Start, Step: config.FormatDurationExact(st.History.Step), Values: nonNil(st.History.Values)}}
+		v.State = &stateView{State: st, Pools: nonNil(st.Pools), Nodes: nonNil(st.Nodes), History: newSeriesView(st.History)}
+		if len(st.Held.Values) > 0 {
+			h := newSeriesView(st.Held)
+			v.State.Held = &h
+		}
 	}
 	return v
+}
+
+// newSeriesView is s with its step as text.
+func newSeriesView(s fleet.Series) seriesView {
+	return seriesView{Start: s.Start, Step: config.FormatDurationExact(s.Step), Values: nonNil(s.Values)}
 }
 
 // poolView is a pool with its durations as text.
@@ -80,12 +88,13 @@ type poolView struct {
 }
 
 // stateView is a fleet state with its lists [] when empty and its
-// history's step as text.
+// histories' steps as text.
 type stateView struct {
 	*fleet.State
 	Pools   []fleet.PoolStatus `json:"pools"`
 	Nodes   []fleet.Node       `json:"nodes"`
 	History seriesView         `json:"history"`
+	Held    *seriesView        `json:"held,omitempty"`
 }
 
 // seriesView is a series with its step as text.

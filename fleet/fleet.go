@@ -341,11 +341,12 @@ type State struct {
 	Announced []Announcement `json:"announced,omitempty"`
 	// History is the fleet's recent demand, GPUs per step.
 	History Series `json:"history"`
-	// Held is, over the same window, what the fleet would have bought
-	// without its reservations, GPUs per step: its burst nodes (booting
-	// and draining included) and its reserved nodes that hold a job. A
+	// Held is what the fleet would have bought without its reservations,
+	// GPUs per step (loop.HeldGPUs): its burst nodes (booting and draining
+	// included) and the whole nodes its reserved pools' jobs would fill. A
 	// reservation replaces held capacity, not demand: the baseline advice
-	// weighs it against this (against History when Held is empty).
+	// weighs it against this, or against History while Held is shorter
+	// (a snapshot without it, a controller upgraded lately).
 	Held Series `json:"held,omitzero"`
 }
 

@@ -118,7 +118,7 @@ type Options struct {
 	Books  Books
 	Log    hclog.Logger
 	// DryRun plans every cycle and acts on nothing (the books keep only
-	// the demand).
+	// the demand and held histories).
 	DryRun bool
 	// Advise gives the planner the demand and held histories every
 	// cycle, for its baseline advice (the plan's Baseline). The simulator
@@ -268,9 +268,11 @@ func Demand(pools []fleet.Pool, st *fleet.State, inUse float64) float64 {
 }
 
 // HeldGPUs is what a fleet would have bought without its reservations: the
-// GPUs of its burst nodes (booting and draining included), and of its
-// reserved nodes that hold a job. A reserved node paid for and idle is
-// not counted: without the reservation it would not have been bought.
+// GPUs of its burst nodes (booting and draining included), and for each
+// reserved pool as many whole nodes as the GPUs its jobs use would fill.
+// Not the reserved nodes themselves: a reservation that is never scaled in
+// spreads jobs over its nodes, and idle or half-used ones would not have
+// been bought, so it would hold up its own advice.
 func HeldGPUs(pools []fleet.Pool, st *fleet.State) float64 {
 	_, h := tally(pools, st, 0)
 	return h
@@ -279,22 +281,38 @@ func HeldGPUs(pools []fleet.Pool, st *fleet.State) float64 {
 // tally is Demand and HeldGPUs in one pass over the nodes (a cycle
 // records both).
 func tally(pools []fleet.Pool, st *fleet.State, inUse float64) (demand, held float64) {
-	used, bought, gpn, reserved, pool := 0, 0, 0, false, ""
+	used, bought, gpn, res, pool := 0, 0, 0, -1, ""
+	// resUsed[k] is the GPUs used on reserved pool k's nodes (nodes come
+	// in any order, so they are summed by pool).
+	var resUsed map[int]int
 	for i := range st.Nodes {
 		n := &st.Nodes[i]
 		if n.Pool != pool {
-			pool, gpn, reserved = n.Pool, 0, false
+			pool, gpn, res = n.Pool, 0, -1
 			for j := range pools {
 				if pools[j].Name == pool {
-					gpn, reserved = pools[j].GPUsPerNode, pools[j].Capacity == fleet.Reserved
+					gpn = pools[j].GPUsPerNode
+					if pools[j].Capacity == fleet.Reserved {
+						res = j
+					}
 				}
 			}
 		}
-		u := n.UsedGPUs()
-		used += min(u, gpn)
-		if !reserved || u > 0 {
+		u := min(n.UsedGPUs(), gpn)
+		used += u
+		switch {
+		case res < 0:
 			bought += gpn
+		case u > 0:
+			if resUsed == nil {
+				resUsed = map[int]int{}
+			}
+			resUsed[res] += u
 		}
+	}
+	for k, u := range resUsed {
+		g := pools[k].GPUsPerNode
+		bought += (u + g - 1) / g * g
 	}
 	return max(float64(used), inUse) + float64(st.PendingGPUs), float64(bought)
 }

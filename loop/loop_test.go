@@ -349,6 +349,17 @@ func TestHeld(t *testing.T) {
 	if got := HeldGPUs(cfg.Pools, &st); got != 4*8 {
 		t.Fatalf("held %v GPUs; want 32: three burst nodes and one busy reserved node", got)
 	}
+	// Jobs spread over the reservation count as the whole nodes they would
+	// fill: three 1-GPU jobs on three reserved nodes are one node's worth.
+	spread := fleet.State{Nodes: []fleet.Node{
+		{ID: "r1", Pool: "res", State: fleet.Ready, Jobs: job},
+		{ID: "o1", Pool: "od", State: fleet.Ready},
+		{ID: "r2", Pool: "res", State: fleet.Ready, Jobs: []fleet.Job{{ID: "k", GPUs: 1, Start: t0}}},
+		{ID: "r3", Pool: "res", State: fleet.Ready, Jobs: []fleet.Job{{ID: "m", GPUs: 7, Start: t0}}},
+	}}
+	if got := HeldGPUs(cfg.Pools, &spread); got != 8+2*8 {
+		t.Fatalf("held %v GPUs; want 24: the burst node and two nodes' worth of the 9 reserved GPUs in use", got)
+	}
 	books := &Memory{}
 	l, err := New(Options{Config: cfg, Books: books, Advise: true, DryRun: true})
 	if err != nil {

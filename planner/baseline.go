@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
 )
@@ -35,9 +36,14 @@ type Baseline struct {
 	// HistorySteps is how many history values the recommendation rests on.
 	HistorySteps int `json:"history_steps"`
 	// WholeNodes is the reservation the whole history alone would
-	// justify; Nodes is less when one half of it does not.
+	// justify; Nodes differs when the halves of the history disagree.
 	WholeNodes int `json:"whole_history_nodes"`
 }
+
+// MinAdviceHalf is the least history each half must hold for the advice
+// to weigh the halves apart: a week, so neither half is a part of the
+// weekly cycle.
+const MinAdviceHalf = 7 * 24 * time.Hour
 
 // RecommendBaseline recommends how many nodes of the cheapest reserved pool
 // to reserve, given the history of what the fleet held (fleet.State.Held,
@@ -47,10 +53,11 @@ type Baseline struct {
 // on-demand one). This is the break-even rule: reserve a GPU when it
 // would be busy more than price_reserved / price_on_demand of the time.
 //
-// A reservation is a commitment that can grow later but not shrink, so
-// the advice is the least of the level the whole history supports and
-// the levels each half of it supports alone: a level held only in a
-// burst, in one half (a bursty first week, a launch), is not reserved
+// A reservation is a commitment, so it changes only as far as both halves
+// of the history agree, when each holds at least MinAdviceHalf: it grows
+// to at most the lesser of what the whole history and each half alone
+// justify, and shrinks to at least the greater. A level held only in a
+// burst in one half (a bursty first week, a launch) is not committed to
 // until the history shows it again. It returns nil without a reserved
 // pool, a burst pool or history.
 func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
@@ -91,18 +98,22 @@ func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
 		// Burst capacity (next to) free: nothing to weigh a reservation against.
 		return nil
 	}
-	// Each half's own best level, then the whole history's (which sorts it).
-	best := -1
-	if half := len(demand) / 2; half > 0 {
-		for _, h := range [][]float64{slices.Clone(demand[:half]), slices.Clone(demand[half:])} {
-			if n := bestReservation(h, res, burst); best < 0 || n < best {
-				best = n
-			}
-		}
+	// Each half's own best level (when each holds a whole week: shorter
+	// halves would split the weekly cycle), then the whole history's
+	// (which sorts it).
+	lo, hi := -1, -1
+	if half := len(demand) / 2; half > 0 && time.Duration(half)*history.Step >= MinAdviceHalf {
+		a, b := bestReservation(slices.Clone(demand[:half]), res, burst), bestReservation(slices.Clone(demand[half:]), res, burst)
+		lo, hi = min(a, b), max(a, b)
 	}
 	whole := bestReservation(demand, res, burst)
-	if best < 0 || whole < best {
-		best = whole
+	best, cur := whole, res.Max
+	switch {
+	case lo < 0:
+	case whole > cur:
+		best = max(cur, min(whole, lo)) // grow only as far as both halves agree
+	case whole < cur:
+		best = min(cur, max(whole, hi)) // and shrink only as far
 	}
 	costOf := reservationCost(demand, res, burst)
 	bestCost := costOf(best)
@@ -139,8 +150,8 @@ func (b *Baseline) Reason() string {
 	}
 	why := fmt.Sprintf("%s %d reserved node(s) (%d GPUs) in %s, now %d: a reserved GPU pays off when busy more than %.0f%% of the time (price vs %s); expected $%.2f/h vs $%.2f/h now over %d steps of history",
 		verb, b.Nodes, b.GPUs, b.Pool, b.CurrentNodes, 100*b.BreakEven, b.BurstPool, b.CostPerHour, b.CurrentCostPerHour, b.HistorySteps)
-	if b.WholeNodes > b.Nodes {
-		why += fmt.Sprintf("; the whole history would justify %d, but one half of it alone only %d (a commitment cannot shrink: it grows once the level holds)", b.WholeNodes, b.Nodes)
+	if b.WholeNodes != b.Nodes {
+		why += fmt.Sprintf("; the whole history alone would justify %d, but its halves disagree (a commitment changes only as far as both halves of the history agree)", b.WholeNodes)
 	}
 	return why
 }

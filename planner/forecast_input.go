@@ -177,20 +177,21 @@ func (p *planner) needOver(from, to time.Time) (int, Reason) {
 // pending, current demand counts the free GPUs of busy nodes as held
 // (p.stranded()): the pending jobs did not fit there, so they are
 // provisioned on whole empty nodes. Announced demand is added to current
-// demand, not to the forecast, which may expect it already; the GPUs of
-// nodes expected to be empty (ending, see needAt) are taken from it.
+// demand, not to the forecast, which may expect it already. The GPUs of
+// nodes expected to be empty (ending, at most the GPUs pending: see
+// needAt) are taken from what is needed, forecast or current demand: both
+// count the pending jobs that will start there.
 func (p *planner) need(v float64, announced, ending int) (int, Reason) {
-	now := p.plan.Demand.Total() + p.stranded() + announced - ending
-	if f := int(math.Ceil(v - 1e-9)); f > now {
-		return f, ReasonForecast
+	n, src := p.plan.Demand.Total()+p.stranded()+announced, ReasonDemandNow
+	if f := int(math.Ceil(v - 1e-9)); f > n {
+		n, src = f, ReasonForecast
+	} else if announced > 0 {
+		src = ReasonAnnounced
 	}
-	switch {
-	case announced > 0:
-		return now, ReasonAnnounced
-	case ending > 0:
-		return now, ReasonExpectedEnds
+	if ending > 0 {
+		return max(n-ending, 0), ReasonExpectedEnds
 	}
-	return now, ReasonDemandNow
+	return n, src
 }
 
 // announcedMax is the most GPUs announced for one moment in [from, to]:

@@ -318,8 +318,14 @@ func TestExpectedEnds(t *testing.T) {
 	// A launch for the rest names the ends in its reason.
 	st := fleet.State{Nodes: []fleet.Node{full("a", all(5*time.Minute)...)}, PendingGPUs: 24}
 	p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Now: t0})
-	if l := actions(p, Launch); len(l) != 1 || l[0].Code != ReasonExpectedEnds || !strings.Contains(l[0].Reason, "(24 pending, 8 of them to start on nodes whose jobs are expected to end by then)") {
+	if l := actions(p, Launch); len(l) != 1 || l[0].Code != ReasonExpectedEnds || !strings.Contains(l[0].Reason, "24 GPUs needed at 14:10, once 8 of the 24 pending start on nodes whose jobs are expected to end by then; have 8") {
 		t.Errorf("launch %+v; want its reason to count the 8 GPUs expected free\n%s", l, describe(p))
+	}
+	// The forecast counts the pending jobs too: they start on the node
+	// that frees all the same.
+	st = fleet.State{Nodes: []fleet.Node{full("a", all(5*time.Minute)...)}, PendingGPUs: 8}
+	if p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Forecast: flat(16), Now: t0}); len(actions(p, Launch)) != 0 {
+		t.Errorf("launched for a forecast of what is running and pending:\n%s", describe(p))
 	}
 	// Idle nodes are kept for the pending jobs as ever: the ends never
 	// lower what scale-in keeps.

@@ -80,8 +80,8 @@ func (p *planner) demandReason(src Reason, q float64, need int, at time.Time, le
 			p.plan.Demand.PendingGPUs, p.strandedText(), p.announcedMax(at, at), have)
 	}
 	if src == ReasonExpectedEnds {
-		return fmt.Sprintf("%d GPUs in use or pending at %s (%d pending%s, %d of them to start on nodes whose jobs are expected to end by then); have %d",
-			need, clock(at), p.plan.Demand.PendingGPUs, p.strandedText(), p.endingFor(at), have)
+		return fmt.Sprintf("%d GPUs needed at %s, once %d of the %d pending%s start on nodes whose jobs are expected to end by then; have %d",
+			need, clock(at), p.endingFor(at), p.plan.Demand.PendingGPUs, p.strandedText(), have)
 	}
 	return fmt.Sprintf("%d GPUs in use or pending now (%d pending%s); have %d", need, p.plan.Demand.PendingGPUs, p.strandedText(), have)
 }

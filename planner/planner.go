@@ -227,8 +227,11 @@ func Make(in Input) Plan {
 	p.reap(t)
 	p.plan.CostPerHourBefore, p.plan.CostPerHourAfter = cents(p.plan.CostPerHourBefore), cents(p.costAfter())
 	advisedOn := in.State.Held
-	if len(advisedOn.Values) == 0 {
-		advisedOn = in.State.History // a snapshot without it: demand, a lower bound
+	if len(advisedOn.Values)+1 < len(in.State.History.Values) {
+		// A snapshot without it, or a controller that began keeping it
+		// lately (an upgrade, a seeded history): demand, a lower bound,
+		// until it is as long.
+		advisedOn = in.State.History
 	}
 	p.plan.Baseline = RecommendBaseline(advisedOn, in.Settings.Pools)
 	return p.plan

@@ -3,6 +3,7 @@ package planner
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -427,23 +428,33 @@ func TestBaselineBurstyStart(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		history      fleet.Series
+		reserved     int // now
 		nodes, whole int
 	}{
 		// 64 GPUs 70% of the time, all in the first 10 of 14 days: the
 		// second half holds it only 3 days in 7.
-		{"burst first", series([2]int{64, 240}, [2]int{16, 96}), 2, 8},
+		{"burst first", series([2]int{64, 240}, [2]int{16, 96}), 1, 2, 8},
 		// The same share spread over both halves.
-		{"steady", series([2]int{64, 120}, [2]int{16, 48}, [2]int{64, 120}, [2]int{16, 48}), 8, 8},
+		{"steady", series([2]int{64, 120}, [2]int{16, 48}, [2]int{64, 120}, [2]int{16, 48}), 1, 8, 8},
 		// Growing demand: the first half holds less, so the advice waits
 		// for a later review to grow (the price of not overshooting).
-		{"growing", series([2]int{16, 96}, [2]int{64, 240}), 2, 8},
+		{"growing", series([2]int{16, 96}, [2]int{64, 240}), 1, 2, 8},
+		// Shrinking waits for both halves too: a calm first week and a busy
+		// second keep the reservation the second holds.
+		{"shrink on one calm half", series([2]int{16, 168}, [2]int{64, 150}, [2]int{16, 18}), 8, 8, 2},
+		{"shrink on both", series([2]int{16, 336}), 8, 2, 2},
+		// Halves shorter than a week would split the weekly cycle: the
+		// whole history alone.
+		{"under two weeks", series([2]int{64, 200}, [2]int{16, 90}), 1, 8, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			pools := slices.Clone(pools)
+			pools[0].Min, pools[0].Max = tc.reserved, tc.reserved
 			b := RecommendBaseline(tc.history, pools)
 			if b == nil || b.Nodes != tc.nodes || b.WholeNodes != tc.whole {
 				t.Fatalf("baseline = %+v, want %d nodes (whole history %d)", b, tc.nodes, tc.whole)
 			}
-			if hasHalf := strings.Contains(b.Reason(), "one half of it alone"); hasHalf != (tc.whole > tc.nodes) {
+			if hasHalf := strings.Contains(b.Reason(), "its halves disagree"); hasHalf != (tc.whole != tc.nodes) {
 				t.Fatalf("reason = %q", b.Reason())
 			}
 		})

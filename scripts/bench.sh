@@ -74,11 +74,17 @@ for share in 0.25 0.5 1; do
   run "Philly, a share of $share of the jobs announced 30 minutes ahead" examples/philly-fair.hcl "$philly" -policies reactive,predictive,oracle -announce-share "$share"
 done
 
+echo '#### Runtime estimates: the sensitivity' >>"$block"
+echo >>"$block"
+for est in exact limits; do
+  run "Philly, the scheduler telling running jobs' ends: $est" examples/philly-fair.hcl "$philly" -policies reactive,predictive,oracle -runtime-estimates "$est"
+done
+
 echo '#### The reservation advice against hindsight' >>"$block"
 echo >>"$block"
 run "Philly, the advice against fixed reservations" examples/philly-fair.hcl "$philly" -advice-check
 run "Helios Earth, the advice against fixed reservations" examples/local.hcl "$helios" "${heliosFlags[@]}" -advice-check
-run "ServeGen m-small, the advice against fixed reservations (14 days: first committed after 7)" examples/local.hcl "$servegen" -scale 0.1 -advice-check -advice-after 7d
+run "ServeGen m-small, the advice against fixed reservations (14 days: first reviewed after 7)" examples/local.hcl "$servegen" -scale 0.1 -advice-check -advice-after 7d
 
 awk -v block="$block" '
   /<!-- simulate-bench:start -->/ { print; while ((getline line < block) > 0) print line; skip = 1; next }

@@ -796,15 +796,22 @@ TestQuantileFor
 
 advice: a burst in one half of the history reserved
 planner/baseline.go
-"if best < 0 || whole < best {"
-"if true {"
+"best = max(cur, min(whole, lo))"
+"best = max(cur, whole)"
 ./planner
 TestBaselineBurstyStart
 
-advice: idle reserved nodes counted as held
+advice: shrunk on one calm half
+planner/baseline.go
+"best = min(cur, max(whole, hi))"
+"best = min(cur, max(whole, 0*hi))"
+./planner
+TestBaselineBurstyStart
+
+advice: busy reserved nodes counted whole, idle ones not
 loop/loop.go
-"if !reserved || u > 0 {"
-"if !reserved || u >= 0 {"
+"\t\tcase res < 0:\n\t\t\tbought += gpn"
+"\t\tcase res < 0 || u > 0:\n\t\t\tbought += gpn"
 ./loop
 TestHeld
 

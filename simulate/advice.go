@@ -44,7 +44,7 @@ const (
 )
 
 // FixedReservation is the predictive policy run with one fixed
-// reservation, committed when the advice makes its first commitment.
+// reservation, committed at the advice's first review (advice_after).
 type FixedReservation struct {
 	Nodes int `json:"nodes"`
 	GPUs  int `json:"gpus"`
@@ -52,10 +52,10 @@ type FixedReservation struct {
 }
 
 // AdviceCheck weighs the baseline advice against hindsight: the predictive
-// policy following the advice (growing it every 30 days, never shrinking
-// it), against the same policy committing, at the advice's first
-// commitment, to each of a grid of fixed reservations and keeping it to
-// the end. The cheapest fixed one is the hindsight-best fixed
+// policy following the advice (reviewed after advice_after, then every
+// 30 days; grown, never shrunk), against the same policy committing, at
+// that first review, to each of a grid of fixed reservations and keeping
+// it to the end. The cheapest fixed one is the hindsight-best fixed
 // reservation; the configured size (no commitment beyond it) is "none".
 type AdviceCheck struct {
 	Trace string  `json:"trace"`
@@ -63,7 +63,7 @@ type AdviceCheck struct {
 	Days  float64 `json:"days"`
 	Seed  int64   `json:"seed"`
 	// Pool is the reserved pool the advice is for; AdviceAfterDays when
-	// the first commitment is made.
+	// it is first reviewed (and the fixed reservations committed).
 	Pool            string  `json:"pool"`
 	AdviceAfterDays float64 `json:"advice_after_days"`
 	// Advised is the predictive policy following the advice, with its
@@ -91,9 +91,9 @@ func RunAdviceCheck(cfg *config.Config, tr *trace.Trace, opt Options) (*AdviceCh
 	if err != nil {
 		return nil, err
 	}
-	opt.sample, opt.Progress = 0, nil
+	opt.sample, opt.Progress, opt.Cycles = 0, nil, nil // a dozen runs at once, all "predictive"
 	if span := tr.Span(); opt.AdviceAfter >= span {
-		return nil, fmt.Errorf("simulate: the advice's first commitment, after %s of history, would come at or after the trace's end (%.1f days): nothing to weigh; set a shorter advice_after (-advice-after)",
+		return nil, fmt.Errorf("simulate: the advice's first review, after %s of history, would come at or after the trace's end (%.1f days): nothing to weigh; set a shorter advice_after (-advice-after)",
 			config.FormatDurationExact(opt.AdviceAfter), span.Hours()/24)
 	}
 	res := -1
@@ -187,13 +187,11 @@ func RunAdviceCheck(cfg *config.Config, tr *trace.Trace, opt Options) (*AdviceCh
 	slices.SortFunc(c.Fixed, func(a, b FixedReservation) int { return cmp.Compare(a.Nodes, b.Nodes) })
 	best = cheapestFixed(tried)
 	for i, f := range c.Fixed {
-		switch f.Nodes {
-		case best:
+		if f.Nodes == best {
 			c.Best = i
-		case configured:
-			c.None = i
 		}
 	}
+	c.None = 0 // the configured size: the grid's first and smallest
 	if b := c.Fixed[c.Best].CostUSD; b > 0 {
 		c.VsBest = c.Advised.CostUSD / b
 	}
@@ -225,7 +223,7 @@ func (c *AdviceCheck) Passed() bool {
 // WriteTable writes the check: the advice's commitments and cost, then
 // every fixed reservation tried.
 func (c *AdviceCheck) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "trace %s: %d jobs over %.1f days, seed %d; the advice for %s, first committed after %.0f days\n\n",
+	fmt.Fprintf(w, "trace %s: %d jobs over %.1f days, seed %d; the advice for %s, first reviewed after %.0f days (the fixed reservations committed then)\n\n",
 		c.Trace, c.Jobs, c.Days, c.Seed, c.Pool, c.AdviceAfterDays)
 	var steps []string
 	for _, m := range c.Commitments {
@@ -244,13 +242,14 @@ func (c *AdviceCheck) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\tfixed reserved GPUs\tcost $\tvs best\twait GPU-h\tlost GPU-h\t")
 	for i, f := range c.Fixed {
-		mark := ""
-		switch i {
-		case c.Best:
-			mark = "best"
-		case c.None:
-			mark = "none"
+		var marks []string
+		if i == c.None {
+			marks = append(marks, "none")
 		}
+		if i == c.Best {
+			marks = append(marks, "best")
+		}
+		mark := strings.Join(marks, ", ")
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.3f\t%.0f\t%.1f\t\n", mark, f.GPUs, f.CostUSD, f.CostUSD/c.Fixed[c.Best].CostUSD, f.WaitGPUHours, f.LostGPUHours)
 	}
 	return tw.Flush()
@@ -275,7 +274,7 @@ func (c *AdviceCheck) plot(path string) error {
 	p.Title.Text = c.Trace + ": the reservation advice against fixed reservations"
 	p.Title.TextStyle.Font.Size = vg.Points(14)
 	p.Title.Padding = vg.Points(8)
-	p.X.Label.Text = "reserved GPUs (from the first commitment)"
+	p.X.Label.Text = "reserved GPUs (from the first review)"
 	p.Y.Label.Text = "cost, $ millions"
 	p.Y.Tick.Marker = labelledTicks{func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }}
 	p.Add(plotter.NewGrid())

@@ -31,8 +31,8 @@ func TestAdviceCheck(t *testing.T) {
 	if len(c.Commitments) != 1 || c.Commitments[0].Nodes != 3 || c.Commitments[0].Day < 2 || c.Commitments[0].Day > 2.01 {
 		t.Fatalf("commitments %+v; want 3 nodes on day 2", c.Commitments)
 	}
-	if len(c.Fixed) != 3 || c.Fixed[0].Nodes != 1 || c.Fixed[2].Nodes != 3 || c.None != 0 || c.Best != 2 {
-		t.Fatalf("fixed %+v, none %d, best %d; want 1 to 3 nodes, none the first, best the last", c.Fixed, c.None, c.Best)
+	if len(c.Fixed) != 3 || c.Fixed[0].Nodes != 1 || c.Fixed[2].Nodes != 3 || c.Best != 2 {
+		t.Fatalf("fixed %+v, best %d; want 1 to 3 nodes, the best the last", c.Fixed, c.Best)
 	}
 	// $4/h reserved against $8/h on demand: from day 2, each of the two
 	// more reserved nodes saves $4/h (an hour or so less: the burst nodes

@@ -35,6 +35,10 @@ type job struct {
 	// duration is the trace's, which the announcement gives.
 	announced bool
 	duration  int64
+	// estimate is what the scheduler's estimate of a run's length is, as
+	// a multiple of its true length (Options.RuntimeEstimates); 0 for
+	// none.
+	estimate float64
 	// saveAt is when the checkpoint a drain asked for is durable; -1 when
 	// none is being written.
 	saveAt int64
@@ -251,6 +255,8 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 	// Which jobs are announced, from a stream of its own too.
 	pick := rand.New(rand.NewPCG(uint64(opt.Seed), 0xdeaf))
 	tell := rand.New(rand.NewPCG(uint64(opt.Seed), 0xa770))
+	// And each job's runtime estimate, from a third.
+	guess := rand.New(rand.NewPCG(uint64(opt.Seed), 0x7ee5))
 	for i, tj := range tr.Jobs {
 		ck := tj.CheckpointInterval
 		if ck <= 0 {
@@ -259,6 +265,12 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 		e.jobs[i] = job{id: tj.ID, gpus: tj.GPUs, order: i, submit: secs(tj.Submit), remaining: secs(tj.Duration),
 			ckpt: secs(ck), start: -1, first: -1, saveAt: -1, unresponsive: pick.Float64() < opt.UnresponsiveJobs,
 			announced: tell.Float64() < opt.AnnounceShare, duration: secs(tj.Duration)}
+		switch opt.RuntimeEstimates {
+		case EstimatesExact:
+			e.jobs[i].estimate = 1
+		case EstimatesLimits:
+			e.jobs[i].estimate = timeLimitFactor(guess)
+		}
 	}
 	e.left = len(e.jobs)
 	e.st.waits = make([]float64, 0, len(e.jobs))
@@ -843,6 +855,11 @@ func (e *engine) reported(n *node) []fleet.Job {
 	for _, jid := range n.jobs {
 		j := &e.jobs[jid]
 		fj := fleet.Job{ID: j.id, GPUs: j.gpus, Start: e.at(j.start)}
+		if j.estimate > 0 {
+			// This run's end as the scheduler estimates it: its true
+			// length, the work left at its start, times the estimate.
+			fj.ExpectedEnd = e.at(j.start + int64(math.Ceil(float64(j.remaining)*j.estimate)))
+		}
 		if len(j.nodes) > 1 {
 			fj.GPUs = n.gpn // a wide job holds whole nodes
 		}
@@ -857,6 +874,12 @@ func (e *engine) reported(n *node) []fleet.Job {
 	}
 	return c.jobs[:len(c.jobs):len(c.jobs)]
 }
+
+// timeLimitFactor draws a job's time limit as a multiple of its true
+// runtime: 1 + e^N(0,1), so at least 1 (a scheduler ends a job at its
+// limit: none outruns it), 2 at the median, and a long tail of limits far
+// above the need, as users' requested time limits are known to be.
+func timeLimitFactor(r *rand.Rand) float64 { return 1 + math.Exp(r.NormFloat64()) }
 
 // at is the time of s seconds into the run.
 func (e *engine) at(s int64) time.Time { return e.opt.Start.Add(time.Duration(s) * time.Second) }

@@ -88,6 +88,16 @@ const (
 	Advised = config.ReservationsAdvised
 )
 
+// The runtime estimates of Options.RuntimeEstimates.
+const (
+	EstimatesNone   = "none"
+	EstimatesExact  = "exact"
+	EstimatesLimits = "limits"
+)
+
+// RuntimeEstimateModes are the values Options.RuntimeEstimates takes.
+var RuntimeEstimateModes = []string{EstimatesNone, EstimatesExact, EstimatesLimits}
+
 // Options tune a simulation. Zero values take the defaults.
 type Options struct {
 	// Seed makes capacity errors reproducible.
@@ -137,6 +147,13 @@ type Options struct {
 	// announced is drawn from the seed, the same jobs for every policy.
 	AnnounceShare float64
 	AnnounceAhead time.Duration
+	// RuntimeEstimates is what the scheduler tells of each running job's
+	// end (fleet.Job.ExpectedEnd, which the predictive and perfect
+	// policies' planner reads as a hint): EstimatesNone (the default),
+	// EstimatesExact (its true end) or EstimatesLimits (a time limit: the
+	// run's true length times 1 + e^N(0,1), drawn per job from the seed,
+	// the median 2x, never less than the truth).
+	RuntimeEstimates string
 	// fixedCommit, with advised reservations, replaces the advice with a
 	// reservation of fixedNodes committed at the first commitment and
 	// never grown (RunAdviceCheck).
@@ -299,6 +316,13 @@ func (opt Options) resolve(cfg *config.Config, tr *trace.Trace) (Options, error)
 	}
 	if opt.HeadroomGPUs > MaxHeadroomGPUs {
 		return Options{}, fmt.Errorf("simulate: a headroom of %d GPUs: want at most %d", opt.HeadroomGPUs, MaxHeadroomGPUs)
+	}
+	switch opt.RuntimeEstimates {
+	case "":
+		opt.RuntimeEstimates = EstimatesNone
+	case EstimatesNone, EstimatesExact, EstimatesLimits:
+	default:
+		return Options{}, fmt.Errorf("simulate: runtime estimates %q: want one of %v", opt.RuntimeEstimates, RuntimeEstimateModes)
 	}
 	if a := opt.AnnounceShare; !(a >= 0 && a <= 1) {
 		return Options{}, fmt.Errorf("simulate: announce share %v: want a share of jobs from 0 to 1", a)

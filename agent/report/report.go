@@ -103,6 +103,10 @@ type Job struct {
 	LastCheckpoint time.Time `json:"last_checkpoint,omitzero"`
 	// LongRunning is set once the job is older than drain.long_running_after.
 	LongRunning bool `json:"long_running,omitempty"`
+	// ExpectedEnd is when the job expects to end (its scheduler's time
+	// limit), as it registered; zero if unknown. A hint: the controller
+	// never drains for it, and keeps the earliest a node reported.
+	ExpectedEnd time.Time `json:"expected_end,omitzero"`
 }
 
 // DrainState is where a drain is, as the agent sees it.
@@ -382,7 +386,11 @@ func (r *Report) FleetJobs() []fleet.Job {
 		for _, g := range j.GPUs {
 			n += hold(g)
 		}
-		out = append(out, fleet.Job{ID: j.ID, GPUs: n, Start: j.Start, LongRunning: j.LongRunning, LastCheckpoint: j.LastCheckpoint})
+		fj := fleet.Job{ID: j.ID, GPUs: n, Start: j.Start, LongRunning: j.LongRunning, LastCheckpoint: j.LastCheckpoint}
+		if j.ExpectedEnd.After(j.Start) {
+			fj.ExpectedEnd = j.ExpectedEnd // one before the start says nothing
+		}
+		out = append(out, fj)
 	}
 	for _, p := range r.Unknown {
 		out = append(out, fleet.Job{ID: fmt.Sprintf("unknown-process-%d", p.PID), GPUs: hold(p.GPU), Start: r.SentAt})

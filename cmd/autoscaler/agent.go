@@ -22,6 +22,7 @@ import (
 	"github.com/fleetcast/autoscaler/agent/gpu"
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/agent/spot"
+	"github.com/fleetcast/autoscaler/config"
 )
 
 // exitNoNVML is the agent's exit status when NVML's library is missing and
@@ -177,8 +178,9 @@ func runAgentJob(e *env, cmd string, args []string) int {
 	fs := newFlagSet(e, "agent "+cmd, "agent "+cmd+" -job ID [flags]")
 	id := fs.String("job", "", "the job's ID")
 	socket := fs.String("socket", defaultSocket, "the agent's unix socket")
-	var gpus, pids, watch string
+	var gpus, pids, watch, ends string
 	if cmd == "register" {
+		fs.StringVar(&ends, "expected-end", "", "when the job expects to end (its time limit): an RFC 3339 time or a duration from now, e.g. 6h; a hint the controller may wait for instead of a launch, never a reason to drain")
 		fs.StringVar(&gpus, "gpus", "", "comma-separated GPU indexes the job holds, e.g. 0,1")
 		fs.StringVar(&watch, "checkpoints", "", "glob of the job's checkpoint files, e.g. '/ckpt/train-7/*.pt': a newer file counts as a checkpoint")
 		fs.StringVar(&pids, "pid", "", "comma-separated IDs of the job's processes that use the GPUs (required: a launcher that exits is not the job)")
@@ -206,6 +208,9 @@ func runAgentJob(e *env, cmd string, args []string) int {
 		if err == nil && len(req.PIDs) == 0 {
 			err = errors.New("-pid is required: the IDs of the job's processes that use the GPUs")
 		}
+		if err == nil && ends != "" {
+			req.ExpectedEnd, err = expectedEnd(ends, time.Now())
+		}
 		if err != nil {
 			fmt.Fprintf(e.stderr, "agent register: %v\n", err)
 			return exitUsage
@@ -221,6 +226,23 @@ func runAgentJob(e *env, cmd string, args []string) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// expectedEnd parses -expected-end: an RFC 3339 time, or a duration from
+// now ("6h", "2d"), in the future either way.
+func expectedEnd(s string, now time.Time) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		d, derr := config.ParseDuration(s)
+		if derr != nil {
+			return time.Time{}, fmt.Errorf("-expected-end %q: want an RFC 3339 time (2026-12-02T18:00:00Z) or a duration from now (6h)", s)
+		}
+		t = now.Add(d)
+	}
+	if !t.After(now) {
+		return time.Time{}, fmt.Errorf("-expected-end %q: %s is not in the future", s, t.Format(time.RFC3339))
+	}
+	return t, nil
 }
 
 // ints parses a comma-separated list of whole numbers.

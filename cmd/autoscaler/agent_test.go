@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAgentCommands(t *testing.T) {
@@ -20,6 +21,8 @@ func TestAgentCommands(t *testing.T) {
 		{"checkpoint without job", []string{"agent", "checkpoint"}, 2, "-job ID is required"},
 		{"bad gpus", []string{"agent", "register", "-job", "j", "-gpus", "0,x"}, 2, `"x" is not a whole number`},
 		{"no pid", []string{"agent", "register", "-job", "j", "-gpus", "0"}, 2, "-pid is required"},
+		{"bad expected end", []string{"agent", "register", "-job", "j", "-pid", "1", "-expected-end", "soon"}, 2, `-expected-end "soon": want an RFC 3339 time`},
+		{"expected end passed", []string{"agent", "register", "-job", "j", "-pid", "1", "-expected-end", "2020-01-01T00:00:00Z"}, 2, "is not in the future"},
 		{"no agent listening", []string{"agent", "checkpoint", "-job", "j", "-socket", filepath.Join(t.TempDir(), "none.sock")}, 1, "agent checkpoint: agent:"},
 	}
 	for _, tt := range tests {
@@ -29,6 +32,20 @@ func TestAgentCommands(t *testing.T) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
 			}
 		})
+	}
+}
+
+// TestExpectedEndFlag: -expected-end takes a time or a duration from now.
+func TestExpectedEndFlag(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"6h":                   now.Add(6 * time.Hour),
+		"2d":                   now.Add(48 * time.Hour),
+		"2026-12-03T00:00:00Z": time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC),
+	} {
+		if got, err := expectedEnd(in, now); err != nil || !got.Equal(want) {
+			t.Errorf("expectedEnd(%q) = %v, %v; want %v", in, got, err, want)
+		}
 	}
 }
 

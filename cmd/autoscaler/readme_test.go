@@ -191,6 +191,8 @@ func readmeCoverages() []readmeCoverage {
 		{prefix: "autoscaler simulate -config examples/philly-fair.hcl -trace ../shared/traces/philly_rfold/philly_trace.csv -advice-check", why: adviceWhy, tests: adviceTests},
 		{prefix: "autoscaler simulate -config examples/local.hcl -trace ../shared/traces/helios_earth_vc_sequence_derived/earth_16vc_sum_per_minute.csv -value-column running_gpu_num_sum16vc+pending_gpu_num_sum16vc -advice-check", why: adviceWhy, tests: adviceTests},
 		{prefix: "autoscaler simulate -config examples/local.hcl -trace ../shared/bench/series/servegen_msmall_10m.csv -scale 0.1 -advice-check", why: adviceWhy, tests: adviceTests},
+		{prefix: "autoscaler simulate -config examples/philly-fair.hcl -trace ../shared/traces/philly_rfold/philly_trace.csv -policies reactive,predictive,oracle -runtime-estimates ",
+			why: "the sensitivity to runtime estimates: whole Philly runs (minutes each under the race detector), rewritten by make bench", tests: []testRef{{"simulate", "TestRuntimeEstimates"}}},
 		{prefix: "autoscaler agent register ", run: readmeAgentJob},
 		{prefix: "autoscaler agent checkpoint ", run: readmeAgentJob},
 		{prefix: "autoscaler agent done ", run: readmeAgentJob},

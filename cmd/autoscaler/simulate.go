@@ -36,12 +36,13 @@ func runSimulate(e *env, args []string) int {
 	placeholders := fs.String("headroom-placeholders", "", "the headroom policy's placeholders: node (each as wide as a node: the buffer is whole empty nodes) or gpu (one GPU each: it also fills busy nodes' fragments) (default: simulate.headroom_placeholders, node)")
 	reservations := fs.String("reservations", "", "how policies hold reservations: configured (every policy the configured ones) or advised (predictive follows the baseline advice; default: simulate.reservations, configured)")
 	adviceAfter := durationFlag{positive: true}
-	fs.Var(&adviceAfter, "advice-after", "history before the advised reservation's first commitment (default: simulate.advice_after, 14d)")
+	fs.Var(&adviceAfter, "advice-after", "history before the advised reservation's first review (default: simulate.advice_after, 14d)")
 	perfectMargin := fs.Float64("perfect-margin", 0, "the perfect policy's margin over the true demand, as a share, e.g. 0.05")
 	announceShare := fs.Float64("announce-share", 0, "share of jobs, 0 to 1, a scheduler announces ahead of their submission (predictive and perfect see them as announced demand)")
 	announceAhead := durationFlag{positive: true}
 	fs.Var(&announceAhead, "announce-ahead", "how long before its submission an announced job is announced (default 30m)")
-	adviceCheck := fs.Bool("advice-check", false, "weigh the reservation advice against hindsight: predictive following the advice, and at fixed reservations committed at the same moment, instead of the policy table (implies -reservations advised)")
+	estimates := fs.String("runtime-estimates", "", "what the scheduler tells of running jobs' ends, which predictive and perfect read as a hint: none, exact (their true ends) or limits (time limits: the true runtime times 1 + e^N(0,1), never less) (default none)")
+	adviceCheck := fs.Bool("advice-check", false, "weigh the reservation advice against hindsight: predictive following the advice, and at fixed reservations committed at its first review (-advice-after), instead of the policy table (implies -reservations advised)")
 	frontier := fs.Bool("frontier", false, "cost against waited GPU-hours for predictive over its quantiles and headroom over its buffers, instead of the policy table")
 	fs.Var(&interval, "interval", "control interval of the reactive and predictive policies (default: controller.interval)")
 	fs.Var(&ckpt, "checkpoint-interval", "how often jobs checkpoint, unless the trace says (default: simulate.checkpoint_interval, 30m)")
@@ -62,7 +63,11 @@ func runSimulate(e *env, args []string) int {
 	opt := simulate.Options{Seed: *seed, SpotInterruptionsPerHour: *spotRate,
 		Interval: interval.d, CheckpointInterval: ckpt.d, SpotNotice: spotNotice.d,
 		Reservations: *reservations, AdviceAfter: adviceAfter.d, PerfectMargin: *perfectMargin,
-		AnnounceShare: *announceShare, AnnounceAhead: announceAhead.d}
+		AnnounceShare: *announceShare, AnnounceAhead: announceAhead.d, RuntimeEstimates: *estimates}
+	if *estimates != "" && !slices.Contains(simulate.RuntimeEstimateModes, *estimates) {
+		fmt.Fprintf(e.stderr, "simulate: -runtime-estimates %q: want one of %s\n", *estimates, strings.Join(simulate.RuntimeEstimateModes, ", "))
+		return exitUsage
+	}
 	if *headroom < -1 || (*headroom == -1 && flagSet(fs, "headroom")) || *headroom > simulate.MaxHeadroomGPUs {
 		fmt.Fprintf(e.stderr, "simulate: -headroom %d: want GPUs from 0 to %d\n", *headroom, simulate.MaxHeadroomGPUs)
 		return exitUsage
