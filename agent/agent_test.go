@@ -260,6 +260,8 @@ func TestNoticeAndMetrics(t *testing.T) {
 // without an ID.
 func FuzzLocalAPI(f *testing.F) {
 	f.Add([]byte(`{"id":"train","gpus":[0,1],"pids":[42]}`))
+	f.Add([]byte(`{"id":"train","gpus":[0],"pids":[42],"expected_end":"2026-11-30T18:00:00Z"}`))
+	f.Add([]byte(`{"id":"train","pids":[42],"expected_end":"soon"}`))
 	f.Add([]byte(`{"id":"","pids":[-1]}`))
 	f.Add([]byte(`{"id":"x","gpus":"all"}`))
 	a, _ := New(Config{Node: "i-1"})

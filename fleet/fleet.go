@@ -339,6 +339,12 @@ type State struct {
 	// whose start has passed is not listed: its jobs are pending or
 	// running by then, and counted there.
 	Announced []Announcement `json:"announced,omitempty"`
+	// PendingSince is when GPUs were first pending in the current stretch
+	// of pending demand, as the controller's loop saw it (the loop sets it
+	// every cycle); zero when none is pending, or in a snapshot without it. Jobs' expected ends stand
+	// in for a launch only while pending demand has waited less than a
+	// lead time.
+	PendingSince time.Time `json:"pending_since,omitzero"`
 	// History is the fleet's recent demand, GPUs per step.
 	History Series `json:"history"`
 	// Held is what the fleet would have bought without its reservations,

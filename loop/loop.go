@@ -141,12 +141,15 @@ type Loop struct {
 	// online follows the chosen model; fittedAt is when it was chosen,
 	// and fc the last forecast, made from a history that ended at fcEnd
 	// with fcLast.
-	online   *forecast.Online
-	fittedAt time.Time
-	fc       forecast.Forecast
-	fcEnd    time.Time
-	fcLast   float64
-	prunedAt time.Time
+	// pendingSince is when the current stretch of pending demand began
+	// (zero: none pending), for fleet.State.PendingSince.
+	pendingSince time.Time
+	online       *forecast.Online
+	fittedAt     time.Time
+	fc           forecast.Forecast
+	fcEnd        time.Time
+	fcLast       float64
+	prunedAt     time.Time
 }
 
 // New makes a loop.
@@ -193,6 +196,13 @@ func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, 
 	if err := l.annotate(now, st); err != nil {
 		return CycleResult{}, err
 	}
+	switch {
+	case st.PendingGPUs <= 0:
+		l.pendingSince = time.Time{}
+	case l.pendingSince.IsZero():
+		l.pendingSince = now
+	}
+	st.PendingSince = l.pendingSince // the loop's own reckoning, whatever the observation said
 	if l.o.Advise {
 		// A copy: the plan and its state outlive the cycle (the API
 		// serves them) while the history moves on.

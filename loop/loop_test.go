@@ -392,3 +392,29 @@ func TestHeld(t *testing.T) {
 		t.Fatalf("Held() = %+v; want the 4 steps", got)
 	}
 }
+
+// TestPendingSince: the state the planner gets says since when GPUs have
+// been pending, across cycles, from the first cycle with any until one
+// with none.
+func TestPendingSince(t *testing.T) {
+	l, f := newScripted(t, true)
+	ctx := context.Background()
+	for k, tc := range []struct {
+		pending int
+		since   time.Duration // from t0; -1 for none
+	}{{0, -1}, {8, time.Minute}, {16, time.Minute}, {0, -1}, {8, 4 * time.Minute}} {
+		f.st.PendingGPUs = tc.pending
+		now := t0.Add(time.Duration(k) * time.Minute)
+		r, err := l.Cycle(ctx, f, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := time.Time{}
+		if tc.since >= 0 {
+			want = t0.Add(tc.since)
+		}
+		if !r.State.PendingSince.Equal(want) {
+			t.Errorf("cycle %d (%d pending): pending since %v, want %v", k, tc.pending, r.State.PendingSince, want)
+		}
+	}
+}

@@ -146,11 +146,18 @@ func expectedEmpty(n *fleet.Node, now time.Time) (time.Time, bool) {
 }
 
 // endingFor is how many pending GPUs the nodes expected to be empty by t
-// can serve: their GPUs, at most the GPUs pending (the ends only stand in
-// for a launch for pending jobs).
+// can serve: their GPUs, at most the GPUs pending fleet-wide (the ends
+// only stand in for a launch for pending jobs; those pending for one pool
+// or model are served apart, serveScoped). None once jobs have been
+// pending (fleet.State.PendingSince) as long as the wait for t: so
+// however the ends are told, overrun or staggered over nodes, a launch
+// for pending jobs waits at most one lead time.
 func (p *planner) endingFor(t time.Time) int {
-	pending := p.plan.Demand.PendingGPUs
+	pending := p.plan.Demand.PendingGPUs - p.scopedPending
 	if pending <= 0 {
+		return 0
+	}
+	if since := p.in.State.PendingSince; !since.IsZero() && p.now.Sub(since) >= t.Sub(p.now) {
 		return 0
 	}
 	freed := 0
@@ -188,10 +195,7 @@ func (p *planner) need(v float64, announced, ending int) (int, Reason) {
 	} else if announced > 0 {
 		src = ReasonAnnounced
 	}
-	if ending > 0 {
-		return max(n-ending, 0), ReasonExpectedEnds
-	}
-	return n, src
+	return max(n-ending, 0), src
 }
 
 // announcedMax is the most GPUs announced for one moment in [from, to]:

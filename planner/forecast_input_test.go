@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -318,7 +317,7 @@ func TestExpectedEnds(t *testing.T) {
 	// A launch for the rest names the ends in its reason.
 	st := fleet.State{Nodes: []fleet.Node{full("a", all(5*time.Minute)...)}, PendingGPUs: 24}
 	p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Now: t0})
-	if l := actions(p, Launch); len(l) != 1 || l[0].Code != ReasonExpectedEnds || !strings.Contains(l[0].Reason, "24 GPUs needed at 14:10, once 8 of the 24 pending start on nodes whose jobs are expected to end by then; have 8") {
+	if l := actions(p, Launch); len(l) != 1 || l[0].Code != ReasonDemandNow || l[0].Reason != "32 GPUs in use or pending now (24 pending); have 8; 8 of the pending start on nodes whose jobs are expected to end by 14:10" {
 		t.Errorf("launch %+v; want its reason to count the 8 GPUs expected free\n%s", l, describe(p))
 	}
 	// The forecast counts the pending jobs too: they start on the node
@@ -327,10 +326,49 @@ func TestExpectedEnds(t *testing.T) {
 	if p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Forecast: flat(16), Now: t0}); len(actions(p, Launch)) != 0 {
 		t.Errorf("launched for a forecast of what is running and pending:\n%s", describe(p))
 	}
+	// The ends stand in for the pending GPUs only, not for the forecast's
+	// rise beyond them: two nodes ending, 8 pending, 40 forecast.
+	st = fleet.State{Nodes: []fleet.Node{full("a", all(5*time.Minute)...), full("b", all(5*time.Minute)...)}, PendingGPUs: 8}
+	if p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Forecast: flat(40), Now: t0}); countLaunched(p) != 2 {
+		t.Errorf("want 2 launched: 40 forecast less the 8 pending the ends serve, 16 held\n%s", describe(p))
+	}
+	// Pending for a lead time already: the ends count no more, however
+	// they are told (overrun, staggered over nodes).
+	st = fleet.State{Nodes: []fleet.Node{full("a", all(5*time.Minute)...)}, PendingGPUs: 8, PendingSince: t0.Add(-10 * time.Minute)}
+	if p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Now: t0}); countLaunched(p) != 1 {
+		t.Errorf("pending for a lead time: want a launch\n%s", describe(p))
+	}
+	st.PendingSince = t0.Add(-9 * time.Minute)
+	if p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Now: t0}); countLaunched(p) != 0 {
+		t.Errorf("pending for less than a lead time: want no launch\n%s", describe(p))
+	}
+	// A node whose jobs hold no GPUs is free already: not counted twice.
+	idleJob := full("a")
+	idleJob.Jobs = []fleet.Job{{ID: "x", GPUs: 0, Start: t0.Add(-time.Hour), ExpectedEnd: t0.Add(5 * time.Minute)}}
+	st = fleet.State{Nodes: []fleet.Node{idleJob}, PendingGPUs: 16}
+	if p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Now: t0}); countLaunched(p) != 1 {
+		t.Errorf("a free node's ends counted: want 1 launch for 16 pending on 8 free\n%s", describe(p))
+	}
+	// Demand pending for another pool is served there; the ends do not
+	// stand in for it in the fleet-wide launch.
+	other := pool("b", fleet.OnDemand, 40, 10*time.Minute, 0, 10)
+	st = fleet.State{Nodes: []fleet.Node{full("a", all(5*time.Minute)...)}, PendingGPUs: 8, Scoped: []fleet.ScopedDemand{{Pool: "b", GPUs: 8}}}
+	if p := Make(Input{Settings: testConfig(od, other).Settings(), State: &st, Forecast: flat(24), Now: t0}); countLaunched(p) != 2 {
+		t.Errorf("scoped demand: want 1 launch in b for it and 1 in od for the forecast\n%s", describe(p))
+	}
 	// Idle nodes are kept for the pending jobs as ever: the ends never
 	// lower what scale-in keeps.
 	st = fleet.State{Nodes: []fleet.Node{full("a", all(5*time.Minute)...), ready("b", od.Name)}, PendingGPUs: 8}
 	if p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Now: t0}); len(actions(p, Drain)) != 0 {
 		t.Errorf("drained for an expected end:\n%s", describe(p))
 	}
+}
+
+// countLaunched is the nodes a plan launches.
+func countLaunched(p Plan) int {
+	n := 0
+	for _, a := range actions(p, Launch) {
+		n += a.Count
+	}
+	return n
 }

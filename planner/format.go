@@ -72,16 +72,22 @@ func reservedBaselineReason(pp *poolPlan) string {
 // demandReason says why a launch is made for demand: src is
 // ReasonForecast, ReasonDemandNow or ReasonAnnounced, as needAt said.
 func (p *planner) demandReason(src Reason, q float64, need int, at time.Time, lead time.Duration, have int) string {
+	e := p.endingFor(at)
+	why := p.sourceReason(src, q, need+e, at, lead, have) // need is less the ends
+	if e > 0 {
+		why += fmt.Sprintf("; %d of the pending start on nodes whose jobs are expected to end by %s", e, clock(at))
+	}
+	return why
+}
+
+// sourceReason is demandReason's words for src alone.
+func (p *planner) sourceReason(src Reason, q float64, need int, at time.Time, lead time.Duration, have int) string {
 	if src == ReasonForecast {
 		return fmt.Sprintf("forecast %s needs %d GPUs at %s, lead time %s; have %d", pct(q), need, clock(at), age(lead), have)
 	}
 	if src == ReasonAnnounced {
 		return fmt.Sprintf("%d GPUs in use, pending or announced for %s (%d pending%s, %d announced); have %d", need, clock(at),
 			p.plan.Demand.PendingGPUs, p.strandedText(), p.announcedMax(at, at), have)
-	}
-	if src == ReasonExpectedEnds {
-		return fmt.Sprintf("%d GPUs needed at %s, once %d of the %d pending%s start on nodes whose jobs are expected to end by then; have %d",
-			need, clock(at), p.endingFor(at), p.plan.Demand.PendingGPUs, p.strandedText(), have)
 	}
 	return fmt.Sprintf("%d GPUs in use or pending now (%d pending%s); have %d", need, p.plan.Demand.PendingGPUs, p.strandedText(), have)
 }

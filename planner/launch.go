@@ -42,11 +42,11 @@ func (p *planner) launch(t *tally) {
 		}
 		at := p.now.Add(pp.spec.LeadTime)
 		need, src := p.needAt(pp.q, at)
-		need = max(need-t.scopedPending, 0)
+		need = max(need-p.scopedPending, 0)
 		have := p.have(t, at)
 		gap := need - have
 		if gap <= 0 {
-			if e := p.endingFor(at); src == ReasonExpectedEnds && gap+e > 0 {
+			if e := p.endingFor(at); e > 0 && gap+e > 0 {
 				p.note(ReasonExpectedEnds, expectedEndsNote(pp, e, at))
 			}
 			continue
@@ -63,7 +63,7 @@ func (p *planner) launch(t *tally) {
 		}
 		at := p.now.Add(pp.spec.LeadTime)
 		need, _ := p.needAt(q, at)
-		if gap := need - t.scopedPending - p.have(t, at); gap > short {
+		if gap := need - p.scopedPending - p.have(t, at); gap > short {
 			short, shortAt = gap, at
 		}
 	}
@@ -100,7 +100,7 @@ func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 			continue
 		}
 		// Claim the free GPUs, then launch for the rest.
-		t.scopedPending += d.GPUs
+		p.scopedPending += d.GPUs
 		left := d.GPUs
 		for _, pp := range scope {
 			c := min(left, max(pp.supply-pp.used-pp.stranded-pp.claimedSupply, 0))

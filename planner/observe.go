@@ -103,7 +103,7 @@ func (p *planner) observe(t *tally) {
 				p.plan.Capacity.SilentNodes++
 			} else {
 				c.slot = t.placement.add(pp, free, gpn)
-				if at, ok := expectedEmpty(n, p.now); ok {
+				if at, ok := expectedEmpty(n, p.now); ok && free < gpn {
 					p.ends = append(p.ends, nodeEnd{at: at, gpus: gpn})
 				}
 			}

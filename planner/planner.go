@@ -116,11 +116,11 @@ type tally struct {
 	// scaleInLeft is what is left of limits.max_scale_in_per_cycle: Make
 	// sets it, scale-in's drains spend it, then reap's drains what is left.
 	scaleInLeft int
-	// scopedPending is the demand pending for one pool or GPU model
-	// (fleet.State.Scoped), and scopedFree the free GPUs of supply set
-	// aside for it (launch, serveScoped): the fleet-wide launches count
-	// neither, nor the launches made for it.
-	scopedPending, scopedFree int
+	// scopedFree is the free GPUs of supply set aside for the demand
+	// pending for one pool or GPU model (launch, serveScoped): the
+	// fleet-wide launches count neither it, nor planner.scopedPending, nor
+	// the launches made for it.
+	scopedFree int
 	// placement is the free GPUs of ready nodes, where scale-in places
 	// the jobs of a busy node it drains (observe fills it).
 	placement placement
@@ -160,6 +160,9 @@ type planner struct {
 	// changes are where announced demand rises and falls, sorted
 	// (announcedMax).
 	changes []change
+	// scopedPending is the demand pending for one pool or GPU model
+	// (fleet.State.Scoped) that serveScoped serves.
+	scopedPending int
 	// ends are the ready, reporting nodes whose jobs all have an expected
 	// end after now, by the last of them, soonest first (endingBy).
 	ends []nodeEnd

@@ -63,7 +63,7 @@ func (p *planner) scaleIn(t *tally) {
 	}
 	until := p.now.Add(p.window)
 	keep, src := p.needOver(p.now, until)
-	keep = max(keep-t.scopedPending, 0)
+	keep = max(keep-p.scopedPending, 0)
 	for _, pp := range order {
 		if pp.spec.Capacity == fleet.Reserved {
 			continue

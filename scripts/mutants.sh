@@ -842,6 +842,34 @@ planner/observe.go
 "\t\t\t\tc.slot = t.placement.add(pp, free, gpn)\n\t\t\t}\n\t\t\t{\n\t\t\t\tif at, ok"
 ./planner
 TestExpectedEnds
+
+expected ends beyond the pending GPUs
+planner/forecast_input.go
+"return min(freed, pending)"
+"return freed"
+./planner
+TestExpectedEnds
+
+expected ends after a lead time of waiting
+planner/forecast_input.go
+"!since.IsZero() && p.now.Sub(since) >= t.Sub(p.now)"
+"false && !since.IsZero() && p.now.Sub(since) >= t.Sub(p.now)"
+./planner
+TestExpectedEnds
+
+expected end of a free node counted
+planner/observe.go
+"expectedEmpty(n, p.now); ok && free < gpn {"
+"expectedEmpty(n, p.now); ok {"
+./planner
+TestExpectedEnds
+
+expected ends standing in for scoped demand
+planner/forecast_input.go
+"pending := p.plan.Demand.PendingGPUs - p.scopedPending"
+"pending := p.plan.Demand.PendingGPUs"
+./planner
+TestExpectedEnds
 EOF
 }
 

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -266,14 +264,10 @@ func (c *AdviceCheck) Plot(path string) error {
 }
 
 func (c *AdviceCheck) plot(path string) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	if !slices.Contains(PlotFormats, ext) {
-		return fmt.Errorf("unsupported extension %q: want one of %s", ext, strings.Join(PlotFormats, ", "))
+	if err := checkPlotPath(path); err != nil {
+		return err
 	}
-	p := plot.New()
-	p.Title.Text = c.Trace + ": the reservation advice against fixed reservations"
-	p.Title.TextStyle.Font.Size = vg.Points(14)
-	p.Title.Padding = vg.Points(8)
+	p := titledPlot(c.Trace + ": the reservation advice against fixed reservations")
 	p.X.Label.Text = "reserved GPUs (from the first review)"
 	p.Y.Label.Text = "cost, $ millions"
 	p.Y.Tick.Marker = labelledTicks{func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }}

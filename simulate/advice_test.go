@@ -17,13 +17,7 @@ import (
 // days, reserves all three, which is the best fixed size too; no
 // commitment (the configured single node) costs more.
 func TestAdviceCheck(t *testing.T) {
-	cfg := withReservation(1)
-	cfg.Forecast.History = 4 * 24 * time.Hour
-	var jobs []trace.Job
-	for range 3 {
-		jobs = append(jobs, trace.Job{GPUs: 8, Duration: 10 * 24 * time.Hour})
-	}
-	tr := jobsTrace(jobs...)
+	cfg, tr := threeBusyNodes()
 	c, err := RunAdviceCheck(cfg, tr, Options{AdviceAfter: 2 * 24 * time.Hour, Interval: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)

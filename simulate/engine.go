@@ -35,10 +35,11 @@ type job struct {
 	// duration is the trace's, which the announcement gives.
 	announced bool
 	duration  int64
-	// estimate is what the scheduler's estimate of a run's length is, as
-	// a multiple of its true length (Options.RuntimeEstimates); 0 for
-	// none.
-	estimate float64
+	// exact says the scheduler knows each run's true end; limit, when
+	// above 0, is the job's time limit in seconds, which each run gets
+	// anew (Options.RuntimeEstimates).
+	exact bool
+	limit int64
 	// saveAt is when the checkpoint a drain asked for is durable; -1 when
 	// none is being written.
 	saveAt int64
@@ -267,9 +268,9 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 			announced: tell.Float64() < opt.AnnounceShare, duration: secs(tj.Duration)}
 		switch opt.RuntimeEstimates {
 		case EstimatesExact:
-			e.jobs[i].estimate = 1
+			e.jobs[i].exact = true
 		case EstimatesLimits:
-			e.jobs[i].estimate = timeLimitFactor(guess)
+			e.jobs[i].limit = int64(math.Ceil(float64(secs(tj.Duration)) * timeLimitFactor(guess)))
 		}
 	}
 	e.left = len(e.jobs)
@@ -855,10 +856,11 @@ func (e *engine) reported(n *node) []fleet.Job {
 	for _, jid := range n.jobs {
 		j := &e.jobs[jid]
 		fj := fleet.Job{ID: j.id, GPUs: j.gpus, Start: e.at(j.start)}
-		if j.estimate > 0 {
-			// This run's end as the scheduler estimates it: its true
-			// length, the work left at its start, times the estimate.
-			fj.ExpectedEnd = e.at(j.start + int64(math.Ceil(float64(j.remaining)*j.estimate)))
+		switch {
+		case j.exact: // the run's true end: the work left at its start
+			fj.ExpectedEnd = e.at(j.start + j.remaining)
+		case j.limit > 0: // its time limit, which a requeued run gets anew
+			fj.ExpectedEnd = e.at(j.start + j.limit)
 		}
 		if len(j.nodes) > 1 {
 			fj.GPUs = n.gpn // a wide job holds whole nodes

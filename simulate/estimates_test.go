@@ -35,6 +35,28 @@ func TestRuntimeEstimates(t *testing.T) {
 	if exact.LostGPUHours != 0 || none.LostGPUHours != 0 {
 		t.Errorf("work lost: exact %v, none %v", exact.LostGPUHours, none.LostGPUHours)
 	}
+	// What the agents report: the true end, or a time limit from each
+	// run's start, never before the true end.
+	for _, mode := range []string{EstimatesExact, EstimatesLimits} {
+		later := 0
+		runWrapped(t, cfg, tr(), Options{RuntimeEstimates: mode, Seed: 3}, "predictive", func(e *engine) {
+			for _, n := range e.live {
+				for k, fj := range e.reported(n) {
+					j := &e.jobs[n.jobs[k]]
+					end := e.at(j.start + j.remaining)
+					switch {
+					case fj.ExpectedEnd.Before(end), mode == EstimatesExact && !fj.ExpectedEnd.Equal(end):
+						t.Fatalf("%s: job %s reported to end at %v; it ends at %v", mode, fj.ID, fj.ExpectedEnd, end)
+					case fj.ExpectedEnd.After(end):
+						later++
+					}
+				}
+			}
+		})
+		if mode == EstimatesLimits && later == 0 {
+			t.Errorf("time limits: no job's limit beyond its end")
+		}
+	}
 	if _, err := Run(onePool(), tr(), Options{RuntimeEstimates: "guess"}); err == nil || !strings.Contains(err.Error(), `runtime estimates "guess"`) {
 		t.Errorf("an unknown mode: %v", err)
 	}

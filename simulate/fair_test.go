@@ -271,15 +271,20 @@ func TestWaitGPUHours(t *testing.T) {
 // grows the reservation only after the advice period, the oracle takes the
 // best fixed size from then on, and both are billed from then on; with the
 // configured ones (the default) nothing grows.
-func TestAdvisedReservations(t *testing.T) {
+// threeBusyNodes is withReservation(1) with a 4-day history, and three
+// 8-GPU jobs of 10 days: reserving all three nodes pays.
+func threeBusyNodes() (*config.Config, *trace.Trace) {
 	cfg := withReservation(1)
 	cfg.Forecast.History = 4 * 24 * time.Hour
-	// Three 8-GPU nodes busy for 10 days: reserving all three pays.
 	var jobs []trace.Job
 	for range 3 {
 		jobs = append(jobs, trace.Job{GPUs: 8, Duration: 10 * 24 * time.Hour})
 	}
-	tr := jobsTrace(jobs...)
+	return cfg, jobsTrace(jobs...)
+}
+
+func TestAdvisedReservations(t *testing.T) {
+	cfg, tr := threeBusyNodes()
 	policies := []string{"predictive", "oracle"}
 	rep, err := Run(cfg, tr, Options{Policies: policies})
 	if err != nil {

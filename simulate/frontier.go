@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -205,14 +204,10 @@ func (f *Frontier) Plot(path string) error {
 }
 
 func (f *Frontier) plot(path string) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	if !slices.Contains(PlotFormats, ext) {
-		return fmt.Errorf("unsupported extension %q: want one of %s", ext, strings.Join(PlotFormats, ", "))
+	if err := checkPlotPath(path); err != nil {
+		return err
 	}
-	p := plot.New()
-	p.Title.Text = f.Trace + ": cost against waiting (" + f.HeadroomPlaceholders + "-wide placeholders)"
-	p.Title.TextStyle.Font.Size = vg.Points(14)
-	p.Title.Padding = vg.Points(8)
+	p := titledPlot(f.Trace + ": cost against waiting (" + f.HeadroomPlaceholders + "-wide placeholders)")
 	p.X.Label.Text = "waited GPU-hours"
 	p.Y.Label.Text = "cost, $ millions"
 	p.X.Min = 0

@@ -63,16 +63,32 @@ func (r *Report) Plot(path string) error {
 	return nil
 }
 
-func (r *Report) plot(path string) error {
+// checkPlotPath refuses a picture path whose extension is none of
+// PlotFormats, before anything is drawn.
+func checkPlotPath(path string) error {
 	ext := strings.ToLower(filepath.Ext(path))
-	if !slices.Contains(PlotFormats, ext) {
-		name := ext
-		if name == "" {
-			name = "no extension"
-		} else {
-			name = strconv.Quote(ext)
-		}
-		return fmt.Errorf("unsupported extension %s: want one of %s", name, strings.Join(PlotFormats, ", "))
+	if slices.Contains(PlotFormats, ext) {
+		return nil
+	}
+	name := "no extension"
+	if ext != "" {
+		name = strconv.Quote(ext)
+	}
+	return fmt.Errorf("unsupported extension %s: want one of %s", name, strings.Join(PlotFormats, ", "))
+}
+
+// titledPlot is an empty picture with the pictures' title style.
+func titledPlot(title string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(14)
+	p.Title.Padding = vg.Points(8)
+	return p
+}
+
+func (r *Report) plot(path string) error {
+	if err := checkPlotPath(path); err != nil {
+		return err
 	}
 	step := r.Demand.Step.Hours() / 24
 	if step <= 0 {
@@ -82,10 +98,7 @@ func (r *Report) plot(path string) error {
 		step = 1
 	}
 
-	p := plot.New()
-	p.Title.Text = r.Trace + ": demand and capacity by policy"
-	p.Title.TextStyle.Font.Size = vg.Points(14)
-	p.Title.Padding = vg.Points(8)
+	p := titledPlot(r.Trace + ": demand and capacity by policy")
 	p.X.Label.Text = "days since trace start"
 	p.Y.Label.Text = "GPUs"
 	p.X.Min, p.Y.Min = 0, 0

@@ -151,8 +151,9 @@ type Options struct {
 	// end (fleet.Job.ExpectedEnd, which the predictive and perfect
 	// policies' planner reads as a hint): EstimatesNone (the default),
 	// EstimatesExact (its true end) or EstimatesLimits (a time limit: the
-	// run's true length times 1 + e^N(0,1), drawn per job from the seed,
-	// the median 2x, never less than the truth).
+	// job's true length times 1 + e^N(0,1), drawn per job from the seed,
+	// the median 2x, never less than the truth; a requeued run gets it
+	// anew, as a scheduler gives it).
 	RuntimeEstimates string
 	// fixedCommit, with advised reservations, replaces the advice with a
 	// reservation of fixedNodes committed at the first commitment and

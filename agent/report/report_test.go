@@ -158,6 +158,7 @@ func FuzzReceiver(f *testing.F) {
 	f.Add(marshal(f, good("i-1")))
 	f.Add([]byte(`{"node":"i-1","sent_at":"2026-11-30T13:00:00Z","healthy":true,"gpus":[{"index":0,"memory_total":1,"memory_used":1}],"jobs":[],"drain":{"state":"none"}}`))
 	f.Add([]byte(`{"node":"i-1","gpus":[{"index":-1}]}`))
+	f.Add([]byte(`{"node":"i-1","sent_at":"2026-11-30T13:00:00Z","healthy":true,"gpus":[{"index":0,"memory_total":1}],"jobs":[{"id":"j","gpus":[0],"start":"2026-11-30T12:00:00Z","expected_end":"2026-11-30T11:00:00Z"}],"drain":{"state":"none"}}`))
 	st := &store{}
 	h := (&Receiver{Credentials: creds{}, Store: st, Now: func() time.Time { return now }}).Handler()
 	f.Fuzz(func(t *testing.T, body []byte) {

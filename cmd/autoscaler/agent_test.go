@@ -1,11 +1,18 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fleetcast/autoscaler/agent/report"
 )
 
 func TestAgentCommands(t *testing.T) {
@@ -46,6 +53,31 @@ func TestExpectedEndFlag(t *testing.T) {
 		if got, err := expectedEnd(in, now); err != nil || !got.Equal(want) {
 			t.Errorf("expectedEnd(%q) = %v, %v; want %v", in, got, err, want)
 		}
+	}
+}
+
+// TestRegisterExpectedEnd: `agent register -expected-end` reaches the
+// agent, whose report carries it.
+func TestRegisterExpectedEnd(t *testing.T) {
+	socket := startTestAgent(t)
+	before := time.Now()
+	if code, _, errOut := cli("agent", "register", "-job", "train", "-pid", strconv.Itoa(os.Getpid()), "-expected-end", "6h", "-socket", socket); code != 0 {
+		t.Fatalf("register: exit %d: %s", code, errOut)
+	}
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+	}}}
+	resp, err := hc.Get("http://agent/v1/report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r report.Report
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Jobs) != 1 || r.Jobs[0].ExpectedEnd.Before(before.Add(6*time.Hour)) || r.Jobs[0].ExpectedEnd.After(time.Now().Add(6*time.Hour)) {
+		t.Fatalf("report jobs %+v; want train expected to end 6h after its registration", r.Jobs)
 	}
 }
 
