@@ -201,8 +201,8 @@ TestRestartWithLaggingReadsLaunchesOnce|TestRecoverKeyedLaunch
 
 demand not capped per node
 loop/loop.go
-"held += min(n.UsedGPUs(), gpn)"
-"held += min(n.UsedGPUs(), gpn+1<<20)"
+"u := min(n.UsedGPUs(), gpn)"
+"u := min(n.UsedGPUs(), gpn+1<<20)"
 ./controller
 TestDemandCappedPerNode
 
@@ -782,8 +782,8 @@ TestMovesKeepScopedClaims
 
 announced demand not provisioned
 planner/forecast_input.go
-"now := p.plan.Demand.Total() + p.stranded() + announced"
-"now := p.plan.Demand.Total() + p.stranded()"
+"p.plan.Demand.Total()+p.stranded()+announced, ReasonDemandNow"
+"p.plan.Demand.Total()+p.stranded(), ReasonDemandNow"
 ./planner
 TestAnnounced
 
