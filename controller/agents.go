@@ -103,7 +103,7 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 		}
 	}
 	jobs := r.FleetJobs()
-	ends := make(map[string]time.Time, len(v.ends))
+	var ends map[string]time.Time // made for the first end: most nodes report none
 	for i := range jobs {
 		j := &jobs[i]
 		j.Start = earlier(j.Start.Add(shift), now)
@@ -111,16 +111,19 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 			j.LastCheckpoint = earlier(j.LastCheckpoint.Add(shift), now)
 		}
 		first, seen := v.ends[j.ID]
-		switch {
-		case !j.ExpectedEnd.IsZero():
+		if !j.ExpectedEnd.IsZero() {
 			j.ExpectedEnd = j.ExpectedEnd.Add(shift)
 			if seen {
 				j.ExpectedEnd = earlier(j.ExpectedEnd, first)
 			}
-			ends[j.ID] = j.ExpectedEnd
-		case seen:
-			// No end this time (none, or one that says nothing): the first
-			// still bounds a later one, while the job runs.
+			first, seen = j.ExpectedEnd, true
+		}
+		// With no end this time (none, or one that says nothing), the
+		// first still bounds a later one, while the job runs.
+		if seen {
+			if ends == nil {
+				ends = map[string]time.Time{}
+			}
 			ends[j.ID] = first
 		}
 	}

@@ -103,10 +103,11 @@ func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
 	// (which sorts it).
 	lo, hi := -1, -1
 	if half := len(demand) / 2; half > 0 && time.Duration(half)*history.Step >= MinAdviceHalf {
-		a, b := bestReservation(slices.Clone(demand[:half]), res, burst), bestReservation(slices.Clone(demand[half:]), res, burst)
+		a, _ := bestReservation(slices.Clone(demand[:half]), res, burst)
+		b, _ := bestReservation(slices.Clone(demand[half:]), res, burst)
 		lo, hi = min(a, b), max(a, b)
 	}
-	whole := bestReservation(demand, res, burst)
+	whole, costOf := bestReservation(demand, res, burst)
 	best, cur := whole, res.Max
 	switch {
 	case lo < 0:
@@ -115,7 +116,6 @@ func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
 	case whole < cur:
 		best = min(cur, max(whole, hi)) // and shrink only as far
 	}
-	costOf := reservationCost(demand, res, burst)
 	bestCost := costOf(best)
 	burstGPU := burst.PricePerGPUHour()
 	gpn := res.GPUsPerNode
@@ -174,8 +174,9 @@ func reservationCost(demand []float64, res, burst *fleet.Pool) func(nodes int) f
 }
 
 // bestReservation is the number of res nodes that serves demand (sorted
-// here, in place) at the least expected cost, the fewest of equals.
-func bestReservation(demand []float64, res, burst *fleet.Pool) int {
+// here, in place) at the least expected cost, the fewest of equals, and
+// the cost of any number (reservationCost).
+func bestReservation(demand []float64, res, burst *fleet.Pool) (int, func(nodes int) float64) {
 	slices.Sort(demand)
 	costOf := reservationCost(demand, res, burst)
 	maxNodes := int(math.Ceil(demand[len(demand)-1] / float64(res.GPUsPerNode)))
@@ -185,5 +186,5 @@ func bestReservation(demand []float64, res, burst *fleet.Pool) int {
 			best, bestCost = n, c
 		}
 	}
-	return best
+	return best, costOf
 }
