@@ -215,6 +215,14 @@ type PoolStatus struct {
 	BackoffUntil time.Time `json:"backoff_until,omitzero"`
 	// BackoffReason says which error caused the backoff.
 	BackoffReason string `json:"backoff_reason,omitempty"`
+	// Refused says the pool's cloud refused it capacity (a capacity or
+	// quota error, or a node that never came up) and no launch in it has
+	// succeeded since, backed off or not; HeldSinceRefusal is then the most
+	// nodes the pool was seen with since. The planner leaves a launch to a
+	// cheaper pool that boots sooner only as far as that pool can be
+	// counted on: its max, or if refused, what it held since.
+	Refused          bool `json:"refused,omitempty"`
+	HeldSinceRefusal int  `json:"held_since_refusal,omitempty"`
 	// Unobserved, when set (its Code is not empty), says why the pool was
 	// not observed this cycle. Its nodes are then as last seen, and the
 	// planner changes nothing in the pool: no launch, drain or
@@ -424,6 +432,9 @@ func (s *State) Validate(pools []Pool) error {
 	for i := range s.Pools {
 		if !known[s.Pools[i].Name] {
 			return fmt.Errorf("pools[%d].name: unknown pool %q", i, s.Pools[i].Name)
+		}
+		if h := s.Pools[i].HeldSinceRefusal; h < 0 {
+			return fmt.Errorf("pools[%d].held_since_refusal: %d is negative", i, h)
 		}
 		if u := &s.Pools[i].Unobserved; (u.Code != "" || u.Err != "" || !u.LastRead.IsZero()) && !u.Code.Valid() {
 			return fmt.Errorf("pools[%d].unobserved.code: %q, want read_failed, never_read or unsettled", i, u.Code)

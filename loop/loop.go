@@ -332,8 +332,10 @@ func tally(pools []fleet.Pool, st *fleet.State, inUse float64) (demand, held flo
 // reservations are reviewed on. It is a copy.
 func (l *Loop) Held() fleet.Series { return l.held.clone() }
 
-// annotate gives each pool its back-off, if one lasts past now, and the
-// drains begun in it within the scale-in window.
+// annotate gives each pool its back-off, if one lasts past now, whether
+// its cloud refused it since its last launch and what it held since (which
+// it records, from the nodes observed), and the drains begun in it within
+// the scale-in window.
 func (l *Loop) annotate(now time.Time, st *fleet.State) error {
 	backoffs, err := l.o.Books.Backoffs()
 	if err != nil {
@@ -343,13 +345,44 @@ func (l *Loop) annotate(now time.Time, st *fleet.State) error {
 	if err != nil {
 		return err
 	}
+	var nodes map[string]int
+	if len(backoffs) > 0 {
+		nodes = make(map[string]int, len(backoffs))
+		for i := range st.Nodes {
+			nodes[st.Nodes[i].Pool]++
+		}
+	}
 	for i := range st.Pools {
 		ps := &st.Pools[i]
 		ps.BackoffUntil, ps.BackoffReason, ps.RecentDrains = time.Time{}, "", ps.RecentDrains[:0]
+		ps.Refused, ps.HeldSinceRefusal = false, 0
 		for _, b := range backoffs {
-			if b.Pool == ps.Name && now.Before(b.Until) {
+			if b.Pool != ps.Name {
+				continue
+			}
+			if now.Before(b.Until) {
 				ps.BackoffUntil, ps.BackoffReason = b.Until, b.Reason
 			}
+			refused := b.Refused
+			if refused.IsZero() {
+				refused = b.Until
+			}
+			if !now.Before(b.Until) && now.Sub(refused) >= RefusalMemory {
+				// Refused long enough ago that the cloud's capacity may
+				// have come back: forgotten, and the back-off with it.
+				if err := l.o.Books.DeleteBackoff(b.Pool); err != nil {
+					return err
+				}
+				continue
+			}
+			// What the pool's cloud has supplied since it refused.
+			if n := nodes[ps.Name]; n > b.Held && !ps.IsUnobserved() {
+				b.Held = n
+				if err := l.o.Books.PutBackoff(b); err != nil {
+					return err
+				}
+			}
+			ps.Refused, ps.HeldSinceRefusal = true, b.Held
 		}
 		for _, d := range recent {
 			if d.Pool == ps.Name {
@@ -429,7 +462,7 @@ func (l *Loop) act(ctx context.Context, f Fleet, now time.Time, plan *planner.Pl
 				continue
 			}
 			if err == nil {
-				err = followUp(l.o.Books.DeleteBackoff(a.Pool))
+				err = followUp(l.launched(a.Pool))
 			}
 		case planner.Terminate:
 			err = f.Terminate(ctx, now, a)
@@ -462,17 +495,40 @@ func (l *Loop) act(ctx context.Context, f Fleet, now time.Time, plan *planner.Pl
 // BackOff records pool's next back-off after a capacity error at now:
 // longer with each failure in a row (providers.Backoff).
 func (l *Loop) BackOff(now time.Time, pool, reason string) error {
-	failures := 1
+	failures, held := 1, 0
 	bs, err := l.o.Books.Backoffs()
 	if err != nil {
 		return err
 	}
 	for _, b := range bs {
 		if b.Pool == pool {
-			failures = b.Failures + 1
+			failures, held = b.Failures+1, b.Held
 		}
 	}
 	until := now.Add(providers.Backoff(failures))
 	l.log.Warn("pool backed off", "pool", pool, "until", until, "failures", failures, "reason", reason)
-	return l.o.Books.PutBackoff(state.Backoff{Pool: pool, Failures: failures, Until: until, Reason: reason})
+	return l.o.Books.PutBackoff(state.Backoff{Pool: pool, Failures: failures, Until: until, Reason: reason, Refused: now, Held: held})
+}
+
+// RefusalMemory is how long a pool's cloud refusing it capacity is
+// remembered (state.Backoff.Refused): until then the planner counts on the
+// pool for no more than it held since (fleet.PoolStatus.HeldSinceRefusal)
+// when it leaves a launch to it.
+const RefusalMemory = 6 * time.Hour
+
+// launched ends the pool's back-off after a launch in it succeeded: its
+// failures in a row are over, but the refusal is remembered for
+// RefusalMemory.
+func (l *Loop) launched(pool string) error {
+	bs, err := l.o.Books.Backoffs()
+	if err != nil {
+		return err
+	}
+	for _, b := range bs {
+		if b.Pool == pool && (b.Failures != 0 || !b.Until.IsZero()) {
+			b.Failures, b.Until = 0, time.Time{}
+			return l.o.Books.PutBackoff(b)
+		}
+	}
+	return nil
 }

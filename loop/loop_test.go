@@ -116,12 +116,32 @@ func TestLaunchBooks(t *testing.T) {
 	if len(bs) != 1 || bs[0].Failures != 2 || !bs[0].Until.Equal(now.Add(providers.Backoff(2))) {
 		t.Fatalf("back-offs %+v; want 2 failures, until %v", bs, now.Add(providers.Backoff(2)))
 	}
-	// A launch that goes through ends it.
+	refused := now
+	// A launch that goes through ends it, but the refusal is remembered,
+	// with what the pool held since.
 	f.launchErr = nil
 	now = bs[0].Until
 	r, _ = l.Cycle(ctx, f, now)
-	if bs, _ = f.books.Backoffs(); len(bs) != 0 || r.Outcomes[0].Result != Done {
-		t.Fatalf("back-offs %+v, outcomes %+v after a launch; want none, done", bs, r.Outcomes)
+	if bs, _ = f.books.Backoffs(); len(bs) != 1 || bs[0].Failures != 0 || !bs[0].Until.IsZero() || !bs[0].Refused.Equal(refused) || r.Outcomes[0].Result != Done {
+		t.Fatalf("back-offs %+v, outcomes %+v after a launch; want the refusal at %v remembered, no failures, done", bs, r.Outcomes, refused)
+	}
+	f.st.PendingGPUs, f.demand = 0, 0
+	f.st.Nodes = []fleet.Node{{ID: "i-1", Pool: "od", State: fleet.Ready, LaunchedAt: now}, {ID: "i-2", Pool: "od", State: fleet.Ready, LaunchedAt: now}}
+	now = now.Add(time.Minute)
+	r, _ = l.Cycle(ctx, f, now)
+	if ps := r.State.Pools[0]; !ps.Refused || ps.HeldSinceRefusal != 2 || !ps.BackoffUntil.IsZero() {
+		t.Fatalf("pool status %+v; want refused, held 2 since, not backed off", ps)
+	}
+	f.st.Nodes = f.st.Nodes[:1]
+	now = now.Add(time.Minute)
+	if r, _ = l.Cycle(ctx, f, now); r.State.Pools[0].HeldSinceRefusal != 2 {
+		t.Fatalf("held since refusal %d after a node went; want still 2", r.State.Pools[0].HeldSinceRefusal)
+	}
+	// Forgotten RefusalMemory after the refusal.
+	now = refused.Add(RefusalMemory)
+	r, _ = l.Cycle(ctx, f, now)
+	if bs, _ = f.books.Backoffs(); len(bs) != 0 || r.State.Pools[0].Refused {
+		t.Fatalf("back-offs %+v, status %+v %v after the refusal memory; want none, not refused", bs, r.State.Pools[0], RefusalMemory)
 	}
 
 	d, df := newScripted(t, true)

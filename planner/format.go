@@ -99,6 +99,13 @@ func expectedEndsNote(pp *poolPlan, gpus int, at time.Time) string {
 		pp.spec.Name, gpus, clock(at))
 }
 
+// leftToFasterNote says how much of a pool's gap at was left to cheaper
+// pools that boot sooner.
+func leftToFasterNote(pp *poolPlan, left, gap int, at time.Time) string {
+	return fmt.Sprintf("pool %s: %d of the %d GPUs needed at %s left to cheaper pools that boot sooner, which launch for them when their lead time reaches it",
+		pp.spec.Name, left, gap, clock(at))
+}
+
 // strandedText says, when need counts the free GPUs of busy nodes as held
 // (jobs are pending), how many; "" when it does not.
 func (p *planner) strandedText() string {

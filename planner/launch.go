@@ -51,6 +51,12 @@ func (p *planner) launch(t *tally) {
 			}
 			continue
 		}
+		if pp.left = p.leftToFaster(order, pp, gap); pp.left > 0 {
+			p.note(ReasonLeftToFaster, leftToFasterNote(pp, pp.left, gap, at))
+			if gap -= pp.left; gap <= 0 {
+				continue
+			}
+		}
 		gpn := pp.spec.GPUsPerNode
 		p.launchIn(t, pp, (gap+gpn-1)/gpn, fmt.Sprintf("%d GPUs needed at %s", gap, clock(at)), src, p.demandReason(src, pp.q, need, at, pp.spec.LeadTime, have))
 	}
@@ -63,13 +69,49 @@ func (p *planner) launch(t *tally) {
 		}
 		at := p.now.Add(pp.spec.LeadTime)
 		need, _ := p.needAt(q, at)
-		if gap := need - p.scopedPending - p.have(t, at); gap > short {
+		if gap := need - p.scopedPending - p.have(t, at) - pp.left; gap > short {
 			short, shortAt = gap, at
 		}
 	}
 	if short > 0 {
 		p.note(ReasonUnmetDemand, unmetNote(short, shortAt))
 	}
+}
+
+// leftToFaster is how much of pp's gap, GPUs needed one lead time ahead
+// (at) that there will not be, cheaper pools that boot sooner can still
+// buy in time, so that pp need not buy it now at its dearer price: each
+// of them launches for it when its own lead time reaches at, as its own
+// need then says, a cycle or more from now. They are counted on up to
+// their max, and a pool its cloud refused since its last launch up to
+// what it held since (fleet.PoolStatus.HeldSinceRefusal); a pool that
+// cannot launch now is not counted on. What they are counted on for is
+// added to their deferred nodes, so that no two pools count on the same
+// room. If one is refused when its time comes, pp buys the rest then,
+// late by at most the difference of their lead times.
+func (p *planner) leftToFaster(order []*poolPlan, pp *poolPlan, gap int) int {
+	left := 0
+	for _, c := range order {
+		if left >= gap || c == pp {
+			break
+		}
+		if c.spec.Capacity == fleet.Reserved || c.spec.LeadTime >= pp.spec.LeadTime ||
+			c.spec.PricePerGPUHour() >= pp.spec.PricePerGPUHour() || !p.unavailable(c).none() {
+			continue
+		}
+		room := c.spec.Max - c.size
+		if c.status.Refused {
+			room = min(room, c.status.HeldSinceRefusal-c.size)
+		}
+		gpn := c.spec.GPUsPerNode
+		n := min(room-c.deferred, (gap-left+gpn-1)/gpn)
+		if n <= 0 {
+			continue
+		}
+		c.deferred += n
+		left += n * gpn
+	}
+	return min(left, gap)
 }
 
 // serveScoped launches for the demand pending for one pool, or for one

@@ -69,6 +69,11 @@ type poolPlan struct {
 	// pending (else 0): the free GPUs of busy nodes that pending demand
 	// cannot use (observe; scale-in's moves onto busy nodes take from it).
 	stranded int
+	// deferred counts the pool's nodes that launches in slower, dearer
+	// pools were left to (launch, leftToFaster): it launches them itself
+	// when its own lead time reaches the time they are needed. left is
+	// the GPUs the pool's own need was left to such pools.
+	deferred, left int
 }
 
 // candidate is a ready node scale-in may remove.

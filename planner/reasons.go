@@ -179,6 +179,10 @@ const (
 	// whose jobs all end within the lead time (their expected ends, a
 	// hint), so no launch is made for them yet.
 	ReasonExpectedEnds
+	// ReasonLeftToFaster: GPUs a pool would launch for, one lead time
+	// ahead, are left to cheaper pools that boot sooner, which launch for
+	// them when their own lead time reaches that time.
+	ReasonLeftToFaster
 
 	numReasons // one past the last
 )
@@ -235,6 +239,7 @@ var reasonNames = [numReasons]string{
 	ReasonAnnounced:               "announced",
 	ReasonForecastCrossing:        "forecast_crossing",
 	ReasonExpectedEnds:            "expected_ends",
+	ReasonLeftToFaster:            "left_to_faster",
 }
 
 // String is the code's name ("forecast", "drain_timeout"); "" for no

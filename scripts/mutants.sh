@@ -870,6 +870,55 @@ planner/forecast_input.go
 "pending := p.plan.Demand.PendingGPUs"
 ./planner
 TestExpectedEnds
+
+faster pool counted on beyond what it held since its refusal
+planner/launch.go
+"\t\tif c.status.Refused {\n"
+"\t\tif false {\n"
+./planner
+TestLeftToFaster
+
+faster pool counted on while backed off
+planner/launch.go
+"c.spec.PricePerGPUHour() >= pp.spec.PricePerGPUHour() || !p.unavailable(c).none() {"
+"c.spec.PricePerGPUHour() >= pp.spec.PricePerGPUHour() {"
+./planner
+TestLeftToFaster
+
+a pool no cheaper counted on
+planner/launch.go
+"c.spec.PricePerGPUHour() >= pp.spec.PricePerGPUHour() || "
+""
+./planner
+TestLeftToFaster
+
+left demand noted unmet
+planner/launch.go
+"p.have(t, at) - pp.left; gap > short {"
+"p.have(t, at); gap > short {"
+./planner
+TestLeftToFaster
+
+refusal forgotten at a successful launch
+loop/loop.go
+"\t\t\t\terr = followUp(l.launched(a.Pool))"
+"\t\t\t\terr = followUp(l.o.Books.DeleteBackoff(a.Pool))"
+./loop
+TestLaunchBooks
+
+held since refusal not recorded
+loop/loop.go
+"\t\t\tif n := nodes[ps.Name]; n > b.Held && !ps.IsUnobserved() {"
+"\t\t\tif n := nodes[ps.Name]; false && n > b.Held {"
+./loop
+TestLaunchBooks
+
+refusal never forgotten
+loop/loop.go
+"if !now.Before(b.Until) && now.Sub(refused) >= RefusalMemory {"
+"if false {"
+./loop
+TestLaunchBooks
 EOF
 }
 

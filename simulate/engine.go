@@ -166,6 +166,8 @@ type simPool struct {
 	// reserved is the reservation size in nodes (reserved pools): billed
 	// whether used or not.
 	reserved int
+	// cost and gpuSeconds are what the pool was billed and bought.
+	cost, gpuSeconds float64
 }
 
 // stats are what a run measures.
@@ -448,8 +450,11 @@ func (e *engine) advance(t int64) {
 	for i := range e.pools {
 		p := &e.pools[i]
 		if p.reserved > 0 {
-			e.st.cost += float64(p.reserved) * p.spec.PricePerHour * dt / 3600
-			e.st.provisionedGPUs += float64(p.reserved*p.spec.GPUsPerNode) * dt
+			c, g := float64(p.reserved)*p.spec.PricePerHour*dt/3600, float64(p.reserved*p.spec.GPUsPerNode)*dt
+			e.st.cost += c
+			e.st.provisionedGPUs += g
+			p.cost += c
+			p.gpuSeconds += g
 		}
 	}
 	e.now = t
@@ -473,8 +478,11 @@ func (e *engine) bill(n *node) {
 		return // billed as the reservation
 	}
 	dt := float64(e.now - n.launched)
-	e.st.cost += p.spec.PricePerHour * dt / 3600
-	e.st.provisionedGPUs += float64(n.gpn) * dt
+	c, g := p.spec.PricePerHour*dt/3600, float64(n.gpn)*dt
+	e.st.cost += c
+	e.st.provisionedGPUs += g
+	p.cost += c
+	p.gpuSeconds += g
 }
 
 // launch asks the simulated region for want nodes in pool pi, ready after

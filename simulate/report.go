@@ -55,12 +55,23 @@ type Result struct {
 	// (limits.max_gpus, limits.max_spend_per_hour) held a launch back; 0
 	// means the limits never bound.
 	LimitedCycles int `json:"limited_cycles"`
+	// Pools are each pool's share of the cost and of the GPU-hours
+	// bought, in the config's order; none for the oracle, whose bound is
+	// not split by pool.
+	Pools []PoolUse `json:"pools,omitempty"`
 
 	// Capacity is the GPUs bought (reservations and nodes), sampled every
 	// Report.Demand step from the trace start; for the picture.
 	Capacity []float64 `json:"-"`
 
 	waits []float64
+}
+
+// PoolUse is what one pool cost in a run.
+type PoolUse struct {
+	Pool                string  `json:"pool"`
+	CostUSD             float64 `json:"cost_usd"`
+	ProvisionedGPUHours float64 `json:"gpu_hours_provisioned"`
 }
 
 // Report is a simulation's outcome: one Result per policy.

@@ -442,6 +442,9 @@ func simulatePolicy(cfg *config.Config, tr *trace.Trace, opt Options, name strin
 		Capacity:            e.samples,
 	}
 	r.ReservedGPUs = reservedGPUs(e)
+	for _, p := range e.pools {
+		r.Pools = append(r.Pools, PoolUse{Pool: p.spec.Name, CostUSD: p.cost, ProvisionedGPUHours: p.gpuSeconds / 3600})
+	}
 	r.finish()
 	return r, nil
 }

@@ -220,6 +220,15 @@ func TestInvariants(t *testing.T) {
 			if r.Policy != "oracle" && r.CostUSD < oracleCost {
 				t.Errorf("seed %d: %s costs %.2f, less than the oracle's %.2f", seed, r.Policy, r.CostUSD, oracleCost)
 			}
+			// The pools' shares add up to the whole (the oracle's bound
+			// is not split by pool).
+			cost, bought := 0.0, 0.0
+			for _, u := range r.Pools {
+				cost, bought = cost+u.CostUSD, bought+u.ProvisionedGPUHours
+			}
+			if r.Policy != "oracle" && (len(r.Pools) != len(cfg.Pools) || !near(cost, r.CostUSD) || !near(bought, r.ProvisionedGPUHours)) {
+				t.Errorf("seed %d %s: %d pools cost $%.2f for %.2f GPU-h; want %d, $%.2f, %.2f", seed, r.Policy, len(r.Pools), cost, bought, len(cfg.Pools), r.CostUSD, r.ProvisionedGPUHours)
+			}
 		}
 		if p := got["predictive"]; p.LostGPUHours != 0 || p.LostScaleInGPUHours != 0 || p.UnsafeTerminations != 0 {
 			t.Errorf("seed %d: predictive lost %.3f GPU-h in %d unsafe terminations", seed, p.LostGPUHours, p.UnsafeTerminations)

@@ -125,7 +125,7 @@ func TestBadRecordsRefused(t *testing.T) {
 		{"drain no pool", s.PutDrain(Drain{Node: "n", Started: t0, Deadline: t0}), "pool is empty"},
 		{"drain deadline before start", s.PutDrain(Drain{Node: "n", Pool: "p", Started: t0, Deadline: t0.Add(-1)}), "deadline after it"},
 		{"backoff no pool", s.PutBackoff(Backoff{Failures: 1}), "no pool"},
-		{"backoff no failures", s.PutBackoff(Backoff{Pool: "p"}), "at least 1"},
+		{"backoff negative failures", s.PutBackoff(Backoff{Pool: "p", Failures: -1}), "at least 0"},
 		{"cancelled no node", s.PutCancelled("", t0), "want a node and a time"},
 		{"demand NaN", s.AppendDemand("fleet", Sample{t0, math.NaN()}), "is NaN"},
 		{"demand unnamed", s.AppendDemand("", Sample{t0, 1}), "no name"},
