@@ -507,7 +507,9 @@ func (u *unreadable) Terminate(ctx context.Context, p fleet.Pool, ids []string) 
 // TestUnreadablePoolLeftAlone: one pool's group cannot be read for a
 // while. The cycle goes on for the others (waiting jobs get capacity), the
 // unread pool is planned as last read and nothing in it changes, and its
-// drain record is kept; once it reads again, its drained node goes.
+// drain record is kept; after a restart, never read, it is still left
+// alone while the others serve; once it reads again, its drained node
+// goes.
 func TestUnreadablePoolLeftAlone(t *testing.T) {
 	a, b := gpuPool("a", 1, 50, 5*time.Minute), gpuPool("b", 8, 10, 5*time.Minute)
 	l := newLoop(t, false, a, b)
@@ -549,17 +551,24 @@ func TestUnreadablePoolLeftAlone(t *testing.T) {
 	if ds, _ := l.store.Drains(); len(ds) != 1 || ds[0].Node != node {
 		t.Fatalf("drains = %+v; the unread pool's drain must be kept", ds)
 	}
-	// Restarted while b still cannot be read: b's size is unknown, so the
-	// fleet's limits cannot be kept, and nothing is launched anywhere.
+	// Restarted while b still cannot be read: b's size is unknown, so it
+	// is left alone and counted at its max against the fleet's limits;
+	// a, which can be read, still serves its waiting jobs (a cloud out at
+	// start does not stop the others).
 	l.restart(t, u)
 	before := u.changes["a"]
 	l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "a", GPUs: 40}}})
 	l.now = l.now.Add(time.Minute)
 	l.report(t)
 	plan, _ := l.c.Cycle(context.Background())
-	if u.changes["a"] != before || plan.Counts()[planner.Launch] != 0 || !hasNote(&plan, planner.ReasonPoolNeverRead) ||
+	for _, act := range plan.Actions {
+		if act.Pool == "b" && act.Kind != planner.Hold {
+			t.Fatalf("%s in the pool never read: %+v", act.Kind, act)
+		}
+	}
+	if u.changes["a"] == before || plan.Counts()[planner.Launch] == 0 || !hasNote(&plan, planner.ReasonPoolNeverRead) ||
 		l.c.Last().State.Pools[1].Unobserved.Code != fleet.UnobservedNeverRead {
-		t.Fatalf("with pool b never read: %d launches, notes %q", plan.Counts()[planner.Launch], plan.Notes)
+		t.Fatalf("with pool b never read: %d launches, notes %q; want a launch in a, and the note", plan.Counts()[planner.Launch], plan.Notes)
 	}
 	u.failing["b"] = false
 	l.cycle(t)

@@ -227,8 +227,7 @@ type PoolStatus struct {
 	// not observed this cycle. Its nodes are then as last seen, and the
 	// planner changes nothing in the pool: no launch, drain or
 	// termination; with UnobservedNeverRead its size is unknown, so the
-	// fleet's limits cannot be checked and the planner launches nothing
-	// anywhere.
+	// planner counts it at its max against the fleet's limits.
 	Unobserved Unobserved `json:"unobserved,omitzero"`
 	// MinNodes is the cloud group's own minimum size (an Auto Scaling
 	// group's min_size), if it has one: scale-in keeps the pool at or above

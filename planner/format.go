@@ -58,7 +58,8 @@ func noForecastNote(why string) string {
 }
 
 func neverReadNote(pp *poolPlan) string {
-	return fmt.Sprintf("nothing is launched: pool %s has never been read (%s), so the fleet's size, and its limits, are unknown", pp.spec.Name, pp.status.Unobserved.String())
+	return fmt.Sprintf("pool %s has never been read (%s): nothing is launched or drained in it, and it is counted at its max of %d node(s) against the fleet's limits, so that the other pools still serve within what is left",
+		pp.spec.Name, pp.status.Unobserved.String(), pp.spec.Max)
 }
 
 func belowMinReason(pp *poolPlan) string {

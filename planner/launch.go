@@ -13,12 +13,12 @@ import (
 // pending for one pool or GPU model there, then buys burst capacity for
 // the demand forecast one lead time ahead, cheapest pool first, counting
 // on the capacity observe found (t.supply) and the launches before each
-// (t.launches).
+// (t.launches). A pool never read is left alone, and counted at its max
+// against the fleet's limits (observe).
 func (p *planner) launch(t *tally) {
 	for _, pp := range p.pools {
 		if pp.status.NeverRead() {
 			p.note(ReasonPoolNeverRead, neverReadNote(pp))
-			return
 		}
 	}
 	order := p.launchOrder()

@@ -131,7 +131,17 @@ func (p *planner) observe(t *tally) {
 			}
 		}
 		pp.drainsInWindow = max(pp.drainsInWindow, recorded)
-		t.spend += pp.cost(pp.billed)
+		billed := pp.billed
+		if pp.status.NeverRead() {
+			// Its size is unknown: counted at its max against the fleet's
+			// limits (DESIGN.md rule 3), so that the pools that can be
+			// read still serve, within what is left.
+			if unknown := pp.spec.Max - pp.size; unknown > 0 {
+				t.fleetGPUs += unknown * pp.spec.GPUsPerNode
+				billed += unknown
+			}
+		}
+		t.spend += pp.cost(billed)
 	}
 	p.plan.CostPerHourBefore = t.spend
 	if m := p.cfg.Limits.MaxSpendPerHour; m > 0 && t.spend > m {

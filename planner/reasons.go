@@ -120,8 +120,9 @@ const (
 	// ReasonUnknownPool: a node names a pool the config does not have
 	// (and is not an orphan); it is left alone.
 	ReasonUnknownPool
-	// ReasonPoolNeverRead: a pool was never read, so the fleet's size and
-	// limits are unknown: nothing is launched anywhere.
+	// ReasonPoolNeverRead: a pool was never read, so its size is unknown:
+	// nothing is launched or drained in it, and it counts at its max
+	// against the fleet's limits.
 	ReasonPoolNeverRead
 	// ReasonPoolFailing: a node of the pool missed its provisioning
 	// deadline this cycle: nothing is launched in it.
