@@ -273,6 +273,8 @@ func TestParseErrors(t *testing.T) {
 				{summary: "Missing required argument", detail: `"mig"`, at: "{\n  project"},
 				{summary: "Missing required argument", detail: `"zone"`, at: "{\n  project"},
 			}},
+		{"gcp zone and region", "pool \"a\" {\n provider = \"gcp\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n gcp {\n  project = \"p\"\n  mig = \"m\"\n  zone = \"us-central1-a\"\n  region = \"us-central1\"\n }\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: "set zone (a zonal managed instance group) or region (a regional one), not both", at: `"us-central1"`}}},
 		{"plugin bad target", "pool \"a\" {\n provider = \"plugin\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n plugin {\n  command = \"c\"\n  target = [1]\n }\n}\n",
 			[]wantDiag{{summary: "Incorrect attribute value type", detail: `"target": map of string required`, at: "[1]"}}},
 		{"sim bad error rate and initial", simPool("a", "  sim {\n    capacity_error_rate = 1.5\n    initial = 9\n  }\n"),

@@ -919,6 +919,20 @@ loop/loop.go
 "if false {"
 ./loop
 TestLaunchBooks
+
+never-read pool not counted at its max (planner property)
+planner/observe.go
+"\t\tif pp.status.NeverRead() {\n\t\t\t// Its size is unknown"
+"\t\tif false {\n\t\t\t// Its size is unknown"
+./planner
+TestPropertySafety|TestNeverReadCountsAtMax
+
+never-read pool launched into (planner property)
+planner/launch.go
+"\tcase pp.status.IsUnobserved():\n\t\treturn cause{ReasonPoolUnobserved, unobserved(pp)}"
+"\tcase pp.status.IsUnobserved() && !pp.status.NeverRead():\n\t\treturn cause{ReasonPoolUnobserved, unobserved(pp)}"
+./planner
+TestPropertySafety|TestNeverReadCountsAtMax
 EOF
 }
 

@@ -91,17 +91,15 @@ func TestPlanFromState(t *testing.T) {
 
 func TestPlanErrors(t *testing.T) {
 	dir := t.TempDir()
-	gcpConfig := filepath.Join(dir, "gcp.hcl")
-	if err := os.WriteFile(gcpConfig, []byte(`pool "burst" {
-  provider = "gcp"
-  instance_type = "a3-highgpu-8g"
+	pluginConfig := filepath.Join(dir, "plugin.hcl")
+	if err := os.WriteFile(pluginConfig, []byte(`pool "burst" {
+  provider = "plugin"
+  instance_type = "rack"
   gpus_per_node = 8
-  price_per_hour = 88.25
+  price_per_hour = 10
   max = 4
-  gcp {
-    project = "p"
-    zone = "us-central1-a"
-    mig = "train-burst"
+  plugin {
+    command = "/usr/local/bin/racks"
   }
 }
 `), 0o600); err != nil {
@@ -118,7 +116,7 @@ func TestPlanErrors(t *testing.T) {
 		{"bad state", []string{"plan", "-config", localConfig, "-state", "test-fixtures/bad-state.json"}, 1,
 			"state test-fixtures/bad-state.json: line 5, column 41: field nodes.jobs.gpus: got JSON string, want int"},
 		{"missing state", []string{"plan", "-config", localConfig, "-state", "nope.json"}, 1, "nope.json"},
-		{"cloud pool without a provider yet", []string{"plan", "-config", gcpConfig}, 1, `pool burst uses provider "gcp", which this build cannot drive yet (it drives aws and sim pools)`},
+		{"pool without a provider yet", []string{"plan", "-config", pluginConfig}, 1, `pool burst uses provider "plugin", which this build cannot drive yet (it drives aws and gcp and sim pools)`},
 		{"bad -at", []string{"plan", "-config", localConfig, "-at", "noon"}, 2, "want an RFC 3339 time"},
 		{"bad log level", []string{"plan", "-config", localConfig, "-log-level", "loud"}, 2, `-log-level "loud"`},
 		{"extra argument", []string{"plan", "-config", localConfig, "now"}, 2, `unexpected argument "now"`},

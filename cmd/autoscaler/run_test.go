@@ -99,7 +99,6 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-config", cfg, "-sim-speed", "0"}, exitUsage, "-sim-speed 0: want a number above 0"},
 		{[]string{"-config", cfg, "-for", "soon"}, exitUsage, "want a duration"},
 		{[]string{"-config", cfg, "-sim-start", "9am"}, exitUsage, `-sim-start "9am": want an RFC 3339 time`},
-		{[]string{"-config", "../../examples/cloud.hcl"}, exitError, `pool gcp-ondemand-a100 uses provider "gcp", which this build cannot drive yet (it drives aws and sim pools)`},
 		{[]string{"-config", cfg, "-listen", busy.Addr().String()}, exitError, "HTTP API on " + busy.Addr().String()},
 	}
 	for _, tt := range tests {

@@ -168,7 +168,7 @@ func BenchmarkValidate(b *testing.B) {
 
 // TestValidateRefusesWhatRunCannotDrive: validate says "valid" only for a
 // config `run` can drive: a pool of a provider this build does not drive
-// yet (gcp, plugin) exits 1, naming the pool and its provider, as plan
+// yet (plugin) exits 1, naming the pool and its provider, as plan
 // and run do.
 func TestValidateRefusesWhatRunCannotDrive(t *testing.T) {
 	dir := t.TempDir()
@@ -182,7 +182,6 @@ func TestValidateRefusesWhatRunCannotDrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct{ path, want string }{
-		{"../../examples/cloud.hcl", `pool gcp-ondemand-a100 uses provider "gcp", which this build cannot drive yet`},
 		{plugin, `pool onprem uses provider "plugin", which this build cannot drive yet`},
 	} {
 		code, out, errOut := cli("validate", "-config", tt.path)

@@ -1,7 +1,6 @@
 // Package gcp is the Google Cloud provider: GPU pools on Compute Engine
-// managed instance groups. So far it holds a pool's settings, which the
-// config decodes and checks; this build does not drive GCP pools yet, and
-// `validate`, `plan` and `run` say so.
+// managed instance groups, zonal or regional, driven through the Compute
+// Engine REST API (cloud.google.com/go/compute/apiv1).
 package gcp
 
 import (
@@ -15,8 +14,10 @@ import (
 type Settings struct {
 	// Project is the Google Cloud project.
 	Project string `hcl:"project" json:"project,omitempty"`
-	// Zone is the managed instance group's zone.
-	Zone string `hcl:"zone" json:"zone,omitempty"`
+	// Zone is a zonal managed instance group's zone; Region a regional
+	// one's region. Exactly one is set.
+	Zone   string `hcl:"zone,optional" json:"zone,omitempty"`
+	Region string `hcl:"region,optional" json:"region,omitempty"`
 	// MIG is the managed instance group's name.
 	MIG string `hcl:"mig" json:"mig,omitempty"`
 	// Endpoint overrides the Compute Engine endpoint; empty for Google's.
@@ -25,6 +26,7 @@ type Settings struct {
 	// Where each attribute's value is in the config, for diagnostics.
 	ProjectAt  hcl.Range `hcl:"project,attr_value_range" json:"-"`
 	ZoneAt     hcl.Range `hcl:"zone,attr_value_range" json:"-"`
+	RegionAt   hcl.Range `hcl:"region,attr_value_range" json:"-"`
 	MIGAt      hcl.Range `hcl:"mig,attr_value_range" json:"-"`
 	EndpointAt hcl.Range `hcl:"endpoint,attr_value_range" json:"-"`
 }
@@ -43,21 +45,37 @@ func SettingsOf(pool fleet.Pool) Settings {
 // config.ProviderBlock's Decode).
 func DecodeBlock(block *hcl.Block, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
 	var s Settings
-	decode(block.Body, &s)
+	ok := decode(block.Body, &s)
+	if s.ZoneAt.Filename == "" && s.RegionAt.Filename == "" {
+		r := block.Body.MissingItemRange()
+		return s, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Missing required argument",
+			Detail: `The argument "zone" or "region" is required: a zonal managed instance group's zone, or a regional one's region.`, Subject: &r}}
+	}
+	if !ok {
+		return s, nil // reported by decode
+	}
 	return s, s.Validate(pool)
 }
 
-// Validate checks that no attribute is empty. Every diagnostic points at
-// the attribute's value.
-func (s *Settings) Validate(fleet.Pool) hcl.Diagnostics {
+// Validate checks that no attribute is empty and that exactly one of zone
+// and region is set. Every diagnostic points at the attribute's value, or
+// at the block.
+func (s *Settings) Validate(pool fleet.Pool) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, a := range []struct {
 		name, value string
 		at          hcl.Range
-	}{{"project", s.Project, s.ProjectAt}, {"zone", s.Zone, s.ZoneAt}, {"mig", s.MIG, s.MIGAt}, {"endpoint", s.Endpoint, s.EndpointAt}} {
+	}{{"project", s.Project, s.ProjectAt}, {"zone", s.Zone, s.ZoneAt}, {"region", s.Region, s.RegionAt}, {"mig", s.MIG, s.MIGAt}, {"endpoint", s.Endpoint, s.EndpointAt}} {
 		if a.at.Filename != "" && a.value == "" {
 			diags = append(diags, config.InvalidValue(a.at, "%s must not be empty.", a.name))
 		}
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	switch {
+	case s.Zone != "" && s.Region != "":
+		diags = append(diags, config.InvalidValue(s.RegionAt, "set zone (a zonal managed instance group) or region (a regional one), not both."))
 	}
 	return diags
 }

@@ -6,6 +6,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -51,7 +52,7 @@ type Env struct {
 func Providers() []Provider {
 	return []Provider{
 		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderAWS, Decode: aws.DecodeBlock}, Open: openAWS},
-		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderGCP, Decode: gcp.DecodeBlock}},
+		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderGCP, Decode: gcp.DecodeBlock}, Open: openGCP},
 		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderPlugin, Decode: plugin.DecodeBlock}},
 		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderSim, Optional: true, Decode: sim.DecodeBlock}, Simulated: true},
 	}
@@ -181,6 +182,21 @@ func openAWS(ctx context.Context, env Env, pools []fleet.Pool) (providers.Provid
 		}
 		log.Info("spot price", "pool", pool.Name, "configured", pool.PricePerHour, "now", price)
 		pool.PricePerHour = price
+	}
+	return p, nil
+}
+
+// openGCP makes the GCP provider of the config's GCP pools, with
+// Application Default Credentials, and checks their GPU facts against
+// Compute Engine's.
+func openGCP(ctx context.Context, env Env, pools []fleet.Pool) (providers.Provider, error) {
+	log := env.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	p := gcp.New(gcp.Options{Log: log.Named(fleet.ProviderGCP)})
+	if err := p.Resolve(ctx, pools); err != nil { // GCP pools only
+		return nil, errors.Join(err, p.Close())
 	}
 	return p, nil
 }

@@ -27,7 +27,7 @@ func TestProviders(t *testing.T) {
 	if want := []string{fleet.ProviderAWS, fleet.ProviderGCP, fleet.ProviderPlugin, fleet.ProviderSim}; !slices.Equal(names, want) {
 		t.Errorf("providers %v, want %v", names, want)
 	}
-	if want := []string{fleet.ProviderAWS, fleet.ProviderSim}; !slices.Equal(driven, want) {
+	if want := []string{fleet.ProviderAWS, fleet.ProviderGCP, fleet.ProviderSim}; !slices.Equal(driven, want) {
 		t.Errorf("driven %v, want %v", driven, want)
 	}
 	if len(Blocks()) != len(names) {
@@ -48,7 +48,6 @@ func TestCheck(t *testing.T) {
 		{"aws", []fleet.Pool{pool("a", fleet.ProviderAWS), pool("b", fleet.ProviderAWS)}, ""},
 		{"sim", []fleet.Pool{pool("a", fleet.ProviderSim)}, ""},
 		{"none", nil, ""},
-		{"gcp", []fleet.Pool{pool("a", fleet.ProviderAWS), pool("tpu", fleet.ProviderGCP)}, `pool tpu uses provider "gcp", which this build cannot drive yet (it drives aws and sim pools)`},
 		{"plugin", []fleet.Pool{pool("rack", fleet.ProviderPlugin)}, `pool rack uses provider "plugin", which this build cannot drive yet`},
 		{"unknown", []fleet.Pool{pool("x", "azure")}, `pool x uses provider "azure"`},
 		{"mixed", []fleet.Pool{pool("a", fleet.ProviderSim), pool("b", fleet.ProviderAWS)}, `pool a uses provider "sim" and pool b "aws": a config's pools are all simulated or all real`},

@@ -1,0 +1,139 @@
+package gcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	compute "cloud.google.com/go/compute/apiv1"
+	"cloud.google.com/go/compute/apiv1/computepb"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// gpuModels names the GPU models of Compute Engine's accelerator types,
+// to fill in a pool's gpu_model when the config leaves it out.
+var gpuModels = map[string]string{
+	"nvidia-tesla-a100": "A100", "nvidia-a100-80gb": "A100", "nvidia-h100-80gb": "H100", "nvidia-h100-mega-80gb": "H100",
+	"nvidia-h200-141gb": "H200", "nvidia-b200": "B200", "nvidia-l4": "L4", "nvidia-tesla-t4": "T4", "nvidia-tesla-v100": "V100",
+	"nvidia-tesla-p100": "P100", "nvidia-tesla-p4": "P4",
+}
+
+// Resolve checks each GCP pool's GPU facts against Compute Engine's, and
+// fills in its GPU model if the config left it out: the group's instance
+// template must make VMs of the pool's instance_type, and they must have
+// gpus_per_node GPUs, from the machine type's accelerators (A2, A3, G2)
+// or from the template's attached GPUs (N1). Other pools are left as they
+// are.
+func (p *Provider) Resolve(ctx context.Context, pools []fleet.Pool) error {
+	var errs []error
+	for i := range pools {
+		if pools[i].Provider != fleet.ProviderGCP {
+			continue
+		}
+		if err := p.resolve(ctx, &pools[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Provider) resolve(ctx context.Context, pool *fleet.Pool) error {
+	g, err := p.group(ctx, *pool)
+	if err != nil {
+		return err
+	}
+	m, err := g.get(ctx)
+	if err != nil {
+		return err
+	}
+	tmpl, err := p.template(ctx, g, m.GetInstanceTemplate())
+	if err != nil {
+		return err
+	}
+	props := tmpl.GetProperties()
+	if mt := path.Base(props.GetMachineType()); mt != "" && mt != "." && mt != pool.InstanceType {
+		return fmt.Errorf("pool %s: instance_type is %q, but the instance template %s of %s makes %s VMs", pool.Name, pool.InstanceType, tmpl.GetName(), g.what(), mt)
+	}
+	zone := g.s.Zone
+	if zone == "" {
+		if zs := m.GetDistributionPolicy().GetZones(); len(zs) > 0 {
+			zone = path.Base(zs[0].GetZone())
+		} else if len(pool.Zones) > 0 {
+			zone = pool.Zones[0]
+		}
+	}
+	c, err := compute.NewMachineTypesRESTClient(ctx, p.options(*pool)...)
+	if err != nil {
+		return fmt.Errorf("pool %s: gcp: %w", pool.Name, err)
+	}
+	defer c.Close() //nolint:errcheck // read once, at start
+	mt, err := c.Get(ctx, &computepb.GetMachineTypeRequest{Project: g.s.Project, Zone: zone, MachineType: pool.InstanceType})
+	if err != nil {
+		return classify(pool.Name, fmt.Sprintf("machine type %q in %s", pool.InstanceType, zone), "get", err)
+	}
+	gpus, kind, source := 0, "", "the machine type's accelerators[].guestAcceleratorCount"
+	for _, a := range mt.GetAccelerators() {
+		gpus += int(a.GetGuestAcceleratorCount())
+		kind = a.GetGuestAcceleratorType()
+	}
+	if gpus == 0 {
+		source = "the instance template's guestAccelerators"
+		for _, a := range props.GetGuestAccelerators() {
+			gpus += int(a.GetAcceleratorCount())
+			kind = path.Base(a.GetAcceleratorType())
+		}
+	}
+	switch {
+	case gpus == 0:
+		return fmt.Errorf("pool %s: machine type %s and the instance template %s of %s have no GPUs", pool.Name, pool.InstanceType, tmpl.GetName(), g.what())
+	case gpus != pool.GPUsPerNode:
+		return fmt.Errorf("pool %s: gpus_per_node is %d, but its VMs have %d GPUs (%s, %s)", pool.Name, pool.GPUsPerNode, gpus, source, kind)
+	}
+	if model := gpuModels[strings.ToLower(kind)]; pool.GPUModel == "" && model != "" {
+		pool.GPUModel = model
+		p.log.Info("gpu model from Compute Engine", "pool", pool.Name, "gpu_model", model, "accelerator", kind)
+	}
+	return nil
+}
+
+// template reads the instance template at url: a global one
+// (.../global/instanceTemplates/NAME) or a regional one
+// (.../regions/R/instanceTemplates/NAME).
+func (p *Provider) template(ctx context.Context, g group, url string) (*computepb.InstanceTemplate, error) {
+	name := path.Base(url)
+	if url == "" || name == "." {
+		return nil, fmt.Errorf("pool %s: %s has no instance template", g.pool.Name, g.what())
+	}
+	opts := p.options(g.pool)
+	what := fmt.Sprintf("instance template %q", name)
+	if region := after(url, "regions"); region != "" {
+		c, err := compute.NewRegionInstanceTemplatesRESTClient(ctx, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("pool %s: gcp: %w", g.pool.Name, err)
+		}
+		defer c.Close() //nolint:errcheck // read once, at start
+		t, err := c.Get(ctx, &computepb.GetRegionInstanceTemplateRequest{Project: g.s.Project, Region: region, InstanceTemplate: name})
+		return t, classify(g.pool.Name, what, "get", err)
+	}
+	c, err := compute.NewInstanceTemplatesRESTClient(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("pool %s: gcp: %w", g.pool.Name, err)
+	}
+	defer c.Close() //nolint:errcheck // read once, at start
+	t, err := c.Get(ctx, &computepb.GetInstanceTemplateRequest{Project: g.s.Project, InstanceTemplate: name})
+	return t, classify(g.pool.Name, what, "get", err)
+}
+
+// after is the path element after key in url; "" if none.
+func after(url, key string) string {
+	parts := strings.Split(url, "/")
+	for i := 0; i+1 < len(parts); i++ {
+		if parts[i] == key {
+			return parts[i+1]
+		}
+	}
+	return ""
+}
