@@ -50,8 +50,8 @@ func same(n, o report.Notice) bool {
 	return n.Kind == o.Kind && n.Action == o.Action && n.Time.Equal(o.Time)
 }
 
-// Watcher polls the metadata service for spot notices. The zero value
-// lacks only a Client; a Watcher holds no state between calls, so one may
+// Watcher polls the metadata service for spot notices: EC2's through
+// Client, or another Source. The zero value lacks only a Client; a Watcher holds no state between calls, so one may
 // serve several Run and Poll calls at once.
 type Watcher struct {
 	// Client reads the metadata service, e.g. imds.New(imds.Options{}) on
@@ -63,11 +63,19 @@ type Watcher struct {
 	Interval time.Duration
 	// Log receives Run's warnings and notices; nil logs nothing.
 	Log hclog.Logger
+	// Source, when set, is read instead of Client: another cloud's
+	// metadata server (GCE).
+	Source Source
 	// Gone, when set, is called by Run when a kind of notice it delivered
 	// is no longer announced (a whole poll answered, without it): an
 	// instance stopped or hibernated and resumed, a rebalance
 	// recommendation withdrawn.
 	Gone func(report.NoticeKind)
+}
+
+// Source is a metadata server's notices, read once: what Poll returns.
+type Source interface {
+	Poll(ctx context.Context) ([]report.Notice, error)
 }
 
 // Poll reads both paths once and returns what is announced now: the
@@ -78,6 +86,9 @@ type Watcher struct {
 // returns the notices it could read together with the errors, joined, each
 // naming its path. A malformed answer is never a notice.
 func (w *Watcher) Poll(ctx context.Context) ([]report.Notice, error) {
+	if w.Source != nil {
+		return w.Source.Poll(ctx)
+	}
 	if w.Client == nil {
 		return nil, errors.New("spot: Watcher.Client is nil")
 	}

@@ -60,8 +60,9 @@ func runAgent(e *env, args []string) int {
 	noGPU := fs.Bool("no-gpu", false, "run without GPU data (CPU nodes, tests)")
 	stateFile := fs.String("state", "/var/lib/fleetcast/agent-state.json", "file keeping the registered jobs across restarts of the agent (empty: none; a restarted agent then forgets its jobs until they register again)")
 	metrics := fs.String("metrics", "127.0.0.1:9401", "address serving Prometheus metrics at /metrics (empty: none)")
-	notices := fs.String("notices", "aws", "where spot notices come from: aws (the instance metadata service, IMDSv2) or none")
+	notices := fs.String("notices", "aws", "where spot notices come from: aws (the instance metadata service, IMDSv2), gcp (Compute Engine's metadata server, instance/preempted) or none")
 	imdsEndpoint := fs.String("imds-endpoint", "", "the instance metadata service's URL (default the SDK's, http://169.254.169.254)")
+	gceEndpoint := fs.String("gce-metadata-endpoint", spot.GCEMetadataEndpoint, "Compute Engine's metadata server's base URL, for -notices gcp")
 	noticeSignal := fs.String("notice-signal", "SIGUSR1", "signal sent to every job on a spot interruption notice or rebalance recommendation")
 	noticeInterval := durationFlag{d: spot.DefaultInterval, positive: true}
 	fs.Var(&noticeInterval, "notice-interval", "time between polls of the metadata service")
@@ -86,8 +87,8 @@ func runAgent(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "agent: -identity %q, want aws\n", *identity)
 		return exitUsage
 	}
-	if *notices != "aws" && *notices != "none" {
-		fmt.Fprintf(e.stderr, "agent: -notices %q, want aws or none\n", *notices)
+	if *notices != "aws" && *notices != "gcp" && *notices != "none" {
+		fmt.Fprintf(e.stderr, "agent: -notices %q, want aws, gcp or none\n", *notices)
 		return exitUsage
 	}
 	cred := &agent.Credential{File: *tokenFile, BootstrapFile: *bootstrapFile, Controller: *controller, Node: *node, Client: client, Log: log.Named("credential")}
@@ -154,8 +155,11 @@ func runAgent(e *env, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log.Info("agent started", "node", *node, "pool", *pool, "controller", *controller, "socket", *socket, "gpus", cfg.GPUs != nil, "notices", *notices)
-	if *notices == "aws" {
+	if *notices != "none" {
 		w := &spot.Watcher{Client: imds.New(imds.Options{Endpoint: *imdsEndpoint}), Interval: noticeInterval.d, Log: log.Named("notices"), Gone: a.Withdraw}
+		if *notices == "gcp" {
+			w.Source = &spot.GCE{Endpoint: *gceEndpoint}
+		}
 		go w.Run(ctx, func(n report.Notice) {
 			if err := a.Warn(n); err != nil {
 				log.Warn("spot notice not acted on", "kind", n.Kind, "error", err)

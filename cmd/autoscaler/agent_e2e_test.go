@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -287,5 +288,83 @@ func TestAgentSpotNotice(t *testing.T) {
 	var stderr bytes.Buffer
 	if code := run([]string{"agent", "register", "-job", "late", "-gpus", "0", "-pid", strconv.Itoa(os.Getpid()), "-socket", socket}, io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), "takes no new jobs") {
 		t.Errorf("register on the node under notice: exit %d, %q", code, stderr.String())
+	}
+}
+
+// TestAgentGCEPreemption runs the agent command as a process with
+// -notices gcp on a node whose metadata server (a fake of Compute
+// Engine's: the real path and the Metadata-Flavor headers) says the VM is
+// preempted two seconds after the agent starts. The jobs checkpoint, and
+// the controller gets a report of the node drained with the notice, its
+// deadline 30 seconds after it was seen.
+func TestAgentGCEPreemption(t *testing.T) {
+	start := time.Now()
+	md := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Metadata-Flavor") != "Google" || r.URL.Path != "/computeMetadata/v1/instance/preempted" {
+			http.Error(w, "refused", http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Metadata-Flavor", "Google")
+		if time.Since(start) < 2*time.Second {
+			fmt.Fprint(w, "FALSE")
+			return
+		}
+		fmt.Fprint(w, "TRUE")
+	}))
+	defer md.Close()
+	dir, err := os.MkdirTemp("", "fc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	socket := filepath.Join(dir, "agent.sock")
+	tokens := credtest.New(t)
+	ctl := &noticeController{agents: controller.NewAgents(time.Now)}
+	cs := httptest.NewServer((&report.Receiver{Credentials: tokens, Store: ctl}).Handler())
+	defer cs.Close()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(tokens.For("gpu-vm-1")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "agent.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	agentLog := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
+	ag := exec.Command(os.Args[0], "-test.run=^$")
+	ag.Env = append(os.Environ(), "FLEETCAST_TEST_CLI=agent -controller "+cs.URL+" -token-file "+tokenFile+" -node gpu-vm-1 -no-gpu -socket "+socket+
+		" -marker "+filepath.Join(dir, "draining")+" -state "+filepath.Join(dir, "state.json")+" -metrics 127.0.0.1:0 -interval 1s -notice-interval 200ms -notices gcp -gce-metadata-endpoint "+md.URL+"/computeMetadata/v1/")
+	ag.Stdout, ag.Stderr = logFile, logFile
+	if err := ag.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ag.Process.Signal(syscall.SIGTERM); _ = ag.Wait() }()
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(socket); err == nil {
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("the agent's socket did not appear:\n%s", agentLog())
+		}
+	}
+	startJobs(t, socket, "train-a")
+	var last report.Report
+	for begun := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		ctl.mu.Lock()
+		last = ctl.last
+		ctl.mu.Unlock()
+		if last.Notice != nil && last.Drain.State == report.SafeToTerminate {
+			break
+		}
+		if time.Since(begun) > 30*time.Second {
+			t.Fatalf("no report of the node drained with the notice within 30 s; last %+v\nagent log:\n%s", last, agentLog())
+		}
+	}
+	if n := last.Notice; n.Kind != report.Interruption || n.Time.Before(start.Add(2*time.Second+25*time.Second)) || n.Time.After(time.Now().Add(30*time.Second)) {
+		t.Errorf("notice %+v; want an interruption about 30 s after the preemption was seen", n)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "train-a.ckpt")); err != nil {
+		t.Errorf("safe before train-a checkpointed: %v", err)
 	}
 }

@@ -1,0 +1,98 @@
+package spot
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fleetcast/autoscaler/agent/report"
+)
+
+// GCE's metadata server, and what it says of preemption.
+const (
+	// GCEMetadataEndpoint is the metadata server's base URL on a Compute
+	// Engine VM.
+	GCEMetadataEndpoint = "http://metadata.google.internal/computeMetadata/v1/"
+	// GCEPreemptedPath holds "TRUE" once Compute Engine has begun to
+	// preempt the VM (a spot or preemptible VM), "FALSE" before.
+	GCEPreemptedPath = "instance/preempted"
+	// GCENotice is the warning Compute Engine gives before it stops a
+	// preempted VM: about 30 seconds.
+	GCENotice = 30 * time.Second
+)
+
+// GCE reads a Compute Engine VM's preemption notice from its metadata
+// server (GCEPreemptedPath, with the Metadata-Flavor: Google header each
+// way), as a Source for a Watcher. The notice's deadline is GCENotice
+// after the poll that first saw it, and stays that until the VM is no
+// longer preempted, so that Run delivers it once. A GCE is safe for
+// concurrent use.
+type GCE struct {
+	// Endpoint is the metadata server's base URL; GCEMetadataEndpoint
+	// when empty.
+	Endpoint string
+	// Client makes the requests; when nil, one with a 2-second timeout.
+	Client *http.Client
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+
+	mu   sync.Mutex
+	seen time.Time // when the preemption was first seen; zero if none
+}
+
+var defaultGCEClient = &http.Client{Timeout: 2 * time.Second}
+
+// Poll reads GCEPreemptedPath once: an interruption notice while the VM is
+// preempted, nothing before. An answer that is neither TRUE nor FALSE, or
+// one not from a metadata server (no Metadata-Flavor: Google header), is
+// an error naming the path, never a notice.
+func (g *GCE) Poll(ctx context.Context) ([]report.Notice, error) {
+	base := g.Endpoint
+	if base == "" {
+		base = GCEMetadataEndpoint
+	}
+	client := g.Client
+	if client == nil {
+		client = defaultGCEClient
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/"+GCEPreemptedPath, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", GCEPreemptedPath, err)
+	}
+	req.Header.Set("Metadata-Flavor", "Google")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", GCEPreemptedPath, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 256))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: reading the answer: %w", GCEPreemptedPath, err)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("%s: status %d: %s", GCEPreemptedPath, resp.StatusCode, excerpt(body))
+	case resp.Header.Get("Metadata-Flavor") != "Google":
+		return nil, fmt.Errorf("%s: the answer has no Metadata-Flavor: Google header: not the metadata server", GCEPreemptedPath)
+	}
+	now := time.Now
+	if g.Now != nil {
+		now = g.Now
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch strings.TrimSpace(string(body)) {
+	case "FALSE":
+		g.seen = time.Time{}
+		return nil, nil
+	case "TRUE":
+		if g.seen.IsZero() {
+			g.seen = now()
+		}
+		return []report.Notice{{Kind: report.Interruption, Action: "stop", Time: g.seen.Add(GCENotice)}}, nil
+	}
+	return nil, fmt.Errorf("%s: %s: want TRUE or FALSE", GCEPreemptedPath, excerpt(body))
+}
