@@ -41,7 +41,9 @@ type fakeCompute struct {
 	// requests seen with each request ID, and every call made, in order.
 	requestIDs map[string]int
 	calls      []string
-	nextID     int
+	// permissions are what each call needs, as Compute Engine checks it.
+	permissions []string
+	nextID      int
 	// machineTypes and templates are by name.
 	machineTypes map[string]*computepb.MachineType
 	templates    map[string]*computepb.InstanceTemplate
@@ -194,6 +196,7 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 		call = "template"
 	}
 	f.calls = append(f.calls, call)
+	f.permissions = append(f.permissions, permission(scope, kind, verb))
 	if errs := f.fail[call]; len(errs) > 0 {
 		f.fail[call] = errs[1:]
 		f.errorLocked(w, errs[0])
@@ -402,4 +405,24 @@ func (f *fakeCompute) errorLocked(w http.ResponseWriter, e fakeError) {
 	w.WriteHeader(e.code)
 	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{ //nolint:errcheck // a test server
 		"code": e.code, "message": e.msg, "errors": []map[string]string{{"reason": e.reason, "message": e.msg, "domain": "global"}}}})
+}
+
+// permission is the IAM permission Compute Engine checks for a call: the
+// documented one for each method the provider calls.
+func permission(scope, kind, verb string) string {
+	switch kind {
+	case "instanceGroupManagers":
+		if verb == "resize" || verb == "deleteInstances" {
+			return "compute.instanceGroupManagers.update"
+		}
+		return "compute.instanceGroupManagers.get" // get, listManagedInstances
+	case "operations":
+		if scope == "regions" {
+			return "compute.regionOperations.get"
+		}
+		return "compute.zoneOperations.get"
+	case "instanceTemplates":
+		return "compute.instanceTemplates.get"
+	}
+	return "compute." + kind + ".get"
 }

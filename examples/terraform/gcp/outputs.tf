@@ -12,3 +12,8 @@ output "instance_template" {
   description = "Self link of the instance template the group launches from."
   value       = google_compute_instance_template.a100.self_link_unique
 }
+
+output "controller_service_account_email" {
+  description = "The service account to run the Fleetcast controller as: its one role's permissions are providers/gcp/controller-role.json."
+  value       = google_service_account.controller.email
+}
