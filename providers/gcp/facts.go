@@ -92,10 +92,54 @@ func (p *Provider) resolve(ctx context.Context, pool *fleet.Pool) error {
 	case gpus != pool.GPUsPerNode:
 		return fmt.Errorf("pool %s: gpus_per_node is %d, but its VMs have %d GPUs (%s, %s)", pool.Name, pool.GPUsPerNode, gpus, source, kind)
 	}
+	if err := p.capacityFacts(ctx, g, pool, props, zone); err != nil {
+		return err
+	}
 	if model := gpuModels[strings.ToLower(kind)]; pool.GPUModel == "" && model != "" {
 		pool.GPUModel = model
 		p.log.Info("gpu model from Compute Engine", "pool", pool.Name, "gpu_model", model, "accelerator", kind)
 	}
+	return nil
+}
+
+// capacityFacts checks that the template buys the pool's capacity type:
+// spot VMs (scheduling.provisioningModel SPOT) for a spot pool and only
+// there, and for a reserved pool VMs on one specific reservation
+// (reservationAffinity SPECIFIC_RESERVATION), read back: its count must
+// hold the pool's max. What the reservation holds and uses is logged.
+func (p *Provider) capacityFacts(ctx context.Context, g group, pool *fleet.Pool, props *computepb.InstanceProperties, zone string) error {
+	spot := props.GetScheduling().GetProvisioningModel() == "SPOT"
+	switch {
+	case pool.Capacity == fleet.Spot && !spot:
+		return fmt.Errorf("pool %s: capacity is spot, but %s's instance template makes %s VMs (set scheduling.provisioning_model = \"SPOT\")",
+			pool.Name, g.what(), cmpOr(props.GetScheduling().GetProvisioningModel(), "STANDARD"))
+	case pool.Capacity != fleet.Spot && spot:
+		return fmt.Errorf("pool %s: capacity is %s, but %s's instance template makes spot VMs", pool.Name, pool.Capacity, g.what())
+	}
+	if pool.Capacity != fleet.Reserved {
+		return nil
+	}
+	ra := props.GetReservationAffinity()
+	if ra.GetConsumeReservationType() != "SPECIFIC_RESERVATION" || len(ra.GetValues()) != 1 {
+		return fmt.Errorf("pool %s: capacity is reserved, but %s's instance template does not consume one specific reservation (reservation_affinity type SPECIFIC_RESERVATION, one value): its VMs could land outside the reservation, paid twice",
+			pool.Name, g.what())
+	}
+	name := path.Base(ra.GetValues()[0])
+	c, err := compute.NewReservationsRESTClient(ctx, p.options(*pool)...)
+	if err != nil {
+		return fmt.Errorf("pool %s: gcp: %w", pool.Name, err)
+	}
+	defer c.Close() //nolint:errcheck // read once, at start
+	res, err := c.Get(ctx, &computepb.GetReservationRequest{Project: g.s.Project, Zone: zone, Reservation: name})
+	if err != nil {
+		return classify(pool.Name, fmt.Sprintf("reservation %q in %s", name, zone), "get", err)
+	}
+	count, inUse := res.GetSpecificReservation().GetCount(), res.GetSpecificReservation().GetInUseCount()
+	if int64(pool.Max) > count {
+		return fmt.Errorf("pool %s: max is %d, but reservation %s in %s holds %d VMs: VMs above it would not start (set max to %d, or grow the reservation)",
+			pool.Name, pool.Max, name, zone, count, count)
+	}
+	p.log.Info("reservation", "pool", pool.Name, "reservation", name, "zone", zone, "count", count, "in_use", inUse)
 	return nil
 }
 

@@ -47,6 +47,7 @@ type fakeCompute struct {
 	// machineTypes and templates are by name.
 	machineTypes map[string]*computepb.MachineType
 	templates    map[string]*computepb.InstanceTemplate
+	reservations map[string]*computepb.Reservation
 }
 
 // fakeError is an error answer: its HTTP code, reason and message, and a
@@ -92,6 +93,15 @@ func newFakeCompute(t *testing.T) *fakeCompute {
 			"a100-template": {Name: proto.String("a100-template"), Properties: &computepb.InstanceProperties{MachineType: proto.String("a2-highgpu-8g")}},
 			"t4-template": {Name: proto.String("t4-template"), Properties: &computepb.InstanceProperties{MachineType: proto.String("n1-standard-16"),
 				GuestAccelerators: []*computepb.AcceleratorConfig{{AcceleratorType: proto.String("nvidia-tesla-t4"), AcceleratorCount: proto.Int32(4)}}}},
+			"spot-template": {Name: proto.String("spot-template"), Properties: &computepb.InstanceProperties{MachineType: proto.String("a2-highgpu-8g"),
+				Scheduling: &computepb.Scheduling{ProvisioningModel: proto.String("SPOT")}}},
+			"reserved-template": {Name: proto.String("reserved-template"), Properties: &computepb.InstanceProperties{MachineType: proto.String("a2-highgpu-8g"),
+				ReservationAffinity: &computepb.ReservationAffinity{ConsumeReservationType: proto.String("SPECIFIC_RESERVATION"),
+					Key: proto.String("compute.googleapis.com/reservation-name"), Values: []string{"a100-reservation"}}}},
+		},
+		reservations: map[string]*computepb.Reservation{
+			"a100-reservation": {Name: proto.String("a100-reservation"), SpecificReservationRequired: proto.Bool(true),
+				SpecificReservation: &computepb.AllocationSpecificSKUReservation{Count: proto.Int64(4), InUseCount: proto.Int64(3)}},
 		}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
@@ -194,6 +204,8 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 		call = "machineType"
 	case "instanceTemplates":
 		call = "template"
+	case "reservations":
+		call = "reservation"
 	}
 	f.calls = append(f.calls, call)
 	f.permissions = append(f.permissions, permission(scope, kind, verb))
@@ -203,12 +215,14 @@ func (f *fakeCompute) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch kind {
-	case "machineTypes", "instanceTemplates":
+	case "machineTypes", "instanceTemplates", "reservations":
 		var m proto.Message
 		if mt, ok := f.machineTypes[name]; ok && kind == "machineTypes" {
 			m = mt
 		} else if t, ok := f.templates[name]; ok && kind == "instanceTemplates" {
 			m = t
+		} else if r, ok := f.reservations[name]; ok && kind == "reservations" {
+			m = r
 		}
 		if m == nil {
 			f.errorLocked(w, fakeError{code: 404, reason: "notFound", msg: kind + " " + name})

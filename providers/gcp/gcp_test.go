@@ -246,7 +246,9 @@ func TestRequestID(t *testing.T) {
 // TestResolve: the GPUs per VM are checked against the machine type's
 // accelerators (A2), or the instance template's attached GPUs (N1), and
 // the GPU model filled in; a template of another machine type, or a
-// pool whose gpus_per_node is wrong, is refused, naming the pool.
+// pool whose gpus_per_node is wrong, is refused, naming the pool; so is a
+// template that buys another capacity type (spot or not, a reserved pool
+// off its reservation, or a max the reservation cannot hold).
 func TestResolve(t *testing.T) {
 	const global = "https://www.googleapis.com/compute/v1/projects/ml/global/instanceTemplates/"
 	tests := []struct {
@@ -254,7 +256,15 @@ func TestResolve(t *testing.T) {
 		gpus                         int
 		regional                     bool
 		model, err                   string
+		capacity                     fleet.CapacityType
+		max                          int
 	}{
+		{name: "spot", template: "spot-template", instanceType: "a2-highgpu-8g", gpus: 8, capacity: fleet.Spot, model: "A100"},
+		{name: "spot pool on a standard template", template: "a100-template", instanceType: "a2-highgpu-8g", gpus: 8, capacity: fleet.Spot, err: "capacity is spot, but"},
+		{name: "on-demand pool on a spot template", template: "spot-template", instanceType: "a2-highgpu-8g", gpus: 8, err: "makes spot VMs"},
+		{name: "reserved", template: "reserved-template", instanceType: "a2-highgpu-8g", gpus: 8, capacity: fleet.Reserved, max: 4, model: "A100"},
+		{name: "reserved above its reservation", template: "reserved-template", instanceType: "a2-highgpu-8g", gpus: 8, capacity: fleet.Reserved, max: 6, err: "reservation a100-reservation in us-central1-a holds 4 VMs"},
+		{name: "reserved on no reservation", template: "a100-template", instanceType: "a2-highgpu-8g", gpus: 8, capacity: fleet.Reserved, max: 4, err: "does not consume one specific reservation"},
 		{name: "a2 from its machine type", template: "a100-template", instanceType: "a2-highgpu-8g", gpus: 8, model: "A100"},
 		{name: "a regional group", template: "a100-template", instanceType: "a2-highgpu-8g", gpus: 8, regional: true, model: "A100"},
 		{name: "n1 from its template", template: "t4-template", instanceType: "n1-standard-16", gpus: 4, model: "T4"},
@@ -276,6 +286,12 @@ func TestResolve(t *testing.T) {
 			f.addGroup(g, 0)
 			pool := migPool("gcp-pool", s)
 			pool.InstanceType, pool.GPUsPerNode = tt.instanceType, tt.gpus
+			if tt.capacity != "" {
+				pool.Capacity = tt.capacity
+			}
+			if tt.max > 0 {
+				pool.Max = tt.max
+			}
 			pools := []fleet.Pool{pool, {Name: "aws-pool", Provider: fleet.ProviderAWS}}
 			err := newTestProvider(t, f, nil).Resolve(context.Background(), pools)
 			switch {

@@ -60,7 +60,7 @@ func TestRoleCoversCalls(t *testing.T) {
 		"instances.Get":             "compute.instances.get",
 		"new.InstanceGroupManagers": "", "new.RegionInstanceGroupManagers": "", "new.Instances": "",
 		"new.MachineTypes": "compute.machineTypes.get", "new.InstanceTemplates": "compute.instanceTemplates.get",
-		"new.RegionInstanceTemplates": "compute.instanceTemplates.get",
+		"new.RegionInstanceTemplates": "compute.instanceTemplates.get", "new.Reservations": "compute.reservations.get",
 	}
 	seen := 0
 	for _, f := range []string{"gcp.go", "mig.go", "facts.go"} {
@@ -93,10 +93,16 @@ func TestRoleCoversCalls(t *testing.T) {
 		f.slowOps = 1
 		f.addGroup(&fakeGroup{project: s.Project, zone: s.Zone, region: s.Region, name: s.MIG,
 			template: "https://www.googleapis.com/compute/v1/projects/ml/global/instanceTemplates/a100-template"}, 1)
+		f.addGroup(&fakeGroup{project: s.Project, zone: s.Zone, region: s.Region, name: "reserved",
+			template: "https://www.googleapis.com/compute/v1/projects/ml/global/instanceTemplates/reserved-template"}, 1)
 		p := newTestProvider(t, f, nil)
 		pool := migPool("gcp-a100", s)
+		reserved := s
+		reserved.MIG = "reserved"
+		res := migPool("gcp-reserved", reserved)
+		res.Capacity, res.Max = fleet.Reserved, 4
 		ctx := context.Background()
-		if err := p.Resolve(ctx, []fleet.Pool{pool}); err != nil {
+		if err := p.Resolve(ctx, []fleet.Pool{pool, res}); err != nil {
 			t.Fatal(err)
 		}
 		if err := p.Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 2, Key: "k"}); err != nil {
