@@ -404,10 +404,17 @@ TestPropertySafety|TestSpotNotices
 
 spot notices not watched by the agent command
 cmd/autoscaler/agent.go
-"\tif *notices == \"aws\" {"
+"\tif *notices != \"none\" {"
 "\tif false {"
 ./cmd/autoscaler
 TestAgentSpotNotice
+
+GCE preemption notices not read by the agent command
+cmd/autoscaler/agent.go
+"\t\t\tw.Source = &spot.GCE{Endpoint: *gceEndpoint}"
+"\t\t\t_ = gceEndpoint"
+./cmd/autoscaler
+TestAgentGCEPreemption
 
 a drain's confirmation stands for ever
 agent/agent.go
