@@ -37,7 +37,7 @@ func newMetrics() *metrics {
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_actions_total",
 			Help: "Actions carried out, by kind, pool and result (ok, error, or refused: a launch the cloud refused for capacity or quota); a launch of several nodes is one action."}, []string{"kind", "pool", "result"}),
 		capacityErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_capacity_errors_total",
-			Help: "Launches the cloud refused (capacity, quota, a group it is changing, a bad request or a missing group), which back the pool off, by pool."}, []string{"pool"}),
+			Help: "Launches the cloud refused (capacity, quota, a group it is changing, a bad request or a missing group), or took and then failed to make for capacity or quota (a managed instance group's stockout), which back the pool off, by pool."}, []string{"pool"}),
 		describeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_describe_errors_total",
 			Help: "Cycles in which a pool's group could not be read (the pool is then left as it is), by pool."}, []string{"pool"}),
 		demandSourceErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetcast_demand_source_errors_total",

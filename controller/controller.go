@@ -253,6 +253,7 @@ func (c *Controller) RunCycle(ctx context.Context) (loop.CycleResult, error) {
 	for _, n := range plan.Notes {
 		c.log.Info("plan note", "note", n.Text, "code", n.Code)
 	}
+	failing := map[string]bool{}
 	for i, a := range plan.Actions {
 		o := r.Outcomes[i]
 		if o.Result == loop.DryRun {
@@ -270,6 +271,12 @@ func (c *Controller) RunCycle(ctx context.Context) (loop.CycleResult, error) {
 			result = "error"
 		}
 		c.metrics.actions.WithLabelValues(string(a.Kind), a.Pool, result).Inc()
+		if a.Kind == planner.Terminate && a.Code == planner.ReasonLaunchFailing && o.Err == nil && !failing[a.Pool] {
+			// Launches the cloud took and then could not make: once a
+			// cycle, as the pool is backed off once.
+			failing[a.Pool] = true
+			c.metrics.capacityErrors.WithLabelValues(a.Pool).Inc()
+		}
 	}
 	return r, err
 }
@@ -474,7 +481,7 @@ type seenGroup struct {
 func (c *Controller) backOffRefused(now time.Time, r Recovered) error {
 	for _, pool := range slices.Sorted(maps.Keys(r.Refused)) {
 		c.metrics.capacityErrors.WithLabelValues(pool).Inc()
-		if err := c.loop.BackOff(now, pool, r.Refused[pool].Error()); err != nil {
+		if err := c.loop.BackOff(now, pool, r.Refused[pool].Error(), providers.OutOfCapacity(r.Refused[pool])); err != nil {
 			return err
 		}
 	}
@@ -681,6 +688,9 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 				// have reported to this process yet).
 				n.State = fleet.Pending
 				n.LaunchedAt = later(own.at[in.ID], c.started)
+				if in.Failing != nil && in.State == providers.InstancePending {
+					n.LaunchFailing = in.Failing.Error()
+				}
 				if in.Owed || isUnlisted(in.ID) {
 					c.standIns[in.ID] = own.by[in.ID]
 				}

@@ -116,6 +116,10 @@ type Node struct {
 	State NodeState `json:"state"`
 	// LaunchedAt is when the cloud was asked for the node.
 	LaunchedAt time.Time `json:"launched_at"`
+	// LaunchFailing is the cloud's reason it is failing to create a
+	// pending node (a zone out of GPUs, a quota), as the cloud reports it
+	// while it keeps retrying (providers.Instance.Failing); empty otherwise.
+	LaunchFailing string `json:"launch_failing,omitempty"`
 	// LastReport is when the node's agent last reported; zero if never.
 	LastReport time.Time `json:"last_report,omitzero"`
 	// IdleSince is when the node last became free of jobs; zero if it holds

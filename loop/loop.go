@@ -347,9 +347,13 @@ func (l *Loop) annotate(now time.Time, st *fleet.State) error {
 	}
 	var nodes map[string]int
 	if len(backoffs) > 0 {
+		// What each pool's cloud supplied: nodes that came up, not
+		// launches it may still fail to make.
 		nodes = make(map[string]int, len(backoffs))
 		for i := range st.Nodes {
-			nodes[st.Nodes[i].Pool]++
+			if s := st.Nodes[i].State; s == fleet.Ready || s == fleet.Draining {
+				nodes[st.Nodes[i].Pool]++
+			}
 		}
 	}
 	for i := range st.Pools {
@@ -374,6 +378,9 @@ func (l *Loop) annotate(now time.Time, st *fleet.State) error {
 					return err
 				}
 				continue
+			}
+			if b.Refused.IsZero() {
+				continue // backed off, but not for capacity
 			}
 			// What the pool's cloud has supplied since it refused.
 			if n := nodes[ps.Name]; n > b.Held && !ps.IsUnobserved() {
@@ -446,6 +453,16 @@ func (l *Loop) forecast(now time.Time) forecast.Forecast {
 func (l *Loop) act(ctx context.Context, f Fleet, now time.Time, plan *planner.Plan) ([]Outcome, error) {
 	out := outcomes(plan, Done)
 	var errs []error
+	// A pool is backed off once a cycle, however many of its launches
+	// failed in it.
+	backedOff := map[string]bool{}
+	backOff := func(pool, reason string, outOfCapacity bool) error {
+		if backedOff[pool] {
+			return nil
+		}
+		backedOff[pool] = true
+		return l.BackOff(now, pool, reason, outOfCapacity)
+	}
 	for i := range plan.Actions {
 		a := &plan.Actions[i]
 		var err error
@@ -456,7 +473,7 @@ func (l *Loop) act(ctx context.Context, f Fleet, now time.Time, plan *planner.Pl
 				// Expected on a cloud out of GPUs: the pool backs off and
 				// the next plan falls back to other pools. Not a failure.
 				out[i] = Outcome{Result: Refused, Err: err}
-				if err := l.BackOff(now, a.Pool, err.Error()); err != nil {
+				if err := backOff(a.Pool, err.Error(), providers.OutOfCapacity(err)); err != nil {
 					errs = append(errs, err)
 				}
 				continue
@@ -467,7 +484,8 @@ func (l *Loop) act(ctx context.Context, f Fleet, now time.Time, plan *planner.Pl
 		case planner.Terminate:
 			err = f.Terminate(ctx, now, a)
 			if err == nil && a.BackOff {
-				err = followUp(l.BackOff(now, a.Pool, a.Reason))
+				// A node that never came up: the cloud did not supply it.
+				err = followUp(backOff(a.Pool, a.Reason, true))
 			}
 		case planner.Drain:
 			d := state.Drain{Node: a.Node, Pool: a.Pool, Started: now, Deadline: now.Add(l.o.Config.Drain.Timeout)}
@@ -492,22 +510,31 @@ func (l *Loop) act(ctx context.Context, f Fleet, now time.Time, plan *planner.Pl
 	return out, errors.Join(errs...)
 }
 
-// BackOff records pool's next back-off after a capacity error at now:
-// longer with each failure in a row (providers.Backoff).
-func (l *Loop) BackOff(now time.Time, pool, reason string) error {
-	failures, held := 1, 0
+// BackOff records pool's next back-off after an error at now that
+// providers.ShouldBackOff accepts: longer with each failure in a row
+// (providers.Backoff). outOfCapacity says the cloud had no capacity for
+// it (providers.OutOfCapacity, or a node that never came up): the refusal
+// is then remembered (state.Backoff.Refused) and what the pool held
+// counted from now; a busy group or a refusal of another kind keeps the
+// last refusal's.
+func (l *Loop) BackOff(now time.Time, pool, reason string, outOfCapacity bool) error {
+	b := state.Backoff{Pool: pool}
 	bs, err := l.o.Books.Backoffs()
 	if err != nil {
 		return err
 	}
-	for _, b := range bs {
-		if b.Pool == pool {
-			failures, held = b.Failures+1, b.Held
+	for _, old := range bs {
+		if old.Pool == pool {
+			b = old
 		}
 	}
-	until := now.Add(providers.Backoff(failures))
-	l.log.Warn("pool backed off", "pool", pool, "until", until, "failures", failures, "reason", reason)
-	return l.o.Books.PutBackoff(state.Backoff{Pool: pool, Failures: failures, Until: until, Reason: reason, Refused: now, Held: held})
+	b.Failures++
+	b.Until, b.Reason = now.Add(providers.Backoff(b.Failures)), reason
+	if outOfCapacity {
+		b.Refused, b.Held = now, 0
+	}
+	l.log.Warn("pool backed off", "pool", pool, "until", b.Until, "failures", b.Failures, "reason", reason)
+	return l.o.Books.PutBackoff(b)
 }
 
 // RefusalMemory is how long a pool's cloud refusing it capacity is
@@ -525,7 +552,12 @@ func (l *Loop) launched(pool string) error {
 		return err
 	}
 	for _, b := range bs {
-		if b.Pool == pool && (b.Failures != 0 || !b.Until.IsZero()) {
+		switch {
+		case b.Pool != pool:
+		case b.Refused.IsZero():
+			// Backed off, never for capacity: nothing to remember.
+			return l.o.Books.DeleteBackoff(pool)
+		case b.Failures != 0 || !b.Until.IsZero():
 			b.Failures, b.Until = 0, time.Time{}
 			return l.o.Books.PutBackoff(b)
 		}

@@ -152,6 +152,60 @@ func TestLaunchBooks(t *testing.T) {
 	}
 }
 
+// TestBusyIsNoRefusal: a pool backed off for a busy group (no lack of
+// capacity) is not counted as refused, and a launch ends its back-off
+// with nothing remembered; after a refusal, only nodes that came up count
+// as what the pool held, not launches it may still fail to make.
+func TestBusyIsNoRefusal(t *testing.T) {
+	l, f := newScripted(t, false)
+	ctx := context.Background()
+	f.st.PendingGPUs, f.demand = 16, 16
+	f.launchErr = &providers.GroupBusyError{Pool: "od", Reason: "an instance refresh"}
+	now := t0
+	l.Cycle(ctx, f, now)
+	bs, _ := f.books.Backoffs()
+	if len(bs) != 1 || !bs[0].Refused.IsZero() {
+		t.Fatalf("back-offs %+v; want one, not a refusal", bs)
+	}
+	now = bs[0].Until
+	if r, _ := l.Cycle(ctx, f, now); r.State.Pools[0].Refused {
+		t.Fatalf("pool status %+v; want not refused", r.State.Pools[0])
+	}
+	f.launchErr = nil
+	now = now.Add(providers.Backoff(2))
+	l.Cycle(ctx, f, now)
+	if bs, _ := f.books.Backoffs(); len(bs) != 0 {
+		t.Fatalf("back-offs %+v after a launch; want none", bs)
+	}
+
+	f.launchErr = &providers.InsufficientCapacityError{Pool: "od", Err: errors.New("no GPUs")}
+	now = now.Add(time.Hour)
+	l.Cycle(ctx, f, now)
+	f.st.PendingGPUs, f.demand = 0, 0
+	f.st.Nodes = []fleet.Node{{ID: "i-1", Pool: "od", State: fleet.Ready, LaunchedAt: now},
+		{ID: "i-2", Pool: "od", State: fleet.Pending, LaunchedAt: now, LaunchFailing: "ZONE_RESOURCE_POOL_EXHAUSTED"}}
+	now = now.Add(time.Minute)
+	if r, _ := l.Cycle(ctx, f, now); !r.State.Pools[0].Refused || r.State.Pools[0].HeldSinceRefusal != 1 {
+		t.Fatalf("pool status %+v; want refused, held 1 (the node that came up)", r.State.Pools[0])
+	}
+}
+
+// TestBackOffOncePerCycle: two launches of a pool failing in one cycle
+// back it off once, as one failure.
+func TestBackOffOncePerCycle(t *testing.T) {
+	l, f := newScripted(t, false)
+	plan := planner.Plan{Actions: []planner.Action{
+		{Kind: planner.Terminate, Pool: "od", Node: "a", BackOff: true, Reason: "the cloud is failing to create it"},
+		{Kind: planner.Terminate, Pool: "od", Node: "b", BackOff: true, Reason: "the cloud is failing to create it"},
+	}}
+	if _, err := l.act(context.Background(), f, t0, &plan); err != nil {
+		t.Fatal(err)
+	}
+	if bs, _ := f.books.Backoffs(); len(bs) != 1 || bs[0].Failures != 1 || !bs[0].Until.Equal(t0.Add(providers.Backoff(1))) || !bs[0].Refused.Equal(t0) {
+		t.Fatalf("back-offs %+v; want one failure, refused at %v", bs, t0)
+	}
+}
+
 // TestActBooks: each kind of action keeps its books, and what became of
 // it is its outcome: a failure Failed, a failure after it was done Done
 // with the error; a drain is counted in its pool's recent drains for the

@@ -33,6 +33,9 @@ func TestLeftToFaster(t *testing.T) {
 	tests := []struct {
 		name   string
 		spot   fleet.Pool
+		slow   *fleet.Pool
+		limits fleet.Limits
+		unmet  bool // over the limits: demand unmet is noted
 		status fleet.PoolStatus
 		nodes  []fleet.Node
 		want   []launch
@@ -78,6 +81,32 @@ func TestLeftToFaster(t *testing.T) {
 		want:  []launch{{"gcp", 2}},
 		later: []launch{{"a-spot", 2}},
 	}, {
+		name:   "no more is left than the fleet's max_gpus leaves room for",
+		spot:   spot,
+		limits: fleet.Limits{MaxGPUs: 4},
+		slow: func() *fleet.Pool {
+			p := pool("gcp", fleet.OnDemand, 29, 12*time.Minute, 0, 40)
+			p.GPUsPerNode = 1
+			return &p
+		}(),
+		want:  []launch{{"gcp", 4}},
+		unmet: true,
+		later: []launch{{"gcp", 4}},
+	}, {
+		name:   "what is left holds the room the limits leave: the dearer pool does not take it",
+		spot:   spot,
+		limits: fleet.Limits{MaxGPUs: 8},
+		left:   true,
+		unmet:  true,
+		later:  []launch{{"spot", 1}},
+	}, {
+		name:   "nor more than max_spend_per_hour leaves room for",
+		spot:   spot,
+		limits: fleet.Limits{MaxSpendPerHour: 20},
+		left:   true,
+		unmet:  true,
+		later:  []launch{{"spot", 1}},
+	}, {
 		name:  "a pool that boots no sooner buys for itself",
 		spot:  pool("spot", fleet.Spot, 12, 12*time.Minute, 0, 10),
 		want:  []launch{{"spot", 2}},
@@ -86,6 +115,9 @@ func TestLeftToFaster(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pools := []fleet.Pool{tt.spot, slow}
+			if tt.slow != nil {
+				pools[1] = *tt.slow
+			}
 			st := fleet.State{Nodes: tt.nodes}
 			if tt.status.Name != "" {
 				st.Pools = []fleet.PoolStatus{tt.status}
@@ -100,7 +132,11 @@ func TestLeftToFaster(t *testing.T) {
 				}
 				return got
 			}
-			in := Input{Settings: testConfig(pools...).Settings(), State: &st, Forecast: step(16), Now: t0}
+			cfg := testConfig(pools...)
+			if tt.limits != (fleet.Limits{}) {
+				cfg.Limits.MaxGPUs, cfg.Limits.MaxSpendPerHour = tt.limits.MaxGPUs, tt.limits.MaxSpendPerHour
+			}
+			in := Input{Settings: cfg.Settings(), State: &st, Forecast: step(16), Now: t0}
 			p := Make(in)
 			if got := launches(p); !slices.Equal(got, tt.want) {
 				t.Errorf("launches %v, want %v\n%s", got, tt.want, describe(p))
@@ -108,8 +144,8 @@ func TestLeftToFaster(t *testing.T) {
 			if got := len(notesCoded(p, ReasonLeftToFaster)) > 0; got != tt.left {
 				t.Errorf("left to a faster pool noted: %v, want %v\n%s", got, tt.left, describe(p))
 			}
-			if n := len(notesCoded(p, ReasonUnmetDemand)); n != 0 {
-				t.Errorf("%d unmet-demand notes for what was left\n%s", n, describe(p))
+			if got := len(notesCoded(p, ReasonUnmetDemand)) > 0; got != tt.unmet {
+				t.Errorf("unmet demand noted: %v, want %v (none for what was left)\n%s", got, tt.unmet, describe(p))
 			}
 			// Three minutes on, the faster pool's lead time reaches the
 			// step (nothing having been launched before).

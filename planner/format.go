@@ -25,6 +25,10 @@ func provisionTimeoutReason(since, timeout time.Duration) string {
 	return fmt.Sprintf("launched %s ago and not ready by its provisioning deadline (%s); pool backed off", age(since), age(timeout))
 }
 
+func launchFailingReason(since time.Duration, why string) string {
+	return fmt.Sprintf("launched %s ago, and the cloud is failing to create it (%s); terminated, pool backed off", age(since), why)
+}
+
 func interruptedReason(at time.Time) string {
 	return fmt.Sprintf("spot interruption notice: the cloud takes it at %s; its agent asked its jobs to checkpoint; not counted as capacity (replaced)", clock(at))
 }

@@ -51,7 +51,7 @@ func (p *planner) launch(t *tally) {
 			}
 			continue
 		}
-		if pp.left = p.leftToFaster(order, pp, gap); pp.left > 0 {
+		if pp.left = p.leftToFaster(t, order, pp, gap); pp.left > 0 {
 			p.note(ReasonLeftToFaster, leftToFasterNote(pp, pp.left, gap, at))
 			if gap -= pp.left; gap <= 0 {
 				continue
@@ -85,11 +85,14 @@ func (p *planner) launch(t *tally) {
 // need then says, a cycle or more from now. They are counted on up to
 // their max, and a pool its cloud refused since its last launch up to
 // what it held since (fleet.PoolStatus.HeldSinceRefusal); a pool that
-// cannot launch now is not counted on. What they are counted on for is
-// added to their deferred nodes, so that no two pools count on the same
-// room. If one is refused when its time comes, pp buys the rest then,
-// late by at most the difference of their lead times.
-func (p *planner) leftToFaster(order []*poolPlan, pp *poolPlan, gap int) int {
+// cannot launch now is not counted on, nor more than the fleet's limits
+// (max_gpus, max_spend_per_hour) leave room for. What they are counted on
+// for is added to their deferred nodes, and to the fleet's (t), so that
+// no two pools count on the same room. If one is refused when its time
+// comes, pp buys the rest then, late by the difference of their lead
+// times and however long the refusal takes to show (at a launch, or for
+// a launch that never comes up, at its provisioning deadline).
+func (p *planner) leftToFaster(t *tally, order []*poolPlan, pp *poolPlan, gap int) int {
 	left := 0
 	for _, c := range order {
 		if left >= gap || c == pp {
@@ -104,11 +107,20 @@ func (p *planner) leftToFaster(order []*poolPlan, pp *poolPlan, gap int) int {
 			room = min(room, c.status.HeldSinceRefusal-c.size)
 		}
 		gpn := c.spec.GPUsPerNode
-		n := min(room-c.deferred, (gap-left+gpn-1)/gpn)
+		room -= c.deferred
+		if m := p.cfg.Limits.MaxGPUs; m > 0 {
+			room = min(room, (m-t.fleetGPUs-t.deferredGPUs)/gpn)
+		}
+		if m := p.cfg.Limits.MaxSpendPerHour; m > 0 && c.spec.PricePerHour > 0 {
+			room = min(room, int(math.Floor((m-t.spend-t.deferredSpend)/c.spec.PricePerHour)))
+		}
+		n := min(room, (gap-left+gpn-1)/gpn)
 		if n <= 0 {
 			continue
 		}
 		c.deferred += n
+		t.deferredGPUs += n * gpn
+		t.deferredSpend += float64(n) * c.spec.PricePerHour
 		left += n * gpn
 	}
 	return min(left, gap)
@@ -194,8 +206,9 @@ func cmpBool(a, b bool) int {
 }
 
 // launchIn adds a launch of up to n nodes to pp, within its max and the
-// fleet's limits (t.fleetGPUs and t.spend, to which it adds the launch),
-// and returns how many it launched. purpose says what the nodes are for,
+// fleet's limits (t.fleetGPUs and t.spend, to which it adds the launch,
+// with the room left to cheaper pools that boot sooner: deferredGPUs,
+// deferredSpend), and returns how many it launched. purpose says what the nodes are for,
 // in notes; code and why are the action's reason.
 func (p *planner) launchIn(t *tally, pp *poolPlan, n int, purpose string, code Reason, why string) int {
 	spec := pp.spec
@@ -205,11 +218,11 @@ func (p *planner) launchIn(t *tally, pp *poolPlan, n int, purpose string, code R
 	}
 	limit := cause{ReasonPoolAtMax, fmt.Sprintf("its max of %d", spec.Max)}
 	room, fleetLimit := spec.Max-pp.size, ""
-	if m := p.cfg.Limits.MaxGPUs; m > 0 && (m-t.fleetGPUs)/spec.GPUsPerNode < room {
-		room, limit, fleetLimit = (m-t.fleetGPUs)/spec.GPUsPerNode, cause{ReasonMaxGPUs, fmt.Sprintf("limits.max_gpus (%d)", m)}, "limits.max_gpus"
+	if m := p.cfg.Limits.MaxGPUs; m > 0 && (m-t.fleetGPUs-t.deferredGPUs)/spec.GPUsPerNode < room {
+		room, limit, fleetLimit = (m-t.fleetGPUs-t.deferredGPUs)/spec.GPUsPerNode, cause{ReasonMaxGPUs, fmt.Sprintf("limits.max_gpus (%d)", m)}, "limits.max_gpus"
 	}
 	if m := p.cfg.Limits.MaxSpendPerHour; m > 0 && spec.Capacity != fleet.Reserved && spec.PricePerHour > 0 {
-		if r := int(math.Floor((m - t.spend) / spec.PricePerHour)); r < room {
+		if r := int(math.Floor((m - t.spend - t.deferredSpend) / spec.PricePerHour)); r < room {
 			room, limit, fleetLimit = r, cause{ReasonMaxSpend, fmt.Sprintf("limits.max_spend_per_hour ($%.2f)", m)}, "limits.max_spend_per_hour"
 		}
 	}
@@ -241,7 +254,7 @@ func (p *planner) unavailable(pp *poolPlan) cause {
 	case pp.status.IsUnobserved():
 		return cause{ReasonPoolUnobserved, unobserved(pp)}
 	case pp.failing:
-		return cause{ReasonPoolFailing, "a node of the pool missed its provisioning deadline this cycle"}
+		return cause{ReasonPoolFailing, "a node of the pool missed its provisioning deadline this cycle, or the cloud is failing to create one"}
 	case p.now.Before(pp.status.BackoffUntil):
 		return cause{ReasonBackedOff, backedOffText(pp.status)}
 	case pp.size >= pp.spec.Max:

@@ -39,6 +39,10 @@ func TestNeverReadCountsAtMax(t *testing.T) {
 			if got != tt.want || len(notesCoded(p, ReasonPoolNeverRead)) != 1 {
 				t.Fatalf("%d aws nodes launched, want %d (and the note)\n%s", got, tt.want, describe(p))
 			}
+			// What the fleet costs is what is known: nothing runs yet.
+			if p.CostPerHourBefore != 0 || p.CostPerHourAfter != float64(got*32) {
+				t.Fatalf("cost per hour %v before, %v after; want 0, then the aws launches' %d", p.CostPerHourBefore, p.CostPerHourAfter, got*32)
+			}
 		})
 	}
 }

@@ -53,6 +53,16 @@ func (p *planner) observe(t *tally) {
 				pp.countStuck(t)
 				continue
 			}
+			if failing := n.LaunchFailing != "" && !n.Unknown && len(n.Jobs) == 0; failing && !pp.status.IsUnobserved() {
+				// The cloud says it cannot make the node now: not waited
+				// for until the deadline. Terminated, so the cloud stops
+				// retrying it once the demand has gone elsewhere.
+				pp.failing = true
+				p.add(Action{Kind: Terminate, Pool: pp.spec.Name, Node: n.ID, BackOff: true, Code: ReasonLaunchFailing,
+					Reason: launchFailingReason(p.now.Sub(n.LaunchedAt), n.LaunchFailing)})
+				pp.countStuck(t)
+				continue
+			}
 			if p.now.After(deadline) && len(n.Jobs) == 0 {
 				if pp.status.IsUnobserved() {
 					// Not counted on, and not terminated blind; it still
@@ -121,6 +131,7 @@ func (p *planner) observe(t *tally) {
 		pp.size++
 		t.fleetGPUs += gpn
 	}
+	known := 0.0
 	for _, pp := range p.pools {
 		// Drains recorded by the caller include those still in progress,
 		// which were counted from the nodes above.
@@ -132,6 +143,7 @@ func (p *planner) observe(t *tally) {
 		}
 		pp.drainsInWindow = max(pp.drainsInWindow, recorded)
 		billed := pp.billed
+		known += pp.cost(billed)
 		if pp.status.NeverRead() {
 			// Its size is unknown: counted at its max against the fleet's
 			// limits (DESIGN.md rule 3), so that the pools that can be
@@ -143,7 +155,9 @@ func (p *planner) observe(t *tally) {
 		}
 		t.spend += pp.cost(billed)
 	}
-	p.plan.CostPerHourBefore = t.spend
+	// What the fleet is known to cost: a pool never read is counted at its
+	// max against the limits only.
+	p.plan.CostPerHourBefore = known
 	if m := p.cfg.Limits.MaxSpendPerHour; m > 0 && t.spend > m {
 		p.note(ReasonMaxSpend, overSpendNote(t.spend, m))
 	}

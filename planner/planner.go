@@ -47,7 +47,8 @@ type poolPlan struct {
 	// share of the pool that scale-in may drain.
 	stuck int
 	// failing is set by observe when a node of the pool missed its
-	// provisioning deadline: launch buys nothing in the pool.
+	// provisioning deadline, or the cloud is failing to create one:
+	// launch buys nothing in the pool.
 	failing bool
 	// candidates are ready nodes that scale-in may remove (observe).
 	candidates []candidate
@@ -115,6 +116,11 @@ type tally struct {
 	// whether used or not). Observe sets it, launch adds its launches' and
 	// keeps it within limits.max_spend_per_hour.
 	spend float64
+	// deferredGPUs and deferredSpend are what the pools counted on by
+	// leftToFaster would add to fleetGPUs and spend: no more is counted
+	// on than the fleet's limits leave.
+	deferredGPUs  int
+	deferredSpend float64
 	// launches are this plan's launches, with when they will be ready:
 	// launch adds them, and counts them as capacity (have) from then on.
 	launches []launched

@@ -257,6 +257,21 @@ func TestPlanScenarios(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a launch the cloud is failing to create is terminated at once and the pool backed off; another's is left",
+		cfg:  testConfig(od, pool("gcp", fleet.OnDemand, 40, 12*time.Minute, 0, 10)),
+		state: fleet.State{PendingGPUs: 16, Nodes: []fleet.Node{
+			{ID: "failing", Pool: "od", State: fleet.Pending, LaunchedAt: t0.Add(-2 * time.Minute), LaunchFailing: "ZONE_RESOURCE_POOL_EXHAUSTED"},
+			{ID: "theirs", Pool: "od", State: fleet.Pending, LaunchedAt: t0.Add(-2 * time.Minute), LaunchFailing: "ZONE_RESOURCE_POOL_EXHAUSTED", Unknown: true}}},
+		fc: flat(0),
+		check: func(t *testing.T, p Plan) {
+			a := p.Actions
+			if len(a) != 2 || a[0].Kind != Terminate || a[0].Node != "failing" || a[0].Code != ReasonLaunchFailing || !a[0].BackOff ||
+				!strings.Contains(a[0].Reason, "ZONE_RESOURCE_POOL_EXHAUSTED") ||
+				a[1].Kind != Launch || a[1].Pool != "gcp" || a[1].Count != 1 || a[1].Code != ReasonDemandNow {
+				t.Fatalf("actions = %+v; want the failing launch terminated, and one node (the other launch still counted) bought in gcp", a)
+			}
+		},
+	}, {
 		name: "an idle orphan is reaped, within the cycle's scale-in budget",
 		cfg:  func() *config.Config { c := testConfig(od); c.Limits.MaxScaleInPerCycle = 1; return c }(),
 		state: fleet.State{Nodes: []fleet.Node{ready("a", "od"), ready("b", "od"),

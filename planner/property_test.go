@@ -157,6 +157,11 @@ func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
 		State:      rapid.SampledFrom([]fleet.NodeState{fleet.Pending, fleet.Ready, fleet.Ready, fleet.Draining, fleet.Terminating}).Draw(t, "state"),
 		LaunchedAt: minutesAgo(t, "launched", 0, 600),
 	}
+	if n.State == fleet.Pending && rapid.IntRange(0, 6).Draw(t, "launchFailing") == 0 {
+		// The cloud says it is failing to create it (a stockout in a
+		// managed instance group's last attempt).
+		n.LaunchFailing = "ZONE_RESOURCE_POOL_EXHAUSTED"
+	}
 	if n.State != fleet.Pending && rapid.IntRange(0, 5).Draw(t, "reported") > 0 {
 		n.LastReport = minutesAgo(t, "report", 0, 15)
 	}
@@ -265,7 +270,7 @@ func silent(in Input, n *fleet.Node) bool {
 var codesOf = map[ActionKind][]Reason{
 	Launch:      {ReasonBelowMin, ReasonReservedBaseline, ReasonForecast, ReasonDemandNow, ReasonScopedDemand, ReasonAnnounced},
 	Drain:       {ReasonAboveMax, ReasonIdle, ReasonCheckpointed, ReasonReap},
-	Terminate:   {ReasonProvisionTimeout, ReasonDrainedEmpty, ReasonDrainedCheckpointed, ReasonReapDrained},
+	Terminate:   {ReasonProvisionTimeout, ReasonLaunchFailing, ReasonDrainedEmpty, ReasonDrainedCheckpointed, ReasonReapDrained},
 	CancelDrain: {ReasonDrainTimeout},
 	Hold: {ReasonPoolUnobserved, ReasonUnknownNotReady, ReasonUnknownSilent, ReasonInterrupted, ReasonAgentSilent,
 		ReasonGPUFault, ReasonNeverCheckpointed, ReasonCheckpointTooOld, ReasonNoCheckpointSinceCancel,
@@ -381,8 +386,8 @@ func TestPropertySafety(t *testing.T) {
 				pool := poolNamed(cfg.Pools, n.Pool)
 				if n.State == fleet.Pending {
 					failing[n.Pool] = true
-					if len(n.Jobs) > 0 || !in.Now.After(n.LaunchedAt.Add(pool.ProvisionTimeout)) {
-						t.Fatalf("terminate of a pending node before its deadline: %+v", a)
+					if len(n.Jobs) > 0 || n.Unknown || !in.Now.After(n.LaunchedAt.Add(pool.ProvisionTimeout)) && n.LaunchFailing == "" {
+						t.Fatalf("terminate of a pending node before its deadline, its cloud not failing to create it: %+v", a)
 					}
 					continue
 				}
@@ -562,7 +567,7 @@ func TestPropertySafety(t *testing.T) {
 					supply += p.GPUsPerNode
 				}
 			case fleet.Pending:
-				late := in.Now.After(n.LaunchedAt.Add(p.ProvisionTimeout))
+				late := in.Now.After(n.LaunchedAt.Add(p.ProvisionTimeout)) || n.LaunchFailing != "" && !n.Unknown
 				if !late || (len(n.Jobs) > 0 && !n.Unknown) {
 					supply += p.GPUsPerNode
 				}
@@ -721,7 +726,7 @@ func forecastValues(p Plan) [][]float64 {
 func poolSize(in Input, p *fleet.Pool) int {
 	n := 0
 	for _, node := range in.State.Nodes {
-		late := node.State == fleet.Pending && len(node.Jobs) == 0 && in.Now.After(node.LaunchedAt.Add(p.ProvisionTimeout)) &&
+		late := node.State == fleet.Pending && len(node.Jobs) == 0 && (in.Now.After(node.LaunchedAt.Add(p.ProvisionTimeout)) || node.LaunchFailing != "" && !node.Unknown) &&
 			!unobservedPool(in, p.Name)
 		if node.Pool == p.Name && node.State != fleet.Terminating && !late {
 			n++

@@ -125,7 +125,8 @@ const (
 	// against the fleet's limits.
 	ReasonPoolNeverRead
 	// ReasonPoolFailing: a node of the pool missed its provisioning
-	// deadline this cycle: nothing is launched in it.
+	// deadline this cycle, or the cloud is failing to create one: nothing
+	// is launched in it.
 	ReasonPoolFailing
 	// ReasonBackedOff: the pool is backed off after a capacity error.
 	ReasonBackedOff
@@ -184,6 +185,12 @@ const (
 	// ahead, are left to cheaper pools that boot sooner, which launch for
 	// them when their own lead time reaches that time.
 	ReasonLeftToFaster
+	// ReasonLaunchFailing: a launch of this controller's that the cloud
+	// says it is failing to create (fleet.Node.LaunchFailing: a zone out
+	// of GPUs, a quota) is terminated before its deadline, so the cloud
+	// stops retrying it, and the pool is backed off; the demand goes to
+	// other pools at once.
+	ReasonLaunchFailing
 
 	numReasons // one past the last
 )
@@ -238,6 +245,7 @@ var reasonNames = [numReasons]string{
 	ReasonMaxScaleInPerCycle:      "max_scale_in_per_cycle",
 	ReasonJobsWouldNotFit:         "jobs_would_not_fit",
 	ReasonAnnounced:               "announced",
+	ReasonLaunchFailing:           "launch_failing",
 	ReasonForecastCrossing:        "forecast_crossing",
 	ReasonExpectedEnds:            "expected_ends",
 	ReasonLeftToFaster:            "left_to_faster",

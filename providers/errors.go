@@ -127,6 +127,16 @@ func ShouldBackOff(err error) bool {
 	return errors.As(err, &ice) || errors.As(err, &qe) || errors.As(err, &busy) || errors.As(err, &ref) || errors.As(err, &nf)
 }
 
+// OutOfCapacity reports whether err says the cloud has no capacity for
+// the pool now: insufficient capacity or an exceeded quota. Of the errors
+// ShouldBackOff accepts, these alone say how much a pool can be counted
+// on; a busy group or a refusal says nothing of it.
+func OutOfCapacity(err error) bool {
+	var ice *InsufficientCapacityError
+	var qe *QuotaExceededError
+	return errors.As(err, &ice) || errors.As(err, &qe)
+}
+
 // Backoff is how long a pool is backed off after its failures-th
 // consecutive capacity error (1 for the first): 5 minutes, doubling up to
 // 30 minutes, as Cluster Autoscaler does for node groups.

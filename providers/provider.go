@@ -113,6 +113,12 @@ type Instance struct {
 	// instance behind it, and its ID is not stable from one read to the
 	// next. Terminating it lowers the group's target.
 	Owed bool
+	// Failing is set on a pending instance the cloud is trying and failing
+	// to create (a managed instance group's last attempt, refused for
+	// capacity or quota): one of this package's typed errors, for which
+	// ShouldBackOff holds. The cloud keeps retrying, but the capacity is
+	// not coming while it fails.
+	Failing error
 }
 
 // OfFleet reports whether the instance may be the named fleet's: tagged

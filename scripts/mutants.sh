@@ -940,6 +940,62 @@ planner/launch.go
 "\tcase pp.status.IsUnobserved() && !pp.status.NeverRead():\n\t\treturn cause{ReasonPoolUnobserved, unobserved(pp)}"
 ./planner
 TestPropertySafety|TestNeverReadCountsAtMax
+
+launch failing terminated even when not ours (planner property)
+planner/observe.go
+"n.LaunchFailing != \"\" && !n.Unknown && len(n.Jobs) == 0; failing"
+"n.LaunchFailing != \"\" && len(n.Jobs) == 0; failing"
+./planner
+TestPropertySafety|TestPlanScenarios
+
+launch failing terminated with jobs on it (planner property)
+planner/observe.go
+"n.LaunchFailing != \"\" && !n.Unknown && len(n.Jobs) == 0; failing"
+"n.LaunchFailing != \"\" && !n.Unknown; failing"
+./planner
+TestPropertySafety
+
+launch failing waited for until the deadline (planner)
+planner/observe.go
+"n.LaunchFailing != \"\" && !n.Unknown && len(n.Jobs) == 0; failing"
+"false; failing"
+./planner
+TestPlanScenarios
+
+a GCP stockout in the last attempt not reported on the instance
+providers/gcp/mig.go
+"State: instanceState(mi), Failing: lastAttempt(g, mi)}"
+"State: instanceState(mi)}"
+./providers/gcp
+TestMIGStockoutFailing
+
+left to a faster pool beyond max_gpus (planner)
+planner/launch.go
+"\t\t\troom = min(room, (m-t.fleetGPUs-t.deferredGPUs)/gpn)\n"
+"\n"
+./planner
+TestLeftToFaster
+
+a busy group remembered as a refusal (loop)
+loop/loop.go
+"\tif outOfCapacity {\n\t\tb.Refused, b.Held = now, 0\n\t}"
+"\tb.Refused, b.Held = now, 0"
+./loop
+TestBusyIsNoRefusal
+
+launches not yet up counted as held since a refusal (loop)
+loop/loop.go
+"if s := st.Nodes[i].State; s == fleet.Ready || s == fleet.Draining {"
+"if true {"
+./loop
+TestBusyIsNoRefusal
+
+a pool backed off for each failing launch of a cycle (loop)
+loop/loop.go
+"\t\tif backedOff[pool] {\n\t\t\treturn nil\n\t\t}\n"
+""
+./loop
+TestBackOffOncePerCycle
 EOF
 }
 

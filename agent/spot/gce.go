@@ -35,7 +35,8 @@ type GCE struct {
 	// Endpoint is the metadata server's base URL; GCEMetadataEndpoint
 	// when empty.
 	Endpoint string
-	// Client makes the requests; when nil, one with a 2-second timeout.
+	// Client makes the requests; when nil, one with a 2-second timeout
+	// that uses no proxy.
 	Client *http.Client
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
@@ -44,7 +45,10 @@ type GCE struct {
 	seen time.Time // when the preemption was first seen; zero if none
 }
 
-var defaultGCEClient = &http.Client{Timeout: 2 * time.Second}
+// defaultGCEClient reaches the metadata server directly, never through a
+// proxy (HTTP_PROXY is for the outside world), as Google's own metadata
+// client does.
+var defaultGCEClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}
 
 // Poll reads GCEPreemptedPath once: an interruption notice while the VM is
 // preempted, nothing before. An answer that is neither TRUE nor FALSE, or

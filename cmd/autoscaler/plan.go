@@ -107,7 +107,9 @@ func makeForecast(cfg *config.Config, history fleet.Series) (forecast.Forecast, 
 // at hand, every instance is unknown (a running one ready with a silent
 // agent, so nothing is drained on its account, and none terminated at a
 // provisioning deadline) and there is no demand history (so the plan is
-// reactive).
+// reactive). A pool that cannot be read (its cloud unreachable) is left
+// alone and counted at its max, as the controller does, so that the
+// others are planned for.
 func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time.Time) (fleet.State, error) {
 	if registry.Simulated(cfg.Pools) {
 		_, st := sim.Generate(cfg, now)
@@ -122,7 +124,12 @@ func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time
 	for _, p := range cfg.Pools {
 		g, err := clouds[p.Name].Describe(ctx, p)
 		if err != nil {
-			return fleet.State{}, err
+			if ctx.Err() != nil {
+				return fleet.State{}, err
+			}
+			log.Warn("pool not read: left alone, and counted at its max against the limits", "pool", p.Name, "error", err)
+			st.Pools = append(st.Pools, fleet.PoolStatus{Name: p.Name, Unobserved: fleet.Unobserved{Code: fleet.UnobservedNeverRead, Err: err.Error()}})
+			continue
 		}
 		for _, in := range g.Instances {
 			if !in.OfFleet(cfg.Controller.Fleet) {

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/mototest"
 	"github.com/fleetcast/autoscaler/providers"
 )
 
@@ -36,7 +37,7 @@ func (c *clock) add(d time.Duration) {
 
 // env is moto behind the recording proxy, with a provider pointed at it.
 type env struct {
-	proxy *proxy
+	proxy *mototest.Proxy
 	fix   *fixture
 	clock *clock
 	log   *bytes.Buffer
@@ -47,7 +48,7 @@ func newEnv(t *testing.T, apiOptions ...func(*middleware.Stack) error) *env {
 	t.Helper()
 	// The provider's clock runs an hour ahead of moto's, so launch times
 	// read from EC2 differ from "now".
-	e := &env{proxy: newProxy(t), clock: &clock{t: time.Now().UTC().Add(time.Hour)}, log: &bytes.Buffer{}}
+	e := &env{proxy: mototest.NewProxy(t), clock: &clock{t: time.Now().UTC().Add(time.Hour)}, log: &bytes.Buffer{}}
 	e.fix = newFixture(t, motoURL(t))
 	e.p = e.provider(apiOptions...)
 	return e
@@ -128,18 +129,18 @@ func TestASGScaleOutDrainProtect(t *testing.T) {
 		t.Fatalf("after the launch: desired %d, %d instances, min %d, max %d; want 3, 3, 0, 4",
 			aws.ToInt32(grp.DesiredCapacity), len(inService(grp)), aws.ToInt32(grp.MinSize), aws.ToInt32(grp.MaxSize))
 	}
-	if e.proxy.count("UpdateAutoScalingGroup") != 0 {
+	if e.proxy.Count("UpdateAutoScalingGroup") != 0 {
 		t.Fatal("min or max changed: UpdateAutoScalingGroup was called")
 	}
 	// The same request again, and again from a restarted controller:
 	// nothing more is launched.
-	sets := e.proxy.count("SetDesiredCapacity")
+	sets := e.proxy.Count("SetDesiredCapacity")
 	for _, p := range []*Provider{e.p, e.provider()} {
 		if err := p.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 3, Key: "k1"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := e.proxy.count("SetDesiredCapacity"); n != sets || aws.ToInt32(e.group(t, "fleetcast-ondemand-a100").DesiredCapacity) != 3 {
+	if n := e.proxy.Count("SetDesiredCapacity"); n != sets || aws.ToInt32(e.group(t, "fleetcast-ondemand-a100").DesiredCapacity) != 3 {
 		t.Fatalf("a repeated launch set desired capacity again (%d calls, was %d)", n, sets)
 	}
 
@@ -163,9 +164,9 @@ func TestASGScaleOutDrainProtect(t *testing.T) {
 	if err := e.p.Terminate(ctx, pool, []string{ids[1]}); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := e.proxy.last("TerminateInstanceInAutoScalingGroup")
-	if c.form.Get("InstanceId") != ids[1] || c.form.Get("ShouldDecrementDesiredCapacity") != "true" {
-		t.Fatalf("terminate request = %v", c.form)
+	c, _ := e.proxy.Last("TerminateInstanceInAutoScalingGroup")
+	if c.Form.Get("InstanceId") != ids[1] || c.Form.Get("ShouldDecrementDesiredCapacity") != "true" {
+		t.Fatalf("terminate request = %v", c.Form)
 	}
 	grp = e.group(t, "fleetcast-ondemand-a100")
 	left := inService(grp)
@@ -222,7 +223,7 @@ func TestInstanceRefreshBlocksScaling(t *testing.T) {
 	ctx := context.Background()
 	e.fix.group(t, "g", e.fix.template(t, "gpu", "p4d.24xlarge"), "p", 0, 4, 1)
 	pool := e.asgPool("p", "g", 4)
-	e.proxy.setRefresh("g", "InProgress")
+	e.proxy.SetRefresh("g", "InProgress")
 	var busy *providers.GroupBusyError
 	err := e.p.Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 2, Key: "k"})
 	if !errors.As(err, &busy) || !providers.ShouldBackOff(err) || !strings.Contains(err.Error(), "instance refresh refresh-1 of g is InProgress") {
@@ -231,7 +232,7 @@ func TestInstanceRefreshBlocksScaling(t *testing.T) {
 	if d := aws.ToInt32(e.group(t, "g").DesiredCapacity); d != 1 {
 		t.Fatalf("desired %d during a refresh; want 1", d)
 	}
-	e.proxy.setRefresh("g", "Successful")
+	e.proxy.SetRefresh("g", "Successful")
 	if err := e.p.Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 2, Key: "k"}); err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func TestDesiredChangedBehindOurBack(t *testing.T) {
 	if !strings.Contains(e.log.String(), "desired capacity changed outside Fleetcast") || !strings.Contains(e.log.String(), "ignore_changes") {
 		t.Fatalf("log = %q; want a warning saying desired changed outside Fleetcast", e.log.String())
 	}
-	if n := e.proxy.count("SetDesiredCapacity"); n != 0 {
+	if n := e.proxy.Count("SetDesiredCapacity"); n != 0 {
 		t.Fatalf("the provider set desired capacity %d times: it fought the change", n)
 	}
 }
@@ -360,11 +361,11 @@ func TestErrorsClassified(t *testing.T) {
 	asgPool, ec2Pool := e.asgPool("p", "g", 8), e.ec2Pool("spot", lt, fleet.Spot)
 
 	// Throttled twice, then through: the SDK's retries absorb it.
-	e.proxy.inject("SetDesiredCapacity", fault{status: 400, code: "Throttling", message: "Rate exceeded", times: 2})
+	e.proxy.Inject("SetDesiredCapacity", mototest.Fault{Status: 400, Code: "Throttling", Message: "Rate exceeded", Times: 2})
 	if err := e.p.Launch(ctx, asgPool, providers.LaunchRequest{Count: 1, Target: 1, Key: "k"}); err != nil {
 		t.Fatalf("launch throttled twice: %v", err)
 	}
-	if n := e.proxy.count("SetDesiredCapacity"); n != 3 {
+	if n := e.proxy.Count("SetDesiredCapacity"); n != 3 {
 		t.Fatalf("SetDesiredCapacity called %d times; want 3 (two throttled, retried)", n)
 	}
 
@@ -378,43 +379,43 @@ func TestErrorsClassified(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		action string
-		f      fault
+		f      mototest.Fault
 		call   func() error
 		want   any
 	}{
-		{"no capacity", "RunInstances", fault{500, "InsufficientInstanceCapacity", "We currently do not have sufficient p4d.24xlarge capacity in the Availability Zone you requested (us-east-1a).", 0},
+		{"no capacity", "RunInstances", mototest.Fault{Status: 500, Code: "InsufficientInstanceCapacity", Message: "We currently do not have sufficient p4d.24xlarge capacity in the Availability Zone you requested (us-east-1a)."},
 			func() error { return e.p.Launch(ctx, ec2Pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "a"}) }, &ice},
-		{"spot unfulfillable", "RunInstances", fault{400, "UnfulfillableCapacity", "There is no Spot capacity available that matches your request.", 0},
+		{"spot unfulfillable", "RunInstances", mototest.Fault{Status: 400, Code: "UnfulfillableCapacity", Message: "There is no Spot capacity available that matches your request."},
 			func() error { return e.p.Launch(ctx, ec2Pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "b"}) }, &ice},
-		{"vCPU quota", "RunInstances", fault{400, "VcpuLimitExceeded", "You have requested more vCPU capacity than your current vCPU limit of 96 allows.", 0},
+		{"vCPU quota", "RunInstances", mototest.Fault{Status: 400, Code: "VcpuLimitExceeded", Message: "You have requested more vCPU capacity than your current vCPU limit of 96 allows."},
 			func() error { return e.p.Launch(ctx, ec2Pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "c"}) }, &qe},
-		{"instance quota", "RunInstances", fault{400, "InstanceLimitExceeded", "Your quota allows for 0 more running instance(s).", 0},
+		{"instance quota", "RunInstances", mototest.Fault{Status: 400, Code: "InstanceLimitExceeded", Message: "Your quota allows for 0 more running instance(s)."},
 			func() error { return e.p.Launch(ctx, ec2Pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "d"}) }, &qe},
-		{"throttled past retries", "DescribeAutoScalingGroups", fault{503, "RequestLimitExceeded", "Request limit exceeded.", 0},
+		{"throttled past retries", "DescribeAutoScalingGroups", mototest.Fault{Status: 503, Code: "RequestLimitExceeded", Message: "Request limit exceeded."},
 			func() error { _, err := e.p.Describe(ctx, asgPool); return err }, &th},
-		{"type not offered in the zone", "RunInstances", fault{400, "Unsupported", "Your requested instance type (p4d.24xlarge) is not supported in your requested Availability Zone (us-east-1e).", 0},
+		{"type not offered in the zone", "RunInstances", mototest.Fault{Status: 400, Code: "Unsupported", Message: "Your requested instance type (p4d.24xlarge) is not supported in your requested Availability Zone (us-east-1e)."},
 			func() error { return e.p.Launch(ctx, ec2Pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "f"}) }, &ice},
-		{"no permission", "RunInstances", fault{403, "UnauthorizedOperation", "You are not authorized to perform this operation.", 0},
+		{"no permission", "RunInstances", mototest.Fault{Status: 403, Code: "UnauthorizedOperation", Message: "You are not authorized to perform this operation."},
 			func() error { return e.p.Launch(ctx, ec2Pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "g"}) }, &ref},
-		{"unknown template", "RunInstances", fault{400, "InvalidLaunchTemplateName.NotFoundException", "The specified launch template, with template name gpu-x, does not exist.", 0},
+		{"unknown template", "RunInstances", mototest.Fault{Status: 400, Code: "InvalidLaunchTemplateName.NotFoundException", Message: "The specified launch template, with template name gpu-x, does not exist."},
 			func() error { return e.p.Launch(ctx, ec2Pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "e"}) }, &nf},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e.proxy.inject(tt.action, tt.f)
-			defer func() { e.proxy.mu.Lock(); delete(e.proxy.faults, tt.action); e.proxy.mu.Unlock() }()
+			e.proxy.Inject(tt.action, tt.f)
+			defer func() { e.proxy.Clear(tt.action) }()
 			err := tt.call()
-			if err == nil || !errors.As(err, tt.want) || !strings.Contains(err.Error(), tt.f.code) || !strings.Contains(err.Error(), "pool ") {
-				t.Fatalf("error = %v; want a %T carrying AWS's code %s and the pool", err, tt.want, tt.f.code)
+			if err == nil || !errors.As(err, tt.want) || !strings.Contains(err.Error(), tt.f.Code) || !strings.Contains(err.Error(), "pool ") {
+				t.Fatalf("error = %v; want a %T carrying AWS's code %s and the pool", err, tt.want, tt.f.Code)
 			}
 		})
 	}
 	// A capacity refusal is not retried: it would only delay the fallback.
-	runs := e.proxy.count("RunInstances")
-	e.proxy.inject("RunInstances", fault{500, "InsufficientInstanceCapacity", "no capacity", 1})
+	runs := e.proxy.Count("RunInstances")
+	e.proxy.Inject("RunInstances", mototest.Fault{Status: 500, Code: "InsufficientInstanceCapacity", Message: "no capacity", Times: 1})
 	if err := e.p.Launch(ctx, ec2Pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "h"}); !errors.As(err, &ice) {
 		t.Fatalf("capacity refusal: %v", err)
 	}
-	if n := e.proxy.count("RunInstances") - runs; n != 1 {
+	if n := e.proxy.Count("RunInstances") - runs; n != 1 {
 		t.Fatalf("RunInstances sent %d times for one capacity refusal; want 1", n)
 	}
 	unknown := e.asgPool("p", "no-such-group", 8)
@@ -437,7 +438,7 @@ func TestEC2Pool(t *testing.T) {
 	if err := e.p.Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "fc-launch-spot-1"}); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := e.proxy.last("RunInstances")
+	c, _ := e.proxy.Last("RunInstances")
 	for k, want := range map[string]string{
 		"ClientToken":                       "fc-launch-spot-1",
 		"MinCount":                          "1",
@@ -451,7 +452,7 @@ func TestEC2Pool(t *testing.T) {
 		"TagSpecification.1.Tag.3.Value":    "fc-launch-spot-1",
 		"InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior": "terminate",
 	} {
-		if got := c.form.Get(k); got != want {
+		if got := c.Form.Get(k); got != want {
 			t.Errorf("RunInstances %s = %q, want %q", k, got, want)
 		}
 	}
@@ -460,19 +461,19 @@ func TestEC2Pool(t *testing.T) {
 		t.Fatalf("Describe = %+v, %v; want the one tagged instance", g, err)
 	}
 	// A restarted controller retrying the same launch: nothing more.
-	runs := e.proxy.count("RunInstances")
+	runs := e.proxy.Count("RunInstances")
 	if err := e.provider().Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "fc-launch-spot-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.proxy.count("RunInstances"); n != runs {
+	if n := e.proxy.Count("RunInstances"); n != runs {
 		t.Fatalf("a retried launch ran instances again (%d RunInstances, was %d)", n, runs)
 	}
 	// Two more asked at once. EC2 grants what it has up to MaxCount; moto
 	// always grants MinCount (1), which is the partial-grant path.
 	var ice *providers.InsufficientCapacityError
 	err = e.p.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 3, Key: "fc-launch-spot-2"})
-	if c, _ := e.proxy.last("RunInstances"); c.form.Get("MaxCount") != "2" || c.form.Get("MinCount") != "1" {
-		t.Fatalf("RunInstances counts: min %s max %s; want 1 and 2", c.form.Get("MinCount"), c.form.Get("MaxCount"))
+	if c, _ := e.proxy.Last("RunInstances"); c.Form.Get("MaxCount") != "2" || c.Form.Get("MinCount") != "1" {
+		t.Fatalf("RunInstances counts: min %s max %s; want 1 and 2", c.Form.Get("MinCount"), c.Form.Get("MaxCount"))
 	}
 	if !errors.As(err, &ice) || !strings.Contains(err.Error(), "granted 1 of 2") {
 		t.Fatalf("partial grant: %v; want InsufficientCapacityError", err)
@@ -485,11 +486,11 @@ func TestEC2Pool(t *testing.T) {
 	if err := e.p.Launch(ctx, res, providers.LaunchRequest{Count: 1, Target: 1, Key: "fc-launch-res-1"}); err != nil {
 		t.Fatal(err)
 	}
-	c, _ = e.proxy.last("RunInstances")
-	if got := c.form.Get("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"); got != "cr-0123456789abcdef0" {
-		t.Fatalf("reservation target = %q; form %v", got, c.form)
+	c, _ = e.proxy.Last("RunInstances")
+	if got := c.Form.Get("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"); got != "cr-0123456789abcdef0" {
+		t.Fatalf("reservation target = %q; form %v", got, c.Form)
 	}
-	if c.form.Get("InstanceMarketOptions.MarketType") != "" {
+	if c.Form.Get("InstanceMarketOptions.MarketType") != "" {
 		t.Fatal("a reserved launch asked for spot")
 	}
 	// A Capacity Block is its own market.
@@ -498,9 +499,9 @@ func TestEC2Pool(t *testing.T) {
 	if err := e.p.Launch(ctx, block, providers.LaunchRequest{Count: 1, Target: 1, Key: "fc-launch-block-1"}); err != nil {
 		t.Fatal(err)
 	}
-	c, _ = e.proxy.last("RunInstances")
-	if c.form.Get("InstanceMarketOptions.MarketType") != "capacity-block" || c.form.Get("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId") != "cr-0a1b2c3d4e5f60718" {
-		t.Fatalf("capacity block launch: %v", c.form)
+	c, _ = e.proxy.Last("RunInstances")
+	if c.Form.Get("InstanceMarketOptions.MarketType") != "capacity-block" || c.Form.Get("CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId") != "cr-0a1b2c3d4e5f60718" {
+		t.Fatalf("capacity block launch: %v", c.Form)
 	}
 
 	// Terminate: an instance not tagged as the pool's is refused.
@@ -517,8 +518,8 @@ func TestEC2Pool(t *testing.T) {
 	if err := e.p.Terminate(ctx, pool, []string{victim}); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := e.proxy.last("TerminateInstances"); c.form.Get("InstanceId.1") != victim {
-		t.Fatalf("TerminateInstances = %v", c.form)
+	if c, _ := e.proxy.Last("TerminateInstances"); c.Form.Get("InstanceId.1") != victim {
+		t.Fatalf("TerminateInstances = %v", c.Form)
 	}
 	g, _ = e.p.Describe(ctx, pool)
 	if g.Target != 1 {

@@ -11,6 +11,7 @@ import (
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/mototest"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/state"
@@ -23,15 +24,15 @@ import (
 // backs the spot pool off, and the next cycle buys the GPUs in the
 // on-demand group.
 func TestFallbackToAnotherPool(t *testing.T) {
-	for _, f := range []fault{
-		{status: 500, code: "InsufficientInstanceCapacity", message: "We currently do not have sufficient p4d.24xlarge capacity in the Availability Zone you requested (us-east-1a)."},
-		{status: 403, code: "UnauthorizedOperation", message: "You are not authorized to perform this operation."},
+	for _, f := range []mototest.Fault{
+		{Status: 500, Code: "InsufficientInstanceCapacity", Message: "We currently do not have sufficient p4d.24xlarge capacity in the Availability Zone you requested (us-east-1a)."},
+		{Status: 403, Code: "UnauthorizedOperation", Message: "You are not authorized to perform this operation."},
 	} {
-		t.Run(f.code, func(t *testing.T) { fallback(t, f) })
+		t.Run(f.Code, func(t *testing.T) { fallback(t, f) })
 	}
 }
 
-func fallback(t *testing.T, f fault) {
+func fallback(t *testing.T, f mototest.Fault) {
 	e := newEnv(t)
 	ctx := context.Background()
 	lt := e.fix.template(t, "gpu", "p4d.24xlarge")
@@ -42,7 +43,7 @@ func fallback(t *testing.T, f fault) {
 		cfg.Pools[i].GPUModel = "A100" // as EC2 says of p4d.24xlarge
 	}
 	c, store, pending := e.controller(t, &cfg)
-	e.proxy.inject("RunInstances", f)
+	e.proxy.Inject("RunInstances", f)
 
 	var launches []string
 	for range 2 {
@@ -62,8 +63,8 @@ func fallback(t *testing.T, f fault) {
 		t.Fatalf("launches = %v; want spot first, then on-demand after spot is refused", launches)
 	}
 	bs, _ := store.Backoffs()
-	if len(bs) != 1 || bs[0].Pool != "aws-spot-a100" || !strings.Contains(bs[0].Reason, f.code) {
-		t.Fatalf("back-offs = %+v; want the spot pool, for %s", bs, f.code)
+	if len(bs) != 1 || bs[0].Pool != "aws-spot-a100" || !strings.Contains(bs[0].Reason, f.Code) {
+		t.Fatalf("back-offs = %+v; want the spot pool, for %s", bs, f.Code)
 	}
 	if d := aws.ToInt32(e.group(t, "fleetcast-ondemand-a100").DesiredCapacity); d != 2 {
 		t.Fatalf("on-demand desired capacity %d; want 2 (16 GPUs)", d)

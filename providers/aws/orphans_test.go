@@ -37,8 +37,8 @@ func TestOrphans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, _ := e.proxy.last("RunInstances")
-	if got := c.form.Get("TagSpecification.1.Tag.4.Key") + "=" + c.form.Get("TagSpecification.1.Tag.4.Value"); got != TagFleet+"=staging" {
+	c, _ := e.proxy.Last("RunInstances")
+	if got := c.Form.Get("TagSpecification.1.Tag.4.Key") + "=" + c.Form.Get("TagSpecification.1.Tag.4.Value"); got != TagFleet+"=staging" {
 		t.Errorf("RunInstances tags the fleet as %q, want %s=staging", got, TagFleet)
 	}
 	// A person's instance with the managed tags and no launch key.

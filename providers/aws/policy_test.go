@@ -169,7 +169,7 @@ func TestPolicyCoversCalls(t *testing.T) {
 	if _, err := e.p.SpotPrice(ctx, e.ec2Pool("s", lt, fleet.Spot)); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range e.proxy.actions() {
+	for _, a := range e.proxy.Actions() {
 		if !p.allowed(a) {
 			t.Errorf("the provider called %s, which iam-policy.json does not allow", a)
 		}

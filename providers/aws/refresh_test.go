@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/mototest"
 	"github.com/fleetcast/autoscaler/providers"
 )
 
@@ -25,7 +26,7 @@ const unimplemented = "the endpoint does not implement DescribeInstanceRefreshes
 // scale.
 func TestRefreshesUnimplementedByMoto(t *testing.T) {
 	e := newEnv(t)
-	e.proxy.refreshesFromMoto()
+	e.proxy.RefreshesFromMoto()
 	ctx := context.Background()
 	lt := e.fix.template(t, "gpu", "p4d.24xlarge")
 	e.fix.group(t, "g1", lt, "p1", 0, 4, 0)
@@ -38,7 +39,7 @@ func TestRefreshesUnimplementedByMoto(t *testing.T) {
 		if d := aws.ToInt32(e.group(t, SettingsOf(pool).ASG).DesiredCapacity); d != 2 {
 			t.Fatalf("%s: desired %d after the launch; want 2", SettingsOf(pool).ASG, d)
 		}
-		n := e.proxy.count("DescribeInstanceRefreshes")
+		n := e.proxy.Count("DescribeInstanceRefreshes")
 		switch {
 		case i == 0 && n == 0:
 			t.Fatal("moto was not asked for instance refreshes")
@@ -65,15 +66,15 @@ func TestRefreshErrorsStayErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		// f is injected; without one, moto answers.
-		f *fault
+		f *mototest.Fault
 		// onAWS sends the calls to AWS's own endpoint (which the test's
 		// HTTP client takes to the proxy).
 		onAWS bool
 		want  string
 	}{
-		{name: "AWS InternalFailure", f: &fault{status: 500, code: "InternalFailure", message: "An internal error occurred."}, want: "InternalFailure"},
-		{name: "AWS ServiceUnavailable", f: &fault{status: 503, code: "ServiceUnavailable", message: "Service is unavailable."}, want: "ServiceUnavailable"},
-		{name: "a gateway's 502 page", f: &fault{status: 502, message: "<html><body><h1>502 Bad Gateway</h1></body></html>"}, want: "StatusCode: 502"},
+		{name: "AWS InternalFailure", f: &mototest.Fault{Status: 500, Code: "InternalFailure", Message: "An internal error occurred."}, want: "InternalFailure"},
+		{name: "AWS ServiceUnavailable", f: &mototest.Fault{Status: 503, Code: "ServiceUnavailable", Message: "Service is unavailable."}, want: "ServiceUnavailable"},
+		{name: "a gateway's 502 page", f: &mototest.Fault{Status: 502, Message: "<html><body><h1>502 Bad Gateway</h1></body></html>"}, want: "StatusCode: 502"},
 		{name: "an HTML 500 from AWS's own endpoint", onAWS: true, want: "StatusCode: 500"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,9 +93,9 @@ func TestRefreshErrorsStayErrors(t *testing.T) {
 				load = append(load, awsconfig.WithHTTPClient(&http.Client{Transport: redirect{to}}))
 			}
 			if tt.f != nil {
-				e.proxy.inject("DescribeInstanceRefreshes", *tt.f)
+				e.proxy.Inject("DescribeInstanceRefreshes", *tt.f)
 			} else {
-				e.proxy.refreshesFromMoto()
+				e.proxy.RefreshesFromMoto()
 			}
 			// One attempt a call: the SDK's retries of a 5xx are not what
 			// is tested here.
@@ -105,7 +106,7 @@ func TestRefreshErrorsStayErrors(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), "DescribeInstanceRefreshes") || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "pool p") {
 					t.Fatalf("launch %d: %v; want an error from DescribeInstanceRefreshes with %q, naming the pool", try, err, tt.want)
 				}
-				if n := e.proxy.count("DescribeInstanceRefreshes"); n != try {
+				if n := e.proxy.Count("DescribeInstanceRefreshes"); n != try {
 					t.Fatalf("launch %d: asked for instance refreshes %d times; want %d (every launch asks)", try, n, try)
 				}
 			}

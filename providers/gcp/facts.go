@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"path"
 	"strings"
+	"time"
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
+	"google.golang.org/api/googleapi"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
 )
 
 // gpuModels names the GPU models of Compute Engine's accelerator types,
@@ -27,21 +32,84 @@ var gpuModels = map[string]string{
 // gpus_per_node GPUs, from the machine type's accelerators (A2, A3, G2)
 // or from the template's attached GPUs (N1). Other pools are left as they
 // are.
+//
+// A pool whose facts cannot be read because Compute Engine cannot be
+// reached (a network error, a 5xx, throttling, each read given
+// resolveTimeout) is no error: it is checked when it is first read, and
+// until then every call on it fails, so the controller leaves it alone
+// and counts it at its max, and the other clouds' pools still serve.
+// A GPU model found then is not filled in (the config is read once): it
+// is logged.
 func (p *Provider) Resolve(ctx context.Context, pools []fleet.Pool) error {
 	var errs []error
 	for i := range pools {
 		if pools[i].Provider != fleet.ProviderGCP {
 			continue
 		}
-		if err := p.resolve(ctx, &pools[i]); err != nil {
+		rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+		err := p.resolve(rctx, &pools[i])
+		cancel()
+		switch {
+		case err == nil:
+		case unreachable(err) && ctx.Err() == nil:
+			p.log.Warn("Compute Engine unreachable: the pool's GPU facts are checked when it is first read; until then it is left alone, counted at its max",
+				"pool", pools[i].Name, "error", err)
+			p.mu.Lock()
+			p.unresolved[pools[i].Name] = true
+			p.mu.Unlock()
+		default:
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// resolveTimeout bounds the reads of one pool's facts at start.
+const resolveTimeout = 30 * time.Second
+
+// checked checks the pool's facts if Resolve could not reach Compute
+// Engine for them: nil once they hold. Every call on the pool checks
+// first.
+func (p *Provider) checked(ctx context.Context, pool fleet.Pool) error {
+	p.mu.Lock()
+	pending := p.unresolved[pool.Name]
+	p.mu.Unlock()
+	if !pending {
+		return nil
+	}
+	found := pool
+	if err := p.resolve(ctx, &found); err != nil {
+		return fmt.Errorf("%w (its GPU facts, not read at start, are read first)", err)
+	}
+	p.mu.Lock()
+	delete(p.unresolved, pool.Name)
+	p.mu.Unlock()
+	p.log.Info("pool's GPU facts read and checked", "pool", pool.Name)
+	if found.GPUModel != pool.GPUModel {
+		p.log.Warn("the pool's GPU model was found after start: demand scoped to it reaches the pool from the next start (or set gpu_model in the config)",
+			"pool", pool.Name, "gpu_model", found.GPUModel)
+	}
+	return nil
+}
+
+// unreachable says err is Compute Engine not answering, rather than an
+// answer: a network error, a deadline, a 5xx or throttling.
+func unreachable(err error) bool {
+	var te *providers.ThrottledError
+	if errors.As(err, &te) {
+		return true
+	}
+	var ge *googleapi.Error
+	if errors.As(err, &ge) {
+		return ge.Code >= 500
+	}
+	var ue *url.Error
+	var ne net.Error
+	return errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded)
+}
+
 func (p *Provider) resolve(ctx context.Context, pool *fleet.Pool) error {
-	g, err := p.group(ctx, *pool)
+	g, err := p.groupOf(ctx, *pool)
 	if err != nil {
 		return err
 	}
@@ -92,7 +160,10 @@ func (p *Provider) resolve(ctx context.Context, pool *fleet.Pool) error {
 	case gpus != pool.GPUsPerNode:
 		return fmt.Errorf("pool %s: gpus_per_node is %d, but its VMs have %d GPUs (%s, %s)", pool.Name, pool.GPUsPerNode, gpus, source, kind)
 	}
-	if err := p.capacityFacts(ctx, g, pool, props, zone); err != nil {
+	if err := p.capacityFacts(ctx, g, pool, props, zone, m); err != nil {
+		return err
+	}
+	if err := p.labels(g, pool, tmpl); err != nil {
 		return err
 	}
 	if model := gpuModels[strings.ToLower(kind)]; pool.GPUModel == "" && model != "" {
@@ -106,8 +177,12 @@ func (p *Provider) resolve(ctx context.Context, pool *fleet.Pool) error {
 // spot VMs (scheduling.provisioningModel SPOT) for a spot pool and only
 // there, and for a reserved pool VMs on one specific reservation
 // (reservationAffinity SPECIFIC_RESERVATION), read back: its count must
-// hold the pool's max. What the reservation holds and uses is logged.
-func (p *Provider) capacityFacts(ctx context.Context, g group, pool *fleet.Pool, props *computepb.InstanceProperties, zone string) error {
+// hold the pool's max, and it must be for specific use only, so that no
+// other VM (an on-demand pool's, left at the default ANY_RESERVATION)
+// uses it up. A reservation is zonal: a reserved regional group must
+// place its VMs in one zone only. What the reservation holds and uses is
+// logged.
+func (p *Provider) capacityFacts(ctx context.Context, g group, pool *fleet.Pool, props *computepb.InstanceProperties, zone string, m *computepb.InstanceGroupManager) error {
 	spot := props.GetScheduling().GetProvisioningModel() == "SPOT"
 	switch {
 	case pool.Capacity == fleet.Spot && !spot:
@@ -125,6 +200,10 @@ func (p *Provider) capacityFacts(ctx context.Context, g group, pool *fleet.Pool,
 			pool.Name, g.what())
 	}
 	name := path.Base(ra.GetValues()[0])
+	if zs := m.GetDistributionPolicy().GetZones(); g.s.Region != "" && len(zs) != 1 {
+		return fmt.Errorf("pool %s: capacity is reserved, but %s places VMs in %d zones, and reservation %s holds capacity in one: VMs in the others would not start (set its distribution_policy_zones to the reservation's zone)",
+			pool.Name, g.what(), len(zs), name)
+	}
 	c, err := compute.NewReservationsRESTClient(ctx, p.options(*pool)...)
 	if err != nil {
 		return fmt.Errorf("pool %s: gcp: %w", pool.Name, err)
@@ -134,12 +213,34 @@ func (p *Provider) capacityFacts(ctx context.Context, g group, pool *fleet.Pool,
 	if err != nil {
 		return classify(pool.Name, fmt.Sprintf("reservation %q in %s", name, zone), "get", err)
 	}
+	if !res.GetSpecificReservationRequired() {
+		return fmt.Errorf("pool %s: reservation %s in %s may be used by any VM that matches it (specificReservationRequired is false): other VMs could use up the reserved pool's capacity (set specific_reservation_required = true)",
+			pool.Name, name, zone)
+	}
 	count, inUse := res.GetSpecificReservation().GetCount(), res.GetSpecificReservation().GetInUseCount()
 	if int64(pool.Max) > count {
 		return fmt.Errorf("pool %s: max is %d, but reservation %s in %s holds %d VMs: VMs above it would not start (set max to %d, or grow the reservation)",
 			pool.Name, pool.Max, name, zone, count, count)
 	}
 	p.log.Info("reservation", "pool", pool.Name, "reservation", name, "zone", zone, "count", count, "in_use", inUse)
+	return nil
+}
+
+// labels checks the labels the template gives the pool's instances: a
+// pool label naming another pool, or a fleet label naming another fleet,
+// is another's group, refused; no managed or pool label is logged (the
+// instances cannot be told for Fleetcast's in the console or in billing).
+func (p *Provider) labels(g group, pool *fleet.Pool, tmpl *computepb.InstanceTemplate) error {
+	l := tmpl.GetProperties().GetLabels()
+	switch {
+	case l[LabelPool] != "" && l[LabelPool] != pool.Name:
+		return fmt.Errorf("pool %s: the instance template %s of %s labels its VMs %s=%s: another pool's group", pool.Name, tmpl.GetName(), g.what(), LabelPool, l[LabelPool])
+	case l[LabelFleet] != "" && p.fleet != "" && l[LabelFleet] != p.fleet:
+		return fmt.Errorf("pool %s: the instance template %s of %s labels its VMs %s=%s, and this controller's fleet is %s: another fleet's group", pool.Name, tmpl.GetName(), g.what(), LabelFleet, l[LabelFleet], p.fleet)
+	case l[LabelManaged] != "true" || l[LabelPool] == "":
+		p.log.Warn("the group's instance template does not label its VMs as the pool's: set labels = { fleetcast-managed = \"true\", fleetcast-pool = \"<pool>\" }",
+			"pool", pool.Name, "mig", g.s.MIG, "template", tmpl.GetName())
+	}
 	return nil
 }
 

@@ -31,21 +31,27 @@ type Options struct {
 	// Now is the clock (time.Now if nil): when an instance not yet created
 	// was first seen.
 	Now func() time.Time
+	// Fleet is the controller's fleet (controller.fleet): a group whose
+	// template labels its instances with another is refused at start.
+	Fleet string
 }
 
 // Provider drives GPU pools on Compute Engine managed instance groups,
 // zonal or regional, through the Compute Engine REST API. It is safe for
 // concurrent use.
 type Provider struct {
-	log  hclog.Logger
-	opts []option.ClientOption
-	now  func() time.Time
+	log   hclog.Logger
+	opts  []option.ClientOption
+	now   func() time.Time
+	fleet string
 
 	mu sync.Mutex
 	// clients are by endpoint ("" for Google's).
 	clients map[string]*clients
 	// groups remember what each pool's group was last seen with, by pool.
 	groups map[string]*groupMemo
+	// unresolved are the pools whose facts Resolve could not read.
+	unresolved map[string]bool
 }
 
 // clients are the Compute Engine clients for one endpoint.
@@ -58,10 +64,23 @@ type clients struct {
 // groupMemo is what the provider remembers of a pool's group.
 type groupMemo struct {
 	// target is the target size last seen or set; -1 before the first read.
-	target int32
+	// changes counts Fleetcast's own changes to it, so that a read that
+	// raced with one is not taken for a change made outside.
+	target  int32
+	changes int
 	// created are the instances' creation times, which never change; seen
 	// is when an instance the group is still creating was first listed.
 	created, seen map[string]time.Time
+	// fleets are the instances' fleet labels, read with their creation
+	// times.
+	fleets map[string]string
+}
+
+// setTarget records a target size Fleetcast set (-1: read it again); p.mu
+// must be held.
+func (m *groupMemo) setTarget(t int32) {
+	m.target = t
+	m.changes++
 }
 
 // New makes a GCP provider.
@@ -72,7 +91,7 @@ func New(o Options) *Provider {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Provider{log: o.Log, opts: o.ClientOptions, now: o.Now, clients: map[string]*clients{}, groups: map[string]*groupMemo{}}
+	return &Provider{log: o.Log, opts: o.ClientOptions, now: o.Now, fleet: o.Fleet, clients: map[string]*clients{}, groups: map[string]*groupMemo{}, unresolved: map[string]bool{}}
 }
 
 // Close closes the provider's clients.
@@ -127,7 +146,7 @@ func (p *Provider) options(pool fleet.Pool) []option.ClientOption {
 func (p *Provider) memoLocked(pool string) *groupMemo {
 	m, ok := p.groups[pool]
 	if !ok {
-		m = &groupMemo{target: -1, created: map[string]time.Time{}, seen: map[string]time.Time{}}
+		m = &groupMemo{target: -1, created: map[string]time.Time{}, seen: map[string]time.Time{}, fleets: map[string]string{}}
 		p.groups[pool] = m
 	}
 	return m
@@ -148,7 +167,17 @@ func (g group) what() string {
 	return fmt.Sprintf("managed instance group %q in %s", g.s.MIG, g.s.Zone)
 }
 
+// group is the pool's group, for a call on it: its facts checked first if
+// they were not at start (checked).
 func (p *Provider) group(ctx context.Context, pool fleet.Pool) (group, error) {
+	if err := p.checked(ctx, pool); err != nil {
+		return group{}, err
+	}
+	return p.groupOf(ctx, pool)
+}
+
+// groupOf is the pool's group, its facts checked or not.
+func (p *Provider) groupOf(ctx context.Context, pool fleet.Pool) (group, error) {
 	c, err := p.clientsFor(ctx, pool)
 	return group{pool: pool, s: SettingsOf(pool), c: c}, err
 }
@@ -237,7 +266,7 @@ func (g group) operate(ctx context.Context, what string, call func() (*compute.O
 		if err = classify(g.pool.Name, g.what(), what, err); !errors.As(err, &te) || attempt+1 >= throttleRetries {
 			break
 		}
-		wait := max(te.RetryAfter, throttleBackoff<<attempt)
+		wait := min(max(te.RetryAfter, throttleBackoff<<attempt), throttleMaxWait)
 		select {
 		case <-ctx.Done():
 			return errors.Join(err, ctx.Err())
@@ -257,17 +286,28 @@ func (g group) operate(ctx context.Context, what string, call func() (*compute.O
 }
 
 // throttleRetries and throttleBackoff bound the retries of a throttled
-// mutating call: 0.5 s, 1 s, 2 s, then the throttle is reported.
+// mutating call: 0.5 s, 1 s, 2 s, then the throttle is reported; a
+// Retry-After is followed up to throttleMaxWait, so that one call never
+// holds the controller's cycle for long.
 const (
 	throttleRetries = 4
 	throttleBackoff = 500 * time.Millisecond
+	throttleMaxWait = 10 * time.Second
 )
 
-// requestID is a UUID made from the pool and the launch or termination
-// key: the same request gets the same ID after a retry or a restart.
+// requestID is a UUID made from the pool and a launch's key: the same
+// launch gets the same ID after a retry or a restart, and Compute Engine
+// does it once. Other changes (terminations) are made with a fresh key
+// each time (oneOff): Compute Engine ignores a request ID it has seen in
+// the last hour or so, and a second, equal termination must not be
+// ignored.
 func requestID(pool, key string) string {
 	return uuid.NewSHA1(requestNamespace, []byte(pool+"\x00"+key)).String()
 }
+
+// oneOff is a key for a change made once: the same ID across its
+// throttle retries, a new one for every call.
+func oneOff(what string) string { return what + ":" + uuid.NewString() }
 
 // requestNamespace is the UUID namespace of Fleetcast's request IDs.
 var requestNamespace = uuid.MustParse("6f1c2f4e-8e0b-4c36-9a57-3b1f0e8d2c11")

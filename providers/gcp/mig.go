@@ -15,11 +15,16 @@ import (
 	"github.com/fleetcast/autoscaler/providers"
 )
 
-// LabelFleet is the label naming the fleet (the config's
-// controller.fleet) an instance was made for, set through the group's
-// instance template, as the AWS tag fleetcast/fleet is (labels take no
-// slash).
-const LabelFleet = "fleetcast-fleet"
+// The labels of a pool's instances, set through its group's instance
+// template, as the AWS tags fleetcast/managed, fleetcast/pool and
+// fleetcast/fleet are (labels take no slash): LabelManaged "true",
+// LabelPool the pool's name, LabelFleet the fleet (the config's
+// controller.fleet) if the template names one.
+const (
+	LabelManaged = "fleetcast-managed"
+	LabelPool    = "fleetcast-pool"
+	LabelFleet   = "fleetcast-fleet"
+)
 
 // owedPrefix starts the IDs of stand-ins for target size the group has
 // not listed instances for yet; terminating one lowers the target size.
@@ -34,6 +39,9 @@ func (p *Provider) Describe(ctx context.Context, pool fleet.Pool) (providers.Gro
 	if err != nil {
 		return providers.Group{}, err
 	}
+	p.mu.Lock()
+	changes := p.memoLocked(pool.Name).changes
+	p.mu.Unlock()
 	m, err := g.get(ctx)
 	if err != nil {
 		return providers.Group{}, err
@@ -45,13 +53,18 @@ func (p *Provider) Describe(ctx context.Context, pool fleet.Pool) (providers.Gro
 	target := m.GetTargetSize()
 	p.mu.Lock()
 	memo := p.memoLocked(pool.Name)
-	if memo.target >= 0 && target != memo.target {
+	if memo.changes != changes {
+		// A launch or termination of Fleetcast's ran meanwhile: this
+		// read may be from before it.
+	} else if memo.target >= 0 && target != memo.target {
 		// A Terraform apply without ignore_changes on target_size, or a
 		// person: followed, never fought.
 		p.log.Warn("target size changed outside Fleetcast; following the group (if Terraform set it, add lifecycle { ignore_changes = [target_size] })",
 			"pool", pool.Name, "mig", g.s.MIG, "from", memo.target, "to", target)
 	}
-	memo.target = target
+	if memo.changes == changes {
+		memo.target = target
+	}
 	p.mu.Unlock()
 
 	now := p.now()
@@ -65,7 +78,7 @@ func (p *Provider) Describe(ctx context.Context, pool fleet.Pool) (providers.Gro
 			continue
 		}
 		listed[name] = true
-		in := providers.Instance{ID: name, Zone: cmpOr(zoneOf(url), g.s.Zone), State: instanceState(mi)}
+		in := providers.Instance{ID: name, Zone: cmpOr(zoneOf(url), g.s.Zone), State: instanceState(mi), Failing: lastAttempt(g, mi)}
 		if in.State != providers.InstanceTerminating {
 			live++
 		}
@@ -85,11 +98,12 @@ func (p *Provider) Describe(ctx context.Context, pool fleet.Pool) (providers.Gro
 	for name := range memo.created {
 		if !listed[name] {
 			delete(memo.created, name)
+			delete(memo.fleets, name)
 		}
 	}
 	p.mu.Unlock()
 	for i := range int(target) - live {
-		out.Instances = append(out.Instances, providers.Instance{ID: fmt.Sprintf("%s%s/%d", owedPrefix, g.s.MIG, i),
+		out.Instances = append(out.Instances, providers.Instance{ID: fmt.Sprintf("%s%s/%d", owedPrefix, pool.Name, i),
 			Zone: g.s.Zone, State: providers.InstancePending, LaunchedAt: now, Owed: true})
 	}
 	return out, nil
@@ -103,9 +117,10 @@ func (p *Provider) created(ctx context.Context, g group, mi *computepb.ManagedIn
 	p.mu.Lock()
 	memo := p.memoLocked(g.pool.Name)
 	at, ok := memo.created[name]
+	fleetLabel := memo.fleets[name]
 	p.mu.Unlock()
 	if ok {
-		return at, "", nil
+		return at, fleetLabel, nil
 	}
 	if mi.GetInstanceStatus() != "" {
 		in, err := g.c.instances.Get(ctx, &computepb.GetInstanceRequest{Project: g.s.Project, Zone: zone, Instance: name})
@@ -120,6 +135,7 @@ func (p *Provider) created(ctx context.Context, g group, mi *computepb.ManagedIn
 			if t, perr := time.Parse(time.RFC3339, in.GetCreationTimestamp()); perr == nil {
 				p.mu.Lock()
 				memo.created[name] = t
+				memo.fleets[name] = in.GetLabels()[LabelFleet]
 				delete(memo.seen, name)
 				p.mu.Unlock()
 				return t, in.GetLabels()[LabelFleet], nil
@@ -185,30 +201,34 @@ func (p *Provider) Launch(ctx context.Context, pool fleet.Pool, req providers.La
 		return err
 	}
 	p.mu.Lock()
-	p.memoLocked(pool.Name).target = target
+	p.memoLocked(pool.Name).setTarget(target)
 	p.mu.Unlock()
 	return nil
 }
 
 // busy says what the group is doing on its own that makes it busy (a
-// rolling update not reached, instances being recreated, refreshed,
-// restarted or verified: an update or auto-healing); "" if nothing. The
-// group's own creations and deletions, which Fleetcast asked for, are
-// not.
+// proactive rolling update not reached, instances being recreated,
+// refreshed or restarted: an update or auto-healing); "" if nothing. The
+// group's own creations (verifying included) and deletions, which
+// Fleetcast asked for, are not.
 func busy(m *computepb.InstanceGroupManager) string {
 	st := m.GetStatus()
 	if st.GetIsStable() {
 		return ""
 	}
 	var doing []string
-	if vt := st.GetVersionTarget(); vt != nil && !vt.GetIsReached() {
-		doing = append(doing, "an update to a new instance template in progress (status.versionTarget.isReached is false)")
+	// An opportunistic update (the one the Terraform example sets) waits
+	// for instances to be made anew, and may never be reached: only a
+	// proactive one replaces VMs on its own.
+	if vt := st.GetVersionTarget(); vt != nil && !vt.GetIsReached() && m.GetUpdatePolicy().GetType() == "PROACTIVE" {
+		doing = append(doing, "a proactive update to a new instance template in progress (status.versionTarget.isReached is false)")
 	}
 	a := m.GetCurrentActions()
+	// Verifying is the last step of creating a VM, Fleetcast's own.
 	for _, c := range []struct {
 		n    int32
 		what string
-	}{{a.GetRecreating(), "recreating"}, {a.GetRefreshing(), "refreshing"}, {a.GetRestarting(), "restarting"}, {a.GetVerifying(), "verifying"}} {
+	}{{a.GetRecreating(), "recreating"}, {a.GetRefreshing(), "refreshing"}, {a.GetRestarting(), "restarting"}} {
 		if c.n > 0 {
 			doing = append(doing, fmt.Sprintf("%d instance(s) %s", c.n, c.what))
 		}
@@ -220,20 +240,31 @@ func busy(m *computepb.InstanceGroupManager) string {
 // whose last attempt failed for capacity or quota; nil if none.
 func stockout(g group, mis []*computepb.ManagedInstance) error {
 	for _, mi := range mis {
-		if a := mi.GetCurrentAction(); a != "CREATING" && a != "CREATING_WITHOUT_RETRIES" {
-			continue
-		}
-		errs := mi.GetLastAttempt().GetErrors().GetErrors()
-		if len(errs) == 0 {
-			continue
-		}
-		err := classifyCodes(g.pool.Name, g.what(), "creating instance "+path.Base(mi.GetInstance())+" (its last attempt)", errs)
-		var ref *providers.RefusedError
-		if !errors.As(err, &ref) {
+		if err := lastAttempt(g, mi); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// lastAttempt is the typed error of an instance the group is trying to
+// create whose last attempt failed for capacity or quota (the resize
+// succeeded; the VM is not coming while this lasts); nil otherwise.
+func lastAttempt(g group, mi *computepb.ManagedInstance) error {
+	if a := mi.GetCurrentAction(); a != "CREATING" && a != "CREATING_WITHOUT_RETRIES" {
+		return nil
+	}
+	errs := mi.GetLastAttempt().GetErrors().GetErrors()
+	if len(errs) == 0 {
+		return nil
+	}
+	err := classifyCodes(g.pool.Name, g.what(), "creating instance "+path.Base(mi.GetInstance())+" (its last attempt)", errs)
+	var ice *providers.InsufficientCapacityError
+	var quota *providers.QuotaExceededError
+	if !errors.As(err, &ice) && !errors.As(err, &quota) {
+		return nil
+	}
+	return err
 }
 
 // Terminate deletes the named instances from the group, lowering its
@@ -273,7 +304,7 @@ func (p *Provider) Terminate(ctx context.Context, pool fleet.Pool, instanceIDs [
 	if len(urls) > 0 {
 		key := slices.Clone(names(urls))
 		slices.Sort(key)
-		if err := g.deleteInstances(ctx, urls, "terminate:"+strings.Join(key, ",")); err != nil {
+		if err := g.deleteInstances(ctx, urls, oneOff("terminate:"+strings.Join(key, ","))); err != nil {
 			return err
 		}
 	}
@@ -285,15 +316,13 @@ func (p *Provider) Terminate(ctx context.Context, pool fleet.Pool, instanceIDs [
 			return err
 		}
 		if t := max(m.GetTargetSize()-int32(owed), int32(live-len(urls))); t < m.GetTargetSize() {
-			if err := g.resize(ctx, t, fmt.Sprintf("owed:%d:%d", m.GetTargetSize(), t)); err != nil {
+			if err := g.resize(ctx, t, oneOff(fmt.Sprintf("owed:%d:%d", m.GetTargetSize(), t))); err != nil {
 				return err
 			}
 		}
 	}
 	p.mu.Lock()
-	if m := p.memoLocked(pool.Name); m.target >= 0 {
-		m.target = -1 // read again: the deletes lowered it
-	}
+	p.memoLocked(pool.Name).setTarget(-1) // read again: the deletes lowered it
 	p.mu.Unlock()
 	if len(missing) > 0 {
 		return &providers.NotFoundError{Pool: pool.Name, Resource: fmt.Sprintf("instance(s) %s in %s", strings.Join(missing, ", "), g.what()),

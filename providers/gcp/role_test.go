@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/gcptest"
 	"github.com/fleetcast/autoscaler/providers"
 )
 
@@ -89,12 +90,12 @@ func TestRoleCoversCalls(t *testing.T) {
 	}
 	// A run: every method, zonal and regional, with operations to wait on.
 	for _, s := range []Settings{{Project: "ml", Zone: "us-central1-a", MIG: "a100"}, {Project: "ml", Region: "us-central1", MIG: "a100"}} {
-		f := newFakeCompute(t)
-		f.slowOps = 1
-		f.addGroup(&fakeGroup{project: s.Project, zone: s.Zone, region: s.Region, name: s.MIG,
-			template: "https://www.googleapis.com/compute/v1/projects/ml/global/instanceTemplates/a100-template"}, 1)
-		f.addGroup(&fakeGroup{project: s.Project, zone: s.Zone, region: s.Region, name: "reserved",
-			template: "https://www.googleapis.com/compute/v1/projects/ml/global/instanceTemplates/reserved-template"}, 1)
+		f := gcptest.NewCompute(t)
+		f.SetSlowOps(1)
+		f.AddGroup(&gcptest.Group{Project: s.Project, Zone: s.Zone, Region: s.Region, Name: s.MIG,
+			Template: "https://www.googleapis.com/compute/v1/projects/ml/global/instanceTemplates/a100-template"}, 1)
+		f.AddGroup(&gcptest.Group{Project: s.Project, Zone: s.Zone, Region: s.Region, Name: "reserved",
+			Template: "https://www.googleapis.com/compute/v1/projects/ml/global/instanceTemplates/reserved-template"}, 1)
 		p := newTestProvider(t, f, nil)
 		pool := migPool("gcp-a100", s)
 		reserved := s
@@ -115,11 +116,9 @@ func TestRoleCoversCalls(t *testing.T) {
 		if err := p.Terminate(ctx, pool, []string{g.Instances[0].ID}); err != nil {
 			t.Fatal(err)
 		}
-		f.mu.Lock()
-		for _, perm := range f.permissions {
+		for _, perm := range f.Permissions() {
 			need("a run against the fake", perm)
 		}
-		f.mu.Unlock()
 	}
 	for _, perm := range r.Permissions {
 		if strings.Contains(perm, "*") || !used[perm] {

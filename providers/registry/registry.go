@@ -194,7 +194,7 @@ func openGCP(ctx context.Context, env Env, pools []fleet.Pool) (providers.Provid
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	p := gcp.New(gcp.Options{Log: log.Named(fleet.ProviderGCP)})
+	p := gcp.New(gcp.Options{Log: log.Named(fleet.ProviderGCP), Fleet: env.Fleet})
 	if err := p.Resolve(ctx, pools); err != nil { // GCP pools only
 		return nil, errors.Join(err, p.Close())
 	}
