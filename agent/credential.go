@@ -33,9 +33,14 @@ type Credential struct {
 	// (atomically, mode 0600); a file others may read is refused.
 	File string
 	// BootstrapFile holds the fleet's bootstrap secret (mode 0600); empty:
-	// the agent cannot bootstrap and needs a credential in File that an
-	// operator issued (`autoscaler token issue`).
+	// the agent cannot bootstrap (unless IdentityOnly) and needs a
+	// credential in File that an operator issued (`autoscaler token
+	// issue`).
 	BootstrapFile string
+	// IdentityOnly says the instance's identity is proof enough (a Compute
+	// Engine identity token, minted on the instance for the controller):
+	// the agent bootstraps with it alone, and no secret is read or sent.
+	IdentityOnly bool
 	// Identity returns the instance's signed identity for a bootstrap.
 	Identity func(ctx context.Context) (*report.CredentialRequest, error)
 	// Controller is the controller's base URL.
@@ -97,7 +102,7 @@ func (c *Credential) Token(ctx context.Context) (string, error) {
 		return token, nil
 	case err != nil && !errors.Is(err, os.ErrNotExist):
 		return "", fmt.Errorf("credential: %w", err)
-	case c.BootstrapFile == "":
+	case !c.canBootstrap():
 		return "", fmt.Errorf("credential: %s holds none and the agent cannot bootstrap (no -bootstrap-token-file): ask an operator for one (`autoscaler token issue %s`)", c.File, c.Node)
 	}
 	if err := c.Bootstrap(ctx); err != nil {
@@ -132,7 +137,7 @@ func (c *Credential) Refused(ctx context.Context, e *RefusedError) error {
 			return nil
 		}
 	}
-	if c.BootstrapFile == "" {
+	if !c.canBootstrap() {
 		return fmt.Errorf("the controller refused this node's credential (%s): %s; put a new one in %s (`autoscaler token issue %s`)", e.Code, e.Reason, c.File, c.Node)
 	}
 	if c.Log != nil {
@@ -141,12 +146,19 @@ func (c *Credential) Refused(ctx context.Context, e *RefusedError) error {
 	return c.Bootstrap(ctx)
 }
 
+// canBootstrap says the agent can get itself a credential: with the
+// bootstrap secret, or with its identity alone.
+func (c *Credential) canBootstrap() bool { return c.BootstrapFile != "" || c.IdentityOnly }
+
 // Bootstrap gets a new credential with the bootstrap secret and the
 // instance's identity, and keeps it in File.
 func (c *Credential) Bootstrap(ctx context.Context) error {
-	secret, err := secretfile.Read(c.BootstrapFile)
-	if err != nil {
-		return fmt.Errorf("bootstrap secret: %w", err)
+	secret := ""
+	if !c.IdentityOnly {
+		var err error
+		if secret, err = secretfile.Read(c.BootstrapFile); err != nil {
+			return fmt.Errorf("bootstrap secret: %w", err)
+		}
 	}
 	if c.Identity == nil {
 		return errors.New("bootstrap: no source of the instance's identity (-identity)")
@@ -305,7 +317,9 @@ func post(ctx context.Context, client *http.Client, controller, node, path, bear
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+bearer)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
 	if client == nil {
 		client = &http.Client{Timeout: 15 * time.Second}
 	}

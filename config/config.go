@@ -115,6 +115,11 @@ type Controller struct {
 	// EC2 instance identity documents (AWS publishes one per region; the
 	// RSA ones), the trust root of AWS nodes' bootstrap.
 	AWSIdentityCertificates string
+	// GCPIdentityAudience is the audience Compute Engine identity tokens
+	// must be for, the controller's URL as the agents reach it: set, GCP
+	// nodes bootstrap with the identity token the metadata server signs
+	// for it, and need no bootstrap secret. Empty: they cannot bootstrap.
+	GCPIdentityAudience string
 }
 
 // TLS reports whether the API serves HTTPS.

@@ -160,6 +160,7 @@ type controllerBody struct {
 	Insecure                bool   `hcl:"insecure,optional"`
 	BootstrapTokenFile      string `hcl:"bootstrap_token_file,optional"`
 	AWSIdentityCertificates string `hcl:"aws_identity_certificates,optional"`
+	GCPIdentityAudience     string `hcl:"gcp_identity_audience,optional"`
 
 	IntervalAt                hcl.Range `hcl:"interval,attr_value_range"`
 	ListenAt                  hcl.Range `hcl:"listen,attr_value_range"`
@@ -171,6 +172,7 @@ type controllerBody struct {
 	InsecureAt                hcl.Range `hcl:"insecure,attr_value_range"`
 	BootstrapTokenFileAt      hcl.Range `hcl:"bootstrap_token_file,attr_value_range"`
 	AWSIdentityCertificatesAt hcl.Range `hcl:"aws_identity_certificates,attr_value_range"`
+	GCPIdentityAudienceAt     hcl.Range `hcl:"gcp_identity_audience,attr_value_range"`
 }
 
 type demandBody struct {
@@ -841,6 +843,13 @@ func (c *controllerBody) Validate(d *decoder, out *Controller) {
 	}
 	if d.nonEmpty("aws_identity_certificates", c.AWSIdentityCertificates, c.AWSIdentityCertificatesAt) == set {
 		out.AWSIdentityCertificates = c.AWSIdentityCertificates
+	}
+	if d.nonEmpty("gcp_identity_audience", c.GCPIdentityAudience, c.GCPIdentityAudienceAt) == set {
+		u, err := neturl.Parse(c.GCPIdentityAudience)
+		if d.check(c.GCPIdentityAudienceAt, err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "",
+			"gcp_identity_audience must be the controller's URL as the agents reach it (https://HOST:PORT), got %q.", c.GCPIdentityAudience) == set {
+			out.GCPIdentityAudience = c.GCPIdentityAudience
+		}
 	}
 	if listen == set && cert != set && key != set {
 		if err := out.CheckListen(out.Listen); err != nil {

@@ -330,6 +330,8 @@ func TestParseErrors(t *testing.T) {
 				{summary: "Invalid value", detail: "tls_cert_file needs tls_key_file", at: `"c.pem"`},
 				{summary: "Invalid value", detail: "bootstrap_token_file must not be empty", at: `""`},
 			}},
+		{"controller: a GCP identity audience that is no URL", simPool("a", "") + "controller {\n  gcp_identity_audience = \"fleetcast\"\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: `gcp_identity_audience must be the controller's URL as the agents reach it (https://HOST:PORT), got "fleetcast"`, at: `"fleetcast"`}}},
 		{"synthetic", simPool("a", "") + "synthetic {\n  base_gpus = 10\n  peak_gpus = 5\n  peak_hour = 24\n  noise = -0.1\n}\n",
 			[]wantDiag{
 				{summary: "Invalid value", detail: "peak_gpus (5) must not be less than base_gpus (10)", at: "5\n"},

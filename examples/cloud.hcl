@@ -116,12 +116,14 @@ controller {
   tls_cert_file = "/etc/fleetcast/tls/controller.crt"
   tls_key_file  = "/etc/fleetcast/tls/controller.key"
 
-  # Node credentials: a node presents the bootstrap secret (the SSM
+  # Node credentials: an AWS node presents the bootstrap secret (the SSM
   # parameter the Terraform's nodes read) with its instance identity
-  # document, signed by AWS, and gets a credential of its own; see "Node
-  # credentials" in README.md.
+  # document, signed by AWS; a GCP node the identity token Compute Engine
+  # signs for this URL (the GCP Terraform's controller_url), and no secret.
+  # Each gets a credential of its own; see "Node credentials" in README.md.
   bootstrap_token_file      = "/etc/fleetcast/bootstrap-token"
   aws_identity_certificates = "/etc/fleetcast/aws-identity-us-east-1.pem"
+  gcp_identity_audience     = "https://fleetcast.internal:8790"
 }
 
 # Optional: fleets that export DCGM metrics can let the demand history count

@@ -2,6 +2,7 @@ package nodeauth
 
 import (
 	"bytes"
+	"context"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -17,7 +18,10 @@ import (
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/identitytest"
+	"github.com/fleetcast/autoscaler/providers/gcp"
 	"github.com/fleetcast/autoscaler/state"
+	"google.golang.org/api/idtoken"
+	"google.golang.org/api/option"
 )
 
 type clock struct{ t time.Time }
@@ -493,5 +497,82 @@ func TestRotateRacesOperatorIssue(t *testing.T) {
 			t.Fatalf("iteration %d: after the operator's issue, the old credential %v, the rotation's %v, the operator's %v",
 				i, r.Check("i-a", stolen), r.Check("i-a", next), r.Check("i-a", issued))
 		}
+	}
+}
+
+// TestBootstrapGCP: a Compute Engine identity token, signed by Google (the
+// real idtoken validation, against a stand-in for Google's keys) for the
+// controller's audience, gets a live GCP instance its credential with no
+// bootstrap secret; a token for another audience, expired, from another
+// issuer or key, naming another instance, project or zone, or a node that
+// is not a live GCP instance, is refused; without the audience
+// configured, GCP identities are refused, and AWS bootstraps still need
+// the secret.
+func TestBootstrapGCP(t *testing.T) {
+	const aud = "https://fleetcast.internal:8790"
+	f := newFixture(t)
+	google := identitytest.NewGoogle(t)
+	v, err := idtoken.NewValidator(context.Background(), option.WithHTTPClient(google.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcpPool := fleet.Pool{Name: "gcp-a100", Provider: fleet.ProviderGCP, Region: "us-central1",
+		Settings: gcp.Settings{Project: "ml", Zone: "us-central1-a", MIG: "a100"}}
+	live := map[string]fleet.Pool{"a100-x1": gcpPool, "a100-x2": gcpPool, "i-a": {Name: "gpu", Provider: fleet.ProviderAWS, Region: "us-east-1"}}
+	f.srv.Live = func(node string) (fleet.Pool, bool) { p, ok := live[node]; return p, ok }
+	f.srv.GCP = &GCPVerifier{Audience: aud, Validator: v}
+	node := identitytest.Instance{Name: "a100-x1", ID: "8152740126359720177", Project: "ml", Zone: "us-central1-a"}
+	gcpReq := func(token string) report.CredentialRequest {
+		return report.CredentialRequest{Nonce: nonceA, GCP: &report.GCPIdentity{Token: token}}
+	}
+	other := identitytest.NewGoogle(t)
+	for _, tt := range []struct {
+		name, node string
+		token      string
+		status     int
+		code       Code
+	}{
+		{"another audience", "a100-x1", google.Token(t, "https://elsewhere:8790", node, nil), 403, BadIdentity},
+		{"expired", "a100-x1", google.Token(t, aud, node, func(c map[string]any) { c["exp"] = time.Now().Add(-time.Minute).Unix() }), 403, BadIdentity},
+		{"issued in the future", "a100-x1", google.Token(t, aud, node, func(c map[string]any) { c["iat"] = time.Now().Add(time.Hour).Unix() }), 403, BadIdentity},
+		{"another issuer", "a100-x1", google.Token(t, aud, node, func(c map[string]any) { c["iss"] = "https://attacker.example" }), 403, BadIdentity},
+		{"another key", "a100-x1", other.Token(t, aud, node, nil), 403, BadIdentity},
+		{"no instance claims", "a100-x1", google.Token(t, aud, node, func(c map[string]any) { delete(c, "google") }), 403, BadIdentity},
+		{"another instance's token", "a100-x2", google.Token(t, aud, node, nil), 403, BadIdentity},
+		{"another project", "a100-x1", google.Token(t, aud, identitytest.Instance{Name: "a100-x1", Project: "other", Zone: "us-central1-a"}, nil), 403, BadIdentity},
+		{"another zone", "a100-x1", google.Token(t, aud, identitytest.Instance{Name: "a100-x1", Project: "ml", Zone: "us-central1-b"}, nil), 403, BadIdentity},
+		{"no live instance", "a100-gone", google.Token(t, aud, identitytest.Instance{Name: "a100-gone", Project: "ml", Zone: "us-central1-a"}, nil), 403, NotLive},
+		{"an AWS pool's node", "i-a", google.Token(t, aud, identitytest.Instance{Name: "i-a", Project: "ml", Zone: "us-central1-a"}, nil), 403, NotLive},
+		{"not a token", "a100-x1", "a.b", 403, BadIdentity},
+	} {
+		rec := f.do(t, "POST", "/v1/agents/"+tt.node+"/credential", "", gcpReq(tt.token))
+		if rec.Code != tt.status || rec.Header().Get(report.CodeHeader) != string(tt.code) {
+			t.Errorf("%s: %d %s %q, want %d %s", tt.name, rec.Code, rec.Header().Get(report.CodeHeader), rec.Body, tt.status, tt.code)
+		}
+	}
+	if n := len(f.srv.Registry.List()); n != 0 {
+		t.Fatalf("refusals issued %d credentials", n)
+	}
+	// An AWS bootstrap still needs the secret.
+	if rec := f.do(t, "POST", "/v1/agents/i-a/credential", "", req(f.identity(t, "i-a", "us-east-1"))); rec.Code != 401 || rec.Header().Get(report.CodeHeader) != string(BadSecret) {
+		t.Fatalf("an AWS bootstrap without the secret: %d %q", rec.Code, rec.Body)
+	}
+	a := credential(t, f.do(t, "POST", "/v1/agents/a100-x1/credential", "", gcpReq(google.Token(t, aud, node, nil))))
+	if err := f.srv.Registry.Check("a100-x1", a); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.srv.Registry.List(); len(c) != 1 || c[0].Pool != "gcp-a100" || c[0].Via != ViaBootstrap {
+		t.Fatalf("credentials %+v; want a100-x1's, bootstrapped, of pool gcp-a100", c)
+	}
+	// A second token for the registered node (a copy, replayed within its
+	// hour, with another nonce): refused.
+	replay := gcpReq(google.Token(t, aud, node, nil))
+	replay.Nonce = nonceB
+	if rec := f.do(t, "POST", "/v1/agents/a100-x1/credential", "", replay); rec.Code != 409 {
+		t.Fatalf("a second bootstrap of a registered node: %d %q", rec.Code, rec.Body)
+	}
+	f.srv.GCP = nil
+	if rec := f.do(t, "POST", "/v1/agents/a100-x2/credential", "", gcpReq(google.Token(t, aud, identitytest.Instance{Name: "a100-x2", Project: "ml", Zone: "us-central1-a"}, nil))); rec.Header().Get(report.CodeHeader) != string(BadSecret) {
+		t.Fatalf("a GCP bootstrap with no audience configured: %d %q", rec.Code, rec.Body)
 	}
 }

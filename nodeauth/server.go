@@ -1,6 +1,7 @@
 package nodeauth
 
 import (
+	"cmp"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/secretfile"
+	"github.com/fleetcast/autoscaler/providers/gcp"
 )
 
 // MinSecret is the shortest bootstrap secret accepted, in characters
@@ -21,7 +23,7 @@ const MinSecret = 32
 
 // Server serves the credential routes:
 //
-//	POST   /v1/agents/{node}/credential         issue: the bootstrap secret and the instance's signed identity, or the API token
+//	POST   /v1/agents/{node}/credential         issue: the bootstrap secret and the instance's signed identity (AWS), a Compute Engine identity token alone (GCP), or the API token
 //	POST   /v1/agents/{node}/credential/rotate  rotate: the node's credential
 //	DELETE /v1/agents/{node}/credential         revoke (?forget=true: and forget the node): the API token
 //	GET    /v1/credentials                      list (no secrets): the API token
@@ -37,6 +39,9 @@ type Server struct {
 	// AWSRoots is the trust root of AWS instance identity documents; with
 	// none, AWS nodes cannot bootstrap.
 	AWSRoots []*x509.Certificate
+	// GCP checks Compute Engine instance identity tokens; nil: GCP nodes
+	// cannot bootstrap.
+	GCP *GCPVerifier
 	// Live says which managed pool node is a live instance of, as the
 	// controller last observed its fleet.
 	Live func(node string) (fleet.Pool, bool)
@@ -140,21 +145,23 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request) {
 	answer(w, report.CredentialAnswer{Node: node, Credential: token, Issued: c.Issued})
 }
 
-// bootstrap checks a bootstrap request: the secret, the identity, that it
-// is node's and that node is live. It returns node's pool and the
-// request's nonce.
+// bootstrap checks a bootstrap request: the secret (but for a GCP
+// identity token, which is proof enough), the identity, that it is node's
+// and that node is live. It returns node's pool and the request's nonce.
 func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) (pool, nonce string, err error) {
-	secrets, err := s.secrets()
-	if err != nil {
-		return "", "", err
-	}
 	got, ok := report.BearerToken(r)
 	good := false
-	for _, secret := range secrets {
-		good = good || ok && same(got, secret)
-	}
-	if !good {
-		return "", "", refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or API token)")
+	if ok || s.GCP == nil {
+		secrets, err := s.secrets()
+		if err != nil {
+			return "", "", err
+		}
+		for _, secret := range secrets {
+			good = good || ok && same(got, secret)
+		}
+		if !good && s.GCP == nil {
+			return "", "", refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or API token)")
+		}
 	}
 	body, status, reason := report.ReadJSON(w, r, 64<<10, "credential request")
 	if status != http.StatusOK {
@@ -167,8 +174,13 @@ func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) 
 	if len(req.Nonce) < MinSecret {
 		return "", "", refuse(http.StatusBadRequest, Malformed, "credential request: nonce must be at least %d characters (the agent's bootstrap nonce)", MinSecret)
 	}
-	if req.AWS == nil {
-		return "", "", refuse(http.StatusBadRequest, BadIdentity, "credential request: no identity (want \"aws\": the instance identity document and its signature)")
+	switch {
+	case req.GCP != nil && req.AWS == nil:
+		return s.bootstrapGCP(r, node, req)
+	case !good:
+		return "", "", refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or API token)")
+	case req.AWS == nil:
+		return "", "", refuse(http.StatusBadRequest, BadIdentity, "credential request: no identity (want \"aws\": the instance identity document and its signature; or \"gcp\": a Compute Engine identity token)")
 	}
 	if len(s.AWSRoots) == 0 {
 		return "", "", refuse(http.StatusForbidden, Disabled, "this controller has no trust root for AWS identity documents (controller.aws_identity_certificates)")
@@ -190,6 +202,37 @@ func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) 
 	}
 	if p.Region != "" && doc.Region != p.Region {
 		return "", "", refuse(http.StatusForbidden, BadIdentity, "instance %q's identity is in region %q, its pool %s in %q", node, doc.Region, p.Name, p.Region)
+	}
+	return p.Name, req.Nonce, nil
+}
+
+// bootstrapGCP checks a Compute Engine identity token: signed by Google
+// for this controller's audience (GCPVerifier), naming node, in the
+// project and zone of a live GCP pool that node is an instance of.
+func (s *Server) bootstrapGCP(r *http.Request, node string, req report.CredentialRequest) (pool, nonce string, err error) {
+	if s.GCP == nil {
+		return "", "", refuse(http.StatusForbidden, Disabled, "this controller takes no Compute Engine identity (controller.gcp_identity_audience is not set)")
+	}
+	in, err := s.GCP.Verify(r.Context(), req.GCP.Token)
+	if err != nil {
+		return "", "", refuse(http.StatusForbidden, BadIdentity, "Compute Engine identity token: %v", err)
+	}
+	if in.InstanceName != node {
+		return "", "", refuse(http.StatusForbidden, BadIdentity, "the identity token is instance %q's, not %q's", in.InstanceName, node)
+	}
+	var p fleet.Pool
+	ok := false
+	if s.Live != nil {
+		p, ok = s.Live(node)
+	}
+	if !ok || p.Provider != fleet.ProviderGCP {
+		return "", "", refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a managed GCP pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
+	}
+	st := gcp.SettingsOf(p)
+	inZone := st.Zone == in.Zone || st.Zone == "" && strings.HasPrefix(in.Zone, st.Region+"-")
+	if in.ProjectID != st.Project || !inZone {
+		return "", "", refuse(http.StatusForbidden, BadIdentity, "instance %q's identity is in project %q, zone %q; its pool %s in project %q, %s",
+			node, in.ProjectID, in.Zone, p.Name, st.Project, cmp.Or(st.Zone, st.Region))
 	}
 	return p.Name, req.Nonce, nil
 }

@@ -996,6 +996,34 @@ loop/loop.go
 ""
 ./loop
 TestBackOffOncePerCycle
+
+a GCP identity token for another instance accepted (nodeauth)
+nodeauth/server.go
+"\tif in.InstanceName != node {"
+"\tif false {"
+./nodeauth
+TestBootstrapGCP
+
+a GCP identity in another project accepted (nodeauth)
+nodeauth/server.go
+"if in.ProjectID != st.Project || !inZone {"
+"if !inZone {"
+./nodeauth
+TestBootstrapGCP
+
+a GCP identity token from another issuer accepted (nodeauth)
+nodeauth/gcp.go
+"\tcase !gcpIssuers[p.Issuer]:"
+"\tcase false:"
+./nodeauth
+TestBootstrapGCP
+
+an AWS bootstrap without the secret when GCP is on (nodeauth)
+nodeauth/server.go
+"\tcase !good:\n"
+"\tcase false:\n"
+./nodeauth
+TestBootstrapGCP
 EOF
 }
 

@@ -35,6 +35,16 @@ type CredentialRequest struct {
 	// instance metadata service serves them
 	// (/latest/dynamic/instance-identity/document and .../signature).
 	AWS *AWSIdentity `json:"aws,omitempty"`
+	// GCP is the Compute Engine instance identity token, as the metadata
+	// server signs it (instance/service-accounts/default/identity, for the
+	// controller's audience, format=full). It needs no bootstrap secret.
+	GCP *GCPIdentity `json:"gcp,omitempty"`
+}
+
+// GCPIdentity is a Compute Engine instance's identity, signed by Google.
+type GCPIdentity struct {
+	// Token is the ID token (a JWT).
+	Token string `json:"token"`
 }
 
 // AWSIdentity is an EC2 instance's identity document, signed by AWS.

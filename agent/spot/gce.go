@@ -50,37 +50,49 @@ type GCE struct {
 // client does.
 var defaultGCEClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil}}
 
+// GCEGet reads path (with its query) from the metadata server at endpoint
+// (GCEMetadataEndpoint when empty), at most limit bytes, with client (one
+// with a 2-second timeout and no proxy when nil): the Metadata-Flavor:
+// Google header is sent, and an answer without it (not the metadata
+// server), or not 200, is an error naming the path.
+func GCEGet(ctx context.Context, client *http.Client, endpoint, path string, limit int64) ([]byte, error) {
+	if endpoint == "" {
+		endpoint = GCEMetadataEndpoint
+	}
+	if client == nil {
+		client = defaultGCEClient
+	}
+	name, _, _ := strings.Cut(path, "?")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(endpoint, "/")+"/"+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	req.Header.Set("Metadata-Flavor", "Google")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: reading the answer: %w", name, err)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("%s: status %d: %s", name, resp.StatusCode, excerpt(body))
+	case resp.Header.Get("Metadata-Flavor") != "Google":
+		return nil, fmt.Errorf("%s: the answer has no Metadata-Flavor: Google header: not the metadata server", name)
+	}
+	return body, nil
+}
+
 // Poll reads GCEPreemptedPath once: an interruption notice while the VM is
 // preempted, nothing before. An answer that is neither TRUE nor FALSE, or
 // one not from a metadata server (no Metadata-Flavor: Google header), is
 // an error naming the path, never a notice.
 func (g *GCE) Poll(ctx context.Context) ([]report.Notice, error) {
-	base := g.Endpoint
-	if base == "" {
-		base = GCEMetadataEndpoint
-	}
-	client := g.Client
-	if client == nil {
-		client = defaultGCEClient
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/"+GCEPreemptedPath, nil)
+	body, err := GCEGet(ctx, g.Client, g.Endpoint, GCEPreemptedPath, 256)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", GCEPreemptedPath, err)
-	}
-	req.Header.Set("Metadata-Flavor", "Google")
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", GCEPreemptedPath, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256))
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%s: reading the answer: %w", GCEPreemptedPath, err)
-	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("%s: status %d: %s", GCEPreemptedPath, resp.StatusCode, excerpt(body))
-	case resp.Header.Get("Metadata-Flavor") != "Google":
-		return nil, fmt.Errorf("%s: the answer has no Metadata-Flavor: Google header: not the metadata server", GCEPreemptedPath)
+		return nil, err
 	}
 	now := time.Now
 	if g.Now != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,7 +47,8 @@ func runAgent(e *env, args []string) int {
 	controller := fs.String("controller", "", "the controller's URL, e.g. https://fleetcast.internal:8790 (plain http only to a loopback address, or with -insecure)")
 	tokenFile := fs.String("token-file", "", "file holding this node's credential, mode 0600 (never logged); written by a bootstrap or a rotation")
 	bootstrapFile := fs.String("bootstrap-token-file", "", "file holding the fleet's bootstrap secret, mode 0600: with the instance's signed identity it gets the node its credential when -token-file holds none or the controller refuses it (empty: no bootstrap)")
-	identity := fs.String("identity", "aws", "the instance identity a bootstrap presents: aws (the instance identity document from the metadata service)")
+	identity := fs.String("identity", "aws", "the instance identity a bootstrap presents: aws (the instance identity document from the metadata service, with -bootstrap-token-file), or gcp (the identity token Compute Engine's metadata server signs for -gcp-audience: no bootstrap secret)")
+	gcpAudience := fs.String("gcp-audience", "", "the audience of the identity token for -identity gcp: the controller's controller.gcp_identity_audience (empty: -controller)")
 	caFile := fs.String("ca-file", "", "PEM file of the CA(s) that sign the controller's certificate (default: the system's)")
 	insecure := fs.Bool("insecure", false, "allow plain http to a controller that is not on loopback (the credential then crosses the network in the clear)")
 	rotateEvery := durationFlag{d: 24 * time.Hour}
@@ -62,7 +64,7 @@ func runAgent(e *env, args []string) int {
 	metrics := fs.String("metrics", "127.0.0.1:9401", "address serving Prometheus metrics at /metrics (empty: none)")
 	notices := fs.String("notices", "aws", "where spot notices come from: aws (the instance metadata service, IMDSv2), gcp (Compute Engine's metadata server, instance/preempted) or none")
 	imdsEndpoint := fs.String("imds-endpoint", "", "the instance metadata service's URL (default the SDK's, http://169.254.169.254)")
-	gceEndpoint := fs.String("gce-metadata-endpoint", spot.GCEMetadataEndpoint, "Compute Engine's metadata server's base URL, for -notices gcp")
+	gceEndpoint := fs.String("gce-metadata-endpoint", spot.GCEMetadataEndpoint, "Compute Engine's metadata server's base URL, for -notices gcp and -identity gcp")
 	noticeSignal := fs.String("notice-signal", "SIGUSR1", "signal sent to every job on a spot interruption notice or rebalance recommendation")
 	noticeInterval := durationFlag{d: spot.DefaultInterval, positive: true}
 	fs.Var(&noticeInterval, "notice-interval", "time between polls of the metadata service")
@@ -83,8 +85,8 @@ func runAgent(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "agent:", err)
 		return exitUsage
 	}
-	if *identity != "aws" {
-		fmt.Fprintf(e.stderr, "agent: -identity %q, want aws\n", *identity)
+	if *identity != "aws" && *identity != "gcp" {
+		fmt.Fprintf(e.stderr, "agent: -identity %q, want aws or gcp\n", *identity)
 		return exitUsage
 	}
 	if *notices != "aws" && *notices != "gcp" && *notices != "none" {
@@ -92,7 +94,13 @@ func runAgent(e *env, args []string) int {
 		return exitUsage
 	}
 	cred := &agent.Credential{File: *tokenFile, BootstrapFile: *bootstrapFile, Controller: *controller, Node: *node, Client: client, Log: log.Named("credential")}
-	if *bootstrapFile != "" {
+	if *identity == "gcp" {
+		audience := cmp.Or(*gcpAudience, *controller)
+		cred.IdentityOnly = true
+		cred.Identity = func(ctx context.Context) (*report.CredentialRequest, error) {
+			return gcpIdentity(ctx, *gceEndpoint, audience)
+		}
+	} else if *bootstrapFile != "" {
 		md := imds.New(imds.Options{Endpoint: *imdsEndpoint})
 		cred.Identity = func(ctx context.Context) (*report.CredentialRequest, error) { return awsIdentity(ctx, md) }
 	} else if _, err := cred.Token(context.Background()); err != nil {
@@ -306,6 +314,18 @@ func awsIdentity(ctx context.Context, md *imds.Client) (*report.CredentialReques
 		return nil, err
 	}
 	return &report.CredentialRequest{AWS: &report.AWSIdentity{Document: doc, Signature: sig}}, nil
+}
+
+// gcpIdentity reads the identity token Compute Engine's metadata server
+// signs for the instance and audience, with the instance's claims
+// (format=full).
+func gcpIdentity(ctx context.Context, endpoint, audience string) (*report.CredentialRequest, error) {
+	path := "instance/service-accounts/default/identity?" + url.Values{"audience": {audience}, "format": {"full"}}.Encode()
+	b, err := spot.GCEGet(ctx, nil, endpoint, path, 16<<10)
+	if err != nil {
+		return nil, err
+	}
+	return &report.CredentialRequest{GCP: &report.GCPIdentity{Token: strings.TrimSpace(string(b))}}, nil
 }
 
 // sdNotify tells systemd the agent's state (the sd_notify protocol), when

@@ -22,6 +22,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+	"google.golang.org/api/idtoken"
+	"google.golang.org/api/option"
 
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/agent/gpu"
@@ -29,8 +31,12 @@ import (
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/credtest"
+	"github.com/fleetcast/autoscaler/internal/identitytest"
 	"github.com/fleetcast/autoscaler/internal/metadatamock"
 	"github.com/fleetcast/autoscaler/internal/mototest"
+	"github.com/fleetcast/autoscaler/nodeauth"
+	"github.com/fleetcast/autoscaler/providers/gcp"
+	"github.com/fleetcast/autoscaler/state"
 )
 
 // TestMain doubles as a training job when FLEETCAST_TEST_JOB is set
@@ -366,5 +372,88 @@ func TestAgentGCEPreemption(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "train-a.ckpt")); err != nil {
 		t.Errorf("safe before train-a checkpointed: %v", err)
+	}
+}
+
+// TestAgentGCPBootstrap runs the agent command as a process on a Compute
+// Engine VM (a stand-in metadata server that mints the VM's identity
+// token, signed by a stand-in for Google's keys) with no credential and no
+// bootstrap secret: with -identity gcp it asks the metadata server for a
+// token for the controller's audience (format=full), gets its own
+// credential from the controller's credential routes with it alone, keeps
+// it (mode 0600) and reports with it.
+func TestAgentGCPBootstrap(t *testing.T) {
+	const audience = "https://fleetcast.internal:8790"
+	google := identitytest.NewGoogle(t)
+	vm := identitytest.Instance{Name: "a100-vm-1", ID: "8152740126359720177", Project: "ml", Zone: "us-central1-a"}
+	md := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if r.Header.Get("Metadata-Flavor") != "Google" || r.URL.Path != "/computeMetadata/v1/instance/service-accounts/default/identity" || q.Get("format") != "full" {
+			http.Error(w, "refused", http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Metadata-Flavor", "Google")
+		fmt.Fprint(w, google.Token(t, q.Get("audience"), vm, nil))
+	}))
+	defer md.Close()
+	dir, err := os.MkdirTemp("", "fc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	store, err := state.Open(filepath.Join(dir, "controller"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	creds, err := nodeauth.NewRegistry(store, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := idtoken.NewValidator(context.Background(), option.WithHTTPClient(google.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := fleet.Pool{Name: "gcp-a100", Provider: fleet.ProviderGCP, Region: "us-central1", Settings: gcp.Settings{Project: "ml", Zone: "us-central1-a", MIG: "a100"}}
+	ctl := &noticeController{agents: controller.NewAgents(time.Now)}
+	mux := http.NewServeMux()
+	(&nodeauth.Server{Registry: creds, GCP: &nodeauth.GCPVerifier{Audience: audience, Validator: v},
+		Live: func(node string) (fleet.Pool, bool) { return pool, node == vm.Name }}).Routes(mux)
+	mux.Handle(report.Pattern, &report.Receiver{Credentials: creds, Store: ctl})
+	cs := httptest.NewServer(mux)
+	defer cs.Close()
+	credFile := filepath.Join(dir, "credential")
+	logFile, err := os.Create(filepath.Join(dir, "agent.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	agentLog := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
+	ag := exec.Command(os.Args[0], "-test.run=^$")
+	ag.Env = append(os.Environ(), "FLEETCAST_TEST_CLI=agent -controller "+cs.URL+" -token-file "+credFile+" -node "+vm.Name+" -no-gpu -socket "+filepath.Join(dir, "agent.sock")+
+		" -marker "+filepath.Join(dir, "draining")+" -state "+filepath.Join(dir, "state.json")+" -metrics 127.0.0.1:0 -interval 500ms -notices none"+
+		" -identity gcp -gcp-audience "+audience+" -gce-metadata-endpoint "+md.URL+"/computeMetadata/v1/")
+	ag.Stdout, ag.Stderr = logFile, logFile
+	if err := ag.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ag.Process.Signal(syscall.SIGTERM); _ = ag.Wait() }()
+	for begun := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		ctl.mu.Lock()
+		node := ctl.last.Node
+		ctl.mu.Unlock()
+		if node == vm.Name {
+			break
+		}
+		if time.Since(begun) > 30*time.Second {
+			t.Fatalf("no report from %s within 30 s\nagent log:\n%s", vm.Name, agentLog())
+		}
+	}
+	fi, err := os.Stat(credFile)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the credential file: %v, %v; want mode 0600", fi, err)
+	}
+	if c := creds.List(); len(c) != 1 || c[0].Node != vm.Name || c[0].Pool != pool.Name || c[0].Via != nodeauth.ViaBootstrap {
+		t.Fatalf("credentials %+v; want %s's, bootstrapped, of pool %s", c, vm.Name, pool.Name)
 	}
 }

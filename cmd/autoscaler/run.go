@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/api/idtoken"
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
@@ -151,6 +152,16 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 			return err
 		}
 	}
+	var gcpIdentity *nodeauth.GCPVerifier
+	if aud := cfg.Controller.GCPIdentityAudience; aud != "" {
+		// Google's keys, fetched when first needed and cached as long as
+		// Google says.
+		v, err := idtoken.NewValidator(ctx)
+		if err != nil {
+			return fmt.Errorf("controller.gcp_identity_audience: %w", err)
+		}
+		gcpIdentity = &nodeauth.GCPVerifier{Audience: aud, Validator: v}
+	}
 	var certs *certFiles
 	if cfg.Controller.TLS() {
 		if certs, err = newCertFiles(cfg.Controller.TLSCertFile, cfg.Controller.TLSKeyFile, log.Named("tls")); err != nil {
@@ -187,7 +198,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		return fmt.Errorf("HTTP API on %s: %w (set controller.listen or -listen)", o.listen, err)
 	}
 	api := controller.APIOptions{Credentials: creds,
-		Auth: &nodeauth.Server{Registry: creds, BootstrapFile: cfg.Controller.BootstrapTokenFile, AWSRoots: awsRoots,
+		Auth: &nodeauth.Server{Registry: creds, BootstrapFile: cfg.Controller.BootstrapTokenFile, AWSRoots: awsRoots, GCP: gcpIdentity,
 			Live: c.LivePool, APIToken: apiToken, Log: log.Named("credentials")},
 		Demand: &controller.DemandReceiver{Token: apiToken, Pools: cfg.Pools, Pending: pending, Now: clock, Log: log}}
 	if !config.Loopback(o.listen) {

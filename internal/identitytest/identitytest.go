@@ -2,7 +2,8 @@
 // documents in tests: a fresh RSA key with a self-signed certificate,
 // which the tests configure as the controller's trust root
 // (controller.aws_identity_certificates), and signatures made the way the
-// metadata service's /latest/dynamic/instance-identity/signature is.
+// metadata service's /latest/dynamic/instance-identity/signature is; and
+// for Google's signing of Compute Engine identity tokens (Google).
 package identitytest
 
 import (

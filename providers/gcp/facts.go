@@ -1,6 +1,7 @@
 package gcp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -187,7 +188,7 @@ func (p *Provider) capacityFacts(ctx context.Context, g group, pool *fleet.Pool,
 	switch {
 	case pool.Capacity == fleet.Spot && !spot:
 		return fmt.Errorf("pool %s: capacity is spot, but %s's instance template makes %s VMs (set scheduling.provisioning_model = \"SPOT\")",
-			pool.Name, g.what(), cmpOr(props.GetScheduling().GetProvisioningModel(), "STANDARD"))
+			pool.Name, g.what(), cmp.Or(props.GetScheduling().GetProvisioningModel(), "STANDARD"))
 	case pool.Capacity != fleet.Spot && spot:
 		return fmt.Errorf("pool %s: capacity is %s, but %s's instance template makes spot VMs", pool.Name, pool.Capacity, g.what())
 	}

@@ -1,6 +1,7 @@
 package gcp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,7 +79,7 @@ func (p *Provider) Describe(ctx context.Context, pool fleet.Pool) (providers.Gro
 			continue
 		}
 		listed[name] = true
-		in := providers.Instance{ID: name, Zone: cmpOr(zoneOf(url), g.s.Zone), State: instanceState(mi), Failing: lastAttempt(g, mi)}
+		in := providers.Instance{ID: name, Zone: cmp.Or(zoneOf(url), g.s.Zone), State: instanceState(mi), Failing: lastAttempt(g, mi)}
 		if in.State != providers.InstanceTerminating {
 			live++
 		}
@@ -329,11 +330,4 @@ func (p *Provider) Terminate(ctx context.Context, pool fleet.Pool, instanceIDs [
 			Err: errors.New("not a live member of the group")}
 	}
 	return nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

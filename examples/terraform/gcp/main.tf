@@ -36,7 +36,8 @@ resource "google_compute_instance_template" "a100" {
       agent_url      = var.agent_url
       agent_sha256   = var.agent_sha256
       controller_url = var.controller_url
-      token_secret   = var.token_secret
+      audience       = var.controller_url
+      controller_ca  = var.controller_ca_pem
     })
   }
 
@@ -52,9 +53,12 @@ resource "google_compute_instance_template" "a100" {
     subnetwork = var.subnetwork
   }
 
+  # The nodes call no Google API: an attached service account lets the
+  # metadata server sign the VM's identity token (the agent's proof of which
+  # VM it is), which needs no scope; logs and metrics only.
   service_account {
     email  = var.service_account_email
-    scopes = ["cloud-platform"]
+    scopes = ["logging-write", "monitoring-write"]
   }
 
   # GPU VMs cannot live-migrate: host maintenance stops them.

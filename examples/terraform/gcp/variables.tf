@@ -21,12 +21,12 @@ variable "subnetwork" {
 }
 
 variable "service_account_email" {
-  description = "Service account of the GPU nodes. It needs roles/secretmanager.secretAccessor on var.token_secret; see README.md."
+  description = "Service account of the GPU nodes: the metadata server signs each VM's identity token as it. It needs no role (roles/logging.logWriter and roles/monitoring.metricWriter for the nodes' logs and metrics); see README.md."
   type        = string
 }
 
 variable "source_image" {
-  description = "Boot image of the GPU nodes: it needs the NVIDIA driver with nvidia-persistenced, the gcloud CLI and systemd. The default is the image family of a Deep Learning VM with the driver preinstalled; pin an image in production so that new nodes do not change image when the family moves on."
+  description = "Boot image of the GPU nodes: it needs the NVIDIA driver with nvidia-persistenced, curl and systemd. The default is the image family of a Deep Learning VM with the driver preinstalled; pin an image in production so that new nodes do not change image when the family moves on."
   type        = string
   default     = "projects/deeplearning-platform-release/global/images/family/common-cu129-ubuntu-2404-nvidia-580"
 }
@@ -38,7 +38,7 @@ variable "boot_disk_size_gb" {
 }
 
 variable "agent_url" {
-  description = "HTTPS URL of the linux/amd64 autoscaler binary that the nodes run as the Fleetcast agent, e.g. a release artifact in a Cloud Storage bucket or on an internal mirror."
+  description = "HTTPS URL of the linux/amd64 autoscaler binary that the nodes run as the Fleetcast agent, fetched without credentials: an internal mirror, or a Cloud Storage signed URL."
   type        = string
 }
 
@@ -53,7 +53,7 @@ variable "agent_sha256" {
 }
 
 variable "controller_url" {
-  description = "URL at which the agents reach the Fleetcast controller's API (its controller.listen address), e.g. http://fleetcast.internal:8790."
+  description = "URL at which the agents reach the Fleetcast controller's API (its controller.listen address), e.g. https://fleetcast.internal:8790. It is also the audience of the VMs' identity tokens: set the controller's controller.gcp_identity_audience to it."
   type        = string
 
   validation {
@@ -62,10 +62,10 @@ variable "controller_url" {
   }
 }
 
-variable "token_secret" {
-  description = "Secret Manager secret, in var.project, that holds the agents' token."
+variable "controller_ca_pem" {
+  description = "PEM of the CA that signed the controller's certificate (its tls_cert_file), which the agents verify it against; empty: the system's roots."
   type        = string
-  default     = "fleetcast-agent-token"
+  default     = ""
 }
 
 variable "initial_size" {
