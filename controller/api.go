@@ -301,11 +301,13 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 // LivePool returns the pool node is a live instance of, as the last cycle
 // observed the fleet: listed by its pool's group and not going away (an
 // instance the controller did not launch counts: Terraform's first nodes
-// are such; an orphan, known by its tags alone, does not). It is what a node's bootstrap is checked against.
-func (c *Controller) LivePool(node string) (fleet.Pool, bool) {
+// are such; an orphan, known by its tags alone, does not), and the zone
+// its group lists it in ("" if it says none). It is what a node's
+// bootstrap is checked against.
+func (c *Controller) LivePool(node string) (fleet.Pool, string, bool) {
 	last := c.Last()
 	if last.State == nil {
-		return fleet.Pool{}, false
+		return fleet.Pool{}, "", false
 	}
 	for i := range last.State.Nodes {
 		n := &last.State.Nodes[i]
@@ -313,18 +315,18 @@ func (c *Controller) LivePool(node string) (fleet.Pool, bool) {
 			continue
 		}
 		if n.State == fleet.Terminating {
-			return fleet.Pool{}, false
+			return fleet.Pool{}, "", false
 		}
 		if n.Orphan {
 			// Known by its tags alone, which anyone who may tag instances
 			// can set: no credential on that word.
-			return fleet.Pool{}, false
+			return fleet.Pool{}, "", false
 		}
 		for _, p := range c.cfg.Pools {
 			if p.Name == n.Pool {
-				return p, true
+				return p, n.Zone, true
 			}
 		}
 	}
-	return fleet.Pool{}, false
+	return fleet.Pool{}, "", false
 }

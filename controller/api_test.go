@@ -171,7 +171,7 @@ func TestLivePoolAndGoneCredentials(t *testing.T) {
 	l := newLoop(t, false, p)
 	creds := credtest.New(t)
 	l.c.creds = creds
-	if _, ok := l.c.LivePool("anything"); ok {
+	if _, _, ok := l.c.LivePool("anything"); ok {
 		t.Fatal("a node is live before any cycle")
 	}
 	for range 3 {
@@ -184,7 +184,7 @@ func TestLivePoolAndGoneCredentials(t *testing.T) {
 	}
 	l.cycle(t)
 	gone, stays := g.Instances[0].ID, g.Instances[1].ID
-	if got, ok := l.c.LivePool(gone); !ok || got.Name != "g5" {
+	if got, _, ok := l.c.LivePool(gone); !ok || got.Name != "g5" {
 		t.Fatalf("LivePool(%s) = %v, %v; want g5", gone, got.Name, ok)
 	}
 	tokGone, tokStays, tokRack := creds.For(gone), creds.For(stays), creds.For("rack-7")
@@ -195,7 +195,7 @@ func TestLivePoolAndGoneCredentials(t *testing.T) {
 		l.now = l.now.Add(time.Minute)
 		l.cycle(t)
 	}
-	if _, ok := l.c.LivePool(gone); ok {
+	if _, _, ok := l.c.LivePool(gone); ok {
 		t.Error("a terminated instance is live")
 	}
 	var e *nodeauth.Error

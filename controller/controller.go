@@ -658,7 +658,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 		}
 		instances = append(instances, own.unlisted...)
 		for _, in := range instances {
-			n := fleet.Node{ID: in.ID, Pool: p.Name, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID]}
+			n := fleet.Node{ID: in.ID, Pool: p.Name, Zone: in.Zone, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID]}
 			healthy := c.agents.Observe(&n)
 			if healthy && c.ready[in.ID].IsZero() && !c.dryRun {
 				c.ready[in.ID] = now

@@ -116,6 +116,9 @@ type Node struct {
 	State NodeState `json:"state"`
 	// LaunchedAt is when the cloud was asked for the node.
 	LaunchedAt time.Time `json:"launched_at"`
+	// Zone is the zone the cloud placed the node in, as its group lists
+	// it; empty if unknown.
+	Zone string `json:"zone,omitempty"`
 	// LaunchFailing is the cloud's reason it is failing to create a
 	// pending node (a zone out of GPUs, a quota), as the cloud reports it
 	// while it keeps retrying (providers.Instance.Failing); empty otherwise.

@@ -382,9 +382,13 @@ func (l *Loop) annotate(now time.Time, st *fleet.State) error {
 			if b.Refused.IsZero() {
 				continue // backed off, but not for capacity
 			}
-			// What the pool's cloud has supplied since it refused.
+			// What the pool's cloud has supplied since it refused; a node
+			// that came up ends its failures in a row.
 			if n := nodes[ps.Name]; n > b.Held && !ps.IsUnobserved() {
 				b.Held = n
+				if !now.Before(b.Until) {
+					b.Failures = 0
+				}
 				if err := l.o.Books.PutBackoff(b); err != nil {
 					return err
 				}
@@ -543,9 +547,11 @@ func (l *Loop) BackOff(now time.Time, pool, reason string, outOfCapacity bool) e
 // when it leaves a launch to it.
 const RefusalMemory = 6 * time.Hour
 
-// launched ends the pool's back-off after a launch in it succeeded: its
-// failures in a row are over, but the refusal is remembered for
-// RefusalMemory.
+// launched ends the pool's back-off after a launch in it succeeded. The
+// refusal is remembered for RefusalMemory, and so are its failures in a
+// row until a node comes up (annotate): a cloud that takes launches and
+// then cannot make them (a managed instance group in a stockout) backs
+// the pool off longer each time, as one that refuses them does.
 func (l *Loop) launched(pool string) error {
 	bs, err := l.o.Books.Backoffs()
 	if err != nil {
@@ -557,8 +563,8 @@ func (l *Loop) launched(pool string) error {
 		case b.Refused.IsZero():
 			// Backed off, never for capacity: nothing to remember.
 			return l.o.Books.DeleteBackoff(pool)
-		case b.Failures != 0 || !b.Until.IsZero():
-			b.Failures, b.Until = 0, time.Time{}
+		case !b.Until.IsZero():
+			b.Until = time.Time{}
 			return l.o.Books.PutBackoff(b)
 		}
 	}

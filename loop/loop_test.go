@@ -118,12 +118,14 @@ func TestLaunchBooks(t *testing.T) {
 	}
 	refused := now
 	// A launch that goes through ends it, but the refusal is remembered,
-	// with what the pool held since.
+	// with what the pool held since, and its failures in a row until a node
+	// comes up (a cloud that takes launches it then cannot make backs off
+	// longer each time).
 	f.launchErr = nil
 	now = bs[0].Until
 	r, _ = l.Cycle(ctx, f, now)
-	if bs, _ = f.books.Backoffs(); len(bs) != 1 || bs[0].Failures != 0 || !bs[0].Until.IsZero() || !bs[0].Refused.Equal(refused) || r.Outcomes[0].Result != Done {
-		t.Fatalf("back-offs %+v, outcomes %+v after a launch; want the refusal at %v remembered, no failures, done", bs, r.Outcomes, refused)
+	if bs, _ = f.books.Backoffs(); len(bs) != 1 || bs[0].Failures != 2 || !bs[0].Until.IsZero() || !bs[0].Refused.Equal(refused) || r.Outcomes[0].Result != Done {
+		t.Fatalf("back-offs %+v, outcomes %+v after a launch; want the refusal at %v remembered, 2 failures, done", bs, r.Outcomes, refused)
 	}
 	f.st.PendingGPUs, f.demand = 0, 0
 	f.st.Nodes = []fleet.Node{{ID: "i-1", Pool: "od", State: fleet.Ready, LaunchedAt: now}, {ID: "i-2", Pool: "od", State: fleet.Ready, LaunchedAt: now}}
@@ -131,6 +133,9 @@ func TestLaunchBooks(t *testing.T) {
 	r, _ = l.Cycle(ctx, f, now)
 	if ps := r.State.Pools[0]; !ps.Refused || ps.HeldSinceRefusal != 2 || !ps.BackoffUntil.IsZero() {
 		t.Fatalf("pool status %+v; want refused, held 2 since, not backed off", ps)
+	}
+	if bs, _ = f.books.Backoffs(); len(bs) != 1 || bs[0].Failures != 0 {
+		t.Fatalf("back-offs %+v once nodes came up; want no failures in a row", bs)
 	}
 	f.st.Nodes = f.st.Nodes[:1]
 	now = now.Add(time.Minute)
@@ -187,6 +192,28 @@ func TestBusyIsNoRefusal(t *testing.T) {
 	now = now.Add(time.Minute)
 	if r, _ := l.Cycle(ctx, f, now); !r.State.Pools[0].Refused || r.State.Pools[0].HeldSinceRefusal != 1 {
 		t.Fatalf("pool status %+v; want refused, held 1 (the node that came up)", r.State.Pools[0])
+	}
+}
+
+// TestStockoutBacksOffLonger: a cloud that takes each launch and then
+// cannot make it (a managed instance group in a stockout: the launch
+// succeeds, the node fails at once) backs the pool off longer each time.
+func TestStockoutBacksOffLonger(t *testing.T) {
+	l, f := newScripted(t, false)
+	now := t0
+	for i := 1; i <= 3; i++ {
+		if err := l.launched("od"); err != nil {
+			t.Fatal(err)
+		}
+		plan := planner.Plan{Actions: []planner.Action{{Kind: planner.Terminate, Pool: "od", Node: "a", BackOff: true, Reason: "the cloud is failing to create it"}}}
+		if _, err := l.act(context.Background(), f, now, &plan); err != nil {
+			t.Fatal(err)
+		}
+		bs, _ := f.books.Backoffs()
+		if len(bs) != 1 || bs[0].Failures != i || !bs[0].Until.Equal(now.Add(providers.Backoff(i))) {
+			t.Fatalf("after stockout %d: back-offs %+v; want %d failures, until %v", i, bs, i, now.Add(providers.Backoff(i)))
+		}
+		now = bs[0].Until
 	}
 }
 

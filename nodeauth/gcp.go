@@ -2,8 +2,11 @@ package nodeauth
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/api/idtoken"
@@ -53,6 +56,15 @@ const maxIssuedAhead = 5 * time.Minute
 func (v *GCPVerifier) Verify(ctx context.Context, token string) (GCPInstance, error) {
 	if v.Audience == "" || v.Validator == nil {
 		return GCPInstance{}, errors.New("no audience or validator configured")
+	}
+	// Compute Engine signs with RS256 and Google's keys; idtoken would
+	// also take ES256, against Identity-Aware Proxy's.
+	head, _, _ := strings.Cut(token, ".")
+	var h struct {
+		Alg string `json:"alg"`
+	}
+	if b, err := base64.RawURLEncoding.DecodeString(head); err != nil || json.Unmarshal(b, &h) != nil || h.Alg != "RS256" {
+		return GCPInstance{}, fmt.Errorf("not an RS256 token (its header says %q): Compute Engine signs identity tokens with RS256", h.Alg)
 	}
 	p, err := v.Validator.Validate(ctx, token, v.Audience)
 	if err != nil {

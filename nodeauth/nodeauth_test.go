@@ -223,7 +223,7 @@ func newFixture(t testing.TB) *fixture {
 	f := &fixture{signer: identitytest.New(t), secret: secret}
 	live := map[string]fleet.Pool{"i-a": {Name: "gpu", Region: "us-east-1"}, "i-b": {Name: "gpu", Region: "us-east-1"}}
 	f.srv = &Server{Registry: reg, BootstrapFile: file, AWSRoots: []*x509.Certificate{f.signer.Cert}, APIToken: apiToken,
-		Live: func(node string) (fleet.Pool, bool) { p, ok := live[node]; return p, ok }}
+		Live: func(node string) (fleet.Pool, string, bool) { p, ok := live[node]; return p, "us-east-1a", ok }}
 	mux := http.NewServeMux()
 	f.srv.Routes(mux)
 	f.h = mux
@@ -518,8 +518,15 @@ func TestBootstrapGCP(t *testing.T) {
 	}
 	gcpPool := fleet.Pool{Name: "gcp-a100", Provider: fleet.ProviderGCP, Region: "us-central1",
 		Settings: gcp.Settings{Project: "ml", Zone: "us-central1-a", MIG: "a100"}}
-	live := map[string]fleet.Pool{"a100-x1": gcpPool, "a100-x2": gcpPool, "i-a": {Name: "gpu", Provider: fleet.ProviderAWS, Region: "us-east-1"}}
-	f.srv.Live = func(node string) (fleet.Pool, bool) { p, ok := live[node]; return p, ok }
+	regional := fleet.Pool{Name: "gcp-regional", Provider: fleet.ProviderGCP, Region: "us-central1",
+		Settings: gcp.Settings{Project: "ml", Region: "us-central1", MIG: "a100-r"}}
+	type liveNode struct {
+		pool fleet.Pool
+		zone string
+	}
+	live := map[string]liveNode{"a100-x1": {gcpPool, "us-central1-a"}, "a100-x2": {gcpPool, "us-central1-a"},
+		"a100-r1": {regional, "us-central1-b"}, "i-a": {fleet.Pool{Name: "gpu", Provider: fleet.ProviderAWS, Region: "us-east-1"}, "us-east-1a"}}
+	f.srv.Live = func(node string) (fleet.Pool, string, bool) { n, ok := live[node]; return n.pool, n.zone, ok }
 	f.srv.GCP = &GCPVerifier{Audience: aud, Validator: v}
 	node := identitytest.Instance{Name: "a100-x1", ID: "8152740126359720177", Project: "ml", Zone: "us-central1-a"}
 	gcpReq := func(token string) report.CredentialRequest {
@@ -541,9 +548,13 @@ func TestBootstrapGCP(t *testing.T) {
 		{"another instance's token", "a100-x2", google.Token(t, aud, node, nil), 403, BadIdentity},
 		{"another project", "a100-x1", google.Token(t, aud, identitytest.Instance{Name: "a100-x1", Project: "other", Zone: "us-central1-a"}, nil), 403, BadIdentity},
 		{"another zone", "a100-x1", google.Token(t, aud, identitytest.Instance{Name: "a100-x1", Project: "ml", Zone: "us-central1-b"}, nil), 403, BadIdentity},
+		// A VM of the same name in another zone of a regional pool's
+		// region: not the one the group lists.
+		{"a regional pool's name in another zone", "a100-r1", google.Token(t, aud, identitytest.Instance{Name: "a100-r1", Project: "ml", Zone: "us-central1-c"}, nil), 403, BadIdentity},
 		{"no live instance", "a100-gone", google.Token(t, aud, identitytest.Instance{Name: "a100-gone", Project: "ml", Zone: "us-central1-a"}, nil), 403, NotLive},
 		{"an AWS pool's node", "i-a", google.Token(t, aud, identitytest.Instance{Name: "i-a", Project: "ml", Zone: "us-central1-a"}, nil), 403, NotLive},
 		{"not a token", "a100-x1", "a.b", 403, BadIdentity},
+		{"not RS256", "a100-x1", google.SignWith(t, "ES256", map[string]any{"iss": "https://accounts.google.com", "aud": aud}), 403, BadIdentity},
 	} {
 		rec := f.do(t, "POST", "/v1/agents/"+tt.node+"/credential", "", gcpReq(tt.token))
 		if rec.Code != tt.status || rec.Header().Get(report.CodeHeader) != string(tt.code) {
@@ -557,6 +568,8 @@ func TestBootstrapGCP(t *testing.T) {
 	if rec := f.do(t, "POST", "/v1/agents/i-a/credential", "", req(f.identity(t, "i-a", "us-east-1"))); rec.Code != 401 || rec.Header().Get(report.CodeHeader) != string(BadSecret) {
 		t.Fatalf("an AWS bootstrap without the secret: %d %q", rec.Code, rec.Body)
 	}
+	credential(t, f.do(t, "POST", "/v1/agents/a100-r1/credential", "", gcpReq(google.Token(t, aud, identitytest.Instance{Name: "a100-r1", Project: "ml", Zone: "us-central1-b"}, nil))))
+	f.srv.Registry.Revoke("a100-r1", true) //nolint:errcheck // the regional node's, to count a100-x1's alone below
 	a := credential(t, f.do(t, "POST", "/v1/agents/a100-x1/credential", "", gcpReq(google.Token(t, aud, node, nil))))
 	if err := f.srv.Registry.Check("a100-x1", a); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package nodeauth
 
 import (
-	"cmp"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -42,9 +41,10 @@ type Server struct {
 	// GCP checks Compute Engine instance identity tokens; nil: GCP nodes
 	// cannot bootstrap.
 	GCP *GCPVerifier
-	// Live says which managed pool node is a live instance of, as the
-	// controller last observed its fleet.
-	Live func(node string) (fleet.Pool, bool)
+	// Live says which managed pool node is a live instance of, and the
+	// zone its group lists it in ("" if none), as the controller last
+	// observed its fleet.
+	Live func(node string) (pool fleet.Pool, zone string, ok bool)
 	// APIToken is the operator's token, which may issue, revoke and list.
 	APIToken string
 	Log      hclog.Logger
@@ -195,7 +195,7 @@ func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) 
 	var p fleet.Pool
 	ok = false
 	if s.Live != nil {
-		p, ok = s.Live(node)
+		p, _, ok = s.Live(node)
 	}
 	if !ok {
 		return "", "", refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a managed pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
@@ -220,19 +220,24 @@ func (s *Server) bootstrapGCP(r *http.Request, node string, req report.Credentia
 	if in.InstanceName != node {
 		return "", "", refuse(http.StatusForbidden, BadIdentity, "the identity token is instance %q's, not %q's", in.InstanceName, node)
 	}
-	var p fleet.Pool
-	ok := false
+	var (
+		p    fleet.Pool
+		zone string
+		ok   bool
+	)
 	if s.Live != nil {
-		p, ok = s.Live(node)
+		p, zone, ok = s.Live(node)
 	}
 	if !ok || p.Provider != fleet.ProviderGCP {
 		return "", "", refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a managed GCP pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
 	}
+	// Names are unique within a project's zone only: the VM must be the
+	// one the group lists, in the zone it lists it in.
 	st := gcp.SettingsOf(p)
-	inZone := st.Zone == in.Zone || st.Zone == "" && strings.HasPrefix(in.Zone, st.Region+"-")
+	inZone := zone != "" && in.Zone == zone && (st.Zone == in.Zone || st.Zone == "" && strings.HasPrefix(in.Zone, st.Region+"-"))
 	if in.ProjectID != st.Project || !inZone {
-		return "", "", refuse(http.StatusForbidden, BadIdentity, "instance %q's identity is in project %q, zone %q; its pool %s in project %q, %s",
-			node, in.ProjectID, in.Zone, p.Name, st.Project, cmp.Or(st.Zone, st.Region))
+		return "", "", refuse(http.StatusForbidden, BadIdentity, "instance %q's identity is in project %q, zone %q; its pool %s's group in project %q lists it in zone %q",
+			node, in.ProjectID, in.Zone, p.Name, st.Project, zone)
 	}
 	return p.Name, req.Nonce, nil
 }

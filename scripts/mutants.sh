@@ -1024,6 +1024,41 @@ nodeauth/server.go
 "\tcase false:\n"
 ./nodeauth
 TestBootstrapGCP
+
+a GCP identity in another zone of a regional pool accepted (nodeauth)
+nodeauth/server.go
+"inZone := zone != \"\" && in.Zone == zone && ("
+"inZone := ("
+./nodeauth
+TestBootstrapGCP
+
+a provisioning VM's stale stockout taken for a failure (gcp)
+providers/gcp/mig.go
+"a != \"CREATING_WITHOUT_RETRIES\" || mi.GetInstanceStatus() != \"\" {"
+"a != \"CREATING_WITHOUT_RETRIES\" {"
+./providers/gcp
+TestMIGStockoutFailing
+
+a regional group that moves creations reported failing (gcp)
+providers/gcp/mig.go
+"\t\tif !moves {"
+"\t\tif true {"
+./providers/gcp
+TestMIGStockoutMoved
+
+refused credentials taken for an outage at start (gcp)
+providers/gcp/facts.go
+"errors.As(err, &ne) && ne.Timeout()"
+"errors.As(err, &ne)"
+./providers/gcp
+TestResolveRefusedCredentials
+
+stockouts backed off no longer each time (loop)
+loop/loop.go
+"\t\tcase !b.Until.IsZero():\n\t\t\tb.Until = time.Time{}"
+"\t\tcase !b.Until.IsZero():\n\t\t\tb.Until, b.Failures = time.Time{}, 0"
+./loop
+TestStockoutBacksOffLonger
 EOF
 }
 

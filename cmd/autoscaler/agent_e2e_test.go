@@ -230,20 +230,9 @@ func TestAgentSpotNotice(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(tokens.For("i-1")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logFile, err := os.Create(filepath.Join(dir, "agent.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	agentLog := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
-	ag := exec.Command(os.Args[0], "-test.run=^$")
-	ag.Env = append(os.Environ(), "FLEETCAST_TEST_CLI=agent -controller "+cs.URL+" -token-file "+tokenFile+" -node i-1 -no-gpu -socket "+socket+
+	agentLog, stop := startCLI(t, filepath.Join(dir, "agent.log"), "agent -controller "+cs.URL+" -token-file "+tokenFile+" -node i-1 -no-gpu -socket "+socket+
 		" -marker "+filepath.Join(dir, "draining")+" -state "+filepath.Join(dir, "state.json")+" -metrics 127.0.0.1:0 -interval 1s -notice-interval 200ms -imds-endpoint "+endpoint)
-	ag.Stdout, ag.Stderr = logFile, logFile
-	if err := ag.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ag.Process.Signal(syscall.SIGTERM); _ = ag.Wait() }()
+	defer stop()
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(socket); err == nil {
 			break
@@ -332,20 +321,9 @@ func TestAgentGCEPreemption(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(tokens.For("gpu-vm-1")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logFile, err := os.Create(filepath.Join(dir, "agent.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	agentLog := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
-	ag := exec.Command(os.Args[0], "-test.run=^$")
-	ag.Env = append(os.Environ(), "FLEETCAST_TEST_CLI=agent -controller "+cs.URL+" -token-file "+tokenFile+" -node gpu-vm-1 -no-gpu -socket "+socket+
+	agentLog, stop := startCLI(t, filepath.Join(dir, "agent.log"), "agent -controller "+cs.URL+" -token-file "+tokenFile+" -node gpu-vm-1 -no-gpu -socket "+socket+
 		" -marker "+filepath.Join(dir, "draining")+" -state "+filepath.Join(dir, "state.json")+" -metrics 127.0.0.1:0 -interval 1s -notice-interval 200ms -notices gcp -gce-metadata-endpoint "+md.URL+"/computeMetadata/v1/")
-	ag.Stdout, ag.Stderr = logFile, logFile
-	if err := ag.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ag.Process.Signal(syscall.SIGTERM); _ = ag.Wait() }()
+	defer stop()
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(socket); err == nil {
 			break
@@ -418,26 +396,15 @@ func TestAgentGCPBootstrap(t *testing.T) {
 	ctl := &noticeController{agents: controller.NewAgents(time.Now)}
 	mux := http.NewServeMux()
 	(&nodeauth.Server{Registry: creds, GCP: &nodeauth.GCPVerifier{Audience: audience, Validator: v},
-		Live: func(node string) (fleet.Pool, bool) { return pool, node == vm.Name }}).Routes(mux)
+		Live: func(node string) (fleet.Pool, string, bool) { return pool, vm.Zone, node == vm.Name }}).Routes(mux)
 	mux.Handle(report.Pattern, &report.Receiver{Credentials: creds, Store: ctl})
 	cs := httptest.NewServer(mux)
 	defer cs.Close()
 	credFile := filepath.Join(dir, "credential")
-	logFile, err := os.Create(filepath.Join(dir, "agent.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	agentLog := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
-	ag := exec.Command(os.Args[0], "-test.run=^$")
-	ag.Env = append(os.Environ(), "FLEETCAST_TEST_CLI=agent -controller "+cs.URL+" -token-file "+credFile+" -node "+vm.Name+" -no-gpu -socket "+filepath.Join(dir, "agent.sock")+
+	agentLog, stop := startCLI(t, filepath.Join(dir, "agent.log"), "agent -controller "+cs.URL+" -token-file "+credFile+" -node "+vm.Name+" -no-gpu -socket "+filepath.Join(dir, "agent.sock")+
 		" -marker "+filepath.Join(dir, "draining")+" -state "+filepath.Join(dir, "state.json")+" -metrics 127.0.0.1:0 -interval 500ms -notices none"+
 		" -identity gcp -gcp-audience "+audience+" -gce-metadata-endpoint "+md.URL+"/computeMetadata/v1/")
-	ag.Stdout, ag.Stderr = logFile, logFile
-	if err := ag.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ag.Process.Signal(syscall.SIGTERM); _ = ag.Wait() }()
+	defer stop()
 	for begun := time.Now(); ; time.Sleep(50 * time.Millisecond) {
 		ctl.mu.Lock()
 		node := ctl.last.Node

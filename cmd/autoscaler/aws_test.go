@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -21,19 +20,8 @@ import (
 // templates and the three groups, tagged), with two A100 nodes running on
 // demand.
 func TestPlanAgainstMoto(t *testing.T) {
-	url := mototest.URL(t)
-	t.Setenv("AWS_ENDPOINT_URL", url)
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDFLEETCAST")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	ec, as := motoAccount(t, mototest.URL(t))
 	ctx := context.Background()
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ec, as := ec2.NewFromConfig(cfg), autoscaling.NewFromConfig(cfg)
 	if err := mototest.CreateExample(ctx, ec, as); err != nil {
 		t.Fatal(err)
 	}

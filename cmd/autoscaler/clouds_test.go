@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -107,9 +104,7 @@ func TestPlanAcrossClouds(t *testing.T) {
 
 	// Compute Engine unreachable (a closed port): the plan is made, the
 	// GCP pool counted at its max against the limits.
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	closed := "http://" + l.Addr().String()
-	l.Close()
+	closed := "http://" + freeAddr(t)
 	conf = localExample(t, withEndpoint(string(src), closed))
 	code, out, errOut = cli("plan", "-config", conf, "-at", "2026-12-03T14:00:00Z")
 	if code != 0 {
@@ -165,9 +160,7 @@ func TestRunFailsOverAcrossClouds(t *testing.T) {
 		Labels:   map[string]string{gcptest.LabelFleet: "prod"}}, 0)
 
 	dir := t.TempDir()
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	conf := filepath.Join(dir, "fleet.hcl")
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`
 pool "aws-spot-a100" {
@@ -222,18 +215,7 @@ controller {
 `, f.URL(), addr, filepath.Join(dir, "state"))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctlLog, err := os.Create(filepath.Join(dir, "controller.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl := exec.Command(os.Args[0], "-test.run=^$")
-	ctl.Env = append(os.Environ(), "FLEETCAST_TEST_CLI=run -config "+conf+" -log-level info")
-	ctl.Stdout, ctl.Stderr = ctlLog, ctlLog
-	if err := ctl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ctl.Process.Signal(syscall.SIGTERM); _ = ctl.Wait() })
-	output := func() string { b, _ := os.ReadFile(ctlLog.Name()); return string(b) }
+	output, _ := startCLI(t, filepath.Join(dir, "controller.log"), "run -config "+conf+" -log-level info")
 	base := "http://" + addr
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,7 +20,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -102,17 +100,8 @@ func identityMock(t *testing.T, dir, id string, signer *identitytest.Signer) (en
 // bootstrap secret for an already-registered node, or for an id that is
 // no live instance, is refused.
 func TestDeployOnAWS(t *testing.T) {
-	url := mototest.URL(t)
-	for k, v := range map[string]string{"AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": "AKIDFLEETCAST", "AWS_SECRET_ACCESS_KEY": "secret",
-		"AWS_REGION": "us-east-1", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"} {
-		t.Setenv(k, v)
-	}
+	ec, as := motoAccount(t, mototest.URL(t))
 	ctx := context.Background()
-	acfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ec, as := ec2.NewFromConfig(acfg), autoscaling.NewFromConfig(acfg)
 	if _, err := ec.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("fleetcast-a100"),
 		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-12c6146b"), InstanceType: ec2types.InstanceType("p4d.24xlarge")}}); err != nil {
 		t.Fatal(err)
@@ -147,9 +136,7 @@ func TestDeployOnAWS(t *testing.T) {
 	if err := os.WriteFile(bootstrap, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	conf := filepath.Join(dir, "fleet.hcl")
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`
 pool "aws-ondemand-a100" {
@@ -178,20 +165,9 @@ controller {
 `, addr, filepath.Join(dir, "state"), ca.CertFile, ca.KeyFile, bootstrap, signer.WriteCert(t, dir))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctlLog, err := os.Create(filepath.Join(dir, "controller.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl := exec.Command(os.Args[0], "-test.run=^$")
-	ctl.Env = append(os.Environ(), "FLEETCAST_TEST_CLI=run -config "+conf+" -log-level info")
-	ctl.Stdout, ctl.Stderr = ctlLog, ctlLog
-	if err := ctl.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ctl.Process.Signal(syscall.SIGTERM); _ = ctl.Wait() })
+	ctlOutput, _ := startCLI(t, filepath.Join(dir, "controller.log"), "run -config "+conf+" -log-level info")
 	logs := func() string {
-		b, _ := os.ReadFile(ctlLog.Name())
-		out := "controller:\n" + string(b)
+		out := "controller:\n" + ctlOutput()
 		for _, n := range []string{"a", "b"} {
 			b, _ := os.ReadFile(filepath.Join(dir, "node-"+n+".log"))
 			out += "\nnode " + n + ":\n" + string(b)
@@ -374,8 +350,8 @@ controller {
 	if code != 0 || !strings.Contains(out, idA) || !strings.Contains(out, idB) || !strings.Contains(out, "bootstrap") {
 		t.Errorf("token list: exit %d\n%s%s", code, out, errOut)
 	}
-	if b, _ := os.ReadFile(ctlLog.Name()); !bytes.Contains(b, []byte("node registered")) {
-		t.Errorf("the controller logged no registration:\n%s", b)
+	if out := ctlOutput(); !strings.Contains(out, "node registered") {
+		t.Errorf("the controller logged no registration:\n%s", out)
 	}
 }
 

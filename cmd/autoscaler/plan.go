@@ -109,7 +109,7 @@ func makeForecast(cfg *config.Config, history fleet.Series) (forecast.Forecast, 
 // provisioning deadline) and there is no demand history (so the plan is
 // reactive). A pool that cannot be read (its cloud unreachable) is left
 // alone and counted at its max, as the controller does, so that the
-// others are planned for.
+// others are planned for; orphans that cannot be listed are not shown.
 func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time.Time) (fleet.State, error) {
 	if registry.Simulated(cfg.Pools) {
 		_, st := sim.Generate(cfg, now)
@@ -147,7 +147,12 @@ func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time
 	}
 	for _, l := range providers.ListOrphans(ctx, cfg.Controller.Fleet, cfg.Pools, clouds) {
 		if l.Err != nil {
-			return fleet.State{}, l.Err
+			if ctx.Err() != nil {
+				return fleet.State{}, l.Err
+			}
+			// As the controller does: orphans unlisted are not reaped.
+			log.Warn("orphans not listed: none are shown", "error", l.Err)
+			continue
 		}
 		for _, o := range l.Orphans {
 			// Silent as every node here: shown, never reaped on this view.

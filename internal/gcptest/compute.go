@@ -104,8 +104,10 @@ type Group struct {
 	// Template is the group's instance template's URL.
 	Template string
 	// Zones are a regional group's zones (its distribution policy); one,
-	// REGION-b, if none.
-	Zones []string
+	// REGION-b, if none. TargetShape is its target distribution shape
+	// (EVEN, BALANCED, ANY, ANY_SINGLE_ZONE); none if empty.
+	Zones       []string
+	TargetShape string
 	// Labels are set on the instances it creates (as its template would).
 	Labels map[string]string
 
@@ -266,6 +268,19 @@ func (f *Compute) Boot(g *Group) {
 			in.action, in.status, in.created, in.lastErr = "NONE", "RUNNING", time.Now().UTC().Truncate(time.Second), ""
 		}
 	}
+}
+
+// Provision gives the instances the group is creating a VM, provisioning:
+// a later attempt got capacity. Their last attempt's error stays, as
+// Compute Engine keeps it.
+func (f *Compute) Provision(g *Group) {
+	f.Do(func() {
+		for _, in := range g.instances {
+			if in.action == "CREATING" {
+				in.status = "PROVISIONING"
+			}
+		}
+	})
 }
 
 // Members counts the group's instances by state: running, being created,
@@ -561,6 +576,9 @@ func (g *Group) proto() *computepb.InstanceGroupManager {
 			zones = []string{g.Region + "-b"}
 		}
 		m.DistributionPolicy = &computepb.DistributionPolicy{}
+		if g.TargetShape != "" {
+			m.DistributionPolicy.TargetShape = proto.String(g.TargetShape)
+		}
 		for _, z := range zones {
 			m.DistributionPolicy.Zones = append(m.DistributionPolicy.Zones,
 				&computepb.DistributionPolicyZoneConfiguration{Zone: proto.String("https://www.googleapis.com/compute/v1/projects/" + g.Project + "/zones/" + z)})

@@ -95,7 +95,14 @@ func (g *Google) Token(t testing.TB, audience string, in Instance, change func(c
 }
 
 func (g *Google) sign(t testing.TB, claims map[string]any) string {
-	header, _ := json.Marshal(map[string]string{"alg": "RS256", "kid": g.KeyID, "typ": "JWT"})
+	return g.SignWith(t, "RS256", claims)
+}
+
+// SignWith signs claims with the key, its header naming alg (the
+// signature is RS256's whatever it says).
+func (g *Google) SignWith(t testing.TB, alg string, claims map[string]any) string {
+	t.Helper()
+	header, _ := json.Marshal(map[string]string{"alg": alg, "kid": g.KeyID, "typ": "JWT"})
 	payload, err := json.Marshal(claims)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -94,7 +93,9 @@ func (p *Provider) checked(ctx context.Context, pool fleet.Pool) error {
 }
 
 // unreachable says err is Compute Engine not answering, rather than an
-// answer: a network error, a deadline, a 5xx or throttling.
+// answer: a connection refused or reset, a name not resolved, a timeout,
+// a 5xx or throttling. Credentials refused (the token endpoint's answer)
+// or a certificate that does not verify are answers, and stop the start.
 func unreachable(err error) bool {
 	var te *providers.ThrottledError
 	if errors.As(err, &te) {
@@ -104,9 +105,10 @@ func unreachable(err error) bool {
 	if errors.As(err, &ge) {
 		return ge.Code >= 500
 	}
-	var ue *url.Error
+	var op *net.OpError
+	var dns *net.DNSError
 	var ne net.Error
-	return errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded)
+	return errors.As(err, &op) || errors.As(err, &dns) || errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
 }
 
 func (p *Provider) resolve(ctx context.Context, pool *fleet.Pool) error {

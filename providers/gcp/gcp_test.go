@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"google.golang.org/api/option"
 
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/gcptest"
@@ -184,6 +187,25 @@ func TestMIGErrors(t *testing.T) {
 	}
 }
 
+// TestMIGStockoutMoved: a regional group that may place VMs in any of its
+// zones moves a creation that stocked out to another, so its VMs are not
+// reported failing; an even one's are.
+func TestMIGStockoutMoved(t *testing.T) {
+	for _, tt := range []struct {
+		shape   string
+		failing bool
+	}{{"BALANCED", false}, {"ANY", false}, {"EVEN", true}} {
+		s := Settings{Project: "ml", Region: "us-central1", MIG: "a100"}
+		f := gcptest.NewCompute(t)
+		g := f.AddGroup(&gcptest.Group{Project: s.Project, Region: s.Region, Name: s.MIG, TargetShape: tt.shape, Zones: []string{"us-central1-a", "us-central1-b"}}, 0)
+		f.AddCreating(g, "ZONE_RESOURCE_POOL_EXHAUSTED")
+		grp, err := newTestProvider(t, f, nil).Describe(context.Background(), migPool("gcp-a100", s))
+		if err != nil || len(grp.Instances) != 1 || (grp.Instances[0].Failing != nil) != tt.failing {
+			t.Errorf("%s: %+v, %v; want failing %v", tt.shape, grp.Instances, err, tt.failing)
+		}
+	}
+}
+
 // TestMIGAfterReview: what a review found. An opportunistic update not
 // reached does not make the group busy; an instance's fleet label is kept
 // after its first read; two equal scale-ins of owed capacity both happen
@@ -268,6 +290,15 @@ func TestMIGStockoutFailing(t *testing.T) {
 	var ice *providers.InsufficientCapacityError
 	if err := p.Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 4, Key: "k2"}); !errors.As(err, &ice) {
 		t.Fatalf("a launch into the stocked-out group: %v; want insufficient capacity", err)
+	}
+	// A later attempt got capacity: a VM exists, provisioning, and the last
+	// failed attempt's error is not taken for a failure.
+	f.Provision(g)
+	grp, _ = p.Describe(ctx, pool)
+	for _, in := range grp.Instances {
+		if in.Failing != nil {
+			t.Errorf("instance %s, provisioning, failing %v; want not failing", in.ID, in.Failing)
+		}
 	}
 	f.Do(func() { g.Stockout = "" })
 	f.Boot(g)
@@ -370,6 +401,37 @@ func TestResolveUnreachable(t *testing.T) {
 	}
 	if err := newTestProvider(t, f, nil).Resolve(ctx, []fleet.Pool{wrong}); err == nil {
 		t.Fatal("wrong facts read at start: no error")
+	}
+}
+
+// TestResolveRefusedCredentials: credentials Compute Engine's token
+// endpoint refuses (a key revoked or replaced) are an answer, not an
+// outage: Resolve fails at start. A closed port is an outage.
+func TestResolveRefusedCredentials(t *testing.T) {
+	const tmpl = "https://www.googleapis.com/compute/v1/projects/ml/global/instanceTemplates/a100-template"
+	s := Settings{Project: "ml", Zone: "us-central1-a", MIG: "a100"}
+	f := gcptest.NewCompute(t)
+	f.AddGroup(&gcptest.Group{Project: s.Project, Zone: s.Zone, Name: s.MIG, Template: tmpl}, 1)
+	dir := t.TempDir()
+	old := f.ServiceAccountKey(dir)
+	stale, err := os.ReadFile(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ServiceAccountKey(t.TempDir()) // a new key: the old one is refused
+	keyFile := filepath.Join(dir, "stale.json")
+	if err := os.WriteFile(keyFile, stale, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := New(Options{ClientOptions: []option.ClientOption{option.WithEndpoint(f.URL()), option.WithCredentialsFile(keyFile)}})
+	t.Cleanup(func() { p.Close() }) //nolint:errcheck // test clean-up
+	if err := p.Resolve(context.Background(), []fleet.Pool{migPool("gcp-a100", s)}); err == nil || !strings.Contains(err.Error(), "invalid_grant") {
+		t.Fatalf("Resolve with refused credentials: %v; want the refusal", err)
+	}
+	closed := New(Options{ClientOptions: []option.ClientOption{option.WithEndpoint("http://127.0.0.1:1"), option.WithoutAuthentication()}})
+	t.Cleanup(func() { closed.Close() }) //nolint:errcheck // test clean-up
+	if err := closed.Resolve(context.Background(), []fleet.Pool{migPool("gcp-a100", s)}); err != nil {
+		t.Fatalf("Resolve with Compute Engine unreachable: %v; want none (checked at the first call)", err)
 	}
 }
 

@@ -70,6 +70,9 @@ func (p *Provider) Describe(ctx context.Context, pool fleet.Pool) (providers.Gro
 
 	now := p.now()
 	out := providers.Group{Target: int(target)}
+	// A regional group that may place VMs in any of its zones moves a
+	// creation that stocked out to another: its failures are not final.
+	moves := g.s.Region != "" && slices.Contains([]string{"ANY", "BALANCED", "ANY_SINGLE_ZONE"}, m.GetDistributionPolicy().GetTargetShape())
 	listed := map[string]bool{}
 	live := 0
 	for _, mi := range mis {
@@ -79,7 +82,10 @@ func (p *Provider) Describe(ctx context.Context, pool fleet.Pool) (providers.Gro
 			continue
 		}
 		listed[name] = true
-		in := providers.Instance{ID: name, Zone: cmp.Or(zoneOf(url), g.s.Zone), State: instanceState(mi), Failing: lastAttempt(g, mi)}
+		in := providers.Instance{ID: name, Zone: cmp.Or(zoneOf(url), g.s.Zone), State: instanceState(mi)}
+		if !moves {
+			in.Failing = lastAttempt(g, mi)
+		}
 		if in.State != providers.InstanceTerminating {
 			live++
 		}
@@ -220,8 +226,8 @@ func busy(m *computepb.InstanceGroupManager) string {
 	var doing []string
 	// An opportunistic update (the one the Terraform example sets) waits
 	// for instances to be made anew, and may never be reached: only a
-	// proactive one replaces VMs on its own.
-	if vt := st.GetVersionTarget(); vt != nil && !vt.GetIsReached() && m.GetUpdatePolicy().GetType() == "PROACTIVE" {
+	// proactive one (Compute Engine's default) replaces VMs on its own.
+	if vt := st.GetVersionTarget(); vt != nil && !vt.GetIsReached() && m.GetUpdatePolicy().GetType() != "OPPORTUNISTIC" {
 		doing = append(doing, "a proactive update to a new instance template in progress (status.versionTarget.isReached is false)")
 	}
 	a := m.GetCurrentActions()
@@ -249,10 +255,12 @@ func stockout(g group, mis []*computepb.ManagedInstance) error {
 }
 
 // lastAttempt is the typed error of an instance the group is trying to
-// create whose last attempt failed for capacity or quota (the resize
-// succeeded; the VM is not coming while this lasts); nil otherwise.
+// create, with no VM yet, whose last attempt failed for capacity or quota
+// (the resize succeeded; the VM is not coming while this lasts); nil
+// otherwise. Once a VM exists (a status: provisioning, staging) a later
+// attempt got capacity, whatever the last failed one said.
 func lastAttempt(g group, mi *computepb.ManagedInstance) error {
-	if a := mi.GetCurrentAction(); a != "CREATING" && a != "CREATING_WITHOUT_RETRIES" {
+	if a := mi.GetCurrentAction(); a != "CREATING" && a != "CREATING_WITHOUT_RETRIES" || mi.GetInstanceStatus() != "" {
 		return nil
 	}
 	errs := mi.GetLastAttempt().GetErrors().GetErrors()
