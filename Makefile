@@ -6,7 +6,7 @@ FUZZTIME ?= 30s
 # go-nvml's cgo prologue uses NVML functions the header marks deprecated.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build test bench lint fuzz mutants clean
+.PHONY: all build test bench lint fuzz mutants proto clean
 
 all: lint test build
 
@@ -22,6 +22,11 @@ test:
 ## the shared traces, whose tables go into README.md
 bench:
 	scripts/bench.sh
+
+## proto: the plugin protocol's Go code, from providers/plugin/proto/provider.proto,
+## with the pinned generators (scripts/proto.sh; --install fetches them)
+proto:
+	scripts/proto.sh
 
 ## lint: gofmt and go vet
 lint:

@@ -663,7 +663,7 @@ TestSameLimitsForEveryPolicy
 
 a refused launch not backed off (loop)
 loop/loop.go
-"\t\t\t\tif err := l.BackOff(now, a.Pool, err.Error()); err != nil {"
+"\t\t\t\tif err := backOff(a.Pool, err.Error(), providers.OutOfCapacity(err)); err != nil {"
 "\t\t\t\tif err := error(nil); err != nil {"
 ./loop ./controller
 TestLaunchBooks|TestRunCycleOutcomes
@@ -964,8 +964,8 @@ TestPlanScenarios
 
 a GCP stockout in the last attempt not reported on the instance
 providers/gcp/mig.go
-"State: instanceState(mi), Failing: lastAttempt(g, mi)}"
-"State: instanceState(mi)}"
+"\t\t\tin.Failing = lastAttempt(g, mi)\n"
+"\n"
 ./providers/gcp
 TestMIGStockoutFailing
 
@@ -1042,7 +1042,7 @@ TestMIGStockoutFailing
 a regional group that moves creations reported failing (gcp)
 providers/gcp/mig.go
 "\t\tif !moves {"
-"\t\tif true {"
+"\t\tif !moves || true {"
 ./providers/gcp
 TestMIGStockoutMoved
 

@@ -29,6 +29,13 @@ type Settings struct {
 // Provider is fleet.ProviderPlugin.
 func (Settings) Provider() string { return fleet.ProviderPlugin }
 
+// SettingsOf returns a plugin pool's settings; the zero Settings for a
+// pool made without them.
+func SettingsOf(pool fleet.Pool) Settings {
+	s, _ := pool.Settings.(Settings)
+	return s
+}
+
 // DecodeBlock decodes a pool's `plugin` block with decode and checks it (a
 // config.ProviderBlock's Decode).
 func DecodeBlock(block *hcl.Block, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {

@@ -1,0 +1,222 @@
+package plugin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
+	pb "github.com/fleetcast/autoscaler/providers/plugin/proto"
+)
+
+// Spec says how to start a plugin: its executable, checked against its
+// SHA-256 before it runs, its arguments, and its config block.
+type Spec struct {
+	// Name is the plugin's name in the config; its logs are tagged with it.
+	Name string
+	// Path is the executable; SHA256 its hex SHA-256, which it must have.
+	Path, SHA256 string
+	Args         []string
+	// Config is the plugin's config block, as JSON values.
+	Config map[string]any
+	// CallTimeout bounds every call; CallTimeout when 0.
+	CallTimeout time.Duration
+}
+
+// Timeouts bound a plugin: its start and handshake, and every call (by
+// default).
+const (
+	StartTimeout = 10 * time.Second
+	CallTimeout  = 30 * time.Second
+)
+
+// Client drives the pools of one plugin process, as a providers.Provider:
+// each call has a deadline, and the plugin's typed errors come back as
+// the shared typed errors. It is safe for concurrent use.
+type Client struct {
+	spec Spec
+	log  hclog.Logger
+
+	mu     sync.Mutex
+	client *goplugin.Client
+	rpc    pb.ProviderClient
+	info   *pb.InfoResponse
+}
+
+// Start starts the plugin, checked against its SHA-256, and shakes hands
+// with it (the protocol version, gRPC over mTLS); it is not configured
+// yet (Configure). A plugin that does not start, or answers the handshake
+// wrongly, is an error naming it, and its process is gone.
+func Start(ctx context.Context, spec Spec, log hclog.Logger) (*Client, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	sum, err := hex.DecodeString(spec.SHA256)
+	if err != nil || len(sum) != sha256.Size {
+		return nil, fmt.Errorf("plugin %s: sha256 %q: want 64 hex digits", spec.Name, spec.SHA256)
+	}
+	c := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		Plugins:          goplugin.PluginSet{pluginName: &grpcPlugin{}},
+		Cmd:              exec.Command(spec.Path, spec.Args...),
+		SecureConfig:     &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()},
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		StartTimeout:     StartTimeout,
+		Logger:           log.Named(spec.Name),
+		Managed:          false,
+	})
+	if spec.CallTimeout <= 0 {
+		spec.CallTimeout = CallTimeout
+	}
+	cl := &Client{spec: spec, log: log.Named(spec.Name), client: c}
+	rpcClient, err := c.Client()
+	if err != nil {
+		c.Kill()
+		return nil, fmt.Errorf("plugin %s (%s): %w", spec.Name, spec.Path, err)
+	}
+	raw, err := rpcClient.Dispense(pluginName)
+	if err != nil {
+		c.Kill()
+		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
+	}
+	cl.rpc = raw.(pb.ProviderClient)
+	ictx, cancel := context.WithTimeout(ctx, spec.CallTimeout)
+	defer cancel()
+	info, err := cl.rpc.Info(ictx, &pb.InfoRequest{})
+	if err != nil {
+		c.Kill()
+		return nil, fmt.Errorf("plugin %s: info: %w", spec.Name, err)
+	}
+	cl.info = info
+	return cl, nil
+}
+
+// Info is what the plugin said of itself at its start.
+func (c *Client) Info() (name, version string, protector, reaper bool) {
+	return c.info.GetName(), c.info.GetVersion(), c.info.GetProtector(), c.info.GetReaper()
+}
+
+// Close kills the plugin's process.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.client.Kill()
+}
+
+// Exited reports whether the plugin's process has exited (it crashed, or
+// was closed).
+func (c *Client) Exited() bool { return c.client.Exited() }
+
+// Configure sends the plugin its config and its pools, and returns what
+// it found wrong with them.
+func (c *Client) Configure(ctx context.Context, pools []fleet.Pool, fleetName string) ([]Diagnostic, error) {
+	cfg, err := configToWire(c.spec.Config)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", c.spec.Name, err)
+	}
+	req := &pb.ConfigureRequest{Config: cfg, Fleet: fleetName}
+	for _, p := range pools {
+		w, err := poolToWire(p)
+		if err != nil {
+			return nil, err
+		}
+		req.Pools = append(req.Pools, w)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.spec.CallTimeout)
+	defer cancel()
+	resp, err := c.rpc.Configure(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: configure: %w", c.spec.Name, err)
+	}
+	var out []Diagnostic
+	for _, d := range resp.GetDiagnostics() {
+		out = append(out, Diagnostic{Path: cut(d.GetPath()), Summary: cut(d.GetSummary()), Detail: cut(d.GetDetail())})
+	}
+	return out, nil
+}
+
+func cut(s string) string {
+	if len(s) > maxText {
+		return s[:maxText] + "..."
+	}
+	return s
+}
+
+// call runs one call with the plugin's deadline, its error typed.
+func (c *Client) call(ctx context.Context, pool fleet.Pool, name string, f func(context.Context, *pb.Pool) error) error {
+	w, err := poolToWire(pool)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.spec.CallTimeout)
+	defer cancel()
+	err = f(ctx, w)
+	if st, ok := status.FromError(err); ok && st.Code() == codes.DeadlineExceeded {
+		return fmt.Errorf("pool %s: plugin %s: %s did not answer within %s: %w", pool.Name, c.spec.Name, name, c.spec.CallTimeout, err)
+	}
+	return errorFromStatus(pool.Name, c.spec.Name+" "+name, err)
+}
+
+// Describe asks the plugin for the pool's group, and checks its answer.
+func (c *Client) Describe(ctx context.Context, pool fleet.Pool) (providers.Group, error) {
+	var g providers.Group
+	err := c.call(ctx, pool, "describe", func(ctx context.Context, w *pb.Pool) error {
+		resp, err := c.rpc.Describe(ctx, &pb.DescribeRequest{Pool: w})
+		if err != nil {
+			return err
+		}
+		g, err = groupFromWire(pool.Name, resp.GetGroup())
+		return err
+	})
+	return g, err
+}
+
+// Launch asks the plugin to grow the pool's group, with the request's key.
+func (c *Client) Launch(ctx context.Context, pool fleet.Pool, req providers.LaunchRequest) error {
+	return c.call(ctx, pool, "launch", func(ctx context.Context, w *pb.Pool) error {
+		_, err := c.rpc.Launch(ctx, &pb.LaunchRequest{Pool: w, Count: int32(req.Count), Target: int32(req.Target), Key: req.Key, Fleet: req.Fleet})
+		return err
+	})
+}
+
+// Terminate asks the plugin to remove the named instances.
+func (c *Client) Terminate(ctx context.Context, pool fleet.Pool, ids []string) error {
+	return c.call(ctx, pool, "terminate", func(ctx context.Context, w *pb.Pool) error {
+		_, err := c.rpc.Terminate(ctx, &pb.TerminateRequest{Pool: w, InstanceIds: ids})
+		return err
+	})
+}
+
+// ErrNoProtection is SetProtected's error when the plugin has no such
+// call.
+var ErrNoProtection = errors.New("the plugin does not protect instances")
+
+// SetProtected asks the plugin to protect instances from its cloud's own
+// scale-in, if it can (Info).
+func (c *Client) SetProtected(ctx context.Context, pool fleet.Pool, ids []string, protected bool) error {
+	if !c.info.GetProtector() {
+		return nil // nothing scales the group in but Fleetcast
+	}
+	return c.call(ctx, pool, "set-protected", func(ctx context.Context, w *pb.Pool) error {
+		_, err := c.rpc.SetProtected(ctx, &pb.SetProtectedRequest{Pool: w, InstanceIds: ids, Protected: protected})
+		return err
+	})
+}
+
+// String names the plugin.
+func (c *Client) String() string {
+	return fmt.Sprintf("plugin %s (%s)", c.spec.Name, strings.TrimSpace(c.info.GetName()+" "+c.info.GetVersion()))
+}
