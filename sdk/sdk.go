@@ -75,13 +75,10 @@
 //			Provider: &racks{on: map[string]time.Time{}, free: []string{"gpu-01", "gpu-02"}, keys: map[string]bool{}}})
 //	}
 //
-// Build it, and name it in the controller's config with its SHA-256
-// (`sha256sum`), which the controller checks before it starts it:
-//
-//	plugin "racks" {
-//	  path   = "/usr/local/libexec/fleetcast/racks"
-//	  sha256 = "..."
-//	}
+// Build it, and keep it where only root may write it: the controller
+// starts it by its path after checking its SHA-256 (`sha256sum`; see
+// providers/plugin.Spec), with an environment of its own, not the
+// controller's.
 //
 // A plugin may also implement providers.Protector (SetProtected) and
 // providers.Reaper (Orphans, TerminateOrphan); Plugin.Configure checks its

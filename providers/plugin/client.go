@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -31,16 +31,23 @@ type Spec struct {
 	Args         []string
 	// Config is the plugin's config block, as JSON values.
 	Config map[string]any
+	// Env is the plugin's environment (KEY=VALUE): it gets this and no
+	// more, not the controller's (its cloud credentials among them).
+	Env []string
 	// CallTimeout bounds every call; CallTimeout when 0.
 	CallTimeout time.Duration
 }
 
-// Timeouts bound a plugin: its start and handshake, and every call (by
-// default).
+// Timeouts bound a plugin: its start and handshake, every call (by
+// default), and its shutdown before its processes are killed.
 const (
 	StartTimeout = 10 * time.Second
 	CallTimeout  = 30 * time.Second
+	StopTimeout  = 5 * time.Second
 )
+
+// maxMessage bounds a plugin's answer on the wire.
+const maxMessage = 16 << 20
 
 // Client drives the pools of one plugin process, as a providers.Provider:
 // each call has a deadline, and the plugin's typed errors come back as
@@ -49,10 +56,11 @@ type Client struct {
 	spec Spec
 	log  hclog.Logger
 
-	mu     sync.Mutex
 	client *goplugin.Client
+	cmd    *exec.Cmd
 	rpc    pb.ProviderClient
 	info   *pb.InfoResponse
+	stop   sync.Once
 }
 
 // Start starts the plugin, checked against its SHA-256, and shakes hands
@@ -67,29 +75,36 @@ func Start(ctx context.Context, spec Spec, log hclog.Logger) (*Client, error) {
 	if err != nil || len(sum) != sha256.Size {
 		return nil, fmt.Errorf("plugin %s: sha256 %q: want 64 hex digits", spec.Name, spec.SHA256)
 	}
+	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd.Env = spec.Env
+	// Its own process group, killed whole (its children too), and killed
+	// with the controller if it dies first.
+	cmd.SysProcAttr = procAttr()
 	c := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		Plugins:          goplugin.PluginSet{pluginName: &grpcPlugin{}},
-		Cmd:              exec.Command(spec.Path, spec.Args...),
+		Cmd:              cmd,
+		SkipHostEnv:      true,
 		SecureConfig:     &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()},
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
 		StartTimeout:     StartTimeout,
+		GRPCDialOptions:  []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage))},
 		Logger:           log.Named(spec.Name),
 		Managed:          false,
 	})
 	if spec.CallTimeout <= 0 {
 		spec.CallTimeout = CallTimeout
 	}
-	cl := &Client{spec: spec, log: log.Named(spec.Name), client: c}
+	cl := &Client{spec: spec, log: log.Named(spec.Name), client: c, cmd: cmd}
 	rpcClient, err := c.Client()
 	if err != nil {
-		c.Kill()
+		cl.Close()
 		return nil, fmt.Errorf("plugin %s (%s): %w", spec.Name, spec.Path, err)
 	}
 	raw, err := rpcClient.Dispense(pluginName)
 	if err != nil {
-		c.Kill()
+		cl.Close()
 		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
 	}
 	cl.rpc = raw.(pb.ProviderClient)
@@ -97,9 +112,10 @@ func Start(ctx context.Context, spec Spec, log hclog.Logger) (*Client, error) {
 	defer cancel()
 	info, err := cl.rpc.Info(ictx, &pb.InfoRequest{})
 	if err != nil {
-		c.Kill()
+		cl.Close()
 		return nil, fmt.Errorf("plugin %s: info: %w", spec.Name, err)
 	}
+	info.Name, info.Version = cut(info.GetName()), cut(info.GetVersion())
 	cl.info = info
 	return cl, nil
 }
@@ -109,11 +125,25 @@ func (c *Client) Info() (name, version string, protector, reaper bool) {
 	return c.info.GetName(), c.info.GetVersion(), c.info.GetProtector(), c.info.GetReaper()
 }
 
-// Close kills the plugin's process.
+// Close stops the plugin: it is asked to shut down, and after StopTimeout
+// its process group (its children too) is killed. It returns once they
+// are gone, or at once if they are.
 func (c *Client) Close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.client.Kill()
+	c.stop.Do(func() {
+		done := make(chan struct{})
+		go func() { c.client.Kill(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(StopTimeout):
+			c.log.Warn("plugin did not stop; killing its processes")
+		}
+		killGroup(c.cmd)
+		select {
+		case <-done:
+		case <-time.After(StopTimeout):
+			c.log.Error("plugin's processes did not go away after they were killed")
+		}
+	})
 }
 
 // Exited reports whether the plugin's process has exited (it crashed, or
@@ -142,17 +172,25 @@ func (c *Client) Configure(ctx context.Context, pools []fleet.Pool, fleetName st
 		return nil, fmt.Errorf("plugin %s: configure: %w", c.spec.Name, err)
 	}
 	var out []Diagnostic
-	for _, d := range resp.GetDiagnostics() {
+	for i, d := range resp.GetDiagnostics() {
+		if i == maxDiagnostics {
+			out = append(out, Diagnostic{Summary: fmt.Sprintf("... and %d more", len(resp.GetDiagnostics())-i)})
+			break
+		}
 		out = append(out, Diagnostic{Path: cut(d.GetPath()), Summary: cut(d.GetSummary()), Detail: cut(d.GetDetail())})
 	}
 	return out, nil
 }
 
+// maxDiagnostics bounds what Configure reports.
+const maxDiagnostics = 100
+
+// cut is a plugin's text, at most maxText bytes of valid UTF-8.
 func cut(s string) string {
 	if len(s) > maxText {
-		return s[:maxText] + "..."
+		s = s[:maxText] + "..."
 	}
-	return s
+	return strings.ToValidUTF8(s, "?")
 }
 
 // call runs one call with the plugin's deadline, its error typed.
@@ -200,10 +238,6 @@ func (c *Client) Terminate(ctx context.Context, pool fleet.Pool, ids []string) e
 	})
 }
 
-// ErrNoProtection is SetProtected's error when the plugin has no such
-// call.
-var ErrNoProtection = errors.New("the plugin does not protect instances")
-
 // SetProtected asks the plugin to protect instances from its cloud's own
 // scale-in, if it can (Info).
 func (c *Client) SetProtected(ctx context.Context, pool fleet.Pool, ids []string, protected bool) error {
@@ -212,6 +246,52 @@ func (c *Client) SetProtected(ctx context.Context, pool fleet.Pool, ids []string
 	}
 	return c.call(ctx, pool, "set-protected", func(ctx context.Context, w *pb.Pool) error {
 		_, err := c.rpc.SetProtected(ctx, &pb.SetProtectedRequest{Pool: w, InstanceIds: ids, Protected: protected})
+		return err
+	})
+}
+
+// Orphans asks the plugin for the fleet's instances whose pool is not
+// among pools; none if it cannot list them (Info).
+func (c *Client) Orphans(ctx context.Context, fleetName string, pools []fleet.Pool) ([]providers.Orphan, error) {
+	if !c.info.GetReaper() || len(pools) == 0 {
+		return nil, nil
+	}
+	req := &pb.OrphansRequest{Fleet: fleetName}
+	byName := map[string]fleet.Pool{}
+	for _, p := range pools {
+		w, err := poolToWire(p)
+		if err != nil {
+			return nil, err
+		}
+		req.Pools, byName[p.Name] = append(req.Pools, w), p
+	}
+	var out []providers.Orphan
+	err := c.call(ctx, pools[0], "orphans", func(ctx context.Context, _ *pb.Pool) error {
+		resp, err := c.rpc.Orphans(ctx, req)
+		if err != nil {
+			return err
+		}
+		for _, o := range resp.GetOrphans() {
+			via, ok := byName[o.GetVia()]
+			if !ok {
+				return fmt.Errorf("the plugin names orphan %q's pool %q, which it was not given", o.GetInstance().GetId(), o.GetVia())
+			}
+			g, err := groupFromWire(via.Name, &pb.Group{Target: 1, Instances: []*pb.Instance{o.GetInstance()}})
+			if err != nil {
+				return err
+			}
+			out = append(out, providers.Orphan{Instance: g.Instances[0], Pool: cut(o.GetPool()), Via: via})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TerminateOrphan asks the plugin to terminate an orphan it listed.
+func (c *Client) TerminateOrphan(ctx context.Context, fleetName string, o providers.Orphan) error {
+	return c.call(ctx, o.Via, "terminate-orphan", func(ctx context.Context, via *pb.Pool) error {
+		in := groupToWire(providers.Group{Instances: []providers.Instance{o.Instance}}).GetInstances()[0]
+		_, err := c.rpc.TerminateOrphan(ctx, &pb.TerminateOrphanRequest{Fleet: fleetName, Orphan: &pb.Orphan{Instance: in, Pool: o.Pool, Via: o.Via.Name}, Via: via})
 		return err
 	})
 }

@@ -63,10 +63,11 @@ func running(path string) []string {
 // when the test ends.
 func start(t *testing.T, mode, dir string, timeout time.Duration) (*Client, error) {
 	t.Helper()
-	t.Setenv("FLEETCAST_TEST_PLUGIN_MODE", mode)
-	t.Setenv("FLEETCAST_TEST_PLUGIN_STATE", filepath.Join(dir, "state.json"))
+	// The controller's own environment is not the plugin's.
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "the controller's")
 	c, err := Start(context.Background(), Spec{Name: "racks", Path: testPlugin.path, SHA256: testPlugin.sum,
-		Config: map[string]any{"endpoint": "https://bmc.example"}, CallTimeout: timeout}, nil)
+		Config: map[string]any{"endpoint": "https://bmc.example"}, CallTimeout: timeout,
+		Env: []string{"FLEETCAST_TEST_PLUGIN_MODE=" + mode, "FLEETCAST_TEST_PLUGIN_STATE=" + filepath.Join(dir, "state.json")}}, nil)
 	if c != nil {
 		t.Cleanup(c.Close)
 	}
@@ -172,6 +173,26 @@ func TestPluginRefusedAtStart(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// TestPluginStopped: a plugin whose child holds its output open (a
+// daemon it started) is stopped all the same, its child with it, within
+// the stop timeout.
+func TestPluginStopped(t *testing.T) {
+	c, err := start(t, "child", t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begun := time.Now()
+	c.Close()
+	if d := time.Since(begun); d > StopTimeout+2*time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+	for start := time.Now(); len(running(testPlugin.path)) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > 3*time.Second {
+			t.Fatalf("processes left after Close: %v", running(testPlugin.path))
+		}
 	}
 }
 

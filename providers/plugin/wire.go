@@ -88,13 +88,14 @@ func groupFromWire(pool string, g *pb.Group) (providers.Group, error) {
 	if g == nil {
 		return providers.Group{}, fmt.Errorf("pool %s: the plugin's answer holds no group", pool)
 	}
-	if g.GetTarget() < 0 || g.GetMin() < 0 || len(g.GetInstances()) > maxInstances {
-		return providers.Group{}, fmt.Errorf("pool %s: the plugin's group has target %d, min %d and %d instances: not a group", pool, g.GetTarget(), g.GetMin(), len(g.GetInstances()))
+	if g.GetTarget() < 0 || g.GetTarget() > maxInstances || g.GetMin() < 0 || g.GetMin() > g.GetTarget() || len(g.GetInstances()) > maxInstances {
+		return providers.Group{}, fmt.Errorf("pool %s: the plugin's group has target %d, min %d and %d instances: not a group (want 0 <= min <= target <= %d)",
+			pool, g.GetTarget(), g.GetMin(), len(g.GetInstances()), maxInstances)
 	}
 	out := providers.Group{Target: int(g.GetTarget()), Min: int(g.GetMin()), Keyed: g.GetKeyed()}
 	seen := map[string]bool{}
 	for i, w := range g.GetInstances() {
-		in := providers.Instance{ID: w.GetId(), Zone: w.GetZone(), Protected: w.GetProtected(), LaunchKey: w.GetLaunchKey(), Fleet: w.GetFleet(), Owed: w.GetOwed()}
+		in := providers.Instance{ID: w.GetId(), Zone: cut(w.GetZone()), Protected: w.GetProtected(), LaunchKey: cut(w.GetLaunchKey()), Fleet: cut(w.GetFleet()), Owed: w.GetOwed()}
 		for s, ws := range statesToWire {
 			if ws == w.GetState() {
 				in.State = s
@@ -109,11 +110,17 @@ func groupFromWire(pool string, g *pb.Group) (providers.Group, error) {
 			return providers.Group{}, fmt.Errorf("pool %s: the plugin's instance %s has state %v: want pending, running or terminating", pool, in.ID, w.GetState())
 		}
 		seen[in.ID] = true
-		if w.GetLaunchedAt() != nil {
-			in.LaunchedAt = w.GetLaunchedAt().AsTime()
+		if at := w.GetLaunchedAt(); at != nil {
+			if err := at.CheckValid(); err != nil {
+				return providers.Group{}, fmt.Errorf("pool %s: the plugin's instance %s: launched_at: %w", pool, in.ID, err)
+			}
+			in.LaunchedAt = at.AsTime()
 		}
 		if f := w.GetFailing(); f != nil {
 			in.Failing = errorFromWire(pool, f)
+			if !providers.OutOfCapacity(in.Failing) || in.State != providers.InstancePending {
+				return providers.Group{}, fmt.Errorf("pool %s: the plugin's instance %s is %s and failing for %v: only a pending instance fails, for capacity or quota", pool, in.ID, in.State, f.GetKind())
+			}
 		}
 		out.Instances = append(out.Instances, in)
 	}
@@ -133,7 +140,7 @@ func errorToWire(err error) *pb.Error {
 	w := &pb.Error{Message: err.Error()}
 	switch {
 	case errors.As(err, &ice):
-		w.Kind, w.Message = pb.Error_INSUFFICIENT_CAPACITY, unwrapText(ice.Err, err)
+		w.Kind, w.Message, w.Zone, w.Granted = pb.Error_INSUFFICIENT_CAPACITY, unwrapText(ice.Err, err), ice.Zone, int32(ice.Granted)
 	case errors.As(err, &qe):
 		w.Kind, w.Quota, w.Message = pb.Error_QUOTA_EXCEEDED, qe.Quota, unwrapText(qe.Err, err)
 	case errors.As(err, &te):
@@ -148,6 +155,8 @@ func errorToWire(err error) *pb.Error {
 	case errors.As(err, &ref):
 		w.Kind, w.Message = pb.Error_REFUSED, unwrapText(ref.Err, err)
 	}
+	// Proto strings are UTF-8, and a plugin's words are kept short.
+	w.Message, w.Quota, w.Resource, w.Zone = cut(w.Message), cut(w.Quota), cut(w.Resource), cut(w.Zone)
 	return w
 }
 
@@ -161,21 +170,18 @@ func unwrapText(inner, whole error) string {
 // errorFromWire is the typed error a plugin's Error says, for pool; its
 // text is cut to a sane length.
 func errorFromWire(pool string, w *pb.Error) error {
-	msg := w.GetMessage()
-	if len(msg) > maxText {
-		msg = msg[:maxText] + "..."
-	}
+	msg := cut(w.GetMessage())
 	inner := fmt.Errorf("plugin: %s", msg)
 	switch w.GetKind() {
 	case pb.Error_INSUFFICIENT_CAPACITY:
-		return &providers.InsufficientCapacityError{Pool: pool, Err: inner}
+		return &providers.InsufficientCapacityError{Pool: pool, Zone: cut(w.GetZone()), Granted: int(min(max(w.GetGranted(), 0), maxInstances)), Err: inner}
 	case pb.Error_QUOTA_EXCEEDED:
-		return &providers.QuotaExceededError{Pool: pool, Quota: w.GetQuota(), Err: inner}
+		return &providers.QuotaExceededError{Pool: pool, Quota: cut(w.GetQuota()), Err: inner}
 	case pb.Error_THROTTLED:
 		d := w.GetRetryAfter().AsDuration()
 		return &providers.ThrottledError{Pool: pool, RetryAfter: min(max(d, 0), time.Hour), Err: inner}
 	case pb.Error_NOT_FOUND:
-		return &providers.NotFoundError{Pool: pool, Resource: w.GetResource(), Err: inner}
+		return &providers.NotFoundError{Pool: pool, Resource: cut(w.GetResource()), Err: inner}
 	case pb.Error_GROUP_BUSY:
 		return &providers.GroupBusyError{Pool: pool, Reason: "plugin: " + msg}
 	case pb.Error_REFUSED:
@@ -219,5 +225,5 @@ func errorFromStatus(pool, call string, err error) error {
 			return errorFromWire(pool, w)
 		}
 	}
-	return fmt.Errorf("pool %s: plugin %s: %w", pool, call, err)
+	return fmt.Errorf("pool %s: plugin %s: %s: %s", pool, call, st.Code(), cut(st.Message()))
 }

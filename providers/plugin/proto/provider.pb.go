@@ -5,9 +5,14 @@
 //
 // Compatibility: the protocol's version is go-plugin's ProtocolVersion in
 // the handshake (sdk.ProtocolVersion). Within a version, fields and calls
-// are only ever added, never renumbered or removed, and a plugin answers a
-// call it does not implement with UNIMPLEMENTED (the controller then does
-// without it: no protection, no orphans). A change a plugin of the version
+// are only ever added, never renumbered or removed. Info says which of the
+// optional calls (SetProtected; Orphans and TerminateOrphan) a plugin
+// implements; the controller makes no other, and a plugin answers one it
+// lacks with UNIMPLEMENTED. A failed call's status carries an Error
+// detail; its code is RESOURCE_EXHAUSTED for capacity and quota,
+// UNAVAILABLE for throttling, NOT_FOUND, FAILED_PRECONDITION for a busy
+// group, PERMISSION_DENIED for other refusals, UNKNOWN for the rest, and
+// the detail, not the code, is what the controller reads. A change a plugin of the version
 // before could not answer correctly makes a new version; the controller
 // speaks the versions it lists, and refuses a plugin of another at the
 // handshake, naming both.
@@ -159,10 +164,14 @@ type Error struct {
 	Kind    Error_Kind             `protobuf:"varint,1,opt,name=kind,proto3,enum=fleetcast.provider.v1.Error_Kind" json:"kind,omitempty"`
 	Message string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	// quota names the quota (QUOTA_EXCEEDED); resource what is missing
-	// (NOT_FOUND); retry_after when to try again (THROTTLED).
+	// (NOT_FOUND); retry_after when to try again (THROTTLED); zone where
+	// capacity ran out, and granted how many of a launch's instances the
+	// cloud made before it did (INSUFFICIENT_CAPACITY).
 	Quota         string               `protobuf:"bytes,3,opt,name=quota,proto3" json:"quota,omitempty"`
 	Resource      string               `protobuf:"bytes,4,opt,name=resource,proto3" json:"resource,omitempty"`
 	RetryAfter    *durationpb.Duration `protobuf:"bytes,5,opt,name=retry_after,json=retryAfter,proto3" json:"retry_after,omitempty"`
+	Zone          string               `protobuf:"bytes,6,opt,name=zone,proto3" json:"zone,omitempty"`
+	Granted       int32                `protobuf:"varint,7,opt,name=granted,proto3" json:"granted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -230,6 +239,20 @@ func (x *Error) GetRetryAfter() *durationpb.Duration {
 		return x.RetryAfter
 	}
 	return nil
+}
+
+func (x *Error) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+func (x *Error) GetGranted() int32 {
+	if x != nil {
+		return x.Granted
+	}
+	return 0
 }
 
 // Pool is a pool of the plugin's, as the config says it.
@@ -377,7 +400,8 @@ type Instance struct {
 	Fleet      string                 `protobuf:"bytes,7,opt,name=fleet,proto3" json:"fleet,omitempty"`
 	Owed       bool                   `protobuf:"varint,8,opt,name=owed,proto3" json:"owed,omitempty"`
 	// failing is the cloud's reason it is failing to create a pending
-	// instance for lack of capacity or quota; unset otherwise.
+	// instance: INSUFFICIENT_CAPACITY or QUOTA_EXCEEDED only; unset
+	// otherwise (any other kind, or on an instance not pending, is refused).
 	Failing       *Error `protobuf:"bytes,9,opt,name=failing,proto3" json:"failing,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1461,14 +1485,16 @@ var File_provider_proto protoreflect.FileDescriptor
 
 const file_provider_proto_rawDesc = "" +
 	"\n" +
-	"\x0eprovider.proto\x12\x15fleetcast.provider.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\x02\n" +
+	"\x0eprovider.proto\x12\x15fleetcast.provider.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfd\x02\n" +
 	"\x05Error\x125\n" +
 	"\x04kind\x18\x01 \x01(\x0e2!.fleetcast.provider.v1.Error.KindR\x04kind\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
 	"\x05quota\x18\x03 \x01(\tR\x05quota\x12\x1a\n" +
 	"\bresource\x18\x04 \x01(\tR\bresource\x12:\n" +
 	"\vretry_after\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"retryAfter\"\x86\x01\n" +
+	"retryAfter\x12\x12\n" +
+	"\x04zone\x18\x06 \x01(\tR\x04zone\x12\x18\n" +
+	"\agranted\x18\a \x01(\x05R\agranted\"\x86\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15INSUFFICIENT_CAPACITY\x10\x01\x12\x12\n" +

@@ -5,9 +5,14 @@
 //
 // Compatibility: the protocol's version is go-plugin's ProtocolVersion in
 // the handshake (sdk.ProtocolVersion). Within a version, fields and calls
-// are only ever added, never renumbered or removed, and a plugin answers a
-// call it does not implement with UNIMPLEMENTED (the controller then does
-// without it: no protection, no orphans). A change a plugin of the version
+// are only ever added, never renumbered or removed. Info says which of the
+// optional calls (SetProtected; Orphans and TerminateOrphan) a plugin
+// implements; the controller makes no other, and a plugin answers one it
+// lacks with UNIMPLEMENTED. A failed call's status carries an Error
+// detail; its code is RESOURCE_EXHAUSTED for capacity and quota,
+// UNAVAILABLE for throttling, NOT_FOUND, FAILED_PRECONDITION for a busy
+// group, PERMISSION_DENIED for other refusals, UNKNOWN for the rest, and
+// the detail, not the code, is what the controller reads. A change a plugin of the version
 // before could not answer correctly makes a new version; the controller
 // speaks the versions it lists, and refuses a plugin of another at the
 // handshake, naming both.

@@ -4,7 +4,9 @@
 // choose with FLEETCAST_TEST_PLUGIN_MODE: capacity (every launch is out of
 // capacity), noise (writes to stdout before the handshake), protocol99 (a
 // handshake of another protocol version), crash (exits in Describe), hang
-// (never answers Describe), garbage (a group with a negative target).
+// (never answers Describe), garbage (a group with a negative target),
+// child (starts a child that holds its output open and sleeps). Its
+// version is "leaked" if the controller's environment reached it.
 package main
 
 import (
@@ -13,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"sync"
 	"time"
 
@@ -110,7 +113,23 @@ type stub struct {
 
 func main() {
 	mode := os.Getenv("FLEETCAST_TEST_PLUGIN_MODE")
+	version := "0.0.1"
+	if os.Getenv("AWS_SECRET_ACCESS_KEY") != "" {
+		version = "leaked"
+	}
 	switch mode {
+	case "sleeper":
+		time.Sleep(10 * time.Minute)
+		return
+	case "child":
+		self, _ := os.Executable()
+		child := exec.Command(self)
+		child.Env = []string{"FLEETCAST_TEST_PLUGIN_MODE=sleeper"}
+		child.Stdout, child.Stderr = os.Stdout, os.Stderr
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	case "noise":
 		fmt.Println("starting up, hello")
 	case "protocol99":
@@ -119,7 +138,7 @@ func main() {
 		goplugin.Serve(&goplugin.ServeConfig{HandshakeConfig: hs, Plugins: goplugin.PluginSet{"provider": &stub{}}})
 		return
 	}
-	sdk.Serve(sdk.Plugin{Name: "test-racks", Version: "0.0.1", Provider: &group{path: os.Getenv("FLEETCAST_TEST_PLUGIN_STATE"), mode: mode},
+	sdk.Serve(sdk.Plugin{Name: "test-racks", Version: version, Provider: &group{path: os.Getenv("FLEETCAST_TEST_PLUGIN_STATE"), mode: mode},
 		Configure: func(ctx context.Context, config map[string]any, pools []fleet.Pool, fleetName string) []sdk.Diagnostic {
 			var out []sdk.Diagnostic
 			if _, ok := config["endpoint"].(string); !ok {
