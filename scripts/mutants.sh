@@ -1059,6 +1059,41 @@ loop/loop.go
 "\t\tcase !b.Until.IsZero():\n\t\t\tb.Until, b.Failures = time.Time{}, 0"
 ./loop
 TestStockoutBacksOffLonger
+
+a crashed plugin started again at once (plugin)
+providers/plugin/supervisor.go
+"if now := s.now(); now.Before(s.nextTry) {"
+"if now := s.now(); false && now.Before(s.nextTry) {"
+./providers/plugin
+TestSupervisorRestarts
+
+a plugin's group with min above its target followed (plugin)
+providers/plugin/wire.go
+"|| g.GetMin() > g.GetTarget() "
+""
+./providers/plugin
+TestGroupFromWire
+
+a plugin's failing reason of any kind followed (plugin)
+providers/plugin/wire.go
+"if !providers.OutOfCapacity(in.Failing) || in.State != providers.InstancePending {"
+"if false {"
+./providers/plugin
+TestGroupFromWire
+
+the controller's environment handed to a plugin (plugin)
+providers/plugin/client.go
+"\t\tSkipHostEnv:      true,\n"
+"\t\tSkipHostEnv:      false,\n"
+./providers/plugin
+TestPluginRoundTrip
+
+a plugin's children left running (plugin)
+providers/plugin/proc_linux.go
+"\t\tsyscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)"
+"\t\t_ = cmd"
+./providers/plugin
+TestPluginStopped
 EOF
 }
 

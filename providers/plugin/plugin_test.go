@@ -196,6 +196,51 @@ func TestPluginStopped(t *testing.T) {
 	}
 }
 
+// TestSupervisorRestarts: a plugin that crashes is started again after its
+// backoff, and configured again; meanwhile every call fails, naming it
+// (so its pools are left alone), and once it answers, its pools are read
+// as they are. A plugin whose config is refused does not start.
+func TestSupervisorRestarts(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "the controller's")
+	spec := Spec{Name: "racks", Path: testPlugin.path, SHA256: testPlugin.sum, Config: map[string]any{"endpoint": "https://bmc.example"},
+		Env: []string{"FLEETCAST_TEST_PLUGIN_MODE=crash-once", "FLEETCAST_TEST_PLUGIN_STATE=" + filepath.Join(dir, "state.json")}}
+	ctx := context.Background()
+	pool := rackPool()
+	s, diags, err := Supervise(ctx, spec, []fleet.Pool{pool}, "prod", nil)
+	if err != nil || len(diags) > 0 {
+		t.Fatalf("supervise: %v, %+v", err, diags)
+	}
+	t.Cleanup(s.Close)
+	now := time.Now()
+	s.now = func() time.Time { return now }
+	if err := s.Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 1, Key: "k1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Describe(ctx, pool); err == nil {
+		t.Fatal("a Describe the plugin crashed in: no error")
+	}
+	for start := time.Now(); !s.client.Exited(); time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the crashed plugin is not seen to have exited")
+		}
+	}
+	if _, err := s.Describe(ctx, pool); !errors.Is(err, ErrDown) || !strings.Contains(err.Error(), "starting it again in 1s") || !strings.Contains(err.Error(), "pool onprem-a100") {
+		t.Fatalf("a Describe while it is down: %v; want ErrDown, with when it starts again", err)
+	}
+	now = now.Add(2 * time.Second)
+	g, err := s.Describe(ctx, pool)
+	if err != nil || len(g.Instances) != 1 {
+		t.Fatalf("once started again: %+v, %v; want the instance it launched before", g, err)
+	}
+
+	refused := spec
+	refused.Config = map[string]any{}
+	if s, diags, err := Supervise(ctx, refused, []fleet.Pool{pool}, "prod", nil); s != nil || err != nil || len(diags) != 1 || diags[0].Path != "config.endpoint" {
+		t.Fatalf("a refused config: %v, %+v, %v; want its diagnostic", s, diags, err)
+	}
+}
+
 // TestPluginFailures: a plugin that crashes mid-call, hangs, or answers
 // garbage is an error for the pool, never a panic; a hang is cut at the
 // call's deadline.

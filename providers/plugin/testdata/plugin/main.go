@@ -4,7 +4,8 @@
 // choose with FLEETCAST_TEST_PLUGIN_MODE: capacity (every launch is out of
 // capacity), noise (writes to stdout before the handshake), protocol99 (a
 // handshake of another protocol version), crash (exits in Describe), hang
-// (never answers Describe), garbage (a group with a negative target),
+// (never answers Describe), crash-once (exits in its first Describe
+// only, across restarts), garbage (a group with a negative target),
 // child (starts a child that holds its output open and sleeps). Its
 // version is "leaked" if the controller's environment reached it.
 package main
@@ -57,6 +58,12 @@ func (g *group) Describe(ctx context.Context, pool fleet.Pool) (sdk.Group, error
 	case "crash":
 		fmt.Fprintln(os.Stderr, "plugin: crashing in Describe")
 		os.Exit(3)
+	case "crash-once":
+		if marker := g.path + ".crashed"; !exists(marker) {
+			os.WriteFile(marker, nil, 0o600) //nolint:errcheck // a test's own file
+			fmt.Fprintln(os.Stderr, "plugin: crashing in Describe, once")
+			os.Exit(3)
+		}
 	case "hang":
 		<-ctx.Done()
 		time.Sleep(time.Hour)
@@ -106,6 +113,8 @@ func (g *group) Terminate(ctx context.Context, pool fleet.Pool, ids []string) er
 	g.save(s)
 	return nil
 }
+
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 type stub struct {
 	goplugin.NetRPCUnsupportedPlugin

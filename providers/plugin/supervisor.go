@@ -1,0 +1,192 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
+)
+
+// Restart backoff: a plugin that exited is started again after 1 s,
+// doubling to a minute while it keeps failing to start or exiting.
+const (
+	restartInitial = time.Second
+	restartMax     = time.Minute
+)
+
+// Supervisor keeps one plugin running for the controller, as a
+// providers.Provider: calls go to the plugin's process, and a process
+// that exited (a crash) is started again, with backoff, and configured
+// again with its pools. While it is down every call fails, naming it, so
+// the controller leaves its pools alone (unobserved, as for an unreadable
+// cloud) until it answers. It is safe for concurrent use.
+type Supervisor struct {
+	spec  Spec
+	pools []fleet.Pool
+	fleet string
+	log   hclog.Logger
+	now   func() time.Time
+
+	mu       sync.Mutex
+	client   *Client
+	failures int
+	nextTry  time.Time
+	lastErr  error
+	closed   bool
+}
+
+// Supervise starts the plugin and configures it with its pools; a plugin
+// that does not start, or finds its config wrong, is an error (its
+// diagnostics are returned with a nil error, for the caller to place in
+// the config file).
+func Supervise(ctx context.Context, spec Spec, pools []fleet.Pool, fleetName string, log hclog.Logger) (*Supervisor, []Diagnostic, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	s := &Supervisor{spec: spec, pools: pools, fleet: fleetName, log: log.Named(spec.Name), now: time.Now}
+	c, diags, err := s.start(ctx)
+	if err != nil || len(diags) > 0 {
+		return nil, diags, err
+	}
+	s.client = c
+	return s, nil, nil
+}
+
+// start starts and configures a process of the plugin.
+func (s *Supervisor) start(ctx context.Context) (*Client, []Diagnostic, error) {
+	c, err := Start(ctx, s.spec, s.log)
+	if err != nil {
+		return nil, nil, err
+	}
+	diags, err := c.Configure(ctx, s.pools, s.fleet)
+	if err != nil || len(diags) > 0 {
+		c.Close()
+		return nil, diags, err
+	}
+	return c, nil, nil
+}
+
+// ErrDown is the error of a call while the plugin is down.
+var ErrDown = errors.New("the plugin is down")
+
+// current is the running plugin, started again if it exited and its
+// backoff has passed; an error naming why not otherwise.
+func (s *Supervisor) current(ctx context.Context) (*Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("plugin %s: %w (closed)", s.spec.Name, ErrDown)
+	}
+	if s.client != nil && !s.client.Exited() {
+		return s.client, nil
+	}
+	if s.client != nil {
+		s.client.Close()
+		s.client = nil
+		s.failures++
+		s.nextTry = s.now().Add(backoff(s.failures))
+		s.lastErr = errors.New("its process exited")
+		s.log.Error("plugin exited; starting it again", "after", backoff(s.failures))
+	}
+	if now := s.now(); now.Before(s.nextTry) {
+		return nil, fmt.Errorf("plugin %s: %w (%v; starting it again in %s)", s.spec.Name, ErrDown, s.lastErr, s.nextTry.Sub(now).Round(time.Second))
+	}
+	c, diags, err := s.start(ctx)
+	if err == nil && len(diags) > 0 {
+		err = fmt.Errorf("its config is refused now: %s: %s", diags[0].Path, diags[0].Summary)
+	}
+	if err != nil {
+		s.failures++
+		s.nextTry, s.lastErr = s.now().Add(backoff(s.failures)), err
+		s.log.Error("plugin did not start", "error", err, "next", backoff(s.failures))
+		return nil, fmt.Errorf("plugin %s: %w (%v)", s.spec.Name, ErrDown, err)
+	}
+	s.log.Info("plugin started again", "after_failures", s.failures)
+	s.client, s.failures = c, 0
+	return c, nil
+}
+
+func backoff(failures int) time.Duration {
+	d := restartInitial
+	for i := 1; i < failures && d < restartMax; i++ {
+		d *= 2
+	}
+	return min(d, restartMax)
+}
+
+// Close stops the plugin for good.
+func (s *Supervisor) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.client != nil {
+		s.client.Close()
+		s.client = nil
+	}
+}
+
+// Describe is the running plugin's Describe.
+func (s *Supervisor) Describe(ctx context.Context, pool fleet.Pool) (providers.Group, error) {
+	c, err := s.current(ctx)
+	if err != nil {
+		return providers.Group{}, fmt.Errorf("pool %s: %w", pool.Name, err)
+	}
+	return c.Describe(ctx, pool)
+}
+
+// Launch is the running plugin's Launch.
+func (s *Supervisor) Launch(ctx context.Context, pool fleet.Pool, req providers.LaunchRequest) error {
+	c, err := s.current(ctx)
+	if err != nil {
+		return fmt.Errorf("pool %s: %w", pool.Name, err)
+	}
+	return c.Launch(ctx, pool, req)
+}
+
+// Terminate is the running plugin's Terminate.
+func (s *Supervisor) Terminate(ctx context.Context, pool fleet.Pool, ids []string) error {
+	c, err := s.current(ctx)
+	if err != nil {
+		return fmt.Errorf("pool %s: %w", pool.Name, err)
+	}
+	return c.Terminate(ctx, pool, ids)
+}
+
+// SetProtected is the running plugin's SetProtected.
+func (s *Supervisor) SetProtected(ctx context.Context, pool fleet.Pool, ids []string, protected bool) error {
+	c, err := s.current(ctx)
+	if err != nil {
+		return fmt.Errorf("pool %s: %w", pool.Name, err)
+	}
+	return c.SetProtected(ctx, pool, ids, protected)
+}
+
+// Orphans is the running plugin's Orphans.
+func (s *Supervisor) Orphans(ctx context.Context, fleetName string, pools []fleet.Pool) ([]providers.Orphan, error) {
+	c, err := s.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.Orphans(ctx, fleetName, pools)
+}
+
+// TerminateOrphan is the running plugin's TerminateOrphan.
+func (s *Supervisor) TerminateOrphan(ctx context.Context, fleetName string, o providers.Orphan) error {
+	c, err := s.current(ctx)
+	if err != nil {
+		return err
+	}
+	return c.TerminateOrphan(ctx, fleetName, o)
+}
+
+var (
+	_ providers.Provider  = (*Supervisor)(nil)
+	_ providers.Protector = (*Supervisor)(nil)
+	_ providers.Reaper    = (*Supervisor)(nil)
+)
