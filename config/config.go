@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/hashicorp/hcl/v2"
 )
 
 // Config is a parsed and validated fleet config.
@@ -28,6 +29,32 @@ type Config struct {
 	Synthetic Synthetic
 	// Simulate holds the `simulate` command's model settings.
 	Simulate Simulate
+	// Plugins are the provider plugins, by their blocks' order.
+	Plugins []Plugin
+}
+
+// Plugin is a `plugin "NAME"` block: a provider plugin's executable,
+// which must have SHA256 before it runs, its arguments and environment,
+// and its config block, which the plugin checks (Config, as JSON values,
+// with where each is in ConfigAt).
+type Plugin struct {
+	Name, Path, SHA256 string
+	Args               []string
+	// Env is the plugin's whole environment, KEY=VALUE: it gets no more.
+	Env      []string
+	Config   map[string]any
+	ConfigAt map[string]hcl.Range
+	DefRange hcl.Range
+}
+
+// PluginNamed is the config's plugin of that name.
+func (c *Config) PluginNamed(name string) (Plugin, bool) {
+	for _, p := range c.Plugins {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Plugin{}, false
 }
 
 // Simulate is the `simulate` block: what `autoscaler simulate` assumes of

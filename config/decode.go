@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/fleetcast/autoscaler/fleet"
 )
@@ -24,19 +26,40 @@ import (
 // also the type of its pools' provider block, and that block's decoder.
 // Each provider registers its own in providers/registry.
 type ProviderBlock struct {
-	// Name is the provider's name: a pool's provider attribute and its
-	// block's type.
+	// Name is the provider's name: a pool's provider attribute, and its
+	// block's type unless BlockType says another.
 	Name string
+	// BlockType is the type of its pools' block when it is not Name (a
+	// plugin pool's `target` block).
+	BlockType string
+	// Attribute is a pool attribute its pools may set beside the block
+	// (a plugin pool's `plugin`, naming its plugin); empty for none.
+	Attribute string
 	// Optional lets a pool of the provider leave its block out; Decode
 	// then gets a nil block and gives the defaults.
 	Optional bool
-	// Decode decodes a pool's block into the provider's typed settings,
-	// with decode, and checks them, against the pool's other fields too:
-	// a field the config got wrong is zero in pool, and is reported
-	// already. The diagnostics it returns are its checks', each pointing
-	// at the value it refuses; those on a value decode refused are
-	// dropped.
-	Decode func(block *hcl.Block, pool fleet.Pool, decode Decoder) (fleet.ProviderSettings, hcl.Diagnostics)
+	// Decode decodes a pool's block (and Attribute, nil when the pool
+	// does not set it) into the provider's typed settings, with decode,
+	// and checks them, against the pool's other fields too: a field the
+	// config got wrong is zero in pool, and is reported already. The
+	// diagnostics it returns are its checks', each pointing at the value
+	// it refuses; those on a value decode refused are dropped.
+	Decode func(in ProviderInput, pool fleet.Pool, decode Decoder) (fleet.ProviderSettings, hcl.Diagnostics)
+}
+
+// ProviderInput is what a pool gives its provider's decoder: its block
+// and its provider attribute, each nil when the pool has none.
+type ProviderInput struct {
+	Block     *hcl.Block
+	Attribute *hcl.Attribute
+}
+
+// blockType is the type of the provider's pools' block.
+func (p ProviderBlock) blockType() string {
+	if p.BlockType != "" {
+		return p.BlockType
+	}
+	return p.Name
 }
 
 // InvalidValue is the "Invalid value" error on the value at r, as every
@@ -68,6 +91,7 @@ var drainSignals = []string{"SIGALRM", "SIGCONT", "SIGHUP", "SIGINT", "SIGQUIT",
 // first's errors).
 var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "pool", LabelNames: []string{"name"}},
+	{Type: "plugin", LabelNames: []string{"name"}},
 	{Type: "forecast"}, {Type: "drain"}, {Type: "limits"}, {Type: "controller"},
 	{Type: "demand"}, {Type: "synthetic"}, {Type: "simulate"},
 }}
@@ -463,6 +487,110 @@ func (d *decoder) check(r hcl.Range, ok bool, format string, args ...any) state 
 	return st
 }
 
+// PluginUser is implemented by the settings of a pool driven by a plugin
+// block: the plugin's name, and where the pool names it.
+type PluginUser interface {
+	PluginName() (string, hcl.Range)
+}
+
+// pluginBody is a plugin block's attributes; Rest holds its config block.
+type pluginBody struct {
+	Path   string            `hcl:"path"`
+	SHA256 string            `hcl:"sha256"`
+	Args   []string          `hcl:"args,optional"`
+	Env    map[string]string `hcl:"env,optional"`
+	Rest   hcl.Body          `hcl:",remain"`
+
+	PathAt   hcl.Range `hcl:"path,attr_value_range"`
+	SHA256At hcl.Range `hcl:"sha256,attr_value_range"`
+}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// decodePlugin decodes a plugin block: its executable, its SHA-256, its
+// arguments and environment, and its config block, whose attributes are
+// the plugin's to check (literal values, kept as JSON values with where
+// each is).
+func (d *decoder) decodePlugin(b *hcl.Block) Plugin {
+	out := Plugin{Name: b.Labels[0], DefRange: b.DefRange, ConfigAt: map[string]hcl.Range{}}
+	if !validPluginName(out.Name) {
+		d.errorf(b.LabelRanges[0], "Invalid plugin name", "A plugin name is 1-63 letters, digits, dashes and underscores, got %q.", out.Name)
+	}
+	var v pluginBody
+	if !d.decode(b.Body, &v) {
+		return out
+	}
+	if d.nonEmpty("path", v.Path, v.PathAt) == set {
+		out.Path = v.Path
+	}
+	if d.check(v.SHA256At, sha256Hex.MatchString(v.SHA256), "sha256 must be the executable's SHA-256, 64 lowercase hex digits (sha256sum), got %q.", v.SHA256) == set {
+		out.SHA256 = v.SHA256
+	}
+	out.Args = v.Args
+	for k, val := range v.Env {
+		out.Env = append(out.Env, k+"="+val)
+	}
+	sort.Strings(out.Env)
+	if v.Rest == nil {
+		return out
+	}
+	content, diags := v.Rest.Content(&hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{{Type: "config"}}})
+	d.decoded(diags)
+	for i, cb := range content.Blocks {
+		if i > 0 {
+			d.errorf(cb.DefRange, "Duplicate config block", "A plugin has one config block; the first is at %s.", defPos(content.Blocks[0].DefRange))
+			continue
+		}
+		vals, ats, diags := LiteralAttributes(cb.Body)
+		d.decoded(diags)
+		out.Config, out.ConfigAt = vals, ats
+	}
+	return out
+}
+
+func validPluginName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// LiteralAttributes are a block's attributes as JSON values (strings,
+// numbers, bools, lists, objects), with where each value is: the
+// settings a plugin checks itself. Only literal values are taken; a
+// reference or a function call is an error naming it.
+func LiteralAttributes(body hcl.Body) (map[string]any, map[string]hcl.Range, hcl.Diagnostics) {
+	vals, ats := map[string]any{}, map[string]hcl.Range{}
+	attrs, diags := body.JustAttributes()
+	for name, a := range attrs {
+		v, vd := a.Expr.Value(nil)
+		if vd.HasErrors() {
+			diags = append(diags, vd...)
+			continue
+		}
+		if !v.IsWhollyKnown() || v.IsNull() {
+			diags = append(diags, InvalidValue(a.Expr.Range(), "%s must be a literal value, not null.", name))
+			continue
+		}
+		b, err := ctyjson.Marshal(v, v.Type())
+		var out any
+		if err == nil {
+			err = json.Unmarshal(b, &out)
+		}
+		if err != nil {
+			diags = append(diags, InvalidValue(a.Expr.Range(), "%s: %v.", name, err))
+			continue
+		}
+		vals[name], ats[name] = out, a.Expr.Range()
+	}
+	return vals, ats, diags
+}
+
 // poolResult is a decoded pool and what cross-checks need to know about it.
 type poolResult struct {
 	body *poolBody
@@ -482,8 +610,19 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 		limits               *limitsBody
 		forecastOK, limitsOK = true, true
 	)
+	plugins := map[string]*hcl.Block{}
 	for _, b := range content.Blocks {
 		before := d.errors
+		if b.Type == "plugin" {
+			if prev, dup := plugins[b.Labels[0]]; dup {
+				d.errorf(b.LabelRanges[0], "Duplicate plugin name",
+					"A plugin named %q was already defined at %s; plugin names must be unique.", b.Labels[0], defPos(prev.DefRange))
+				continue
+			}
+			plugins[b.Labels[0]] = b
+			cfg.Plugins = append(cfg.Plugins, d.decodePlugin(b))
+			continue
+		}
 		if b.Type == "pool" {
 			pb := d.decodePoolBlock(b)
 			p := d.decodePool(pb)
@@ -534,6 +673,14 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 			var v simulateBody
 			d.decode(b.Body, &v)
 			v.Validate(d, &cfg.Simulate)
+		}
+	}
+	// Each plugin pool names a plugin block.
+	for _, p := range cfg.Pools {
+		if u, ok := p.Settings.(PluginUser); ok {
+			if name, at := u.PluginName(); plugins[name] == nil {
+				d.errorf(at, "Unknown plugin", "Pool %q names plugin %q, which the config has no plugin %q block for.", p.Name, name, name)
+			}
 		}
 	}
 	if len(first) == 0 && !hasPoolBlock(body) {
@@ -702,12 +849,31 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 	for i := range schema.Attributes {
 		schema.Attributes[i].Required = false // decoded already
 	}
-	for _, kind := range d.providerNames() {
-		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: kind})
+	byBlock, byAttr := map[string]ProviderBlock{}, map[string]ProviderBlock{}
+	for _, name := range d.providerNames() {
+		kind, _ := d.provider(name)
+		byBlock[kind.blockType()] = kind
+		schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: kind.blockType()})
+		if kind.Attribute != "" {
+			byAttr[kind.Attribute] = kind
+			schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: kind.Attribute})
+		}
 	}
 	content, diags := b.Rest.Content(schema)
 	d.decoded(diags)
-	var block *hcl.Block
+	var in ProviderInput
+	for name, attr := range content.Attributes {
+		owner, ok := byAttr[name]
+		switch {
+		case !ok:
+			continue // the pool's own, decoded already
+		case provSt == set && owner.Name != p.Provider:
+			d.errorf(attr.NameRange, "Wrong provider attribute",
+				"Pool %q has provider = %q, so it cannot set %s: that is for provider = %q pools.", p.Name, p.Provider, name, owner.Name)
+		default:
+			in.Attribute = attr
+		}
+	}
 	seen := map[string]*hcl.Block{}
 	for _, pb := range content.Blocks {
 		if prev, dup := seen[pb.Type]; dup {
@@ -716,30 +882,34 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 			continue
 		}
 		seen[pb.Type] = pb
-		if provSt == set && pb.Type != p.Provider {
+		if provSt == set && pb.Type != kind.blockType() {
 			d.errorf(pb.DefRange, "Wrong provider block",
-				"Pool %q has provider = %q, so it cannot have %s block; its settings go in %s block.", p.Name, p.Provider, withArticle(pb.Type), withArticle(p.Provider))
+				"Pool %q has provider = %q, so it cannot have %s block; its settings go in %s block.", p.Name, p.Provider, withArticle(pb.Type), withArticle(kind.blockType()))
 			continue
 		}
 		if provSt != set {
 			// The pool's provider is wrong or missing: the block is
 			// decoded by its own kind, for its errors.
-			if other, ok := d.provider(pb.Type); ok {
-				_, diags := other.Decode(pb, p, d.decode)
+			if other, ok := byBlock[pb.Type]; ok {
+				_, diags := other.Decode(ProviderInput{Block: pb}, p, d.decode)
 				d.decoded(diags)
 			}
 			continue
 		}
-		block = pb
+		in.Block = pb
 	}
 	if provSt != set {
 		return p
 	}
-	if block == nil && !kind.Optional {
-		d.errorf(b.ProviderAt, "Missing provider block", "Pool %q has provider = %q and needs %s block.", p.Name, p.Provider, withArticle(p.Provider))
+	if kind.Attribute != "" && in.Attribute == nil {
+		d.errorf(b.ProviderAt, "Missing required argument", "Pool %q has provider = %q and needs %s = ...", p.Name, p.Provider, kind.Attribute)
 		return p
 	}
-	settings, diags := kind.Decode(block, p, d.decode)
+	if in.Block == nil && !kind.Optional {
+		d.errorf(b.ProviderAt, "Missing provider block", "Pool %q has provider = %q and needs %s block.", p.Name, p.Provider, withArticle(kind.blockType()))
+		return p
+	}
+	settings, diags := kind.Decode(in, p, d.decode)
 	d.decoded(diags)
 	p.Settings = settings
 	return p

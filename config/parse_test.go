@@ -46,11 +46,7 @@ func TestParseFull(t *testing.T) {
 			Name: "l4-plugin", Provider: "plugin", InstanceType: "g6.xlarge",
 			GPUsPerNode: 1, Capacity: fleet.OnDemand, PricePerHour: 0.8,
 			LeadTime: 36 * time.Hour, ProvisionTimeout: 108 * time.Hour, Max: 32,
-			Settings: plugin.Settings{
-				Command: "/usr/local/bin/fleet-plugin",
-				Args:    []string{"--verbose", "--region=eu"},
-				Target:  map[string]string{"cluster": "eu-1", "queue": "gpu"},
-			},
+			Settings: plugin.Settings{Plugin: "fleet-plugin", Target: map[string]any{"cluster": "eu-1", "queue": "gpu"}},
 		},
 		{
 			Name: "sim-h100", Provider: "sim", InstanceType: "sim.8gpu",
@@ -76,6 +72,15 @@ func TestParseFull(t *testing.T) {
 		Simulate: config.Simulate{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second,
 			CheckpointDuration: 5 * time.Minute, UnresponsiveJobs: 0.1,
 			Reservations: config.ReservationsAdvised, AdviceAfter: 7 * 24 * time.Hour, HeadroomGPUs: 64, HeadroomPlaceholders: config.PlaceholdersGPU},
+		Plugins: []config.Plugin{{Name: "fleet-plugin", Path: "/usr/local/libexec/fleetcast/fleet-plugin",
+			SHA256: "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae", Args: []string{"--verbose", "--region=eu"},
+			Env: []string{"FLEET_PLUGIN_LOG=debug"}, Config: map[string]any{"endpoint": "https://fleet.example.internal", "retries": 3.0}}},
+	}
+	for i := range cfg.Plugins {
+		if cfg.Plugins[i].DefRange.Filename == "" || len(cfg.Plugins[i].ConfigAt) != 2 {
+			t.Errorf("plugin %s: no ranges: %+v", cfg.Plugins[i].Name, cfg.Plugins[i])
+		}
+		cfg.Plugins[i].DefRange, cfg.Plugins[i].ConfigAt = hcl.Range{}, nil
 	}
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("config:\n got %+v\nwant %+v", *cfg, want)
@@ -275,8 +280,21 @@ func TestParseErrors(t *testing.T) {
 			}},
 		{"gcp zone and region", "pool \"a\" {\n provider = \"gcp\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n gcp {\n  project = \"p\"\n  mig = \"m\"\n  zone = \"us-central1-a\"\n  region = \"us-central1\"\n }\n}\n",
 			[]wantDiag{{summary: "Invalid value", detail: "set zone (a zonal managed instance group) or region (a regional one), not both", at: `"us-central1"`}}},
-		{"plugin bad target", "pool \"a\" {\n provider = \"plugin\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n plugin {\n  command = \"c\"\n  target = [1]\n }\n}\n",
-			[]wantDiag{{summary: "Incorrect attribute value type", detail: `"target": map of string required`, at: "[1]"}}},
+		{"plugin pool without its plugin", "pool \"a\" {\n provider = \"plugin\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n target {\n  rack = \"r7\"\n }\n}\n",
+			[]wantDiag{{summary: "Missing required argument", detail: `needs plugin = ...`, at: `"plugin"`}}},
+		{"plugin pool naming no plugin block", "pool \"a\" {\n provider = \"plugin\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n plugin = \"racks\"\n}\n",
+			[]wantDiag{{summary: "Unknown plugin", detail: `names plugin "racks", which the config has no plugin "racks" block for`, at: `"racks"`}}},
+		{"plugin pool's target not literal", "pool \"a\" {\n provider = \"plugin\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n plugin = \"racks\"\n target {\n  rack = upper(\"r7\")\n }\n}\nplugin \"racks\" {\n path = \"/p\"\n sha256 = \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"\n}\n",
+			[]wantDiag{{summary: "Function calls not allowed", detail: "", at: "upper"}}},
+		{"plugin attribute on an AWS pool", "pool \"a\" {\n provider = \"aws\"\n instance_type = \"x\"\n gpus_per_node = 1\n price_per_hour = 1\n max = 1\n plugin = \"racks\"\n aws {\n  asg = \"g\"\n }\n}\n",
+			[]wantDiag{{summary: "Wrong provider attribute", detail: `cannot set plugin: that is for provider = "plugin" pools`, at: "plugin"}}},
+		{"plugin block errors", simPool("a", "") + "plugin \"racks\" {\n path = \"\"\n sha256 = \"abc\"\n config {\n  x = 1\n }\n config {\n }\n}\nplugin \"racks\" {\n path = \"/p\"\n sha256 = \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"\n}\n",
+			[]wantDiag{
+				{summary: "Invalid value", detail: "path must not be empty", at: `""`},
+				{summary: "Invalid value", detail: `sha256 must be the executable's SHA-256, 64 lowercase hex digits (sha256sum), got "abc"`, at: `"abc"`},
+				{summary: "Duplicate config block", detail: "A plugin has one config block", at: "config {\n }"},
+				{summary: "Duplicate plugin name", detail: `A plugin named "racks" was already defined`, at: "\"racks\" {\n path = \"/p\""},
+			}},
 		{"sim bad error rate and initial", simPool("a", "  sim {\n    capacity_error_rate = 1.5\n    initial = 9\n  }\n"),
 			[]wantDiag{
 				{summary: "Invalid value", detail: "capacity_error_rate must be between 0 and 1", at: "1.5"},
@@ -840,7 +858,7 @@ func withoutRanges(pools []fleet.Pool) {
 		v := reflect.New(reflect.TypeOf(pools[i].Settings)).Elem()
 		v.Set(reflect.ValueOf(pools[i].Settings))
 		for j := range v.NumField() {
-			if f := v.Field(j); f.Type() == reflect.TypeFor[hcl.Range]() {
+			if f := v.Field(j); f.Type() == reflect.TypeFor[hcl.Range]() || f.Type() == reflect.TypeFor[map[string]hcl.Range]() {
 				f.Set(reflect.Zero(f.Type()))
 			}
 		}

@@ -1094,6 +1094,20 @@ providers/plugin/proc_linux.go
 "\t\t_ = cmd"
 ./providers/plugin
 TestPluginStopped
+
+a plugin pool naming no plugin block accepted (config)
+config/decode.go
+"if name, at := u.PluginName(); plugins[name] == nil {"
+"if name, at := u.PluginName(); false && plugins[name] == nil {"
+./config
+TestParseErrors
+
+a plugin's refusal not placed in the file (registry)
+providers/registry/registry.go
+"at := plugin.Where(d, spec, by[name])"
+"at := spec.DefRange"
+./cmd/autoscaler
+TestPluginPools
 EOF
 }
 

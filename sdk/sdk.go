@@ -75,10 +75,21 @@
 //			Provider: &racks{on: map[string]time.Time{}, free: []string{"gpu-01", "gpu-02"}, keys: map[string]bool{}}})
 //	}
 //
-// Build it, and keep it where only root may write it: the controller
-// starts it by its path after checking its SHA-256 (`sha256sum`; see
-// providers/plugin.Spec), with an environment of its own, not the
-// controller's.
+// Build it, keep it where only root may write it, and name it in the
+// controller's config with its SHA-256 (`sha256sum`), which the controller
+// checks before it starts it, with the environment the block gives it
+// (not the controller's); its pools name it:
+//
+//	plugin "racks" {
+//	  path   = "/usr/local/libexec/fleetcast/racks"
+//	  sha256 = "..."
+//	}
+//
+//	pool "onprem-a100" {
+//	  provider = "plugin"
+//	  plugin   = "racks"
+//	  ...
+//	}
 //
 // A plugin may also implement providers.Protector (SetProtected) and
 // providers.Reaper (Orphans, TerminateOrphan); Plugin.Configure checks its

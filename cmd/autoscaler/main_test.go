@@ -98,9 +98,11 @@ func TestPlanErrors(t *testing.T) {
   gpus_per_node = 8
   price_per_hour = 10
   max = 4
-  plugin {
-    command = "/usr/local/bin/racks"
-  }
+  plugin = "racks"
+}
+plugin "racks" {
+  path   = "/bin/true"
+  sha256 = "`+strings.Repeat("0", 64)+`"
 }
 `), 0o600); err != nil {
 		t.Fatal(err)
@@ -116,7 +118,7 @@ func TestPlanErrors(t *testing.T) {
 		{"bad state", []string{"plan", "-config", localConfig, "-state", "test-fixtures/bad-state.json"}, 1,
 			"state test-fixtures/bad-state.json: line 5, column 41: field nodes.jobs.gpus: got JSON string, want int"},
 		{"missing state", []string{"plan", "-config", localConfig, "-state", "nope.json"}, 1, "nope.json"},
-		{"pool without a provider yet", []string{"plan", "-config", pluginConfig}, 1, `pool burst uses provider "plugin", which this build cannot drive yet (it drives aws and gcp and sim pools)`},
+		{"a plugin whose checksum is not its block's", []string{"plan", "-config", pluginConfig}, 1, `plugin racks (/bin/true): checksums did not match`},
 		{"bad -at", []string{"plan", "-config", localConfig, "-at", "noon"}, 2, "want an RFC 3339 time"},
 		{"bad log level", []string{"plan", "-config", localConfig, "-log-level", "loud"}, 2, `-log-level "loud"`},
 		{"extra argument", []string{"plan", "-config", localConfig, "now"}, 2, `unexpected argument "now"`},

@@ -119,6 +119,7 @@ func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time
 	if err != nil {
 		return fleet.State{}, err
 	}
+	defer registry.Close(clouds)
 	log.Warn("plan reads the clouds only: agents' reports and the demand history are the running controller's (its plan: GET /v1/plan); running instances are shown with silent agents")
 	st := fleet.State{CapturedAt: now}
 	for _, p := range cfg.Pools {

@@ -136,6 +136,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		if clouds, err = liveClouds(ctx, log, cfg); err != nil {
 			return err
 		}
+		defer registry.Close(clouds) // the plugins stopped, with their processes
 	} else {
 		if sm, err = newSimMode(cfg, store, o.simStart); err != nil {
 			return err

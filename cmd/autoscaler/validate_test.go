@@ -167,9 +167,9 @@ func BenchmarkValidate(b *testing.B) {
 }
 
 // TestValidateRefusesWhatRunCannotDrive: validate says "valid" only for a
-// config `run` can drive: a pool of a provider this build does not drive
-// yet (plugin) exits 1, naming the pool and its provider, as plan
-// and run do.
+// config `run` can drive: simulated pools mixed with real ones (a plugin
+// pool here) exit 1, naming the pools and their providers, as plan and
+// run do.
 func TestValidateRefusesWhatRunCannotDrive(t *testing.T) {
 	dir := t.TempDir()
 	local, err := os.ReadFile(localConfig)
@@ -177,12 +177,13 @@ func TestValidateRefusesWhatRunCannotDrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	plugin := filepath.Join(dir, "plugin.hcl")
-	extra := "\npool \"onprem\" {\n  provider = \"plugin\"\n  instance_type = \"rack\"\n  gpus_per_node = 8\n  price_per_hour = 10\n  lead_time = \"5m\"\n  max = 4\n  plugin {\n    command = \"/usr/local/bin/racks\"\n  }\n}\n"
+	extra := "\npool \"onprem\" {\n  provider = \"plugin\"\n  instance_type = \"rack\"\n  gpus_per_node = 8\n  price_per_hour = 10\n  lead_time = \"5m\"\n  max = 4\n  plugin = \"racks\"\n}\n" +
+		"plugin \"racks\" {\n  path = \"/usr/local/libexec/fleetcast/racks\"\n  sha256 = \"" + strings.Repeat("a", 64) + "\"\n}\n"
 	if err := os.WriteFile(plugin, append(local, extra...), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct{ path, want string }{
-		{plugin, `pool onprem uses provider "plugin", which this build cannot drive yet`},
+		{plugin, `pool reserved-a100 uses provider "sim" and pool onprem "plugin": a config's pools are all simulated or all real`},
 	} {
 		code, out, errOut := cli("validate", "-config", tt.path)
 		if code != exitError || !strings.Contains(errOut, tt.path+": "+tt.want) || strings.Contains(out, "valid") {

@@ -45,10 +45,21 @@ pool "l4-plugin" {
   lead_time      = "1d12h"
   max            = 32
 
-  plugin {
-    command = "/usr/local/bin/fleet-plugin"
-    args    = ["--verbose", "--region=eu"]
-    target  = { cluster = "eu-1", queue = "gpu" }
+  plugin         = "fleet-plugin"
+  target {
+    cluster = "eu-1"
+    queue   = "gpu"
+  }
+}
+
+plugin "fleet-plugin" {
+  path   = "/usr/local/libexec/fleetcast/fleet-plugin"
+  sha256 = "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"
+  args   = ["--verbose", "--region=eu"]
+  env    = { FLEET_PLUGIN_LOG = "debug" }
+  config {
+    endpoint = "https://fleet.example.internal"
+    retries  = 3
   }
 }
 

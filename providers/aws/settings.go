@@ -61,7 +61,8 @@ func SettingsOf(pool fleet.Pool) Settings {
 
 // DecodeBlock decodes a pool's `aws` block with decode and checks it (a
 // config.ProviderBlock's Decode).
-func DecodeBlock(block *hcl.Block, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
+func DecodeBlock(in config.ProviderInput, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
+	block := in.Block
 	s := Settings{DefRange: block.DefRange}
 	decode(block.Body, &s)
 	return s, s.Validate(pool)

@@ -43,7 +43,8 @@ func SettingsOf(pool fleet.Pool) Settings {
 
 // DecodeBlock decodes a pool's `gcp` block with decode and checks it (a
 // config.ProviderBlock's Decode).
-func DecodeBlock(block *hcl.Block, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
+func DecodeBlock(in config.ProviderInput, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
+	block := in.Block
 	var s Settings
 	ok := decode(block.Body, &s)
 	if s.ZoneAt.Filename == "" && s.RegionAt.Filename == "" {

@@ -76,7 +76,7 @@ func start(t *testing.T, mode, dir string, timeout time.Duration) (*Client, erro
 
 func rackPool() fleet.Pool {
 	return fleet.Pool{Name: "onprem-a100", Provider: fleet.ProviderPlugin, InstanceType: "dgx-a100", GPUsPerNode: 8, Capacity: fleet.Reserved,
-		PricePerHour: 10, LeadTime: 15 * time.Minute, Max: 4, Settings: Settings{Command: "x", Target: map[string]string{"rack": "r7"}}}
+		PricePerHour: 10, LeadTime: 15 * time.Minute, Max: 4, Settings: Settings{Plugin: "racks", Target: map[string]any{"rack": "r7"}}}
 }
 
 // TestPluginRoundTrip: through a real plugin process, over go-plugin's
@@ -96,7 +96,7 @@ func TestPluginRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	pool := rackPool()
 	noRack := rackPool()
-	noRack.Settings = Settings{Command: "x"}
+	noRack.Settings = Settings{Plugin: "racks"}
 	noRack.Name = "onprem-h100"
 	diags, err := c.Configure(ctx, []fleet.Pool{pool, noRack}, "prod")
 	if err != nil || len(diags) != 1 || diags[0].Path != "pool.onprem-h100.target.rack" || diags[0].Summary != "Missing rack" {

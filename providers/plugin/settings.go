@@ -1,33 +1,39 @@
 // Package plugin is the provider of pools driven by an out-of-process
-// plugin. So far it holds a pool's settings, which the config decodes and
-// checks; this build does not drive plugin pools yet, and `validate`,
-// `plan` and `run` say so.
+// plugin: its protocol (proto/), served by a plugin (Serve) and called by
+// the controller (Start, Client, Supervise) through hashicorp/go-plugin,
+// and a plugin pool's settings, which the config decodes and checks.
 package plugin
 
 import (
+	"fmt"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
-// Settings are a plugin pool's settings: the attributes of its `plugin`
-// block.
+// Settings are a plugin pool's settings: the plugin it names (its
+// `plugin` attribute, a `plugin "NAME"` block of the config) and its
+// `target` block, whose attributes the plugin checks.
 type Settings struct {
-	// Command is the plugin's executable.
-	Command string `hcl:"command" json:"command,omitempty"`
-	// Args are its arguments.
-	Args []string `hcl:"args,optional" json:"args,omitempty"`
-	// Target is the pool's settings for the plugin, which the plugin
-	// checks.
-	Target map[string]string `hcl:"target,optional" json:"target,omitempty"`
+	// Plugin is the plugin's name.
+	Plugin string `json:"plugin,omitempty"`
+	// Target is the pool's settings for the plugin, as JSON values.
+	Target map[string]any `json:"target,omitempty"`
 
-	// Where the command's value is in the config, for diagnostics.
-	CommandAt hcl.Range `hcl:"command,attr_value_range" json:"-"`
+	// Where each is in the config, for diagnostics (the plugin's
+	// included: a target attribute's at TargetAt[name]).
+	PluginAt hcl.Range            `json:"-"`
+	TargetAt map[string]hcl.Range `json:"-"`
+	BlockAt  hcl.Range            `json:"-"`
 }
 
 // Provider is fleet.ProviderPlugin.
 func (Settings) Provider() string { return fleet.ProviderPlugin }
+
+// PluginName is the plugin the pool names, and where (config.PluginUser).
+func (s Settings) PluginName() (string, hcl.Range) { return s.Plugin, s.PluginAt }
 
 // SettingsOf returns a plugin pool's settings; the zero Settings for a
 // pool made without them.
@@ -36,19 +42,61 @@ func SettingsOf(pool fleet.Pool) Settings {
 	return s
 }
 
-// DecodeBlock decodes a pool's `plugin` block with decode and checks it (a
-// config.ProviderBlock's Decode).
-func DecodeBlock(block *hcl.Block, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
-	var s Settings
-	decode(block.Body, &s)
-	return s, s.Validate(pool)
+// Block is what a plugin pool's config holds: the `plugin` attribute
+// naming its plugin, and a `target` block (optional) of its settings for
+// the plugin (a config.ProviderBlock).
+var Block = config.ProviderBlock{Name: fleet.ProviderPlugin, BlockType: "target", Attribute: "plugin", Optional: true, Decode: DecodeBlock}
+
+// DecodeBlock decodes a plugin pool's `plugin` attribute and `target`
+// block (a config.ProviderBlock's Decode).
+func DecodeBlock(in config.ProviderInput, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
+	s := Settings{Target: map[string]any{}, TargetAt: map[string]hcl.Range{}}
+	var diags hcl.Diagnostics
+	if a := in.Attribute; a != nil {
+		v, vd := a.Expr.Value(nil)
+		diags = append(diags, vd...)
+		switch {
+		case vd.HasErrors():
+		case !v.IsWhollyKnown() || v.IsNull() || v.Type().FriendlyName() != "string":
+			diags = append(diags, config.InvalidValue(a.Expr.Range(), "plugin must be the name of a plugin block, a string."))
+		case v.AsString() == "":
+			diags = append(diags, config.InvalidValue(a.Expr.Range(), "plugin must not be empty."))
+		default:
+			s.Plugin, s.PluginAt = v.AsString(), a.Expr.Range()
+		}
+	}
+	if in.Block != nil {
+		s.BlockAt = in.Block.DefRange
+		vals, ats, td := config.LiteralAttributes(in.Block.Body)
+		diags = append(diags, td...)
+		s.Target, s.TargetAt = vals, ats
+	}
+	return s, diags
 }
 
-// Validate checks that the command is not empty. The diagnostic points at
-// its value.
-func (s *Settings) Validate(fleet.Pool) hcl.Diagnostics {
-	if s.CommandAt.Filename != "" && s.Command == "" {
-		return hcl.Diagnostics{config.InvalidValue(s.CommandAt, "command must not be empty.")}
+// Where is the place in the config of what a plugin's diagnostic names
+// (its Path): "config.ATTR" in the plugin's config block,
+// "pool.NAME.target.ATTR" in that pool's target block, else the plugin
+// block. The plugin's own words follow.
+func Where(d Diagnostic, spec config.Plugin, pools []fleet.Pool) hcl.Range {
+	var attr string
+	if _, err := fmt.Sscanf(d.Path, "config.%s", &attr); err == nil {
+		if r, ok := spec.ConfigAt[attr]; ok {
+			return r
+		}
 	}
-	return nil
+	for _, p := range pools {
+		prefix := "pool." + p.Name + ".target."
+		if len(d.Path) > len(prefix) && d.Path[:len(prefix)] == prefix {
+			s := SettingsOf(p)
+			if r, ok := s.TargetAt[d.Path[len(prefix):]]; ok {
+				return r
+			}
+			if s.BlockAt.Filename != "" {
+				return s.BlockAt
+			}
+			return s.PluginAt
+		}
+	}
+	return spec.DefRange
 }

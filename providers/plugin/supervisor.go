@@ -190,3 +190,95 @@ var (
 	_ providers.Protector = (*Supervisor)(nil)
 	_ providers.Reaper    = (*Supervisor)(nil)
 )
+
+// Set drives the pools of several plugins, each pool through the plugin
+// it names (Settings.Plugin), as one providers.Provider. The zero Set
+// has none; Add adds one.
+type Set struct {
+	plugins map[string]*Supervisor
+}
+
+// Add adds a running plugin, by its name.
+func (s *Set) Add(name string, sup *Supervisor) {
+	if s.plugins == nil {
+		s.plugins = map[string]*Supervisor{}
+	}
+	s.plugins[name] = sup
+}
+
+func (s *Set) of(pool fleet.Pool) (*Supervisor, error) {
+	sup, ok := s.plugins[SettingsOf(pool).Plugin]
+	if !ok {
+		return nil, fmt.Errorf("pool %s: no plugin %q is running", pool.Name, SettingsOf(pool).Plugin)
+	}
+	return sup, nil
+}
+
+// Describe is the pool's plugin's Describe.
+func (s *Set) Describe(ctx context.Context, pool fleet.Pool) (providers.Group, error) {
+	sup, err := s.of(pool)
+	if err != nil {
+		return providers.Group{}, err
+	}
+	return sup.Describe(ctx, pool)
+}
+
+// Launch is the pool's plugin's Launch.
+func (s *Set) Launch(ctx context.Context, pool fleet.Pool, req providers.LaunchRequest) error {
+	sup, err := s.of(pool)
+	if err != nil {
+		return err
+	}
+	return sup.Launch(ctx, pool, req)
+}
+
+// Terminate is the pool's plugin's Terminate.
+func (s *Set) Terminate(ctx context.Context, pool fleet.Pool, ids []string) error {
+	sup, err := s.of(pool)
+	if err != nil {
+		return err
+	}
+	return sup.Terminate(ctx, pool, ids)
+}
+
+// SetProtected is the pool's plugin's SetProtected.
+func (s *Set) SetProtected(ctx context.Context, pool fleet.Pool, ids []string, protected bool) error {
+	sup, err := s.of(pool)
+	if err != nil {
+		return err
+	}
+	return sup.SetProtected(ctx, pool, ids, protected)
+}
+
+// Orphans are each plugin's orphans among its own pools.
+func (s *Set) Orphans(ctx context.Context, fleetName string, pools []fleet.Pool) ([]providers.Orphan, error) {
+	by := map[string][]fleet.Pool{}
+	for _, p := range pools {
+		by[SettingsOf(p).Plugin] = append(by[SettingsOf(p).Plugin], p)
+	}
+	var out []providers.Orphan
+	var errs []error
+	for name, ps := range by {
+		if sup, ok := s.plugins[name]; ok {
+			os, err := sup.Orphans(ctx, fleetName, ps)
+			out, errs = append(out, os...), append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// TerminateOrphan is the plugin's of the pool it was found through.
+func (s *Set) TerminateOrphan(ctx context.Context, fleetName string, o providers.Orphan) error {
+	sup, err := s.of(o.Via)
+	if err != nil {
+		return err
+	}
+	return sup.TerminateOrphan(ctx, fleetName, o)
+}
+
+// Close stops every plugin.
+func (s *Set) Close() {
+	for _, sup := range s.plugins {
+		sup.Close()
+	}
+}

@@ -26,7 +26,7 @@ const (
 // poolToWire is a pool as the protocol carries it: its target settings
 // (Settings.Target) as a Struct.
 func poolToWire(p fleet.Pool) (*pb.Pool, error) {
-	target, err := structpb.NewStruct(toAny(SettingsOf(p).Target))
+	target, err := structpb.NewStruct(SettingsOf(p).Target)
 	if err != nil {
 		return nil, fmt.Errorf("pool %s: target: %w", p.Name, err)
 	}
@@ -35,26 +35,10 @@ func poolToWire(p fleet.Pool) (*pb.Pool, error) {
 		LeadTime: durationpb.New(p.LeadTime), Min: int32(p.Min), Max: int32(p.Max), Target: target}, nil
 }
 
-func toAny(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // poolFromWire is the pool a plugin was sent: what the protocol carries of
-// it, its target settings as strings.
+// it, its target settings as JSON values.
 func poolFromWire(p *pb.Pool) fleet.Pool {
-	s := Settings{Target: map[string]string{}}
-	for k, v := range p.GetTarget().GetFields() {
-		if str, ok := v.GetKind().(*structpb.Value_StringValue); ok {
-			s.Target[k] = str.StringValue
-		} else {
-			b, _ := v.MarshalJSON()
-			s.Target[k] = string(b)
-		}
-	}
+	s := Settings{Target: p.GetTarget().AsMap()}
 	return fleet.Pool{Name: p.GetName(), Provider: fleet.ProviderPlugin, Region: p.GetRegion(), Zones: p.GetZones(), InstanceType: p.GetInstanceType(),
 		GPUModel: p.GetGpuModel(), GPUsPerNode: int(p.GetGpusPerNode()), Capacity: fleet.CapacityType(p.GetCapacity()), PricePerHour: p.GetPricePerHour(),
 		LeadTime: p.GetLeadTime().AsDuration(), Min: int(p.GetMin()), Max: int(p.GetMax()), Settings: s}

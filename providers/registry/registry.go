@@ -46,6 +46,8 @@ type Env struct {
 	// at its default.
 	Fleet        string
 	DefaultFleet bool
+	// Plugins are the config's plugin blocks.
+	Plugins []config.Plugin
 }
 
 // Providers are the providers this build knows, by name.
@@ -53,7 +55,7 @@ func Providers() []Provider {
 	return []Provider{
 		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderAWS, Decode: aws.DecodeBlock}, Open: openAWS},
 		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderGCP, Decode: gcp.DecodeBlock}, Open: openGCP},
-		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderPlugin, Decode: plugin.DecodeBlock}},
+		{ProviderBlock: plugin.Block, Open: openPlugins},
 		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderSim, Optional: true, Decode: sim.DecodeBlock}, Simulated: true},
 	}
 }
@@ -199,4 +201,83 @@ func openGCP(ctx context.Context, env Env, pools []fleet.Pool) (providers.Provid
 		return nil, errors.Join(err, p.Close())
 	}
 	return p, nil
+}
+
+// openPlugins starts the plugins the config's plugin pools name, each
+// checked against its SHA-256, and configures each with its pools: what
+// a plugin finds wrong in its config or a pool's target is an error at
+// the place in the config file (FILE:LINE:COLUMN). The plugins are kept
+// running, started again when they exit (plugin.Supervise).
+func openPlugins(ctx context.Context, env Env, pools []fleet.Pool) (providers.Provider, error) {
+	log := env.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	by := map[string][]fleet.Pool{}
+	var names []string
+	for _, p := range pools {
+		if p.Provider != fleet.ProviderPlugin {
+			continue
+		}
+		name := plugin.SettingsOf(p).Plugin
+		if _, ok := by[name]; !ok {
+			names = append(names, name)
+		}
+		by[name] = append(by[name], p)
+	}
+	set := &plugin.Set{}
+	var errs []error
+	for _, name := range names {
+		spec, ok := specNamed(env.Plugins, name)
+		if !ok {
+			errs = append(errs, fmt.Errorf("plugin %q: no plugin block", name))
+			continue
+		}
+		sup, diags, err := plugin.Supervise(ctx, plugin.Spec{Name: spec.Name, Path: spec.Path, SHA256: spec.SHA256, Args: spec.Args,
+			Config: spec.Config, Env: spec.Env}, by[name], env.Fleet, log.Named("plugin"))
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case len(diags) > 0:
+			for _, d := range diags {
+				at := plugin.Where(d, spec, by[name])
+				errs = append(errs, errors.New(config.FormatDiagnostic(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: d.Summary,
+					Detail: fmt.Sprintf("%s (plugin %s, %s)", d.Detail, name, d.Path), Subject: &at})))
+			}
+		default:
+			set.Add(name, sup)
+		}
+	}
+	if len(errs) > 0 {
+		set.Close()
+		return nil, errors.Join(errs...)
+	}
+	return set, nil
+}
+
+func specNamed(specs []config.Plugin, name string) (config.Plugin, bool) {
+	for _, s := range specs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return config.Plugin{}, false
+}
+
+// Close closes the providers Open made that hold something open (the GCP
+// clients, the plugins' processes), each once.
+func Close(clouds map[string]providers.Provider) {
+	done := map[providers.Provider]bool{}
+	for _, p := range clouds {
+		if done[p] {
+			continue
+		}
+		done[p] = true
+		switch c := p.(type) {
+		case interface{ Close() }:
+			c.Close()
+		case interface{ Close() error }:
+			c.Close() //nolint:errcheck // closing at exit
+		}
+	}
 }

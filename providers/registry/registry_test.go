@@ -10,8 +10,7 @@ import (
 )
 
 // TestProviders: every provider name the vocabulary has is registered
-// once, with a decoder, and the providers this build drives are AWS and
-// the simulated cloud.
+// once, with a decoder, and this build drives every one of them.
 func TestProviders(t *testing.T) {
 	var names, driven []string
 	for _, p := range Providers() {
@@ -27,7 +26,7 @@ func TestProviders(t *testing.T) {
 	if want := []string{fleet.ProviderAWS, fleet.ProviderGCP, fleet.ProviderPlugin, fleet.ProviderSim}; !slices.Equal(names, want) {
 		t.Errorf("providers %v, want %v", names, want)
 	}
-	if want := []string{fleet.ProviderAWS, fleet.ProviderGCP, fleet.ProviderSim}; !slices.Equal(driven, want) {
+	if want := []string{fleet.ProviderAWS, fleet.ProviderGCP, fleet.ProviderPlugin, fleet.ProviderSim}; !slices.Equal(driven, want) {
 		t.Errorf("driven %v, want %v", driven, want)
 	}
 	if len(Blocks()) != len(names) {
@@ -35,9 +34,9 @@ func TestProviders(t *testing.T) {
 	}
 }
 
-// TestCheck: Check refuses a pool this build cannot drive, naming it and
-// its provider, and a mix of simulated and real pools; Open refuses what
-// Check refuses before it makes anything.
+// TestCheck: Check refuses a pool of a provider this build does not know,
+// naming it and its provider, and a mix of simulated and real pools; Open
+// refuses what Check refuses before it makes anything.
 func TestCheck(t *testing.T) {
 	pool := func(name, provider string) fleet.Pool { return fleet.Pool{Name: name, Provider: provider} }
 	for _, tt := range []struct {
@@ -48,7 +47,8 @@ func TestCheck(t *testing.T) {
 		{"aws", []fleet.Pool{pool("a", fleet.ProviderAWS), pool("b", fleet.ProviderAWS)}, ""},
 		{"sim", []fleet.Pool{pool("a", fleet.ProviderSim)}, ""},
 		{"none", nil, ""},
-		{"plugin", []fleet.Pool{pool("rack", fleet.ProviderPlugin)}, `pool rack uses provider "plugin", which this build cannot drive yet`},
+		{"plugin and aws", []fleet.Pool{pool("rack", fleet.ProviderPlugin), pool("b", fleet.ProviderAWS)}, ""},
+		{"plugin and sim", []fleet.Pool{pool("rack", fleet.ProviderPlugin), pool("b", fleet.ProviderSim)}, `a config's pools are all simulated or all real`},
 		{"unknown", []fleet.Pool{pool("x", "azure")}, `pool x uses provider "azure"`},
 		{"mixed", []fleet.Pool{pool("a", fleet.ProviderSim), pool("b", fleet.ProviderAWS)}, `pool a uses provider "sim" and pool b "aws": a config's pools are all simulated or all real`},
 	} {

@@ -69,7 +69,8 @@ func SettingsOf(p fleet.Pool) Settings {
 // DecodeBlock decodes a pool's `sim` block with decode and checks it (a
 // config.ProviderBlock's Decode); block is nil for a sim pool without
 // one, which takes the defaults.
-func DecodeBlock(block *hcl.Block, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
+func DecodeBlock(in config.ProviderInput, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
+	block := in.Block
 	s := defaults(pool)
 	if block == nil {
 		return s, nil

@@ -82,7 +82,7 @@ func (g *group) Describe(ctx context.Context, pool fleet.Pool) (sdk.Group, error
 
 func (g *group) Launch(ctx context.Context, pool fleet.Pool, req sdk.LaunchRequest) error {
 	if g.mode == "capacity" {
-		return &sdk.InsufficientCapacityError{Pool: pool.Name, Err: errors.New("no powered-off server left in rack " + plugin.SettingsOf(pool).Target["rack"])}
+		return &sdk.InsufficientCapacityError{Pool: pool.Name, Err: fmt.Errorf("no powered-off server left in rack %v", plugin.SettingsOf(pool).Target["rack"])}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -154,7 +154,7 @@ func main() {
 				out = append(out, sdk.Diagnostic{Path: "config.endpoint", Summary: "Missing endpoint", Detail: "The plugin needs the racks' endpoint."})
 			}
 			for _, p := range pools {
-				if plugin.SettingsOf(p).Target["rack"] == "" {
+				if rack, _ := plugin.SettingsOf(p).Target["rack"].(string); rack == "" {
 					out = append(out, sdk.Diagnostic{Path: "pool." + p.Name + ".target.rack", Summary: "Missing rack", Detail: "Each pool names its rack."})
 				}
 			}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// testPluginBinary builds the plugin package's test plugin (an in-memory
+// rack kept in a state file) and returns its path and SHA-256.
+func testPluginBinary(t *testing.T) (path, sum string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "test-racks")
+	if out, err := exec.Command("go", "build", "-o", path, "../../providers/plugin/testdata/plugin").CombinedOutput(); err != nil {
+		t.Fatalf("building the test plugin: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(path)
+	s := sha256.Sum256(b)
+	return path, hex.EncodeToString(s[:])
+}
+
+// TestPluginPools: `plan` and `run` drive a plugin pool through its
+// plugin: started after its checksum is checked, configured with the
+// config block and the pool's target block, with the environment the
+// plugin block gives it. `plan` plans the pool's minimum and launches
+// nothing; `run` launches it through the plugin. What the plugin finds
+// wrong is an error at the place in the file.
+func TestPluginPools(t *testing.T) {
+	bin, sum := testPluginBinary(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "racks.json")
+	conf := func(endpoint, target string) string {
+		path := filepath.Join(t.TempDir(), "fleet.hcl")
+		src := fmt.Sprintf(`pool "onprem-a100" {
+  provider       = "plugin"
+  plugin         = "racks"
+  instance_type  = "dgx-a100"
+  gpus_per_node  = 8
+  price_per_hour = 10
+  lead_time      = "15m"
+  min            = 1
+  max            = 4
+%s}
+
+plugin "racks" {
+  path   = %q
+  sha256 = %q
+  env    = { FLEETCAST_TEST_PLUGIN_STATE = %q }
+  config {
+%s  }
+}
+
+controller {
+  fleet     = "prod"
+  listen    = "127.0.0.1:0"
+  state_dir = %q
+}
+`, target, bin, sum, state, endpoint, filepath.Join(dir, "state"))
+		if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	good := conf("    endpoint = \"https://bmc.example\"\n", "  target {\n    rack = \"r7\"\n  }\n")
+	code, out, errOut := cli("plan", "-config", good)
+	if code != 0 || !strings.Contains(out, "+ launch 1 x dgx-a100 in onprem-a100") {
+		t.Fatalf("plan: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Fatal("plan launched through the plugin")
+	}
+	code, out, errOut = cli("run", "-config", good, "-for", "1ms")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var s struct {
+		Instances map[string]bool `json:"instances"`
+	}
+	b, _ := os.ReadFile(state)
+	if json.Unmarshal(b, &s) != nil || len(s.Instances) != 1 {
+		t.Fatalf("after run: the plugin's state %s; want 1 server powered on", b)
+	}
+
+	// What the plugin refuses, where it is in the file.
+	bad := conf("", "  target {\n    row = \"r7\"\n  }\n")
+	code, _, errOut = cli("plan", "-config", bad)
+	for _, want := range []string{
+		bad + ":15:1: error: Missing endpoint: The plugin needs the racks' endpoint. (plugin racks, config.endpoint)",
+		bad + ":10:3: error: Missing rack: Each pool names its rack. (plugin racks, pool.onprem-a100.target.rack)",
+	} {
+		if code == 0 || !strings.Contains(errOut, want) {
+			t.Errorf("plan with what the plugin refuses: exit %d, stderr %q; want %q", code, errOut, want)
+		}
+	}
+}
