@@ -678,7 +678,7 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 	// Each plugin pool names a plugin block.
 	for _, p := range cfg.Pools {
 		if u, ok := p.Settings.(PluginUser); ok {
-			if name, at := u.PluginName(); plugins[name] == nil {
+			if name, at := u.PluginName(); name != "" && plugins[name] == nil { // "": refused already
 				d.errorf(at, "Unknown plugin", "Pool %q names plugin %q, which the config has no plugin %q block for.", p.Name, name, name)
 			}
 		}

@@ -1097,7 +1097,7 @@ TestPluginStopped
 
 a plugin pool naming no plugin block accepted (config)
 config/decode.go
-"if name, at := u.PluginName(); plugins[name] == nil {"
+"if name, at := u.PluginName(); name != \"\" && plugins[name] == nil {"
 "if name, at := u.PluginName(); false && plugins[name] == nil {"
 ./config
 TestParseErrors
