@@ -3,9 +3,12 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"math/big"
 	"net"
 	neturl "net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -503,9 +506,13 @@ type pluginBody struct {
 
 	PathAt   hcl.Range `hcl:"path,attr_value_range"`
 	SHA256At hcl.Range `hcl:"sha256,attr_value_range"`
+	EnvAt    hcl.Range `hcl:"env,attr_value_range"`
 }
 
-var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+var (
+	sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	envName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
 
 // decodePlugin decodes a plugin block: its executable, its SHA-256, its
 // arguments and environment, and its config block, whose attributes are
@@ -520,14 +527,20 @@ func (d *decoder) decodePlugin(b *hcl.Block) Plugin {
 	if !d.decode(b.Body, &v) {
 		return out
 	}
-	if d.nonEmpty("path", v.Path, v.PathAt) == set {
+	if d.nonEmpty("path", v.Path, v.PathAt) == set &&
+		d.check(v.PathAt, filepath.IsAbs(v.Path), "path must be the plugin executable's absolute path (the plugin runs with its own environment, no PATH to look it up in), got %q.", v.Path) == set {
 		out.Path = v.Path
 	}
 	if d.check(v.SHA256At, sha256Hex.MatchString(v.SHA256), "sha256 must be the executable's SHA-256, 64 lowercase hex digits (sha256sum), got %q.", v.SHA256) == set {
 		out.SHA256 = v.SHA256
 	}
 	out.Args = v.Args
-	for k, val := range v.Env {
+	for _, k := range slices.Sorted(maps.Keys(v.Env)) {
+		val := v.Env[k]
+		if !envName.MatchString(k) || strings.ContainsRune(val, 0) {
+			d.errorf(v.EnvAt, "Invalid value", "env maps variable names (letters, digits and _, not starting with a digit) to values without NUL bytes; %q is not one.", k)
+			continue
+		}
 		out.Env = append(out.Env, k+"="+val)
 	}
 	sort.Strings(out.Env)
@@ -568,6 +581,14 @@ func LiteralAttributes(body hcl.Body) (map[string]any, map[string]hcl.Range, hcl
 	vals, ats := map[string]any{}, map[string]hcl.Range{}
 	attrs, diags := body.JustAttributes()
 	for name, a := range attrs {
+		// Literals only, checked before anything is evaluated: a for
+		// expression, a function call or a reference is refused as it is.
+		if e, ok := a.Expr.(hclsyntax.Expression); ok {
+			if bad := nonLiteral(e); bad != nil {
+				diags = append(diags, InvalidValue(bad.Range(), "%s must be a literal value: strings, numbers, bools, lists and objects (no references, function calls, for expressions or interpolations).", name))
+				continue
+			}
+		}
 		v, vd := a.Expr.Value(nil)
 		if vd.HasErrors() {
 			diags = append(diags, vd...)
@@ -575,6 +596,10 @@ func LiteralAttributes(body hcl.Body) (map[string]any, map[string]hcl.Range, hcl
 		}
 		if !v.IsWhollyKnown() || v.IsNull() {
 			diags = append(diags, InvalidValue(a.Expr.Range(), "%s must be a literal value, not null.", name))
+			continue
+		}
+		if !exactNumbers(v) {
+			diags = append(diags, InvalidValue(a.Expr.Range(), "%s holds an integer beyond 2^53, which a plugin's JSON cannot carry exactly; use a string.", name))
 			continue
 		}
 		b, err := ctyjson.Marshal(v, v.Type())
@@ -589,6 +614,84 @@ func LiteralAttributes(body hcl.Body) (map[string]any, map[string]hcl.Range, hcl
 		vals[name], ats[name] = out, a.Expr.Range()
 	}
 	return vals, ats, diags
+}
+
+// nonLiteral is the first part of e that is not a literal (a string with
+// no interpolation, a number, a bool, a negated number, a list or object
+// of literals, in parentheses or not); nil when it is all literal.
+func nonLiteral(e hclsyntax.Expression) hclsyntax.Expression {
+	switch e := e.(type) {
+	case *hclsyntax.LiteralValueExpr:
+		return nil
+	case *hclsyntax.TemplateExpr:
+		for _, part := range e.Parts {
+			if _, ok := part.(*hclsyntax.LiteralValueExpr); !ok {
+				return part
+			}
+		}
+		return nil
+	case *hclsyntax.ParenthesesExpr:
+		return nonLiteral(e.Expression)
+	case *hclsyntax.UnaryOpExpr:
+		if e.Op != hclsyntax.OpNegate {
+			return e
+		}
+		if _, ok := e.Val.(*hclsyntax.LiteralValueExpr); !ok {
+			return e.Val
+		}
+		return nil
+	case *hclsyntax.TupleConsExpr:
+		for _, x := range e.Exprs {
+			if bad := nonLiteral(x); bad != nil {
+				return bad
+			}
+		}
+		return nil
+	case *hclsyntax.ObjectConsExpr:
+		for _, item := range e.Items {
+			key := item.KeyExpr
+			if k, ok := key.(*hclsyntax.ObjectConsKeyExpr); ok {
+				if hcl.ExprAsKeyword(k.Wrapped) != "" {
+					key = nil // a bare name
+				} else {
+					key = k.Wrapped
+				}
+			}
+			if key != nil {
+				if bad := nonLiteral(key); bad != nil {
+					return bad
+				}
+			}
+			if bad := nonLiteral(item.ValueExpr); bad != nil {
+				return bad
+			}
+		}
+		return nil
+	default:
+		return e
+	}
+}
+
+// exactNumbers reports whether every number in v is one a float64 holds
+// exactly where it is an integer (|n| <= 2^53), as JSON numbers are read.
+func exactNumbers(v cty.Value) bool {
+	switch {
+	case v.IsNull() || !v.IsKnown():
+		return true
+	case v.Type() == cty.Number:
+		f := v.AsBigFloat()
+		if !f.IsInt() {
+			return true
+		}
+		return f.Abs(f).Cmp(big.NewFloat(1<<53)) <= 0
+	case v.CanIterateElements():
+		for it := v.ElementIterator(); it.Next(); {
+			if _, e := it.Element(); !exactNumbers(e) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // poolResult is a decoded pool and what cross-checks need to know about it.
@@ -903,6 +1006,10 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 	}
 	if kind.Attribute != "" && in.Attribute == nil {
 		d.errorf(b.ProviderAt, "Missing required argument", "Pool %q has provider = %q and needs %s = ...", p.Name, p.Provider, kind.Attribute)
+		if in.Block != nil { // decoded for its own errors
+			_, diags := kind.Decode(in, p, d.decode)
+			d.decoded(diags)
+		}
 		return p
 	}
 	if in.Block == nil && !kind.Optional {

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/providers/plugin"
 )
 
 // metrics are the controller's own counters; the fleet's gauges are read
@@ -145,6 +146,9 @@ type APIOptions struct {
 	// plan and forecast are not for anyone on the network. /healthz,
 	// /readyz and /metrics stay open and carry no secret.
 	ReadToken string
+	// Plugins, when set, serves GET /v1/plugins: the provider plugins'
+	// health (a plugin.Set).
+	Plugins interface{ Status() []plugin.Status }
 }
 
 // unready lists why the controller is not fully in charge of its fleet,
@@ -206,6 +210,7 @@ func faultNote(last Snapshot) string {
 //	GET  /v1/plan                     the last plan (JSON)
 //	GET  /v1/fleet                    pools, nodes, jobs and agent freshness as the last cycle saw them
 //	GET  /v1/forecast                 the last forecast
+//	GET  /v1/plugins                  the provider plugins: versions, pools, health
 //	POST /v1/agents/{node}/report     agent reports (the node's credential)
 //	POST /v1/agents/{node}/credential ...  node credentials (see nodeauth.Server)
 //	POST /v1/demand                   schedulers' pending demand (API token)
@@ -250,16 +255,30 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		w.Write([]byte("not ready: " + strings.Join(why, "\nnot ready: ") + "\n"))
 	})
+	// readable says whether r may read the fleet (o.ReadToken), and
+	// answers it if not.
+	readable := func(w http.ResponseWriter, r *http.Request) bool {
+		if o.ReadToken != "" {
+			if token, ok := report.BearerToken(r); !ok || subtle.ConstantTimeCompare([]byte(token), []byte(o.ReadToken)) != 1 {
+				w.Header().Set("WWW-Authenticate", "Bearer")
+				http.Error(w, "reading the fleet needs the API token: -H \"Authorization: Bearer $FLEETCAST_API_TOKEN\"", http.StatusUnauthorized)
+				return false
+			}
+		}
+		return true
+	}
+	writeJSON := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(v)
+	}
 	// serve answers with what pick takes from the last snapshot, as JSON;
 	// ok is false when the last cycle made none of it.
 	serve := func(pick func(Snapshot) (v any, ok bool)) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			if o.ReadToken != "" {
-				if token, ok := report.BearerToken(r); !ok || subtle.ConstantTimeCompare([]byte(token), []byte(o.ReadToken)) != 1 {
-					w.Header().Set("WWW-Authenticate", "Bearer")
-					http.Error(w, "reading the fleet needs the API token: -H \"Authorization: Bearer $FLEETCAST_API_TOKEN\"", http.StatusUnauthorized)
-					return
-				}
+			if !readable(w, r) {
+				return
 			}
 			last := c.Last()
 			if last.At.IsZero() {
@@ -271,10 +290,7 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 				http.Error(w, "the last cycle made none (no demand history to forecast from)", http.StatusNotFound)
 				return
 			}
-			w.Header().Set("Content-Type", "application/json")
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			enc.Encode(v)
+			writeJSON(w, v)
 		}
 	}
 	// Views of the snapshot: durations as text, lists never null.
@@ -286,6 +302,16 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 	}))
 	mux.Handle("GET /v1/fleet", serve(func(s Snapshot) (any, bool) { return newFleetView(s.At, c.cfg, s.State), s.State != nil }))
 	mux.Handle("GET /v1/forecast", serve(func(s Snapshot) (any, bool) { return NewForecastView(s.Forecast), s.Forecast != nil }))
+	mux.HandleFunc("GET /v1/plugins", func(w http.ResponseWriter, r *http.Request) {
+		if !readable(w, r) {
+			return
+		}
+		status := []plugin.Status{}
+		if o.Plugins != nil {
+			status = o.Plugins.Status()
+		}
+		writeJSON(w, status)
+	})
 	if o.Credentials != nil {
 		mux.Handle(report.Pattern, &report.Receiver{Credentials: o.Credentials, Store: c.agents, Now: c.now, Log: c.log, NodeGPUs: c.nodeGPUs})
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetcast/autoscaler/providers/plugin"
+
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
@@ -136,7 +138,7 @@ func TestAPIReadsNeedTokenOffLoopback(t *testing.T) {
 	l := newLoop(t, false, gpuPool("g5", 1, 200, 5*time.Minute))
 	h := l.c.Handler(APIOptions{ReadToken: apiToken})
 	l.cycle(t)
-	for _, path := range []string{"/v1/plan", "/v1/fleet", "/v1/forecast"} {
+	for _, path := range []string{"/v1/plan", "/v1/fleet", "/v1/forecast", "/v1/plugins"} {
 		if code, _ := get(t, h, path); code != http.StatusUnauthorized {
 			t.Errorf("GET %s without the token: %d, want 401", path, code)
 		}
@@ -158,6 +160,24 @@ func TestAPIReadsNeedTokenOffLoopback(t *testing.T) {
 		if code, _ := get(t, h, path); code != http.StatusOK {
 			t.Errorf("GET %s without a token: %d, want 200", path, code)
 		}
+	}
+}
+
+type pluginHealth []plugin.Status
+
+func (p pluginHealth) Status() []plugin.Status { return p }
+
+// TestAPIPlugins: GET /v1/plugins is the plugins' health, and an empty
+// list where there are none.
+func TestAPIPlugins(t *testing.T) {
+	l := newLoop(t, false, gpuPool("g5", 1, 200, 5*time.Minute))
+	if code, body := get(t, l.c.Handler(APIOptions{}), "/v1/plugins"); code != http.StatusOK || strings.TrimSpace(body) != "[]" {
+		t.Errorf("GET /v1/plugins with no plugins: %d %q; want 200 []", code, body)
+	}
+	h := l.c.Handler(APIOptions{Plugins: pluginHealth{{Name: "racks", Plugin: "fleetcast-commands", Version: "0.1.0", Protocol: 1, Pools: []string{"onprem"}, Healthy: true}}})
+	code, body := get(t, h, "/v1/plugins")
+	if code != http.StatusOK || !strings.Contains(body, `"name": "racks"`) || !strings.Contains(body, `"protocol": 1`) || !strings.Contains(body, `"healthy": true`) {
+		t.Errorf("GET /v1/plugins: %d %s", code, body)
 	}
 }
 

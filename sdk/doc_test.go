@@ -74,6 +74,9 @@ func TestDocPlugin(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	pool := fleet.Pool{Name: "racks", Provider: fleet.ProviderPlugin, GPUsPerNode: 8, Max: 4}
+	if diags, err := c.Configure(ctx, []fleet.Pool{pool}, "prod"); err != nil || len(diags) > 0 {
+		t.Fatalf("configure: %+v, %v", diags, err)
+	}
 	if err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 2, Key: "k1"}); err != nil {
 		t.Fatal(err)
 	}

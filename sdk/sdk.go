@@ -94,11 +94,14 @@
 // A plugin may also implement providers.Protector (SetProtected) and
 // providers.Reaper (Orphans, TerminateOrphan); Plugin.Configure checks its
 // config block and each pool's target settings at start. It never writes
-// to stdout (the handshake is there); its logs go to stderr, where the
-// controller takes them up, tagged with its name.
+// to stdout (the handshake is there); its logs go to stderr (Logger),
+// where the controller takes them up, tagged with its name.
 package sdk
 
 import (
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/plugin"
 )
@@ -142,6 +145,20 @@ type (
 
 // ProtocolVersion is the version of the protocol this SDK speaks.
 const ProtocolVersion = plugin.ProtocolVersion
+
+// MagicCookieKey is the environment variable of the handshake's cookie,
+// which the controller sets for its plugin (go-plugin's own variables are
+// PLUGIN_*): a plugin that runs commands of its own need not pass them on.
+const MagicCookieKey = "FLEETCAST_PROVIDER_PLUGIN"
+
+// Target is a pool's target block, as JSON values (strings, float64
+// numbers, bools, lists as []any, objects as map[string]any): the pool's
+// settings for the plugin, which Plugin.Configure checks.
+func Target(pool fleet.Pool) map[string]any { return plugin.SettingsOf(pool).Target }
+
+// Logger is a plugin's logger: its lines reach the controller's log at
+// their level, tagged with the plugin's name.
+func Logger() hclog.Logger { return plugin.Logger() }
 
 // Serve runs p until the controller stops it: a plugin's main.
 func Serve(p Plugin) { plugin.Serve(p) }

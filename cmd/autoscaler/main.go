@@ -62,6 +62,7 @@ func commands() []command {
 		{"agent", "run the in-instance agent, or tell it about a job (register, checkpoint, done)", runAgent},
 		{"simulate", "replay a workload trace through static, reactive, headroom, predictive and oracle fleets, or draw the cost-against-waiting frontier", runSimulate},
 		{"token", "list, issue or revoke node credentials on the running controller", runToken},
+		{"plugins", "list the provider plugins, their versions and health (from the running controller, or by starting each)", runPlugins},
 		{"validate", "check a fleet config file", runValidate},
 		{"version", "print the version", runVersion},
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -87,15 +88,54 @@ controller {
 		t.Fatalf("after run: the plugin's state %s; want 1 server powered on", b)
 	}
 
-	// What the plugin refuses, where it is in the file.
+	// `validate` has the plugin check its config; `plugins -config`
+	// starts it and asks after its pools.
+	if code, out, errOut := cli("validate", "-config", good); code != 0 || !strings.Contains(out, "valid: 1 pool(s)") {
+		t.Errorf("validate: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = cli("plugins", "-config", good)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^PLUGIN +IS +PROTOCOL +POOLS +HEALTH$`),
+		regexp.MustCompile(`(?m)^racks +test-racks 0\.0\.1 +1 +onprem-a100 +ok$`),
+		regexp.MustCompile(`(?m)^  pool onprem-a100 \(plugin racks\): target 1, 1 instance\(s\), 1 running$`),
+	} {
+		if code != 0 || !want.MatchString(out) {
+			t.Errorf("plugins -config: exit %d, want %s\n%s\n%s", code, want, out, errOut)
+		}
+	}
+
+	// What the plugin refuses, where it is in the file: in `plan`,
+	// `validate` and `plugins`.
 	bad := conf("", "  target {\n    row = \"r7\"\n  }\n")
-	code, _, errOut = cli("plan", "-config", bad)
-	for _, want := range []string{
+	wants := []string{
 		bad + ":15:1: error: Missing endpoint: The plugin needs the racks' endpoint. (plugin racks, config.endpoint)",
 		bad + ":10:3: error: Missing rack: Each pool names its rack. (plugin racks, pool.onprem-a100.target.rack)",
-	} {
-		if code == 0 || !strings.Contains(errOut, want) {
-			t.Errorf("plan with what the plugin refuses: exit %d, stderr %q; want %q", code, errOut, want)
+	}
+	for _, cmd := range []string{"plan", "validate"} {
+		code, _, errOut = cli(cmd, "-config", bad)
+		for _, want := range wants {
+			if code == 0 || !strings.Contains(errOut, want) {
+				t.Errorf("%s with what the plugin refuses: exit %d, stderr %q; want %q", cmd, code, errOut, want)
+			}
 		}
+	}
+	if !strings.Contains(errOut, bad+": 2 error(s) from its plugins") {
+		t.Errorf("validate does not count the plugin's errors: %q", errOut)
+	}
+	code, out, _ = cli("plugins", "-config", bad)
+	if code == 0 || !strings.Contains(out, "DOWN: it refuses its config: "+bad+":15:1: Missing endpoint") {
+		t.Errorf("plugins -config with what the plugin refuses: exit %d\n%s", code, out)
+	}
+
+	// A plugin whose checksum is not its executable's never runs;
+	// -skip-plugins validates the rest without it.
+	b, _ = os.ReadFile(good)
+	wrong := filepath.Join(t.TempDir(), "wrong-sum.hcl")
+	os.WriteFile(wrong, []byte(strings.Replace(string(b), sum, strings.Repeat("0", 64), 1)), 0o600)
+	if code, _, errOut := cli("validate", "-config", wrong); code == 0 || !strings.Contains(errOut, "checksums did not match") {
+		t.Errorf("validate with a wrong checksum: exit %d, %q", code, errOut)
+	}
+	if code, out, errOut := cli("validate", "-config", wrong, "-skip-plugins"); code != 0 || !strings.Contains(out, "valid") {
+		t.Errorf("validate -skip-plugins with a wrong checksum: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

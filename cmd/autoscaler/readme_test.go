@@ -193,6 +193,8 @@ func readmeCoverages() []readmeCoverage {
 		{prefix: "autoscaler simulate -config examples/local.hcl -trace ../shared/bench/series/servegen_msmall_10m.csv -scale 0.1 -advice-check", why: adviceWhy, tests: adviceTests},
 		{prefix: "autoscaler simulate -config examples/philly-fair.hcl -trace ../shared/traces/philly_rfold/philly_trace.csv -policies reactive,predictive,oracle -runtime-estimates ",
 			why: "the sensitivity to runtime estimates: whole Philly runs (minutes each under the race detector), rewritten by make bench", tests: []testRef{{"simulate", "TestRuntimeEstimates"}}},
+		{prefix: "autoscaler validate -config onprem.hcl", run: readmeOnPrem},
+		{prefix: "autoscaler plugins -config onprem.hcl", run: readmeOnPrem},
 		{prefix: "autoscaler agent register ", run: readmeAgentJob},
 		{prefix: "autoscaler agent checkpoint ", run: readmeAgentJob},
 		{prefix: "autoscaler agent done ", run: readmeAgentJob},
@@ -340,6 +342,65 @@ func readmePlan(t *testing.T, args []string, shown string) {
 	}
 	if strings.TrimRight(out, "\n") != strings.TrimRight(shown, "\n") {
 		t.Errorf("README.md shows a plan that is no longer this command's: update it to\n%s", out)
+	}
+}
+
+// readmeBlock is the fenced block of README.md (its fence starting
+// fence) that follows the first line containing after.
+func readmeBlock(t *testing.T, after, fence string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), after)
+	if !ok {
+		t.Fatalf("README.md has no %q", after)
+	}
+	_, rest, _ = strings.Cut(rest, "\n"+fence)
+	_, rest, _ = strings.Cut(rest, "\n") // the rest of the fence's line
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok {
+		t.Fatalf("README.md: no fenced block after %q", after)
+	}
+	return block
+}
+
+// readmeOnPrem runs a command of the README's on-prem worked example in a
+// directory set up as it says (the example plugin built, racks.sh, three
+// servers off, its config with the plugin's checksum) and checks that the
+// output is the README's; for validate, also that a config with the two
+// mistakes the README shows gets the errors it shows.
+func readmeOnPrem(t *testing.T, args []string, shown string) {
+	dir := t.TempDir()
+	bin, sum := commandsPlugin(t)
+	script, _ := os.ReadFile(filepath.Join(repoRoot, "examples/plugins/commands/racks.sh"))
+	if err := os.WriteFile(filepath.Join(dir, "racks.sh"), script, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(dir, "racks"), 0o700)
+	for _, s := range []string{"gpu-01", "gpu-02", "gpu-03"} {
+		os.WriteFile(filepath.Join(dir, "racks", s), []byte("off\n"), 0o600)
+	}
+	hcl := readmeBlock(t, "#### On-prem servers with your own commands", "```hcl")
+	want := readmeBlock(t, "is found by `validate`, at its place:", "```")
+	hcl = strings.ReplaceAll(strings.Replace(hcl, `sha256 = "..."`, `sha256 = "`+sum+`"`, 1), "/tmp/ex/fleetcast-commands", bin)
+	hcl = strings.ReplaceAll(hcl, "/tmp/ex", dir)
+	if err := os.WriteFile(filepath.Join(dir, "onprem.hcl"), []byte(hcl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	code, out, errOut := cli(args...)
+	if code != 0 || strings.TrimRight(out, "\n") != strings.TrimRight(shown, "\n") {
+		t.Errorf("autoscaler %s: exit %d; README.md shows\n%s\nnow\n%s\n%s", strings.Join(args, " "), code, shown, out, errOut)
+	}
+	if args[0] != "validate" {
+		return
+	}
+	bad := strings.Replace(strings.Replace(hcl, `["`+dir+`/racks.sh", "list"]`, `["racks.sh", "list"]`, 1), "rack_dir =", "rack-dir =", 1)
+	os.WriteFile("onprem.hcl", []byte(bad), 0o600)
+	if code, _, errOut := cli(args...); code == 0 || strings.TrimRight(errOut, "\n") != strings.TrimRight(want, "\n") {
+		t.Errorf("validate with the README's mistakes: exit %d; README.md shows\n%s\nnow\n%s", code, want, errOut)
 	}
 }
 

@@ -205,6 +205,9 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	if !config.Loopback(o.listen) {
 		api.ReadToken = apiToken
 	}
+	if set := registry.Plugins(clouds); set != nil {
+		api.Plugins = set
+	}
 	// Bounded reads and idle connections: a peer that opens connections
 	// and sends nothing cannot hold them (or the process's files).
 	srv := &http.Server{Handler: c.Handler(api), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,

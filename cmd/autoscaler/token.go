@@ -66,19 +66,6 @@ func runToken(e *env, args []string) int {
 	if !ok {
 		return exitError
 	}
-	apiToken := os.Getenv("FLEETCAST_API_TOKEN")
-	if apiToken == "" {
-		var err error
-		if apiToken, err = secretfile.Read(filepath.Join(cfg.Controller.StateDir, "api-token")); err != nil {
-			fmt.Fprintf(e.stderr, "token: the API token: %v (set FLEETCAST_API_TOKEN, or run where the controller's state directory is)\n", err)
-			return exitError
-		}
-	}
-	base, client, err := apiClient(cfg.Controller, *addr, *caFile)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "token:", err)
-		return exitUsage
-	}
 	method, route := map[string]string{"list": "GET", "issue": "POST", "revoke": "DELETE"}[sub], "/v1/credentials"
 	if sub != "list" {
 		route = "/v1/agents/" + url.PathEscape(node) + "/credential"
@@ -88,23 +75,10 @@ func runToken(e *env, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, base+route, nil)
+	body, code, err := callController(ctx, cfg.Controller, *addr, *caFile, method, route, true)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "token:", err)
-		return exitError
-	}
-	req.Header.Set("Authorization", "Bearer "+apiToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "token:", err)
-		return exitError
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(e.stderr, "token %s: the controller answered %s: %s\n", sub, resp.Status, strings.TrimSpace(string(body)))
-		return exitError
+		fmt.Fprintf(e.stderr, "token %s: %v\n", sub, err)
+		return code
 	}
 	switch sub {
 	case "issue":
@@ -143,6 +117,42 @@ func runToken(e *env, args []string) int {
 		tw.Flush()
 	}
 	return exitOK
+}
+
+// callController makes one call to the running controller's API, with
+// the API token (FLEETCAST_API_TOKEN, else the one in controller.state_dir;
+// needed says the call cannot do without it), and returns the answer's
+// body, or an error and the exit status it calls for.
+func callController(ctx context.Context, ctrl config.Controller, addr, caFile, method, route string, needed bool) ([]byte, int, error) {
+	apiToken := os.Getenv("FLEETCAST_API_TOKEN")
+	if apiToken == "" && (needed || ctrl.StateDir != "") {
+		var err error
+		if apiToken, err = secretfile.Read(filepath.Join(ctrl.StateDir, "api-token")); err != nil && needed {
+			return nil, exitError, fmt.Errorf("the API token: %v (set FLEETCAST_API_TOKEN, or run where the controller's state directory is)", err)
+		}
+	}
+	base, client, err := apiClient(ctrl, addr, caFile)
+	if err != nil {
+		return nil, exitUsage, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+route, nil)
+	if err != nil {
+		return nil, exitError, err
+	}
+	if apiToken != "" {
+		req.Header.Set("Authorization", "Bearer "+apiToken)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, exitError, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if resp.StatusCode != http.StatusOK {
+		return nil, exitError, fmt.Errorf("the controller answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, exitOK, nil
 }
 
 // apiClient returns the controller API's base URL and a client for it.

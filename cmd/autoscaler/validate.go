@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -12,6 +15,9 @@ import (
 func runValidate(e *env, args []string) int {
 	fs := newFlagSet(e, "validate", "validate -config FILE")
 	path := fs.String("config", "", "fleet config file (HCL)")
+	skipPlugins := fs.Bool("skip-plugins", false, "do not start the config's plugins to have them check their config and pools' targets (where their executables are not at hand)")
+	pluginTimeout := durationFlag{d: 30 * time.Second, positive: true}
+	fs.Var(&pluginTimeout, "plugin-timeout", "how long the plugins have to start and check the config, all told")
 	log, code, ok := setup(e, fs, args)
 	if !ok {
 		return code
@@ -25,6 +31,23 @@ func runValidate(e *env, args []string) int {
 	if err := registry.Check(cfg.Pools); err != nil {
 		fmt.Fprintf(e.stderr, "%s: %v\n", *path, err)
 		return exitError
+	}
+	// The plugins check their own config and their pools' targets: each
+	// is started (its checksum checked first), asked, and stopped.
+	if !*skipPlugins {
+		ctx, cancel := context.WithTimeout(context.Background(), pluginTimeout.d)
+		defer cancel()
+		env := registry.Env{Log: log, Fleet: cfg.Controller.Fleet, Plugins: cfg.Plugins}
+		if err := registry.CheckPlugins(ctx, env, cfg.Pools); err != nil {
+			var de *registry.DiagnosticsError
+			n := 1
+			if errors.As(err, &de) {
+				n = config.ErrorCount(de.Diags)
+			}
+			fmt.Fprintln(e.stderr, err)
+			fmt.Fprintf(e.stderr, "%s: %d error(s) from its plugins\n", *path, n)
+			return exitError
+		}
 	}
 	fmt.Fprintf(e.stdout, "%s: valid: %d pool(s), up to %d GPUs\n", *path, len(cfg.Pools), cfg.MaxFleetGPUs())
 	return exitOK

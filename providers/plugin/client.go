@@ -64,8 +64,8 @@ type Client struct {
 }
 
 // Start starts the plugin, checked against its SHA-256, and shakes hands
-// with it (the protocol version, gRPC over mTLS); it is not configured
-// yet (Configure). A plugin that does not start, or answers the handshake
+// with it (the protocol version, gRPC over mTLS) within StartTimeout and
+// ctx's deadline; it is not configured yet (Configure). A plugin that does not start, or answers the handshake
 // wrongly, is an error naming it, and its process is gone.
 func Start(ctx context.Context, spec Spec, log hclog.Logger) (*Client, error) {
 	if log == nil {
@@ -74,6 +74,14 @@ func Start(ctx context.Context, spec Spec, log hclog.Logger) (*Client, error) {
 	sum, err := hex.DecodeString(spec.SHA256)
 	if err != nil || len(sum) != sha256.Size {
 		return nil, fmt.Errorf("plugin %s: sha256 %q: want 64 hex digits", spec.Name, spec.SHA256)
+	}
+	// The handshake within StartTimeout, and within ctx's deadline.
+	startTimeout := StartTimeout
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		startTimeout = min(startTimeout, max(time.Until(dl), time.Millisecond))
 	}
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = spec.Env
@@ -88,7 +96,7 @@ func Start(ctx context.Context, spec Spec, log hclog.Logger) (*Client, error) {
 		SecureConfig:     &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()},
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
-		StartTimeout:     StartTimeout,
+		StartTimeout:     startTimeout,
 		GRPCDialOptions:  []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage))},
 		Logger:           log.Named(spec.Name),
 		Managed:          false,
@@ -124,6 +132,10 @@ func Start(ctx context.Context, spec Spec, log hclog.Logger) (*Client, error) {
 func (c *Client) Info() (name, version string, protector, reaper bool) {
 	return c.info.GetName(), c.info.GetVersion(), c.info.GetProtector(), c.info.GetReaper()
 }
+
+// Protocol is the protocol version the plugin and the controller agreed
+// on in the handshake.
+func (c *Client) Protocol() int { return c.client.NegotiatedVersion() }
 
 // Close stops the plugin: it is asked to shut down, and after StopTimeout
 // its process group (its children too) is killed. It returns once they

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/proctest"
 	"github.com/fleetcast/autoscaler/providers"
 )
 
@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	testPlugin.sum = hex.EncodeToString(sum[:])
 	code := m.Run()
 	// No plugin process outlives the tests.
-	if left := running(testPlugin.path); len(left) > 0 && code == 0 {
+	if left := proctest.Running(testPlugin.path); len(left) > 0 && code == 0 {
 		fmt.Fprintf(os.Stderr, "plugin processes left running: %v\n", left)
 		code = 1
 	}
@@ -46,21 +46,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// running lists the processes running the executable at path.
-func running(path string) []string {
-	var out []string
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, err := os.ReadFile(p)
-		if err == nil && bytes.HasPrefix(b, []byte(path+"\x00")) {
-			out = append(out, filepath.Base(filepath.Dir(p)))
-		}
-	}
-	return out
-}
-
-// start starts the test plugin in mode, its state in dir; it is closed
-// when the test ends.
+// start starts the test plugin in mode, its state in dir, configured with
+// rackPool; it is closed when the test ends.
 func start(t *testing.T, mode, dir string, timeout time.Duration) (*Client, error) {
 	t.Helper()
 	// The controller's own environment is not the plugin's.
@@ -70,6 +57,9 @@ func start(t *testing.T, mode, dir string, timeout time.Duration) (*Client, erro
 		Env: []string{"FLEETCAST_TEST_PLUGIN_MODE=" + mode, "FLEETCAST_TEST_PLUGIN_STATE=" + filepath.Join(dir, "state.json")}}, nil)
 	if c != nil {
 		t.Cleanup(c.Close)
+		if diags, err := c.Configure(context.Background(), []fleet.Pool{rackPool()}, "prod"); err != nil || len(diags) > 0 {
+			t.Fatalf("configure: %+v, %v", diags, err)
+		}
 	}
 	return c, err
 }
@@ -101,6 +91,20 @@ func TestPluginRoundTrip(t *testing.T) {
 	diags, err := c.Configure(ctx, []fleet.Pool{pool, noRack}, "prod")
 	if err != nil || len(diags) != 1 || diags[0].Path != "pool.onprem-h100.target.rack" || diags[0].Summary != "Missing rack" {
 		t.Fatalf("configure: %+v, %v; want the missing rack of onprem-h100", diags, err)
+	}
+	// A config refused leaves the one accepted before: a pool not in it
+	// is not asked about.
+	var busy *providers.GroupBusyError
+	if _, err := c.Describe(ctx, noRack); err == nil || !strings.Contains(err.Error(), `pool "onprem-h100" is not among the pools the plugin was configured with`) || errors.As(err, &busy) {
+		t.Fatalf("describing a pool the plugin was not configured with: %v", err)
+	}
+	unconfigured, err := Start(ctx, Spec{Name: "racks", Path: testPlugin.path, SHA256: testPlugin.sum}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unconfigured.Close()
+	if _, err := unconfigured.Describe(ctx, pool); err == nil || !strings.Contains(err.Error(), "not configured yet") {
+		t.Fatalf("a call before Configure: %v", err)
 	}
 	if err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 2, Key: "k1", Fleet: "prod"}); err != nil {
 		t.Fatal(err)
@@ -189,9 +193,9 @@ func TestPluginStopped(t *testing.T) {
 	if d := time.Since(begun); d > StopTimeout+2*time.Second {
 		t.Fatalf("Close took %v", d)
 	}
-	for start := time.Now(); len(running(testPlugin.path)) > 0; time.Sleep(20 * time.Millisecond) {
+	for start := time.Now(); len(proctest.Running(testPlugin.path)) > 0; time.Sleep(20 * time.Millisecond) {
 		if time.Since(start) > 3*time.Second {
-			t.Fatalf("processes left after Close: %v", running(testPlugin.path))
+			t.Fatalf("processes left after Close: %v", proctest.Running(testPlugin.path))
 		}
 	}
 }
@@ -225,13 +229,22 @@ func TestSupervisorRestarts(t *testing.T) {
 			t.Fatal("the crashed plugin is not seen to have exited")
 		}
 	}
+	if st := s.Status(); st.Healthy || !strings.Contains(st.Error, "its process exited") {
+		t.Fatalf("status once it exited: %+v", st)
+	}
 	if _, err := s.Describe(ctx, pool); !errors.Is(err, ErrDown) || !strings.Contains(err.Error(), "starting it again in 1s") || !strings.Contains(err.Error(), "pool onprem-a100") {
 		t.Fatalf("a Describe while it is down: %v; want ErrDown, with when it starts again", err)
+	}
+	if st := s.Status(); st.Healthy || st.NextStart == nil || !st.NextStart.Equal(now.Add(time.Second)) || st.Failures != 1 {
+		t.Fatalf("status while it is down: %+v; want down, started again in 1s", st)
 	}
 	now = now.Add(2 * time.Second)
 	g, err := s.Describe(ctx, pool)
 	if err != nil || len(g.Instances) != 1 {
 		t.Fatalf("once started again: %+v, %v; want the instance it launched before", g, err)
+	}
+	if st := s.Status(); !st.Healthy || st.Restarts != 1 || st.Failures != 0 || st.Plugin != "test-racks" || st.Protocol != ProtocolVersion || st.Pools[0] != pool.Name {
+		t.Fatalf("status once started again: %+v", st)
 	}
 
 	refused := spec

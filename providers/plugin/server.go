@@ -3,9 +3,14 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"os"
+	"sync"
 
+	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/fleetcast/autoscaler/fleet"
@@ -22,7 +27,7 @@ const ProtocolVersion = 1
 // plugin it was started by Fleetcast (run by hand, it says so and exits).
 var Handshake = goplugin.HandshakeConfig{
 	ProtocolVersion:  ProtocolVersion,
-	MagicCookieKey:   "FLEETCAST_PROVIDER_PLUGIN",
+	MagicCookieKey:   "FLEETCAST_PROVIDER_PLUGIN", // sdk.MagicCookieKey
 	MagicCookieValue: "b6f3c1de-9c8e-4d1e-9a53-2f0e6d5c7a41",
 }
 
@@ -66,6 +71,13 @@ func (g *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, c *gr
 	return pb.NewProviderClient(c), nil
 }
 
+// Logger is a plugin's logger: JSON lines on stderr, which the controller
+// reads and logs again at their level, tagged with the plugin's name (a
+// plain line on stderr is logged at debug level).
+func Logger() hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: os.Stderr, JSONFormat: true})
+}
+
 // Serve runs p as a provider plugin until the controller stops it: the
 // handshake on stdout, then gRPC (over mTLS when the controller asks,
 // which it does). It is a plugin's main.
@@ -85,6 +97,27 @@ func serve(p Plugin, hs goplugin.HandshakeConfig) {
 type server struct {
 	pb.UnimplementedProviderServer
 	p Plugin
+
+	mu sync.Mutex
+	// pools are the pools of the last Configure the plugin accepted (nil
+	// before one): the only ones it is asked about.
+	pools map[string]bool
+}
+
+// configured refuses a call about pools the plugin was not configured
+// with (or before it was configured at all).
+func (s *server) configured(pools ...*pb.Pool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pools == nil {
+		return status.Error(codes.FailedPrecondition, "the plugin is not configured yet (Configure comes first)")
+	}
+	for _, p := range pools {
+		if !s.pools[p.GetName()] {
+			return status.Errorf(codes.FailedPrecondition, "pool %q is not among the pools the plugin was configured with", p.GetName())
+		}
+	}
+	return nil
 }
 
 func (s *server) Info(context.Context, *pb.InfoRequest) (*pb.InfoResponse, error) {
@@ -95,20 +128,31 @@ func (s *server) Info(context.Context, *pb.InfoRequest) (*pb.InfoResponse, error
 
 func (s *server) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
 	out := &pb.ConfigureResponse{}
-	if s.p.Configure == nil {
-		return out, nil
-	}
 	var pools []fleet.Pool
 	for _, p := range req.GetPools() {
 		pools = append(pools, poolFromWire(p))
 	}
-	for _, d := range s.p.Configure(ctx, req.GetConfig().AsMap(), pools, req.GetFleet()) {
-		out.Diagnostics = append(out.Diagnostics, &pb.Diagnostic{Path: d.Path, Summary: d.Summary, Detail: d.Detail})
+	if s.p.Configure != nil {
+		for _, d := range s.p.Configure(ctx, req.GetConfig().AsMap(), pools, req.GetFleet()) {
+			out.Diagnostics = append(out.Diagnostics, &pb.Diagnostic{Path: d.Path, Summary: d.Summary, Detail: d.Detail})
+		}
+	}
+	if len(out.Diagnostics) == 0 {
+		names := map[string]bool{}
+		for _, p := range pools {
+			names[p.Name] = true
+		}
+		s.mu.Lock()
+		s.pools = names
+		s.mu.Unlock()
 	}
 	return out, nil
 }
 
 func (s *server) Describe(ctx context.Context, req *pb.DescribeRequest) (*pb.DescribeResponse, error) {
+	if err := s.configured(req.GetPool()); err != nil {
+		return nil, err
+	}
 	g, err := s.p.Provider.Describe(ctx, poolFromWire(req.GetPool()))
 	if err != nil {
 		return nil, statusOf(err)
@@ -117,6 +161,9 @@ func (s *server) Describe(ctx context.Context, req *pb.DescribeRequest) (*pb.Des
 }
 
 func (s *server) Launch(ctx context.Context, req *pb.LaunchRequest) (*pb.LaunchResponse, error) {
+	if err := s.configured(req.GetPool()); err != nil {
+		return nil, err
+	}
 	err := s.p.Provider.Launch(ctx, poolFromWire(req.GetPool()), providers.LaunchRequest{Count: int(req.GetCount()), Target: int(req.GetTarget()), Key: req.GetKey(), Fleet: req.GetFleet()})
 	if err != nil {
 		return nil, statusOf(err)
@@ -125,6 +172,9 @@ func (s *server) Launch(ctx context.Context, req *pb.LaunchRequest) (*pb.LaunchR
 }
 
 func (s *server) Terminate(ctx context.Context, req *pb.TerminateRequest) (*pb.TerminateResponse, error) {
+	if err := s.configured(req.GetPool()); err != nil {
+		return nil, err
+	}
 	if err := s.p.Provider.Terminate(ctx, poolFromWire(req.GetPool()), req.GetInstanceIds()); err != nil {
 		return nil, statusOf(err)
 	}
@@ -136,6 +186,9 @@ func (s *server) SetProtected(ctx context.Context, req *pb.SetProtectedRequest) 
 	if !ok {
 		return s.UnimplementedProviderServer.SetProtected(ctx, req)
 	}
+	if err := s.configured(req.GetPool()); err != nil {
+		return nil, err
+	}
 	if err := pr.SetProtected(ctx, poolFromWire(req.GetPool()), req.GetInstanceIds(), req.GetProtected()); err != nil {
 		return nil, statusOf(err)
 	}
@@ -146,6 +199,9 @@ func (s *server) Orphans(ctx context.Context, req *pb.OrphansRequest) (*pb.Orpha
 	r, ok := s.p.Provider.(providers.Reaper)
 	if !ok {
 		return s.UnimplementedProviderServer.Orphans(ctx, req)
+	}
+	if err := s.configured(req.GetPools()...); err != nil {
+		return nil, err
 	}
 	var pools []fleet.Pool
 	for _, p := range req.GetPools() {
@@ -167,6 +223,9 @@ func (s *server) TerminateOrphan(ctx context.Context, req *pb.TerminateOrphanReq
 	r, ok := s.p.Provider.(providers.Reaper)
 	if !ok {
 		return s.UnimplementedProviderServer.TerminateOrphan(ctx, req)
+	}
+	if err := s.configured(req.GetVia()); err != nil {
+		return nil, err
 	}
 	g, err := groupFromWire(req.GetVia().GetName(), &pb.Group{Instances: []*pb.Instance{req.GetOrphan().GetInstance()}})
 	if err != nil {

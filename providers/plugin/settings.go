@@ -5,7 +5,7 @@
 package plugin
 
 import (
-	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -76,26 +76,40 @@ func DecodeBlock(in config.ProviderInput, pool fleet.Pool, decode config.Decoder
 
 // Where is the place in the config of what a plugin's diagnostic names
 // (its Path): "config.ATTR" in the plugin's config block,
-// "pool.NAME.target.ATTR" in that pool's target block, else the plugin
-// block. The plugin's own words follow.
+// "pool.NAME.target.ATTR" in that pool's target block (a deeper path, such
+// as "config.ATTR.key" or "config.ATTR[2]", at its attribute),
+// "pool.NAME.target" at that block, "pool.NAME" at the pool's plugin
+// attribute; else the plugin block. The plugin's own words follow.
 func Where(d Diagnostic, spec config.Plugin, pools []fleet.Pool) hcl.Range {
-	var attr string
-	if _, err := fmt.Sscanf(d.Path, "config.%s", &attr); err == nil {
-		if r, ok := spec.ConfigAt[attr]; ok {
+	attr := func(path string) string {
+		if i := strings.IndexAny(path, ".["); i >= 0 {
+			return path[:i]
+		}
+		return path
+	}
+	if rest, ok := strings.CutPrefix(d.Path, "config."); ok {
+		if r, ok := spec.ConfigAt[attr(rest)]; ok {
 			return r
 		}
 	}
-	for _, p := range pools {
-		prefix := "pool." + p.Name + ".target."
-		if len(d.Path) > len(prefix) && d.Path[:len(prefix)] == prefix {
-			s := SettingsOf(p)
-			if r, ok := s.TargetAt[d.Path[len(prefix):]]; ok {
-				return r
+	if rest, ok := strings.CutPrefix(d.Path, "pool."); ok {
+		for _, p := range pools {
+			after, ok := strings.CutPrefix(rest, p.Name)
+			if !ok || after != "" && after[0] != '.' {
+				continue
 			}
-			if s.BlockAt.Filename != "" {
+			s := SettingsOf(p)
+			if path, ok := strings.CutPrefix(after, ".target."); ok {
+				if r, ok := s.TargetAt[attr(path)]; ok {
+					return r
+				}
+			}
+			if strings.HasPrefix(after, ".target") && s.BlockAt.Filename != "" {
 				return s.BlockAt
 			}
-			return s.PluginAt
+			if s.PluginAt.Filename != "" {
+				return s.PluginAt
+			}
 		}
 	}
 	return spec.DefRange

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,11 +32,19 @@ type Supervisor struct {
 	spec  Spec
 	pools []fleet.Pool
 	fleet string
-	log   hclog.Logger
-	now   func() time.Time
+	// base is the logger given, for Start (which names it for the
+	// plugin); log is named for the plugin.
+	base, log hclog.Logger
+	now       func() time.Time
+	// info is what the plugin last said of itself.
+	info struct {
+		name, version string
+		protocol      int
+	}
 
 	mu       sync.Mutex
 	client   *Client
+	restarts int
 	failures int
 	nextTry  time.Time
 	lastErr  error
@@ -49,18 +59,19 @@ func Supervise(ctx context.Context, spec Spec, pools []fleet.Pool, fleetName str
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	s := &Supervisor{spec: spec, pools: pools, fleet: fleetName, log: log.Named(spec.Name), now: time.Now}
+	s := &Supervisor{spec: spec, pools: pools, fleet: fleetName, base: log, log: log.Named(spec.Name), now: time.Now}
 	c, diags, err := s.start(ctx)
 	if err != nil || len(diags) > 0 {
 		return nil, diags, err
 	}
 	s.client = c
+	s.noteInfo(c)
 	return s, nil, nil
 }
 
 // start starts and configures a process of the plugin.
 func (s *Supervisor) start(ctx context.Context) (*Client, []Diagnostic, error) {
-	c, err := Start(ctx, s.spec, s.log)
+	c, err := Start(ctx, s.spec, s.base)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -109,7 +120,15 @@ func (s *Supervisor) current(ctx context.Context) (*Client, error) {
 	}
 	s.log.Info("plugin started again", "after_failures", s.failures)
 	s.client, s.failures = c, 0
+	s.restarts++
+	s.noteInfo(c)
 	return c, nil
+}
+
+// noteInfo keeps what a started plugin says of itself.
+func (s *Supervisor) noteInfo(c *Client) {
+	s.info.name, s.info.version, _, _ = c.Info()
+	s.info.protocol = c.Protocol()
 }
 
 func backoff(failures int) time.Duration {
@@ -118,6 +137,58 @@ func backoff(failures int) time.Duration {
 		d *= 2
 	}
 	return min(d, restartMax)
+}
+
+// Status is a plugin's health, for `autoscaler plugins` and the
+// controller's GET /v1/plugins.
+type Status struct {
+	// Name is the plugin's name in the config; Path its executable.
+	Name string `json:"name"`
+	Path string `json:"path"`
+	// Plugin and Version are what the plugin says it is, Protocol the
+	// protocol version it speaks (all of the process running, or last run).
+	Plugin   string `json:"plugin,omitempty"`
+	Version  string `json:"version,omitempty"`
+	Protocol int    `json:"protocol,omitempty"`
+	// Pools are the pools it drives.
+	Pools []string `json:"pools"`
+	// Healthy says its process runs; otherwise Error says why not, and
+	// NextStart when it is started again.
+	Healthy   bool       `json:"healthy"`
+	Error     string     `json:"error,omitempty"`
+	NextStart *time.Time `json:"next_start,omitempty"`
+	// Restarts counts the times it was started again after it exited;
+	// Failures the failed starts and exits in a row now.
+	Restarts int `json:"restarts"`
+	Failures int `json:"failures"`
+}
+
+// Status is the plugin's health now; it starts nothing.
+func (s *Supervisor) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Status{Name: s.spec.Name, Path: s.spec.Path, Pools: []string{}, Restarts: s.restarts, Failures: s.failures}
+	for _, p := range s.pools {
+		st.Pools = append(st.Pools, p.Name)
+	}
+	if s.info.name != "" {
+		st.Plugin, st.Version, st.Protocol = s.info.name, s.info.version, s.info.protocol
+	}
+	switch {
+	case s.closed:
+		st.Error = "stopped"
+	case s.client != nil && !s.client.Exited():
+		st.Healthy = true
+	case s.client != nil:
+		st.Error = "its process exited; it is started again at the next call"
+	default:
+		st.Error = fmt.Sprint(s.lastErr)
+		if !s.nextTry.IsZero() {
+			next := s.nextTry
+			st.NextStart = &next
+		}
+	}
+	return st
 }
 
 // Close stops the plugin for good.
@@ -274,6 +345,16 @@ func (s *Set) TerminateOrphan(ctx context.Context, fleetName string, o providers
 		return err
 	}
 	return sup.TerminateOrphan(ctx, fleetName, o)
+}
+
+// Status is each plugin's health, by name.
+func (s *Set) Status() []Status {
+	out := []Status{}
+	for _, sup := range s.plugins {
+		out = append(out, sup.Status())
+	}
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // Close stops every plugin.

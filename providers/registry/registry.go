@@ -142,6 +142,7 @@ func Open(ctx context.Context, env Env, pools []fleet.Pool) (map[string]provider
 		}
 		p, err := kind.Open(ctx, env, pools)
 		if err != nil {
+			Close(out) // those opened already: the plugins started, the GCP clients
 			return nil, err
 		}
 		for _, pool := range pools {
@@ -205,9 +206,9 @@ func openGCP(ctx context.Context, env Env, pools []fleet.Pool) (providers.Provid
 
 // openPlugins starts the plugins the config's plugin pools name, each
 // checked against its SHA-256, and configures each with its pools: what
-// a plugin finds wrong in its config or a pool's target is an error at
-// the place in the config file (FILE:LINE:COLUMN). The plugins are kept
-// running, started again when they exit (plugin.Supervise).
+// a plugin finds wrong in its config or a pool's target is a
+// *DiagnosticsError, at the place in the config file. The plugins are
+// kept running, started again when they exit (plugin.Supervise).
 func openPlugins(ctx context.Context, env Env, pools []fleet.Pool) (providers.Provider, error) {
 	log := env.Log
 	if log == nil {
@@ -227,32 +228,70 @@ func openPlugins(ctx context.Context, env Env, pools []fleet.Pool) (providers.Pr
 	}
 	set := &plugin.Set{}
 	var errs []error
+	var diags hcl.Diagnostics
 	for _, name := range names {
 		spec, ok := specNamed(env.Plugins, name)
 		if !ok {
 			errs = append(errs, fmt.Errorf("plugin %q: no plugin block", name))
 			continue
 		}
-		sup, diags, err := plugin.Supervise(ctx, plugin.Spec{Name: spec.Name, Path: spec.Path, SHA256: spec.SHA256, Args: spec.Args,
-			Config: spec.Config, Env: spec.Env}, by[name], env.Fleet, log.Named("plugin"))
+		sup, found, err := plugin.Supervise(ctx, SpecOf(spec), by[name], env.Fleet, log.Named("plugin"))
 		switch {
 		case err != nil:
 			errs = append(errs, err)
-		case len(diags) > 0:
-			for _, d := range diags {
+		case len(found) > 0:
+			for _, d := range found {
 				at := plugin.Where(d, spec, by[name])
-				errs = append(errs, errors.New(config.FormatDiagnostic(&hcl.Diagnostic{Severity: hcl.DiagError, Summary: d.Summary,
-					Detail: fmt.Sprintf("%s (plugin %s, %s)", d.Detail, name, d.Path), Subject: &at})))
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: d.Summary,
+					Detail: fmt.Sprintf("%s (plugin %s, %s)", d.Detail, name, d.Path), Subject: &at})
 			}
 		default:
 			set.Add(name, sup)
 		}
+	}
+	if len(diags) > 0 {
+		errs = append(errs, &DiagnosticsError{Diags: diags})
 	}
 	if len(errs) > 0 {
 		set.Close()
 		return nil, errors.Join(errs...)
 	}
 	return set, nil
+}
+
+// SpecOf is how to start a config's plugin.
+func SpecOf(p config.Plugin) plugin.Spec {
+	return plugin.Spec{Name: p.Name, Path: p.Path, SHA256: p.SHA256, Args: p.Args, Config: p.Config, Env: p.Env}
+}
+
+// DiagnosticsError is what plugins found wrong in the config, each at its
+// place in the file.
+type DiagnosticsError struct {
+	Diags hcl.Diagnostics
+}
+
+func (e *DiagnosticsError) Error() string {
+	lines := make([]string, len(e.Diags))
+	for i, d := range e.Diags {
+		lines[i] = config.FormatDiagnostic(d)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// CheckPlugins starts the plugins the pools name (each checked against
+// its SHA-256), has each check its config and its pools' targets, and
+// stops them: `validate`'s check, within ctx. What the plugins find
+// wrong is a *DiagnosticsError, beside any plugin that would not start.
+func CheckPlugins(ctx context.Context, env Env, pools []fleet.Pool) error {
+	if !slices.ContainsFunc(pools, func(p fleet.Pool) bool { return p.Provider == fleet.ProviderPlugin }) {
+		return nil
+	}
+	p, err := openPlugins(ctx, env, pools)
+	if err != nil {
+		return err
+	}
+	p.(*plugin.Set).Close()
+	return nil
 }
 
 func specNamed(specs []config.Plugin, name string) (config.Plugin, bool) {
@@ -262,6 +301,17 @@ func specNamed(specs []config.Plugin, name string) (config.Plugin, bool) {
 		}
 	}
 	return config.Plugin{}, false
+}
+
+// Plugins is the plugins Open started, for their health (the API's
+// GET /v1/plugins); nil when the config has none.
+func Plugins(clouds map[string]providers.Provider) *plugin.Set {
+	for _, p := range clouds {
+		if set, ok := p.(*plugin.Set); ok {
+			return set
+		}
+	}
+	return nil
 }
 
 // Close closes the providers Open made that hold something open (the GCP

@@ -12,7 +12,9 @@
 // detail; its code is RESOURCE_EXHAUSTED for capacity and quota,
 // UNAVAILABLE for throttling, NOT_FOUND, FAILED_PRECONDITION for a busy
 // group, PERMISSION_DENIED for other refusals, UNKNOWN for the rest, and
-// the detail, not the code, is what the controller reads. A change a plugin of the version
+// the detail, not the code, is what the controller reads. Configure comes
+// first: a call before it accepted a config, or about a pool it was not
+// given, fails FAILED_PRECONDITION with no Error detail. A change a plugin of the version
 // before could not answer correctly makes a new version; the controller
 // speaks the versions it lists, and refuses a plugin of another at the
 // handshake, naming both.

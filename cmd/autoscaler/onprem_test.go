@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/fleetcast/autoscaler/internal/mototest"
+	"github.com/fleetcast/autoscaler/internal/proctest"
+)
+
+// commandsPlugin builds the example on-prem plugin
+// (examples/plugins/commands) and returns its path and SHA-256.
+func commandsPlugin(t *testing.T) (path, sum string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "fleetcast-commands")
+	if out, err := exec.Command("go", "build", "-o", path, "../../examples/plugins/commands").CombinedOutput(); err != nil {
+		t.Fatalf("building the example plugin: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(path)
+	s := sha256.Sum256(b)
+	return path, hex.EncodeToString(s[:])
+}
+
+// onpremConfig is a fleet of an on-prem pool, two servers powered on and
+// off by the example plugin running examples/plugins/commands/racks.sh
+// (their power states in files in racks), cheapest, and an AWS burst pool
+// (an Auto Scaling group on moto).
+func onpremConfig(t *testing.T, dir, racks, addr string) (conf, bin string) {
+	t.Helper()
+	bin, sum := commandsPlugin(t)
+	script, err := filepath.Abs("../../examples/plugins/commands/racks.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf = filepath.Join(dir, "fleet.hcl")
+	src := fmt.Sprintf(`
+pool "onprem-a100" {
+  provider       = "plugin"
+  plugin         = "racks"
+  instance_type  = "dgx-a100"
+  gpus_per_node  = 8
+  price_per_hour = 9.00
+  lead_time      = "2m"
+  max            = 4
+  target {
+    rack_dir = %q
+  }
+}
+pool "aws-burst-a100" {
+  provider       = "aws"
+  region         = "us-east-1"
+  zones          = ["us-east-1a"]
+  instance_type  = "p4d.24xlarge"
+  gpus_per_node  = 8
+  price_per_hour = 32.77
+  lead_time      = "2m"
+  max            = 4
+  aws {
+    asg = "fleetcast-burst-a100"
+  }
+}
+plugin "racks" {
+  path   = %q
+  sha256 = %q
+  config {
+    list_command      = [%q, "list"]
+    launch_command    = [%q, "power-on"]
+    terminate_command = [%q, "power-off"]
+  }
+}
+limits {
+  scale_in_share = 1
+}
+forecast {
+  step       = "1m"
+  horizon    = "10m"
+  hysteresis = "1m"
+}
+controller {
+  fleet         = "prod"
+  interval      = "1s"
+  listen        = %q
+  state_dir     = %q
+  agent_timeout = "30s"
+}
+`, racks, bin, sum, script, script, script, addr, filepath.Join(dir, "state"))
+	if err := os.WriteFile(conf, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return conf, bin
+}
+
+// TestRunOnPremAndAWS runs the controller (`run`) on an on-prem pool
+// driven by the example plugin, whose commands are racks.sh, and an AWS
+// pool on moto, with a scheduler pushing its pending GPUs and a real
+// agent (on go-nvml's mock DGX A100) on every node:
+//
+//  1. 32 GPUs wait. The on-prem pool, cheapest, is asked for 4 servers
+//     and has 2: the plugin powers them on and answers that capacity ran
+//     out; the pool is backed off, and the next cycle buys the other 16
+//     GPUs in AWS.
+//  2. The demand ends, and the nodes idle: each is drained (its agent
+//     confirms), then powered off through the plugin or terminated in
+//     its Auto Scaling group.
+//
+// Nothing is launched twice, and every step is in the output and the
+// metrics.
+func TestRunOnPremAndAWS(t *testing.T) {
+	proxy := mototest.NewProxy(t)
+	ec, as := motoAccount(t, proxy.URL)
+	ctx := context.Background()
+	if _, err := ec.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("fleetcast-burst-a100"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-12c6146b"), InstanceType: ec2types.InstanceType("p4d.24xlarge")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := as.CreateAutoScalingGroup(ctx, &autoscaling.CreateAutoScalingGroupInput{
+		AutoScalingGroupName: aws.String("fleetcast-burst-a100"),
+		LaunchTemplate:       &astypes.LaunchTemplateSpecification{LaunchTemplateName: aws.String("fleetcast-burst-a100")},
+		MinSize:              aws.Int32(0), MaxSize: aws.Int32(4), DesiredCapacity: aws.Int32(0), AvailabilityZones: []string{"us-east-1a"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	racks := filepath.Join(dir, "racks")
+	if err := os.Mkdir(racks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"gpu-01", "gpu-02"} {
+		if err := os.WriteFile(filepath.Join(racks, s), []byte("off\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	power := func() string {
+		var out []string
+		for _, s := range []string{"gpu-01", "gpu-02"} {
+			b, _ := os.ReadFile(filepath.Join(racks, s))
+			out = append(out, s+" "+strings.TrimSpace(string(b)))
+		}
+		return strings.Join(out, ", ")
+	}
+	addr := freeAddr(t)
+	conf, bin := onpremConfig(t, dir, racks, addr)
+	output, stop := startCLI(t, filepath.Join(dir, "controller.log"), "run -config "+conf+" -log-level info")
+	base := "http://" + addr
+	waitFor := func(what string, within time.Duration, ok func() bool) {
+		t.Helper()
+		for start := time.Now(); !ok(); time.Sleep(100 * time.Millisecond) {
+			if time.Since(start) > within {
+				t.Fatalf("%s: not within %s\n%s", what, within, output())
+			}
+		}
+	}
+	token := ""
+	waitFor("the controller serving", time.Minute, func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "state", "api-token"))
+		if err != nil {
+			return false
+		}
+		token = strings.TrimSpace(string(b))
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	api := func(method, path, body string) string {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %s %s", method, path, resp.Status, b)
+		}
+		return string(b)
+	}
+	group := func() (desired int32, ids []string) {
+		g, err := as.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{"fleetcast-burst-a100"}})
+		if err != nil || len(g.AutoScalingGroups) != 1 {
+			t.Fatalf("the burst group: %+v, %v", g, err)
+		}
+		for _, in := range g.AutoScalingGroups[0].Instances {
+			ids = append(ids, aws.ToString(in.InstanceId))
+		}
+		return aws.ToInt32(g.AutoScalingGroups[0].DesiredCapacity), ids
+	}
+
+	// 1. The on-prem pool runs out at 2 servers; AWS takes the rest.
+	api("POST", "/v1/demand", `{"source": "slurm", "pending": [{"gpus": 32}]}`)
+	waitFor("both servers powered on", 30*time.Second, func() bool { return power() == "gpu-01 on, gpu-02 on" })
+	waitFor("the rest launched in AWS", 30*time.Second, func() bool { d, ids := group(); return d == 2 && len(ids) == 2 })
+	_, awsNodes := group()
+
+	// The running controller's plugins, and their health.
+	code, out, errOut := cli("plugins", "-addr", base)
+	if ok := regexp.MustCompile(`(?m)^racks +fleetcast-commands 0\.1\.0 +1 +onprem-a100 +ok$`); code != 0 || !ok.MatchString(out) {
+		t.Errorf("plugins -addr: exit %d, want %s\n%s\n%s", code, ok, out, errOut)
+	}
+
+	// Every node's agent reports its eight idle GPUs, with a credential
+	// the operator issued (`token issue`).
+	nodes := append([]string{"gpu-01", "gpu-02"}, awsNodes...)
+	for _, node := range nodes {
+		code, out, errOut := cli("token", "issue", node, "-config", conf)
+		if code != 0 {
+			t.Fatalf("token issue %s: exit %d: %s", node, code, errOut)
+		}
+		nd := filepath.Join(dir, "agent-"+node)
+		if err := os.Mkdir(nd, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(nd, "credential"), []byte(out), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		startCLI(t, filepath.Join(nd, "agent.log"), "agent -controller "+base+" -token-file "+filepath.Join(nd, "credential")+" -node "+node+
+			" -socket "+filepath.Join(nd, "agent.sock")+" -marker "+filepath.Join(nd, "draining")+" -state "+filepath.Join(nd, "state.json")+
+			" -metrics 127.0.0.1:0 -interval 500ms -notices none", "FLEETCAST_TEST_NVML=dgxa100")
+	}
+
+	// 2. The demand ends: every node is drained, and powered off or
+	// terminated.
+	api("POST", "/v1/demand", `{"source": "slurm", "pending": []}`)
+	waitFor("the servers powered off", 2*time.Minute, func() bool { return power() == "gpu-01 off, gpu-02 off" })
+	waitFor("the AWS nodes terminated", 2*time.Minute, func() bool { d, _ := group(); return d == 0 })
+	time.Sleep(2 * time.Second)
+	if d, _ := group(); d != 0 || power() != "gpu-01 off, gpu-02 off" {
+		t.Fatalf("after the scale-in: AWS desired %d, %s; want 0, both off", d, power())
+	}
+	metrics := api("GET", "/metrics", "")
+	stop()
+	if left := proctest.Running(bin); len(left) > 0 {
+		t.Errorf("plugin processes left running after the controller stopped: %v", left)
+	}
+	got := output()
+	for _, want := range []string{
+		`launch     4 x dgx-a100 in onprem-a100 REFUSED by the cloud, pool backed off: pool onprem-a100: insufficient capacity`,
+		`launch     2 x p4d.24xlarge in aws-burst-a100: 32 GPUs in use or pending now (32 pending); have 16`,
+		`drain      gpu-01 in onprem-a100`,
+		`drain      gpu-02 in onprem-a100`,
+		`drain      ` + awsNodes[0] + ` in aws-burst-a100`,
+		`drain      ` + awsNodes[1] + ` in aws-burst-a100`,
+		// The plugin's own log, tagged with its name.
+		// (its fields in any order: go-plugin reads them into a map).
+		`[INFO]  autoscaler.plugin.racks.fleetcast-commands: powering on: `,
+		`servers=[gpu-01, gpu-02]`,
+		`key=fc-launch-onprem-a100-`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the controller's output lacks %q:\n%s", want, got)
+		}
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`fleetcast_capacity_errors_total\{pool="onprem-a100"\} 1\b`),
+		regexp.MustCompile(`fleetcast_actions_total\{kind="launch",pool="aws-burst-a100",result="ok"\} 1\b`),
+		regexp.MustCompile(`fleetcast_actions_total\{kind="terminate",pool="onprem-a100",result="ok"\} [12]\b`),
+		regexp.MustCompile(`fleetcast_actions_total\{kind="terminate",pool="aws-burst-a100",result="ok"\} [12]\b`),
+	} {
+		if !want.MatchString(metrics) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(metrics, "fleetcast_"))
+		}
+	}
+}

@@ -1,0 +1,484 @@
+// Command fleetcast-commands is a Fleetcast provider plugin for pools of
+// servers the operator powers on and off with commands of their own (IPMI,
+// Redfish, a bare-metal API, Slurm's power-saving scripts), with no Go to
+// write. It is the shape of Slurm's ResumeProgram and SuspendProgram:
+//
+//   - list_command prints the pool's servers and their power states, as
+//     JSON: {"nodes": [{"name": "gpu-01", "state": "off"}, ...]}. A state
+//     is "off" (powered off, free to power on), "booting", "on",
+//     "stopping", or "failed" (neither in the pool nor free). A node may
+//     also say "zone" (a rack) and "since" (RFC 3339: when it was powered
+//     on).
+//   - launch_command is run with the names of the servers to power on as
+//     its arguments; terminate_command with those to power off. Each
+//     exits 0 when done; 75 (EX_TEMPFAIL) from launch_command says the
+//     servers cannot be powered on now (no capacity: the pool backs off,
+//     and the controller falls back to other pools); any other status
+//     fails the call, with the command's stderr.
+//
+// A launch grows the pool to its target: the servers listed "booting" or
+// "on" count, and free ones are powered on, in name order, to reach it
+// (so a retry, or a restarted controller, powers on nothing twice). With
+// too few free, it powers on those there are and answers that capacity
+// ran out.
+//
+// Every command runs with the plugin's environment (the plugin block's
+// env, nothing of the controller's), and FLEETCAST_POOL, FLEETCAST_FLEET,
+// FLEETCAST_LAUNCH_KEY (launches), and FLEETCAST_TARGET_<NAME> for each
+// attribute of the pool's target block (its name upper-cased), so one set
+// of scripts serves several pools. A command is a list: its executable,
+// an absolute path, then arguments; no shell is involved.
+//
+//	plugin "racks" {
+//	  path   = "/usr/local/libexec/fleetcast/fleetcast-commands"
+//	  sha256 = "..."
+//	  config {
+//	    list_command      = ["/etc/fleetcast/racks", "list"]
+//	    launch_command    = ["/etc/fleetcast/racks", "power-on"]
+//	    terminate_command = ["/etc/fleetcast/racks", "power-off"]
+//	    timeout           = "20s"
+//	  }
+//	}
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/sdk"
+)
+
+// version is the plugin's version, for `autoscaler plugins`.
+const version = "0.1.0"
+
+// tempFail is launch_command's exit status for "no capacity now"
+// (sysexits.h's EX_TEMPFAIL).
+const tempFail = 75
+
+// Limits on what a command may print and how long it may run.
+const (
+	maxOutput      = 4 << 20
+	defaultTimeout = 20 * time.Second
+	// maxTimeout stays below the controller's deadline for a call (30 s),
+	// so that a slow command fails as itself.
+	maxTimeout = 25 * time.Second
+)
+
+// settings are the plugin's config block.
+type settings struct {
+	list, launch, terminate []string
+	timeout                 time.Duration
+	fleet                   string
+}
+
+// commands is the provider: it runs the operator's commands.
+type commands struct {
+	// act makes one launch or termination at a time: each lists, then
+	// acts on what it listed.
+	act sync.Mutex
+	mu  sync.Mutex
+	cfg settings
+	// seen is when each powered-on server was first listed so, for those
+	// whose list gives no "since".
+	seen map[string]time.Time
+	now  func() time.Time
+	log  hclog.Logger
+}
+
+// node is one server of list_command's answer.
+type node struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	Zone  string `json:"zone,omitempty"`
+	Since string `json:"since,omitempty"`
+}
+
+// The power states list_command reports.
+const (
+	stateOff      = "off"
+	stateBooting  = "booting"
+	stateOn       = "on"
+	stateStopping = "stopping"
+	stateFailed   = "failed"
+)
+
+var (
+	nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,252}$`)
+	envRE  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// settings are the config Configure accepted.
+func (c *commands) settings() settings {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfg
+}
+
+// commandEnv is the plugin's environment less go-plugin's own variables
+// (its handshake's), which are not the commands' business.
+func commandEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, "PLUGIN_") || strings.HasPrefix(kv, sdk.MagicCookieKey+"=")
+	})
+}
+
+// run runs a command with the pool's environment and extra arguments,
+// within the timeout, and returns its stdout. A failure names the command
+// and carries its exit status and stderr.
+func (c *commands) run(ctx context.Context, what string, argv []string, pool fleet.Pool, env []string, args ...string) ([]byte, error) {
+	cfg := c.settings()
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("%s: the plugin is not configured", what)
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], append(slices.Clone(argv[1:]), args...)...)
+	cmd.Env = append(append(commandEnv(os.Environ()), "FLEETCAST_FLEET="+cfg.fleet), append(poolEnv(pool), env...)...)
+	cmd.WaitDelay = time.Second // its children holding the pipes open do not hold the call
+	var stdout, stderr limited
+	stdout.max, stderr.max = maxOutput, 4096
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil && err != nil {
+		return nil, fmt.Errorf("%s %s did not finish within %s", what, argv[0], cfg.timeout)
+	}
+	if err != nil {
+		return nil, &commandError{what: what, path: argv[0], err: err, stderr: strings.TrimSpace(stderr.String())}
+	}
+	if stdout.over {
+		return nil, fmt.Errorf("%s %s printed more than %d bytes", what, argv[0], maxOutput)
+	}
+	return stdout.Bytes(), nil
+}
+
+// commandError is a command that failed: its exit status and stderr.
+type commandError struct {
+	what, path, stderr string
+	err                error
+}
+
+func (e *commandError) Error() string {
+	msg := fmt.Sprintf("%s %s: %v", e.what, e.path, e.err)
+	if e.stderr != "" {
+		msg += ": " + e.stderr
+	}
+	return msg
+}
+
+// exitCode is the command's exit status, -1 if it did not exit.
+func (e *commandError) exitCode() int {
+	var ee *exec.ExitError
+	if errors.As(e.err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// limited keeps the first max bytes written to it.
+type limited struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := l.max - l.Len(); len(p) > room {
+		l.over = true
+		l.Buffer.Write(p[:max(room, 0)])
+		return len(p), nil
+	}
+	return l.Buffer.Write(p)
+}
+
+var _ io.Writer = (*limited)(nil)
+
+// poolEnv is the environment a pool's commands get: its name, its fleet,
+// its target block's attributes.
+func poolEnv(pool fleet.Pool) []string {
+	env := []string{"FLEETCAST_POOL=" + pool.Name}
+	target := sdk.Target(pool)
+	names := make([]string, 0, len(target))
+	for k := range target {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		env = append(env, "FLEETCAST_TARGET_"+strings.ToUpper(k)+"="+scalar(target[k]))
+	}
+	return env
+}
+
+// scalar is a target attribute's value as text (Configure accepts only
+// strings, numbers and bools).
+func scalar(v any) string { return fmt.Sprint(v) }
+
+// list runs list_command for the pool and checks its answer.
+func (c *commands) list(ctx context.Context, pool fleet.Pool) ([]node, error) {
+	out, err := c.run(ctx, "list_command", c.settings().list, pool, nil)
+	if err != nil {
+		return nil, err
+	}
+	return parseList(out)
+}
+
+// parseList checks list_command's answer: a JSON object with a "nodes"
+// list, each with a valid name (once) and a known state.
+func parseList(out []byte) ([]node, error) {
+	var ans struct {
+		Nodes *[]node `json:"nodes"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ans); err != nil {
+		return nil, fmt.Errorf("list_command: its output is not {\"nodes\": [...]}: %w", err)
+	}
+	if ans.Nodes == nil {
+		return nil, errors.New(`list_command: its output has no "nodes" list`)
+	}
+	names := map[string]bool{}
+	for i, n := range *ans.Nodes {
+		if !nameRE.MatchString(n.Name) {
+			return nil, fmt.Errorf("list_command: nodes[%d]: name %q: want letters, digits and . _ : - (at most 253)", i, n.Name)
+		}
+		if names[n.Name] {
+			return nil, fmt.Errorf("list_command: nodes[%d]: %q is listed twice", i, n.Name)
+		}
+		names[n.Name] = true
+		switch n.State {
+		case stateOff, stateBooting, stateOn, stateStopping, stateFailed:
+		default:
+			return nil, fmt.Errorf("list_command: nodes[%d] (%s): state %q: want off, booting, on, stopping or failed", i, n.Name, n.State)
+		}
+		if n.Since != "" {
+			if _, err := time.Parse(time.RFC3339, n.Since); err != nil {
+				return nil, fmt.Errorf("list_command: nodes[%d] (%s): since %q: want an RFC 3339 time", i, n.Name, n.Since)
+			}
+		}
+	}
+	return *ans.Nodes, nil
+}
+
+// Describe lists the pool's servers: those booting, on or stopping are
+// its instances, and those booting or on its target.
+func (c *commands) Describe(ctx context.Context, pool fleet.Pool) (sdk.Group, error) {
+	nodes, err := c.list(ctx, pool)
+	if err != nil {
+		return sdk.Group{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var g sdk.Group
+	for _, n := range nodes {
+		var state sdk.InstanceState
+		switch n.State {
+		case stateBooting:
+			state = sdk.InstancePending
+		case stateOn:
+			state = sdk.InstanceRunning
+		case stateStopping:
+			state = sdk.InstanceTerminating
+		default:
+			delete(c.seen, n.Name) // powered off: a new launch next time
+			continue
+		}
+		if state != sdk.InstanceTerminating {
+			g.Target++
+		}
+		at, ok := c.seen[n.Name]
+		if !ok {
+			at = c.now().UTC().Truncate(time.Second)
+			c.seen[n.Name] = at
+		}
+		if n.Since != "" {
+			at, _ = time.Parse(time.RFC3339, n.Since) // parseList checked it
+		}
+		g.Instances = append(g.Instances, sdk.Instance{ID: n.Name, Zone: n.Zone, State: state, LaunchedAt: at})
+	}
+	return g, nil
+}
+
+// Launch powers on free servers, in name order, until the servers booting
+// or on reach the target.
+func (c *commands) Launch(ctx context.Context, pool fleet.Pool, req sdk.LaunchRequest) error {
+	c.act.Lock()
+	defer c.act.Unlock()
+	nodes, err := c.list(ctx, pool)
+	if err != nil {
+		return err
+	}
+	active, free := 0, []string{}
+	for _, n := range nodes {
+		switch n.State {
+		case stateBooting, stateOn:
+			active++
+		case stateOff:
+			free = append(free, n.Name)
+		}
+	}
+	need := req.Target - active
+	if need <= 0 {
+		return nil // done already: a retry, or a restarted controller
+	}
+	slices.Sort(free)
+	pick := free[:min(need, len(free))]
+	if len(pick) > 0 {
+		c.log.Info("powering on", "pool", pool.Name, "servers", pick, "key", req.Key)
+		env := []string{"FLEETCAST_LAUNCH_KEY=" + req.Key}
+		if _, err := c.run(ctx, "launch_command", c.settings().launch, pool, env, pick...); err != nil {
+			var ce *commandError
+			if errors.As(err, &ce) && ce.exitCode() == tempFail {
+				return &sdk.InsufficientCapacityError{Pool: pool.Name, Err: err}
+			}
+			return err
+		}
+	}
+	if len(pick) < need {
+		return &sdk.InsufficientCapacityError{Pool: pool.Name, Granted: len(pick),
+			Err: fmt.Errorf("%d server(s) asked for, %d powered off and free", need, len(free))}
+	}
+	return nil
+}
+
+// Terminate powers off the named servers; those off already are done.
+func (c *commands) Terminate(ctx context.Context, pool fleet.Pool, ids []string) error {
+	c.act.Lock()
+	defer c.act.Unlock()
+	nodes, err := c.list(ctx, pool)
+	if err != nil {
+		return err
+	}
+	state := map[string]string{}
+	for _, n := range nodes {
+		state[n.Name] = n.State
+	}
+	var off []string
+	for _, id := range ids {
+		switch s, ok := state[id]; {
+		case !ok:
+			return &sdk.NotFoundError{Pool: pool.Name, Resource: "server " + id, Err: errors.New("list_command does not list it")}
+		case s == stateOff || s == stateStopping:
+		default:
+			off = append(off, id)
+		}
+	}
+	if len(off) == 0 {
+		return nil
+	}
+	c.log.Info("powering off", "pool", pool.Name, "servers", off)
+	_, err = c.run(ctx, "terminate_command", c.settings().terminate, pool, nil, off...)
+	return err
+}
+
+// configure checks the config block and each pool's target, and lists
+// each pool once, so that `autoscaler validate` finds a command that does
+// not work.
+func (c *commands) configure(ctx context.Context, config map[string]any, pools []fleet.Pool, fleetName string) []sdk.Diagnostic {
+	var diags []sdk.Diagnostic
+	bad := func(path, summary, detail string) {
+		diags = append(diags, sdk.Diagnostic{Path: path, Summary: summary, Detail: detail})
+	}
+	cfg := settings{timeout: defaultTimeout, fleet: fleetName}
+	known := map[string]*[]string{"list_command": &cfg.list, "launch_command": &cfg.launch, "terminate_command": &cfg.terminate}
+	for _, k := range sortedKeys(config) {
+		v := config[k]
+		if dst, ok := known[k]; ok {
+			argv, err := command(v)
+			if err != nil {
+				bad("config."+k, "Invalid "+k, err.Error())
+				continue
+			}
+			*dst = argv
+			continue
+		}
+		switch k {
+		case "timeout":
+			s, _ := v.(string)
+			d, err := time.ParseDuration(s)
+			if err != nil || d <= 0 || d > maxTimeout {
+				bad("config.timeout", "Invalid timeout", fmt.Sprintf("timeout must be a duration above 0 and at most %s (the controller's deadline for a call is 30s), such as \"20s\".", maxTimeout))
+				continue
+			}
+			cfg.timeout = d
+		default:
+			bad("config."+k, "Unsupported argument", fmt.Sprintf("An argument named %q is not expected here: the plugin takes list_command, launch_command, terminate_command and timeout.", k))
+		}
+	}
+	for _, k := range []string{"list_command", "launch_command", "terminate_command"} {
+		if _, ok := config[k]; !ok {
+			bad("config", "Missing "+k, k+" is required: the command, as a list (its absolute path, then arguments).")
+		}
+	}
+	for _, p := range pools {
+		for _, k := range sortedKeys(sdk.Target(p)) {
+			switch sdk.Target(p)[k].(type) {
+			case string, float64, bool:
+			default:
+				bad("pool."+p.Name+".target."+k, "Invalid target attribute", "A target attribute is a string, number or bool: it reaches the commands as FLEETCAST_TARGET_"+strings.ToUpper(k)+".")
+			}
+			if !envRE.MatchString(k) {
+				bad("pool."+p.Name+".target."+k, "Invalid target attribute name", "A target attribute's name is letters, digits and _ (an environment variable's).")
+			}
+		}
+	}
+	if len(diags) > 0 {
+		return diags
+	}
+	c.mu.Lock()
+	c.cfg = cfg
+	c.mu.Unlock()
+	for _, p := range pools {
+		if _, err := c.list(ctx, p); err != nil {
+			bad("pool."+p.Name+".target", "list_command fails for pool "+p.Name, err.Error())
+		}
+	}
+	return diags
+}
+
+// command checks a command: a list of strings, the first an absolute path.
+func command(v any) ([]string, error) {
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 {
+		return nil, errors.New(`a command is a list of strings: its executable, an absolute path, then its arguments, such as ["/etc/fleetcast/racks", "list"].`)
+	}
+	var argv []string
+	for i, a := range list {
+		s, ok := a.(string)
+		if !ok {
+			return nil, fmt.Errorf("element %d is not a string.", i)
+		}
+		argv = append(argv, s)
+	}
+	if !filepath.IsAbs(argv[0]) {
+		return nil, fmt.Errorf("the executable %q is not an absolute path (the plugin has no PATH of the controller's to look it up in).", argv[0])
+	}
+	return argv, nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func main() {
+	c := &commands{seen: map[string]time.Time{}, now: time.Now, log: sdk.Logger()}
+	sdk.Serve(sdk.Plugin{Name: "fleetcast-commands", Version: version, Provider: c, Configure: c.configure})
+}
