@@ -18,6 +18,7 @@ import (
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/identitytest"
+	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/gcp"
 	"github.com/fleetcast/autoscaler/state"
 	"google.golang.org/api/idtoken"
@@ -587,5 +588,76 @@ func TestBootstrapGCP(t *testing.T) {
 	f.srv.GCP = nil
 	if rec := f.do(t, "POST", "/v1/agents/a100-x2/credential", "", gcpReq(google.Token(t, aud, identitytest.Instance{Name: "a100-x2", Project: "ml", Zone: "us-central1-a"}, nil))); rec.Header().Get(report.CodeHeader) != string(BadSecret) {
 		t.Fatalf("a GCP bootstrap with no audience configured: %d %q", rec.Code, rec.Body)
+	}
+}
+
+// hostKeys is a provider plugin's identity check, as the plugin set
+// answers it: each node's document, a refusal for another, and an error
+// that is no refusal while the plugin is down.
+type hostKeys struct {
+	docs map[string]string
+	down bool
+}
+
+func (h *hostKeys) VerifyIdentity(_ context.Context, pool fleet.Pool, node, doc string) error {
+	if h.down {
+		return errors.New("pool onprem: the plugin is down")
+	}
+	if want, ok := h.docs[node]; !ok || doc != want {
+		return &providers.RefusedError{Pool: pool.Name, Err: errors.New("not its host key")}
+	}
+	return nil
+}
+
+// TestBootstrapPlugin: a node of a plugin pool bootstraps with the
+// bootstrap secret and a document its pool's plugin accepts; without the
+// secret, for a node no plugin pool lists, with a document the plugin
+// refuses, or with no plugins, it is refused; while the plugin cannot
+// answer, it is not refused (it tries again).
+func TestBootstrapPlugin(t *testing.T) {
+	f := newFixture(t)
+	onprem := fleet.Pool{Name: "onprem", Provider: fleet.ProviderPlugin}
+	live := map[string]fleet.Pool{"gpu-01": onprem, "gpu-02": onprem, "i-a": {Name: "gpu", Provider: fleet.ProviderAWS, Region: "us-east-1"}}
+	f.srv.Live = func(node string) (fleet.Pool, string, bool) { p, ok := live[node]; return p, "", ok }
+	keys := &hostKeys{docs: map[string]string{"gpu-01": "key-of-gpu-01", "gpu-02": "key-of-gpu-02", "i-a": "key-of-i-a"}}
+	preq := func(doc string) report.CredentialRequest {
+		return report.CredentialRequest{Nonce: nonceA, Plugin: &report.PluginIdentity{Document: doc}}
+	}
+	// No plugins to ask.
+	if rec := f.do(t, "POST", "/v1/agents/gpu-01/credential", f.secret, preq("key-of-gpu-01")); rec.Code != 403 || rec.Header().Get(report.CodeHeader) != string(Disabled) {
+		t.Fatalf("with no plugins: %d %s %q", rec.Code, rec.Header().Get(report.CodeHeader), rec.Body)
+	}
+	f.srv.Plugins = keys
+	for _, tt := range []struct {
+		name, node, secret, doc string
+		status                  int
+		code                    Code
+	}{
+		{"no secret", "gpu-01", "", "key-of-gpu-01", 401, BadSecret},
+		{"a wrong secret", "gpu-01", strings.Repeat("c", 64), "key-of-gpu-01", 401, BadSecret},
+		{"another node's document", "gpu-01", f.secret, "key-of-gpu-02", 403, BadIdentity},
+		{"a guess", "gpu-02", f.secret, "guess", 403, BadIdentity},
+		{"no live instance", "gpu-09", f.secret, "key-of-gpu-09", 403, NotLive},
+		{"an AWS pool's node", "i-a", f.secret, "key-of-i-a", 403, NotLive},
+	} {
+		rec := f.do(t, "POST", "/v1/agents/"+tt.node+"/credential", tt.secret, preq(tt.doc))
+		if rec.Code != tt.status || rec.Header().Get(report.CodeHeader) != string(tt.code) {
+			t.Errorf("%s: %d %s %q, want %d %s", tt.name, rec.Code, rec.Header().Get(report.CodeHeader), rec.Body, tt.status, tt.code)
+		}
+	}
+	keys.down = true
+	if rec := f.do(t, "POST", "/v1/agents/gpu-01/credential", f.secret, preq("key-of-gpu-01")); rec.Code < 500 {
+		t.Fatalf("while the plugin is down: %d %q; want a server error, no refusal", rec.Code, rec.Body)
+	}
+	keys.down = false
+	if n := len(f.srv.Registry.List()); n != 0 {
+		t.Fatalf("refusals issued %d credentials", n)
+	}
+	a := credential(t, f.do(t, "POST", "/v1/agents/gpu-01/credential", f.secret, preq("key-of-gpu-01")))
+	if err := f.srv.Registry.Check("gpu-01", a); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.srv.Registry.List(); len(c) != 1 || c[0].Pool != "onprem" || c[0].Via != ViaBootstrap {
+		t.Fatalf("credentials %+v; want gpu-01's, bootstrapped, of pool onprem", c)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/secretfile"
+	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/gcp"
 )
 
@@ -41,6 +42,9 @@ type Server struct {
 	// GCP checks Compute Engine instance identity tokens; nil: GCP nodes
 	// cannot bootstrap.
 	GCP *GCPVerifier
+	// Plugins check the identities nodes of plugin pools present (a
+	// plugin.Set); nil: such nodes cannot bootstrap.
+	Plugins providers.IdentityVerifier
 	// Live says which managed pool node is a live instance of, and the
 	// zone its group lists it in ("" if none), as the controller last
 	// observed its fleet.
@@ -179,8 +183,10 @@ func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) 
 		return s.bootstrapGCP(r, node, req)
 	case !good:
 		return "", "", refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or API token)")
+	case req.Plugin != nil && req.AWS == nil:
+		return s.bootstrapPlugin(r, node, req)
 	case req.AWS == nil:
-		return "", "", refuse(http.StatusBadRequest, BadIdentity, "credential request: no identity (want \"aws\": the instance identity document and its signature; or \"gcp\": a Compute Engine identity token)")
+		return "", "", refuse(http.StatusBadRequest, BadIdentity, "credential request: no identity (want \"aws\": the instance identity document and its signature; \"gcp\": a Compute Engine identity token; or \"plugin\": what the pool's plugin checks)")
 	}
 	if len(s.AWSRoots) == 0 {
 		return "", "", refuse(http.StatusForbidden, Disabled, "this controller has no trust root for AWS identity documents (controller.aws_identity_certificates)")
@@ -202,6 +208,34 @@ func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) 
 	}
 	if p.Region != "" && doc.Region != p.Region {
 		return "", "", refuse(http.StatusForbidden, BadIdentity, "instance %q's identity is in region %q, its pool %s in %q", node, doc.Region, p.Name, p.Region)
+	}
+	return p.Name, req.Nonce, nil
+}
+
+// bootstrapPlugin checks the identity a node of a plugin pool presents,
+// with the bootstrap secret (checked already): node must be a live
+// instance of a plugin pool, and its plugin must accept the document.
+func (s *Server) bootstrapPlugin(r *http.Request, node string, req report.CredentialRequest) (pool, nonce string, err error) {
+	if s.Plugins == nil {
+		return "", "", refuse(http.StatusForbidden, Disabled, "this controller runs no provider plugins to check a node's identity")
+	}
+	var (
+		p  fleet.Pool
+		ok bool
+	)
+	if s.Live != nil {
+		p, _, ok = s.Live(node)
+	}
+	if !ok || p.Provider != fleet.ProviderPlugin {
+		return "", "", refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a plugin pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
+	}
+	if err := s.Plugins.VerifyIdentity(r.Context(), p, node, req.Plugin.Document); err != nil {
+		var refused *providers.RefusedError
+		if errors.As(err, &refused) {
+			return "", "", refuse(http.StatusForbidden, BadIdentity, "pool %s's plugin refuses %q's identity: %v", p.Name, node, err)
+		}
+		// The plugin could not say (down, slow): not a refusal.
+		return "", "", fmt.Errorf("checking %q's identity with pool %s's plugin: %w", node, p.Name, err)
 	}
 	return p.Name, req.Nonce, nil
 }

@@ -42,6 +42,19 @@ type Protector interface {
 	SetProtected(ctx context.Context, pool fleet.Pool, instanceIDs []string, protected bool) error
 }
 
+// IdentityVerifier is implemented by providers that can check the
+// identity a node presents when it bootstraps its credential, where its
+// cloud signs none the controller checks itself (on-prem servers, a
+// neocloud): a document the node's agent obtained (-identity-command),
+// such as a host key's signature or a secret set at provisioning. The
+// controller asks only about a node the pool's group lists as live, and
+// only with the fleet's bootstrap secret presented too.
+type IdentityVerifier interface {
+	// VerifyIdentity returns nil if document proves the caller is node,
+	// an instance of pool; an error saying why not otherwise.
+	VerifyIdentity(ctx context.Context, pool fleet.Pool, node, document string) error
+}
+
 // LaunchRequest asks a group to grow.
 type LaunchRequest struct {
 	// Count is the number of instances to add.

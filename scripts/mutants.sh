@@ -572,8 +572,8 @@ TestBootstrap
 
 API: the reads open off loopback
 controller/api.go
-"\t\t\tif o.ReadToken != \"\" {"
-"\t\t\tif false {"
+"\t\tif o.ReadToken != \"\" {"
+"\t\tif false {"
 ./controller
 TestAPIReadsNeedTokenOffLoopback
 
@@ -1108,6 +1108,62 @@ providers/registry/registry.go
 "at := spec.DefRange"
 ./cmd/autoscaler
 TestPluginPools
+
+a plugin node's identity not checked (nodeauth)
+nodeauth/server.go
+"\tif err := s.Plugins.VerifyIdentity(r.Context(), p, node, req.Plugin.Document); err != nil {"
+"\tif err := s.Plugins.VerifyIdentity(r.Context(), p, node, req.Plugin.Document); false && err != nil {"
+./nodeauth
+TestBootstrapPlugin
+
+a plugin node bootstrapped for a pool of another provider (nodeauth)
+nodeauth/server.go
+"if !ok || p.Provider != fleet.ProviderPlugin {"
+"if !ok {"
+./nodeauth
+TestBootstrapPlugin
+
+a plugin node's identity without the bootstrap secret (nodeauth)
+nodeauth/server.go
+"\tcase req.Plugin != nil && req.AWS == nil:\n\t\treturn s.bootstrapPlugin(r, node, req)\n\tcase req.AWS == nil:"
+"\tcase req.Plugin != nil && req.AWS == nil:\n\t\treturn s.bootstrapPlugin(r, node, req)\n\tcase !good:\n\t\treturn \"\", \"\", refuse(http.StatusUnauthorized, BadSecret, \"missing or wrong bootstrap secret (or API token)\")\n\tcase req.AWS == nil:"
+./nodeauth
+TestBootstrapPlugin
+
+a plugin asked about pools it was not configured with (plugin)
+providers/plugin/server.go
+"\t\tif !s.pools[p.GetName()] {"
+"\t\tif false && !s.pools[p.GetName()] {"
+./providers/plugin
+TestPluginRoundTrip
+
+the example plugin launching again for a launch done (commands)
+examples/plugins/commands/main.go
+"\tif need <= 0 {\n\t\treturn nil // done already: a retry, or a restarted controller\n\t}"
+"\tif need < 0 {\n\t\treturn nil\n\t}"
+./examples/plugins/commands
+TestLaunchAndTerminate
+
+the example plugin powering on past the target (commands)
+examples/plugins/commands/main.go
+"pick := free[:min(need, len(free))]"
+"pick := free"
+./examples/plugins/commands
+TestLaunchAndTerminate
+
+the example plugin refusing no identity (commands)
+examples/plugins/commands/main.go
+"\tif errors.As(err, &ce) && ce.exitCode() > 0 {\n\t\treturn &sdk.RefusedError{Pool: pool.Name, Err: err}\n\t}\n\treturn err"
+"\treturn nil"
+./examples/plugins/commands
+TestVerifyIdentity
+
+a plugin's literal-only settings not checked (config)
+config/decode.go
+"\t\tif e, ok := a.Expr.(hclsyntax.Expression); ok {"
+"\t\tif e, ok := a.Expr.(hclsyntax.Expression); false && ok {"
+./config
+TestParseErrors
 EOF
 }
 

@@ -83,6 +83,11 @@ func TestDocPlugin(t *testing.T) {
 	if g, err := c.Describe(ctx, pool); err != nil || len(g.Instances) != 2 {
 		t.Fatalf("describe: %+v, %v; want the 2 servers", g, err)
 	}
+	// It checks no node identities: every one is refused.
+	var refused *providers.RefusedError
+	if err := c.VerifyIdentity(ctx, pool, "gpu-01", "anything"); !errors.As(err, &refused) {
+		t.Fatalf("an identity for a plugin that checks none: %v; want refused", err)
+	}
 	var ice *providers.InsufficientCapacityError
 	if err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 3, Key: "k2"}); !errors.As(err, &ice) {
 		t.Fatalf("a third server: %v; want insufficient capacity", err)

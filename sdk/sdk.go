@@ -91,8 +91,9 @@
 //	  ...
 //	}
 //
-// A plugin may also implement providers.Protector (SetProtected) and
-// providers.Reaper (Orphans, TerminateOrphan); Plugin.Configure checks its
+// A plugin may also implement providers.Protector (SetProtected),
+// providers.Reaper (Orphans, TerminateOrphan) and IdentityVerifier (the
+// check of what a node presents to bootstrap its credential); Plugin.Configure checks its
 // config block and each pool's target settings at start. It never writes
 // to stdout (the handshake is there); its logs go to stderr (Logger),
 // where the controller takes them up, tagged with its name.
@@ -116,6 +117,11 @@ type Plugin = plugin.Plugin
 // Diagnostic is a problem Plugin.Configure found, at a path such as
 // "config.endpoint" or "pool.NAME.target.rack".
 type Diagnostic = plugin.Diagnostic
+
+// IdentityVerifier checks the identity a node presents when its agent
+// bootstraps (agent -identity command): return nil to accept it, a
+// RefusedError to refuse it, another error when it cannot say now.
+type IdentityVerifier = providers.IdentityVerifier
 
 // The values Describe and Launch deal in.
 type (

@@ -39,6 +39,15 @@ type CredentialRequest struct {
 	// server signs it (instance/service-accounts/default/identity, for the
 	// controller's audience, format=full). It needs no bootstrap secret.
 	GCP *GCPIdentity `json:"gcp,omitempty"`
+	// Plugin is an identity a provider plugin checks (a node of a plugin
+	// pool: on-prem servers, a neocloud's), with the bootstrap secret.
+	Plugin *PluginIdentity `json:"plugin,omitempty"`
+}
+
+// PluginIdentity is what a node of a plugin pool presents for its
+// plugin to check: the output of the agent's -identity-command.
+type PluginIdentity struct {
+	Document string `json:"document"`
 }
 
 // GCPIdentity is a Compute Engine instance's identity, signed by Google.

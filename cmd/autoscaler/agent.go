@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -24,6 +26,7 @@ import (
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/agent/spot"
 	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/providers/plugin"
 )
 
 // exitNoNVML is the agent's exit status when NVML's library is missing and
@@ -47,7 +50,8 @@ func runAgent(e *env, args []string) int {
 	controller := fs.String("controller", "", "the controller's URL, e.g. https://fleetcast.internal:8790 (plain http only to a loopback address, or with -insecure)")
 	tokenFile := fs.String("token-file", "", "file holding this node's credential, mode 0600 (never logged); written by a bootstrap or a rotation")
 	bootstrapFile := fs.String("bootstrap-token-file", "", "file holding the fleet's bootstrap secret, mode 0600: with the instance's signed identity it gets the node its credential when -token-file holds none or the controller refuses it (empty: no bootstrap)")
-	identity := fs.String("identity", "aws", "the instance identity a bootstrap presents: aws (the instance identity document from the metadata service, with -bootstrap-token-file), or gcp (the identity token Compute Engine's metadata server signs for -gcp-audience: no bootstrap secret)")
+	identity := fs.String("identity", "aws", "the instance identity a bootstrap presents: aws (the instance identity document from the metadata service, with -bootstrap-token-file), gcp (the identity token Compute Engine's metadata server signs for -gcp-audience: no bootstrap secret), or command (what -identity-command prints, which the pool's provider plugin checks, with -bootstrap-token-file)")
+	identityCommand := fs.String("identity-command", "", "for -identity command: the command (split at spaces) that prints this node's identity document for its pool's plugin to check, such as a host key's signature (at most 16 KiB, within 30 s)")
 	gcpAudience := fs.String("gcp-audience", "", "the audience of the identity token for -identity gcp: the controller's controller.gcp_identity_audience (empty: -controller)")
 	caFile := fs.String("ca-file", "", "PEM file of the CA(s) that sign the controller's certificate (default: the system's)")
 	insecure := fs.Bool("insecure", false, "allow plain http to a controller that is not on loopback (the credential then crosses the network in the clear)")
@@ -85,8 +89,12 @@ func runAgent(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "agent:", err)
 		return exitUsage
 	}
-	if *identity != "aws" && *identity != "gcp" {
-		fmt.Fprintf(e.stderr, "agent: -identity %q, want aws or gcp\n", *identity)
+	if *identity != "aws" && *identity != "gcp" && *identity != "command" {
+		fmt.Fprintf(e.stderr, "agent: -identity %q, want aws, gcp or command\n", *identity)
+		return exitUsage
+	}
+	if (*identity == "command") != (*identityCommand != "") || *identity == "command" && *bootstrapFile == "" {
+		fmt.Fprintln(e.stderr, "agent: -identity command, -identity-command and -bootstrap-token-file go together")
 		return exitUsage
 	}
 	if *notices != "aws" && *notices != "gcp" && *notices != "none" {
@@ -100,6 +108,9 @@ func runAgent(e *env, args []string) int {
 		cred.Identity = func(ctx context.Context) (*report.CredentialRequest, error) {
 			return gcpIdentity(ctx, *gceEndpoint, audience)
 		}
+	} else if *bootstrapFile != "" && *identity == "command" {
+		argv := strings.Fields(*identityCommand)
+		cred.Identity = func(ctx context.Context) (*report.CredentialRequest, error) { return commandIdentity(ctx, argv) }
 	} else if *bootstrapFile != "" {
 		md := imds.New(imds.Options{Endpoint: *imdsEndpoint})
 		cred.Identity = func(ctx context.Context) (*report.CredentialRequest, error) { return awsIdentity(ctx, md) }
@@ -326,6 +337,26 @@ func gcpIdentity(ctx context.Context, endpoint, audience string) (*report.Creden
 		return nil, err
 	}
 	return &report.CredentialRequest{GCP: &report.GCPIdentity{Token: strings.TrimSpace(string(b))}}, nil
+}
+
+// commandIdentity runs the node's identity command and presents what it
+// prints (at most plugin.MaxIdentity bytes, trimmed) for the pool's
+// plugin to check.
+func commandIdentity(ctx context.Context, argv []string) (*report.CredentialRequest, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("-identity-command %s: %w: %s", argv[0], err, strings.TrimSpace(stderr.String()))
+	}
+	doc := strings.TrimSpace(string(out))
+	if doc == "" || len(doc) > plugin.MaxIdentity {
+		return nil, fmt.Errorf("-identity-command %s printed %d bytes; want 1 to %d", argv[0], len(doc), plugin.MaxIdentity)
+	}
+	return &report.CredentialRequest{Plugin: &report.PluginIdentity{Document: doc}}, nil
 }
 
 // sdNotify tells systemd the agent's state (the sd_notify protocol), when

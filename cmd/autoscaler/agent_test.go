@@ -25,6 +25,10 @@ func TestAgentCommands(t *testing.T) {
 	}{
 		{"no controller", []string{"agent", "-token-file", token}, 2, "-controller, -token-file and -node are required"},
 		{"unknown subcommand", []string{"agent", "explode"}, 2, `unknown command "explode"`},
+		{"unknown identity", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "tpm"}, 2, `-identity "tpm", want aws, gcp or command`},
+		{"identity command without its command", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "command", "-bootstrap-token-file", token}, 2, "-identity command, -identity-command and -bootstrap-token-file go together"},
+		{"identity command without the secret", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "command", "-identity-command", "/bin/true"}, 2, "go together"},
+		{"identity command with another identity", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity-command", "/bin/true"}, 2, "go together"},
 		{"checkpoint without job", []string{"agent", "checkpoint"}, 2, "-job ID is required"},
 		{"bad gpus", []string{"agent", "register", "-job", "j", "-gpus", "0,x"}, 2, `"x" is not a whole number`},
 		{"no pid", []string{"agent", "register", "-job", "j", "-gpus", "0"}, 2, "-pid is required"},
@@ -93,5 +97,22 @@ func TestAgentWithoutNVML(t *testing.T) {
 	code, _, errOut := cli("agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "i-1", "-socket", filepath.Join(t.TempDir(), "a.sock"))
 	if code != exitNoNVML || !strings.Contains(errOut, "NVML library (libnvidia-ml.so) not found") || !strings.Contains(errOut, "-no-gpu") {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+// TestCommandIdentity: -identity-command's output is the node's identity
+// document, trimmed; a command that fails, prints nothing or too much is
+// an error naming it.
+func TestCommandIdentity(t *testing.T) {
+	ctx := context.Background()
+	r, err := commandIdentity(ctx, []string{"/bin/echo", " host-key-signature "})
+	if err != nil || r.Plugin == nil || r.Plugin.Document != "host-key-signature" || r.AWS != nil || r.GCP != nil {
+		t.Fatalf("commandIdentity(echo) = %+v, %v", r, err)
+	}
+	big := writeFile(t, "big", strings.Repeat("x", 17<<10))
+	for _, argv := range [][]string{{"/bin/false"}, {"/bin/true"}, {"/bin/cat", big}, {"/nonexistent/identity"}} {
+		if _, err := commandIdentity(ctx, argv); err == nil || !strings.Contains(err.Error(), "-identity-command "+argv[0]) {
+			t.Errorf("commandIdentity(%v): %v; want an error naming it", argv, err)
+		}
 	}
 }

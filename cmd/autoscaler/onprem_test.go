@@ -83,6 +83,7 @@ plugin "racks" {
     list_command      = [%q, "list"]
     launch_command    = [%q, "power-on"]
     terminate_command = [%q, "power-off"]
+    verify_command    = [%q, "verify"]
   }
 }
 limits {
@@ -99,8 +100,9 @@ controller {
   listen        = %q
   state_dir     = %q
   agent_timeout = "30s"
+  bootstrap_token_file = %q
 }
-`, racks, bin, sum, script, script, script, addr, filepath.Join(dir, "state"))
+`, racks, bin, sum, script, script, script, script, addr, filepath.Join(dir, "state"), filepath.Join(dir, "bootstrap-token"))
 	if err := os.WriteFile(conf, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -139,13 +141,22 @@ func TestRunOnPremAndAWS(t *testing.T) {
 	}
 	dir := t.TempDir()
 	racks := filepath.Join(dir, "racks")
-	if err := os.Mkdir(racks, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(racks, ".identity"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"gpu-01", "gpu-02"} {
 		if err := os.WriteFile(filepath.Join(racks, s), []byte("off\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		// Each server's identity, set when it was provisioned (racks.sh
+		// verify checks it).
+		if err := os.WriteFile(filepath.Join(racks, ".identity", s), []byte("host-key-of-"+s+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bootstrap := strings.Repeat("fleet-bootstrap-secret-", 3)
+	if err := os.WriteFile(filepath.Join(dir, "bootstrap-token"), []byte(bootstrap+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	power := func() string {
 		var out []string
@@ -220,22 +231,32 @@ func TestRunOnPremAndAWS(t *testing.T) {
 		t.Errorf("plugins -addr: exit %d, want %s\n%s\n%s", code, ok, out, errOut)
 	}
 
-	// Every node's agent reports its eight idle GPUs, with a credential
-	// the operator issued (`token issue`).
+	// Every node's agent reports its eight idle GPUs. The on-prem
+	// servers bootstrap their credentials with the fleet's secret and
+	// their identity, which the plugin checks (verify_command); the AWS
+	// nodes' are issued by the operator (`token issue`).
 	nodes := append([]string{"gpu-01", "gpu-02"}, awsNodes...)
 	for _, node := range nodes {
-		code, out, errOut := cli("token", "issue", node, "-config", conf)
-		if code != 0 {
-			t.Fatalf("token issue %s: exit %d: %s", node, code, errOut)
-		}
 		nd := filepath.Join(dir, "agent-"+node)
 		if err := os.Mkdir(nd, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(nd, "credential"), []byte(out), 0o600); err != nil {
-			t.Fatal(err)
+		how := ""
+		if strings.HasPrefix(node, "gpu-") {
+			os.WriteFile(filepath.Join(nd, "bootstrap"), []byte(bootstrap+"\n"), 0o600)
+			os.WriteFile(filepath.Join(nd, "identity"), []byte("host-key-of-"+node+"\n"), 0o600)
+			os.WriteFile(filepath.Join(nd, "identity.sh"), []byte("#!/bin/sh\nexec /bin/cat "+filepath.Join(nd, "identity")+"\n"), 0o700)
+			how = " -bootstrap-token-file " + filepath.Join(nd, "bootstrap") + " -identity command -identity-command " + filepath.Join(nd, "identity.sh")
+		} else {
+			code, out, errOut := cli("token", "issue", node, "-config", conf)
+			if code != 0 {
+				t.Fatalf("token issue %s: exit %d: %s", node, code, errOut)
+			}
+			if err := os.WriteFile(filepath.Join(nd, "credential"), []byte(out), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
-		startCLI(t, filepath.Join(nd, "agent.log"), "agent -controller "+base+" -token-file "+filepath.Join(nd, "credential")+" -node "+node+
+		startCLI(t, filepath.Join(nd, "agent.log"), "agent -controller "+base+" -token-file "+filepath.Join(nd, "credential")+" -node "+node+how+
 			" -socket "+filepath.Join(nd, "agent.sock")+" -marker "+filepath.Join(nd, "draining")+" -state "+filepath.Join(nd, "state.json")+
 			" -metrics 127.0.0.1:0 -interval 500ms -notices none", "FLEETCAST_TEST_NVML=dgxa100")
 	}
@@ -262,6 +283,9 @@ func TestRunOnPremAndAWS(t *testing.T) {
 		`drain      gpu-02 in onprem-a100`,
 		`drain      ` + awsNodes[0] + ` in aws-burst-a100`,
 		`drain      ` + awsNodes[1] + ` in aws-burst-a100`,
+		// The servers' credentials, bootstrapped with the plugin's check.
+		`node registered: node=gpu-01 pool=onprem-a100 via=bootstrap`,
+		`node registered: node=gpu-02 pool=onprem-a100 via=bootstrap`,
 		// The plugin's own log, tagged with its name.
 		// (its fields in any order: go-plugin reads them into a map).
 		`[INFO]  autoscaler.plugin.racks.fleetcast-commands: powering on: `,

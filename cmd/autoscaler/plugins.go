@@ -70,7 +70,10 @@ func runPlugins(e *env, args []string) int {
 		if status == nil {
 			status = []pluginStatus{}
 		}
-		enc.Encode(status)
+		if err := enc.Encode(status); err != nil {
+			fmt.Fprintln(e.stderr, "plugins:", err)
+			return exitError
+		}
 	} else {
 		writePlugins(e, status)
 	}

@@ -206,7 +206,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		api.ReadToken = apiToken
 	}
 	if set := registry.Plugins(clouds); set != nil {
-		api.Plugins = set
+		api.Plugins, api.Auth.Plugins = set, set
 	}
 	// Bounded reads and idle connections: a peer that opens connections
 	// and sends nothing cannot hold them (or the process's files).

@@ -128,7 +128,7 @@ func callController(ctx context.Context, ctrl config.Controller, addr, caFile, m
 	if apiToken == "" && (needed || ctrl.StateDir != "") {
 		var err error
 		if apiToken, err = secretfile.Read(filepath.Join(ctrl.StateDir, "api-token")); err != nil && needed {
-			return nil, exitError, fmt.Errorf("the API token: %v (set FLEETCAST_API_TOKEN, or run where the controller's state directory is)", err)
+			return nil, exitError, fmt.Errorf("the API token: %w (set FLEETCAST_API_TOKEN, or run where the controller's state directory is)", err)
 		}
 	}
 	base, client, err := apiClient(ctrl, addr, caFile)

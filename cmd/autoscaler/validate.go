@@ -39,10 +39,17 @@ func runValidate(e *env, args []string) int {
 		defer cancel()
 		env := registry.Env{Log: log, Fleet: cfg.Controller.Fleet, Plugins: cfg.Plugins}
 		if err := registry.CheckPlugins(ctx, env, cfg.Pools); err != nil {
-			var de *registry.DiagnosticsError
-			n := 1
-			if errors.As(err, &de) {
-				n = config.ErrorCount(de.Diags)
+			n := 0 // the diagnostics, and each plugin that would not start
+			errs := []error{err}
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				errs = j.Unwrap()
+			}
+			for _, e := range errs {
+				if de := (*registry.DiagnosticsError)(nil); errors.As(e, &de) {
+					n += config.ErrorCount(de.Diags)
+				} else {
+					n++
+				}
 			}
 			fmt.Fprintln(e.stderr, err)
 			fmt.Fprintf(e.stderr, "%s: %d error(s) from its plugins\n", *path, n)

@@ -133,6 +133,25 @@ func (c *Client) Info() (name, version string, protector, reaper bool) {
 	return c.info.GetName(), c.info.GetVersion(), c.info.GetProtector(), c.info.GetReaper()
 }
 
+// MaxIdentity bounds the identity document a node presents.
+const MaxIdentity = 16 << 10
+
+// VerifyIdentity asks the plugin whether document proves the caller is
+// node, of pool; an error (a RefusedError where the plugin has no such
+// check, or the document is too large) if not.
+func (c *Client) VerifyIdentity(ctx context.Context, pool fleet.Pool, node, document string) error {
+	if !c.info.GetIdentity() {
+		return &providers.RefusedError{Pool: pool.Name, Err: fmt.Errorf("plugin %s checks no node identities", c.spec.Name)}
+	}
+	if len(document) > MaxIdentity {
+		return &providers.RefusedError{Pool: pool.Name, Err: fmt.Errorf("an identity document of %d bytes, more than %d", len(document), MaxIdentity)}
+	}
+	return c.call(ctx, pool, "verify-identity", func(ctx context.Context, w *pb.Pool) error {
+		_, err := c.rpc.VerifyIdentity(ctx, &pb.VerifyIdentityRequest{Pool: w, Node: node, Document: document})
+		return err
+	})
+}
+
 // Protocol is the protocol version the plugin and the controller agreed
 // on in the handshake.
 func (c *Client) Protocol() int { return c.client.NegotiatedVersion() }

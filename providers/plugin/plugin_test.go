@@ -131,6 +131,14 @@ func TestPluginRoundTrip(t *testing.T) {
 	if g, _ := c.Describe(ctx, pool); len(g.Instances) != 2 {
 		t.Fatalf("after a retry and a restart: %d instances; want 2", len(g.Instances))
 	}
+	// A node's identity, checked by the plugin across the wire.
+	if err := c.VerifyIdentity(ctx, pool, g.Instances[0].ID, "key-"+g.Instances[0].ID); err != nil {
+		t.Fatalf("a node's own key: %v", err)
+	}
+	var refused *providers.RefusedError
+	if err := c.VerifyIdentity(ctx, pool, g.Instances[0].ID, "key-"+g.Instances[1].ID); !errors.As(err, &refused) || !strings.Contains(err.Error(), "presented no key of its own") {
+		t.Fatalf("another node's key: %v; want refused", err)
+	}
 	victim := g.Instances[1].ID
 	if err := c.Terminate(ctx, pool, []string{victim}); err != nil {
 		t.Fatal(err)

@@ -47,7 +47,8 @@ type Plugin struct {
 	// Name and Version are the plugin's own, for `autoscaler plugins`.
 	Name, Version string
 	// Provider drives the plugin's pools. If it also implements
-	// providers.Protector or providers.Reaper, those calls are served.
+	// providers.Protector, providers.Reaper or providers.IdentityVerifier,
+	// those calls are served.
 	Provider providers.Provider
 	// Configure checks the plugin's config (its config block, as JSON
 	// values) and its pools' target settings, and keeps what it needs;
@@ -123,7 +124,8 @@ func (s *server) configured(pools ...*pb.Pool) error {
 func (s *server) Info(context.Context, *pb.InfoRequest) (*pb.InfoResponse, error) {
 	_, protector := s.p.Provider.(providers.Protector)
 	_, reaper := s.p.Provider.(providers.Reaper)
-	return &pb.InfoResponse{Name: s.p.Name, Version: s.p.Version, Protector: protector, Reaper: reaper}, nil
+	_, identity := s.p.Provider.(providers.IdentityVerifier)
+	return &pb.InfoResponse{Name: s.p.Name, Version: s.p.Version, Protector: protector, Reaper: reaper, Identity: identity}, nil
 }
 
 func (s *server) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.ConfigureResponse, error) {
@@ -236,6 +238,20 @@ func (s *server) TerminateOrphan(ctx context.Context, req *pb.TerminateOrphanReq
 		return nil, statusOf(err)
 	}
 	return &pb.TerminateOrphanResponse{}, nil
+}
+
+func (s *server) VerifyIdentity(ctx context.Context, req *pb.VerifyIdentityRequest) (*pb.VerifyIdentityResponse, error) {
+	v, ok := s.p.Provider.(providers.IdentityVerifier)
+	if !ok {
+		return s.UnimplementedProviderServer.VerifyIdentity(ctx, req)
+	}
+	if err := s.configured(req.GetPool()); err != nil {
+		return nil, err
+	}
+	if err := v.VerifyIdentity(ctx, poolFromWire(req.GetPool()), req.GetNode(), req.GetDocument()); err != nil {
+		return nil, statusOf(err)
+	}
+	return &pb.VerifyIdentityResponse{}, nil
 }
 
 // configToWire is a plugin's config block as the protocol carries it.

@@ -93,18 +93,26 @@ func Where(d Diagnostic, spec config.Plugin, pools []fleet.Pool) hcl.Range {
 		}
 	}
 	if rest, ok := strings.CutPrefix(d.Path, "pool."); ok {
-		for _, p := range pools {
-			after, ok := strings.CutPrefix(rest, p.Name)
-			if !ok || after != "" && after[0] != '.' {
-				continue
+		// The pool of the longest name the path starts with (a name
+		// may hold dots).
+		var (
+			pool  *fleet.Pool
+			after string
+		)
+		for i := range pools {
+			a, ok := strings.CutPrefix(rest, pools[i].Name)
+			if ok && (a == "" || a[0] == '.') && (pool == nil || len(pools[i].Name) > len(pool.Name)) {
+				pool, after = &pools[i], a
 			}
-			s := SettingsOf(p)
+		}
+		if pool != nil {
+			s := SettingsOf(*pool)
 			if path, ok := strings.CutPrefix(after, ".target."); ok {
 				if r, ok := s.TargetAt[attr(path)]; ok {
 					return r
 				}
 			}
-			if strings.HasPrefix(after, ".target") && s.BlockAt.Filename != "" {
+			if (after == ".target" || strings.HasPrefix(after, ".target.")) && s.BlockAt.Filename != "" {
 				return s.BlockAt
 			}
 			if s.PluginAt.Filename != "" {

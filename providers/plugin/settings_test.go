@@ -19,6 +19,7 @@ func TestWhere(t *testing.T) {
 	pools := []fleet.Pool{
 		{Name: "a", Settings: Settings{Plugin: "racks", PluginAt: at(10), BlockAt: at(11), TargetAt: map[string]hcl.Range{"rack": at(12)}}},
 		{Name: "a-2", Settings: Settings{Plugin: "racks", PluginAt: at(20)}},
+		{Name: "a.b", Settings: Settings{Plugin: "racks", PluginAt: at(30), BlockAt: at(31), TargetAt: map[string]hcl.Range{"x": at(32)}}},
 	}
 	for _, tt := range []struct {
 		path string
@@ -40,6 +41,9 @@ func TestWhere(t *testing.T) {
 		{"pool.a-", 1},
 		{"pool.b.target.rack", 1},
 		{"pools.a", 1},
+		{"pool.a.b.target.x", 32}, // the longest name, not pool a
+		{"pool.a.b", 30},
+		{"pool.a.targets", 10},
 	} {
 		if got := Where(Diagnostic{Path: tt.path}, spec, pools); got.Start.Line != tt.line {
 			t.Errorf("Where(%q) at line %d; want %d", tt.path, got.Start.Line, tt.line)

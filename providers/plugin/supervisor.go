@@ -44,6 +44,7 @@ type Supervisor struct {
 
 	mu       sync.Mutex
 	client   *Client
+	starting bool // a process is being started (the lock not held)
 	restarts int
 	failures int
 	nextTry  time.Time
@@ -87,15 +88,19 @@ func (s *Supervisor) start(ctx context.Context) (*Client, []Diagnostic, error) {
 var ErrDown = errors.New("the plugin is down")
 
 // current is the running plugin, started again if it exited and its
-// backoff has passed; an error naming why not otherwise.
+// backoff has passed; an error naming why not otherwise. The lock is not
+// held while a process starts (Status answers meanwhile), and one start
+// at a time is made: calls in the meantime are told it is starting.
 func (s *Supervisor) current(ctx context.Context) (*Client, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil, fmt.Errorf("plugin %s: %w (closed)", s.spec.Name, ErrDown)
 	}
 	if s.client != nil && !s.client.Exited() {
-		return s.client, nil
+		c := s.client
+		s.mu.Unlock()
+		return c, nil
 	}
 	if s.client != nil {
 		s.client.Close()
@@ -105,12 +110,30 @@ func (s *Supervisor) current(ctx context.Context) (*Client, error) {
 		s.lastErr = errors.New("its process exited")
 		s.log.Error("plugin exited; starting it again", "after", backoff(s.failures))
 	}
+	if s.starting {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("plugin %s: %w (starting it again)", s.spec.Name, ErrDown)
+	}
 	if now := s.now(); now.Before(s.nextTry) {
+		defer s.mu.Unlock()
 		return nil, fmt.Errorf("plugin %s: %w (%v; starting it again in %s)", s.spec.Name, ErrDown, s.lastErr, s.nextTry.Sub(now).Round(time.Second))
 	}
+	s.starting = true
+	s.mu.Unlock()
+
 	c, diags, err := s.start(ctx)
 	if err == nil && len(diags) > 0 {
 		err = fmt.Errorf("its config is refused now: %s: %s", diags[0].Path, diags[0].Summary)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.starting = false
+	if s.closed { // closed while it started
+		if c != nil {
+			c.Close()
+		}
+		return nil, fmt.Errorf("plugin %s: %w (closed)", s.spec.Name, ErrDown)
 	}
 	if err != nil {
 		s.failures++
@@ -177,6 +200,8 @@ func (s *Supervisor) Status() Status {
 	switch {
 	case s.closed:
 		st.Error = "stopped"
+	case s.starting:
+		st.Error = "starting it again"
 	case s.client != nil && !s.client.Exited():
 		st.Healthy = true
 	case s.client != nil:
@@ -256,10 +281,21 @@ func (s *Supervisor) TerminateOrphan(ctx context.Context, fleetName string, o pr
 	return c.TerminateOrphan(ctx, fleetName, o)
 }
 
+// VerifyIdentity is the running plugin's VerifyIdentity.
+func (s *Supervisor) VerifyIdentity(ctx context.Context, pool fleet.Pool, node, document string) error {
+	c, err := s.current(ctx)
+	if err != nil {
+		return fmt.Errorf("pool %s: %w", pool.Name, err)
+	}
+	return c.VerifyIdentity(ctx, pool, node, document)
+}
+
 var (
-	_ providers.Provider  = (*Supervisor)(nil)
-	_ providers.Protector = (*Supervisor)(nil)
-	_ providers.Reaper    = (*Supervisor)(nil)
+	_ providers.Provider         = (*Supervisor)(nil)
+	_ providers.Protector        = (*Supervisor)(nil)
+	_ providers.Reaper           = (*Supervisor)(nil)
+	_ providers.IdentityVerifier = (*Supervisor)(nil)
+	_ providers.IdentityVerifier = (*Set)(nil)
 )
 
 // Set drives the pools of several plugins, each pool through the plugin
@@ -319,6 +355,15 @@ func (s *Set) SetProtected(ctx context.Context, pool fleet.Pool, ids []string, p
 		return err
 	}
 	return sup.SetProtected(ctx, pool, ids, protected)
+}
+
+// VerifyIdentity is the pool's plugin's VerifyIdentity.
+func (s *Set) VerifyIdentity(ctx context.Context, pool fleet.Pool, node, document string) error {
+	sup, err := s.of(pool)
+	if err != nil {
+		return err
+	}
+	return sup.VerifyIdentity(ctx, pool, node, document)
 }
 
 // Orphans are each plugin's orphans among its own pools.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/fleetcast/autoscaler/providers"
@@ -77,4 +78,43 @@ func TestErrorsRoundTrip(t *testing.T) {
 	if len(long.Error()) > maxText+100 || strings.ContainsRune(long.Error(), '\uFFFD') && !strings.Contains(long.Error(), "?") {
 		t.Fatalf("a long message came back at %d bytes", len(long.Error()))
 	}
+}
+
+// FuzzGroupFromWire: whatever bytes a plugin answers Describe with,
+// reading them never panics, and a group accepted is one a cloud could
+// have: 0 <= min <= target, instances with distinct IDs and known states,
+// failing only where pending and out of capacity.
+func FuzzGroupFromWire(f *testing.F) {
+	for _, g := range []*pb.Group{
+		{Target: 2, Min: 1, Instances: []*pb.Instance{{Id: "a", State: pb.Instance_RUNNING}, {Id: "b", State: pb.Instance_PENDING,
+			Failing: &pb.Error{Kind: pb.Error_QUOTA_EXCEEDED}, LaunchedAt: timestamppb.New(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))}}},
+		{Target: -1},
+		{Target: 1, Instances: []*pb.Instance{{Id: "a", State: pb.Instance_RUNNING}, {Id: "a", State: pb.Instance_TERMINATING}}},
+	} {
+		b, _ := proto.Marshal(g)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var w pb.Group
+		if proto.Unmarshal(b, &w) != nil {
+			return
+		}
+		g, err := groupFromWire("p", &w)
+		if err != nil {
+			return
+		}
+		if g.Min < 0 || g.Min > g.Target || g.Target > maxInstances {
+			t.Fatalf("accepted min %d, target %d", g.Min, g.Target)
+		}
+		seen := map[string]bool{}
+		for _, in := range g.Instances {
+			if in.ID == "" || seen[in.ID] || in.State == "" {
+				t.Fatalf("accepted instance %+v", in)
+			}
+			seen[in.ID] = true
+			if in.Failing != nil && (in.State != providers.InstancePending || !providers.OutOfCapacity(in.Failing)) {
+				t.Fatalf("accepted failing instance %+v", in)
+			}
+		}
+	})
 }

@@ -270,6 +270,7 @@ type DiagnosticsError struct {
 	Diags hcl.Diagnostics
 }
 
+// Error is the diagnostics, one FILE:LINE:COLUMN line each.
 func (e *DiagnosticsError) Error() string {
 	lines := make([]string, len(e.Diags))
 	for i, d := range e.Diags {

@@ -8,13 +8,19 @@
 //     is "off" (powered off, free to power on), "booting", "on",
 //     "stopping", or "failed" (neither in the pool nor free). A node may
 //     also say "zone" (a rack) and "since" (RFC 3339: when it was powered
-//     on).
+//     on). A server it cannot read must fail the listing (exit non-zero),
+//     not be left out: one left out counts as gone.
 //   - launch_command is run with the names of the servers to power on as
 //     its arguments; terminate_command with those to power off. Each
 //     exits 0 when done; 75 (EX_TEMPFAIL) from launch_command says the
 //     servers cannot be powered on now (no capacity: the pool backs off,
 //     and the controller falls back to other pools); any other status
 //     fails the call, with the command's stderr.
+//   - verify_command (optional) checks the identity a server presents
+//     when its agent bootstraps (agent -identity command): it is run with
+//     the server's name as its argument and the document on its stdin,
+//     and exits 0 to accept it. Without it, servers need credentials an
+//     operator issues (autoscaler token issue).
 //
 // A launch grows the pool to its target: the servers listed "booting" or
 // "on" count, and free ones are powered on, in name order, to reach it
@@ -36,6 +42,7 @@
 //	    list_command      = ["/etc/fleetcast/racks", "list"]
 //	    launch_command    = ["/etc/fleetcast/racks", "power-on"]
 //	    terminate_command = ["/etc/fleetcast/racks", "power-off"]
+//	    verify_command    = ["/etc/fleetcast/racks", "verify"]
 //	    timeout           = "20s"
 //	  }
 //	}
@@ -53,6 +60,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -74,16 +82,18 @@ const tempFail = 75
 const (
 	maxOutput      = 4 << 20
 	defaultTimeout = 20 * time.Second
-	// maxTimeout stays below the controller's deadline for a call (30 s),
+	// maxTimeout stays below the controller's deadline for a call (30 s);
+	// each command is also cut deadlineMargin before the call's deadline,
 	// so that a slow command fails as itself.
-	maxTimeout = 25 * time.Second
+	maxTimeout     = 25 * time.Second
+	deadlineMargin = time.Second
 )
 
 // settings are the plugin's config block.
 type settings struct {
-	list, launch, terminate []string
-	timeout                 time.Duration
-	fleet                   string
+	list, launch, terminate, verify []string
+	timeout                         time.Duration
+	fleet                           string
 }
 
 // commands is the provider: it runs the operator's commands.
@@ -129,33 +139,57 @@ func (c *commands) settings() settings {
 	return c.cfg
 }
 
-// commandEnv is the plugin's environment less go-plugin's own variables
-// (its handshake's), which are not the commands' business.
+// pluginVars are the variables go-plugin sets for its handshake, beside
+// the cookie (sdk.MagicCookieKey): not the commands' business.
+var pluginVars = []string{"PLUGIN_MIN_PORT", "PLUGIN_MAX_PORT", "PLUGIN_PROTOCOL_VERSIONS", "PLUGIN_CLIENT_CERT",
+	"PLUGIN_MULTIPLEX_GRPC", "PLUGIN_UNIX_SOCKET_DIR", "PLUGIN_UNIX_SOCKET_GROUP", sdk.MagicCookieKey}
+
+// commandEnv is the plugin's environment less go-plugin's own variables.
 func commandEnv(env []string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		return strings.HasPrefix(kv, "PLUGIN_") || strings.HasPrefix(kv, sdk.MagicCookieKey+"=")
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(pluginVars, name)
 	})
 }
 
 // run runs a command with the pool's environment and extra arguments,
 // within the timeout, and returns its stdout. A failure names the command
 // and carries its exit status and stderr.
-func (c *commands) run(ctx context.Context, what string, argv []string, pool fleet.Pool, env []string, args ...string) ([]byte, error) {
+func (c *commands) run(ctx context.Context, what string, argv []string, pool fleet.Pool, env []string, stdin string, args ...string) ([]byte, error) {
 	cfg := c.settings()
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("%s: the plugin is not configured", what)
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	// Within the timeout, and within the call's deadline less a margin, so
+	// that a slow command fails as itself, in time for the answer to reach
+	// the controller.
+	timeout := cfg.timeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl)-deadlineMargin)
+	}
+	if timeout <= 0 {
+		return nil, fmt.Errorf("%s %s: not started, the call's deadline is too near", what, argv[0])
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], append(slices.Clone(argv[1:]), args...)...)
+	cmd := exec.CommandContext(cctx, argv[0], append(slices.Clone(argv[1:]), args...)...)
 	cmd.Env = append(append(commandEnv(os.Environ()), "FLEETCAST_FLEET="+cfg.fleet), append(poolEnv(pool), env...)...)
+	// Its own process group, killed whole: a script's children (ipmitool)
+	// stop with it.
+	groupKill(cmd)
 	cmd.WaitDelay = time.Second // its children holding the pipes open do not hold the call
 	var stdout, stderr limited
 	stdout.max, stderr.max = maxOutput, 4096
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
 	err := cmd.Run()
-	if ctx.Err() != nil && err != nil {
-		return nil, fmt.Errorf("%s %s did not finish within %s", what, argv[0], cfg.timeout)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("%s %s was stopped: the call was cancelled (%w); stderr: %s", what, argv[0], ctx.Err(), strings.TrimSpace(stderr.String()))
+	case err != nil && cctx.Err() != nil:
+		return nil, fmt.Errorf("%s %s did not finish within %s; stderr: %s", what, argv[0], timeout.Round(time.Millisecond), strings.TrimSpace(stderr.String()))
 	}
 	if err != nil {
 		return nil, &commandError{what: what, path: argv[0], err: err, stderr: strings.TrimSpace(stderr.String())}
@@ -171,6 +205,8 @@ type commandError struct {
 	what, path, stderr string
 	err                error
 }
+
+func (e *commandError) Unwrap() error { return e.err }
 
 func (e *commandError) Error() string {
 	msg := fmt.Sprintf("%s %s: %v", e.what, e.path, e.err)
@@ -225,11 +261,16 @@ func poolEnv(pool fleet.Pool) []string {
 
 // scalar is a target attribute's value as text (Configure accepts only
 // strings, numbers and bools).
-func scalar(v any) string { return fmt.Sprint(v) }
+func scalar(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64) // 1234567, not 1.234567e+06
+	}
+	return fmt.Sprint(v)
+}
 
 // list runs list_command for the pool and checks its answer.
 func (c *commands) list(ctx context.Context, pool fleet.Pool) ([]node, error) {
-	out, err := c.run(ctx, "list_command", c.settings().list, pool, nil)
+	out, err := c.run(ctx, "list_command", c.settings().list, pool, nil, "")
 	if err != nil {
 		return nil, err
 	}
@@ -246,6 +287,9 @@ func parseList(out []byte) ([]node, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ans); err != nil {
 		return nil, fmt.Errorf("list_command: its output is not {\"nodes\": [...]}: %w", err)
+	}
+	if err := dec.Decode(&struct{}{}); err != io.EOF {
+		return nil, errors.New("list_command: its output goes on after the {\"nodes\": [...]} object")
 	}
 	if ans.Nodes == nil {
 		return nil, errors.New(`list_command: its output has no "nodes" list`)
@@ -339,7 +383,7 @@ func (c *commands) Launch(ctx context.Context, pool fleet.Pool, req sdk.LaunchRe
 	if len(pick) > 0 {
 		c.log.Info("powering on", "pool", pool.Name, "servers", pick, "key", req.Key)
 		env := []string{"FLEETCAST_LAUNCH_KEY=" + req.Key}
-		if _, err := c.run(ctx, "launch_command", c.settings().launch, pool, env, pick...); err != nil {
+		if _, err := c.run(ctx, "launch_command", c.settings().launch, pool, env, "", pick...); err != nil {
 			var ce *commandError
 			if errors.As(err, &ce) && ce.exitCode() == tempFail {
 				return &sdk.InsufficientCapacityError{Pool: pool.Name, Err: err}
@@ -371,8 +415,10 @@ func (c *commands) Terminate(ctx context.Context, pool fleet.Pool, ids []string)
 		switch s, ok := state[id]; {
 		case !ok:
 			return &sdk.NotFoundError{Pool: pool.Name, Resource: "server " + id, Err: errors.New("list_command does not list it")}
-		case s == stateOff || s == stateStopping:
-		default:
+		case s == stateFailed:
+			// Set aside (for repair): not the pool's, and left as it is.
+			return &sdk.NotFoundError{Pool: pool.Name, Resource: "server " + id, Err: errors.New("list_command lists it failed, out of the pool")}
+		case s == stateBooting || s == stateOn:
 			off = append(off, id)
 		}
 	}
@@ -380,20 +426,36 @@ func (c *commands) Terminate(ctx context.Context, pool fleet.Pool, ids []string)
 		return nil
 	}
 	c.log.Info("powering off", "pool", pool.Name, "servers", off)
-	_, err = c.run(ctx, "terminate_command", c.settings().terminate, pool, nil, off...)
+	_, err = c.run(ctx, "terminate_command", c.settings().terminate, pool, nil, "", off...)
 	return err
 }
 
-// configure checks the config block and each pool's target, and lists
-// each pool once, so that `autoscaler validate` finds a command that does
-// not work.
+// VerifyIdentity runs verify_command with the node's name as its argument
+// and the identity document the node presented on its stdin: exit 0
+// accepts it, another status refuses it (with the command's stderr).
+func (c *commands) VerifyIdentity(ctx context.Context, pool fleet.Pool, node, document string) error {
+	argv := c.settings().verify
+	if len(argv) == 0 {
+		return &sdk.RefusedError{Pool: pool.Name, Err: errors.New("the plugin has no verify_command: its nodes bootstrap with credentials an operator issues")}
+	}
+	_, err := c.run(ctx, "verify_command", argv, pool, nil, document+"\n", node)
+	var ce *commandError
+	if errors.As(err, &ce) && ce.exitCode() > 0 {
+		return &sdk.RefusedError{Pool: pool.Name, Err: err}
+	}
+	return err // nil, or it could not say (a timeout, a command not there)
+}
+
+// configure checks the config block (each command an executable file)
+// and each pool's target, and lists each pool once (a listing that fails
+// is warned of, not refused: the servers' BMCs may be down a while).
 func (c *commands) configure(ctx context.Context, config map[string]any, pools []fleet.Pool, fleetName string) []sdk.Diagnostic {
 	var diags []sdk.Diagnostic
 	bad := func(path, summary, detail string) {
 		diags = append(diags, sdk.Diagnostic{Path: path, Summary: summary, Detail: detail})
 	}
 	cfg := settings{timeout: defaultTimeout, fleet: fleetName}
-	known := map[string]*[]string{"list_command": &cfg.list, "launch_command": &cfg.launch, "terminate_command": &cfg.terminate}
+	known := map[string]*[]string{"list_command": &cfg.list, "launch_command": &cfg.launch, "terminate_command": &cfg.terminate, "verify_command": &cfg.verify}
 	for _, k := range sortedKeys(config) {
 		v := config[k]
 		if dst, ok := known[k]; ok {
@@ -415,7 +477,7 @@ func (c *commands) configure(ctx context.Context, config map[string]any, pools [
 			}
 			cfg.timeout = d
 		default:
-			bad("config."+k, "Unsupported argument", fmt.Sprintf("An argument named %q is not expected here: the plugin takes list_command, launch_command, terminate_command and timeout.", k))
+			bad("config."+k, "Unsupported argument", fmt.Sprintf("An argument named %q is not expected here: the plugin takes list_command, launch_command, terminate_command, verify_command and timeout.", k))
 		}
 	}
 	for _, k := range []string{"list_command", "launch_command", "terminate_command"} {
@@ -441,9 +503,11 @@ func (c *commands) configure(ctx context.Context, config map[string]any, pools [
 	c.mu.Lock()
 	c.cfg = cfg
 	c.mu.Unlock()
+	// A listing that fails now (a BMC briefly down) is the pool's
+	// problem at its next read, not a refused config: warned of only.
 	for _, p := range pools {
 		if _, err := c.list(ctx, p); err != nil {
-			bad("pool."+p.Name+".target", "list_command fails for pool "+p.Name, err.Error())
+			c.log.Warn("list_command fails", "pool", p.Name, "error", err)
 		}
 	}
 	return diags
@@ -465,6 +529,9 @@ func command(v any) ([]string, error) {
 	}
 	if !filepath.IsAbs(argv[0]) {
 		return nil, fmt.Errorf("the executable %q is not an absolute path (the plugin has no PATH of the controller's to look it up in).", argv[0])
+	}
+	if fi, err := os.Stat(argv[0]); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return nil, fmt.Errorf("%s is not an executable file here.", argv[0])
 	}
 	return argv, nil
 }

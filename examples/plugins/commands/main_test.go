@@ -33,6 +33,8 @@ func TestParseList(t *testing.T) {
 		{"bad name", `{"nodes": [{"name": "a b", "state": "on"}]}`, `nodes[0]: name "a b"`, 0},
 		{"no name", `{"nodes": [{"state": "on"}]}`, `nodes[0]: name ""`, 0},
 		{"bad state", `{"nodes": [{"name": "a", "state": "ON"}]}`, `state "ON": want off, booting`, 0},
+		{"trailing object", `{"nodes": []}` + "\n" + `{"nodes": []}`, "goes on after", 0},
+		{"trailing words", `{"nodes": []} done`, "goes on after", 0},
 		{"bad since", `{"nodes": [{"name": "a", "state": "on", "since": "yesterday"}]}`, `since "yesterday"`, 0},
 	}
 	for _, tt := range tests {
@@ -164,6 +166,10 @@ func TestLaunchAndTerminate(t *testing.T) {
 	if err := c.Terminate(ctx, pool, []string{"gpu-99"}); !errors.As(err, &nf) {
 		t.Fatalf("terminating a server not listed: %v; want not found", err)
 	}
+	// A failed server is set aside for repair: not the pool's, left as it is.
+	if err := c.Terminate(ctx, pool, []string{"gpu-04"}); !errors.As(err, &nf) || powerStates(t, dir)["gpu-04"] != "failed" {
+		t.Fatalf("terminating a failed server: %v, %v; want not found, and it left failed", err, powerStates(t, dir))
+	}
 }
 
 // script writes an executable shell script.
@@ -206,6 +212,16 @@ func TestCommandFailures(t *testing.T) {
 	if d := time.Since(start); d > 4*time.Second {
 		t.Fatalf("terminate_command past its timeout held the call %s", d)
 	}
+
+	// The call's deadline, less a margin, bounds a command too: it fails
+	// as itself, before the controller gives up on the call.
+	c, pool, _ = rack(t, map[string]string{"gpu-01": "on"}, map[string]any{"terminate_command": []any{slow}})
+	dctx, cancel := context.WithTimeout(ctx, deadlineMargin+500*time.Millisecond)
+	defer cancel()
+	err = c.Terminate(dctx, pool, []string{"gpu-01"})
+	if err == nil || !strings.Contains(err.Error(), "did not finish within") || dctx.Err() != nil {
+		t.Fatalf("terminate_command near the call's deadline: %v (the call: %v); want cut before it", err, dctx.Err())
+	}
 }
 
 // TestCommandEnvironment: a command gets the plugin's environment less
@@ -215,14 +231,16 @@ func TestCommandEnvironment(t *testing.T) {
 	t.Setenv("PLUGIN_CLIENT_CERT", "not for the commands")
 	t.Setenv("FLEETCAST_PROVIDER_PLUGIN", "cookie")
 	t.Setenv("OPERATOR_SETTING", "kept")
-	launch := script(t, `for v in FLEETCAST_POOL FLEETCAST_FLEET FLEETCAST_LAUNCH_KEY FLEETCAST_TARGET_RACK_DIR OPERATOR_SETTING PLUGIN_CLIENT_CERT FLEETCAST_PROVIDER_PLUGIN; do eval "echo $v=\${$v:-}"; done > `+out+`; echo "$@" >> `+out)
+	t.Setenv("PLUGIN_OPERATORS_OWN", "kept too")
+	launch := script(t, `for v in FLEETCAST_POOL FLEETCAST_FLEET FLEETCAST_LAUNCH_KEY FLEETCAST_TARGET_RACK_DIR FLEETCAST_TARGET_SLOTS PLUGIN_OPERATORS_OWN OPERATOR_SETTING PLUGIN_CLIENT_CERT FLEETCAST_PROVIDER_PLUGIN; do eval "echo $v=\${$v:-}"; done > `+out+`; echo "$@" >> `+out)
 	c, pool, dir := rack(t, map[string]string{"gpu-01": "off", "gpu-02": "off"}, map[string]any{"launch_command": []any{launch, "--now"}})
+	pool.Settings = plugin.Settings{Plugin: "racks", Target: map[string]any{"rack_dir": dir, "slots": 1234567.0}}
 	if err := c.Launch(context.Background(), pool, providers.LaunchRequest{Count: 2, Target: 2, Key: "key-7", Fleet: "prod"}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(out)
 	want := "FLEETCAST_POOL=onprem\nFLEETCAST_FLEET=prod\nFLEETCAST_LAUNCH_KEY=key-7\nFLEETCAST_TARGET_RACK_DIR=" + dir +
-		"\nOPERATOR_SETTING=kept\nPLUGIN_CLIENT_CERT=\nFLEETCAST_PROVIDER_PLUGIN=\n--now gpu-01 gpu-02\n"
+		"\nFLEETCAST_TARGET_SLOTS=1234567\nPLUGIN_OPERATORS_OWN=kept too\nOPERATOR_SETTING=kept\nPLUGIN_CLIENT_CERT=\nFLEETCAST_PROVIDER_PLUGIN=\n--now gpu-01 gpu-02\n"
 	if string(b) != want {
 		t.Fatalf("the launch command saw\n%s\nwant\n%s", b, want)
 	}
@@ -264,7 +282,9 @@ func TestConfigure(t *testing.T) {
 		{"unknown", with("lsit_command", ok), nil, []string{"config.lsit_command: Unsupported argument"}},
 		{"target list", good, map[string]any{"racks": []any{"r7"}}, []string{"pool.onprem.target.racks: Invalid target attribute"}},
 		{"target name", good, map[string]any{"rack-dir": "/x"}, []string{"pool.onprem.target.rack-dir: Invalid target attribute name"}},
-		{"list fails", with("list_command", []any{failing}), nil, []string{"pool.onprem.target: list_command fails for pool onprem"}},
+		{"list fails", with("list_command", []any{failing}), nil, nil}, // warned of: a BMC may be down a while
+		{"not there", with("list_command", []any{"/nonexistent/list"}), nil, []string{"config.list_command: Invalid list_command"}},
+		{"not executable", with("terminate_command", []any{filepath.Join(t.TempDir())}), nil, []string{"config.terminate_command: Invalid terminate_command"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -277,5 +297,35 @@ func TestConfigure(t *testing.T) {
 				t.Fatalf("configure = %q; want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestVerifyIdentity: verify_command accepts the identity a server's
+// agent presents when it is the server's, and refuses (a RefusedError)
+// another; without verify_command every identity is refused, and a
+// command that cannot answer is an error that is no refusal.
+func TestVerifyIdentity(t *testing.T) {
+	ctx := context.Background()
+	racks, _ := filepath.Abs("racks.sh")
+	c, pool, dir := rack(t, map[string]string{"gpu-01": "on", "gpu-02": "on"}, map[string]any{"verify_command": []any{racks, "verify"}})
+	os.Mkdir(filepath.Join(dir, ".identity"), 0o700)
+	os.WriteFile(filepath.Join(dir, ".identity", "gpu-01"), []byte("s3cret-of-gpu-01\n"), 0o600)
+	if err := c.VerifyIdentity(ctx, pool, "gpu-01", "s3cret-of-gpu-01"); err != nil {
+		t.Fatalf("gpu-01's own identity: %v", err)
+	}
+	var refused *providers.RefusedError
+	for _, tt := range []struct{ node, doc string }{{"gpu-01", "guess"}, {"gpu-02", "s3cret-of-gpu-01"}, {"gpu-01", ""}} {
+		if err := c.VerifyIdentity(ctx, pool, tt.node, tt.doc); !errors.As(err, &refused) {
+			t.Errorf("%s presenting %q: %v; want refused", tt.node, tt.doc, err)
+		}
+	}
+	c, pool, _ = rack(t, map[string]string{"gpu-01": "on"}, nil)
+	if err := c.VerifyIdentity(ctx, pool, "gpu-01", "anything"); !errors.As(err, &refused) || !strings.Contains(err.Error(), "no verify_command") {
+		t.Errorf("without verify_command: %v; want refused", err)
+	}
+	slow := script(t, "/bin/sleep 5")
+	c, pool, _ = rack(t, map[string]string{"gpu-01": "on"}, map[string]any{"verify_command": []any{slow}, "timeout": "200ms"})
+	if err := c.VerifyIdentity(ctx, pool, "gpu-01", "anything"); err == nil || errors.As(err, &refused) {
+		t.Errorf("a verify_command that does not answer: %v; want an error that is no refusal", err)
 	}
 }

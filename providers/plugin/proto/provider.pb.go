@@ -6,7 +6,7 @@
 // Compatibility: the protocol's version is go-plugin's ProtocolVersion in
 // the handshake (sdk.ProtocolVersion). Within a version, fields and calls
 // are only ever added, never renumbered or removed. Info says which of the
-// optional calls (SetProtected; Orphans and TerminateOrphan) a plugin
+// optional calls (SetProtected; Orphans and TerminateOrphan; VerifyIdentity) a plugin
 // implements; the controller makes no other, and a plugin answers one it
 // lacks with UNIMPLEMENTED. A failed call's status carries an Error
 // detail; its code is RESOURCE_EXHAUSTED for capacity and quota,
@@ -613,8 +613,10 @@ type InfoResponse struct {
 	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	// protector and reaper say SetProtected, and Orphans and
 	// TerminateOrphan, are implemented.
-	Protector     bool `protobuf:"varint,3,opt,name=protector,proto3" json:"protector,omitempty"`
-	Reaper        bool `protobuf:"varint,4,opt,name=reaper,proto3" json:"reaper,omitempty"`
+	Protector bool `protobuf:"varint,3,opt,name=protector,proto3" json:"protector,omitempty"`
+	Reaper    bool `protobuf:"varint,4,opt,name=reaper,proto3" json:"reaper,omitempty"`
+	// identity says VerifyIdentity is implemented.
+	Identity      bool `protobuf:"varint,5,opt,name=identity,proto3" json:"identity,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -673,6 +675,13 @@ func (x *InfoResponse) GetProtector() bool {
 func (x *InfoResponse) GetReaper() bool {
 	if x != nil {
 		return x.Reaper
+	}
+	return false
+}
+
+func (x *InfoResponse) GetIdentity() bool {
+	if x != nil {
+		return x.Identity
 	}
 	return false
 }
@@ -1483,6 +1492,104 @@ func (*TerminateOrphanResponse) Descriptor() ([]byte, []int) {
 	return file_provider_proto_rawDescGZIP(), []int{21}
 }
 
+type VerifyIdentityRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pool  *Pool                  `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	// node is the instance's ID, as Describe lists it; document what the
+	// node presented (at most 16 KiB).
+	Node          string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Document      string `protobuf:"bytes,3,opt,name=document,proto3" json:"document,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyIdentityRequest) Reset() {
+	*x = VerifyIdentityRequest{}
+	mi := &file_provider_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyIdentityRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyIdentityRequest) ProtoMessage() {}
+
+func (x *VerifyIdentityRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyIdentityRequest.ProtoReflect.Descriptor instead.
+func (*VerifyIdentityRequest) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *VerifyIdentityRequest) GetPool() *Pool {
+	if x != nil {
+		return x.Pool
+	}
+	return nil
+}
+
+func (x *VerifyIdentityRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *VerifyIdentityRequest) GetDocument() string {
+	if x != nil {
+		return x.Document
+	}
+	return ""
+}
+
+type VerifyIdentityResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyIdentityResponse) Reset() {
+	*x = VerifyIdentityResponse{}
+	mi := &file_provider_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyIdentityResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyIdentityResponse) ProtoMessage() {}
+
+func (x *VerifyIdentityResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_provider_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyIdentityResponse.ProtoReflect.Descriptor instead.
+func (*VerifyIdentityResponse) Descriptor() ([]byte, []int) {
+	return file_provider_proto_rawDescGZIP(), []int{23}
+}
+
 var File_provider_proto protoreflect.FileDescriptor
 
 const file_provider_proto_rawDesc = "" +
@@ -1542,12 +1649,13 @@ const file_provider_proto_rawDesc = "" +
 	"\x03min\x18\x02 \x01(\x05R\x03min\x12=\n" +
 	"\tinstances\x18\x03 \x03(\v2\x1f.fleetcast.provider.v1.InstanceR\tinstances\x12\x14\n" +
 	"\x05keyed\x18\x04 \x01(\bR\x05keyed\"\r\n" +
-	"\vInfoRequest\"r\n" +
+	"\vInfoRequest\"\x8e\x01\n" +
 	"\fInfoResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1c\n" +
 	"\tprotector\x18\x03 \x01(\bR\tprotector\x12\x16\n" +
-	"\x06reaper\x18\x04 \x01(\bR\x06reaper\"\x8c\x01\n" +
+	"\x06reaper\x18\x04 \x01(\bR\x06reaper\x12\x1a\n" +
+	"\bidentity\x18\x05 \x01(\bR\bidentity\"\x8c\x01\n" +
 	"\x10ConfigureRequest\x12/\n" +
 	"\x06config\x18\x01 \x01(\v2\x17.google.protobuf.StructR\x06config\x121\n" +
 	"\x05pools\x18\x02 \x03(\v2\x1b.fleetcast.provider.v1.PoolR\x05pools\x12\x14\n" +
@@ -1592,7 +1700,12 @@ const file_provider_proto_rawDesc = "" +
 	"\x05fleet\x18\x01 \x01(\tR\x05fleet\x125\n" +
 	"\x06orphan\x18\x02 \x01(\v2\x1d.fleetcast.provider.v1.OrphanR\x06orphan\x12-\n" +
 	"\x03via\x18\x03 \x01(\v2\x1b.fleetcast.provider.v1.PoolR\x03via\"\x19\n" +
-	"\x17TerminateOrphanResponse2\x84\x06\n" +
+	"\x17TerminateOrphanResponse\"x\n" +
+	"\x15VerifyIdentityRequest\x12/\n" +
+	"\x04pool\x18\x01 \x01(\v2\x1b.fleetcast.provider.v1.PoolR\x04pool\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x1a\n" +
+	"\bdocument\x18\x03 \x01(\tR\bdocument\"\x18\n" +
+	"\x16VerifyIdentityResponse2\xf3\x06\n" +
 	"\bProvider\x12O\n" +
 	"\x04Info\x12\".fleetcast.provider.v1.InfoRequest\x1a#.fleetcast.provider.v1.InfoResponse\x12^\n" +
 	"\tConfigure\x12'.fleetcast.provider.v1.ConfigureRequest\x1a(.fleetcast.provider.v1.ConfigureResponse\x12[\n" +
@@ -1601,7 +1714,8 @@ const file_provider_proto_rawDesc = "" +
 	"\tTerminate\x12'.fleetcast.provider.v1.TerminateRequest\x1a(.fleetcast.provider.v1.TerminateResponse\x12g\n" +
 	"\fSetProtected\x12*.fleetcast.provider.v1.SetProtectedRequest\x1a+.fleetcast.provider.v1.SetProtectedResponse\x12X\n" +
 	"\aOrphans\x12%.fleetcast.provider.v1.OrphansRequest\x1a&.fleetcast.provider.v1.OrphansResponse\x12p\n" +
-	"\x0fTerminateOrphan\x12-.fleetcast.provider.v1.TerminateOrphanRequest\x1a..fleetcast.provider.v1.TerminateOrphanResponseB>Z<github.com/fleetcast/autoscaler/providers/plugin/proto;protob\x06proto3"
+	"\x0fTerminateOrphan\x12-.fleetcast.provider.v1.TerminateOrphanRequest\x1a..fleetcast.provider.v1.TerminateOrphanResponse\x12m\n" +
+	"\x0eVerifyIdentity\x12,.fleetcast.provider.v1.VerifyIdentityRequest\x1a-.fleetcast.provider.v1.VerifyIdentityResponseB>Z<github.com/fleetcast/autoscaler/providers/plugin/proto;protob\x06proto3"
 
 var (
 	file_provider_proto_rawDescOnce sync.Once
@@ -1616,7 +1730,7 @@ func file_provider_proto_rawDescGZIP() []byte {
 }
 
 var file_provider_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_provider_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_provider_proto_goTypes = []any{
 	(Error_Kind)(0),                 // 0: fleetcast.provider.v1.Error.Kind
 	(Instance_State)(0),             // 1: fleetcast.provider.v1.Instance.State
@@ -1642,20 +1756,22 @@ var file_provider_proto_goTypes = []any{
 	(*OrphansResponse)(nil),         // 21: fleetcast.provider.v1.OrphansResponse
 	(*TerminateOrphanRequest)(nil),  // 22: fleetcast.provider.v1.TerminateOrphanRequest
 	(*TerminateOrphanResponse)(nil), // 23: fleetcast.provider.v1.TerminateOrphanResponse
-	(*durationpb.Duration)(nil),     // 24: google.protobuf.Duration
-	(*structpb.Struct)(nil),         // 25: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),   // 26: google.protobuf.Timestamp
+	(*VerifyIdentityRequest)(nil),   // 24: fleetcast.provider.v1.VerifyIdentityRequest
+	(*VerifyIdentityResponse)(nil),  // 25: fleetcast.provider.v1.VerifyIdentityResponse
+	(*durationpb.Duration)(nil),     // 26: google.protobuf.Duration
+	(*structpb.Struct)(nil),         // 27: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),   // 28: google.protobuf.Timestamp
 }
 var file_provider_proto_depIdxs = []int32{
 	0,  // 0: fleetcast.provider.v1.Error.kind:type_name -> fleetcast.provider.v1.Error.Kind
-	24, // 1: fleetcast.provider.v1.Error.retry_after:type_name -> google.protobuf.Duration
-	24, // 2: fleetcast.provider.v1.Pool.lead_time:type_name -> google.protobuf.Duration
-	25, // 3: fleetcast.provider.v1.Pool.target:type_name -> google.protobuf.Struct
+	26, // 1: fleetcast.provider.v1.Error.retry_after:type_name -> google.protobuf.Duration
+	26, // 2: fleetcast.provider.v1.Pool.lead_time:type_name -> google.protobuf.Duration
+	27, // 3: fleetcast.provider.v1.Pool.target:type_name -> google.protobuf.Struct
 	1,  // 4: fleetcast.provider.v1.Instance.state:type_name -> fleetcast.provider.v1.Instance.State
-	26, // 5: fleetcast.provider.v1.Instance.launched_at:type_name -> google.protobuf.Timestamp
+	28, // 5: fleetcast.provider.v1.Instance.launched_at:type_name -> google.protobuf.Timestamp
 	2,  // 6: fleetcast.provider.v1.Instance.failing:type_name -> fleetcast.provider.v1.Error
 	4,  // 7: fleetcast.provider.v1.Group.instances:type_name -> fleetcast.provider.v1.Instance
-	25, // 8: fleetcast.provider.v1.ConfigureRequest.config:type_name -> google.protobuf.Struct
+	27, // 8: fleetcast.provider.v1.ConfigureRequest.config:type_name -> google.protobuf.Struct
 	3,  // 9: fleetcast.provider.v1.ConfigureRequest.pools:type_name -> fleetcast.provider.v1.Pool
 	9,  // 10: fleetcast.provider.v1.ConfigureResponse.diagnostics:type_name -> fleetcast.provider.v1.Diagnostic
 	3,  // 11: fleetcast.provider.v1.DescribeRequest.pool:type_name -> fleetcast.provider.v1.Pool
@@ -1668,27 +1784,30 @@ var file_provider_proto_depIdxs = []int32{
 	19, // 18: fleetcast.provider.v1.OrphansResponse.orphans:type_name -> fleetcast.provider.v1.Orphan
 	19, // 19: fleetcast.provider.v1.TerminateOrphanRequest.orphan:type_name -> fleetcast.provider.v1.Orphan
 	3,  // 20: fleetcast.provider.v1.TerminateOrphanRequest.via:type_name -> fleetcast.provider.v1.Pool
-	6,  // 21: fleetcast.provider.v1.Provider.Info:input_type -> fleetcast.provider.v1.InfoRequest
-	8,  // 22: fleetcast.provider.v1.Provider.Configure:input_type -> fleetcast.provider.v1.ConfigureRequest
-	11, // 23: fleetcast.provider.v1.Provider.Describe:input_type -> fleetcast.provider.v1.DescribeRequest
-	13, // 24: fleetcast.provider.v1.Provider.Launch:input_type -> fleetcast.provider.v1.LaunchRequest
-	15, // 25: fleetcast.provider.v1.Provider.Terminate:input_type -> fleetcast.provider.v1.TerminateRequest
-	17, // 26: fleetcast.provider.v1.Provider.SetProtected:input_type -> fleetcast.provider.v1.SetProtectedRequest
-	20, // 27: fleetcast.provider.v1.Provider.Orphans:input_type -> fleetcast.provider.v1.OrphansRequest
-	22, // 28: fleetcast.provider.v1.Provider.TerminateOrphan:input_type -> fleetcast.provider.v1.TerminateOrphanRequest
-	7,  // 29: fleetcast.provider.v1.Provider.Info:output_type -> fleetcast.provider.v1.InfoResponse
-	10, // 30: fleetcast.provider.v1.Provider.Configure:output_type -> fleetcast.provider.v1.ConfigureResponse
-	12, // 31: fleetcast.provider.v1.Provider.Describe:output_type -> fleetcast.provider.v1.DescribeResponse
-	14, // 32: fleetcast.provider.v1.Provider.Launch:output_type -> fleetcast.provider.v1.LaunchResponse
-	16, // 33: fleetcast.provider.v1.Provider.Terminate:output_type -> fleetcast.provider.v1.TerminateResponse
-	18, // 34: fleetcast.provider.v1.Provider.SetProtected:output_type -> fleetcast.provider.v1.SetProtectedResponse
-	21, // 35: fleetcast.provider.v1.Provider.Orphans:output_type -> fleetcast.provider.v1.OrphansResponse
-	23, // 36: fleetcast.provider.v1.Provider.TerminateOrphan:output_type -> fleetcast.provider.v1.TerminateOrphanResponse
-	29, // [29:37] is the sub-list for method output_type
-	21, // [21:29] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	3,  // 21: fleetcast.provider.v1.VerifyIdentityRequest.pool:type_name -> fleetcast.provider.v1.Pool
+	6,  // 22: fleetcast.provider.v1.Provider.Info:input_type -> fleetcast.provider.v1.InfoRequest
+	8,  // 23: fleetcast.provider.v1.Provider.Configure:input_type -> fleetcast.provider.v1.ConfigureRequest
+	11, // 24: fleetcast.provider.v1.Provider.Describe:input_type -> fleetcast.provider.v1.DescribeRequest
+	13, // 25: fleetcast.provider.v1.Provider.Launch:input_type -> fleetcast.provider.v1.LaunchRequest
+	15, // 26: fleetcast.provider.v1.Provider.Terminate:input_type -> fleetcast.provider.v1.TerminateRequest
+	17, // 27: fleetcast.provider.v1.Provider.SetProtected:input_type -> fleetcast.provider.v1.SetProtectedRequest
+	20, // 28: fleetcast.provider.v1.Provider.Orphans:input_type -> fleetcast.provider.v1.OrphansRequest
+	22, // 29: fleetcast.provider.v1.Provider.TerminateOrphan:input_type -> fleetcast.provider.v1.TerminateOrphanRequest
+	24, // 30: fleetcast.provider.v1.Provider.VerifyIdentity:input_type -> fleetcast.provider.v1.VerifyIdentityRequest
+	7,  // 31: fleetcast.provider.v1.Provider.Info:output_type -> fleetcast.provider.v1.InfoResponse
+	10, // 32: fleetcast.provider.v1.Provider.Configure:output_type -> fleetcast.provider.v1.ConfigureResponse
+	12, // 33: fleetcast.provider.v1.Provider.Describe:output_type -> fleetcast.provider.v1.DescribeResponse
+	14, // 34: fleetcast.provider.v1.Provider.Launch:output_type -> fleetcast.provider.v1.LaunchResponse
+	16, // 35: fleetcast.provider.v1.Provider.Terminate:output_type -> fleetcast.provider.v1.TerminateResponse
+	18, // 36: fleetcast.provider.v1.Provider.SetProtected:output_type -> fleetcast.provider.v1.SetProtectedResponse
+	21, // 37: fleetcast.provider.v1.Provider.Orphans:output_type -> fleetcast.provider.v1.OrphansResponse
+	23, // 38: fleetcast.provider.v1.Provider.TerminateOrphan:output_type -> fleetcast.provider.v1.TerminateOrphanResponse
+	25, // 39: fleetcast.provider.v1.Provider.VerifyIdentity:output_type -> fleetcast.provider.v1.VerifyIdentityResponse
+	31, // [31:40] is the sub-list for method output_type
+	22, // [22:31] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_provider_proto_init() }
@@ -1702,7 +1821,7 @@ func file_provider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_provider_proto_rawDesc), len(file_provider_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

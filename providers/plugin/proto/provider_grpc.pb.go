@@ -6,7 +6,7 @@
 // Compatibility: the protocol's version is go-plugin's ProtocolVersion in
 // the handshake (sdk.ProtocolVersion). Within a version, fields and calls
 // are only ever added, never renumbered or removed. Info says which of the
-// optional calls (SetProtected; Orphans and TerminateOrphan) a plugin
+// optional calls (SetProtected; Orphans and TerminateOrphan; VerifyIdentity) a plugin
 // implements; the controller makes no other, and a plugin answers one it
 // lacks with UNIMPLEMENTED. A failed call's status carries an Error
 // detail; its code is RESOURCE_EXHAUSTED for capacity and quota,
@@ -48,6 +48,7 @@ const (
 	Provider_SetProtected_FullMethodName    = "/fleetcast.provider.v1.Provider/SetProtected"
 	Provider_Orphans_FullMethodName         = "/fleetcast.provider.v1.Provider/Orphans"
 	Provider_TerminateOrphan_FullMethodName = "/fleetcast.provider.v1.Provider/TerminateOrphan"
+	Provider_VerifyIdentity_FullMethodName  = "/fleetcast.provider.v1.Provider/VerifyIdentity"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -77,6 +78,11 @@ type ProviderClient interface {
 	Orphans(ctx context.Context, in *OrphansRequest, opts ...grpc.CallOption) (*OrphansResponse, error)
 	// TerminateOrphan terminates one orphan after checking its tags again.
 	TerminateOrphan(ctx context.Context, in *TerminateOrphanRequest, opts ...grpc.CallOption) (*TerminateOrphanResponse, error)
+	// VerifyIdentity checks the identity a node presents to bootstrap its
+	// credential (the output of the agent's -identity-command) for a
+	// node the pool's group lists (optional). An answer without error
+	// accepts it; REFUSED (or any error) refuses it.
+	VerifyIdentity(ctx context.Context, in *VerifyIdentityRequest, opts ...grpc.CallOption) (*VerifyIdentityResponse, error)
 }
 
 type providerClient struct {
@@ -167,6 +173,16 @@ func (c *providerClient) TerminateOrphan(ctx context.Context, in *TerminateOrpha
 	return out, nil
 }
 
+func (c *providerClient) VerifyIdentity(ctx context.Context, in *VerifyIdentityRequest, opts ...grpc.CallOption) (*VerifyIdentityResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(VerifyIdentityResponse)
+	err := c.cc.Invoke(ctx, Provider_VerifyIdentity_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
@@ -194,6 +210,11 @@ type ProviderServer interface {
 	Orphans(context.Context, *OrphansRequest) (*OrphansResponse, error)
 	// TerminateOrphan terminates one orphan after checking its tags again.
 	TerminateOrphan(context.Context, *TerminateOrphanRequest) (*TerminateOrphanResponse, error)
+	// VerifyIdentity checks the identity a node presents to bootstrap its
+	// credential (the output of the agent's -identity-command) for a
+	// node the pool's group lists (optional). An answer without error
+	// accepts it; REFUSED (or any error) refuses it.
+	VerifyIdentity(context.Context, *VerifyIdentityRequest) (*VerifyIdentityResponse, error)
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -227,6 +248,9 @@ func (UnimplementedProviderServer) Orphans(context.Context, *OrphansRequest) (*O
 }
 func (UnimplementedProviderServer) TerminateOrphan(context.Context, *TerminateOrphanRequest) (*TerminateOrphanResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TerminateOrphan not implemented")
+}
+func (UnimplementedProviderServer) VerifyIdentity(context.Context, *VerifyIdentityRequest) (*VerifyIdentityResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method VerifyIdentity not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -393,6 +417,24 @@ func _Provider_TerminateOrphan_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Provider_VerifyIdentity_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VerifyIdentityRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).VerifyIdentity(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_VerifyIdentity_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).VerifyIdentity(ctx, req.(*VerifyIdentityRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -431,6 +473,10 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TerminateOrphan",
 			Handler:    _Provider_TerminateOrphan_Handler,
+		},
+		{
+			MethodName: "VerifyIdentity",
+			Handler:    _Provider_VerifyIdentity_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

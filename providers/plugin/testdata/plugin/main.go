@@ -114,6 +114,16 @@ func (g *group) Terminate(ctx context.Context, pool fleet.Pool, ids []string) er
 	return nil
 }
 
+// VerifyIdentity accepts "key-NODE" from a node it has.
+func (g *group) VerifyIdentity(ctx context.Context, pool fleet.Pool, node, document string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.load().Instances[node] || document != "key-"+node {
+		return &sdk.RefusedError{Pool: pool.Name, Err: fmt.Errorf("%s presented no key of its own", node)}
+	}
+	return nil
+}
+
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 type stub struct {
