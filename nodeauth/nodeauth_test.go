@@ -640,11 +640,20 @@ func TestBootstrapPlugin(t *testing.T) {
 		{"no live instance", "gpu-09", f.secret, "key-of-gpu-09", 403, NotLive},
 		{"an AWS pool's node", "i-a", f.secret, "key-of-i-a", 403, NotLive},
 	} {
-		rec := f.do(t, "POST", "/v1/agents/"+tt.node+"/credential", tt.secret, preq(tt.doc))
-		if rec.Code != tt.status || rec.Header().Get(report.CodeHeader) != string(tt.code) {
-			t.Errorf("%s: %d %s %q, want %d %s", tt.name, rec.Code, rec.Header().Get(report.CodeHeader), rec.Body, tt.status, tt.code)
+		// With GCP identities taken too (which need no secret), the
+		// secret is still required of a plugin pool's node.
+		for _, withGCP := range []bool{false, true} {
+			f.srv.GCP = nil
+			if withGCP {
+				f.srv.GCP = &GCPVerifier{Audience: "https://fleetcast.internal:8790"}
+			}
+			rec := f.do(t, "POST", "/v1/agents/"+tt.node+"/credential", tt.secret, preq(tt.doc))
+			if rec.Code != tt.status || rec.Header().Get(report.CodeHeader) != string(tt.code) {
+				t.Errorf("%s (GCP too: %v): %d %s %q, want %d %s", tt.name, withGCP, rec.Code, rec.Header().Get(report.CodeHeader), rec.Body, tt.status, tt.code)
+			}
 		}
 	}
+	f.srv.GCP = nil
 	keys.down = true
 	if rec := f.do(t, "POST", "/v1/agents/gpu-01/credential", f.secret, preq("key-of-gpu-01")); rec.Code < 500 {
 		t.Fatalf("while the plugin is down: %d %q; want a server error, no refusal", rec.Code, rec.Body)

@@ -1125,8 +1125,8 @@ TestBootstrapPlugin
 
 a plugin node's identity without the bootstrap secret (nodeauth)
 nodeauth/server.go
-"\tcase req.Plugin != nil && req.AWS == nil:\n\t\treturn s.bootstrapPlugin(r, node, req)\n\tcase req.AWS == nil:"
-"\tcase req.Plugin != nil && req.AWS == nil:\n\t\treturn s.bootstrapPlugin(r, node, req)\n\tcase !good:\n\t\treturn \"\", \"\", refuse(http.StatusUnauthorized, BadSecret, \"missing or wrong bootstrap secret (or API token)\")\n\tcase req.AWS == nil:"
+"\tcase !good:\n"
+"\tcase req.Plugin != nil && req.AWS == nil:\n\t\treturn s.bootstrapPlugin(r, node, req)\n\tcase !good:\n"
 ./nodeauth
 TestBootstrapPlugin
 
@@ -1137,10 +1137,10 @@ providers/plugin/server.go
 ./providers/plugin
 TestPluginRoundTrip
 
-the example plugin launching again for a launch done (commands)
+the example plugin launching again for servers booting (commands)
 examples/plugins/commands/main.go
-"\tif need <= 0 {\n\t\treturn nil // done already: a retry, or a restarted controller\n\t}"
-"\tif need < 0 {\n\t\treturn nil\n\t}"
+"\t\tcase stateBooting, stateOn:\n\t\t\tactive++"
+"\t\tcase stateOn:\n\t\t\tactive++"
 ./examples/plugins/commands
 TestLaunchAndTerminate
 
@@ -1153,8 +1153,8 @@ TestLaunchAndTerminate
 
 the example plugin refusing no identity (commands)
 examples/plugins/commands/main.go
-"\tif errors.As(err, &ce) && ce.exitCode() > 0 {\n\t\treturn &sdk.RefusedError{Pool: pool.Name, Err: err}\n\t}\n\treturn err"
-"\treturn nil"
+"\tvar ce *commandError\n\tif errors.As(err, &ce) && ce.exitCode() > 0 {"
+"\terr = nil\n\tvar ce *commandError\n\tif errors.As(err, &ce) && ce.exitCode() > 0 {"
 ./examples/plugins/commands
 TestVerifyIdentity
 

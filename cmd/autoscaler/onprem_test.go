@@ -118,7 +118,9 @@ controller {
 //     and has 2: the plugin powers them on and answers that capacity ran
 //     out; the pool is backed off, and the next cycle buys the other 16
 //     GPUs in AWS.
-//  2. The demand ends, and the nodes idle: each is drained (its agent
+//  2. The controller restarts with the GPUs still pending: nothing is
+//     launched again.
+//  3. The demand ends, and the nodes idle: each is drained (its agent
 //     confirms), then powered off through the plugin or terminated in
 //     its Auto Scaling group.
 //
@@ -179,19 +181,23 @@ func TestRunOnPremAndAWS(t *testing.T) {
 		}
 	}
 	token := ""
-	waitFor("the controller serving", time.Minute, func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, "state", "api-token"))
-		if err != nil {
-			return false
-		}
-		token = strings.TrimSpace(string(b))
-		resp, err := http.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
+	serving := func() {
+		t.Helper()
+		waitFor("the controller serving", time.Minute, func() bool {
+			b, err := os.ReadFile(filepath.Join(dir, "state", "api-token"))
+			if err != nil {
+				return false
+			}
+			token = strings.TrimSpace(string(b))
+			resp, err := http.Get(base + "/healthz")
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == 200
+		})
+	}
+	serving()
 	api := func(method, path, body string) string {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
@@ -230,6 +236,28 @@ func TestRunOnPremAndAWS(t *testing.T) {
 	if ok := regexp.MustCompile(`(?m)^racks +fleetcast-commands 0\.1\.0 +1 +onprem-a100 +ok$`); code != 0 || !ok.MatchString(out) {
 		t.Errorf("plugins -addr: exit %d, want %s\n%s\n%s", code, ok, out, errOut)
 	}
+	metrics := api("GET", "/metrics", "")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`fleetcast_capacity_errors_total\{pool="onprem-a100"\} 1\b`),
+		regexp.MustCompile(`fleetcast_actions_total\{kind="launch",pool="aws-burst-a100",result="ok"\} 1\b`),
+	} {
+		if !want.MatchString(metrics) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(metrics, "fleetcast_"))
+		}
+	}
+
+	// The controller restarted (stopped, and run again on its state),
+	// with the scheduler's 32 GPUs still pending: nothing is launched
+	// again, on-prem or in AWS.
+	stop()
+	first := output()
+	output, stop = startCLI(t, filepath.Join(dir, "controller-2.log"), "run -config "+conf+" -log-level info")
+	serving()
+	api("POST", "/v1/demand", `{"source": "slurm", "pending": [{"gpus": 32}]}`)
+	time.Sleep(3 * time.Second)
+	if d, _ := group(); d != 2 || power() != "gpu-01 on, gpu-02 on" || strings.Contains(output(), "  launch ") {
+		t.Fatalf("after a restart: AWS desired %d, %s; want 2, both on, and no launch\n%s", d, power(), output())
+	}
 
 	// Every node's agent reports its eight idle GPUs. The on-prem
 	// servers bootstrap their credentials with the fleet's secret and
@@ -261,7 +289,7 @@ func TestRunOnPremAndAWS(t *testing.T) {
 			" -metrics 127.0.0.1:0 -interval 500ms -notices none", "FLEETCAST_TEST_NVML=dgxa100")
 	}
 
-	// 2. The demand ends: every node is drained, and powered off or
+	// 3. The demand ends: every node is drained, and powered off or
 	// terminated.
 	api("POST", "/v1/demand", `{"source": "slurm", "pending": []}`)
 	waitFor("the servers powered off", 2*time.Minute, func() bool { return power() == "gpu-01 off, gpu-02 off" })
@@ -270,12 +298,12 @@ func TestRunOnPremAndAWS(t *testing.T) {
 	if d, _ := group(); d != 0 || power() != "gpu-01 off, gpu-02 off" {
 		t.Fatalf("after the scale-in: AWS desired %d, %s; want 0, both off", d, power())
 	}
-	metrics := api("GET", "/metrics", "")
+	metrics = api("GET", "/metrics", "")
 	stop()
 	if left := proctest.Running(bin); len(left) > 0 {
 		t.Errorf("plugin processes left running after the controller stopped: %v", left)
 	}
-	got := output()
+	got := first + output()
 	for _, want := range []string{
 		`launch     4 x dgx-a100 in onprem-a100 REFUSED by the cloud, pool backed off: pool onprem-a100: insufficient capacity`,
 		`launch     2 x p4d.24xlarge in aws-burst-a100: 32 GPUs in use or pending now (32 pending); have 16`,
@@ -296,9 +324,10 @@ func TestRunOnPremAndAWS(t *testing.T) {
 			t.Errorf("the controller's output lacks %q:\n%s", want, got)
 		}
 	}
+	if strings.Contains(metrics, `fleetcast_actions_total{kind="launch"`) {
+		t.Errorf("launches after the restart:\n%s", grepLines(metrics, "fleetcast_actions_total"))
+	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`fleetcast_capacity_errors_total\{pool="onprem-a100"\} 1\b`),
-		regexp.MustCompile(`fleetcast_actions_total\{kind="launch",pool="aws-burst-a100",result="ok"\} 1\b`),
 		regexp.MustCompile(`fleetcast_actions_total\{kind="terminate",pool="onprem-a100",result="ok"\} [12]\b`),
 		regexp.MustCompile(`fleetcast_actions_total\{kind="terminate",pool="aws-burst-a100",result="ok"\} [12]\b`),
 	} {

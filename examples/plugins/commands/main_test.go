@@ -125,26 +125,28 @@ func powerStates(t *testing.T, dir string) map[string]string {
 // it names, and refuses a server not listed.
 func TestLaunchAndTerminate(t *testing.T) {
 	ctx := context.Background()
-	c, pool, dir := rack(t, map[string]string{"gpu-01": "off", "gpu-02": "on", "gpu-03": "off", "gpu-04": "failed"}, nil)
+	c, pool, dir := rack(t, map[string]string{"gpu-01": "off", "gpu-02": "on", "gpu-03": "off", "gpu-04": "failed", "gpu-05": "booting"}, nil)
 	g, err := c.Describe(ctx, pool)
-	if err != nil || g.Target != 1 || len(g.Instances) != 1 || g.Instances[0].ID != "gpu-02" || g.Instances[0].State != providers.InstanceRunning {
-		t.Fatalf("Describe = %+v, %v; want gpu-02 running, target 1", g, err)
+	slices.SortFunc(g.Instances, func(a, b providers.Instance) int { return strings.Compare(a.ID, b.ID) })
+	if err != nil || g.Target != 2 || len(g.Instances) != 2 || g.Instances[0].ID != "gpu-02" || g.Instances[0].State != providers.InstanceRunning ||
+		g.Instances[1].ID != "gpu-05" || g.Instances[1].State != providers.InstancePending {
+		t.Fatalf("Describe = %+v, %v; want gpu-02 running and gpu-05 booting, target 2", g, err)
 	}
-	if err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 2, Key: "k1"}); err != nil {
+	if err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 3, Key: "k1"}); err != nil {
 		t.Fatal(err)
 	}
 	if s := powerStates(t, dir); s["gpu-01"] != "on" || s["gpu-03"] != "off" {
-		t.Fatalf("after a launch to 2: %v; want gpu-01 on, gpu-03 off", s)
+		t.Fatalf("after a launch to 3: %v; want gpu-01 on, gpu-03 off (gpu-05 booting counts)", s)
 	}
 	// The same request again (a retry, a restarted controller): nothing.
-	if err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 2, Key: "k1"}); err != nil {
+	if err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 3, Key: "k1"}); err != nil {
 		t.Fatal(err)
 	}
 	if s := powerStates(t, dir); s["gpu-03"] != "off" {
 		t.Fatalf("a retried launch powered on more: %v", s)
 	}
 	// Two more asked, one free: it is powered on, and capacity ran out.
-	err = c.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 4, Key: "k2"})
+	err = c.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 5, Key: "k2"})
 	var ice *providers.InsufficientCapacityError
 	if !errors.As(err, &ice) || ice.Granted != 1 || !providers.ShouldBackOff(err) {
 		t.Fatalf("launch past the free servers: %v; want insufficient capacity, 1 granted", err)
