@@ -275,3 +275,38 @@ func TestFleetViewSeries(t *testing.T) {
 		t.Fatalf("view with held: %s", b)
 	}
 }
+
+// TestPluginServerKeepsCredential: a plugin pool's server that leaves its
+// pool's listing (powered off) keeps its credential: it comes back under
+// its name, and its agent with it.
+func TestPluginServerKeepsCredential(t *testing.T) {
+	p := gpuPool("onprem", 8, 4, time.Minute)
+	p.Provider, p.Min = fleet.ProviderPlugin, 2
+	l := newLoop(t, false, p)
+	creds := credtest.New(t)
+	l.c.creds = creds
+	for range 3 {
+		l.cycle(t)
+		l.now = l.now.Add(time.Minute)
+	}
+	g, err := l.cloud.Describe(context.Background(), p)
+	if err != nil || len(g.Instances) < 2 {
+		t.Fatalf("%+v, %v", g, err)
+	}
+	l.cycle(t)
+	off := g.Instances[0].ID
+	tok := creds.For(off)
+	if err := l.cloud.Terminate(context.Background(), p, []string{off}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		l.now = l.now.Add(time.Minute)
+		l.cycle(t)
+	}
+	if _, _, ok := l.c.LivePool(off); ok {
+		t.Error("a server powered off is live")
+	}
+	if err := creds.Check(off, tok); err != nil {
+		t.Errorf("the powered-off server's credential: %v; want it kept", err)
+	}
+}

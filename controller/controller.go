@@ -61,6 +61,10 @@ type Controller struct {
 	// orphanLists each reaper's last list (kept when a read fails).
 	orphans     map[string]foundOrphan
 	orphanLists map[providers.Reaper][]providers.Orphan
+	// reused are the nodes seen in plugin pools: servers powered off
+	// and on again under the same name, whose credentials outlive their
+	// absence from the listing (a cloud instance's ID is never reused).
+	reused map[string]bool
 
 	metrics *metrics
 
@@ -110,7 +114,7 @@ func New(o Options) (*Controller, error) {
 	}
 	c := &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand, creds: o.Credentials,
 		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, ready: map[string]time.Time{}, seen: map[string]seenGroup{},
-		firstSeen: map[string]time.Time{}, standIns: map[string]string{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics()}
+		firstSeen: map[string]time.Time{}, standIns: map[string]string{}, reused: map[string]bool{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics()}
 	act.Fleet = o.Config.Controller.Fleet
 	c.started = o.Now()
 	if c.loop, err = loop.New(loop.Options{Config: o.Config, Books: o.Store, Log: log, DryRun: o.DryRun, Advise: true}); err != nil {
@@ -762,6 +766,9 @@ func (c *Controller) forgetGone(drains []state.Drain, nodes []fleet.Node) error 
 	present := make(map[string]bool, len(nodes))
 	for i := range nodes {
 		present[nodes[i].ID] = true
+		if p := c.cfg.Pool(nodes[i].Pool); p != nil && p.Provider == fleet.ProviderPlugin {
+			c.reused[nodes[i].ID] = true
+		}
 	}
 	for _, d := range drains {
 		if present[d.Node] {
@@ -802,13 +809,30 @@ func (c *Controller) forgetGone(drains []state.Drain, nodes []fleet.Node) error 
 		}
 		if m.forgetCreds && c.creds != nil {
 			// A gone instance's credential speaks for nothing: dropped
-			// with it (cloud instance IDs are not reused).
+			// with it (cloud instance IDs are not reused). A plugin
+			// pool's server powered off keeps its own: it comes back
+			// under its name.
+			gone = slices.DeleteFunc(gone, c.namesReused)
 			if err := c.creds.Forget(gone...); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// namesReused reports whether node's name comes back after it is gone:
+// a server of a plugin pool (seen in one, or bootstrapped for one).
+func (c *Controller) namesReused(node string) bool {
+	if c.reused[node] {
+		return true
+	}
+	if r, ok := c.creds.(interface{ PoolOf(node string) string }); ok {
+		if p := c.cfg.Pool(r.PoolOf(node)); p != nil && p.Provider == fleet.ProviderPlugin {
+			return true
+		}
+	}
+	return false
 }
 
 // forgetCancelled drops a gone node's cancelled drain.

@@ -327,6 +327,14 @@ func (r *Registry) Forget(nodes ...string) error {
 	return nil
 }
 
+// PoolOf is the pool node's credential was bootstrapped for; "" for
+// none (issued by an operator, or no credential).
+func (r *Registry) PoolOf(node string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byNode[node].Pool
+}
+
 // List returns the credential records, by node, without their hashes.
 func (r *Registry) List() []state.Credential {
 	r.mu.Lock()

@@ -1,12 +1,14 @@
 package nodeauth
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -212,6 +214,9 @@ func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) 
 	return p.Name, req.Nonce, nil
 }
 
+// PluginVerifyTimeout bounds a plugin's check of a node's identity.
+const PluginVerifyTimeout = 10 * time.Second
+
 // bootstrapPlugin checks the identity a node of a plugin pool presents,
 // with the bootstrap secret (checked already): node must be a live
 // instance of a plugin pool, and its plugin must accept the document.
@@ -229,10 +234,16 @@ func (s *Server) bootstrapPlugin(r *http.Request, node string, req report.Creden
 	if !ok || p.Provider != fleet.ProviderPlugin {
 		return "", "", refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a plugin pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
 	}
-	if err := s.Plugins.VerifyIdentity(r.Context(), p, node, req.Plugin.Document); err != nil {
+	// Within the agent's patience (its requests time out at 15 s).
+	ctx, cancel := context.WithTimeout(r.Context(), PluginVerifyTimeout)
+	defer cancel()
+	if err := s.Plugins.VerifyIdentity(ctx, p, node, req.Plugin.Document); err != nil {
 		var refused *providers.RefusedError
 		if errors.As(err, &refused) {
-			return "", "", refuse(http.StatusForbidden, BadIdentity, "pool %s's plugin refuses %q's identity: %v", p.Name, node, err)
+			// The plugin's words (a command's stderr) are the
+			// controller's log's, not the caller's.
+			s.log().Warn("a plugin refused a node's identity", "node", node, "pool", p.Name, "remote", r.RemoteAddr, "error", err)
+			return "", "", refuse(http.StatusForbidden, BadIdentity, "pool %s's plugin refuses %q's identity (the controller's log says why)", p.Name, node)
 		}
 		// The plugin could not say (down, slow): not a refusal.
 		return "", "", fmt.Errorf("checking %q's identity with pool %s's plugin: %w", node, p.Name, err)

@@ -1153,8 +1153,8 @@ TestLaunchAndTerminate
 
 the example plugin refusing no identity (commands)
 examples/plugins/commands/main.go
-"\tvar ce *commandError\n\tif errors.As(err, &ce) && ce.exitCode() > 0 {"
-"\terr = nil\n\tvar ce *commandError\n\tif errors.As(err, &ce) && ce.exitCode() > 0 {"
+"\tvar ce *commandError\n\tif errors.As(err, &ce) && ce.exitCode() > 0 && ce.exitCode() != tempFail {"
+"\terr = nil\n\tvar ce *commandError\n\tif errors.As(err, &ce) && ce.exitCode() > 0 && ce.exitCode() != tempFail {"
 ./examples/plugins/commands
 TestVerifyIdentity
 
@@ -1164,6 +1164,13 @@ config/decode.go
 "\t\tif e, ok := a.Expr.(hclsyntax.Expression); false && ok {"
 ./config
 TestParseErrors
+
+a plugin pool's server powered off losing its credential (controller)
+controller/controller.go
+"\t\t\tgone = slices.DeleteFunc(gone, c.namesReused)\n"
+""
+./controller
+TestPluginServerKeepsCredential
 EOF
 }
 

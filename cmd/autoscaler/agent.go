@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 
@@ -93,7 +94,7 @@ func runAgent(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "agent: -identity %q, want aws, gcp or command\n", *identity)
 		return exitUsage
 	}
-	if (*identity == "command") != (*identityCommand != "") || *identity == "command" && *bootstrapFile == "" {
+	if (*identity == "command") != (strings.TrimSpace(*identityCommand) != "") || *identity == "command" && *bootstrapFile == "" {
 		fmt.Fprintln(e.stderr, "agent: -identity command, -identity-command and -bootstrap-token-file go together")
 		return exitUsage
 	}
@@ -355,6 +356,9 @@ func commandIdentity(ctx context.Context, argv []string) (*report.CredentialRequ
 	doc := strings.TrimSpace(string(out))
 	if doc == "" || len(doc) > plugin.MaxIdentity {
 		return nil, fmt.Errorf("-identity-command %s printed %d bytes; want 1 to %d", argv[0], len(doc), plugin.MaxIdentity)
+	}
+	if !utf8.ValidString(doc) {
+		return nil, fmt.Errorf("-identity-command %s printed bytes that are not text (UTF-8): encode a binary document, such as a signature, in base64", argv[0])
 	}
 	return &report.CredentialRequest{Plugin: &report.PluginIdentity{Document: doc}}, nil
 }

@@ -28,6 +28,7 @@ func TestAgentCommands(t *testing.T) {
 		{"unknown identity", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "tpm"}, 2, `-identity "tpm", want aws, gcp or command`},
 		{"identity command without its command", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "command", "-bootstrap-token-file", token}, 2, "-identity command, -identity-command and -bootstrap-token-file go together"},
 		{"identity command without the secret", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "command", "-identity-command", "/bin/true"}, 2, "go together"},
+		{"identity command of blanks", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "command", "-identity-command", " ", "-bootstrap-token-file", token}, 2, "go together"},
 		{"identity command with another identity", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity-command", "/bin/true"}, 2, "go together"},
 		{"checkpoint without job", []string{"agent", "checkpoint"}, 2, "-job ID is required"},
 		{"bad gpus", []string{"agent", "register", "-job", "j", "-gpus", "0,x"}, 2, `"x" is not a whole number`},
@@ -110,7 +111,8 @@ func TestCommandIdentity(t *testing.T) {
 		t.Fatalf("commandIdentity(echo) = %+v, %v", r, err)
 	}
 	big := writeFile(t, "big", strings.Repeat("x", 17<<10))
-	for _, argv := range [][]string{{"/bin/false"}, {"/bin/true"}, {"/bin/cat", big}, {"/nonexistent/identity"}} {
+	binary := writeFile(t, "binary", "\xff\xfe signature")
+	for _, argv := range [][]string{{"/bin/false"}, {"/bin/true"}, {"/bin/cat", big}, {"/bin/cat", binary}, {"/nonexistent/identity"}} {
 		if _, err := commandIdentity(ctx, argv); err == nil || !strings.Contains(err.Error(), "-identity-command "+argv[0]) {
 			t.Errorf("commandIdentity(%v): %v; want an error naming it", argv, err)
 		}

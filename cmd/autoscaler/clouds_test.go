@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -215,46 +213,9 @@ controller {
 `, f.URL(), addr, filepath.Join(dir, "state"))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	output, _ := startCLI(t, filepath.Join(dir, "controller.log"), "run -config "+conf+" -log-level info")
-	base := "http://" + addr
-	waitFor := func(what string, ok func() bool) {
-		t.Helper()
-		for start := time.Now(); !ok(); time.Sleep(100 * time.Millisecond) {
-			if time.Since(start) > 60*time.Second {
-				t.Fatalf("%s: not within a minute\n%s", what, output())
-			}
-		}
-	}
-	token := ""
-	waitFor("the controller serving", func() bool {
-		b, err := os.ReadFile(filepath.Join(dir, "state", "api-token"))
-		if err != nil {
-			return false
-		}
-		token = strings.TrimSpace(string(b))
-		resp, err := http.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
-	api := func(method, path, body string) string {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode >= 300 {
-			t.Fatalf("%s %s: %s %s", method, path, resp.Status, b)
-		}
-		return string(b)
-	}
+	ctl, _ := startRunCLI(t, filepath.Join(dir, "controller.log"), conf, addr, filepath.Join(dir, "state"))
+	waitFor := func(what string, ok func() bool) { t.Helper(); ctl.waitFor(what, time.Minute, ok) }
+	api, output := ctl.api, ctl.output
 	desired := func() int32 {
 		g, err := as.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{"fleetcast-ondemand-a100"}})
 		if err != nil || len(g.AutoScalingGroups) != 1 {

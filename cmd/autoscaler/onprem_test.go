@@ -2,13 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -28,14 +23,7 @@ import (
 // commandsPlugin builds the example on-prem plugin
 // (examples/plugins/commands) and returns its path and SHA-256.
 func commandsPlugin(t *testing.T) (path, sum string) {
-	t.Helper()
-	path = filepath.Join(t.TempDir(), "fleetcast-commands")
-	if out, err := exec.Command("go", "build", "-o", path, "../../examples/plugins/commands").CombinedOutput(); err != nil {
-		t.Fatalf("building the example plugin: %v\n%s", err, out)
-	}
-	b, _ := os.ReadFile(path)
-	s := sha256.Sum256(b)
-	return path, hex.EncodeToString(s[:])
+	return buildPlugin(t, "../../examples/plugins/commands", "fleetcast-commands")
 }
 
 // onpremConfig is a fleet of an on-prem pool, two servers powered on and
@@ -170,50 +158,12 @@ func TestRunOnPremAndAWS(t *testing.T) {
 	}
 	addr := freeAddr(t)
 	conf, bin := onpremConfig(t, dir, racks, addr)
-	output, stop := startCLI(t, filepath.Join(dir, "controller.log"), "run -config "+conf+" -log-level info")
-	base := "http://" + addr
-	waitFor := func(what string, within time.Duration, ok func() bool) {
-		t.Helper()
-		for start := time.Now(); !ok(); time.Sleep(100 * time.Millisecond) {
-			if time.Since(start) > within {
-				t.Fatalf("%s: not within %s\n%s", what, within, output())
-			}
-		}
-	}
-	token := ""
-	serving := func() {
-		t.Helper()
-		waitFor("the controller serving", time.Minute, func() bool {
-			b, err := os.ReadFile(filepath.Join(dir, "state", "api-token"))
-			if err != nil {
-				return false
-			}
-			token = strings.TrimSpace(string(b))
-			resp, err := http.Get(base + "/healthz")
-			if err != nil {
-				return false
-			}
-			resp.Body.Close()
-			return resp.StatusCode == 200
-		})
-	}
-	serving()
-	api := func(method, path, body string) string {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode >= 300 {
-			t.Fatalf("%s %s: %s %s", method, path, resp.Status, b)
-		}
-		return string(b)
-	}
+	ctl, stop := startRunCLI(t, filepath.Join(dir, "controller.log"), conf, addr, filepath.Join(dir, "state"))
+	// Through ctl, which the restart below replaces.
+	base := ctl.base
+	api := func(method, path, body string) string { t.Helper(); return ctl.api(method, path, body) }
+	output := func() string { return ctl.output() }
+	waitFor := func(what string, within time.Duration, ok func() bool) { t.Helper(); ctl.waitFor(what, within, ok) }
 	group := func() (desired int32, ids []string) {
 		g, err := as.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{"fleetcast-burst-a100"}})
 		if err != nil || len(g.AutoScalingGroups) != 1 {
@@ -251,8 +201,7 @@ func TestRunOnPremAndAWS(t *testing.T) {
 	// again, on-prem or in AWS.
 	stop()
 	first := output()
-	output, stop = startCLI(t, filepath.Join(dir, "controller-2.log"), "run -config "+conf+" -log-level info")
-	serving()
+	ctl, stop = startRunCLI(t, filepath.Join(dir, "controller-2.log"), conf, addr, filepath.Join(dir, "state"))
 	api("POST", "/v1/demand", `{"source": "slurm", "pending": [{"gpus": 32}]}`)
 	time.Sleep(3 * time.Second)
 	if d, _ := group(); d != 2 || power() != "gpu-01 on, gpu-02 on" || strings.Contains(output(), "  launch ") {
@@ -271,9 +220,15 @@ func TestRunOnPremAndAWS(t *testing.T) {
 		}
 		how := ""
 		if strings.HasPrefix(node, "gpu-") {
-			os.WriteFile(filepath.Join(nd, "bootstrap"), []byte(bootstrap+"\n"), 0o600)
-			os.WriteFile(filepath.Join(nd, "identity"), []byte("host-key-of-"+node+"\n"), 0o600)
-			os.WriteFile(filepath.Join(nd, "identity.sh"), []byte("#!/bin/sh\nexec /bin/cat "+filepath.Join(nd, "identity")+"\n"), 0o700)
+			if err := os.WriteFile(filepath.Join(nd, "bootstrap"), []byte(bootstrap+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(nd, "identity"), []byte("host-key-of-"+node+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(nd, "identity.sh"), []byte("#!/bin/sh\nexec /bin/cat "+filepath.Join(nd, "identity")+"\n"), 0o700); err != nil {
+				t.Fatal(err)
+			}
 			how = " -bootstrap-token-file " + filepath.Join(nd, "bootstrap") + " -identity command -identity-command " + filepath.Join(nd, "identity.sh")
 		} else {
 			code, out, errOut := cli("token", "issue", node, "-config", conf)

@@ -16,10 +16,16 @@ import (
 // testPluginBinary builds the plugin package's test plugin (an in-memory
 // rack kept in a state file) and returns its path and SHA-256.
 func testPluginBinary(t *testing.T) (path, sum string) {
+	return buildPlugin(t, "../../providers/plugin/testdata/plugin", "test-racks")
+}
+
+// buildPlugin builds the plugin in the package directory pkg as name,
+// in a temporary directory, and returns its path and SHA-256.
+func buildPlugin(t *testing.T, pkg, name string) (path, sum string) {
 	t.Helper()
-	path = filepath.Join(t.TempDir(), "test-racks")
-	if out, err := exec.Command("go", "build", "-o", path, "../../providers/plugin/testdata/plugin").CombinedOutput(); err != nil {
-		t.Fatalf("building the test plugin: %v\n%s", err, out)
+	path = filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command("go", "build", "-o", path, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("building the plugin %s: %v\n%s", pkg, err, out)
 	}
 	b, _ := os.ReadFile(path)
 	s := sha256.Sum256(b)
@@ -131,7 +137,9 @@ controller {
 	// -skip-plugins validates the rest without it.
 	b, _ = os.ReadFile(good)
 	wrong := filepath.Join(t.TempDir(), "wrong-sum.hcl")
-	os.WriteFile(wrong, []byte(strings.Replace(string(b), sum, strings.Repeat("0", 64), 1)), 0o600)
+	if err := os.WriteFile(wrong, []byte(strings.Replace(string(b), sum, strings.Repeat("0", 64), 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, errOut := cli("validate", "-config", wrong); code == 0 || !strings.Contains(errOut, "checksums did not match") {
 		t.Errorf("validate with a wrong checksum: exit %d, %q", code, errOut)
 	}

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // startCLI runs this test binary as the autoscaler command with args
@@ -47,4 +52,66 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// liveRun is a controller (`run`) a test started as a process: its API
+// at base, its state directory, and what it wrote so far.
+type liveRun struct {
+	t        *testing.T
+	base     string
+	stateDir string
+	output   func() string
+	token    string
+}
+
+// startRunCLI starts `run -config conf -log-level info` (startCLI), its
+// output in logPath, serving at addr, and waits until it serves.
+func startRunCLI(t *testing.T, logPath, conf, addr, stateDir string) (*liveRun, func()) {
+	t.Helper()
+	output, stop := startCLI(t, logPath, "run -config "+conf+" -log-level info")
+	r := &liveRun{t: t, base: "http://" + addr, stateDir: stateDir, output: output}
+	r.waitFor("the controller serving", time.Minute, func() bool {
+		b, err := os.ReadFile(filepath.Join(stateDir, "api-token"))
+		if err != nil {
+			return false
+		}
+		r.token = strings.TrimSpace(string(b))
+		resp, err := http.Get(r.base + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	return r, stop
+}
+
+// waitFor polls ok every 100 ms until it holds, and fails the test with
+// the controller's output if it does not within that long.
+func (r *liveRun) waitFor(what string, within time.Duration, ok func() bool) {
+	r.t.Helper()
+	for start := time.Now(); !ok(); time.Sleep(100 * time.Millisecond) {
+		if time.Since(start) > within {
+			r.t.Fatalf("%s: not within %s\n%s", what, within, r.output())
+		}
+	}
+}
+
+// api calls the controller's API with its API token, and fails the test
+// on an answer that is no success.
+func (r *liveRun) api(method, path, body string) string {
+	r.t.Helper()
+	req, _ := http.NewRequest(method, r.base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		r.t.Fatalf("%s %s: %s %s", method, path, resp.Status, b)
+	}
+	return string(b)
 }

@@ -378,9 +378,13 @@ func readmeOnPrem(t *testing.T, args []string, shown string) {
 	if err := os.WriteFile(filepath.Join(dir, "racks.sh"), script, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	os.Mkdir(filepath.Join(dir, "racks"), 0o700)
+	if err := os.Mkdir(filepath.Join(dir, "racks"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range []string{"gpu-01", "gpu-02", "gpu-03"} {
-		os.WriteFile(filepath.Join(dir, "racks", s), []byte("off\n"), 0o600)
+		if err := os.WriteFile(filepath.Join(dir, "racks", s), []byte("off\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	hcl := readmeBlock(t, "#### On-prem servers with your own commands", "```hcl")
 	want := readmeBlock(t, "is found by `validate`, at its place:", "```")
@@ -398,7 +402,9 @@ func readmeOnPrem(t *testing.T, args []string, shown string) {
 		return
 	}
 	bad := strings.Replace(strings.Replace(hcl, `["`+dir+`/racks.sh", "list"]`, `["racks.sh", "list"]`, 1), "rack_dir =", "rack-dir =", 1)
-	os.WriteFile("onprem.hcl", []byte(bad), 0o600)
+	if err := os.WriteFile("onprem.hcl", []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, errOut := cli(args...); code == 0 || strings.TrimRight(errOut, "\n") != strings.TrimRight(want, "\n") {
 		t.Errorf("validate with the README's mistakes: exit %d; README.md shows\n%s\nnow\n%s", code, want, errOut)
 	}

@@ -103,7 +103,9 @@ func (s *Supervisor) current(ctx context.Context) (*Client, error) {
 		return c, nil
 	}
 	if s.client != nil {
-		s.client.Close()
+		// Closed without the lock held (it may take StopTimeout): Status
+		// answers meanwhile.
+		go s.client.Close()
 		s.client = nil
 		s.failures++
 		s.nextTry = s.now().Add(backoff(s.failures))
@@ -121,7 +123,11 @@ func (s *Supervisor) current(ctx context.Context) (*Client, error) {
 	s.starting = true
 	s.mu.Unlock()
 
-	c, diags, err := s.start(ctx)
+	// Started on the caller's values but not its cancellation: a caller
+	// that gives up (a bootstrap request cut off) is no failed start.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StartTimeout+s.callTimeout())
+	defer cancel()
+	c, diags, err := s.start(sctx)
 	if err == nil && len(diags) > 0 {
 		err = fmt.Errorf("its config is refused now: %s: %s", diags[0].Path, diags[0].Summary)
 	}
@@ -146,6 +152,24 @@ func (s *Supervisor) current(ctx context.Context) (*Client, error) {
 	s.restarts++
 	s.noteInfo(c)
 	return c, nil
+}
+
+// callTimeout is the deadline of the plugin's calls.
+func (s *Supervisor) callTimeout() time.Duration {
+	if s.spec.CallTimeout > 0 {
+		return s.spec.CallTimeout
+	}
+	return CallTimeout
+}
+
+// running is the plugin's process if it runs now; it starts none.
+func (s *Supervisor) running() (*Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.client == nil || s.client.Exited() {
+		return nil, fmt.Errorf("plugin %s: %w", s.spec.Name, ErrDown)
+	}
+	return s.client, nil
 }
 
 // noteInfo keeps what a started plugin says of itself.
@@ -281,9 +305,11 @@ func (s *Supervisor) TerminateOrphan(ctx context.Context, fleetName string, o pr
 	return c.TerminateOrphan(ctx, fleetName, o)
 }
 
-// VerifyIdentity is the running plugin's VerifyIdentity.
+// VerifyIdentity is the running plugin's VerifyIdentity. It never starts
+// the plugin (a node's bootstrap request is no reason to): while it is
+// down, the node is told to try again.
 func (s *Supervisor) VerifyIdentity(ctx context.Context, pool fleet.Pool, node, document string) error {
-	c, err := s.current(ctx)
+	c, err := s.running()
 	if err != nil {
 		return fmt.Errorf("pool %s: %w", pool.Name, err)
 	}

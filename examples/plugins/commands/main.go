@@ -19,7 +19,7 @@
 //   - verify_command (optional) checks the identity a server presents
 //     when its agent bootstraps (agent -identity command): it is run with
 //     the server's name as its argument and the document on its stdin,
-//     and exits 0 to accept it. Without it, servers need credentials an
+//     and exits 0 to accept it (75 when it cannot tell now). Without it, servers need credentials an
 //     operator issues (autoscaler token issue).
 //
 // A launch grows the pool to its target: the servers listed "booting" or
@@ -108,6 +108,33 @@ type commands struct {
 	seen map[string]time.Time
 	now  func() time.Time
 	log  hclog.Logger
+	// groups are the commands running, by process (group) ID: killed
+	// when the plugin stops.
+	groups map[int]bool
+}
+
+// running notes a command's process group as running, or not.
+func (c *commands) running(pid int, on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.groups == nil {
+		c.groups = map[int]bool{}
+	}
+	if on {
+		c.groups[pid] = true
+	} else {
+		delete(c.groups, pid)
+	}
+}
+
+// stop kills the commands still running (with their process groups):
+// none outlives the plugin.
+func (c *commands) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for pid := range c.groups {
+		killGroup(pid) //nolint:errcheck // gone already is fine
+	}
 }
 
 // node is one server of list_command's answer.
@@ -184,7 +211,12 @@ func (c *commands) run(ctx context.Context, what string, argv []string, pool fle
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		c.running(cmd.Process.Pid, true)
+		err = cmd.Wait()
+		c.running(cmd.Process.Pid, false)
+	}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, fmt.Errorf("%s %s was stopped: the call was cancelled (%w); stderr: %s", what, argv[0], ctx.Err(), strings.TrimSpace(stderr.String()))
@@ -432,7 +464,8 @@ func (c *commands) Terminate(ctx context.Context, pool fleet.Pool, ids []string)
 
 // VerifyIdentity runs verify_command with the node's name as its argument
 // and the identity document the node presented on its stdin: exit 0
-// accepts it, another status refuses it (with the command's stderr).
+// accepts it, 75 (EX_TEMPFAIL) says it cannot tell now (the node tries
+// again), another status refuses it (with the command's stderr).
 func (c *commands) VerifyIdentity(ctx context.Context, pool fleet.Pool, node, document string) error {
 	argv := c.settings().verify
 	if len(argv) == 0 {
@@ -440,7 +473,7 @@ func (c *commands) VerifyIdentity(ctx context.Context, pool fleet.Pool, node, do
 	}
 	_, err := c.run(ctx, "verify_command", argv, pool, nil, document+"\n", node)
 	var ce *commandError
-	if errors.As(err, &ce) && ce.exitCode() > 0 {
+	if errors.As(err, &ce) && ce.exitCode() > 0 && ce.exitCode() != tempFail {
 		return &sdk.RefusedError{Pool: pool.Name, Err: err}
 	}
 	return err // nil, or it could not say (a timeout, a command not there)
@@ -548,4 +581,5 @@ func sortedKeys(m map[string]any) []string {
 func main() {
 	c := &commands{seen: map[string]time.Time{}, now: time.Now, log: sdk.Logger()}
 	sdk.Serve(sdk.Plugin{Name: "fleetcast-commands", Version: version, Provider: c, Configure: c.configure})
+	c.stop() // the controller stopped the plugin
 }

@@ -310,8 +310,12 @@ func TestVerifyIdentity(t *testing.T) {
 	ctx := context.Background()
 	racks, _ := filepath.Abs("racks.sh")
 	c, pool, dir := rack(t, map[string]string{"gpu-01": "on", "gpu-02": "on"}, map[string]any{"verify_command": []any{racks, "verify"}})
-	os.Mkdir(filepath.Join(dir, ".identity"), 0o700)
-	os.WriteFile(filepath.Join(dir, ".identity", "gpu-01"), []byte("s3cret-of-gpu-01\n"), 0o600)
+	if err := os.Mkdir(filepath.Join(dir, ".identity"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".identity", "gpu-01"), []byte("s3cret-of-gpu-01\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.VerifyIdentity(ctx, pool, "gpu-01", "s3cret-of-gpu-01"); err != nil {
 		t.Fatalf("gpu-01's own identity: %v", err)
 	}
@@ -324,6 +328,11 @@ func TestVerifyIdentity(t *testing.T) {
 	c, pool, _ = rack(t, map[string]string{"gpu-01": "on"}, nil)
 	if err := c.VerifyIdentity(ctx, pool, "gpu-01", "anything"); !errors.As(err, &refused) || !strings.Contains(err.Error(), "no verify_command") {
 		t.Errorf("without verify_command: %v; want refused", err)
+	}
+	unsure := script(t, "echo the TPM service is down >&2; exit 75")
+	c, pool, _ = rack(t, map[string]string{"gpu-01": "on"}, map[string]any{"verify_command": []any{unsure}})
+	if err := c.VerifyIdentity(ctx, pool, "gpu-01", "anything"); err == nil || errors.As(err, &refused) {
+		t.Errorf("a verify_command that cannot tell now (75): %v; want an error that is no refusal", err)
 	}
 	slow := script(t, "/bin/sleep 5")
 	c, pool, _ = rack(t, map[string]string{"gpu-01": "on"}, map[string]any{"verify_command": []any{slow}, "timeout": "200ms"})

@@ -1,15 +1,27 @@
-//go:build unix
+//go:build unix && !linux
 
 package main
 
 import (
+	"errors"
+	"os"
 	"os/exec"
 	"syscall"
 )
 
-// groupKill runs cmd in a process group of its own, and has a cancelled
-// command's whole group killed.
+// groupKill runs cmd in a process group of its own, killed whole when
+// the command is cancelled.
 func groupKill(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+}
+
+// killGroup kills the process group pid leads; gone already is
+// os.ErrProcessDone.
+func killGroup(pid int) error {
+	err := syscall.Kill(-pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
 }

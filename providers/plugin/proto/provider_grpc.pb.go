@@ -81,7 +81,8 @@ type ProviderClient interface {
 	// VerifyIdentity checks the identity a node presents to bootstrap its
 	// credential (the output of the agent's -identity-command) for a
 	// node the pool's group lists (optional). An answer without error
-	// accepts it; REFUSED (or any error) refuses it.
+	// accepts it, REFUSED refuses it, and any other error says the plugin
+	// cannot tell now (the node tries again).
 	VerifyIdentity(ctx context.Context, in *VerifyIdentityRequest, opts ...grpc.CallOption) (*VerifyIdentityResponse, error)
 }
 
@@ -213,7 +214,8 @@ type ProviderServer interface {
 	// VerifyIdentity checks the identity a node presents to bootstrap its
 	// credential (the output of the agent's -identity-command) for a
 	// node the pool's group lists (optional). An answer without error
-	// accepts it; REFUSED (or any error) refuses it.
+	// accepts it, REFUSED refuses it, and any other error says the plugin
+	// cannot tell now (the node tries again).
 	VerifyIdentity(context.Context, *VerifyIdentityRequest) (*VerifyIdentityResponse, error)
 	mustEmbedUnimplementedProviderServer()
 }
