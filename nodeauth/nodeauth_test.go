@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -597,9 +598,17 @@ func TestBootstrapGCP(t *testing.T) {
 type hostKeys struct {
 	docs map[string]string
 	down bool
+	// hold, when set, holds each check until it is closed; inside counts
+	// the checks held.
+	hold   chan struct{}
+	inside atomic.Int32
 }
 
 func (h *hostKeys) VerifyIdentity(_ context.Context, pool fleet.Pool, node, doc string) error {
+	if h.hold != nil {
+		h.inside.Add(1)
+		<-h.hold
+	}
 	if h.down {
 		return errors.New("pool onprem: the plugin is down")
 	}
@@ -654,6 +663,22 @@ func TestBootstrapPlugin(t *testing.T) {
 		}
 	}
 	f.srv.GCP = nil
+	// A few checks at a time: one more is told to try again.
+	keys.hold = make(chan struct{})
+	var wg sync.WaitGroup
+	for range MaxPluginVerifies {
+		wg.Add(1)
+		go func() { defer wg.Done(); f.do(t, "POST", "/v1/agents/gpu-02/credential", f.secret, preq("guess")) }()
+	}
+	for keys.inside.Load() < MaxPluginVerifies {
+		time.Sleep(time.Millisecond)
+	}
+	if rec := f.do(t, "POST", "/v1/agents/gpu-01/credential", f.secret, preq("key-of-gpu-01")); rec.Code != 503 || rec.Header().Get(report.CodeHeader) != string(Busy) {
+		t.Errorf("a check beyond %d at once: %d %s %q; want 503 busy", MaxPluginVerifies, rec.Code, rec.Header().Get(report.CodeHeader), rec.Body)
+	}
+	close(keys.hold)
+	wg.Wait()
+	keys.hold = nil
 	keys.down = true
 	if rec := f.do(t, "POST", "/v1/agents/gpu-01/credential", f.secret, preq("key-of-gpu-01")); rec.Code < 500 {
 		t.Fatalf("while the plugin is down: %d %q; want a server error, no refusal", rec.Code, rec.Body)

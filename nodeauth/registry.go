@@ -66,6 +66,9 @@ const (
 	NotLive Code = "not-live"
 	// Disabled: bootstrapping is not configured on this controller.
 	Disabled Code = "disabled"
+	// Busy: the controller is checking as many identities as it will at
+	// once; try again shortly.
+	Busy Code = "busy"
 )
 
 // Error is a refusal: the HTTP status to answer with, its code and the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -54,7 +55,15 @@ type Server struct {
 	// APIToken is the operator's token, which may issue, revoke and list.
 	APIToken string
 	Log      hclog.Logger
+
+	// verifying bounds the plugins' identity checks running at once.
+	verifyOnce sync.Once
+	verifying  chan struct{}
 }
+
+// MaxPluginVerifies is how many plugin identity checks run at once; a
+// bootstrap beyond them is told to try again (503 busy).
+const MaxPluginVerifies = 4
 
 // Routes adds the routes to mux.
 func (s *Server) Routes(mux *http.ServeMux) {
@@ -234,7 +243,15 @@ func (s *Server) bootstrapPlugin(r *http.Request, node string, req report.Creden
 	if !ok || p.Provider != fleet.ProviderPlugin {
 		return "", "", refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a plugin pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
 	}
-	// Within the agent's patience (its requests time out at 15 s).
+	// A few at a time (each may run a command), within the agent's
+	// patience (its requests time out at 15 s).
+	s.verifyOnce.Do(func() { s.verifying = make(chan struct{}, MaxPluginVerifies) })
+	select {
+	case s.verifying <- struct{}{}:
+		defer func() { <-s.verifying }()
+	default:
+		return "", "", refuse(http.StatusServiceUnavailable, Busy, "the controller is checking %d identities already: try again shortly", MaxPluginVerifies)
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), PluginVerifyTimeout)
 	defer cancel()
 	if err := s.Plugins.VerifyIdentity(ctx, p, node, req.Plugin.Document); err != nil {

@@ -34,6 +34,7 @@ import (
 	"github.com/fleetcast/autoscaler/internal/identitytest"
 	"github.com/fleetcast/autoscaler/internal/metadatamock"
 	"github.com/fleetcast/autoscaler/internal/mototest"
+	"github.com/fleetcast/autoscaler/internal/proctest"
 	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/providers/gcp"
 	"github.com/fleetcast/autoscaler/state"
@@ -74,6 +75,13 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	mototest.Stop()
+	// No plugin process outlives the tests.
+	for _, path := range builtPlugins.paths {
+		if left := proctest.Running(path); len(left) > 0 && code == 0 {
+			fmt.Fprintf(os.Stderr, "plugin processes left running: %s: %v\n", path, left)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -19,11 +20,21 @@ func testPluginBinary(t *testing.T) (path, sum string) {
 	return buildPlugin(t, "../../providers/plugin/testdata/plugin", "test-racks")
 }
 
+// builtPlugins are the plugin executables the tests built, whose
+// processes TestMain checks are all gone at the end.
+var builtPlugins struct {
+	sync.Mutex
+	paths []string
+}
+
 // buildPlugin builds the plugin in the package directory pkg as name,
 // in a temporary directory, and returns its path and SHA-256.
 func buildPlugin(t *testing.T, pkg, name string) (path, sum string) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), name)
+	builtPlugins.Lock()
+	builtPlugins.paths = append(builtPlugins.paths, path)
+	builtPlugins.Unlock()
 	if out, err := exec.Command("go", "build", "-o", path, pkg).CombinedOutput(); err != nil {
 		t.Fatalf("building the plugin %s: %v\n%s", pkg, err, out)
 	}
