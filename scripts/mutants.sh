@@ -1111,8 +1111,8 @@ TestPluginPools
 
 a plugin node's identity not checked (nodeauth)
 nodeauth/server.go
-"\tif err := s.Plugins.VerifyIdentity(r.Context(), p, node, req.Plugin.Document); err != nil {"
-"\tif err := s.Plugins.VerifyIdentity(r.Context(), p, node, req.Plugin.Document); false && err != nil {"
+"\tif err := s.Plugins.VerifyIdentity(ctx, p, node, req.Plugin.Document); err != nil {"
+"\tif err := s.Plugins.VerifyIdentity(ctx, p, node, req.Plugin.Document); false && err != nil {"
 ./nodeauth
 TestBootstrapPlugin
 
