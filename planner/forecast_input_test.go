@@ -51,7 +51,8 @@ func TestQuantileByCost(t *testing.T) {
 		statuses: backedOff,
 		launch:   map[string]int{od.Name: 13},
 		reason:   "forecast p94.8 needs 100 GPUs at 14:10, lead time 10m; have 0",
-		quantile: 0.9854,
+		quantile: 0.9478, // spot cannot buy: scale-in keeps for od's
+
 	}, {
 		// Spot holds 5 nodes at most: on-demand buys the rest of its own
 		// 100, not of spot's 108.
@@ -75,14 +76,30 @@ func TestQuantileByCost(t *testing.T) {
 		reason:   "idle 35m; forecast p98.5 needs at most 108 GPUs until 14:40, fleet has 168",
 		quantile: 0.9854,
 	}, {
-		// Found by review: drained at the dear pool's level while the
-		// cheap one was backed off, the node was bought back once it was
-		// not.
-		name:     "and for the cheap pool's while it is backed off",
+		// While the cheap pool's cloud refuses it (backed off), capacity
+		// kept for its level would be bought by no one: scale-in keeps
+		// for the dear pool's own. Once the cheap pool may buy again, it
+		// buys to its level at its price (a spot pool out of capacity is
+		// refused again and backed off longer).
+		name:     "but not for the cheap pool's while it is backed off",
 		nodes:    idle(20),
 		statuses: backedOff,
-		drains:   6,
-		reason:   "idle 35m; forecast p98.5 needs at most 108 GPUs until 14:40, fleet has 160",
+		drains:   7, // 160 - 100 GPUs
+		reason:   "idle 35m; forecast p94.8 needs at most 100 GPUs until 14:40, fleet has 160",
+		quantile: 0.9478,
+	}, {
+		name:     "nor while it is refused and holds what it held then",
+		nodes:    append(idle(20), ready("spot-1", spot.Name)),
+		statuses: []fleet.PoolStatus{{Name: spot.Name, Refused: true, HeldSinceRefusal: 1}},
+		drains:   8, // 168 - 100 GPUs
+		reason:   "idle 35m; forecast p94.8 needs at most 100 GPUs until 14:40, fleet has 168",
+		quantile: 0.9478,
+	}, {
+		name:     "but once it holds less than since its refusal, it may buy again",
+		nodes:    append(idle(20), ready("spot-1", spot.Name)),
+		statuses: []fleet.PoolStatus{{Name: spot.Name, Refused: true, HeldSinceRefusal: 2}},
+		drains:   7, // 168 - 108 GPUs
+		reason:   "idle 35m; forecast p98.5 needs at most 108 GPUs until 14:40, fleet has 168",
 		quantile: 0.9854,
 	}}
 	for _, tt := range tests {

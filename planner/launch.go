@@ -263,6 +263,15 @@ func (p *planner) unavailable(pp *poolPlan) cause {
 	return cause{}
 }
 
+// refusing reports whether pp's cloud keeps it from buying for now: it is
+// backed off, failing to create a node, or refused a launch since its last
+// and holds what it held then (fleet.PoolStatus.HeldSinceRefusal). A pool
+// at its max is not: a drain of its own nodes would let it buy again.
+func (p *planner) refusing(pp *poolPlan) bool {
+	return pp.failing || p.now.Before(pp.status.BackoffUntil) ||
+		(pp.status.Refused && pp.status.HeldSinceRefusal <= pp.size)
+}
+
 // launchOrder is reserved pools first, then cheapest per GPU-hour, higher
 // priority, then name.
 func (p *planner) launchOrder() []*poolPlan {

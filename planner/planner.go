@@ -251,17 +251,27 @@ func Make(in Input) Plan {
 	return p.plan
 }
 
-// keepQuantile is the highest quantile of the burst pools: what scale-in
-// keeps for, so that nothing it drains a launch would buy back, in this
-// plan or in a later one once a pool that cannot buy now (at its max,
-// backed off) can again.
+// keepQuantile is the highest quantile of the burst pools whose clouds
+// let them buy (refusing): what scale-in keeps for, so that nothing it
+// drains a launch would buy back in this plan, nor in a later one once a
+// pool at its max can buy again (a drain of its own nodes). A pool its
+// cloud refuses (backed off, failing, refused with what it held then)
+// does not count while it does: capacity kept for its level is capacity
+// no pool would buy, held at a dearer pool's price, as after a burst that
+// spot could not serve. When every burst pool is refused, the highest of
+// them all.
 func (p *planner) keepQuantile() float64 {
-	q := 0.0
+	q, all := 0.0, 0.0
 	for _, pp := range p.pools {
-		if pp.spec.Capacity != fleet.Reserved {
+		if pp.spec.Capacity == fleet.Reserved {
+			continue
+		}
+		all = max(all, pp.q)
+		if !p.refusing(pp) {
 			q = max(q, pp.q)
 		}
 	}
+	q = cmp.Or(q, all)
 	// No burst pool: the forecast buys nothing.
 	return cmp.Or(q, p.cfg.Forecast.Quantile, fleet.MaxCostQuantile)
 }

@@ -1171,6 +1171,20 @@ controller/controller.go
 ""
 ./controller
 TestPluginServerKeepsCredential
+
+scale-in keeps for a refused pool's level (keep level)
+planner/planner.go
+"\t\tif !p.refusing(pp) {\n\t\t\tq = max(q, pp.q)"
+"\t\tif true {\n\t\t\tq = max(q, pp.q)"
+./planner
+TestQuantileByCost
+
+a refusal not read as one (keep level refused)
+planner/launch.go
+"\t\t(pp.status.Refused && pp.status.HeldSinceRefusal <= pp.size)"
+"\t\t(pp.status.Refused && pp.status.HeldSinceRefusal < pp.size)"
+./planner
+TestQuantileByCost
 EOF
 }
 

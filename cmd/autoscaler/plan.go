@@ -228,7 +228,12 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 		if v, qs := cfg.Forecast.WaitValuePerGPUHour, settings.Quantiles(); cfg.Forecast.Quantile == 0 && len(qs) > 0 {
 			levels = fmt.Sprintf(" (by cost at $%g a waiting GPU-hour)", v)
 			if len(qs) > 1 {
-				levels = fmt.Sprintf(" (each pool's by cost at $%g a waiting GPU-hour: p%.3g-p%.3g)", v, qs[0]*100, qs[len(qs)-1]*100)
+				levels = fmt.Sprintf(" (each pool's by cost at $%g a waiting GPU-hour: p%.3g-p%.3g", v, qs[0]*100, qs[len(qs)-1]*100)
+				if p.Quantile < qs[len(qs)-1] {
+					// planner.keepQuantile: refused pools do not count.
+					levels += "; kept for the highest of the pools their clouds let buy"
+				}
+				levels += ")"
 			}
 		}
 		fmt.Fprintf(w, "  forecast:    %s p%.3g%s, %.0f-%.0f GPUs over the next %s\n", f.Model, p.Quantile*100, levels, lo, hi, fleet.FormatDuration(f.End().Sub(f.Origin)))
