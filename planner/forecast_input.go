@@ -170,7 +170,7 @@ func (p *planner) endingFor(t time.Time) int {
 }
 
 // needOver is the most demand to provision for during [from, to] at the
-// plan's highest quantile (p.q), and what set it.
+// quantile scale-in keeps for (p.q, keepQuantile), and what set it.
 func (p *planner) needOver(from, to time.Time) (int, Reason) {
 	v := 0.0
 	if p.fc != nil {

@@ -52,7 +52,6 @@ func TestQuantileByCost(t *testing.T) {
 		launch:   map[string]int{od.Name: 13},
 		reason:   "forecast p94.8 needs 100 GPUs at 14:10, lead time 10m; have 0",
 		quantile: 0.9478, // spot cannot buy: scale-in keeps for od's
-
 	}, {
 		// Spot holds 5 nodes at most: on-demand buys the rest of its own
 		// 100, not of spot's 108.
@@ -88,18 +87,27 @@ func TestQuantileByCost(t *testing.T) {
 		reason:   "idle 35m; forecast p94.8 needs at most 100 GPUs until 14:40, fleet has 160",
 		quantile: 0.9478,
 	}, {
-		name:     "nor while it is refused and holds what it held then",
-		nodes:    append(idle(20), ready("spot-1", spot.Name)),
-		statuses: []fleet.PoolStatus{{Name: spot.Name, Refused: true, HeldSinceRefusal: 1}},
-		drains:   8, // 168 - 100 GPUs
-		reason:   "idle 35m; forecast p94.8 needs at most 100 GPUs until 14:40, fleet has 168",
+		name:     "nor while it is failing to create a node",
+		nodes:    append(idle(20), fleet.Node{ID: "spot-1", Pool: spot.Name, State: fleet.Pending, LaunchedAt: t0.Add(-2 * time.Minute), LaunchFailing: "capacity-not-available"}),
+		drains:   7, // 160 - 100 GPUs (the failing launch is terminated, not counted)
+		reason:   "idle 35m; forecast p94.8 needs at most 100 GPUs until 14:40, fleet has 160",
 		quantile: 0.9478,
 	}, {
-		name:     "but once it holds less than since its refusal, it may buy again",
-		nodes:    append(idle(20), ready("spot-1", spot.Name)),
-		statuses: []fleet.PoolStatus{{Name: spot.Name, Refused: true, HeldSinceRefusal: 2}},
-		drains:   7, // 168 - 108 GPUs
-		reason:   "idle 35m; forecast p98.5 needs at most 108 GPUs until 14:40, fleet has 168",
+		// Refused, but no longer backed off: it launches in this plan, so
+		// its level counts.
+		name:     "but it does once it may launch again",
+		nodes:    idle(20),
+		statuses: []fleet.PoolStatus{{Name: spot.Name, Refused: true, HeldSinceRefusal: 0, BackoffUntil: t0}},
+		launch:   map[string]int{},
+		drains:   6, // 160 - 108 GPUs
+		reason:   "idle 35m; forecast p98.5 needs at most 108 GPUs until 14:40, fleet has 160",
+		quantile: 0.9854,
+	}, {
+		name:     "and every pool's, when every pool is refused",
+		nodes:    idle(20),
+		statuses: []fleet.PoolStatus{{Name: spot.Name, BackoffUntil: t0.Add(time.Hour)}, {Name: od.Name, BackoffUntil: t0.Add(time.Hour)}},
+		drains:   6, // 160 - 108 GPUs
+		reason:   "idle 35m; forecast p98.5 needs at most 108 GPUs until 14:40, fleet has 160",
 		quantile: 0.9854,
 	}}
 	for _, tt := range tests {

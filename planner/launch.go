@@ -63,9 +63,13 @@ func (p *planner) launch(t *tally) {
 	// What no pool could buy, at the worst moment.
 	short, shortAt := 0, time.Time{}
 	for _, pp := range order {
-		q := pp.q
+		// A pool refused by its cloud is not counted above the level
+		// scale-in keeps (keepQuantile): its shortfall is no one's to buy
+		// while it is refused. A reserved pool is bought whole, not to a
+		// level of its own.
+		q := min(pp.q, p.q)
 		if pp.spec.Capacity == fleet.Reserved {
-			q = p.q // bought whole, not to a level of its own
+			q = p.q
 		}
 		at := p.now.Add(pp.spec.LeadTime)
 		need, _ := p.needAt(q, at)
@@ -263,13 +267,12 @@ func (p *planner) unavailable(pp *poolPlan) cause {
 	return cause{}
 }
 
-// refusing reports whether pp's cloud keeps it from buying for now: it is
-// backed off, failing to create a node, or refused a launch since its last
-// and holds what it held then (fleet.PoolStatus.HeldSinceRefusal). A pool
-// at its max is not: a drain of its own nodes would let it buy again.
+// refusing reports whether pp's cloud keeps it from buying in this plan:
+// it is backed off, or failing to create a node (unavailable's causes that
+// the cloud sets). A pool at its max is not: a drain of its own nodes
+// would let it buy again.
 func (p *planner) refusing(pp *poolPlan) bool {
-	return pp.failing || p.now.Before(pp.status.BackoffUntil) ||
-		(pp.status.Refused && pp.status.HeldSinceRefusal <= pp.size)
+	return pp.failing || p.now.Before(pp.status.BackoffUntil)
 }
 
 // launchOrder is reserved pools first, then cheapest per GPU-hour, higher

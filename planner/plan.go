@@ -85,9 +85,10 @@ type Capacity struct {
 type Plan struct {
 	// At is the time the plan was made for.
 	At time.Time `json:"at"`
-	// Quantile is the highest forecast quantile the plan provisions for:
-	// each burst pool is bought for its own (fleet.ForecastSettings.QuantileFor),
-	// and scale-in keeps what this one needs.
+	// Quantile is the forecast quantile scale-in keeps for: the highest of
+	// the burst pools' not backed off or failing (each is bought for its
+	// own, fleet.ForecastSettings.QuantileFor), or of them all when every
+	// one is.
 	Quantile float64  `json:"quantile"`
 	Actions  []Action `json:"actions"`
 	Demand   Demand   `json:"demand"`

@@ -154,8 +154,8 @@ type planner struct {
 	in  Input
 	cfg *fleet.Settings
 	now time.Time
-	// q is the highest quantile of the burst pools: scale-in keeps what
-	// the forecast needs at it (keepQuantile).
+	// q is the highest quantile of the burst pools not refused by their
+	// clouds: scale-in keeps what the forecast needs at it (keepQuantile).
 	q      float64
 	pools  []*poolPlan
 	byName map[string]*poolPlan
@@ -251,15 +251,15 @@ func Make(in Input) Plan {
 	return p.plan
 }
 
-// keepQuantile is the highest quantile of the burst pools whose clouds
-// let them buy (refusing): what scale-in keeps for, so that nothing it
-// drains a launch would buy back in this plan, nor in a later one once a
-// pool at its max can buy again (a drain of its own nodes). A pool its
-// cloud refuses (backed off, failing, refused with what it held then)
-// does not count while it does: capacity kept for its level is capacity
-// no pool would buy, held at a dearer pool's price, as after a burst that
-// spot could not serve. When every burst pool is refused, the highest of
-// them all.
+// keepQuantile is the highest quantile of the burst pools their clouds do
+// not refuse (refusing: backed off, failing): what scale-in keeps for, so
+// that nothing it drains a launch would buy back in this plan (a refused
+// pool does not launch), nor in a later one once a pool at its max can
+// buy again (a drain of its own nodes). A refused pool does not count
+// while it is: capacity kept for its level is capacity no pool would buy,
+// held at a dearer pool's price, as after a burst that spot could not
+// serve; once it may buy again, it buys to its own level at its own price.
+// When every burst pool is refused, the highest of them all.
 func (p *planner) keepQuantile() float64 {
 	q, all := 0.0, 0.0
 	for _, pp := range p.pools {

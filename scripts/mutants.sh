@@ -1179,10 +1179,17 @@ planner/planner.go
 ./planner
 TestQuantileByCost
 
-a refusal not read as one (keep level refused)
+a failing pool's level kept for (keep level failing)
 planner/launch.go
-"\t\t(pp.status.Refused && pp.status.HeldSinceRefusal <= pp.size)"
-"\t\t(pp.status.Refused && pp.status.HeldSinceRefusal < pp.size)"
+"\treturn pp.failing || p.now.Before(pp.status.BackoffUntil)"
+"\treturn p.now.Before(pp.status.BackoffUntil)"
+./planner
+TestQuantileByCost
+
+no level when every pool is refused (keep level all)
+planner/planner.go
+"\tq = cmp.Or(q, all)\n"
+""
 ./planner
 TestQuantileByCost
 EOF

@@ -231,7 +231,7 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 				levels = fmt.Sprintf(" (each pool's by cost at $%g a waiting GPU-hour: p%.3g-p%.3g", v, qs[0]*100, qs[len(qs)-1]*100)
 				if p.Quantile < qs[len(qs)-1] {
 					// planner.keepQuantile: refused pools do not count.
-					levels += "; kept for the highest of the pools their clouds let buy"
+					levels += "; kept for the highest of the pools not backed off or failing"
 				}
 				levels += ")"
 			}
