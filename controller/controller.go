@@ -580,6 +580,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 	st := fleet.State{CapturedAt: now}
 	st.PendingGPUs, st.Scoped = c.pending.Demand(now)
 	st.Announced = c.pending.Announced(now)
+	ends := c.pending.Ends(now)
 	var unread unreadPools
 	byNode := make(map[string]state.Drain, len(drains))
 	for _, d := range drains {
@@ -664,6 +665,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 		for _, in := range instances {
 			n := fleet.Node{ID: in.ID, Pool: p.Name, Zone: in.Zone, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID]}
 			healthy := c.agents.Observe(&n)
+			ends.Apply(&n)
 			if healthy && c.ready[in.ID].IsZero() && !c.dryRun {
 				c.ready[in.ID] = now
 				newlyReady = append(newlyReady, in.ID)

@@ -200,6 +200,48 @@ func TestScopedPushServedThere(t *testing.T) {
 	}
 }
 
+// TestRunningPushEnds: a scheduler pushes 8 GPUs pending and the time
+// limit of the job on a busy node, 3 minutes away with a 5-minute lead
+// time: the pending job waits for that node instead of a launch. Without
+// the push's end, or once the end has passed, a node is launched.
+func TestRunningPushEnds(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		end    time.Duration // from the push; 0 for none
+		launch int
+	}{
+		{"the end within the lead time", 3 * time.Minute, 0},
+		{"no end", 0, 1},
+		{"the end beyond the lead time", 20 * time.Minute, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := gpuPool("g5", 8, 10, 5*time.Minute)
+			l := newLoop(t, false, p)
+			if err := l.c.act.Launch(context.Background(), "g5", 1); err != nil {
+				t.Fatal(err)
+			}
+			g, _ := l.cloud.Describe(context.Background(), p)
+			id := g.Instances[0].ID
+			l.busy[id] = true
+			l.now = l.now.Add(5 * time.Minute)
+			push := DemandPush{Source: "slurm", Pending: []PendingDemand{{GPUs: 8}}}
+			if tt.end > 0 {
+				push.Running = []RunningJob{{Job: "train-" + id, Node: id, ExpectedEnd: l.now.Add(time.Minute + tt.end)}}
+			}
+			l.pending.Set(l.now, push)
+			l.pending.SetRunning(l.now, push)
+			plan := l.cycle(t)
+			if n := plan.Counts()[planner.Launch]; n != tt.launch {
+				t.Fatalf("launched %d nodes, want %d\n%v", n, tt.launch, plan.Actions)
+			}
+			noted := slices.ContainsFunc(plan.Notes, func(n planner.Note) bool { return n.Code == planner.ReasonExpectedEnds })
+			if noted != (tt.launch == 0) {
+				t.Errorf("expected_ends noted %v; notes %v", noted, plan.Notes)
+			}
+		})
+	}
+}
+
 // TestAnnouncedPushProvisioned: demand a scheduler announces is bought
 // one lead time before its start, and the announcement is dropped once
 // the start passes.

@@ -22,13 +22,16 @@ import (
 const DemandPattern = "POST /v1/demand"
 
 // DemandPush is what a scheduler sends to POST /v1/demand: the GPUs its
-// jobs are waiting for now, per pool, per GPU model, or for any pool, and
-// demand it announces ahead. Each push's pending lines replace the
-// source's previous ones (a push without "pending" leaves them); its
-// announcements add to, update or cancel the source's earlier ones, by id.
+// jobs are waiting for now, per pool, per GPU model, or for any pool,
+// demand it announces ahead, and when its running jobs are expected to
+// end. Each push's pending lines replace the source's previous ones, and
+// so do its running lines (a push without "pending", or without
+// "running", leaves those); its announcements add to, update or cancel
+// the source's earlier ones, by id.
 //
 //	{"source": "slurm-prod", "pending": [{"pool": "a100-od", "gpus": 16}, {"gpu_model": "H100", "gpus": 8}, {"gpus": 4}],
-//	 "announce": [{"id": "train-42", "start_at": "2026-12-01T09:00:00Z", "gpus": 64, "duration": "6h"}, {"id": "eval-7", "cancel": true}]}
+//	 "announce": [{"id": "train-42", "start_at": "2026-12-01T09:00:00Z", "gpus": 64, "duration": "6h"}, {"id": "eval-7", "cancel": true}],
+//	 "running": [{"job": "train-7", "expected_end": "2026-12-01T06:00:00Z"}]}
 type DemandPush struct {
 	// Source names the scheduler (or queue) pushing; pushes from different
 	// sources add up.
@@ -39,6 +42,21 @@ type DemandPush struct {
 	// and forgotten once its start passes (its jobs are pending or running
 	// by then, and pushed as such).
 	Announce []AnnouncedDemand `json:"announce,omitempty"`
+	// Running is when running jobs are expected to end: the scheduler's
+	// time limits. Each is a hint on the job of that ID its agent reports
+	// (fleet.Job.ExpectedEnd), as the agent's own -expected-end is.
+	Running []RunningJob `json:"running,omitempty"`
+}
+
+// RunningJob is one line of a push's running jobs: the job of this ID (as
+// its agent registered it: `agent register -job`), on Node when set (the
+// node's ID as the controller names it; otherwise on every node that
+// reports it, as a multi-node job's do), is expected to end by
+// ExpectedEnd. Of the scheduler's end and the agent's, the earlier counts.
+type RunningJob struct {
+	Job         string    `json:"job"`
+	Node        string    `json:"node,omitempty"`
+	ExpectedEnd time.Time `json:"expected_end,omitzero"`
 }
 
 // AnnouncedDemand is one announcement of a push: GPUs wanted from StartAt
@@ -52,11 +70,13 @@ type AnnouncedDemand struct {
 	Cancel   bool      `json:"cancel,omitempty"`
 }
 
-// The bounds of announcements: more, or further ahead, is a mistake.
+// The bounds of announcements and running lines: more, or further ahead,
+// is a mistake.
 const (
 	maxAnnouncements  = 1000
 	maxAnnounceAhead  = 90 * 24 * time.Hour
 	maxAnnouncedSpell = 365 * 24 * time.Hour
+	maxRunning        = 10_000
 )
 
 // PendingDemand is one line of a push: GPUs waiting for a named pool, for
@@ -121,6 +141,32 @@ func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 			return fmt.Errorf("%s.gpus: %d, want 0 to %d", at, a.GPUs, maxPendingGPUs)
 		}
 	}
+	return d.validateRunning(now)
+}
+
+// validateRunning checks the push's running lines.
+func (d *DemandPush) validateRunning(now time.Time) error {
+	if len(d.Running) > maxRunning {
+		return fmt.Errorf("running: %d jobs, want at most %d", len(d.Running), maxRunning)
+	}
+	type key struct{ job, node string }
+	seen := make(map[key]bool, len(d.Running))
+	for i, r := range d.Running {
+		at := fmt.Sprintf("running[%d]", i)
+		switch {
+		case r.Job == "" || len(r.Job) > 128:
+			return fmt.Errorf("%s.job: want the job's id, 1 to 128 characters", at)
+		case len(r.Node) > 256:
+			return fmt.Errorf("%s.node: %d characters, want at most 256", at, len(r.Node))
+		case r.ExpectedEnd.IsZero():
+			return fmt.Errorf("%s.expected_end: required (RFC 3339, e.g. 2026-12-01T09:00:00Z)", at)
+		case r.ExpectedEnd.After(now.Add(maxAnnouncedSpell)):
+			return fmt.Errorf("%s.expected_end: %s is more than %s ahead", at, r.ExpectedEnd.Format(time.RFC3339), fleet.FormatDuration(maxAnnouncedSpell))
+		case seen[key{r.Job, r.Node}]:
+			return fmt.Errorf("%s: job %q (node %q) listed twice in one push", at, r.Job, r.Node)
+		}
+		seen[key{r.Job, r.Node}] = true
+	}
 	return nil
 }
 
@@ -150,6 +196,13 @@ type Pending struct {
 	bySource map[string]pushed
 	// announced are each source's announcements, by id.
 	announced map[string]map[string]fleet.Announcement
+	// running are each source's latest running lines, as pushed.
+	running map[string]pushedRunning
+}
+
+type pushedRunning struct {
+	at    time.Time
+	lines []RunningJob
 }
 
 type pushed struct {
@@ -167,6 +220,63 @@ func (p *Pending) Set(at time.Time, d DemandPush) {
 	d.Pending = slices.Clone(d.Pending)
 	d.Announce = nil
 	p.bySource[d.Source] = pushed{at: at, push: d}
+}
+
+// SetRunning records a source's running lines (d.Running) at time at,
+// replacing its previous ones. d is checked (Validate).
+func (p *Pending) SetRunning(at time.Time, d DemandPush) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running == nil {
+		p.running = map[string]pushedRunning{}
+	}
+	p.running[d.Source] = pushedRunning{at: at, lines: slices.Clone(d.Running)}
+}
+
+// Ends is the expected ends of running jobs that fresh pushes tell (within
+// the TTL, as pending demand), for Apply.
+func (p *Pending) Ends(now time.Time) Ends {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out Ends
+	for src, x := range p.running {
+		if now.Sub(x.at) > p.ttl() {
+			delete(p.running, src)
+			continue
+		}
+		for _, l := range x.lines {
+			if out == nil {
+				out = Ends{}
+			}
+			out[l.Job] = append(out[l.Job], nodeEnd{node: l.Node, at: l.ExpectedEnd})
+		}
+	}
+	return out
+}
+
+// Ends are schedulers' expected ends of running jobs, by job ID.
+type Ends map[string][]nodeEnd
+
+type nodeEnd struct {
+	node string // "" for every node
+	at   time.Time
+}
+
+// Apply sets the expected end of each of n's jobs that the schedulers
+// name to the earliest end they give for it on n, when that is earlier
+// than the end its agent reported (or it reported none).
+func (e Ends) Apply(n *fleet.Node) {
+	if len(e) == 0 {
+		return
+	}
+	for i := range n.Jobs {
+		j := &n.Jobs[i]
+		for _, x := range e[j.ID] {
+			if (x.node == "" || x.node == n.ID) && (j.ExpectedEnd.IsZero() || x.at.Before(j.ExpectedEnd)) {
+				j.ExpectedEnd = x.at
+			}
+		}
+	}
 }
 
 // Announce records a source's announcements (d.Announce): each adds to,
@@ -227,10 +337,7 @@ func (p *Pending) Announced(now time.Time) []fleet.Announcement {
 // and the part of them that waits for a pool or a GPU model, summed by
 // scope (GPU models without regard to case), sorted by scope.
 func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
-	ttl := p.TTL
-	if ttl <= 0 {
-		ttl = 10 * time.Minute
-	}
+	ttl := p.ttl()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	total := 0
@@ -258,6 +365,14 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 	return total, scoped
 }
 
+// ttl is how long a push counts.
+func (p *Pending) ttl() time.Duration {
+	if p.TTL <= 0 {
+		return 10 * time.Minute
+	}
+	return p.TTL
+}
+
 // DemandReceiver serves POST /v1/demand for schedulers: a bearer token,
 // a JSON DemandPush, and every refusal a 4xx with the reason as text that
 // changes nothing.
@@ -269,7 +384,8 @@ type DemandReceiver struct {
 	Pending *Pending
 	// Now is the controller's clock (time.Now when nil).
 	Now func() time.Time
-	// MaxBytes bounds a push's body (64 KiB when 0).
+	// MaxBytes bounds a push's body (1 MiB when 0: room for about 10,000
+	// running jobs).
 	MaxBytes int64
 	Log      hclog.Logger
 }
@@ -297,7 +413,7 @@ func (dr *DemandReceiver) receive(w http.ResponseWriter, r *http.Request) (int, 
 	}
 	limit := dr.MaxBytes
 	if limit <= 0 {
-		limit = 64 << 10
+		limit = 1 << 20
 	}
 	body, status, reason := report.ReadJSON(w, r, limit, "push")
 	if status != http.StatusOK {
@@ -315,14 +431,17 @@ func (dr *DemandReceiver) receive(w http.ResponseWriter, r *http.Request) (int, 
 	if err := push.Validate(dr.Pools, at); err != nil {
 		return http.StatusUnprocessableEntity, "demand: " + err.Error()
 	}
-	if push.Pending != nil || len(push.Announce) == 0 {
-		// A push of announcements alone leaves the pending demand as it
-		// was.
+	if push.Pending != nil || len(push.Announce) == 0 && push.Running == nil {
+		// A push of announcements or running jobs alone leaves the
+		// pending demand as it was.
 		dr.Pending.Set(at, push)
 	}
 	dr.Pending.Announce(push)
+	if push.Running != nil {
+		dr.Pending.SetRunning(at, push)
+	}
 	if dr.Log != nil {
-		dr.Log.Debug("demand pushed", "source", push.Source, "lines", len(push.Pending), "announced", len(push.Announce))
+		dr.Log.Debug("demand pushed", "source", push.Source, "lines", len(push.Pending), "announced", len(push.Announce), "running", len(push.Running))
 	}
 	return http.StatusNoContent, ""
 }

@@ -65,6 +65,76 @@ func TestDemandPushes(t *testing.T) {
 	}
 }
 
+// TestDemandRunningEnds: a push's running lines tell when jobs are
+// expected to end (a scheduler's time limits). They replace the source's
+// earlier ones, a push of them alone leaves its pending demand (and one of
+// pending demand alone leaves them), they expire with the push, and they
+// set a job's expected end where they name its ID (and its node, when
+// they do) and are earlier than its agent's.
+func TestDemandRunningEnds(t *testing.T) {
+	dr, pending, now := demandRig()
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	ok := func(body string) {
+		t.Helper()
+		if w := push(t, dr, apiToken, "application/json", body); w.Code != http.StatusNoContent {
+			t.Fatalf("push %s: %d %s", body, w.Code, w.Body)
+		}
+	}
+	ok(`{"source": "slurm", "pending": [{"gpus": 8}]}`)
+	ok(`{"source": "slurm", "running": [{"job": "train-7", "expected_end": "2026-11-30T10:30:00Z"}, {"job": "mp-1", "expected_end": "2026-11-30T11:00:00Z"}, {"job": "eval-2", "node": "n2", "expected_end": "2026-11-30T10:20:00Z"}]}`)
+	if got := pendingGPUs(pending, *now); got != 8 {
+		t.Errorf("a push of running jobs alone changed pending demand to %d, want 8", got)
+	}
+	node := func(id string, jobs ...fleet.Job) fleet.Node { return fleet.Node{ID: id, Jobs: jobs} }
+	tests := []struct {
+		name string
+		node fleet.Node
+		want []time.Time
+	}{
+		{"no end from the agent", node("n1", fleet.Job{ID: "train-7"}), []time.Time{at(30)}},
+		{"the agent's later end", node("n1", fleet.Job{ID: "train-7", ExpectedEnd: at(45)}), []time.Time{at(30)}},
+		{"the agent's earlier end", node("n1", fleet.Job{ID: "train-7", ExpectedEnd: at(25)}), []time.Time{at(25)}},
+		{"a job not named", node("n1", fleet.Job{ID: "train-8"}), []time.Time{{}}},
+		{"every node of a multi-node job", node("n3", fleet.Job{ID: "mp-1"}, fleet.Job{ID: "train-7"}), []time.Time{at(60), at(30)}},
+		{"the node named", node("n2", fleet.Job{ID: "eval-2"}), []time.Time{at(20)}},
+		{"another node", node("n1", fleet.Job{ID: "eval-2"}), []time.Time{{}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := tt.node
+			n.Jobs = slices.Clone(n.Jobs)
+			pending.Ends(*now).Apply(&n)
+			for i, j := range n.Jobs {
+				if !j.ExpectedEnd.Equal(tt.want[i]) {
+					t.Errorf("job %s expected to end %v, want %v", j.ID, j.ExpectedEnd, tt.want[i])
+				}
+			}
+		})
+	}
+	// A push of pending demand alone leaves them; one of running lines
+	// replaces them.
+	ok(`{"source": "slurm", "pending": []}`)
+	if got := pending.Ends(*now); len(got["train-7"]) != 1 {
+		t.Errorf("ends after a pending push: %v", got)
+	}
+	ok(`{"source": "slurm", "running": [{"job": "train-9", "expected_end": "2026-11-30T10:40:00Z"}]}`)
+	if got := pending.Ends(*now); len(got) != 1 || len(got["train-9"]) != 1 {
+		t.Errorf("ends after a new push of running jobs: %v, want train-9's only", got)
+	}
+	// Two sources' ends of one job: the earlier counts.
+	ok(`{"source": "ray", "running": [{"job": "train-9", "expected_end": "2026-11-30T10:35:00Z"}]}`)
+	n := node("n1", fleet.Job{ID: "train-9"})
+	pending.Ends(*now).Apply(&n)
+	if !n.Jobs[0].ExpectedEnd.Equal(at(35)) {
+		t.Errorf("two sources' ends: %v, want the earlier, 10:35", n.Jobs[0].ExpectedEnd)
+	}
+	// They expire with the push.
+	*now = now.Add(11 * time.Minute)
+	if got := pending.Ends(*now); len(got) != 0 {
+		t.Errorf("ends 11 minutes after the pushes: %v", got)
+	}
+}
+
 func TestDemandRefusals(t *testing.T) {
 	good := `{"source": "slurm", "pending": [{"pool": "a100-od", "gpus": 16}]}`
 	tests := []struct {
@@ -78,7 +148,12 @@ func TestDemandRefusals(t *testing.T) {
 		{"malformed", apiToken, "application/json", `{"source": "slurm", "pending": [`, 400, "demand:"},
 		{"unknown field", apiToken, "application/json", `{"source": "slurm", "pendng": []}`, 400, "pendng"},
 		{"trailing data", apiToken, "application/json", good + good, 400, "after the JSON object"},
-		{"huge", apiToken, "application/json", `{"source": "` + strings.Repeat("x", 70<<10) + `"}`, 413, "larger than"},
+		{"huge", apiToken, "application/json", `{"source": "` + strings.Repeat("x", 1100<<10) + `"}`, 413, "larger than"},
+		{"running without a job", apiToken, "application/json", `{"source": "s", "running": [{"expected_end": "2026-12-01T09:00:00Z"}]}`, 422, "running[0].job: want the job's id"},
+		{"running without an end", apiToken, "application/json", `{"source": "s", "running": [{"job": "train-7"}]}`, 422, "running[0].expected_end: required"},
+		{"running a year and more", apiToken, "application/json", `{"source": "s", "running": [{"job": "train-7", "expected_end": "2030-01-01T00:00:00Z"}]}`, 422, "is more than 365d ahead"},
+		{"running twice", apiToken, "application/json", `{"source": "s", "running": [{"job": "a", "node": "n1", "expected_end": "2026-12-01T09:00:00Z"}, {"job": "a", "node": "n1", "expected_end": "2026-12-01T10:00:00Z"}]}`, 422, `running[1]: job "a" (node "n1") listed twice`},
+		{"running end not a time", apiToken, "application/json", `{"source": "s", "running": [{"job": "a", "expected_end": "6h"}]}`, 400, `line 1, column 65: parsing time "6h"`},
 		{"no source", apiToken, "application/json", `{"pending": []}`, 422, "source"},
 		{"unknown pool", apiToken, "application/json", `{"source": "s", "pending": [{"pool": "v100", "gpus": 1}]}`, 422, `pending[0].pool: unknown pool "v100"`},
 		{"unknown model", apiToken, "application/json", `{"source": "s", "pending": [{"gpu_model": "B200", "gpus": 1}]}`, 422, `no pool has GPU model "B200"`},
@@ -111,6 +186,7 @@ func FuzzDemandReceiver(f *testing.F) {
 	f.Add(`{"source": "s", "pending": [{"pool": "v100", "gpus": 1}]}`)
 	f.Add(`{"source": "", "pending": null}`)
 	f.Add(`[]`)
+	f.Add(`{"source": "s", "running": [{"job": "train-7", "node": "i-1", "expected_end": "2026-11-30T10:30:00Z"}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		dr, pending, now := demandRig()
 		w := push(t, dr, apiToken, "application/json", body)

@@ -157,6 +157,11 @@ func (p *planner) endingFor(t time.Time) int {
 	if pending <= 0 {
 		return 0
 	}
+	if p.waitUntil.After(t) {
+		// A cheaper pool waits for ends by then: a dearer, faster one
+		// does not buy what they free.
+		t = p.waitUntil
+	}
 	if since := p.in.State.PendingSince; !since.IsZero() && p.now.Sub(since) >= t.Sub(p.now) {
 		return 0
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -367,6 +368,14 @@ func TestExpectedEnds(t *testing.T) {
 	if p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Now: t0}); countLaunched(p) != 0 {
 		t.Errorf("pending for less than a lead time: want no launch\n%s", describe(p))
 	}
+	// A pending job that waits for an end within the cheap pool's lead
+	// time is not bought for in a dearer pool that boots sooner, before
+	// the end.
+	fast := pool("fast", fleet.OnDemand, 64, 2*time.Minute, 0, 10)
+	st = fleet.State{Nodes: []fleet.Node{full("a", all(5*time.Minute)...)}, PendingGPUs: 8}
+	if p := Make(Input{Settings: testConfig(od, fast).Settings(), State: &st, Now: t0}); countLaunched(p) != 0 {
+		t.Errorf("a dearer, faster pool bought what an end within the cheaper pool's lead time frees:\n%s", describe(p))
+	}
 	// A node whose jobs hold no GPUs is free already: not counted twice.
 	idleJob := full("a")
 	idleJob.Jobs = []fleet.Job{{ID: "x", GPUs: 0, Start: t0.Add(-time.Hour), ExpectedEnd: t0.Add(5 * time.Minute)}}
@@ -396,4 +405,81 @@ func countLaunched(p Plan) int {
 		n += a.Count
 	}
 	return n
+}
+
+// TestScaleInAtKnownEnds: scale-in for demand does not drain a busy node
+// whose jobs are all expected to end within its window: it holds the node
+// (ends_soon), so its jobs are not moved for capacity that frees by
+// itself, and drains the surplus from other nodes as it would. An end
+// beyond the window, passed, unknown for one job or told by a silent node
+// does not count; idle nodes go first as ever; a pool above its max is
+// brought back to it whatever its ends.
+func TestScaleInAtKnownEnds(t *testing.T) {
+	od := pool("od", fleet.OnDemand, 32, 10*time.Minute, 0, 10)
+	// One one-GPU job per node, its checkpoint ck ago (negative: never),
+	// expected to end at end (0: no end).
+	busy := func(id string, ck, end time.Duration) fleet.Node {
+		n := ready(id, od.Name, ck)
+		if end != 0 {
+			n.Jobs[0].ExpectedEnd = t0.Add(end)
+		}
+		return n
+	}
+	silent := busy("a", time.Minute, 5*time.Minute)
+	silent.LastReport = t0.Add(-time.Hour)
+	two := busy("a", time.Minute, 5*time.Minute)
+	two.Jobs = append(two.Jobs, fleet.Job{ID: "a-job1", GPUs: 1, Start: t0.Add(-time.Hour), LastCheckpoint: t0.Add(-time.Minute)})
+	withEnd := func(n fleet.Node, end time.Time) fleet.Node {
+		n.Jobs = append([]fleet.Job{}, n.Jobs...)
+		n.Jobs[1].ExpectedEnd = end
+		return n
+	}
+	tests := []struct {
+		name     string
+		nodes    []fleet.Node
+		forecast float64 // GPUs
+		max      int
+		drained  string // nodes, in order
+		held     string // nodes held for their ends
+	}{
+		{"ends within the window: held, another drained", []fleet.Node{busy("a", time.Minute, 5*time.Minute), busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}, 10, 10, "b", "a"},
+		{"ends as the window does (lead time 10m + hysteresis 30m)", []fleet.Node{busy("a", time.Minute, 40*time.Minute), busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}, 10, 10, "b", "a"},
+		{"beyond the window", []fleet.Node{busy("a", time.Minute, 41*time.Minute), busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}, 10, 10, "a", ""},
+		{"passed: the job overran", []fleet.Node{busy("a", time.Minute, -time.Minute), busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}, 10, 10, "a", ""},
+		{"one job has no end", []fleet.Node{withEnd(two, time.Time{}), busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}, 10, 10, "a", ""},
+		{"every job ends", []fleet.Node{withEnd(two, t0.Add(20*time.Minute)), busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}, 10, 10, "b", "a"},
+		{"a silent node's ends", []fleet.Node{silent, busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0), busy("d", 3*time.Minute, 0)}, 10, 10, "b", ""},
+		{"idle first", []fleet.Node{busy("a", time.Minute, 5*time.Minute), ready("i", od.Name), busy("c", 2*time.Minute, 0)}, 10, 10, "i", ""},
+		{"every busy node ending: nothing drained", []fleet.Node{busy("a", time.Minute, 30*time.Minute), busy("b", time.Minute, 5*time.Minute), busy("c", 2*time.Minute, 20*time.Minute)}, 10, 10, "", "a,b,c"},
+		{"a blocked drain ending soon: blocked nodes come last", []fleet.Node{busy("a", -1, 5*time.Minute), busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}, 10, 10, "b", ""},
+		{"no surplus: nothing held", []fleet.Node{busy("a", time.Minute, 5*time.Minute), busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}, 20, 10, "", ""},
+		{"above max: brought back whatever the ends", []fleet.Node{busy("a", time.Minute, 5*time.Minute), busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}, 24, 2, "a", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := od
+			o.Max = tt.max
+			cfg := withLimits(testConfig(o), func(l *fleet.Limits) { l.ScaleInShare = 1 })
+			st := fleet.State{Nodes: tt.nodes}
+			p := Make(Input{Settings: cfg.Settings(), State: &st, Forecast: flat(tt.forecast), Now: t0})
+			var drained, held []string
+			for _, a := range actions(p, Drain) {
+				drained = append(drained, a.Node)
+			}
+			for _, a := range actions(p, Hold) {
+				if a.Code == ReasonEndsSoon {
+					held = append(held, a.Node)
+				}
+			}
+			if strings.Join(drained, ",") != tt.drained || strings.Join(held, ",") != tt.held {
+				t.Errorf("drained %v, held for ends %v; want %q and %q\n%s", drained, held, tt.drained, tt.held, describe(p))
+			}
+		})
+	}
+	// The hold says when, and what scale-in keeps.
+	st := fleet.State{Nodes: []fleet.Node{busy("a", time.Minute, 5*time.Minute), busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}}
+	p := Make(Input{Settings: withLimits(testConfig(od), func(l *fleet.Limits) { l.ScaleInShare = 1 }).Settings(), State: &st, Forecast: flat(10), Now: t0})
+	if h := actions(p, Hold); len(h) != 1 || h[0].Reason != "1 job(s) expected to end by 14:05 (in 5m): not drained, scaled in once empty if not needed then; forecast p90 needs at most 10 GPUs until 14:40, fleet has 24" {
+		t.Errorf("hold %+v", h)
+	}
 }

@@ -182,6 +182,10 @@ func idleText(n *fleet.Node, now time.Time) string {
 	return "idle " + age(now.Sub(n.IdleSince))
 }
 
+func endsSoonText(n *fleet.Node, at, now time.Time) string {
+	return fmt.Sprintf("%d job(s) expected to end by %s (in %s): not drained, scaled in once empty if not needed then", len(n.Jobs), clock(at), age(at.Sub(now)))
+}
+
 func gpuFaultText(n *fleet.Node, now time.Time) string {
 	return fmt.Sprintf("its agent cannot read its GPUs (for %s: %s), so what runs on them is unknown and the node is never taken for idle", age(now.Sub(n.GPUFaultSince)), n.GPUFault)
 }

@@ -41,6 +41,9 @@ func (p *planner) launch(t *tally) {
 			continue
 		}
 		at := p.now.Add(pp.spec.LeadTime)
+		if p.unavailable(pp).none() && at.After(p.waitUntil) {
+			p.waitUntil = at
+		}
 		need, src := p.needAt(pp.q, at)
 		need = max(need-p.scopedPending, 0)
 		have := p.have(t, at)

@@ -94,6 +94,10 @@ type drainCandidate struct {
 	blocker cause
 	// oldestCheckpoint is the oldest "last checkpoint" among its jobs.
 	oldestCheckpoint time.Time
+	// endsBy is when a busy node's jobs are all expected to end, when that
+	// is within scale-in's window (expectedEmpty; zero otherwise): scale-in
+	// for demand lets them end rather than drain the node (endingSoon).
+	endsBy time.Time
 }
 
 // tally is the fleet-wide running totals that the stages share: Make
@@ -177,6 +181,11 @@ type planner struct {
 	// ends are the ready, reporting nodes whose jobs all have an expected
 	// end after now, by the last of them, soonest first (endingBy).
 	ends []nodeEnd
+	// waitUntil is the latest lead time of the burst pools launch has
+	// come to that may launch: a pending job that waits for an expected
+	// end within a cheaper pool's lead time instead of its launch is not
+	// bought for in a dearer, faster pool either (endingFor).
+	waitUntil time.Time
 	// noted are the notes' words so far, so each is written once.
 	noted map[string]bool
 }

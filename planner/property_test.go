@@ -33,6 +33,9 @@ func genInput(t *rapid.T) Input {
 	cfg.Limits.MaxScaleInPerCycle = rapid.IntRange(1, 10).Draw(t, "maxScaleIn")
 	cfg.Forecast.Hysteresis = time.Duration(rapid.IntRange(0, 60).Draw(t, "hysteresis")) * time.Minute
 	cfg.Limits.SilentShareHalt = rapid.Float64Range(0.05, 1).Draw(t, "silentHalt")
+	// A calm fleet: every node ready and reporting, a low forecast; its
+	// surplus is scaled in for demand.
+	calm := rapid.IntRange(0, 2).Draw(t, "calm") == 0
 	cfg.Limits.ScaleInShare = rapid.Float64Range(0.01, 1).Draw(t, "scaleInShare")
 	cfg.Limits.ScaleInWindow = time.Duration(rapid.IntRange(1, 30).Draw(t, "scaleInWindow")) * time.Minute
 	// Each pool's quantile by cost, or one for all.
@@ -64,6 +67,9 @@ func genInput(t *rapid.T) Input {
 		})
 	}
 	st := &fleet.State{PendingGPUs: rapid.IntRange(0, 60).Draw(t, "pending")}
+	if calm {
+		st.PendingGPUs = 0
+	}
 	// Part of the pending demand may wait for one pool or one GPU model.
 	for range rapid.IntRange(0, 2).Draw(t, "scopes") {
 		left := st.PendingGPUs
@@ -111,14 +117,14 @@ func genInput(t *rapid.T) Input {
 			nodes = p.Max + rapid.IntRange(1, 3).Draw(t, "overMax")
 		}
 		for j := range nodes {
-			st.Nodes = append(st.Nodes, genNode(t, p, j))
+			st.Nodes = append(st.Nodes, genNode(t, p, j, calm))
 		}
 	}
 	// Orphans: this fleet's instances of a pool the config no longer has.
 	gone := cfg.Pools[0]
 	gone.Name = "gone"
 	for j := range rapid.IntRange(0, 3).Draw(t, "orphans") {
-		n := genNode(t, gone, j)
+		n := genNode(t, gone, j, false)
 		n.Orphan, n.Unknown = true, false
 		st.Nodes = append(st.Nodes, n)
 	}
@@ -143,19 +149,24 @@ func genInput(t *rapid.T) Input {
 		}
 		cfg.Limits.MaxSpendPerHour = max(1, paid*rapid.Float64Range(0.8, 1.5).Draw(t, "spendShare"))
 	}
-	return Input{Settings: cfg.Settings(), State: st, Forecast: genForecast(t), Now: t0}
+	return Input{Settings: cfg.Settings(), State: st, Forecast: genForecast(t, calm), Now: t0}
 }
 
 func minutesAgo(t *rapid.T, label string, lo, hi int) time.Time {
 	return t0.Add(-time.Duration(rapid.IntRange(lo, hi).Draw(t, label)) * time.Minute)
 }
 
-func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
+// genNode makes a node of pool p; calm, a ready one whose agent reported
+// within the last minute.
+func genNode(t *rapid.T, p fleet.Pool, j int, calm bool) fleet.Node {
 	n := fleet.Node{
 		ID:         fmt.Sprintf("%s-n%d", p.Name, j),
 		Pool:       p.Name,
 		State:      rapid.SampledFrom([]fleet.NodeState{fleet.Pending, fleet.Ready, fleet.Ready, fleet.Draining, fleet.Terminating}).Draw(t, "state"),
 		LaunchedAt: minutesAgo(t, "launched", 0, 600),
+	}
+	if calm {
+		n.State = fleet.Ready
 	}
 	if n.State == fleet.Pending && rapid.IntRange(0, 6).Draw(t, "launchFailing") == 0 {
 		// The cloud says it is failing to create it (a stockout in a
@@ -165,7 +176,10 @@ func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
 	if n.State != fleet.Pending && rapid.IntRange(0, 5).Draw(t, "reported") > 0 {
 		n.LastReport = minutesAgo(t, "report", 0, 15)
 	}
-	if (n.State == fleet.Pending || n.State == fleet.Ready) && rapid.IntRange(0, 5).Draw(t, "unknown") == 0 {
+	if calm {
+		n.LastReport = minutesAgo(t, "report", 0, 1)
+	}
+	if !calm && (n.State == fleet.Pending || n.State == fleet.Ready) && rapid.IntRange(0, 5).Draw(t, "unknown") == 0 {
 		// An instance the controller did not launch whose agent never
 		// reported healthy GPUs (an adopted fleet, a lost state
 		// directory): no jobs known, maybe unhealthy reports.
@@ -191,6 +205,10 @@ func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
 		free -= g
 		job := fleet.Job{ID: fmt.Sprintf("%s-j%d", n.ID, k), GPUs: g, Start: minutesAgo(t, "start", 0, 3000),
 			LongRunning: rapid.Bool().Draw(t, "long")}
+		if rapid.IntRange(0, 2).Draw(t, "hasEnd") == 0 {
+			// A hint: passed (overran), soon, or beyond the window.
+			job.ExpectedEnd = t0.Add(time.Duration(rapid.IntRange(-30, 120).Draw(t, "endIn")) * time.Minute)
+		}
 		if rapid.IntRange(0, 4).Draw(t, "checkpointed") > 0 {
 			job.LastCheckpoint = minutesAgo(t, "ck", 0, 120)
 			if n.State == fleet.Draining && rapid.IntRange(0, 3).Draw(t, "ckAtDrain") == 0 {
@@ -200,6 +218,12 @@ func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
 			}
 		}
 		n.Jobs = append(n.Jobs, job)
+	}
+	if len(n.Jobs) > 0 && rapid.IntRange(0, 3).Draw(t, "allEnd") == 0 {
+		// Every job ending soon, as a scheduler's time limits may say.
+		for k := range n.Jobs {
+			n.Jobs[k].ExpectedEnd = t0.Add(time.Duration(rapid.IntRange(1, 60).Draw(t, "allEndIn")) * time.Minute)
+		}
 	}
 	if len(n.Jobs) == 0 {
 		n.IdleSince = minutesAgo(t, "idle", 0, 120)
@@ -227,7 +251,14 @@ func genNode(t *rapid.T, p fleet.Pool, j int) fleet.Node {
 	return n
 }
 
-func genForecast(t *rapid.T) forecast.Forecast {
+// genForecast makes a forecast, often malformed or absurd; calm, of at
+// most 20 GPUs, so that the fleet has more than it needs (scale-in for
+// demand).
+func genForecast(t *rapid.T, calm bool) forecast.Forecast {
+	top := 200.0
+	if calm {
+		top = 20
+	}
 	steps := rapid.IntRange(0, 24).Draw(t, "steps")
 	levels := rapid.SampledFrom([][]float64{{0.9}, {0.5, 0.9}, {0.5, 0.8, 0.95}, {0.1, 0.5, 0.99}}).Draw(t, "levels")
 	f := forecast.Forecast{Origin: t0.Add(time.Duration(rapid.IntRange(-20, 20).Draw(t, "origin")) * time.Minute),
@@ -236,7 +267,7 @@ func genForecast(t *rapid.T) forecast.Forecast {
 		f.Values[k] = make([]float64, steps)
 	}
 	for h := range steps {
-		v := rapid.Float64Range(0, 200).Draw(t, "v")
+		v := rapid.Float64Range(0, top).Draw(t, "v")
 		switch rapid.IntRange(0, 20).Draw(t, "weird") {
 		case 0:
 			v = math.NaN()
@@ -275,7 +306,7 @@ var codesOf = map[ActionKind][]Reason{
 	Hold: {ReasonPoolUnobserved, ReasonUnknownNotReady, ReasonUnknownSilent, ReasonInterrupted, ReasonAgentSilent,
 		ReasonGPUFault, ReasonNeverCheckpointed, ReasonCheckpointTooOld, ReasonNoCheckpointSinceCancel,
 		ReasonDrainNoReport, ReasonDrainNotAcked, ReasonDrainNotConfirmed, ReasonOrphanBooting, ReasonOrphanBusy,
-		ReasonOrphanIdleTooShort, ReasonScaleInHalted, ReasonMaxScaleInPerCycle},
+		ReasonOrphanIdleTooShort, ReasonScaleInHalted, ReasonMaxScaleInPerCycle, ReasonEndsSoon},
 }
 
 func nodesByID(in Input) map[string]*fleet.Node {
@@ -673,6 +704,54 @@ func TestPropertySafety(t *testing.T) {
 			if a.Kind == Launch && demandDrains > 0 && isDemandLaunch(cfg, a) && a.Code != ReasonScopedDemand {
 				t.Fatalf("plan launches for demand (%s) and drains %d node(s)", a.Reason, demandDrains)
 			}
+		}
+	})
+}
+
+// TestPropertyEndsNeverDrain: jobs' expected ends are hints (a node may
+// lie about its own). With them a plan never launches more nodes than
+// without them, and never drains for demand a node whose jobs all end
+// within scale-in's window (it is held, ends_soon). They may move a drain
+// to another node, as the surplus is still drained, so drains are not
+// compared; every drain's safety, ends or not, is TestPropertySafety's.
+func TestPropertyEndsNeverDrain(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genInput(t)
+		with := Make(in)
+		cfg := &in.Settings
+		window := time.Duration(0)
+		for _, p := range cfg.Pools {
+			if p.Capacity != fleet.Reserved {
+				window = max(window, p.LeadTime)
+			}
+		}
+		window += cfg.Forecast.Hysteresis
+		nodes := nodesByID(in)
+		for _, a := range with.Actions {
+			if a.Kind != Drain || (a.Code != ReasonIdle && a.Code != ReasonCheckpointed) {
+				continue
+			}
+			n := nodes[a.Node]
+			ending := len(n.Jobs) > 0
+			for _, j := range n.Jobs {
+				ending = ending && j.ExpectedEnd.After(in.Now) && !j.ExpectedEnd.After(in.Now.Add(window))
+			}
+			if ending && !silent(in, n) {
+				t.Fatalf("drain of %s for demand, its jobs all expected to end within %v: %+v", n.ID, window, a)
+			}
+		}
+		bare := *in.State
+		bare.Nodes = slices.Clone(in.State.Nodes)
+		for i := range bare.Nodes {
+			bare.Nodes[i].Jobs = slices.Clone(bare.Nodes[i].Jobs)
+			for j := range bare.Nodes[i].Jobs {
+				bare.Nodes[i].Jobs[j].ExpectedEnd = time.Time{}
+			}
+		}
+		in.State = &bare
+		without := Make(in)
+		if lw, lb := countLaunched(with), countLaunched(without); lw > lb {
+			t.Fatalf("%d nodes launched with expected ends, %d without\nwith:\n%s\nwithout:\n%s", lw, lb, describe(with), describe(without))
 		}
 	})
 }

@@ -191,6 +191,10 @@ const (
 	// stops retrying it, and the pool is backed off; the demand goes to
 	// other pools at once.
 	ReasonLaunchFailing
+	// ReasonEndsSoon: scale-in for demand holds a busy node whose jobs
+	// are all expected to end within its window (a hint) rather than
+	// move them: it is scaled in once empty, if not needed then.
+	ReasonEndsSoon
 
 	numReasons // one past the last
 )
@@ -249,6 +253,7 @@ var reasonNames = [numReasons]string{
 	ReasonForecastCrossing:        "forecast_crossing",
 	ReasonExpectedEnds:            "expected_ends",
 	ReasonLeftToFaster:            "left_to_faster",
+	ReasonEndsSoon:                "ends_soon",
 }
 
 // String is the code's name ("forecast", "drain_timeout"); "" for no

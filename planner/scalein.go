@@ -112,6 +112,9 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 		if !s.decided[c.node.ID] {
 			dc := drainCandidate{candidate: c}
 			dc.blocker, dc.oldestCheckpoint = p.drainBlocker(c.node)
+			if prefix == "" && c.silentFor == 0 {
+				dc.endsBy = p.endingSoon(c.node)
+			}
 			cands = append(cands, dc)
 		}
 	}
@@ -124,12 +127,20 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 			p.note(ReasonMaxScaleInPerCycle, fmt.Sprintf("scale-in stopped at limits.max_scale_in_per_cycle (%d); more may drain next cycle", lim.MaxScaleInPerCycle))
 			return false
 		}
+		n := c.node
+		if !c.endsBy.IsZero() {
+			// Its jobs' ends free it without moving them: not drained
+			// now (nor counted as gone: the surplus is another node's
+			// to drain), scaled in once empty if it is still not needed.
+			p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn,
+				Code: ReasonEndsSoon, Reason: endsSoonText(n, c.endsBy, p.now) + "; " + suffix()})
+			continue
+		}
 		if left == 0 && c.silentFor == 0 && c.blocker.none() {
 			// Blocked nodes are still listed with their holds.
 			p.note(ReasonScaleInShare, shareReachedNote(pp, lim, size))
 			continue
 		}
-		n := c.node
 		if prefix == "" && c.silentFor == 0 && c.blocker.none() && !p.placeElsewhere(s.t, pp, c) {
 			continue
 		}
@@ -170,6 +181,27 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 		p.add(a)
 	}
 	return true
+}
+
+// endingSoon is when busy node n's jobs are all expected to end
+// (expectedEmpty), when that is within scale-in's window; zero otherwise.
+// Scale-in for demand does not drain such a node: its jobs are not moved
+// (a checkpoint, a restart elsewhere) for capacity that frees by itself
+// within the window, and the node is scaled in once empty, if it is still
+// not needed then; the surplus is drained from other nodes as it would
+// be. An expected end is a hint (it may be wrong, or a lie of the
+// node's): it never causes a drain nor a launch, and it puts off its own
+// node's drain at most until the end it named first (the controller keeps
+// a job's earliest end, and one that has passed counts no more), so by at
+// most the window.
+func (p *planner) endingSoon(n *fleet.Node) time.Time {
+	if len(n.Jobs) == 0 {
+		return time.Time{}
+	}
+	if at, ok := expectedEmpty(n, p.now); ok && !at.After(p.now.Add(p.window)) {
+		return at
+	}
+	return time.Time{}
 }
 
 // placeElsewhere reports whether the node of c may drain for demand as
@@ -288,6 +320,7 @@ func sortCandidates(cs []drainCandidate) {
 			}
 			return 1
 		}
+
 		if ai {
 			if c := a.node.IdleSince.Compare(b.node.IdleSince); c != 0 {
 				return c

@@ -1192,6 +1192,62 @@ planner/planner.go
 ""
 ./planner
 TestQuantileByCost
+
+ending nodes drained like any other (known ends)
+planner/scalein.go
+"\t\tif !c.endsBy.IsZero() {\n\t\t\t// Its jobs' ends"
+"\t\tif false {\n\t\t\t// Its jobs' ends"
+./planner
+TestScaleInAtKnownEnds
+
+an end drains a node, checkpointed or not (known ends drain)
+planner/scalein.go
+"\t\t\tp.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn,\n\t\t\t\tCode: ReasonEndsSoon,"
+"\t\t\tp.add(Action{Kind: Drain, Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn,\n\t\t\t\tCode: ReasonIdle,"
+./planner
+TestPropertyEndsNeverDrain|TestPropertySafety|TestScaleInAtKnownEnds
+
+an end beyond the window held for (known ends window)
+planner/scalein.go
+"ok && !at.After(p.now.Add(p.window)) {"
+"ok {"
+./planner
+TestScaleInAtKnownEnds
+
+pushed ends not applied (pushed ends)
+controller/controller.go
+"\t\t\tends.Apply(&n)\n"
+"\t\t\t_ = ends\n"
+./controller
+TestRunningPushEnds
+
+a pushed end later than the agent's (pushed ends earlier)
+controller/demand.go
+"(j.ExpectedEnd.IsZero() || x.at.Before(j.ExpectedEnd))"
+"true"
+./controller
+TestDemandRunningEnds
+
+a pushed end on any node (pushed ends node)
+controller/demand.go
+"(x.node == \"\" || x.node == n.ID) && "
+""
+./controller
+TestDemandRunningEnds
+
+pushed ends that never expire (pushed ends ttl)
+controller/demand.go
+"\t\tif now.Sub(x.at) > p.ttl() {\n\t\t\tdelete(p.running, src)"
+"\t\tif false {\n\t\t\tdelete(p.running, src)"
+./controller
+TestDemandRunningEnds
+
+a faster, dearer pool buys what ends free (ends wait)
+planner/launch.go
+"\t\tif p.unavailable(pp).none() && at.After(p.waitUntil) {"
+"\t\tif false {"
+./planner
+TestExpectedEnds|TestPropertyEndsNeverDrain
 EOF
 }
 
