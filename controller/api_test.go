@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/plugin"
 
 	"github.com/fleetcast/autoscaler/agent/report"
@@ -181,19 +182,15 @@ func TestAPIPlugins(t *testing.T) {
 	}
 }
 
-// TestLivePoolAndGoneCredentials: a bootstrap is checked against the
-// instances the last cycle saw; a credential of an instance gone from its
-// cloud is forgotten with it, while an operator's for a node no pool lists
-// stays.
-func TestLivePoolAndGoneCredentials(t *testing.T) {
-	p := gpuPool("g5", 8, 4, time.Minute)
-	p.Min = 2
+// twoUp is a loop on pool p (min 2) with test credentials: before its
+// first cycle it calls first, then it runs cycles until the pool's two
+// nodes are up, and one more, and returns their group.
+func twoUp(t *testing.T, p fleet.Pool, first func(*cycler)) (*cycler, *credtest.Tokens, providers.Group) {
+	t.Helper()
 	l := newLoop(t, false, p)
 	creds := credtest.New(t)
 	l.c.creds = creds
-	if _, _, ok := l.c.LivePool("anything"); ok {
-		t.Fatal("a node is live before any cycle")
-	}
+	first(l)
 	for range 3 {
 		l.cycle(t)
 		l.now = l.now.Add(time.Minute)
@@ -203,6 +200,21 @@ func TestLivePoolAndGoneCredentials(t *testing.T) {
 		t.Fatalf("%+v, %v", g, err)
 	}
 	l.cycle(t)
+	return l, creds, g
+}
+
+// TestLivePoolAndGoneCredentials: a bootstrap is checked against the
+// instances the last cycle saw; a credential of an instance gone from its
+// cloud is forgotten with it, while an operator's for a node no pool lists
+// stays.
+func TestLivePoolAndGoneCredentials(t *testing.T) {
+	p := gpuPool("g5", 8, 4, time.Minute)
+	p.Min = 2
+	l, creds, g := twoUp(t, p, func(l *cycler) {
+		if _, _, ok := l.c.LivePool("anything"); ok {
+			t.Fatal("a node is live before any cycle")
+		}
+	})
 	gone, stays := g.Instances[0].ID, g.Instances[1].ID
 	if got, _, ok := l.c.LivePool(gone); !ok || got.Name != "g5" {
 		t.Fatalf("LivePool(%s) = %v, %v; want g5", gone, got.Name, ok)
@@ -282,18 +294,7 @@ func TestFleetViewSeries(t *testing.T) {
 func TestPluginServerKeepsCredential(t *testing.T) {
 	p := gpuPool("onprem", 8, 4, time.Minute)
 	p.Provider, p.Min = fleet.ProviderPlugin, 2
-	l := newLoop(t, false, p)
-	creds := credtest.New(t)
-	l.c.creds = creds
-	for range 3 {
-		l.cycle(t)
-		l.now = l.now.Add(time.Minute)
-	}
-	g, err := l.cloud.Describe(context.Background(), p)
-	if err != nil || len(g.Instances) < 2 {
-		t.Fatalf("%+v, %v", g, err)
-	}
-	l.cycle(t)
+	l, creds, g := twoUp(t, p, func(*cycler) {})
 	off := g.Instances[0].ID
 	tok := creds.For(off)
 	if err := l.cloud.Terminate(context.Background(), p, []string{off}); err != nil {

@@ -1,25 +1,9 @@
 package main
 
-import (
-	"errors"
-	"os"
-	"os/exec"
-	"syscall"
-)
+import "syscall"
 
-// groupKill runs cmd in a process group of its own, killed whole when
-// the command is cancelled, and killed if the plugin dies first.
-func groupKill(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
-}
-
-// killGroup kills the process group pid leads; gone already is
-// os.ErrProcessDone.
-func killGroup(pid int) error {
-	err := syscall.Kill(-pid, syscall.SIGKILL)
-	if errors.Is(err, syscall.ESRCH) {
-		return os.ErrProcessDone
-	}
-	return err
+// groupAttr starts a command in a process group of its own, killed if
+// the plugin dies first.
+func groupAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -1,4 +1,4 @@
-//go:build unix && !linux
+//go:build unix
 
 package main
 
@@ -9,10 +9,10 @@ import (
 	"syscall"
 )
 
-// groupKill runs cmd in a process group of its own, killed whole when
-// the command is cancelled.
+// groupKill runs cmd in a process group of its own (groupAttr), killed
+// whole when the command is cancelled.
 func groupKill(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = groupAttr()
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 }
 
