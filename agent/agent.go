@@ -177,7 +177,7 @@ func New(cfg Config) (*Agent, error) {
 // Limits on what jobs may register: those a report may carry.
 const (
 	maxJobs  = 4096
-	maxIDLen = 256
+	maxIDLen = report.MaxIDLen
 	maxGPU   = 63
 	maxPIDs  = 4096
 )

@@ -29,7 +29,8 @@ type JobRequest struct {
 	Checkpoints string `json:"checkpoints,omitempty"`
 	// ExpectedEnd, when set, is when the job expects to end (its
 	// scheduler's time limit): a hint the controller may wait for instead
-	// of launching for pending jobs, never a reason to drain.
+	// of launching for pending jobs, or instead of draining the node when
+	// it is soon, never a reason to drain.
 	ExpectedEnd time.Time `json:"expected_end,omitzero"`
 }
 

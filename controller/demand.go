@@ -24,10 +24,13 @@ const DemandPattern = "POST /v1/demand"
 // DemandPush is what a scheduler sends to POST /v1/demand: the GPUs its
 // jobs are waiting for now, per pool, per GPU model, or for any pool,
 // demand it announces ahead, and when its running jobs are expected to
-// end. Each push's pending lines replace the source's previous ones, and
-// so do its running lines (a push without "pending", or without
-// "running", leaves those); its announcements add to, update or cancel
-// the source's earlier ones, by id.
+// end. Each push's pending lines replace the source's previous ones (a
+// push with announcements or running lines but no "pending" leaves them;
+// one with none of the three clears them); its running lines replace the
+// source's previous ones, but for the ends of jobs pushed before, which
+// can only move earlier (a push without "running", or with null, leaves
+// them); its announcements add to, update or cancel the source's earlier
+// ones, by id. A bad line refuses the whole push.
 //
 //	{"source": "slurm-prod", "pending": [{"pool": "a100-od", "gpus": 16}, {"gpu_model": "H100", "gpus": 8}, {"gpus": 4}],
 //	 "announce": [{"id": "train-42", "start_at": "2026-12-01T09:00:00Z", "gpus": 64, "duration": "6h"}, {"id": "eval-7", "cancel": true}],
@@ -45,14 +48,15 @@ type DemandPush struct {
 	// Running is when running jobs are expected to end: the scheduler's
 	// time limits. Each is a hint on the job of that ID its agent reports
 	// (fleet.Job.ExpectedEnd), as the agent's own -expected-end is.
-	Running []RunningJob `json:"running,omitempty"`
+	Running []RunningJob `json:"running"`
 }
 
 // RunningJob is one line of a push's running jobs: the job of this ID (as
 // its agent registered it: `agent register -job`), on Node when set (the
 // node's ID as the controller names it; otherwise on every node that
 // reports it, as a multi-node job's do), is expected to end by
-// ExpectedEnd. Of the scheduler's end and the agent's, the earlier counts.
+// ExpectedEnd, on the controller's clock. Of the schedulers' ends and the
+// agent's, the earliest counts; IDs are matched across sources.
 type RunningJob struct {
 	Job         string    `json:"job"`
 	Node        string    `json:"node,omitempty"`
@@ -77,6 +81,7 @@ const (
 	maxAnnounceAhead  = 90 * 24 * time.Hour
 	maxAnnouncedSpell = 365 * 24 * time.Hour
 	maxRunning        = 10_000
+	maxRunningAhead   = 365 * 24 * time.Hour
 )
 
 // PendingDemand is one line of a push: GPUs waiting for a named pool, for
@@ -154,14 +159,14 @@ func (d *DemandPush) validateRunning(now time.Time) error {
 	for i, r := range d.Running {
 		at := fmt.Sprintf("running[%d]", i)
 		switch {
-		case r.Job == "" || len(r.Job) > 128:
-			return fmt.Errorf("%s.job: want the job's id, 1 to 128 characters", at)
+		case r.Job == "" || len(r.Job) > report.MaxIDLen:
+			return fmt.Errorf("%s.job: want the job's id, 1 to %d characters", at, report.MaxIDLen)
 		case len(r.Node) > 256:
 			return fmt.Errorf("%s.node: %d characters, want at most 256", at, len(r.Node))
 		case r.ExpectedEnd.IsZero():
 			return fmt.Errorf("%s.expected_end: required (RFC 3339, e.g. 2026-12-01T09:00:00Z)", at)
-		case r.ExpectedEnd.After(now.Add(maxAnnouncedSpell)):
-			return fmt.Errorf("%s.expected_end: %s is more than %s ahead", at, r.ExpectedEnd.Format(time.RFC3339), fleet.FormatDuration(maxAnnouncedSpell))
+		case r.ExpectedEnd.After(now.Add(maxRunningAhead)):
+			return fmt.Errorf("%s.expected_end: %s is more than %s ahead", at, r.ExpectedEnd.Format(time.RFC3339), fleet.FormatDuration(maxRunningAhead))
 		case seen[key{r.Job, r.Node}]:
 			return fmt.Errorf("%s: job %q (node %q) listed twice in one push", at, r.Job, r.Node)
 		}
@@ -223,14 +228,30 @@ func (p *Pending) Set(at time.Time, d DemandPush) {
 }
 
 // SetRunning records a source's running lines (d.Running) at time at,
-// replacing its previous ones. d is checked (Validate).
+// replacing its previous ones; a job (on a node) it pushed before keeps
+// the earlier of its two ends, so that a scheduler pushing ever later ends
+// cannot hold a node. d is checked (Validate).
 func (p *Pending) SetRunning(at time.Time, d DemandPush) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.running == nil {
 		p.running = map[string]pushedRunning{}
 	}
-	p.running[d.Source] = pushedRunning{at: at, lines: slices.Clone(d.Running)}
+	type key struct{ job, node string }
+	var before map[key]time.Time
+	if old, ok := p.running[d.Source]; ok && at.Sub(old.at) <= p.ttl() {
+		before = make(map[key]time.Time, len(old.lines))
+		for _, l := range old.lines {
+			before[key{l.Job, l.Node}] = l.ExpectedEnd
+		}
+	}
+	lines := slices.Clone(d.Running)
+	for i, l := range lines {
+		if e, ok := before[key{l.Job, l.Node}]; ok && e.Before(l.ExpectedEnd) {
+			lines[i].ExpectedEnd = e
+		}
+	}
+	p.running[d.Source] = pushedRunning{at: at, lines: lines}
 }
 
 // Ends is the expected ends of running jobs that fresh pushes tell (within

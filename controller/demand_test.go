@@ -121,6 +121,33 @@ func TestDemandRunningEnds(t *testing.T) {
 	if got := pending.Ends(*now); len(got) != 1 || len(got["train-9"]) != 1 {
 		t.Errorf("ends after a new push of running jobs: %v, want train-9's only", got)
 	}
+	// A later push of the same job's end moves it earlier only: a
+	// scheduler cannot hold a node by pushing ever later ends.
+	ok(`{"source": "slurm", "running": [{"job": "train-9", "expected_end": "2026-11-30T11:40:00Z"}]}`)
+	if got := pending.Ends(*now)["train-9"]; len(got) != 1 || !got[0].at.Equal(at(40)) {
+		t.Errorf("a later end pushed again: %v, want 10:40 kept", got)
+	}
+	ok(`{"source": "slurm", "running": [{"job": "train-9", "expected_end": "2026-11-30T10:38:00Z"}]}`)
+	if got := pending.Ends(*now)["train-9"]; len(got) != 1 || !got[0].at.Equal(at(38)) {
+		t.Errorf("an earlier end pushed: %v, want 10:38", got)
+	}
+	// null leaves them, [] clears them, and a refused push changes
+	// neither them nor pending demand.
+	ok(`{"source": "slurm", "pending": [{"gpus": 8}], "running": null}`)
+	if got := pending.Ends(*now); len(got["train-9"]) != 1 {
+		t.Errorf(`ends after "running": null: %v`, got)
+	}
+	if w := push(t, dr, apiToken, "application/json", `{"source": "slurm", "pending": [{"gpus": 16}], "running": [{"job": "x"}]}`); w.Code != http.StatusUnprocessableEntity {
+		t.Errorf("a running line without its end: %d %s", w.Code, w.Body)
+	}
+	if got := pendingGPUs(pending, *now); got != 8 || len(pending.Ends(*now)["train-9"]) != 1 {
+		t.Errorf("a refused push changed pending demand to %d or the ends to %v", got, pending.Ends(*now))
+	}
+	ok(`{"source": "slurm", "running": []}`)
+	if got := pending.Ends(*now); len(got) != 0 {
+		t.Errorf(`ends after "running": []: %v`, got)
+	}
+	ok(`{"source": "slurm", "running": [{"job": "train-9", "expected_end": "2026-11-30T10:40:00Z"}]}`)
 	// Two sources' ends of one job: the earlier counts.
 	ok(`{"source": "ray", "running": [{"job": "train-9", "expected_end": "2026-11-30T10:35:00Z"}]}`)
 	n := node("n1", fleet.Job{ID: "train-9"})
@@ -152,6 +179,7 @@ func TestDemandRefusals(t *testing.T) {
 		{"running without a job", apiToken, "application/json", `{"source": "s", "running": [{"expected_end": "2026-12-01T09:00:00Z"}]}`, 422, "running[0].job: want the job's id"},
 		{"running without an end", apiToken, "application/json", `{"source": "s", "running": [{"job": "train-7"}]}`, 422, "running[0].expected_end: required"},
 		{"running a year and more", apiToken, "application/json", `{"source": "s", "running": [{"job": "train-7", "expected_end": "2030-01-01T00:00:00Z"}]}`, 422, "is more than 365d ahead"},
+		{"running job id too long", apiToken, "application/json", `{"source": "s", "running": [{"job": "` + strings.Repeat("j", 257) + `", "expected_end": "2026-12-01T09:00:00Z"}]}`, 422, "running[0].job: want the job's id, 1 to 256 characters"},
 		{"running twice", apiToken, "application/json", `{"source": "s", "running": [{"job": "a", "node": "n1", "expected_end": "2026-12-01T09:00:00Z"}, {"job": "a", "node": "n1", "expected_end": "2026-12-01T10:00:00Z"}]}`, 422, `running[1]: job "a" (node "n1") listed twice`},
 		{"running end not a time", apiToken, "application/json", `{"source": "s", "running": [{"job": "a", "expected_end": "6h"}]}`, 400, `line 1, column 65: parsing time "6h"`},
 		{"no source", apiToken, "application/json", `{"pending": []}`, 422, "source"},
@@ -205,8 +233,8 @@ func FuzzDemandReceiver(f *testing.F) {
 				t.Fatalf("accepted push gives %d pending GPUs, want %d", got, want)
 			}
 		case w.Code >= 400 && w.Code < 500:
-			if got != 0 {
-				t.Fatalf("refused push (%d) changed pending demand to %d", w.Code, got)
+			if got != 0 || len(pending.Ends(*now)) != 0 {
+				t.Fatalf("refused push (%d) changed pending demand to %d, or the running jobs' ends to %v", w.Code, got, pending.Ends(*now))
 			}
 		default:
 			t.Fatalf("status %d for %q", w.Code, body)

@@ -111,10 +111,11 @@ func malformed(f *forecast.Forecast) cause {
 //
 // Nodes expected to be empty by t (their jobs' expected ends) serve the
 // pending jobs there, as far as they go: so a pending job waits for a
-// node that frees within the lead time instead of a launch. An expected
-// end is a hint (rule 11): one that has passed counts no more, so it
-// delays a launch by at most one lead time; and needOver, which
-// scale-in keeps for, never counts it.
+// node that frees within the lead time instead of a launch (or within a
+// cheaper pool's, endsBy). An expected end is a hint (rule 11): one that
+// has passed counts no more, so it delays a launch by at most one lead
+// time; and needOver, which scale-in keeps for, never counts it (scale-in
+// only lets such a node empty by itself, endingSoon).
 func (p *planner) needAt(q float64, t time.Time) (int, Reason) {
 	v := 0.0
 	if p.fc != nil {
@@ -157,11 +158,7 @@ func (p *planner) endingFor(t time.Time) int {
 	if pending <= 0 {
 		return 0
 	}
-	if p.waitUntil.After(t) {
-		// A cheaper pool waits for ends by then: a dearer, faster one
-		// does not buy what they free.
-		t = p.waitUntil
-	}
+	t = p.endsBy(t)
 	if since := p.in.State.PendingSince; !since.IsZero() && p.now.Sub(since) >= t.Sub(p.now) {
 		return 0
 	}
@@ -172,6 +169,16 @@ func (p *planner) endingFor(t time.Time) int {
 		}
 	}
 	return min(freed, pending)
+}
+
+// endsBy is how late the expected ends that stand in for a launch one
+// lead time ahead, at t, may come: t, or the lead time of a cheaper pool
+// that waits for them (p.waitUntil), whichever is later.
+func (p *planner) endsBy(t time.Time) time.Time {
+	if p.waitUntil.After(t) {
+		return p.waitUntil
+	}
+	return t
 }
 
 // needOver is the most demand to provision for during [from, to] at the

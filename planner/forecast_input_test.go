@@ -476,6 +476,26 @@ func TestScaleInAtKnownEnds(t *testing.T) {
 			}
 		})
 	}
+	// A dearer pool's node held for its ends counts as gone for the
+	// cheaper pools: none of their nodes is drained in its place.
+	dear := pool("dear", fleet.OnDemand, 64, 10*time.Minute, 0, 10)
+	cheapB, cheapC := busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)
+	heldA := busy("a", time.Minute, 5*time.Minute)
+	heldA.Pool = dear.Name
+	st0 := fleet.State{Nodes: []fleet.Node{heldA, cheapB, cheapC}}
+	p0 := Make(Input{Settings: withLimits(testConfig(od, dear), func(l *fleet.Limits) { l.ScaleInShare = 1 }).Settings(), State: &st0, Forecast: flat(10), Now: t0})
+	if d, h := actions(p0, Drain), actions(p0, Hold); len(d) != 0 || len(h) != 1 || h[0].Node != "a" {
+		t.Errorf("a cheaper pool drained for what a dearer pool's ending node frees: drains %+v, holds %+v\n%s", d, h, describe(p0))
+	}
+	// A node the cloud may take soon (a rebalance recommendation) goes
+	// first as ever, its ends or not.
+	reb := busy("a", time.Minute, 5*time.Minute)
+	reb.Rebalance = true
+	st0 = fleet.State{Nodes: []fleet.Node{reb, busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}}
+	p0 = Make(Input{Settings: withLimits(testConfig(od), func(l *fleet.Limits) { l.ScaleInShare = 1 }).Settings(), State: &st0, Forecast: flat(10), Now: t0})
+	if d := actions(p0, Drain); len(d) != 1 || d[0].Node != "a" {
+		t.Errorf("a rebalance recommendation's node not drained first: %+v\n%s", d, describe(p0))
+	}
 	// The hold says when, and what scale-in keeps.
 	st := fleet.State{Nodes: []fleet.Node{busy("a", time.Minute, 5*time.Minute), busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}}
 	p := Make(Input{Settings: withLimits(testConfig(od), func(l *fleet.Limits) { l.ScaleInShare = 1 }).Settings(), State: &st, Forecast: flat(10), Now: t0})

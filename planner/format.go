@@ -80,7 +80,7 @@ func (p *planner) demandReason(src Reason, q float64, need int, at time.Time, le
 	e := p.endingFor(at)
 	why := p.sourceReason(src, q, need+e, at, lead, have) // need is less the ends
 	if e > 0 {
-		why += fmt.Sprintf("; %d of the pending start on nodes whose jobs are expected to end by %s", e, clock(at))
+		why += fmt.Sprintf("; %d of the pending start on nodes whose jobs are expected to end by %s", e, clock(p.endsBy(at)))
 	}
 	return why
 }
@@ -99,7 +99,7 @@ func (p *planner) sourceReason(src Reason, q float64, need int, at time.Time, le
 
 // expectedEndsNote says that pending jobs wait for nodes expected to be
 // empty within pool pp's lead time, instead of a launch there.
-func expectedEndsNote(pp *poolPlan, gpus int, at time.Time) string {
+func expectedEndsNote(pp *poolPlan, gpus int, at time.Time) string { // at: by when (endsBy)
 	return fmt.Sprintf("pool %s: no launch for %d pending GPUs: nodes whose jobs are expected to end by %s free them first (a hint: once an expected end passes, it counts no more)",
 		pp.spec.Name, gpus, clock(at))
 }

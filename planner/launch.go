@@ -50,7 +50,7 @@ func (p *planner) launch(t *tally) {
 		gap := need - have
 		if gap <= 0 {
 			if e := p.endingFor(at); e > 0 && gap+e > 0 {
-				p.note(ReasonExpectedEnds, expectedEndsNote(pp, e, at))
+				p.note(ReasonExpectedEnds, expectedEndsNote(pp, e, p.endsBy(at)))
 			}
 			continue
 		}

@@ -112,13 +112,16 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 		if !s.decided[c.node.ID] {
 			dc := drainCandidate{candidate: c}
 			dc.blocker, dc.oldestCheckpoint = p.drainBlocker(c.node)
-			if prefix == "" && c.silentFor == 0 {
+			if prefix == "" && c.silentFor == 0 && dc.blocker.none() && !c.node.Rebalance {
+				// A node the cloud may take soon (rebalance) goes
+				// first as ever; a blocked one is held for its block.
 				dc.endsBy = p.endingSoon(c.node)
 			}
 			cands = append(cands, dc)
 		}
 	}
 	sortCandidates(cands)
+	var ending []drainCandidate // held for their ends (endingSoon)
 	for _, c := range cands {
 		if !more(pp) {
 			break
@@ -130,10 +133,13 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 		n := c.node
 		if !c.endsBy.IsZero() {
 			// Its jobs' ends free it without moving them: not drained
-			// now (nor counted as gone: the surplus is another node's
-			// to drain), scaled in once empty if it is still not needed.
+			// now, scaled in once empty if it is still not needed. The
+			// pool's other nodes are drained for the surplus first; what
+			// is left of it counts this node as gone (below), so that no
+			// cheaper pool is drained for what it will free.
 			p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn,
 				Code: ReasonEndsSoon, Reason: endsSoonText(n, c.endsBy, p.now) + "; " + suffix()})
+			ending = append(ending, c)
 			continue
 		}
 		if left == 0 && c.silentFor == 0 && c.blocker.none() {
@@ -180,6 +186,19 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 		}
 		p.add(a)
 	}
+	for _, c := range ending {
+		if !more(pp) || *budget == 0 {
+			break
+		}
+		// As a drain would: the cycle's budget too, so that no drain
+		// elsewhere is made with what it leaves.
+		*budget--
+		s.avail -= gpn
+		s.t.placement.remove(c.slot)
+		pp.supply -= gpn
+		pp.used -= min(c.node.UsedGPUs(), gpn)
+		pp.active--
+	}
 	return true
 }
 
@@ -188,12 +207,15 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 // Scale-in for demand does not drain such a node: its jobs are not moved
 // (a checkpoint, a restart elsewhere) for capacity that frees by itself
 // within the window, and the node is scaled in once empty, if it is still
-// not needed then; the surplus is drained from other nodes as it would
-// be. An expected end is a hint (it may be wrong, or a lie of the
-// node's): it never causes a drain nor a launch, and it puts off its own
-// node's drain at most until the end it named first (the controller keeps
-// a job's earliest end, and one that has passed counts no more), so by at
-// most the window.
+// not needed then. Its pool's other nodes are drained for the surplus
+// instead, and what they cannot take counts the node as gone, so that a
+// cheaper pool's nodes are not drained in its place. An expected end is a
+// hint (it may be wrong, or a lie of the node's): it never causes a
+// launch, nor a drain in another pool, and it keeps only its own node; an
+// end that has passed counts no more, and the controller keeps each job's
+// earliest end while it is reported or pushed, so one end puts the drain
+// off by at most the window (a node can keep itself longer only as it
+// can anyway, by never checkpointing).
 func (p *planner) endingSoon(n *fleet.Node) time.Time {
 	if len(n.Jobs) == 0 {
 		return time.Time{}
@@ -320,7 +342,6 @@ func sortCandidates(cs []drainCandidate) {
 			}
 			return 1
 		}
-
 		if ai {
 			if c := a.node.IdleSince.Compare(b.node.IdleSince); c != 0 {
 				return c

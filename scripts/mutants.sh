@@ -1214,6 +1214,13 @@ planner/scalein.go
 ./planner
 TestScaleInAtKnownEnds
 
+a held node not counted as gone: a cheaper pool drained in its place (known ends gone)
+planner/scalein.go
+"\tfor _, c := range ending {\n\t\tif !more(pp) || *budget == 0 {"
+"\tfor _, c := range ending {\n\t\tif true {"
+./planner
+TestScaleInAtKnownEnds
+
 pushed ends not applied (pushed ends)
 controller/controller.go
 "\t\t\tends.Apply(&n)\n"
@@ -1239,6 +1246,13 @@ pushed ends that never expire (pushed ends ttl)
 controller/demand.go
 "\t\tif now.Sub(x.at) > p.ttl() {\n\t\t\tdelete(p.running, src)"
 "\t\tif false {\n\t\t\tdelete(p.running, src)"
+./controller
+TestDemandRunningEnds
+
+a pushed end moved later by the next push (pushed ends later)
+controller/demand.go
+"ok && e.Before(l.ExpectedEnd) {"
+"ok && false {"
 ./controller
 TestDemandRunningEnds
 

@@ -158,7 +158,8 @@ const (
 	maxGPUs      = 64
 	maxJobs      = 4096
 	maxProcesses = 4096
-	maxIDLen     = 256
+	// MaxIDLen bounds a node's and a job's ID, in bytes.
+	MaxIDLen = 256
 	// MaxGPUErrorLen bounds a report's gpu_error, in bytes.
 	MaxGPUErrorLen = 512
 )
@@ -174,8 +175,8 @@ const (
 func (r *Report) Validate(now time.Time, skew time.Duration, nodeGPUs int) error {
 	future := now.Add(skew)
 	switch {
-	case r.Node == "" || len(r.Node) > maxIDLen:
-		return fmt.Errorf("node: want a name of 1-%d characters", maxIDLen)
+	case r.Node == "" || len(r.Node) > MaxIDLen:
+		return fmt.Errorf("node: want a name of 1-%d characters", MaxIDLen)
 	case r.SentAt.IsZero():
 		return fmt.Errorf("sent_at: missing")
 	case r.SentAt.After(future):
@@ -228,8 +229,8 @@ func (r *Report) Validate(now time.Time, skew time.Duration, nodeGPUs int) error
 	for i := range r.Jobs {
 		j := &r.Jobs[i]
 		switch {
-		case j.ID == "" || len(j.ID) > maxIDLen:
-			return fmt.Errorf("jobs[%d].id: want a name of 1-%d characters", i, maxIDLen)
+		case j.ID == "" || len(j.ID) > MaxIDLen:
+			return fmt.Errorf("jobs[%d].id: want a name of 1-%d characters", i, MaxIDLen)
 		case ids[j.ID]:
 			return fmt.Errorf("jobs[%d].id: job %q reported twice", i, j.ID)
 		case j.Start.IsZero() || j.Start.After(future):

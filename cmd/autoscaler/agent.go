@@ -204,7 +204,7 @@ func runAgentJob(e *env, cmd string, args []string) int {
 	socket := fs.String("socket", defaultSocket, "the agent's unix socket")
 	var gpus, pids, watch, ends string
 	if cmd == "register" {
-		fs.StringVar(&ends, "expected-end", "", "when the job expects to end (its time limit): an RFC 3339 time or a duration from now, e.g. 6h; a hint the controller may wait for instead of a launch, never a reason to drain")
+		fs.StringVar(&ends, "expected-end", "", "when the job expects to end (its time limit): an RFC 3339 time or a duration from now, e.g. 6h; a hint the controller may wait for instead of a launch or of draining this node, never a reason to drain")
 		fs.StringVar(&gpus, "gpus", "", "comma-separated GPU indexes the job holds, e.g. 0,1")
 		fs.StringVar(&watch, "checkpoints", "", "glob of the job's checkpoint files, e.g. '/ckpt/train-7/*.pt': a newer file counts as a checkpoint")
 		fs.StringVar(&pids, "pid", "", "comma-separated IDs of the job's processes that use the GPUs (required: a launcher that exits is not the job)")
