@@ -208,9 +208,9 @@ type Job struct {
 	// limit, or what it told its agent); zero if unknown. It is a hint,
 	// never trusted for safety (DESIGN.md rule 11): the planner may wait
 	// for it instead of launching for pending jobs, at most one lead time,
-	// and scale-in lets a node whose jobs all end within its window empty
-	// by itself rather than drain it (another node of its pool may be
-	// drained instead); it never drains a node for it.
+	// and scale-in plans a node whose jobs all end within its window to
+	// leave then rather than move jobs for that surplus now; it never
+	// drains a node for it.
 	ExpectedEnd time.Time `json:"expected_end,omitzero"`
 	// LastCheckpoint is when the job last saved its state; zero if never.
 	LastCheckpoint time.Time `json:"last_checkpoint,omitzero"`

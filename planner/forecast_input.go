@@ -115,7 +115,7 @@ func malformed(f *forecast.Forecast) cause {
 // cheaper pool's, endsBy). An expected end is a hint (rule 11): one that
 // has passed counts no more, so it delays a launch by at most one lead
 // time; and needOver, which scale-in keeps for, never counts it (scale-in
-// only lets such a node empty by itself, endingSoon).
+// only waits for such a node to empty, endingSoon).
 func (p *planner) needAt(q float64, t time.Time) (int, Reason) {
 	v := 0.0
 	if p.fc != nil {

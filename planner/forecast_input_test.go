@@ -407,12 +407,14 @@ func countLaunched(p Plan) int {
 	return n
 }
 
-// TestScaleInAtKnownEnds: scale-in for demand does not drain a busy node
-// whose jobs are all expected to end within its window: it holds the node
-// (ends_soon), so its jobs are not moved for capacity that frees by
-// itself, and drains the surplus from other nodes as it would. An end
-// beyond the window, passed, unknown for one job or told by a silent node
-// does not count; idle nodes go first as ever; a pool above its max is
+// TestScaleInAtKnownEnds: scale-in for demand plans a busy node whose jobs
+// are all expected to end within its window to leave then: it holds the
+// node (ends_soon) and counts it as gone, so no job, its own or another
+// node's, is moved for capacity that frees by itself. An end beyond the
+// window, passed, unknown for one job or told by a silent node does not
+// count; idle nodes go first as ever, and a node the cloud may take soon
+// (a rebalance recommendation); the soonest end is planned first; no
+// cheaper pool is drained in a held node's place; a pool above its max is
 // brought back to it whatever its ends.
 func TestScaleInAtKnownEnds(t *testing.T) {
 	od := pool("od", fleet.OnDemand, 32, 10*time.Minute, 0, 10)
@@ -442,15 +444,16 @@ func TestScaleInAtKnownEnds(t *testing.T) {
 		drained  string // nodes, in order
 		held     string // nodes held for their ends
 	}{
-		{"ends within the window: held, another drained", []fleet.Node{busy("a", time.Minute, 5*time.Minute), busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}, 10, 10, "b", "a"},
-		{"ends as the window does (lead time 10m + hysteresis 30m)", []fleet.Node{busy("a", time.Minute, 40*time.Minute), busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}, 10, 10, "b", "a"},
+		{"ends within the window: held, nothing drained", []fleet.Node{busy("a", time.Minute, 5*time.Minute), busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}, 10, 10, "", "a"},
+		{"ends as the window does (lead time 10m + hysteresis 30m)", []fleet.Node{busy("a", 3*time.Minute, 40*time.Minute), busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}, 10, 10, "", "a"},
 		{"beyond the window", []fleet.Node{busy("a", time.Minute, 41*time.Minute), busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}, 10, 10, "a", ""},
 		{"passed: the job overran", []fleet.Node{busy("a", time.Minute, -time.Minute), busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}, 10, 10, "a", ""},
 		{"one job has no end", []fleet.Node{withEnd(two, time.Time{}), busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}, 10, 10, "a", ""},
-		{"every job ends", []fleet.Node{withEnd(two, t0.Add(20*time.Minute)), busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}, 10, 10, "b", "a"},
+		{"every job ends", []fleet.Node{withEnd(two, t0.Add(20*time.Minute)), busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}, 10, 10, "", "a"},
 		{"a silent node's ends", []fleet.Node{silent, busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0), busy("d", 3*time.Minute, 0)}, 10, 10, "b", ""},
 		{"idle first", []fleet.Node{busy("a", time.Minute, 5*time.Minute), ready("i", od.Name), busy("c", 2*time.Minute, 0)}, 10, 10, "i", ""},
-		{"every busy node ending: nothing drained", []fleet.Node{busy("a", time.Minute, 30*time.Minute), busy("b", time.Minute, 5*time.Minute), busy("c", 2*time.Minute, 20*time.Minute)}, 10, 10, "", "a,b,c"},
+		{"soonest first", []fleet.Node{busy("a", time.Minute, 30*time.Minute), busy("b", time.Minute, 5*time.Minute), busy("c", 2*time.Minute, 0)}, 10, 10, "", "b"},
+		{"idle first, then the ending node for the rest", []fleet.Node{busy("a", time.Minute, 5*time.Minute), ready("i", od.Name), busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}, 10, 10, "i", "a"},
 		{"a blocked drain ending soon: blocked nodes come last", []fleet.Node{busy("a", -1, 5*time.Minute), busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}, 10, 10, "b", ""},
 		{"no surplus: nothing held", []fleet.Node{busy("a", time.Minute, 5*time.Minute), busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}, 20, 10, "", ""},
 		{"above max: brought back whatever the ends", []fleet.Node{busy("a", time.Minute, 5*time.Minute), busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}, 24, 2, "a", ""},
@@ -499,7 +502,7 @@ func TestScaleInAtKnownEnds(t *testing.T) {
 	// The hold says when, and what scale-in keeps.
 	st := fleet.State{Nodes: []fleet.Node{busy("a", time.Minute, 5*time.Minute), busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}}
 	p := Make(Input{Settings: withLimits(testConfig(od), func(l *fleet.Limits) { l.ScaleInShare = 1 }).Settings(), State: &st, Forecast: flat(10), Now: t0})
-	if h := actions(p, Hold); len(h) != 1 || h[0].Reason != "1 job(s) expected to end by 14:05 (in 5m): not drained, scaled in once empty if not needed then; forecast p90 needs at most 10 GPUs until 14:40, fleet has 24" {
+	if h := actions(p, Hold); len(h) != 1 || h[0].Reason != "1 job(s) expected to end by 14:05 (in 5m): scaled in once empty if not needed then, no job moved now; forecast p90 needs at most 10 GPUs until 14:40, fleet has 24" {
 		t.Errorf("hold %+v", h)
 	}
 }

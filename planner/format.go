@@ -183,7 +183,7 @@ func idleText(n *fleet.Node, now time.Time) string {
 }
 
 func endsSoonText(n *fleet.Node, at, now time.Time) string {
-	return fmt.Sprintf("%d job(s) expected to end by %s (in %s): not drained, scaled in once empty if not needed then", len(n.Jobs), clock(at), age(at.Sub(now)))
+	return fmt.Sprintf("%d job(s) expected to end by %s (in %s): scaled in once empty if not needed then, no job moved now", len(n.Jobs), clock(at), age(at.Sub(now)))
 }
 
 func gpuFaultText(n *fleet.Node, now time.Time) string {

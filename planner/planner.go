@@ -96,7 +96,7 @@ type drainCandidate struct {
 	oldestCheckpoint time.Time
 	// endsBy is when a busy node's jobs are all expected to end, when that
 	// is within scale-in's window (expectedEmpty; zero otherwise): scale-in
-	// for demand lets them end rather than drain the node (endingSoon).
+	// for demand waits for them rather than drain a node (endingSoon).
 	endsBy time.Time
 }
 

@@ -192,8 +192,9 @@ const (
 	// other pools at once.
 	ReasonLaunchFailing
 	// ReasonEndsSoon: scale-in for demand holds a busy node whose jobs
-	// are all expected to end within its window (a hint) rather than
-	// move them: it is scaled in once empty, if not needed then.
+	// are all expected to end within its window (a hint), planned to
+	// leave once empty if not needed then, rather than move its jobs or
+	// another node's for that surplus now.
 	ReasonEndsSoon
 
 	numReasons // one past the last

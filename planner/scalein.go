@@ -121,7 +121,6 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 		}
 	}
 	sortCandidates(cands)
-	var ending []drainCandidate // held for their ends (endingSoon)
 	for _, c := range cands {
 		if !more(pp) {
 			break
@@ -132,14 +131,18 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 		}
 		n := c.node
 		if !c.endsBy.IsZero() {
-			// Its jobs' ends free it without moving them: not drained
-			// now, scaled in once empty if it is still not needed. The
-			// pool's other nodes are drained for the surplus first; what
-			// is left of it counts this node as gone (below), so that no
-			// cheaper pool is drained for what it will free.
+			// Its jobs' ends free it without moving them: planned to
+			// leave then, not drained now. It counts as gone in this
+			// pass, as a drain would (the cycle's budget too), so that no
+			// other node's jobs are moved for the same surplus.
 			p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn,
 				Code: ReasonEndsSoon, Reason: endsSoonText(n, c.endsBy, p.now) + "; " + suffix()})
-			ending = append(ending, c)
+			*budget--
+			s.avail -= gpn
+			s.t.placement.remove(c.slot)
+			pp.supply -= gpn
+			pp.used -= min(n.UsedGPUs(), gpn)
+			pp.active--
 			continue
 		}
 		if left == 0 && c.silentFor == 0 && c.blocker.none() {
@@ -186,36 +189,21 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 		}
 		p.add(a)
 	}
-	for _, c := range ending {
-		if !more(pp) || *budget == 0 {
-			break
-		}
-		// As a drain would: the cycle's budget too, so that no drain
-		// elsewhere is made with what it leaves.
-		*budget--
-		s.avail -= gpn
-		s.t.placement.remove(c.slot)
-		pp.supply -= gpn
-		pp.used -= min(c.node.UsedGPUs(), gpn)
-		pp.active--
-	}
 	return true
 }
 
 // endingSoon is when busy node n's jobs are all expected to end
 // (expectedEmpty), when that is within scale-in's window; zero otherwise.
-// Scale-in for demand does not drain such a node: its jobs are not moved
-// (a checkpoint, a restart elsewhere) for capacity that frees by itself
+// Scale-in for demand plans such a node to leave then instead of draining
+// it, or another node, for the same surplus now: no job is moved (a
+// checkpoint, a restart elsewhere) for capacity that frees by itself
 // within the window, and the node is scaled in once empty, if it is still
-// not needed then. Its pool's other nodes are drained for the surplus
-// instead, and what they cannot take counts the node as gone, so that a
-// cheaper pool's nodes are not drained in its place. An expected end is a
-// hint (it may be wrong, or a lie of the node's): it never causes a
-// launch, nor a drain in another pool, and it keeps only its own node; an
-// end that has passed counts no more, and the controller keeps each job's
-// earliest end while it is reported or pushed, so one end puts the drain
-// off by at most the window (a node can keep itself longer only as it
-// can anyway, by never checkpointing).
+// not needed then. An expected end is a hint (it may be wrong, or a lie of
+// the node's): it never causes a drain nor a launch, only puts drains
+// off; an end that has passed counts no more, and the controller keeps
+// each job's earliest end while it is reported or pushed, so one end puts
+// the surplus's drain off by at most the window (a node can keep itself
+// longer only as it can anyway, by never checkpointing).
 func (p *planner) endingSoon(n *fleet.Node) time.Time {
 	if len(n.Jobs) == 0 {
 		return time.Time{}
@@ -341,6 +329,18 @@ func sortCandidates(cs []drainCandidate) {
 				return -1
 			}
 			return 1
+		}
+		// Busy nodes whose jobs end within the window, soonest first:
+		// planned to leave then, before any job is moved.
+		if ae, be := !a.endsBy.IsZero(), !b.endsBy.IsZero(); ae != be {
+			if ae {
+				return -1
+			}
+			return 1
+		} else if ae {
+			if c := a.endsBy.Compare(b.endsBy); c != 0 {
+				return c
+			}
 		}
 		if ai {
 			if c := a.node.IdleSince.Compare(b.node.IdleSince); c != 0 {

@@ -1214,10 +1214,17 @@ planner/scalein.go
 ./planner
 TestScaleInAtKnownEnds
 
-a held node not counted as gone: a cheaper pool drained in its place (known ends gone)
+a held node not counted as gone: another node drained in its place (known ends gone)
 planner/scalein.go
-"\tfor _, c := range ending {\n\t\tif !more(pp) || *budget == 0 {"
-"\tfor _, c := range ending {\n\t\tif true {"
+"\t\t\t*budget--\n\t\t\ts.avail -= gpn\n\t\t\ts.t.placement.remove(c.slot)\n\t\t\tpp.supply -= gpn\n\t\t\tpp.used -= min(n.UsedGPUs(), gpn)\n\t\t\tpp.active--\n\t\t\tcontinue"
+"\t\t\tcontinue"
+./planner
+TestScaleInAtKnownEnds
+
+ending nodes not first among busy ones (known ends order)
+planner/scalein.go
+"\t\tif ae, be := !a.endsBy.IsZero(), !b.endsBy.IsZero(); ae != be {"
+"\t\tif ae, be := false, false; ae != be {"
 ./planner
 TestScaleInAtKnownEnds
 
@@ -1262,6 +1269,13 @@ planner/launch.go
 "\t\tif false {"
 ./planner
 TestExpectedEnds|TestPropertyEndsNeverDrain
+
+jobs moved by drains not reported (moved jobs)
+simulate/simulate.go
+"\t\tMovedJobs:           e.st.saved,\n"
+""
+./simulate
+TestPredictiveNeverLosesWorkToScaleIn
 EOF
 }
 

@@ -239,6 +239,10 @@ func TestPredictiveNeverLosesWorkToScaleIn(t *testing.T) {
 		if w.waiting == 0 {
 			t.Errorf("seed %d: no cycle saw a draining node with jobs", seed)
 		}
+		// The jobs that left their drained nodes are counted.
+		if r.MovedJobs == 0 {
+			t.Errorf("seed %d: drains with jobs, and no job moved: %s", seed, brief(r))
+		}
 		unresponsive += w.unresponsive
 	}
 	if unresponsive == 0 {

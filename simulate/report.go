@@ -44,6 +44,10 @@ type Result struct {
 	UnsafeTerminations int `json:"unsafe_terminations"`
 	Launches           int `json:"launches"`
 	Drains             int `json:"drains"`
+	// MovedJobs counts the runs a checkpoint asked for (by a drain, or a
+	// spot notice) ended: each job requeued with nothing lost, to restart
+	// elsewhere (JSON only; the simulator prices no restart).
+	MovedJobs int `json:"moved_jobs"`
 	// UnservedGPUHours is demand the oracle left unserved because nothing
 	// the pools and limits allow could hold it (its lower bound leaves it
 	// out); 0 for the other policies, which queue such demand and serve it

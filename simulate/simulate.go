@@ -438,6 +438,7 @@ func simulatePolicy(cfg *config.Config, tr *trace.Trace, opt Options, name strin
 		LimitedCycles:       e.st.limitedCycles,
 		Launches:            e.st.launches,
 		Drains:              e.st.drains,
+		MovedJobs:           e.st.saved,
 		waits:               e.st.waits,
 		Capacity:            e.samples,
 	}
