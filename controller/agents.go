@@ -47,8 +47,9 @@ type agentView struct {
 	jobs    []fleet.Job
 	// ends are the earliest expected end the agent reported for each of
 	// its jobs (on the controller's clock): a node may not push one later
-	// (a hint, rule 11: it delays a launch at most one lead time, and its
-	// own node's drain at most scale-in's window, once).
+	// (a hint, rule 11: it delays a launch at most one lead time, and a
+	// drain for the surplus at most scale-in's window; see the planner's
+	// endingSoon).
 	ends      map[string]time.Time
 	idleSince time.Time // zero while the node holds jobs
 	// notice is the cloud's latest warning the agent reported, if any.

@@ -490,6 +490,60 @@ func TestScaleInAtKnownEnds(t *testing.T) {
 	if d, h := actions(p0, Drain), actions(p0, Hold); len(d) != 0 || len(h) != 1 || h[0].Node != "a" {
 		t.Errorf("a cheaper pool drained for what a dearer pool's ending node frees: drains %+v, holds %+v\n%s", d, h, describe(p0))
 	}
+	// Holds do not spend the cycle's budget (a drain spends it once, a
+	// hold would every cycle): the cheaper pool's idle nodes drain.
+	st0 = fleet.State{Nodes: []fleet.Node{heldA, ready("i1", od.Name), ready("i2", od.Name)}}
+	p0 = Make(Input{Settings: withLimits(testConfig(od, dear), func(l *fleet.Limits) { l.ScaleInShare = 1; l.MaxScaleInPerCycle = 1 }).Settings(), State: &st0, Forecast: flat(2), Now: t0})
+	if d, h := actions(p0, Drain), actions(p0, Hold); len(d) != 1 || d[0].Node != "i1" || len(h) != 1 || h[0].Node != "a" {
+		t.Errorf("with a budget of 1: drains %+v, holds %+v; want a held and i1 drained\n%s", d, h, describe(p0))
+	}
+	// Holds count against the pool's share (scale_in_share): with a share
+	// of one node per window, one of three ending nodes is held, the
+	// others neither held nor drained.
+	st0 = fleet.State{Nodes: []fleet.Node{busy("a", time.Minute, 5*time.Minute), busy("b", time.Minute, 6*time.Minute), busy("c", time.Minute, 7*time.Minute), busy("d", time.Minute, 0)}}
+	p0 = Make(Input{Settings: withLimits(testConfig(od), func(l *fleet.Limits) { l.ScaleInShare = 0.25 }).Settings(), State: &st0, Forecast: flat(2), Now: t0})
+	if d, h := actions(p0, Drain), actions(p0, Hold); len(d) != 0 || len(h) != 1 || h[0].Node != "a" {
+		t.Errorf("with a share of one node: drains %+v, holds %+v; want a held only\n%s", d, h, describe(p0))
+	}
+	// A pool's floor: of four ending nodes, min 2, two are held.
+	floored := od
+	floored.Min = 2
+	st0 = fleet.State{Nodes: []fleet.Node{busy("a", time.Minute, 5*time.Minute), busy("b", time.Minute, 6*time.Minute), busy("c", time.Minute, 7*time.Minute), busy("d", time.Minute, 8*time.Minute)}}
+	p0 = Make(Input{Settings: withLimits(testConfig(floored), func(l *fleet.Limits) { l.ScaleInShare = 1 }).Settings(), State: &st0, Forecast: flat(2), Now: t0})
+	if d, h := actions(p0, Drain), actions(p0, Hold); len(d) != 0 || len(h) != 2 || h[0].Node != "a" || h[1].Node != "b" {
+		t.Errorf("min 2 of 4 ending: drains %+v, holds %+v; want a and b held\n%s", d, h, describe(p0))
+	}
+	// Held nodes count as gone for the rest of the surplus: with room for
+	// two of three nodes to go, the ending one is held and one more, not
+	// ending, drained.
+	st0 = fleet.State{Nodes: []fleet.Node{busy("a", time.Minute, 5*time.Minute), busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}}
+	p0 = Make(Input{Settings: withLimits(testConfig(od), func(l *fleet.Limits) { l.ScaleInShare = 1 }).Settings(), State: &st0, Forecast: flat(2), Now: t0})
+	if d, h := actions(p0, Drain), actions(p0, Hold); len(d) != 1 || d[0].Node != "b" || len(h) != 1 || h[0].Node != "a" {
+		t.Errorf("room for two to go: drains %+v, holds %+v; want a held and b drained\n%s", d, h, describe(p0))
+	}
+	// A job started within the window: a scheduler placing short jobs on
+	// a held node would hold it for ever, so it is not held.
+	young := busy("a", time.Minute, 5*time.Minute)
+	young.Jobs[0].Start = t0.Add(-39 * time.Minute)
+	st0 = fleet.State{Nodes: []fleet.Node{young, busy("b", 2*time.Minute, 0), busy("c", 3*time.Minute, 0)}}
+	p0 = Make(Input{Settings: withLimits(testConfig(od), func(l *fleet.Limits) { l.ScaleInShare = 1 }).Settings(), State: &st0, Forecast: flat(10), Now: t0})
+	if d, h := actions(p0, Drain), actions(p0, Hold); len(d) != 1 || d[0].Node != "a" || len(h) != 0 {
+		t.Errorf("a job started 39m ago: drains %+v, holds %+v; want a drained, none held\n%s", d, h, describe(p0))
+	}
+	// A node that took a drained node's jobs in this plan is not held:
+	// it will not be empty by its jobs' ends. The dearer pool's r is
+	// drained and its job placed on a; a is then drained or kept, never
+	// held for its ends.
+	// (a's one free GPU is the best fit for r's one-GPU job.)
+	r := busy("r", time.Minute, 0)
+	r.Pool = dear.Name
+	wide := busy("a", time.Minute, 5*time.Minute)
+	wide.Jobs[0].GPUs = 7
+	st0 = fleet.State{Nodes: []fleet.Node{r, wide, busy("b", time.Minute, 0), busy("c", 2*time.Minute, 0)}}
+	p0 = Make(Input{Settings: withLimits(testConfig(od, dear), func(l *fleet.Limits) { l.ScaleInShare = 1 }).Settings(), State: &st0, Forecast: flat(2), Now: t0})
+	if d, h := actions(p0, Drain), actions(p0, Hold); len(d) != 2 || d[0].Node != "r" || d[1].Node == "a" || len(h) != 0 {
+		t.Errorf("a node given a drained node's job: drains %+v, holds %+v; want r and one of b, c drained, a neither held nor drained\n%s", d, h, describe(p0))
+	}
 	// A node the cloud may take soon (a rebalance recommendation) goes
 	// first as ever, its ends or not.
 	reb := busy("a", time.Minute, 5*time.Minute)

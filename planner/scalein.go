@@ -24,10 +24,11 @@ type scaleInPass struct {
 // scaleIn drains what the forecast says will not be needed within the
 // longest burst lead time plus the hysteresis (so nothing drained now has to
 // be bought back before it could arrive, from whichever pool): most expensive
-// pools first, idle nodes first, then nodes whose jobs checkpointed most
-// recently. Capacity on silent nodes is not counted on, and reserved pools
-// are never scaled in: they are paid for anyway. Its drains spend
-// t.scaleInLeft.
+// pools first, idle nodes first, then busy nodes whose jobs all end within
+// that window (held, planned to leave then: endingSoon), then nodes whose
+// jobs checkpointed most recently. Capacity on silent nodes is not counted
+// on, and reserved pools are never scaled in: they are paid for anyway.
+// Its drains spend t.scaleInLeft.
 func (p *planner) scaleIn(t *tally) {
 	lim := p.cfg.Limits
 	readyNodes, silent := 0, 0
@@ -87,9 +88,11 @@ func (p *planner) scaleIn(t *tally) {
 // drainPool drains the pool's ready nodes while more says the pool should
 // lose another, within the cycle's budget (limits.max_scale_in_per_cycle,
 // counted down in s.t) and the pool's (limits.scale_in_share per
-// limits.scale_in_window): idle nodes first, then those whose jobs
-// checkpointed most recently; silent and blocked nodes are held, with the
-// reason. s.avail is counted down by each drain. prefix, when set, says
+// limits.scale_in_window): idle nodes first, then, for demand, busy nodes
+// whose jobs all end within the window, held as planned to leave (counted
+// down from s.avail and the pool's share, not the cycle's budget), then
+// those whose jobs checkpointed most recently; silent and blocked nodes
+// are held, with the reason. s.avail is counted down by each drain. prefix, when set, says
 // the pool is above its max (ReasonAboveMax) and starts each reason;
 // suffix ends each drain's. It returns false when the cycle's budget is
 // spent.
@@ -130,14 +133,18 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 			return false
 		}
 		n := c.node
-		if !c.endsBy.IsZero() {
+		if !c.endsBy.IsZero() && left > 0 && (c.slot < 0 || !s.t.placement.slots[c.slot].given) {
 			// Its jobs' ends free it without moving them: planned to
 			// leave then, not drained now. It counts as gone in this
-			// pass, as a drain would (the cycle's budget too), so that no
-			// other node's jobs are moved for the same surplus.
+			// pass, and against the pool's share (scale_in_share), as a
+			// drain would, so that no other node's jobs are moved for
+			// the same surplus; not against the cycle's budget, which a
+			// drain spends once and a hold would spend every cycle. A
+			// node that took another's jobs in this plan is not held:
+			// it will not be empty by then.
 			p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn,
 				Code: ReasonEndsSoon, Reason: endsSoonText(n, c.endsBy, p.now) + "; " + suffix()})
-			*budget--
+			left--
 			s.avail -= gpn
 			s.t.placement.remove(c.slot)
 			pp.supply -= gpn
@@ -193,20 +200,30 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 }
 
 // endingSoon is when busy node n's jobs are all expected to end
-// (expectedEmpty), when that is within scale-in's window; zero otherwise.
-// Scale-in for demand plans such a node to leave then instead of draining
-// it, or another node, for the same surplus now: no job is moved (a
-// checkpoint, a restart elsewhere) for capacity that frees by itself
-// within the window, and the node is scaled in once empty, if it is still
-// not needed then. An expected end is a hint (it may be wrong, or a lie of
-// the node's): it never causes a drain nor a launch, only puts drains
-// off; an end that has passed counts no more, and the controller keeps
-// each job's earliest end while it is reported or pushed, so one end puts
-// the surplus's drain off by at most the window (a node can keep itself
-// longer only as it can anyway, by never checkpointing).
+// (expectedEmpty), when that is within scale-in's window and every job
+// started at least a window ago; zero otherwise. Scale-in for demand
+// plans such a node to leave then instead of draining it, or another
+// node, for the same surplus now: no job is moved (a checkpoint, a restart
+// elsewhere) for capacity that frees by itself within the window, and the
+// node is scaled in once empty, if it is still not needed then.
+//
+// An expected end is a hint (it may be wrong, or a lie of the node's): it
+// never causes a launch, nor a drain of its node, only puts drains off,
+// and for a bounded time. An end that has passed counts no more, so one
+// hold lasts at most the window; and a node with a job started within the
+// window is not held, so a scheduler that keeps placing short jobs on a
+// held node (the hold does not cordon it) cannot keep it, and the surplus,
+// for ever: a node is held for at most one window in two. (A node that
+// lies about its jobs can keep capacity as it always could, by reporting
+// its GPUs busy.)
 func (p *planner) endingSoon(n *fleet.Node) time.Time {
 	if len(n.Jobs) == 0 {
 		return time.Time{}
+	}
+	for i := range n.Jobs {
+		if n.Jobs[i].Start.After(p.now.Add(-p.window)) {
+			return time.Time{}
+		}
 	}
 	if at, ok := expectedEmpty(n, p.now); ok && !at.After(p.now.Add(p.window)) {
 		return at

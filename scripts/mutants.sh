@@ -1195,8 +1195,8 @@ TestQuantileByCost
 
 ending nodes drained like any other (known ends)
 planner/scalein.go
-"\t\tif !c.endsBy.IsZero() {\n\t\t\t// Its jobs' ends"
-"\t\tif false {\n\t\t\t// Its jobs' ends"
+"\t\tif !c.endsBy.IsZero() && left > 0"
+"\t\tif false && left > 0"
 ./planner
 TestScaleInAtKnownEnds
 
@@ -1216,8 +1216,43 @@ TestScaleInAtKnownEnds
 
 a held node not counted as gone: another node drained in its place (known ends gone)
 planner/scalein.go
-"\t\t\t*budget--\n\t\t\ts.avail -= gpn\n\t\t\ts.t.placement.remove(c.slot)\n\t\t\tpp.supply -= gpn\n\t\t\tpp.used -= min(n.UsedGPUs(), gpn)\n\t\t\tpp.active--\n\t\t\tcontinue"
-"\t\t\tcontinue"
+"\t\t\tleft--\n\t\t\ts.avail -= gpn\n\t\t\ts.t.placement.remove(c.slot)\n\t\t\tpp.supply -= gpn\n\t\t\tpp.used -= min(n.UsedGPUs(), gpn)\n\t\t\tpp.active--\n\t\t\tcontinue"
+"\t\t\tleft--\n\t\t\tcontinue"
+./planner
+TestScaleInAtKnownEnds
+
+a hold spends the cycle's budget (known ends budget)
+planner/scalein.go
+"\t\t\tleft--\n\t\t\ts.avail -= gpn"
+"\t\t\tleft--\n\t\t\t*budget--\n\t\t\ts.avail -= gpn"
+./planner
+TestScaleInAtKnownEnds
+
+holds past the pool's share (known ends share)
+planner/scalein.go
+"if !c.endsBy.IsZero() && left > 0 && (c.slot"
+"if !c.endsBy.IsZero() && (c.slot"
+./planner
+TestScaleInAtKnownEnds
+
+a node given another's jobs held for its ends (known ends given)
+planner/scalein.go
+" && left > 0 && (c.slot < 0 || !s.t.placement.slots[c.slot].given) {"
+" && left > 0 {"
+./planner
+TestScaleInAtKnownEnds
+
+a node with a young job held (known ends young)
+planner/scalein.go
+"n.Jobs[i].Start.After(p.now.Add(-p.window))"
+"n.Jobs[i].Start.After(p.now)"
+./planner
+TestScaleInAtKnownEnds
+
+a hold not counted against the pool's floor (known ends floor)
+planner/scalein.go
+"\t\t\tpp.used -= min(n.UsedGPUs(), gpn)\n\t\t\tpp.active--\n\t\t\tcontinue"
+"\t\t\tpp.used -= min(n.UsedGPUs(), gpn)\n\t\t\tcontinue"
 ./planner
 TestScaleInAtKnownEnds
 

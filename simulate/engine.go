@@ -180,8 +180,9 @@ type stats struct {
 	unsafe           int     // terminations that lost work
 	launches, drains int
 	interruptions    int // spot nodes reclaimed by the cloud
-	// completed counts the jobs done, saved the runs a drain's checkpoint
-	// ended (the job requeued with nothing lost).
+	// completed counts the jobs done, saved the runs a checkpoint asked
+	// for (by a drain or a spot notice) ended (the job requeued with
+	// nothing lost).
 	completed, saved int
 	waits            []float64
 	// waitGPUs is GPU-seconds spent queued: every interval a job waits,
