@@ -213,7 +213,7 @@ func faultNote(last Snapshot) string {
 //	GET  /v1/plugins                  the provider plugins: versions, pools, health
 //	POST /v1/agents/{node}/report     agent reports (the node's credential)
 //	POST /v1/agents/{node}/credential ...  node credentials (see nodeauth.Server)
-//	POST /v1/demand                   schedulers' pending demand (API token)
+//	POST /v1/demand                   schedulers' pending and announced demand, running jobs' ends (API token)
 //
 // Every write is authenticated, and so are the /v1/ reads when
 // o.ReadToken is set (as `run` sets it off loopback).
