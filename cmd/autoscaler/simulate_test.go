@@ -46,7 +46,7 @@ func TestSimulateJSON(t *testing.T) {
 	}
 	fields := []string{"policy", "cost_usd", "cost_vs_oracle", "gpu_hours_provisioned", "gpu_hours_used", "utilization",
 		"wait_p50_s", "wait_p95_s", "wait_p99_s", "jobs_waiting_over_1h", "wait_gpu_hours", "lost_gpu_hours", "lost_gpu_hours_scale_in", "lost_gpu_hours_reclaim", "unsafe_terminations",
-		"launches", "drains", "unserved_gpu_hours", "reserved_gpus", "limited_cycles"}
+		"launches", "drains", "moved_jobs", "unserved_gpu_hours", "reserved_gpus", "limited_cycles"}
 	policies := rep["policies"].([]any)
 	if len(policies) != 5 || rep["reservations"] != "configured" || rep["headroom_gpus"] != 128.0 {
 		t.Fatalf("%d policies, reservations %v, headroom %v; want 5, configured, 128", len(policies), rep["reservations"], rep["headroom_gpus"])
