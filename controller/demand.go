@@ -63,6 +63,12 @@ type RunningJob struct {
 	ExpectedEnd time.Time `json:"expected_end,omitzero"`
 }
 
+// runningKey is what a running line is about: a job, on a node or ("")
+// on every node.
+type runningKey struct{ job, node string }
+
+func (r RunningJob) key() runningKey { return runningKey{r.Job, r.Node} }
+
 // AnnouncedDemand is one announcement of a push: GPUs wanted from StartAt
 // for Duration ("6h"; empty: until further notice), or, with Cancel, the
 // cancellation of the source's announcement of that ID.
@@ -154,23 +160,22 @@ func (d *DemandPush) validateRunning(now time.Time) error {
 	if len(d.Running) > maxRunning {
 		return fmt.Errorf("running: %d jobs, want at most %d", len(d.Running), maxRunning)
 	}
-	type key struct{ job, node string }
-	seen := make(map[key]bool, len(d.Running))
+	seen := make(map[runningKey]bool, len(d.Running))
 	for i, r := range d.Running {
 		at := fmt.Sprintf("running[%d]", i)
 		switch {
 		case r.Job == "" || len(r.Job) > report.MaxIDLen:
 			return fmt.Errorf("%s.job: want the job's id, 1 to %d characters", at, report.MaxIDLen)
-		case len(r.Node) > 256:
-			return fmt.Errorf("%s.node: %d characters, want at most 256", at, len(r.Node))
+		case len(r.Node) > report.MaxIDLen:
+			return fmt.Errorf("%s.node: %d characters, want at most %d", at, len(r.Node), report.MaxIDLen)
 		case r.ExpectedEnd.IsZero():
 			return fmt.Errorf("%s.expected_end: required (RFC 3339, e.g. 2026-12-01T09:00:00Z)", at)
 		case r.ExpectedEnd.After(now.Add(maxRunningAhead)):
 			return fmt.Errorf("%s.expected_end: %s is more than %s ahead", at, r.ExpectedEnd.Format(time.RFC3339), fleet.FormatDuration(maxRunningAhead))
-		case seen[key{r.Job, r.Node}]:
+		case seen[r.key()]:
 			return fmt.Errorf("%s: job %q (node %q) listed twice in one push", at, r.Job, r.Node)
 		}
-		seen[key{r.Job, r.Node}] = true
+		seen[r.key()] = true
 	}
 	return nil
 }
@@ -237,17 +242,16 @@ func (p *Pending) SetRunning(at time.Time, d DemandPush) {
 	if p.running == nil {
 		p.running = map[string]pushedRunning{}
 	}
-	type key struct{ job, node string }
-	var before map[key]time.Time
+	var before map[runningKey]time.Time
 	if old, ok := p.running[d.Source]; ok && at.Sub(old.at) <= p.ttl() {
-		before = make(map[key]time.Time, len(old.lines))
+		before = make(map[runningKey]time.Time, len(old.lines))
 		for _, l := range old.lines {
-			before[key{l.Job, l.Node}] = l.ExpectedEnd
+			before[l.key()] = l.ExpectedEnd
 		}
 	}
 	lines := slices.Clone(d.Running)
 	for i, l := range lines {
-		if e, ok := before[key{l.Job, l.Node}]; ok && e.Before(l.ExpectedEnd) {
+		if e, ok := before[l.key()]; ok && e.Before(l.ExpectedEnd) {
 			lines[i].ExpectedEnd = e
 		}
 	}

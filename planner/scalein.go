@@ -85,6 +85,17 @@ func (p *planner) scaleIn(t *tally) {
 	}
 }
 
+// gone takes c's node, of pool pp, out of what the pass counts on: a drain,
+// or a node planned to leave once its jobs end.
+func (s *scaleInPass) gone(pp *poolPlan, c drainCandidate) {
+	gpn := pp.spec.GPUsPerNode
+	s.avail -= gpn
+	s.t.placement.remove(c.slot)
+	pp.supply -= gpn
+	pp.used -= min(c.node.UsedGPUs(), gpn)
+	pp.active--
+}
+
 // drainPool drains the pool's ready nodes while more says the pool should
 // lose another, within the cycle's budget (limits.max_scale_in_per_cycle,
 // counted down in s.t) and the pool's (limits.scale_in_share per
@@ -145,11 +156,7 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 			p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn,
 				Code: ReasonEndsSoon, Reason: endsSoonText(n, c.endsBy, p.now) + "; " + suffix()})
 			left--
-			s.avail -= gpn
-			s.t.placement.remove(c.slot)
-			pp.supply -= gpn
-			pp.used -= min(n.UsedGPUs(), gpn)
-			pp.active--
+			s.gone(pp, c)
 			continue
 		}
 		if left == 0 && c.silentFor == 0 && c.blocker.none() {
@@ -182,11 +189,7 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 				a.Code, a.Reason = ReasonAboveMax, prefix+": "+a.Reason
 			}
 			a.Reason += "; " + suffix()
-			s.avail -= gpn
-			s.t.placement.remove(c.slot)
-			pp.supply -= gpn
-			pp.used -= min(n.UsedGPUs(), gpn)
-			pp.active--
+			s.gone(pp, c)
 			pp.drainsInWindow++
 			*budget--
 			left--

@@ -1216,15 +1216,15 @@ TestScaleInAtKnownEnds
 
 a held node not counted as gone: another node drained in its place (known ends gone)
 planner/scalein.go
-"\t\t\tleft--\n\t\t\ts.avail -= gpn\n\t\t\ts.t.placement.remove(c.slot)\n\t\t\tpp.supply -= gpn\n\t\t\tpp.used -= min(n.UsedGPUs(), gpn)\n\t\t\tpp.active--\n\t\t\tcontinue"
+"\t\t\tleft--\n\t\t\ts.gone(pp, c)\n\t\t\tcontinue"
 "\t\t\tleft--\n\t\t\tcontinue"
 ./planner
 TestScaleInAtKnownEnds
 
 a hold spends the cycle's budget (known ends budget)
 planner/scalein.go
-"\t\t\tleft--\n\t\t\ts.avail -= gpn"
-"\t\t\tleft--\n\t\t\t*budget--\n\t\t\ts.avail -= gpn"
+"\t\t\tleft--\n\t\t\ts.gone(pp, c)\n"
+"\t\t\tleft--\n\t\t\t*budget--\n\t\t\ts.gone(pp, c)\n"
 ./planner
 TestScaleInAtKnownEnds
 
@@ -1251,8 +1251,8 @@ TestScaleInAtKnownEnds
 
 a hold not counted against the pool's floor (known ends floor)
 planner/scalein.go
-"\t\t\tpp.used -= min(n.UsedGPUs(), gpn)\n\t\t\tpp.active--\n\t\t\tcontinue"
-"\t\t\tpp.used -= min(n.UsedGPUs(), gpn)\n\t\t\tcontinue"
+"\t\t\ts.gone(pp, c)\n\t\t\tcontinue"
+"\t\t\ts.gone(pp, c)\n\t\t\tpp.active++\n\t\t\tcontinue"
 ./planner
 TestScaleInAtKnownEnds
 
