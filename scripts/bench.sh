@@ -62,8 +62,8 @@ heliosFlags=(-value-column running_gpu_num_sum16vc+pending_gpu_num_sum16vc)
 run "Philly (Microsoft's GPU training cluster, 111,549 jobs over 129 days), the fair pools" examples/philly-fair.hcl "$philly"
 run "Helios Earth (SenseTime, per-minute running + pending GPUs, 31 days)" examples/local.hcl "$helios" "${heliosFlags[@]}"
 run "ServeGen m-small (Alibaba Bailian, requests/s every 10 minutes over 14 days, one GPU per 10 requests/s)" examples/local.hcl "$servegen" -scale 0.1
-# A burst that comes once (item 6 of the forecast's issue): synthetic, from
-# scripts/one-off-burst.py, so it is in the repository.
+# A burst that comes once: whether capacity is released after it. The series
+# is synthetic (scripts/one-off-burst.py) and kept in examples/, not a shared trace.
 run "A burst that comes once (synthetic, from scripts/one-off-burst.py: a daily cycle of 100-300 GPUs and 300 more for two hours on day 8), the three days from day 7" examples/local.hcl examples/one-off-burst-10m.csv -from 7d -days 3 -policies reactive,headroom,predictive,perfect,oracle
 echo '#### Cost against waiting: the frontiers' >>"$block"
 echo >>"$block"
