@@ -57,7 +57,7 @@ type Score struct {
 }
 
 // AutoName is the name of the choice among models in backtests: at every
-// origin, the model with the smallest calibration error (see Auto).
+// origin, the blend Auto makes.
 const AutoName = "auto"
 
 // BacktestReport is a backtest's outcome.
@@ -134,7 +134,7 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 			c, err := forecastPaths(m, train, season, h)
 			var p Prediction
 			if err == nil {
-				p, err = c.predict(levels)
+				p = pick([]*paths{c}, levels).predict(train, h, levels)
 			}
 			ms := 0.0
 			if opt.Now != nil {
@@ -156,8 +156,8 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 			a.failed++
 			continue
 		}
-		best := pick(cands)
-		p, _ := best.predict(levels)
+		best := pick(cands, levels)
+		p := best.predict(train, h, levels)
 		rep.Picks[best.name]++
 		sc := a.add(p, actual, scale, lo, up, hi, opt.Quantile)
 		sc.Origin, sc.Model = o, AutoName
@@ -201,12 +201,7 @@ func (r *acc) add(p Prediction, actual []float64, scale float64, lo, up, hi int,
 		if d := math.Abs(a) + math.Abs(f); d > 0 {
 			sm += 200 * math.Abs(a-f) / d
 		}
-		u := p.Quantiles[up][k]
-		if a >= u {
-			pl += q * (a - u)
-		} else {
-			pl += (1 - q) * (u - a)
-		}
+		pl += pinball(a-p.Quantiles[up][k], q)
 		if a >= p.Quantiles[lo][k] && a <= p.Quantiles[hi][k] {
 			in++
 		}

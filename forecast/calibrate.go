@@ -162,6 +162,7 @@ func whyNoModel(errs []error, length bool) string {
 // Prediction is a model's forecast with calibrated quantiles, and how well
 // the model did on its calibration origins.
 type Prediction struct {
+	// Model names the model, or the models per step (see Forecast.Model).
 	Model string
 	// Point[k] is the point forecast k+1 steps ahead.
 	Point []float64
@@ -191,7 +192,7 @@ func Predict(m Model, y []float64, season, h int, levels []float64) (Prediction,
 	if err != nil {
 		return Prediction{}, err
 	}
-	return c.predict(levels)
+	return pick([]*paths{c}, levels).predict(y, h, levels), nil
 }
 
 // paths are a model's (or a combination's) calibration forecasts and its
@@ -207,6 +208,9 @@ type paths struct {
 	mae    float64     // over the calibration forecasts
 	// members are the models (fitted on all the data) whose mean this is.
 	members []Fitted
+	// bases are the indices, among the candidates of pick, of the models
+	// whose mean this is.
+	bases []int
 }
 
 func forecastPaths(m Model, y []float64, season, h int) (*paths, error) {
@@ -287,6 +291,9 @@ func mean(ps []*paths) *paths {
 		c.members = append(c.members, p.members...)
 	}
 	c.name += ")"
+	for _, p := range ps {
+		c.bases = append(c.bases, p.bases...)
+	}
 	w := 1 / float64(len(ps))
 	for i := range c.calib {
 		c.calib[i] = make([]float64, c.h)
@@ -305,19 +312,20 @@ func mean(ps []*paths) *paths {
 	return c
 }
 
-// predict turns paths into a Prediction with calibrated quantiles.
-func (c *paths) predict(levels []float64) (Prediction, error) {
-	p := Prediction{Model: c.name, Levels: slices.Clone(levels), CalibrationMAE: c.mae, Point: slices.Clone(c.point)}
-	off := c.offsets(levels)
+// predict is the blend's Prediction from the end of y, the series its
+// members were fitted on.
+func (b *blend) predict(y []float64, h int, levels []float64) Prediction {
+	fs := b.forecasts(len(y), h)
+	p := Prediction{Model: b.name, Levels: slices.Clone(levels), CalibrationMAE: b.mae, Point: mixed(b.point, fs, 0)}
 	var before []float64
-	p.Quantiles, before, p.Note = holdJump(c.members, c.y, c.h, c.jumpThreshold(), levels, off, withQuantiles(c.point, off))
+	p.Quantiles, before, p.Note = holdJump(b, y, h, levels, b.quantiles(fs, 0, b.offsets))
 	if before != nil {
 		p.Point = before
 	}
 	for k, v := range p.Point {
 		p.Point[k] = math.Max(0, v)
 	}
-	return p, nil
+	return p
 }
 
 // overlap is how many calibration origins' errors k+1 steps ahead share
@@ -346,9 +354,11 @@ func (c *paths) offsets(levels []float64) [][]float64 {
 	out := make([][]float64, c.h)
 	type werr struct{ e, w float64 }
 	errs := make([]werr, len(c.starts))
+	weights := make([]float64, len(c.starts))
 	total, squares := 0.0, 0.0
-	for _, o := range c.starts {
+	for i, o := range c.starts {
 		w := c.recency(o)
+		weights[i] = w
 		total += w
 		squares += w * w
 	}
@@ -359,7 +369,7 @@ func (c *paths) offsets(levels []float64) [][]float64 {
 	adjusted := make([]float64, len(levels))
 	for k := range c.h {
 		for i, o := range c.starts {
-			errs[i] = werr{c.y[o+k] - c.calib[i][k], c.recency(o)}
+			errs[i] = werr{c.y[o+k] - c.calib[i][k], weights[i]}
 		}
 		slices.SortFunc(errs, func(a, b werr) int { return cmp.Compare(a.e, b.e) })
 		n := total * total / squares / math.Max(1, (1+overlap*float64(k))/float64(stride))
@@ -390,29 +400,6 @@ func (c *paths) offsets(levels []float64) [][]float64 {
 		}
 	}
 	return out
-}
-
-// withQuantiles adds error quantiles (offsets[k][j], levels ascending) to
-// point forecasts: quantile rows [j][k], never negative and never crossing.
-func withQuantiles(point []float64, offsets [][]float64) [][]float64 {
-	if len(offsets) == 0 {
-		return nil
-	}
-	q := make([][]float64, len(offsets[0]))
-	for j := range q {
-		q[j] = make([]float64, len(point))
-	}
-	for k, p := range point {
-		prev := 0.0
-		for j, off := range offsets[k] {
-			v := math.Max(0, p+off)
-			if j > 0 {
-				v = math.Max(v, prev)
-			}
-			q[j][k], prev = v, v
-		}
-	}
-	return q
 }
 
 // DefaultModels are the models Auto chooses among, simplest first, then
@@ -453,9 +440,11 @@ func (HoltDamped) Fit(y []float64, season, trainEnd int) (Fitted, error) {
 	return ETS{}.Fit(y, 1, trainEnd)
 }
 
-// Auto fits every model, calibrates each, and keeps the one with the
-// smallest calibration error (an out-of-sample error on the last days of
-// the history, so the choice uses no future data). Models that cannot fit
+// Auto fits every model, calibrates each, and blends them (see pick): at
+// each horizon step the candidate with the smallest calibration error
+// there (an out-of-sample error on the last days of the history, so the
+// choice uses no future data), and for each quantile that candidate's
+// unless another's is clearly better in calibration. Models that cannot fit
 // the history (too short for a weekly lag, say) are skipped. Note says
 // when there was too little history for any of them (and the seasonal
 // naive forecast was used), or when the last value is an unconfirmed jump
@@ -505,8 +494,7 @@ func autoFrom(models []Model, history fleet.Series, horizon time.Duration, level
 
 // choose forecasts with each model, and with the means of the two and three
 // best of them (combinations often beat every model in them), and returns
-// the one with the smallest calibration error; ties go to the earlier
-// (simpler) candidate.
+// their blend (see pick).
 func choose(models []Model, y []float64, season, h int, levels []float64) (Prediction, error) {
 	var cands []*paths
 	var errs []error
@@ -521,27 +509,7 @@ func choose(models []Model, y []float64, season, h int, levels []float64) (Predi
 	if len(cands) == 0 {
 		return Prediction{}, errors.Join(errs...)
 	}
-	return pick(cands).predict(levels)
-}
-
-// pick returns, among the candidates and the means of the two and three
-// best, the one with the smallest calibration error; ties go to the
-// earlier candidate.
-func pick(cands []*paths) *paths {
-	ranked := slices.Clone(cands)
-	slices.SortStableFunc(ranked, func(a, b *paths) int { return cmp.Compare(a.mae, b.mae) })
-	for _, k := range []int{2, 3} {
-		if len(ranked) >= k {
-			cands = append(cands, mean(ranked[:k]))
-		}
-	}
-	best := cands[0]
-	for _, c := range cands[1:] {
-		if c.mae < best.mae {
-			best = c
-		}
-	}
-	return best
+	return pick(cands, levels).predict(y, h, levels), nil
 }
 
 // Online is Auto for a caller that forecasts at every step of a growing
@@ -550,16 +518,15 @@ func pick(cands []*paths) *paths {
 // Forecast follows each new value with the chosen models' parameters and
 // error quantiles as they were. It is not safe for concurrent use.
 type Online struct {
-	step    time.Duration
-	start   time.Time
-	y       []float64 // the values fitted on
-	buf     []float64 // the values followed, in Forecast
-	h       int
-	levels  []float64
-	model   string
-	members []Fitted // the chosen models, followed to the latest history
-	offsets [][]float64
-	jump    float64 // the unconfirmed jump threshold (see unconfirmedJump)
+	step   time.Duration
+	start  time.Time
+	y      []float64 // the values fitted on
+	buf    []float64 // the values followed, in Forecast
+	h      int
+	levels []float64
+	// blend is the chosen forecast, its members followed to the latest
+	// history; nil when the history was too short to choose.
+	blend *blend
 	// horizon is kept for the fallback (too little history).
 	horizon time.Duration
 }
@@ -582,15 +549,19 @@ func NewOnline(history fleet.Series, horizon time.Duration, levels []float64) (*
 		}
 	}
 	if len(cands) > 0 {
-		best := pick(cands)
-		o.model, o.members, o.offsets, o.jump = best.name, best.members, best.offsets(o.levels), best.jumpThreshold()
+		o.blend = pick(cands, o.levels)
 	}
 	return o, nil
 }
 
 // Model names the chosen model; "" when the history was too short to
 // choose (Forecast then falls back as Auto does, at Auto's cost).
-func (o *Online) Model() string { return o.model }
+func (o *Online) Model() string {
+	if o.blend == nil {
+		return ""
+	}
+	return o.blend.name
+}
 
 // Forecast forecasts from history, which must continue the one fitted on:
 // the same step, and its values those fitted on (some of the oldest may be
@@ -604,7 +575,7 @@ func (o *Online) Forecast(history fleet.Series) (Forecast, error) {
 	if err := checkHistory(history); err != nil {
 		return Forecast{}, err
 	}
-	if o.members == nil {
+	if o.blend == nil {
 		f, err := Auto(history, o.horizon, o.levels) // falls back, and says why
 		return f, err
 	}
@@ -617,16 +588,14 @@ func (o *Online) Forecast(history fleet.Series) (Forecast, error) {
 	// Online holds them.
 	o.buf = append(append(o.buf[:0], o.y[:d]...), history.Values...)
 	y := o.buf
-	point := make([]float64, o.h)
-	w := 1 / float64(len(o.members))
-	for i, m := range o.members {
+	b := o.blend
+	fs := make([][]float64, len(b.members))
+	for i, m := range b.members {
 		// Each extension continues the last: only the new values are
 		// filtered, the final ones kept, the provisional last one not.
-		o.members[i] = extendInPlace(m, y[:len(y)-1])
-		for k, v := range extendInPlace(o.members[i], y).Forecast(len(y), o.h) {
-			point[k] += w * v
-		}
+		b.members[i] = extendInPlace(m, y[:len(y)-1])
+		fs[i] = extendInPlace(b.members[i], y).Forecast(len(y), o.h)
 	}
-	values, _, note := holdJump(o.members, y, o.h, o.jump, o.levels, o.offsets, withQuantiles(point, o.offsets))
-	return Forecast{Origin: history.End(), Step: o.step, Model: o.model, Note: note, Levels: slices.Clone(o.levels), Values: values}, nil
+	values, _, note := holdJump(b, y, o.h, o.levels, b.quantiles(fs, 0, b.offsets))
+	return Forecast{Origin: history.End(), Step: o.step, Model: b.name, Note: note, Levels: slices.Clone(o.levels), Values: values}, nil
 }

@@ -21,7 +21,10 @@ type Forecast struct {
 	// Origin is the start of the first forecast step (the end of the history).
 	Origin time.Time     `json:"origin"`
 	Step   time.Duration `json:"step"`
-	// Model names the model that made the forecast.
+	// Model names the model that made the forecast, or the models with the
+	// steps each forecasts, e.g. "arima_210 (steps 1-2),
+	// fourier_regression (steps 3-12)" (the point forecast's; a quantile
+	// may come from another: see Auto).
 	Model string `json:"model"`
 	// Note says why a simpler model was used, if one was, or why the
 	// forecast holds on to the values before the last (an unconfirmed jump).

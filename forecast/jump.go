@@ -43,52 +43,47 @@ func (c *paths) jumpThreshold() float64 {
 	return jumpFactor * abs[int(0.99*float64(len(abs)-1))]
 }
 
-// unconfirmedJump reports whether the last value of y is further than
-// threshold from the one-step forecast that members (fitted on y, weighted
-// equally) made before it. If it is, it returns that one-step forecast and
-// their forecast for the h steps after y made before the jump (from one
-// step earlier, h+1 steps, less the first).
-func unconfirmedJump(members []Fitted, y []float64, h int, threshold float64) (before []float64, expected float64, ok bool) {
+// unconfirmedJump reports whether the last value of y is further than the
+// blend's threshold from the one-step forecast that it (its members fitted
+// on y) made before it. If it is, it returns that one-step forecast, the
+// blend's point forecast for the h steps after y made before the jump
+// (from one step earlier, h+1 steps, less the first), and the members'
+// forecasts it was mixed from.
+func unconfirmedJump(b *blend, y []float64, h int) (before []float64, fs [][]float64, expected float64, ok bool) {
 	n := len(y)
-	if n < 2 || len(members) == 0 || h < 1 {
-		return nil, 0, false
+	if n < 2 || len(b.members) == 0 || h < 1 {
+		return nil, nil, 0, false
 	}
-	w := 1 / float64(len(members))
-	for _, m := range members {
-		expected += w * m.Forecast(n-1, 1)[0]
-	}
+	expected = mixed(b.point[:1], b.forecasts(n-1, 1), 0)[0]
+	threshold := b.jump
 	// A jump is also at least jumpMaterial of the values' size (so that a
 	// series the models fit exactly has no jumps of rounding error). NaNs
 	// compare false: no jump.
 	if d := math.Abs(y[n-1] - expected); !(d > threshold && d > jumpMaterial*max(math.Abs(y[n-1]), math.Abs(expected))) {
-		return nil, 0, false
+		return nil, nil, 0, false
 	}
-	before = make([]float64, h)
-	for _, m := range members {
-		for k, v := range m.Forecast(n-1, h+1)[1:] {
-			before[k] += w * v
-		}
-	}
+	fs = b.forecasts(n-1, h+1)
+	before = mixed(b.point, fs, 1)
 	for _, v := range before {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, 0, false
+			return nil, nil, 0, false
 		}
 	}
-	return before, expected, true
+	return before, fs, expected, true
 }
 
-// holdJump applies the rule to a forecast from y by members, q being its
-// quantiles at levels (from offsets). When the last value of y is an
+// holdJump applies the rule to a forecast from y by blend b, q being its
+// quantiles at levels. When the last value of y is an
 // unconfirmed jump (see unconfirmedJump), it returns q hedged with the
 // forecast made before the jump, that forecast, and a note saying so;
 // otherwise q, nil and "".
-func holdJump(members []Fitted, y []float64, h int, threshold float64, levels []float64, offsets, q [][]float64) ([][]float64, []float64, string) {
-	before, expected, ok := unconfirmedJump(members, y, h, threshold)
+func holdJump(b *blend, y []float64, h int, levels []float64, q [][]float64) ([][]float64, []float64, string) {
+	before, fs, expected, ok := unconfirmedJump(b, y, h)
 	if !ok {
 		return q, nil, ""
 	}
 	note := fmt.Sprintf("the last value, %.4g, is far from the %.4g expected; forecast from before it until the next value confirms it, the band widened to hold both", y[len(y)-1], expected)
-	return hedge(levels, withQuantiles(before, shifted(offsets)), q), before, note
+	return hedge(levels, b.quantiles(fs, 1, shifted(b.offsets)), q), before, note
 }
 
 // hedge returns the quantiles (rows per level, levels ascending) of a

@@ -684,8 +684,8 @@ TestHistory
 
 the provisional last value followed as final (forecast)
 forecast/calibrate.go
-"\t\to.members[i] = extendInPlace(m, y[:len(y)-1])\n\t\tfor k, v := range extendInPlace(o.members[i], y).Forecast(len(y), o.h) {"
-"\t\to.members[i] = m.Extend(y)\n\t\tfor k, v := range o.members[i].Forecast(len(y), o.h) {"
+"\t\tb.members[i] = extendInPlace(m, y[:len(y)-1])\n\t\tfs[i] = extendInPlace(b.members[i], y).Forecast(len(y), o.h)"
+"\t\tb.members[i] = m.Extend(y)\n\t\tfs[i] = b.members[i].Forecast(len(y), o.h)"
 ./forecast
 TestOnlineProvisionalLast
 
@@ -716,6 +716,20 @@ simulate/policy.go
 ""
 ./simulate
 TestObserveAsTheController
+
+a quantile switched on its calibration loss alone (forecast)
+forecast/blend.go
+"if mean < -switchZ*se && mean < best {"
+"if se >= 0 && mean < best {"
+./forecast
+TestSwitchLevelsNeedsEvidence
+
+one model chosen for every step of the horizon (forecast)
+forecast/blend.go
+"\t\t\tfor i, o := range c.starts {\n\t\t\t\tsum += math.Abs(c.y[o+k] - c.calib[i][k])"
+"\t\t\tfor range c.starts {\n\t\t\t\tsum += c.mae"
+./forecast
+TestPickPointPerStep
 
 scoped demand served outside its scope
 planner/launch.go
