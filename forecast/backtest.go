@@ -64,7 +64,8 @@ const AutoName = "auto"
 type BacktestReport struct {
 	Origins int     `json:"origins"`
 	Scores  []Score `json:"models"`
-	// Picks counts, for auto, how often each model was chosen.
+	// Picks counts, for auto, how often each candidate was chosen one
+	// step ahead.
 	Picks map[string]int `json:"-"`
 	// PerOrigin has every model's figures at every origin where it
 	// forecast, in origin order and then the models' (auto last): what a
@@ -134,7 +135,7 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 			c, err := forecastPaths(m, train, season, h)
 			var p Prediction
 			if err == nil {
-				p = pick([]*paths{c}, levels).predict(train, h, levels)
+				p = pick([]*paths{c}, levels).predict(train, levels)
 			}
 			ms := 0.0
 			if opt.Now != nil {
@@ -156,9 +157,16 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 			a.failed++
 			continue
 		}
+		var t0 time.Time
+		if opt.Now != nil {
+			t0 = opt.Now()
+		}
 		best := pick(cands, levels)
-		p := best.predict(train, h, levels)
-		rep.Picks[best.name]++
+		p := best.predict(train, levels)
+		if opt.Now != nil {
+			totalMS += float64(opt.Now().Sub(t0)) / 1e6
+		}
+		rep.Picks[best.first]++
 		sc := a.add(p, actual, scale, lo, up, hi, opt.Quantile)
 		sc.Origin, sc.Model = o, AutoName
 		rep.PerOrigin = append(rep.PerOrigin, sc)

@@ -15,10 +15,12 @@ import (
 // follows the last value against one of the daily cycle), and the best
 // median is often not the best upper quantile: a model that misses a whole
 // burst for as long as it lasts (the seasonal naive model, for one) errs
-// at every step of it, where a model that follows the level errs only at
-// its start, so a band that holds the burst for days comes from the first
-// and not the second. Choosing per step and per level keeps each from the
-// candidate whose calibration errors are smallest there (see pick).
+// at every step of it, where a model that follows the level errs, k steps
+// ahead, at the k origins before its start. So for the three days the
+// calibration looks back, the first's band holds the burst at every step,
+// the second's only at steps as long as the burst or longer. Choosing per
+// step and per level keeps each from the candidate whose calibration
+// errors are smallest there (see pick).
 type blend struct {
 	name    string
 	members []Fitted
@@ -33,6 +35,8 @@ type blend struct {
 	// candidate chosen one step ahead.
 	jump float64
 	mae  float64 // the point forecast's calibration MAE
+	// first names the candidate one step ahead.
+	first string
 }
 
 // forecasts are the members' forecasts from origin n, h steps each.
@@ -85,15 +89,22 @@ func (b *blend) quantiles(fs [][]float64, shift int, offsets [][]float64) [][]fl
 // them (by calibration MAE over the horizon). At each step k the point
 // forecast is the candidate's with the smallest calibration MAE there
 // (ties to the earlier, the simpler). Each quantile is that candidate's
-// too, unless another's calibrated quantile is better by more than
-// switchZ standard errors (see switchLevel): then the best such other's.
+// too, unless another's calibrated quantile is better in calibration by a
+// paired test (see switchLevels): then the best such other's. The choice
+// per step is made on fewer errors than one choice for the whole horizon,
+// and may change from step to step on noise; choosing on the steps up to
+// each (as the levels are) was tried, and was worse at Earth 4 h.
 func pick(cands []*paths, levels []float64) *blend {
 	for i, c := range cands {
 		c.bases = []int{i}
 	}
+	cands = slices.Clip(cands) // the means are appended to a copy
 	bases := cands
 	ranked := slices.Clone(cands)
-	slices.SortStableFunc(ranked, func(a, b *paths) int { return cmp.Compare(a.mae, b.mae) })
+	// A NaN MAE (a model whose calibration forecasts failed) ranks last.
+	slices.SortStableFunc(ranked, func(a, b *paths) int {
+		return cmp.Or(cmp.Compare(btoi(math.IsNaN(a.mae)), btoi(math.IsNaN(b.mae))), cmp.Compare(a.mae, b.mae))
+	})
 	for _, k := range []int{2, 3} {
 		if len(ranked) >= k {
 			cands = append(cands, mean(ranked[:k]))
@@ -167,7 +178,7 @@ func pick(cands []*paths, levels []float64) *blend {
 			b.level[j][k] = compact(mixOf(levelBy[j][k]))
 		}
 	}
-	b.name = stepsName(cands, pointBy)
+	b.name, b.first = stepsName(cands, pointBy), cands[pointBy[0]].name
 	b.jump = cands[pointBy[0]].jumpThreshold()
 	c0, sum := cands[0], 0.0
 	for i, o := range c0.starts {
@@ -179,16 +190,17 @@ func pick(cands []*paths, levels []float64) *blend {
 	return b
 }
 
-// switchZ is how many standard errors better another candidate's quantile
-// must be, in calibration, for a level to switch to it (switchLevels): two,
-// the usual test. A switch chosen by the smallest loss alone fits the
-// calibration window's noise: in backtests on the shared series (30
-// origins, 1 h and 4 h) it took the pinball loss at the 90th percentile up
-// to 45% up (ServeGen 1 h; 8-9% at Earth 1 h and Philly 4 h), while with
-// the test it moves within 2.5% either way and at the 98th percentile falls
-// 2-20% (the tail is where a candidate that misses a whole burst differs
-// from one that misses only its start).
-const switchZ = 2
+// switchAlpha is the chance that a level switches to another candidate
+// whose quantile is no better in truth (switchLevels): 2.3%, a one-sided
+// test at two standard errors, shared among the alternatives (Bonferroni:
+// 2.8 standard errors for each of nine). A switch chosen by the smallest
+// loss alone fits the calibration window's noise: in backtests on the
+// shared series (30 origins, 1 h and 4 h) it took the pinball loss at the
+// 90th percentile up to 45% up (ServeGen 1 h; 8-9% at Earth 1 h and Philly
+// 4 h); with the test the backtests are even, and a level switches where
+// candidates differ in the tail (where a model that misses a whole burst
+// differs from one that misses only its start).
+const switchAlpha = 0.02275
 
 // switchLevels returns, per level and step (by[j][k]), the candidate whose
 // quantile the blend takes: the point forecast's, def[k], unless another's
@@ -197,9 +209,9 @@ const switchZ = 2
 // to k+1 (the planner provisions for the most over a window from now, so a
 // quantile is judged with the steps before it); another candidate is
 // better when the recency-weighted mean of its losses less def[k]'s is
-// below zero by more than switchZ standard errors, the errors of origins
-// closer than k+1 steps counted as overlapping (see offsets). Of those
-// better, the one with the lowest mean is taken.
+// below zero with significance switchAlpha. The losses of origins closer
+// than k+1 steps share targets, so the variance of the mean counts k+1
+// origins as one. Of those better, the one with the lowest mean is taken.
 func switchLevels(cands []*paths, offsets [][][]float64, levels []float64, def []int) [][]int {
 	c0 := cands[0]
 	n, h := len(c0.starts), c0.h
@@ -226,6 +238,8 @@ func switchLevels(cands []*paths, offsets [][][]float64, levels []float64, def [
 	for j := range by {
 		by[j] = make([]int, h)
 	}
+	// The test's threshold: switchAlpha shared among the alternatives.
+	z := math.Sqrt2 * math.Erfinv(1-2*switchAlpha/float64(max(1, len(cands)-1)))
 	for k := range h {
 		for ci, c := range cands {
 			for i, o := range c.starts {
@@ -235,7 +249,7 @@ func switchLevels(cands []*paths, offsets [][][]float64, levels []float64, def [
 				}
 			}
 		}
-		overlapping := math.Max(1, (1+overlap*float64(k))/float64(stride))
+		overlapping := math.Max(1, float64(k+1)/float64(stride))
 		for j := range levels {
 			base := cum[def[k]][j]
 			by[j][k] = def[k]
@@ -258,7 +272,7 @@ func switchLevels(cands []*paths, offsets [][][]float64, levels []float64, def [
 				mean := sw / total
 				v := math.Max(0, sw2d2-2*mean*sw2d+mean*mean*sw2)
 				se := math.Sqrt(v*overlapping) / total
-				if mean < -switchZ*se && mean < best {
+				if mean < -z*se && mean < best {
 					best, by[j][k] = mean, ci
 				}
 			}
@@ -297,4 +311,12 @@ func pinball(e, q float64) float64 {
 		return q * e
 	}
 	return (q - 1) * e
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

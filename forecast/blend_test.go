@@ -31,7 +31,9 @@ func oneOffBurst(days int, seed uint64) fleet.Series {
 // TestBandForgetsAOneOffBurst: two hours after a burst that came once, the
 // forecast one step ahead follows the level, and its upper quantiles do not
 // carry the burst (the models of the daily cycle miss it at each of its
-// steps; the ones that follow the level only at its start and end).
+// steps; the ones that follow the level one step ahead only at its start
+// and end). Further ahead they still may: a model that follows the level
+// misses the start at as many origins as the steps ahead.
 func TestBandForgetsAOneOffBurst(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		h := oneOffBurst(11, seed)
@@ -184,11 +186,99 @@ func TestPickPointPerStep(t *testing.T) {
 	}
 	cands := []*paths{steps("level", 1, near, far), steps("cycle", 2, far, near)}
 	b := pick(cands, []float64{0.5})
-	p := b.predict(make([]float64, 10), 2, []float64{0.5})
+	p := b.predict(make([]float64, 10), []float64{0.5})
 	if p.Point[0] != 1 || p.Point[1] != 2 {
 		t.Fatalf("point forecast %v (%s), want [1 2]: the level model's one step ahead, the cycle's two", p.Point, p.Model)
 	}
 	if want := "level (step 1), cycle (step 2)"; p.Model != want {
 		t.Fatalf("model %q, want %q", p.Model, want)
+	}
+}
+
+// TestPickSwitchesATailLevel: a level takes another candidate's quantile,
+// its point and its calibrated offset, where that candidate's errors are
+// clearly better in the tail, at every step; the median stays with the
+// point forecast's candidate.
+func TestPickSwitchesATailLevel(t *testing.T) {
+	const h = 3
+	n := 432
+	steps := func(name string, v float64, errs [][]float64) *paths {
+		c := &paths{name: name, y: make([]float64, n+h), season: 144, h: h, members: []Fitted{constant(v)}}
+		for i := range n {
+			c.starts = append(c.starts, i)
+			row := make([]float64, h)
+			for k := range h {
+				row[k] = -errs[k][i]
+			}
+			c.calib = append(c.calib, row)
+		}
+		c.mae = c.calibrationMAE()
+		return c
+	}
+	var cycle, level [][]float64
+	for k := range h {
+		// The cycle's model: small errors, and a recent burst missed at
+		// each of its six steps; the level's: the same errors twice as
+		// large (so that their mean is no better), the burst missed at
+		// its start only.
+		c, l := noisyTop(3, uint64(10+k)), make([]float64, n)
+		for i, e := range c {
+			l[i] = 2 * e
+		}
+		for i := n - 60; i < n-54; i++ {
+			c[i] += 150
+		}
+		l[n-60] += 150
+		cycle, level = append(cycle, c), append(level, l)
+	}
+	levels := []float64{0.5, 0.98}
+	// The level model first, so that the point forecast's candidate (the
+	// cycle's, the smaller MAE) is not the first.
+	cands := []*paths{steps("level", 20, level), steps("cycle", 10, cycle)}
+	tail := cands[0].offsets(levels)
+	b := pick(cands, levels)
+	p := b.predict(make([]float64, 10), levels)
+	for k := range h {
+		if p.Point[k] != 10 {
+			t.Fatalf("step %d: point %v (%s), want the cycle model's 10", k+1, p.Point[k], p.Model)
+		}
+		if want := 20 + tail[k][1]; math.Abs(p.Quantiles[1][k]-want) > 1e-9 {
+			t.Errorf("step %d: 98th percentile %.3f, want the level model's %.3f (20 plus its offset)", k+1, p.Quantiles[1][k], want)
+		}
+		if p.Quantiles[0][k] > 10+5 {
+			t.Errorf("step %d: median %.3f, want about the cycle model's 10", k+1, p.Quantiles[0][k])
+		}
+	}
+}
+
+// line forecasts v times the index of each step forecast: v*(origin+k+1)
+// k+1 steps after origin, so that a forecast shows its origin and step.
+type line float64
+
+func (l line) Forecast(origin, h int) []float64 {
+	out := make([]float64, h)
+	for k := range out {
+		out[k] = float64(l) * float64(origin+k+1)
+	}
+	return out
+}
+
+func (l line) Extend([]float64) Fitted { return l }
+
+// TestJumpHoldsTheBlendMadeBefore: after an unconfirmed jump, the forecast
+// made one step earlier is the blend's: each step from the members (and
+// weights) of the step it is for, k+2 steps after the earlier origin.
+func TestJumpHoldsTheBlendMadeBefore(t *testing.T) {
+	b := &blend{members: []Fitted{line(1), line(10)}, point: [][]float64{{1, 0}, {0, 1}, {0, 1}}, jump: 1}
+	y := make([]float64, 10)
+	y[9] = 1000
+	before, _, expected, ok := unconfirmedJump(b, y, 3)
+	if !ok {
+		t.Fatal("a last value of 1000 against 10 expected: want an unconfirmed jump")
+	}
+	// One step after origin 9, by the first member: 1*10. Then steps 2-4
+	// after it by the second: 10*11, 10*12, 10*13.
+	if expected != 10 || !slices.Equal(before, []float64{110, 120, 130}) {
+		t.Fatalf("expected %v, before %v; want 10 and [110 120 130]", expected, before)
 	}
 }

@@ -170,6 +170,8 @@ type Prediction struct {
 	Quantiles [][]float64
 	// CalibrationMAE is the model's mean absolute error over the
 	// calibration origins and horizon steps: out of sample for the data.
+	// For a blend it is that of the candidates chosen per step on these
+	// errors, so in sample for the choice (and lower than it will be).
 	CalibrationMAE float64
 	// Note says why the forecast holds on to the values before the last,
 	// if it does (an unconfirmed jump; see unconfirmedJump).
@@ -191,11 +193,10 @@ func Predict(m Model, y []float64, season, h int, levels []float64) (Prediction,
 	if err != nil {
 		return Prediction{}, err
 	}
-	return pick([]*paths{c}, levels).predict(y, h, levels), nil
+	return pick([]*paths{c}, levels).predict(y, levels), nil
 }
 
-// paths are a model's (or a combination's) calibration forecasts and its
-// forecast from the end of the history.
+// paths are a model's (or a combination's) calibration forecasts.
 type paths struct {
 	name   string
 	y      []float64
@@ -203,12 +204,12 @@ type paths struct {
 	h      int
 	starts []int       // calibration origins
 	calib  [][]float64 // calib[i][k]: forecast k+1 steps after starts[i]
-	point  []float64   // forecast from the end
 	mae    float64     // over the calibration forecasts
-	// members are the models (fitted on all the data) whose mean this is.
+	// members is a model's fit on all the data (nil for a mean: see
+	// bases).
 	members []Fitted
 	// bases are the indices, among the candidates of pick, of the models
-	// whose mean this is.
+	// whose mean this is (a model's own, for a model).
 	bases []int
 }
 
@@ -243,9 +244,8 @@ func forecastPaths(m Model, y []float64, season, h int) (*paths, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.point = f.Forecast(n, h)
 	c.members = []Fitted{f}
-	for k, v := range c.point {
+	for k, v := range f.Forecast(n, h) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("%s: forecast %d steps ahead is %v", m.Name(), k+1, v)
 		}
@@ -284,12 +284,8 @@ func mean(ps []*paths) *paths {
 		names[i] = p.name
 	}
 	slices.Sort(names)
-	c := &paths{name: "mean(" + strings.Join(names, "+"), y: ps[0].y, season: ps[0].season, h: ps[0].h, starts: ps[0].starts,
-		calib: make([][]float64, len(ps[0].calib)), point: make([]float64, ps[0].h)}
-	for _, p := range ps {
-		c.members = append(c.members, p.members...)
-	}
-	c.name += ")"
+	c := &paths{name: "mean(" + strings.Join(names, "+") + ")", y: ps[0].y, season: ps[0].season, h: ps[0].h, starts: ps[0].starts,
+		calib: make([][]float64, len(ps[0].calib))}
 	for _, p := range ps {
 		c.bases = append(c.bases, p.bases...)
 	}
@@ -302,18 +298,14 @@ func mean(ps []*paths) *paths {
 			}
 		}
 	}
-	for _, p := range ps {
-		for k, v := range p.point {
-			c.point[k] += w * v
-		}
-	}
 	c.mae = c.calibrationMAE()
 	return c
 }
 
 // predict is the blend's Prediction from the end of y, the series its
-// members were fitted on.
-func (b *blend) predict(y []float64, h int, levels []float64) Prediction {
+// members were fitted on, at the levels it was made for.
+func (b *blend) predict(y []float64, levels []float64) Prediction {
+	h := len(b.point)
 	fs := b.forecasts(len(y), h)
 	p := Prediction{Model: b.name, Levels: slices.Clone(levels), CalibrationMAE: b.mae, Point: mixed(b.point, fs, 0)}
 	var before []float64
@@ -371,7 +363,8 @@ func (c *paths) offsets(levels []float64) [][]float64 {
 			errs[i] = werr{c.y[o+k] - c.calib[i][k], weights[i]}
 		}
 		// NaN errors (a model that failed at an origin) sort anywhere: such a
-		// candidate's MAE and losses are NaN, and it is never chosen.
+		// candidate's MAE and losses are NaN, and pick ranks it last and
+		// never chooses it.
 		slices.SortFunc(errs, func(a, b werr) int {
 			switch {
 			case a.e < b.e:
@@ -518,14 +511,14 @@ func choose(models []Model, y []float64, season, h int, levels []float64) (Predi
 	if len(cands) == 0 {
 		return Prediction{}, errors.Join(errs...)
 	}
-	return pick(cands, levels).predict(y, h, levels), nil
+	return pick(cands, levels).predict(y, levels), nil
 }
 
 // Online is Auto for a caller that forecasts at every step of a growing
-// history (a controller, a simulation): NewOnline chooses a model (or a mean
-// of models) and calibrates its quantiles, the costly part, once in a while;
-// Forecast follows each new value with the chosen models' parameters and
-// error quantiles as they were. It is not safe for concurrent use.
+// history (a controller, a simulation): NewOnline chooses and calibrates a
+// blend of models (see pick), the costly part, once in a while; Forecast
+// follows each new value with the chosen models' parameters and error
+// quantiles as they were. It is not safe for concurrent use.
 type Online struct {
 	step   time.Duration
 	start  time.Time
@@ -563,8 +556,8 @@ func NewOnline(history fleet.Series, horizon time.Duration, levels []float64) (*
 	return o, nil
 }
 
-// Model names the chosen model; "" when the history was too short to
-// choose (Forecast then falls back as Auto does, at Auto's cost).
+// Model names the chosen models (see Forecast.Model); "" when the history
+// was too short to choose (Forecast then falls back as Auto does, at Auto's cost).
 func (o *Online) Model() string {
 	if o.blend == nil {
 		return ""

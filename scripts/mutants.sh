@@ -719,10 +719,31 @@ TestObserveAsTheController
 
 a quantile switched on its calibration loss alone (forecast)
 forecast/blend.go
-"if mean < -switchZ*se && mean < best {"
-"if se >= 0 && mean < best {"
+"if mean < -z*se && mean < best {"
+"if z*se >= 0 && mean < best {"
 ./forecast
 TestSwitchLevelsNeedsEvidence
+
+a level's quantile taken from the point forecast's candidate (forecast)
+forecast/blend.go
+"b.offsets[k][j] = offsets[levelBy[j][k]][k][j]"
+"b.offsets[k][j] = offsets[pointBy[k]][k][j]"
+./forecast
+TestPickSwitchesATailLevel
+
+a level compared with the first candidate, not the point forecast's (forecast)
+forecast/blend.go
+"base := cum[def[k]][j]"
+"base := cum[0][j]"
+./forecast
+TestPickSwitchesATailLevel
+
+the forecast before a jump mixed with each step's weights one step early (forecast)
+forecast/blend.go
+"w := weights[min(k+shift, len(weights)-1)]"
+"w := weights[k]"
+./forecast
+TestJumpHoldsTheBlendMadeBefore
 
 one model chosen for every step of the horizon (forecast)
 forecast/blend.go

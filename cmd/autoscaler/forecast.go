@@ -207,7 +207,7 @@ func writeBacktest(w io.Writer, out backtestJSON, rep forecast.BacktestReport) {
 		picks = append(picks, fmt.Sprintf("%s %d", m, n))
 	}
 	sort.Strings(picks)
-	fmt.Fprintf(w, "\nselected: %s (at each origin, the model with the smallest error on the last days before it: %s)\n", out.Selected, strings.Join(picks, ", "))
+	fmt.Fprintf(w, "\nselected: %s (at each origin, the models with the smallest errors on the last days before it, per step and level; one step ahead: %s)\n", out.Selected, strings.Join(picks, ", "))
 }
 
 // writeForecast writes the forecast as a table: a row per step, columns
