@@ -116,28 +116,23 @@ func pick(cands []*paths, levels []float64) *blend {
 		offsets[i] = c.offsets(levels)
 	}
 	pointBy := make([]int, h)
+	sums, chosen := make([]float64, len(cands)), 0.0
 	for k := range h {
 		best := math.Inf(1)
 		for ci, c := range cands {
-			sum := 0.0
+			sums[ci] = 0
 			for i, o := range c.starts {
-				sum += math.Abs(c.y[o+k] - c.calib[i][k])
+				sums[ci] += math.Abs(c.y[o+k] - c.calib[i][k])
 			}
-			if sum < best {
-				best, pointBy[k] = sum, ci
+			if sums[ci] < best {
+				best, pointBy[k] = sums[ci], ci
 			}
 		}
+		chosen += sums[pointBy[k]]
 	}
 	levelBy := switchLevels(cands, offsets, levels, pointBy)
 	b := &blend{}
 	index := map[int]int{} // base candidate -> member
-	mixOf := func(ci int) []float64 {
-		w := make([]float64, len(bases))
-		for _, base := range cands[ci].bases {
-			w[base] += 1 / float64(len(cands[ci].bases))
-		}
-		return w
-	}
 	use := func(ci int) {
 		for _, base := range cands[ci].bases {
 			if _, ok := index[base]; !ok {
@@ -152,20 +147,18 @@ func pick(cands []*paths, levels []float64) *blend {
 			use(levelBy[j][k])
 		}
 	}
-	// Weights over the members used, in their order.
-	compact := func(w []float64) []float64 {
-		out := make([]float64, len(b.members))
-		for base, x := range w {
-			if x != 0 {
-				out[index[base]] = x
-			}
+	// A candidate's weights over the members: equal over its bases.
+	weightsOf := func(ci int) []float64 {
+		w := make([]float64, len(b.members))
+		for _, base := range cands[ci].bases {
+			w[index[base]] += 1 / float64(len(cands[ci].bases))
 		}
-		return out
+		return w
 	}
 	b.point = make([][]float64, h)
 	b.offsets = make([][]float64, h)
 	for k := range h {
-		b.point[k] = compact(mixOf(pointBy[k]))
+		b.point[k] = weightsOf(pointBy[k])
 		b.offsets[k] = make([]float64, len(levels))
 		for j := range levels {
 			b.offsets[k][j] = offsets[levelBy[j][k]][k][j]
@@ -175,18 +168,12 @@ func pick(cands []*paths, levels []float64) *blend {
 	for j := range levels {
 		b.level[j] = make([][]float64, h)
 		for k := range h {
-			b.level[j][k] = compact(mixOf(levelBy[j][k]))
+			b.level[j][k] = weightsOf(levelBy[j][k])
 		}
 	}
 	b.name, b.first = stepsName(cands, pointBy), cands[pointBy[0]].name
 	b.jump = cands[pointBy[0]].jumpThreshold()
-	c0, sum := cands[0], 0.0
-	for i, o := range c0.starts {
-		for k := range h {
-			sum += math.Abs(c0.y[o+k] - cands[pointBy[k]].calib[i][k])
-		}
-	}
-	b.mae = sum / float64(len(c0.starts)*h)
+	b.mae = chosen / float64(len(cands[0].starts)*h)
 	return b
 }
 

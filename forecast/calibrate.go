@@ -1,6 +1,7 @@
 package forecast
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -362,18 +363,7 @@ func (c *paths) offsets(levels []float64) [][]float64 {
 		for i, o := range c.starts {
 			errs[i] = werr{c.y[o+k] - c.calib[i][k], weights[i]}
 		}
-		// NaN errors (a model that failed at an origin) sort anywhere: such a
-		// candidate's MAE and losses are NaN, and pick ranks it last and
-		// never chooses it.
-		slices.SortFunc(errs, func(a, b werr) int {
-			switch {
-			case a.e < b.e:
-				return -1
-			case a.e > b.e:
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(errs, func(a, b werr) int { return cmp.Compare(a.e, b.e) })
 		n := total * total / squares / math.Max(1, (1+overlap*float64(k))/float64(stride))
 		for j, q := range levels {
 			switch {

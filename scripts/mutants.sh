@@ -747,8 +747,8 @@ TestJumpHoldsTheBlendMadeBefore
 
 one model chosen for every step of the horizon (forecast)
 forecast/blend.go
-"\t\t\tfor i, o := range c.starts {\n\t\t\t\tsum += math.Abs(c.y[o+k] - c.calib[i][k])"
-"\t\t\tfor range c.starts {\n\t\t\t\tsum += c.mae"
+"\t\t\tfor i, o := range c.starts {\n\t\t\t\tsums[ci] += math.Abs(c.y[o+k] - c.calib[i][k])"
+"\t\t\tfor range c.starts {\n\t\t\t\tsums[ci] += c.mae"
 ./forecast
 TestPickPointPerStep
 
