@@ -29,8 +29,11 @@ type blend struct {
 	point [][]float64
 	level [][][]float64
 	// offsets[k][j] is the levels[j] quantile's calibrated error k+1 steps
-	// ahead, added to its mix.
+	// ahead, in units of the daily scale: times the scale of the steps
+	// forecast (offsetsFrom), it is added to its mix.
 	offsets [][]float64
+	// daily is the history's daily scale; nil for none.
+	daily *dailyScale
 	// jump is the unconfirmed jump threshold (see unconfirmedJump) of the
 	// candidate chosen one step ahead.
 	jump float64
@@ -46,6 +49,23 @@ func (b *blend) forecasts(n, h int) [][]float64 {
 		fs[i] = m.Forecast(n, h)
 	}
 	return fs
+}
+
+// offsetsFrom are the offsets of a forecast from origin n: each step's
+// times the daily scale of the steps from n to it.
+func (b *blend) offsetsFrom(n int) [][]float64 {
+	if b.daily == nil {
+		return b.offsets
+	}
+	sc := b.daily.steps(n, len(b.offsets))
+	out := make([][]float64, len(b.offsets))
+	for k, row := range b.offsets {
+		out[k] = make([]float64, len(row))
+		for j, v := range row {
+			out[k][j] = v * sc[k]
+		}
+	}
+	return out
 }
 
 // mixed is the forecast at each of the blend's steps from the members'
@@ -111,9 +131,14 @@ func pick(cands []*paths, levels []float64) *blend {
 		}
 	}
 	h := cands[0].h
+	ds := newDailyScale(cands[0].y, cands[0].season)
+	sc := make([][]float64, len(cands[0].starts))
+	for i, o := range cands[0].starts {
+		sc[i] = ds.steps(o, h)
+	}
 	offsets := make([][][]float64, len(cands))
 	for i, c := range cands {
-		offsets[i] = c.offsets(levels)
+		offsets[i] = c.offsets(levels, sc)
 	}
 	pointBy := make([]int, h)
 	sums, chosen := make([]float64, len(cands)), 0.0
@@ -130,8 +155,8 @@ func pick(cands []*paths, levels []float64) *blend {
 		}
 		chosen += sums[pointBy[k]]
 	}
-	levelBy := switchLevels(cands, offsets, levels, pointBy)
-	b := &blend{}
+	levelBy := switchLevels(cands, offsets, sc, levels, pointBy)
+	b := &blend{daily: ds}
 	index := map[int]int{} // base candidate -> member
 	use := func(ci int) {
 		for _, base := range cands[ci].bases {
@@ -199,7 +224,7 @@ const switchAlpha = 0.02275
 // below zero with significance switchAlpha. The losses of origins closer
 // than k+1 steps share targets, so the variance of the mean counts k+1
 // origins as one. Of those better, the one with the lowest mean is taken.
-func switchLevels(cands []*paths, offsets [][][]float64, levels []float64, def []int) [][]int {
+func switchLevels(cands []*paths, offsets [][][]float64, sc [][]float64, levels []float64, def []int) [][]int {
 	c0 := cands[0]
 	n, h := len(c0.starts), c0.h
 	w := make([]float64, n)
@@ -232,7 +257,7 @@ func switchLevels(cands []*paths, offsets [][][]float64, levels []float64, def [
 			for i, o := range c.starts {
 				e := c.y[o+k] - c.calib[i][k]
 				for j, q := range levels {
-					cum[ci][j][i] += pinball(e-offsets[ci][k][j], q)
+					cum[ci][j][i] += pinball(e-offsets[ci][k][j]*sc[i][k], q)
 				}
 			}
 		}

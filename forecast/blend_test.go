@@ -89,7 +89,7 @@ func TestSwitchLevelsNeedsEvidence(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			levels := []float64{0.98}
 			cands := []*paths{calibrated("def", tc.def), calibrated("other", tc.other)}
-			offsets := [][][]float64{cands[0].offsets(levels), cands[1].offsets(levels)}
+			offsets := [][][]float64{cands[0].offsets(levels, ones(cands[0])), cands[1].offsets(levels, ones(cands[1]))}
 			if tc.want == 0 {
 				// The other's loss is lower: switching on the loss alone
 				// would take it.
@@ -97,7 +97,7 @@ func TestSwitchLevelsNeedsEvidence(t *testing.T) {
 					t.Fatalf("the other's loss %.4f is not below the default's %.4f: the case tests nothing", l1, l0)
 				}
 			}
-			if got := switchLevels(cands, offsets, levels, []int{0})[0][0]; got != tc.want {
+			if got := switchLevels(cands, offsets, ones(cands[0]), levels, []int{0})[0][0]; got != tc.want {
 				t.Fatalf("level 0.98 takes candidate %d's quantile, want %d", got, tc.want)
 			}
 		})
@@ -235,7 +235,7 @@ func TestPickSwitchesATailLevel(t *testing.T) {
 	// The level model first, so that the point forecast's candidate (the
 	// cycle's, the smaller MAE) is not the first.
 	cands := []*paths{steps("level", 20, level), steps("cycle", 10, cycle)}
-	tail := cands[0].offsets(levels)
+	tail := cands[0].offsets(levels, ones(cands[0]))
 	b := pick(cands, levels)
 	p := b.predict(make([]float64, 10), levels)
 	for k := range h {

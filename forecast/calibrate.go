@@ -310,7 +310,7 @@ func (b *blend) predict(y []float64, levels []float64) Prediction {
 	fs := b.forecasts(len(y), h)
 	p := Prediction{Model: b.name, Levels: slices.Clone(levels), CalibrationMAE: b.mae, Point: mixed(b.point, fs, 0)}
 	var before []float64
-	p.Quantiles, before, p.Note = holdJump(b, y, h, levels, b.quantiles(fs, 0, b.offsets))
+	p.Quantiles, before, p.Note = holdJump(b, y, h, levels, b.quantiles(fs, 0, b.offsetsFrom(len(y))))
 	if before != nil {
 		p.Point = before
 	}
@@ -342,7 +342,7 @@ const overlap = 0.75
 // origins, with the calibration stride). The errors of a few days are few
 // independent samples at long horizons, and their empirical quantiles
 // alone give bands that cover too little.
-func (c *paths) offsets(levels []float64) [][]float64 {
+func (c *paths) offsets(levels []float64, sc [][]float64) [][]float64 {
 	out := make([][]float64, c.h)
 	type werr struct{ e, w float64 }
 	errs := make([]werr, len(c.starts))
@@ -361,7 +361,7 @@ func (c *paths) offsets(levels []float64) [][]float64 {
 	adjusted := make([]float64, len(levels))
 	for k := range c.h {
 		for i, o := range c.starts {
-			errs[i] = werr{c.y[o+k] - c.calib[i][k], weights[i]}
+			errs[i] = werr{(c.y[o+k] - c.calib[i][k]) / sc[i][k], weights[i]}
 		}
 		slices.SortFunc(errs, func(a, b werr) int { return cmp.Compare(a.e, b.e) })
 		n := total * total / squares / math.Max(1, (1+overlap*float64(k))/float64(stride))
@@ -588,6 +588,6 @@ func (o *Online) Forecast(history fleet.Series) (Forecast, error) {
 		b.members[i] = extendInPlace(m, y[:len(y)-1])
 		fs[i] = extendInPlace(b.members[i], y).Forecast(len(y), o.h)
 	}
-	values, _, note := holdJump(b, y, o.h, o.levels, b.quantiles(fs, 0, b.offsets))
+	values, _, note := holdJump(b, y, o.h, o.levels, b.quantiles(fs, 0, b.offsetsFrom(len(y))))
 	return Forecast{Origin: history.End(), Step: o.step, Model: b.name, Note: note, Levels: slices.Clone(o.levels), Values: values}, nil
 }

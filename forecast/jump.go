@@ -83,7 +83,7 @@ func holdJump(b *blend, y []float64, h int, levels []float64, q [][]float64) ([]
 		return q, nil, ""
 	}
 	note := fmt.Sprintf("the last value, %.4g, is far from the %.4g expected; forecast from before it until the next value confirms it, the band widened to hold both", y[len(y)-1], expected)
-	return hedge(levels, b.quantiles(fs, 1, shifted(b.offsets)), q), before, note
+	return hedge(levels, b.quantiles(fs, 1, shifted(b.offsetsFrom(len(y)-1))), q), before, note
 }
 
 // hedge returns the quantiles (rows per level, levels ascending) of a

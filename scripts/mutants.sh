@@ -752,6 +752,34 @@ forecast/blend.go
 ./forecast
 TestPickPointPerStep
 
+bands made without the daily scale (forecast)
+forecast/daily.go
+"if season < 2 || n-1 < scaleMinDays*season {"
+"if true || season < 2 || n-1 < scaleMinDays*season {"
+./forecast
+TestBandFollowsTheDay|TestDailyScale
+
+calibration errors not divided by their steps' daily scale (forecast)
+forecast/calibrate.go
+"(c.y[o+k] - c.calib[i][k]) / sc[i][k]"
+"(c.y[o+k] - c.calib[i][k])"
+./forecast
+TestOffsetsInScaleUnits
+
+a forecast's offsets not multiplied by its steps' daily scale (forecast)
+forecast/blend.go
+"\tif b.daily == nil {\n\t\treturn b.offsets"
+"\tif true {\n\t\treturn b.offsets"
+./forecast
+TestBandFollowsTheDay
+
+a step's daily scale its own, not the changes' up to it (forecast)
+forecast/daily.go
+"out[k] = math.Sqrt(sq / float64(k+1))"
+"out[k] = s + 0*sq"
+./forecast
+TestDailyScaleSteps
+
 scoped demand served outside its scope
 planner/launch.go
 "\t\t\tif d.Serves(pp.spec) {"
