@@ -7,9 +7,9 @@ import "math"
 // of the history (one time of day). Job submissions, and with them the
 // size of a step's change and of a forecast's error, follow working hours:
 // on the shared series the largest 10-minute changes (their 95th
-// percentile) are three to four times as large in the afternoon as before
-// dawn. Bands calibrated on every hour alike are then too wide at night
-// and too narrow in the afternoon. The calibration errors are divided by
+// percentile) are two to four times as large in the busy hours as in the
+// quiet ones. Bands calibrated on every hour alike are then too wide in the
+// quiet hours and too narrow in the busy ones. The calibration errors are divided by
 // the scale of their steps before their quantiles are taken, and the
 // quantiles multiplied by the scale of the steps forecast (split conformal
 // with normalised scores, the normaliser a profile of the day): the bands
