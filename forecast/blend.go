@@ -10,7 +10,8 @@ import (
 
 // A blend is a calibrated forecast made of fitted models: at each horizon
 // step its point forecast is a mix of them, and so is each quantile, to
-// which the quantile's calibrated error offset is added. The candidate best
+// which the quantile's calibrated error offset is added (times the daily
+// scale of the step: see dailyScale). The candidate best
 // one step ahead is often not the best two hours ahead (a model that
 // follows the last value against one of the daily cycle), and the best
 // median is often not the best upper quantile: a model that misses a whole
@@ -51,18 +52,24 @@ func (b *blend) forecasts(n, h int) [][]float64 {
 	return fs
 }
 
-// offsetsFrom are the offsets of a forecast from origin n: each step's
-// times the daily scale of the steps from n to it.
-func (b *blend) offsetsFrom(n int) [][]float64 {
-	if b.daily == nil {
+// offsetsFrom are the offsets of a forecast from origin n, per step, for
+// its steps from the shift-th on: step k's are those of the blend's step
+// k+shift (the last step's past the horizon), times the daily scale of the
+// changes from n to it. A forecast made one step earlier than another
+// (shift 1, from n-1) so reads the same offsets at the same target, with
+// the scale of the changes up to it from its own origin.
+func (b *blend) offsetsFrom(n, shift int) [][]float64 {
+	h := len(b.offsets)
+	if b.daily == nil && shift == 0 {
 		return b.offsets
 	}
-	sc := b.daily.steps(n, len(b.offsets))
-	out := make([][]float64, len(b.offsets))
-	for k, row := range b.offsets {
+	sc := b.daily.steps(n, h+shift)
+	out := make([][]float64, h)
+	for k := range out {
+		row := b.offsets[min(k+shift, h-1)]
 		out[k] = make([]float64, len(row))
 		for j, v := range row {
-			out[k][j] = v * sc[k]
+			out[k][j] = v * sc[k+shift]
 		}
 	}
 	return out

@@ -78,18 +78,32 @@ func TestSwitchLevelsNeedsEvidence(t *testing.T) {
 		cycle[i] += 150
 	}
 	level[n-60] += 150
+	times := func(e []float64, c float64) []float64 {
+		out := make([]float64, len(e))
+		for i, x := range e {
+			out[i] = x * c
+		}
+		return out
+	}
 	for _, tc := range []struct {
 		name       string
 		def, other []float64
-		want       int
+		// scale is the daily scale of every origin's step (0: none).
+		scale float64
+		want  int
 	}{
-		{"a burst missed at every step against at its start", cycle, level, 1},
-		{"a few tail errors a little smaller", noisyTop(10, 7), noisyTopShrunk(10, 7), 0},
+		{"a burst missed at every step against at its start", cycle, level, 0, 1},
+		{"the same at four times the daily scale", times(cycle, 4), times(level, 4), 4, 1},
+		{"a few tail errors a little smaller", noisyTop(10, 7), noisyTopShrunk(10, 7), 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			levels := []float64{0.98}
 			cands := []*paths{calibrated("def", tc.def), calibrated("other", tc.other)}
-			offsets := [][][]float64{cands[0].offsets(levels, ones(cands[0])), cands[1].offsets(levels, ones(cands[1]))}
+			sc := ones(cands[0])
+			for i := range sc {
+				sc[i][0] = cmp.Or(tc.scale, 1)
+			}
+			offsets := [][][]float64{cands[0].offsets(levels, sc), cands[1].offsets(levels, sc)}
 			if tc.want == 0 {
 				// The other's loss is lower: switching on the loss alone
 				// would take it.
@@ -97,7 +111,7 @@ func TestSwitchLevelsNeedsEvidence(t *testing.T) {
 					t.Fatalf("the other's loss %.4f is not below the default's %.4f: the case tests nothing", l1, l0)
 				}
 			}
-			if got := switchLevels(cands, offsets, ones(cands[0]), levels, []int{0})[0][0]; got != tc.want {
+			if got := switchLevels(cands, offsets, sc, levels, []int{0})[0][0]; got != tc.want {
 				t.Fatalf("level 0.98 takes candidate %d's quantile, want %d", got, tc.want)
 			}
 		})

@@ -184,7 +184,9 @@ type Prediction struct {
 // origins of y (up to three days of them), each made from the data before
 // it with parameters fitted before the first of them, compared with what
 // followed, per horizon step (split conformal, by empirical quantiles with
-// a finite-sample correction; see offsets).
+// a finite-sample correction; see offsets), the errors in units of the
+// history's daily scale of their steps and the quantiles multiplied back
+// by the scale of the steps forecast (see dailyScale).
 // A last value far from the forecast made before it is an unconfirmed
 // jump: the forecast holds on to the values before it, its band widened to
 // hold the jump, and Note says so (see unconfirmedJump).
@@ -310,7 +312,7 @@ func (b *blend) predict(y []float64, levels []float64) Prediction {
 	fs := b.forecasts(len(y), h)
 	p := Prediction{Model: b.name, Levels: slices.Clone(levels), CalibrationMAE: b.mae, Point: mixed(b.point, fs, 0)}
 	var before []float64
-	p.Quantiles, before, p.Note = holdJump(b, y, h, levels, b.quantiles(fs, 0, b.offsetsFrom(len(y))))
+	p.Quantiles, before, p.Note = holdJump(b, y, h, levels, b.quantiles(fs, 0, b.offsetsFrom(len(y), 0)))
 	if before != nil {
 		p.Point = before
 	}
@@ -331,8 +333,10 @@ const overlap = 0.75
 
 // offsets returns, per horizon step k, the levels' empirical quantiles of
 // the calibration errors k+1 steps ahead (offsets[k][j] for levels[j]),
-// each error weighted by its recency with a half-life of a day, so the bands
-// follow a change of regime within days rather than averaging over it.
+// each divided by its daily scale (sc[i][k] for origin starts[i]: the
+// offsets are in units of the scale, see dailyScale) and weighted by its
+// recency with a half-life of a day, so the bands follow a change of
+// regime within days rather than averaging over it.
 //
 // Each level is moved outward by split conformal's finite-sample
 // correction for n errors (the upper quantile at q(1+1/n) rather than q,
@@ -588,6 +592,6 @@ func (o *Online) Forecast(history fleet.Series) (Forecast, error) {
 		b.members[i] = extendInPlace(m, y[:len(y)-1])
 		fs[i] = extendInPlace(b.members[i], y).Forecast(len(y), o.h)
 	}
-	values, _, note := holdJump(b, y, o.h, o.levels, b.quantiles(fs, 0, b.offsetsFrom(len(y))))
+	values, _, note := holdJump(b, y, o.h, o.levels, b.quantiles(fs, 0, b.offsetsFrom(len(y), 0)))
 	return Forecast{Origin: history.End(), Step: o.step, Model: b.name, Note: note, Levels: slices.Clone(o.levels), Values: values}, nil
 }

@@ -2,27 +2,39 @@ package forecast
 
 import "math"
 
-// A dailyScale says how much demand moves at each time of day against
-// the day's average: scale[s] for the steps s, s+season, s+2*season, ...
-// of the history (one time of day). Job submissions, and with them the
-// size of a step's change and of a forecast's error, follow working hours:
-// on the shared series the largest 10-minute changes (their 95th
-// percentile) are two to four times as large in the busy hours as in the
-// quiet ones. Bands calibrated on every hour alike are then too wide in the
-// quiet hours and too narrow in the busy ones. The calibration errors are divided by
-// the scale of their steps before their quantiles are taken, and the
-// quantiles multiplied by the scale of the steps forecast (split conformal
-// with normalised scores, the normaliser a profile of the day): the bands
-// keep their coverage over the day, narrower where demand is quiet.
+// A dailyScale says how much demand moves unforeseen at each time of day
+// against the day's average: scale[s] for the steps s, s+season,
+// s+2*season, ... of the history (one time of day). Job submissions, and
+// with them the size of a forecast's error, follow working hours: on the
+// shared series the largest 10-minute changes (their 95th percentile) are
+// two to four times as large in the busy hours as in the quiet ones. Bands
+// calibrated on every hour alike are then too wide in the quiet hours and
+// too narrow in the busy ones. The calibration errors are divided by the
+// scale of their steps before their quantiles are taken, and the quantiles
+// multiplied by the scale of the steps forecast (split conformal with
+// normalised scores, the normaliser a profile of the day), so that the
+// bands are narrower where demand is quiet, as wide as the errors there
+// say.
+//
+// The changes measured are those a day's cycle does not explain: each
+// step's change less the change at the same step a day earlier. A cycle
+// the models forecast well (a steep morning rise every day) is not
+// uncertainty, and counting it would narrow the bands at the peak and the
+// trough, where the cycle is flat and the upper quantile matters most. The
+// profile is made from the history the calibration errors come from too
+// (the last 14 days hold the calibration's three), so the normaliser is
+// not quite independent of the scores it divides; it is a smooth average
+// of some 180 changes per time of day, of which the scores' own are few.
 type dailyScale struct {
 	scale  []float64
 	season int
 }
 
 // The daily scale is made from the last scaleDays days of the history,
-// each time of day from the changes within an hour of it (a 24th of the
-// season) either side, and kept within [1/scaleClamp, scaleClamp] times
-// the average. A history of fewer than scaleMinDays days has none.
+// each time of day from the changes within an hour either side of it (a
+// 24th of the season; one step for seasons under 24), and kept within
+// [1/scaleClamp, scaleClamp] times the average. It needs scaleMinDays days
+// of changes after the first day (whose changes have none a day earlier).
 const (
 	scaleDays    = 14
 	scaleMinDays = 2
@@ -30,51 +42,46 @@ const (
 )
 
 // newDailyScale is the daily scale of y, whose season is that many steps:
-// at each time of day, the mean absolute change from one step to the next
-// over the days and the steps within an hour of it, divided by the mean
-// of them all. Nil when there is no daily season, too short a history, or
-// no change at all.
+// at each time of day, the mean absolute deseasonalised change (a step's
+// change less the change at the same step a day earlier) over the days and
+// the steps within an hour of it, divided by the mean of them all. Nil when
+// there is no daily season, too short a history, or no such change at all.
 func newDailyScale(y []float64, season int) *dailyScale {
 	n := len(y)
-	if season < 2 || n-1 < scaleMinDays*season {
+	if season < 2 || n-(season+1) < scaleMinDays*season {
 		return nil
 	}
-	from := max(1, n-scaleDays*season)
+	from := max(season+1, n-scaleDays*season)
 	sum, cnt := make([]float64, season), make([]float64, season)
-	total := 0.0
+	total, all := 0.0, 0.0
 	for t := from; t < n; t++ {
-		d := math.Abs(y[t] - y[t-1])
+		d := math.Abs(y[t] - y[t-1] - (y[t-season] - y[t-season-1]))
 		if math.IsNaN(d) || math.IsInf(d, 0) {
-			continue
+			continue // Predict's input is not checked
 		}
 		sum[t%season] += d
 		cnt[t%season]++
-		total += d
+		total, all = total+d, all+1
 	}
-	all := 0.0
-	for _, c := range cnt {
-		all += c
-	}
-	if !(total > 0) || all == 0 {
+	if !(total > 0) {
 		return nil
 	}
 	avg := total / all
-	w := max(1, season/24)
-	// A circular moving window over the times of day, by running sums.
-	ds := &dailyScale{scale: make([]float64, season), season: season}
-	ws, wc := 0.0, 0.0
-	for i := -w; i <= w; i++ {
-		s := ((i % season) + season) % season
-		ws, wc = ws+sum[s], wc+cnt[s]
+	// Each time of day's window, from prefix sums over the slots w before
+	// the first to w after the last (circular).
+	w := min(max(1, season/24), (season-1)/2)
+	ps, pc := make([]float64, season+2*w+1), make([]float64, season+2*w+1)
+	for i := range season + 2*w {
+		s := ((i-w)%season + season) % season
+		ps[i+1], pc[i+1] = ps[i]+sum[s], pc[i]+cnt[s]
 	}
+	ds := &dailyScale{scale: make([]float64, season), season: season}
 	for s := range season {
 		v := 1.0
-		if wc > 0 {
-			v = ws / wc / avg
+		if c := pc[s+2*w+1] - pc[s]; c > 0 {
+			v = (ps[s+2*w+1] - ps[s]) / c / avg
 		}
 		ds.scale[s] = min(max(v, 1/scaleClamp), scaleClamp)
-		out, in := ((s-w)%season+season)%season, (s+w+1)%season
-		ws, wc = ws-sum[out]+sum[in], wc-cnt[out]+cnt[in]
 	}
 	return ds
 }

@@ -83,7 +83,7 @@ func holdJump(b *blend, y []float64, h int, levels []float64, q [][]float64) ([]
 		return q, nil, ""
 	}
 	note := fmt.Sprintf("the last value, %.4g, is far from the %.4g expected; forecast from before it until the next value confirms it, the band widened to hold both", y[len(y)-1], expected)
-	return hedge(levels, b.quantiles(fs, 1, shifted(b.offsetsFrom(len(y)-1))), q), before, note
+	return hedge(levels, b.quantiles(fs, 1, b.offsetsFrom(len(y)-1, 1)), q), before, note
 }
 
 // hedge returns the quantiles (rows per level, levels ascending) of a
@@ -103,16 +103,6 @@ func hedge(levels []float64, before, after [][]float64) [][]float64 {
 				out[j][k] = math.Max(out[j][k], a)
 			}
 		}
-	}
-	return out
-}
-
-// shifted returns the offsets (per horizon step) of a forecast made one
-// step earlier: each step's of the step after it, the last repeated.
-func shifted(offsets [][]float64) [][]float64 {
-	out := make([][]float64, len(offsets))
-	for k := range offsets {
-		out[k] = offsets[min(k+1, len(offsets)-1)]
 	}
 	return out
 }

@@ -123,9 +123,6 @@ func TestHedge(t *testing.T) {
 	if got := hedge(levels, before, after); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Fatalf("hedge = %v, want %v", got, want)
 	}
-	if got := shifted([][]float64{{1}, {2}, {3}}); !slices.EqualFunc(got, [][]float64{{2}, {3}, {3}}, slices.Equal) {
-		t.Fatalf("shifted = %v", got)
-	}
 }
 
 // TestNoJumpOnAnExactFit: a series the models fit exactly (a constant, a

@@ -754,10 +754,31 @@ TestPickPointPerStep
 
 bands made without the daily scale (forecast)
 forecast/daily.go
-"if season < 2 || n-1 < scaleMinDays*season {"
-"if true || season < 2 || n-1 < scaleMinDays*season {"
+"if season < 2 || n-(season+1) < scaleMinDays*season {"
+"if true || season < 2 || n-(season+1) < scaleMinDays*season {"
 ./forecast
 TestBandFollowsTheDay|TestDailyScale
+
+the daily scale made of raw changes, the day's cycle in them (forecast)
+forecast/daily.go
+"d := math.Abs(y[t] - y[t-1] - (y[t-season] - y[t-season-1]))"
+"d := math.Abs(y[t] - y[t-1] + 0*(y[t-season]-y[t-season-1]))"
+./forecast
+TestDailyScale
+
+the daily scale's window one slot off (forecast)
+forecast/daily.go
+"s := ((i-w)%season + season) % season"
+"s := ((i-w+1)%season + season) % season"
+./forecast
+TestDailyScaleWindow
+
+the daily scale not clamped (forecast)
+forecast/daily.go
+"ds.scale[s] = min(max(v, 1/scaleClamp), scaleClamp)"
+"ds.scale[s] = v"
+./forecast
+TestDailyScale
 
 calibration errors not divided by their steps' daily scale (forecast)
 forecast/calibrate.go
@@ -766,12 +787,61 @@ forecast/calibrate.go
 ./forecast
 TestOffsetsInScaleUnits
 
-a forecast's offsets not multiplied by its steps' daily scale (forecast)
+calibration errors divided by one step's scale at every step (forecast)
+forecast/calibrate.go
+"(c.y[o+k] - c.calib[i][k]) / sc[i][k]"
+"(c.y[o+k] - c.calib[i][k]) / sc[i][0]"
+./forecast
+TestBandFollowsTheDay|TestOnlineBandFollowsTheDay|TestOffsetsInScaleUnits
+
+calibration's daily scale half a day off the forecast's (forecast)
 forecast/blend.go
-"\tif b.daily == nil {\n\t\treturn b.offsets"
-"\tif true {\n\t\treturn b.offsets"
+"sc[i] = ds.steps(o, h)"
+"sc[i] = ds.steps(o+cands[0].season/2, h)"
 ./forecast
 TestBandFollowsTheDay
+
+a level's switch judged on unscaled quantiles (forecast)
+forecast/blend.go
+"pinball(e-offsets[ci][k][j]*sc[i][k], q)"
+"pinball(e-offsets[ci][k][j], q)"
+./forecast
+TestSwitchLevelsNeedsEvidence
+
+a forecast's offsets not multiplied by its steps' daily scale (forecast)
+forecast/blend.go
+"\tif b.daily == nil && shift == 0 {\n\t\treturn b.offsets"
+"\tif shift == 0 {\n\t\treturn b.offsets"
+./forecast
+TestBandFollowsTheDay|TestOffsetsFromShift
+
+the controller's forecaster without the daily scale (forecast)
+forecast/calibrate.go
+"holdJump(b, y, o.h, o.levels, b.quantiles(fs, 0, b.offsetsFrom(len(y), 0)))"
+"holdJump(b, y, o.h, o.levels, b.quantiles(fs, 0, b.offsets))"
+./forecast
+TestOnlineBandFollowsTheDay
+
+the controller's forecaster's daily scale half a day off (forecast)
+forecast/calibrate.go
+"holdJump(b, y, o.h, o.levels, b.quantiles(fs, 0, b.offsetsFrom(len(y), 0)))"
+"holdJump(b, y, o.h, o.levels, b.quantiles(fs, 0, b.offsetsFrom(len(y)+72, 0)))"
+./forecast
+TestOnlineBandFollowsTheDay
+
+the band before a jump scaled from the jump's origin (forecast)
+forecast/jump.go
+"b.offsetsFrom(len(y)-1, 1)"
+"b.offsetsFrom(len(y), 1)"
+./forecast
+TestJumpBandScaledFromItsOrigin
+
+the band before a jump not shifted a step (forecast)
+forecast/jump.go
+"b.offsetsFrom(len(y)-1, 1)"
+"b.offsetsFrom(len(y)-1, 0)"
+./forecast
+TestJumpBandScaledFromItsOrigin
 
 a step's daily scale its own, not the changes' up to it (forecast)
 forecast/daily.go
