@@ -15,15 +15,23 @@ import (
 // for days, 200+100*sin(2*pi*(h-9)/24) GPUs at hour of day h with N(0, 8)
 // noise, and 300 more on day 8 from 14:00 to 16:00.
 func oneOffBurst(days int, seed uint64) fleet.Series {
-	rng := rand.New(rand.NewPCG(seed, seed))
-	s := fleet.Series{Start: start, Step: 10 * time.Minute}
-	for i := range days * 144 {
+	return tenMinutes(days, seed, func(i int, rng *rand.Rand) float64 {
 		h := float64(i%144) / 6
 		v := 200 + 100*math.Sin(2*math.Pi*(h-9)/24) + 8*rng.NormFloat64()
 		if i >= 8*144+84 && i < 8*144+96 {
 			v += 300
 		}
-		s.Values = append(s.Values, v)
+		return v
+	})
+}
+
+// tenMinutes is days of a series every 10 minutes from start, value(i,
+// rng) at step i, the generator seeded.
+func tenMinutes(days int, seed uint64, value func(i int, rng *rand.Rand) float64) fleet.Series {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	s := fleet.Series{Start: start, Step: 10 * time.Minute}
+	for i := range days * 144 {
+		s.Values = append(s.Values, value(i, rng))
 	}
 	return s
 }

@@ -14,28 +14,22 @@ import (
 // quietNights is every 10 minutes for days a level of 100 GPUs with
 // N(0, 2) noise from midnight to noon and N(0, 8) from noon to midnight.
 func quietNights(days int, seed uint64) fleet.Series {
-	rng := rand.New(rand.NewPCG(seed, seed))
-	s := fleet.Series{Start: start, Step: 10 * time.Minute}
-	for i := range days * 144 {
+	return tenMinutes(days, seed, func(i int, rng *rand.Rand) float64 {
 		sd := 2.0
 		if i%144 >= 72 {
 			sd = 8
 		}
-		s.Values = append(s.Values, 100+sd*rng.NormFloat64())
-	}
-	return s
+		return 100 + sd*rng.NormFloat64()
+	})
 }
 
 // smoothCycle is every 10 minutes for days 200+100*sin(2*pi*h/24) GPUs at
 // hour of day h with N(0, 1) noise: a cycle the models forecast, whose
 // changes are large mid-rise and small at the peak.
 func smoothCycle(days int, seed uint64) fleet.Series {
-	rng := rand.New(rand.NewPCG(seed, seed))
-	s := fleet.Series{Start: start, Step: 10 * time.Minute}
-	for i := range days * 144 {
-		s.Values = append(s.Values, 200+100*math.Sin(2*math.Pi*float64(i%144)/144)+rng.NormFloat64())
-	}
-	return s
+	return tenMinutes(days, seed, func(i int, rng *rand.Rand) float64 {
+		return 200 + 100*math.Sin(2*math.Pi*float64(i%144)/144) + rng.NormFloat64()
+	})
 }
 
 func TestDailyScale(t *testing.T) {
