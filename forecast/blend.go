@@ -57,7 +57,8 @@ func (b *blend) forecasts(n, h int) [][]float64 {
 // k+shift (the last step's past the horizon), times the daily scale of the
 // changes from n to it. A forecast made one step earlier than another
 // (shift 1, from n-1) so reads the same offsets at the same target, with
-// the scale of the changes up to it from its own origin.
+// the scale of the changes up to it from its own origin. The result is
+// read, not written: it may be the blend's own.
 func (b *blend) offsetsFrom(n, shift int) [][]float64 {
 	h := len(b.offsets)
 	if b.daily == nil && shift == 0 {

@@ -53,7 +53,8 @@ func TestDailyScale(t *testing.T) {
 		night, day float64 // the scale at 06:00 and 18:00
 		within     float64 // relative, 15% if 0
 	}{
-		{name: "quiet nights", y: quietNights(14, 1).Values, season: 144, night: 0.4, day: 1.6},
+		{name: "quiet nights", y: quietNights(14, 1).Values, season: 144, night: 0.4, day: 1.6, within: 0.25},
+		{name: "a value that is not a number", y: withNaN(quietNights(14, 1).Values, 1000), season: 144, night: 0.4, day: 1.6, within: 0.25},
 		{name: "the shortest history with a scale", y: quietNights(14, 1).Values[:least], season: 144, night: 0.4, day: 1.6, within: 0.3},
 		{name: "no change at night", y: still, season: 144, night: 1 / scaleClamp, day: 2},
 		// At its peak (06:00) and trough (18:00) the cycle's own changes
@@ -144,10 +145,10 @@ func TestDailyScaleSteps(t *testing.T) {
 }
 
 // TestBandFollowsTheDay: where demand moves four times as much in the
-// afternoon as at night, the band is about four times as wide there, and
-// covers the afternoon's values about as often as it should (a band made
-// of every hour's errors alike is as wide at night as in the afternoon,
-// and covers too few of the afternoon's).
+// afternoon as at night, the band is about four times as wide there,
+// each about as wide as the noise there says (a band made of every hour's
+// errors alike is as wide at night as in the afternoon), and covers the
+// afternoon's values about as often as it should.
 func TestBandFollowsTheDay(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		h := quietNights(15, seed)
@@ -171,22 +172,31 @@ func TestBandFollowsTheDay(t *testing.T) {
 			t.Errorf("seed %d: the 90th percentile one step ahead is %.1f above the median at 05:00 and %.1f at 17:00, want at most %.1f and %.1f", seed, night, day, 1.5*1.28*2, 1.33*1.28*8)
 		}
 	}
-	// Coverage in the afternoon, one step ahead, over a day of origins.
-	h := quietNights(16, 4)
+	// The afternoon's coverage one step ahead, at every step of two
+	// afternoons (the controller's forecaster, fitted once): the band,
+	// four times the night's, covers about as often as it should. (At
+	// night it covers more: the models' level carries the afternoon's
+	// noise, which the widths above leave out.)
+	h := quietNights(17, 4)
+	o, err := NewOnline(fleet.Series{Start: h.Start, Step: h.Step, Values: h.Values[:15*144]}, time.Hour, []float64{0.5, 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
 	covered, n := 0, 0
-	for end := 15*144 + 72; end < 16*144; end += 3 {
-		past := fleet.Series{Start: h.Start, Step: h.Step, Values: h.Values[:end]}
-		f, err := AutoWith(past, time.Hour, []float64{0.5, 0.9}, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
-		if h.Values[end] <= f.Values[1][0] {
-			covered++
+	for day := 15; day < 17; day++ {
+		for end := day*144 + 72; end < (day+1)*144; end++ {
+			f, err := o.Forecast(fleet.Series{Start: h.Start, Step: h.Step, Values: h.Values[:end]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if h.Values[end] <= f.Values[1][0] {
+				covered++
+			}
 		}
 	}
-	if share := float64(covered) / float64(n); share < 0.82 {
-		t.Errorf("the 90th percentile covers %d of %d afternoon values (%.2f)", covered, n, share)
+	if share := float64(covered) / float64(n); share < 0.85 {
+		t.Errorf("the 90th percentile covers %d of %d afternoon values (%.2f), want 0.85 or more", covered, n, share)
 	}
 }
 
@@ -304,4 +314,11 @@ func TestJumpBandScaledFromItsOrigin(t *testing.T) {
 			t.Fatalf("the 90th percentile after the jump: %v, want %v", q[0], want)
 		}
 	}
+}
+
+// withNaN is y with its i-th value not a number.
+func withNaN(y []float64, i int) []float64 {
+	y = slices.Clone(y)
+	y[i] = math.NaN()
+	return y
 }

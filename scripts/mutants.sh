@@ -843,6 +843,13 @@ forecast/jump.go
 ./forecast
 TestJumpBandScaledFromItsOrigin
 
+the daily scale made through a value that is not a number (forecast)
+forecast/daily.go
+"\t\tif math.IsNaN(d) || math.IsInf(d, 0) {\n\t\t\tcontinue"
+"\t\tif false {\n\t\t\tcontinue"
+./forecast
+TestDailyScale
+
 a step's daily scale its own, not the changes' up to it (forecast)
 forecast/daily.go
 "out[k] = math.Sqrt(sq / float64(k+1))"
