@@ -245,7 +245,7 @@ func (l *Loop) record(now time.Time, obs Observation) error {
 	if obs.Unrecorded != "" {
 		l.log.Warn("demand not recorded this cycle", "why", obs.Unrecorded)
 	} else {
-		d, h := tally(l.o.Config.Pools, obs.State, obs.InUse)
+		d, h := tally(l.o.Config.Pools, obs.State, obs.InUse, now)
 		if err := l.o.Books.AppendDemand(DemandSeries, state.Sample{Time: now, Value: d}); err != nil {
 			return err
 		}
@@ -269,11 +269,18 @@ func (l *Loop) record(now time.Time, obs Observation) error {
 	return nil
 }
 
-// Demand is a fleet's demand: the GPUs its nodes' jobs hold (at most each
-// node's GPUs, as the planner counts them), or inUse if that is more, plus
-// the GPUs pending.
-func Demand(pools []fleet.Pool, st *fleet.State, inUse float64) float64 {
-	d, _ := tally(pools, st, inUse)
+// Demand is a fleet's demand, as the planner provisions for it now and as
+// the controller records it to forecast from: the GPUs its nodes' jobs
+// hold (at most each node's GPUs, as the planner counts them), or inUse if
+// that is more, plus the GPUs pending, plus, while GPUs are pending, the
+// free GPUs of busy ready nodes (planner.FragmentGPUs). A pending job is
+// one the scheduler could not place, so those free GPUs serve none of it:
+// the planner counts them as held and provisions the pending demand on
+// whole empty nodes, and a forecast of the GPUs held and pending alone
+// would miss what that takes exactly when jobs wait (8-GPU and multi-node
+// jobs need empty nodes).
+func Demand(pools []fleet.Pool, st *fleet.State, inUse float64, now time.Time) float64 {
+	d, _ := tally(pools, st, inUse, now)
 	return d
 }
 
@@ -284,14 +291,14 @@ func Demand(pools []fleet.Pool, st *fleet.State, inUse float64) float64 {
 // spreads jobs over its nodes, and idle or half-used ones would not have
 // been bought, so it would hold up its own advice.
 func HeldGPUs(pools []fleet.Pool, st *fleet.State) float64 {
-	_, h := tally(pools, st, 0)
+	_, h := tally(pools, st, 0, time.Time{})
 	return h
 }
 
 // tally is Demand and HeldGPUs in one pass over the nodes (a cycle
 // records both).
-func tally(pools []fleet.Pool, st *fleet.State, inUse float64) (demand, held float64) {
-	used, bought, gpn, res, pool := 0, 0, 0, -1, ""
+func tally(pools []fleet.Pool, st *fleet.State, inUse float64, now time.Time) (demand, held float64) {
+	used, bought, gpn, res, pool, frag := 0, 0, 0, -1, "", 0
 	// resUsed[k] is the GPUs used on reserved pool k's nodes (nodes come
 	// in any order, so they are summed by pool).
 	var resUsed map[int]int
@@ -309,7 +316,12 @@ func tally(pools []fleet.Pool, st *fleet.State, inUse float64) (demand, held flo
 			}
 		}
 		u := min(n.UsedGPUs(), gpn)
-		used += u
+		if n.State != fleet.Terminating {
+			// As the planner counts: a node being terminated holds no
+			// demand (its jobs left, or are pending again).
+			used += u
+		}
+		frag += planner.FragmentGPUs(n, gpn, now)
 		switch {
 		case res < 0:
 			bought += gpn
@@ -324,7 +336,11 @@ func tally(pools []fleet.Pool, st *fleet.State, inUse float64) (demand, held flo
 		g := pools[k].GPUsPerNode
 		bought += (u + g - 1) / g * g
 	}
-	return max(float64(used), inUse) + float64(st.PendingGPUs), float64(bought)
+	demand = max(float64(used), inUse) + float64(st.PendingGPUs)
+	if st.PendingGPUs > 0 {
+		demand += float64(frag)
+	}
+	return demand, float64(bought)
 }
 
 // Held is the fleet's held history so far (see HeldGPUs), with

@@ -100,12 +100,12 @@ func (p *planner) observe(t *tally) {
 			c := candidate{node: n, silentFor: silent, slot: -1}
 			// A silent node's jobs are as last reported.
 			free := gpn - min(n.UsedGPUs(), gpn)
-			if free < gpn {
-				p.plan.Capacity.FragmentGPUs += free
+			if f := FragmentGPUs(n, gpn, p.now); f > 0 {
+				p.plan.Capacity.FragmentGPUs += f
 				if p.plan.Demand.PendingGPUs > 0 {
 					// A pending job is one the scheduler could not place:
 					// it did not fit in any busy node's free GPUs.
-					pp.stranded += free
+					pp.stranded += f
 				}
 			}
 			if silent > 0 {
@@ -228,6 +228,20 @@ const StaleNotice = 10 * time.Minute
 // reports an interruption notice not older than StaleNotice.
 func interrupted(n *fleet.Node, now time.Time) bool {
 	return !n.InterruptAt.IsZero() && now.Sub(n.InterruptAt) <= StaleNotice
+}
+
+// FragmentGPUs is what node n, of gpn GPUs, adds to
+// Capacity.FragmentGPUs at now: its free GPUs if it is ready, not being
+// taken by its cloud (an interruption notice), and busy (jobs hold some of
+// its GPUs, as last reported), else 0. While jobs are pending the planner
+// counts them as held (see Plan.Capacity), and so does the demand history
+// the controller forecasts from (loop.Demand).
+func FragmentGPUs(n *fleet.Node, gpn int, now time.Time) int {
+	used := min(n.UsedGPUs(), gpn)
+	if n.State != fleet.Ready || used == 0 || interrupted(n, now) {
+		return 0
+	}
+	return gpn - used
 }
 
 // poolsOf is each node's pool plan (nil for a pool the config does not

@@ -1451,6 +1451,27 @@ simulate/simulate.go
 ""
 ./simulate
 TestPredictiveNeverLosesWorkToScaleIn
+
+demand history: no fragments while pending (loop)
+loop/loop.go
+"\tif st.PendingGPUs > 0 {\n\t\tdemand += float64(frag)"
+"\tif false {\n\t\tdemand += float64(frag)"
+./loop
+TestDemand|TestDemandIsThePlannersDemandNow|TestRecordedDemandCountsFragments
+
+demand history: fragments with nothing pending (loop)
+loop/loop.go
+"\tif st.PendingGPUs > 0 {\n\t\tdemand += float64(frag)"
+"\tif true {\n\t\tdemand += float64(frag)"
+./loop
+TestDemand|TestDemandIsThePlannersDemandNow
+
+demand history: an interrupted node's free GPUs as fragments (loop)
+planner/observe.go
+"used == 0 || interrupted(n, now) {"
+"used == 0 {"
+./loop
+TestDemand
 EOF
 }
 
