@@ -190,12 +190,6 @@ func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, 
 		return CycleResult{}, err
 	}
 	st := obs.State
-	if err := l.record(now, obs); err != nil {
-		return CycleResult{}, err
-	}
-	if err := l.annotate(now, st); err != nil {
-		return CycleResult{}, err
-	}
 	switch {
 	case st.PendingGPUs <= 0:
 		l.pendingSince = time.Time{}
@@ -203,6 +197,12 @@ func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, 
 		l.pendingSince = now
 	}
 	st.PendingSince = l.pendingSince // the loop's own reckoning, whatever the observation said
+	if err := l.record(now, obs); err != nil {
+		return CycleResult{}, err
+	}
+	if err := l.annotate(now, st); err != nil {
+		return CycleResult{}, err
+	}
 	if l.o.Advise {
 		// A copy: the plan and its state outlive the cycle (the API
 		// serves them) while the history moves on.
@@ -269,16 +269,27 @@ func (l *Loop) record(now time.Time, obs Observation) error {
 	return nil
 }
 
-// Demand is a fleet's demand, as the planner provisions for it now and as
-// the controller records it to forecast from: the GPUs its nodes' jobs
-// hold (at most each node's GPUs, as the planner counts them), or inUse if
-// that is more, plus the GPUs pending, plus, while GPUs are pending, the
-// free GPUs of busy ready nodes (planner.FragmentGPUs). A pending job is
-// one the scheduler could not place, so those free GPUs serve none of it:
-// the planner counts them as held and provisions the pending demand on
-// whole empty nodes, and a forecast of the GPUs held and pending alone
-// would miss what that takes exactly when jobs wait (8-GPU and multi-node
-// jobs need empty nodes).
+// Demand is a fleet's demand as the controller records it to forecast
+// from: the GPUs its nodes' jobs hold (at most each node's GPUs, as the
+// planner counts them), plus the GPUs pending, plus, while GPUs pending
+// for any pool have been pending since an earlier cycle
+// (fleet.State.PendingSince), the free GPUs of busy ready nodes
+// (planner.FragmentGPUs), at most the pool's GPUs per node less one for
+// each GPU pending for any pool (the most GPUs per node of the pools); or
+// inUse, if that is more than the GPUs held with those free GPUs, plus
+// the GPUs pending.
+//
+// A pending job is one the scheduler could not place, so those free GPUs
+// serve none of it: the planner counts them as held and provisions the
+// pending demand on whole empty nodes, and a forecast of the GPUs held
+// and pending alone would miss what that takes exactly when jobs wait
+// (8-GPU and multi-node jobs need empty nodes). The bound keeps a
+// scheduler's moment from teaching the forecast the whole fleet: a job
+// seen pending for one cycle (a scheduler's latency) counts no free GPUs,
+// and a pending GPU needs at most a whole node, so however its jobs are
+// spread (least allocated first leaves every node busy), what jobs
+// pending add to the history is at most a node per pending GPU, not
+// every busy node's free GPUs, which capacity bought for them would grow.
 func Demand(pools []fleet.Pool, st *fleet.State, inUse float64, now time.Time) float64 {
 	d, _ := tally(pools, st, inUse, now)
 	return d
@@ -336,11 +347,27 @@ func tally(pools []fleet.Pool, st *fleet.State, inUse float64, now time.Time) (d
 		g := pools[k].GPUsPerNode
 		bought += (u + g - 1) / g * g
 	}
-	demand = max(float64(used), inUse) + float64(st.PendingGPUs)
-	if st.PendingGPUs > 0 {
-		demand += float64(frag)
+	return max(float64(used+countedFragments(pools, st, frag, now)), inUse) + float64(st.PendingGPUs), float64(bought)
+}
+
+// countedFragments is how many of the free GPUs of busy ready nodes (frag)
+// the demand counts (see Demand): none unless GPUs pending for any pool
+// (not for one pool or GPU model, which fleet-wide capacity does not
+// serve) have been pending since before now, and then at most, for each
+// of them, the most GPUs per node of the pools less one.
+func countedFragments(pools []fleet.Pool, st *fleet.State, frag int, now time.Time) int {
+	pending := st.PendingGPUs
+	for _, d := range st.Scoped {
+		pending -= d.GPUs
 	}
-	return demand, float64(bought)
+	if frag <= 0 || pending <= 0 || st.PendingSince.IsZero() || !st.PendingSince.Before(now) {
+		return 0
+	}
+	gpn := 0
+	for i := range pools {
+		gpn = max(gpn, pools[i].GPUsPerNode)
+	}
+	return min(frag, pending*max(gpn-1, 0))
 }
 
 // Held is the fleet's held history so far (see HeldGPUs), with

@@ -1454,17 +1454,45 @@ TestPredictiveNeverLosesWorkToScaleIn
 
 demand history: no fragments while pending (loop)
 loop/loop.go
-"\tif st.PendingGPUs > 0 {\n\t\tdemand += float64(frag)"
-"\tif false {\n\t\tdemand += float64(frag)"
+"\treturn min(frag, pending*max(gpn-1, 0))"
+"\treturn 0"
 ./loop
 TestDemand|TestDemandIsThePlannersDemandNow|TestRecordedDemandCountsFragments
 
-demand history: fragments with nothing pending (loop)
+demand history: no bound on the fragments a pending GPU counts (loop)
 loop/loop.go
-"\tif st.PendingGPUs > 0 {\n\t\tdemand += float64(frag)"
-"\tif true {\n\t\tdemand += float64(frag)"
+"\treturn min(frag, pending*max(gpn-1, 0))"
+"\treturn frag"
+./loop
+TestDemand|TestDemandIsThePlannersDemandNow|TestSpreadJobsDoNotRatchet
+
+demand history: fragments in a pending stretch's first cycle (loop)
+loop/loop.go
+" || st.PendingSince.IsZero() || !st.PendingSince.Before(now) {"
+" {"
+./loop
+TestDemand|TestDemandIsThePlannersDemandNow|TestRecordedDemandCountsFragments|TestSpreadJobsDoNotRatchet
+
+demand history: fragments for GPUs pending for one pool (loop)
+loop/loop.go
+"\t\tpending -= d.GPUs\n"
+"\t\tpending -= d.GPUs * 0\n"
 ./loop
 TestDemand|TestDemandIsThePlannersDemandNow
+
+demand history: GPUs in use counted over the free GPUs (loop)
+loop/loop.go
+"max(float64(used+countedFragments(pools, st, frag, now)), inUse) + float64(st.PendingGPUs)"
+"max(float64(used), inUse) + float64(countedFragments(pools, st, frag, now)+st.PendingGPUs)"
+./loop
+TestDemand|TestDemandIsThePlannersDemandNow
+
+demand history: the pending stretch reckoned after the record (loop)
+loop/loop.go
+"\tst.PendingSince = l.pendingSince // the loop's own reckoning, whatever the observation said\n\tif err := l.record(now, obs); err != nil {\n\t\treturn CycleResult{}, err\n\t}\n"
+"\tif err := l.record(now, obs); err != nil {\n\t\treturn CycleResult{}, err\n\t}\n\tst.PendingSince = l.pendingSince // the loop's own reckoning, whatever the observation said\n"
+./loop
+TestRecordedDemandCountsFragments
 
 demand history: an interrupted node's free GPUs as fragments (loop)
 planner/observe.go
