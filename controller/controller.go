@@ -579,7 +579,7 @@ type unreadPools struct {
 func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.Drain, unsettled map[string]error) (fleet.State, unreadPools, error) {
 	st := fleet.State{CapturedAt: now}
 	st.PendingGPUs, st.Scoped = c.pending.Demand(now)
-	st.Announced = c.pending.Announced(now)
+	st.Announced, st.UnderWay = c.pending.Announced(now)
 	ends := c.pending.Ends(now)
 	var unread unreadPools
 	byNode := make(map[string]state.Drain, len(drains))

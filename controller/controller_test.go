@@ -243,8 +243,8 @@ func TestRunningPushEnds(t *testing.T) {
 }
 
 // TestAnnouncedPushProvisioned: demand a scheduler announces is bought
-// one lead time before its start, and the announcement is dropped once
-// the start passes.
+// one lead time before its start, is under way once the start passes,
+// and is dropped once its duration has.
 func TestAnnouncedPushProvisioned(t *testing.T) {
 	p := gpuPool("g5", 8, 10, 5*time.Minute)
 	l := newLoop(t, false, p)
@@ -267,9 +267,15 @@ func TestAnnouncedPushProvisioned(t *testing.T) {
 	if launched != 2 {
 		t.Errorf("launched %d nodes 4 minutes ahead, want 2 for 16 GPUs announced", launched)
 	}
+	// Under way from its start until its duration has passed, then
+	// forgotten.
 	l.now = l.now.Add(5 * time.Minute)
-	if got := l.pending.Announced(l.now); len(got) != 0 {
-		t.Errorf("announcements after the start: %v", got)
+	if ahead, under := l.pending.Announced(l.now); len(ahead) != 0 || len(under) != 1 || under[0].ID != "airflow/stage-2" {
+		t.Errorf("after the start: ahead %v, under way %v; want airflow/stage-2 under way", ahead, under)
+	}
+	l.now = l.now.Add(time.Hour)
+	if ahead, under := l.pending.Announced(l.now); len(ahead)+len(under) != 0 {
+		t.Errorf("after its hour: ahead %v, under way %v; want none", ahead, under)
 	}
 }
 

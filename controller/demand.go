@@ -334,28 +334,35 @@ func (p *Pending) Announce(d DemandPush) {
 	}
 }
 
-// Announced is the announcements whose start is after now, by start (then
-// id); those whose start has passed are forgotten.
-func (p *Pending) Announced(now time.Time) []fleet.Announcement {
+// Announced is the announcements whose start is after now (ahead), and
+// those whose start has passed and whose duration has not (underWay:
+// their jobs are in the demand now, and the loop leaves them out of the
+// history it forecasts from), each by start (then id); the rest, over or
+// without a duration and started, are forgotten.
+func (p *Pending) Announced(now time.Time) (ahead, underWay []fleet.Announcement) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []fleet.Announcement
 	for src, mine := range p.announced {
 		for id, a := range mine {
-			if !a.StartAt.After(now) {
+			switch {
+			case a.StartAt.After(now):
+				ahead = append(ahead, a)
+			case a.Duration > 0 && a.Covers(now):
+				underWay = append(underWay, a)
+			default:
 				delete(mine, id)
-				continue
 			}
-			out = append(out, a)
 		}
 		if len(mine) == 0 {
 			delete(p.announced, src)
 		}
 	}
-	slices.SortFunc(out, func(a, b fleet.Announcement) int {
-		return cmp.Or(a.StartAt.Compare(b.StartAt), strings.Compare(a.ID, b.ID))
-	})
-	return out
+	for _, as := range [][]fleet.Announcement{ahead, underWay} {
+		slices.SortFunc(as, func(a, b fleet.Announcement) int {
+			return cmp.Or(a.StartAt.Compare(b.StartAt), strings.Compare(a.ID, b.ID))
+		})
+	}
+	return ahead, underWay
 }
 
 // Demand is the pending GPUs of every source whose push is fresh at now,

@@ -269,7 +269,11 @@ func TestDemandAnnouncements(t *testing.T) {
 		{ID: "slurm/eval", StartAt: base.Add(30 * time.Minute), GPUs: 8},
 		{ID: "slurm/train", StartAt: base.Add(time.Hour), GPUs: 64, Duration: 6 * time.Hour},
 	}
-	if got := pending.Announced(*now); !slices.Equal(got, want) {
+	announced := func() []fleet.Announcement {
+		ahead, _ := pending.Announced(*now)
+		return ahead
+	}
+	if got := announced(); !slices.Equal(got, want) {
 		t.Errorf("announced %v, want %v", got, want)
 	}
 	// Announcements alone leave the source's pending demand.
@@ -278,18 +282,25 @@ func TestDemandAnnouncements(t *testing.T) {
 		t.Errorf("pending %d after a push of announcements, want 4", got)
 	}
 	want = []fleet.Announcement{want[0], {ID: "slurm/train", StartAt: base.Add(2 * time.Hour), GPUs: 32}}
-	if got := pending.Announced(*now); !slices.Equal(got, want) {
+	if got := announced(); !slices.Equal(got, want) {
 		t.Errorf("after an update and a cancel: %v, want %v", got, want)
 	}
-	// Forgotten once the start passes: its jobs are pushed as pending.
+	// Ahead no more once the start passes (its jobs are pushed as
+	// pending), but under way for its duration.
 	*now = base.Add(20 * time.Minute)
-	if got := pending.Announced(*now); !slices.Equal(got, want[1:]) {
-		t.Errorf("at 14:20: %v, want %v", got, want[1:])
+	if ahead, under := pending.Announced(*now); !slices.Equal(ahead, want[1:]) || !slices.Equal(under, want[:1]) {
+		t.Errorf("at 14:20: ahead %v, under way %v; want %v and %v", ahead, under, want[1:], want[:1])
 	}
-	// A push's pending lines do not expire its announcements.
+	// A push's pending lines do not expire its announcements; the hour
+	// of airflow/train does.
 	*now = base.Add(90 * time.Minute)
-	if got := pending.Announced(*now); len(got) != 1 {
-		t.Errorf("at 15:30: %v, want slurm/train still", got)
+	if ahead, under := pending.Announced(*now); len(ahead) != 1 || len(under) != 0 {
+		t.Errorf("at 15:30: ahead %v, under way %v; want slurm/train ahead, none under way", ahead, under)
+	}
+	// One without a duration is forgotten at its start.
+	*now = base.Add(2 * time.Hour)
+	if ahead, under := pending.Announced(*now); len(ahead)+len(under) != 0 {
+		t.Errorf("at 16:00: ahead %v, under way %v; want none", ahead, under)
 	}
 
 	long := `{"source": "s", "announce": [` + strings.Repeat(`{"id": "x", "cancel": true},`, maxAnnouncements) + `{"id": "y", "cancel": true}]}`
@@ -306,12 +317,12 @@ func TestDemandAnnouncements(t *testing.T) {
 		{"too many", long, "announce: 1001 announcements"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			before := pending.Announced(*now)
+			before := announced()
 			w := push(t, dr, apiToken, "application/json", tt.body)
 			if w.Code/100 != 4 || !strings.Contains(w.Body.String(), tt.reason) {
 				t.Errorf("%d %q, want a 4xx with %q", w.Code, w.Body, tt.reason)
 			}
-			if got := pending.Announced(*now); !slices.Equal(got, before) {
+			if got := announced(); !slices.Equal(got, before) {
 				t.Errorf("a refused push changed the announcements: %v", got)
 			}
 		})

@@ -355,13 +355,23 @@ type State struct {
 	// whose start has passed is not listed: its jobs are pending or
 	// running by then, and counted there.
 	Announced []Announcement `json:"announced,omitempty"`
+	// UnderWay is the announcements whose start has passed and whose
+	// duration has not (those without a duration end at their start):
+	// their jobs are in the demand now, and the demand history the
+	// controller forecasts from leaves them out (the loop records Demand
+	// less them), so the
+	// planner adds them, and Announced, to a forecast of it for the times
+	// they cover.
+	UnderWay []Announcement `json:"under_way,omitempty"`
 	// PendingSince is when GPUs were first pending in the current stretch
 	// of pending demand, as the controller's loop saw it (the loop sets it
 	// every cycle); zero when none is pending, or in a snapshot without it. Jobs' expected ends stand
 	// in for a launch only while pending demand has waited less than a
 	// lead time.
 	PendingSince time.Time `json:"pending_since,omitzero"`
-	// History is the fleet's recent demand, GPUs per step.
+	// History is the fleet's recent demand, GPUs per step, less the
+	// announced demand under way at each sample, as the loop records it: what
+	// the forecast is made from, announcements being added to it.
 	History Series `json:"history"`
 	// Held is what the fleet would have bought without its reservations,
 	// GPUs per step (loop.HeldGPUs): its burst nodes (booting and draining
@@ -384,6 +394,17 @@ type Announcement struct {
 // Covers reports whether the announced demand is wanted at t.
 func (a Announcement) Covers(t time.Time) bool {
 	return !t.Before(a.StartAt) && (a.Duration <= 0 || t.Before(a.StartAt.Add(a.Duration)))
+}
+
+// UnderWayGPUs is the GPUs of the announcements in as that cover t.
+func UnderWayGPUs(as []Announcement, t time.Time) int {
+	n := 0
+	for _, a := range as {
+		if a.Covers(t) {
+			n += max(a.GPUs, 0)
+		}
+	}
+	return n
 }
 
 // Overlaps reports whether the announced demand is wanted at some time in
@@ -468,14 +489,19 @@ func (s *State) Validate(pools []Pool) error {
 	if scoped > s.PendingGPUs {
 		return fmt.Errorf("scoped: %d GPUs, more than pending_gpus (%d)", scoped, s.PendingGPUs)
 	}
-	for i, a := range s.Announced {
-		switch {
-		case a.ID == "":
-			return fmt.Errorf("announced[%d].id: empty", i)
-		case a.GPUs < 0:
-			return fmt.Errorf("announced[%d].gpus: %d is negative", i, a.GPUs)
-		case a.Duration < 0:
-			return fmt.Errorf("announced[%d].duration: %s is negative", i, a.Duration)
+	for _, l := range []struct {
+		field string
+		as    []Announcement
+	}{{"announced", s.Announced}, {"under_way", s.UnderWay}} {
+		for i, a := range l.as {
+			switch {
+			case a.ID == "":
+				return fmt.Errorf("%s[%d].id: empty", l.field, i)
+			case a.GPUs < 0:
+				return fmt.Errorf("%s[%d].gpus: %d is negative", l.field, i, a.GPUs)
+			case a.Duration < 0:
+				return fmt.Errorf("%s[%d].duration: %s is negative", l.field, i, a.Duration)
+			}
 		}
 	}
 	if len(s.History.Values) > 0 && s.History.Step <= 0 {

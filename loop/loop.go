@@ -210,7 +210,9 @@ func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, 
 	}
 	r := CycleResult{State: st, Forecast: l.forecast(now)}
 	started := time.Now()
-	r.Plan = planner.Make(planner.Input{Settings: l.o.Config.Settings(), State: st, Forecast: r.Forecast, Now: now})
+	// The loop's own forecast is of the history, which leaves the
+	// announced demand under way out; Options.Forecast's is of all of it.
+	r.Plan = planner.Make(planner.Input{Settings: l.o.Config.Settings(), State: st, Forecast: r.Forecast, Now: now, Unannounced: l.o.Forecast == nil})
 	r.PlanTook = time.Since(started)
 	if l.o.DryRun {
 		r.Outcomes = outcomes(&r.Plan, DryRun)
@@ -246,6 +248,7 @@ func (l *Loop) record(now time.Time, obs Observation) error {
 		l.log.Warn("demand not recorded this cycle", "why", obs.Unrecorded)
 	} else {
 		d, h := tally(l.o.Config.Pools, obs.State, obs.InUse, now)
+		d = unannounced(d, obs.State, now)
 		if err := l.o.Books.AppendDemand(DemandSeries, state.Sample{Time: now, Value: d}); err != nil {
 			return err
 		}
@@ -293,6 +296,17 @@ func (l *Loop) record(now time.Time, obs Observation) error {
 func Demand(pools []fleet.Pool, st *fleet.State, inUse float64, now time.Time) float64 {
 	d, _ := tally(pools, st, inUse, now)
 	return d
+}
+
+// unannounced is demand d (Demand) less the GPUs of st's announcements
+// under way at now (fleet.State.UnderWay), at least 0: what the loop
+// records to forecast from. Announced jobs are known ahead, so the
+// planner adds them to the forecast for the times they cover
+// (planner.Input.Unannounced); left in the history, they would be
+// forecast as well, and the bands would be those of all the demand's
+// changes, announced or not.
+func unannounced(d float64, st *fleet.State, now time.Time) float64 {
+	return max(d-float64(fleet.UnderWayGPUs(st.UnderWay, now)), 0)
 }
 
 // HeldGPUs is what a fleet would have bought without its reservations: the

@@ -388,6 +388,35 @@ func TestUnrecorded(t *testing.T) {
 	}
 }
 
+// TestUnannouncedRecorded: the history leaves out the announced demand
+// under way (its GPUs covering the cycle's time, at least 0 left): the
+// planner adds the announcements to the forecast made of it.
+func TestUnannouncedRecorded(t *testing.T) {
+	l, f := newScripted(t, true)
+	run := fleet.Announcement{ID: "train", StartAt: t0.Add(-time.Hour), GPUs: 16, Duration: 2 * time.Hour}
+	for _, c := range []struct {
+		at     time.Duration
+		inUse  float64
+		under  []fleet.Announcement
+		record float64
+	}{
+		{0, 40, []fleet.Announcement{run}, 24},
+		{time.Minute, 10, []fleet.Announcement{run}, 0},              // its jobs ended early: nothing left to forecast
+		{time.Hour + time.Minute, 40, []fleet.Announcement{run}, 40}, // over
+		{2 * time.Minute, 40, nil, 40},
+	} {
+		f.demand, f.st.UnderWay = c.inUse, c.under
+		obs, _ := f.Observe(context.Background(), t0.Add(c.at))
+		if err := l.record(t0.Add(c.at), obs); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := f.books.Demand(DemandSeries, time.Time{})
+		if v := got[len(got)-1].Value; v != c.record {
+			t.Errorf("at %v, %v GPUs in use, under way %v: recorded %v, want %v", c.at, c.inUse, c.under, v, c.record)
+		}
+	}
+}
+
 // TestPrune: once an hour the books lose the demand older than the
 // forecaster reads (and a day) and the drains older than the scale-in
 // window.

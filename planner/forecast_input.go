@@ -121,7 +121,7 @@ func (p *planner) needAt(q float64, t time.Time) (int, Reason) {
 	if p.fc != nil {
 		v = p.fc.At(q, t)
 	}
-	return p.need(v, p.announcedMax(t, t), p.endingFor(t))
+	return p.need(v, t, t, p.endingFor(t))
 }
 
 // nodeEnd is a node expected to be empty at at, with its GPUs.
@@ -188,57 +188,70 @@ func (p *planner) needOver(from, to time.Time) (int, Reason) {
 	if p.fc != nil {
 		v = p.fc.Max(p.q, from, to)
 	}
-	return p.need(v, p.announcedMax(from, to), 0)
+	return p.need(v, from, to, 0)
 }
 
-// need is a forecast value v as GPUs to provision for, never below current
-// demand with announced GPUs on top, and what set it. While jobs are
-// pending, current demand counts the free GPUs of busy nodes as held
-// (p.stranded()): the pending jobs did not fit there, so they are
-// provisioned on whole empty nodes. Announced demand is added to current
-// demand, not to the forecast, which may expect it already. The GPUs of
-// nodes expected to be empty (ending, at most the GPUs pending: see
-// needAt) are taken from what is needed, forecast or current demand: both
-// count the pending jobs that will start there.
-func (p *planner) need(v float64, announced, ending int) (int, Reason) {
-	n, src := p.plan.Demand.Total()+p.stranded()+announced, ReasonDemandNow
+// need is a forecast value v for [from, to] as GPUs to provision for,
+// never below current demand with the GPUs announced ahead on top, and
+// what set it. While jobs are pending, current demand counts the free
+// GPUs of busy nodes as held (p.stranded()): the pending jobs did not fit
+// there, so they are provisioned on whole empty nodes. Announced demand
+// ahead is added to current demand; a forecast of the demand not
+// announced (Input.Unannounced) has every announcement covering the
+// moment, under way or ahead, added to it, and a forecast of the whole
+// demand nothing, since it may expect them already. The GPUs of nodes
+// expected to be empty (ending, at most the GPUs pending: see needAt) are
+// taken from what is needed, forecast or current demand: both count the
+// pending jobs that will start there.
+func (p *planner) need(v float64, from, to time.Time, ending int) (int, Reason) {
+	ahead := p.announcedMax(false, from, to)
+	n, src := p.plan.Demand.Total()+p.stranded()+ahead, ReasonDemandNow
+	if p.fc != nil && p.in.Unannounced {
+		v += float64(p.announcedMax(true, from, to))
+	}
 	if f := int(math.Ceil(v - 1e-9)); f > n {
 		n, src = f, ReasonForecast
-	} else if announced > 0 {
+	} else if ahead > 0 {
 		src = ReasonAnnounced
 	}
 	return max(n-ending, 0), src
 }
 
-// announcedMax is the most GPUs announced for one moment in [from, to]:
-// the level at from, then swept over the starts and ends after it
-// (p.changes, sorted once for the plan).
-func (p *planner) announcedMax(from, to time.Time) int {
-	all := p.in.State.Announced
-	if len(all) == 0 {
+// announcedMax is the most GPUs announced for one moment in [from, to]
+// ahead of their start (State.Announced), or with all, under way too
+// (State.UnderWay): the level at from, then swept over the starts and
+// ends after it.
+func (p *planner) announcedMax(all bool, from, to time.Time) int {
+	list, sorted := p.in.State.Announced, &p.ahead
+	if all {
+		list, sorted = append(slices.Clip(list), p.in.State.UnderWay...), &p.all
+	}
+	if len(list) == 0 {
 		return 0
 	}
-	if p.changes == nil {
-		p.changes = make([]change, 0, 2*len(all))
-		for _, a := range all {
+	if *sorted == nil {
+		changes := make([]change, 0, 2*len(list)) // never nil: made once
+		for _, a := range list {
 			if a.GPUs > 0 {
-				p.changes = append(p.changes, change{a.StartAt, a.GPUs})
+				changes = append(changes, change{a.StartAt, a.GPUs})
 				if a.Duration > 0 {
-					p.changes = append(p.changes, change{a.StartAt.Add(a.Duration), -a.GPUs})
+					changes = append(changes, change{a.StartAt.Add(a.Duration), -a.GPUs})
 				}
 			}
 		}
 		// Ends before starts at one time: an announcement covers its start,
 		// not its end.
-		slices.SortFunc(p.changes, func(a, b change) int { return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.gpus, b.gpus)) })
+		slices.SortFunc(changes, func(a, b change) int { return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.gpus, b.gpus)) })
+		*sorted = changes
 	}
+	changes := *sorted
 	level, i := 0, 0
-	for ; i < len(p.changes) && !p.changes[i].at.After(from); i++ {
-		level += p.changes[i].gpus
+	for ; i < len(changes) && !changes[i].at.After(from); i++ {
+		level += changes[i].gpus
 	}
 	best := level
-	for ; i < len(p.changes) && !p.changes[i].at.After(to); i++ {
-		level += p.changes[i].gpus
+	for ; i < len(changes) && !changes[i].at.After(to); i++ {
+		level += changes[i].gpus
 		best = max(best, level)
 	}
 	return best

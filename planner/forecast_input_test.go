@@ -165,6 +165,10 @@ func TestAnnounced(t *testing.T) {
 		launch    int
 		drains    int
 		reason    string // of the first launch or drain
+		// underWay and unannounced: a forecast of the demand not
+		// announced (Input.Unannounced), with announcements under way.
+		underWay    []fleet.Announcement
+		unannounced bool
 	}{{
 		name:      "starting within the lead time: bought now",
 		announced: []fleet.Announcement{run(5*time.Minute, time.Hour, 16)},
@@ -190,6 +194,37 @@ func TestAnnounced(t *testing.T) {
 		launch:    3,
 		reason:    "forecast p90 needs 24 GPUs at 14:09, lead time 9m; have 0",
 	}, {
+		name:        "on top of a forecast of the demand not announced",
+		announced:   []fleet.Announcement{run(5*time.Minute, time.Hour, 16)},
+		fc:          flat(24),
+		unannounced: true,
+		launch:      5,
+		reason:      "forecast p90 needs 40 GPUs at 14:09 (with up to 16 GPUs announced, under way or ahead, on top of the demand not announced), lead time 9m; have 0",
+	}, {
+		name:        "and those under way",
+		underWay:    []fleet.Announcement{run(-30*time.Minute, time.Hour, 16)},
+		fc:          flat(24),
+		unannounced: true,
+		launch:      5,
+	}, {
+		name:     "under way, on a forecast of all the demand: nothing on top",
+		underWay: []fleet.Announcement{run(-30*time.Minute, time.Hour, 16)},
+		fc:       flat(24),
+		launch:   3,
+	}, {
+		name:        "one under way keeps its nodes from scale-in",
+		nodes:       []fleet.Node{ready("a", od.Name), ready("b", od.Name)},
+		underWay:    []fleet.Announcement{run(-30*time.Minute, time.Hour, 16)},
+		fc:          flat(0),
+		unannounced: true,
+	}, {
+		name:        "until it is over",
+		nodes:       []fleet.Node{ready("a", od.Name), ready("b", od.Name)},
+		underWay:    []fleet.Announcement{run(-2*time.Hour, time.Hour, 16)},
+		fc:          flat(0),
+		unannounced: true,
+		drains:      1,
+	}, {
 		// The window is 9m + 30m: idle nodes stay for a run at 14:30.
 		name:      "kept for a start within the scale-in window",
 		nodes:     []fleet.Node{ready("a", od.Name), ready("b", od.Name)},
@@ -207,11 +242,11 @@ func TestAnnounced(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := fleet.State{Nodes: tt.nodes, Announced: tt.announced}
+			st := fleet.State{Nodes: tt.nodes, Announced: tt.announced, UnderWay: tt.underWay}
 			if err := st.Validate([]fleet.Pool{od}); err != nil {
 				t.Fatal(err)
 			}
-			p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Forecast: tt.fc, Now: t0})
+			p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Forecast: tt.fc, Now: t0, Unannounced: tt.unannounced})
 			launched := 0
 			var first []Action
 			for _, a := range p.Actions {
@@ -239,27 +274,34 @@ func TestAnnounced(t *testing.T) {
 // announced for one moment, as looking at every second would.
 func TestAnnouncedMax(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for range 300 {
-		var st fleet.State
+	gen := func() []fleet.Announcement {
+		var as []fleet.Announcement
 		for i := range rng.IntN(6) {
-			st.Announced = append(st.Announced, fleet.Announcement{ID: fmt.Sprint(i), StartAt: t0.Add(time.Duration(rng.IntN(20)) * time.Second),
+			as = append(as, fleet.Announcement{ID: fmt.Sprint(i), StartAt: t0.Add(time.Duration(rng.IntN(20)) * time.Second),
 				GPUs: rng.IntN(4), Duration: time.Duration(rng.IntN(6)) * time.Second})
 		}
+		return as
+	}
+	for range 300 {
+		st := fleet.State{Announced: gen(), UnderWay: gen()}
 		p := &planner{in: Input{State: &st}}
 		from := t0.Add(time.Duration(rng.IntN(20)) * time.Second)
 		to := from.Add(time.Duration(rng.IntN(10)) * time.Second)
-		want := 0
-		for at := from; !at.After(to); at = at.Add(time.Second) {
-			sum := 0
-			for _, a := range st.Announced {
-				if a.Covers(at) {
-					sum += a.GPUs
+		for _, all := range []bool{false, true} {
+			list := st.Announced
+			if all {
+				list = append(slices.Clone(list), st.UnderWay...)
+			}
+			want := 0
+			for at := from; !at.After(to); at = at.Add(time.Second) {
+				want = max(want, fleet.UnderWayGPUs(list, at))
+			}
+			// Twice: the sweep is made once and read again.
+			for range 2 {
+				if got := p.announcedMax(all, from, to); got != want {
+					t.Fatalf("announcedMax(%v, %v, %v) = %d, want %d, of %+v and %+v", all, from.Sub(t0), to.Sub(t0), got, want, st.Announced, st.UnderWay)
 				}
 			}
-			want = max(want, sum)
-		}
-		if got := p.announcedMax(from, to); got != want {
-			t.Fatalf("announcedMax(%v, %v) = %d, want %d, of %+v", from.Sub(t0), to.Sub(t0), got, want, st.Announced)
 		}
 	}
 }

@@ -88,11 +88,11 @@ func (p *planner) demandReason(src Reason, q float64, need int, at time.Time, le
 // sourceReason is demandReason's words for src alone.
 func (p *planner) sourceReason(src Reason, q float64, need int, at time.Time, lead time.Duration, have int) string {
 	if src == ReasonForecast {
-		return fmt.Sprintf("forecast %s needs %d GPUs at %s, lead time %s; have %d", pct(q), need, clock(at), age(lead), have)
+		return fmt.Sprintf("forecast %s needs %d GPUs at %s%s, lead time %s; have %d", pct(q), need, clock(at), p.announcedText(at, at), age(lead), have)
 	}
 	if src == ReasonAnnounced {
 		return fmt.Sprintf("%d GPUs in use, pending or announced for %s (%d pending%s, %d announced); have %d", need, clock(at),
-			p.plan.Demand.PendingGPUs, p.strandedText(), p.announcedMax(at, at), have)
+			p.plan.Demand.PendingGPUs, p.strandedText(), p.announcedMax(false, at, at), have)
 	}
 	return fmt.Sprintf("%d GPUs in use or pending now (%d pending%s); have %d", need, p.plan.Demand.PendingGPUs, p.strandedText(), have)
 }
@@ -109,6 +109,19 @@ func expectedEndsNote(pp *poolPlan, gpus int, at time.Time) string { // at: by w
 func leftToFasterNote(pp *poolPlan, left, gap int, at time.Time) string {
 	return fmt.Sprintf("pool %s: %d of the %d GPUs needed at %s left to cheaper pools that boot sooner, which launch for them when their lead time reaches it",
 		pp.spec.Name, left, gap, clock(at))
+}
+
+// announcedText says, when the forecast is of the demand not announced
+// (Input.Unannounced) and announcements cover part of [from, to], that
+// the need counts them; "" when it does not.
+func (p *planner) announcedText(from, to time.Time) string {
+	if !p.in.Unannounced {
+		return ""
+	}
+	if n := p.announcedMax(true, from, to); n > 0 {
+		return fmt.Sprintf(" (with up to %d GPUs announced, under way or ahead, on top of the demand not announced)", n)
+	}
+	return ""
 }
 
 // strandedText says, when need counts the free GPUs of busy nodes as held
@@ -210,7 +223,7 @@ func silence(d time.Duration) string {
 // src is ReasonForecast, ReasonDemandNow or ReasonAnnounced, as needOver said.
 func (p *planner) keepReason(src Reason, keep int, until time.Time) string {
 	if src == ReasonForecast {
-		return fmt.Sprintf("forecast %s needs at most %d GPUs until %s", pct(p.q), keep, clock(until))
+		return fmt.Sprintf("forecast %s needs at most %d GPUs until %s%s", pct(p.q), keep, clock(until), p.announcedText(p.now, until))
 	}
 	if src == ReasonAnnounced {
 		return fmt.Sprintf("%d GPUs in use, pending or announced until %s%s, forecast %s no higher", keep, clock(until), p.strandedText(), pct(p.q))

@@ -18,7 +18,15 @@ type Input struct {
 	// past the longest lead time plus the hysteresis. An empty forecast makes
 	// the plan purely reactive (and says so).
 	Forecast forecast.Forecast
-	Now      time.Time
+	// Unannounced says the forecast is of the demand not announced (the
+	// loop's history leaves the announced demand under way out): the
+	// planner adds every announcement, under way
+	// (State.UnderWay) or ahead (State.Announced), to it for the times it
+	// covers. Unset, the forecast is of the whole demand (the perfect
+	// ablation's truth, an outside forecast), which may expect the
+	// announced jobs already, so announcements only raise current demand.
+	Unannounced bool
+	Now         time.Time
 }
 
 // poolPlan is the planner's working view of one pool. Its counts are
@@ -172,9 +180,10 @@ type planner struct {
 	// window is how far ahead scale-in looks: the longest burst lead time
 	// plus the hysteresis.
 	window time.Duration
-	// changes are where announced demand rises and falls, sorted
-	// (announcedMax).
-	changes []change
+	// ahead and all are where announced demand rises and falls, sorted
+	// (announcedMax): ahead that of State.Announced, all that with
+	// State.UnderWay too; each is made when first read.
+	ahead, all []change
 	// scopedPending is the demand pending for one pool or GPU model
 	// (fleet.State.Scoped) that serveScoped serves.
 	scopedPending int

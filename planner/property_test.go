@@ -91,6 +91,13 @@ func genInput(t *rapid.T) Input {
 			GPUs:     rapid.IntRange(0, 40).Draw(t, "announcedGPUs"),
 			Duration: time.Duration(rapid.IntRange(0, 120).Draw(t, "announcedFor")) * time.Minute})
 	}
+	// and under way, for a forecast of the demand not announced.
+	for i := range rapid.IntRange(0, 2).Draw(t, "underWay") {
+		st.UnderWay = append(st.UnderWay, fleet.Announcement{ID: fmt.Sprint("u", i),
+			StartAt:  t0.Add(-time.Duration(rapid.IntRange(0, 120).Draw(t, "underWayFor")) * time.Minute),
+			GPUs:     rapid.IntRange(0, 40).Draw(t, "underWayGPUs"),
+			Duration: time.Duration(rapid.IntRange(1, 240).Draw(t, "underWayLasts")) * time.Minute})
+	}
 	if rapid.Bool().Draw(t, "hasHistory") {
 		st.History = fleet.Series{Start: t0.Add(-24 * time.Hour), Step: 10 * time.Minute,
 			Values: rapid.SliceOfN(rapid.Float64Range(0, 100), 1, 144).Draw(t, "history")}
@@ -149,7 +156,7 @@ func genInput(t *rapid.T) Input {
 		}
 		cfg.Limits.MaxSpendPerHour = max(1, paid*rapid.Float64Range(0.8, 1.5).Draw(t, "spendShare"))
 	}
-	return Input{Settings: cfg.Settings(), State: st, Forecast: genForecast(t, calm), Now: t0}
+	return Input{Settings: cfg.Settings(), State: st, Forecast: genForecast(t, calm), Now: t0, Unannounced: rapid.Bool().Draw(t, "unannounced")}
 }
 
 func minutesAgo(t *rapid.T, label string, lo, hi int) time.Time {
@@ -626,9 +633,17 @@ func TestPropertySafety(t *testing.T) {
 				}
 			}
 		}
+		// A forecast of the demand not announced has every announcement
+		// on top (at most all of them at once).
+		onTop := 0.0
+		if in.Unannounced {
+			for _, a := range append(slices.Clone(in.State.Announced), in.State.UnderWay...) {
+				onTop += float64(a.GPUs)
+			}
+		}
 		for _, row := range forecastValues(plan) {
 			for _, v := range row {
-				need = max(need, v)
+				need = max(need, v+onTop)
 			}
 		}
 		for _, a := range plan.Actions {

@@ -772,7 +772,7 @@ func TestAnnouncedJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := 0
+	seen, under := 0, 0
 	ahead := 20 * time.Minute
 	rep, err := Run(cfg, tr, Options{Seed: 5, Policies: []string{"reactive", "predictive"}, AnnounceShare: 1, AnnounceAhead: ahead,
 		Cycles: func(_ string, r loop.CycleResult) {
@@ -782,12 +782,18 @@ func TestAnnouncedJobs(t *testing.T) {
 					t.Fatalf("announcement %+v at %v", a, r.State.CapturedAt)
 				}
 			}
+			for _, a := range r.State.UnderWay {
+				under++
+				if !a.Covers(r.State.CapturedAt) || a.Duration <= 0 {
+					t.Fatalf("under way %+v at %v", a, r.State.CapturedAt)
+				}
+			}
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seen == 0 {
-		t.Fatal("no job was announced with every job announced")
+	if seen == 0 || under == 0 {
+		t.Fatalf("%d announcements ahead, %d under way, with every job announced", seen, under)
 	}
 	b, a := byPolicy(t, base), byPolicy(t, rep)
 	if b["reactive"].CostUSD != a["reactive"].CostUSD || b["reactive"].WaitGPUHours != a["reactive"].WaitGPUHours {
@@ -796,6 +802,12 @@ func TestAnnouncedJobs(t *testing.T) {
 	if a["predictive"].WaitGPUHours > b["predictive"].WaitGPUHours {
 		t.Errorf("predictive waits longer with every job announced: %s against %s", brief(a["predictive"]), brief(b["predictive"]))
 	}
+	// Its forecast is of the demand not announced, so known jobs do not
+	// widen its bands: it pays less for them.
+	if a["predictive"].CostUSD >= b["predictive"].CostUSD {
+		t.Errorf("predictive costs no less with every job announced: %s against %s", brief(a["predictive"]), brief(b["predictive"]))
+	}
+	t.Logf("without: %s\nwith: %s", brief(b["predictive"]), brief(a["predictive"]))
 	if _, err := Run(cfg, tr, Options{AnnounceShare: 1.5}); err == nil {
 		t.Error("an announce share of 1.5 accepted")
 	}

@@ -345,6 +345,10 @@ type predictive struct {
 	// told are the nodes whose drain was decided or cancelled since the
 	// agents last reported.
 	told []*node
+	// started is how many jobs (in submission order) announce has looked
+	// at once submitted: the announced ones among them are under way
+	// (state.UnderWay) until their duration has passed.
+	started int
 	// cycles, if set, is given every cycle's result (Options.Cycles).
 	cycles func(loop.CycleResult)
 	// confirms, when set, replaces the simulated agent's drain
@@ -512,24 +516,47 @@ func (f engineFleet) CancelDrain(_ context.Context, _ time.Time, a *planner.Acti
 }
 
 // announce lists, as the scheduler would announce them, the announced
-// jobs not submitted yet that will be within Options.AnnounceAhead.
+// jobs not submitted yet that will be within Options.AnnounceAhead, and,
+// as the controller keeps them, those submitted whose duration (from
+// their submission, as announced) has not passed: under way.
 func (p *predictive) announce(e *engine) {
 	st := &p.state
 	st.Announced = st.Announced[:0]
 	if e.opt.AnnounceShare <= 0 {
 		return
 	}
-	until := e.now + secs(e.opt.AnnounceAhead)
-	for i := e.nextArr; i < len(e.jobs) && e.jobs[i].submit <= until; i++ {
-		if j := &e.jobs[i]; j.announced && j.submit > e.now && j.duration > 0 {
-			id := j.id
-			if id == "" {
-				id = fmt.Sprint("job-", j.order)
-			}
-			st.Announced = append(st.Announced, fleet.Announcement{ID: id, StartAt: p.at(j.submit), GPUs: j.gpus,
-				Duration: time.Duration(j.duration) * time.Second})
+	now := p.at(e.now)
+	under := st.UnderWay[:0]
+	for _, a := range st.UnderWay {
+		if a.Covers(now) {
+			under = append(under, a)
 		}
 	}
+	for ; p.started < e.nextArr; p.started++ {
+		if a, ok := p.announcement(&e.jobs[p.started]); ok && a.Covers(now) {
+			under = append(under, a)
+		}
+	}
+	st.UnderWay = under
+	until := e.now + secs(e.opt.AnnounceAhead)
+	for i := e.nextArr; i < len(e.jobs) && e.jobs[i].submit <= until; i++ {
+		if a, ok := p.announcement(&e.jobs[i]); ok && e.jobs[i].submit > e.now {
+			st.Announced = append(st.Announced, a)
+		}
+	}
+}
+
+// announcement is job j's announcement, if it is announced: from its
+// submission, for its duration.
+func (p *predictive) announcement(j *job) (fleet.Announcement, bool) {
+	if !j.announced || j.duration <= 0 {
+		return fleet.Announcement{}, false
+	}
+	id := j.id
+	if id == "" {
+		id = fmt.Sprint("job-", j.order)
+	}
+	return fleet.Announcement{ID: id, StartAt: p.at(j.submit), GPUs: j.gpus, Duration: time.Duration(j.duration) * time.Second}, true
 }
 
 // perfectForecast is the true demand, for the loop at t: from the step

@@ -74,7 +74,9 @@ func runPlan(e *env, args []string) int {
 		// The plan is still made, reactively; the planner says so.
 		log.Warn("no forecast; planning on current demand", "error", err)
 	}
-	p := planner.Make(planner.Input{Settings: cfg.Settings(), State: &state, Forecast: fc, Now: now})
+	// The history, as the controller records it, is of the demand not
+	// announced: the planner adds the announcements to its forecast.
+	p := planner.Make(planner.Input{Settings: cfg.Settings(), State: &state, Forecast: fc, Now: now, Unannounced: true})
 	log.Debug("plan made", "actions", len(p.Actions), "cost_before", p.CostPerHourBefore, "cost_after", p.CostPerHourAfter)
 
 	if *asJSON {
