@@ -67,9 +67,12 @@ run "ServeGen m-small (Alibaba Bailian, requests/s every 10 minutes over 14 days
 run "A burst that comes once (synthetic, from scripts/one-off-burst.py: a daily cycle of 100-300 GPUs and 300 more for two hours on day 8), the three days from day 7" examples/local.hcl examples/one-off-burst-10m.csv -from 7d -days 3 -policies reactive,headroom,predictive,perfect,oracle
 echo '#### Cost against waiting: the frontiers' >>"$block"
 echo >>"$block"
-run "Philly frontier" examples/philly-fair.hcl "$philly" -frontier
-run "Helios Earth frontier" examples/local.hcl "$helios" "${heliosFlags[@]}" -frontier
-run "ServeGen m-small frontier" examples/local.hcl "$servegen" -scale 0.1 -frontier
+# Each frontier with the perfect ablation at four margins: what the true
+# future demand buys at each buffer's waiting, beside what the forecast buys.
+margins=0,0.05,0.1,0.2
+run "Philly frontier, with the perfect ablation" examples/philly-fair.hcl "$philly" -frontier -perfect-margin "$margins"
+run "Helios Earth frontier, with the perfect ablation" examples/local.hcl "$helios" "${heliosFlags[@]}" -frontier -perfect-margin "$margins"
+run "ServeGen m-small frontier, with the perfect ablation" examples/local.hcl "$servegen" -scale 0.1 -frontier -perfect-margin "$margins"
 
 echo '#### Announced demand: the sensitivity' >>"$block"
 echo >>"$block"

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -415,15 +417,32 @@ func TestFrontier(t *testing.T) {
 	cfg := onePool()
 	cfg.Pools[0].Max = 200
 	tr := randomTrace(3, 200)
-	f, err := RunFrontier(cfg, tr, Options{Seed: 3})
+	f, err := RunFrontier(cfg, tr, Options{Seed: 3, FrontierPerfect: []float64{0, 0.1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The config sets no quantile: its own choice by cost is a point too.
-	if len(f.Points) != len(FrontierBuffers)+len(FrontierQuantiles)+1 || f.OracleCostUSD <= 0 {
+	if len(f.Points) != len(FrontierBuffers)+len(FrontierQuantiles)+1+2 || f.OracleCostUSD <= 0 {
 		t.Fatalf("%d points, oracle $%v", len(f.Points), f.OracleCostUSD)
 	}
-	rep, err := Run(cfg, tr, Options{Seed: 3, Policies: []string{"reactive", "predictive"}})
+	// Each buffer's waiting, with each frontier read there.
+	if len(f.AtBuffers) != len(FrontierBuffers) {
+		t.Fatalf("%d buffers read, want %d", len(f.AtBuffers), len(FrontierBuffers))
+	}
+	for i, b := range f.AtBuffers {
+		h := f.Points[i]
+		if b.BufferGPUs != FrontierBuffers[i] || h.Policy != "headroom" || b.WaitGPUHours != h.WaitGPUHours || b.CostUSD != h.CostUSD {
+			t.Errorf("buffer %d: %+v, point %s", i, b, brief(h.Result))
+		}
+		for policy, got := range map[string]*Reading{"predictive": &b.Predictive, "perfect": b.Perfect} {
+			want := readAt(f.Points, policy, b.WaitGPUHours)
+			if got == nil || !reflect.DeepEqual(got.Between, want.Between) || got.Reached != want.Reached ||
+				got.Reached && (!near(*got.CostUSD, *want.CostUSD) || !near(*got.VsBuffer, *got.CostUSD/b.CostUSD-1)) {
+				t.Errorf("buffer %d: %s read %+v, want %+v", i, policy, got, want)
+			}
+		}
+	}
+	rep, err := Run(cfg, tr, Options{Seed: 3, Policies: []string{"reactive", "predictive", "perfect"}, PerfectMargin: 0.1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,17 +454,21 @@ func TestFrontier(t *testing.T) {
 		if p.Policy == "predictive" && p.Level == cfg.Forecast.Quantile && !near(p.CostUSD, got["predictive"].CostUSD) {
 			t.Errorf("predictive at the config's quantile costs %v in the frontier, %v alone", p.CostUSD, got["predictive"].CostUSD)
 		}
+		if p.Policy == "perfect" && p.Level == 0.1 && !near(p.CostUSD, got["perfect"].CostUSD) {
+			t.Errorf("perfect at a margin of 0.1 costs %v in the frontier, %v alone", p.CostUSD, got["perfect"].CostUSD)
+		}
 		if p.CostVsOracle < 1-1e-9 || p.LostScaleInGPUHours != 0 && p.Policy == "predictive" {
 			t.Errorf("%s at %v: %s", p.Policy, p.Level, brief(p.Result))
 		}
 	}
 	var buf bytes.Buffer
 	if err := f.WriteTable(&buf); err != nil || !strings.Contains(buf.String(), "headroom   64 GPUs") || !strings.Contains(buf.String(), "predictive       p97") ||
-		!strings.Contains(buf.String(), "predictive   by cost") {
+		!strings.Contains(buf.String(), "predictive   by cost") || !strings.Contains(buf.String(), "perfect      +10%") ||
+		!strings.Contains(buf.String(), "at each buffer's waiting") || !strings.Contains(buf.String(), "predictive by cost: ") {
 		t.Errorf("table (%v):\n%s", err, buf.String())
 	}
 	js, _ := json.Marshal(f)
-	for _, key := range []string{`"points"`, `"wait_gpu_hours"`, `"level"`, `"oracle_cost_usd"`, `"reserved_gpus"`, `"lost_gpu_hours_scale_in"`} {
+	for _, key := range []string{`"points"`, `"wait_gpu_hours"`, `"level"`, `"oracle_cost_usd"`, `"reserved_gpus"`, `"lost_gpu_hours_scale_in"`, `"at_buffers"`, `"vs_buffer"`, `"perfect":{`} {
 		if !bytes.Contains(js, []byte(key)) {
 			t.Errorf("JSON lacks %s", key)
 		}
@@ -810,5 +833,104 @@ func TestAnnouncedJobs(t *testing.T) {
 	t.Logf("without: %s\nwith: %s", brief(b["predictive"]), brief(a["predictive"]))
 	if _, err := Run(cfg, tr, Options{AnnounceShare: 1.5}); err == nil {
 		t.Error("an announce share of 1.5 accepted")
+	}
+}
+
+// TestReadAt: a frontier read at a waiting level runs along the straight
+// lines between the points of its lower convex hull: a point beaten on cost
+// at no more waiting is skipped, and so is one above the line between its
+// neighbours; of two points that wait the same the cheaper counts; past the
+// cheapest point its cost is read as a bound (Beyond); below the least
+// waiting, or at a level that is not a number, it is not reached; other
+// policies' points and points that are not numbers are not read.
+func TestReadAt(t *testing.T) {
+	pt := func(policy string, level, wait, cost float64) FrontierPoint {
+		return FrontierPoint{Policy: policy, Level: level, Result: Result{WaitGPUHours: wait, CostUSD: cost}}
+	}
+	points := []FrontierPoint{
+		pt("predictive", 0.5, 1000, 100),
+		pt("predictive", 0.95, 100, 160), // waits as long as p99, dearer
+		pt("predictive", 0.9, 200, 120),
+		pt("predictive", 0.8, 500, 130),  // beaten by p90: more waiting, dearer
+		pt("predictive", 0.7, 600, 119),  // above the line from p90 to p50 (116)
+		pt("predictive", 0.6, 1200, 100), // as cheap as p50, waiting longer
+		pt("predictive", 0.99, 100, 150),
+		pt("predictive", 0, math.NaN(), 1),
+		pt("headroom", 0, 50, 1),
+	}
+	tests := []struct {
+		wait    float64
+		reached bool
+		beyond  bool
+		cost    float64
+		between []string
+	}{
+		{50, false, false, 0, []string{"p99"}},
+		{math.NaN(), false, false, 0, []string{"p99"}},
+		{100, true, false, 150, []string{"p99"}},
+		{150, true, false, 135, []string{"p99", "p90"}},
+		{200, true, false, 120, []string{"p90"}},
+		{500, true, false, 112.5, []string{"p90", "p50"}}, // not p80's 130
+		{600, true, false, 110, []string{"p90", "p50"}},   // not p70's 119
+		{1000, true, false, 100, []string{"p50"}},
+		{5000, true, true, 100, []string{"p50"}},
+	}
+	for _, tt := range tests {
+		r := readAt(points, "predictive", tt.wait)
+		cost := 0.0
+		if r.CostUSD != nil {
+			cost = *r.CostUSD
+		}
+		if r.Reached != tt.reached || r.Beyond != tt.beyond || (r.CostUSD != nil) != tt.reached || !near(cost, tt.cost) ||
+			!reflect.DeepEqual(r.Between, tt.between) || r.LeastWaitGPUHours != 100 {
+			t.Errorf("at %v: %+v (cost %v), want reached %v, beyond %v, $%v, between %v", tt.wait, r, cost, tt.reached, tt.beyond, tt.cost, tt.between)
+		}
+	}
+	if r := readAt(points, "perfect", 100); r.Reached || r.Between != nil {
+		t.Errorf("a policy with no points: %+v", r)
+	}
+	if r := readAt([]FrontierPoint{pt("perfect", 0.05, 10, 7)}, "perfect", 10); !r.Reached || r.Beyond || *r.CostUSD != 7 || !reflect.DeepEqual(r.Between, []string{"+5%"}) {
+		t.Errorf("one point, read at its waiting: %+v", r)
+	}
+}
+
+// TestFrontierReadings: the table's readings at the buffers, on a frontier
+// made by hand: a cost on the line, a bound past the cheapest point, a
+// level not reached, perfect's columns, and the choice by cost against
+// reactive; the JSON's.
+func TestFrontierReadings(t *testing.T) {
+	pt := func(policy string, level, wait, cost float64) FrontierPoint {
+		return FrontierPoint{Policy: policy, Level: level, Result: Result{WaitGPUHours: wait, CostUSD: cost}}
+	}
+	f := &Frontier{Trace: "t.csv", Points: []FrontierPoint{
+		pt("headroom", 0, 1000, 1000), pt("headroom", 64, 200, 1200), pt("headroom", 128, 50, 1500),
+		pt("perfect", 0, 100, 900), pt("perfect", 0.05, 10, 1100),
+		pt("predictive", 0, 400, 1000), pt("predictive", 0.5, 1200, 950), pt("predictive", 0.99, 100, 1300),
+	}}
+	f.readBuffers()
+	var buf bytes.Buffer
+	if err := f.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	// By hand: at 1000, 1000 + (1000-400)/(1200-400) * (950-1000) = 962.5;
+	// at 200, 1300 + (200-100)/(400-100) * (1000-1300) = 1200; perfect at
+	// 50, 1100 + (50-10)/(100-10) * (900-1100) = 1011.1.
+	want := `
+at each buffer's waiting, the frontiers read there (straight lines along the lower hull of their points; <= past the cheapest, which waits less):
+
+    buffer  wait GPU-h  cost $  predictive $  vs buffer         between  perfect $  vs buffer            between
+    0 GPUs        1000    1000           962      -3.7%  by cost to p50      <=900   <=-10.0%  +0%, waiting less
+   64 GPUs         200    1200          1200      +0.0%  p99 to by cost      <=900   <=-25.0%  +0%, waiting less
+  128 GPUs          50    1500   not reached              p99 waits 100       1011     -32.6%         +5% to +0%
+
+predictive by cost: 1.000x reactive's cost for 40% of its waiting
+`
+	if got := buf.String()[strings.Index(buf.String(), "\nat each"):]; got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+	js, err := json.Marshal(f.AtBuffers[2])
+	if err != nil || !strings.Contains(string(js), `"predictive":{"reached":false,"beyond":false,"between":["p99"],"least_wait_gpu_hours":100}`) ||
+		!strings.Contains(string(js), `"perfect":{"reached":true,"beyond":false,"cost_usd":1011.1111111111111,"vs_buffer":-0.32592592592592595,"between":["+5%","+0%"]`) {
+		t.Errorf("JSON (%v): %s", err, js)
 	}
 }

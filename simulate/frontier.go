@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -30,18 +31,20 @@ var FrontierBuffers = []int{0, 64, 128, 256, 512}
 
 // FrontierPoint is one policy at one provisioning level.
 type FrontierPoint struct {
-	// Policy is "predictive" or "headroom"; Level is its forecast quantile
-	// (0: each pool's by expected cost, the config's own choice when it
-	// sets no quantile) or its buffer in GPUs.
+	// Policy is "predictive", "headroom" or "perfect"; Level is its
+	// forecast quantile (0: each pool's by expected cost, the config's own
+	// choice when it sets no quantile), its buffer in GPUs, or the perfect
+	// ablation's margin over the true demand (Options.PerfectMargin).
 	Policy string  `json:"policy"`
 	Level  float64 `json:"level"`
 	Result
 }
 
 // Frontier is cost against waiting, for the predictive policy over its
-// quantiles and for the headroom policy over its buffers: the forecast
-// earns its keep where predictive's points lie below headroom's line
-// (cheaper at the same waiting).
+// quantiles and for the headroom policy over its buffers (and the perfect
+// ablation over its margins, when asked for): the forecast earns its keep
+// where predictive's points lie below headroom's line (cheaper at the
+// same waiting).
 type Frontier struct {
 	Trace        string  `json:"trace"`
 	Jobs         int     `json:"jobs"`
@@ -53,15 +56,148 @@ type Frontier struct {
 	HeadroomPlaceholders string `json:"headroom_placeholders"`
 	// OracleCostUSD is the clairvoyant lower bound on cost at no wait.
 	OracleCostUSD float64 `json:"oracle_cost_usd"`
-	// Points are headroom's, by buffer, then predictive's, by quantile.
+	// Points are headroom's, by buffer, then perfect's, by margin, then
+	// predictive's, by quantile.
 	Points []FrontierPoint `json:"points"`
+	// AtBuffers reads the other frontiers at each buffer's waiting: what
+	// the forecast buys against the practice it competes with.
+	AtBuffers []BufferLevel `json:"at_buffers"`
+}
+
+// BufferLevel is the frontiers read at the waiting of one headroom
+// buffer: what predictive, and the perfect ablation when it ran, cost at
+// that waiting, against what the buffer costs.
+type BufferLevel struct {
+	// BufferGPUs is the buffer; WaitGPUHours and CostUSD are what the
+	// headroom policy waits and costs with it.
+	BufferGPUs   int     `json:"buffer_gpus"`
+	WaitGPUHours float64 `json:"wait_gpu_hours"`
+	CostUSD      float64 `json:"cost_usd"`
+	// Predictive is predictive's frontier read at WaitGPUHours.
+	Predictive Reading `json:"predictive"`
+	// Perfect is nil when the frontier ran no perfect ablation.
+	Perfect *Reading `json:"perfect,omitempty"`
+}
+
+// Reading is one policy's frontier read at a waiting level (readAt).
+type Reading struct {
+	// Reached is false when every point of the policy waits longer: its
+	// frontier does not reach the level, and the cost there is unknown.
+	Reached bool `json:"reached"`
+	// Beyond is true when the level waits longer than the policy's
+	// cheapest point: CostUSD is then that point's cost, which it pays for
+	// less waiting, so an upper bound on its cost at the level.
+	Beyond bool `json:"beyond"`
+	// CostUSD is the policy's cost at the level, and VsBuffer that cost
+	// against the buffer's, less 1 (-0.03: 3% cheaper); nil when the level
+	// is not reached.
+	CostUSD  *float64 `json:"cost_usd,omitempty"`
+	VsBuffer *float64 `json:"vs_buffer,omitempty"`
+	// Between names the points read: the two the level lies between, or
+	// one (a point at the level's waiting; the cheapest point, when the
+	// level is beyond it; the point that waits least, when the level is
+	// not reached).
+	Between []string `json:"between"`
+	// LeastWaitGPUHours is the least any point of the policy waits.
+	LeastWaitGPUHours float64 `json:"least_wait_gpu_hours"`
+}
+
+// readAt reads a policy's frontier at waiting level wait. The frontier is
+// the lower convex hull of the policy's points that no other of its
+// points beats on cost at no more waiting, in order of waiting, joined by
+// straight lines: a fleet can run at any point of the line between two of
+// them by running each for a share of the time, so a point above that
+// line is beaten. A level beyond the cheapest point's waiting reads that
+// point's cost (Beyond); one below the least waiting, or not a number,
+// is not reached.
+func readAt(points []FrontierPoint, policy string, wait float64) Reading {
+	var own []FrontierPoint
+	for _, p := range points {
+		if p.Policy == policy && !math.IsNaN(p.WaitGPUHours) && !math.IsNaN(p.CostUSD) {
+			own = append(own, p)
+		}
+	}
+	if len(own) == 0 {
+		return Reading{}
+	}
+	slices.SortStableFunc(own, func(a, b FrontierPoint) int {
+		return cmp.Or(cmp.Compare(a.WaitGPUHours, b.WaitGPUHours), cmp.Compare(a.CostUSD, b.CostUSD))
+	})
+	// Waiting rises and cost falls strictly along the hull.
+	var hull []FrontierPoint
+	for _, p := range own {
+		if len(hull) > 0 && p.CostUSD >= hull[len(hull)-1].CostUSD {
+			continue
+		}
+		for len(hull) >= 2 && !under(hull[len(hull)-2], hull[len(hull)-1], p) {
+			hull = hull[:len(hull)-1]
+		}
+		hull = append(hull, p)
+	}
+	r := Reading{LeastWaitGPUHours: hull[0].WaitGPUHours}
+	name := func(p FrontierPoint) string { return levelText(p.Policy, p.Level) }
+	if math.IsNaN(wait) || wait < hull[0].WaitGPUHours {
+		r.Between = []string{name(hull[0])}
+		return r
+	}
+	r.Reached = true
+	i := 0
+	for i+1 < len(hull) && hull[i+1].WaitGPUHours <= wait {
+		i++
+	}
+	a := hull[i]
+	cost := a.CostUSD
+	r.CostUSD, r.Between = &cost, []string{name(a)}
+	switch {
+	case wait == a.WaitGPUHours:
+	case i+1 == len(hull):
+		r.Beyond = true
+	default:
+		b := hull[i+1]
+		cost += (wait - a.WaitGPUHours) / (b.WaitGPUHours - a.WaitGPUHours) * (b.CostUSD - a.CostUSD)
+		r.Between = append(r.Between, name(b))
+	}
+	return r
+}
+
+// under reports whether m lies strictly under the straight line from a to
+// b, where a waits less than m and m less than b.
+func under(a, m, b FrontierPoint) bool {
+	return (m.WaitGPUHours-a.WaitGPUHours)*(b.CostUSD-a.CostUSD) > (m.CostUSD-a.CostUSD)*(b.WaitGPUHours-a.WaitGPUHours)
+}
+
+// readBuffers fills f.AtBuffers from its points: predictive's frontier,
+// and perfect's when it ran, read at each buffer's waiting.
+func (f *Frontier) readBuffers() {
+	perfect := slices.ContainsFunc(f.Points, func(p FrontierPoint) bool { return p.Policy == "perfect" })
+	for _, h := range f.Points {
+		if h.Policy != "headroom" {
+			continue
+		}
+		at := BufferLevel{BufferGPUs: int(h.Level), WaitGPUHours: h.WaitGPUHours, CostUSD: h.CostUSD}
+		read := func(policy string) Reading {
+			r := readAt(f.Points, policy, h.WaitGPUHours)
+			if r.Reached && h.CostUSD > 0 {
+				vs := *r.CostUSD/h.CostUSD - 1
+				r.VsBuffer = &vs
+			}
+			return r
+		}
+		at.Predictive = read("predictive")
+		if perfect {
+			r := read("perfect")
+			at.Perfect = &r
+		}
+		f.AtBuffers = append(f.AtBuffers, at)
+	}
 }
 
 // RunFrontier simulates the trace under the headroom policy at each of
 // FrontierBuffers and the predictive policy at each of FrontierQuantiles
 // (forecast.quantile replaced) and, when the config sets no quantile, at
-// its own choice by cost, with the rest of opt as Run takes it, on every
-// core.
+// its own choice by cost, and the perfect ablation at each of
+// opt.FrontierPerfect, with the rest of opt as Run takes it, on every
+// core; and reads the frontiers at each buffer's waiting (AtBuffers).
 func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, error) {
 	opt, err := prepare(cfg, tr, opt)
 	if err != nil {
@@ -78,6 +214,9 @@ func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, e
 	}
 	// The slow runs first, so that the cores finish together.
 	var runs []run
+	for _, m := range opt.FrontierPerfect {
+		runs = append(runs, run{"perfect", m})
+	}
 	for _, q := range slices.Backward(FrontierQuantiles) {
 		runs = append(runs, run{"predictive", q})
 	}
@@ -99,6 +238,8 @@ func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, e
 				cc.Forecast.Quantile = r.level
 				c = &cc
 			}
+		case "perfect":
+			o.PerfectMargin = r.level
 		case "headroom":
 			o.HeadroomGPUs = int(r.level)
 			if o.HeadroomGPUs == 0 {
@@ -117,7 +258,7 @@ func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, e
 	}
 	f := &Frontier{Trace: tr.Name, Jobs: len(tr.Jobs), Days: tr.Span().Hours() / 24, Seed: opt.Seed,
 		Reservations: opt.Reservations, HeadroomPlaceholders: opt.HeadroomPlaceholders, OracleCostUSD: results[len(runs)-1].CostUSD}
-	for _, want := range []string{"headroom", "predictive"} {
+	for _, want := range []string{"headroom", "perfect", "predictive"} {
 		for i, r := range runs {
 			if r.policy != want {
 				continue
@@ -132,6 +273,7 @@ func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, e
 	slices.SortStableFunc(f.Points, func(a, b FrontierPoint) int {
 		return cmp.Or(strings.Compare(a.Policy, b.Policy), cmp.Compare(a.Level, b.Level))
 	})
+	f.readBuffers()
 	return f, nil
 }
 
@@ -172,6 +314,8 @@ func levelText(policy string, level float64) string {
 	switch {
 	case policy == "headroom":
 		return fmt.Sprintf("%.0f GPUs", level)
+	case policy == "perfect":
+		return "+" + strconv.FormatFloat(100*level, 'f', -1, 64) + "%"
 	case level == 0:
 		return "by cost"
 	}
@@ -189,7 +333,69 @@ func (f *Frontier) WriteTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.3f\t%.0f\t%s\t%s\t%.1f\t%d\t%d\t%d\t%d\t\n", p.Policy, levelText(p.Policy, p.Level),
 			p.CostUSD, p.CostVsOracle, p.WaitGPUHours, waitText(p.WaitP95), waitText(p.WaitP99), p.LostGPUHours, p.Launches, p.Drains, p.ReservedGPUs, p.LimitedCycles)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return f.writeBuffers(w)
+}
+
+// writeBuffers writes AtBuffers: each buffer's waiting and cost, and what
+// predictive (and perfect) cost there; and predictive's choice by cost
+// against reactive (the buffer of 0 GPUs), when both ran.
+func (f *Frontier) writeBuffers(w io.Writer) error {
+	if len(f.AtBuffers) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nat each buffer's waiting, the frontiers read there (straight lines along the lower hull of their points; <= past the cheapest, which waits less):\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "buffer\twait GPU-h\tcost $\tpredictive $\tvs buffer\tbetween\t"
+	perfect := f.AtBuffers[0].Perfect != nil
+	if perfect {
+		head += "perfect $\tvs buffer\tbetween\t"
+	}
+	fmt.Fprintln(tw, head)
+	cell := func(r Reading) string {
+		between := strings.Join(r.Between, " to ")
+		if !r.Reached {
+			return fmt.Sprintf("not reached\t\t%s waits %.0f\t", between, r.LeastWaitGPUHours)
+		}
+		cost, vs := fmt.Sprintf("%.0f", *r.CostUSD), ""
+		if r.VsBuffer != nil {
+			vs = fmt.Sprintf("%+.1f%%", 100**r.VsBuffer)
+		}
+		if r.Beyond {
+			// The cheapest point waits less: at most its cost.
+			cost, between = "<="+cost, between+", waiting less"
+			if vs != "" {
+				vs = "<=" + vs
+			}
+		}
+		return cost + "\t" + vs + "\t" + between + "\t"
+	}
+	for _, b := range f.AtBuffers {
+		row := fmt.Sprintf("%d GPUs\t%.0f\t%.0f\t", b.BufferGPUs, b.WaitGPUHours, b.CostUSD) + cell(b.Predictive)
+		if b.Perfect != nil {
+			row += cell(*b.Perfect)
+		}
+		fmt.Fprintln(tw, row)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range f.Points {
+		if p.Policy != "predictive" || p.Level != 0 || f.AtBuffers[0].BufferGPUs != 0 {
+			continue
+		}
+		re := f.AtBuffers[0]
+		switch {
+		case re.CostUSD <= 0:
+		case re.WaitGPUHours > 0:
+			fmt.Fprintf(w, "\npredictive by cost: %.3fx reactive's cost for %.0f%% of its waiting\n", p.CostUSD/re.CostUSD, 100*p.WaitGPUHours/re.WaitGPUHours)
+		default:
+			fmt.Fprintf(w, "\npredictive by cost: %.3fx reactive's cost, waiting %s GPU-hours where reactive waits none\n", p.CostUSD/re.CostUSD, thousands(p.WaitGPUHours))
+		}
+	}
+	return nil
 }
 
 // Plot draws the frontier: cost against waited GPU-hours, one line of
@@ -217,7 +423,7 @@ func (f *Frontier) plot(path string) error {
 	p.Legend.Top = true // top right: where neither line goes
 	lo, hi := f.OracleCostUSD, f.OracleCostUSD
 	maxWait := 0.0
-	for _, pol := range []string{"headroom", "predictive"} {
+	for _, pol := range []string{"headroom", "perfect", "predictive"} {
 		var xys, byCost plotter.XYs
 		var labels []string
 		for _, pt := range f.Points {

@@ -139,6 +139,9 @@ type Options struct {
 	// PerfectMargin is what the perfect policy adds to the true demand, as
 	// a share (0.05: 5% more); default 0.
 	PerfectMargin float64
+	// FrontierPerfect are the margins RunFrontier runs the perfect
+	// ablation at, each as PerfectMargin; none by default.
+	FrontierPerfect []float64
 	// AnnounceShare is the share of jobs, from 0 (the default) to 1, that
 	// a scheduler announces AnnounceAhead before they are submitted
 	// (default 30 minutes): the predictive and perfect policies see them
@@ -334,8 +337,10 @@ func (opt Options) resolve(cfg *config.Config, tr *trace.Trace) (Options, error)
 	case opt.AnnounceAhead < 0:
 		return Options{}, fmt.Errorf("simulate: announce ahead %s: want a duration above 0", opt.AnnounceAhead)
 	}
-	if m := opt.PerfectMargin; m < 0 || math.IsNaN(m) || math.IsInf(m, 0) {
-		return Options{}, fmt.Errorf("simulate: perfect margin %v: want a share of demand >= 0", m)
+	for _, m := range append([]float64{opt.PerfectMargin}, opt.FrontierPerfect...) {
+		if m < 0 || math.IsNaN(m) || math.IsInf(m, 0) {
+			return Options{}, fmt.Errorf("simulate: perfect margin %v: want a share of demand >= 0", m)
+		}
 	}
 	if opt.Start.IsZero() {
 		opt.Start = tr.Start

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,13 +38,14 @@ func runSimulate(e *env, args []string) int {
 	reservations := fs.String("reservations", "", "how policies hold reservations: configured (every policy the configured ones) or advised (predictive follows the baseline advice; default: simulate.reservations, configured)")
 	adviceAfter := durationFlag{positive: true}
 	fs.Var(&adviceAfter, "advice-after", "history before the advised reservation's first review (default: simulate.advice_after, 14d)")
-	perfectMargin := fs.Float64("perfect-margin", 0, "the perfect policy's margin over the true demand, as a share, e.g. 0.05")
+	var margins marginsFlag
+	fs.Var(&margins, "perfect-margin", "the perfect policy's margin over the true demand, as a share, e.g. 0.05; with -frontier, a comma-separated list of margins to run the perfect ablation at beside the frontier, e.g. 0,0.05,0.1")
 	announceShare := fs.Float64("announce-share", 0, "share of jobs, 0 to 1, a scheduler announces ahead of their submission (predictive and perfect see them as announced demand)")
 	announceAhead := durationFlag{positive: true}
 	fs.Var(&announceAhead, "announce-ahead", "how long before its submission an announced job is announced (default 30m)")
 	estimates := fs.String("runtime-estimates", "", "what the scheduler tells of running jobs' ends, which predictive and perfect read as a hint: none, exact (their true ends) or limits (time limits: the true runtime times 1 + e^N(0,1), never less) (default none)")
 	adviceCheck := fs.Bool("advice-check", false, "weigh the reservation advice against hindsight: predictive following the advice, and at fixed reservations committed at its first review (-advice-after), instead of the policy table (implies -reservations advised)")
-	frontier := fs.Bool("frontier", false, "cost against waited GPU-hours for predictive over its quantiles and headroom over its buffers, instead of the policy table")
+	frontier := fs.Bool("frontier", false, "cost against waited GPU-hours for predictive over its quantiles and headroom over its buffers (and perfect over -perfect-margin's margins), read at each buffer's waiting, instead of the policy table")
 	fs.Var(&interval, "interval", "control interval of the reactive and predictive policies (default: controller.interval)")
 	fs.Var(&ckpt, "checkpoint-interval", "how often jobs checkpoint, unless the trace says (default: simulate.checkpoint_interval, 30m)")
 	spotRate := fs.Float64("spot-interruptions", -1, "rate at which the cloud reclaims each spot node, per node-hour, e.g. 0.05 (default: simulate.spot_interruptions_per_hour, 0)")
@@ -62,7 +64,7 @@ func runSimulate(e *env, args []string) int {
 	}
 	opt := simulate.Options{Seed: *seed, SpotInterruptionsPerHour: *spotRate,
 		Interval: interval.d, CheckpointInterval: ckpt.d, SpotNotice: spotNotice.d,
-		Reservations: *reservations, AdviceAfter: adviceAfter.d, PerfectMargin: *perfectMargin,
+		Reservations: *reservations, AdviceAfter: adviceAfter.d,
 		AnnounceShare: *announceShare, AnnounceAhead: announceAhead.d, RuntimeEstimates: *estimates}
 	if *estimates != "" && !slices.Contains(simulate.RuntimeEstimateModes, *estimates) {
 		fmt.Fprintf(e.stderr, "simulate: -runtime-estimates %q: want one of %s\n", *estimates, strings.Join(simulate.RuntimeEstimateModes, ", "))
@@ -74,10 +76,6 @@ func runSimulate(e *env, args []string) int {
 	}
 	if *placeholders != "" && !slices.Contains(config.PlaceholderSizes, *placeholders) {
 		fmt.Fprintf(e.stderr, "simulate: -headroom-placeholders %q: want one of %s\n", *placeholders, strings.Join(config.PlaceholderSizes, ", "))
-		return exitUsage
-	}
-	if !(*perfectMargin >= 0) || math.IsInf(*perfectMargin, 1) {
-		fmt.Fprintf(e.stderr, "simulate: -perfect-margin %v: want a share >= 0\n", *perfectMargin)
 		return exitUsage
 	}
 	if a := *announceShare; !(a >= 0 && a <= 1) {
@@ -120,13 +118,22 @@ func runSimulate(e *env, args []string) int {
 	}
 	if *frontier {
 		// The frontier runs its own policies and levels.
-		for _, name := range []string{"policies", "headroom", "perfect-margin"} {
+		for _, name := range []string{"policies", "headroom"} {
 			if flagSet(fs, name) {
 				fmt.Fprintf(e.stderr, "simulate: -%s does not apply to -frontier, which runs headroom over %v GPUs and predictive over the quantiles %v\n",
 					name, simulate.FrontierBuffers, simulate.FrontierQuantiles)
 				return exitUsage
 			}
 		}
+	}
+	switch {
+	case *frontier:
+		opt.FrontierPerfect = margins.m
+	case len(margins.m) > 1:
+		fmt.Fprintf(e.stderr, "simulate: -perfect-margin %s: one margin, except with -frontier\n", margins.String())
+		return exitUsage
+	case len(margins.m) == 1:
+		opt.PerfectMargin = margins.m[0]
 	}
 	cfg, ok := loadConfig(e, log, *path)
 	if !ok {
@@ -195,6 +202,42 @@ func runSimulate(e *env, args []string) int {
 		return exitError
 	}
 	return writeSimulated(e, log, out, *asJSON, *plotPath)
+}
+
+// marginsFlag is -perfect-margin: shares of demand >= 0, separated by
+// commas, each at most once.
+type marginsFlag struct{ m []float64 }
+
+func (f *marginsFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	s := make([]string, len(f.m))
+	for i, m := range f.m {
+		s[i] = strconv.FormatFloat(m, 'g', -1, 64)
+	}
+	return strings.Join(s, ",")
+}
+
+func (f *marginsFlag) Set(s string) error {
+	var out []float64
+	for i, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		m, err := strconv.ParseFloat(item, 64)
+		switch {
+		case item == "":
+			return fmt.Errorf("item %d is empty: want shares >= 0 such as 0.05, separated by commas", i+1)
+		case err != nil, !(m >= 0), math.IsInf(m, 1):
+			return fmt.Errorf("%q is not a share >= 0 such as 0.05", item)
+		}
+		m += 0 // -0 is 0
+		if slices.Contains(out, m) {
+			return fmt.Errorf("%q is given twice", item)
+		}
+		out = append(out, m)
+	}
+	f.m = out
+	return nil
 }
 
 // simulateOutput is what `simulate` prints: a *simulate.Report, or with

@@ -120,12 +120,19 @@ func TestSimulateErrors(t *testing.T) {
 		{"negative headroom", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "-8"}, 2, "-headroom -8: want GPUs from 0 to"},
 		{"headroom -1", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "-1"}, 2, "-headroom -1: want GPUs from 0 to"},
 		{"absurd headroom", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "999999999"}, 2, "-headroom 999999999: want GPUs from 0 to"},
-		{"margin not a number", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "NaN"}, 2, "-perfect-margin NaN: want a share >= 0"},
-		{"infinite margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "Inf"}, 2, "-perfect-margin +Inf: want a share >= 0"},
+		{"margin not a number", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "NaN"}, 2, `invalid value "NaN" for flag -perfect-margin: "NaN" is not a share >= 0`},
+		{"infinite margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "Inf"}, 2, `invalid value "Inf" for flag -perfect-margin: "Inf" is not a share >= 0`},
 		{"frontier advised", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-reservations", "advised"}, 2, "-frontier compares policies holding the configured reservations"},
 		{"unknown placeholders", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom-placeholders", "4"}, 2, `-headroom-placeholders "4": want one of node, gpu`},
 		{"unknown reservations", []string{"simulate", "-config", localConfig, "-trace", bad, "-reservations", "grown"}, 2, `-reservations "grown": want one of configured, advised`},
-		{"negative margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "-0.1"}, 2, "-perfect-margin -0.1: want a share >= 0"},
+		{"negative margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "-0.1"}, 2, `invalid value "-0.1" for flag -perfect-margin: "-0.1" is not a share >= 0 such as 0.05`},
+		{"margin not a share", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "5%"}, 2, `invalid value "5%" for flag -perfect-margin: "5%" is not a share >= 0 such as 0.05`},
+		{"margins without the frontier", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "0,0.05"}, 2, "-perfect-margin 0,0.05: one margin, except with -frontier"},
+		{"margins with the advice check", []string{"simulate", "-config", localConfig, "-trace", bad, "-advice-check", "-perfect-margin", "0,0.05"}, 2, "-perfect-margin does not apply to -advice-check"},
+		{"a bad margin in the frontier's", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-perfect-margin", "0, -1"}, 2, `for flag -perfect-margin: "-1" is not a share >= 0`},
+		{"an empty margin in the frontier's", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-perfect-margin", "0,"}, 2, `invalid value "0," for flag -perfect-margin: item 2 is empty`},
+		{"an empty margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", ""}, 2, `invalid value "" for flag -perfect-margin: item 1 is empty`},
+		{"a margin twice", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-perfect-margin", "0.05,5e-2"}, 2, `for flag -perfect-margin: "5e-2" is given twice`},
 		{"announce share over 1", []string{"simulate", "-config", localConfig, "-trace", bad, "-announce-share", "1.5"}, 2, "-announce-share 1.5: want a share of jobs from 0 to 1"},
 		{"announce share not a number", []string{"simulate", "-config", localConfig, "-trace", bad, "-announce-share", "NaN"}, 2, "-announce-share NaN: want a share of jobs from 0 to 1"},
 		{"announce ahead not positive", []string{"simulate", "-config", localConfig, "-trace", bad, "-announce-ahead", "0s"}, 2, "-announce-ahead"},
@@ -181,8 +188,39 @@ func TestSimulateFrontier(t *testing.T) {
 		t.Errorf("picture %s: %v", pic, err)
 	}
 	code, out, errOut = cli("simulate", "-config", localConfig, "-trace", tr, "-frontier", "-headroom-placeholders", "gpu")
-	if code != 0 || !strings.Contains(out, "headroom in gpu-wide placeholders") || !strings.Contains(out, "headroom  512 GPUs") || !strings.Contains(out, "predictive       p50") {
+	if code != 0 || !strings.Contains(out, "headroom in gpu-wide placeholders") || !strings.Contains(out, "headroom  512 GPUs") || !strings.Contains(out, "predictive       p50") ||
+		!strings.Contains(out, "at each buffer's waiting") || !strings.Contains(out, "predictive by cost: ") || strings.Contains(out, "perfect") {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	// With -perfect-margin, the perfect ablation at each margin, read at
+	// each buffer's waiting too.
+	code, out, errOut = cli("simulate", "-config", localConfig, "-trace", tr, "-frontier", "-perfect-margin", "0,0.05")
+	if code != 0 || !strings.Contains(out, "perfect       +0%") || !strings.Contains(out, "perfect       +5%") || !strings.Contains(out, "perfect $") {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+}
+
+// TestSimulatePerfectMargin: one -perfect-margin, without -frontier, is
+// the perfect policy's margin: more capacity than at none, so it costs
+// more.
+func TestSimulatePerfectMargin(t *testing.T) {
+	// 96 GPUs for two hours from the second: beyond the reservation's 32.
+	tr := writeFile(t, "jobs.csv", "submit_s,gpus,duration_s\n"+strings.Repeat("3600,8,7200\n", 12))
+	cost := func(margin string) float64 {
+		t.Helper()
+		code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-policies", "perfect", "-perfect-margin", margin, "-json")
+		var rep struct {
+			Policies []struct {
+				Cost float64 `json:"cost_usd"`
+			} `json:"policies"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Policies) != 1 {
+			t.Fatalf("-perfect-margin %s: exit %d: %s\n%s", margin, code, errOut, out)
+		}
+		return rep.Policies[0].Cost
+	}
+	if none, half := cost("0"), cost("0.5"); !(half > none) {
+		t.Errorf("perfect at a margin of 0.5 costs $%v, at none $%v", half, none)
 	}
 }
 
