@@ -836,6 +836,12 @@ func TestAnnouncedJobs(t *testing.T) {
 	}
 }
 
+// pt is a frontier point of policy at level, waiting wait GPU-hours for
+// cost dollars.
+func pt(policy string, level, wait, cost float64) FrontierPoint {
+	return FrontierPoint{Policy: policy, Level: level, Result: Result{WaitGPUHours: wait, CostUSD: cost}}
+}
+
 // TestReadAt: a frontier read at a waiting level runs along the straight
 // lines between the points of its lower convex hull: a point beaten on cost
 // at no more waiting is skipped, and so is one above the line between its
@@ -844,9 +850,6 @@ func TestAnnouncedJobs(t *testing.T) {
 // waiting, or at a level that is not a number, it is not reached; other
 // policies' points and points that are not numbers are not read.
 func TestReadAt(t *testing.T) {
-	pt := func(policy string, level, wait, cost float64) FrontierPoint {
-		return FrontierPoint{Policy: policy, Level: level, Result: Result{WaitGPUHours: wait, CostUSD: cost}}
-	}
 	points := []FrontierPoint{
 		pt("predictive", 0.5, 1000, 100),
 		pt("predictive", 0.95, 100, 160), // waits as long as p99, dearer
@@ -899,9 +902,6 @@ func TestReadAt(t *testing.T) {
 // level not reached, perfect's columns, and the choice by cost against
 // reactive; the JSON's.
 func TestFrontierReadings(t *testing.T) {
-	pt := func(policy string, level, wait, cost float64) FrontierPoint {
-		return FrontierPoint{Policy: policy, Level: level, Result: Result{WaitGPUHours: wait, CostUSD: cost}}
-	}
 	f := &Frontier{Trace: "t.csv", Points: []FrontierPoint{
 		pt("headroom", 0, 1000, 1000), pt("headroom", 64, 200, 1200), pt("headroom", 128, 50, 1500),
 		pt("perfect", 0, 100, 900), pt("perfect", 0.05, 10, 1100),

@@ -382,18 +382,16 @@ func (f *Frontier) writeBuffers(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, p := range f.Points {
-		if p.Policy != "predictive" || p.Level != 0 || f.AtBuffers[0].BufferGPUs != 0 {
-			continue
-		}
-		re := f.AtBuffers[0]
-		switch {
-		case re.CostUSD <= 0:
-		case re.WaitGPUHours > 0:
-			fmt.Fprintf(w, "\npredictive by cost: %.3fx reactive's cost for %.0f%% of its waiting\n", p.CostUSD/re.CostUSD, 100*p.WaitGPUHours/re.WaitGPUHours)
-		default:
-			fmt.Fprintf(w, "\npredictive by cost: %.3fx reactive's cost, waiting %s GPU-hours where reactive waits none\n", p.CostUSD/re.CostUSD, thousands(p.WaitGPUHours))
-		}
+	re := f.AtBuffers[0] // reactive: the buffer of 0 GPUs
+	i := slices.IndexFunc(f.Points, func(p FrontierPoint) bool { return p.Policy == "predictive" && p.Level == 0 })
+	if i < 0 || re.BufferGPUs != 0 || re.CostUSD <= 0 {
+		return nil
+	}
+	p := f.Points[i]
+	if re.WaitGPUHours > 0 {
+		fmt.Fprintf(w, "\npredictive by cost: %.3fx reactive's cost for %.0f%% of its waiting\n", p.CostUSD/re.CostUSD, 100*p.WaitGPUHours/re.WaitGPUHours)
+	} else {
+		fmt.Fprintf(w, "\npredictive by cost: %.3fx reactive's cost, waiting %s GPU-hours where reactive waits none\n", p.CostUSD/re.CostUSD, thousands(p.WaitGPUHours))
 	}
 	return nil
 }
