@@ -36,7 +36,7 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-## fuzz: the parsers' fuzzers (config, state snapshots, traces, series, agent reports, spot notices, bootstrap requests, plugins' groups, the example plugin's listings), FUZZTIME each
+## fuzz: the parsers' fuzzers (config, state snapshots, traces, series, agent reports, spot notices, bootstrap requests, demand pushes, plugins' groups, the example plugin's listings), FUZZTIME each
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzParseState$$' -fuzztime $(FUZZTIME) ./fleet
@@ -46,6 +46,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLocalAPI$$' -fuzztime $(FUZZTIME) ./agent
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./agent/spot
 	$(GO) test -run '^$$' -fuzz '^FuzzBootstrap$$' -fuzztime $(FUZZTIME) ./nodeauth
+	$(GO) test -run '^$$' -fuzz '^FuzzDemandReceiver$$' -fuzztime $(FUZZTIME) ./controller
 	$(GO) test -run '^$$' -fuzz '^FuzzGroupFromWire$$' -fuzztime $(FUZZTIME) ./providers/plugin
 	$(GO) test -run '^$$' -fuzz '^FuzzParseList$$' -fuzztime $(FUZZTIME) ./examples/plugins/commands
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/state"
 )
@@ -180,9 +181,9 @@ func TestRotationLostAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
+	mux := &apiauth.Router{}
 	(&nodeauth.Server{Registry: reg}).Routes(mux)
-	mux.Handle(report.Pattern, &report.Receiver{Credentials: reg, Store: &controller{}, Now: clock})
+	mux.Handle(report.Pattern, apiauth.Node, &report.Receiver{Credentials: reg, Store: &controller{}, Now: clock})
 	var lose atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
@@ -247,7 +248,7 @@ func TestRotationLostAnswer(t *testing.T) {
 	lose.Store(true)
 	c.Rotate(ctx)
 	lose.Store(false)
-	op, _, err := reg.Issue("i-1", "", nodeauth.ViaOperator, "")
+	op, _, _, err := reg.Replace("i-1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/planner"
@@ -30,6 +30,9 @@ type metrics struct {
 	demandSourceErrors prometheus.Counter
 	planSeconds        prometheus.Histogram
 	drainSeconds       prometheus.Histogram
+	// credentialReplacements counts the good node credentials operators
+	// replaced.
+	credentialReplacements prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -47,8 +50,10 @@ func newMetrics() *metrics {
 			Help: "Time the planner took per cycle.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		drainSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetcast_drain_seconds",
 			Help: "Time from a drain's start to the node's termination.", Buckets: prometheus.ExponentialBuckets(15, 2, 10)}),
+		credentialReplacements: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetcast_credential_replacements_total",
+			Help: "Good node credentials an operator replaced (`token issue -replace`), cutting off the agent that held them; each is logged with the operator's token and reason."}),
 	}
-	m.reg.MustRegister(m.actions, m.capacityErrors, m.describeErrors, m.demandSourceErrors, m.planSeconds, m.drainSeconds)
+	m.reg.MustRegister(m.actions, m.capacityErrors, m.describeErrors, m.demandSourceErrors, m.planSeconds, m.drainSeconds, m.credentialReplacements)
 	return m
 }
 
@@ -140,12 +145,16 @@ type APIOptions struct {
 	// Auth serves the credential routes (bootstrap, rotation, revocation);
 	// nil: none.
 	Auth *nodeauth.Server
-	// Demand serves POST /v1/demand (its Token guards it).
+	// Demand serves POST /v1/demand, to tokens of scope demand.
 	Demand *DemandReceiver
-	// ReadToken, when set, guards the GET /v1/ reads: the fleet, its
-	// plan and forecast are not for anyone on the network. /healthz,
-	// /readyz and /metrics stay open and carry no secret.
-	ReadToken string
+	// Tokens are the API tokens; nil: none is good (only the open reads,
+	// the agents' reports and bootstraps are served).
+	Tokens *apiauth.Tokens
+	// OpenReads serves the GET /v1/ reads without a token (as `run` does
+	// on a loopback address unless -loopback-reads=false); otherwise they
+	// need a token of scope read. /healthz, /readyz and /metrics are open
+	// either way and carry no secret.
+	OpenReads bool
 	// Plugins, when set, serves GET /v1/plugins: the provider plugins'
 	// health (a plugin.Set).
 	Plugins interface{ Status() []plugin.Status }
@@ -213,17 +222,19 @@ func faultNote(last Snapshot) string {
 //	GET  /v1/plugins                  the provider plugins: versions, pools, health
 //	POST /v1/agents/{node}/report     agent reports (the node's credential)
 //	POST /v1/agents/{node}/credential ...  node credentials (see nodeauth.Server)
-//	POST /v1/demand                   schedulers' pending and announced demand, running jobs' ends (API token)
+//	POST /v1/demand                   schedulers' pending and announced demand, running jobs' ends (scope demand)
+//	GET|POST|DELETE /v1/api-tokens... the API tokens (scope operator; see apiauth.Tokens.Routes)
 //
-// Every write is authenticated, and so are the /v1/ reads when
-// o.ReadToken is set (as `run` sets it off loopback).
-func (c *Controller) Handler(o APIOptions) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{}))
+// Every route says the access it needs (apiauth.Router): a write needs a
+// token whose scope allows it, or a node's credential for that node's
+// reports; the /v1/ reads need a token of scope read unless o.OpenReads.
+func (c *Controller) Handler(o APIOptions) *apiauth.Router {
+	mux := &apiauth.Router{Tokens: o.Tokens, OpenReads: o.OpenReads, Log: c.log.Named("api")}
+	mux.Handle("GET /metrics", apiauth.Public, promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{}))
 	// Liveness: only a controller whose loop has stopped is unhealthy (a
 	// network partition that silences the agents must not get it
 	// restarted by its probes); what is degraded is said in the body.
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /healthz", apiauth.Public, func(w http.ResponseWriter, r *http.Request) {
 		last := c.Last()
 		if last.At.IsZero() {
 			http.Error(w, "no control cycle yet", http.StatusServiceUnavailable)
@@ -245,7 +256,7 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 	// Readiness: whether the controller is fully in charge of its fleet.
 	// For alerting and dashboards; not for a probe that cuts the agents'
 	// traffic off (they could then never report again).
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /readyz", apiauth.Public, func(w http.ResponseWriter, r *http.Request) {
 		why := c.unready(c.Last())
 		if len(why) == 0 {
 			w.Write([]byte("ready\n"))
@@ -255,18 +266,6 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		w.Write([]byte("not ready: " + strings.Join(why, "\nnot ready: ") + "\n"))
 	})
-	// readable says whether r may read the fleet (o.ReadToken), and
-	// answers it if not.
-	readable := func(w http.ResponseWriter, r *http.Request) bool {
-		if o.ReadToken != "" {
-			if token, ok := report.BearerToken(r); !ok || subtle.ConstantTimeCompare([]byte(token), []byte(o.ReadToken)) != 1 {
-				w.Header().Set("WWW-Authenticate", "Bearer")
-				http.Error(w, "reading the fleet needs the API token: -H \"Authorization: Bearer $FLEETCAST_API_TOKEN\"", http.StatusUnauthorized)
-				return false
-			}
-		}
-		return true
-	}
 	writeJSON := func(w http.ResponseWriter, v any) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
@@ -277,9 +276,6 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 	// ok is false when the last cycle made none of it.
 	serve := func(pick func(Snapshot) (v any, ok bool)) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			if !readable(w, r) {
-				return
-			}
 			last := c.Last()
 			if last.At.IsZero() {
 				http.Error(w, "no control cycle yet", http.StatusServiceUnavailable)
@@ -294,18 +290,15 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 		}
 	}
 	// Views of the snapshot: durations as text, lists never null.
-	mux.Handle("GET /v1/plan", serve(func(s Snapshot) (any, bool) {
+	mux.Handle("GET /v1/plan", apiauth.NeedRead, serve(func(s Snapshot) (any, bool) {
 		if s.Plan == nil {
 			return nil, false
 		}
 		return NewPlanView(s.Plan), true
 	}))
-	mux.Handle("GET /v1/fleet", serve(func(s Snapshot) (any, bool) { return newFleetView(s.At, c.cfg, s.State), s.State != nil }))
-	mux.Handle("GET /v1/forecast", serve(func(s Snapshot) (any, bool) { return NewForecastView(s.Forecast), s.Forecast != nil }))
-	mux.HandleFunc("GET /v1/plugins", func(w http.ResponseWriter, r *http.Request) {
-		if !readable(w, r) {
-			return
-		}
+	mux.Handle("GET /v1/fleet", apiauth.NeedRead, serve(func(s Snapshot) (any, bool) { return newFleetView(s.At, c.cfg, s.State), s.State != nil }))
+	mux.Handle("GET /v1/forecast", apiauth.NeedRead, serve(func(s Snapshot) (any, bool) { return NewForecastView(s.Forecast), s.Forecast != nil }))
+	mux.HandleFunc("GET /v1/plugins", apiauth.NeedRead, func(w http.ResponseWriter, r *http.Request) {
 		status := []plugin.Status{}
 		if o.Plugins != nil {
 			status = o.Plugins.Status()
@@ -313,13 +306,17 @@ func (c *Controller) Handler(o APIOptions) http.Handler {
 		writeJSON(w, status)
 	})
 	if o.Credentials != nil {
-		mux.Handle(report.Pattern, &report.Receiver{Credentials: o.Credentials, Store: c.agents, Now: c.now, Log: c.log, NodeGPUs: c.nodeGPUs})
+		mux.Handle(report.Pattern, apiauth.Node, &report.Receiver{Credentials: o.Credentials, Store: c.agents, Now: c.now, Log: c.log, NodeGPUs: c.nodeGPUs})
 	}
 	if o.Auth != nil {
+		o.Auth.Replacements = c.metrics.credentialReplacements
 		o.Auth.Routes(mux)
 	}
 	if o.Demand != nil {
-		mux.Handle(DemandPattern, o.Demand)
+		mux.Handle(DemandPattern, apiauth.NeedDemand, o.Demand)
+	}
+	if o.Tokens != nil {
+		o.Tokens.Routes(mux)
 	}
 	return mux
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetcast/autoscaler/providers/plugin"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/credtest"
@@ -34,9 +35,9 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 func TestAPI(t *testing.T) {
 	p := gpuPool("g5", 1, 200, 5*time.Minute)
 	l := newLoop(t, false, p)
-	tok := credtest.New(t)
-	dr := &DemandReceiver{Token: apiToken, Pools: l.cfg.Pools, Pending: l.pending, Now: func() time.Time { return l.now }}
-	h := l.c.Handler(APIOptions{Credentials: tok, Demand: dr})
+	tok, api := credtest.New(t), credtest.NewAPI(t)
+	dr := &DemandReceiver{Pools: l.cfg.Pools, Pending: l.pending, Now: func() time.Time { return l.now }}
+	h := l.c.Handler(APIOptions{Credentials: tok, Demand: dr, Tokens: api.Tokens, OpenReads: true})
 
 	for _, path := range []string{"/healthz", "/v1/plan", "/v1/fleet", "/v1/forecast"} {
 		if code, body := get(t, h, path); code != http.StatusServiceUnavailable || !strings.Contains(body, "no control cycle yet") {
@@ -45,7 +46,7 @@ func TestAPI(t *testing.T) {
 	}
 	// A scheduler pushes 8 waiting GPUs through the API; the cycle
 	// launches for them.
-	if w := push(t, h, apiToken, "application/json", `{"source": "slurm", "pending": [{"pool": "g5", "gpus": 8}]}`); w.Code != http.StatusNoContent {
+	if w := push(t, h, api.Of[apiauth.Demand], "application/json", `{"source": "slurm", "pending": [{"pool": "g5", "gpus": 8}]}`); w.Code != http.StatusNoContent {
 		t.Fatalf("POST /v1/demand: %d %s", w.Code, w.Body)
 	}
 	if w := push(t, h, "wrong-token-but-long", "application/json", `{"source": "x", "pending": [{"pool": "g5", "gpus": 100}]}`); w.Code != http.StatusUnauthorized {
@@ -132,12 +133,13 @@ func TestAPI(t *testing.T) {
 	}
 }
 
-// TestAPIReadsNeedTokenOffLoopback: with ReadToken set (as run sets it
-// off loopback), the /v1/ reads need it; /healthz, /readyz and /metrics
-// do not.
+// TestAPIReadsNeedTokenOffLoopback: without OpenReads (as run serves off
+// loopback, or with -loopback-reads=false), the /v1/ reads need a token
+// that may read; /healthz, /readyz and /metrics do not.
 func TestAPIReadsNeedTokenOffLoopback(t *testing.T) {
 	l := newLoop(t, false, gpuPool("g5", 1, 200, 5*time.Minute))
-	h := l.c.Handler(APIOptions{ReadToken: apiToken})
+	api := credtest.NewAPI(t)
+	h := l.c.Handler(APIOptions{Tokens: api.Tokens})
 	l.cycle(t)
 	for _, path := range []string{"/v1/plan", "/v1/fleet", "/v1/forecast", "/v1/plugins"} {
 		if code, _ := get(t, h, path); code != http.StatusUnauthorized {
@@ -150,11 +152,13 @@ func TestAPIReadsNeedTokenOffLoopback(t *testing.T) {
 		if w.Code != http.StatusUnauthorized {
 			t.Errorf("GET %s with a wrong token: %d, want 401", path, w.Code)
 		}
-		req.Header.Set("Authorization", "Bearer "+apiToken)
-		w = httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		if w.Code != http.StatusOK {
-			t.Errorf("GET %s with the token: %d, want 200", path, w.Code)
+		for _, scope := range []apiauth.Scope{apiauth.Read, apiauth.Operator} {
+			req.Header.Set("Authorization", "Bearer "+api.Of[scope])
+			w = httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusOK {
+				t.Errorf("GET %s with a token of scope %s: %d, want 200", path, scope, w.Code)
+			}
 		}
 	}
 	for _, path := range []string{"/healthz", "/metrics"} {
@@ -172,10 +176,10 @@ func (p pluginHealth) Status() []plugin.Status { return p }
 // list where there are none.
 func TestAPIPlugins(t *testing.T) {
 	l := newLoop(t, false, gpuPool("g5", 1, 200, 5*time.Minute))
-	if code, body := get(t, l.c.Handler(APIOptions{}), "/v1/plugins"); code != http.StatusOK || strings.TrimSpace(body) != "[]" {
+	if code, body := get(t, l.c.Handler(APIOptions{OpenReads: true}), "/v1/plugins"); code != http.StatusOK || strings.TrimSpace(body) != "[]" {
 		t.Errorf("GET /v1/plugins with no plugins: %d %q; want 200 []", code, body)
 	}
-	h := l.c.Handler(APIOptions{Plugins: pluginHealth{{Name: "racks", Plugin: "fleetcast-commands", Version: "0.1.0", Protocol: 1, Pools: []string{"onprem"}, Healthy: true}}})
+	h := l.c.Handler(APIOptions{OpenReads: true, Plugins: pluginHealth{{Name: "racks", Plugin: "fleetcast-commands", Version: "0.1.0", Protocol: 1, Pools: []string{"onprem"}, Healthy: true}}})
 	code, body := get(t, h, "/v1/plugins")
 	if code != http.StatusOK || !strings.Contains(body, `"name": "racks"`) || !strings.Contains(body, `"protocol": 1`) || !strings.Contains(body, `"healthy": true`) {
 		t.Errorf("GET /v1/plugins: %d %s", code, body)
@@ -247,7 +251,7 @@ func TestLivePoolAndGoneCredentials(t *testing.T) {
 func TestAPIViews(t *testing.T) {
 	p := gpuPool("g5", 1, 200, 90*time.Second)
 	l := newLoop(t, false, p)
-	h := l.c.Handler(APIOptions{})
+	h := l.c.Handler(APIOptions{OpenReads: true})
 	l.cycle(t) // no demand: nothing to do
 	tests := []struct {
 		path string

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"cmp"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 )
@@ -405,13 +405,11 @@ func (p *Pending) ttl() time.Duration {
 	return p.TTL
 }
 
-// DemandReceiver serves POST /v1/demand for schedulers: a bearer token,
-// a JSON DemandPush, and every refusal a 4xx with the reason as text that
-// changes nothing.
+// DemandReceiver serves POST /v1/demand for schedulers: a JSON
+// DemandPush, and every refusal a 4xx with the reason as text that
+// changes nothing. The router it is served on checks the caller's token
+// (scope demand: apiauth.NeedDemand).
 type DemandReceiver struct {
-	// Token is the schedulers' shared bearer token (at least 16
-	// characters).
-	Token   string
 	Pools   []fleet.Pool
 	Pending *Pending
 	// Now is the controller's clock (time.Now when nil).
@@ -420,6 +418,10 @@ type DemandReceiver struct {
 	// running jobs).
 	MaxBytes int64
 	Log      hclog.Logger
+
+	// rootWarned are the sources warned that they push with the root
+	// token.
+	rootWarned sync.Map
 }
 
 // ServeHTTP handles one push.
@@ -436,13 +438,6 @@ func (dr *DemandReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (dr *DemandReceiver) receive(w http.ResponseWriter, r *http.Request) (int, string) {
-	token, ok := report.BearerToken(r)
-	if !ok {
-		return http.StatusUnauthorized, "missing bearer token"
-	}
-	if len(dr.Token) < 16 || subtle.ConstantTimeCompare([]byte(token), []byte(dr.Token)) != 1 {
-		return http.StatusUnauthorized, "wrong token"
-	}
 	limit := dr.MaxBytes
 	if limit <= 0 {
 		limit = 1 << 20
@@ -472,8 +467,14 @@ func (dr *DemandReceiver) receive(w http.ResponseWriter, r *http.Request) (int, 
 	if push.Running != nil {
 		dr.Pending.SetRunning(at, push)
 	}
+	if caller, _ := apiauth.Caller(r.Context()); caller.Name == apiauth.RootName && dr.Log != nil {
+		if _, warned := dr.rootWarned.LoadOrStore(push.Source, true); !warned {
+			dr.Log.Warn("demand pushed with the root token, an operator's, which can also issue node credentials: give the scheduler a token of scope demand (autoscaler api-token create -scope demand NAME)", "source", push.Source)
+		}
+	}
 	if dr.Log != nil {
-		dr.Log.Debug("demand pushed", "source", push.Source, "lines", len(push.Pending), "announced", len(push.Announce), "running", len(push.Running))
+		caller, _ := apiauth.Caller(r.Context())
+		dr.Log.Debug("demand pushed", "source", push.Source, "token", caller.Name, "lines", len(push.Pending), "announced", len(push.Announce), "running", len(push.Running))
 	}
 	return http.StatusNoContent, ""
 }

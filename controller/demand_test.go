@@ -11,14 +11,12 @@ import (
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
-const apiToken = "s3cret-scheduler-token"
-
 func demandRig() (*DemandReceiver, *Pending, *time.Time) {
 	now := t0
 	a100, h100 := simPool("a100-od", 10), simPool("h100-spot", 10)
 	a100.GPUModel, h100.GPUModel = "A100", "H100"
 	p := &Pending{}
-	return &DemandReceiver{Token: apiToken, Pools: []fleet.Pool{a100, h100}, Pending: p, Now: func() time.Time { return now }}, p, &now
+	return &DemandReceiver{Pools: []fleet.Pool{a100, h100}, Pending: p, Now: func() time.Time { return now }}, p, &now
 }
 
 func push(t *testing.T, h http.Handler, token, contentType, body string) *httptest.ResponseRecorder {
@@ -37,13 +35,13 @@ func push(t *testing.T, h http.Handler, token, contentType, body string) *httpte
 
 func TestDemandPushes(t *testing.T) {
 	dr, pending, now := demandRig()
-	if w := push(t, dr, apiToken, "application/json", `{"source": "slurm", "pending": [{"pool": "a100-od", "gpus": 16}, {"gpu_model": "h100", "gpus": 8}]}`); w.Code != http.StatusNoContent {
+	if w := push(t, dr, "", "application/json", `{"source": "slurm", "pending": [{"pool": "a100-od", "gpus": 16}, {"gpu_model": "h100", "gpus": 8}]}`); w.Code != http.StatusNoContent {
 		t.Fatalf("push: %d %s", w.Code, w.Body)
 	}
-	if w := push(t, dr, apiToken, "application/json; charset=utf-8", `{"source": "ray", "pending": [{"pool": "h100-spot", "gpus": 4}]}`); w.Code != http.StatusNoContent {
+	if w := push(t, dr, "", "application/json; charset=utf-8", `{"source": "ray", "pending": [{"pool": "h100-spot", "gpus": 4}]}`); w.Code != http.StatusNoContent {
 		t.Fatalf("second source: %d %s", w.Code, w.Body)
 	}
-	if w := push(t, dr, apiToken, "application/json", `{"source": "kueue", "pending": [{"gpu_model": "H100", "gpus": 2}, {"pool": "a100-od", "gpus": 0}, {"gpus": 5}]}`); w.Code != http.StatusNoContent {
+	if w := push(t, dr, "", "application/json", `{"source": "kueue", "pending": [{"gpu_model": "H100", "gpus": 2}, {"pool": "a100-od", "gpus": 0}, {"gpus": 5}]}`); w.Code != http.StatusNoContent {
 		t.Fatalf("third source: %d %s", w.Code, w.Body)
 	}
 	// Summed by scope, GPU models without regard to case.
@@ -52,9 +50,9 @@ func TestDemandPushes(t *testing.T) {
 	if total != 35 || !slices.Equal(scoped, want) {
 		t.Errorf("pending = %d %v, want 16+8+4+2+5, all but 5 as %v", total, scoped, want)
 	}
-	push(t, dr, apiToken, "application/json", `{"source": "kueue", "pending": []}`)
+	push(t, dr, "", "application/json", `{"source": "kueue", "pending": []}`)
 	// A source's push replaces its previous one; an empty one clears it.
-	push(t, dr, apiToken, "application/json", `{"source": "slurm", "pending": []}`)
+	push(t, dr, "", "application/json", `{"source": "slurm", "pending": []}`)
 	if got := pendingGPUs(pending, *now); got != 4 {
 		t.Errorf("pending after slurm cleared = %d, want 4", got)
 	}
@@ -76,7 +74,7 @@ func TestDemandRunningEnds(t *testing.T) {
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	ok := func(body string) {
 		t.Helper()
-		if w := push(t, dr, apiToken, "application/json", body); w.Code != http.StatusNoContent {
+		if w := push(t, dr, "", "application/json", body); w.Code != http.StatusNoContent {
 			t.Fatalf("push %s: %d %s", body, w.Code, w.Body)
 		}
 	}
@@ -137,7 +135,7 @@ func TestDemandRunningEnds(t *testing.T) {
 	if got := pending.Ends(*now); len(got["train-9"]) != 1 {
 		t.Errorf(`ends after "running": null: %v`, got)
 	}
-	if w := push(t, dr, apiToken, "application/json", `{"source": "slurm", "pending": [{"gpus": 16}], "running": [{"job": "x"}]}`); w.Code != http.StatusUnprocessableEntity {
+	if w := push(t, dr, "", "application/json", `{"source": "slurm", "pending": [{"gpus": 16}], "running": [{"job": "x"}]}`); w.Code != http.StatusUnprocessableEntity {
 		t.Errorf("a running line without its end: %d %s", w.Code, w.Body)
 	}
 	if got := pendingGPUs(pending, *now); got != 8 || len(pending.Ends(*now)["train-9"]) != 1 {
@@ -169,25 +167,23 @@ func TestDemandRefusals(t *testing.T) {
 		status                         int
 		reason                         string
 	}{
-		{"no token", "", "application/json", good, 401, "missing bearer token"},
-		{"wrong token", "s3cret-scheduler-tokeN", "application/json", good, 401, "wrong token"},
-		{"not JSON", apiToken, "text/plain", good, 415, "application/json"},
-		{"malformed", apiToken, "application/json", `{"source": "slurm", "pending": [`, 400, "demand:"},
-		{"unknown field", apiToken, "application/json", `{"source": "slurm", "pendng": []}`, 400, "pendng"},
-		{"trailing data", apiToken, "application/json", good + good, 400, "after the JSON object"},
-		{"huge", apiToken, "application/json", `{"source": "` + strings.Repeat("x", 1100<<10) + `"}`, 413, "larger than"},
-		{"running without a job", apiToken, "application/json", `{"source": "s", "running": [{"expected_end": "2026-12-01T09:00:00Z"}]}`, 422, "running[0].job: want the job's id"},
-		{"running without an end", apiToken, "application/json", `{"source": "s", "running": [{"job": "train-7"}]}`, 422, "running[0].expected_end: required"},
-		{"running a year and more", apiToken, "application/json", `{"source": "s", "running": [{"job": "train-7", "expected_end": "2030-01-01T00:00:00Z"}]}`, 422, "is more than 365d ahead"},
-		{"running job id too long", apiToken, "application/json", `{"source": "s", "running": [{"job": "` + strings.Repeat("j", 257) + `", "expected_end": "2026-12-01T09:00:00Z"}]}`, 422, "running[0].job: want the job's id, 1 to 256 characters"},
-		{"running twice", apiToken, "application/json", `{"source": "s", "running": [{"job": "a", "node": "n1", "expected_end": "2026-12-01T09:00:00Z"}, {"job": "a", "node": "n1", "expected_end": "2026-12-01T10:00:00Z"}]}`, 422, `running[1]: job "a" (node "n1") listed twice`},
-		{"running end not a time", apiToken, "application/json", `{"source": "s", "running": [{"job": "a", "expected_end": "6h"}]}`, 400, `line 1, column 65: parsing time "6h"`},
-		{"no source", apiToken, "application/json", `{"pending": []}`, 422, "source"},
-		{"unknown pool", apiToken, "application/json", `{"source": "s", "pending": [{"pool": "v100", "gpus": 1}]}`, 422, `pending[0].pool: unknown pool "v100"`},
-		{"unknown model", apiToken, "application/json", `{"source": "s", "pending": [{"gpu_model": "B200", "gpus": 1}]}`, 422, `no pool has GPU model "B200"`},
-		{"pool and model", apiToken, "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "gpu_model": "A100", "gpus": 1}]}`, 422, "at most one of"},
-		{"negative", apiToken, "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "gpus": -1}]}`, 422, "pending[0].gpus: -1"},
-		{"absurd", apiToken, "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "gpus": 5000000}]}`, 422, "want 0 to"},
+		{"not JSON", "", "text/plain", good, 415, "application/json"},
+		{"malformed", "", "application/json", `{"source": "slurm", "pending": [`, 400, "demand:"},
+		{"unknown field", "", "application/json", `{"source": "slurm", "pendng": []}`, 400, "pendng"},
+		{"trailing data", "", "application/json", good + good, 400, "after the JSON object"},
+		{"huge", "", "application/json", `{"source": "` + strings.Repeat("x", 1100<<10) + `"}`, 413, "larger than"},
+		{"running without a job", "", "application/json", `{"source": "s", "running": [{"expected_end": "2026-12-01T09:00:00Z"}]}`, 422, "running[0].job: want the job's id"},
+		{"running without an end", "", "application/json", `{"source": "s", "running": [{"job": "train-7"}]}`, 422, "running[0].expected_end: required"},
+		{"running a year and more", "", "application/json", `{"source": "s", "running": [{"job": "train-7", "expected_end": "2030-01-01T00:00:00Z"}]}`, 422, "is more than 365d ahead"},
+		{"running job id too long", "", "application/json", `{"source": "s", "running": [{"job": "` + strings.Repeat("j", 257) + `", "expected_end": "2026-12-01T09:00:00Z"}]}`, 422, "running[0].job: want the job's id, 1 to 256 characters"},
+		{"running twice", "", "application/json", `{"source": "s", "running": [{"job": "a", "node": "n1", "expected_end": "2026-12-01T09:00:00Z"}, {"job": "a", "node": "n1", "expected_end": "2026-12-01T10:00:00Z"}]}`, 422, `running[1]: job "a" (node "n1") listed twice`},
+		{"running end not a time", "", "application/json", `{"source": "s", "running": [{"job": "a", "expected_end": "6h"}]}`, 400, `line 1, column 65: parsing time "6h"`},
+		{"no source", "", "application/json", `{"pending": []}`, 422, "source"},
+		{"unknown pool", "", "application/json", `{"source": "s", "pending": [{"pool": "v100", "gpus": 1}]}`, 422, `pending[0].pool: unknown pool "v100"`},
+		{"unknown model", "", "application/json", `{"source": "s", "pending": [{"gpu_model": "B200", "gpus": 1}]}`, 422, `no pool has GPU model "B200"`},
+		{"pool and model", "", "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "gpu_model": "A100", "gpus": 1}]}`, 422, "at most one of"},
+		{"negative", "", "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "gpus": -1}]}`, 422, "pending[0].gpus: -1"},
+		{"absurd", "", "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "gpus": 5000000}]}`, 422, "want 0 to"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,12 +197,6 @@ func TestDemandRefusals(t *testing.T) {
 			}
 		})
 	}
-	// A server with a token too short to be safe refuses everything.
-	dr, _, _ := demandRig()
-	dr.Token = "short"
-	if w := push(t, dr, "short", "application/json", good); w.Code != 401 {
-		t.Errorf("short server token: %d, want 401", w.Code)
-	}
 }
 
 func FuzzDemandReceiver(f *testing.F) {
@@ -217,7 +207,7 @@ func FuzzDemandReceiver(f *testing.F) {
 	f.Add(`{"source": "s", "running": [{"job": "train-7", "node": "i-1", "expected_end": "2026-11-30T10:30:00Z"}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		dr, pending, now := demandRig()
-		w := push(t, dr, apiToken, "application/json", body)
+		w := push(t, dr, "", "application/json", body)
 		got := pendingGPUs(pending, *now)
 		switch {
 		case w.Code == http.StatusNoContent:
@@ -257,7 +247,7 @@ func TestDemandAnnouncements(t *testing.T) {
 	*now = base
 	ok := func(body string) {
 		t.Helper()
-		if w := push(t, dr, apiToken, "application/json", body); w.Code != http.StatusNoContent {
+		if w := push(t, dr, "", "application/json", body); w.Code != http.StatusNoContent {
 			t.Fatalf("push %s: %d %s", body, w.Code, w.Body)
 		}
 	}
@@ -318,7 +308,7 @@ func TestDemandAnnouncements(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before := announced()
-			w := push(t, dr, apiToken, "application/json", tt.body)
+			w := push(t, dr, "", "application/json", tt.body)
 			if w.Code/100 != 4 || !strings.Contains(w.Body.String(), tt.reason) {
 				t.Errorf("%d %q, want a 4xx with %q", w.Code, w.Body, tt.reason)
 			}

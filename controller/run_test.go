@@ -92,7 +92,7 @@ func TestRunServesWhileItCycles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := c.Handler(APIOptions{})
+	h := c.Handler(APIOptions{OpenReads: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var readers sync.WaitGroup

@@ -134,7 +134,7 @@ func TestAdoptedFleetIsReported(t *testing.T) {
 	}
 	// Degraded, and said so: liveness stays up (a partition must not get
 	// the controller restarted), readiness and the metrics say why.
-	h := l.c.Handler(APIOptions{})
+	h := l.c.Handler(APIOptions{OpenReads: true})
 	if code, body := get(t, h, "/healthz"); code != http.StatusOK || !strings.HasPrefix(body, "ok\n") ||
 		!strings.Contains(body, "degraded: 3 unknown instance(s)") || !strings.Contains(body, "degraded: scale-in halted: 3 of 3 nodes have silent agents") {
 		t.Errorf("GET /healthz: %d %q", code, body)
@@ -730,7 +730,7 @@ func TestUnreadableGPUsNeverIdle(t *testing.T) {
 			if got := fmt.Sprint(plan.GPUFaultNodes); got != fmt.Sprint([]string{unknown, empty, working}) {
 				t.Errorf("plan's GPU-fault nodes %s, want %v", got, []string{unknown, empty, working})
 			}
-			h := l.c.Handler(APIOptions{})
+			h := l.c.Handler(APIOptions{OpenReads: true})
 			if _, body := get(t, h, "/v1/fleet"); strings.Count(body, `"gpu_fault": "NVML device count: GPU is lost (fell off the bus)"`) != 3 {
 				t.Errorf("GET /v1/fleet does not show the 3 GPU faults: %s", body)
 			}
@@ -788,7 +788,7 @@ func TestOrphansReaped(t *testing.T) {
 	l.now = l.now.Add(5 * time.Minute)
 	l.cfg.Pools, l.also = []fleet.Pool{kept}, []fleet.Pool{gone}
 	l.restart(t, l.cloud)
-	h := l.c.Handler(APIOptions{})
+	h := l.c.Handler(APIOptions{OpenReads: true})
 	actions := map[string][]planner.ActionKind{}
 	for i := range 40 {
 		switch i {
@@ -868,7 +868,7 @@ func TestSpotNoticeReplacedAhead(t *testing.T) {
 	if launched != 1 || plan.Capacity.InterruptedGPUs != 8 {
 		t.Fatalf("plan on the notice: %d launched, %d GPUs under notice; want the replacement launched now: %+v", launched, plan.Capacity.InterruptedGPUs, plan.Actions)
 	}
-	if _, body := get(t, l.c.Handler(APIOptions{}), "/v1/fleet"); !strings.Contains(body, `"interrupt_at"`) {
+	if _, body := get(t, l.c.Handler(APIOptions{OpenReads: true}), "/v1/fleet"); !strings.Contains(body, `"interrupt_at"`) {
 		t.Errorf("GET /v1/fleet does not show the notice: %s", body)
 	}
 	// The cloud takes it; the replacement is already on its way, and

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/identitytest"
 	"github.com/fleetcast/autoscaler/providers"
@@ -203,6 +204,7 @@ func TestRegistryLifecycle(t *testing.T) {
 // two live instances.
 type fixture struct {
 	srv    *Server
+	tokens *apiauth.Tokens
 	h      http.Handler
 	signer *identitytest.Signer
 	secret string
@@ -213,7 +215,8 @@ const apiToken = "operator-token-0123456789"
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	reg, err := NewRegistry(openStore(t, dir), nil, nil)
+	st := openStore(t, dir)
+	reg, err := NewRegistry(st, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,11 +227,18 @@ func newFixture(t testing.TB) *fixture {
 	}
 	f := &fixture{signer: identitytest.New(t), secret: secret}
 	live := map[string]fleet.Pool{"i-a": {Name: "gpu", Region: "us-east-1"}, "i-b": {Name: "gpu", Region: "us-east-1"}}
-	f.srv = &Server{Registry: reg, BootstrapFile: file, AWSRoots: []*x509.Certificate{f.signer.Cert}, APIToken: apiToken,
+	f.srv = &Server{Registry: reg, BootstrapFile: file, AWSRoots: []*x509.Certificate{f.signer.Cert},
 		Live: func(node string) (fleet.Pool, string, bool) { p, ok := live[node]; return p, "us-east-1a", ok }}
-	mux := http.NewServeMux()
-	f.srv.Routes(mux)
-	f.h = mux
+	tokens, err := apiauth.NewTokens(st, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tokens.SetRoot(apiToken, "FLEETCAST_API_TOKEN"); err != nil {
+		t.Fatal(err)
+	}
+	rt := &apiauth.Router{Tokens: tokens}
+	f.srv.Routes(rt)
+	f.h, f.tokens = rt, tokens
 	return f
 }
 

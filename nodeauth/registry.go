@@ -58,7 +58,8 @@ const (
 	// Registered: the node holds a credential already, so the bootstrap
 	// secret cannot get it another.
 	Registered Code = "registered"
-	// BadSecret: the bootstrap secret (or API token) is wrong or missing.
+	// BadSecret: the bootstrap secret (or an operator's API token) is
+	// wrong or missing.
 	BadSecret Code = "bad-secret"
 	// BadIdentity: the instance's identity does not check out.
 	BadIdentity Code = "bad-identity"
@@ -73,22 +74,10 @@ const (
 
 // Error is a refusal: the HTTP status to answer with, its code and the
 // reason in words.
-type Error struct {
-	Status int
-	Code   Code
-	Reason string
-}
-
-func (e *Error) Error() string { return e.Reason }
-
-// HTTPStatus is the status to answer with (report.Refusal).
-func (e *Error) HTTPStatus() int { return e.Status }
-
-// ErrorCode is the refusal's code (report.Refusal).
-func (e *Error) ErrorCode() string { return string(e.Code) }
+type Error = report.Denial[Code]
 
 func refuse(status int, code Code, format string, args ...any) *Error {
-	return &Error{Status: status, Code: code, Reason: fmt.Sprintf(format, args...)}
+	return report.Deny(status, code, format, args...)
 }
 
 // Store keeps the credential records (state.Store does).
@@ -192,19 +181,45 @@ func (r *Registry) checkLocked(node, token string) (state.Credential, bool, erro
 
 // Issue issues node a new credential and returns it (shown once).
 //
-// Through the bootstrap secret (via ViaBootstrap) it is refused while the
-// node holds a credential that is not revoked; after a revocation only the
-// node that first registered may bootstrap again, proved by its bootstrap
-// nonce (nonce is its hash; the first bootstrap binds it), so a copy of the
-// instance's identity document cannot take the node over. An operator
-// (ViaOperator) replaces any credential, keeping the nonce.
+// It is refused while the node holds a credential that is not revoked:
+// its agent would be cut off (an operator replaces one with Replace).
+// Through the bootstrap secret (via ViaBootstrap), after a revocation only
+// the node that first registered may bootstrap again, proved by its
+// bootstrap nonce (nonce is its hash; the first bootstrap binds it), so a
+// copy of the instance's identity document cannot take the node over. An
+// operator (ViaOperator) issues for a revoked or new node, keeping the
+// nonce.
 func (r *Registry) Issue(node, pool, via, nonce string) (string, state.Credential, error) {
+	return r.issue(node, pool, via, nonce, "")
+}
+
+// Replace is an operator's Issue that replaces the node's credential even
+// while it is good (its agent lost its files, or is not the node's): the
+// agent that holds it is refused from then on. replaced says whether the
+// node held a good credential.
+func (r *Registry) Replace(node string) (token string, c state.Credential, replaced bool, err error) {
+	r.mu.Lock()
+	old, had := r.byNode[node]
+	r.mu.Unlock()
+	token, c, err = r.issue(node, "", ViaOperator, "", old.Hash)
+	return token, c, err == nil && had && old.Revoked.IsZero(), err
+}
+
+// issue issues node a credential. An operator's issue (via ViaOperator)
+// replaces a good credential only when replace is its hash, as the caller
+// saw it: a credential issued since is not replaced unseen.
+func (r *Registry) issue(node, pool, via, nonce, replace string) (string, state.Credential, error) {
 	if node == "" || len(node) > report.MaxNode {
 		return "", state.Credential{}, refuse(http.StatusBadRequest, Malformed, "a node name of 1 to %d bytes is needed", report.MaxNode)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old, had := r.byNode[node]
+	if via == ViaOperator && had && old.Revoked.IsZero() && (replace == "" || replace != old.Hash) {
+		return "", state.Credential{}, refuse(http.StatusConflict, Registered,
+			"node %q registered at %s (%s) and holds a good credential: issuing another cuts its agent off. If that is what you want (its agent lost its files, or is not the node's), run `autoscaler token issue -replace REASON %s`",
+			node, old.Registered.UTC().Format(time.RFC3339), old.Via, node)
+	}
 	if via == ViaBootstrap && had {
 		switch {
 		case old.Revoked.IsZero():
@@ -243,14 +258,15 @@ func (r *Registry) Issue(node, pool, via, nonce string) (string, state.Credentia
 // a lost answer costs nothing). The old one stays good for the grace, or
 // until the new one is first used.
 func (r *Registry) Rotate(node, token, next string) (state.Credential, error) {
-	if len(next) != 64 || strings.Trim(next, "0123456789abcdef") != "" {
-		return state.Credential{}, refuse(http.StatusBadRequest, Malformed, "rotation: next must be the hex SHA-256 of the new credential")
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// The caller first: nobody else learns what a rotation takes.
 	c, current, err := r.checkLocked(node, token)
 	if err != nil {
 		return state.Credential{}, err
+	}
+	if len(next) != 64 || strings.Trim(next, "0123456789abcdef") != "" {
+		return state.Credential{}, refuse(http.StatusBadRequest, Malformed, "rotation: next must be the hex SHA-256 of the new credential")
 	}
 	if !current && same(next, c.Hash) {
 		// The same rotation again (its answer was lost): already done.

@@ -3,21 +3,23 @@ package nodeauth
 import (
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/secretfile"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/gcp"
+	"github.com/fleetcast/autoscaler/state"
 )
 
 // MinSecret is the shortest bootstrap secret accepted, in characters
@@ -26,11 +28,12 @@ const MinSecret = 32
 
 // Server serves the credential routes:
 //
-//	POST   /v1/agents/{node}/credential         issue: the bootstrap secret and the instance's signed identity (AWS), a Compute Engine identity token alone (GCP), or the API token
+//	POST   /v1/agents/{node}/credential         issue: the bootstrap secret and the instance's signed identity (AWS), a Compute Engine identity token alone (GCP), or an operator's API token
 //	POST   /v1/agents/{node}/credential/rotate  rotate: the node's credential
-//	DELETE /v1/agents/{node}/credential         revoke (?forget=true: and forget the node): the API token
-//	GET    /v1/credentials                      list (no secrets): the API token
+//	DELETE /v1/agents/{node}/credential         revoke (?forget=true: and forget the node): an operator's API token
+//	GET    /v1/credentials                      list (no secrets): an operator's API token
 //
+// The router they are added to checks the API tokens (apiauth.Router).
 // Every refusal is a 4xx with the reason as text and its Code in
 // report.CodeHeader, and changes nothing.
 type Server struct {
@@ -52,9 +55,10 @@ type Server struct {
 	// zone its group lists it in ("" if none), as the controller last
 	// observed its fleet.
 	Live func(node string) (pool fleet.Pool, zone string, ok bool)
-	// APIToken is the operator's token, which may issue, revoke and list.
-	APIToken string
-	Log      hclog.Logger
+	Log  hclog.Logger
+	// Replacements counts the good node credentials operators replaced
+	// (nil: not counted).
+	Replacements interface{ Inc() }
 
 	// verifying bounds the plugins' identity checks running at once.
 	verifyOnce sync.Once
@@ -65,12 +69,18 @@ type Server struct {
 // bootstrap beyond them is told to try again (503 busy).
 const MaxPluginVerifies = 4
 
-// Routes adds the routes to mux.
-func (s *Server) Routes(mux *http.ServeMux) {
-	mux.HandleFunc(report.CredentialPattern, s.issue)
-	mux.HandleFunc(report.RotatePattern, s.rotate)
-	mux.HandleFunc("DELETE /v1/agents/{node}/credential", s.revoke)
-	mux.HandleFunc("GET /v1/credentials", s.list)
+// The routes an operator alone may call.
+const (
+	RevokePattern = "DELETE /v1/agents/{node}/credential"
+	ListPattern   = "GET /v1/credentials"
+)
+
+// Routes adds the routes to rt, each with the access it needs.
+func (s *Server) Routes(rt *apiauth.Router) {
+	rt.HandleFunc(report.CredentialPattern, apiauth.Bootstrap, s.issue)
+	rt.HandleFunc(report.RotatePattern, apiauth.Node, s.rotate)
+	rt.HandleFunc(RevokePattern, apiauth.NeedOperator, s.revoke)
+	rt.HandleFunc(ListPattern, apiauth.NeedOperator, s.list)
 }
 
 func (s *Server) log() hclog.Logger {
@@ -88,22 +98,12 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 		http.Error(w, "the controller could not do it; try again", http.StatusInternalServerError)
 		return
 	}
-	s.log().Warn(what+" refused", "node", r.PathValue("node"), "remote", r.RemoteAddr, "code", e.Code, "reason", e.Reason)
+	args := []any{"node", r.PathValue("node"), "remote", r.RemoteAddr, "code", e.Code, "reason", e.Reason}
+	if op, ok := apiauth.Caller(r.Context()); ok {
+		args = append(args, "token", op.Name)
+	}
+	s.log().Warn(what+" refused", args...)
 	report.Refuse(w, e, e.Status)
-}
-
-func answer(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
-}
-
-// operator reports whether the request carries the API token.
-func (s *Server) operator(r *http.Request) bool {
-	token, ok := report.BearerToken(r)
-	return ok && s.APIToken != "" && same(token, s.APIToken)
 }
 
 // secrets returns the bootstrap secrets now in the file, one per line: a
@@ -136,14 +136,14 @@ func (s *Server) secrets() ([]string, error) {
 
 func (s *Server) issue(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
-	if s.operator(r) {
-		token, c, err := s.Registry.Issue(node, "", ViaOperator, "")
-		if err != nil {
-			s.fail(w, r, "issuing a node credential", err)
+	if op, ok := apiauth.Caller(r.Context()); ok {
+		// The router lets an operator's API token through; any other
+		// is refused here too.
+		if !op.Scope.Allows(apiauth.Operator) {
+			s.fail(w, r, "issuing a node credential", refuse(http.StatusForbidden, Code(apiauth.WrongScope), "API token %q has scope %s; issuing a node credential needs operator", op.Name, op.Scope))
 			return
 		}
-		s.log().Info("node registered", "node", node, "via", ViaOperator, "remote", r.RemoteAddr)
-		answer(w, report.CredentialAnswer{Node: node, Credential: token, Issued: c.Issued})
+		s.operatorIssue(w, r, node, op)
 		return
 	}
 	pool, nonce, err := s.bootstrap(w, r, node)
@@ -157,7 +157,67 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log().Info("node registered", "node", node, "pool", pool, "via", ViaBootstrap, "remote", r.RemoteAddr)
-	answer(w, report.CredentialAnswer{Node: node, Credential: token, Issued: c.Issued})
+	report.WriteJSON(w, report.CredentialAnswer{Node: node, Credential: token, Issued: c.Issued})
+}
+
+// maxReason bounds the reason an operator gives for a replacement.
+const maxReason = 1024
+
+// operatorIssue issues node a credential for an operator (op): refused
+// while the node holds a good one, unless the request says to replace it
+// and why; a replacement is logged with the operator's token and reason,
+// and counted.
+func (s *Server) operatorIssue(w http.ResponseWriter, r *http.Request, node string, op apiauth.Token) {
+	var req report.IssueRequest
+	if r.ContentLength != 0 {
+		body, status, reason := report.ReadJSON(w, r, 4<<10, "credential request")
+		if status != http.StatusOK {
+			s.fail(w, r, "issuing a node credential", refuse(status, Malformed, "%s", reason))
+			return
+		}
+		if len(body) > 0 {
+			if err := fleet.DecodeJSON(body, &req); err != nil {
+				s.fail(w, r, "issuing a node credential", refuse(http.StatusBadRequest, Malformed, "credential request: %v", err))
+				return
+			}
+		}
+	}
+	req.Reason = strings.TrimSpace(req.Reason)
+	switch {
+	case req.Replace && req.Reason == "":
+		s.fail(w, r, "issuing a node credential", refuse(http.StatusBadRequest, Malformed, "a replacement needs a reason (`autoscaler token issue -replace REASON %s`): it goes in the controller's log", node))
+		return
+	case len(req.Reason) > maxReason || strings.ContainsFunc(req.Reason, unicode.IsControl):
+		s.fail(w, r, "issuing a node credential", refuse(http.StatusBadRequest, Malformed, "reason: want one line of at most %d bytes", maxReason))
+		return
+	case !req.Replace && req.Reason != "":
+		s.fail(w, r, "issuing a node credential", refuse(http.StatusBadRequest, Malformed, "a reason goes with replace only"))
+		return
+	}
+	var (
+		token    string
+		c        state.Credential
+		replaced bool
+		err      error
+	)
+	if req.Replace {
+		token, c, replaced, err = s.Registry.Replace(node)
+	} else {
+		token, c, err = s.Registry.Issue(node, "", ViaOperator, "")
+	}
+	if err != nil {
+		s.fail(w, r, "issuing a node credential", err)
+		return
+	}
+	if replaced {
+		s.log().Warn("node credential replaced by an operator: the agent that held it is refused from now on", "node", node, "token", op.Name, "reason", req.Reason, "remote", r.RemoteAddr)
+		if s.Replacements != nil {
+			s.Replacements.Inc()
+		}
+	} else {
+		s.log().Info("node registered", "node", node, "via", ViaOperator, "token", op.Name, "remote", r.RemoteAddr)
+	}
+	report.WriteJSON(w, report.CredentialAnswer{Node: node, Credential: token, Issued: c.Issued})
 }
 
 // bootstrap checks a bootstrap request: the secret (but for a GCP
@@ -175,7 +235,7 @@ func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) 
 			good = good || ok && same(got, secret)
 		}
 		if !good && s.GCP == nil {
-			return "", "", refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or API token)")
+			return "", "", refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or an operator's API token)")
 		}
 	}
 	body, status, reason := report.ReadJSON(w, r, 64<<10, "credential request")
@@ -193,7 +253,7 @@ func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) 
 	case req.GCP != nil && req.AWS == nil:
 		return s.bootstrapGCP(r, node, req)
 	case !good:
-		return "", "", refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or API token)")
+		return "", "", refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or an operator's API token)")
 	case req.Plugin != nil && req.AWS == nil:
 		return s.bootstrapPlugin(r, node, req)
 	case req.AWS == nil:
@@ -326,27 +386,21 @@ func (s *Server) rotate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "rotation", err)
 		return
 	}
-	answer(w, report.CredentialAnswer{Node: node, Issued: c.Issued})
+	report.WriteJSON(w, report.CredentialAnswer{Node: node, Issued: c.Issued})
 }
 
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
-	if !s.operator(r) {
-		s.fail(w, r, "revocation", refuse(http.StatusUnauthorized, BadSecret, "revoking needs the API token"))
-		return
-	}
 	c, err := s.Registry.Revoke(r.PathValue("node"), r.URL.Query().Get("forget") == "true")
 	if err != nil {
 		s.fail(w, r, "revocation", err)
 		return
 	}
+	op, _ := apiauth.Caller(r.Context())
+	s.log().Warn("node credential revoked by an operator: its agent is refused from now on", "node", c.Node, "token", op.Name, "forget", r.URL.Query().Get("forget") == "true", "remote", r.RemoteAddr)
 	c.Hash, c.Previous, c.Nonce = "", "", ""
-	answer(w, c)
+	report.WriteJSON(w, c)
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	if !s.operator(r) {
-		s.fail(w, r, "listing credentials", refuse(http.StatusUnauthorized, BadSecret, "listing credentials needs the API token"))
-		return
-	}
-	answer(w, s.Registry.List())
+	report.WriteJSON(w, s.Registry.List())
 }

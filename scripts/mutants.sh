@@ -570,12 +570,54 @@ nodeauth/server.go
 ./nodeauth
 TestBootstrap
 
-API: the reads open off loopback
-controller/api.go
-"\t\tif o.ReadToken != \"\" {"
-"\t\tif false {"
+API: the reads open without OpenReads
+apiauth/router.go
+"\t\tif access == Public || access == NeedRead && rt.OpenReads {"
+"\t\tif access == Public || access == NeedRead {"
 ./controller
-TestAPIReadsNeedTokenOffLoopback
+TestAPIScopes|TestAPIReadsNeedTokenOffLoopback
+
+API: a token let through out of its scope
+apiauth/router.go
+"\t\tcase known && (access == Node || !tok.Scope.Allows(need)):"
+"\t\tcase known && (access == Node || !tok.Scope.Allows(need) && false):"
+./controller
+TestAPIScopes|TestDemandTokenCannotTakeANode
+
+API: every scope allows everything
+apiauth/scope.go
+"func (s Scope) Allows(need Scope) bool { return s == need || s == Operator }"
+"func (s Scope) Allows(need Scope) bool { return true }"
+./controller
+TestAPIScopes|TestDemandTokenCannotTakeANode
+
+API: an API token speaks for a node
+apiauth/router.go
+"\t\tcase known && (access == Node || !tok.Scope.Allows(need)):"
+"\t\tcase known && !tok.Scope.Allows(need):"
+./controller
+TestAPIScopes|TestDemandTokenCannotTakeANode
+
+API tokens: a rotated-out secret good past its grace
+apiauth/tokens.go
+"h != r.Previous || now.Before(r.PreviousUntil)"
+"true"
+./apiauth
+TestTokensLifecycle
+
+API tokens: a revoked token still good
+apiauth/tokens.go
+"\tdelete(t.byHash, r.Hash)\n\tdelete(t.byHash, r.Previous)\n\tt.mu.Unlock()"
+"\tt.mu.Unlock()"
+./apiauth ./cmd/autoscaler
+TestTokensLifecycle|TestTokenRoutes|TestAPITokensCLI
+
+node credential: an operator replaces a good credential without -replace
+nodeauth/registry.go
+"\tif via == ViaOperator && had && old.Revoked.IsZero() && (replace == \"\" || replace != old.Hash) {"
+"\tif false {"
+./controller ./cmd/autoscaler
+TestOperatorReplacesOnlyWithReason|TestAPITokensCLI
 
 API: plain HTTP off loopback
 config/config.go

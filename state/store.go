@@ -2,8 +2,9 @@
 // controller.state_dir holding the demand history the forecaster needs, the
 // journal of intents (each cloud change is written here, with its
 // idempotency key, before it is made), the launches it made lately (so it
-// knows which instances are its own), the drains in progress and the
-// pools' capacity-error back-offs. A restarted controller reads them back
+// knows which instances are its own), the drains in progress, the
+// pools' capacity-error back-offs, and the hashes of the nodes' credentials
+// and of the API tokens. A restarted controller reads them back
 // and finishes or undoes what it finds (DESIGN.md rules 4 and 8).
 //
 // Every write is one bbolt transaction, committed and synced to disk before
@@ -110,8 +111,15 @@ func corrupted(path string, err error) error {
 
 // init checks the file's consistency and marker, and writes the marker and
 // buckets into a new file.
-func (s *Store) init() error {
-	err := s.db.View(func(tx *bolt.Tx) error {
+func (s *Store) init() (err error) {
+	// bbolt panics on some damaged pages its check passes (a key's length
+	// beyond its page): such a file is corrupted too, never a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			err = corrupted(s.path, fmt.Errorf("%v", r))
+		}
+	}()
+	err = s.db.View(func(tx *bolt.Tx) error {
 		// Read every error: the check's goroutine stops only when the
 		// channel is drained.
 		var first error
@@ -155,7 +163,7 @@ func (s *Store) init() error {
 				return fmt.Errorf("state: %s: written by a newer Fleetcast (state version %d; this one reads up to %d)", s.path, v, Version)
 			}
 		}
-		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels, bucketDrainLog, bucketReady, bucketLaunches, bucketSeen, bucketCreds} {
+		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels, bucketDrainLog, bucketReady, bucketLaunches, bucketSeen, bucketCreds, bucketAPITokens} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("state: %s: creating bucket %s: %w", s.path, b, err)
 			}

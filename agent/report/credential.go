@@ -116,3 +116,14 @@ func Hash(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:])
 }
+
+// IssueRequest is the body of an operator's issue of a node credential
+// (with an operator's API token); it may be empty.
+type IssueRequest struct {
+	// Replace replaces a credential the node holds and that is not
+	// revoked: its agent is refused from then on. Without it such an issue
+	// is refused (409, "registered").
+	Replace bool `json:"replace,omitempty"`
+	// Reason says why, for the controller's log; required with Replace.
+	Reason string `json:"reason,omitempty"`
+}

@@ -33,6 +33,38 @@ type Refusal interface {
 	ErrorCode() string
 }
 
+// Denial is a refusal of a request: the HTTP status to answer with, its
+// typed code (C, a package's own code type) and the reason in words. It is
+// a Refusal; nodeauth.Error and apiauth.Error are Denials.
+type Denial[C ~string] struct {
+	Status int
+	Code   C
+	Reason string
+}
+
+func (e *Denial[C]) Error() string { return e.Reason }
+
+// HTTPStatus is the status to answer with.
+func (e *Denial[C]) HTTPStatus() int { return e.Status }
+
+// ErrorCode is the refusal's code.
+func (e *Denial[C]) ErrorCode() string { return string(e.Code) }
+
+// Deny returns a Denial with the reason format makes of args.
+func Deny[C ~string](status int, code C, format string, args ...any) *Denial[C] {
+	return &Denial[C]{Status: status, Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// WriteJSON answers v as indented JSON, never cached (answers may hold
+// secrets shown once).
+func WriteJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
 // Refuse answers a refused request: the status and code of err when it is
 // a Refusal (else fallback and no code), the reason as text.
 func Refuse(w http.ResponseWriter, err error, fallback int) {

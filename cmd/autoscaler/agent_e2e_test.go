@@ -28,6 +28,7 @@ import (
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/agent/gpu"
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/credtest"
@@ -402,10 +403,10 @@ func TestAgentGCPBootstrap(t *testing.T) {
 	}
 	pool := fleet.Pool{Name: "gcp-a100", Provider: fleet.ProviderGCP, Region: "us-central1", Settings: gcp.Settings{Project: "ml", Zone: "us-central1-a", MIG: "a100"}}
 	ctl := &noticeController{agents: controller.NewAgents(time.Now)}
-	mux := http.NewServeMux()
+	mux := &apiauth.Router{}
 	(&nodeauth.Server{Registry: creds, GCP: &nodeauth.GCPVerifier{Audience: audience, Validator: v},
 		Live: func(node string) (fleet.Pool, string, bool) { return pool, vm.Zone, node == vm.Name }}).Routes(mux)
-	mux.Handle(report.Pattern, &report.Receiver{Credentials: creds, Store: ctl})
+	mux.Handle(report.Pattern, apiauth.Node, &report.Receiver{Credentials: creds, Store: ctl})
 	cs := httptest.NewServer(mux)
 	defer cs.Close()
 	credFile := filepath.Join(dir, "credential")

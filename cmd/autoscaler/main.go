@@ -22,6 +22,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -62,6 +63,7 @@ func commands() []command {
 		{"agent", "run the in-instance agent, or tell it about a job (register, checkpoint, done)", runAgent},
 		{"simulate", "replay a workload trace through static, reactive, headroom, predictive and oracle fleets, or draw the cost-against-waiting frontier", runSimulate},
 		{"token", "list, issue or revoke node credentials on the running controller", runToken},
+		{"api-token", "create, list, rotate or revoke API tokens (scopes demand, read, operator) on the running controller", runAPIToken},
 		{"plugins", "list the provider plugins, their versions and health (from the running controller, or by starting each)", runPlugins},
 		{"validate", "check a fleet config file", runValidate},
 		{"version", "print the version", runVersion},
@@ -111,29 +113,47 @@ func usage(w io.Writer) {
 // stderr. When ok is false the command stops with the exit status code:
 // help was asked for, or the command line is wrong.
 func setup(e *env, fs *flag.FlagSet, args []string) (log hclog.Logger, code int, ok bool) {
+	log, _, code, ok = setupNamed(e, fs, args, "")
+	return log, code, ok
+}
+
+// setupNamed is setup for a command that takes one name (a node, a
+// token) besides its flags, first or last: `token issue NODE -config F`
+// or `token issue -config F NODE`. what says what the name is, for the
+// error when it is missing; "" takes none.
+func setupNamed(e *env, fs *flag.FlagSet, args []string, what string) (log hclog.Logger, name string, code int, ok bool) {
 	level := fs.String("log-level", "warn", "log level: trace, debug, info, warn or error")
 	asJSON := fs.Bool("log-json", false, "write logs as JSON lines")
+	if what != "" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		return nil, exitOK, false
+		return nil, "", exitOK, false
 	case err != nil:
-		return nil, exitUsage, false
+		return nil, "", exitUsage, false
+	case what != "" && name == "" && fs.NArg() == 1:
+		name = fs.Arg(0)
 	case fs.NArg() > 0:
 		fmt.Fprintf(e.stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return nil, exitUsage, false
+		return nil, "", exitUsage, false
+	}
+	if what != "" && name == "" {
+		fmt.Fprintf(e.stderr, "%s: name the %s: %s -config FILE %s\n", fs.Name(), what, fs.Name(), strings.ToUpper(what))
+		return nil, "", exitUsage, false
 	}
 	lvl := hclog.LevelFromString(*level)
 	if lvl == hclog.NoLevel {
 		fmt.Fprintf(e.stderr, "%s: -log-level %q: want trace, debug, info, warn or error\n", fs.Name(), *level)
-		return nil, exitUsage, false
+		return nil, "", exitUsage, false
 	}
 	return hclog.New(&hclog.LoggerOptions{
 		Name:       "autoscaler",
 		Level:      lvl,
 		JSONFormat: *asJSON,
 		Output:     e.stderr,
-	}), exitOK, true
+	}), name, exitOK, true
 }
 
 // durationFlag is a flag holding a duration in the config's syntax

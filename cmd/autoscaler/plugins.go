@@ -21,7 +21,7 @@ import (
 func runPlugins(e *env, args []string) int {
 	fs := newFlagSet(e, "plugins", "plugins -config FILE | -addr URL [-config FILE] [-ca-file FILE] [-json]")
 	path := fs.String("config", "", "the fleet config: without -addr, each of its plugins is started (its checksum checked), asked to check its config and describe its pools, and stopped; with -addr, it gives the controller's certificate and state directory (its API token)")
-	addr := fs.String("addr", "", "the running controller's API URL, such as https://fleetcast.internal:8790: its plugins' health as it sees them (the API token from FLEETCAST_API_TOKEN, or -config's state directory)")
+	addr := fs.String("addr", "", "the running controller's API URL, such as https://fleetcast.internal:8790: its plugins' health as it sees them (a token of scope read from FLEETCAST_API_TOKEN, else the root token in -config's state directory)")
 	caFile := fs.String("ca-file", "", "PEM file of the CA(s) of the controller's certificate (default: controller.tls_cert_file itself)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	timeout := durationFlag{d: 30 * time.Second, positive: true}
@@ -44,7 +44,7 @@ func runPlugins(e *env, args []string) int {
 	defer cancel()
 	var status []pluginStatus
 	if *addr != "" {
-		body, code, err := callController(ctx, cfg.Controller, *addr, *caFile, "GET", "/v1/plugins", false)
+		body, code, err := callController(ctx, cfg.Controller, *addr, *caFile, "GET", "/v1/plugins", nil, false)
 		if err != nil {
 			fmt.Fprintln(e.stderr, "plugins:", err)
 			return code

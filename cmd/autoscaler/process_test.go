@@ -64,11 +64,12 @@ type liveRun struct {
 	token    string
 }
 
-// startRunCLI starts `run -config conf -log-level info` (startCLI), its
-// output in logPath, serving at addr, and waits until it serves.
-func startRunCLI(t *testing.T, logPath, conf, addr, stateDir string) (*liveRun, func()) {
+// startRunCLI starts `run -config conf -log-level info` and extra flags
+// (startCLI), its output in logPath, serving at addr, and waits until it
+// serves.
+func startRunCLI(t *testing.T, logPath, conf, addr, stateDir string, extra ...string) (*liveRun, func()) {
 	t.Helper()
-	output, stop := startCLI(t, logPath, "run -config "+conf+" -log-level info")
+	output, stop := startCLI(t, logPath, strings.Join(append([]string{"run -config " + conf + " -log-level info"}, extra...), " "))
 	r := &liveRun{t: t, base: "http://" + addr, stateDir: stateDir, output: output}
 	r.waitFor("the controller serving", time.Minute, func() bool {
 		b, err := os.ReadFile(filepath.Join(stateDir, "api-token"))
@@ -101,8 +102,21 @@ func (r *liveRun) waitFor(what string, within time.Duration, ok func() bool) {
 // on an answer that is no success.
 func (r *liveRun) api(method, path, body string) string {
 	r.t.Helper()
+	code, b := r.call(method, path, r.token, body)
+	if code >= 300 {
+		r.t.Fatalf("%s %s: %d %s", method, path, code, b)
+	}
+	return b
+}
+
+// call is one request to r's API with bearer; it returns the status and
+// body.
+func (r *liveRun) call(method, path, bearer, body string) (int, string) {
+	r.t.Helper()
 	req, _ := http.NewRequest(method, r.base+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+r.token)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -110,8 +124,5 @@ func (r *liveRun) api(method, path, body string) string {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		r.t.Fatalf("%s %s: %s %s", method, path, resp.Status, b)
-	}
-	return string(b)
+	return resp.StatusCode, string(b)
 }

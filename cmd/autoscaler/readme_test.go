@@ -202,6 +202,7 @@ func readmeCoverages() []readmeCoverage {
 		{prefix: "scripts/try-moto.sh", why: "runs the script against moto_server", tests: []testRef{{"scripts/trymoto", "TestTryMotoScript"}}},
 		{prefix: "autoscaler agent -controller ", why: "the agent command on a node: run as a process against a controller, on AWS's metadata mock and on moto's instances, and on a stand-in for Compute Engine's metadata server",
 			tests: []testRef{{"cmd/autoscaler", "TestAgentSpotNotice"}, {"cmd/autoscaler", "TestDeployOnAWS"}, {"cmd/autoscaler", "TestAgentCLIDrain"}, {"cmd/autoscaler", "TestAgentGCPBootstrap"}}},
+		{prefix: "autoscaler api-token ", why: "calls the running controller's API", tests: []testRef{{"cmd/autoscaler", "TestAPITokensCLI"}, {"apiauth", "TestTokenRoutes"}}},
 		{prefix: "curl ", why: "POST /v1/demand to the running controller's API",
 			tests: []testRef{{"controller", "TestDemandPushes"}, {"controller", "TestDemandRefusals"}, {"controller", "TestDemandAnnouncements"}, {"controller", "TestAPI"}}},
 		{prefix: "go test ./planner -run ^$ -bench BenchmarkPlan ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"planner", "BenchmarkPlan"}}},

@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/api/idtoken"
 
+	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/fleet"
@@ -39,7 +40,7 @@ import (
 const defaultSimSpeed = 720
 
 func runRun(e *env, args []string) int {
-	fs := newFlagSet(e, "run", "run -config FILE [-dry-run] [-sim-speed N] [-sim-start TIME] [-for DURATION] [-listen ADDR] [-state-dir DIR]")
+	fs := newFlagSet(e, "run", "run -config FILE [-dry-run] [-sim-speed N] [-sim-start TIME] [-for DURATION] [-listen ADDR] [-state-dir DIR] [-loopback-reads=false]")
 	path := fs.String("config", "", "fleet config file (HCL)")
 	dryRun := fs.Bool("dry-run", false, "plan every cycle and serve the plan, but change nothing")
 	speed := fs.Float64("sim-speed", defaultSimSpeed, "simulated seconds per real second, for a simulated cloud")
@@ -48,6 +49,7 @@ func runRun(e *env, args []string) int {
 	fs.Var(&runFor, "for", "stop after this much (simulated) time; default: run until SIGINT or SIGTERM")
 	listen := fs.String("listen", "", "address of the HTTP API (default: controller.listen)")
 	stateDir := fs.String("state-dir", "", "directory of the durable state and secrets (default: controller.state_dir)")
+	loopbackReads := fs.Bool("loopback-reads", true, "on a loopback listen address, serve the GET /v1/ reads without a token (false: a token of scope read is needed there too)")
 	log, code, ok := setup(e, fs, args)
 	if !ok {
 		return code
@@ -80,7 +82,7 @@ func runRun(e *env, args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := runController(ctx, e, log, cfg, runOptions{dryRun: *dryRun, speed: *speed, simStart: start, runFor: runFor.d, listen: *listen}); err != nil {
+	if err := runController(ctx, e, log, cfg, runOptions{dryRun: *dryRun, speed: *speed, simStart: start, runFor: runFor.d, listen: *listen, loopbackReads: *loopbackReads, configPath: *path}); err != nil {
 		fmt.Fprintln(e.stderr, "run:", err)
 		return exitError
 	}
@@ -94,6 +96,11 @@ type runOptions struct {
 	simStart time.Time
 	runFor   time.Duration
 	listen   string
+	// loopbackReads serves the /v1/ reads without a token when listen is
+	// a loopback address.
+	loopbackReads bool
+	// configPath is the config's file, for the hints printed at start.
+	configPath string
 }
 
 // simClock is simulated time: it moves only when the loop advances it,
@@ -113,15 +120,23 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	if err := cfg.Controller.CheckListen(o.listen); err != nil {
 		return err
 	}
+	// The root token, an operator's: FLEETCAST_API_TOKEN, else the one in
+	// the state directory. Schedulers and monitoring get tokens of their
+	// own scopes (`api-token create`).
 	tokenPath := filepath.Join(cfg.Controller.StateDir, "api-token")
-	apiToken, tokenHint := os.Getenv("FLEETCAST_API_TOKEN"), "$FLEETCAST_API_TOKEN"
-	if apiToken == "" {
-		if apiToken, err = secretFile(tokenPath, 24); err != nil {
+	rootToken, rootSource := os.Getenv("FLEETCAST_API_TOKEN"), "FLEETCAST_API_TOKEN"
+	if rootToken == "" {
+		if rootToken, err = secretFile(tokenPath, 24); err != nil {
 			return err
 		}
-		tokenHint = "$(cat " + tokenPath + ")"
-	} else if len(apiToken) < 16 {
-		return fmt.Errorf("FLEETCAST_API_TOKEN has %d characters; want at least 16", len(apiToken))
+		rootSource = tokenPath
+	}
+	tokens, err := apiauth.NewTokens(store, nil, log.Named("api-tokens"))
+	if err != nil {
+		return err
+	}
+	if err := tokens.SetRoot(rootToken, rootSource); err != nil {
+		return err
 	}
 
 	live := !registry.Simulated(cfg.Pools)
@@ -198,13 +213,10 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	if err != nil {
 		return fmt.Errorf("HTTP API on %s: %w (set controller.listen or -listen)", o.listen, err)
 	}
-	api := controller.APIOptions{Credentials: creds,
+	api := controller.APIOptions{Credentials: creds, Tokens: tokens, OpenReads: o.loopbackReads && config.Loopback(o.listen),
 		Auth: &nodeauth.Server{Registry: creds, BootstrapFile: cfg.Controller.BootstrapTokenFile, AWSRoots: awsRoots, GCP: gcpIdentity,
-			Live: c.LivePool, APIToken: apiToken, Log: log.Named("credentials")},
-		Demand: &controller.DemandReceiver{Token: apiToken, Pools: cfg.Pools, Pending: pending, Now: clock, Log: log}}
-	if !config.Loopback(o.listen) {
-		api.ReadToken = apiToken
-	}
+			Live: c.LivePool, Log: log.Named("credentials")},
+		Demand: &controller.DemandReceiver{Pools: cfg.Pools, Pending: pending, Now: clock, Log: log}}
 	if set := registry.Plugins(clouds); set != nil {
 		api.Plugins, api.Auth.Plugins = set, set
 	}
@@ -235,8 +247,9 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		where = fmt.Sprintf("on %d pools, a cycle every %s", len(cfg.Pools), fleet.FormatDuration(cfg.Controller.Interval))
 	}
 	fmt.Fprintf(e.stdout, "Fleetcast controller%s %s; API on %s://%s; state in %s\n", mode, where, scheme, ln.Addr(), store.Path())
-	fmt.Fprintf(e.stdout, "Push pending demand: curl -H \"Authorization: Bearer %s\" -H 'Content-Type: application/json' -d '{\"source\": \"me\", \"pending\": [{\"pool\": \"%s\", \"gpus\": 8}]}' %s://%s/v1/demand\n\n",
-		tokenHint, cfg.Pools[0].Name, scheme, ln.Addr())
+	fmt.Fprintf(e.stdout, "A scheduler's token: TOKEN=$(autoscaler api-token create -config %s -scope demand me) (the root token, an operator's, is in %s)\n", o.configPath, rootSource)
+	fmt.Fprintf(e.stdout, "Push pending demand: curl -H \"Authorization: Bearer $TOKEN\" -H 'Content-Type: application/json' -d '{\"source\": \"me\", \"pending\": [{\"pool\": \"%s\", \"gpus\": 8}]}' %s://%s/v1/demand\n\n",
+		cfg.Pools[0].Name, scheme, ln.Addr())
 
 	ro := controller.RunOptions{For: o.runFor, Immediately: live}
 	if !live {

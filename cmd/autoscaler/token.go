@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -35,34 +37,24 @@ func runToken(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "token: unknown command %q; want list, issue or revoke\n", sub)
 		return exitUsage
 	}
-	fs := newFlagSet(e, "token "+sub, "token "+sub+" -config FILE [-addr URL] [-ca-file FILE]"+map[string]string{"list": "", "issue": " NODE", "revoke": " [-forget] NODE"}[sub])
-	path := fs.String("config", "", "the controller's fleet config (for its address, TLS certificate and state directory)")
-	addr := fs.String("addr", "", "the controller's API URL (default: from controller.listen, on 127.0.0.1)")
-	caFile := fs.String("ca-file", "", "PEM file of the CA(s) of the controller's certificate (default: controller.tls_cert_file itself)")
-	forget := false
-	if sub == "revoke" {
+	fs := newFlagSet(e, "token "+sub, "token "+sub+" -config FILE [-addr URL] [-ca-file FILE]"+map[string]string{"list": "", "issue": " [-replace REASON] NODE", "revoke": " [-forget] NODE"}[sub])
+	c := controllerFlags(fs)
+	forget, replace := false, ""
+	switch sub {
+	case "revoke":
 		fs.BoolVar(&forget, "forget", false, "forget the node too, so that any agent with the bootstrap secret and the instance's identity may bootstrap it (one that lost its files), not only the one that registered it")
+	case "issue":
+		fs.StringVar(&replace, "replace", "", "replace the node's credential even while it is good, cutting off the agent that holds it; the reason goes in the controller's log (without it, an issue for a node that holds a good credential is refused)")
 	}
-	// The node comes first or last: `token revoke NODE -config F` or
-	// `token revoke -config F NODE`.
-	rest, node := args[1:], ""
-	if sub != "list" {
-		switch {
-		case len(rest) > 0 && !strings.HasPrefix(rest[0], "-"):
-			node, rest = rest[0], rest[1:]
-		case len(rest) > 0 && !strings.HasPrefix(rest[len(rest)-1], "-"):
-			node, rest = rest[len(rest)-1], rest[:len(rest)-1]
-		}
+	what := "node"
+	if sub == "list" {
+		what = ""
 	}
-	log, code, ok := setup(e, fs, rest)
+	log, node, code, ok := setupNamed(e, fs, args[1:], what)
 	if !ok {
 		return code
 	}
-	if sub != "list" && node == "" {
-		fmt.Fprintf(e.stderr, "token %s: name the node: token %s -config FILE NODE\n", sub, sub)
-		return exitUsage
-	}
-	cfg, ok := loadConfig(e, log, *path)
+	cfg, ok := loadConfig(e, log, c.path)
 	if !ok {
 		return exitError
 	}
@@ -73,9 +65,13 @@ func runToken(e *env, args []string) int {
 	if forget {
 		route += "?forget=true"
 	}
+	var req any
+	if replace != "" {
+		req = report.IssueRequest{Replace: true, Reason: replace}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	body, code, err := callController(ctx, cfg.Controller, *addr, *caFile, method, route, true)
+	body, code, err := callController(ctx, cfg.Controller, c.addr, c.caFile, method, route, req, true)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "token %s: %v\n", sub, err)
 		return code
@@ -87,7 +83,11 @@ func runToken(e *env, args []string) int {
 			fmt.Fprintln(e.stderr, "token issue: the controller's answer:", err)
 			return exitError
 		}
-		fmt.Fprintln(e.stderr, "credential issued for", node, "(shown once; put it in the agent's -token-file, mode 0600; any earlier one is void)")
+		if replace != "" {
+			fmt.Fprintln(e.stderr, "credential replaced for", node, "(shown once; put it in the agent's -token-file, mode 0600; the agent that held the old one is refused from now on)")
+		} else {
+			fmt.Fprintln(e.stderr, "credential issued for", node, "(shown once; put it in the agent's -token-file, mode 0600)")
+		}
 		fmt.Fprintln(e.stdout, a.Credential)
 	case "revoke":
 		if forget {
@@ -119,31 +119,53 @@ func runToken(e *env, args []string) int {
 	return exitOK
 }
 
+// apiFlags are the flags of a command that calls the running controller.
+type apiFlags struct{ path, addr, caFile string }
+
+// controllerFlags adds the flags of a call to the running controller to
+// fs: its config, its address and its certificate's CA.
+func controllerFlags(fs *flag.FlagSet) *apiFlags {
+	c := &apiFlags{}
+	fs.StringVar(&c.path, "config", "", "the controller's fleet config (for its address, TLS certificate and state directory)")
+	fs.StringVar(&c.addr, "addr", "", "the controller's API URL (default: from controller.listen, on 127.0.0.1)")
+	fs.StringVar(&c.caFile, "ca-file", "", "PEM file of the CA(s) of the controller's certificate (default: controller.tls_cert_file itself)")
+	return c
+}
+
 // callController makes one call to the running controller's API, with
-// the API token (FLEETCAST_API_TOKEN, else the one in controller.state_dir;
-// needed says the call cannot do without it), and returns the answer's
-// body, or an error and the exit status it calls for.
-func callController(ctx context.Context, ctrl config.Controller, addr, caFile, method, route string, needed bool) ([]byte, int, error) {
+// an API token (FLEETCAST_API_TOKEN, else the root token in
+// controller.state_dir; needed says the call cannot do without one) and
+// req as its JSON body (nil: none), and returns the answer's body, or an
+// error and the exit status it calls for.
+func callController(ctx context.Context, ctrl config.Controller, addr, caFile, method, route string, req any, needed bool) ([]byte, int, error) {
 	apiToken := os.Getenv("FLEETCAST_API_TOKEN")
 	if apiToken == "" && (needed || ctrl.StateDir != "") {
 		var err error
 		if apiToken, err = secretfile.Read(filepath.Join(ctrl.StateDir, "api-token")); err != nil && needed {
-			return nil, exitError, fmt.Errorf("the API token: %w (set FLEETCAST_API_TOKEN, or run where the controller's state directory is)", err)
+			return nil, exitError, fmt.Errorf("the API token: %w (set FLEETCAST_API_TOKEN to a token of the scope this needs, or run where the controller's state directory is, for its root token)", err)
 		}
 	}
 	base, client, err := apiClient(ctrl, addr, caFile)
 	if err != nil {
 		return nil, exitUsage, err
 	}
-	req, err := http.NewRequestWithContext(ctx, method, base+route, nil)
+	var payload io.Reader
+	if req != nil {
+		b, err := json.Marshal(req)
+		if err != nil {
+			return nil, exitError, err
+		}
+		payload = bytes.NewReader(b)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, method, base+route, payload)
 	if err != nil {
 		return nil, exitError, err
 	}
 	if apiToken != "" {
-		req.Header.Set("Authorization", "Bearer "+apiToken)
+		hreq.Header.Set("Authorization", "Bearer "+apiToken)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(hreq)
 	if err != nil {
 		return nil, exitError, err
 	}

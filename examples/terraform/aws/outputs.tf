@@ -26,3 +26,8 @@ output "controller_role_arn" {
   description = "The controller's IAM role."
   value       = aws_iam_role.controller.arn
 }
+
+output "api_token_secret_arns" {
+  description = "The Secrets Manager secrets of the controller's API tokens, keyed by scope: put each token there as `autoscaler api-token create` prints it."
+  value       = { for scope, s in aws_secretsmanager_secret.api_token : scope => s.arn }
+}

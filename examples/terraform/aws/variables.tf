@@ -110,3 +110,21 @@ variable "on_demand_max_size" {
   type        = number
   default     = 16
 }
+
+variable "api_token_secret_prefix" {
+  description = "Prefix of the Secrets Manager secrets that hold the controller's API tokens, one per scope (operator, demand, read)."
+  type        = string
+  default     = "fleetcast/api-token/"
+}
+
+variable "scheduler_role_name" {
+  description = "IAM role of the scheduler that pushes demand (a Slurm controller's instance role, say); it may read the demand token's secret only. Empty: none is granted."
+  type        = string
+  default     = ""
+}
+
+variable "monitoring_role_name" {
+  description = "IAM role of the monitoring that reads the controller's plans and fleet; it may read the read token's secret only. Empty: none is granted."
+  type        = string
+  default     = ""
+}

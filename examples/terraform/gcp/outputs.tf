@@ -17,3 +17,8 @@ output "controller_service_account_email" {
   description = "The service account to run the Fleetcast controller as: its one role's permissions are providers/gcp/controller-role.json."
   value       = google_service_account.controller.email
 }
+
+output "api_token_secret_ids" {
+  description = "The Secret Manager secrets of the controller's API tokens, keyed by scope: add each token as a version, as `autoscaler api-token create` prints it."
+  value       = { for scope, s in google_secret_manager_secret.api_token : scope => s.id }
+}

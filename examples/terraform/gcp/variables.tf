@@ -73,3 +73,21 @@ variable "initial_size" {
   type        = number
   default     = 0
 }
+
+variable "api_token_secret_prefix" {
+  description = "Prefix of the Secret Manager secrets that hold the controller's API tokens, one per scope (operator, demand, read)."
+  type        = string
+  default     = "fleetcast-api-token-"
+}
+
+variable "scheduler_service_account" {
+  description = "Email of the service account of the scheduler that pushes demand (a Slurm controller's VM, say); it may read the demand token's secret only. Empty: none is granted."
+  type        = string
+  default     = ""
+}
+
+variable "monitoring_service_account" {
+  description = "Email of the service account of the monitoring that reads the controller's plans and fleet; it may read the read token's secret only. Empty: none is granted."
+  type        = string
+  default     = ""
+}
