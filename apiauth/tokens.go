@@ -79,8 +79,8 @@ type Tokens struct {
 	// byHash maps each good secret's hash, current or rotated out, to its
 	// token's name.
 	byHash map[string]string
-	root   string // the root secret's hash; "" when none
-	source string // where the root secret came from
+	root   string   // the root secret's hash; "" when none
+	source string   // where the root secret came from
 	used   sync.Map // token name -> time.Time it last got a request through
 }
 
