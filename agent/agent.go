@@ -134,8 +134,10 @@ type Agent struct {
 	state   report.DrainState
 	// unknown counts the GPU processes no job claims, at the last healthy
 	// reading: work whose checkpoints nobody can vouch for, so no drain is
-	// safe. gpusRead is set once a reading succeeded: until then (GPUs
-	// broken since the agent started) nobody knows what runs on them.
+	// safe. gpusRead is set while the last reading succeeded: while the
+	// GPUs cannot be read (or never could be) nobody knows what runs on
+	// them now, and no drain is safe, however few unknown processes the
+	// last good reading saw.
 	unknown  int
 	gpusRead bool
 	// changed is closed (and replaced) on every state change, so the
@@ -748,8 +750,9 @@ func (a *Agent) Report() report.Report {
 		}
 	}
 	if healthy {
-		a.unknown, a.gpusRead = len(r.Unknown), true
+		a.unknown = len(r.Unknown)
 	}
+	a.gpusRead = healthy
 	if a.drain != nil {
 		r.Drain.ID = a.drain.ID
 		if a.state == report.Draining {

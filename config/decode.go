@@ -295,6 +295,17 @@ func (d *decoder) invalid(r hcl.Range, format string, args ...any) {
 	d.refuse(r)
 }
 
+// The bounds of a pool's size and nodes: more is a mistake (a typo, a
+// number meant for another field), and would make the fleet's GPU count
+// overflow.
+const (
+	// MaxPoolNodes bounds a pool's min and max.
+	MaxPoolNodes = 1_000_000
+	// MaxGPUsPerNode bounds gpus_per_node (a rack-scale system counted as
+	// one node has 72).
+	MaxGPUsPerNode = 1024
+)
+
 // state is what became of an attribute.
 type state uint8
 
@@ -475,6 +486,17 @@ func (d *decoder) atLeast(name string, value, lo int, r hcl.Range) state {
 	st := d.state(r)
 	if st == set && value < lo {
 		d.invalid(r, "%s must be %d or more, got %d.", name, lo, value)
+		return bad
+	}
+	return st
+}
+
+// between refuses the value at r, when it is set, if it is below lo or
+// above hi.
+func (d *decoder) between(name string, value, lo, hi int, r hcl.Range) state {
+	st := d.state(r)
+	if st == set && (value < lo || value > hi) {
+		d.invalid(r, "%s must be %d to %d, got %d.", name, lo, hi, value)
 		return bad
 	}
 	return st
@@ -812,8 +834,7 @@ func checkMinimums(d *decoder, cfg *Config, limits *limitsBody) {
 	}
 	sum := 0
 	for i := range cfg.Pools {
-		sum += saturatingMul(cfg.Pools[i].Min, cfg.Pools[i].GPUsPerNode)
-		sum = min(sum, math.MaxInt/2)
+		sum = fleet.SatAdd(sum, fleet.SatMul(cfg.Pools[i].Min, cfg.Pools[i].GPUsPerNode))
 	}
 	if sum > cfg.Limits.MaxGPUs {
 		d.invalid(limits.MaxGPUsAt, "The pools' min nodes hold %d GPUs together, more than max_gpus (%d).", sum, cfg.Limits.MaxGPUs)
@@ -905,7 +926,7 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 		p.Provider = ""
 	}
 	d.nonEmpty("instance_type", b.InstanceType, b.InstanceTypeAt)
-	if d.atLeast("gpus_per_node", b.GPUsPerNode, 1, b.GPUsPerNodeAt) == set {
+	if d.between("gpus_per_node", b.GPUsPerNode, 1, MaxGPUsPerNode, b.GPUsPerNodeAt) == set {
 		p.GPUsPerNode = b.GPUsPerNode
 	}
 	switch c := fleet.CapacityType(b.Capacity); d.check(b.CapacityAt, c.Valid(),
@@ -930,8 +951,8 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 			d.invalid(b.ProvisionTimeoutAt, "provision_timeout (%s) must not be shorter than lead_time (%s).", p.ProvisionTimeout, p.LeadTime)
 		}
 	}
-	minSt := d.atLeast("min", b.Min, 0, b.MinAt)
-	maxSt := d.atLeast("max", b.Max, 1, b.MaxAt)
+	minSt := d.between("min", b.Min, 0, MaxPoolNodes, b.MinAt)
+	maxSt := d.between("max", b.Max, 1, MaxPoolNodes, b.MaxAt)
 	if minSt == set || minSt == unset {
 		p.Min = b.Min
 	}
@@ -1220,14 +1241,6 @@ func (s *syntheticBody) Validate(d *decoder, out *Synthetic) {
 
 // fleetName is what controller.fleet may be.
 var fleetName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-
-// saturatingMul multiplies non-negative a and b, capped at math.MaxInt.
-func saturatingMul(a, b int) int {
-	if a != 0 && b > math.MaxInt/a {
-		return math.MaxInt
-	}
-	return a * b
-}
 
 // defPos formats the start of r as FILE:LINE:COL.
 func defPos(r hcl.Range) string {

@@ -35,6 +35,8 @@ type agentView struct {
 	sentAt   time.Time // the agent's stamp on the report taken
 	received time.Time
 	healthy  bool
+	// gpus is how many GPUs the agent last read (0 until it has).
+	gpus int
 	// gpuError is why the last report could not read the GPUs, and
 	// faultSince when its streak of such reports began ("" and zero while
 	// they read).
@@ -89,6 +91,7 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 	}
 	if r.Healthy {
 		v.unknown, v.gpuError, v.faultSince = slices.Clone(r.Unknown), "", time.Time{}
+		v.gpus = len(r.GPUs)
 	} else {
 		// The GPUs could not be read: what ran on them unclaimed when
 		// they last could is still there, as far as anyone knows.
@@ -217,6 +220,16 @@ func (a *Agents) Confirmed(node, drainID string) bool {
 	defer a.mu.Unlock()
 	v := a.nodes[node]
 	return v != nil && drainID != "" && v.drain == drainID && v.safe
+}
+
+// GPUs is how many GPUs node's agent last read; 0 if it never has.
+func (a *Agents) GPUs(node string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if v := a.nodes[node]; v != nil {
+		return v.gpus
+	}
+	return 0
 }
 
 // Observe fills a node's agent fields (LastReport, Jobs, IdleSince,

@@ -231,6 +231,13 @@ func TestLivePoolAndGoneCredentials(t *testing.T) {
 		l.now = l.now.Add(time.Minute)
 		l.cycle(t)
 	}
+	// Unlisted for less than GoneGrace: a listing may omit a live
+	// instance for a moment; its credential stands.
+	if err := creds.Check(gone, tokGone); err != nil {
+		t.Errorf("the unlisted instance's credential, within GoneGrace: %v, want it kept", err)
+	}
+	l.now = l.now.Add(GoneGrace)
+	l.cycle(t)
 	if _, _, ok := l.c.LivePool(gone); ok {
 		t.Error("a terminated instance is live")
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/apiauth"
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/credtest"
 	"github.com/fleetcast/autoscaler/nodeauth"
 )
@@ -293,5 +294,30 @@ func TestRootTokenPushWarns(t *testing.T) {
 	log := r.log.String()
 	if n := strings.Count(log, "demand pushed with the root token"); n != 1 || !strings.Contains(log, "source=legacy") {
 		t.Errorf("%d warnings, want 1 for source legacy:\n%s", n, log)
+	}
+}
+
+// TestReportOnlyAboutOwnNode: a node's credential, on its own route, with
+// a report about another node is refused (403), and the other node's
+// view is unchanged: an agent reports only about its own node (rule 11).
+func TestReportOnlyAboutOwnNode(t *testing.T) {
+	r := newAPIRig(t, true)
+	at := r.l.now.Format(time.RFC3339)
+	for _, tt := range []struct {
+		about string
+		want  int
+	}{{"n2", http.StatusForbidden}, {"n1", http.StatusOK}} {
+		body := `{"node": "` + tt.about + `", "sent_at": "` + at + `", "healthy": true, "gpus": [{"index": 0, "uuid": "GPU-0", "memory_total": 1}], "drain": {"state": "none"}}`
+		if w := r.call(report.Pattern, r.creds.For("n1"), body); w.Code != tt.want {
+			t.Errorf("n1's credential, a report about %s: %d %s, want %d", tt.about, w.Code, w.Body, tt.want)
+		}
+	}
+	other := fleet.Node{ID: "n2"}
+	if r.l.agents.Observe(&other); !other.LastReport.IsZero() {
+		t.Errorf("n2's view took n1's report about it: last report %v", other.LastReport)
+	}
+	own := fleet.Node{ID: "n1"}
+	if r.l.agents.Observe(&own); own.LastReport.IsZero() {
+		t.Error("n1's own report was not taken")
 	}
 }

@@ -61,6 +61,17 @@ type Controller struct {
 	// orphanLists each reaper's last list (kept when a read fails).
 	orphans     map[string]foundOrphan
 	orphanLists map[providers.Reaper][]providers.Orphan
+	// lastPools are the pools as a config last described them (Recover
+	// reads them, and records the config's): what an orphan of a pool
+	// gone from the config has and costs.
+	lastPools map[string]state.PoolRecord
+	// missing is when each node the controller knows of was first
+	// missing from a full read of the clouds, and going the nodes its
+	// cloud said were going (listed terminating, or terminated by this
+	// controller): forgetGone forgets a node after GoneGrace missing, or
+	// at once when it was going.
+	missing map[string]time.Time
+	going   map[string]bool
 	// reused are the nodes seen in plugin pools: servers powered off
 	// and on again under the same name, whose credentials outlive their
 	// absence from the listing (a cloud instance's ID is never reused).
@@ -114,7 +125,8 @@ func New(o Options) (*Controller, error) {
 	}
 	c := &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand, creds: o.Credentials,
 		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, ready: map[string]time.Time{}, seen: map[string]seenGroup{},
-		firstSeen: map[string]time.Time{}, standIns: map[string]string{}, reused: map[string]bool{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics()}
+		firstSeen: map[string]time.Time{}, standIns: map[string]string{}, reused: map[string]bool{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics(),
+		missing: map[string]time.Time{}, going: map[string]bool{}}
 	act.Fleet = o.Config.Controller.Fleet
 	c.started = o.Now()
 	if c.loop, err = loop.New(loop.Options{Config: o.Config, Books: o.Store, Log: log, DryRun: o.DryRun, Advise: true}); err != nil {
@@ -145,6 +157,9 @@ func (c *Controller) Recover(ctx context.Context) error {
 		if err := c.backOffRefused(c.now(), r); err != nil {
 			return err
 		}
+	}
+	if err := c.recordPools(); err != nil {
+		return err
 	}
 	seen, err := c.store.SeenNodes()
 	if err != nil {
@@ -324,7 +339,7 @@ func (f *cycleFleet) Observe(ctx context.Context, now time.Time) (loop.Observati
 	obs := loop.Observation{State: &st, Err: errors.Join(unsettled.Err(), unread.err)}
 	if !c.dryRun && obs.Err == nil {
 		// Only a full read says what is gone.
-		if err := c.forgetGone(drains, st.Nodes); err != nil {
+		if err := c.forgetGone(now, drains, st.Nodes); err != nil {
 			return loop.Observation{}, err
 		}
 	}
@@ -372,6 +387,7 @@ func (f *cycleFleet) Terminate(ctx context.Context, now time.Time, a *planner.Ac
 	if err != nil {
 		return err
 	}
+	c.going[a.Node] = true // its cloud took the termination: gone once unlisted
 	after := c.spendStandIn(a.Node)
 	if after == nil {
 		c.agents.Forget(a.Node)
@@ -615,9 +631,10 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 	var errs []error
 	var newlyReady, newlySeen []string // written to the store in one transaction each
 	var claimed []state.Launch
-	for _, p := range c.cfg.Pools {
+	described := c.describeAll(ctx)
+	for i, p := range c.cfg.Pools {
 		ps := fleet.PoolStatus{Name: p.Name}
-		g, err := c.clouds[p.Name].Describe(ctx, p)
+		g, err := described[i].group, described[i].err
 		instances := g.Instances
 		if err != nil {
 			if ctx.Err() != nil {
@@ -697,6 +714,9 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 				if in.Failing != nil && in.State == providers.InstancePending {
 					n.LaunchFailing = in.Failing.Error()
 				}
+				// Booted, as its cloud says: past its deadline while
+				// the agents are cut off, it is held (rule 9).
+				n.Booted = in.State == providers.InstanceRunning && !in.Owed
 				if in.Owed || isUnlisted(in.ID) {
 					c.standIns[in.ID] = own.by[in.ID]
 				}
@@ -743,6 +763,36 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 	return st, unread, nil
 }
 
+// MaxDescribes is how many pools' groups are read at once: a cloud or
+// plugin that is slow to answer (up to its own timeout) delays the cycle
+// by that once, not once per pool, and the other pools are read
+// meanwhile.
+const MaxDescribes = 8
+
+// described is one pool's group as read, or why it could not be.
+type described struct {
+	group providers.Group
+	err   error
+}
+
+// describeAll reads every pool's group, MaxDescribes at a time, and
+// returns them in the config's order.
+func (c *Controller) describeAll(ctx context.Context) []described {
+	out := make([]described, len(c.cfg.Pools))
+	slots := make(chan struct{}, MaxDescribes)
+	var wg sync.WaitGroup
+	for i, p := range c.cfg.Pools {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			out[i].group, out[i].err = c.clouds[p.Name].Describe(ctx, p)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
 // ownFleet leaves out the instances tagged as another fleet's (a staging
 // controller's direct launches in a pool of the same name): they are that
 // controller's to count and to remove. Untagged instances stay (launched
@@ -759,89 +809,4 @@ func (c *Controller) ownFleet(instances []providers.Instance) []providers.Instan
 		}
 	}
 	return out
-}
-
-// forgetGone drops the drain records and agent views of nodes the clouds
-// no longer have (terminated by the cloud, a spot reclaim, a person). An
-// agent of a node not yet listed is taken up again at its next report.
-func (c *Controller) forgetGone(drains []state.Drain, nodes []fleet.Node) error {
-	present := make(map[string]bool, len(nodes))
-	for i := range nodes {
-		present[nodes[i].ID] = true
-		if p := c.cfg.Pool(nodes[i].Pool); p != nil && p.Provider == fleet.ProviderPlugin {
-			c.reused[nodes[i].ID] = true
-		}
-	}
-	for _, d := range drains {
-		if present[d.Node] {
-			continue
-		}
-		c.log.Info("node gone while draining; drain forgotten", "pool", d.Pool, "node", d.Node)
-		if err := c.store.DeleteDrain(d.Node); err != nil {
-			return err
-		}
-	}
-	c.agents.Retain(func(id string) bool { return present[id] })
-	for id := range c.cancelled {
-		if !present[id] {
-			if err := c.forgetCancelled(id); err != nil {
-				return err
-			}
-		}
-	}
-	for _, m := range []struct {
-		times       map[string]time.Time
-		delete      func(...string) error
-		forgetCreds bool
-	}{{c.ready, c.store.DeleteReady, false}, {c.firstSeen, c.store.DeleteSeen, true}} {
-		var gone []string
-		for id := range m.times {
-			if !present[id] {
-				gone = append(gone, id)
-			}
-		}
-		if len(gone) == 0 {
-			continue
-		}
-		if err := m.delete(gone...); err != nil {
-			return err
-		}
-		for _, id := range gone {
-			delete(m.times, id)
-		}
-		if m.forgetCreds && c.creds != nil {
-			// A gone instance's credential speaks for nothing: dropped
-			// with it (cloud instance IDs are not reused). A plugin
-			// pool's server powered off keeps its own: it comes back
-			// under its name.
-			gone = slices.DeleteFunc(gone, c.namesReused)
-			if err := c.creds.Forget(gone...); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// namesReused reports whether node's name comes back after it is gone:
-// a server of a plugin pool (seen in one, or bootstrapped for one).
-func (c *Controller) namesReused(node string) bool {
-	if c.reused[node] {
-		return true
-	}
-	if r, ok := c.creds.(interface{ PoolOf(node string) string }); ok {
-		if p := c.cfg.Pool(r.PoolOf(node)); p != nil && p.Provider == fleet.ProviderPlugin {
-			return true
-		}
-	}
-	return false
-}
-
-// forgetCancelled drops a gone node's cancelled drain.
-func (c *Controller) forgetCancelled(node string) error {
-	if _, ok := c.cancelled[node]; !ok {
-		return nil
-	}
-	delete(c.cancelled, node)
-	return c.store.DeleteCancelled(node)
 }

@@ -471,7 +471,8 @@ func TestKilledMidActionRestarts(t *testing.T) {
 
 // TestCycleSettlesUnknownOutcomes: an intent left by a call whose outcome
 // was unknown is settled by the next cycle, and a drain record of a node
-// the cloud no longer has is dropped.
+// the cloud no longer has is dropped once it has been unlisted for
+// GoneGrace.
 func TestCycleSettlesUnknownOutcomes(t *testing.T) {
 	p := gpuPool("g5", 1, 200, 5*time.Minute)
 	l := newLoop(t, false, p)
@@ -492,8 +493,13 @@ func TestCycleSettlesUnknownOutcomes(t *testing.T) {
 	if in, _ := l.store.Intents(); len(in) != 0 {
 		t.Errorf("intents after the next cycle: %+v", in)
 	}
-	if d, _ := l.store.Drains(); len(d) != 0 {
-		t.Errorf("drains after the next cycle: %+v, want the gone node's dropped", d)
+	if d, _ := l.store.Drains(); len(d) != 1 {
+		t.Errorf("drains after the next cycle: %+v, want the unlisted node's kept for GoneGrace", d)
+	}
+	l.now = l.now.Add(GoneGrace)
+	l.cycle(t)
+	if d, _ := l.store.Drains(); slices.ContainsFunc(d, func(d state.Drain) bool { return d.Node == "i-gone" }) {
+		t.Errorf("drains %v after the node was unlisted for longer than GoneGrace, want its dropped", d)
 	}
 	if got := l.target(t, p); got != 4 {
 		t.Errorf("target %d, want 4: launched once", got)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,6 +55,10 @@ func (c *Controller) observeOrphans(ctx context.Context, byNode map[string]state
 		o := found[id]
 		n := fleet.Node{ID: o.ID, Pool: o.Pool, LaunchedAt: o.LaunchedAt, Orphan: true, DrainCancelledAt: c.cancelled[o.ID]}
 		c.agents.Observe(&n)
+		// What it has and costs, for the fleet's limits: its agent's
+		// count of its GPUs, else its pool's last config.
+		last := c.lastPools[o.Pool]
+		n.GPUs, n.PricePerHour = cmp.Or(c.agents.GPUs(o.ID), last.GPUsPerNode), last.PricePerHour
 		d, draining := byNode[o.ID]
 		switch {
 		case o.State == providers.InstanceTerminating:
@@ -71,6 +76,29 @@ func (c *Controller) observeOrphans(ctx context.Context, byNode map[string]state
 	}
 	c.orphans = found
 	return errors.Join(errs...)
+}
+
+// recordPools reads the pools' last records and records the config's
+// (not in a dry run, which writes nothing).
+func (c *Controller) recordPools() error {
+	recs, err := c.store.Pools()
+	if err != nil {
+		return err
+	}
+	c.lastPools = make(map[string]state.PoolRecord, len(recs)+len(c.cfg.Pools))
+	for _, r := range recs {
+		c.lastPools[r.Name] = r
+	}
+	now := make([]state.PoolRecord, 0, len(c.cfg.Pools))
+	for _, p := range c.cfg.Pools {
+		r := state.PoolRecord{Name: p.Name, InstanceType: p.InstanceType, GPUsPerNode: p.GPUsPerNode, PricePerHour: p.PricePerHour}
+		c.lastPools[p.Name] = r
+		now = append(now, r)
+	}
+	if c.dryRun {
+		return nil
+	}
+	return c.store.PutPools(now...)
 }
 
 // reap terminates an orphan the plan reaps, through the provider that

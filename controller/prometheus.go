@@ -40,8 +40,9 @@ func NewPrometheusDemand(url, query string, timeout time.Duration) (*PrometheusD
 
 // GPUsInUse evaluates the query at t. A scalar is taken as it is; the
 // samples of an instant vector are summed (an empty vector is 0). Any
-// other answer, or a value that is not a finite number of at least 0, is
-// an error naming the server and the query.
+// other answer, or a value that is not a finite number of 0 to 1,000,000
+// GPUs (the bound pushed demand has), is an error naming the server and
+// the query.
 func (p *PrometheusDemand) GPUsInUse(ctx context.Context, t time.Time) (float64, error) {
 	if p.timeout > 0 {
 		var cancel context.CancelFunc
@@ -74,6 +75,12 @@ func (p *PrometheusDemand) GPUsInUse(ctx context.Context, t time.Time) (float64,
 	}
 	if math.IsNaN(sum) || math.IsInf(sum, 0) || sum < 0 {
 		return 0, p.errorf("answered %v; expected a finite number of GPUs, at least 0", sum)
+	}
+	if sum > maxPendingGPUs {
+		// The bound pushed demand has: more is a mistake (a query over
+		// bytes, not GPUs), and would teach the forecast a fleet no
+		// limit lets it buy.
+		return 0, p.errorf("answered %v; expected at most %d GPUs", sum, maxPendingGPUs)
 	}
 	return sum, nil
 }

@@ -77,6 +77,10 @@ func TestPrometheusDemand(t *testing.T) {
 			wantErr: `unexpected value type "string"`},
 		{name: "NaN refused", status: 200, body: vectorBody("NaN"), wantErr: "is NaN; expected a finite number of GPUs"},
 		{name: "negative refused", status: 200, body: vectorBody("2", "-1"), wantErr: "is -1; expected a finite number of GPUs"},
+		// The bound pushed demand has: 1e300 GPUs is no reading.
+		{name: "absurd scalar refused", status: 200, body: `{"status":"success","data":{"resultType":"scalar","result":[1764500000,"1e300"]}}`,
+			wantErr: "answered 1e+300; expected at most 1000000 GPUs"},
+		{name: "absurd vector refused", status: 200, body: vectorBody("600000", "600000"), wantErr: "answered 1.2e+06; expected at most 1000000 GPUs"},
 		{name: "infinite scalar refused", status: 200, body: `{"status":"success","data":{"resultType":"scalar","result":[1764500000,"+Inf"]}}`,
 			wantErr: "answered +Inf"},
 		{name: "warnings refused", status: 200,

@@ -183,6 +183,19 @@ type Node struct {
 	// a pending one counts as launching capacity until its provisioning
 	// deadline from when it was first seen, and no longer after.
 	Unknown bool `json:"unknown,omitempty"`
+	// GPUs and PricePerHour are the node's GPUs and price per hour where
+	// its pool does not say (an orphan's: its agent's report of its GPUs,
+	// its old pool's last config); 0 when unknown. The planner counts
+	// such a node against the fleet's limits at them, or at the widest and
+	// dearest configured pool's when unknown.
+	GPUs         int     `json:"gpus,omitempty"`
+	PricePerHour float64 `json:"price_per_hour,omitempty"`
+	// Booted is set on a pending node its cloud says is running (booted),
+	// whose agent has not reported healthy GPUs yet. Past its provisioning
+	// deadline while scale-in is halted (many agents silent at once: a
+	// network fault), such a node may be running work a scheduler put on
+	// it, unseen: it is held, not terminated.
+	Booted bool `json:"booted,omitempty"`
 }
 
 // UsedGPUs is the number of GPUs the node's jobs hold.
@@ -369,6 +382,12 @@ type State struct {
 	// in for a launch only while pending demand has waited less than a
 	// lead time.
 	PendingSince time.Time `json:"pending_since,omitzero"`
+	// HaltedAt is when scale-in was last found halted (too many agents
+	// silent at once: limits.silent_share_halt), as the controller's
+	// books keep it; zero if never. Booted launches past their deadline
+	// are held while scale-in is halted and for one provisioning deadline
+	// after.
+	HaltedAt time.Time `json:"halted_at,omitzero"`
 	// History is the fleet's recent demand, GPUs per step, less the
 	// announced demand under way at each sample, as the loop records it: what
 	// the forecast is made from, announcements being added to it.

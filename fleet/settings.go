@@ -89,11 +89,11 @@ type Settings struct {
 }
 
 // MaxFleetGPUs is the most GPUs the fleet may hold: every pool at its max,
-// bounded by Limits.MaxGPUs.
+// bounded by Limits.MaxGPUs; math.MaxInt where that overflows.
 func (s *Settings) MaxFleetGPUs() int {
 	total := 0
 	for i := range s.Pools {
-		total += s.Pools[i].Max * s.Pools[i].GPUsPerNode
+		total = SatAdd(total, SatMul(s.Pools[i].Max, s.Pools[i].GPUsPerNode))
 	}
 	if s.Limits.MaxGPUs > 0 && s.Limits.MaxGPUs < total {
 		return s.Limits.MaxGPUs

@@ -54,6 +54,10 @@ type Books interface {
 	// DrainLog is the drains begun at or after since, oldest first.
 	DrainLog(since time.Time) ([]state.Drain, error)
 	PruneDrainLog(before time.Time) (int, error)
+	// PutHalted records that scale-in was found halted at a cycle's time;
+	// Halted is the last such time (zero if never).
+	PutHalted(t time.Time) error
+	Halted() (time.Time, error)
 }
 
 // Observation is what a Fleet saw at the start of a cycle.
@@ -203,6 +207,11 @@ func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, 
 	if err := l.annotate(now, st); err != nil {
 		return CycleResult{}, err
 	}
+	if st.HaltedAt, err = l.o.Books.Halted(); err != nil {
+		// Planned as if never halted: only the hold a provisioning
+		// deadline after a halt is lost.
+		l.log.Warn("reading when scale-in was last halted", "error", err)
+	}
 	if l.o.Advise {
 		// A copy: the plan and its state outlive the cycle (the API
 		// serves them) while the history moves on.
@@ -214,6 +223,13 @@ func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, 
 	// announced demand under way out; Options.Forecast's is of all of it.
 	r.Plan = planner.Make(planner.Input{Settings: l.o.Config.Settings(), State: st, Forecast: r.Forecast, Now: now, Unannounced: l.o.Forecast == nil})
 	r.PlanTook = time.Since(started)
+	if r.Plan.ScaleInHalt != "" && !l.o.DryRun {
+		// A write that fails shortens no hold now, only the one a
+		// provisioning deadline after the halt: the plan still acts.
+		if err := l.o.Books.PutHalted(now); err != nil {
+			l.log.Warn("recording the scale-in halt", "error", err)
+		}
+	}
 	if l.o.DryRun {
 		r.Outcomes = outcomes(&r.Plan, DryRun)
 		return r, obs.Err

@@ -19,7 +19,14 @@ type Memory struct {
 	backoffs []state.Backoff
 	drains   map[string]state.Drain
 	log      []state.Drain // by start
+	halted   time.Time
 }
+
+// PutHalted records that scale-in was found halted at t.
+func (m *Memory) PutHalted(t time.Time) error { m.halted = t; return nil }
+
+// Halted is when scale-in was last found halted; zero if never.
+func (m *Memory) Halted() (time.Time, error) { return m.halted, nil }
 
 // AppendDemand records samples of the named series; a sample at a time
 // already recorded replaces it.

@@ -16,6 +16,9 @@ import (
 // instance (its google.compute_engine claims).
 type GCPInstance struct {
 	InstanceID, InstanceName, ProjectID, Zone string
+	// Created is when the instance was created (zero if the token does
+	// not say), on Google's clock.
+	Created time.Time
 }
 
 // Validator checks an ID token's signature, audience and expiry, as
@@ -84,6 +87,9 @@ func (v *GCPVerifier) Verify(ctx context.Context, token string) (GCPInstance, er
 	ce, _ := google["compute_engine"].(map[string]any)
 	claim := func(name string) string { s, _ := ce[name].(string); return s }
 	in := GCPInstance{InstanceID: claim("instance_id"), InstanceName: claim("instance_name"), ProjectID: claim("project_id"), Zone: claim("zone")}
+	if sec, ok := ce["instance_creation_timestamp"].(float64); ok && sec > 0 {
+		in.Created = time.Unix(int64(sec), 0).UTC()
+	}
 	if in.InstanceName == "" || in.ProjectID == "" || in.Zone == "" {
 		return GCPInstance{}, errors.New("no instance in the token (google.compute_engine claims): the agent must ask for format=full")
 	}

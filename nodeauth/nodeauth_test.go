@@ -596,6 +596,26 @@ func TestBootstrapGCP(t *testing.T) {
 	if rec := f.do(t, "POST", "/v1/agents/a100-x1/credential", "", replay); rec.Code != 409 {
 		t.Fatalf("a second bootstrap of a registered node: %d %q", rec.Code, rec.Body)
 	}
+	// The group recreates the VM (autohealing, a recreate): a new machine
+	// under the name, with a new instance ID, whose agent has no nonce.
+	// Its token proves another machine: it registers afresh, and the old
+	// machine's credential is void (before: 409, and the new VM stayed
+	// silent, counted as capacity).
+	recreated := gcpReq(google.Token(t, aud, identitytest.Instance{Name: "a100-x1", ID: "2291054187347120553", Project: "ml", Zone: "us-central1-a", Created: time.Now()}, nil))
+	recreated.Nonce = nonceB
+	b := credential(t, f.do(t, "POST", "/v1/agents/a100-x1/credential", "", recreated))
+	if err := f.srv.Registry.Check("a100-x1", b); err != nil {
+		t.Fatalf("the recreated VM's credential: %v", err)
+	}
+	if err := f.srv.Registry.Check("a100-x1", a); err == nil {
+		t.Fatal("the old VM's credential still checks after the recreate")
+	}
+	// And the old VM's token (a copy, within its hour) cannot take the
+	// name back.
+	replay.Nonce = nonceA
+	if rec := f.do(t, "POST", "/v1/agents/a100-x1/credential", "", replay); rec.Code != 409 {
+		t.Fatalf("the old VM's token after the recreate: %d %q", rec.Code, rec.Body)
+	}
 	f.srv.GCP = nil
 	if rec := f.do(t, "POST", "/v1/agents/a100-x2/credential", "", gcpReq(google.Token(t, aud, identitytest.Instance{Name: "a100-x2", Project: "ml", Zone: "us-central1-a"}, nil))); rec.Header().Get(report.CodeHeader) != string(BadSecret) {
 		t.Fatalf("a GCP bootstrap with no audience configured: %d %q", rec.Code, rec.Body)

@@ -190,7 +190,26 @@ func (r *Registry) checkLocked(node, token string) (state.Credential, bool, erro
 // operator (ViaOperator) issues for a revoked or new node, keeping the
 // nonce.
 func (r *Registry) Issue(node, pool, via, nonce string) (string, state.Credential, error) {
-	return r.issue(node, pool, via, nonce, "")
+	return r.issue(node, pool, via, nonce, Machine{}, "")
+}
+
+// Machine is the machine a bootstrap proved, where the cloud names it: its
+// ID (a Compute Engine instance's numeric ID) and when it was created, on
+// the cloud's clock.
+type Machine struct {
+	ID      string
+	Created time.Time
+}
+
+// Bootstrap is Issue through the bootstrap secret or a cloud's signed
+// identity (ViaBootstrap), with the machine that proved it, where the
+// cloud names one. A node whose record names another, older machine was
+// given a new one under its name (a managed instance group recreated or
+// autohealed it): the new machine's agent registers afresh, and the old
+// credential, the old machine's, is replaced. An older machine (a copy of
+// the old one's identity) never takes the name back.
+func (r *Registry) Bootstrap(node, pool, nonce string, m Machine) (string, state.Credential, error) {
+	return r.issue(node, pool, ViaBootstrap, nonce, m, "")
 }
 
 // Replace is an operator's Issue that replaces the node's credential even
@@ -201,20 +220,26 @@ func (r *Registry) Replace(node string) (token string, c state.Credential, repla
 	r.mu.Lock()
 	old, had := r.byNode[node]
 	r.mu.Unlock()
-	token, c, err = r.issue(node, "", ViaOperator, "", old.Hash)
+	token, c, err = r.issue(node, "", ViaOperator, "", Machine{}, old.Hash)
 	return token, c, err == nil && had && old.Revoked.IsZero(), err
 }
 
 // issue issues node a credential. An operator's issue (via ViaOperator)
 // replaces a good credential only when replace is its hash, as the caller
 // saw it: a credential issued since is not replaced unseen.
-func (r *Registry) issue(node, pool, via, nonce, replace string) (string, state.Credential, error) {
+func (r *Registry) issue(node, pool, via, nonce string, m Machine, replace string) (string, state.Credential, error) {
 	if node == "" || len(node) > report.MaxNode {
 		return "", state.Credential{}, refuse(http.StatusBadRequest, Malformed, "a node name of 1 to %d bytes is needed", report.MaxNode)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old, had := r.byNode[node]
+	if had && via == ViaBootstrap && m.ID != "" && old.Instance != "" && m.ID != old.Instance && m.Created.After(old.InstanceCreated) {
+		// A newer machine under the name, as the cloud signed it: the
+		// old one was replaced (recreated), and this is a new node.
+		r.log.Warn("node recreated: a newer machine under its name registers afresh", "node", node, "instance", m.ID, "was", old.Instance)
+		had = false
+	}
 	if via == ViaOperator && had && old.Revoked.IsZero() && (replace == "" || replace != old.Hash) {
 		return "", state.Credential{}, refuse(http.StatusConflict, Registered,
 			"node %q registered at %s (%s) and holds a good credential: issuing another cuts its agent off. If that is what you want (its agent lost its files, or is not the node's), run `autoscaler token issue -replace REASON %s`",
@@ -236,10 +261,13 @@ func (r *Registry) issue(node, pool, via, nonce, replace string) (string, state.
 	}
 	now := r.now().UTC()
 	token := report.NewCredential(node)
-	c := state.Credential{Node: node, Pool: pool, Hash: report.Hash(token), Issued: now, Registered: now, Via: via, Nonce: nonce}
+	c := state.Credential{Node: node, Pool: pool, Hash: report.Hash(token), Issued: now, Registered: now, Via: via, Nonce: nonce, Instance: m.ID, InstanceCreated: m.Created}
 	if had {
 		if c.Nonce == "" {
 			c.Nonce = old.Nonce
+		}
+		if c.Instance == "" {
+			c.Instance, c.InstanceCreated = old.Instance, old.InstanceCreated
 		}
 		if old.Revoked.IsZero() {
 			c.Registered = old.Registered

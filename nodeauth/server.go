@@ -146,12 +146,13 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request) {
 		s.operatorIssue(w, r, node, op)
 		return
 	}
-	pool, nonce, err := s.bootstrap(w, r, node)
+	proof, err := s.bootstrap(w, r, node)
 	if err != nil {
 		s.fail(w, r, "bootstrap", err)
 		return
 	}
-	token, c, err := s.Registry.Issue(node, pool, ViaBootstrap, report.Hash(nonce))
+	pool := proof.pool
+	token, c, err := s.Registry.Bootstrap(node, pool, report.Hash(proof.nonce), proof.machine)
 	if err != nil {
 		s.fail(w, r, "bootstrap", err)
 		return
@@ -220,54 +221,62 @@ func (s *Server) operatorIssue(w http.ResponseWriter, r *http.Request, node stri
 	report.WriteJSON(w, report.CredentialAnswer{Node: node, Credential: token, Issued: c.Issued})
 }
 
+// proof is what a bootstrap proved: the node's pool, the request's nonce,
+// and the machine, where the cloud names one that a name may outlive (a
+// Compute Engine instance).
+type proof struct {
+	pool, nonce string
+	machine     Machine
+}
+
 // bootstrap checks a bootstrap request: the secret (but for a GCP
 // identity token, which is proof enough), the identity, that it is node's
-// and that node is live. It returns node's pool and the request's nonce.
-func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) (pool, nonce string, err error) {
+// and that node is live.
+func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) (proof, error) {
 	got, ok := report.BearerToken(r)
 	good := false
 	if ok || s.GCP == nil {
 		secrets, err := s.secrets()
 		if err != nil {
-			return "", "", err
+			return proof{}, err
 		}
 		for _, secret := range secrets {
 			good = good || ok && same(got, secret)
 		}
 		if !good && s.GCP == nil {
-			return "", "", refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or an operator's API token)")
+			return proof{}, refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or an operator's API token)")
 		}
 	}
 	body, status, reason := report.ReadJSON(w, r, 64<<10, "credential request")
 	if status != http.StatusOK {
-		return "", "", refuse(status, Malformed, "%s", reason)
+		return proof{}, refuse(status, Malformed, "%s", reason)
 	}
 	var req report.CredentialRequest
 	if err := fleet.DecodeJSON(body, &req); err != nil {
-		return "", "", refuse(http.StatusBadRequest, Malformed, "credential request: %v", err)
+		return proof{}, refuse(http.StatusBadRequest, Malformed, "credential request: %v", err)
 	}
 	if len(req.Nonce) < MinSecret {
-		return "", "", refuse(http.StatusBadRequest, Malformed, "credential request: nonce must be at least %d characters (the agent's bootstrap nonce)", MinSecret)
+		return proof{}, refuse(http.StatusBadRequest, Malformed, "credential request: nonce must be at least %d characters (the agent's bootstrap nonce)", MinSecret)
 	}
 	switch {
 	case req.GCP != nil && req.AWS == nil:
 		return s.bootstrapGCP(r, node, req)
 	case !good:
-		return "", "", refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or an operator's API token)")
+		return proof{}, refuse(http.StatusUnauthorized, BadSecret, "missing or wrong bootstrap secret (or an operator's API token)")
 	case req.Plugin != nil && req.AWS == nil:
 		return s.bootstrapPlugin(r, node, req)
 	case req.AWS == nil:
-		return "", "", refuse(http.StatusBadRequest, BadIdentity, "credential request: no identity (want \"aws\": the instance identity document and its signature; \"gcp\": a Compute Engine identity token; or \"plugin\": what the pool's plugin checks)")
+		return proof{}, refuse(http.StatusBadRequest, BadIdentity, "credential request: no identity (want \"aws\": the instance identity document and its signature; \"gcp\": a Compute Engine identity token; or \"plugin\": what the pool's plugin checks)")
 	}
 	if len(s.AWSRoots) == 0 {
-		return "", "", refuse(http.StatusForbidden, Disabled, "this controller has no trust root for AWS identity documents (controller.aws_identity_certificates)")
+		return proof{}, refuse(http.StatusForbidden, Disabled, "this controller has no trust root for AWS identity documents (controller.aws_identity_certificates)")
 	}
 	doc, err := VerifyAWS(req.AWS, s.AWSRoots)
 	if err != nil {
-		return "", "", refuse(http.StatusForbidden, BadIdentity, "instance identity: %v", err)
+		return proof{}, refuse(http.StatusForbidden, BadIdentity, "instance identity: %v", err)
 	}
 	if doc.InstanceID != node {
-		return "", "", refuse(http.StatusForbidden, BadIdentity, "the identity document is instance %q's, not %q's", doc.InstanceID, node)
+		return proof{}, refuse(http.StatusForbidden, BadIdentity, "the identity document is instance %q's, not %q's", doc.InstanceID, node)
 	}
 	var p fleet.Pool
 	ok = false
@@ -275,12 +284,12 @@ func (s *Server) bootstrap(w http.ResponseWriter, r *http.Request, node string) 
 		p, _, ok = s.Live(node)
 	}
 	if !ok {
-		return "", "", refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a managed pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
+		return proof{}, refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a managed pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
 	}
 	if p.Region != "" && doc.Region != p.Region {
-		return "", "", refuse(http.StatusForbidden, BadIdentity, "instance %q's identity is in region %q, its pool %s in %q", node, doc.Region, p.Name, p.Region)
+		return proof{}, refuse(http.StatusForbidden, BadIdentity, "instance %q's identity is in region %q, its pool %s in %q", node, doc.Region, p.Name, p.Region)
 	}
-	return p.Name, req.Nonce, nil
+	return proof{pool: p.Name, nonce: req.Nonce}, nil
 }
 
 // PluginVerifyTimeout bounds a plugin's check of a node's identity.
@@ -289,9 +298,9 @@ const PluginVerifyTimeout = 10 * time.Second
 // bootstrapPlugin checks the identity a node of a plugin pool presents,
 // with the bootstrap secret (checked already): node must be a live
 // instance of a plugin pool, and its plugin must accept the document.
-func (s *Server) bootstrapPlugin(r *http.Request, node string, req report.CredentialRequest) (pool, nonce string, err error) {
+func (s *Server) bootstrapPlugin(r *http.Request, node string, req report.CredentialRequest) (proof, error) {
 	if s.Plugins == nil {
-		return "", "", refuse(http.StatusForbidden, Disabled, "this controller runs no provider plugins to check a node's identity")
+		return proof{}, refuse(http.StatusForbidden, Disabled, "this controller runs no provider plugins to check a node's identity")
 	}
 	var (
 		p  fleet.Pool
@@ -301,7 +310,7 @@ func (s *Server) bootstrapPlugin(r *http.Request, node string, req report.Creden
 		p, _, ok = s.Live(node)
 	}
 	if !ok || p.Provider != fleet.ProviderPlugin {
-		return "", "", refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a plugin pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
+		return proof{}, refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a plugin pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
 	}
 	// A few at a time (each may run a command), within the agent's
 	// patience (its requests time out at 15 s).
@@ -310,7 +319,7 @@ func (s *Server) bootstrapPlugin(r *http.Request, node string, req report.Creden
 	case s.verifying <- struct{}{}:
 		defer func() { <-s.verifying }()
 	default:
-		return "", "", refuse(http.StatusServiceUnavailable, Busy, "the controller is checking %d identities already: try again shortly", MaxPluginVerifies)
+		return proof{}, refuse(http.StatusServiceUnavailable, Busy, "the controller is checking %d identities already: try again shortly", MaxPluginVerifies)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), PluginVerifyTimeout)
 	defer cancel()
@@ -320,27 +329,27 @@ func (s *Server) bootstrapPlugin(r *http.Request, node string, req report.Creden
 			// The plugin's words (a command's stderr) are the
 			// controller's log's, not the caller's.
 			s.log().Warn("a plugin refused a node's identity", "node", node, "pool", p.Name, "remote", r.RemoteAddr, "error", err)
-			return "", "", refuse(http.StatusForbidden, BadIdentity, "pool %s's plugin refuses %q's identity (the controller's log says why)", p.Name, node)
+			return proof{}, refuse(http.StatusForbidden, BadIdentity, "pool %s's plugin refuses %q's identity (the controller's log says why)", p.Name, node)
 		}
 		// The plugin could not say (down, slow): not a refusal.
-		return "", "", fmt.Errorf("checking %q's identity with pool %s's plugin: %w", node, p.Name, err)
+		return proof{}, fmt.Errorf("checking %q's identity with pool %s's plugin: %w", node, p.Name, err)
 	}
-	return p.Name, req.Nonce, nil
+	return proof{pool: p.Name, nonce: req.Nonce}, nil
 }
 
 // bootstrapGCP checks a Compute Engine identity token: signed by Google
 // for this controller's audience (GCPVerifier), naming node, in the
 // project and zone of a live GCP pool that node is an instance of.
-func (s *Server) bootstrapGCP(r *http.Request, node string, req report.CredentialRequest) (pool, nonce string, err error) {
+func (s *Server) bootstrapGCP(r *http.Request, node string, req report.CredentialRequest) (proof, error) {
 	if s.GCP == nil {
-		return "", "", refuse(http.StatusForbidden, Disabled, "this controller takes no Compute Engine identity (controller.gcp_identity_audience is not set)")
+		return proof{}, refuse(http.StatusForbidden, Disabled, "this controller takes no Compute Engine identity (controller.gcp_identity_audience is not set)")
 	}
 	in, err := s.GCP.Verify(r.Context(), req.GCP.Token)
 	if err != nil {
-		return "", "", refuse(http.StatusForbidden, BadIdentity, "Compute Engine identity token: %v", err)
+		return proof{}, refuse(http.StatusForbidden, BadIdentity, "Compute Engine identity token: %v", err)
 	}
 	if in.InstanceName != node {
-		return "", "", refuse(http.StatusForbidden, BadIdentity, "the identity token is instance %q's, not %q's", in.InstanceName, node)
+		return proof{}, refuse(http.StatusForbidden, BadIdentity, "the identity token is instance %q's, not %q's", in.InstanceName, node)
 	}
 	var (
 		p    fleet.Pool
@@ -351,17 +360,19 @@ func (s *Server) bootstrapGCP(r *http.Request, node string, req report.Credentia
 		p, zone, ok = s.Live(node)
 	}
 	if !ok || p.Provider != fleet.ProviderGCP {
-		return "", "", refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a managed GCP pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
+		return proof{}, refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a managed GCP pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
 	}
 	// Names are unique within a project's zone only: the VM must be the
 	// one the group lists, in the zone it lists it in.
 	st := gcp.SettingsOf(p)
 	inZone := zone != "" && in.Zone == zone && (st.Zone == in.Zone || st.Zone == "" && strings.HasPrefix(in.Zone, st.Region+"-"))
 	if in.ProjectID != st.Project || !inZone {
-		return "", "", refuse(http.StatusForbidden, BadIdentity, "instance %q's identity is in project %q, zone %q; its pool %s's group in project %q lists it in zone %q",
+		return proof{}, refuse(http.StatusForbidden, BadIdentity, "instance %q's identity is in project %q, zone %q; its pool %s's group in project %q lists it in zone %q",
 			node, in.ProjectID, in.Zone, p.Name, st.Project, zone)
 	}
-	return p.Name, req.Nonce, nil
+	// A managed instance group recreates a VM under its name: the
+	// instance's ID tells the machines apart.
+	return proof{pool: p.Name, nonce: req.Nonce, machine: Machine{ID: in.InstanceID, Created: in.Created}}, nil
 }
 
 func (s *Server) rotate(w http.ResponseWriter, r *http.Request) {

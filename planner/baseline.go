@@ -166,7 +166,7 @@ func reservationCost(demand []float64, res, burst *fleet.Pool) func(nodes int) f
 	}
 	t := float64(len(demand))
 	return func(nodes int) float64 {
-		c := float64(nodes * res.GPUsPerNode)
+		c := float64(nodes) * float64(res.GPUsPerNode)
 		i := sort.SearchFloat64s(demand, c+1e-9) // first value above c
 		overflow := (suffix[i] - c*float64(len(demand)-i)) / t
 		return float64(nodes)*res.PricePerHour + overflow*burst.PricePerGPUHour()

@@ -25,6 +25,13 @@ func provisionTimeoutReason(since, timeout time.Duration) string {
 	return fmt.Sprintf("launched %s ago and not ready by its provisioning deadline (%s); pool backed off", age(since), age(timeout))
 }
 
+func bootedWhileHaltedReason(since time.Duration, halt string, haltedAt time.Time, until time.Time) string {
+	if halt != "" {
+		return fmt.Sprintf("launched %s ago, booted (its cloud says it runs), agent not heard from; held, not terminated, while scale-in is halted: %s", age(since), halt)
+	}
+	return fmt.Sprintf("launched %s ago, booted (its cloud says it runs), agent not heard from; held until %s, a provisioning deadline after scale-in was last halted (%s)", age(since), clock(until), clock(haltedAt))
+}
+
 func launchFailingReason(since time.Duration, why string) string {
 	return fmt.Sprintf("launched %s ago, and the cloud is failing to create it (%s); terminated, pool backed off", age(since), why)
 }
@@ -201,6 +208,12 @@ func endsSoonText(n *fleet.Node, at, now time.Time) string {
 
 func gpuFaultText(n *fleet.Node, now time.Time) string {
 	return fmt.Sprintf("its agent cannot read its GPUs (for %s: %s), so what runs on them is unknown and the node is never taken for idle", age(now.Sub(n.GPUFaultSince)), n.GPUFault)
+}
+
+// drainGPUFaultText says why a draining node whose GPUs cannot be read is
+// not terminated.
+func drainGPUFaultText(n *fleet.Node) string {
+	return fmt.Sprintf("its agent cannot read its GPUs (%s), so what runs on them cannot be confirmed", n.GPUFault)
 }
 
 // silentReason says why a node whose agent is silent (for d) is held.

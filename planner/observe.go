@@ -17,15 +17,26 @@ func (p *planner) observe(t *tally) {
 	pools := p.poolsOf(nodes)
 	for i, n := range nodes {
 		pp := pools[i]
-		if pp == nil && n.Orphan {
-			t.orphans = append(t.orphans, n)
-			continue
-		}
 		if pp == nil {
-			p.note(ReasonUnknownPool, unknownPoolNote(n))
+			// In no pool the config has, but paid for until its cloud
+			// says it is gone: it counts against the fleet's limits
+			// (rule 3), and is never capacity.
+			p.countOutside(t, n)
+			if n.Orphan {
+				t.orphans = append(t.orphans, n)
+			} else {
+				p.note(ReasonUnknownPool, unknownPoolNote(n))
+			}
 			continue
 		}
 		if n.State == fleet.Terminating {
+			// Going, but paid for until its cloud says it is gone (an ASG
+			// lifecycle hook's wait, a MIG instance DELETING): it counts
+			// against the pool's max and the fleet's limits until then
+			// (rule 3), and is never capacity.
+			pp.billed++
+			pp.terminating++
+			pp.countStuck(t)
 			continue
 		}
 		gpn := pp.spec.GPUsPerNode
@@ -73,11 +84,11 @@ func (p *planner) observe(t *tally) {
 					t.fleetGPUs += gpn
 					continue
 				}
-				pp.failing = true
-				p.add(Action{Kind: Terminate, Pool: pp.spec.Name, Node: n.ID, BackOff: true, Code: ReasonProvisionTimeout,
-					Reason: provisionTimeoutReason(p.now.Sub(n.LaunchedAt), pp.spec.ProvisionTimeout)})
 				// Not counted on, but until it is gone it counts against
-				// the limits (its termination may fail).
+				// the limits (its termination may fail). Terminated, or
+				// held while scale-in is halted (settleOverdue), once the
+				// halt is known.
+				t.overdue = append(t.overdue, overdue{pp: pp, node: n})
 				pp.countStuck(t)
 				continue
 			}
@@ -131,6 +142,10 @@ func (p *planner) observe(t *tally) {
 		pp.size++
 		t.fleetGPUs += gpn
 	}
+	p.decideHalt()
+	for _, o := range t.overdue {
+		p.settleOverdue(o.pp, o.node)
+	}
 	known := 0.0
 	for _, pp := range p.pools {
 		// Drains recorded by the caller include those still in progress,
@@ -149,7 +164,7 @@ func (p *planner) observe(t *tally) {
 			// limits (DESIGN.md rule 3), so that the pools that can be
 			// read still serve, within what is left.
 			if unknown := pp.spec.Max - pp.size; unknown > 0 {
-				t.fleetGPUs += unknown * pp.spec.GPUsPerNode
+				t.fleetGPUs = fleet.SatAdd(t.fleetGPUs, fleet.SatMul(unknown, pp.spec.GPUsPerNode))
 				billed += unknown
 			}
 		}
@@ -157,10 +172,30 @@ func (p *planner) observe(t *tally) {
 	}
 	// What the fleet is known to cost: a pool never read is counted at its
 	// max against the limits only.
-	p.plan.CostPerHourBefore = known
+	p.plan.CostPerHourBefore = known + t.outsideSpend
 	if m := p.cfg.Limits.MaxSpendPerHour; m > 0 && t.spend > m {
 		p.note(ReasonMaxSpend, overSpendNote(t.spend, m))
 	}
+}
+
+// settleOverdue decides what happens to a launch of this controller's
+// past its provisioning deadline (rule 7): terminated, and its pool backed
+// off; or, if its cloud says it runs (booted) while scale-in is halted or
+// within a provisioning deadline of the halt's end, held (rules 9, 1, 5):
+// the agents are cut off, not the node, and a scheduler may have put jobs
+// on it. It counts against the limits either way (observe).
+func (p *planner) settleOverdue(pp *poolPlan, n *fleet.Node) {
+	since := p.now.Sub(n.LaunchedAt)
+	halted := p.in.State.HaltedAt
+	until := halted.Add(pp.spec.ProvisionTimeout)
+	if n.Booted && (p.plan.ScaleInHalt != "" || !halted.IsZero() && p.now.Before(until)) {
+		p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, Code: ReasonBootedWhileHalted,
+			Reason: bootedWhileHaltedReason(since, p.plan.ScaleInHalt, halted, until)})
+		return
+	}
+	pp.failing = true
+	p.add(Action{Kind: Terminate, Pool: pp.spec.Name, Node: n.ID, BackOff: true, Code: ReasonProvisionTimeout,
+		Reason: provisionTimeoutReason(since, pp.spec.ProvisionTimeout)})
 }
 
 // settleDrain decides what happens to a draining node: terminate it once
@@ -201,6 +236,10 @@ func unconfirmed(n *fleet.Node, silent time.Duration) cause {
 	switch {
 	case silent > 0:
 		return cause{ReasonAgentSilent, silence(silent) + ", so its jobs' checkpoints cannot be confirmed"}
+	case n.GPUFault != "":
+		// Nobody sees what runs on GPUs that cannot be read, whatever
+		// the agent says of its jobs (rules 1 and 2).
+		return cause{ReasonGPUFault, drainGPUFaultText(n)}
 	case !n.LastReport.After(n.DrainStartedAt):
 		return cause{ReasonDrainNoReport, "no agent report since the drain began"}
 	case !n.DrainAcked:
@@ -298,6 +337,27 @@ func sortedNodes(nodes []fleet.Node) []*fleet.Node {
 		slices.SortFunc(out, byID)
 	}
 	return out
+}
+
+// countOutside counts a node of no configured pool (an orphan, a node of
+// a pool a snapshot names and the config does not) against the fleet's
+// limits: its GPUs as its agent or its old pool's last config says (the
+// widest configured pool's when unknown), its price as its old pool's last
+// config says (the dearest configured pool's when unknown).
+func (p *planner) countOutside(t *tally, n *fleet.Node) {
+	gpus, price := n.GPUs, n.PricePerHour
+	if gpus <= 0 {
+		gpus = p.widest
+	}
+	if price <= 0 {
+		price = p.dearest
+	}
+	t.fleetGPUs = fleet.SatAdd(t.fleetGPUs, gpus)
+	t.spend += price
+	t.outsideSpend += price
+	if n.State != fleet.Terminating {
+		p.outside[n.ID] = price
+	}
 }
 
 // serve counts a node that serves demand, ready or launching within its

@@ -2,6 +2,8 @@ package planner
 
 import (
 	"cmp"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
@@ -50,10 +52,14 @@ type poolPlan struct {
 	// from it.
 	billed int
 	// stuck counts the nodes in size that are past their provisioning
-	// deadline (unknown, or being terminated) or under an interruption
-	// notice (observe): they count against the limits, but not towards the
-	// share of the pool that scale-in may drain.
+	// deadline (unknown, or being terminated), under an interruption
+	// notice, or terminating (observe): they count against the limits, but
+	// not towards the share of the pool that scale-in may drain.
 	stuck int
+	// terminating counts the pool's nodes its cloud is terminating
+	// (observe): billed until they are gone, but not once the plan has
+	// completed (costAfter).
+	terminating int
 	// failing is set by observe when a node of the pool missed its
 	// provisioning deadline, or the cloud is failing to create one:
 	// launch buys nothing in the pool.
@@ -149,6 +155,18 @@ type tally struct {
 	placement placement
 	// orphans are the fleet's orphans (observe), for reap.
 	orphans []*fleet.Node
+	// outsideSpend is what the nodes of no configured pool cost per hour
+	// (observe, countOutside): counted in spend, against the limits.
+	outsideSpend float64
+	// overdue are this controller's launches past their provisioning
+	// deadline (observe), settled once the halt is known (settleOverdue).
+	overdue []overdue
+}
+
+// overdue is a launch past its provisioning deadline, and its pool.
+type overdue struct {
+	pp   *poolPlan
+	node *fleet.Node
 }
 
 // launched is capacity this plan buys, ready at a time; scoped when it
@@ -197,6 +215,14 @@ type planner struct {
 	waitUntil time.Time
 	// noted are the notes' words so far, so each is written once.
 	noted map[string]bool
+	// widest and dearest are the most GPUs per node and the highest price
+	// per node-hour of the configured pools: what a node of no configured
+	// pool is counted at when nothing says otherwise (countOutside).
+	widest  int
+	dearest float64
+	// outside is the price per hour of each node of no configured pool
+	// that is not terminating (countOutside), for costAfter.
+	outside map[string]float64
 }
 
 // Make plans one cycle. It never fails: problems in its input (a bad
@@ -222,11 +248,12 @@ type planner struct {
 // words of every reason are made in format.go, their codes in reasons.go.
 func Make(in Input) Plan {
 	p := &planner{
-		in:     in,
-		cfg:    &in.Settings,
-		now:    in.Now,
-		byName: make(map[string]*poolPlan, len(in.Settings.Pools)),
-		noted:  map[string]bool{},
+		in:      in,
+		cfg:     &in.Settings,
+		now:     in.Now,
+		byName:  make(map[string]*poolPlan, len(in.Settings.Pools)),
+		noted:   map[string]bool{},
+		outside: map[string]float64{},
 	}
 	t := &tally{scaleInLeft: in.Settings.Limits.MaxScaleInPerCycle}
 	longest, widest := time.Duration(0), 0
@@ -239,7 +266,9 @@ func Make(in Input) Plan {
 			longest = max(longest, pp.spec.LeadTime)
 		}
 		widest = max(widest, pp.spec.GPUsPerNode)
+		p.dearest = max(p.dearest, pp.spec.PricePerHour)
 	}
+	p.widest = widest
 	p.plan = Plan{At: in.Now}
 	t.placement = newPlacement(widest, len(in.State.Nodes))
 	p.window = longest + in.Settings.Forecast.Hysteresis
@@ -318,15 +347,20 @@ func (pp *poolPlan) cost(nodes int) float64 {
 func (p *planner) costAfter() float64 {
 	after := make(map[string]int, len(p.pools))
 	for _, pp := range p.pools {
-		after[pp.spec.Name] = pp.billed
+		after[pp.spec.Name] = pp.billed - pp.terminating
 	}
+	outside := maps.Clone(p.outside)
 	for i := range p.plan.Actions {
 		switch a := &p.plan.Actions[i]; a.Kind {
 		case Drain, Terminate:
 			after[a.Pool]--
+			delete(outside, a.Node)
 		}
 	}
 	total := 0.0
+	for _, id := range slices.Sorted(maps.Keys(outside)) {
+		total += outside[id]
+	}
 	for _, pp := range p.pools {
 		// Launches are in billed already.
 		total += pp.cost(max(after[pp.spec.Name], 0))

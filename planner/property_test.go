@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -133,7 +134,16 @@ func genInput(t *rapid.T) Input {
 	for j := range rapid.IntRange(0, 3).Draw(t, "orphans") {
 		n := genNode(t, gone, j, false)
 		n.Orphan, n.Unknown = true, false
+		if rapid.Bool().Draw(t, "orphanKnown") {
+			// What its agent read, and its old pool's last price; else
+			// counted at the widest and dearest pool's.
+			n.GPUs, n.PricePerHour = rapid.IntRange(1, 16).Draw(t, "orphanGPUs"), rapid.Float64Range(0, 60).Draw(t, "orphanPrice")
+		}
 		st.Nodes = append(st.Nodes, n)
+	}
+	if rapid.Bool().Draw(t, "halted") {
+		// Scale-in was last halted (agents silent at once) a while ago.
+		st.HaltedAt = minutesAgo(t, "haltedAt", 0, 90)
 	}
 	switch rapid.IntRange(0, 2).Draw(t, "maxSpendKind") {
 	case 1:
@@ -156,7 +166,7 @@ func genInput(t *rapid.T) Input {
 		}
 		cfg.Limits.MaxSpendPerHour = max(1, paid*rapid.Float64Range(0.8, 1.5).Draw(t, "spendShare"))
 	}
-	return Input{Settings: cfg.Settings(), State: st, Forecast: genForecast(t, calm), Now: t0, Unannounced: rapid.Bool().Draw(t, "unannounced")}
+	return Input{Settings: cfg.Settings(), State: st, Forecast: genForecast(t, calm, fleetCeiling(cfg.Settings())), Now: t0, Unannounced: rapid.Bool().Draw(t, "unannounced")}
 }
 
 func minutesAgo(t *rapid.T, label string, lo, hi int) time.Time {
@@ -174,6 +184,10 @@ func genNode(t *rapid.T, p fleet.Pool, j int, calm bool) fleet.Node {
 	}
 	if calm {
 		n.State = fleet.Ready
+	}
+	if n.State == fleet.Pending {
+		// Its cloud says it runs (booted), its agent not heard from.
+		n.Booted = rapid.Bool().Draw(t, "booted")
 	}
 	if n.State == fleet.Pending && rapid.IntRange(0, 6).Draw(t, "launchFailing") == 0 {
 		// The cloud says it is failing to create it (a stockout in a
@@ -258,10 +272,11 @@ func genNode(t *rapid.T, p fleet.Pool, j int, calm bool) fleet.Node {
 	return n
 }
 
-// genForecast makes a forecast, often malformed or absurd; calm, of at
-// most 20 GPUs, so that the fleet has more than it needs (scale-in for
-// demand).
-func genForecast(t *rapid.T, calm bool) forecast.Forecast {
+// genForecast makes a forecast, often malformed or absurd (some values a
+// little or much above ten times ceiling, what the fleet can hold); calm,
+// of at most 20 GPUs, so that the fleet has more than it needs (scale-in
+// for demand).
+func genForecast(t *rapid.T, calm bool, ceiling int) forecast.Forecast {
 	top := 200.0
 	if calm {
 		top = 20
@@ -282,6 +297,8 @@ func genForecast(t *rapid.T, calm bool) forecast.Forecast {
 			v = -v
 		case 2:
 			v = 1e12
+		case 3:
+			v = float64(ceiling) * rapid.Float64Range(10.5, 20000).Draw(t, "absurdTimes")
 		}
 		crossing := rapid.IntRange(0, 10).Draw(t, "crossing") == 0
 		for k, q := range levels {
@@ -313,7 +330,7 @@ var codesOf = map[ActionKind][]Reason{
 	Hold: {ReasonPoolUnobserved, ReasonUnknownNotReady, ReasonUnknownSilent, ReasonInterrupted, ReasonAgentSilent,
 		ReasonGPUFault, ReasonNeverCheckpointed, ReasonCheckpointTooOld, ReasonNoCheckpointSinceCancel,
 		ReasonDrainNoReport, ReasonDrainNotAcked, ReasonDrainNotConfirmed, ReasonOrphanBooting, ReasonOrphanBusy,
-		ReasonOrphanIdleTooShort, ReasonScaleInHalted, ReasonMaxScaleInPerCycle, ReasonEndsSoon},
+		ReasonOrphanIdleTooShort, ReasonScaleInHalted, ReasonMaxScaleInPerCycle, ReasonEndsSoon, ReasonBootedWhileHalted},
 }
 
 func nodesByID(in Input) map[string]*fleet.Node {
@@ -354,6 +371,18 @@ func TestPropertySafety(t *testing.T) {
 				acted[a.Node] = true
 			}
 		}
+		// Rule 9's halt, from the inputs: more than the share of the
+		// ready nodes (of configured pools, not under a notice) silent.
+		readyNodes, silentNodes := 0, 0
+		for i := range in.State.Nodes {
+			if n := &in.State.Nodes[i]; n.State == fleet.Ready && poolNamed(cfg.Pools, n.Pool) != nil && !underNotice(in, n) {
+				readyNodes++
+				if silent(in, n) {
+					silentNodes++
+				}
+			}
+		}
+		halted := readyNodes > 0 && float64(silentNodes) > cfg.Limits.SilentShareHalt*float64(readyNodes)
 		failing := map[string]bool{}
 		drains, overMaxDrains := map[string]int{}, map[string]int{}
 		launched := map[string]int{}
@@ -427,6 +456,13 @@ func TestPropertySafety(t *testing.T) {
 					if len(n.Jobs) > 0 || n.Unknown || !in.Now.After(n.LaunchedAt.Add(pool.ProvisionTimeout)) && n.LaunchFailing == "" {
 						t.Fatalf("terminate of a pending node before its deadline, its cloud not failing to create it: %+v", a)
 					}
+					// Rules 9 and 1: a booted launch is not terminated at
+					// its deadline while scale-in is halted, nor within a
+					// provisioning deadline of the halt's end.
+					lastHalt := in.State.HaltedAt
+					if n.LaunchFailing == "" && n.Booted && (halted || !lastHalt.IsZero() && in.Now.Before(lastHalt.Add(pool.ProvisionTimeout))) {
+						t.Fatalf("terminate of a booted launch while scale-in is halted (halted now %v, last %v): %+v", halted, lastHalt, a)
+					}
 					continue
 				}
 				// Rule 1: a node is terminated only when its agent, in a
@@ -435,6 +471,11 @@ func TestPropertySafety(t *testing.T) {
 				// exited; whatever the job times (on the agent's clock) say.
 				if n.State != fleet.Draining || silent(in, n) || !n.LastReport.After(n.DrainStartedAt) || !n.DrainAcked || !n.DrainConfirmed {
 					t.Fatalf("terminate of %s node (silent=%v, report %v, drain %v, confirmed %v): %+v", n.State, silent(in, n), n.LastReport, n.DrainStartedAt, n.DrainConfirmed, a)
+				}
+				// Nobody sees what runs on GPUs that cannot be read,
+				// whatever the agent confirms.
+				if n.GPUFault != "" {
+					t.Fatalf("terminate of a node whose GPUs cannot be read (%s): %+v", n.GPUFault, a)
 				}
 			case CancelDrain:
 				if n.State != fleet.Draining {
@@ -459,13 +500,16 @@ func TestPropertySafety(t *testing.T) {
 		fleetGPUs, spend, anyLaunch, burstLaunch := 0, 0.0, false, false
 		for i := range cfg.Pools {
 			p := &cfg.Pools[i]
+			// Every node the fleet pays for counts against the limits
+			// until its cloud says it is gone: terminating ones, and ones
+			// this plan terminates, too (rule 3).
 			live, active := 0, 0
 			for _, n := range in.State.Nodes {
-				if n.Pool != p.Name || n.State == fleet.Terminating || terminated[n.ID] {
+				if n.Pool != p.Name {
 					continue
 				}
 				live++
-				if n.State != fleet.Draining {
+				if n.State != fleet.Draining && n.State != fleet.Terminating && !terminated[n.ID] {
 					active++
 				}
 			}
@@ -501,7 +545,9 @@ func TestPropertySafety(t *testing.T) {
 						inProgress++
 					}
 				}
-				if b := ScaleInBudget(cfg.Limits, poolSize(in, p)); drains[p.Name]+max(recent, inProgress) > b {
+				// The share, from the inputs: at least one node.
+				b := max(1, int(math.Floor(cfg.Limits.ScaleInShare*float64(poolSize(in, p))+1e-9)))
+				if drains[p.Name]+max(recent, inProgress) > b {
 					t.Fatalf("pool %s: %d drains + %d begun in the window > budget %d", p.Name, drains[p.Name], max(recent, inProgress), b)
 				}
 			}
@@ -531,6 +577,18 @@ func TestPropertySafety(t *testing.T) {
 				t.Fatalf("launch in pool %s, backed off until %v (failing %v)", p.Name, backoff[p.Name], failing[p.Name])
 			}
 		}
+		// Nodes of no configured pool (orphans) count too: at what their
+		// agent or old pool says, else the widest and dearest pool's.
+		widest, dearest := 0, 0.0
+		for _, p := range cfg.Pools {
+			widest, dearest = max(widest, p.GPUsPerNode), max(dearest, p.PricePerHour)
+		}
+		for _, n := range in.State.Nodes {
+			if poolNamed(cfg.Pools, n.Pool) == nil {
+				fleetGPUs += cmp.Or(n.GPUs, widest)
+				spend += cmp.Or(n.PricePerHour, dearest)
+			}
+		}
 		if m := cfg.Limits.MaxGPUs; m > 0 && anyLaunch && fleetGPUs > m {
 			t.Fatalf("fleet GPUs %d > max_gpus %d after launches", fleetGPUs, m)
 		}
@@ -540,38 +598,30 @@ func TestPropertySafety(t *testing.T) {
 		if math.IsNaN(plan.CostPerHourAfter) || math.IsInf(plan.CostPerHourAfter, 0) {
 			t.Fatalf("cost after is %v", plan.CostPerHourAfter)
 		}
-		// Rule 9: no scale-in while many agents are silent at once.
-		readyNodes, silentNodes := 0, 0
-		for i := range in.State.Nodes {
-			// A node under a spot interruption notice is going anyway:
-			// neither counted nor held against the share.
-			if n := &in.State.Nodes[i]; n.State == fleet.Ready && poolNamed(cfg.Pools, n.Pool) != nil && !underNotice(in, n) {
-				readyNodes++
-				if silent(in, n) {
-					silentNodes++
-				}
-			}
-		}
-		if total > 0 && float64(silentNodes) > cfg.Limits.SilentShareHalt*float64(readyNodes) {
+		// Rule 9: no scale-in while many agents are silent at once (a
+		// node under a spot interruption notice is going anyway: neither
+		// counted nor held against the share).
+		if total > 0 && halted {
 			t.Fatalf("%d drains with %d of %d ready nodes silent (halt above %v)", total, silentNodes, readyNodes, cfg.Limits.SilentShareHalt)
 		}
 		// Rule 10: the forecast the plan used is clean: finite, not
 		// negative, at most ten times what the fleet can hold (or current
 		// demand, which stands in for values that are not numbers); and a
 		// forecast with an absurd value is not used at all.
-		ceiling := max(10*float64(cfg.MaxFleetGPUs()), float64(plan.Demand.Total()))
+		holds := fleetCeiling(*cfg)
+		ceiling := max(10*float64(holds), float64(plan.Demand.Total()))
 		for _, row := range forecastValues(plan) {
 			for _, v := range row {
-				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || (cfg.MaxFleetGPUs() > 0 && v > ceiling) {
+				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || (holds > 0 && v > ceiling) {
 					t.Fatalf("plan used forecast value %v", v)
 				}
 			}
 		}
-		if plan.Forecast != nil && cfg.MaxFleetGPUs() > 0 {
+		if plan.Forecast != nil && holds > 0 {
 			for _, row := range in.Forecast.Values {
 				for _, v := range row {
-					if v > 10*float64(cfg.MaxFleetGPUs()) {
-						t.Fatalf("plan used a forecast with the absurd value %v (fleet holds %d GPUs)", v, cfg.MaxFleetGPUs())
+					if v > 10*float64(holds) {
+						t.Fatalf("plan used a forecast with the absurd value %v (fleet holds %d GPUs)", v, holds)
 					}
 				}
 			}
@@ -829,6 +879,19 @@ func forecastValues(p Plan) [][]float64 {
 		return nil
 	}
 	return p.Forecast.Values
+}
+
+// fleetCeiling is the most GPUs the fleet may hold, from the settings:
+// every pool at its max, within max_gpus (rule 10's measure of absurd).
+func fleetCeiling(s fleet.Settings) int {
+	total := 0
+	for _, p := range s.Pools {
+		total += p.Max * p.GPUsPerNode
+	}
+	if s.Limits.MaxGPUs > 0 {
+		total = min(total, s.Limits.MaxGPUs)
+	}
+	return total
 }
 
 // poolSize counts a pool's live nodes as the planner sizes it: neither

@@ -196,6 +196,13 @@ const (
 	// leave once empty if not needed then, rather than move its jobs or
 	// another node's for that surplus now.
 	ReasonEndsSoon
+	// ReasonBootedWhileHalted: a launch of this controller's that its
+	// cloud says is running, past its provisioning deadline while
+	// scale-in is halted (or within a provisioning deadline of the halt's
+	// end), is held, not terminated: its agent may be cut off with the
+	// others, and a scheduler may have put jobs on it. It counts against
+	// the limits, not as capacity; its pool is not backed off.
+	ReasonBootedWhileHalted
 
 	numReasons // one past the last
 )
@@ -255,6 +262,7 @@ var reasonNames = [numReasons]string{
 	ReasonExpectedEnds:            "expected_ends",
 	ReasonLeftToFaster:            "left_to_faster",
 	ReasonEndsSoon:                "ends_soon",
+	ReasonBootedWhileHalted:       "booted_while_halted",
 }
 
 // String is the code's name ("forecast", "drain_timeout"); "" for no

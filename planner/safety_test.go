@@ -102,3 +102,20 @@ func TestStuckNodesDoNotWidenScaleIn(t *testing.T) {
 		t.Fatalf("%d drains; want 2, half of the 4 live nodes: %+v", len(d), p.Actions)
 	}
 }
+
+// TestDrainedNodeWithGPUFaultHeld: a draining node whose agent confirmed
+// the drain but cannot read its GPUs is held, not terminated: nobody sees
+// what runs on them (before, it was terminated on the confirmation).
+func TestDrainedNodeWithGPUFaultHeld(t *testing.T) {
+	od := pool("od", fleet.OnDemand, 30, 9*time.Minute, 0, 10)
+	n := fleet.Node{ID: "d1", Pool: "od", State: fleet.Draining, LaunchedAt: t0.Add(-5 * time.Hour), DrainStartedAt: t0.Add(-5 * time.Minute),
+		LastReport: t0.Add(-time.Minute), DrainAcked: true, DrainConfirmed: true,
+		GPUFault: "NVML device count: GPU is lost", GPUFaultSince: t0.Add(-6 * time.Hour)}
+	p := Make(Input{Settings: testConfig(od).Settings(), State: &fleet.State{Nodes: []fleet.Node{n}}, Forecast: flat(0), Now: t0})
+	if len(actions(p, Terminate)) != 0 {
+		t.Fatalf("terminated a node whose GPUs cannot be read: %+v", p.Actions)
+	}
+	if h := actions(p, Hold); len(h) != 1 || h[0].Code != ReasonGPUFault || !strings.Contains(h[0].Reason, "cannot read its GPUs") {
+		t.Errorf("want the node held for its GPU fault: %+v", p.Actions)
+	}
+}

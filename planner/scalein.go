@@ -10,6 +10,26 @@ import (
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
+// decideHalt halts scale-in when too many ready nodes' agents are silent
+// at once (limits.silent_share_halt): a network fault, not idleness (rule
+// 9). Observe calls it once it has the candidates, before it settles the
+// overdue launches, which a halt holds.
+func (p *planner) decideHalt() {
+	readyNodes, silent := 0, 0
+	for _, pp := range p.pools {
+		readyNodes += len(pp.candidates)
+		for _, c := range pp.candidates {
+			if c.silentFor > 0 {
+				silent++
+			}
+		}
+	}
+	if share := p.cfg.Limits.SilentShareHalt; readyNodes > 0 && float64(silent) > share*float64(readyNodes) {
+		p.plan.ScaleInHalt = scaleInHaltText(silent, readyNodes, share)
+		p.note(ReasonScaleInHalted, "scale-in halted: "+p.plan.ScaleInHalt)
+	}
+}
+
 // scaleInPass is what one scale-in shares between the pools it drains.
 type scaleInPass struct {
 	t *tally
@@ -30,19 +50,7 @@ type scaleInPass struct {
 // on, and reserved pools are never scaled in: they are paid for anyway.
 // Its drains spend t.scaleInLeft.
 func (p *planner) scaleIn(t *tally) {
-	lim := p.cfg.Limits
-	readyNodes, silent := 0, 0
-	for _, pp := range p.pools {
-		readyNodes += len(pp.candidates)
-		for _, c := range pp.candidates {
-			if c.silentFor > 0 {
-				silent++
-			}
-		}
-	}
-	if readyNodes > 0 && float64(silent) > lim.SilentShareHalt*float64(readyNodes) {
-		p.plan.ScaleInHalt = scaleInHaltText(silent, readyNodes, lim.SilentShareHalt)
-		p.note(ReasonScaleInHalted, "scale-in halted: "+p.plan.ScaleInHalt)
+	if p.plan.ScaleInHalt != "" {
 		return
 	}
 	// Scoped demand and the free GPUs set aside for it are its pools'

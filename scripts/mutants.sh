@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks that the safety rules' tests can fail: each mutant removes one
 # rule's code (in a scratch copy of the tree, never here) and the tests
-# named must then fail on an assertion (a mutant that does not build does
-# not count as killed). Run it after changing a rule or its tests:
+# named, which must pass on the tree unmutated, must then fail on an
+# assertion: a mutant that does not build, a panic, a timeout or a failure
+# with no failed assertion does not count as killed. Run it after changing a rule or its tests:
 #   scripts/mutants.sh            # every mutant
 #   scripts/mutants.sh halt       # the mutants whose name contains "halt"
 set -euo pipefail
@@ -33,15 +34,15 @@ TestBootingCapacityCounts
 
 no silent-share halt (planner property)
 planner/scalein.go
-"if readyNodes > 0 && float64(silent) >"
-"if false && readyNodes > 0 && float64(silent) >"
+"readyNodes > 0 && float64(silent) > share"
+"false && readyNodes > 0 && float64(silent) > share"
 ./planner
 TestPropertySafety
 
 no silent-share halt (controller)
 planner/scalein.go
-"if readyNodes > 0 && float64(silent) >"
-"if false && readyNodes > 0 && float64(silent) >"
+"readyNodes > 0 && float64(silent) > share"
+"false && readyNodes > 0 && float64(silent) > share"
 ./controller
 TestSilentAgentsHaltScaleIn
 
@@ -1542,10 +1543,88 @@ planner/observe.go
 "used == 0 {"
 ./loop
 TestDemand
+
+limits: orphans outside the fleet's limits
+planner/observe.go
+"\t\t\tp.countOutside(t, n)\n"
+"\n"
+./planner ./controller
+TestOrphansCountAgainstLimits|TestOutsideNodesAtTheirDearest|TestOrphansReaped
+
+limits: terminating nodes leave the counts
+planner/observe.go
+"\t\t\tpp.billed++\n\t\t\tpp.terminating++\n\t\t\tpp.countStuck(t)\n"
+"\n"
+./planner
+TestTerminatingNodesCountUntilGone
+
+limits: products of nodes and GPUs wrap
+fleet/saturate.go
+"\tif a > math.MaxInt/b {"
+"\tif false {"
+./planner
+TestAbsurdForecastAtTheConfigBound
+
+config: a pool's max unbounded
+config/decode.go
+"d.between(\"max\", b.Max, 1, MaxPoolNodes, b.MaxAt)"
+"d.between(\"max\", b.Max, 1, math.MaxInt, b.MaxAt)"
+./config
+TestParseErrors
+
+partition: booted launches terminated while scale-in is halted
+planner/observe.go
+"\tif n.Booted && (p.plan.ScaleInHalt"
+"\tif false && n.Booted && (p.plan.ScaleInHalt"
+./planner ./controller
+TestBootedLaunchHeldWhileHalted|TestPartitionHoldsBootedLaunches
+
+partition: no hold after the halt ends
+planner/observe.go
+"p.plan.ScaleInHalt != \"\" || !halted.IsZero() && p.now.Before(until)"
+"p.plan.ScaleInHalt != \"\""
+./planner ./controller
+TestBootedLaunchHeldWhileHalted|TestPartitionHoldsBootedLaunches
+
+GPU fault: the agent confirms a drain from a stale reading
+agent/agent.go
+"\ta.gpusRead = healthy"
+"\ta.gpusRead = a.gpusRead || healthy"
+./agent
+TestNoSafeDrainWhileGPUsUnread
+
+GPU fault: a draining node terminated while its GPUs cannot be read
+planner/observe.go
+"\tcase n.GPUFault != \"\":\n\t\t// Nobody sees"
+"\tcase false:\n\t\t// Nobody sees"
+./planner ./controller
+TestDrainedNodeWithGPUFaultHeld|TestUnreadableGPUsNeverIdle|TestPropertySafety
+
+oracle: a scale-in budget of the whole pool
+planner/scalein.go
+"\treturn max(1, int(math.Floor(lim.ScaleInShare*float64(size)+1e-9)))"
+"\treturn max(1, int(math.Floor(float64(size)+1e-9)))"
+./planner
+TestPropertySafety
+
+oracle: the fleet's size a thousand times too large
+fleet/settings.go
+"\t\treturn s.Limits.MaxGPUs\n\t}\n\treturn total"
+"\t\treturn s.Limits.MaxGPUs * 1000\n\t}\n\treturn total * 1000"
+./fleet ./planner
+TestMaxFleetGPUs|TestPropertySafety
+
+oracle: a report about another node taken
+agent/report/receiver.go
+"\tif rep.Node != node {"
+"\tif false {"
+./agent/report ./controller
+TestReceiver|TestReportOnlyAboutOwnNode
 EOF
 }
 
 failed=0
+declare -A baseline # "pkgs|run" -> ok or the reason the named tests fail unmutated
 while IFS= read -r name && IFS= read -r file && IFS= read -r old && IFS= read -r new && IFS= read -r pkgs && IFS= read -r run; do
   read -r _ || true # the blank line between mutants
   [[ -z "$only" || "$name" == *"$only"* ]] || continue
@@ -1553,6 +1632,21 @@ while IFS= read -r name && IFS= read -r file && IFS= read -r old && IFS= read -r
   # The tree as it is, uncommitted files included.
   git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work/tree" 2>/dev/null || true
   [ -d ../shared ] && ln -s "$(cd ../shared && pwd)" "$work/shared"
+  # The named tests must pass on the tree unmutated: a test that fails
+  # already would make every mutant look killed.
+  key="$pkgs|$run"
+  if [ -z "${baseline[$key]:-}" ]; then
+    if (cd "$work/tree" && go test -count=1 -run "^(${run})\$" $pkgs >"$work/base" 2>&1); then
+      baseline[$key]=ok
+    else
+      baseline[$key]="$(grep -m1 -E -- '--- FAIL|panic:|build failed|cannot|undefined' "$work/base" | cut -c1-160)"
+    fi
+  fi
+  if [ "${baseline[$key]}" != ok ]; then
+    echo "BROKEN    $name: go test $pkgs -run $run fails unmutated: ${baseline[$key]}"
+    failed=$((failed + 1))
+    continue
+  fi
   if ! python3 - "$work/tree/$file" "$old" "$new" <<'PY'
 import ast, sys
 path, old, new = sys.argv[1], ast.literal_eval(sys.argv[2]), ast.literal_eval(sys.argv[3])
@@ -1565,12 +1659,24 @@ PY
   if (cd "$work/tree" && go test -count=1 -run "^(${run})\$" $pkgs >"$work/out" 2>&1); then
     echo "SURVIVED  $name: go test $pkgs -run $run passes"
     failed=$((failed + 1))
-  elif ! grep -q -- '--- FAIL' "$work/out"; then
+    continue
+  fi
+  # A kill is a named test failing on an assertion: not a build error, a
+  # panic or a timeout, which say nothing of the rule.
+  # (rapid's own log lines, its draws and fail files, are no assertion)
+  assertion=$(grep -E '^\s+\S+_test\.go:[0-9]+: ' "$work/out" | grep -v '\[rapid\]' | head -n 1 | sed 's/^\s*//' | cut -c1-150 || true)
+  if grep -q -E '\[build failed\]|\[setup failed\]' "$work/out"; then
     echo "NOT BUILT $name: $(grep -m1 -E 'error|cannot|undefined' "$work/out" | cut -c1-160)"
     failed=$((failed + 1))
+  elif grep -q -E '^panic: |test timed out after' "$work/out"; then
+    echo "NOT KILLED $name: the tests panicked or timed out, no assertion failed: $(grep -m1 -E '^panic: |test timed out' "$work/out" | cut -c1-150)"
+    failed=$((failed + 1))
+  elif ! grep -q -- '--- FAIL' "$work/out" || [ -z "$assertion" ]; then
+    echo "NOT KILLED $name: go test failed with no failed assertion: $(tail -n 3 "$work/out" | tr '\n' ' ' | cut -c1-160)"
+    failed=$((failed + 1))
   else
-    echo "killed    $name: $(grep -m1 -E '^\s+\S+_test\.go:[0-9]+: ' "$work/out" | sed 's/^\s*//' | cut -c1-150)"
+    echo "killed    $name: $assertion"
   fi
 done < <(mutants)
-[ "$failed" -eq 0 ] || { echo "$failed mutant(s) survived, or were not made or built"; exit 1; }
-echo "every mutant killed"
+[ "$failed" -eq 0 ] || { echo "$failed mutant(s) survived, broke, or were not made, built or killed by an assertion"; exit 1; }
+echo "every mutant killed by an assertion, each named test passing unmutated"

@@ -78,7 +78,7 @@ func oracle(tr *trace.Trace, pools []simPool, sample, advice int64, lim fleet.Li
 		if sp.Capacity != fleet.Reserved {
 			continue
 		}
-		baseGPUs += sp.Max * sp.GPUsPerNode
+		baseGPUs = fleet.SatAdd(baseGPUs, fleet.SatMul(sp.Max, sp.GPUsPerNode))
 		basePrice += float64(sp.Max) * sp.PricePerHour
 		if res < 0 || fleet.CompareForLaunch(sp, &pools[res].spec) < 0 {
 			res = i

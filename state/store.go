@@ -163,7 +163,7 @@ func (s *Store) init() (err error) {
 				return fmt.Errorf("state: %s: written by a newer Fleetcast (state version %d; this one reads up to %d)", s.path, v, Version)
 			}
 		}
-		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels, bucketDrainLog, bucketReady, bucketLaunches, bucketSeen, bucketCreds, bucketAPITokens} {
+		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels, bucketDrainLog, bucketReady, bucketLaunches, bucketSeen, bucketCreds, bucketAPITokens, bucketPools} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("state: %s: creating bucket %s: %w", s.path, b, err)
 			}
@@ -695,6 +695,14 @@ type Credential struct {
 	// bootstrap presented: only that agent may bootstrap the node again
 	// after a revocation ("" when none was bound).
 	Nonce string `json:"nonce,omitempty"`
+	// Instance is the cloud's ID of the machine whose bootstrap registered
+	// the node, where the node's name outlives its machine (a Compute
+	// Engine instance name, which a managed instance group's recreate or
+	// autohealing gives a new VM): a bootstrap that proves another machine
+	// under the name is a new node's, if it was created after this one
+	// (InstanceCreated, on the cloud's clock). "" when none was bound.
+	Instance        string    `json:"instance,omitempty"`
+	InstanceCreated time.Time `json:"instance_created,omitzero"`
 }
 
 // PutCredential records a node's credential, replacing any before it.

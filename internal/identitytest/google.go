@@ -72,6 +72,9 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // claims).
 type Instance struct {
 	Name, ID, Project, Zone string
+	// Created is when the instance was created (a minute before the
+	// token when zero).
+	Created time.Time
 }
 
 // Token is the identity token the metadata server of instance would sign
@@ -80,12 +83,16 @@ type Instance struct {
 func (g *Google) Token(t testing.TB, audience string, in Instance, change func(claims map[string]any)) string {
 	t.Helper()
 	now := time.Now()
+	created := in.Created
+	if created.IsZero() {
+		created = now.Add(-time.Minute)
+	}
 	claims := map[string]any{
 		"iss": "https://accounts.google.com", "aud": audience, "azp": "1234567890", "sub": "1234567890",
 		"iat": now.Unix(), "exp": now.Add(time.Hour).Unix(),
 		"google": map[string]any{"compute_engine": map[string]any{
 			"instance_name": in.Name, "instance_id": in.ID, "project_id": in.Project, "project_number": 1234567890,
-			"zone": in.Zone, "instance_creation_timestamp": now.Add(-time.Minute).Unix(),
+			"zone": in.Zone, "instance_creation_timestamp": created.Unix(),
 		}},
 	}
 	if change != nil {

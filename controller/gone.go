@@ -1,0 +1,131 @@
+package controller
+
+import (
+	"slices"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// GoneGrace is how long a node that a full read of the clouds no longer
+// lists is remembered (its drain, ready time, first sighting, credential
+// and agent's view) before it is taken for gone: a listing may omit a
+// live instance for a moment (an eventually consistent read). A node its
+// cloud said was going (listed terminating, or terminated by this
+// controller) is forgotten as soon as it is unlisted.
+const GoneGrace = 10 * time.Minute
+
+// forgetGone drops the drain records, agent views, ready times, first
+// sightings and credentials of nodes the clouds no longer have
+// (terminated by the cloud, a spot reclaim, a person): once unlisted for
+// GoneGrace, or at once if their cloud said they were going. An agent of
+// a node not yet listed is taken up again at its next report.
+func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fleet.Node) error {
+	present := make(map[string]bool, len(nodes))
+	for i := range nodes {
+		present[nodes[i].ID] = true
+		delete(c.missing, nodes[i].ID)
+		if nodes[i].State == fleet.Terminating {
+			c.going[nodes[i].ID] = true
+		}
+		if p := c.cfg.Pool(nodes[i].Pool); p != nil && p.Provider == fleet.ProviderPlugin {
+			c.reused[nodes[i].ID] = true
+		}
+	}
+	// kept says whether what is known of node stays this cycle: it is
+	// listed, or unlisted for less than GoneGrace and not going.
+	forgotten := map[string]bool{}
+	kept := func(id string) bool {
+		switch since, ok := c.missing[id]; {
+		case present[id]:
+			return true
+		case c.going[id]:
+		case !ok:
+			c.missing[id] = now
+			return true
+		case now.Sub(since) < GoneGrace:
+			return true
+		}
+		forgotten[id] = true
+		return false
+	}
+	defer func() {
+		for id := range forgotten {
+			delete(c.missing, id)
+			delete(c.going, id)
+		}
+	}()
+	for _, d := range drains {
+		if kept(d.Node) {
+			continue
+		}
+		c.log.Info("node gone while draining; drain forgotten", "pool", d.Pool, "node", d.Node)
+		if err := c.store.DeleteDrain(d.Node); err != nil {
+			return err
+		}
+	}
+	c.agents.Retain(kept)
+	for id := range c.cancelled {
+		if !kept(id) {
+			if err := c.forgetCancelled(id); err != nil {
+				return err
+			}
+		}
+	}
+	for _, m := range []struct {
+		times       map[string]time.Time
+		delete      func(...string) error
+		forgetCreds bool
+	}{{c.ready, c.store.DeleteReady, false}, {c.firstSeen, c.store.DeleteSeen, true}} {
+		var gone []string
+		for id := range m.times {
+			if !kept(id) {
+				gone = append(gone, id)
+			}
+		}
+		if len(gone) == 0 {
+			continue
+		}
+		if err := m.delete(gone...); err != nil {
+			return err
+		}
+		for _, id := range gone {
+			delete(m.times, id)
+		}
+		if m.forgetCreds && c.creds != nil {
+			// A gone instance's credential speaks for nothing: dropped
+			// with it (cloud instance IDs are not reused). A plugin
+			// pool's server powered off keeps its own: it comes back
+			// under its name.
+			gone = slices.DeleteFunc(gone, c.namesReused)
+			if err := c.creds.Forget(gone...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// namesReused reports whether node's name comes back after it is gone:
+// a server of a plugin pool (seen in one, or bootstrapped for one).
+func (c *Controller) namesReused(node string) bool {
+	if c.reused[node] {
+		return true
+	}
+	if r, ok := c.creds.(interface{ PoolOf(node string) string }); ok {
+		if p := c.cfg.Pool(r.PoolOf(node)); p != nil && p.Provider == fleet.ProviderPlugin {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetCancelled drops a gone node's cancelled drain.
+func (c *Controller) forgetCancelled(node string) error {
+	if _, ok := c.cancelled[node]; !ok {
+		return nil
+	}
+	delete(c.cancelled, node)
+	return c.store.DeleteCancelled(node)
+}
