@@ -321,6 +321,22 @@ func (c *Controller) Handler(o APIOptions) *apiauth.Router {
 	return mux
 }
 
+// MachineOf is the cloud's ID of the machine the last cycle saw listed
+// under node's name, where its cloud names one (a Compute Engine
+// instance's); "" otherwise. A bootstrap is checked against it.
+func (c *Controller) MachineOf(node string) string {
+	last := c.Last()
+	if last.State == nil {
+		return ""
+	}
+	for i := range last.State.Nodes {
+		if n := &last.State.Nodes[i]; n.ID == node {
+			return n.Machine
+		}
+	}
+	return ""
+}
+
 // LivePool returns the pool node is a live instance of, as the last cycle
 // observed the fleet: listed by its pool's group and not going away (an
 // instance the controller did not launch counts: Terraform's first nodes

@@ -71,7 +71,7 @@ type Controller struct {
 	// controller): forgetGone forgets a node after GoneGrace missing, or
 	// at once when it was going.
 	missing map[string]time.Time
-	going   map[string]bool
+	going   map[string]time.Time
 	// reused are the nodes seen in plugin pools: servers powered off
 	// and on again under the same name, whose credentials outlive their
 	// absence from the listing (a cloud instance's ID is never reused).
@@ -126,7 +126,7 @@ func New(o Options) (*Controller, error) {
 	c := &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand, creds: o.Credentials,
 		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, ready: map[string]time.Time{}, seen: map[string]seenGroup{},
 		firstSeen: map[string]time.Time{}, standIns: map[string]string{}, reused: map[string]bool{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics(),
-		missing: map[string]time.Time{}, going: map[string]bool{}}
+		missing: map[string]time.Time{}, going: map[string]time.Time{}}
 	act.Fleet = o.Config.Controller.Fleet
 	c.started = o.Now()
 	if c.loop, err = loop.New(loop.Options{Config: o.Config, Books: o.Store, Log: log, DryRun: o.DryRun, Advise: true}); err != nil {
@@ -387,7 +387,7 @@ func (f *cycleFleet) Terminate(ctx context.Context, now time.Time, a *planner.Ac
 	if err != nil {
 		return err
 	}
-	c.going[a.Node] = true // its cloud took the termination: gone once unlisted
+	c.going[a.Node] = now // its cloud took the termination: gone once unlisted
 	after := c.spendStandIn(a.Node)
 	if after == nil {
 		c.agents.Forget(a.Node)
@@ -680,7 +680,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 		}
 		instances = append(instances, own.unlisted...)
 		for _, in := range instances {
-			n := fleet.Node{ID: in.ID, Pool: p.Name, Zone: in.Zone, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID]}
+			n := fleet.Node{ID: in.ID, Pool: p.Name, Zone: in.Zone, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID], Machine: in.Machine}
 			healthy := c.agents.Observe(&n)
 			ends.Apply(&n)
 			if healthy && c.ready[in.ID].IsZero() && !c.dryRun {
@@ -690,7 +690,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 			d, draining := byNode[in.ID]
 			switch {
 			case in.State == providers.InstanceTerminating:
-				n.State = fleet.Terminating
+				n.State, n.Stopped = fleet.Terminating, in.Stopped
 			case draining:
 				n.State, n.DrainStartedAt = fleet.Draining, d.Started
 				id := c.drainRequest(d).ID

@@ -26,8 +26,8 @@ func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fle
 	for i := range nodes {
 		present[nodes[i].ID] = true
 		delete(c.missing, nodes[i].ID)
-		if nodes[i].State == fleet.Terminating {
-			c.going[nodes[i].ID] = true
+		if nodes[i].State == fleet.Terminating && !nodes[i].Stopped {
+			c.going[nodes[i].ID] = now
 		}
 		if p := c.cfg.Pool(nodes[i].Pool); p != nil && p.Provider == fleet.ProviderPlugin {
 			c.reused[nodes[i].ID] = true
@@ -37,10 +37,11 @@ func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fle
 	// listed, or unlisted for less than GoneGrace and not going.
 	forgotten := map[string]bool{}
 	kept := func(id string) bool {
+		_, going := c.going[id]
 		switch since, ok := c.missing[id]; {
 		case present[id]:
 			return true
-		case c.going[id]:
+		case going:
 		case !ok:
 			c.missing[id] = now
 			return true
@@ -50,12 +51,6 @@ func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fle
 		forgotten[id] = true
 		return false
 	}
-	defer func() {
-		for id := range forgotten {
-			delete(c.missing, id)
-			delete(c.going, id)
-		}
-	}()
 	for _, d := range drains {
 		if kept(d.Node) {
 			continue
@@ -102,6 +97,23 @@ func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fle
 			if err := c.creds.Forget(gone...); err != nil {
 				return err
 			}
+		}
+	}
+	// Forgotten everywhere: their marks go too. Marks of nodes nothing
+	// remembers any more (a stand-in's, an orphan reaped) go after a
+	// grace, so that they cannot grow without end.
+	for id := range forgotten {
+		delete(c.missing, id)
+		delete(c.going, id)
+	}
+	for id, at := range c.going {
+		if !present[id] && now.Sub(at) > GoneGrace {
+			delete(c.going, id)
+		}
+	}
+	for id, at := range c.missing {
+		if now.Sub(at) > 2*GoneGrace {
+			delete(c.missing, id)
 		}
 	}
 	return nil

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,14 +54,14 @@ func (c *Controller) observeOrphans(ctx context.Context, byNode map[string]state
 		o := found[id]
 		n := fleet.Node{ID: o.ID, Pool: o.Pool, LaunchedAt: o.LaunchedAt, Orphan: true, DrainCancelledAt: c.cancelled[o.ID]}
 		c.agents.Observe(&n)
-		// What it has and costs, for the fleet's limits: its agent's
-		// count of its GPUs, else its pool's last config.
+		// What it has and costs, for the fleet's limits: its pool's
+		// last config, or more GPUs if its agent read more.
 		last := c.lastPools[o.Pool]
-		n.GPUs, n.PricePerHour = cmp.Or(c.agents.GPUs(o.ID), last.GPUsPerNode), last.PricePerHour
+		n.GPUs, n.PricePerHour = max(c.agents.GPUs(o.ID), last.GPUsPerNode), last.PricePerHour
 		d, draining := byNode[o.ID]
 		switch {
 		case o.State == providers.InstanceTerminating:
-			n.State = fleet.Terminating
+			n.State, n.Stopped = fleet.Terminating, o.Stopped
 		case draining:
 			drain := c.drainRequest(d).ID
 			n.State, n.DrainStartedAt = fleet.Draining, d.Started

@@ -196,6 +196,15 @@ type Node struct {
 	// network fault), such a node may be running work a scheduler put on
 	// it, unseen: it is held, not terminated.
 	Booted bool `json:"booted,omitempty"`
+	// Stopped is set on a terminating node its cloud has stopped (an EC2
+	// instance stopped, a Compute Engine instance stopped or suspended): it
+	// holds no GPUs and is billed for its disks alone, so it counts against
+	// no limit.
+	Stopped bool `json:"stopped,omitempty"`
+	// Machine is the cloud's ID of the machine behind ID, where ID is a
+	// name its cloud may give another machine (a Compute Engine instance's
+	// numeric ID); empty otherwise. A bootstrap must prove that machine.
+	Machine string `json:"machine,omitempty"`
 }
 
 // UsedGPUs is the number of GPUs the node's jobs hold.

@@ -541,6 +541,14 @@ func TestBootstrapGCP(t *testing.T) {
 	f.srv.Live = func(node string) (fleet.Pool, string, bool) { n, ok := live[node]; return n.pool, n.zone, ok }
 	f.srv.GCP = &GCPVerifier{Audience: aud, Validator: v}
 	node := identitytest.Instance{Name: "a100-x1", ID: "8152740126359720177", Project: "ml", Zone: "us-central1-a"}
+	// The machine the group lists under a100-x1's name.
+	listed := node.ID
+	f.srv.Machine = func(name string) string {
+		if name == node.Name {
+			return listed
+		}
+		return ""
+	}
 	gcpReq := func(token string) report.CredentialRequest {
 		return report.CredentialRequest{Nonce: nonceA, GCP: &report.GCPIdentity{Token: token}}
 	}
@@ -558,6 +566,9 @@ func TestBootstrapGCP(t *testing.T) {
 		{"another key", "a100-x1", other.Token(t, aud, node, nil), 403, BadIdentity},
 		{"no instance claims", "a100-x1", google.Token(t, aud, node, func(c map[string]any) { delete(c, "google") }), 403, BadIdentity},
 		{"another instance's token", "a100-x2", google.Token(t, aud, node, nil), 403, BadIdentity},
+		// A VM made under the name outside the group (by someone who may
+		// create VMs in the project): not the machine the group lists.
+		{"another machine under the name", "a100-x1", google.Token(t, aud, identitytest.Instance{Name: "a100-x1", ID: "666", Project: "ml", Zone: "us-central1-a", Created: time.Now()}, nil), 403, BadIdentity},
 		{"another project", "a100-x1", google.Token(t, aud, identitytest.Instance{Name: "a100-x1", Project: "other", Zone: "us-central1-a"}, nil), 403, BadIdentity},
 		{"another zone", "a100-x1", google.Token(t, aud, identitytest.Instance{Name: "a100-x1", Project: "ml", Zone: "us-central1-b"}, nil), 403, BadIdentity},
 		// A VM of the same name in another zone of a regional pool's
@@ -601,7 +612,8 @@ func TestBootstrapGCP(t *testing.T) {
 	// Its token proves another machine: it registers afresh, and the old
 	// machine's credential is void (before: 409, and the new VM stayed
 	// silent, counted as capacity).
-	recreated := gcpReq(google.Token(t, aud, identitytest.Instance{Name: "a100-x1", ID: "2291054187347120553", Project: "ml", Zone: "us-central1-a", Created: time.Now()}, nil))
+	listed = "2291054187347120553"
+	recreated := gcpReq(google.Token(t, aud, identitytest.Instance{Name: "a100-x1", ID: listed, Project: "ml", Zone: "us-central1-a", Created: time.Now()}, nil))
 	recreated.Nonce = nonceB
 	b := credential(t, f.do(t, "POST", "/v1/agents/a100-x1/credential", "", recreated))
 	if err := f.srv.Registry.Check("a100-x1", b); err != nil {
@@ -611,10 +623,14 @@ func TestBootstrapGCP(t *testing.T) {
 		t.Fatal("the old VM's credential still checks after the recreate")
 	}
 	// And the old VM's token (a copy, within its hour) cannot take the
-	// name back.
+	// name back: not the machine listed, and older.
 	replay.Nonce = nonceA
-	if rec := f.do(t, "POST", "/v1/agents/a100-x1/credential", "", replay); rec.Code != 409 {
+	if rec := f.do(t, "POST", "/v1/agents/a100-x1/credential", "", replay); rec.Code != 403 {
 		t.Fatalf("the old VM's token after the recreate: %d %q", rec.Code, rec.Body)
+	}
+	f.srv.Machine = nil
+	if rec := f.do(t, "POST", "/v1/agents/a100-x1/credential", "", replay); rec.Code != 409 {
+		t.Fatalf("the old VM's token after the recreate, no listing to check: %d %q", rec.Code, rec.Body)
 	}
 	f.srv.GCP = nil
 	if rec := f.do(t, "POST", "/v1/agents/a100-x2/credential", "", gcpReq(google.Token(t, aud, identitytest.Instance{Name: "a100-x2", Project: "ml", Zone: "us-central1-a"}, nil))); rec.Header().Get(report.CodeHeader) != string(BadSecret) {
@@ -723,5 +739,43 @@ func TestBootstrapPlugin(t *testing.T) {
 	}
 	if c := f.srv.Registry.List(); len(c) != 1 || c[0].Pool != "onprem" || c[0].Via != ViaBootstrap {
 		t.Fatalf("credentials %+v; want gpu-01's, bootstrapped, of pool onprem", c)
+	}
+}
+
+// TestBootstrapRecreatedMachine: a node's record names the machine that
+// registered it, or (a record from before machines were kept) none. A
+// bootstrap proving a machine made after that one, or after the
+// registration, is a new node's and registers afresh; the same machine,
+// an older one, or one that does not say when it was made, is refused.
+func TestBootstrapRecreatedMachine(t *testing.T) {
+	r, err := NewRegistry(openStore(t, t.TempDir()), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if _, _, err := r.Bootstrap("vm-1", "gcp", report.Hash(nonceA), Machine{ID: "1", Created: now.Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	// Issued without a machine, as before machines were kept.
+	if _, _, err := r.Issue("vm-2", "gcp", ViaBootstrap, report.Hash(nonceA)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, node string
+		m          Machine
+		ok         bool
+	}{
+		{"the same machine", "vm-1", Machine{ID: "1", Created: now.Add(-time.Hour)}, false},
+		{"an older machine", "vm-1", Machine{ID: "0", Created: now.Add(-2 * time.Hour)}, false},
+		{"a machine that does not say when it was made", "vm-1", Machine{ID: "2"}, false},
+		{"no machine", "vm-1", Machine{}, false},
+		{"made before the registration, no machine on record", "vm-2", Machine{ID: "5", Created: now.Add(-time.Hour)}, false},
+		{"made after the registration, no machine on record", "vm-2", Machine{ID: "5", Created: now.Add(time.Minute)}, true},
+		{"a newer machine", "vm-1", Machine{ID: "3", Created: now}, true},
+	} {
+		_, _, err := r.Bootstrap(tt.node, "gcp", report.Hash(nonceB), tt.m)
+		if (err == nil) != tt.ok || err != nil && code(err) != Registered {
+			t.Errorf("%s: %v, want accepted %v", tt.name, err, tt.ok)
+		}
 	}
 }

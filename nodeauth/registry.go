@@ -23,6 +23,7 @@
 package nodeauth
 
 import (
+	"cmp"
 	"crypto/subtle"
 	"fmt"
 	"net/http"
@@ -207,7 +208,9 @@ type Machine struct {
 // given a new one under its name (a managed instance group recreated or
 // autohealed it): the new machine's agent registers afresh, and the old
 // credential, the old machine's, is replaced. An older machine (a copy of
-// the old one's identity) never takes the name back.
+// the old one's identity) never takes the name back; for a record that
+// names no machine (or no creation time), a machine made after the node
+// registered is a new one.
 func (r *Registry) Bootstrap(node, pool, nonce string, m Machine) (string, state.Credential, error) {
 	return r.issue(node, pool, ViaBootstrap, nonce, m, "")
 }
@@ -234,7 +237,7 @@ func (r *Registry) issue(node, pool, via, nonce string, m Machine, replace strin
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old, had := r.byNode[node]
-	if had && via == ViaBootstrap && m.ID != "" && old.Instance != "" && m.ID != old.Instance && m.Created.After(old.InstanceCreated) {
+	if had && via == ViaBootstrap && m.ID != "" && !m.Created.IsZero() && m.ID != old.Instance && m.Created.After(cmp.Or(old.InstanceCreated, old.Registered)) {
 		// A newer machine under the name, as the cloud signed it: the
 		// old one was replaced (recreated), and this is a new node.
 		r.log.Warn("node recreated: a newer machine under its name registers afresh", "node", node, "instance", m.ID, "was", old.Instance)

@@ -55,7 +55,12 @@ type Server struct {
 	// zone its group lists it in ("" if none), as the controller last
 	// observed its fleet.
 	Live func(node string) (pool fleet.Pool, zone string, ok bool)
-	Log  hclog.Logger
+	// Machine, if set, is the cloud's ID of the machine the group lists
+	// under node's name, where the cloud names one (a Compute Engine
+	// instance's); "" when unknown. A GCP bootstrap must prove that
+	// machine: a VM made under the name outside the group proves another.
+	Machine func(node string) string
+	Log     hclog.Logger
 	// Replacements counts the good node credentials operators replaced
 	// (nil: not counted).
 	Replacements interface{ Inc() }
@@ -371,7 +376,13 @@ func (s *Server) bootstrapGCP(r *http.Request, node string, req report.Credentia
 			node, in.ProjectID, in.Zone, p.Name, st.Project, zone)
 	}
 	// A managed instance group recreates a VM under its name: the
-	// instance's ID tells the machines apart.
+	// instance's ID tells the machines apart, and must be the one the
+	// group lists.
+	if s.Machine != nil {
+		if listed := s.Machine(node); listed != "" && listed != in.InstanceID {
+			return proof{}, refuse(http.StatusForbidden, BadIdentity, "the identity token is instance ID %q's; pool %s's group lists instance ID %q as %q", in.InstanceID, p.Name, listed, node)
+		}
+	}
 	return proof{pool: p.Name, nonce: req.Nonce, machine: Machine{ID: in.InstanceID, Created: in.Created}}, nil
 }
 

@@ -32,6 +32,10 @@ func bootedWhileHaltedReason(since time.Duration, halt string, haltedAt time.Tim
 	return fmt.Sprintf("launched %s ago, booted (its cloud says it runs), agent not heard from; held until %s, a provisioning deadline after scale-in was last halted (%s)", age(since), clock(until), clock(haltedAt))
 }
 
+func holdingText(n int) string {
+	return fmt.Sprintf("it holds %d launch(es) its cloud booted whose agents have not reported while scale-in is halted: nothing more is bought in it until they report or go", n)
+}
+
 func launchFailingReason(since time.Duration, why string) string {
 	return fmt.Sprintf("launched %s ago, and the cloud is failing to create it (%s); terminated, pool backed off", age(since), why)
 }

@@ -262,6 +262,8 @@ func (p *planner) unavailable(pp *poolPlan) cause {
 		return cause{ReasonPoolUnobserved, unobserved(pp)}
 	case pp.failing:
 		return cause{ReasonPoolFailing, "a node of the pool missed its provisioning deadline this cycle, or the cloud is failing to create one"}
+	case pp.holding > 0:
+		return cause{ReasonBootedWhileHalted, holdingText(pp.holding)}
 	case p.now.Before(pp.status.BackoffUntil):
 		return cause{ReasonBackedOff, backedOffText(pp.status)}
 	case pp.size >= pp.spec.Max:

@@ -123,3 +123,22 @@ func TestAbsurdForecastAtTheConfigBound(t *testing.T) {
 		t.Errorf("MaxFleetGPUs of 2^61 nodes of 8 GPUs = %d, want math.MaxInt (saturated, never wrapped)", got)
 	}
 }
+
+// TestStoppedNodesCountNothing: three nodes its cloud stopped (no GPUs
+// held, their disks alone billed) in a pool of max 4: they count against
+// no limit, and the pool may launch its 4 for waiting jobs.
+func TestStoppedNodesCountNothing(t *testing.T) {
+	od := pool("od", fleet.OnDemand, 10, 9*time.Minute, 0, 4)
+	st := fleet.State{PendingGPUs: 64}
+	for i := range 3 {
+		st.Nodes = append(st.Nodes, fleet.Node{ID: fmt.Sprint("s", i), Pool: "od", State: fleet.Terminating, Stopped: true, LaunchedAt: t0.Add(-time.Hour)})
+	}
+	p := Make(Input{Settings: testConfig(od).Settings(), State: &st, Forecast: flat(64), Now: t0})
+	launched := 0
+	for _, a := range actions(p, Launch) {
+		launched += a.Count
+	}
+	if launched != 4 || p.CostPerHourBefore != 0 {
+		t.Errorf("launched %d, cost per hour %v; want 4 (the pool's max) and 0: stopped nodes count against nothing", launched, p.CostPerHourBefore)
+	}
+}

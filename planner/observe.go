@@ -17,11 +17,16 @@ func (p *planner) observe(t *tally) {
 	pools := p.poolsOf(nodes)
 	for i, n := range nodes {
 		pp := pools[i]
+		// Stopped by its cloud: no GPUs held, its disks alone billed; it
+		// counts against no limit.
+		stopped := n.State == fleet.Terminating && n.Stopped
 		if pp == nil {
 			// In no pool the config has, but paid for until its cloud
 			// says it is gone: it counts against the fleet's limits
 			// (rule 3), and is never capacity.
-			p.countOutside(t, n)
+			if !stopped {
+				p.countOutside(t, n)
+			}
 			if n.Orphan {
 				t.orphans = append(t.orphans, n)
 			} else {
@@ -34,6 +39,9 @@ func (p *planner) observe(t *tally) {
 			// lifecycle hook's wait, a MIG instance DELETING): it counts
 			// against the pool's max and the fleet's limits until then
 			// (rule 3), and is never capacity.
+			if stopped {
+				continue
+			}
 			pp.billed++
 			pp.terminating++
 			pp.countStuck(t)
@@ -191,6 +199,7 @@ func (p *planner) settleOverdue(pp *poolPlan, n *fleet.Node) {
 	if n.Booted && (p.plan.ScaleInHalt != "" || !halted.IsZero() && p.now.Before(until)) {
 		p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, Code: ReasonBootedWhileHalted,
 			Reason: bootedWhileHaltedReason(since, p.plan.ScaleInHalt, halted, until)})
+		pp.holding++
 		return
 	}
 	pp.failing = true

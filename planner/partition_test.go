@@ -72,6 +72,21 @@ func TestBootedLaunchHeldWhileHalted(t *testing.T) {
 			if l := actions(p, Launch); len(l) != 0 {
 				t.Errorf("launched %+v into a pool at its max", l)
 			}
+			// Below its max, a pool holding a booted launch buys nothing
+			// more while the hold lasts: the next pool serves.
+			wide, spot := od, pool("spot", fleet.Spot, 20, 5*time.Minute, 0, 10)
+			wide.Max = 20
+			p = Make(Input{Settings: testConfig(wide, spot).Settings(), State: &st, Forecast: flat(96), Now: t0})
+			launched := map[string]int{}
+			for _, a := range actions(p, Launch) {
+				launched[a.Pool] += a.Count
+			}
+			if tt.held && (launched["od"] != 0 || launched["spot"] == 0) {
+				t.Errorf("launched %v; want nothing more in od while it holds a booted launch, the rest in spot", launched)
+			}
+			if !tt.held && launched["od"] != 0 {
+				t.Errorf("launched %v; od just had a launch miss its deadline (terminated), and buys nothing this cycle", launched)
+			}
 			if p.Capacity.LaunchingGPUs != 0 {
 				t.Errorf("overdue launches counted as capacity: %+v", p.Capacity)
 			}

@@ -64,6 +64,11 @@ type poolPlan struct {
 	// provisioning deadline, or the cloud is failing to create one:
 	// launch buys nothing in the pool.
 	failing bool
+	// holding counts the pool's booted launches held past their deadline
+	// while scale-in is halted (settleOverdue): launch buys nothing more
+	// in the pool until they report or go, so that a long halt does not
+	// fill the pool with launches nobody hears from.
+	holding int
 	// candidates are ready nodes that scale-in may remove (observe).
 	candidates []candidate
 	// drainsInWindow counts drains of the pool begun within

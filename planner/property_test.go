@@ -189,6 +189,10 @@ func genNode(t *rapid.T, p fleet.Pool, j int, calm bool) fleet.Node {
 		// Its cloud says it runs (booted), its agent not heard from.
 		n.Booted = rapid.Bool().Draw(t, "booted")
 	}
+	if n.State == fleet.Terminating {
+		// Stopped by its cloud, not going.
+		n.Stopped = rapid.IntRange(0, 3).Draw(t, "stopped") == 0
+	}
 	if n.State == fleet.Pending && rapid.IntRange(0, 6).Draw(t, "launchFailing") == 0 {
 		// The cloud says it is failing to create it (a stockout in a
 		// managed instance group's last attempt).
@@ -505,8 +509,8 @@ func TestPropertySafety(t *testing.T) {
 			// this plan terminates, too (rule 3).
 			live, active := 0, 0
 			for _, n := range in.State.Nodes {
-				if n.Pool != p.Name {
-					continue
+				if n.Pool != p.Name || n.State == fleet.Terminating && n.Stopped {
+					continue // a stopped node holds no GPUs, its disks alone billed
 				}
 				live++
 				if n.State != fleet.Draining && n.State != fleet.Terminating && !terminated[n.ID] {
@@ -571,6 +575,19 @@ func TestPropertySafety(t *testing.T) {
 				burstLaunch = burstLaunch || (launched[p.Name] > 0 && p.PricePerHour > 0)
 			}
 			anyLaunch = anyLaunch || launched[p.Name] > 0
+			// Rule 9: a pool holding booted launches past their deadline
+			// while scale-in is halted (or within a deadline of its end)
+			// buys nothing more: a long halt does not fill it.
+			if launched[p.Name] > 0 && !st.IsUnobserved() {
+				lastHalt := in.State.HaltedAt
+				for _, n := range in.State.Nodes {
+					overdue := n.Pool == p.Name && n.State == fleet.Pending && !n.Unknown && len(n.Jobs) == 0 && n.LaunchFailing == "" && n.Booted &&
+						in.Now.After(n.LaunchedAt.Add(p.ProvisionTimeout))
+					if overdue && (halted || !lastHalt.IsZero() && in.Now.Before(lastHalt.Add(p.ProvisionTimeout))) {
+						t.Fatalf("launch in pool %s, which holds the booted launch %s while scale-in is halted", p.Name, n.ID)
+					}
+				}
+			}
 			// Rule 5: nothing is launched in a pool backed off after a
 			// capacity error, or whose launch missed its deadline.
 			if launched[p.Name] > 0 && (in.Now.Before(backoff[p.Name]) || failing[p.Name]) {
@@ -584,7 +601,7 @@ func TestPropertySafety(t *testing.T) {
 			widest, dearest = max(widest, p.GPUsPerNode), max(dearest, p.PricePerHour)
 		}
 		for _, n := range in.State.Nodes {
-			if poolNamed(cfg.Pools, n.Pool) == nil {
+			if poolNamed(cfg.Pools, n.Pool) == nil && !(n.State == fleet.Terminating && n.Stopped) {
 				fleetGPUs += cmp.Or(n.GPUs, widest)
 				spend += cmp.Or(n.PricePerHour, dearest)
 			}

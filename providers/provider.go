@@ -19,7 +19,9 @@ import (
 // Every method takes the pool's config (its Settings, the provider's own,
 // name the cloud object, e.g. the ASG or MIG) and may block on the network, so it takes a
 // context. Errors are one of the typed errors of this package where the
-// cloud's answer fits one, wrapped with the pool they concern.
+// cloud's answer fits one, wrapped with the pool they concern. A provider
+// must be safe for concurrent use: the controller describes its pools at
+// once (one provider may serve several), while its API checks identities.
 type Provider interface {
 	// Describe returns the group as the cloud sees it now: its target size
 	// and its instances.
@@ -126,6 +128,16 @@ type Instance struct {
 	// instance behind it, and its ID is not stable from one read to the
 	// next. Terminating it lowers the group's target.
 	Owed bool
+	// Machine is the cloud's ID of the machine behind ID, where ID is a
+	// name the cloud may give another machine (a Compute Engine instance's
+	// numeric ID: a managed instance group recreates a VM under its name);
+	// empty otherwise.
+	Machine string
+	// Stopped is set on an instance its cloud has stopped (an EC2 instance
+	// stopped, a Compute Engine instance stopped or suspended): its State
+	// is InstanceTerminating, as it does no work, but it holds no GPUs and
+	// is billed for its disks alone, so it counts against no limit.
+	Stopped bool
 	// Failing is set on a pending instance the cloud is trying and failing
 	// to create (a managed instance group's last attempt, refused for
 	// capacity or quota): one of this package's typed errors, for which

@@ -1620,14 +1620,56 @@ agent/report/receiver.go
 "\tif false {"
 ./agent/report ./controller
 TestReceiver|TestReportOnlyAboutOwnNode
+
+partition: a pool holding booted launches buys more
+planner/launch.go
+"\tcase pp.holding > 0:"
+"\tcase false:"
+./planner ./controller
+TestBootedLaunchHeldWhileHalted|TestPartitionHoldsBootedLaunches|TestPropertySafety
+
+recreate: a VM under the name outside the group bootstraps
+nodeauth/server.go
+"listed != \"\" && listed != in.InstanceID {"
+"false {"
+./nodeauth
+TestBootstrapGCP
+
+recreate: an older machine takes the name back
+nodeauth/registry.go
+"m.Created.After(cmp.Or(old.InstanceCreated, old.Registered))"
+"m.Created.After(cmp.Or(time.Time{}, time.Time{}))"
+./nodeauth
+TestBootstrapRecreatedMachine|TestBootstrapGCP
+
+gone: a node briefly unlisted is forgotten at once
+controller/gone.go
+"\t\tcase now.Sub(since) < GoneGrace:"
+"\t\tcase now.Sub(since) < 0:"
+./controller
+TestBrieflyUnlistedNodeRemembered
+
+limits: stopped nodes counted
+planner/observe.go
+"stopped := n.State == fleet.Terminating && n.Stopped"
+"stopped := false && n.Stopped"
+./planner
+TestStoppedNodesCountNothing
 EOF
 }
 
-failed=0
+failed=0 ran=0
 declare -A baseline # "pkgs|run" -> ok or the reason the named tests fail unmutated
 while IFS= read -r name && IFS= read -r file && IFS= read -r old && IFS= read -r new && IFS= read -r pkgs && IFS= read -r run; do
-  read -r _ || true # the blank line between mutants
+  # The blank line between mutants: anything else means a record of the
+  # catalogue is not six lines, and every record after it would be read
+  # askew.
+  if IFS= read -r sep && [ -n "$sep" ]; then
+    echo "the catalogue is malformed: the record \"$name\" is followed by \"$sep\", not a blank line" >&2
+    exit 2
+  fi
   [[ -z "$only" || "$name" == *"$only"* ]] || continue
+  ran=$((ran + 1))
   rm -rf "$work/tree" "$work/shared" && mkdir -p "$work/tree"
   # The tree as it is, uncommitted files included.
   git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work/tree" 2>/dev/null || true
@@ -1678,5 +1720,6 @@ PY
     echo "killed    $name: $assertion"
   fi
 done < <(mutants)
+[ "$ran" -gt 0 ] || { echo "no mutant's name contains \"$only\""; exit 1; }
 [ "$failed" -eq 0 ] || { echo "$failed mutant(s) survived, broke, or were not made, built or killed by an assertion"; exit 1; }
 echo "every mutant killed by an assertion, each named test passing unmutated"

@@ -9,7 +9,10 @@
 // Terminate removes chosen instances. When the cloud refuses, it returns
 // one of the typed errors below, which reach the controller as they are:
 // a pool out of capacity or quota backs off, and the planner falls back
-// to other pools, as for AWS and GCP. Its main is Serve:
+// to other pools, as for AWS and GCP. The controller calls it for several
+// pools at once (it reads its pools together, and checks identities as
+// agents bootstrap), so its methods must be safe for concurrent use. Its
+// main is Serve:
 //
 //	package main
 //

@@ -143,7 +143,7 @@ func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time
 			case in.State == providers.InstancePending || in.Owed:
 				n.State = fleet.Pending
 			case in.State == providers.InstanceTerminating:
-				n.State = fleet.Terminating
+				n.State, n.Stopped = fleet.Terminating, in.Stopped
 			}
 			st.Nodes = append(st.Nodes, n)
 		}
@@ -164,7 +164,7 @@ func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time
 			case providers.InstancePending:
 				n.State = fleet.Pending
 			case providers.InstanceTerminating:
-				n.State = fleet.Terminating
+				n.State, n.Stopped = fleet.Terminating, o.Stopped
 			}
 			st.Nodes = append(st.Nodes, n)
 		}

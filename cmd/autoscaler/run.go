@@ -215,7 +215,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	}
 	api := controller.APIOptions{Credentials: creds, Tokens: tokens, OpenReads: o.loopbackReads && config.Loopback(o.listen),
 		Auth: &nodeauth.Server{Registry: creds, BootstrapFile: cfg.Controller.BootstrapTokenFile, AWSRoots: awsRoots, GCP: gcpIdentity,
-			Live: c.LivePool, Log: log.Named("credentials")},
+			Live: c.LivePool, Machine: c.MachineOf, Log: log.Named("credentials")},
 		Demand: &controller.DemandReceiver{Pools: cfg.Pools, Pending: pending, Now: clock, Log: log}}
 	if set := registry.Plugins(clouds); set != nil {
 		api.Plugins, api.Auth.Plugins = set, set

@@ -117,9 +117,11 @@ type Group struct {
 // instance is a managed instance.
 type instance struct {
 	name, zone, status, action string
-	created                    time.Time
-	lastErr                    string
-	labels                     map[string]string
+	// id is the VM's numeric ID: a recreate gives the name a new one.
+	id      uint64
+	created time.Time
+	lastErr string
+	labels  map[string]string
 }
 
 // NewCompute starts a fake Compute Engine API, closed when the test ends.
@@ -253,9 +255,28 @@ func (f *Compute) addInstanceLocked(g *Group, status, action string, created tim
 	if labels == nil {
 		labels = map[string]string{LabelFleet: "prod"}
 	}
-	in := &instance{name: fmt.Sprintf("%s-%04d", g.Name, f.nextID), zone: zone, status: status, action: action, created: created, labels: labels}
+	in := &instance{name: fmt.Sprintf("%s-%04d", g.Name, f.nextID), zone: zone, status: status, action: action, created: created, labels: labels,
+		id: 7000000000000000000 + uint64(f.nextID)}
 	g.instances = append(g.instances, in)
 	return in
+}
+
+// Recreate recreates the group's instance named name, as autohealing or
+// a recreate does: a new VM under the name, with a new ID, made now. It
+// returns the new ID.
+func (f *Compute) Recreate(g *Group, name string) uint64 {
+	var id uint64
+	f.Do(func() {
+		for _, in := range g.instances {
+			if in.name == name {
+				f.nextID++
+				in.id = 7000000000000000000 + uint64(f.nextID)
+				in.created, in.action, in.status = time.Now().UTC().Truncate(time.Second), "NONE", "RUNNING"
+				id = in.id
+			}
+		}
+	})
+	return id
 }
 
 // Boot finishes creating the group's instances: they run, made now; with
@@ -483,7 +504,7 @@ func (f *Compute) serve(w http.ResponseWriter, r *http.Request) {
 		out := &computepb.InstanceGroupManagersListManagedInstancesResponse{}
 		for _, in := range g.instances {
 			mi := &computepb.ManagedInstance{Instance: proto.String(fmt.Sprintf("https://www.googleapis.com/compute/v1/projects/%s/zones/%s/instances/%s", g.Project, in.zone, in.name)),
-				CurrentAction: proto.String(in.action), Name: proto.String(in.name)}
+				CurrentAction: proto.String(in.action), Name: proto.String(in.name), Id: proto.Uint64(in.id)}
 			if in.status != "" {
 				mi.InstanceStatus = proto.String(in.status)
 			}

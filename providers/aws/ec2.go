@@ -77,6 +77,7 @@ func instanceOf(in ec2types.Instance) providers.Instance {
 		zone = aws.ToString(in.Placement.AvailabilityZone)
 	}
 	return providers.Instance{ID: aws.ToString(in.InstanceId), Zone: zone, State: st,
+		Stopped:    in.State != nil && in.State.Name == ec2types.InstanceStateNameStopped,
 		LaunchedAt: aws.ToTime(in.LaunchTime), LaunchKey: tag(in.Tags, TagLaunchKey), Fleet: tag(in.Tags, TagFleet)}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,7 +83,10 @@ func (p *Provider) Describe(ctx context.Context, pool fleet.Pool) (providers.Gro
 			continue
 		}
 		listed[name] = true
-		in := providers.Instance{ID: name, Zone: cmp.Or(zoneOf(url), g.s.Zone), State: instanceState(mi)}
+		in := providers.Instance{ID: name, Zone: cmp.Or(zoneOf(url), g.s.Zone), State: instanceState(mi), Stopped: stopped(mi)}
+		if id := mi.GetId(); id != 0 {
+			in.Machine = strconv.FormatUint(id, 10)
+		}
 		if !moves {
 			in.Failing = lastAttempt(g, mi)
 		}
@@ -156,6 +160,16 @@ func (p *Provider) created(ctx context.Context, g group, mi *computepb.ManagedIn
 	}
 	memo.seen[name] = now
 	return now, "", nil
+}
+
+// stopped reports whether a managed instance is stopped or suspended, no
+// action under way: it holds no GPUs, and is billed for its disks alone.
+func stopped(mi *computepb.ManagedInstance) bool {
+	switch mi.GetInstanceStatus() {
+	case "STOPPED", "TERMINATED", "SUSPENDED":
+		return mi.GetCurrentAction() == "" || mi.GetCurrentAction() == "NONE"
+	}
+	return false
 }
 
 // instanceState maps a managed instance's current action and status.
