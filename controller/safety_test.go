@@ -518,7 +518,7 @@ func TestReplacementNeverClaimed(t *testing.T) {
 	if err := l.cloud.Terminate(ctx, p, []string{g.Instances[0].ID}); err != nil {
 		t.Fatal(err)
 	}
-	l.outside(t, p, 1)
+	replacement := l.outside(t, p, 1)[0]
 	l.mute()
 	for i := range 60 {
 		if i == 5 {
@@ -536,6 +536,13 @@ func TestReplacementNeverClaimed(t *testing.T) {
 		for _, a := range l.cycle(t).Actions {
 			if a.Kind == planner.Terminate || a.Kind == planner.Drain {
 				t.Fatalf("%s %s: %s", a.Kind, a.Node, a.Reason)
+			}
+		}
+		// Not taken for the launch's: unknown, never given a deadline
+		// (a hold during a halt would hide a wrong claim otherwise).
+		for _, n := range l.c.Last().State.Nodes {
+			if n.ID == replacement && !n.Unknown {
+				t.Fatalf("cycle %d: the replacement %s is taken for the controller's launch (%s)", i, n.ID, n.State)
 			}
 		}
 	}

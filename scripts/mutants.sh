@@ -83,8 +83,8 @@ TestSpendCountsWhatIsPaid
 
 a launch past its deadline not counted against the limits while terminated
 planner/observe.go
-"// the limits (its termination may fail).\n\t\t\t\tpp.countStuck(t)\n"
-"// the limits (its termination may fail).\n"
+"\t\t\t\tt.overdue = append(t.overdue, overdue{pp: pp, node: n})\n\t\t\t\tpp.countStuck(t)\n"
+"\t\t\t\tt.overdue = append(t.overdue, overdue{pp: pp, node: n})\n"
 ./controller
 TestFailedTerminationCountsAgainstLimits
 
