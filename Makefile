@@ -20,8 +20,9 @@ build:
 test:
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-## bench: the Go benchmarks (one core, with allocations), then simulate on
-## the shared traces, whose tables go into README.md
+## bench: docs/benchmarks.md, remade: the Go benchmarks of a planning cycle,
+## a control cycle and a trace's simulation, then simulate on the shared
+## traces, the frontiers' pictures into docs/img (scripts/bench.sh)
 bench:
 	scripts/bench.sh
 

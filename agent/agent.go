@@ -7,7 +7,7 @@
 // process it cannot account for runs; on the drain's deadline, report it
 // failed and clear the mark, so the node stays. The controller terminates
 // a node on that report only: the agent's confirmation is the one clock
-// the drain is decided on (DESIGN.md rule 1).
+// the drain is decided on (docs/design.md rule 1).
 package agent
 
 import (
@@ -44,8 +44,9 @@ type Config struct {
 	Node string
 	// GPUs reads the GPUs; nil runs without GPU data (tests, CPU nodes).
 	GPUs GPUReader
-	// LongRunningAfter: a job older than this is long-running and must
-	// checkpoint before its node may go.
+	// LongRunningAfter: a job older than this is reported long-running,
+	// a label for reports and reasons: every job, long-running or not,
+	// must checkpoint or exit before its node may go.
 	LongRunningAfter time.Duration
 	// MarkerFile, when set, exists while the node is draining, so a local
 	// scheduler stops placing work.

@@ -218,7 +218,7 @@ type Synthetic struct {
 const DefaultWaitValue = 500
 
 // Defaults returns the config every optional field falls back to. It is the
-// one place defaults are set; the README's config reference lists the same.
+// one place defaults are set; docs/config.md lists the same.
 func Defaults() Config {
 	return Config{
 		Forecast: fleet.ForecastSettings{

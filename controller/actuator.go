@@ -10,7 +10,7 @@
 // After a crash, Recover reads the journal and reconciles each intent
 // against the cloud's own state, finishing a launch with its own key, so a
 // crash between deciding and acting never launches twice and never leaves a
-// decided termination half done (DESIGN.md rules 4, 7 and 8).
+// decided termination half done (docs/design.md rules 4, 7 and 8).
 package controller
 
 import (

@@ -49,7 +49,7 @@ type agentView struct {
 	jobs    []fleet.Job
 	// ends are the earliest expected end the agent reported for each of
 	// its jobs (on the controller's clock): a node may not push one later
-	// (a hint, rule 11: it delays a launch at most one lead time, and a
+	// (a hint, docs/design.md rule 11: it delays a launch at most one lead time, and a
 	// drain for the surplus at most scale-in's window; see the planner's
 	// endingSoon).
 	ends      map[string]time.Time

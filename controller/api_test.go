@@ -311,7 +311,8 @@ func TestPluginServerKeepsCredential(t *testing.T) {
 	if err := l.cloud.Terminate(context.Background(), p, []string{off}); err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
+	// Past GoneGrace, when a missing node is forgotten.
+	for end := l.now.Add(GoneGrace + 2*time.Minute); l.now.Before(end); {
 		l.now = l.now.Add(time.Minute)
 		l.cycle(t)
 	}

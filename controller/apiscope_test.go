@@ -299,7 +299,7 @@ func TestRootTokenPushWarns(t *testing.T) {
 
 // TestReportOnlyAboutOwnNode: a node's credential, on its own route, with
 // a report about another node is refused (403), and the other node's
-// view is unchanged: an agent reports only about its own node (rule 11).
+// view is unchanged: an agent reports only about its own node (docs/design.md rule 11).
 func TestReportOnlyAboutOwnNode(t *testing.T) {
 	r := newAPIRig(t, true)
 	at := r.l.now.Format(time.RFC3339)

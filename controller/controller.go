@@ -696,7 +696,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 				id := c.drainRequest(d).ID
 				n.DrainAcked, n.DrainConfirmed = c.agents.Holds(in.ID, id), c.agents.Confirmed(in.ID, id)
 			case healthy || len(n.Jobs) > 0 || !c.ready[in.ID].IsZero():
-				// Ready once its agent reads healthy GPUs (DESIGN.md rule
+				// Ready once its agent reads healthy GPUs (docs/design.md rule
 				// 7). A node running jobs, or that has been ready before
 				// (this controller may have restarted and not heard from
 				// its agent yet), is never taken for a launch that failed:
@@ -715,7 +715,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 					n.LaunchFailing = in.Failing.Error()
 				}
 				// Booted, as its cloud says: past its deadline while
-				// the agents are cut off, it is held (rule 9).
+				// the agents are cut off, it is held (docs/design.md rule 9).
 				n.Booted = in.State == providers.InstanceRunning && !in.Owed
 				if in.Owed || isUnlisted(in.ID) {
 					c.standIns[in.ID] = own.by[in.ID]
@@ -725,7 +725,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 				// fleet it adopted, a state directory lost, another
 				// controller's or a person's instance. It may hold work
 				// nobody reported, so it is never terminated at a
-				// deadline, nor drained (rule 2); a booting one counts as
+				// deadline, nor drained (docs/design.md rule 2); a booting one counts as
 				// capacity for one provisioning deadline from when it was
 				// first seen here.
 				n.Unknown = true

@@ -49,7 +49,7 @@ type ownership struct {
 
 // claim works out which of a pool's instances its launches (the
 // controller's records of what it launched there, oldest first) account
-// for (DESIGN.md rule 7), now. Only those are ever terminated for missing
+// for (docs/design.md rule 7), now. Only those are ever terminated for missing
 // their provisioning deadline; every other instance is unknown.
 //
 //   - In a keyed group (each instance carries its launch's key), a

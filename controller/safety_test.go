@@ -664,7 +664,7 @@ func TestDemandCappedPerNode(t *testing.T) {
 // checkpointed (its registered job checkpointing does not make it safe). One was empty: it is kept too, as empty is not idle when
 // nobody can see the GPUs. One runs a job that checkpoints: it is drained
 // on the normal rule, but never terminated while its GPUs cannot be read,
-// even though its agent says the drain is safe (rules 1 and 2). A healthy
+// even though its agent says the drain is safe (docs/design.md rules 1 and 2). A healthy
 // empty node is drained and terminated, so the holds are not for want of
 // scale-in. The faults are reported in the plan, /v1/fleet, /healthz and
 // the metrics.

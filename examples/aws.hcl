@@ -107,8 +107,8 @@ controller {
 
   # Node credentials: a node presents the bootstrap secret (the SSM
   # parameter the Terraform's nodes read) with its instance identity
-  # document, signed by AWS, and gets a credential of its own; see "Node
-  # credentials" in README.md.
+  # document, signed by AWS, and gets a credential of its own; see
+  # docs/credentials.md, "Node credentials".
   bootstrap_token_file      = "/etc/fleetcast/bootstrap-token"
   aws_identity_certificates = "/etc/fleetcast/aws-identity-us-east-1.pem"
 }

@@ -120,7 +120,7 @@ controller {
   # parameter the Terraform's nodes read) with its instance identity
   # document, signed by AWS; a GCP node the identity token Compute Engine
   # signs for this URL (the GCP Terraform's controller_url), and no secret.
-  # Each gets a credential of its own; see "Node credentials" in README.md.
+  # Each gets a credential of its own; see docs/credentials.md, "Node credentials".
   bootstrap_token_file      = "/etc/fleetcast/bootstrap-token"
   aws_identity_certificates = "/etc/fleetcast/aws-identity-us-east-1.pem"
   gcp_identity_audience     = "https://fleetcast.internal:8790"

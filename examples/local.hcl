@@ -6,7 +6,7 @@
 # reservation that is paid for whether used or not, spot capacity that is
 # often exhausted, and on-demand capacity on two "clouds". The simulated
 # cloud starts from a generated fleet and 14 days of synthetic demand with a
-# daily cycle (see the `synthetic` block and the README).
+# daily cycle (see the `synthetic` block and docs/controller.md).
 
 pool "reserved-a100" {
   provider       = "sim"
@@ -79,8 +79,8 @@ forecast {
   step       = "10m"
   horizon    = "2h"
   # What a GPU-hour of waiting costs: each burst pool is bought to the forecast
-  # quantile that balances it against the pool's price (README: provisioning by
-  # expected cost); quantile = 0.97 would set one for every pool instead.
+  # quantile that balances it against the pool's price (docs/planner.md: provisioning
+  # by expected cost); quantile = 0.97 would set one for every pool instead.
   wait_value_per_gpu_hour = 500
   history    = "14d"
   hysteresis = "30m"

@@ -33,8 +33,8 @@ forecast {
   step       = "10m"
   horizon    = "2h"
   # What a GPU-hour of waiting costs: each burst pool is bought to the forecast
-  # quantile that balances it against the pool's price (README: provisioning by
-  # expected cost); quantile = 0.97 would set one for every pool instead.
+  # quantile that balances it against the pool's price (docs/planner.md: provisioning
+  # by expected cost); quantile = 0.97 would set one for every pool instead.
   wait_value_per_gpu_hour = 500
   history    = "14d"
   hysteresis = "30m"

@@ -143,7 +143,7 @@ type Node struct {
 	// for the drain the controller holds, that every job on the node
 	// checkpointed after the agent received the drain, or exited, by the
 	// agent's own clock. It is the only thing that makes a draining node
-	// safe to terminate (DESIGN.md rule 1): no checkpoint time is ever
+	// safe to terminate (docs/design.md rule 1): no checkpoint time is ever
 	// compared with the drain's start across two clocks.
 	DrainConfirmed bool `json:"drain_confirmed,omitempty"`
 	// Jobs are the jobs the agent last reported on the node.
@@ -163,7 +163,7 @@ type Node struct {
 	// config no longer has: Pool names that old pool. Nobody else will
 	// remove it, so it is reaped: drained once its agent reports it idle,
 	// and terminated once the agent confirms the drain; never while its
-	// agent is silent, and never another fleet's (DESIGN.md rule 8).
+	// agent is silent, and never another fleet's (docs/design.md rule 8).
 	Orphan bool `json:"orphan,omitempty"`
 	// GPUFault, when set, is why the node's agent could not read its GPUs
 	// in its latest report (NVML's error), and GPUFaultSince when its run
@@ -178,8 +178,8 @@ type Node struct {
 	// controller's or a person's instance) whose agent has never reported
 	// healthy GPUs. It may hold work nobody told the controller of, so it
 	// is treated as a node whose agent is silent: never idle, never
-	// drained, and never terminated at a provisioning deadline (DESIGN.md
-	// rules 2 and 7). It counts against the pool's and the fleet's limits;
+	// drained, and never terminated at a provisioning deadline (docs/design.md
+	// docs/design.md rules 2 and 7). It counts against the pool's and the fleet's limits;
 	// a pending one counts as launching capacity until its provisioning
 	// deadline from when it was first seen, and no longer after.
 	Unknown bool `json:"unknown,omitempty"`
@@ -228,7 +228,7 @@ type Job struct {
 	LongRunning bool `json:"long_running,omitempty"`
 	// ExpectedEnd is when the job is expected to end (a scheduler's time
 	// limit, or what it told its agent); zero if unknown. It is a hint,
-	// never trusted for safety (DESIGN.md rule 11): the planner may wait
+	// never trusted for safety (docs/design.md rule 11): the planner may wait
 	// for it instead of launching for pending jobs, at most one lead time,
 	// and scale-in plans a node whose jobs all end within its window to
 	// leave then rather than move jobs for that surplus now; it never

@@ -569,8 +569,10 @@ func TestBootstrapGCP(t *testing.T) {
 		// A VM made under the name outside the group (by someone who may
 		// create VMs in the project): not the machine the group lists.
 		{"another machine under the name", "a100-x1", google.Token(t, aud, identitytest.Instance{Name: "a100-x1", ID: "666", Project: "ml", Zone: "us-central1-a", Created: time.Now()}, nil), 403, BadIdentity},
-		{"another project", "a100-x1", google.Token(t, aud, identitytest.Instance{Name: "a100-x1", Project: "other", Zone: "us-central1-a"}, nil), 403, BadIdentity},
-		{"another zone", "a100-x1", google.Token(t, aud, identitytest.Instance{Name: "a100-x1", Project: "ml", Zone: "us-central1-b"}, nil), 403, BadIdentity},
+		// The listed machine's ID, so that only the project or the zone
+		// can refuse them.
+		{"another project", "a100-x1", google.Token(t, aud, identitytest.Instance{Name: "a100-x1", ID: listed, Project: "other", Zone: "us-central1-a"}, nil), 403, BadIdentity},
+		{"another zone", "a100-x1", google.Token(t, aud, identitytest.Instance{Name: "a100-x1", ID: listed, Project: "ml", Zone: "us-central1-b"}, nil), 403, BadIdentity},
 		// A VM of the same name in another zone of a regional pool's
 		// region: not the one the group lists.
 		{"a regional pool's name in another zone", "a100-r1", google.Token(t, aud, identitytest.Instance{Name: "a100-r1", Project: "ml", Zone: "us-central1-c"}, nil), 403, BadIdentity},

@@ -14,7 +14,7 @@ import (
 
 // sanitizeForecast checks the input forecast's shape and copies it with
 // every value that is not a number replaced by current demand (as observe
-// counted it) and negatives raised to 0, each kind noted once (rule 10).
+// counted it) and negatives raised to 0, each kind noted once (docs/design.md rule 10).
 // Only the clean copy is used and shown. A malformed forecast is dropped
 // and the plan made on current demand, and so is one with an absurd value
 // (over ten times what the fleet can hold): such a forecast carries no
@@ -112,7 +112,7 @@ func malformed(f *forecast.Forecast) cause {
 // Nodes expected to be empty by t (their jobs' expected ends) serve the
 // pending jobs there, as far as they go: so a pending job waits for a
 // node that frees within the lead time instead of a launch (or within a
-// cheaper pool's, endsBy). An expected end is a hint (rule 11): one that
+// cheaper pool's, endsBy). An expected end is a hint (docs/design.md rule 11): one that
 // has passed counts no more, so it delays a launch by at most one lead
 // time; and needOver, which scale-in keeps for, never counts it (scale-in
 // only waits for such a node to empty, endingSoon).

@@ -263,7 +263,7 @@ func TestAnnounced(t *testing.T) {
 			if tt.reason != "" && (len(first) == 0 || first[0].Reason != tt.reason) {
 				t.Errorf("first action's reason: want %q\n%s", tt.reason, describe(p))
 			}
-			if tt.reason != "" && tt.fc.Steps() == 0 && first[0].Code != ReasonAnnounced {
+			if tt.reason != "" && tt.fc.Steps() == 0 && len(first) > 0 && first[0].Code != ReasonAnnounced {
 				t.Errorf("code %s, want announced", first[0].Code)
 			}
 		})

@@ -9,7 +9,7 @@ import (
 )
 
 // The words of the plan's reasons and notes. Their codes are chosen where
-// the decision is made; the words are made here, and README.md's examples
+// the decision is made; the words are made here, and the docs' examples
 // and cmd/autoscaler's tests show them, so they change only on purpose.
 
 func unknownPoolNote(n *fleet.Node) string {

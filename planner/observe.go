@@ -23,7 +23,7 @@ func (p *planner) observe(t *tally) {
 		if pp == nil {
 			// In no pool the config has, but paid for until its cloud
 			// says it is gone: it counts against the fleet's limits
-			// (rule 3), and is never capacity.
+			// (docs/design.md rule 3), and is never capacity.
 			if !stopped {
 				p.countOutside(t, n)
 			}
@@ -38,7 +38,7 @@ func (p *planner) observe(t *tally) {
 			// Going, but paid for until its cloud says it is gone (an ASG
 			// lifecycle hook's wait, a MIG instance DELETING): it counts
 			// against the pool's max and the fleet's limits until then
-			// (rule 3), and is never capacity.
+			// (docs/design.md rule 3), and is never capacity.
 			if stopped {
 				continue
 			}
@@ -64,7 +64,7 @@ func (p *planner) observe(t *tally) {
 			deadline := n.LaunchedAt.Add(pp.spec.ProvisionTimeout)
 			if p.now.After(deadline) && len(n.Jobs) == 0 && n.Unknown {
 				// Not this controller's launch: never terminated for
-				// missing a deadline it was never given (rule 7), and no
+				// missing a deadline it was never given (docs/design.md rule 7), and no
 				// longer counted on as capacity. It counts against the
 				// limits.
 				p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: n.ID, Code: ReasonUnknownNotReady,
@@ -169,7 +169,7 @@ func (p *planner) observe(t *tally) {
 		known += pp.cost(billed)
 		if pp.status.NeverRead() {
 			// Its size is unknown: counted at its max against the fleet's
-			// limits (DESIGN.md rule 3), so that the pools that can be
+			// limits (docs/design.md rule 3), so that the pools that can be
 			// read still serve, within what is left.
 			if unknown := pp.spec.Max - pp.size; unknown > 0 {
 				t.fleetGPUs = fleet.SatAdd(t.fleetGPUs, fleet.SatMul(unknown, pp.spec.GPUsPerNode))
@@ -187,9 +187,9 @@ func (p *planner) observe(t *tally) {
 }
 
 // settleOverdue decides what happens to a launch of this controller's
-// past its provisioning deadline (rule 7): terminated, and its pool backed
+// past its provisioning deadline (docs/design.md rule 7): terminated, and its pool backed
 // off; or, if its cloud says it runs (booted) while scale-in is halted or
-// within a provisioning deadline of the halt's end, held (rules 9, 1, 5):
+// within a provisioning deadline of the halt's end, held (docs/design.md rules 9, 1, 5):
 // the agents are cut off, not the node, and a scheduler may have put jobs
 // on it. It counts against the limits either way (observe).
 func (p *planner) settleOverdue(pp *poolPlan, n *fleet.Node) {
@@ -213,7 +213,7 @@ func (p *planner) settleOverdue(pp *poolPlan, n *fleet.Node) {
 // (fleet.Node.DrainConfirmed); cancel the drain after the timeout, the
 // node serving demand again (in t); hold it until then. No checkpoint time
 // is compared with the drain's start here: they are on two clocks
-// (DESIGN.md rule 1).
+// (docs/design.md rule 1).
 func (p *planner) settleDrain(t *tally, pp *poolPlan, n *fleet.Node, silent time.Duration) {
 	a := Action{Pool: pp.spec.Name, Node: n.ID, InstanceType: pp.spec.InstanceType, GPUs: pp.spec.GPUsPerNode}
 	since := p.now.Sub(n.DrainStartedAt)
@@ -247,7 +247,7 @@ func unconfirmed(n *fleet.Node, silent time.Duration) cause {
 		return cause{ReasonAgentSilent, silence(silent) + ", so its jobs' checkpoints cannot be confirmed"}
 	case n.GPUFault != "":
 		// Nobody sees what runs on GPUs that cannot be read, whatever
-		// the agent says of its jobs (rules 1 and 2).
+		// the agent says of its jobs (docs/design.md rules 1 and 2).
 		return cause{ReasonGPUFault, drainGPUFaultText(n)}
 	case !n.LastReport.After(n.DrainStartedAt):
 		return cause{ReasonDrainNoReport, "no agent report since the drain began"}

@@ -338,7 +338,7 @@ func (p *planner) stranded() int {
 }
 
 // cost is the pool's cost per hour with nodes billed: their price, and a
-// reserved pool's whole reservation at least (DESIGN.md rule 3 counts what
+// reserved pool's whole reservation at least (docs/design.md rule 3 counts what
 // is paid: a reservation of 2 with 4 nodes running pays for 4).
 func (pp *poolPlan) cost(nodes int) float64 {
 	if pp.spec.Capacity == fleet.Reserved {

@@ -319,7 +319,7 @@ func genForecast(t *rapid.T, calm bool, ceiling int) forecast.Forecast {
 	return f
 }
 
-// silent is rule 2's definition, independent of the planner's code: an
+// silent is docs/design.md rule 2's definition, independent of the planner's code: an
 // unknown node's agent has never reported healthy GPUs.
 func silent(in Input, n *fleet.Node) bool {
 	return n.Unknown || n.LastReport.IsZero() || in.Now.Sub(n.LastReport) > in.Settings.AgentTimeout
@@ -345,7 +345,7 @@ func nodesByID(in Input) map[string]*fleet.Node {
 	return m
 }
 
-// TestPropertySafety checks DESIGN.md rules 1-3 over generated fleets.
+// TestPropertySafety checks docs/design.md rules 1-3, 5 and 7-10 over generated fleets.
 func TestPropertySafety(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		in := genInput(t)
@@ -375,7 +375,7 @@ func TestPropertySafety(t *testing.T) {
 				acted[a.Node] = true
 			}
 		}
-		// Rule 9's halt, from the inputs: more than the share of the
+		// docs/design.md rule 9's halt, from the inputs: more than the share of the
 		// ready nodes (of configured pools, not under a notice) silent.
 		readyNodes, silentNodes := 0, 0
 		for i := range in.State.Nodes {
@@ -416,23 +416,23 @@ func TestPropertySafety(t *testing.T) {
 				t.Fatalf("%s of a node under a spot interruption notice: %+v", a.Kind, a)
 			}
 			if n.Unknown && a.Kind != Hold {
-				// Rules 2 and 7: a node this controller did not launch is
+				// docs/design.md rules 2 and 7: a node this controller did not launch is
 				// never terminated at a deadline, nor drained.
 				t.Fatalf("%s of an unknown node: %+v", a.Kind, a)
 			}
 			switch a.Kind {
 			case Drain:
-				// Rule 1: drains start only on nodes whose jobs all
-				// checkpointed within checkpoint_max_age; rule 2: never on
+				// docs/design.md rule 1: drains start only on nodes whose jobs all
+				// checkpointed within checkpoint_max_age; docs/design.md rule 2: never on
 				// a silent node.
 				if n.State != fleet.Ready || silent(in, n) {
 					t.Fatalf("drain of %s node (silent=%v): %+v", n.State, silent(in, n), a)
 				}
-				// Rule 1: a node whose GPUs cannot be read is never idle.
+				// docs/design.md rule 1: a node whose GPUs cannot be read is never idle.
 				if n.GPUFault != "" && len(n.Jobs) == 0 {
 					t.Fatalf("drain of an empty node whose GPUs cannot be read: %+v", a)
 				}
-				// Rule 8: an orphan is reaped only once reported idle.
+				// docs/design.md rule 8: an orphan is reaped only once reported idle.
 				if n.Orphan && (len(n.Jobs) > 0 || n.IdleSince.IsZero() || in.Now.Sub(n.IdleSince) < ReapIdle) {
 					t.Fatalf("drain of orphan %s with %d jobs, idle since %v: %+v", n.ID, len(n.Jobs), n.IdleSince, a)
 				}
@@ -460,7 +460,7 @@ func TestPropertySafety(t *testing.T) {
 					if len(n.Jobs) > 0 || n.Unknown || !in.Now.After(n.LaunchedAt.Add(pool.ProvisionTimeout)) && n.LaunchFailing == "" {
 						t.Fatalf("terminate of a pending node before its deadline, its cloud not failing to create it: %+v", a)
 					}
-					// Rules 9 and 1: a booted launch is not terminated at
+					// docs/design.md rules 9 and 1: a booted launch is not terminated at
 					// its deadline while scale-in is halted, nor within a
 					// provisioning deadline of the halt's end.
 					lastHalt := in.State.HaltedAt
@@ -469,7 +469,7 @@ func TestPropertySafety(t *testing.T) {
 					}
 					continue
 				}
-				// Rule 1: a node is terminated only when its agent, in a
+				// docs/design.md rule 1: a node is terminated only when its agent, in a
 				// report made since the drain began, confirmed that every
 				// job on it checkpointed after it received the drain, or
 				// exited; whatever the job times (on the agent's clock) say.
@@ -499,14 +499,14 @@ func TestPropertySafety(t *testing.T) {
 		if total+reaps > cfg.Limits.MaxScaleInPerCycle {
 			t.Fatalf("%d drains and %d reaps > max_scale_in_per_cycle %d", total, reaps, cfg.Limits.MaxScaleInPerCycle)
 		}
-		// Rule 3: min, max, max_gpus, max_spend_per_hour.
+		// docs/design.md rule 3: min, max, max_gpus, max_spend_per_hour.
 		// burstLaunch: a launch that adds spend (reserved nodes are paid anyway).
 		fleetGPUs, spend, anyLaunch, burstLaunch := 0, 0.0, false, false
 		for i := range cfg.Pools {
 			p := &cfg.Pools[i]
 			// Every node the fleet pays for counts against the limits
 			// until its cloud says it is gone: terminating ones, and ones
-			// this plan terminates, too (rule 3).
+			// this plan terminates, too (docs/design.md rule 3).
 			live, active := 0, 0
 			for _, n := range in.State.Nodes {
 				if n.Pool != p.Name || n.State == fleet.Terminating && n.Stopped {
@@ -535,7 +535,7 @@ func TestPropertySafety(t *testing.T) {
 			if never && launched[p.Name] > 0 {
 				t.Fatalf("launch in pool %s, which was never read", p.Name)
 			}
-			// Rule 9: at most a share of the pool starts draining per
+			// docs/design.md rule 9: at most a share of the pool starts draining per
 			// window, counting drains begun lately.
 			if drains[p.Name] > 0 {
 				recent, inProgress := 0, 0
@@ -575,7 +575,7 @@ func TestPropertySafety(t *testing.T) {
 				burstLaunch = burstLaunch || (launched[p.Name] > 0 && p.PricePerHour > 0)
 			}
 			anyLaunch = anyLaunch || launched[p.Name] > 0
-			// Rule 9: a pool holding booted launches past their deadline
+			// docs/design.md rule 9: a pool holding booted launches past their deadline
 			// while scale-in is halted (or within a deadline of its end)
 			// buys nothing more: a long halt does not fill it.
 			if launched[p.Name] > 0 && !st.IsUnobserved() {
@@ -588,7 +588,7 @@ func TestPropertySafety(t *testing.T) {
 					}
 				}
 			}
-			// Rule 5: nothing is launched in a pool backed off after a
+			// docs/design.md rule 5: nothing is launched in a pool backed off after a
 			// capacity error, or whose launch missed its deadline.
 			if launched[p.Name] > 0 && (in.Now.Before(backoff[p.Name]) || failing[p.Name]) {
 				t.Fatalf("launch in pool %s, backed off until %v (failing %v)", p.Name, backoff[p.Name], failing[p.Name])
@@ -615,13 +615,13 @@ func TestPropertySafety(t *testing.T) {
 		if math.IsNaN(plan.CostPerHourAfter) || math.IsInf(plan.CostPerHourAfter, 0) {
 			t.Fatalf("cost after is %v", plan.CostPerHourAfter)
 		}
-		// Rule 9: no scale-in while many agents are silent at once (a
+		// docs/design.md rule 9: no scale-in while many agents are silent at once (a
 		// node under a spot interruption notice is going anyway: neither
 		// counted nor held against the share).
 		if total > 0 && halted {
 			t.Fatalf("%d drains with %d of %d ready nodes silent (halt above %v)", total, silentNodes, readyNodes, cfg.Limits.SilentShareHalt)
 		}
-		// Rule 10: the forecast the plan used is clean: finite, not
+		// docs/design.md rule 10: the forecast the plan used is clean: finite, not
 		// negative, at most ten times what the fleet can hold (or current
 		// demand, which stands in for values that are not numbers); and a
 		// forecast with an absurd value is not used at all.
@@ -655,7 +655,7 @@ func TestPropertySafety(t *testing.T) {
 		if plan.Demand.RunningGPUs != running || running > capacity {
 			t.Fatalf("running demand %d; the nodes' jobs hold %d of %d GPUs", plan.Demand.RunningGPUs, running, capacity)
 		}
-		// Rule 7: capacity that is launching counts. When ready nodes and
+		// docs/design.md rule 7: capacity that is launching counts. When ready nodes and
 		// launches within their deadline already cover the most the plan
 		// could need (demand now, or any forecast value), nothing is
 		// bought for demand.
@@ -899,7 +899,7 @@ func forecastValues(p Plan) [][]float64 {
 }
 
 // fleetCeiling is the most GPUs the fleet may hold, from the settings:
-// every pool at its max, within max_gpus (rule 10's measure of absurd).
+// every pool at its max, within max_gpus (docs/design.md rule 10's measure of absurd).
 func fleetCeiling(s fleet.Settings) int {
 	total := 0
 	for _, p := range s.Pools {

@@ -267,7 +267,7 @@ func (p *planner) placeElsewhere(t *tally, pp *poolPlan, c drainCandidate) bool 
 
 // ScaleInBudget is how many of a pool's size nodes may start draining
 // within one limits.scale_in_window: the scale_in_share of them, rounded
-// down, but at least one (DESIGN.md rule 9).
+// down, but at least one (docs/design.md rule 9).
 func ScaleInBudget(lim fleet.Limits, size int) int {
 	return max(1, int(math.Floor(lim.ScaleInShare*float64(size)+1e-9)))
 }
@@ -292,9 +292,9 @@ func worstJob(jobs []fleet.Job, match func(*fleet.Job) bool) *fleet.Job {
 
 // drainBlocker says why a ready node cannot be drained now (none if it
 // can), and returns the oldest last checkpoint among its jobs. Every job
-// must have checkpointed within drain.checkpoint_max_age (stricter than
-// DESIGN.md rule 1, which asks it of long-running jobs only: a young job
-// that never checkpointed would lose all its work) and, after a cancelled
+// must have checkpointed within drain.checkpoint_max_age
+// (docs/design.md rule 1, of every job, not only long-running ones: a
+// young job that never checkpointed would lose all its work) and, after a cancelled
 // drain, since the cancel (so a job that ignores the signal does not flap
 // its node between drains).
 func (p *planner) drainBlocker(n *fleet.Node) (cause, time.Time) {

@@ -165,7 +165,7 @@ type Orphan struct {
 }
 
 // Reaper is implemented by providers that can find and remove orphans
-// (DESIGN.md rule 8: tagged instances with no record are reaped). Only
+// (docs/design.md rule 8: tagged instances with no record are reaped). Only
 // instances carrying the fleet's own tag, a pool tag and a launch key
 // (so launched by Fleetcast itself, not by a group of Terraform's) are
 // ever listed; the controller terminates one only once its agent has

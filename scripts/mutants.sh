@@ -559,8 +559,8 @@ TestBootstrap
 
 node credential: an instance that is not live bootstraps
 nodeauth/server.go
-"\tif !ok {\n\t\treturn \"\", \"\", refuse(http.StatusForbidden, NotLive"
-"\tif !ok && false {\n\t\treturn \"\", \"\", refuse(http.StatusForbidden, NotLive"
+"\tif !ok {\n\t\treturn proof{}, refuse(http.StatusForbidden, NotLive"
+"\tif !ok && false {\n\t\treturn proof{}, refuse(http.StatusForbidden, NotLive"
 ./nodeauth ./cmd/autoscaler
 TestBootstrap|TestDeployOnAWS
 
@@ -628,7 +628,7 @@ config/config.go
 TestListenSecurity|TestParseErrors
 
 node credential: a gone instance's credential kept
-controller/controller.go
+controller/gone.go
 "\t\tif m.forgetCreds && c.creds != nil {"
 "\t\tif false && m.forgetCreds && c.creds != nil {"
 ./controller
@@ -972,7 +972,7 @@ TestMovesKeepScopedClaims
 
 announced demand not provisioned
 planner/forecast_input.go
-"p.plan.Demand.Total()+p.stranded()+announced, ReasonDemandNow"
+"p.plan.Demand.Total()+p.stranded()+ahead, ReasonDemandNow"
 "p.plan.Demand.Total()+p.stranded(), ReasonDemandNow"
 ./planner
 TestAnnounced
@@ -1021,8 +1021,8 @@ TestExpectedEnds
 
 expected ends lower what scale-in keeps
 planner/forecast_input.go
-"return p.need(v, p.announcedMax(from, to), 0)"
-"return p.need(v, p.announcedMax(from, to), p.endingFor(to))"
+"return p.need(v, from, to, 0)"
+"return p.need(v, from, to, p.endingFor(to))"
 ./planner
 TestExpectedEnds
 
@@ -1349,9 +1349,9 @@ config/decode.go
 TestParseErrors
 
 a plugin pool's server powered off losing its credential (controller)
-controller/controller.go
+controller/gone.go
 "\t\t\tgone = slices.DeleteFunc(gone, c.namesReused)\n"
-""
+"\t\t\tgone = slices.DeleteFunc(gone, func(string) bool { return false })\n"
 ./controller
 TestPluginServerKeepsCredential
 

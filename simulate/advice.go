@@ -267,7 +267,17 @@ func (c *AdviceCheck) plot(path string) error {
 	if err := checkPlotPath(path); err != nil {
 		return err
 	}
-	p := titledPlot(c.Trace + ": the reservation advice against fixed reservations")
+	fg, err := c.figure()
+	if err != nil {
+		return err
+	}
+	return fg.save(path)
+}
+
+// figure is the advice check's picture, to be laid out and drawn.
+func (c *AdviceCheck) figure() (*figure, error) {
+	fg := newFigure(c.Trace+": the reservation advice against fixed reservations", 8*vg.Inch, 5*vg.Inch)
+	p := fg.p
 	p.X.Label.Text = "reserved GPUs (from the first review)"
 	p.Y.Label.Text = "cost, $ millions"
 	p.Y.Tick.Marker = labelledTicks{func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }}
@@ -278,21 +288,20 @@ func (c *AdviceCheck) plot(path string) error {
 	}
 	line, points, err := plotter.NewLinePoints(xys)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	col := policyColors["predictive"]
 	line.Color, points.Color, points.Shape = col, col, draw.CircleGlyph{}
 	p.Add(line, points)
-	p.Legend.Add("predictive, fixed reservation", line)
+	fg.add("predictive, fixed reservation", line, points)
 	if n := len(c.Commitments); n > 0 {
 		s, err := plotter.NewScatter(plotter.XYs{{X: float64(c.Commitments[n-1].GPUs), Y: c.Advised.CostUSD / 1e6}})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		s.Color, s.Shape, s.Radius = policyColors["oracle"], draw.BoxGlyph{}, vg.Points(4)
 		p.Add(s)
-		p.Legend.Add("predictive following the advice (its last size)", s)
+		fg.add("predictive following the advice (its last size)", s)
 	}
-	p.Legend.Top = true
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	return fg, nil
 }

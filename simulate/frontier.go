@@ -398,8 +398,8 @@ func (f *Frontier) writeBuffers(w io.Writer) error {
 
 // Plot draws the frontier: cost against waited GPU-hours, one line of
 // points per policy, each point labelled with its level, and the oracle's
-// cost as a dashed line. The format follows path's extension, one of
-// PlotFormats.
+// cost as a dashed line, with the legend below the plot. The format
+// follows path's extension, one of PlotFormats.
 func (f *Frontier) Plot(path string) error {
 	if err := f.plot(path); err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
@@ -411,14 +411,23 @@ func (f *Frontier) plot(path string) error {
 	if err := checkPlotPath(path); err != nil {
 		return err
 	}
-	p := titledPlot(f.Trace + ": cost against waiting (" + f.HeadroomPlaceholders + "-wide placeholders)")
+	fg, err := f.figure()
+	if err != nil {
+		return err
+	}
+	return fg.save(path)
+}
+
+// figure is the frontier's picture, to be laid out and drawn.
+func (f *Frontier) figure() (*figure, error) {
+	fg := newFigure(f.Trace+": cost against waiting ("+f.HeadroomPlaceholders+"-wide placeholders)", 8*vg.Inch, 5*vg.Inch)
+	p := fg.p
 	p.X.Label.Text = "waited GPU-hours"
 	p.Y.Label.Text = "cost, $ millions"
 	p.X.Min = 0
 	p.X.Tick.Marker = labelledTicks{func(v float64) string { return thousands(v) }}
 	p.Y.Tick.Marker = labelledTicks{func(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }}
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true // top right: where neither line goes
 	lo, hi := f.OracleCostUSD, f.OracleCostUSD
 	maxWait := 0.0
 	for _, pol := range []string{"headroom", "perfect", "predictive"} {
@@ -442,14 +451,14 @@ func (f *Frontier) plot(path string) error {
 		}
 		line, points, err := plotter.NewLinePoints(xys)
 		if err != nil {
-			return fmt.Errorf("%s: %w", pol, err)
+			return nil, fmt.Errorf("%s: %w", pol, err)
 		}
 		c := policyColors[pol]
 		line.Color, line.Width = c, vg.Points(1.2)
 		points.Color, points.Shape, points.Radius = c, draw.CircleGlyph{}, vg.Points(3)
 		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
 		if err != nil {
-			return fmt.Errorf("%s: %w", pol, err)
+			return nil, fmt.Errorf("%s: %w", pol, err)
 		}
 		for i := range lab.TextStyle {
 			lab.TextStyle[i].Font.Size = vg.Points(8)
@@ -457,28 +466,28 @@ func (f *Frontier) plot(path string) error {
 		}
 		lab.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(3)}
 		p.Add(line, points, lab)
-		p.Legend.Add(pol, line)
+		fg.add(pol, line, points)
 		if len(byCost) > 0 {
 			s, err := plotter.NewScatter(byCost)
 			if err != nil {
-				return fmt.Errorf("%s by cost: %w", pol, err)
+				return nil, fmt.Errorf("%s by cost: %w", pol, err)
 			}
 			s.Color, s.Shape, s.Radius = c, draw.BoxGlyph{}, vg.Points(4)
 			p.Add(s)
-			p.Legend.Add(pol+" by cost (the config's choice)", s)
+			fg.add(pol+" by cost (the config's choice)", s)
 		}
 	}
 	if f.OracleCostUSD > 0 {
 		o, err := plotter.NewLine(plotter.XYs{{X: 0, Y: f.OracleCostUSD / 1e6}, {X: max(maxWait, 1) * 1.1, Y: f.OracleCostUSD / 1e6}})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		o.Color, o.Dashes = policyColors["oracle"], []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(o)
-		p.Legend.Add(fmt.Sprintf("oracle $%s", thousands(f.OracleCostUSD)), o)
+		fg.add(fmt.Sprintf("oracle $%s", thousands(f.OracleCostUSD)), o)
 	}
 	p.X.Max = max(maxWait, 1) * 1.15
 	pad := max((hi-lo)/1e6*0.1, 0.01)
-	p.Y.Min, p.Y.Max = lo/1e6-pad, hi/1e6+3*pad
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	p.Y.Min, p.Y.Max = lo/1e6-pad, hi/1e6+pad
+	return fg, nil
 }

@@ -5,7 +5,7 @@
 // knows which instances are its own), the drains in progress, the
 // pools' capacity-error back-offs, and the hashes of the nodes' credentials
 // and of the API tokens. A restarted controller reads them back
-// and finishes or undoes what it finds (DESIGN.md rules 4 and 8).
+// and finishes or undoes what it finds (docs/design.md rules 4 and 8).
 //
 // Every write is one bbolt transaction, committed and synced to disk before
 // the call returns. A file that is not a Fleetcast state file, is corrupted,
@@ -421,7 +421,7 @@ func (s *Store) Intents() ([]Intent, error) {
 // capacity it asked a pool's group for, kept while that capacity may still
 // be launching. Only capacity a Launch accounts for is this controller's
 // own, and only its own is terminated when it misses its provisioning
-// deadline (DESIGN.md rule 7); any other instance is unknown and left to
+// deadline (docs/design.md rule 7); any other instance is unknown and left to
 // its agent.
 type Launch struct {
 	// Key is the launch's idempotency key (the intent's).
@@ -506,7 +506,7 @@ func (s *Store) Launches() ([]Launch, error) {
 }
 
 // Drain is a drain in progress: the controller's record, never an
-// agent's (DESIGN.md rule 11).
+// agent's (docs/design.md rule 11).
 type Drain struct {
 	Node string `json:"node"`
 	Pool string `json:"pool"`

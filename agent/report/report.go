@@ -3,7 +3,7 @@
 // authenticates each agent with a per-node token, limits and validates
 // every report, and answers with any drain the controller wants.
 //
-// An agent may report only about its own node (DESIGN.md rule 11): its
+// An agent may report only about its own node (docs/design.md rule 11): its
 // token is derived from the node's name, so a token for one node is refused
 // for another with 403. Drain and cordon state belong to the controller:
 // the agent reports how a drain it was asked for is going, and the

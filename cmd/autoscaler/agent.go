@@ -76,7 +76,7 @@ func runAgent(e *env, args []string) int {
 	interval := durationFlag{d: 10 * time.Second, positive: true}
 	longRunning := durationFlag{d: time.Hour, positive: true}
 	fs.Var(&interval, "interval", "time between reports")
-	fs.Var(&longRunning, "long-running-after", "a job older than this must checkpoint before its node may go (drain.long_running_after)")
+	fs.Var(&longRunning, "long-running-after", "a job older than this is reported long-running, a label (every job must checkpoint or exit before its node may go); drain.long_running_after")
 	log, code, ok := setup(e, fs, args)
 	if !ok {
 		return code

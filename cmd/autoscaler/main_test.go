@@ -179,24 +179,6 @@ func TestVersionAndLogging(t *testing.T) {
 	}
 }
 
-// TestReadmeQuickStartOutput keeps the README's sample plan true.
-func TestReadmeQuickStartOutput(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const prompt = "$ go run ./cmd/autoscaler plan -config examples/local.hcl -at 2026-11-30T03:00:00Z\n"
-	_, rest, ok := strings.Cut(string(readme), prompt)
-	if !ok {
-		t.Fatalf("README lacks %q", prompt)
-	}
-	want, _, _ := strings.Cut(rest, "```")
-	code, got, errOut := cli("plan", "-config", localConfig, "-at", "2026-11-30T03:00:00Z")
-	if code != 0 || got != want {
-		t.Fatalf("exit %d %s; README shows:\n%s\nplan prints:\n%s", code, errOut, want, got)
-	}
-}
-
 // TestPlanShowsOrphans: a snapshot holding an instance of a pool the
 // config no longer has, idle for half an hour by its agent's reports:
 // plan lists it and reaps it with a drain; one naming a configured pool

@@ -20,26 +20,45 @@ import (
 // (where go test runs its tests).
 const repoRoot = "../.."
 
-// readmeCommand is one command line found in README.md's fenced blocks.
+// docPages are the pages whose commands TestReadmeCommands accounts for:
+// the README and every page under docs/.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages := []string{"README.md"}
+	err := filepath.WalkDir(filepath.Join(repoRoot, "docs"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			rel, _ := filepath.Rel(repoRoot, path)
+			pages = append(pages, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages
+}
+
+// readmeCommand is one command line found in a page's fenced blocks.
 type readmeCommand struct {
-	line int    // README.md's line number where the command starts
+	page string // the page, from the repository's root
+	line int    // the page's line number where the command starts
 	text string // as written, continuation lines joined
 	// cmd is text normalised: no "$ " prompt, no trailing comment, no
 	// "/usr/bin/time -v " in front, and "go run ./cmd/autoscaler" as
 	// "autoscaler".
 	cmd string
-	// output is what the README shows after the command in the same
+	// output is what the page shows after the command in the same
 	// block ("$ " prompts only), up to the next prompt or the block's end.
 	output string
 }
 
-// readmeCommands extracts the command lines of README.md: every line of a
-// ```sh block, and in any other fenced block the lines that start with
-// "autoscaler ", "go run ./cmd/autoscaler" or a "$ " prompt. A line ending
-// in a backslash continues on the next.
-func readmeCommands(t *testing.T) []readmeCommand {
+// readmeCommands extracts the command lines of a page (its path from the
+// repository's root): every line of a ```sh block, and in any other fenced
+// block the lines that start with "autoscaler ", "go run ./cmd/autoscaler"
+// or a "$ " prompt. A line ending in a backslash continues on the next.
+func readmeCommands(t *testing.T, page string) []readmeCommand {
 	t.Helper()
-	f, err := os.Open(filepath.Join(repoRoot, "README.md"))
+	f, err := os.Open(filepath.Join(repoRoot, page))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +84,7 @@ func readmeCommands(t *testing.T) []readmeCommand {
 			if inBlock {
 				flushOut()
 				if pending >= 0 {
-					t.Fatalf("README.md:%d: a command ends in a backslash at the end of its block", cmds[pending].line)
+					t.Fatalf("%s:%d: a command ends in a backslash at the end of its block", page, cmds[pending].line)
 				}
 			}
 			inBlock, lang = !inBlock, strings.TrimPrefix(line, "```")
@@ -88,7 +107,7 @@ func readmeCommands(t *testing.T) []readmeCommand {
 				continue
 			}
 			flushOut()
-			cmds = append(cmds, readmeCommand{line: n, text: strings.TrimPrefix(line, "$ ")})
+			cmds = append(cmds, readmeCommand{page: page, line: n, text: strings.TrimPrefix(line, "$ ")})
 			pending = len(cmds) - 1
 			if prompted {
 				out = pending
@@ -107,7 +126,7 @@ func readmeCommands(t *testing.T) []readmeCommand {
 		c := &cmds[i]
 		words, err := shellWords(c.text)
 		if err != nil {
-			t.Fatalf("README.md:%d: %v: %s", c.line, err, c.text)
+			t.Fatalf("%s:%d: %v: %s", page, c.line, err, c.text)
 		}
 		if len(words) >= 2 && words[0] == "/usr/bin/time" && words[1] == "-v" {
 			words = words[2:]
@@ -164,9 +183,9 @@ func shellWords(s string) ([]string, error) {
 // the repository's root.
 type testRef struct{ dir, name string }
 
-// readmeCoverage says how the README commands that start with prefix are
+// readmeCoverage says how the docs' commands that start with prefix are
 // accounted for: run here (run, given the command's words after
-// "autoscaler" and the README's output shown after it), or exercised by
+// "autoscaler" and the output the page shows after it), or exercised by
 // the tests named, or not runnable offline (why).
 type readmeCoverage struct {
 	prefix string
@@ -175,7 +194,7 @@ type readmeCoverage struct {
 	why    string
 }
 
-// readmeCoverages accounts for every command in README.md. A command
+// readmeCoverages accounts for every command in README.md and docs/. A command
 // matches the entry with the longest prefix of its normalised form.
 func readmeCoverages() []readmeCoverage {
 	return []readmeCoverage{
@@ -205,21 +224,28 @@ func readmeCoverages() []readmeCoverage {
 		{prefix: "autoscaler api-token ", why: "calls the running controller's API", tests: []testRef{{"cmd/autoscaler", "TestAPITokensCLI"}, {"apiauth", "TestTokenRoutes"}}},
 		{prefix: "curl ", why: "POST /v1/demand to the running controller's API",
 			tests: []testRef{{"controller", "TestDemandPushes"}, {"controller", "TestDemandRefusals"}, {"controller", "TestDemandAnnouncements"}, {"controller", "TestAPI"}}},
-		{prefix: "go test ./planner -run ^$ -bench BenchmarkPlan ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"planner", "BenchmarkPlan"}}},
-		{prefix: "go test ./controller -run ^$ -bench BenchmarkCycle ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"controller", "BenchmarkCycle"}}},
-		{prefix: "go test ./simulate -run ^$ -bench BenchmarkSimulatePhilly ", why: "a benchmark (6.5 s on two cores), re-measured by hand or make bench", tests: []testRef{{"simulate", "BenchmarkSimulatePhilly"}}},
+		{prefix: "go test ./planner -run ^$ -bench ^BenchmarkPlan ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"planner", "BenchmarkPlan"}}},
+		{prefix: "go test ./controller -run ^$ -bench ^BenchmarkCycle ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"controller", "BenchmarkCycle"}}},
+		{prefix: "go test ./simulate -run ^$ -bench ^BenchmarkSimulatePhilly ", why: "a benchmark (seconds: the whole Philly trace), re-measured by hand or make bench", tests: []testRef{{"simulate", "BenchmarkSimulatePhilly"}}},
+		{prefix: "go test ./agent/gpu -run ^$ -bench ^BenchmarkRead ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"agent/gpu", "BenchmarkRead"}}},
+		{prefix: "go test ./agent/report -run ^$ -bench ^BenchmarkReceiver ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"agent/report", "BenchmarkReceiver"}}},
+		{prefix: "go test ./agent -run ^$ -bench ^BenchmarkSample ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"agent", "BenchmarkSample"}}},
+		{prefix: "autoscaler agent -no-gpu -interval 1s ", why: "the agent's memory, measured by make bench; the agent without GPUs runs as a process in these tests",
+			tests: []testRef{{"cmd/autoscaler", "TestAgentSpotNotice"}, {"cmd/autoscaler", "TestAgentGCEPreemption"}}},
+		{prefix: "go test ./forecast -run ^$ -bench ^BenchmarkAuto ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"forecast", "BenchmarkAuto14d10m"}, {"forecast", "BenchmarkAuto90d1m"}}},
+		{prefix: "autoscaler forecast -series ../shared/bench/series/", why: "a backtest on a shared series (30 origins, seconds each; the scorecard and make bench run them)", tests: []testRef{{"forecast", "TestBacktestProtocol"}, {"cmd/autoscaler", "TestForecastBacktestJSON"}}},
 	}
 }
 
-// frontierWhy and frontierTests account for the README's frontiers: 14
-// or 15 whole simulations each (40 s on Philly, minutes under the race
-// detector), written into the README by make bench (scripts/bench.sh) and
+// frontierWhy and frontierTests account for the docs' frontiers: 14
+// or 15 whole simulations each (tens of seconds on Philly, minutes under the race
+// detector), written into docs/benchmarks.md by make bench (scripts/bench.sh) and
 // exercised on a small trace by these tests.
 const frontierWhy = "a frontier: 14 or 15 simulations, rewritten by make bench"
 
 var frontierTests = []testRef{{"simulate", "TestFrontier"}, {"cmd/autoscaler", "TestSimulateFrontier"}}
 
-// adviceWhy and adviceTests account for the README's advice checks: 10
+// adviceWhy and adviceTests account for the docs' advice checks: 10
 // to 15 whole simulations each, like a frontier.
 const adviceWhy = "an advice check: 10 to 15 simulations, rewritten by make bench"
 
@@ -237,20 +263,23 @@ func coverageFor(cmd string, covs []readmeCoverage) *readmeCoverage {
 	return best
 }
 
-// TestReadmeCommands runs every command line of README.md that runs
-// offline, in a bounded form, and checks that each of the others is
-// exercised by a test that exists.
+// TestReadmeCommands runs every command line of the README and the pages
+// under docs/ that runs offline, in a bounded form, and checks that each
+// of the others is exercised by a test that exists.
 func TestReadmeCommands(t *testing.T) {
-	cmds := readmeCommands(t)
+	var cmds []readmeCommand
+	for _, page := range docPages(t) {
+		cmds = append(cmds, readmeCommands(t, page)...)
+	}
 	if len(cmds) < 10 {
-		t.Fatalf("found only %d commands in README.md: the extraction is broken", len(cmds))
+		t.Fatalf("found only %d commands in the docs: the extraction is broken", len(cmds))
 	}
 	covs := readmeCoverages()
 	used := map[string]bool{}
 	for _, c := range cmds {
 		cov := coverageFor(c.cmd, covs)
 		if cov == nil {
-			t.Errorf("README.md:%d: command %q is neither run by TestReadmeCommands nor listed in readmeCoverages with the test that exercises it", c.line, c.text)
+			t.Errorf("%s:%d: command %q is neither run by TestReadmeCommands nor listed in readmeCoverages with the test that exercises it", c.page, c.line, c.text)
 			continue
 		}
 		used[cov.prefix] = true
@@ -258,14 +287,14 @@ func TestReadmeCommands(t *testing.T) {
 			continue
 		}
 		words := strings.Fields(c.cmd)[1:]
-		t.Run(strconv.Itoa(c.line)+"_"+words[0], func(t *testing.T) {
-			t.Logf("README.md:%d: %s", c.line, c.text)
+		t.Run(strings.TrimSuffix(filepath.Base(c.page), ".md")+"_"+strconv.Itoa(c.line)+"_"+words[0], func(t *testing.T) {
+			t.Logf("%s:%d: %s", c.page, c.line, c.text)
 			cov.run(t, words, c.output)
 		})
 	}
 	for _, cov := range covs {
 		if !used[cov.prefix] {
-			t.Errorf("readmeCoverages lists %q, which no README.md command starts with: remove it", cov.prefix)
+			t.Errorf("readmeCoverages lists %q, which no command of the docs starts with: remove it", cov.prefix)
 		}
 		for _, ref := range cov.tests {
 			if !testExists(t, ref) {
@@ -329,49 +358,53 @@ func readmeRun(t *testing.T, args []string, _ string) {
 	}
 	for _, want := range []string{"Fleetcast controller on the simulated cloud: 4 pools", "---- demand "} {
 		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q (README.md's quick start shows it):\n%s", want, out)
+			t.Errorf("output lacks %q (the quick start shows it):\n%s", want, out)
 		}
 	}
 }
 
 // readmePlan runs plan as written and checks that its output is the
-// README's, line for line (-at makes it reproducible).
+// one shown, line for line (-at makes it reproducible), when the page
+// shows one.
 func readmePlan(t *testing.T, args []string, shown string) {
 	code, out, errOut := cli(fromRoot(args)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if strings.TrimRight(out, "\n") != strings.TrimRight(shown, "\n") {
-		t.Errorf("README.md shows a plan that is no longer this command's: update it to\n%s", out)
+	if shown != "" && strings.TrimRight(out, "\n") != strings.TrimRight(shown, "\n") {
+		t.Errorf("the docs show a plan that is no longer this command's: update it to\n%s", out)
 	}
 }
 
-// readmeBlock is the fenced block of README.md (its fence starting
-// fence) that follows the first line containing after.
-func readmeBlock(t *testing.T, after, fence string) string {
+// readmeBlock is the fenced block of page (its fence starting fence) that
+// follows the first line containing after.
+func readmeBlock(t *testing.T, page, after, fence string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	b, err := os.ReadFile(filepath.Join(repoRoot, page))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(b), after)
 	if !ok {
-		t.Fatalf("README.md has no %q", after)
+		t.Fatalf("%s has no %q", page, after)
 	}
 	_, rest, _ = strings.Cut(rest, "\n"+fence)
 	_, rest, _ = strings.Cut(rest, "\n") // the rest of the fence's line
 	block, _, ok := strings.Cut(rest, "```")
 	if !ok {
-		t.Fatalf("README.md: no fenced block after %q", after)
+		t.Fatalf("%s: no fenced block after %q", page, after)
 	}
 	return block
 }
 
-// readmeOnPrem runs a command of the README's on-prem worked example in a
+// pluginsPage is the page of the on-prem worked example.
+const pluginsPage = "docs/providers/plugins.md"
+
+// readmeOnPrem runs a command of the docs' on-prem worked example in a
 // directory set up as it says (the example plugin built, racks.sh, three
 // servers off, its config with the plugin's checksum) and checks that the
-// output is the README's; for validate, also that a config with the two
-// mistakes the README shows gets the errors it shows.
+// output is the docs'; for validate, also that a config with the two
+// mistakes the docs show gets the errors they show.
 func readmeOnPrem(t *testing.T, args []string, shown string) {
 	dir := t.TempDir()
 	bin, sum := commandsPlugin(t)
@@ -387,8 +420,8 @@ func readmeOnPrem(t *testing.T, args []string, shown string) {
 			t.Fatal(err)
 		}
 	}
-	hcl := readmeBlock(t, "#### On-prem servers with your own commands", "```hcl")
-	want := readmeBlock(t, "is found by `validate`, at its place:", "```")
+	hcl := readmeBlock(t, pluginsPage, "## On-prem servers with your own commands", "```hcl")
+	want := readmeBlock(t, pluginsPage, "is found by `validate`, at its place:", "```")
 	hcl = strings.ReplaceAll(strings.Replace(hcl, `sha256 = "..."`, `sha256 = "`+sum+`"`, 1), "/tmp/ex/fleetcast-commands", bin)
 	hcl = strings.ReplaceAll(hcl, "/tmp/ex", dir)
 	if err := os.WriteFile(filepath.Join(dir, "onprem.hcl"), []byte(hcl), 0o600); err != nil {
@@ -397,7 +430,7 @@ func readmeOnPrem(t *testing.T, args []string, shown string) {
 	t.Chdir(dir)
 	code, out, errOut := cli(args...)
 	if code != 0 || strings.TrimRight(out, "\n") != strings.TrimRight(shown, "\n") {
-		t.Errorf("autoscaler %s: exit %d; README.md shows\n%s\nnow\n%s\n%s", strings.Join(args, " "), code, shown, out, errOut)
+		t.Errorf("autoscaler %s: exit %d; the docs show\n%s\nnow\n%s\n%s", strings.Join(args, " "), code, shown, out, errOut)
 	}
 	if args[0] != "validate" {
 		return
@@ -407,17 +440,17 @@ func readmeOnPrem(t *testing.T, args []string, shown string) {
 		t.Fatal(err)
 	}
 	if code, _, errOut := cli(args...); code == 0 || strings.TrimRight(errOut, "\n") != strings.TrimRight(want, "\n") {
-		t.Errorf("validate with the README's mistakes: exit %d; README.md shows\n%s\nnow\n%s", code, want, errOut)
+		t.Errorf("validate with the docs' mistakes: exit %d; the docs show\n%s\nnow\n%s", code, want, errOut)
 	}
 }
 
 // simulated remembers the output of each simulate run by its arguments
-// without -plot: the README runs the whole Philly trace three times.
+// without -plot: the docs run the whole Philly trace several times.
 var simulated = map[string]string{}
 
 // readmeSimulate runs simulate as written (a -plot into a temporary
 // directory) when the shared traces are present, and checks that the
-// output the README shows, if any, is the command's. With -short it runs
+// output the docs show, if any, is the command's. With -short it runs
 // none.
 func readmeSimulate(t *testing.T, args []string, shown string) {
 	args = fromRoot(args)
@@ -459,7 +492,7 @@ func readmeSimulate(t *testing.T, args []string, shown string) {
 	}
 	// The Benchmarks section shows /usr/bin/time's lines, not the table.
 	if shown = strings.TrimSpace(shown); shown != "" && !strings.Contains(shown, "Elapsed (wall clock)") && strings.TrimSpace(out) != shown {
-		t.Errorf("README.md shows output that is no longer this command's (make bench rewrites it): now\n%s", out)
+		t.Errorf("the docs show output that is no longer this command's (make bench rewrites it): now\n%s", out)
 	}
 }
 

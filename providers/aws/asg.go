@@ -27,7 +27,7 @@ func isPlaceholder(id string) bool { return strings.HasPrefix(id, placeholderPre
 
 // stuckAfter is how long a group may stay below its desired capacity
 // before a further launch into it is refused as a capacity error: three
-// lead times (DESIGN.md rule 7 uses the pool's provisioning deadline, by
+// lead times (docs/design.md rule 7 uses the pool's provisioning deadline, by
 // default the same).
 func stuckAfter(pool fleet.Pool) time.Duration { return 3 * pool.LeadTime }
 

@@ -3,7 +3,7 @@
 #
 # Terraform makes the secrets but never their values (they would be in its
 # state): an operator puts each token there as `autoscaler api-token create`
-# prints it (see README.md, "API tokens"). The scheduler's role may read the
+# prints it (see docs/credentials.md, "API tokens and scopes"). The scheduler's role may read the
 # demand token only, monitoring's the read token only; no role here may read
 # the operator token: operators reach it with their own access, and the
 # controller's root token stays in its state directory. A token out of its

@@ -3,7 +3,7 @@
 #
 # Terraform makes the secrets but never their values (they would be in its
 # state): an operator adds each token as a version, as `autoscaler
-# api-token create` prints it (see README.md, "API tokens"). The
+# api-token create` prints it (see docs/credentials.md, "API tokens and scopes"). The
 # scheduler's service account may read the demand token only, monitoring's
 # the read token only; nobody here may read the operator token: operators
 # reach it with their own access, and the controller's root token stays in

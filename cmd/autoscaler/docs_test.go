@@ -1,0 +1,272 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// anchorOf is the anchor GitHub gives a heading: lower case, punctuation
+// but hyphens and underscores dropped, spaces as hyphens.
+func anchorOf(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// anchors are a page's headings' anchors (outside fenced blocks), with
+// GitHub's -1, -2 for repeats.
+func anchors(text string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	in := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "```") {
+			in = !in
+			continue
+		}
+		if in || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		h := strings.TrimLeft(line, "#")
+		if !strings.HasPrefix(h, " ") {
+			continue
+		}
+		a := anchorOf(h)
+		if n := seen[a]; n > 0 {
+			out[a+"-"+strconv.Itoa(n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
+}
+
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestDocsLinks: every relative link of the README, the CHANGELOG and the
+// pages under docs/ names a file or folder that exists, and every anchor a
+// heading of its page.
+func TestDocsLinks(t *testing.T) {
+	pages := append(docPages(t), "CHANGELOG.md")
+	texts := map[string]string{}
+	for _, p := range pages {
+		b, err := os.ReadFile(filepath.Join(repoRoot, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[p] = string(b)
+	}
+	for _, p := range pages {
+		in := false
+		for n, line := range strings.Split(texts[p], "\n") {
+			if strings.HasPrefix(line, "```") {
+				in = !in
+			}
+			if in {
+				continue
+			}
+			for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				path, frag, _ := strings.Cut(target, "#")
+				dest := p
+				if path != "" {
+					dest = filepath.Clean(filepath.Join(filepath.Dir(p), path))
+					if _, err := os.Stat(filepath.Join(repoRoot, dest)); err != nil {
+						t.Errorf("%s:%d: link %q: %s does not exist", p, n+1, target, dest)
+						continue
+					}
+				}
+				if frag == "" {
+					continue
+				}
+				text, ok := texts[dest]
+				if !ok {
+					b, err := os.ReadFile(filepath.Join(repoRoot, dest))
+					if err != nil {
+						t.Errorf("%s:%d: link %q: %v", p, n+1, target, err)
+						continue
+					}
+					text = string(b)
+				}
+				if !anchors(text)[frag] {
+					t.Errorf("%s:%d: link %q: %s has no heading #%s", p, n+1, target, dest, frag)
+				}
+			}
+		}
+	}
+}
+
+// TestReadmeShort: the README stays a front page (at most 200 lines and
+// 16 KB).
+func TestReadmeShort(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(b), "\n"); lines > 200 || len(b) > 16<<10 {
+		t.Errorf("README.md: %d lines, %d bytes; want at most 200 and 16 KB (the rest goes in docs/)", lines, len(b))
+	}
+}
+
+var (
+	ruleCitation = regexp.MustCompile(`\b[Rr]ules? \d+`)
+	// citedFrom is what may come before a rule's number, up to line
+	// breaks and comment markers: the design document's path.
+	citedFrom = regexp.MustCompile(`design\.md[\s/#*\[]*$`)
+)
+
+// TestDesignCitations: no file of the repository cites a design document
+// it lacks, and every "rule N" in the code, the scripts and the docs names
+// design.md (but in design.md itself, and the CHANGELOG's history).
+func TestDesignCitations(t *testing.T) {
+	err := filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repoRoot, path)
+		if d.IsDir() {
+			if rel == ".git" || rel == "bin" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".md", ".sh", ".hcl", ".tf", ".py", ".tmpl":
+		default:
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		text := string(b)
+		if missing := "DESIGN" + ".md"; strings.Contains(text, missing) {
+			t.Errorf("%s cites %s, which the repository lacks: cite docs/design.md", rel, missing)
+		}
+		if rel == "docs/design.md" || rel == "CHANGELOG.md" {
+			return nil
+		}
+		for _, at := range ruleCitation.FindAllStringIndex(text, -1) {
+			if !citedFrom.MatchString(text[max(0, at[0]-40):at[0]]) {
+				line := strings.Count(text[:at[0]], "\n") + 1
+				t.Errorf("%s:%d: %q names no document: write \"docs/design.md %s\"", rel, line, text[at[0]:at[1]], strings.ToLower(text[at[0]:at[1]]))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// benchSummary are the README's summary rows: each names a trace, the
+// command of its table in docs/benchmarks.md, and the policies of its
+// columns.
+var benchSummary = []struct{ row, command string }{
+	{"Philly (129 days)", "autoscaler simulate -config examples/philly-fair.hcl -trace ../shared/traces/philly_rfold/philly_trace.csv"},
+	{"Helios Earth (31 days)", "autoscaler simulate -config examples/local.hcl -trace ../shared/traces/helios_earth_vc_sequence_derived/earth_16vc_sum_per_minute.csv -value-column running_gpu_num_sum16vc+pending_gpu_num_sum16vc"},
+	{"ServeGen m-small (14 days)", "autoscaler simulate -config examples/local.hcl -trace ../shared/bench/series/servegen_msmall_10m.csv -scale 0.1"},
+}
+
+// TestReadmeBenchSummary: the README's table of what each policy costs,
+// waits and loses is the one docs/benchmarks.md has (which make bench
+// remakes): after a make bench that moves a figure, this fails until the
+// README says it too.
+func TestReadmeBenchSummary(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bench, err := os.ReadFile(filepath.Join(repoRoot, "docs/benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies := []string{"reactive", "headroom", "predictive", "oracle"}
+	for _, s := range benchSummary {
+		table := simulateTable(t, string(bench), s.command)
+		want := "| " + s.row + " |"
+		for _, pol := range policies {
+			r, ok := table[pol]
+			if !ok {
+				t.Fatalf("docs/benchmarks.md: %s's table has no %s row", s.row, pol)
+			}
+			want += fmt.Sprintf(" $%.2fM, %s waited, %.1f lost |", r["cost $"]/1e6, thousands(r["wait GPU-h"]), r["lost GPU-h"])
+		}
+		if !strings.Contains(string(readme), want+"\n") {
+			t.Errorf("README.md's summary lacks the row docs/benchmarks.md gives:\n%s", want)
+		}
+	}
+	// The sentence under the table: on Philly, predictive's cost against
+	// reactive's (within 0.5%) and its share of reactive's waiting.
+	philly := simulateTable(t, string(bench), benchSummary[0].command)
+	said := regexp.MustCompile(`Philly it costs what reactive scaling does for (\d+)% of its waiting`).
+		FindStringSubmatch(strings.Join(strings.Fields(string(readme)), " "))
+	if said == nil {
+		t.Fatal("README.md no longer says what Fleetcast costs on Philly against reactive scaling: update this test")
+	}
+	ratio := philly["predictive"]["cost $"] / philly["reactive"]["cost $"]
+	share := fmt.Sprintf("%.0f", 100*philly["predictive"]["wait GPU-h"]/philly["reactive"]["wait GPU-h"])
+	if math.Abs(ratio-1) > 0.005 || share != said[1] {
+		t.Errorf("README.md says Fleetcast costs on Philly what reactive scaling does for %s%% of its waiting; docs/benchmarks.md gives %.3f times its cost for %s%%", said[1], ratio, share)
+	}
+}
+
+// thousands writes a whole number with commas.
+func thousands(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 0, 64)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// simulateTable is the table of the first block of page shown under
+// "$ command" (exactly), by policy and column.
+func simulateTable(t *testing.T, page, command string) map[string]map[string]float64 {
+	t.Helper()
+	_, rest, ok := strings.Cut(page, "$ "+command+"\n")
+	if !ok {
+		t.Fatalf("docs/benchmarks.md shows no %q", command)
+	}
+	block, _, _ := strings.Cut(rest, "```")
+	var header []string
+	out := map[string]map[string]float64{}
+	cols := regexp.MustCompile(`\s{2,}`)
+	for _, line := range strings.Split(block, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "policy") {
+			header = cols.Split(line, -1)
+			continue
+		}
+		f := strings.Fields(line)
+		if header == nil || len(f) != len(header) {
+			continue
+		}
+		row := map[string]float64{}
+		for i, h := range header[1:] {
+			if v, err := strconv.ParseFloat(strings.TrimSuffix(f[i+1], "%"), 64); err == nil {
+				row[h] = v
+			}
+		}
+		out[f[0]] = row
+	}
+	return out
+}
