@@ -20,9 +20,9 @@ build:
 test:
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-## bench: docs/benchmarks.md, remade: the Go benchmarks of a planning cycle,
-## a control cycle and a trace's simulation, then simulate on the shared
-## traces, the frontiers' pictures into docs/img (scripts/bench.sh)
+## bench: docs/benchmarks.md and its pictures in docs/img, remade, and
+## nothing else: the Go benchmarks, the agent's memory, then the backtests
+## and simulations on the shared traces (scripts/bench.sh)
 bench:
 	scripts/bench.sh
 

@@ -270,7 +270,15 @@ func (c *Controller) RunCycle(ctx context.Context) (loop.CycleResult, error) {
 	}
 	c.mu.Unlock()
 	for _, n := range plan.Notes {
-		c.log.Info("plan note", "note", n.Text, "code", n.Code)
+		switch n.Code {
+		case planner.ReasonForecastMalformed, planner.ReasonForecastAbsurd, planner.ReasonForecastNotANumber, planner.ReasonForecastNegative:
+			// A forecast the planner would not take as given is a fault
+			// (docs/design.md rule 10): logged where the default level
+			// shows it, every cycle it lasts.
+			c.log.Warn("forecast not used as given", "note", n.Text, "code", n.Code)
+		default:
+			c.log.Info("plan note", "note", n.Text, "code", n.Code)
+		}
 	}
 	failing := map[string]bool{}
 	for i, a := range plan.Actions {

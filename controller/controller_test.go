@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/forecast"
+	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/sim"
@@ -800,6 +803,33 @@ func TestForecastNoteLoggedOnce(t *testing.T) {
 	}
 	if n := strings.Count(buf.String(), "forecast note"); n != 1 {
 		t.Fatalf("%d forecast notes in 30 cycles, want 1:\n%s", n, buf.String())
+	}
+}
+
+// TestForecastFaultLogged: a forecast with an absurd value, or values
+// that are not numbers or negative, is not acted on as given and is logged
+// as a warning, which the default level shows (docs/design.md rule 10).
+func TestForecastFaultLogged(t *testing.T) {
+	for _, tt := range []struct {
+		value float64
+		code  string
+	}{{1e12, "forecast_absurd"}, {math.NaN(), "forecast_not_a_number"}, {-5, "forecast_negative"}} {
+		l := newLoop(t, false, gpuPool("g5", 1, 200, 5*time.Minute))
+		var buf strings.Builder
+		l.c.log = hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Warn})
+		var err error
+		l.c.loop, err = loop.New(loop.Options{Config: l.cfg, Books: l.store, Log: l.c.log, Advise: true,
+			Forecast: func(now time.Time) forecast.Forecast {
+				return forecast.Forecast{Origin: now, Step: 10 * time.Minute, Levels: []float64{0.5, 0.9},
+					Values: [][]float64{{tt.value, 10}, {tt.value, 12}}}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.cycle(t)
+		if !strings.Contains(buf.String(), "[WARN]") || !strings.Contains(buf.String(), "code="+tt.code) {
+			t.Errorf("a forecast of %v: the log at warn says\n%s\nwant a warning with code=%s", tt.value, buf.String(), tt.code)
+		}
 	}
 }
 

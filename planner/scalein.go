@@ -11,8 +11,8 @@ import (
 )
 
 // decideHalt halts scale-in when too many ready nodes' agents are silent
-// at once (limits.silent_share_halt): a network fault, not idleness (rule
-// 9). Observe calls it once it has the candidates, before it settles the
+// at once (limits.silent_share_halt): a network fault, not idleness
+// (docs/design.md rule 9). Observe calls it once it has the candidates, before it settles the
 // overdue launches, which a halt holds.
 func (p *planner) decideHalt() {
 	readyNodes, silent := 0, 0

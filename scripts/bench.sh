@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `make bench`: writes docs/benchmarks.md, every figure in it the output of
-# the command shown above it, on this machine: the Go benchmarks of a
-# planning cycle, a control cycle and a whole-trace simulation, then
-# `simulate` and `simulate -frontier` on the shared traces (../shared/traces,
-# or $TRACES) when they are present, the frontiers' pictures into docs/img/.
-# It changes nothing else.
+# the command shown above it, on this machine: the Go benchmarks (a planning
+# cycle, a control cycle, a whole-trace simulation, the forecaster, the
+# agent's sample and the report receiver) and the agent's memory, then
+# `forecast -backtest`, `simulate` and `simulate -frontier` on the shared
+# traces (../shared/traces, or $TRACES) when they are present, the
+# frontiers' pictures into docs/img/. It changes nothing else (bin/ is
+# build output). It needs GNU time (/usr/bin/time -v).
 #   BENCH_GO=0  leaves out the Go benchmarks (their section says so)
 #   BENCH_ALL=1 also runs every other Go benchmark, printed here, not kept
 set -euo pipefail
@@ -12,7 +14,25 @@ cd "$(dirname "$0")/.."
 
 page=docs/benchmarks.md
 out=$(mktemp)
-trap 'rm -f "$out" "$out.err"' EXIT
+# scratch holds the agent's files and the pictures until the page is done.
+scratch=$(mktemp -d)
+agent=
+cleanup() {
+  [ -z "$agent" ] || kill "$agent" 2>/dev/null || true
+  rm -rf "$out" "$out.err" "$scratch"
+}
+trap cleanup EXIT
+
+# publish moves the page and its pictures into place, readable by all.
+publish() {
+  chmod 644 "$out"
+  mv "$out" "$page"
+  if compgen -G "$scratch/img/*.svg" >/dev/null; then
+    mkdir -p docs/img
+    chmod 644 "$scratch"/img/*.svg
+    mv "$scratch"/img/*.svg docs/img/
+  fi
+}
 go build -o bin/autoscaler ./cmd/autoscaler
 
 cat >"$out" <<'EOF'
@@ -23,7 +43,8 @@ policies users run today, and how fast it plans, with the command that makes eac
 
 `make bench` (`scripts/bench.sh`) writes this page, and the pictures in `docs/img/`, on the machine
 it runs on (this one: @CORES@ cores, Go @GO@): every figure below is the output of the command
-shown above it. How to read a simulation and a frontier is in [simulate.md](simulate.md); how the
+shown above it, but for the R anchors (quoted, with the command that made them) and the run times
+in the simulations' titles (the script's own clock). How to read a simulation and a frontier is in [simulate.md](simulate.md); how the
 figures moved, change by change, in the [CHANGELOG](../CHANGELOG.md).
 
 ## Speed
@@ -62,20 +83,27 @@ if [ "${BENCH_GO:-1}" != 0 ]; then
     ./agent/report BenchmarkReceiver 1,2 3
   # The agent's memory: resident after 5 s of one-second samples without
   # GPUs, reporting to a controller that refuses connections.
-  tok=$(mktemp)
-  echo 0123456789abcdef0123 >"$tok"
+  # Its socket and marker in the scratch folder, not /run/fleetcast.
+  tok=$scratch/token
+  (umask 077 && echo 0123456789abcdef0123 >"$tok")
   bin/autoscaler agent -no-gpu -interval 1s -metrics '' -state '' -notices none \
-    -controller http://127.0.0.1:1 -token-file "$tok" -node n1 >/dev/null 2>&1 &
+    -socket "$scratch/agent.sock" -marker "$scratch/draining" \
+    -controller http://127.0.0.1:1 -token-file "$tok" -node n1 >"$scratch/agent.log" 2>&1 &
   agent=$!
   sleep 5
+  if ! kill -0 "$agent" 2>/dev/null; then
+    echo "bench: the agent exited before its memory was read:" >&2
+    cat "$scratch/agent.log" >&2
+    exit 1
+  fi
   rss=$(awk '/^VmRSS/ {printf "%.0f MB", $2/1024}' "/proc/$agent/status")
   kill "$agent"; wait "$agent" 2>/dev/null || true
-  rm -f "$tok"
+  agent=
   {
     echo "The agent's memory, resident (VmRSS) after 5 s of one-second samples without GPUs, reporting to a controller that refuses connections; the target is 30 MB (the agent is the controller's $(du -m bin/autoscaler | cut -f1) MB binary, cloud SDKs included; NVML's library adds its share on a GPU machine):"
     echo
     echo '```text'
-    echo "\$ autoscaler agent -no-gpu -interval 1s -metrics '' -state '' -notices none -controller http://127.0.0.1:1 -token-file FILE -node n1"
+    echo "\$ autoscaler agent -no-gpu -interval 1s -metrics '' -state '' -notices none -socket DIR/agent.sock -marker DIR/draining -controller http://127.0.0.1:1 -token-file FILE -node n1"
     echo "VmRSS after 5 s: $rss"
     echo '```'
     echo
@@ -91,7 +119,7 @@ fi
 traces=${TRACES:-../shared/traces}
 if [ ! -d "$traces" ]; then
   echo "(No shared traces at \`$traces\` when this page was made: no simulations.)" >>"$out"
-  mv "$out" "$page"
+  publish
   echo "bench: no traces at $traces; $page has the Go benchmarks alone" >&2
   exit 0
 fi
@@ -123,14 +151,16 @@ timed() {
   } >>"$out"
 }
 
-{
-  echo "\`simulate\` as a command, the same five policies, and \`-frontier\` (14 or 15 runs); the targets are 10 s and 60 s:"
-  echo
-  echo '```text'
-} >>"$out"
-timed examples/philly-fair.hcl "$philly"
-timed examples/philly-fair.hcl "$philly" -frontier
-echo '```' >>"$out"
+if [ -f "$philly" ]; then
+  {
+    echo "\`simulate\` as a command, the same five policies, and \`-frontier\` (14 or 15 runs); the targets are 10 s and 60 s:"
+    echo
+    echo '```text'
+  } >>"$out"
+  timed examples/philly-fair.hcl "$philly"
+  timed examples/philly-fair.hcl "$philly" -frontier
+  echo '```' >>"$out"
+fi
 echo >>"$out"
 
 cat >>"$out" <<'EOF'
@@ -177,28 +207,29 @@ overprovisioning practice), `predictive` (Fleetcast) and `oracle` (knows the fut
 EOF
 
 # run TITLE CONFIG TRACE [FLAGS]: one simulate table; with -frontier among
-# the flags, its picture into docs/img/frontier-NAME.svg too.
+# the flags, its picture too (docs/img/frontier-NAME.svg once published).
 run() {
   local title=$1 config=$2 trace=$3; shift 3
   [ -f "$trace" ] || { echo "bench: $trace missing, skipped" >&2; return; }
-  local t0 t1 table pic=""
+  local t0 t1 table pic="" flags=("$@")
   if [[ " $* " == *" -frontier "* ]]; then
-    pic=docs/img/frontier-$(basename "$trace" .csv | cut -d_ -f1).svg
-    mkdir -p docs/img
-    set -- "$@" -plot "$pic"
+    pic=img/frontier-$(basename "$trace" .csv | cut -d_ -f1).svg
+    mkdir -p "$scratch/img"
+    flags+=(-plot "$scratch/$pic")
+    set -- "$@" -plot "docs/$pic"
   fi
   t0=$(date +%s.%N)
-  table=$(bin/autoscaler simulate -config "$config" -trace "$trace" "$@")
+  table=$(bin/autoscaler simulate -config "$config" -trace "$trace" "${flags[@]}")
   t1=$(date +%s.%N)
   {
-    echo "$title ($(awk "BEGIN{printf \"%.1f\", $t1-$t0}") s):"
+    echo "$title ($(awk "BEGIN{printf \"%.1f\", $t1-$t0}") s, the script's clock):"
     echo
     echo '```text'
     echo "\$ autoscaler simulate -config $config -trace $(shown "$trace")${*:+ $*}"
     echo "$table"
     echo '```'
     echo
-    [ -z "$pic" ] || { echo "![$title](${pic#docs/})"; echo; }
+    [ -z "$pic" ] || { echo "![$title]($pic)"; echo; }
   } >>"$out"
 }
 
@@ -255,5 +286,5 @@ run "ServeGen m-small, the advice against fixed reservations (14 days: first rev
 
 # One trailing newline, as every page.
 sed -i -e :a -e '/^\n*$/{$d;N;ba' -e '}' "$out"
-mv "$out" "$page"
+publish
 echo "bench: $page written" >&2

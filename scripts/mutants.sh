@@ -970,6 +970,13 @@ planner/scalein.go
 ./planner
 TestMovesKeepScopedClaims
 
+a forecast fault logged below the default level
+controller/controller.go
+"\t\t\tc.log.Warn(\"forecast not used as given\""
+"\t\t\tc.log.Info(\"forecast not used as given\""
+./controller
+TestForecastFaultLogged
+
 announced demand not provisioned
 planner/forecast_input.go
 "p.plan.Demand.Total()+p.stranded()+ahead, ReasonDemandNow"

@@ -58,11 +58,11 @@ func anchors(text string) map[string]bool {
 
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
-// TestDocsLinks: every relative link of the README, the CHANGELOG and the
-// pages under docs/ names a file or folder that exists, and every anchor a
-// heading of its page.
+// TestDocsLinks: every relative link of the README, the CHANGELOG, the
+// pages under docs/ and the Terraform examples' READMEs names a file or
+// folder that exists, and every anchor a heading of its page.
 func TestDocsLinks(t *testing.T) {
-	pages := append(docPages(t), "CHANGELOG.md")
+	pages := append(docPages(t), "CHANGELOG.md", "examples/terraform/aws/README.md", "examples/terraform/gcp/README.md")
 	texts := map[string]string{}
 	for _, p := range pages {
 		b, err := os.ReadFile(filepath.Join(repoRoot, p))
@@ -127,17 +127,30 @@ func TestReadmeShort(t *testing.T) {
 }
 
 var (
-	ruleCitation = regexp.MustCompile(`\b[Rr]ules? \d+`)
-	// citedFrom is what may come before a rule's number, up to line
-	// breaks and comment markers: the design document's path.
-	citedFrom = regexp.MustCompile(`design\.md[\s/#*\[]*$`)
+	// ruleCitation is "rule N" or "rules N", the number perhaps on the
+	// next line of a comment.
+	ruleCitation = regexp.MustCompile(`\b[Rr]ules?[\s/#*]+(\d+)`)
+	// citedFrom is what must come just before a citation, up to line
+	// breaks and comment markers: docs/design.md, or design.md as a
+	// link's text in a page beside it.
+	citedFrom = regexp.MustCompile(`(docs/|\[)design\.md[\s/#*]*$`)
 )
+
+// designRules is how many rules docs/design.md numbers.
+const designRules = 13
 
 // TestDesignCitations: no file of the repository cites a design document
 // it lacks, and every "rule N" in the code, the scripts and the docs names
 // design.md (but in design.md itself, and the CHANGELOG's history).
 func TestDesignCitations(t *testing.T) {
-	err := filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
+	design, err := os.ReadFile(filepath.Join(repoRoot, "docs/design.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(regexp.MustCompile(`(?m)^\d+\. \*\*`).FindAll(design, -1)); n != designRules {
+		t.Fatalf("docs/design.md numbers %d rules; designRules says %d", n, designRules)
+	}
+	err = filepath.WalkDir(repoRoot, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -149,9 +162,11 @@ func TestDesignCitations(t *testing.T) {
 			return nil
 		}
 		switch filepath.Ext(path) {
-		case ".go", ".md", ".sh", ".hcl", ".tf", ".py", ".tmpl":
+		case ".go", ".md", ".sh", ".hcl", ".tf", ".tftpl", ".py", ".tmpl", ".proto", ".yml", ".yaml", ".txt":
 		default:
-			return nil
+			if base := filepath.Base(path); base != "Makefile" && base != "run" && base != "Dockerfile" {
+				return nil
+			}
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -164,10 +179,14 @@ func TestDesignCitations(t *testing.T) {
 		if rel == "docs/design.md" || rel == "CHANGELOG.md" {
 			return nil
 		}
-		for _, at := range ruleCitation.FindAllStringIndex(text, -1) {
+		for _, at := range ruleCitation.FindAllStringSubmatchIndex(text, -1) {
+			line := strings.Count(text[:at[0]], "\n") + 1
+			cited := strings.Join(strings.Fields(text[at[0]:at[1]]), " ")
+			if n, _ := strconv.Atoi(text[at[2]:at[3]]); n < 1 || n > designRules {
+				t.Errorf("%s:%d: %q: docs/design.md numbers its rules from 1 to %d", rel, line, cited, designRules)
+			}
 			if !citedFrom.MatchString(text[max(0, at[0]-40):at[0]]) {
-				line := strings.Count(text[:at[0]], "\n") + 1
-				t.Errorf("%s:%d: %q names no document: write \"docs/design.md %s\"", rel, line, text[at[0]:at[1]], strings.ToLower(text[at[0]:at[1]]))
+				t.Errorf("%s:%d: %q names no document: write \"docs/design.md rule N\"", rel, line, cited)
 			}
 		}
 		return nil
@@ -226,6 +245,18 @@ func TestReadmeBenchSummary(t *testing.T) {
 	share := fmt.Sprintf("%.0f", 100*philly["predictive"]["wait GPU-h"]/philly["reactive"]["wait GPU-h"])
 	if math.Abs(ratio-1) > 0.005 || share != said[1] {
 		t.Errorf("README.md says Fleetcast costs on Philly what reactive scaling does for %s%% of its waiting; docs/benchmarks.md gives %.3f times its cost for %s%%", said[1], ratio, share)
+	}
+	// And on Helios Earth and ServeGen, less waiting at a higher cost.
+	if !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), "it buys its lower waiting at a higher cost") {
+		t.Fatal("README.md no longer says what Fleetcast buys on Helios Earth and ServeGen: update this test")
+	}
+	for _, s := range benchSummary[1:] {
+		table := simulateTable(t, string(bench), s.command)
+		p, r := table["predictive"], table["reactive"]
+		if !(p["cost $"] > r["cost $"] && p["wait GPU-h"] < r["wait GPU-h"]) {
+			t.Errorf("README.md says Fleetcast buys lower waiting at a higher cost on %s; docs/benchmarks.md gives $%.0f for %.0f waited against reactive's $%.0f for %.0f",
+				s.row, p["cost $"], p["wait GPU-h"], r["cost $"], r["wait GPU-h"])
+		}
 	}
 }
 

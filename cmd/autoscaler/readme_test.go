@@ -53,9 +53,17 @@ type readmeCommand struct {
 }
 
 // readmeCommands extracts the command lines of a page (its path from the
-// repository's root): every line of a ```sh block, and in any other fenced
-// block the lines that start with "autoscaler ", "go run ./cmd/autoscaler"
-// or a "$ " prompt. A line ending in a backslash continues on the next.
+// repository's root): every line of a ```sh block (or bash, shell), and in
+// any other fenced block the lines that start with "autoscaler ", "go run
+// ./cmd/autoscaler" or a "$ " prompt. A line ending in a backslash
+// continues on the next. A block with no language whose lines look like
+// commands is an error: tag it sh, or text if it is not run.
+// shellCommands are the first words of command lines a block with no
+// language must not hold unchecked.
+var shellCommands = map[string]bool{"go": true, "make": true, "cp": true, "mkdir": true, "sha256sum": true, "curl": true,
+	"terraform": true, "sudo": true, "systemctl": true, "docker": true, "pip": true, "apt-get": true, "autoscaler": true,
+	"scripts/try-moto.sh": true, "export": true, "cd": true, "git": true}
+
 func readmeCommands(t *testing.T, page string) []readmeCommand {
 	t.Helper()
 	f, err := os.Open(filepath.Join(repoRoot, page))
@@ -80,14 +88,17 @@ func readmeCommands(t *testing.T, page string) []readmeCommand {
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
-		if strings.HasPrefix(line, "```") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
 			if inBlock {
 				flushOut()
 				if pending >= 0 {
 					t.Fatalf("%s:%d: a command ends in a backslash at the end of its block", page, cmds[pending].line)
 				}
 			}
-			inBlock, lang = !inBlock, strings.TrimPrefix(line, "```")
+			inBlock, lang = !inBlock, strings.TrimPrefix(strings.TrimSpace(line), "```")
+			if lang == "bash" || lang == "shell" {
+				lang = "sh"
+			}
 			continue
 		}
 		if !inBlock {
@@ -97,6 +108,9 @@ func readmeCommands(t *testing.T, page string) []readmeCommand {
 			cmds[pending].text += " " + strings.TrimSpace(line)
 		} else {
 			trimmed := strings.TrimSpace(line)
+			if f := strings.Fields(trimmed); inBlock && lang == "" && len(f) > 0 && shellCommands[f[0]] {
+				t.Errorf("%s:%d: %q in a block with no language: tag the block sh (its commands are then checked) or text", page, n, trimmed)
+			}
 			prompted := strings.HasPrefix(line, "$ ")
 			isCmd := lang == "sh" && trimmed != "" && !strings.HasPrefix(trimmed, "#") ||
 				prompted || strings.HasPrefix(line, "autoscaler ") || strings.HasPrefix(line, "go run ./cmd/autoscaler")
@@ -217,6 +231,10 @@ func readmeCoverages() []readmeCoverage {
 		{prefix: "autoscaler agent register ", run: readmeAgentJob},
 		{prefix: "autoscaler agent checkpoint ", run: readmeAgentJob},
 		{prefix: "autoscaler agent done ", run: readmeAgentJob},
+		{prefix: "go build -o /tmp/ex/fleetcast-commands ", why: onPremSetupWhy, tests: onPremSetupTests},
+		{prefix: "cp examples/plugins/commands/racks.sh /tmp/ex/", why: onPremSetupWhy, tests: onPremSetupTests},
+		{prefix: "mkdir -p /tmp/ex/racks ", why: onPremSetupWhy, tests: onPremSetupTests},
+		{prefix: "sha256sum /tmp/ex/fleetcast-commands", why: onPremSetupWhy, tests: onPremSetupTests},
 		{prefix: "make test", why: "CI runs it (.ci/run)", tests: []testRef{{".ci", "run"}}},
 		{prefix: "scripts/try-moto.sh", why: "runs the script against moto_server", tests: []testRef{{"scripts/trymoto", "TestTryMotoScript"}}},
 		{prefix: "autoscaler agent -controller ", why: "the agent command on a node: run as a process against a controller, on AWS's metadata mock and on moto's instances, and on a stand-in for Compute Engine's metadata server",
@@ -250,6 +268,13 @@ var frontierTests = []testRef{{"simulate", "TestFrontier"}, {"cmd/autoscaler", "
 const adviceWhy = "an advice check: 10 to 15 simulations, rewritten by make bench"
 
 var adviceTests = []testRef{{"simulate", "TestAdviceCheck"}, {"cmd/autoscaler", "TestSimulateAdviceCheck"}}
+
+// onPremSetupWhy and onPremSetupTests account for the set-up of the
+// on-prem worked example, which readmeOnPrem does itself in a temporary
+// directory before it runs validate and plugins as the page does.
+const onPremSetupWhy = "the on-prem example's set-up, done by readmeOnPrem in a temporary directory"
+
+var onPremSetupTests = []testRef{{"cmd/autoscaler", "TestReadmeCommands"}}
 
 // coverageFor returns the entry whose prefix is the longest of those
 // cmd starts with, or nil.
@@ -490,7 +515,7 @@ func readmeSimulate(t *testing.T, args []string, shown string) {
 	if !strings.Contains(out, "  predictive ") || !strings.Contains(out, "      oracle ") {
 		t.Errorf("output lacks the predictive and oracle rows:\n%s", out)
 	}
-	// The Benchmarks section shows /usr/bin/time's lines, not the table.
+	// docs/benchmarks.md's Speed section shows /usr/bin/time's lines, not the table.
 	if shown = strings.TrimSpace(shown); shown != "" && !strings.Contains(shown, "Elapsed (wall clock)") && strings.TrimSpace(out) != shown {
 		t.Errorf("the docs show output that is no longer this command's (make bench rewrites it): now\n%s", out)
 	}
