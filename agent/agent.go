@@ -67,11 +67,17 @@ type Config struct {
 	// (syscall.Kill when nil).
 	Now    func() time.Time
 	Signal Signaller
+	// ProcOwner is the user ID owning a process (its /proc entry's when
+	// nil): a caller other than root registers only its own processes.
+	ProcOwner func(pid int) (int, error)
 }
 
 // job is a registered job.
 type job struct {
 	report.Job
+	// owner is the user ID that registered the job: a caller other than
+	// root or the agent's user may act only on its own jobs.
+	owner int
 	// signalled is the drain the job was last asked to checkpoint for.
 	signalled string
 	// checkpoints, when set, is a glob of the job's checkpoint files: a
@@ -144,6 +150,9 @@ type Agent struct {
 	// changed is closed (and replaced) on every state change, so the
 	// reporter sends at once.
 	changed chan struct{}
+	// link is how the reports are going (noteReport), under linkMu.
+	linkMu sync.Mutex
+	link   Link
 }
 
 // New makes an agent.
@@ -223,6 +232,12 @@ func (a *Agent) RegisterWatched(id string, gpus, pids []int, checkpoints string)
 // RegisterJob registers the job req describes (see JobRequest), as the
 // local API does.
 func (a *Agent) RegisterJob(req JobRequest) error {
+	return a.registerJob(req, trusted)
+}
+
+// registerJob registers a job for caller c: a restricted caller only its
+// own processes, and not over another user's job.
+func (a *Agent) registerJob(req JobRequest, c caller) error {
 	id, gpus, pids, checkpoints := req.ID, req.GPUs, req.PIDs, req.Checkpoints
 	if checkpoints != "" {
 		if _, err := filepath.Match(checkpoints, ""); err != nil {
@@ -248,12 +263,28 @@ func (a *Agent) RegisterJob(req JobRequest) error {
 			return fmt.Errorf("job %s: GPU %d, want 0-%d", id, g, maxGPU)
 		}
 	}
+	// A PID no process has is a mistake (a typo, a launcher that exited,
+	// a container's own numbering): the job would look exited at once, and
+	// its node could be drained under it.
+	for _, p := range pids {
+		if err := a.cfg.Signal(p, 0); errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("job %s: process %d does not exist: register the PIDs of the job's running processes as the node sees them (not a container's own numbering)", id, p)
+		}
+	}
+	if err := a.mayUse(c, id, pids); err != nil {
+		return err
+	}
 	started := make(map[int]uint64, len(pids))
 	for _, p := range pids {
 		started[p] = procStart(p)
 	}
 	return a.change(func() (string, error) {
 		j := a.jobs[id]
+		if j != nil {
+			if err := mayTouch(c, j); err != nil {
+				return "", err
+			}
+		}
 		if j == nil && a.drain != nil && a.state != report.DrainFailed {
 			return "", &DrainingError{Node: a.cfg.Node, Drain: a.drain.ID}
 		}
@@ -261,7 +292,7 @@ func (a *Agent) RegisterJob(req JobRequest) error {
 			if len(a.jobs) >= maxJobs {
 				return "", fmt.Errorf("%d jobs registered already, at most %d", len(a.jobs), maxJobs)
 			}
-			j = &job{Job: report.Job{ID: id, Start: a.cfg.Now()}}
+			j = &job{Job: report.Job{ID: id, Start: a.cfg.Now()}, owner: c.uid}
 			a.jobs[id] = j
 		}
 		// Registering again (more PIDs, a restarted launcher) keeps the
@@ -309,10 +340,15 @@ func (e *DrainingError) Error() string {
 }
 
 // Unregister removes a job that ended.
-func (a *Agent) Unregister(id string) error {
+func (a *Agent) Unregister(id string) error { return a.unregister(id, trusted) }
+
+func (a *Agent) unregister(id string, c caller) error {
 	return a.change(func() (string, error) {
 		if a.jobs[id] == nil {
 			return "", fmt.Errorf("no job %q", id)
+		}
+		if err := mayTouch(c, a.jobs[id]); err != nil {
+			return "", err
 		}
 		delete(a.jobs, id)
 		a.settle()
@@ -322,11 +358,16 @@ func (a *Agent) Unregister(id string) error {
 }
 
 // Checkpoint records that a job saved its state now.
-func (a *Agent) Checkpoint(id string) error {
+func (a *Agent) Checkpoint(id string) error { return a.checkpoint(id, trusted) }
+
+func (a *Agent) checkpoint(id string, c caller) error {
 	return a.change(func() (string, error) {
 		j := a.jobs[id]
 		if j == nil {
 			return "", fmt.Errorf("no job %q: register it first", id)
+		}
+		if err := mayTouch(c, j); err != nil {
+			return "", err
 		}
 		j.LastCheckpoint = a.cfg.Now()
 		a.settle()

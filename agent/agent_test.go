@@ -211,7 +211,8 @@ func (g gpus) Read() ([]report.GPU, error) { return g, nil }
 // TestUnknownProcesses: a GPU process no job claims is reported as
 // unknown work, never idleness.
 func TestUnknownProcesses(t *testing.T) {
-	a, err := New(Config{Node: "i-1", GPUs: gpus{{Index: 0, MemoryTotal: 1 << 30, Processes: []report.Process{{PID: 4242, GPU: 0}, {PID: 777, GPU: 0}}}}})
+	alive := func(int, syscall.Signal) error { return nil } // the GPU's processes are made up
+	a, err := New(Config{Node: "i-1", Signal: alive, GPUs: gpus{{Index: 0, MemoryTotal: 1 << 30, Processes: []report.Process{{PID: 4242, GPU: 0}, {PID: 777, GPU: 0}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,8 @@ func FuzzLocalAPI(f *testing.F) {
 	f.Add([]byte(`{"id":"train","pids":[42],"expected_end":"soon"}`))
 	f.Add([]byte(`{"id":"","pids":[-1]}`))
 	f.Add([]byte(`{"id":"x","gpus":"all"}`))
-	a, _ := New(Config{Node: "i-1"})
+	// Every PID is taken for a live process, so that what parses registers.
+	a, _ := New(Config{Node: "i-1", Signal: func(int, syscall.Signal) error { return nil }})
 	h := a.Handler()
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/jobs", bytes.NewReader(body))
@@ -298,9 +300,12 @@ func BenchmarkSample(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, _ := New(Config{Node: "i-1", GPUs: r})
+	alive := func(int, syscall.Signal) error { return nil } // the mock's processes are made up
+	a, _ := New(Config{Node: "i-1", GPUs: r, Signal: alive})
 	for i := range 8 {
-		_ = a.Register(fmt.Sprintf("train-%d", i), []int{i}, []int{1000 + i})
+		if err := a.Register(fmt.Sprintf("train-%d", i), []int{i}, []int{1000 + i}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -882,11 +887,14 @@ func TestStateSurvivesRestart(t *testing.T) {
 	if r := start(bootFile).Report(); len(r.Jobs) != 0 {
 		t.Errorf("jobs %+v from before a reboot", r.Jobs)
 	}
-	real, err := New(Config{Node: "i-1", Now: c.now, StateFile: path}) // syscall.Kill: the process is looked for
+	// A job whose process ran when it registered, and ended while the
+	// agent was down: the restarted agent (syscall.Kill) looks for it.
+	running := func(int, syscall.Signal) error { return nil }
+	before, err := New(Config{Node: "i-1", Now: c.now, StateFile: path, Signal: running})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := real.Register("gone", []int{0}, []int{999999}); err != nil {
+	if err := before.Register("gone", []int{0}, []int{999999}); err != nil {
 		t.Fatal(err)
 	}
 	again, err := New(Config{Node: "i-1", Now: c.now, StateFile: path})

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -34,7 +35,8 @@ type JobRequest struct {
 	ExpectedEnd time.Time `json:"expected_end,omitzero"`
 }
 
-// Handler serves the local API, for jobs and their launchers:
+// Handler serves the local API, for jobs and their launchers (serve it
+// with NewLocalServer, which tells it who each caller is: see peer.go):
 //
 //	POST   /v1/jobs                   register a job (JobRequest); 409 on a draining node
 //	DELETE /v1/jobs/{id}              a job ended
@@ -55,11 +57,15 @@ func (a *Agent) Handler() http.Handler {
 			http.Error(w, "job: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := a.RegisterJob(req); err != nil {
+		if err := a.registerJob(req, callerOf(r)); err != nil {
 			status := http.StatusUnprocessableEntity
 			var draining *DrainingError
-			if errors.As(err, &draining) {
+			var no *ForbiddenError
+			switch {
+			case errors.As(err, &draining):
 				status = http.StatusConflict
+			case errors.As(err, &no):
+				status = http.StatusForbidden
 			}
 			http.Error(w, err.Error(), status)
 			return
@@ -67,20 +73,24 @@ func (a *Agent) Handler() http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("DELETE /v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
-		if err := a.Unregister(r.PathValue("id")); err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
+		if err := a.unregister(r.PathValue("id"), callerOf(r)); err != nil {
+			http.Error(w, err.Error(), notFoundOrForbidden(err))
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /v1/jobs/{id}/checkpoint", func(w http.ResponseWriter, r *http.Request) {
-		if err := a.Checkpoint(r.PathValue("id")); err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
+		if err := a.checkpoint(r.PathValue("id"), callerOf(r)); err != nil {
+			http.Error(w, err.Error(), notFoundOrForbidden(err))
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /v1/notice", func(w http.ResponseWriter, r *http.Request) {
+		if c := callerOf(r); c.restricted {
+			http.Error(w, fmt.Sprintf("an interruption notice signals every job: only root or the agent's user may send one, not user %d", c.uid), http.StatusForbidden)
+			return
+		}
 		deadline, err := time.Parse(time.RFC3339, r.URL.Query().Get("deadline"))
 		if err != nil {
 			http.Error(w, "deadline: want an RFC 3339 time", http.StatusBadRequest)
@@ -97,13 +107,63 @@ func (a *Agent) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(a.Report())
 	})
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(a.Status())
+	})
 	return mux
+}
+
+// notFoundOrForbidden is the status of a refused action on a job.
+func notFoundOrForbidden(err error) int {
+	var no *ForbiddenError
+	if errors.As(err, &no) {
+		return http.StatusForbidden
+	}
+	return http.StatusNotFound
+}
+
+// SocketAccess is who may use the local API's unix socket: its permission
+// bits and its group. Connecting to a unix socket takes write permission
+// on it, so 0600 lets the agent's own user alone register jobs, and 0660
+// the members of the socket's group too.
+type SocketAccess struct {
+	// Mode is the socket's permission bits: at most 0777, and the owner
+	// may read and write.
+	Mode fs.FileMode
+	// GID is the socket's group; -1 keeps the group it is created with
+	// (the agent's own).
+	GID int
+}
+
+// Validate says what is wrong with the access, if anything.
+func (s SocketAccess) Validate() error {
+	switch {
+	case s.Mode&^fs.ModePerm != 0:
+		return fmt.Errorf("mode %#o: want permission bits, at most 0777", uint32(s.Mode))
+	case s.Mode&0o600 != 0o600:
+		return fmt.Errorf("mode %#o: the owner must be able to read and write", uint32(s.Mode))
+	case s.GID < -1:
+		return fmt.Errorf("group ID %d: want a group ID, or -1 for the agent's own group", s.GID)
+	}
+	return nil
 }
 
 // ListenUnix listens on a unix socket at path that only its owner may use
 // (mode 0600 from the moment it exists), replacing a stale socket left by
 // an agent that died, in a directory it creates when missing.
 func ListenUnix(path string) (net.Listener, error) {
+	return ListenUnixAccess(path, SocketAccess{Mode: 0o600, GID: -1})
+}
+
+// ListenUnixAccess is ListenUnix for a socket that others may use too:
+// created with mode 0600, it is given its group and then its mode, so it is
+// never open to more than access allows. A socket that cannot be given
+// them is removed, and the error says why.
+func ListenUnixAccess(path string, access SocketAccess) (net.Listener, error) {
+	if err := access.Validate(); err != nil {
+		return nil, fmt.Errorf("agent socket %s: %w", path, err)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("agent socket %s: %w", path, err)
 	}
@@ -115,6 +175,20 @@ func ListenUnix(path string) (net.Listener, error) {
 	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("agent socket %s: %w", path, err)
+	}
+	fail := func(err error) (net.Listener, error) {
+		l.Close() // removes the socket's file
+		return nil, fmt.Errorf("agent socket %s: %w", path, err)
+	}
+	if access.GID >= 0 {
+		if err := os.Lchown(path, -1, access.GID); err != nil {
+			return fail(fmt.Errorf("giving it group %d: %w (the agent must run as root, or as a member of the group)", access.GID, err))
+		}
+	}
+	if access.Mode != 0o600 {
+		if err := os.Chmod(path, access.Mode); err != nil {
+			return fail(fmt.Errorf("giving it mode %#o: %w", uint32(access.Mode), err))
+		}
 	}
 	return l, nil
 }

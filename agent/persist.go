@@ -35,6 +35,9 @@ type savedJob struct {
 	NewestPath  string    `json:"newest_path,omitempty"`
 	NewestMtime time.Time `json:"newest_mtime,omitzero"`
 	NewestSize  int64     `json:"newest_size,omitempty"`
+	// Owner is the user ID that registered the job (0, root, in a file
+	// written before owners were kept).
+	Owner int `json:"owner,omitempty"`
 }
 
 // load reads the state file into a.jobs, if there is one. A file that
@@ -71,7 +74,7 @@ func (a *Agent) load() error {
 				return fmt.Errorf("agent state %s: jobs[%d].checkpoints: %w", path, i, err)
 			}
 		}
-		j := &job{Job: sj.Job, checkpoints: sj.Checkpoints, started: sj.Started,
+		j := &job{Job: sj.Job, owner: sj.Owner, checkpoints: sj.Checkpoints, started: sj.Started,
 			newest: fileSeen{path: sj.NewestPath, mtime: sj.NewestMtime, size: sj.NewestSize}}
 		a.jobs[sj.ID] = j
 	}
@@ -103,7 +106,7 @@ func (a *Agent) snapshot() ([]byte, uint64) {
 	s := savedJobs{Node: a.cfg.Node, Boot: a.boot, Jobs: make([]savedJob, 0, len(a.jobs))}
 	for _, id := range a.jobIDs() {
 		j := a.jobs[id]
-		s.Jobs = append(s.Jobs, savedJob{Job: j.Job, Checkpoints: j.checkpoints, Started: j.started,
+		s.Jobs = append(s.Jobs, savedJob{Job: j.Job, Owner: j.owner, Checkpoints: j.checkpoints, Started: j.started,
 			NewestPath: j.newest.path, NewestMtime: j.newest.mtime, NewestSize: j.newest.size})
 	}
 	data, err := json.Marshal(s)

@@ -61,6 +61,13 @@ func (r *Reporter) Run(ctx context.Context) error {
 				err = r.Send(ctx)
 			}
 		}
+		if ctx.Err() == nil {
+			var issued time.Time
+			if r.Credential != nil {
+				issued = r.Credential.Issued()
+			}
+			r.Agent.noteReport(r.Controller, r.Agent.cfg.Now(), err, issued)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -86,14 +86,17 @@ func (rt *Router) guard(pattern string, access Access, h http.Handler) http.Hand
 			deny(w, e)
 		case known:
 			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, tok)))
-		case access == Node || access == Bootstrap:
+		case (access == Node || access == Bootstrap) && !IsAPIToken(bearer):
 			// Their handlers check the node's credential, or its bootstrap.
 			h.ServeHTTP(w, r)
 		case !has:
 			deny(w, refuse(http.StatusUnauthorized, NoToken, "%s needs an API token of scope %s: -H \"Authorization: Bearer $TOKEN\" (`autoscaler api-token create`)", pattern, needs(access)))
 		default:
 			rt.log().Info("API request refused: unknown token", "route", pattern, "remote", r.RemoteAddr)
-			deny(w, refuse(http.StatusUnauthorized, BadToken, "not an API token this controller holds (wrong, revoked, or rotated out)"))
+			// An API token it does not hold (a stale one) is told so,
+			// on a node's or a bootstrap's route too, rather than be
+			// taken for a node's credential or bootstrap secret.
+			deny(w, refuse(http.StatusUnauthorized, BadToken, "not an API token this controller holds (wrong, revoked, or rotated out): use a current one (`autoscaler api-token list`; the root token is in the controller's state directory)"))
 		}
 	})
 }

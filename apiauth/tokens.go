@@ -33,6 +33,11 @@ const MaxGrace = 7 * 24 * time.Hour
 // start "fcn1.".
 const secretPrefix = "fca1."
 
+// IsAPIToken reports whether secret has the form of a Fleetcast API
+// token (held by this controller or not): never a node credential or a
+// bootstrap secret.
+func IsAPIToken(secret string) bool { return strings.HasPrefix(secret, secretPrefix) }
+
 // Store keeps the API tokens' records (state.Store does).
 type Store interface {
 	PutAPIToken(state.APIToken) error

@@ -31,6 +31,9 @@ type Config struct {
 	Simulate Simulate
 	// Plugins are the provider plugins, by their blocks' order.
 	Plugins []Plugin
+	// Origin is the file the config was parsed from, and where each of
+	// its blocks and attributes is; nil for one not parsed from a file.
+	Origin *Origin
 }
 
 // Plugin is a `plugin "NAME"` block: a provider plugin's executable,
@@ -190,6 +193,12 @@ type Demand struct {
 	PrometheusQuery string
 	// PrometheusTimeout bounds each query.
 	PrometheusTimeout time.Duration
+	// Backfill, with a query, has the controller fill the steps of its
+	// demand history's window (forecast.history) that it has not recorded
+	// from the query's past answers (a range query) when it starts; the
+	// recorded steps win. Default true; false where the query counts only
+	// part of the demand (the GPUs on nodes without agents, say).
+	Backfill bool
 }
 
 // Synthetic is the `synthetic` block: the documented generated workload the
@@ -241,6 +250,10 @@ func Defaults() Config {
 			ScaleInShare:       0.5,
 			ScaleInWindow:      10 * time.Minute,
 			SilentShareHalt:    0.3,
+			// Cluster Autoscaler's defaults (scale-down-delay-after-add,
+			// scale-down-unneeded-time).
+			ScaleInDelayAfterLaunch: 10 * time.Minute,
+			ScaleInUnneededTime:     10 * time.Minute,
 		},
 		Controller: Controller{
 			Interval:     time.Minute,
@@ -249,7 +262,7 @@ func Defaults() Config {
 			AgentTimeout: 3 * time.Minute,
 			Fleet:        "default",
 		},
-		Demand: Demand{PrometheusTimeout: 10 * time.Second},
+		Demand: Demand{PrometheusTimeout: 10 * time.Second, Backfill: true},
 		Synthetic: Synthetic{
 			Seed:     1,
 			PeakHour: 15,

@@ -161,19 +161,23 @@ type drainBody struct {
 }
 
 type limitsBody struct {
-	MaxGPUs            int     `hcl:"max_gpus,optional"`
-	MaxSpendPerHour    float64 `hcl:"max_spend_per_hour,optional"`
-	MaxScaleInPerCycle int     `hcl:"max_scale_in_per_cycle,optional"`
-	ScaleInShare       float64 `hcl:"scale_in_share,optional"`
-	ScaleInWindow      string  `hcl:"scale_in_window,optional"`
-	SilentShareHalt    float64 `hcl:"silent_share_halt,optional"`
+	MaxGPUs                 int     `hcl:"max_gpus,optional"`
+	MaxSpendPerHour         float64 `hcl:"max_spend_per_hour,optional"`
+	MaxScaleInPerCycle      int     `hcl:"max_scale_in_per_cycle,optional"`
+	ScaleInShare            float64 `hcl:"scale_in_share,optional"`
+	ScaleInWindow           string  `hcl:"scale_in_window,optional"`
+	SilentShareHalt         float64 `hcl:"silent_share_halt,optional"`
+	ScaleInDelayAfterLaunch string  `hcl:"scale_in_delay_after_launch,optional"`
+	ScaleInUnneededTime     string  `hcl:"scale_in_unneeded_time,optional"`
 
-	MaxGPUsAt            hcl.Range `hcl:"max_gpus,attr_value_range"`
-	MaxSpendPerHourAt    hcl.Range `hcl:"max_spend_per_hour,attr_value_range"`
-	MaxScaleInPerCycleAt hcl.Range `hcl:"max_scale_in_per_cycle,attr_value_range"`
-	ScaleInShareAt       hcl.Range `hcl:"scale_in_share,attr_value_range"`
-	ScaleInWindowAt      hcl.Range `hcl:"scale_in_window,attr_value_range"`
-	SilentShareHaltAt    hcl.Range `hcl:"silent_share_halt,attr_value_range"`
+	MaxGPUsAt                 hcl.Range `hcl:"max_gpus,attr_value_range"`
+	MaxSpendPerHourAt         hcl.Range `hcl:"max_spend_per_hour,attr_value_range"`
+	MaxScaleInPerCycleAt      hcl.Range `hcl:"max_scale_in_per_cycle,attr_value_range"`
+	ScaleInShareAt            hcl.Range `hcl:"scale_in_share,attr_value_range"`
+	ScaleInWindowAt           hcl.Range `hcl:"scale_in_window,attr_value_range"`
+	SilentShareHaltAt         hcl.Range `hcl:"silent_share_halt,attr_value_range"`
+	ScaleInDelayAfterLaunchAt hcl.Range `hcl:"scale_in_delay_after_launch,attr_value_range"`
+	ScaleInUnneededTimeAt     hcl.Range `hcl:"scale_in_unneeded_time,attr_value_range"`
 }
 
 type controllerBody struct {
@@ -206,10 +210,12 @@ type demandBody struct {
 	PrometheusURL     string `hcl:"prometheus_url,optional"`
 	PrometheusQuery   string `hcl:"prometheus_query,optional"`
 	PrometheusTimeout string `hcl:"prometheus_timeout,optional"`
+	Backfill          bool   `hcl:"backfill,optional"`
 
 	PrometheusURLAt     hcl.Range `hcl:"prometheus_url,attr_value_range"`
 	PrometheusQueryAt   hcl.Range `hcl:"prometheus_query,attr_value_range"`
 	PrometheusTimeoutAt hcl.Range `hcl:"prometheus_timeout,attr_value_range"`
+	BackfillAt          hcl.Range `hcl:"backfill,attr_value_range"`
 }
 
 type syntheticBody struct {
@@ -804,7 +810,8 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 	for _, p := range cfg.Pools {
 		if u, ok := p.Settings.(PluginUser); ok {
 			if name, at := u.PluginName(); name != "" && plugins[name] == nil { // "": refused already
-				d.errorf(at, "Unknown plugin", "Pool %q names plugin %q, which the config has no plugin %q block for.", p.Name, name, name)
+				d.errorf(at, "Unknown plugin", "Pool %q names plugin %q, which the config has no plugin %q block for.%s",
+					p.Name, name, name, didYouMean(name, slices.Sorted(maps.Keys(plugins))))
 			}
 		}
 	}
@@ -918,7 +925,8 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 	kind, known := d.provider(b.Provider)
 	provSt := d.state(b.ProviderAt)
 	if provSt == set && !known {
-		d.errorf(b.ProviderAt, "Unknown provider", "Unknown provider %q; the known providers are %s.", b.Provider, strings.Join(d.providerNames(), ", "))
+		d.errorf(b.ProviderAt, "Unknown provider", "Unknown provider %q; the known providers are %s.%s",
+			b.Provider, strings.Join(d.providerNames(), ", "), didYouMean(b.Provider, d.providerNames()))
 		d.refuse(b.ProviderAt)
 		provSt = bad
 	}
@@ -930,7 +938,8 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 		p.GPUsPerNode = b.GPUsPerNode
 	}
 	switch c := fleet.CapacityType(b.Capacity); d.check(b.CapacityAt, c.Valid(),
-		"Unknown capacity %q; capacity must be %q, %q or %q.", b.Capacity, fleet.Reserved, fleet.OnDemand, fleet.Spot) {
+		"Unknown capacity %q; capacity must be %q, %q or %q.%s", b.Capacity, fleet.Reserved, fleet.OnDemand, fleet.Spot,
+		didYouMean(b.Capacity, []string{string(fleet.Reserved), string(fleet.OnDemand), string(fleet.Spot)})) {
 	case set:
 		p.Capacity = c
 	case bad:
@@ -1101,6 +1110,8 @@ func (l *limitsBody) Validate(d *decoder, out *fleet.Limits) {
 		out.ScaleInShare = l.ScaleInShare
 	}
 	d.duration("scale_in_window", l.ScaleInWindow, l.ScaleInWindowAt, false, &out.ScaleInWindow)
+	d.duration("scale_in_delay_after_launch", l.ScaleInDelayAfterLaunch, l.ScaleInDelayAfterLaunchAt, true, &out.ScaleInDelayAfterLaunch)
+	d.duration("scale_in_unneeded_time", l.ScaleInUnneededTime, l.ScaleInUnneededTimeAt, true, &out.ScaleInUnneededTime)
 	if d.check(l.SilentShareHaltAt, l.SilentShareHalt > 0 && l.SilentShareHalt <= 1, "silent_share_halt must be more than 0 and at most 1, got %g.", l.SilentShareHalt) == set {
 		out.SilentShareHalt = l.SilentShareHalt
 	}
@@ -1157,7 +1168,8 @@ func (c *controllerBody) Validate(d *decoder, out *Controller) {
 }
 
 // Validate checks the demand block and fills out: an http(s) Prometheus URL
-// and a query, each needing the other. Every error points at the value it refuses.
+// and a query, each needing the other, and backfill only with them. Every
+// error points at the value it refuses.
 func (dm *demandBody) Validate(d *decoder, out *Demand) {
 	url := d.state(dm.PrometheusURLAt)
 	if url == set {
@@ -1174,6 +1186,13 @@ func (dm *demandBody) Validate(d *decoder, out *Demand) {
 	}
 	out.PrometheusURL, out.PrometheusQuery = dm.PrometheusURL, dm.PrometheusQuery
 	d.duration("prometheus_timeout", dm.PrometheusTimeout, dm.PrometheusTimeoutAt, false, &out.PrometheusTimeout)
+	if d.state(dm.BackfillAt) == set {
+		if dm.Backfill && dm.PrometheusURLAt.Filename == "" {
+			// Turning it off needs nothing.
+			d.invalid(dm.BackfillAt, "backfill needs prometheus_url: it fills the demand history from the query's past answers.")
+		}
+		out.Backfill = dm.Backfill
+	}
 }
 
 // Validate checks the simulate block and fills out: rates and shares in

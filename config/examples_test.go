@@ -8,7 +8,8 @@ package config_test
 //
 // The Terraform is read with HCL alone, without Terraform or its providers.
 // Expressions the checks read must be literals or refer only to variables
-// (var.NAME stands for the variable's default); resources are found by type
+// (var.NAME stands for the variable's default, or its value in exampleVars
+// for the checks against the example configs); resources are found by type
 // and label, and one resource's reference to another (a group's launch
 // template) is followed by its traversal, e.g. aws_launch_template.a100["x"].id.
 
@@ -191,7 +192,7 @@ func TestExamplesTerraformAgrees(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatalf("%s:\n%s", cloudExample, formatAll(diags))
 	}
-	mods := loadModules(t)
+	mods := loadModulesWith(t, exampleVars)
 
 	checked := 0
 	for _, pool := range cfg.Pools {
@@ -348,8 +349,23 @@ func (r *tfResource) String() string {
 	return fmt.Sprintf("%s.%s (%s)", r.typ, r.name, tfPos(r.body.SrcRange))
 }
 
-// loadModules loads every directory under terraformDir that has .tf files.
+// exampleVars are the variables, beyond their defaults, under which the
+// example configs (examples/cloud.hcl, examples/aws.hcl, the moto example)
+// describe what the Terraform makes: their reserved-a100 pool is the group
+// and capacity reservation that reserved_nodes = 4 makes. The default, 0,
+// reserves nothing (see TestExamplesTerraformDefaultsBuyNothing).
+var exampleVars = map[string]cty.Value{"reserved_nodes": cty.NumberIntVal(4)}
+
+// loadModules loads every directory under terraformDir that has .tf files,
+// with every variable at its default.
 func loadModules(t *testing.T) []*tfModule {
+	t.Helper()
+	return loadModulesWith(t, nil)
+}
+
+// loadModulesWith is loadModules with the variables in vars set (in every
+// module that declares them) instead of their defaults.
+func loadModulesWith(t *testing.T, vars map[string]cty.Value) []*tfModule {
 	t.Helper()
 	byDir := map[string][]string{}
 	for _, path := range terraformFiles(t, terraformDir) {
@@ -360,13 +376,14 @@ func loadModules(t *testing.T) []*tfModule {
 	}
 	var mods []*tfModule
 	for _, dir := range slices.Sorted(maps.Keys(byDir)) {
-		mods = append(mods, loadModule(t, dir, byDir[dir]))
+		mods = append(mods, loadModule(t, dir, byDir[dir], vars))
 	}
 	return mods
 }
 
-// loadModule parses the .tf files of the module in dir.
-func loadModule(t *testing.T, dir string, paths []string) *tfModule {
+// loadModule parses the .tf files of the module in dir; a variable it
+// declares that is in set takes that value instead of its default.
+func loadModule(t *testing.T, dir string, paths []string, set map[string]cty.Value) *tfModule {
 	t.Helper()
 	m := &tfModule{dir: dir}
 	parser := hclparse.NewParser()
@@ -388,6 +405,9 @@ func loadModule(t *testing.T, dir string, paths []string) *tfModule {
 					if diags.HasErrors() {
 						t.Fatalf("variable %q: default:\n%s", b.Labels[0], formatAll(diags))
 					}
+					vars[b.Labels[0]] = v
+				}
+				if v, ok := set[b.Labels[0]]; ok {
 					vars[b.Labels[0]] = v
 				}
 			}
@@ -692,7 +712,7 @@ func TestAWSExampleAgrees(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatalf("%s:\n%s", path, formatAll(diags))
 	}
-	mods := loadModules(t)
+	mods := loadModulesWith(t, exampleVars)
 	checked := 0
 	for _, pool := range cfg.Pools {
 		if tag := aws.SettingsOf(pool).ASGTag; tag != "" {
@@ -751,7 +771,7 @@ func TestUnformatted(t *testing.T) {
 // pool of aws.hcl run from one.
 func TestMotoExampleAgrees(t *testing.T) {
 	const awsExample = "../examples/aws.hcl"
-	mods := loadModules(t)
+	mods := loadModulesWith(t, exampleVars)
 	templates := map[string]mototest.LaunchTemplate{}
 	for _, lt := range mototest.ExampleTemplates {
 		templates[lt.Name] = lt

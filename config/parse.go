@@ -44,11 +44,20 @@ type Omitted struct {
 	Errors, Warnings int
 }
 
-// Load reads the config file at path and parses it with Parse, decoding
-// the pools' provider blocks with providers. A read error
-// is returned as an error diagnostic whose detail names the file; a file
-// larger than MaxFileSize is refused without reading it.
+// Load reads the config file at path with ReadFile and parses it with
+// Parse, decoding the pools' provider blocks with providers.
 func Load(path string, providers []ProviderBlock) (*Config, hcl.Diagnostics) {
+	src, diags := ReadFile(path)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return Parse(path, src, providers)
+}
+
+// ReadFile reads the config file at path. A read error is returned as an
+// error diagnostic whose detail names the file; a file larger than
+// MaxFileSize is refused without reading it.
+func ReadFile(path string) ([]byte, hcl.Diagnostics) {
 	cannot := func(err error) hcl.Diagnostics {
 		return hcl.Diagnostics{{
 			Severity: hcl.DiagError,
@@ -73,7 +82,7 @@ func Load(path string, providers []ProviderBlock) (*Config, hcl.Diagnostics) {
 	if len(src) > MaxFileSize {
 		return nil, hcl.Diagnostics{tooLarge(path, MaxFileSize, "more than ")}
 	}
-	return Parse(path, src, providers)
+	return src, nil
 }
 
 // Parse parses src, a config in native HCL syntax read from filename, and
@@ -84,7 +93,8 @@ func Load(path string, providers []ProviderBlock) (*Config, hcl.Diagnostics) {
 // pass, sorted by position; each has a Subject pointing at the offending
 // value, attribute or block. At most MaxDiagnostics are returned, the
 // first in the file, and then one standing for the rest (see Omitted).
-// Warnings, if any, are returned with the config. Input larger than
+// Warnings, if any, are returned with the config, whose Origin keeps src
+// and where each block and attribute is, for errors found later. Input larger than
 // MaxFileSize, that is not text (a NUL byte, bytes that are not UTF-8),
 // or that nests deeper than MaxNesting or has a line of more than
 // MaxLineTokens tokens, is refused with one error before HCL parses it.
@@ -112,6 +122,7 @@ func Parse(filename string, src []byte, providers []ProviderBlock) (*Config, hcl
 	if d.errors > 0 {
 		return nil, diags
 	}
+	cfg.Origin = newOrigin(filename, src, file.Body)
 	return cfg, diags
 }
 
@@ -220,7 +231,7 @@ func tooDeep(filename string, src []byte) *hcl.Diagnostic {
 // MaxDiagnostics, then one error (or warning) whose Extra, an Omitted,
 // counts the rest.
 func capDiagnostics(diags hcl.Diagnostics) hcl.Diagnostics {
-	sortDiagnostics(diags)
+	SortDiagnostics(diags)
 	if len(diags) <= MaxDiagnostics {
 		return diags
 	}
@@ -270,19 +281,29 @@ func ErrorCount(diags hcl.Diagnostics) int {
 	return n
 }
 
+// WarningCount is the number of warnings diags hold or stand for (see
+// Omitted).
+func WarningCount(diags hcl.Diagnostics) int {
+	n := 0
+	for _, diag := range diags {
+		if o, ok := diag.Extra.(Omitted); ok {
+			n += o.Warnings
+		} else if diag.Severity == hcl.DiagWarning {
+			n++
+		}
+	}
+	return n
+}
+
 // WriteDiagnostics writes diags to w, one line each, in the form
 //
 //	FILE:LINE:COL: error: SUMMARY: DETAIL
 //
 // The position is the start of the diagnostic's subject and is left out when
-// there is none; newlines in the detail become spaces.
+// there is none; newlines in the detail become spaces. NewDiagnosticWriter
+// adds each one's source line.
 func WriteDiagnostics(w io.Writer, diags hcl.Diagnostics) error {
-	for _, diag := range diags {
-		if _, err := io.WriteString(w, FormatDiagnostic(diag)+"\n"); err != nil {
-			return err
-		}
-	}
-	return nil
+	return NewDiagnosticWriter(w, nil).WriteDiagnostics(diags)
 }
 
 // FormatDiagnostic formats one diagnostic as a single line, as
@@ -368,8 +389,9 @@ func checkNumbers(body hcl.Body) hcl.Diagnostics {
 	return diags
 }
 
-// sortDiagnostics orders diags by position, those without a subject first.
-func sortDiagnostics(diags hcl.Diagnostics) {
+// SortDiagnostics orders diags by position, those without a subject
+// first, keeping the order of those at one place.
+func SortDiagnostics(diags hcl.Diagnostics) {
 	sort.SliceStable(diags, func(i, j int) bool {
 		a, b := diags[i].Subject, diags[j].Subject
 		switch {

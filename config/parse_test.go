@@ -63,7 +63,8 @@ func TestParseFull(t *testing.T) {
 		Pools:    wantPools,
 		Forecast: fleet.ForecastSettings{Step: 5 * time.Minute, Horizon: 48 * time.Hour, Quantile: 0.95, WaitValuePerGPUHour: 250, History: 14 * 24 * time.Hour, Hysteresis: time.Hour},
 		Drain:    fleet.DrainSettings{CheckpointMaxAge: 45 * time.Minute, Timeout: time.Hour, Signal: "SIGUSR2", LongRunningAfter: 6 * time.Hour},
-		Limits:   fleet.Limits{MaxGPUs: 512, MaxSpendPerHour: 2500.5, MaxScaleInPerCycle: 4, ScaleInShare: 0.25, ScaleInWindow: 30 * time.Minute, SilentShareHalt: 0.5},
+		Limits: fleet.Limits{MaxGPUs: 512, MaxSpendPerHour: 2500.5, MaxScaleInPerCycle: 4, ScaleInShare: 0.25, ScaleInWindow: 30 * time.Minute, SilentShareHalt: 0.5,
+			ScaleInDelayAfterLaunch: 15 * time.Minute},
 		Controller: config.Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute, Fleet: "ml-prod",
 			TLSCertFile: "/etc/fleetcast/tls/controller.crt", TLSKeyFile: "/etc/fleetcast/tls/controller.key",
 			BootstrapTokenFile: "/etc/fleetcast/bootstrap-token", AWSIdentityCertificates: "/etc/fleetcast/aws-identity.pem"},
@@ -82,6 +83,10 @@ func TestParseFull(t *testing.T) {
 		}
 		cfg.Plugins[i].DefRange, cfg.Plugins[i].ConfigAt = hcl.Range{}, nil
 	}
+	if cfg.Origin == nil || cfg.Origin.Where("plugin", "fleet-plugin", "sha256").Start.Line == 0 {
+		t.Errorf("no origin: %+v", cfg.Origin)
+	}
+	cfg.Origin = nil
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("config:\n got %+v\nwant %+v", *cfg, want)
 	}
@@ -103,6 +108,10 @@ func TestParseMinimal(t *testing.T) {
 		Settings: sim.Settings{Capacity: 4, ErrorRate: 0, Initial: 0},
 	}}
 	withoutRanges(cfg.Pools)
+	if cfg.Origin == nil || cfg.Origin.Where("pool", "gpu", "max").Start.Line == 0 {
+		t.Errorf("no origin: %+v", cfg.Origin)
+	}
+	cfg.Origin = nil
 	if !reflect.DeepEqual(*cfg, want) {
 		t.Errorf("config:\n got %+v\nwant %+v", *cfg, want)
 	}
@@ -352,12 +361,21 @@ func TestParseErrors(t *testing.T) {
 				{summary: "Invalid value", detail: "scale_in_share must be more than 0 and at most 1, got 1.5", at: "1.5"},
 				{summary: "Invalid value", detail: "scale_in_window must be longer than 0", at: `"0s"`},
 			}},
+		{"scale-in delays", simPool("a", "") + "limits {\n  scale_in_delay_after_launch = \"-1m\"\n  scale_in_unneeded_time = \"ten\"\n}\n",
+			[]wantDiag{
+				{summary: "Invalid value", detail: "scale_in_delay_after_launch must not be negative", at: `"-1m"`},
+				{summary: "Invalid duration", detail: "scale_in_unneeded_time must be", at: `"ten"`},
+			}},
 		{"demand: bad URL", simPool("a", "") + "demand {\n  prometheus_url = \"prometheus:9090\"\n  prometheus_query = \"up\"\n}\n",
 			[]wantDiag{{summary: "Invalid value", detail: "prometheus_url must be an http or https URL", at: `"prometheus:9090"`}}},
 		{"demand: URL without query", simPool("a", "") + "demand {\n  prometheus_url = \"http://p:9090\"\n}\n",
 			[]wantDiag{{summary: "Invalid value", detail: "prometheus_url needs prometheus_query", at: `"http://p:9090"`}}},
 		{"demand: query without URL", simPool("a", "") + "demand {\n  prometheus_query = \"up\"\n}\n",
 			[]wantDiag{{summary: "Invalid value", detail: "prometheus_query needs prometheus_url", at: `"up"`}}},
+		{"demand: backfill without URL", simPool("a", "") + "demand {\n  backfill = true\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: "backfill needs prometheus_url", at: `true`}}},
+		{"demand: backfill not a bool", simPool("a", "") + "demand {\n  prometheus_url = \"http://p:9090\"\n  prometheus_query = \"up\"\n  backfill = \"soon\"\n}\n",
+			[]wantDiag{{summary: "Incorrect attribute value type", at: `"soon"`}}},
 		{"max_gpus below pool minimums", simPool("a", "  min = 2\n") + simPool("b", "  min = 1\n") + "limits {\n  max_gpus = 16\n}\n",
 			[]wantDiag{{summary: "Invalid value", detail: "min nodes hold 24 GPUs together, more than max_gpus (16)", at: "16"}}},
 		{"controller", simPool("a", "") + "controller {\n  listen = \"localhost\"\n  state_dir = \"\"\n  fleet = \"Prod_1\"\n}\n",

@@ -3,6 +3,7 @@ package config_test
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -68,5 +69,37 @@ func TestAWSUserDataRenders(t *testing.T) {
 	cmd.Stdin = strings.NewReader(script)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the rendered user data does not parse as bash: %v\n%s", err, msg)
+	}
+}
+
+// TestExamplesBootMakeSocketGroup: each Terraform example's node setup
+// makes the group whose members may use the agent's local API (the
+// agent's default -socket-group) before it starts the agent, so that jobs
+// of users in it can register. (cmd/autoscaler's TestNodeSetupUnit runs
+// the AWS script and checks the group it makes.)
+func TestExamplesBootMakeSocketGroup(t *testing.T) {
+	const makeGroup = "groupadd --force --system fleetcast"
+	for _, tt := range []struct {
+		path, start string
+	}{
+		{"../examples/terraform/aws/node-setup.sh", "systemctl enable --now"},
+		{"../examples/terraform/gcp/startup.sh.tftpl", "systemctl enable --now"},
+	} {
+		t.Run(filepath.Base(tt.path), func(t *testing.T) {
+			b, err := os.ReadFile(tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := string(b)
+			made, started := strings.Index(src, makeGroup), strings.Index(src, tt.start)
+			switch {
+			case started < 0:
+				t.Fatalf("%s does not start the agent (%q): the check is stale", tt.path, tt.start)
+			case made < 0:
+				t.Errorf("%s does not make the agent's socket group (%s): only root's jobs could register", tt.path, makeGroup)
+			case made > started:
+				t.Errorf("%s makes the agent's socket group after it starts the agent, which then finds none", tt.path)
+			}
+		})
 	}
 }

@@ -186,12 +186,18 @@ func (a *Agents) Forget(node string) {
 }
 
 // Retain forgets every node for which keep is false (nodes the clouds no
-// longer have).
-func (a *Agents) Retain(keep func(node string) bool) {
+// longer have), and returns, by node forgotten, the work its agent's last
+// report shows its jobs had not saved (unsaved), in GPU-hours.
+func (a *Agents) Retain(keep func(node string) bool) map[string]float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for id := range a.nodes {
+	var gone map[string]float64
+	for id, v := range a.nodes {
 		if !keep(id) {
+			if gone == nil {
+				gone = map[string]float64{}
+			}
+			gone[id] = unsaved(v.jobs, v.received)
 			delete(a.nodes, id)
 		}
 	}
@@ -200,6 +206,26 @@ func (a *Agents) Retain(keep func(node string) bool) {
 			delete(a.drains, id)
 		}
 	}
+	return gone
+}
+
+// unsaved is the work jobs had not saved at at, in GPU-hours: each job's
+// GPUs times the time from its last checkpoint, or its start if it never
+// checkpointed, to at. The times are the controller's, never later than
+// the report's arrival (Accept), so an agent clock ahead cannot hide work.
+func unsaved(jobs []fleet.Job, at time.Time) float64 {
+	total := 0.0
+	for i := range jobs {
+		j := &jobs[i]
+		from := j.Start
+		if j.LastCheckpoint.After(from) {
+			from = j.LastCheckpoint
+		}
+		if d := at.Sub(from); !from.IsZero() && d > 0 {
+			total += float64(j.GPUs) * d.Hours()
+		}
+	}
+	return total
 }
 
 // Holds reports whether the node's last report taken says its agent holds

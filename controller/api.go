@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/fleetcast/autoscaler/agent/report"
@@ -18,124 +16,6 @@ import (
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers/plugin"
 )
-
-// metrics are the controller's own counters; the fleet's gauges are read
-// from the last snapshot at each scrape.
-type metrics struct {
-	reg            *prometheus.Registry
-	actions        *prometheus.CounterVec
-	capacityErrors *prometheus.CounterVec
-	describeErrors *prometheus.CounterVec
-	// demandSourceErrors counts failed readings of the demand source.
-	demandSourceErrors prometheus.Counter
-	planSeconds        prometheus.Histogram
-	drainSeconds       prometheus.Histogram
-	// credentialReplacements counts the good node credentials operators
-	// replaced.
-	credentialReplacements prometheus.Counter
-}
-
-func newMetrics() *metrics {
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		actions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_actions_total",
-			Help: "Actions carried out, by kind, pool and result (ok, error, or refused: a launch the cloud refused for capacity or quota); a launch of several nodes is one action."}, []string{"kind", "pool", "result"}),
-		capacityErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_capacity_errors_total",
-			Help: "Launches the cloud refused (capacity, quota, a group it is changing, a bad request or a missing group), or took and then failed to make for capacity or quota (a managed instance group's stockout), which back the pool off, by pool."}, []string{"pool"}),
-		describeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_describe_errors_total",
-			Help: "Cycles in which a pool's group could not be read (the pool is then left as it is), by pool."}, []string{"pool"}),
-		demandSourceErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetcast_demand_source_errors_total",
-			Help: "Failed readings of the demand source (the Prometheus query); the agents' count stood in."}),
-		planSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetcast_plan_seconds",
-			Help: "Time the planner took per cycle.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
-		drainSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetcast_drain_seconds",
-			Help: "Time from a drain's start to the node's termination.", Buckets: prometheus.ExponentialBuckets(15, 2, 10)}),
-		credentialReplacements: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetcast_credential_replacements_total",
-			Help: "Good node credentials an operator replaced (`token issue -replace`), cutting off the agent that held them; each is logged with the operator's token and reason."}),
-	}
-	m.reg.MustRegister(m.actions, m.capacityErrors, m.describeErrors, m.demandSourceErrors, m.planSeconds, m.drainSeconds, m.credentialReplacements)
-	return m
-}
-
-var (
-	descGPUs      = prometheus.NewDesc("fleetcast_gpus", "GPUs in the fleet, by pool and node state.", []string{"pool", "state"}, nil)
-	descDemand    = prometheus.NewDesc("fleetcast_demand_gpus", "GPU demand now: held by jobs (running) or waiting (pending).", []string{"kind"}, nil)
-	descForecast  = prometheus.NewDesc("fleetcast_forecast_gpus", "Forecast demand one lead time ahead (the forecast's last step), by quantile.", []string{"quantile"}, nil)
-	descCost      = prometheus.NewDesc("fleetcast_cost_per_hour_dollars", "The fleet's cost per hour, now and once the plan has completed.", []string{"when"}, nil)
-	descSilent    = prometheus.NewDesc("fleetcast_silent_nodes", "Ready or draining nodes whose agent has not reported within the agent timeout.", nil, nil)
-	descFragments = prometheus.NewDesc("fleetcast_fragment_gpus", "Free GPUs on busy ready nodes (some of their GPUs held by jobs): while jobs are pending none fits there, so pending demand is provisioned on whole empty nodes.", nil, nil)
-	descLastCycle = prometheus.NewDesc("fleetcast_last_cycle_timestamp_seconds", "When the last control cycle ran.", nil, nil)
-	descUnknown   = prometheus.NewDesc("fleetcast_unknown_nodes", "Nodes this controller did not launch whose agents have never reported healthy GPUs (never terminated at a deadline nor drained), by pool.", []string{"pool"}, nil)
-	descGPUFault  = prometheus.NewDesc("fleetcast_gpu_fault_nodes", "Ready or draining nodes whose agents could not read their GPUs in their latest report (never idle; drained only when the jobs known on them allow), by pool.", []string{"pool"}, nil)
-	descOrphans   = prometheus.NewDesc("fleetcast_orphan_nodes", "This fleet's instances of pools the config no longer has (reaped once their agents report them idle), by their old pool.", []string{"pool"}, nil)
-	descHalted    = prometheus.NewDesc("fleetcast_scale_in_halted", "1 while scale-in is halted because too many agents are silent at once (limits.silent_share_halt), else 0.", nil, nil)
-	descReady     = prometheus.NewDesc("fleetcast_ready", "1 when GET /readyz answers 200 (cycles run, every pool read, no unknown node, scale-in not halted), else 0.", nil, nil)
-)
-
-type snapshotCollector struct{ c *Controller }
-
-func (snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descGPUs, descDemand, descForecast, descCost, descSilent, descFragments, descLastCycle, descUnknown, descGPUFault, descOrphans, descHalted, descReady} {
-		ch <- d
-	}
-}
-
-func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
-	last := s.c.Last()
-	if last.State == nil || last.Plan == nil {
-		return
-	}
-	ch <- prometheus.MustNewConstMetric(descLastCycle, prometheus.GaugeValue, float64(last.At.UnixNano())/1e9)
-	for _, p := range s.c.cfg.Pools {
-		counts := map[fleet.NodeState]int{}
-		unknown, faults := 0, 0
-		for i := range last.State.Nodes {
-			if n := &last.State.Nodes[i]; n.Pool == p.Name {
-				counts[n.State] += p.GPUsPerNode
-				if n.Unknown {
-					unknown++
-				}
-				if n.GPUFault != "" && (n.State == fleet.Ready || n.State == fleet.Draining) {
-					faults++
-				}
-			}
-		}
-		for _, st := range []fleet.NodeState{fleet.Pending, fleet.Ready, fleet.Draining, fleet.Terminating} {
-			ch <- prometheus.MustNewConstMetric(descGPUs, prometheus.GaugeValue, float64(counts[st]), p.Name, string(st))
-		}
-		ch <- prometheus.MustNewConstMetric(descUnknown, prometheus.GaugeValue, float64(unknown), p.Name)
-		ch <- prometheus.MustNewConstMetric(descGPUFault, prometheus.GaugeValue, float64(faults), p.Name)
-	}
-	orphans := map[string]int{}
-	for i := range last.State.Nodes {
-		if n := &last.State.Nodes[i]; n.Orphan && n.State != fleet.Terminating {
-			orphans[n.Pool]++
-		}
-	}
-	for pool, n := range orphans {
-		ch <- prometheus.MustNewConstMetric(descOrphans, prometheus.GaugeValue, float64(n), pool)
-	}
-	halted, ready := 0.0, 1.0
-	if last.Plan.ScaleInHalt != "" {
-		halted = 1
-	}
-	if len(s.c.unready(last)) > 0 {
-		ready = 0
-	}
-	ch <- prometheus.MustNewConstMetric(descHalted, prometheus.GaugeValue, halted)
-	ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready)
-	ch <- prometheus.MustNewConstMetric(descDemand, prometheus.GaugeValue, float64(last.Plan.Demand.RunningGPUs), "running")
-	ch <- prometheus.MustNewConstMetric(descDemand, prometheus.GaugeValue, float64(last.Plan.Demand.PendingGPUs), "pending")
-	if f := last.Forecast; f != nil && f.Steps() > 0 {
-		for j, q := range f.Levels {
-			ch <- prometheus.MustNewConstMetric(descForecast, prometheus.GaugeValue, f.Values[j][f.Steps()-1], strconv.FormatFloat(q, 'g', -1, 64))
-		}
-	}
-	ch <- prometheus.MustNewConstMetric(descCost, prometheus.GaugeValue, last.Plan.CostPerHourBefore, "now")
-	ch <- prometheus.MustNewConstMetric(descCost, prometheus.GaugeValue, last.Plan.CostPerHourAfter, "planned")
-	ch <- prometheus.MustNewConstMetric(descSilent, prometheus.GaugeValue, float64(last.Plan.Capacity.SilentNodes))
-	ch <- prometheus.MustNewConstMetric(descFragments, prometheus.GaugeValue, float64(last.Plan.Capacity.FragmentGPUs))
-}
 
 // APIOptions are the HTTP API's parts beyond the controller.
 type APIOptions struct {
@@ -159,6 +39,12 @@ type APIOptions struct {
 	// health (a plugin.Set).
 	Plugins interface{ Status() []plugin.Status }
 }
+
+// firstCycleGrace is how long /healthz waits for the first cycle (or
+// three intervals, if longer) before it says the loop has stopped: every
+// pool read, the recovery and a Prometheus backfill, each bounded by its
+// own timeout.
+const firstCycleGrace = 10 * time.Minute
 
 // unready lists why the controller is not fully in charge of its fleet,
 // as the last cycle saw it: no recent cycle, a pool it could not read,
@@ -213,8 +99,8 @@ func faultNote(last Snapshot) string {
 
 // Handler serves the controller's HTTP API:
 //
-//	GET  /healthz                     200 once a cycle ran within three intervals, else 503 (liveness)
-//	GET  /readyz                      200 when the controller is fully in charge of the fleet, else 503 with why
+//	GET  /healthz                     200 before the first cycle and while one ran within three intervals, else 503 (liveness)
+//	GET  /readyz                      200 once a cycle has run and the controller is fully in charge of the fleet, else 503 with why
 //	GET  /metrics                     Prometheus metrics
 //	GET  /v1/plan                     the last plan (JSON)
 //	GET  /v1/fleet                    pools, nodes, jobs and agent freshness as the last cycle saw them
@@ -231,17 +117,23 @@ func faultNote(last Snapshot) string {
 func (c *Controller) Handler(o APIOptions) *apiauth.Router {
 	mux := &apiauth.Router{Tokens: o.Tokens, OpenReads: o.OpenReads, Log: c.log.Named("api")}
 	mux.Handle("GET /metrics", apiauth.Public, promhttp.HandlerFor(c.metrics.reg, promhttp.HandlerOpts{}))
-	// Liveness: only a controller whose loop has stopped is unhealthy (a
-	// network partition that silences the agents must not get it
-	// restarted by its probes); what is degraded is said in the body.
+	// Liveness: only a controller whose loop has stopped (no cycle for
+	// three intervals after one ran) is unhealthy (a network partition
+	// that silences the agents must not get it restarted by its probes);
+	// what is degraded is said in the body.
 	mux.HandleFunc("GET /healthz", apiauth.Public, func(w http.ResponseWriter, r *http.Request) {
 		last := c.Last()
-		if last.At.IsZero() {
-			http.Error(w, "no control cycle yet", http.StatusServiceUnavailable)
+		// Before the first cycle the process is up, and says the cycle
+		// is yet to come (a degraded line): the first cycle may take
+		// long (every pool read, recovery), and /readyz says 503 until it.
+		// A first cycle that never comes (hung) is a stopped loop too,
+		// once firstCycleGrace has passed since the start.
+		if age := c.now().Sub(last.At); !last.At.IsZero() && age > 3*c.cfg.Controller.Interval {
+			http.Error(w, "last control cycle "+age.Round(time.Second).String()+" ago", http.StatusServiceUnavailable)
 			return
 		}
-		if age := c.now().Sub(last.At); age > 3*c.cfg.Controller.Interval {
-			http.Error(w, "last control cycle "+age.Round(time.Second).String()+" ago", http.StatusServiceUnavailable)
+		if up := c.now().Sub(c.started); last.At.IsZero() && up > max(firstCycleGrace, 3*c.cfg.Controller.Interval) {
+			http.Error(w, "no control cycle in the "+up.Round(time.Second).String()+" since the controller started", http.StatusServiceUnavailable)
 			return
 		}
 		var b strings.Builder

@@ -39,7 +39,9 @@ func TestAPI(t *testing.T) {
 	dr := &DemandReceiver{Pools: l.cfg.Pools, Pending: l.pending, Now: func() time.Time { return l.now }}
 	h := l.c.Handler(APIOptions{Credentials: tok, Demand: dr, Tokens: api.Tokens, OpenReads: true})
 
-	for _, path := range []string{"/healthz", "/v1/plan", "/v1/fleet", "/v1/forecast"} {
+	// Before any cycle the reads are 503; /healthz, liveness, is 200 and
+	// says so (TestHealthBeforeFirstCycle).
+	for _, path := range []string{"/readyz", "/v1/plan", "/v1/fleet", "/v1/forecast"} {
 		if code, body := get(t, h, path); code != http.StatusServiceUnavailable || !strings.Contains(body, "no control cycle yet") {
 			t.Errorf("GET %s before any cycle: %d %q, want 503", path, code, body)
 		}

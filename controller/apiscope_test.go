@@ -163,6 +163,12 @@ func TestAPIScopes(t *testing.T) {
 				if !got && c.scope == "" && (want == apiauth.NeedRead || want == apiauth.NeedDemand || want == apiauth.NeedOperator) && w.Code != http.StatusUnauthorized {
 					t.Errorf("%s with %s: %d, want 401", route.Pattern, c.name, w.Code)
 				}
+				// An API token the controller does not hold (a stale one)
+				// is told so on every route, a node's or a bootstrap's
+				// too, not taken for a bootstrap that is off.
+				if !got && c.name == "a wrong token" && (w.Code != http.StatusUnauthorized || w.Header().Get(report.CodeHeader) != string(apiauth.BadToken)) {
+					t.Errorf("%s with %s: %d %s %q, want 401 %s", route.Pattern, c.name, w.Code, w.Header().Get(report.CodeHeader), strings.TrimSpace(w.Body.String()), apiauth.BadToken)
+				}
 			}
 		}
 		for pattern := range routeAccess {

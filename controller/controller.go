@@ -72,12 +72,21 @@ type Controller struct {
 	// at once when it was going.
 	missing map[string]time.Time
 	going   map[string]time.Time
+	// terminated are the nodes this controller terminated (drained as
+	// their agents confirmed, orphans reaped, launches past their
+	// deadlines), with when: their going loses no work (forgetGone).
+	terminated map[string]time.Time
 	// reused are the nodes seen in plugin pools: servers powered off
 	// and on again under the same name, whose credentials outlive their
 	// absence from the listing (a cloud instance's ID is never reused).
 	reused map[string]bool
 
 	metrics *metrics
+
+	// backfilled is what Recover did to fill the demand history from the
+	// demand source; didBackfill whether it tried.
+	backfilled  Backfilled
+	didBackfill bool
 
 	mu        sync.Mutex
 	lastPlan  *planner.Plan
@@ -126,7 +135,7 @@ func New(o Options) (*Controller, error) {
 	c := &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand, creds: o.Credentials,
 		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, ready: map[string]time.Time{}, seen: map[string]seenGroup{},
 		firstSeen: map[string]time.Time{}, standIns: map[string]string{}, reused: map[string]bool{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics(),
-		missing: map[string]time.Time{}, going: map[string]time.Time{}}
+		missing: map[string]time.Time{}, going: map[string]time.Time{}, terminated: map[string]time.Time{}}
 	act.Fleet = o.Config.Controller.Fleet
 	c.started = o.Now()
 	if c.loop, err = loop.New(loop.Options{Config: o.Config, Books: o.Store, Log: log, DryRun: o.DryRun, Advise: true}); err != nil {
@@ -141,8 +150,10 @@ func New(o Options) (*Controller, error) {
 	return c, nil
 }
 
-// Recover reconciles the journal with the clouds (see Actuator.Recover) and
-// hands the stored drains back to the agents. A dry run only reads.
+// Recover reconciles the journal with the clouds (see Actuator.Recover),
+// fills the steps of the demand history's window it has not recorded from
+// the demand source's past, if it has one (see Backfilled), and hands the
+// stored drains back to the agents. A dry run reads the clouds only.
 func (c *Controller) Recover(ctx context.Context) error {
 	if !c.dryRun {
 		r, err := c.act.Recover(ctx)
@@ -182,6 +193,7 @@ func (c *Controller) Recover(ctx context.Context) error {
 	for _, x := range ready {
 		c.ready[x.Node] = x.At
 	}
+	c.backfilled, c.didBackfill = c.backfill(ctx)
 	if c.dryRun {
 		return nil // a dry run asks nothing of the agents
 	}
@@ -194,6 +206,11 @@ func (c *Controller) Recover(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Backfilled is what Recover did to fill the demand history from the
+// demand source; ok is false when it had nothing to do it with (no source
+// with a past, or demand.backfill = false).
+func (c *Controller) Backfilled() (b Backfilled, ok bool) { return c.backfilled, c.didBackfill }
 
 func (c *Controller) drainRequest(d state.Drain) *report.DrainRequest {
 	return &report.DrainRequest{ID: "drain-" + d.Node + "-" + d.Started.UTC().Format("20060102T150405Z"),
@@ -280,31 +297,7 @@ func (c *Controller) RunCycle(ctx context.Context) (loop.CycleResult, error) {
 			c.log.Info("plan note", "note", n.Text, "code", n.Code)
 		}
 	}
-	failing := map[string]bool{}
-	for i, a := range plan.Actions {
-		o := r.Outcomes[i]
-		if o.Result == loop.DryRun {
-			c.log.Info("dry run: would "+string(a.Kind), "pool", a.Pool, "node", a.Node, "count", a.Count, "reason", a.Reason)
-			continue
-		}
-		if a.Kind == planner.Hold {
-			continue
-		}
-		result := "ok"
-		switch {
-		case o.Result == loop.Refused:
-			result = "refused"
-		case o.Err != nil:
-			result = "error"
-		}
-		c.metrics.actions.WithLabelValues(string(a.Kind), a.Pool, result).Inc()
-		if a.Kind == planner.Terminate && a.Code == planner.ReasonLaunchFailing && o.Err == nil && !failing[a.Pool] {
-			// Launches the cloud took and then could not make: once a
-			// cycle, as the pool is backed off once.
-			failing[a.Pool] = true
-			c.metrics.capacityErrors.WithLabelValues(a.Pool).Inc()
-		}
-	}
+	c.countActions(plan, r.Outcomes)
 	return r, err
 }
 
@@ -396,6 +389,7 @@ func (f *cycleFleet) Terminate(ctx context.Context, now time.Time, a *planner.Ac
 		return err
 	}
 	c.going[a.Node] = now // its cloud took the termination: gone once unlisted
+	c.terminated[a.Node] = now
 	after := c.spendStandIn(a.Node)
 	if after == nil {
 		c.agents.Forget(a.Node)

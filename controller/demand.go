@@ -99,8 +99,9 @@ type PendingDemand struct {
 	GPUs     int    `json:"gpus"`
 }
 
-// maxPendingGPUs bounds one line of a push: more is a mistake, not demand.
-const maxPendingGPUs = 1_000_000
+// MaxDemandGPUs bounds one line of a push, a demand source's reading and
+// an imported sample: more is a mistake, not demand.
+const MaxDemandGPUs = 1_000_000
 
 // Validate checks a push against the configured pools and the time now,
 // and names the first bad field.
@@ -113,8 +114,8 @@ func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 		switch {
 		case p.Pool != "" && p.GPUModel != "":
 			return fmt.Errorf("%s: want at most one of pool and gpu_model (neither for any pool)", at)
-		case p.GPUs < 0 || p.GPUs > maxPendingGPUs:
-			return fmt.Errorf("%s.gpus: %d, want 0 to %d", at, p.GPUs, maxPendingGPUs)
+		case p.GPUs < 0 || p.GPUs > MaxDemandGPUs:
+			return fmt.Errorf("%s.gpus: %d, want 0 to %d", at, p.GPUs, MaxDemandGPUs)
 		case p.Pool != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.Name == p.Pool }):
 			return fmt.Errorf("%s.pool: unknown pool %q", at, p.Pool)
 		case p.GPUModel != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return strings.EqualFold(q.GPUModel, p.GPUModel) }):
@@ -148,8 +149,8 @@ func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 			return fmt.Errorf("%s.start_at: required (RFC 3339, e.g. 2026-12-01T09:00:00Z)", at)
 		case a.StartAt.After(now.Add(maxAnnounceAhead)):
 			return fmt.Errorf("%s.start_at: %s is more than %s ahead", at, a.StartAt.Format(time.RFC3339), fleet.FormatDuration(maxAnnounceAhead))
-		case a.GPUs < 0 || a.GPUs > maxPendingGPUs:
-			return fmt.Errorf("%s.gpus: %d, want 0 to %d", at, a.GPUs, maxPendingGPUs)
+		case a.GPUs < 0 || a.GPUs > MaxDemandGPUs:
+			return fmt.Errorf("%s.gpus: %d, want 0 to %d", at, a.GPUs, MaxDemandGPUs)
 		}
 	}
 	return d.validateRunning(now)

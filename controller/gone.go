@@ -60,7 +60,15 @@ func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fle
 			return err
 		}
 	}
-	c.agents.Retain(kept)
+	for id, unsaved := range c.agents.Retain(kept) {
+		// Gone without this controller terminating it, under jobs its
+		// agent last reported: their work since their last checkpoints
+		// is lost, as far as the reports show.
+		if _, ours := c.terminated[id]; !ours && unsaved > 0 {
+			c.metrics.workLost.Add(unsaved)
+			c.log.Warn("node left its cloud under jobs that had not saved their work; counted as lost", "node", id, "gpu_hours", unsaved)
+		}
+	}
 	for id := range c.cancelled {
 		if !kept(id) {
 			if err := c.forgetCancelled(id); err != nil {
@@ -105,10 +113,13 @@ func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fle
 	for id := range forgotten {
 		delete(c.missing, id)
 		delete(c.going, id)
+		delete(c.terminated, id)
 	}
-	for id, at := range c.going {
-		if !present[id] && now.Sub(at) > GoneGrace {
-			delete(c.going, id)
+	for _, marks := range []map[string]time.Time{c.going, c.terminated} {
+		for id, at := range marks {
+			if !present[id] && now.Sub(at) > GoneGrace {
+				delete(marks, id)
+			}
 		}
 	}
 	for id, at := range c.missing {

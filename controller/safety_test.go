@@ -167,6 +167,11 @@ func TestAdoptedFleetIsReported(t *testing.T) {
 	if len(plan.UnknownNodes) != 0 || plan.ScaleInHalt != "" {
 		t.Fatalf("once reporting: unknown %v, halt %q", plan.UnknownNodes, plan.ScaleInHalt)
 	}
+	if c := plan.Counts(); c[planner.Drain] != 0 || c[planner.Hold] != 3 {
+		t.Fatalf("three nodes first heard idle: %+v; want them held until idle for limits.scale_in_unneeded_time", plan.Actions)
+	}
+	l.now = l.now.Add(l.cfg.Limits.ScaleInUnneededTime)
+	plan = l.cycle(t)
 	if c := plan.Counts(); c[planner.Drain] == 0 {
 		t.Fatalf("three idle, reporting nodes and no demand: nothing drained: %+v", plan.Actions)
 	}
@@ -829,7 +834,7 @@ func TestOrphansReaped(t *testing.T) {
 			if plan.CostPerHourBefore < 3*20 {
 				t.Errorf("cost per hour %v leaves out the 3 orphans at $20/h", plan.CostPerHourBefore)
 			}
-			if _, body := get(t, h, "/metrics"); !strings.Contains(body, `fleetcast_orphan_nodes{pool="gone"} 3`) {
+			if _, body := get(t, h, "/metrics"); !strings.Contains(body, "\nfleetcast_orphan_nodes 3\n") {
 				t.Errorf("metrics lack the orphans")
 			}
 		}

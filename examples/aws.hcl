@@ -3,9 +3,13 @@
 # from a launch template, fleetcast-h100, which you make with the block
 # (the Terraform does not).
 #
-#   terraform -chdir=examples/terraform/aws apply
-#   go run ./cmd/autoscaler plan -config examples/aws.hcl
-#   go run ./cmd/autoscaler run -config examples/aws.hcl -dry-run
+#   terraform -chdir=examples/terraform/aws apply -var reserved_nodes=4
+#   bin/autoscaler plan -config examples/aws.hcl
+#
+# reserved_nodes = 4 buys a capacity reservation of 4 x p4d.24xlarge, billed
+# every hour whether used or not (about $131 an hour at the price below; see
+# examples/terraform/aws/README.md): without it, delete the reserved-a100 pool.
+#   bin/autoscaler run -config examples/aws.hcl -dry-run
 #
 # Credentials and region come the standard AWS way (environment, shared
 # config, instance role); the controller's role needs the permissions in
@@ -23,7 +27,7 @@ pool "reserved-a100" {
   price_per_hour = 19.22 # under a 1-year Savings Plan
   lead_time      = "8m"
   min            = 4
-  max            = 4 # the reservation, which the group's launch template targets
+  max            = 4 # the reservation the group's launch template targets: the Terraform's reserved_nodes (0, none, unless set)
   aws {
     asg = "fleetcast-reserved-a100"
   }

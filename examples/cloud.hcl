@@ -1,17 +1,22 @@
 # A GPU fleet on AWS and GCP: the pools that the Terraform in
 # examples/terraform/ creates.
 #
-#   terraform -chdir=examples/terraform/aws apply
+#   terraform -chdir=examples/terraform/aws apply -var reserved_nodes=4
 #   terraform -chdir=examples/terraform/gcp apply
-#   go run ./cmd/autoscaler validate -config examples/cloud.hcl
+#
+# reserved_nodes = 4 buys a capacity reservation of 4 x p4d.24xlarge, billed
+# every hour whether used or not (about $131 an hour; see
+# examples/terraform/aws/README.md): without it, delete the reserved-a100 pool.
+#   bin/autoscaler validate -config examples/cloud.hcl
 #
 # Four pools of 8 x A100 nodes: a capacity reservation that is paid for
 # whether used or not, spot capacity that is cheap but often exhausted, and
 # on-demand capacity on two clouds. Each pool names the Auto Scaling group or
 # managed instance group behind it; each pool's min and max are the group's
-# min_size and max_size defaults in the Terraform, and config/examples_test.go
-# fails when the two disagree. Terraform creates the groups; this controller
-# alone sets how many nodes they have.
+# min_size and max_size in the Terraform (reserved-a100's with
+# reserved_nodes = 4), and config/examples_test.go fails when the two
+# disagree. Terraform creates the groups; this controller alone sets how many
+# nodes they have.
 
 pool "reserved-a100" {
   provider       = "aws"
@@ -23,8 +28,12 @@ pool "reserved-a100" {
   capacity       = "reserved"
   price_per_hour = 19.22 # the reservation under a 1-year Savings Plan, about 59% of on-demand
   lead_time      = "8m"
+  # The reservation: the Terraform's reserved_nodes, which is 0 (no
+  # reservation and no group: delete this pool) unless set. 4 reserved
+  # p4d.24xlarge cost about $131 an hour, used or not (see the Terraform's
+  # README, "What it costs").
   min            = 4
-  max            = 4 # the reservation: var.reserved_nodes
+  max            = 4
   aws {
     asg = "fleetcast-reserved-a100"
   }
@@ -127,7 +136,9 @@ controller {
 }
 
 # Optional: fleets that export DCGM metrics can let the demand history count
-# GPUs in use from Prometheus too (the larger of it and the agents' count).
+# GPUs in use from Prometheus too (the larger of it and the agents' count),
+# and fill the history a new controller lacks from the query's past at start
+# (backfill = false turns that off).
 # demand {
 #   prometheus_url   = "http://prometheus:9090"
 #   prometheus_query = "count(DCGM_FI_DEV_GPU_UTIL > 0)"

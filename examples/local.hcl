@@ -1,6 +1,6 @@
 # A GPU fleet on the built-in simulated cloud: no cloud account needed.
 #
-#   go run ./cmd/autoscaler plan -config examples/local.hcl
+#   bin/autoscaler plan -config examples/local.hcl
 #
 # Four pools of 8 x A100 nodes, priced like their AWS and GCP namesakes: a
 # reservation that is paid for whether used or not, spot capacity that is

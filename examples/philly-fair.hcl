@@ -4,7 +4,7 @@
 # $33.00 per node-hour that every policy holds for the whole run), with the
 # policy blocks of examples/local.hcl. A test checks both.
 #
-#   go run ./cmd/autoscaler simulate -config examples/philly-fair.hcl -trace ../shared/traces/philly_rfold/philly_trace.csv
+#   bin/autoscaler simulate -config examples/philly-fair.hcl -trace ../shared/traces/philly_rfold/philly_trace.csv
 
 pool "reserved" {
   provider       = "sim"

@@ -73,6 +73,17 @@ type Limits struct {
 	// SilentShareHalt stops all scale-in while more than this share of the
 	// fleet's ready nodes have silent agents (a network fault, not idleness).
 	SilentShareHalt float64
+	// ScaleInDelayAfterLaunch puts scale-in for demand off for this long
+	// after the fleet's latest launch (Cluster Autoscaler's
+	// scale-down-delay-after-add), so that a node is never drained before
+	// it could take the work it was launched for; 0 turns it off.
+	ScaleInDelayAfterLaunch time.Duration
+	// ScaleInUnneededTime is how long capacity must have been unneeded
+	// before scale-in for demand removes it (Cluster Autoscaler's
+	// scale-down-unneeded-time): an idle node is drained once idle this
+	// long, and the fleet keeps the GPUs its demand peaked at over this
+	// long past; 0 turns it off.
+	ScaleInUnneededTime time.Duration
 }
 
 // Settings are the planner's inputs besides the fleet's state and the

@@ -491,20 +491,32 @@ func TestHeld(t *testing.T) {
 		t.Fatalf("held %v GPUs; want 24: the burst node and two nodes' worth of the 9 reserved GPUs in use", got)
 	}
 	books := &Memory{}
+	// A week before t0 (the least the advice rests on): 32 GPUs held, 2
+	// of demand.
+	step := cfg.Forecast.Step
+	week := int(planner.MinAdviceHistory / step)
+	for k := range week {
+		at := t0.Add(-time.Duration(week-k) * step)
+		if err := books.AppendDemand(HeldSeries, state.Sample{Time: at, Value: 32}); err != nil {
+			t.Fatal(err)
+		}
+		if err := books.AppendDemand(DemandSeries, state.Sample{Time: at, Value: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	l, err := New(Options{Config: cfg, Books: books, Advise: true, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &scripted{t: t, books: books, st: st}
 	ctx := context.Background()
-	step := cfg.Forecast.Step
 	for k := range 3 {
 		if _, err := l.Cycle(ctx, f, t0.Add(time.Duration(k)*step)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, _ := books.Demand(HeldSeries, time.Time{}); len(got) != 3 || got[2].Value != 32 {
-		t.Fatalf("held in the books: %v; want 3 samples of 32", got)
+	if got, _ := books.Demand(HeldSeries, t0); len(got) != 3 || got[2].Value != 32 {
+		t.Fatalf("held in the books from t0: %v; want 3 samples of 32", got)
 	}
 	// A restarted loop loads it, and the plan's advice rests on it.
 	l, _ = New(Options{Config: cfg, Books: books, Advise: true, DryRun: true})
@@ -512,14 +524,14 @@ func TestHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := r.State.Held; len(h.Values) != 4 || h.Values[0] != 32 || !h.Start.Equal(t0) {
-		t.Fatalf("state's held %+v; want 4 steps of 32 from %v", h, t0)
+	if h := r.State.Held; len(h.Values) != week+4 || h.Values[week] != 32 || !h.Start.Equal(t0.Add(-time.Duration(week)*step)) {
+		t.Fatalf("state's held: %d steps from %v; want %d of 32 from a week before %v", len(h.Values), h.Start, week+4, t0)
 	}
-	if b := r.Plan.Baseline; b == nil || b.GPUs != 32 {
+	if b := r.Plan.Baseline; b == nil || b.TooShort || b.GPUs != 32 {
 		t.Fatalf("baseline %+v; want the 32 GPUs held all along reserved, not the 2 GPUs of demand", b)
 	}
-	if got := l.Held(); len(got.Values) != 4 {
-		t.Fatalf("Held() = %+v; want the 4 steps", got)
+	if got := l.Held(); len(got.Values) != week+4 {
+		t.Fatalf("Held() has %d steps; want %d", len(got.Values), week+4)
 	}
 }
 

@@ -116,7 +116,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 // remain.
 func (s *Server) secrets() ([]string, error) {
 	if s.BootstrapFile == "" {
-		return nil, refuse(http.StatusForbidden, Disabled, "this controller takes no bootstrap requests (controller.bootstrap_token_file is not set): ask an operator for a credential (`autoscaler token issue NODE`)")
+		return nil, refuse(http.StatusForbidden, Disabled, "this controller takes no bootstrap requests (controller.bootstrap_token_file is not set), and the request's bearer is no API token: a node's credential is issued by an operator with an operator API token (`autoscaler token issue NODE`)")
 	}
 	b, err := secretfile.Read(s.BootstrapFile)
 	if err != nil {

@@ -38,7 +38,21 @@ type Baseline struct {
 	// WholeNodes is the reservation the whole history alone would
 	// justify; Nodes differs when the halves of the history disagree.
 	WholeNodes int `json:"whole_history_nodes"`
+	// HistoryHours is how long the history the recommendation rests on
+	// is, in hours (HistorySteps of its step).
+	HistoryHours float64 `json:"history_hours"`
+	// TooShort is set when that history is shorter than the least the
+	// advice rests on (MinAdviceHistory, for a plan): there is no advice
+	// yet (Nodes is the reservation now, and no cost is worked out).
+	TooShort bool `json:"too_short,omitempty"`
+	// MinHistoryHours is that least history, in hours.
+	MinHistoryHours float64 `json:"min_history_hours"`
 }
+
+// MinAdviceHistory is the least history a plan's advice rests on: a
+// reservation is a commitment of months, not to be sized from a few hours
+// of demand (a quiet night, one busy afternoon).
+const MinAdviceHistory = 7 * 24 * time.Hour
 
 // MinAdviceHalf is the least history each half must hold for the advice
 // to weigh the halves apart: a week, so neither half is a part of the
@@ -58,9 +72,10 @@ const MinAdviceHalf = 7 * 24 * time.Hour
 // to at most the lesser of what the whole history and each half alone
 // justify, and shrinks to at least the greater. A level held only in a
 // burst in one half (a bursty first week, a launch) is not committed to
-// until the history shows it again. It returns nil without a reserved
-// pool, a burst pool or history.
-func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
+// until the history shows it again. With less than minHistory of history
+// (a plan's: MinAdviceHistory) it advises nothing (TooShort). It returns nil without a
+// reserved pool, a burst pool or history.
+func RecommendBaseline(history fleet.Series, pools []fleet.Pool, minHistory time.Duration) *Baseline {
 	var res, burst, anyBurst *fleet.Pool
 	cheaper := func(a, b *fleet.Pool) bool { return b == nil || fleet.CompareForLaunch(a, b) < 0 }
 	for i := range pools {
@@ -98,6 +113,11 @@ func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
 		// Burst capacity (next to) free: nothing to weigh a reservation against.
 		return nil
 	}
+	span := time.Duration(len(demand)) * history.Step
+	if span < minHistory {
+		return &Baseline{Pool: res.Name, BurstPool: burst.Name, Nodes: res.Max, GPUs: res.Max * res.GPUsPerNode, CurrentNodes: res.Max,
+			BreakEven: res.PricePerGPUHour() / burst.PricePerGPUHour(), HistorySteps: len(demand), HistoryHours: span.Hours(), TooShort: true, MinHistoryHours: minHistory.Hours()}
+	}
 	// Each half's own best level (when each holds a whole week: shorter
 	// halves would split the weekly cycle), then the whole history's
 	// (which sorts it).
@@ -131,6 +151,8 @@ func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
 		CurrentCostPerHour: cents(costOf(res.Max)),
 		HistorySteps:       len(demand),
 		WholeNodes:         whole,
+		HistoryHours:       span.Hours(),
+		MinHistoryHours:    minHistory.Hours(),
 	}
 	if best > 0 {
 		level := float64(b.GPUs - 1)
@@ -141,6 +163,10 @@ func RecommendBaseline(history fleet.Series, pools []fleet.Pool) *Baseline {
 
 // Reason explains the recommendation in words.
 func (b *Baseline) Reason() string {
+	if b.TooShort {
+		return fmt.Sprintf("no advice yet: a reservation is a commitment of months, sized from %s of history at least; there is %s (%d steps). Keep %d reserved node(s) in %s until then",
+			fleet.FormatDuration(time.Duration(b.MinHistoryHours*float64(time.Hour))), fleet.FormatDuration(time.Duration(b.HistoryHours*float64(time.Hour))), b.HistorySteps, b.CurrentNodes, b.Pool)
+	}
 	verb := "keep"
 	switch {
 	case b.Nodes > b.CurrentNodes:

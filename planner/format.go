@@ -239,6 +239,9 @@ func silence(d time.Duration) string {
 // keepReason says how much capacity scale-in keeps, and why, until a time:
 // src is ReasonForecast, ReasonDemandNow or ReasonAnnounced, as needOver said.
 func (p *planner) keepReason(src Reason, keep int, until time.Time) string {
+	if src == ReasonUnneededTime {
+		return fmt.Sprintf("demand reached %d GPUs within the last %s (limits.scale_in_unneeded_time), forecast %s no higher until %s", keep, age(p.cfg.Limits.ScaleInUnneededTime), pct(p.q), clock(until))
+	}
 	if src == ReasonForecast {
 		return fmt.Sprintf("forecast %s needs at most %d GPUs until %s%s", pct(p.q), keep, clock(until), p.announcedText(p.now, until))
 	}

@@ -50,6 +50,14 @@ func (p *planner) observe(t *tally) {
 		gpn := pp.spec.GPUsPerNode
 		silent := p.silentFor(n)
 		pp.billed++
+		if !(n.Unknown && n.State == fleet.Pending) && !n.LaunchedAt.After(p.now) && n.LaunchedAt.After(pp.lastLaunch) {
+			// The latest launch scale-in waits after (scaleInDelay): not
+			// an instance this controller did not launch that is not
+			// up (a group's placeholder may say it launches now, every
+			// cycle), nor a launch time ahead of the clock, which would
+			// hold the pool as long as the node lives.
+			pp.lastLaunch = n.LaunchedAt
+		}
 		// A node's jobs never hold more GPUs than it has, whatever a
 		// report claimed.
 		p.plan.Demand.RunningGPUs += min(n.UsedGPUs(), gpn)
@@ -101,6 +109,9 @@ func (p *planner) observe(t *tally) {
 				continue
 			}
 			p.plan.Capacity.LaunchingGPUs += gpn
+			if !n.Unknown {
+				pp.booting++
+			}
 			pp.serve(t, n)
 		case fleet.Ready:
 			if interrupted(n, p.now) {

@@ -94,6 +94,12 @@ type poolPlan struct {
 	// when its own lead time reaches the time they are needed. left is
 	// the GPUs the pool's own need was left to such pools.
 	deferred, left int
+	// booting counts the pool's launches still booting within their
+	// provisioning deadline, and lastLaunch is when the latest of its
+	// live nodes was launched (observe): scale-in for demand waits for
+	// them (scaleInDelay).
+	booting    int
+	lastLaunch time.Time
 }
 
 // candidate is a ready node scale-in may remove.
@@ -299,7 +305,7 @@ func Make(in Input) Plan {
 		// until it is as long.
 		advisedOn = in.State.History
 	}
-	p.plan.Baseline = RecommendBaseline(advisedOn, in.Settings.Pools)
+	p.plan.Baseline = RecommendBaseline(advisedOn, in.Settings.Pools, MinAdviceHistory)
 	return p.plan
 }
 

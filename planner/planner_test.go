@@ -413,15 +413,34 @@ func TestRecommendBaseline(t *testing.T) {
 			v = append(v, 16)
 		}
 	}
-	b := RecommendBaseline(fleet.Series{Start: t0, Step: time.Minute, Values: v}, pools)
+	b := RecommendBaseline(fleet.Series{Start: t0, Step: time.Minute, Values: v}, pools, 0)
 	if b == nil || b.Nodes != 3 || b.GPUs != 24 || b.WholeNodes != 3 || b.BreakEven != 0.5 || b.BusyShare != 0.6 {
 		t.Fatalf("baseline = %+v", b)
 	}
 	if b.Reason() != "grow to 3 reserved node(s) (24 GPUs) in res, now 1: a reserved GPU pays off when busy more than 50% of the time (price vs od); expected $60.80/h vs $80.00/h now over 100 steps of history" {
 		t.Fatalf("reason = %q", b.Reason())
 	}
-	if RecommendBaseline(fleet.Series{}, pools) != nil || RecommendBaseline(fleet.Series{Values: v}, pools[1:]) != nil {
+	if RecommendBaseline(fleet.Series{}, pools, 0) != nil || RecommendBaseline(fleet.Series{Values: v}, pools[1:], 0) != nil {
 		t.Fatal("want no recommendation without history or a reserved pool")
+	}
+	// A plan advises nothing on less than a week of history: 100 minutes
+	// here, as 2 hours are after a controller's first start.
+	short := RecommendBaseline(fleet.Series{Start: t0, Step: time.Minute, Values: v}, pools, MinAdviceHistory)
+	if short == nil || !short.TooShort || short.Nodes != short.CurrentNodes {
+		t.Fatalf("advice on 100 minutes of history: %+v; want none (too_short), the reservation kept", short)
+	}
+	if want := "no advice yet: a reservation is a commitment of months, sized from 7d of history at least; there is 1h40m (100 steps). Keep 1 reserved node(s) in res until then"; short.Reason() != want {
+		t.Fatalf("reason = %q, want %q", short.Reason(), want)
+	}
+	// Through the planner: the plan's advice rests on its state's history.
+	cfg := testConfig(pools...)
+	st := fleet.State{History: fleet.Series{Start: t0.Add(-2 * time.Hour), Step: 10 * time.Minute, Values: slices.Repeat([]float64{32}, 12)}}
+	if b := Make(Input{Settings: cfg.Settings(), State: &st, Now: t0}).Baseline; b == nil || !b.TooShort {
+		t.Fatalf("a plan's advice on 2 hours of history: %+v; want none yet", b)
+	}
+	st.History.Values = slices.Repeat([]float64{32}, 7*24*6)
+	if b := Make(Input{Settings: cfg.Settings(), State: &st, Now: t0}).Baseline; b == nil || b.TooShort || b.Nodes != 4 {
+		t.Fatalf("a plan's advice on 7 days of 32 GPUs: %+v; want 4 nodes", b)
 	}
 }
 
@@ -465,7 +484,7 @@ func TestBaselineBurstyStart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pools := slices.Clone(pools)
 			pools[0].Min, pools[0].Max = tc.reserved, tc.reserved
-			b := RecommendBaseline(tc.history, pools)
+			b := RecommendBaseline(tc.history, pools, 0)
 			if b == nil || b.Nodes != tc.nodes || b.WholeNodes != tc.whole {
 				t.Fatalf("baseline = %+v, want %d nodes (whole history %d)", b, tc.nodes, tc.whole)
 			}

@@ -39,6 +39,9 @@ func genInput(t *rapid.T) Input {
 	calm := rapid.IntRange(0, 2).Draw(t, "calm") == 0
 	cfg.Limits.ScaleInShare = rapid.Float64Range(0.01, 1).Draw(t, "scaleInShare")
 	cfg.Limits.ScaleInWindow = time.Duration(rapid.IntRange(1, 30).Draw(t, "scaleInWindow")) * time.Minute
+	// Off, or on (the defaults, or longer).
+	cfg.Limits.ScaleInDelayAfterLaunch = time.Duration(rapid.SampledFrom([]int{0, 10, 30}).Draw(t, "scaleInDelay")) * time.Minute
+	cfg.Limits.ScaleInUnneededTime = time.Duration(rapid.SampledFrom([]int{0, 10, 30}).Draw(t, "unneededTime")) * time.Minute
 	// Each pool's quantile by cost, or one for all.
 	cfg.Forecast.WaitValuePerGPUHour = rapid.Float64Range(0.01, 5000).Draw(t, "waitValue")
 	if rapid.Bool().Draw(t, "quantileSet") {
@@ -334,7 +337,7 @@ var codesOf = map[ActionKind][]Reason{
 	Hold: {ReasonPoolUnobserved, ReasonUnknownNotReady, ReasonUnknownSilent, ReasonInterrupted, ReasonAgentSilent,
 		ReasonGPUFault, ReasonNeverCheckpointed, ReasonCheckpointTooOld, ReasonNoCheckpointSinceCancel,
 		ReasonDrainNoReport, ReasonDrainNotAcked, ReasonDrainNotConfirmed, ReasonOrphanBooting, ReasonOrphanBusy,
-		ReasonOrphanIdleTooShort, ReasonScaleInHalted, ReasonMaxScaleInPerCycle, ReasonEndsSoon, ReasonBootedWhileHalted},
+		ReasonOrphanIdleTooShort, ReasonScaleInHalted, ReasonMaxScaleInPerCycle, ReasonEndsSoon, ReasonBootedWhileHalted, ReasonUnneededTime},
 }
 
 func nodesByID(in Input) map[string]*fleet.Node {
@@ -438,6 +441,17 @@ func TestPropertySafety(t *testing.T) {
 				}
 				if a.Code == ReasonAboveMax {
 					overMaxDrains[a.Pool]++
+				}
+				if a.Code == ReasonIdle || a.Code == ReasonCheckpointed {
+					// For demand: not within limits.scale_in_delay_after_launch
+					// of a launch in its pool, nor while one boots, and an
+					// idle node only once idle limits.scale_in_unneeded_time.
+					if at, why := launchHolds(in, a.Pool, launched[a.Pool] > 0); why != "" {
+						t.Fatalf("drain for demand while %s (%s): %+v", why, at, a)
+					}
+					if u := cfg.Limits.ScaleInUnneededTime; u > 0 && len(n.Jobs) == 0 && !n.Rebalance && (n.IdleSince.IsZero() || in.Now.Sub(n.IdleSince) < u) {
+						t.Fatalf("drain of a node idle since %v, less than %s: %+v", n.IdleSince, u, a)
+					}
 				}
 				for _, j := range n.Jobs {
 					if j.LastCheckpoint.IsZero() || in.Now.Sub(j.LastCheckpoint) > cfg.Drain.CheckpointMaxAge || j.LastCheckpoint.Before(n.DrainCancelledAt) {
@@ -962,4 +976,35 @@ func poolNamed(pools []fleet.Pool, name string) *fleet.Pool {
 		}
 	}
 	return nil
+}
+
+// launchHolds says, from the inputs alone, why scale-in for demand may
+// not drain in pool now (limits.scale_in_delay_after_launch), or "": the
+// plan launches in it (launching, counted from the plan's launches
+// listed before the drain), a launch of it boots within its provisioning
+// deadline, its cloud not failing to create it, or one of its live nodes
+// was launched within the delay (a launch time ahead of the clock, or an
+// unknown instance not up, does not count).
+func launchHolds(in Input, pool string, launching bool) (time.Time, string) {
+	delay := in.Settings.Limits.ScaleInDelayAfterLaunch
+	p := poolNamed(in.Settings.Pools, pool)
+	if delay <= 0 || p == nil {
+		return time.Time{}, ""
+	}
+	if launching {
+		return in.Now, "the plan launches in its pool"
+	}
+	for _, n := range in.State.Nodes {
+		if n.Pool != pool || n.Orphan || n.State == fleet.Terminating || n.Unknown && n.State == fleet.Pending {
+			// Not this controller's launch, and not up: not waited for.
+			continue
+		}
+		if n.State == fleet.Pending && n.LaunchFailing == "" && !in.Now.After(n.LaunchedAt.Add(p.ProvisionTimeout)) {
+			return n.LaunchedAt, "a launch of its pool boots"
+		}
+		if !n.LaunchedAt.After(in.Now) && in.Now.Sub(n.LaunchedAt) < delay {
+			return n.LaunchedAt, "a node of its pool was launched within the delay"
+		}
+	}
+	return time.Time{}, ""
 }

@@ -203,6 +203,16 @@ const (
 	// others, and a scheduler may have put jobs on it. It counts against
 	// the limits, not as capacity; its pool is not backed off.
 	ReasonBootedWhileHalted
+	// ReasonScaleInDelay: scale-in for demand waits while launches boot
+	// and for limits.scale_in_delay_after_launch after the fleet's latest
+	// launch, so that no node is drained before the work it was launched
+	// for could reach it.
+	ReasonScaleInDelay
+	// ReasonUnneededTime: capacity is kept until it has been unneeded for
+	// limits.scale_in_unneeded_time: an idle node is held until it has
+	// been idle that long (planned to leave then if not needed), and the
+	// fleet keeps the GPUs its demand peaked at over that long past.
+	ReasonUnneededTime
 
 	numReasons // one past the last
 )
@@ -263,6 +273,8 @@ var reasonNames = [numReasons]string{
 	ReasonLeftToFaster:            "left_to_faster",
 	ReasonEndsSoon:                "ends_soon",
 	ReasonBootedWhileHalted:       "booted_while_halted",
+	ReasonScaleInDelay:            "scale_in_delay",
+	ReasonUnneededTime:            "unneeded_time",
 }
 
 // String is the code's name ("forecast", "drain_timeout"); "" for no

@@ -72,6 +72,9 @@ func (p *planner) scaleIn(t *tally) {
 	}
 	until := p.now.Add(p.window)
 	keep, src := p.needOver(p.now, until)
+	if peak := p.recentPeak(); peak > keep {
+		keep, src = peak, ReasonUnneededTime
+	}
 	keep = max(keep-p.scopedPending, 0)
 	for _, pp := range order {
 		if pp.spec.Capacity == fleet.Reserved {
@@ -84,6 +87,22 @@ func (p *planner) scaleIn(t *tally) {
 			return s.avail-keep >= gpn && pp.active > floor && (pp.claimed == 0 || pp.free() >= gpn)
 		}
 		if !more(pp) || len(pp.candidates) == 0 {
+			continue
+		}
+		if why := p.scaleInDelay(pp); why != "" {
+			// Noted only when there is something to scale in, so
+			// that the note says what it holds back. The surplus it
+			// holds waits for it (counted as gone), so no cheaper pool
+			// drains in its place.
+			p.note(ReasonScaleInDelay, why)
+			for _, c := range pp.candidates {
+				if !more(pp) {
+					break
+				}
+				if c.silentFor == 0 {
+					s.gone(pp, drainCandidate{candidate: c})
+				}
+			}
 			continue
 		}
 		why := func() string { return fmt.Sprintf("%s, fleet has %d", p.keepReason(src, keep, until), s.avail) }
@@ -146,6 +165,16 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 	for _, c := range cands {
 		if !more(pp) {
 			break
+		}
+		if prefix == "" && c.silentFor == 0 && c.blocker.none() && !c.node.Rebalance && p.idleTooShort(c.node) {
+			// Not unneeded for long enough: planned to leave once it
+			// is, counted as gone in this pass (as an ending node is),
+			// so that no busy node's jobs are moved for the surplus it
+			// will take.
+			p.add(Action{Kind: Hold, Pool: pp.spec.Name, Node: c.node.ID, InstanceType: pp.spec.InstanceType, GPUs: gpn,
+				Code: ReasonUnneededTime, Reason: p.idleTooShortText(c.node) + "; " + suffix()})
+			s.gone(pp, c)
+			continue
 		}
 		if *budget == 0 {
 			p.note(ReasonMaxScaleInPerCycle, fmt.Sprintf("scale-in stopped at limits.max_scale_in_per_cycle (%d); more may drain next cycle", lim.MaxScaleInPerCycle))
@@ -371,6 +400,14 @@ func sortCandidates(cs []drainCandidate) {
 			}
 		}
 		if ai {
+			// Longest idle first; an unknown idle start last (held
+			// until seen idle long enough: unneeded.go).
+			if az, bz := a.node.IdleSince.IsZero(), b.node.IdleSince.IsZero(); az != bz {
+				if az {
+					return 1
+				}
+				return -1
+			}
 			if c := a.node.IdleSince.Compare(b.node.IdleSince); c != 0 {
 				return c
 			}

@@ -114,6 +114,40 @@ func (e *RefusedError) Error() string {
 // Unwrap returns the cloud's error.
 func (e *RefusedError) Unwrap() error { return e.Err }
 
+// ConfigError means the cloud says a pool's config is wrong: what the
+// config gives at Attr, a path in the pool's block ("gpus_per_node",
+// "capacity", "gcp.mig"), is not what the cloud has (the instance type's
+// GPUs, the group's template). A person fixes the config or the cloud; Err
+// says what each has, and reads as the whole error.
+type ConfigError struct {
+	Pool, Attr string
+	Err        error
+}
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the error that says what each has.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// NoCredentialsError means the provider found no credentials for its
+// cloud where its SDK looks for them (the environment, the shared files,
+// the instance's own): a person must set them. It reads as one line that
+// says how; the SDK's account of each place it looked is Err.
+type NoCredentialsError struct {
+	// Cloud names the cloud, e.g. "AWS".
+	Cloud string
+	// How says how to give it credentials.
+	How string
+	Err error
+}
+
+func (e *NoCredentialsError) Error() string {
+	return fmt.Sprintf("no %s credentials found: %s", e.Cloud, e.How)
+}
+
+// Unwrap returns the SDK's error.
+func (e *NoCredentialsError) Unwrap() error { return e.Err }
+
 // ShouldBackOff reports whether err means the pool cannot get capacity for
 // a while, so launches should go to another pool: insufficient capacity,
 // an exceeded quota, a group the cloud is busy changing, a refusal, or a

@@ -970,6 +970,55 @@ planner/scalein.go
 ./planner
 TestMovesKeepScopedClaims
 
+scale-in does not wait after a launch
+planner/scalein.go
+"if why := p.scaleInDelay(pp); why != \"\" {"
+"if why := p.scaleInDelay(pp); false && why != \"\" {"
+./planner ./cmd/autoscaler
+TestScaleInWaits|TestRunScaleInWaits|TestPropertySafety
+
+a node idle a moment is drained
+planner/scalein.go
+"&& !c.node.Rebalance && p.idleTooShort(c.node) {"
+"&& !c.node.Rebalance && false {"
+./planner ./cmd/autoscaler
+TestScaleInWaits|TestRunScaleInWaits|TestPropertySafety
+
+a dip of demand is scaled in at once
+planner/scalein.go
+"if peak := p.recentPeak(); peak > keep {"
+"if peak := p.recentPeak(); false {"
+./planner
+TestScaleInWaits|TestPropertySafety
+
+reservation advice on hours of history
+planner/baseline.go
+"\tif span < minHistory {"
+"\tif false {"
+./planner
+TestRecommendBaseline
+
+a stale API token taken for a bootstrap
+apiauth/router.go
+"case (access == Node || access == Bootstrap) && !IsAPIToken(bearer):"
+"case access == Node || access == Bootstrap:"
+./controller
+TestAPIScopes
+
+a socket user registers another user's process
+agent/peer.go
+"\tif !c.restricted {\n\t\treturn nil\n\t}\n\towner := a.cfg.ProcOwner"
+"\tif true {\n\t\treturn nil\n\t}\n\towner := a.cfg.ProcOwner"
+./agent ./cmd/autoscaler
+TestCallerLimits|TestRegisterAsJobUser
+
+a socket user ends another user's job
+agent/peer.go
+"\tif c.restricted && j.owner != c.uid {"
+"\tif false {"
+./agent ./cmd/autoscaler
+TestCallerLimits|TestRegisterAsJobUser
+
 a forecast fault logged below the default level
 controller/controller.go
 "\t\t\tc.log.Warn(\"forecast not used as given\""

@@ -591,7 +591,9 @@ func (p *predictive) rebase(e *engine) {
 	}
 	nodes := p.fixed
 	if nodes < 0 {
-		b := planner.RecommendBaseline(p.loop.Held(), pools)
+		// The simulated fleet commits when simulate.advice_after says,
+		// on however much history it has by then.
+		b := planner.RecommendBaseline(p.loop.Held(), pools, 0)
 		if b == nil {
 			return
 		}

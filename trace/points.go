@@ -23,6 +23,9 @@ type Series struct {
 	// window start), ascending.
 	Offsets []time.Duration
 	Values  []float64
+	// Lines[i] is the file's line that Values[i] was read from, for
+	// errors about a point.
+	Lines []int
 	// SkippedRows counts the bad rows skipped with Options.SkipBadRows.
 	SkippedRows int
 }
@@ -65,6 +68,7 @@ func ReadSeries(r io.Reader, name string, opt Options) (*Series, error) {
 		}
 		s.Offsets = append(s.Offsets, at-p.from)
 		s.Values = append(s.Values, r.value)
+		s.Lines = append(s.Lines, r.line)
 	}
 	if len(s.Values) == 0 {
 		return nil, fmt.Errorf("%s: no points in the window %s", p.name, p.windowText())

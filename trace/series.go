@@ -126,6 +126,13 @@ func (p *parser) readSeriesRows(header []string, whole bool) ([]seriesRow, int64
 	}
 	need := max(timeCol, slices.Max(valueCols)) + 1
 	timeName := header[timeCol]
+	whereCols := make([]int, len(p.opt.Where))
+	for i, w := range p.opt.Where {
+		if whereCols[i] = column(header, w.Column); whereCols[i] < 0 {
+			return nil, 0, 0, fmt.Errorf("%s: no column %q to select rows by; the columns are %s", p.name, w.Column, strings.Join(header, ", "))
+		}
+		need = max(need, whereCols[i]+1)
+	}
 
 	var rows []seriesRow
 	var t0, prev int64
@@ -137,6 +144,9 @@ func (p *parser) readSeriesRows(header []string, whole bool) ([]seriesRow, int64
 		}
 		if err != nil {
 			return nil, 0, 0, err
+		}
+		if !p.selected(rec, whereCols) {
+			continue
 		}
 		ns, kind, v, why := parseSeriesRow(rec, header, need, timeCol, timeName, valueCols, scale)
 		gpus := 0
@@ -165,6 +175,18 @@ func (p *parser) readSeriesRows(header []string, whole bool) ([]seriesRow, int64
 		return nil, 0, 0, fmt.Errorf("%s: a series needs at least two rows to know its step, and it has one", p.name)
 	}
 	return rows, t0, kind0, nil
+}
+
+// selected reports whether a row meets every Options.Where condition,
+// whose columns are cols; a row too short to hold one is read, and
+// refused as short.
+func (p *parser) selected(rec []string, cols []int) bool {
+	for i, c := range cols {
+		if c < len(rec) && strings.TrimSpace(rec[c]) != p.opt.Where[i].Value {
+			return false
+		}
+	}
+	return true
 }
 
 // wholeGPUs rounds a demand to whole GPUs, or says why it cannot be.

@@ -130,6 +130,26 @@ type Options struct {
 	From time.Duration
 	// Days is the length of the window in days; 0 reads to the end.
 	Days float64
+	// Where keeps, of a series holding several (a model column, a
+	// region column), the rows whose columns have these values; the
+	// others are not read. See ParseWhere.
+	Where []Where
+}
+
+// Where is one condition on a series' rows: column Column holds Value
+// (its text, spaces trimmed, compared exactly).
+type Where struct {
+	Column, Value string
+}
+
+// ParseWhere parses a condition written column=value ("model=m-large").
+func ParseWhere(s string) (Where, error) {
+	col, val, ok := strings.Cut(s, "=")
+	col, val = strings.TrimSpace(col), strings.TrimSpace(val)
+	if !ok || col == "" {
+		return Where{}, fmt.Errorf("%q: want column=value, such as model=m-large", s)
+	}
+	return Where{Column: col, Value: val}, nil
 }
 
 // The formats a trace can have.

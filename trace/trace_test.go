@@ -562,6 +562,56 @@ func TestRealServeGen(t *testing.T) {
 	if tr.SkippedRows != 6336-2016 || tr.Step != 10*time.Minute || tr.Span() != 14*24*time.Hour {
 		t.Errorf("skipped %d, step %v, span %v", tr.SkippedRows, tr.Step, tr.Span())
 	}
+	// Or one model, chosen by its column: every row of it, none skipped.
+	for _, tt := range []struct {
+		model string
+		rows  int
+	}{{"m-large", 2016}, {"m-small", 2016}, {"mm-image", 144}} {
+		s, err := OpenSeries(path, Options{ValueColumns: []string{"total_rate_rps"}, Where: []Where{{Column: "model", Value: tt.model}}})
+		if err != nil {
+			t.Fatalf("model=%s: %v", tt.model, err)
+		}
+		if len(s.Values) != tt.rows || s.SkippedRows != 0 || s.Step != 10*time.Minute {
+			t.Errorf("model=%s: %d rows (%d skipped), step %v; want %d rows of 10m", tt.model, len(s.Values), s.SkippedRows, s.Step, tt.rows)
+		}
+	}
+}
+
+// TestWhere: a series' rows are chosen by a column's value; a condition
+// on a column the file lacks, or one not written column=value, is an
+// error that says what was expected.
+func TestWhere(t *testing.T) {
+	const in = "time,model,g\n0,a,1\n0,b,5\n60,a,2\n60,b,6\n120,a,3\n"
+	for _, tt := range []struct {
+		where []Where
+		want  []float64
+		err   string
+	}{
+		{where: []Where{{"model", "a"}}, want: []float64{1, 2, 3}},
+		{where: []Where{{"MODEL", "b"}}, want: []float64{5, 6}},
+		{where: []Where{{"model", "a"}, {"g", "2"}}, want: []float64{2}, err: "a series needs at least two rows"},
+		{where: []Where{{"region", "eu"}}, err: `in.csv: no column "region" to select rows by; the columns are time, model, g`},
+		{where: []Where{{"model", "c"}}, err: "in.csv: no valid rows"},
+		{err: `in.csv:3: time "0" is not after the previous row's (line 2)`},
+	} {
+		s, err := ReadSeries(strings.NewReader(in), "in.csv", Options{ValueColumns: []string{"g"}, Where: tt.where})
+		switch {
+		case tt.err != "":
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("where %v: err %v, want %q", tt.where, err, tt.err)
+			}
+		case err != nil:
+			t.Errorf("where %v: %v", tt.where, err)
+		case !slices.Equal(s.Values, tt.want):
+			t.Errorf("where %v: values %v, want %v", tt.where, s.Values, tt.want)
+		}
+	}
+	for _, tt := range []struct{ in, err string }{{"model=m-large", ""}, {" model = m-large ", ""}, {"model", "want column=value"}, {"=x", "want column=value"}} {
+		w, err := ParseWhere(tt.in)
+		if tt.err == "" && (err != nil || w != (Where{"model", "m-large"})) || tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("ParseWhere(%q) = %+v, %v; want error %q", tt.in, w, err, tt.err)
+		}
+	}
 }
 
 // FuzzRead checks that no input makes Read panic, and that what it accepts
@@ -650,7 +700,8 @@ func TestReadSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Name != "s.csv" || s.Step != 90*time.Second || !s.Start.Equal(time.Date(2020, 5, 1, 0, 0, 0, 0, time.UTC)) ||
-		!slices.Equal(s.Values, []float64{23, 22.5, 22}) || !slices.Equal(s.Offsets, []time.Duration{0, time.Minute, 3 * time.Minute}) {
+		!slices.Equal(s.Values, []float64{23, 22.5, 22}) || !slices.Equal(s.Offsets, []time.Duration{0, time.Minute, 3 * time.Minute}) ||
+		!slices.Equal(s.Lines, []int{2, 3, 4}) {
 		t.Fatalf("series %+v", s)
 	}
 	if _, err := ReadSeries(strings.NewReader(in), "s.csv", Options{ValueColumns: []string{"note"}}); err == nil || !strings.Contains(err.Error(), `s.csv:2: note "a" is not a number`) {
@@ -662,7 +713,8 @@ func TestReadSeries(t *testing.T) {
 }
 
 // FuzzReadSeries: no input crashes the series reader; what it accepts has
-// ascending offsets and finite, non-negative values.
+// ascending offsets, finite, non-negative values, and the ascending line
+// of each.
 func FuzzReadSeries(f *testing.F) {
 	f.Add("time,value\n0,1\n600,2.5\n1200,0\n")
 	f.Add("time,value\n2020-05-01 00:00:00,1\n2020-05-01 00:10:00,x\n")
@@ -672,9 +724,15 @@ func FuzzReadSeries(f *testing.F) {
 		if err != nil {
 			return
 		}
+		if len(s.Offsets) != len(s.Values) || len(s.Lines) != len(s.Values) {
+			t.Fatalf("%d offsets and %d lines for %d values", len(s.Offsets), len(s.Lines), len(s.Values))
+		}
 		for i, v := range s.Values {
 			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 || (i > 0 && s.Offsets[i] <= s.Offsets[i-1]) {
 				t.Fatalf("point %d: offset %v value %v", i, s.Offsets[i], v)
+			}
+			if s.Lines[i] < 2 || (i > 0 && s.Lines[i] <= s.Lines[i-1]) {
+				t.Fatalf("point %d: line %d after line %d", i, s.Lines[i], s.Lines[max(i-1, 0)])
 			}
 		}
 	})

@@ -5,14 +5,17 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -36,6 +39,11 @@ const exitNoNVML = 3
 
 const defaultSocket = "/run/fleetcast/agent.sock"
 
+// defaultSocketGroup is the group whose members may use the agent's local
+// API (register jobs, report checkpoints) when the machine has it; the
+// Terraform examples' node setup makes it.
+const defaultSocketGroup = "fleetcast"
+
 // runAgent is `autoscaler agent` (the daemon) and its job-side commands:
 // `agent register`, `agent checkpoint`, `agent done`.
 func runAgent(e *env, args []string) int {
@@ -43,8 +51,10 @@ func runAgent(e *env, args []string) int {
 		switch args[0] {
 		case "register", "checkpoint", "done":
 			return runAgentJob(e, args[0], args[1:])
+		case "status":
+			return runAgentStatus(e, args[1:])
 		}
-		fmt.Fprintf(e.stderr, "agent: unknown command %q; want register, checkpoint or done (or flags to run the agent)\n", args[0])
+		fmt.Fprintf(e.stderr, "agent: unknown command %q; want register, checkpoint, done or status (or flags to run the agent)\n", args[0])
 		return exitUsage
 	}
 	fs := newFlagSet(e, "agent", "agent -controller URL -token-file FILE [-bootstrap-token-file FILE] [-ca-file FILE] -node NAME [flags]")
@@ -61,7 +71,9 @@ func runAgent(e *env, args []string) int {
 	host, _ := os.Hostname()
 	node := fs.String("node", host, "this node's name as the controller knows it (the instance ID)")
 	pool := fs.String("pool", "", "the pool the node belongs to (for logs)")
-	socket := fs.String("socket", defaultSocket, "the local API's unix socket, for jobs (mode 0600)")
+	socket := fs.String("socket", defaultSocket, "the local API's unix socket, for jobs (who may use it: -socket-group, -socket-mode)")
+	socketGroup := fs.String("socket-group", defaultSocketGroup, "group (name or number) whose members may use the socket: jobs' users must be in it; a group named here must exist, while the default, when missing, leaves the socket to its owner with a warning (empty: the agent's own group)")
+	socketMode := fs.String("socket-mode", "0660", "the socket's permission bits, in octal: 0660 lets -socket-group's members register jobs, 0600 the agent's own user alone")
 	marker := fs.String("marker", "/run/fleetcast/draining", "file that exists while the node drains, for a local scheduler")
 	hook := fs.String("drain-hook", "", "command (split at spaces; use a script for anything more) run when a drain starts (FLEETCAST_DRAIN=start) and when it fails or is cancelled (=stop)")
 	noGPU := fs.Bool("no-gpu", false, "run without GPU data (CPU nodes, tests)")
@@ -101,6 +113,16 @@ func runAgent(e *env, args []string) int {
 	if *notices != "aws" && *notices != "gcp" && *notices != "none" {
 		fmt.Fprintf(e.stderr, "agent: -notices %q, want aws, gcp or none\n", *notices)
 		return exitUsage
+	}
+	groupGiven := false
+	fs.Visit(func(f *flag.Flag) { groupGiven = groupGiven || f.Name == "socket-group" })
+	access, warning, err := socketAccess(*socketGroup, groupGiven, *socketMode, lookupGroup)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "agent:", err)
+		return exitUsage
+	}
+	if warning != "" {
+		log.Warn(warning)
 	}
 	cred := &agent.Credential{File: *tokenFile, BootstrapFile: *bootstrapFile, Controller: *controller, Node: *node, Client: client, Log: log.Named("credential")}
 	if *identity == "gcp" {
@@ -152,12 +174,12 @@ func runAgent(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, err)
 		return exitError
 	}
-	l, err := agent.ListenUnix(*socket)
+	l, err := agent.ListenUnixAccess(*socket, access)
 	if err != nil {
 		fmt.Fprintln(e.stderr, err)
 		return exitError
 	}
-	api := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	api := agent.NewLocalServer(a)
 	go api.Serve(l)
 	defer api.Close()
 	if *metrics != "" {
@@ -174,7 +196,8 @@ func runAgent(e *env, args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log.Info("agent started", "node", *node, "pool", *pool, "controller", *controller, "socket", *socket, "gpus", cfg.GPUs != nil, "notices", *notices)
+	log.Info("agent started", "node", *node, "pool", *pool, "controller", *controller, "socket", *socket,
+		"socket_mode", fmt.Sprintf("%#o", uint32(access.Mode)), "socket_gid", access.GID, "gpus", cfg.GPUs != nil, "notices", *notices)
 	if *notices != "none" {
 		w := &spot.Watcher{Client: imds.New(imds.Options{Endpoint: *imdsEndpoint}), Interval: noticeInterval.d, Log: log.Named("notices"), Gone: a.Withdraw}
 		if *notices == "gcp" {
@@ -250,6 +273,63 @@ func runAgentJob(e *env, cmd string, args []string) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// socketAccess is who may use the agent's local API, from -socket-group
+// (given says whether it was on the command line) and -socket-mode. A
+// group given must exist: lookup finds its ID. The default group, when the
+// machine lacks it, leaves the socket to its owner (the mode's group bits
+// dropped), and warning says so, for the log; the agent still starts, so a
+// node without the group keeps working for root's jobs. An empty group
+// keeps the agent's own.
+func socketAccess(group string, given bool, mode string, lookup func(string) (int, error)) (access agent.SocketAccess, warning string, err error) {
+	m, err := strconv.ParseUint(strings.TrimPrefix(mode, "0o"), 8, 32)
+	if err != nil || m > 0o777 {
+		return access, "", fmt.Errorf("-socket-mode %q: want octal permission bits such as 0660 (0777 at most)", mode)
+	}
+	access = agent.SocketAccess{Mode: fs.FileMode(m), GID: -1}
+	if access.Mode&0o600 != 0o600 {
+		return access, "", fmt.Errorf("-socket-mode %q: the owner must be able to read and write (0600 at least)", mode)
+	}
+	if group == "" {
+		return access, "", nil
+	}
+	gid, err := lookup(group)
+	var unknown user.UnknownGroupError
+	var unknownID user.UnknownGroupIdError
+	missing := errors.As(err, &unknown) || errors.As(err, &unknownID)
+	switch {
+	case err == nil:
+		access.GID = gid
+		return access, "", nil
+	case given && missing:
+		return access, "", fmt.Errorf("-socket-group %q: no such group on this machine: make it (groupadd --system %s) and add the jobs' users to it, or name another", group, group)
+	case given:
+		return access, "", fmt.Errorf("-socket-group %q: %w", group, err)
+	}
+	why := "does not exist"
+	if !missing {
+		why = fmt.Sprintf("cannot be looked up (%v)", err)
+	}
+	access.Mode &^= 0o070
+	return access, fmt.Sprintf("socket group %q %s: the local API's socket is %#o, so only jobs running as the agent's own user can register; make the group (groupadd --system %s) and add the jobs' users to it",
+		group, why, uint32(access.Mode), group), nil
+}
+
+// lookupGroup returns the ID of a group given by name or number, which the
+// machine's group database must have.
+func lookupGroup(group string) (int, error) {
+	var g *user.Group
+	var err error
+	if _, nerr := strconv.Atoi(group); nerr == nil {
+		g, err = user.LookupGroupId(group)
+	} else {
+		g, err = user.LookupGroup(group)
+	}
+	if err != nil {
+		return -1, err
+	}
+	return strconv.Atoi(g.Gid)
 }
 
 // expectedEnd parses -expected-end: an RFC 3339 time, or a duration from

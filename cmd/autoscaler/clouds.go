@@ -15,6 +15,6 @@ import (
 // and filled in from EC2, and, with spot_price_lookup, their price from
 // the current spot price.
 func liveClouds(ctx context.Context, log hclog.Logger, cfg *config.Config) (map[string]providers.Provider, error) {
-	env := registry.Env{Log: log, Fleet: cfg.Controller.Fleet, DefaultFleet: cfg.Controller.Fleet == config.Defaults().Controller.Fleet, Plugins: cfg.Plugins}
+	env := registry.Env{Log: log, Fleet: cfg.Controller.Fleet, DefaultFleet: cfg.Controller.Fleet == config.Defaults().Controller.Fleet, Plugins: cfg.Plugins, Origin: cfg.Origin}
 	return registry.Open(ctx, env, cfg.Pools)
 }

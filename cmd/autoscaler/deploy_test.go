@@ -378,6 +378,17 @@ func TestNodeSetupUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The node's group database, where the script makes the agent's socket
+	// group (groupadd --prefix, which needs root); the machine's own must
+	// not change.
+	_, noGroupadd := exec.LookPath("groupadd")
+	makesGroup := os.Geteuid() == 0 && noGroupadd == nil
+	hostGroups, _ := os.ReadFile("/etc/group")
+	if makesGroup {
+		os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+		os.WriteFile(filepath.Join(root, "etc", "group"), []byte("root:x:0:\n"), 0o644)
+		os.WriteFile(filepath.Join(root, "etc", "gshadow"), []byte("root:*::\n"), 0o600)
+	}
 	cmd := exec.Command("bash", script, "--metadata-url", endpoint, "--root", root,
 		"--service-manager", "none", "--controller", "https://fleetcast.internal:8790", "--pool", "gpu",
 		"--agent-url", "file://"+bin, "--agent-sha256", hex.EncodeToString(sum[:]),
@@ -411,6 +422,21 @@ func TestNodeSetupUnit(t *testing.T) {
 	if !strings.Contains(string(unit), "Type=simple") || !strings.Contains(string(unit), "Documentation=https://") {
 		t.Errorf("unit:\n%s", unit)
 	}
+	t.Run("socket group", func(t *testing.T) {
+		if !makesGroup {
+			t.Skip("needs root and groupadd to make the group in the node's root")
+		}
+		groups, err := os.ReadFile(filepath.Join(root, "etc", "group"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count("\n"+string(groups), "\n"+defaultSocketGroup+":x:"); n != 1 {
+			t.Errorf("the node's /etc/group has %d %s groups; want 1, for the agent's socket:\n%s", n, defaultSocketGroup, groups)
+		}
+		if now, _ := os.ReadFile("/etc/group"); !bytes.Equal(now, hostGroups) {
+			t.Errorf("node-setup.sh --root changed this machine's /etc/group")
+		}
+	})
 }
 
 // systemdSplit splits an ExecStart value as systemd does for the quoting

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -236,7 +237,7 @@ func TestReadmeBenchSummary(t *testing.T) {
 	// The sentence under the table: on Philly, predictive's cost against
 	// reactive's (within 0.5%) and its share of reactive's waiting.
 	philly := simulateTable(t, string(bench), benchSummary[0].command)
-	said := regexp.MustCompile(`Philly it costs what reactive scaling does for (\d+)% of its waiting`).
+	said := regexp.MustCompile(`Philly it costs within 0\.5% of what reactive scaling does, for (\d+)% of its waiting`).
 		FindStringSubmatch(strings.Join(strings.Fields(string(readme)), " "))
 	if said == nil {
 		t.Fatal("README.md no longer says what Fleetcast costs on Philly against reactive scaling: update this test")
@@ -244,7 +245,7 @@ func TestReadmeBenchSummary(t *testing.T) {
 	ratio := philly["predictive"]["cost $"] / philly["reactive"]["cost $"]
 	share := fmt.Sprintf("%.0f", 100*philly["predictive"]["wait GPU-h"]/philly["reactive"]["wait GPU-h"])
 	if math.Abs(ratio-1) > 0.005 || share != said[1] {
-		t.Errorf("README.md says Fleetcast costs on Philly what reactive scaling does for %s%% of its waiting; docs/benchmarks.md gives %.3f times its cost for %s%%", said[1], ratio, share)
+		t.Errorf("README.md says Fleetcast costs on Philly within 0.5%% of what reactive scaling does, for %s%% of its waiting; docs/benchmarks.md gives %.3f times its cost for %s%%", said[1], ratio, share)
 	}
 	// And on Helios Earth and ServeGen, less waiting at a higher cost.
 	if !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), "it buys its lower waiting at a higher cost") {
@@ -300,4 +301,58 @@ func simulateTable(t *testing.T, page, command string) map[string]map[string]flo
 		out[f[0]] = row
 	}
 	return out
+}
+
+// TestDocsBuildThroughMake: no page, and no example's comment, gives a
+// build of the binary outside make (go run or go build of
+// ./cmd/autoscaler): only make's builds pass gcc the flag that keeps it
+// quiet about the deprecated functions NVML's header declares (Go has no
+// per-module setting for it), so every other path would print some 150
+// lines of warnings on a first build.
+func TestDocsBuildThroughMake(t *testing.T) {
+	pages := append(docPages(t), "examples/terraform/aws/README.md", "examples/terraform/gcp/README.md")
+	hcl, err := filepath.Glob(filepath.Join(repoRoot, "examples", "*.hcl"))
+	if err != nil || len(hcl) == 0 {
+		t.Fatalf("examples/*.hcl: %v", err)
+	}
+	for _, f := range hcl {
+		rel, _ := filepath.Rel(repoRoot, f)
+		pages = append(pages, rel)
+	}
+	build := regexp.MustCompile(`go (run|build|install)\b[^\n` + "`" + `]*\./cmd/autoscaler`)
+	for _, p := range pages {
+		b, err := os.ReadFile(filepath.Join(repoRoot, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, line := range strings.Split(string(b), "\n") {
+			if m := build.FindString(line); m != "" {
+				t.Errorf("%s:%d: %q builds the binary outside make: use make build (bin/autoscaler) or make run", p, n+1, m)
+			}
+		}
+	}
+}
+
+// TestMakeRun: the README's first command, make run, builds bin/autoscaler
+// with the flag that keeps gcc quiet about NVML's header, then runs the
+// controller on the simulated cloud, as the README's tour assumes (the
+// docs test runs that command as autoscaler run -config
+// examples/local.hcl).
+func TestMakeRun(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make here")
+	}
+	out, err := exec.Command("make", "-C", repoRoot, "--no-print-directory", "-n", "run").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], " build ") || !strings.HasSuffix(lines[0], "-o bin/autoscaler ./cmd/autoscaler") ||
+		strings.TrimSpace(lines[1]) != "bin/autoscaler run -config examples/local.hcl" {
+		t.Errorf("make -n run:\n%s\nwant the build of bin/autoscaler, then bin/autoscaler run -config examples/local.hcl", out)
+	}
+	cflags, err := exec.Command("make", "-C", repoRoot, "-s", "--no-print-directory", "--eval", "cgo-cflags: ; @echo \"$$CGO_CFLAGS\"", "cgo-cflags").Output()
+	if err != nil || !strings.Contains(string(cflags), "-Wno-deprecated-declarations") {
+		t.Errorf("make's recipes get CGO_CFLAGS=%q (%v); want -Wno-deprecated-declarations in it", strings.TrimSpace(string(cflags)), err)
+	}
 }

@@ -20,11 +20,13 @@ import (
 )
 
 func runForecast(e *env, args []string) int {
-	fs := newFlagSet(e, "forecast", "forecast -series FILE [-value-column a+b] [-step 10m] [-horizon 1h] [-quantile 0.9] [-backtest [-per-origin FILE]] [-json] [-plot FILE]")
+	fs := newFlagSet(e, "forecast", "forecast -series FILE [-value-column a+b] [-where column=value] [-step 10m] [-horizon 1h] [-quantile 0.9] [-backtest [-per-origin FILE]] [-json] [-plot FILE]")
 	path := fs.String("series", "", "demand series (CSV with a time column and value columns)")
 	valueCol := fs.String("value-column", "", "the value column, or columns to sum as a+b")
 	scale := fs.Float64("scale", 1, "multiply values by this")
 	skipBad := fs.Bool("skip-bad-rows", false, "skip rows that do not parse, and count them, instead of failing")
+	var where whereFlag
+	fs.Var(&where, "where", "read only the rows whose column has this value, column=value (repeat for several): one series of a file holding several, such as model=m-large")
 	stepFlag := durationFlag{positive: true}
 	horizonFlag := durationFlag{d: time.Hour, positive: true}
 	trainFlag := durationFlag{d: 14 * forecast.Day, positive: true}
@@ -55,7 +57,7 @@ func runForecast(e *env, args []string) int {
 	}
 	step, horizon, train := stepFlag.d, horizonFlag.d, trainFlag.d
 
-	raw, err := trace.OpenSeries(*path, trace.Options{ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad})
+	raw, err := trace.OpenSeries(*path, trace.Options{ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Where: where})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "forecast:", err)
 		return exitError
@@ -265,4 +267,24 @@ func seriesTime(t time.Time, absolute bool, step time.Duration) string {
 	}
 	off := t.Sub(time.Time{})
 	return fmt.Sprintf("+%dd %s", off/forecast.Day, time.Time{}.Add(off%forecast.Day).Format(clock))
+}
+
+// whereFlag is a repeated -where column=value.
+type whereFlag []trace.Where
+
+func (f *whereFlag) String() string {
+	var parts []string
+	for _, w := range *f {
+		parts = append(parts, w.Column+"="+w.Value)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f *whereFlag) Set(s string) error {
+	w, err := trace.ParseWhere(s)
+	if err != nil {
+		return err
+	}
+	*f = append(*f, w)
+	return nil
 }

@@ -156,6 +156,8 @@ func TestForecastErrors(t *testing.T) {
 		{"bad quantile", []string{"forecast", "-series", good, "-quantile", "1.5"}, 2, "-quantile 1.5"},
 		{"too short to backtest", []string{"forecast", "-series", day, "-value-column", "running", "-backtest"}, 1, "too few"},
 		{"per-origin without backtest", []string{"forecast", "-series", good, "-value-column", "running", "-per-origin", filepath.Join(t.TempDir(), "o.csv")}, 2, "-per-origin needs -backtest"},
+		{"bad where", []string{"forecast", "-series", good, "-value-column", "running", "-where", "model"}, 2, `invalid value "model" for flag -where: "model": want column=value`},
+		{"where on no column", []string{"forecast", "-series", good, "-value-column", "running", "-where", "model=m-large"}, 1, `no column "model" to select rows by`},
 		{"per-origin unwritable", []string{"forecast", "-series", good, "-value-column", "running", "-backtest", "-per-origin", filepath.Join(t.TempDir(), "no", "o.csv")}, 1, "-per-origin: open"},
 	}
 	for _, tt := range tests {
@@ -165,6 +167,45 @@ func TestForecastErrors(t *testing.T) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
 			}
 		})
+	}
+}
+
+// TestForecastWhere: of a file holding several series (a model column),
+// -where picks one; without it the interleaved times are refused.
+func TestForecastWhere(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("model,t_start_s,rate\n")
+	for _, m := range []struct {
+		name string
+		base float64
+	}{{"m-large", 200}, {"m-small", 20}} {
+		for i := range 3 * 144 {
+			fmt.Fprintf(&b, "%s,%d,%.1f\n", m.name, i*600, m.base+m.base/2*math.Sin(2*math.Pi*float64(i%144)/144))
+		}
+	}
+	series := writeFile(t, "rates.csv", b.String())
+	if code, _, errOut := cli("forecast", "-series", series, "-value-column", "rate"); code != 1 || !strings.Contains(errOut, "rows must be in ascending time") {
+		t.Fatalf("without -where: exit %d: %s", code, errOut)
+	}
+	for _, m := range []struct {
+		name   string
+		lo, hi float64
+	}{{"m-large", 90, 310}, {"m-small", 9, 31}} {
+		code, out, errOut := cli("forecast", "-series", series, "-value-column", "rate", "-where", "model="+m.name, "-json")
+		if code != 0 {
+			t.Fatalf("-where model=%s: exit %d: %s", m.name, code, errOut)
+		}
+		var f struct {
+			Values [][]float64 `json:"values"`
+		}
+		if err := json.Unmarshal([]byte(out), &f); err != nil || len(f.Values) == 0 {
+			t.Fatalf("-where model=%s: %v: %s", m.name, err, out)
+		}
+		for _, v := range f.Values[len(f.Values)/2] {
+			if v < m.lo || v > m.hi {
+				t.Errorf("-where model=%s: a median forecast of %.1f, want %v to %v: another model's rows were read", m.name, v, m.lo, m.hi)
+			}
+		}
 	}
 }
 

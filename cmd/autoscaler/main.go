@@ -5,9 +5,10 @@
 //	autoscaler plan     -config FILE [-state FILE] [-json]   show what the controller would do now, and why
 //	autoscaler simulate -config FILE -trace FILE [-json]      replay a trace under each policy and compare
 //	autoscaler forecast -series FILE [-backtest] [-json]      forecast demand, or backtest the models
+//	autoscaler history import -config FILE -series FILE       import a demand series into the controller's history
 //	autoscaler agent -controller URL -token-file FILE         the in-instance agent
 //	autoscaler agent checkpoint -job ID                       a job reports a checkpoint
-//	autoscaler validate -config FILE                          check a config file
+//	autoscaler validate -config FILE [-files] [-json]         check a config file (and the files it names)
 //	autoscaler version                                        print the version
 package main
 
@@ -60,6 +61,7 @@ func commands() []command {
 		{"run", "run the controller: observe, forecast, plan and act every interval", runRun},
 		{"plan", "show what the controller would do now, and why (a dry run)", runPlan},
 		{"forecast", "forecast a demand series, or backtest the forecasting models on it", runForecast},
+		{"history", "import a demand series into the controller's history, so a new controller forecasts from its start", runHistory},
 		{"agent", "run the in-instance agent, or tell it about a job (register, checkpoint, done)", runAgent},
 		{"simulate", "replay a workload trace through static, reactive, headroom, predictive and oracle fleets, or draw the cost-against-waiting frontier", runSimulate},
 		{"token", "list, issue or revoke node credentials on the running controller", runToken},

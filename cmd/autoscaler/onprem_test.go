@@ -76,6 +76,9 @@ plugin "racks" {
 }
 limits {
   scale_in_share = 1
+  # Scale-in's waits at the test's clock (a cycle a second).
+  scale_in_delay_after_launch = "5s"
+  scale_in_unneeded_time      = "5s"
 }
 forecast {
   step       = "1m"

@@ -58,12 +58,12 @@ func runPlan(e *env, args []string) int {
 		now = time.Now().UTC()
 	}
 	if *statePath == "" {
-		if err := registry.Check(cfg.Pools); err != nil {
-			fmt.Fprintln(e.stderr, "plan:", err)
+		if err := registry.Check(cfg); err != nil {
+			reportError(e, "plan", cfg.Origin, err)
 			return exitError
 		}
 		if state, err = observe(context.Background(), log, cfg, now); err != nil {
-			fmt.Fprintln(e.stderr, "plan:", err)
+			reportError(e, "plan", cfg.Origin, err)
 			return exitError
 		}
 		log.Debug("state read from the pools' providers", "nodes", len(state.Nodes), "pending_gpus", state.PendingGPUs)

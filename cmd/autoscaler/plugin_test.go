@@ -97,6 +97,9 @@ controller {
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
+	if !strings.Contains(out, "Fleetcast controller on 1 pool, a cycle every") {
+		t.Errorf("run's first line does not say \"on 1 pool\":\n%s", out)
+	}
 	var s struct {
 		Instances map[string]bool `json:"instances"`
 	}
@@ -136,7 +139,7 @@ controller {
 			}
 		}
 	}
-	if !strings.Contains(errOut, bad+": 2 error(s) from its plugins") {
+	if !strings.Contains(errOut, bad+": 2 error(s)\n") {
 		t.Errorf("validate does not count the plugin's errors: %q", errOut)
 	}
 	code, out, _ = cli("plugins", "-config", bad)
@@ -151,7 +154,7 @@ controller {
 	if err := os.WriteFile(wrong, []byte(strings.Replace(string(b), sum, strings.Repeat("0", 64), 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := cli("validate", "-config", wrong); code == 0 || !strings.Contains(errOut, "checksums did not match") {
+	if code, _, errOut := cli("validate", "-config", wrong); code == 0 || !strings.Contains(errOut, ": error: Checksum mismatch: plugin racks: "+bin+" has SHA-256 "+sum+", but sha256 expects "+strings.Repeat("0", 64)) {
 		t.Errorf("validate with a wrong checksum: exit %d, %q", code, errOut)
 	}
 	if code, out, errOut := cli("validate", "-config", wrong, "-skip-plugins"); code != 0 || !strings.Contains(out, "valid") {

@@ -81,8 +81,10 @@ func startRunCLI(t *testing.T, logPath, conf, addr, stateDir string, extra ...st
 		if err != nil {
 			return false
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		return resp.StatusCode == 200
+		// Live from the start; serving the fleet once a cycle has run.
+		return resp.StatusCode == 200 && !strings.Contains(string(body), "no control cycle yet")
 	})
 	return r, stop
 }

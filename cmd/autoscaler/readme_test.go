@@ -44,8 +44,8 @@ type readmeCommand struct {
 	line int    // the page's line number where the command starts
 	text string // as written, continuation lines joined
 	// cmd is text normalised: no "$ " prompt, no trailing comment, no
-	// "/usr/bin/time -v " in front, and "go run ./cmd/autoscaler" as
-	// "autoscaler".
+	// "/usr/bin/time -v " in front, and "go run ./cmd/autoscaler" or
+	// "bin/autoscaler" as "autoscaler" ("make run" as the command it runs).
 	cmd string
 	// output is what the page shows after the command in the same
 	// block ("$ " prompts only), up to the next prompt or the block's end.
@@ -113,7 +113,7 @@ func readmeCommands(t *testing.T, page string) []readmeCommand {
 			}
 			prompted := strings.HasPrefix(line, "$ ")
 			isCmd := lang == "sh" && trimmed != "" && !strings.HasPrefix(trimmed, "#") ||
-				prompted || strings.HasPrefix(line, "autoscaler ") || strings.HasPrefix(line, "go run ./cmd/autoscaler")
+				prompted || strings.HasPrefix(line, "autoscaler ") || strings.HasPrefix(line, "bin/autoscaler ") || strings.HasPrefix(line, "go run ./cmd/autoscaler")
 			if !isCmd {
 				if out >= 0 {
 					outBuf = append(outBuf, line)
@@ -147,6 +147,13 @@ func readmeCommands(t *testing.T, page string) []readmeCommand {
 		}
 		if len(words) >= 2 && words[0] == "go" && words[1] == "run" && len(words) > 2 && words[2] == "./cmd/autoscaler" {
 			words = append([]string{"autoscaler"}, words[3:]...)
+		}
+		if len(words) > 0 && words[0] == "bin/autoscaler" {
+			words[0] = "autoscaler"
+		}
+		if len(words) == 2 && words[0] == "make" && words[1] == "run" {
+			// The Makefile's run target, as TestMakeRun holds it.
+			words = strings.Fields("autoscaler run -config examples/local.hcl")
 		}
 		c.cmd = strings.Join(words, " ")
 	}
@@ -213,6 +220,7 @@ type readmeCoverage struct {
 func readmeCoverages() []readmeCoverage {
 	return []readmeCoverage{
 		{prefix: "autoscaler run -config examples/local.hcl", run: readmeRun},
+		{prefix: "autoscaler history import -config examples/cloud.hcl -series demand.csv", run: readmeHistoryImport},
 		{prefix: "autoscaler plan -config examples/local.hcl -at ", run: readmePlan},
 		{prefix: "autoscaler simulate -config examples/local.hcl -trace ", run: readmeSimulate},
 		{prefix: "autoscaler simulate -config examples/philly-fair.hcl -trace ", run: readmeSimulate},
@@ -231,6 +239,8 @@ func readmeCoverages() []readmeCoverage {
 		{prefix: "autoscaler agent register ", run: readmeAgentJob},
 		{prefix: "autoscaler agent checkpoint ", run: readmeAgentJob},
 		{prefix: "autoscaler agent done ", run: readmeAgentJob},
+		{prefix: "autoscaler agent status ", why: "asks a running agent over its socket; its words are pinned in test-fixtures/agent-status.txt",
+			tests: []testRef{{"cmd/autoscaler", "TestAgentStatus"}, {"cmd/autoscaler", "TestPrintAgentStatus"}}},
 		{prefix: "go build -o /tmp/ex/fleetcast-commands ", why: onPremSetupWhy, tests: onPremSetupTests},
 		{prefix: "cp examples/plugins/commands/racks.sh /tmp/ex/", why: onPremSetupWhy, tests: onPremSetupTests},
 		{prefix: "mkdir -p /tmp/ex/racks ", why: onPremSetupWhy, tests: onPremSetupTests},
@@ -251,6 +261,8 @@ func readmeCoverages() []readmeCoverage {
 		{prefix: "autoscaler agent -no-gpu -interval 1s ", why: "the agent's memory, measured by make bench; the agent without GPUs runs as a process in these tests",
 			tests: []testRef{{"cmd/autoscaler", "TestAgentSpotNotice"}, {"cmd/autoscaler", "TestAgentGCEPreemption"}}},
 		{prefix: "go test ./forecast -run ^$ -bench ^BenchmarkAuto ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"forecast", "BenchmarkAuto14d10m"}, {"forecast", "BenchmarkAuto90d1m"}}},
+		{prefix: "autoscaler forecast -series ../shared/traces/servegen_bailian/servegen_aggregate_rate_10min.csv -value-column total_rate_rps -where model=", why: "one model's series of the shared ServeGen file, chosen by a column",
+			tests: []testRef{{"trace", "TestRealServeGen"}, {"cmd/autoscaler", "TestForecastWhere"}}},
 		{prefix: "autoscaler forecast -series ../shared/bench/series/", why: "a backtest on a shared series (30 origins, seconds each; the scorecard and make bench run them)", tests: []testRef{{"forecast", "TestBacktestProtocol"}, {"cmd/autoscaler", "TestForecastBacktestJSON"}}},
 	}
 }
@@ -464,7 +476,7 @@ func readmeOnPrem(t *testing.T, args []string, shown string) {
 	if err := os.WriteFile("onprem.hcl", []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := cli(args...); code == 0 || strings.TrimRight(errOut, "\n") != strings.TrimRight(want, "\n") {
+	if code, _, errOut := cli(args...); code == 0 || strings.TrimRight(renameDir(errOut, dir, "/tmp/ex"), "\n") != strings.TrimRight(want, "\n") {
 		t.Errorf("validate with the docs' mistakes: exit %d; the docs show\n%s\nnow\n%s", code, want, errOut)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -70,8 +69,8 @@ func runRun(e *env, args []string) int {
 	if !ok {
 		return exitError
 	}
-	if err := registry.Check(cfg.Pools); err != nil {
-		fmt.Fprintln(e.stderr, "run:", err)
+	if err := registry.Check(cfg); err != nil {
+		reportError(e, "run", cfg.Origin, err)
 		return exitError
 	}
 	if *listen == "" {
@@ -83,7 +82,7 @@ func runRun(e *env, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := runController(ctx, e, log, cfg, runOptions{dryRun: *dryRun, speed: *speed, simStart: start, runFor: runFor.d, listen: *listen, loopbackReads: *loopbackReads, configPath: *path}); err != nil {
-		fmt.Fprintln(e.stderr, "run:", err)
+		reportError(e, "run", cfg.Origin, err)
 		return exitError
 	}
 	return exitOK
@@ -162,11 +161,9 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	if err != nil {
 		return err
 	}
-	var awsRoots []*x509.Certificate
-	if f := cfg.Controller.AWSIdentityCertificates; f != "" {
-		if awsRoots, err = nodeauth.LoadCertificates(f); err != nil {
-			return err
-		}
+	awsRoots, certs, err := loadStartFiles(cfg, log)
+	if err != nil {
+		return err
 	}
 	var gcpIdentity *nodeauth.GCPVerifier
 	if aud := cfg.Controller.GCPIdentityAudience; aud != "" {
@@ -177,12 +174,6 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 			return fmt.Errorf("controller.gcp_identity_audience: %w", err)
 		}
 		gcpIdentity = &nodeauth.GCPVerifier{Audience: aud, Validator: v}
-	}
-	var certs *certFiles
-	if cfg.Controller.TLS() {
-		if certs, err = newCertFiles(cfg.Controller.TLSCertFile, cfg.Controller.TLSKeyFile, log.Named("tls")); err != nil {
-			return err
-		}
 	}
 	agents, pending := controller.NewAgents(clock), &controller.Pending{}
 	var source controller.DemandSource
@@ -199,6 +190,10 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	}
 	if err := c.Recover(ctx); err != nil {
 		return err
+	}
+	if b, ok := c.Backfilled(); ok && b.Err == nil && len(b.Added) > 0 {
+		// A failure, or a source with nothing to say, is logged as a warning.
+		fmt.Fprintln(e.stdout, b)
 	}
 	var jobs *simfleet.Fleet
 	if sm != nil {
@@ -242,9 +237,13 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	if o.dryRun {
 		mode = " (dry run: planning only)"
 	}
-	where := fmt.Sprintf("on the simulated cloud: %d pools, a cycle every %s, %gx speed", len(cfg.Pools), fleet.FormatDuration(cfg.Controller.Interval), o.speed)
+	pools := fmt.Sprintf("%d pools", len(cfg.Pools))
+	if len(cfg.Pools) == 1 {
+		pools = "1 pool"
+	}
+	where := fmt.Sprintf("on the simulated cloud: %s, a cycle every %s, %gx speed", pools, fleet.FormatDuration(cfg.Controller.Interval), o.speed)
 	if live {
-		where = fmt.Sprintf("on %d pools, a cycle every %s", len(cfg.Pools), fleet.FormatDuration(cfg.Controller.Interval))
+		where = fmt.Sprintf("on %s, a cycle every %s", pools, fleet.FormatDuration(cfg.Controller.Interval))
 	}
 	fmt.Fprintf(e.stdout, "Fleetcast controller%s %s; API on %s://%s; state in %s\n", mode, where, scheme, ln.Addr(), store.Path())
 	fmt.Fprintf(e.stdout, "A scheduler's token: TOKEN=$(autoscaler api-token create -config %s -scope demand me) (the root token, an operator's, is in %s)\n", o.configPath, rootSource)
@@ -257,6 +256,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	}
 	start := clock()
 	var cost float64
+	var churn churnCount
 	nextHour := start.Truncate(time.Hour).Add(time.Hour)
 	if sm != nil {
 		// Each cycle, simulated time moves on an interval and the
@@ -269,6 +269,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	ro.After = func(now time.Time, r loop.CycleResult, _ error) {
 		cost += r.Plan.CostPerHourBefore * cfg.Controller.Interval.Hours()
 		printActions(e, now, &r)
+		churn.add(&r)
 		if !now.Before(nextHour) {
 			var s *simfleet.Stats
 			if jobs != nil {
@@ -286,7 +287,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 		fmt.Fprintln(e.stdout, "\nstopping: the cycle in progress finished; state flushed")
 	}
 	if jobs != nil {
-		summary(e, clock().Sub(start), cost, jobs.Stats())
+		summary(e, clock().Sub(start), cost, churn, jobs.Stats())
 	}
 	return nil
 }
@@ -392,9 +393,39 @@ func printStatus(e *env, now time.Time, p *planner.Plan, s *simfleet.Stats, cost
 		p.CostPerHourBefore, cost, lost)
 }
 
-func summary(e *env, d time.Duration, cost float64, s simfleet.Stats) {
+// churnCount counts the nodes a run launched and the drains it began, as
+// done (or, in a dry run, as it would have): the churn its summary shows
+// per simulated day.
+type churnCount struct{ launched, drained int }
+
+// add counts a cycle's launches and drains that were carried out (or
+// planned, in a dry run); refused and failed ones are not.
+func (c *churnCount) add(r *loop.CycleResult) {
+	for i, a := range r.Plan.Actions {
+		if i < len(r.Outcomes) && r.Outcomes[i].Result != loop.Done && r.Outcomes[i].Result != loop.DryRun {
+			continue
+		}
+		switch a.Kind {
+		case planner.Launch:
+			c.launched += a.Count
+		case planner.Drain:
+			c.drained++
+		}
+	}
+}
+
+// summary prints what a run on the simulated cloud came to, over d of
+// simulated time.
+func summary(e *env, d time.Duration, cost float64, c churnCount, s simfleet.Stats) {
+	perDay := func(n int) float64 {
+		if d <= 0 {
+			return 0
+		}
+		return float64(n) / d.Hours() * 24
+	}
 	fmt.Fprintf(e.stdout, "\n%s simulated: spent $%.0f; jobs started %d, completed %d, moved by drains %d; waited %.1f GPU-h; work lost %.1f GPU-h\n",
 		fleet.FormatDuration(d), cost, s.Started, s.Completed, s.Moved, s.WaitGPUHours, s.LostGPUHours)
+	fmt.Fprintf(e.stdout, "nodes launched %d, drained %d: %.1f and %.1f per simulated day\n", c.launched, c.drained, perDay(c.launched), perDay(c.drained))
 }
 
 // secretFile returns the secret in path: n random bytes as hex text,

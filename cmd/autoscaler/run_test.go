@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -385,5 +386,67 @@ func TestRunOutputAddsUp(t *testing.T) {
 		if statuses < 7 || actions == 0 {
 			t.Errorf("dry run %v: %d status lines and %d actions in 8h, want 8 and some:\n%s", dry, statuses, actions, out)
 		}
+	}
+}
+
+// runActionLine is a launch or drain line of run's output: the time, the
+// kind, and the pool; a drain's reason follows.
+var runActionLine = regexp.MustCompile(`^(\w{3} \d\d:\d\d)  (launch|drain) +(?:(\d+) x \S+|\S+) in (\S+)(: .*)?$`)
+
+// runIdleFor is an idle drain's reason: how long the node was idle.
+var runIdleFor = regexp.MustCompile(`^: idle (\w+);`)
+
+// TestRunScaleInWaits runs the local example's first simulated day and
+// checks, from its output alone, that no pool drains a node within
+// limits.scale_in_delay_after_launch of a launch in it (so no node is
+// drained before the work it was launched for could reach it), that every
+// idle drain's node was idle limits.scale_in_unneeded_time at least, and
+// that the summary's churn adds up to the lines.
+func TestRunScaleInWaits(t *testing.T) {
+	cfg := localConfigIn(t, t.TempDir())
+	code, out, errOut := cli("run", "-config", cfg, "-for", "24h", "-sim-speed", "1e9", "-sim-start", "2026-11-30T00:00:00Z", "-listen", "127.0.0.1:0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	const delay, unneeded = 10 * time.Minute, 10 * time.Minute // the defaults
+	lastLaunch := map[string]time.Time{}
+	launched, drained := 0, 0
+	for _, line := range strings.Split(out, "\n") {
+		m := runActionLine.FindStringSubmatch(line)
+		if m == nil || strings.Contains(line, " REFUSED ") || strings.Contains(line, " FAILED: ") {
+			continue
+		}
+		at, err := time.Parse("Mon 15:04", m[1])
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		// Days of the week, in order from the start (a Monday): one day.
+		if strings.HasPrefix(m[1], "Tue") {
+			at = at.Add(24 * time.Hour)
+		}
+		pool := m[4]
+		if m[2] == "launch" {
+			n, _ := strconv.Atoi(m[3])
+			launched += n
+			lastLaunch[pool] = at
+			continue
+		}
+		drained++
+		if l, ok := lastLaunch[pool]; ok && at.Sub(l) < delay {
+			t.Errorf("%q: drained %s after a launch in its pool, within the scale-in delay (%s)", line, at.Sub(l), delay)
+		}
+		if im := runIdleFor.FindStringSubmatch(m[5]); im != nil {
+			d, err := time.ParseDuration(im[1])
+			if err != nil || d < unneeded {
+				t.Errorf("%q: drained idle %s, want idle %s at least (limits.scale_in_unneeded_time)", line, im[1], unneeded)
+			}
+		}
+	}
+	if launched == 0 || drained == 0 {
+		t.Fatalf("%d nodes launched and %d drained in a day; want some of each:\n%s", launched, drained, out)
+	}
+	want := fmt.Sprintf("nodes launched %d, drained %d: %.1f and %.1f per simulated day\n", launched, drained, float64(launched), float64(drained))
+	if !strings.Contains(out, want) {
+		t.Errorf("summary lacks %q:\n%s", want, out[max(0, len(out)-600):])
 	}
 }

@@ -135,7 +135,8 @@ func TestValidateBounded(t *testing.T) {
 }
 
 // TestValidateCapsDiagnostics: at most config.MaxDiagnostics errors are
-// printed, then a line counting the rest, and the total.
+// printed, each with its source line and a line of carets, then a line
+// counting the rest, and the total.
 func TestValidateCapsDiagnostics(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.hcl")
 	if err := os.WriteFile(path, bytes.Repeat([]byte("x = = 1\n"), 1000), 0o600); err != nil {
@@ -143,8 +144,8 @@ func TestValidateCapsDiagnostics(t *testing.T) {
 	}
 	code, _, errOut := cli("validate", "-config", path)
 	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
-	if code != exitError || len(lines) != config.MaxDiagnostics+2 {
-		t.Fatalf("exit %d, %d lines, want %d and %d:\n%s", code, len(lines), exitError, config.MaxDiagnostics+2, errOut)
+	if code != exitError || len(lines) != 3*config.MaxDiagnostics+2 {
+		t.Fatalf("exit %d, %d lines, want %d and %d:\n%s", code, len(lines), exitError, 3*config.MaxDiagnostics+2, errOut)
 	}
 	if got := lines[len(lines)-2:]; got[0] != "... and 970 more errors" || got[1] != path+": 1000 error(s)" {
 		t.Errorf("last lines %q", got)
@@ -168,8 +169,8 @@ func BenchmarkValidate(b *testing.B) {
 
 // TestValidateRefusesWhatRunCannotDrive: validate says "valid" only for a
 // config `run` can drive: simulated pools mixed with real ones (a plugin
-// pool here) exit 1, naming the pools and their providers, as plan and
-// run do.
+// pool here) exit 1, naming the pools and their providers, at the place
+// of the pool that differs, as plan and run do.
 func TestValidateRefusesWhatRunCannotDrive(t *testing.T) {
 	dir := t.TempDir()
 	local, err := os.ReadFile(localConfig)
@@ -186,7 +187,7 @@ func TestValidateRefusesWhatRunCannotDrive(t *testing.T) {
 		{plugin, `pool reserved-a100 uses provider "sim" and pool onprem "plugin": a config's pools are all simulated or all real`},
 	} {
 		code, out, errOut := cli("validate", "-config", tt.path)
-		if code != exitError || !strings.Contains(errOut, tt.path+": "+tt.want) || strings.Contains(out, "valid") {
+		if code != exitError || !strings.HasPrefix(errOut, tt.path+":") || !strings.Contains(errOut, ": error: Simulated and real pools mixed: "+tt.want) || strings.Contains(out, "valid") {
 			t.Errorf("validate %s: exit %d, stdout %q, stderr %q; want 1 and %q", tt.path, code, out, errOut, tt.want)
 		}
 		for _, cmd := range [][]string{{"plan", "-config", tt.path}, {"run", "-config", tt.path, "-for", "1ms"}} {

@@ -101,6 +101,9 @@ limits {
   scale_in_share         = 0.25
   scale_in_window        = "30m"
   silent_share_halt      = 0.5
+
+  scale_in_delay_after_launch = "15m"
+  scale_in_unneeded_time      = "0s" # off
 }
 
 controller {
@@ -120,6 +123,7 @@ demand {
   prometheus_url     = "http://prometheus:9090"
   prometheus_query   = "count(DCGM_FI_DEV_GPU_UTIL > 0)"
   prometheus_timeout = "5s"
+  backfill           = false
 }
 
 synthetic {

@@ -26,8 +26,8 @@ type Group struct {
 }
 
 // The example fleet: what examples/aws.hcl names, as examples/terraform/aws
-// makes it with its variables' defaults (config's tests check that they
-// agree), plus the launch template of the H100 capacity block pool, which
+// makes it with reserved_nodes = 4 and its other variables' defaults
+// (config's tests check that they agree), plus the launch template of the H100 capacity block pool, which
 // the operator makes with the capacity block (the Terraform does not).
 // CreateExample makes it on moto for the tests and scripts/try-moto.sh.
 var (

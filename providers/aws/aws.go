@@ -186,6 +186,9 @@ func (p *Provider) client(ctx context.Context, pool fleet.Pool) (*clients, error
 	if cfg.Region == "" {
 		return nil, fmt.Errorf("pool %s: no AWS region: set the pool's region or AWS_REGION", pool.Name)
 	}
+	if err := p.checkCredentials(ctx, cfg); err != nil {
+		return nil, err
+	}
 	cfg.APIOptions = append(cfg.APIOptions, p.opts.APIOptions...)
 	asg := autoscaling.NewFromConfig(cfg, func(o *autoscaling.Options) {
 		if endpoint != "" {

@@ -13,6 +13,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
 )
 
 // Facts are what EC2 says of a pool's instance type.
@@ -38,11 +39,11 @@ func (p *Provider) Facts(ctx context.Context, pool fleet.Pool) (Facts, error) {
 		return Facts{}, classify(pool.Name, "DescribeInstanceTypes "+pool.InstanceType, err)
 	}
 	if len(out.InstanceTypes) == 0 {
-		return Facts{}, fmt.Errorf("pool %s: EC2 does not know instance type %q", pool.Name, pool.InstanceType)
+		return Facts{}, &providers.ConfigError{Pool: pool.Name, Attr: "instance_type", Err: fmt.Errorf("pool %s: EC2 does not know instance type %q", pool.Name, pool.InstanceType)}
 	}
 	gi := out.InstanceTypes[0].GpuInfo
 	if gi == nil || len(gi.Gpus) == 0 {
-		return Facts{}, fmt.Errorf("pool %s: instance type %s has no GPUs", pool.Name, pool.InstanceType)
+		return Facts{}, &providers.ConfigError{Pool: pool.Name, Attr: "instance_type", Err: fmt.Errorf("pool %s: instance type %s has no GPUs", pool.Name, pool.InstanceType)}
 	}
 	f := Facts{GPUModel: aws.ToString(gi.Gpus[0].Name), GPUMemoryMiB: int(aws.ToInt32(gi.TotalGpuMemoryInMiB))}
 	for _, g := range gi.Gpus {
@@ -54,7 +55,8 @@ func (p *Provider) Facts(ctx context.Context, pool fleet.Pool) (Facts, error) {
 // Resolve fills in, for each AWS pool, what the config left out from what
 // EC2 says of its instance type (the GPU model), and checks what it gave:
 // a gpus_per_node that differs from the instance type's GPUs is an error
-// naming both. Pools of other providers are left as they are.
+// naming both, a *providers.ConfigError (as is an instance type EC2 does
+// not know, or without GPUs). Pools of other providers are left as they are.
 func (p *Provider) Resolve(ctx context.Context, pools []fleet.Pool) error {
 	for i := range pools {
 		pool := &pools[i]
@@ -66,7 +68,8 @@ func (p *Provider) Resolve(ctx context.Context, pools []fleet.Pool) error {
 			return err
 		}
 		if pool.GPUsPerNode != f.GPUs {
-			return fmt.Errorf("pool %s: gpus_per_node is %d, but EC2 says %s has %d %s GPUs", pool.Name, pool.GPUsPerNode, pool.InstanceType, f.GPUs, f.GPUModel)
+			return &providers.ConfigError{Pool: pool.Name, Attr: "gpus_per_node",
+				Err: fmt.Errorf("pool %s: gpus_per_node is %d, but EC2 says %s has %d %s GPUs", pool.Name, pool.GPUsPerNode, pool.InstanceType, f.GPUs, f.GPUModel)}
 		}
 		if pool.GPUModel == "" {
 			pool.GPUModel = f.GPUModel

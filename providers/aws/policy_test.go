@@ -1,6 +1,7 @@
 package aws
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -203,11 +204,33 @@ func refersTo(expr hclsyntax.Expression, typ string) []string {
 	return names
 }
 
+// terraformPolicy is the copy of iam-policy.json that the Terraform reads,
+// in its own directory so that the module works wherever it is copied.
+const terraformPolicy = terraformDir + "/iam-policy.json"
+
+// TestTerraformPolicyIsCopy: the Terraform's iam-policy.json is this
+// package's, byte for byte, so the role it makes allows exactly what the
+// provider's tests check against the calls it makes.
+func TestTerraformPolicyIsCopy(t *testing.T) {
+	want, err := os.ReadFile("iam-policy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(terraformPolicy)
+	if err != nil {
+		t.Fatalf("the Terraform's copy of the policy: %v (cp providers/aws/iam-policy.json examples/terraform/aws/)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("examples/terraform/aws/iam-policy.json differs from providers/aws/iam-policy.json: the controller's role would not allow what the provider calls; copy it again (cp providers/aws/iam-policy.json examples/terraform/aws/)")
+	}
+}
+
 // TestTerraformUsesPolicy: the controller's role in examples/terraform/aws,
 // behind the instance profile its output controller_instance_profile_name
 // names, may be assumed by EC2 and is used by nothing else, and its only
-// policy is this package's iam-policy.json, read with file(): one copy of
-// the policy, so the role cannot drift from what the provider calls.
+// policy is the module's iam-policy.json, read with file(): the copy of
+// this package's that TestTerraformPolicyIsCopy keeps equal, so the role
+// cannot drift from what the provider calls.
 func TestTerraformUsesPolicy(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(terraformDir, "*.tf"))
 	if err != nil || len(files) == 0 {
@@ -244,12 +267,12 @@ func TestTerraformUsesPolicy(t *testing.T) {
 		// A second copy, inline, would say what the policy allows.
 		for _, a := range actions {
 			if strings.Contains(string(f.Bytes), a) {
-				t.Errorf("%s names %s: the controller's policy is iam-policy.json, read with file(), not a copy", path, a)
+				t.Errorf("%s names %s: the controller's policy is iam-policy.json, read with file(), not written inline", path, a)
 			}
 		}
 	}
-	if jsons, _ := filepath.Glob(filepath.Join(terraformDir, "*.json")); len(jsons) > 0 {
-		t.Errorf("%s holds %v: the controller's policy is providers/aws/iam-policy.json alone", terraformDir, jsons)
+	if jsons, _ := filepath.Glob(filepath.Join(terraformDir, "*.json")); !slices.Equal(jsons, []string{filepath.Clean(terraformPolicy)}) {
+		t.Errorf("%s holds %v: want iam-policy.json alone, the copy of providers/aws/iam-policy.json", terraformDir, jsons)
 	}
 
 	// The controller's instance profile is the one its output names.
@@ -336,7 +359,7 @@ func checkPolicyFile(t *testing.T, r tfResource) {
 		call, _ = attr.Expr.(*hclsyntax.FunctionCallExpr)
 	}
 	if call == nil || call.Name != "file" || len(call.Args) != 1 {
-		t.Errorf("%s: policy must be file(\"${path.module}/.../providers/aws/iam-policy.json\")", r)
+		t.Errorf("%s: policy must be file(\"${path.module}/iam-policy.json\")", r)
 		return
 	}
 	ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"path": cty.ObjectVal(map[string]cty.Value{"module": cty.StringVal(terraformDir)})}}
@@ -350,12 +373,12 @@ func checkPolicyFile(t *testing.T, r tfResource) {
 		t.Errorf("%s: policy reads %s: %v", r, v.AsString(), err)
 		return
 	}
-	want, err := os.Stat("iam-policy.json")
+	want, err := os.Stat(terraformPolicy)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !os.SameFile(got, want) {
-		t.Errorf("%s: policy reads %s, not providers/aws/iam-policy.json", r, v.AsString())
+		t.Errorf("%s: policy reads %s, not the module's iam-policy.json (the copy of providers/aws/iam-policy.json)", r, v.AsString())
 	}
 }
 

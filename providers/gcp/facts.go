@@ -30,8 +30,9 @@ var gpuModels = map[string]string{
 // fills in its GPU model if the config left it out: the group's instance
 // template must make VMs of the pool's instance_type, and they must have
 // gpus_per_node GPUs, from the machine type's accelerators (A2, A3, G2)
-// or from the template's attached GPUs (N1). Other pools are left as they
-// are.
+// or from the template's attached GPUs (N1). What does not hold is a
+// *providers.ConfigError naming the pool's attribute it is about. Other
+// pools are left as they are.
 //
 // A pool whose facts cannot be read because Compute Engine cannot be
 // reached (a network error, a 5xx, throttling, each read given
@@ -117,6 +118,9 @@ func (p *Provider) resolve(ctx context.Context, pool *fleet.Pool) error {
 		return err
 	}
 	m, err := g.get(ctx)
+	if nf := (*providers.NotFoundError)(nil); errors.As(err, &nf) {
+		return &providers.ConfigError{Pool: pool.Name, Attr: "gcp.mig", Err: err}
+	}
 	if err != nil {
 		return err
 	}
@@ -126,7 +130,7 @@ func (p *Provider) resolve(ctx context.Context, pool *fleet.Pool) error {
 	}
 	props := tmpl.GetProperties()
 	if mt := path.Base(props.GetMachineType()); mt != "" && mt != "." && mt != pool.InstanceType {
-		return fmt.Errorf("pool %s: instance_type is %q, but the instance template %s of %s makes %s VMs", pool.Name, pool.InstanceType, tmpl.GetName(), g.what(), mt)
+		return &providers.ConfigError{Pool: pool.Name, Attr: "instance_type", Err: fmt.Errorf("pool %s: instance_type is %q, but the instance template %s of %s makes %s VMs", pool.Name, pool.InstanceType, tmpl.GetName(), g.what(), mt)}
 	}
 	zone := g.s.Zone
 	if zone == "" {
@@ -143,7 +147,11 @@ func (p *Provider) resolve(ctx context.Context, pool *fleet.Pool) error {
 	defer c.Close() //nolint:errcheck // read once, at start
 	mt, err := c.Get(ctx, &computepb.GetMachineTypeRequest{Project: g.s.Project, Zone: zone, MachineType: pool.InstanceType})
 	if err != nil {
-		return classify(pool.Name, fmt.Sprintf("machine type %q in %s", pool.InstanceType, zone), "get", err)
+		err = classify(pool.Name, fmt.Sprintf("machine type %q in %s", pool.InstanceType, zone), "get", err)
+		if nf := (*providers.NotFoundError)(nil); errors.As(err, &nf) {
+			err = &providers.ConfigError{Pool: pool.Name, Attr: "instance_type", Err: err}
+		}
+		return err
 	}
 	gpus, kind, source := 0, "", "the machine type's accelerators[].guestAcceleratorCount"
 	for _, a := range mt.GetAccelerators() {
@@ -159,9 +167,9 @@ func (p *Provider) resolve(ctx context.Context, pool *fleet.Pool) error {
 	}
 	switch {
 	case gpus == 0:
-		return fmt.Errorf("pool %s: machine type %s and the instance template %s of %s have no GPUs", pool.Name, pool.InstanceType, tmpl.GetName(), g.what())
+		return &providers.ConfigError{Pool: pool.Name, Attr: "instance_type", Err: fmt.Errorf("pool %s: machine type %s and the instance template %s of %s have no GPUs", pool.Name, pool.InstanceType, tmpl.GetName(), g.what())}
 	case gpus != pool.GPUsPerNode:
-		return fmt.Errorf("pool %s: gpus_per_node is %d, but its VMs have %d GPUs (%s, %s)", pool.Name, pool.GPUsPerNode, gpus, source, kind)
+		return &providers.ConfigError{Pool: pool.Name, Attr: "gpus_per_node", Err: fmt.Errorf("pool %s: gpus_per_node is %d, but its VMs have %d GPUs (%s, %s)", pool.Name, pool.GPUsPerNode, gpus, source, kind)}
 	}
 	if err := p.capacityFacts(ctx, g, pool, props, zone, m); err != nil {
 		return err
@@ -189,23 +197,23 @@ func (p *Provider) capacityFacts(ctx context.Context, g group, pool *fleet.Pool,
 	spot := props.GetScheduling().GetProvisioningModel() == "SPOT"
 	switch {
 	case pool.Capacity == fleet.Spot && !spot:
-		return fmt.Errorf("pool %s: capacity is spot, but %s's instance template makes %s VMs (set scheduling.provisioning_model = \"SPOT\")",
-			pool.Name, g.what(), cmp.Or(props.GetScheduling().GetProvisioningModel(), "STANDARD"))
+		return &providers.ConfigError{Pool: pool.Name, Attr: "capacity", Err: fmt.Errorf("pool %s: capacity is spot, but %s's instance template makes %s VMs (set scheduling.provisioning_model = \"SPOT\")",
+			pool.Name, g.what(), cmp.Or(props.GetScheduling().GetProvisioningModel(), "STANDARD"))}
 	case pool.Capacity != fleet.Spot && spot:
-		return fmt.Errorf("pool %s: capacity is %s, but %s's instance template makes spot VMs", pool.Name, pool.Capacity, g.what())
+		return &providers.ConfigError{Pool: pool.Name, Attr: "capacity", Err: fmt.Errorf("pool %s: capacity is %s, but %s's instance template makes spot VMs", pool.Name, pool.Capacity, g.what())}
 	}
 	if pool.Capacity != fleet.Reserved {
 		return nil
 	}
 	ra := props.GetReservationAffinity()
 	if ra.GetConsumeReservationType() != "SPECIFIC_RESERVATION" || len(ra.GetValues()) != 1 {
-		return fmt.Errorf("pool %s: capacity is reserved, but %s's instance template does not consume one specific reservation (reservation_affinity type SPECIFIC_RESERVATION, one value): its VMs could land outside the reservation, paid twice",
-			pool.Name, g.what())
+		return &providers.ConfigError{Pool: pool.Name, Attr: "capacity", Err: fmt.Errorf("pool %s: capacity is reserved, but %s's instance template does not consume one specific reservation (reservation_affinity type SPECIFIC_RESERVATION, one value): its VMs could land outside the reservation, paid twice",
+			pool.Name, g.what())}
 	}
 	name := path.Base(ra.GetValues()[0])
 	if zs := m.GetDistributionPolicy().GetZones(); g.s.Region != "" && len(zs) != 1 {
-		return fmt.Errorf("pool %s: capacity is reserved, but %s places VMs in %d zones, and reservation %s holds capacity in one: VMs in the others would not start (set its distribution_policy_zones to the reservation's zone)",
-			pool.Name, g.what(), len(zs), name)
+		return &providers.ConfigError{Pool: pool.Name, Attr: "capacity", Err: fmt.Errorf("pool %s: capacity is reserved, but %s places VMs in %d zones, and reservation %s holds capacity in one: VMs in the others would not start (set its distribution_policy_zones to the reservation's zone)",
+			pool.Name, g.what(), len(zs), name)}
 	}
 	c, err := compute.NewReservationsRESTClient(ctx, p.options(*pool)...)
 	if err != nil {
@@ -217,13 +225,13 @@ func (p *Provider) capacityFacts(ctx context.Context, g group, pool *fleet.Pool,
 		return classify(pool.Name, fmt.Sprintf("reservation %q in %s", name, zone), "get", err)
 	}
 	if !res.GetSpecificReservationRequired() {
-		return fmt.Errorf("pool %s: reservation %s in %s may be used by any VM that matches it (specificReservationRequired is false): other VMs could use up the reserved pool's capacity (set specific_reservation_required = true)",
-			pool.Name, name, zone)
+		return &providers.ConfigError{Pool: pool.Name, Attr: "capacity", Err: fmt.Errorf("pool %s: reservation %s in %s may be used by any VM that matches it (specificReservationRequired is false): other VMs could use up the reserved pool's capacity (set specific_reservation_required = true)",
+			pool.Name, name, zone)}
 	}
 	count, inUse := res.GetSpecificReservation().GetCount(), res.GetSpecificReservation().GetInUseCount()
 	if int64(pool.Max) > count {
-		return fmt.Errorf("pool %s: max is %d, but reservation %s in %s holds %d VMs: VMs above it would not start (set max to %d, or grow the reservation)",
-			pool.Name, pool.Max, name, zone, count, count)
+		return &providers.ConfigError{Pool: pool.Name, Attr: "max", Err: fmt.Errorf("pool %s: max is %d, but reservation %s in %s holds %d VMs: VMs above it would not start (set max to %d, or grow the reservation)",
+			pool.Name, pool.Max, name, zone, count, count)}
 	}
 	p.log.Info("reservation", "pool", pool.Name, "reservation", name, "zone", zone, "count", count, "in_use", inUse)
 	return nil
@@ -237,9 +245,9 @@ func (p *Provider) labels(g group, pool *fleet.Pool, tmpl *computepb.InstanceTem
 	l := tmpl.GetProperties().GetLabels()
 	switch {
 	case l[LabelPool] != "" && l[LabelPool] != pool.Name:
-		return fmt.Errorf("pool %s: the instance template %s of %s labels its VMs %s=%s: another pool's group", pool.Name, tmpl.GetName(), g.what(), LabelPool, l[LabelPool])
+		return &providers.ConfigError{Pool: pool.Name, Attr: "gcp.mig", Err: fmt.Errorf("pool %s: the instance template %s of %s labels its VMs %s=%s: another pool's group", pool.Name, tmpl.GetName(), g.what(), LabelPool, l[LabelPool])}
 	case l[LabelFleet] != "" && p.fleet != "" && l[LabelFleet] != p.fleet:
-		return fmt.Errorf("pool %s: the instance template %s of %s labels its VMs %s=%s, and this controller's fleet is %s: another fleet's group", pool.Name, tmpl.GetName(), g.what(), LabelFleet, l[LabelFleet], p.fleet)
+		return &providers.ConfigError{Pool: pool.Name, Attr: "gcp.mig", Err: fmt.Errorf("pool %s: the instance template %s of %s labels its VMs %s=%s, and this controller's fleet is %s: another fleet's group", pool.Name, tmpl.GetName(), g.what(), LabelFleet, l[LabelFleet], p.fleet)}
 	case l[LabelManaged] != "true" || l[LabelPool] == "":
 		p.log.Warn("the group's instance template does not label its VMs as the pool's: set labels = { fleetcast-managed = \"true\", fleetcast-pool = \"<pool>\" }",
 			"pool", pool.Name, "mig", g.s.MIG, "template", tmpl.GetName())
@@ -253,7 +261,7 @@ func (p *Provider) labels(g group, pool *fleet.Pool, tmpl *computepb.InstanceTem
 func (p *Provider) template(ctx context.Context, g group, url string) (*computepb.InstanceTemplate, error) {
 	name := path.Base(url)
 	if url == "" || name == "." {
-		return nil, fmt.Errorf("pool %s: %s has no instance template", g.pool.Name, g.what())
+		return nil, &providers.ConfigError{Pool: g.pool.Name, Attr: "gcp.mig", Err: fmt.Errorf("pool %s: %s has no instance template", g.pool.Name, g.what())}
 	}
 	opts := p.options(g.pool)
 	what := fmt.Sprintf("instance template %q", name)

@@ -117,6 +117,10 @@ func (p *Provider) clientsFor(ctx context.Context, pool fleet.Pool) (*clients, e
 	opts := p.options(pool)
 	zonal, err := compute.NewInstanceGroupManagersRESTClient(ctx, opts...)
 	if err != nil {
+		if noCredentials(err) {
+			p.log.Debug("no Application Default Credentials", "error", err)
+			return nil, &providers.NoCredentialsError{Cloud: "GCP", How: howToCredential, Err: err}
+		}
 		return nil, fmt.Errorf("pool %s: gcp: %w", pool.Name, err)
 	}
 	regional, err := compute.NewRegionInstanceGroupManagersRESTClient(ctx, opts...)
@@ -130,6 +134,19 @@ func (p *Provider) clientsFor(ctx context.Context, pool fleet.Pool) (*clients, e
 	c := &clients{zonal: zonal, regional: regional, instances: instances}
 	p.clients[endpoint] = c
 	return c, nil
+}
+
+// howToCredential says how to give the controller Application Default
+// Credentials.
+const howToCredential = "set GOOGLE_APPLICATION_CREDENTIALS to a service account key file, or run gcloud auth application-default login, or run on a VM with a service account"
+
+// noCredentials says err is the auth library's "could not find default
+// credentials": none in GOOGLE_APPLICATION_CREDENTIALS, gcloud's
+// well-known file or the metadata server (the library has no error value
+// for it; TestNoCloudCredentials in cmd/autoscaler holds this to its
+// words).
+func noCredentials(err error) bool {
+	return strings.Contains(err.Error(), "could not find default credentials")
 }
 
 // options are the client options for the pool: its endpoint, then the

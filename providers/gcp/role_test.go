@@ -1,6 +1,7 @@
 package gcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -127,9 +128,32 @@ func TestRoleCoversCalls(t *testing.T) {
 	}
 }
 
+// terraformRole is the copy of controller-role.json that the Terraform
+// reads, in its own directory so that the module works wherever it is
+// copied.
+const terraformRole = "../../examples/terraform/gcp/controller-role.json"
+
+// TestTerraformRoleIsCopy: the Terraform's controller-role.json is this
+// package's, byte for byte, so the role it makes grants exactly what the
+// provider's tests check against the calls it makes.
+func TestTerraformRoleIsCopy(t *testing.T) {
+	want, err := os.ReadFile("controller-role.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(terraformRole)
+	if err != nil {
+		t.Fatalf("the Terraform's copy of the role: %v (cp providers/gcp/controller-role.json examples/terraform/gcp/)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("examples/terraform/gcp/controller-role.json differs from providers/gcp/controller-role.json: the controller's role would not grant what the provider calls; copy it again (cp providers/gcp/controller-role.json examples/terraform/gcp/)")
+	}
+}
+
 // TestTerraformUsesRole: the Terraform's custom role takes its
-// permissions from controller-role.json, not a copy, and is the
-// controller's service account's.
+// permissions from the module's controller-role.json (the copy
+// TestTerraformRoleIsCopy keeps equal to this package's), not from a list
+// written inline, and is the controller's service account's.
 func TestTerraformUsesRole(t *testing.T) {
 	src, err := os.ReadFile("../../examples/terraform/gcp/controller.tf")
 	if err != nil {
@@ -145,7 +169,7 @@ func TestTerraformUsesRole(t *testing.T) {
 		case b.Type == "locals":
 			if a, ok := b.Body.Attributes["controller_role"]; ok {
 				text := string(a.Expr.Range().SliceBytes(src))
-				fileOK = strings.Contains(text, `file("${path.module}/../../../providers/gcp/controller-role.json")`)
+				fileOK = strings.Contains(text, `file("${path.module}/controller-role.json")`)
 			}
 		case b.Type == "resource" && len(b.Labels) == 2 && b.Labels[0] == "google_project_iam_custom_role":
 			a, ok := b.Body.Attributes["permissions"]

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers"
 	pb "github.com/fleetcast/autoscaler/providers/plugin/proto"
@@ -66,7 +67,9 @@ type Client struct {
 // Start starts the plugin, checked against its SHA-256, and shakes hands
 // with it (the protocol version, gRPC over mTLS) within StartTimeout and
 // ctx's deadline; it is not configured yet (Configure). A plugin that does not start, or answers the handshake
-// wrongly, is an error naming it, and its process is gone.
+// wrongly, is an error naming it, and its process is gone: one with
+// another checksum a *config.ChecksumError, with the checksum found; a
+// missing one an error that errors.Is fs.ErrNotExist.
 func Start(ctx context.Context, spec Spec, log hclog.Logger) (*Client, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -74,6 +77,11 @@ func Start(ctx context.Context, spec Spec, log hclog.Logger) (*Client, error) {
 	sum, err := hex.DecodeString(spec.SHA256)
 	if err != nil || len(sum) != sha256.Size {
 		return nil, fmt.Errorf("plugin %s: sha256 %q: want 64 hex digits", spec.Name, spec.SHA256)
+	}
+	// Checked here first for an error that says the checksum found (a
+	// *config.ChecksumError), and by go-plugin again as it starts it.
+	if err := config.VerifySHA256(spec.Path, spec.SHA256); err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
 	}
 	// The handshake within StartTimeout, and within ctx's deadline.
 	startTimeout := StartTimeout

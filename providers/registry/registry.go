@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 
@@ -48,6 +49,9 @@ type Env struct {
 	DefaultFleet bool
 	// Plugins are the config's plugin blocks.
 	Plugins []config.Plugin
+	// Origin is where the config's blocks and attributes are, for the
+	// errors' places; nil for none.
+	Origin *config.Origin
 }
 
 // Providers are the providers this build knows, by name.
@@ -85,33 +89,93 @@ func lookup(name string) (Provider, bool) {
 // drivable reports whether this build drives the provider's pools.
 func (p Provider) drivable() bool { return p.Simulated || p.Open != nil }
 
-// Check checks that this build can drive every pool, and that the pools
-// are all simulated or all real (the simulated cloud runs on its own
-// clock and workload, and does not mix with real clouds in one fleet). It
-// names the first pool it cannot drive, and its provider.
-func Check(pools []fleet.Pool) error {
+// Check checks that this build can drive every pool of cfg, and that
+// the pools are all simulated or all real (the simulated cloud runs on
+// its own clock and workload, and does not mix with real clouds in one
+// fleet). What it refuses is a *DiagnosticsError, each error at a pool's
+// provider attribute, naming the pool and its provider.
+func Check(cfg *config.Config) error { return check(cfg.Pools, cfg.Origin) }
+
+// check is Check of pools, whose places in the file origin gives (none
+// when it is nil).
+func check(pools []fleet.Pool, origin *config.Origin) error {
 	var driven []string
 	for _, p := range Providers() {
 		if p.drivable() {
 			driven = append(driven, p.Name)
 		}
 	}
+	var diags hcl.Diagnostics
+	refuse := func(pool fleet.Pool, summary, format string, args ...any) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(format, args...),
+			Subject: subject(origin.Where("pool", pool.Name, "provider"))})
+	}
 	for _, p := range pools {
 		if kind, ok := lookup(p.Provider); !ok || !kind.drivable() {
-			return fmt.Errorf("pool %s uses provider %q, which this build cannot drive yet (it drives %s pools)", p.Name, p.Provider, strings.Join(driven, " and "))
+			refuse(p, "Provider not driven", "pool %s uses provider %q, which this build cannot drive yet (it drives %s pools).", p.Name, p.Provider, strings.Join(driven, " and "))
 		}
 	}
-	if len(pools) == 0 {
-		return nil
-	}
-	simulated := Simulated(pools)
-	for _, p := range pools[1:] {
-		if kind, _ := lookup(p.Provider); kind.Simulated != simulated {
-			return fmt.Errorf("pool %s uses provider %q and pool %s %q: a config's pools are all simulated or all real",
-				pools[0].Name, pools[0].Provider, p.Name, p.Provider)
+	if len(diags) == 0 && len(pools) > 0 {
+		simulated := Simulated(pools)
+		for _, p := range pools[1:] {
+			if kind, _ := lookup(p.Provider); kind.Simulated != simulated {
+				first := ""
+				if at := origin.Where("pool", pools[0].Name, "provider"); at.Filename != "" {
+					first = fmt.Sprintf(" (pool %s's provider is at line %d)", pools[0].Name, at.Start.Line)
+				}
+				refuse(p, "Simulated and real pools mixed", "pool %s uses provider %q and pool %s %q: a config's pools are all simulated or all real%s.",
+					pools[0].Name, pools[0].Provider, p.Name, p.Provider, first)
+				break
+			}
 		}
+	}
+	if len(diags) > 0 {
+		return &DiagnosticsError{Diags: diags}
 	}
 	return nil
+}
+
+// placed is err with each *providers.ConfigError in it (alone, or among
+// joined errors) made a diagnostic at the attribute it names (at its
+// pool's block when the file leaves that attribute to its default), in a
+// *DiagnosticsError joined with the other errors; err itself when it
+// holds none.
+func placed(err error, origin *config.Origin) error {
+	var diags hcl.Diagnostics
+	var rest []error
+	var split func(err error)
+	split = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				split(e)
+			}
+			return
+		}
+		var ce *providers.ConfigError
+		if !errors.As(err, &ce) {
+			rest = append(rest, err)
+			return
+		}
+		at := origin.Where(append([]string{"pool", ce.Pool}, strings.Split(ce.Attr, ".")...)...)
+		if at.Filename == "" {
+			at = origin.Where("pool", ce.Pool)
+		}
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Not what the cloud has", Detail: err.Error() + ".", Subject: subject(at)})
+	}
+	split(err)
+	if len(diags) == 0 {
+		return err
+	}
+	return errors.Join(append(rest, &DiagnosticsError{Diags: diags})...)
+}
+
+// subject is r as a diagnostic's subject: nil for the zero Range (a
+// config not read from a file).
+func subject(r hcl.Range) *hcl.Range {
+	if r.Filename == "" {
+		return nil
+	}
+	return r.Ptr()
 }
 
 // Simulated reports whether the pools are the simulated cloud's (those
@@ -127,9 +191,11 @@ func Simulated(pools []fleet.Pool) bool {
 // Open makes the providers of real pools, by pool name, with one provider
 // per kind for all its pools. The factories may fill in pools' facts (a
 // GPU model, a spot price), in place. Pools this build cannot drive are
-// refused, as Check refuses them.
+// refused, as Check refuses them; what a cloud says the config got wrong
+// (a *providers.ConfigError) is a *DiagnosticsError, at its place in
+// env.Origin's file.
 func Open(ctx context.Context, env Env, pools []fleet.Pool) (map[string]providers.Provider, error) {
-	if err := Check(pools); err != nil {
+	if err := check(pools, env.Origin); err != nil {
 		return nil, err
 	}
 	out := map[string]providers.Provider{}
@@ -143,7 +209,7 @@ func Open(ctx context.Context, env Env, pools []fleet.Pool) (map[string]provider
 		p, err := kind.Open(ctx, env, pools)
 		if err != nil {
 			Close(out) // those opened already: the plugins started, the GCP clients
-			return nil, err
+			return nil, placed(err, env.Origin)
 		}
 		for _, pool := range pools {
 			if pool.Provider == kind.Name {
@@ -206,8 +272,9 @@ func openGCP(ctx context.Context, env Env, pools []fleet.Pool) (providers.Provid
 
 // openPlugins starts the plugins the config's plugin pools name, each
 // checked against its SHA-256, and configures each with its pools: what
-// a plugin finds wrong in its config or a pool's target is a
-// *DiagnosticsError, at the place in the config file. The plugins are
+// a plugin finds wrong in its config or a pool's target, and a plugin
+// that does not start, is a *DiagnosticsError, at the place in the
+// config file (env.Origin's, for a start's). The plugins are
 // kept running, started again when they exit (plugin.Supervise).
 func openPlugins(ctx context.Context, env Env, pools []fleet.Pool) (providers.Provider, error) {
 	log := env.Log
@@ -238,7 +305,7 @@ func openPlugins(ctx context.Context, env Env, pools []fleet.Pool) (providers.Pr
 		sup, found, err := plugin.Supervise(ctx, SpecOf(spec), by[name], env.Fleet, log.Named("plugin"))
 		switch {
 		case err != nil:
-			errs = append(errs, err)
+			diags = append(diags, notStarted(env.Origin, spec, err))
 		case len(found) > 0:
 			for _, d := range found {
 				at := plugin.Where(d, spec, by[name])
@@ -257,6 +324,32 @@ func openPlugins(ctx context.Context, env Env, pools []fleet.Pool) (providers.Pr
 		return nil, errors.Join(errs...)
 	}
 	return set, nil
+}
+
+// notStarted is the error of a plugin that did not start, at its place
+// in the config: a checksum that is not its executable's at its sha256
+// (with the checksum found), a missing executable at its path, and
+// anything else at its block.
+func notStarted(origin *config.Origin, spec config.Plugin, err error) *hcl.Diagnostic {
+	diag := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Plugin did not start", Detail: err.Error() + ".", Subject: spec.DefRange.Ptr()}
+	if spec.DefRange.Filename == "" {
+		diag.Subject = nil
+	}
+	var at hcl.Range
+	switch ce := (*config.ChecksumError)(nil); {
+	case errors.As(err, &ce):
+		diag.Summary = "Checksum mismatch"
+		diag.Detail = fmt.Sprintf("plugin %s: %s has SHA-256 %s, but sha256 expects %s: it does not run (if this is the executable to run, set sha256 to what sha256sum prints).",
+			spec.Name, ce.Path, ce.Got, ce.Want)
+		at = origin.Where("plugin", spec.Name, "sha256")
+	case errors.Is(err, fs.ErrNotExist):
+		diag.Summary = "Missing plugin executable"
+		at = origin.Where("plugin", spec.Name, "path")
+	}
+	if at.Filename != "" {
+		diag.Subject = at.Ptr()
+	}
+	return diag
 }
 
 // SpecOf is how to start a config's plugin.
@@ -282,7 +375,7 @@ func (e *DiagnosticsError) Error() string {
 // CheckPlugins starts the plugins the pools name (each checked against
 // its SHA-256), has each check its config and its pools' targets, and
 // stops them: `validate`'s check, within ctx. What the plugins find
-// wrong is a *DiagnosticsError, beside any plugin that would not start.
+// wrong, and each plugin that would not start, is a *DiagnosticsError.
 func CheckPlugins(ctx context.Context, env Env, pools []fleet.Pool) error {
 	if !slices.ContainsFunc(pools, func(p fleet.Pool) bool { return p.Provider == fleet.ProviderPlugin }) {
 		return nil

@@ -2,11 +2,15 @@ package registry
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
 )
 
 // TestProviders: every provider name the vocabulary has is registered
@@ -53,7 +57,7 @@ func TestCheck(t *testing.T) {
 		{"mixed", []fleet.Pool{pool("a", fleet.ProviderSim), pool("b", fleet.ProviderAWS)}, `pool a uses provider "sim" and pool b "aws": a config's pools are all simulated or all real`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Check(tt.pools)
+			err := Check(&config.Config{Pools: tt.pools})
 			if tt.err == "" {
 				if err != nil {
 					t.Fatalf("Check: %v", err)
@@ -70,5 +74,47 @@ func TestCheck(t *testing.T) {
 	}
 	if !Simulated([]fleet.Pool{pool("a", fleet.ProviderSim)}) || Simulated([]fleet.Pool{pool("a", fleet.ProviderAWS)}) || Simulated(nil) {
 		t.Error("Simulated is wrong")
+	}
+}
+
+// TestPlaced: what a cloud says the config got wrong is an error at the
+// attribute it names (at the pool's block when the file leaves the
+// attribute to its default), alone or joined with other errors, which
+// are kept; an error with none is left as it is.
+func TestPlaced(t *testing.T) {
+	src := "pool \"a\" {\n  provider = \"gcp\"\n  instance_type = \"a2\"\n  gpus_per_node = 8\n  price_per_hour = 1\n  max = 2\n  gcp {\n    project = \"p\"\n    zone = \"z\"\n    mig = \"m\"\n  }\n}\n"
+	cfg, diags := config.Parse("f.hcl", []byte(src), Blocks())
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	other := errors.New("unreachable")
+	gpus := &providers.ConfigError{Pool: "a", Attr: "gpus_per_node", Err: errors.New("pool a: gpus_per_node is 8, but its VMs have 4 GPUs")}
+	mig := &providers.ConfigError{Pool: "a", Attr: "gcp.mig", Err: errors.New("pool a: no such group")}
+	capacity := &providers.ConfigError{Pool: "a", Attr: "capacity", Err: errors.New("pool a: capacity is on_demand, but its VMs are spot")}
+	for _, tt := range []struct {
+		name  string
+		err   error
+		lines []int // of the diagnostics, in order
+		rest  bool  // other's kept
+	}{
+		{"none", other, nil, true},
+		{"one", gpus, []int{4}, false},
+		{"nested block", fmt.Errorf("opening: %w", mig), []int{10}, false},
+		{"default", errors.Join(errors.Join(capacity, nil), other), []int{1}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := placed(tt.err, cfg.Origin)
+			var de *DiagnosticsError
+			errors.As(got, &de)
+			var lines []int
+			if de != nil {
+				for _, d := range de.Diags {
+					lines = append(lines, d.Subject.Start.Line)
+				}
+			}
+			if !slices.Equal(lines, tt.lines) || errors.Is(got, other) != tt.rest {
+				t.Errorf("placed(%v) = %v: lines %v, want %v (other kept: %v)", tt.err, got, lines, tt.lines, tt.rest)
+			}
+		})
 	}
 }

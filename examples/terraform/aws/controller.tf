@@ -1,11 +1,13 @@
 # The Fleetcast controller's own role, for the EC2 instance it runs on.
 #
-# Its one policy is providers/aws/iam-policy.json, read from the provider,
-# not copied: the provider's tests check that file against every AWS call
-# the provider makes (and providers/aws/policy_test.go checks that this
-# role uses it), so the role can neither fall behind the code nor allow
-# more than it needs. It scales, protects and terminates only what carries
-# the fleetcast/managed=true tag the groups above set.
+# Its one policy is iam-policy.json, beside this file: a copy of
+# providers/aws/iam-policy.json, kept here so that the module works
+# wherever it is copied. The provider's tests check that file against every
+# AWS call the provider makes, and providers/aws/policy_test.go that this
+# copy is the same, byte for byte, and that this role uses it alone, so the
+# role can neither fall behind the code nor allow more than it needs. It
+# scales, protects and terminates only what carries the
+# fleetcast/managed=true tag the groups above set.
 #
 # The nodes have a role of their own (var.instance_profile_name): the
 # controller's is never on a GPU node.
@@ -27,7 +29,7 @@ resource "aws_iam_role" "controller" {
 resource "aws_iam_role_policy" "controller" {
   name   = "fleetcast-controller"
   role   = aws_iam_role.controller.id
-  policy = file("${path.module}/../../../providers/aws/iam-policy.json")
+  policy = file("${path.module}/iam-policy.json")
 }
 
 resource "aws_iam_instance_profile" "controller" {

@@ -1,5 +1,8 @@
-# GPU fleet on AWS for Fleetcast: three Auto Scaling groups of p4d.24xlarge
-# nodes (8 x A100 each), one per pool in examples/cloud.hcl.
+# GPU fleet on AWS for Fleetcast: Auto Scaling groups of p4d.24xlarge
+# nodes (8 x A100 each), one per AWS pool in examples/cloud.hcl: on-demand
+# and spot, both empty until the controller launches, and, only when
+# var.reserved_nodes is above 0, a capacity reservation and the reserved
+# group that fills it. As it comes, it reserves and launches nothing.
 #
 # Terraform creates the groups; Fleetcast sizes them. Terraform owns what a
 # group is (launch template, subnets, bounds, tags); the controller owns how
@@ -21,19 +24,28 @@ locals {
   ami_id = coalesce(var.gpu_ami_id, one(data.aws_ssm_parameter.dlami[*].insecure_value))
 
   # One launch template per pool: a node's user data names the pool its agent
-  # joins. The keys are the pool names in examples/cloud.hcl.
+  # joins. The keys are the pool names in examples/cloud.hcl. The reserved
+  # pool exists only with a reservation (var.reserved_nodes above 0).
   pools = {
-    "reserved-a100"     = { reserved = true }
-    "aws-ondemand-a100" = { reserved = false }
-    "aws-spot-a100"     = { reserved = false }
+    for name, pool in {
+      "reserved-a100"     = { reserved = true }
+      "aws-ondemand-a100" = { reserved = false }
+      "aws-spot-a100"     = { reserved = false }
+    } : name => pool if var.reserved_nodes > 0 || !pool.reserved
   }
 }
 
-# The capacity the reserved pool launches into. A reservation is billed
-# whether or not instances run in it, which is why the reserved pool's min
-# and max are both its size; cover it with a Savings Plan for the price in
-# cloud.hcl. "targeted" keeps the on-demand group from consuming it.
+# The capacity the reserved pool launches into, made only when
+# var.reserved_nodes is above 0 (the default is 0). A reservation is billed
+# at the on-demand rate for every hour it exists, whether or not instances
+# run in it (4 x p4d.24xlarge: about $131 an hour, $95,700 a month; see
+# README.md), which is why the reserved pool's min and max are both its
+# size; cover it with a Savings Plan for the price in cloud.hcl, and cancel
+# it (reserved_nodes = 0) when the fleet no longer needs it. "targeted"
+# keeps the on-demand group from consuming it.
 resource "aws_ec2_capacity_reservation" "a100" {
+  count = var.reserved_nodes > 0 ? 1 : 0
+
   instance_type           = "p4d.24xlarge"
   instance_platform       = "Linux/UNIX"
   availability_zone       = var.availability_zone
@@ -81,7 +93,7 @@ resource "aws_launch_template" "a100" {
   }
 
   dynamic "capacity_reservation_specification" {
-    for_each = each.value.reserved ? [aws_ec2_capacity_reservation.a100.id] : []
+    for_each = each.value.reserved ? aws_ec2_capacity_reservation.a100[*].id : []
 
     content {
       capacity_reservation_target {
@@ -116,6 +128,8 @@ resource "aws_launch_template" "a100" {
 #     pool it belongs to.
 
 resource "aws_autoscaling_group" "reserved" {
+  count = var.reserved_nodes > 0 ? 1 : 0
+
   name                      = "fleetcast-reserved-a100"
   min_size                  = var.reserved_nodes
   max_size                  = var.reserved_nodes

@@ -83,6 +83,20 @@ bin="$root/usr/local/bin/autoscaler"
 install -d -m 0700 "$etc" "$root/var/lib/fleetcast"
 install -d -m 0755 "$root/usr/local/bin" "$root/run/fleetcast"
 
+# The group whose members may use the agent's local API: the agent makes
+# its socket root:fleetcast, mode 0660, when the group exists, and root's
+# alone otherwise. Jobs' users must be in it to register
+# (usermod -aG fleetcast USER).
+if ! command -v groupadd >/dev/null; then
+  log "groupadd is missing: no fleetcast group, so only root's jobs can register with the agent"
+elif [ -z "$root" ]; then
+  groupadd --force --system fleetcast
+elif [ -f "$root/etc/group" ]; then
+  groupadd --force --system --prefix "$root" fleetcast
+else
+  log "no $root/etc/group: no fleetcast group, so only root's jobs can register with the agent"
+fi
+
 # The bootstrap secret and the controller's CA, where the agent reads them.
 [ -s "$bootstrap_file" ] || { log "the bootstrap secret $bootstrap_file is missing or empty"; exit 1; }
 if [ "$bootstrap_file" != "$etc/bootstrap-token" ]; then

@@ -1,10 +1,12 @@
 output "autoscaling_group_names" {
   description = "The Auto Scaling groups, keyed by the Fleetcast pool that drives each: the asg of the pool's aws block."
-  value = {
-    "reserved-a100"     = aws_autoscaling_group.reserved.name
-    "aws-ondemand-a100" = aws_autoscaling_group.on_demand.name
-    "aws-spot-a100"     = aws_autoscaling_group.spot.name
-  }
+  value = merge(
+    { for g in aws_autoscaling_group.reserved : "reserved-a100" => g.name },
+    {
+      "aws-ondemand-a100" = aws_autoscaling_group.on_demand.name
+      "aws-spot-a100"     = aws_autoscaling_group.spot.name
+    },
+  )
 }
 
 output "launch_template_ids" {
@@ -13,12 +15,12 @@ output "launch_template_ids" {
 }
 
 output "capacity_reservation_id" {
-  description = "The capacity reservation the reserved group launches into."
-  value       = aws_ec2_capacity_reservation.a100.id
+  description = "The capacity reservation the reserved group launches into; null when reserved_nodes is 0 (no reservation)."
+  value       = one(aws_ec2_capacity_reservation.a100[*].id)
 }
 
 output "controller_instance_profile_name" {
-  description = "The instance profile to run the Fleetcast controller with: its role's policy is providers/aws/iam-policy.json."
+  description = "The instance profile to run the Fleetcast controller with: its role's policy is iam-policy.json (a copy of providers/aws/iam-policy.json)."
   value       = aws_iam_instance_profile.controller.name
 }
 

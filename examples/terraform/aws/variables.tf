@@ -78,13 +78,19 @@ variable "bootstrap_token_parameter" {
   default     = "/fleetcast/bootstrap-token"
 }
 
-# The sizes below are the pools' min and max in examples/cloud.hcl;
-# config/examples_test.go fails when they disagree.
+# The sizes below are the pools' min and max in examples/cloud.hcl (with
+# reserved_nodes = 4, which the reserved-a100 pool needs; the default
+# reserves nothing); config/examples_test.go fails when they disagree.
 
 variable "reserved_nodes" {
-  description = "Nodes in the capacity reservation: the reserved group's min and max size."
+  description = "Nodes in the capacity reservation, and the reserved group's min and max size. A reservation is paid for every hour at the on-demand rate whether or not nodes run in it (p4d.24xlarge: $32.77 an hour each, about $23,900 a month); 0, the default, makes no reservation and no reserved group. examples/cloud.hcl's reserved-a100 pool is reserved_nodes = 4."
   type        = number
-  default     = 4
+  default     = 0
+
+  validation {
+    condition     = var.reserved_nodes >= 0 && floor(var.reserved_nodes) == var.reserved_nodes
+    error_message = "reserved_nodes must be a whole number, 0 or more."
+  }
 }
 
 variable "spot_min_size" {

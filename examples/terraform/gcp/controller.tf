@@ -1,15 +1,17 @@
 # The Fleetcast controller's own service account, with one custom role.
 #
-# The role's permissions are providers/gcp/controller-role.json, read from
-# the provider, not copied: the provider's tests check that file against
-# every Compute Engine call the provider makes (and
-# providers/gcp/role_test.go checks that this role uses it), so the role
-# can neither fall behind the code nor allow more than it calls. Resizing a
+# The role's permissions are controller-role.json, beside this file: a
+# copy of providers/gcp/controller-role.json, kept here so that the module
+# works wherever it is copied. The provider's tests check that file against
+# every Compute Engine call the provider makes, and
+# providers/gcp/role_test.go that this copy is the same, byte for byte, and
+# that this role uses it, so the role can neither fall behind the code nor
+# allow more than it calls. Resizing a
 # group and deleting its instances need only compute.instanceGroupManagers.update:
 # the group's own service agent creates and deletes the VMs.
 
 locals {
-  controller_role = jsondecode(file("${path.module}/../../../providers/gcp/controller-role.json"))
+  controller_role = jsondecode(file("${path.module}/controller-role.json"))
 }
 
 resource "google_project_iam_custom_role" "controller" {

@@ -14,7 +14,7 @@ output "instance_template" {
 }
 
 output "controller_service_account_email" {
-  description = "The service account to run the Fleetcast controller as: its one role's permissions are providers/gcp/controller-role.json."
+  description = "The service account to run the Fleetcast controller as: its one role's permissions are controller-role.json (a copy of providers/gcp/controller-role.json)."
   value       = google_service_account.controller.email
 }
 

@@ -1,0 +1,110 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// TestScaleInWaits: scale-in for demand waits while a pool's launches
+// boot and for limits.scale_in_delay_after_launch after its latest launch,
+// holds idle nodes until they have been idle for
+// limits.scale_in_unneeded_time, and keeps the GPUs demand reached within
+// that time; each setting at 0 turns its rule off. Four idle nodes of 8
+// GPUs and a forecast of 8 GPUs: without the rules, two drain (the pool's
+// share, half of four, per scale_in_window).
+func TestScaleInWaits(t *testing.T) {
+	od := pool("od", fleet.OnDemand, 30, 10*time.Minute, 0, 10)
+	spot := pool("spot", fleet.Spot, 12, 10*time.Minute, 0, 10)
+	idle := func(id string, idleFor time.Duration) fleet.Node {
+		n := ready(id, od.Name)
+		n.IdleSince = t0.Add(-idleFor)
+		return n
+	}
+	launched := func(n fleet.Node, ago time.Duration) fleet.Node {
+		n.LaunchedAt = t0.Add(-ago)
+		return n
+	}
+	old := []fleet.Node{idle("o1", time.Hour), idle("o2", time.Hour), idle("o3", time.Hour), idle("o4", time.Hour)}
+	with := func(extra ...fleet.Node) []fleet.Node { return append(append([]fleet.Node{}, old...), extra...) }
+	booting := fleet.Node{ID: "o5", Pool: od.Name, State: fleet.Pending, LaunchedAt: t0.Add(-15 * time.Minute)}
+	history := func(vals ...float64) fleet.Series {
+		// The last value stands for the 10 minutes before now.
+		return fleet.Series{Start: t0.Add(-time.Duration(len(vals)) * 10 * time.Minute), Step: 10 * time.Minute, Values: vals}
+	}
+	tests := []struct {
+		name        string
+		nodes       []fleet.Node
+		history     fleet.Series
+		delay, idle time.Duration // the limits; -1: off
+		drained     []string
+		holds       int    // holds for unneeded_time
+		note        string // a scale_in_delay note contains it
+	}{
+		{name: "idle an hour: drained", nodes: old, drained: []string{"o1", "o2"}},
+		{name: "a node launched 5m ago holds its pool", nodes: with(launched(idle("o5", time.Minute), 5*time.Minute)),
+			note: "pool od is not scaled in until 14:05: its latest launch was 5m ago, within limits.scale_in_delay_after_launch (10m)"},
+		{name: "a launch time ahead of the clock does not hold the pool", nodes: with(launched(idle("o5", time.Minute), -time.Hour)),
+			drained: []string{"o1", "o2"}, holds: 1},
+		{name: "nor an instance not launched here that is not up", nodes: with(fleet.Node{ID: "u1", Pool: od.Name, State: fleet.Pending, LaunchedAt: t0, Unknown: true}),
+			drained: []string{"o1", "o2"}},
+		{name: "a held pool's surplus is not drained in a cheaper pool", nodes: []fleet.Node{idle("o1", time.Hour), idle("o2", time.Hour), idle("o3", time.Hour), idle("o4", time.Hour),
+			launched(idle("o5", time.Minute), 5*time.Minute), func() fleet.Node { n := idle("s1", time.Hour); n.Pool = spot.Name; return n }()},
+			note: "pool od is not scaled in until 14:05"},
+		{name: "a launch booting holds its pool", nodes: with(booting),
+			note: "pool od is not scaled in: 1 of its launches still booting"},
+		{name: "a launch in another pool does not", nodes: with(fleet.Node{ID: "s1", Pool: spot.Name, State: fleet.Pending, LaunchedAt: t0.Add(-time.Minute)}),
+			drained: []string{"o1", "o2"}},
+		{name: "delay off: the new node is held, the old drained", nodes: with(launched(idle("o5", time.Minute), 5*time.Minute)), delay: -1,
+			drained: []string{"o1", "o2"}, holds: 1},
+		{name: "idle 5m: held", nodes: []fleet.Node{idle("o1", 5*time.Minute), idle("o2", 5*time.Minute), idle("o3", 5*time.Minute), idle("o4", 5*time.Minute)},
+			holds: 3},
+		{name: "idle since an unknown time: held", nodes: with(func() fleet.Node { n := idle("o0", 0); n.IdleSince = time.Time{}; return n }()),
+			drained: []string{"o1", "o2"}, holds: 1},
+		{name: "unneeded time off: idle 5m drained", nodes: []fleet.Node{idle("o1", 5*time.Minute), idle("o2", 6*time.Minute), idle("o3", 7*time.Minute), idle("o4", 8*time.Minute)}, idle: -1,
+			drained: []string{"o4", "o3"}},
+		{name: "demand reached 32 GPUs within the unneeded time: kept", nodes: old, history: history(8, 8, 8, 32)},
+		{name: "and 24: one drained", nodes: old, history: history(8, 8, 8, 24), drained: []string{"o1"}},
+		{name: "a peak older than the unneeded time: drained", nodes: old, history: history(32, 8, 8, 8), drained: []string{"o1", "o2"}},
+		{name: "unneeded time off: a recent peak does not keep", nodes: old, history: history(8, 8, 8, 32), idle: -1, drained: []string{"o1", "o2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := withLimits(testConfig(od, spot), func(l *fleet.Limits) {
+				if tt.delay < 0 {
+					l.ScaleInDelayAfterLaunch = 0
+				}
+				if tt.idle < 0 {
+					l.ScaleInUnneededTime = 0
+				}
+			})
+			st := fleet.State{Nodes: tt.nodes, History: tt.history}
+			p := Make(Input{Settings: cfg.Settings(), State: &st, Forecast: flat(8), Now: t0})
+			var drained []string
+			holds := 0
+			for _, a := range p.Actions {
+				switch {
+				case a.Kind == Drain:
+					drained = append(drained, a.Node)
+				case a.Kind == Hold && a.Code == ReasonUnneededTime:
+					holds++
+					if !strings.Contains(a.Reason, "limits.scale_in_unneeded_time") {
+						t.Errorf("hold's reason %q does not name the setting", a.Reason)
+					}
+				case a.Kind == Launch:
+					t.Errorf("launch: %+v", a)
+				}
+			}
+			if fmt.Sprint(drained) != fmt.Sprint(tt.drained) || holds != tt.holds {
+				t.Errorf("drained %v and %d held for unneeded_time, want %v and %d:\n%s", drained, holds, tt.drained, tt.holds, describe(p))
+			}
+			notes := notesCoded(p, ReasonScaleInDelay)
+			if got := strings.Join(notes, "\n"); tt.note == "" && got != "" || !strings.Contains(got, tt.note) {
+				t.Errorf("scale_in_delay notes %q, want one containing %q", got, tt.note)
+			}
+		})
+	}
+}
