@@ -215,35 +215,44 @@ func (c *Client) Register(ctx context.Context, req JobRequest) error {
 	if err != nil {
 		return err
 	}
-	return c.do(ctx, http.MethodPost, "/v1/jobs", body)
+	_, err = c.do(ctx, http.MethodPost, "/v1/jobs", body)
+	return err
 }
 
 // Checkpoint reports that a job saved its state.
 func (c *Client) Checkpoint(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/checkpoint", nil)
+	_, err := c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/checkpoint", nil)
+	return err
 }
 
 // Unregister reports that a job ended.
 func (c *Client) Unregister(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/jobs/"+url.PathEscape(id), nil)
+	_, err := c.do(ctx, http.MethodDelete, "/v1/jobs/"+url.PathEscape(id), nil)
+	return err
 }
 
-func (c *Client) do(ctx context.Context, method, path string, body []byte) error {
+// do makes a request of the agent and returns its answer's body (at most
+// 16 MiB), or the agent's refusal as an error.
+func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "http://agent"+path, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("agent: %s", strings.TrimSpace(string(msg)))
+		return nil, fmt.Errorf("agent: %s", strings.TrimSpace(string(msg)))
 	}
-	return nil
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return answer, nil
 }

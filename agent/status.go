@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
@@ -65,21 +63,9 @@ func (a *Agent) noteReport(controller string, at time.Time, err error, credentia
 // Status reads what the agent knows.
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var s Status
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://agent/v1/status", nil)
+	body, err := c.do(ctx, http.MethodGet, "/v1/status", nil)
 	if err != nil {
 		return s, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return s, fmt.Errorf("agent: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return s, fmt.Errorf("agent: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return s, fmt.Errorf("agent: %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
 	if err := json.Unmarshal(body, &s); err != nil {
 		return s, fmt.Errorf("agent: its status: %w", err)

@@ -270,25 +270,23 @@ func (o Omitted) String() string {
 // ErrorCount is the number of errors diags hold or stand for (see
 // Omitted).
 func ErrorCount(diags hcl.Diagnostics) int {
-	n := 0
-	for _, diag := range diags {
-		if o, ok := diag.Extra.(Omitted); ok {
-			n += o.Errors
-		} else if diag.Severity == hcl.DiagError {
-			n++
-		}
-	}
-	return n
+	return countOf(diags, hcl.DiagError, func(o Omitted) int { return o.Errors })
 }
 
 // WarningCount is the number of warnings diags hold or stand for (see
 // Omitted).
 func WarningCount(diags hcl.Diagnostics) int {
+	return countOf(diags, hcl.DiagWarning, func(o Omitted) int { return o.Warnings })
+}
+
+// countOf counts the diagnostics of severity sev, and those an Omitted
+// stands for (omitted says how many).
+func countOf(diags hcl.Diagnostics, sev hcl.DiagnosticSeverity, omitted func(Omitted) int) int {
 	n := 0
 	for _, diag := range diags {
 		if o, ok := diag.Extra.(Omitted); ok {
-			n += o.Warnings
-		} else if diag.Severity == hcl.DiagWarning {
+			n += omitted(o)
+		} else if diag.Severity == sev {
 			n++
 		}
 	}

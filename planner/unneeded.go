@@ -3,7 +3,6 @@ package planner
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
 )
@@ -74,19 +73,19 @@ func (p *planner) idleTooShortText(n *fleet.Node) string {
 func (p *planner) recentPeak() int {
 	u := p.cfg.Limits.ScaleInUnneededTime
 	h := p.in.State.History
-	if u <= 0 || h.Step <= 0 {
+	if u <= 0 || h.Step <= 0 || p.now.Before(h.Start) {
 		return 0
 	}
-	from := p.now.Add(-u)
+	// The samples that stand for a time in [now-u, now]: sample i holds
+	// [start+i*step, start+(i+1)*step), so from the one holding now-u to
+	// the one holding now.
+	first := max(0, int(p.now.Add(-u).Sub(h.Start)/h.Step))
+	last := min(len(h.Values)-1, int(p.now.Sub(h.Start)/h.Step))
 	peak := 0.0
-	for i, v := range h.Values {
-		start := h.Start.Add(time.Duration(i) * h.Step)
-		// The sample stands for [start, start+step): it counts if that
-		// overlaps [from, now].
-		if !start.Add(h.Step).After(from) || start.After(p.now) || math.IsNaN(v) || math.IsInf(v, 0) {
-			continue
+	for _, v := range h.Values[min(first, len(h.Values)):max(last+1, 0)] {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			peak = max(peak, v)
 		}
-		peak = max(peak, v)
 	}
 	return int(math.Ceil(peak - 1e-9))
 }

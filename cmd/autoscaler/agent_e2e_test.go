@@ -225,23 +225,9 @@ func (c *noticeController) Accept(ctx context.Context, r *report.Report) (report
 func TestAgentSpotNotice(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute).UTC().Truncate(time.Second)
 	endpoint := metadatamock.Start(t, "spot", "-d", "4", "-t", deadline.Format(time.RFC3339), "--rebalance-delay-sec", "3600")
-	dir, err := os.MkdirTemp("", "fc") // a short path: unix sockets allow about 100 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	socket := filepath.Join(dir, "agent.sock")
-	tokens := credtest.New(t)
 	ctl := &noticeController{agents: controller.NewAgents(time.Now)}
-	cs := httptest.NewServer((&report.Receiver{Credentials: tokens, Store: ctl}).Handler())
-	defer cs.Close()
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte(tokens.For("i-1")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	agentLog, stop := startCLI(t, filepath.Join(dir, "agent.log"), "agent -controller "+cs.URL+" -token-file "+tokenFile+" -node i-1 -no-gpu -socket "+socket+
-		" -marker "+filepath.Join(dir, "draining")+" -state "+filepath.Join(dir, "state.json")+" -metrics 127.0.0.1:0 -interval 1s -notice-interval 200ms -imds-endpoint "+endpoint)
-	defer stop()
+	a := startReportingAgent(t, ctl, "-interval 1s -notice-interval 200ms -imds-endpoint "+endpoint)
+	socket, agentLog, dir := a.socket, a.log, filepath.Dir(a.socket)
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(socket); err == nil {
 			break
@@ -432,4 +418,36 @@ func TestAgentGCPBootstrap(t *testing.T) {
 	if c := creds.List(); len(c) != 1 || c[0].Node != vm.Name || c[0].Pool != pool.Name || c[0].Via != nodeauth.ViaBootstrap {
 		t.Fatalf("credentials %+v; want %s's, bootstrapped, of pool %s", c, vm.Name, pool.Name)
 	}
+}
+
+// reportingAgent is the agent command run as a process for node i-1,
+// without GPUs, reporting to an in-process controller through the real
+// report receiver, with the node's credential.
+type reportingAgent struct {
+	socket string
+	cs     *httptest.Server
+	log    func() string
+	stop   func()
+}
+
+// startReportingAgent starts it with the agent flags given (an interval,
+// notices), reporting to store, in a directory with a short path (unix
+// sockets allow about 100 bytes); all of it is stopped when t ends.
+func startReportingAgent(t *testing.T, store report.Store, flags string) *reportingAgent {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	tokens := credtest.New(t)
+	a := &reportingAgent{socket: filepath.Join(dir, "agent.sock"), cs: httptest.NewServer((&report.Receiver{Credentials: tokens, Store: store}).Handler())}
+	t.Cleanup(a.cs.Close)
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(tokens.For("i-1")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.log, a.stop = startCLI(t, filepath.Join(dir, "agent.log"), "agent -controller "+a.cs.URL+" -token-file "+tokenFile+" -node i-1 -no-gpu -socket "+a.socket+
+		" -marker "+filepath.Join(dir, "draining")+" -state "+filepath.Join(dir, "state.json")+" -metrics 127.0.0.1:0 "+flags)
+	return a
 }

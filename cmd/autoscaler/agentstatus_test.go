@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +10,6 @@ import (
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/controller"
-	"github.com/fleetcast/autoscaler/internal/credtest"
 )
 
 // TestPrintAgentStatus pins the words `agent status` prints, for an
@@ -41,23 +37,8 @@ func TestPrintAgentStatus(t *testing.T) {
 // the node would, what it knows: its job, how its reports go (taken by a
 // controller, then failing once it is gone), its credential's age.
 func TestAgentStatus(t *testing.T) {
-	dir, err := os.MkdirTemp("", "fc") // a short path: unix sockets allow about 100 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	socket := filepath.Join(dir, "agent.sock")
-	tokens := credtest.New(t)
-	ctl := &noticeController{agents: controller.NewAgents(time.Now)}
-	cs := httptest.NewServer((&report.Receiver{Credentials: tokens, Store: ctl}).Handler())
-	defer cs.Close()
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte(tokens.For("i-1")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	agentLog, stop := startCLI(t, filepath.Join(dir, "agent.log"), "agent -controller "+cs.URL+" -token-file "+tokenFile+" -node i-1 -no-gpu -socket "+socket+
-		" -marker "+filepath.Join(dir, "draining")+" -state "+filepath.Join(dir, "state.json")+" -metrics 127.0.0.1:0 -interval 200ms -notices none")
-	defer stop()
+	a := startReportingAgent(t, &noticeController{agents: controller.NewAgents(time.Now)}, "-interval 200ms -notices none")
+	socket, agentLog, cs, stop := a.socket, a.log, a.cs, a.stop
 	status := func(want ...string) string {
 		t.Helper()
 		var out string
