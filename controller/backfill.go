@@ -120,6 +120,6 @@ func (c *Controller) fill(ctx context.Context, h DemandHistory, first time.Time,
 		b.Err = err
 		return b
 	}
-	b.Added, b.Kept, b.Err = c.store.FillDemand(loop.DemandSeries, step, samples...)
+	b.Added, b.Kept, b.Err = loop.Import(c.store, step, samples...)
 	return b
 }

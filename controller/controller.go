@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/fleetcast/autoscaler/actuator"
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
@@ -25,10 +25,12 @@ import (
 // demand, forecast, plan with the same planner as `plan` and `simulate`,
 // and act through the Actuator (or, dry-run, only plan).
 type Controller struct {
-	cfg     *config.Config
-	store   *state.Store
-	clouds  map[string]providers.Provider
-	act     *Actuator
+	cfg    *config.Config
+	store  state.Records
+	clouds map[string]providers.Provider
+	// act is the clouds as this controller reads and changes them: which
+	// instances are its own, and every change journaled.
+	act     *actuator.Clouds
 	agents  *Agents
 	pending *Pending
 	source  DemandSource
@@ -45,18 +47,6 @@ type Controller struct {
 	// started is when this controller started: launches from before it
 	// get their provisioning time from it.
 	started time.Time
-	// seen is each pool's group as last read, which stands in for it
-	// while the cloud cannot be read.
-	seen map[string]seenGroup
-	// firstSeen is when each instance was first seen in its cloud (also in
-	// the store): an instance first seen after a launch may be the
-	// launch's, one seen before it never is.
-	firstSeen map[string]time.Time
-	// standIns are the stand-ins the last cycle took for this controller's
-	// own launches (capacity a group owes, instances a keyed group does
-	// not list yet), with the key of the launch each is for: terminating
-	// one gives up that unit of the launch.
-	standIns map[string]string
 	// orphans are the fleet's orphans the last cycle found, by ID, and
 	// orphanLists each reaper's last list (kept when a read fails).
 	orphans     map[string]foundOrphan
@@ -101,7 +91,9 @@ type Controller struct {
 // Options are a Controller's parts.
 type Options struct {
 	Config *config.Config
-	Store  *state.Store
+	// Store keeps the controller's records (state.Open's bbolt file, or
+	// state.Memory).
+	Store state.Records
 	// Clouds maps each pool's name to its provider.
 	Clouds  map[string]providers.Provider
 	Agents  *Agents
@@ -128,16 +120,16 @@ func New(o Options) (*Controller, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	act, err := NewActuator(o.Store, o.Config.Pools, o.Clouds, o.Now, log)
+	act, err := actuator.New(actuator.Options{Journal: o.Store, Pools: o.Config.Pools, Providers: o.Clouds,
+		Fleet: o.Config.Controller.Fleet, Now: o.Now, Log: log, DryRun: o.DryRun})
 	if err != nil {
 		return nil, err
 	}
 	c := &Controller{cfg: o.Config, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand, creds: o.Credentials,
-		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, ready: map[string]time.Time{}, seen: map[string]seenGroup{},
-		firstSeen: map[string]time.Time{}, standIns: map[string]string{}, reused: map[string]bool{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics(),
+		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, ready: map[string]time.Time{},
+		reused: map[string]bool{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics(),
 		missing: map[string]time.Time{}, going: map[string]time.Time{}, terminated: map[string]time.Time{}}
-	act.Fleet = o.Config.Controller.Fleet
-	c.started = o.Now()
+	c.started = act.Started()
 	if c.loop, err = loop.New(loop.Options{Config: o.Config, Books: o.Store, Log: log, DryRun: o.DryRun, Advise: true}); err != nil {
 		return nil, err
 	}
@@ -165,19 +157,12 @@ func (c *Controller) Recover(ctx context.Context) error {
 			// Settled in a later cycle; those pools are left alone until.
 			c.log.Warn("journal not fully recovered", "error", err)
 		}
-		if err := c.backOffRefused(c.now(), r); err != nil {
+		if err := c.settled(c.now(), r); err != nil {
 			return err
 		}
 	}
 	if err := c.recordPools(); err != nil {
 		return err
-	}
-	seen, err := c.store.SeenNodes()
-	if err != nil {
-		return err
-	}
-	for _, x := range seen {
-		c.firstSeen[x.Node] = x.At
 	}
 	cancels, err := c.store.CancelledDrains()
 	if err != nil {
@@ -226,7 +211,7 @@ func (c *Controller) nodeGPUs(node string) int {
 		c.gpusOf = make(map[string]int, len(c.lastState.Nodes))
 		for i := range c.lastState.Nodes {
 			n := &c.lastState.Nodes[i]
-			if p, ok := c.act.pools[n.Pool]; ok {
+			if p, ok := c.act.Pool(n.Pool); ok {
 				c.gpusOf[n.ID] = p.GPUsPerNode
 			}
 		}
@@ -268,7 +253,21 @@ func (c *Controller) Cycle(ctx context.Context) (planner.Plan, error) {
 func (c *Controller) RunCycle(ctx context.Context) (loop.CycleResult, error) {
 	now := c.now()
 	f := &cycleFleet{c: c}
+	if !c.dryRun {
+		// An intent whose outcome was unknown (a timeout, a cloud error)
+		// is settled against the cloud before anything new is observed or
+		// decided; a pool whose intents cannot be settled yet is left
+		// alone.
+		var err error
+		if f.unsettled, err = c.act.Recover(ctx); err != nil {
+			return loop.CycleResult{}, err
+		}
+		if err := c.settled(now, f.unsettled); err != nil {
+			return loop.CycleResult{}, err
+		}
+	}
 	r, err := c.loop.Cycle(ctx, f, now)
+	err = errors.Join(err, f.protectErr)
 	if r.State == nil {
 		return loop.CycleResult{}, err
 	}
@@ -306,46 +305,38 @@ func (c *Controller) RunCycle(ctx context.Context) (loop.CycleResult, error) {
 // actuator, and the agents.
 type cycleFleet struct {
 	c *Controller
+	// unsettled is what settling the journal before the cycle left.
+	unsettled actuator.Recovered
 	// drainStart is when each draining node's drain began, as observed.
 	drainStart map[string]time.Time
+	// What Observe saw, for Commit: the clouds' reading, the drains and
+	// nodes, whether every part was read, and the nodes newly ready.
+	reading *actuator.Reading
+	drains  []state.Drain
+	state   *fleet.State
+	full    bool
+	ready   []string
+	// protectErr is why reported work could not be protected from the
+	// groups' own scale-in this cycle (the cycle goes on).
+	protectErr error
 }
 
-// Observe settles journaled intents whose outcome was unknown, reads
-// every pool and the agents' reports (see observe), forgets what is gone
-// after a full read, and protects reported work from the groups' own
-// scale-in.
+// Observe reads every pool and the agents' reports (see observe). It
+// writes nothing: Commit does, after the cycle has planned.
 func (f *cycleFleet) Observe(ctx context.Context, now time.Time) (loop.Observation, error) {
 	c := f.c
-	var unsettled Recovered
-	if !c.dryRun {
-		// An intent whose outcome was unknown (a timeout, a cloud error)
-		// is settled against the cloud before anything new is decided;
-		// a pool whose intents cannot be settled yet is left alone.
-		var err error
-		if unsettled, err = c.act.Recover(ctx); err != nil {
-			return loop.Observation{}, err
-		}
-		if err := c.backOffRefused(now, unsettled); err != nil {
-			return loop.Observation{}, err
-		}
-	}
 	drains, err := c.store.Drains()
 	if err != nil {
 		return loop.Observation{}, err
 	}
-	st, unread, err := c.observe(ctx, now, drains, unsettled.Unsettled)
+	st, err := c.observe(ctx, now, f, drains)
 	if err != nil {
 		return loop.Observation{}, err
 	}
-	obs := loop.Observation{State: &st, Err: errors.Join(unsettled.Err(), unread.err)}
-	if !c.dryRun && obs.Err == nil {
-		// Only a full read says what is gone.
-		if err := c.forgetGone(now, drains, st.Nodes); err != nil {
-			return loop.Observation{}, err
-		}
-	}
+	obs := loop.Observation{State: &st, Err: errors.Join(f.unsettled.Err(), f.reading.Err)}
+	f.drains, f.state, f.full = drains, &st, obs.Err == nil
 	obs.InUse = c.sourceInUse(ctx, now)
-	if unread.never {
+	if f.reading.Never {
 		obs.Unrecorded = "a pool has never been read"
 	}
 	f.drainStart = map[string]time.Time{}
@@ -354,11 +345,44 @@ func (f *cycleFleet) Observe(ctx context.Context, now time.Time) (loop.Observati
 			f.drainStart[n.ID] = n.DrainStartedAt
 		}
 	}
-	if !c.dryRun {
-		// Work is protected before anything is scaled in.
-		obs.Err = errors.Join(obs.Err, c.protect(ctx, &st))
-	}
 	return obs, nil
+}
+
+// Commit writes what the cycle's observation implies, once it has
+// planned: the clouds' records (instances first seen, launches claimed),
+// the nodes first ready; after a full read, it forgets what is gone and
+// returns the gone nodes' drains for the loop to forget; and it protects
+// reported work from the groups' own scale-in. A dry run writes nothing.
+func (f *cycleFleet) Commit(ctx context.Context, now time.Time) ([]string, error) {
+	c := f.c
+	if f.reading == nil {
+		return nil, nil
+	}
+	if err := c.act.Commit(f.reading); err != nil {
+		return nil, err
+	}
+	if c.dryRun {
+		return nil, nil
+	}
+	if len(f.ready) > 0 {
+		if err := c.store.PutReady(now, f.ready...); err != nil {
+			return nil, err
+		}
+		for _, id := range f.ready {
+			c.ready[id] = now
+		}
+	}
+	var gone []string
+	if f.full {
+		// Only a full read says what is gone.
+		var err error
+		if gone, err = c.forgetGone(now, f.drains, f.state.Nodes); err != nil {
+			return nil, err
+		}
+	}
+	// Work is protected before anything is scaled in.
+	f.protectErr = c.protect(ctx, f.state)
+	return gone, nil
 }
 
 // Launch launches through the actuator, which journals the intent first.
@@ -378,11 +402,9 @@ func (f *cycleFleet) Terminate(ctx context.Context, now time.Time, a *planner.Ac
 	var err error
 	if _, orphan := c.orphans[a.Node]; orphan {
 		err = c.reap(ctx, a.Node)
-	} else if isUnlisted(a.Node) {
-		// Launched but never listed by its deadline: nothing in the
-		// cloud to terminate; the unit is given up.
-		c.log.Warn("launched instance never listed by its provisioning deadline; given up", "pool", a.Pool, "launch", c.standIns[a.Node])
 	} else {
+		// A launch never listed by its deadline has nothing in the cloud
+		// to terminate: its unit is given up (Spend).
 		err = c.act.Terminate(ctx, a.Pool, a.Node)
 	}
 	if err != nil {
@@ -390,7 +412,7 @@ func (f *cycleFleet) Terminate(ctx context.Context, now time.Time, a *planner.Ac
 	}
 	c.going[a.Node] = now // its cloud took the termination: gone once unlisted
 	c.terminated[a.Node] = now
-	after := c.spendStandIn(a.Node)
+	after := c.act.Spend(a.Node)
 	if after == nil {
 		c.agents.Forget(a.Node)
 		after = c.forgetCancelled(a.Node)
@@ -434,7 +456,7 @@ func (f *cycleFleet) CancelDrain(ctx context.Context, now time.Time, a *planner.
 func (c *Controller) protect(ctx context.Context, st *fleet.State) error {
 	var errs []error
 	for _, ps := range st.Pools {
-		pool := c.act.pools[ps.Name]
+		pool, _ := c.act.Pool(ps.Name)
 		pr, ok := c.clouds[ps.Name].(providers.Protector)
 		if !ok || ps.IsUnobserved() {
 			continue
@@ -442,7 +464,7 @@ func (c *Controller) protect(ctx context.Context, st *fleet.State) error {
 		// Ready and draining nodes are listed instances; most are
 		// protected already, and a pool with none unprotected is done.
 		var unprotected map[string]bool
-		for _, in := range c.seen[ps.Name].instances {
+		for _, in := range c.act.Listed(ps.Name) {
 			if !in.Protected {
 				if unprotected == nil {
 					unprotected = map[string]bool{}
@@ -491,16 +513,22 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// seenGroup is a pool's group as last read.
-type seenGroup struct {
-	instances []providers.Instance
-	keyed     bool
-	at        time.Time
-}
-
-// backOffRefused backs off the pools whose journaled launches, sent
-// again by recovery, the cloud refused.
-func (c *Controller) backOffRefused(now time.Time, r Recovered) error {
+// settled takes up what settling the journal did: the loop forgets the
+// drains of the nodes whose terminations it found made, and backs off the
+// pools whose journaled launches, sent again, the cloud refused. (The
+// rest of what is known of such a node is forgotten as of any node gone,
+// after GoneGrace unlisted: its termination was found made by one listing
+// alone.)
+func (c *Controller) settled(now time.Time, r actuator.Recovered) error {
+	var terminated []string
+	for _, in := range r.Done {
+		if in.Kind == state.IntentTerminate {
+			terminated = append(terminated, in.Node)
+		}
+	}
+	if err := c.loop.ForgetDrains(terminated...); err != nil {
+		return err
+	}
 	for _, pool := range slices.Sorted(maps.Keys(r.Refused)) {
 		c.metrics.capacityErrors.WithLabelValues(pool).Inc()
 		if err := c.loop.BackOff(now, pool, r.Refused[pool].Error(), providers.OutOfCapacity(r.Refused[pool])); err != nil {
@@ -510,184 +538,48 @@ func (c *Controller) backOffRefused(now time.Time, r Recovered) error {
 	return nil
 }
 
-// launchesByPool reads the controller's launch records, by pool, and
-// forgets those no longer needed: two provisioning deadlines after a
-// launch was decided, once no instance it claimed is left that has never
-// been ready (so one of its own that a restart or an unreadable pool kept
-// past its deadline is still terminated at it). A record kept longer
-// claims nothing new: it claims only within its provisioning timeout.
-func (c *Controller) launchesByPool(now time.Time) (map[string][]state.Launch, error) {
-	all, err := c.store.Launches()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string][]state.Launch{}
-	var expired []string
-	listed := map[string]map[string]bool{} // pool -> instances last read
-	waiting := func(l state.Launch) bool {
-		if _, read := c.seen[l.Pool]; !read {
-			return true // not read since start-up: its instances are not known yet
-		}
-		ids, ok := listed[l.Pool]
-		if !ok {
-			ids = map[string]bool{}
-			for _, in := range c.seen[l.Pool].instances {
-				ids[in.ID] = true
-			}
-			listed[l.Pool] = ids
-		}
-		return slices.ContainsFunc(l.Claimed, func(id string) bool { return ids[id] && c.ready[id].IsZero() })
-	}
-	for _, l := range all {
-		p, inConfig := c.act.pools[l.Pool]
-		if !inConfig {
-			// A pool no longer configured: nothing of it is acted on.
-			p.ProvisionTimeout = forecast.Day
-		}
-		if now.Sub(l.At) > 2*p.ProvisionTimeout && (!inConfig || !waiting(l)) {
-			expired = append(expired, l.Key)
-			continue
-		}
-		out[l.Pool] = append(out[l.Pool], l)
-	}
-	if len(expired) > 0 && !c.dryRun {
-		if err := c.store.DeleteLaunches(expired...); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// spendStandIn gives up the unit of this controller's launch that a
-// stand-in it terminated was for, so that it is not matched again.
-func (c *Controller) spendStandIn(node string) error {
-	key, ok := c.standIns[node]
-	if !ok {
-		return nil
-	}
-	all, err := c.store.Launches()
-	if err != nil {
-		return err
-	}
-	for _, l := range all {
-		if l.Key == key {
-			l.Spent++
-			delete(c.standIns, node)
-			return c.store.PutLaunches(l)
-		}
-	}
-	return nil
-}
-
-// unreadPools says which pools' groups could not be read this cycle.
-type unreadPools struct {
-	// err joins the read errors; nil when every pool was read.
-	err error
-	// never is set when a pool that could not be read was never read
-	// since start-up, so its nodes are unknown.
-	never bool
-}
-
-// observe reads every pool's group and joins it with the agents' reports,
-// the stored drains and the pending demand (the loop adds back-offs and
-// recent drains from the store).
-// A pool whose group cannot be read is taken as last read and marked
-// unobserved, so the planner changes nothing in it while the rest of the
-// fleet is planned as usual.
-func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.Drain, unsettled map[string]error) (fleet.State, unreadPools, error) {
+// observe reads every pool's group (through the actuator, which says
+// which instances are this controller's own) and joins it with the
+// agents' reports, the stored drains and the pending demand (the loop
+// adds back-offs and recent drains from the store). A pool whose group
+// cannot be read is taken as last read and marked unobserved, so the
+// planner changes nothing in it while the rest of the fleet is planned as
+// usual. It writes nothing: what it implies is kept in f for Commit.
+func (c *Controller) observe(ctx context.Context, now time.Time, f *cycleFleet, drains []state.Drain) (fleet.State, error) {
 	st := fleet.State{CapturedAt: now}
 	st.PendingGPUs, st.Scoped = c.pending.Demand(now)
 	st.Announced, st.UnderWay = c.pending.Announced(now)
 	ends := c.pending.Ends(now)
-	var unread unreadPools
 	byNode := make(map[string]state.Drain, len(drains))
 	for _, d := range drains {
 		byNode[d.Node] = d
 	}
-	// Room for the nodes last read, so thousands are not appended into
+	rd, err := c.act.Read(ctx, now, f.unsettled.Unsettled, func(id string) bool { return !c.ready[id].IsZero() })
+	if err != nil {
+		return st, err
+	}
+	f.reading, f.ready = rd, nil
+	// Room for the nodes read, so thousands are not appended into
 	// ever-growing copies.
 	hint := 0
-	for _, g := range c.seen {
-		hint += len(g.instances)
+	for i := range rd.Pools {
+		hint += len(rd.Pools[i].Instances)
 	}
 	st.Nodes = make([]fleet.Node, 0, hint)
-	launches, err := c.launchesByPool(now)
-	if err != nil {
-		return st, unread, err
-	}
-	// Launches still journaled have an outcome not known yet (the cloud
-	// did not answer, or cannot be read to settle them): their capacity
-	// may be coming, so it counts, and against the limits, until they
-	// settle.
-	intents, err := c.store.Intents()
-	if err != nil {
-		return st, unread, err
-	}
-	inFlight := map[string][]state.Intent{}
-	for _, in := range intents {
-		if in.Kind == state.IntentLaunch {
-			inFlight[in.Pool] = append(inFlight[in.Pool], in)
+	for i := range rd.Pools {
+		pr := &rd.Pools[i]
+		name := pr.Status.Name
+		if code := pr.Status.Unobserved.Code; code == fleet.UnobservedReadFailed || code == fleet.UnobservedNeverRead {
+			c.metrics.describeErrors.WithLabelValues(name).Inc()
 		}
-	}
-	clear(c.standIns)
-	var errs []error
-	var newlyReady, newlySeen []string // written to the store in one transaction each
-	var claimed []state.Launch
-	described := c.describeAll(ctx)
-	for i, p := range c.cfg.Pools {
-		ps := fleet.PoolStatus{Name: p.Name}
-		g, err := described[i].group, described[i].err
-		instances := g.Instances
-		if err != nil {
-			if ctx.Err() != nil {
-				return st, unread, ctx.Err()
-			}
-			c.metrics.describeErrors.WithLabelValues(p.Name).Inc()
-			last, ok := c.seen[p.Name]
-			ps.Unobserved = fleet.Unobserved{Code: fleet.UnobservedReadFailed, Err: err.Error(), LastRead: last.at}
-			if !ok {
-				ps.Unobserved.Code = fleet.UnobservedNeverRead
-				unread.never = true
-			}
-			instances = last.instances
-			errs = append(errs, fmt.Errorf("controller: reading pool %s (left as it is this cycle): %w", p.Name, err))
-		} else {
-			c.seen[p.Name] = seenGroup{instances: g.Instances, keyed: g.Keyed, at: now}
-			ps.MinNodes = g.Min
-			if why := unsettled[p.Name]; why != nil {
-				// Its group reads now, but an earlier change's outcome is
-				// not settled: nothing new until it is.
-				ps.Unobserved = fleet.Unobserved{Code: fleet.UnobservedUnsettled, Err: why.Error()}
-			}
-		}
-		instances = c.ownFleet(instances)
-		st.Pools = append(st.Pools, ps)
-		for _, in := range instances {
-			if _, ok := c.firstSeen[in.ID]; !ok && !in.Owed {
-				c.firstSeen[in.ID] = now
-				newlySeen = append(newlySeen, in.ID)
-			}
-		}
-		own := claim(launches[p.Name], instances, c.seen[p.Name].keyed, c.firstSeen, p.ProvisionTimeout, now, c.started)
-		if !ps.IsUnobserved() {
-			claimed = append(claimed, own.changed...)
-		}
-		for _, in := range inFlight[p.Name] {
-			if c.dryRun && now.Sub(in.Created) > p.ProvisionTimeout {
-				// Left by a controller that stopped; a dry run does not
-				// settle it, and a live one would not count it any more.
-				continue
-			}
-			own.standIns(in.Key, in.Count, in.Created)
-		}
-		instances = append(instances, own.unlisted...)
-		for _, in := range instances {
-			n := fleet.Node{ID: in.ID, Pool: p.Name, Zone: in.Zone, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID], Machine: in.Machine}
+		st.Pools = append(st.Pools, pr.Status)
+		for k := range pr.Instances {
+			in := &pr.Instances[k]
+			n := fleet.Node{ID: in.ID, Pool: name, Zone: in.Zone, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID], Machine: in.Machine}
 			healthy := c.agents.Observe(&n)
 			ends.Apply(&n)
 			if healthy && c.ready[in.ID].IsZero() && !c.dryRun {
-				c.ready[in.ID] = now
-				newlyReady = append(newlyReady, in.ID)
+				f.ready = append(f.ready, in.ID)
 			}
 			d, draining := byNode[in.ID]
 			switch {
@@ -705,23 +597,20 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 				// that would terminate its work. With no fresh report it
 				// is silent, and so never idle.
 				n.State = fleet.Ready
-			case !own.at[in.ID].IsZero():
+			case !pr.Launched(in.ID).IsZero():
 				// Launched by this controller and not ready yet: it counts
 				// as capacity until its provisioning deadline, from when
 				// the launch was decided, or from this controller's start
 				// for a launch from before it (its agent may simply not
 				// have reported to this process yet).
 				n.State = fleet.Pending
-				n.LaunchedAt = later(own.at[in.ID], c.started)
+				n.LaunchedAt = later(pr.Launched(in.ID), c.started)
 				if in.Failing != nil && in.State == providers.InstancePending {
 					n.LaunchFailing = in.Failing.Error()
 				}
 				// Booted, as its cloud says: past its deadline while
 				// the agents are cut off, it is held (docs/design.md rule 9).
 				n.Booted = in.State == providers.InstanceRunning && !in.Owed
-				if in.Owed || isUnlisted(in.ID) {
-					c.standIns[in.ID] = own.by[in.ID]
-				}
 			default:
 				// Not launched by this controller, or not provably: a
 				// fleet it adopted, a state directory lost, another
@@ -735,7 +624,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 				if in.State == providers.InstanceRunning && !in.Owed {
 					n.State = fleet.Ready
 				}
-				if t, ok := c.firstSeen[in.ID]; ok {
+				if t := rd.FirstSeen(in.ID); !t.IsZero() {
 					n.LaunchedAt = t
 				}
 				n.LaunchedAt = later(n.LaunchedAt, c.started)
@@ -743,72 +632,8 @@ func (c *Controller) observe(ctx context.Context, now time.Time, drains []state.
 			st.Nodes = append(st.Nodes, n)
 		}
 	}
-	if len(newlyReady) > 0 {
-		if err := c.store.PutReady(now, newlyReady...); err != nil {
-			return st, unread, err
-		}
-	}
-	if len(newlySeen) > 0 && !c.dryRun {
-		if err := c.store.PutSeen(now, newlySeen...); err != nil {
-			return st, unread, err
-		}
-	}
-	if len(claimed) > 0 && !c.dryRun {
-		if err := c.store.PutLaunches(claimed...); err != nil {
-			return st, unread, err
-		}
-	}
 	if err := c.observeOrphans(ctx, byNode, &st); err != nil {
-		errs = append(errs, err)
+		rd.Err = errors.Join(rd.Err, err)
 	}
-	unread.err = errors.Join(errs...)
-	return st, unread, nil
-}
-
-// MaxDescribes is how many pools' groups are read at once: a cloud or
-// plugin that is slow to answer (up to its own timeout) delays the cycle
-// by that once, not once per pool, and the other pools are read
-// meanwhile.
-const MaxDescribes = 8
-
-// described is one pool's group as read, or why it could not be.
-type described struct {
-	group providers.Group
-	err   error
-}
-
-// describeAll reads every pool's group, MaxDescribes at a time, and
-// returns them in the config's order.
-func (c *Controller) describeAll(ctx context.Context) []described {
-	out := make([]described, len(c.cfg.Pools))
-	slots := make(chan struct{}, MaxDescribes)
-	var wg sync.WaitGroup
-	for i, p := range c.cfg.Pools {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			out[i].group, out[i].err = c.clouds[p.Name].Describe(ctx, p)
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
-// ownFleet leaves out the instances tagged as another fleet's (a staging
-// controller's direct launches in a pool of the same name): they are that
-// controller's to count and to remove. Untagged instances stay (launched
-// before fleets were named, or in a group that sets no fleet tag).
-func (c *Controller) ownFleet(instances []providers.Instance) []providers.Instance {
-	mine := c.cfg.Controller.Fleet
-	if !slices.ContainsFunc(instances, func(in providers.Instance) bool { return !in.OfFleet(mine) }) {
-		return instances
-	}
-	out := make([]providers.Instance, 0, len(instances))
-	for _, in := range instances {
-		if in.OfFleet(mine) {
-			out = append(out, in)
-		}
-	}
-	return out
+	return st, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
+	"github.com/fleetcast/autoscaler/internal/crashtest"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
@@ -64,6 +65,13 @@ type cycler struct {
 
 func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *cycler {
 	t.Helper()
+	return newLoopOn(t, dryRun, nil, pools...)
+}
+
+// newLoopOn is newLoop with the controller's store and clouds as wrap
+// makes them of the test's (nil: as they are).
+func newLoopOn(t *testing.T, dryRun bool, wrap func(state.Records, providers.Provider) (state.Records, providers.Provider), pools ...fleet.Pool) *cycler {
+	t.Helper()
 	l := &cycler{now: t0, silent: map[string]bool{}, busy: map[string]bool{}, held: map[string]string{}}
 	cfg := config.Defaults()
 	cfg.Pools = pools
@@ -72,16 +80,21 @@ func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *cycler {
 	var err error
 	l.cloud = sim.New(pools, 1, clock)
 	l.count = &counting{Provider: l.cloud}
-	clouds := map[string]providers.Provider{}
-	for _, p := range pools {
-		clouds[p.Name] = l.count
-	}
 	if l.store, err = state.Open(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.store.Close() })
+	var store state.Records = l.store
+	var cloud providers.Provider = l.count
+	if wrap != nil {
+		store, cloud = wrap(l.store, l.cloud)
+	}
+	clouds := map[string]providers.Provider{}
+	for _, p := range pools {
+		clouds[p.Name] = cloud
+	}
 	l.agents, l.pending = NewAgents(clock), &Pending{}
-	l.c, err = New(Options{Config: l.cfg, Store: l.store, Clouds: clouds, Agents: l.agents, Pending: l.pending, Now: clock, DryRun: dryRun})
+	l.c, err = New(Options{Config: l.cfg, Store: store, Clouds: clouds, Agents: l.agents, Pending: l.pending, Now: clock, DryRun: dryRun})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +425,7 @@ func TestKilledMidActionRestarts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := gpuPool("g5", 1, 200, 5*time.Minute)
 			l := newLoop(t, false, p)
-			crash := &crashing{Provider: l.cloud}
+			crash := &crashtest.Provider{Provider: l.cloud}
 			l.restart(t, crash)
 			want := 24
 			if tt.scaleIn {
@@ -434,7 +447,7 @@ func TestKilledMidActionRestarts(t *testing.T) {
 				}
 				want = 16
 			}
-			crash.before, crash.after = tt.before, tt.after
+			crash.Before, crash.After = tt.before, tt.after
 			killed := false
 			for i := range 90 {
 				if !tt.scaleIn {
@@ -443,7 +456,7 @@ func TestKilledMidActionRestarts(t *testing.T) {
 				l.now = l.now.Add(time.Minute)
 				l.report(t)
 				_, err := l.c.Cycle(context.Background())
-				if errors.Is(err, errCrash) {
+				if errors.Is(err, crashtest.ErrCrash) {
 					killed = true
 					l.restart(t, crash)
 					continue
@@ -479,11 +492,11 @@ func TestKilledMidActionRestarts(t *testing.T) {
 func TestCycleSettlesUnknownOutcomes(t *testing.T) {
 	p := gpuPool("g5", 1, 200, 5*time.Minute)
 	l := newLoop(t, false, p)
-	crash := &crashing{Provider: l.cloud, after: true}
+	crash := &crashtest.Provider{Provider: l.cloud, After: true}
 	l.restart(t, crash)
 	l.pending.Set(l.now, DemandPush{Source: "s", Pending: []PendingDemand{{Pool: "g5", GPUs: 4}}})
 	l.now = l.now.Add(time.Minute)
-	if _, err := l.c.Cycle(context.Background()); !errors.Is(err, errCrash) {
+	if _, err := l.c.Cycle(context.Background()); !errors.Is(err, crashtest.ErrCrash) {
 		t.Fatalf("cycle: %v, want the injected failure", err)
 	}
 	if in, _ := l.store.Intents(); len(in) != 1 {
@@ -582,7 +595,7 @@ func TestUnreadablePoolLeftAlone(t *testing.T) {
 	}
 	u := &unreadable{Provider: l.cloud, failing: map[string]bool{"b": true}, changes: map[string]int{}}
 	for _, p := range []string{"a", "b"} {
-		l.c.clouds[p], l.c.act.clouds[p] = u, u
+		l.c.clouds[p] = u // the actuator drives the same map
 	}
 	for range 3 {
 		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "a", GPUs: 24}}})
@@ -771,7 +784,7 @@ func TestUnsettledIntentHoldsOnlyItsPool(t *testing.T) {
 	l.cycle(t) // both pools read once
 	u := &unreadable{Provider: l.cloud, failing: map[string]bool{"b": true}, changes: map[string]int{}}
 	for _, p := range []string{"a", "b"} {
-		l.c.clouds[p], l.c.act.clouds[p] = u, u
+		l.c.clouds[p] = u // the actuator drives the same map
 	}
 	in := state.Intent{Key: "fc-launch-b-1", Kind: state.IntentLaunch, Pool: "b", Count: 1, Target: 1, Created: l.now}
 	if err := l.store.PutIntent(in); err != nil {

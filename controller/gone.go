@@ -16,12 +16,13 @@ import (
 // controller) is forgotten as soon as it is unlisted.
 const GoneGrace = 10 * time.Minute
 
-// forgetGone drops the drain records, agent views, ready times, first
-// sightings and credentials of nodes the clouds no longer have
-// (terminated by the cloud, a spot reclaim, a person): once unlisted for
-// GoneGrace, or at once if their cloud said they were going. An agent of
-// a node not yet listed is taken up again at its next report.
-func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fleet.Node) error {
+// forgetGone drops the agent views, ready times, first sightings and
+// credentials of nodes the clouds no longer have (terminated by the cloud,
+// a spot reclaim, a person): once unlisted for GoneGrace, or at once if
+// their cloud said they were going; and returns those of them with drain
+// records, which the loop forgets (it keeps the drains). An agent of a
+// node not yet listed is taken up again at its next report.
+func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fleet.Node) ([]string, error) {
 	present := make(map[string]bool, len(nodes))
 	for i := range nodes {
 		present[nodes[i].ID] = true
@@ -51,14 +52,13 @@ func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fle
 		forgotten[id] = true
 		return false
 	}
+	var gone []string
 	for _, d := range drains {
 		if kept(d.Node) {
 			continue
 		}
 		c.log.Info("node gone while draining; drain forgotten", "pool", d.Pool, "node", d.Node)
-		if err := c.store.DeleteDrain(d.Node); err != nil {
-			return err
-		}
+		gone = append(gone, d.Node)
 	}
 	for id, unsaved := range c.agents.Retain(kept) {
 		// Gone without this controller terminating it, under jobs its
@@ -72,39 +72,35 @@ func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fle
 	for id := range c.cancelled {
 		if !kept(id) {
 			if err := c.forgetCancelled(id); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	for _, m := range []struct {
-		times       map[string]time.Time
-		delete      func(...string) error
-		forgetCreds bool
-	}{{c.ready, c.store.DeleteReady, false}, {c.firstSeen, c.store.DeleteSeen, true}} {
-		var gone []string
-		for id := range m.times {
-			if !kept(id) {
-				gone = append(gone, id)
-			}
+	var unready []string
+	for id := range c.ready {
+		if !kept(id) {
+			unready = append(unready, id)
 		}
-		if len(gone) == 0 {
-			continue
+	}
+	if len(unready) > 0 {
+		if err := c.store.DeleteReady(unready...); err != nil {
+			return nil, err
 		}
-		if err := m.delete(gone...); err != nil {
-			return err
+		for _, id := range unready {
+			delete(c.ready, id)
 		}
-		for _, id := range gone {
-			delete(m.times, id)
-		}
-		if m.forgetCreds && c.creds != nil {
-			// A gone instance's credential speaks for nothing: dropped
-			// with it (cloud instance IDs are not reused). A plugin
-			// pool's server powered off keeps its own: it comes back
-			// under its name.
-			gone = slices.DeleteFunc(gone, c.namesReused)
-			if err := c.creds.Forget(gone...); err != nil {
-				return err
-			}
+	}
+	unseen, err := c.act.Forget(func(id string) bool { return !kept(id) })
+	if err != nil {
+		return nil, err
+	}
+	if len(unseen) > 0 && c.creds != nil {
+		// A gone instance's credential speaks for nothing: dropped with
+		// it (cloud instance IDs are not reused). A plugin pool's server
+		// powered off keeps its own: it comes back under its name.
+		unseen = slices.DeleteFunc(unseen, c.namesReused)
+		if err := c.creds.Forget(unseen...); err != nil {
+			return nil, err
 		}
 	}
 	// Forgotten everywhere: their marks go too. Marks of nodes nothing
@@ -127,7 +123,7 @@ func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fle
 			delete(c.missing, id)
 		}
 	}
-	return nil
+	return gone, nil
 }
 
 // namesReused reports whether node's name comes back after it is gone:

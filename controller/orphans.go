@@ -101,11 +101,11 @@ func (c *Controller) recordPools() error {
 }
 
 // reap terminates an orphan the plan reaps, through the provider that
-// listed it, journaled (Actuator.Reap).
+// listed it, journaled (actuator.Actuator.Reap).
 func (c *Controller) reap(ctx context.Context, node string) error {
 	o, ok := c.orphans[node]
 	if !ok {
 		return fmt.Errorf("controller: orphan %s is not among those found this cycle", node)
 	}
-	return c.act.Reap(ctx, o.by, c.cfg.Controller.Fleet, o.Orphan)
+	return c.act.Reap(ctx, o.by, o.Orphan)
 }

@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetcast/autoscaler/actuator"
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/crashtest"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
@@ -227,12 +229,12 @@ func TestRestartWithLaggingReadsLaunchesOnce(t *testing.T) {
 	p := gpuPool("p4d", 8, 10, 5*time.Minute)
 	l := newLoop(t, false, p)
 	lag := &lagging{Provider: l.cloud, lag: 30 * time.Second, now: func() time.Time { return l.now }}
-	crash := &crashing{Provider: lag, after: true}
+	crash := &crashtest.Provider{Provider: lag, After: true}
 	l.restart(t, crash)
 	ctx := context.Background()
 	l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{Pool: "p4d", GPUs: 8}}})
 	l.now = l.now.Add(time.Minute)
-	if _, err := l.c.Cycle(ctx); !errors.Is(err, errCrash) {
+	if _, err := l.c.Cycle(ctx); !errors.Is(err, crashtest.ErrCrash) {
 		t.Fatalf("cycle: %v; want the controller killed after the launch call", err)
 	}
 	l.restart(t, crash)
@@ -291,11 +293,11 @@ func TestRecoverKeyedLaunch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			act, err := NewActuator(store, []fleet.Pool{p}, map[string]providers.Provider{p.Name: &crashing{Provider: lag, before: tt.before, after: tt.after}}, clock, nil)
+			act, err := actuator.NewActuator(store, []fleet.Pool{p}, map[string]providers.Provider{p.Name: &crashtest.Provider{Provider: lag, Before: tt.before, After: tt.after}}, clock, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := act.Launch(context.Background(), p.Name, 2); !errors.Is(err, errCrash) {
+			if err := act.Launch(context.Background(), p.Name, 2); !errors.Is(err, crashtest.ErrCrash) {
 				t.Fatalf("launch: %v", err)
 			}
 			store.Close()
@@ -305,7 +307,7 @@ func TestRecoverKeyedLaunch(t *testing.T) {
 			}
 			defer store.Close()
 			p.Max = tt.max
-			if act, err = NewActuator(store, []fleet.Pool{p}, map[string]providers.Provider{p.Name: lag}, clock, nil); err != nil {
+			if act, err = actuator.NewActuator(store, []fleet.Pool{p}, map[string]providers.Provider{p.Name: lag}, clock, nil); err != nil {
 				t.Fatal(err)
 			}
 			r, err := act.Recover(context.Background())
@@ -622,7 +624,7 @@ func TestUnlistedLaunchGivenUpOnce(t *testing.T) {
 	given := 0
 	for range 60 {
 		for _, a := range l.cycle(t).Actions {
-			if a.Kind == planner.Terminate && isUnlisted(a.Node) {
+			if a.Kind == planner.Terminate && actuator.IsUnlisted(a.Node) {
 				given++
 			}
 		}

@@ -10,8 +10,9 @@
 // between them sits behind two small interfaces: Fleet, the clouds and
 // the agents as observed and acted on (the controller reads its
 // providers and agents' reports; the simulator its simulated nodes), and
-// Books, the store (bbolt for `run`; Memory for `simulate`, so months
-// replay fast). The clock is the time each cycle is given.
+// Books, the store (state.Store, bbolt, for `run`; state.Memory for
+// `simulate`, so months replay fast). The clock is the time each cycle is
+// given.
 package loop
 
 import (
@@ -39,7 +40,7 @@ const HeldSeries = "held"
 
 // Books is what the loop keeps between cycles: the demand history, the
 // pools' back-offs, the drains in progress and the log of drains begun.
-// *state.Store (bbolt) and *Memory implement it.
+// *state.Store (bbolt) and *state.Memory implement it.
 type Books interface {
 	AppendDemand(series string, samples ...state.Sample) error
 	Demand(series string, since time.Time) ([]state.Sample, error)
@@ -82,13 +83,21 @@ type Observation struct {
 
 // Fleet is the clouds and agents a loop observes and acts on.
 type Fleet interface {
-	// Observe reads the fleet as it is at now.
+	// Observe reads the fleet as it is at now. It only reads: what the
+	// reading implies for the records is written by Commit.
 	Observe(ctx context.Context, now time.Time) (Observation, error)
+	// Commit writes what the cycle's observation implies for the fleet's
+	// own records (instances first seen, launches claimed, nodes gone),
+	// once the cycle has planned and before it acts; in a dry run it
+	// writes nothing. It returns the nodes it found gone from their
+	// clouds, whose drain records the loop then forgets. A cycle whose
+	// Commit fails acts on nothing.
+	Commit(ctx context.Context, now time.Time) (gone []string, err error)
 	// Launch asks pool for count more nodes. An error that
 	// providers.ShouldBackOff accepts refuses the launch, and backs the
 	// pool off.
 	Launch(ctx context.Context, pool string, count int) error
-	// Terminate removes a's node.
+	// Terminate removes a's node; the loop then forgets its drain.
 	Terminate(ctx context.Context, now time.Time, a *planner.Action) error
 	// Drain asks d's node to drain; d is in the books already.
 	Drain(ctx context.Context, d state.Drain) error
@@ -230,12 +239,40 @@ func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, 
 			l.log.Warn("recording the scale-in halt", "error", err)
 		}
 	}
+	// What the observation implies is written once, here, after planning
+	// and before any action: the records before the actions they explain.
+	gone, err := f.Commit(ctx, now)
+	if err == nil && !l.o.DryRun {
+		err = l.forget(gone)
+	}
+	if err != nil {
+		err = fmt.Errorf("loop: recording what the cycle observed (nothing done this cycle): %w", err)
+		r.Outcomes = outcomes(&r.Plan, Failed)
+		for i := range r.Outcomes {
+			r.Outcomes[i].Err = err
+		}
+		return r, errors.Join(obs.Err, err)
+	}
 	if l.o.DryRun {
 		r.Outcomes = outcomes(&r.Plan, DryRun)
 		return r, obs.Err
 	}
 	r.Outcomes, err = l.act(ctx, f, now, &r.Plan)
 	return r, errors.Join(obs.Err, err)
+}
+
+// ForgetDrains deletes the drain records of nodes terminated or gone
+// from their clouds (a runner's recovery found their terminations made).
+func (l *Loop) ForgetDrains(nodes ...string) error { return l.forget(nodes) }
+
+// forget deletes the drain records of nodes gone from their clouds.
+func (l *Loop) forget(gone []string) error {
+	for _, node := range gone {
+		if err := l.o.Books.DeleteDrain(node); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // record adds the cycle's demand to the history, in the books and in
@@ -525,7 +562,7 @@ func (l *Loop) forecast(now time.Time) forecast.Forecast {
 // act carries out a plan's actions and keeps the books of each: a pool
 // that refuses a launch is backed off and one that launches is not; a
 // drain is in the books before its node hears of it; a cancelled drain
-// leaves them first. An action done whose bookkeeping then failed is done
+// leaves them first, a terminated node's once it is terminated. An action done whose bookkeeping then failed is done
 // all the same; the error is returned with the others.
 func (l *Loop) act(ctx context.Context, f Fleet, now time.Time, plan *planner.Plan) ([]Outcome, error) {
 	out := outcomes(plan, Done)
@@ -560,9 +597,13 @@ func (l *Loop) act(ctx context.Context, f Fleet, now time.Time, plan *planner.Pl
 			}
 		case planner.Terminate:
 			err = f.Terminate(ctx, now, a)
-			if err == nil && a.BackOff {
-				// A node that never came up: the cloud did not supply it.
-				err = followUp(backOff(a.Pool, a.Reason, true))
+			if err == nil || errors.As(err, new(*FollowUpError)) {
+				// Done: its drain, if it had one, ended with it; a node
+				// that never came up was not supplied by its cloud.
+				err = errors.Join(err, followUp(l.o.Books.DeleteDrain(a.Node)))
+				if a.BackOff {
+					err = errors.Join(err, followUp(backOff(a.Pool, a.Reason, true)))
+				}
 			}
 		case planner.Drain:
 			d := state.Drain{Node: a.Node, Pool: a.Pool, Started: now, Deadline: now.Add(l.o.Config.Drain.Timeout)}

@@ -24,12 +24,20 @@ var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 // fleet hears of it, a cancelled one out of them.
 type scripted struct {
 	t         *testing.T
-	books     *Memory
+	books     *state.Memory
 	st        fleet.State
 	demand    float64
 	launchErr error
 	followUp  error // the terminate's bookkeeping error
+	// gone are the nodes Commit reports gone; commitErr its error.
+	gone      []string
+	commitErr error
 	calls     []string
+}
+
+func (s *scripted) Commit(ctx context.Context, now time.Time) ([]string, error) {
+	s.calls = append(s.calls, "commit")
+	return s.gone, s.commitErr
 }
 
 func (s *scripted) Observe(ctx context.Context, now time.Time) (Observation, error) {
@@ -50,7 +58,7 @@ func (s *scripted) Terminate(ctx context.Context, now time.Time, a *planner.Acti
 }
 
 func (s *scripted) Drain(ctx context.Context, d state.Drain) error {
-	if _, ok := s.books.drains[d.Node]; !ok {
+	if !hasDrain(s.books, d.Node) {
 		s.t.Errorf("drain of %s: not in the books before the fleet hears of it", d.Node)
 	}
 	s.calls = append(s.calls, "drain "+d.Node)
@@ -58,11 +66,17 @@ func (s *scripted) Drain(ctx context.Context, d state.Drain) error {
 }
 
 func (s *scripted) CancelDrain(ctx context.Context, now time.Time, a *planner.Action) error {
-	if _, ok := s.books.drains[a.Node]; ok {
+	if hasDrain(s.books, a.Node) {
 		s.t.Errorf("cancel of %s: still in the books when the fleet hears of it", a.Node)
 	}
 	s.calls = append(s.calls, "cancel "+a.Node)
 	return nil
+}
+
+// hasDrain says whether books hold a drain of node in progress.
+func hasDrain(books *state.Memory, node string) bool {
+	ds, _ := books.Drains()
+	return slices.ContainsFunc(ds, func(d state.Drain) bool { return d.Node == node })
 }
 
 func testConfig() *config.Config {
@@ -75,7 +89,7 @@ func testConfig() *config.Config {
 
 func newScripted(t *testing.T, dryRun bool) (*Loop, *scripted) {
 	t.Helper()
-	books := &Memory{}
+	books := &state.Memory{}
 	l, err := New(Options{Config: testConfig(), Books: books, DryRun: dryRun})
 	if err != nil {
 		t.Fatal(err)
@@ -152,8 +166,8 @@ func TestLaunchBooks(t *testing.T) {
 	d, df := newScripted(t, true)
 	df.st.PendingGPUs, df.demand = 16, 16
 	r, err = d.Cycle(ctx, df, t0)
-	if err != nil || len(df.calls) != 0 || len(r.Outcomes) != 1 || r.Outcomes[0].Result != DryRun {
-		t.Fatalf("dry run: calls %v, outcomes %+v, %v; want none, one dry run", df.calls, r.Outcomes, err)
+	if err != nil || !slices.Equal(df.calls, []string{"commit"}) || len(r.Outcomes) != 1 || r.Outcomes[0].Result != DryRun {
+		t.Fatalf("dry run: calls %v, outcomes %+v, %v; want the commit alone (which writes nothing in a dry run), one dry run", df.calls, r.Outcomes, err)
 	}
 }
 
@@ -246,6 +260,9 @@ func TestActBooks(t *testing.T) {
 		{Kind: planner.CancelDrain, Pool: "od", Node: "b"},
 		{Kind: planner.Terminate, Pool: "od", Node: "c", BackOff: true, Reason: "missed its deadline"},
 	}}
+	if err := f.books.PutDrain(state.Drain{Node: "c", Pool: "od", Started: t0.Add(-time.Hour), Deadline: t0}); err != nil {
+		t.Fatal(err)
+	}
 	out, err := l.act(ctx, f, t0, &plan)
 	if err != nil || !slices.Equal(f.calls, []string{"drain a", "drain b", "cancel b", "terminate c"}) {
 		t.Fatalf("calls %v, %v", f.calls, err)
@@ -255,8 +272,8 @@ func TestActBooks(t *testing.T) {
 			t.Fatalf("outcome %d: %+v; want done", i, o)
 		}
 	}
-	if _, ok := f.books.drains["a"]; !ok || len(f.books.drains) != 1 {
-		t.Fatalf("drains %v; want a only (b cancelled)", f.books.drains)
+	if ds, _ := f.books.Drains(); len(ds) != 1 || ds[0].Node != "a" {
+		t.Fatalf("drains %+v; want a only (b cancelled, c terminated)", ds)
 	}
 	if bs, _ := f.books.Backoffs(); len(bs) != 1 || bs[0].Reason != "missed its deadline" {
 		t.Fatalf("back-offs %+v; want od's, for the missed deadline", bs)
@@ -270,8 +287,9 @@ func TestActBooks(t *testing.T) {
 		t.Fatalf("recent drains %v past the window; want none", st.Pools[0].RecentDrains)
 	}
 
-	// A terminate done whose bookkeeping failed is done, with the error;
-	// one that failed is failed, and backs nothing off.
+	// A terminate done whose bookkeeping failed is done, with the error,
+	// and backs its pool off (the node never came up); one that failed is
+	// failed, and backs nothing off.
 	for _, tt := range []struct {
 		err  error
 		want Result
@@ -282,8 +300,8 @@ func TestActBooks(t *testing.T) {
 		if out[0].Result != tt.want || !errors.Is(out[0].Err, tt.err) || !errors.Is(err, tt.err) {
 			t.Fatalf("%v: outcome %+v, %v; want %s with it", tt.err, out[0], err, tt.want)
 		}
-		if bs, _ := f.books.Backoffs(); len(bs) != 0 {
-			t.Fatalf("%v: back-offs %+v; want none", tt.err, bs)
+		if bs, _ := f.books.Backoffs(); (len(bs) != 0) != (tt.want == Done) {
+			t.Fatalf("%v: back-offs %+v; want the pool's only if the node was terminated", tt.err, bs)
 		}
 	}
 }
@@ -452,7 +470,7 @@ func TestDamagedHistory(t *testing.T) {
 }
 
 // damaged is books whose demand history cannot be read.
-type damaged struct{ *Memory }
+type damaged struct{ *state.Memory }
 
 func (damaged) Demand(string, time.Time) ([]state.Sample, error) {
 	return nil, errors.New("state: demand fleet: the record is damaged")
@@ -490,7 +508,7 @@ func TestHeld(t *testing.T) {
 	if got := HeldGPUs(cfg.Pools, &spread); got != 8+2*8 {
 		t.Fatalf("held %v GPUs; want 24: the burst node and two nodes' worth of the 9 reserved GPUs in use", got)
 	}
-	books := &Memory{}
+	books := &state.Memory{}
 	// A week before t0 (the least the advice rests on): 32 GPUs held, 2
 	// of demand.
 	step := cfg.Forecast.Step
@@ -557,6 +575,54 @@ func TestPendingSince(t *testing.T) {
 		}
 		if !r.State.PendingSince.Equal(want) {
 			t.Errorf("cycle %d (%d pending): pending since %v, want %v", k, tc.pending, r.State.PendingSince, want)
+		}
+	}
+}
+
+// TestCommitBeforeActing: a cycle commits what it observed once, after
+// planning and before any action, and forgets the drains of the nodes the
+// fleet found gone; a commit that fails leaves every action undone and
+// failed with its error. A dry run commits too (the fleet writes nothing
+// then) and forgets nothing.
+func TestCommitBeforeActing(t *testing.T) {
+	ctx := context.Background()
+	for _, dry := range []bool{false, true} {
+		l, f := newScripted(t, dry)
+		for _, n := range []string{"gone-1", "kept"} {
+			if err := f.books.PutDrain(state.Drain{Node: n, Pool: "od", Started: t0.Add(-time.Hour), Deadline: t0.Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.gone = []string{"gone-1"}
+		f.st.PendingGPUs = 16
+		r, err := l.Cycle(ctx, f, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"commit", "launch od"}
+		if dry {
+			want = want[:1]
+		}
+		if !slices.Equal(f.calls, want) || len(r.Plan.Actions) == 0 {
+			t.Errorf("dry run %v: calls %v for plan %v; want %v", dry, f.calls, r.Plan.Actions, want)
+		}
+		if got := hasDrain(f.books, "gone-1"); got != dry {
+			t.Errorf("dry run %v: gone node's drain kept: %v", dry, got)
+		}
+		if !hasDrain(f.books, "kept") {
+			t.Errorf("dry run %v: a listed node's drain forgotten", dry)
+		}
+	}
+	l, f := newScripted(t, false)
+	f.st.PendingGPUs = 16
+	f.commitErr = errors.New("disk full")
+	r, err := l.Cycle(ctx, f, t0)
+	if !errors.Is(err, f.commitErr) || !slices.Equal(f.calls, []string{"commit"}) {
+		t.Fatalf("calls %v, %v; want the commit alone, and its error", f.calls, err)
+	}
+	for i, o := range r.Outcomes {
+		if o.Result != Failed || !errors.Is(o.Err, f.commitErr) {
+			t.Errorf("outcome %d: %+v; want failed with the commit's error", i, o)
 		}
 	}
 }

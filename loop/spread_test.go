@@ -53,6 +53,8 @@ func (f *spreadFleet) place(now time.Time, n int) {
 	}
 }
 
+func (f *spreadFleet) Commit(context.Context, time.Time) ([]string, error) { return nil, nil }
+
 func (f *spreadFleet) Observe(_ context.Context, now time.Time) (Observation, error) {
 	waiting := f.pending
 	f.pending = 0
@@ -129,7 +131,7 @@ func TestSpreadJobsDoNotRatchet(t *testing.T) {
 		t.Run(fmt.Sprint("a job pending every ", every, " cycle(s)"), func(t *testing.T) {
 			const jobs = 60
 			cfg := testConfig()
-			books := &Memory{}
+			books := &state.Memory{}
 			l, err := New(Options{Config: cfg, Books: books})
 			if err != nil {
 				t.Fatal(err)

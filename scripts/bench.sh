@@ -69,7 +69,7 @@ gobench() {
 if [ "${BENCH_GO:-1}" != 0 ]; then
   gobench "One planning cycle (\`planner.Make\`) for 10,000 nodes (10% with silent agents, 5% draining, 5% launching), 100,000 jobs and 50 pools, on one core; the target is at most 50 ms and 256 MB a cycle:" \
     ./planner BenchmarkPlan 1 3
-  gobench "One control cycle of the live controller for 10,000 eight-GPU nodes in four pools, every agent's report fresh and holding a job, with two weeks of demand history (observe the clouds and agents, record the demand with a synced write, forecast, plan, act), on one core; the target is under 100 ms:" \
+  gobench "One control cycle of the live controller for 10,000 eight-GPU nodes in four pools, every agent's report fresh and holding a job, with two weeks of demand history (settle the journal, observe the clouds and agents, record the demand with a synced write, forecast, plan, commit, act), on one core; the target is under 100 ms:" \
     ./controller BenchmarkCycle 1 3
   gobench "\`simulate\` on the whole Philly trace (111,549 jobs over 129 days), the five default policies side by side on two cores; the target is at most 10 s and 1 GB:" \
     ./simulate BenchmarkSimulatePhilly 2 1

@@ -55,14 +55,14 @@ TestPropertySafety
 
 deadline applied to unknown instances (controller, simulated cloud)
 controller/controller.go
-"\t\t\tcase !own.at[in.ID].IsZero():"
+"\t\t\tcase !pr.Launched(in.ID).IsZero():"
 "\t\t\tcase true:"
 ./controller
 TestAdoptedFleetIsNeverKilled
 
 deadline applied to unknown instances (controller, moto)
 controller/controller.go
-"\t\t\tcase !own.at[in.ID].IsZero():"
+"\t\t\tcase !pr.Launched(in.ID).IsZero():"
 "\t\t\tcase true:"
 ./providers/aws
 TestAdoptedFleetIsNeverKilled
@@ -124,30 +124,44 @@ planner/forecast_input.go
 TestAbsurdForecastIsNotUsed|TestPropertySafety
 
 a claim outside the launch's provisioning timeout
-controller/owned.go
+actuator/claim.go
 "return now.After(l.At) && now.Sub(l.At) <= timeout"
 "return now.After(l.At)"
 ./controller
 TestOldLaunchNeverClaimsANewInstance
 
 a claim when more new instances show than the launch's units
-controller/owned.go
+actuator/claim.go
 "ambiguous := !keyed && len(free) > units"
 "ambiguous := false"
 ./controller
 TestReplacementNeverClaimed
 
 an instance claimed after the cycle it was first seen
-controller/owned.go
-"(keyed || seen[in.ID].Equal(now))"
-"(keyed || !seen[in.ID].IsZero())"
-./controller
+actuator/claim.go
+"(keyed || fresh(in.ID))"
+"(keyed || true)"
+./controller ./actuator
 TestReplacementNeverClaimed|TestClaim
 
+an instance claimed twice (simulate property)
+actuator/claim.go
+"\t\t\tl.Claimed = append(l.Claimed, in.ID)\n\t\t\ttaken[in.ID] = true\n"
+"\t\t\tl.Claimed = append(l.Claimed, in.ID)\n"
+./simulate
+TestLaunchesClaimedOnce
+
+an instance claimed twice (claim)
+actuator/claim.go
+"\t\t\tl.Claimed = append(l.Claimed, in.ID)\n\t\t\ttaken[in.ID] = true\n"
+"\t\t\tl.Claimed = append(l.Claimed, in.ID)\n"
+./actuator
+TestClaim
+
 claims not kept in the state
-controller/controller.go
-"if len(claimed) > 0 && !c.dryRun {"
-"if false && len(claimed) > 0 && !c.dryRun {"
+actuator/clouds.go
+"if len(r.claimed) > 0 {"
+"if false && len(r.claimed) > 0 {"
 ./controller
 TestAdoptedFleetIsNeverKilled
 
@@ -159,7 +173,7 @@ state/store.go
 TestOwnLaunchClaimedOnceForGood
 
 a stand-in given up, and matched again
-controller/controller.go
+actuator/clouds.go
 "\t\t\tl.Spent++\n"
 "\n"
 ./controller
@@ -167,34 +181,34 @@ TestUnlistedLaunchGivenUpOnce
 
 no grace from the start for an own launch after a restart
 controller/controller.go
-"n.LaunchedAt = later(own.at[in.ID], c.started)"
-"n.LaunchedAt = own.at[in.ID]"
+"n.LaunchedAt = later(pr.Launched(in.ID), c.started)"
+"n.LaunchedAt = pr.Launched(in.ID)"
 ./controller
 TestOwnLaunchTerminatedAcrossAnOutage
 
 launch records never forgotten
-controller/controller.go
+actuator/clouds.go
 "if now.Sub(l.At) > 2*p.ProvisionTimeout && (!inConfig || !waiting(l)) {"
 "if false && now.Sub(l.At) > 2*p.ProvisionTimeout && (!inConfig || !waiting(l)) {"
 ./controller
 TestOwnLaunchTerminatedAcrossAnOutage
 
 a launch record forgotten while its instance waits to be ready
-controller/controller.go
+actuator/clouds.go
 "(!inConfig || !waiting(l))"
 "(!inConfig || !waiting(l) || true)"
 ./controller
 TestOwnLaunchTerminatedAcrossAnOutage
 
 journaled launches not counted as capacity
-controller/controller.go
+actuator/clouds.go
 "\t\tfor _, in := range inFlight[p.Name] {"
 "\t\tfor _, in := range inFlight[\"\"] {"
 ./controller
 TestUnsettledLaunchCountsAgainstLimits
 
 a keyed launch dropped, not sent again
-controller/actuator.go
+actuator/actuator.go
 "case !g.Keyed || a.now().Sub(in.Created) > pool.ProvisionTimeout:"
 "case true:"
 ./controller
@@ -446,7 +460,7 @@ agent/agent.go
 TestDrainSafetyEdges
 
 another fleet's instances counted in a pool
-controller/controller.go
+actuator/clouds.go
 "\t\tinstances = c.ownFleet(instances)\n"
 "\n"
 ./controller
@@ -460,11 +474,46 @@ controller/agents.go
 TestAgentsNoticeAndFault
 
 a reap not journaled
-controller/orphans.go
-"\treturn c.act.Reap(ctx, o.by, c.cfg.Controller.Fleet, o.Orphan)"
-"\treturn o.by.TerminateOrphan(ctx, c.cfg.Controller.Fleet, o.Orphan)"
+actuator/clouds.go
+"\treturn c.act.Reap(ctx, r, c.fleet, o)"
+"\treturn r.TerminateOrphan(ctx, c.fleet, o)"
 ./controller
 TestReapJournaled
+
+observation writes ready times
+controller/controller.go
+"\t\t\t\tf.ready = append(f.ready, in.ID)\n"
+"\t\t\t\tf.ready = append(f.ready, in.ID)\n\t\t\t\tc.store.PutReady(now, in.ID)\n"
+./controller
+TestObservationOnlyReads
+
+observation protects
+controller/controller.go
+"\tst, err := c.observe(ctx, now, f, drains)\n\tif err != nil {\n\t\treturn loop.Observation{}, err\n\t}\n"
+"\tst, err := c.observe(ctx, now, f, drains)\n\tif err != nil {\n\t\treturn loop.Observation{}, err\n\t}\n\tc.protect(ctx, &st)\n"
+./controller
+TestObservationOnlyReads
+
+a record gains a second writer
+controller/gone.go
+"\t\tgone = append(gone, d.Node)\n"
+"\t\tgone = append(gone, d.Node)\n\t\tc.store.DeleteDrain(d.Node)\n"
+./state
+TestWritersOneOwner
+
+terminated node's drain kept
+loop/loop.go
+"\t\t\t\terr = errors.Join(err, followUp(l.o.Books.DeleteDrain(a.Node)))\n"
+"\t\t\t\terr = errors.Join(err, nil)\n"
+./loop
+TestActBooks
+
+gone nodes' drains kept
+loop/loop.go
+"\tfor _, node := range gone {\n"
+"\tfor _, node := range gone[:0] {\n"
+./loop ./controller
+TestCommitBeforeActing|TestObservationOnlyReads
 
 a drain's confirmation past its deadline stands for ever
 agent/agent.go
@@ -629,8 +678,8 @@ TestListenSecurity|TestParseErrors
 
 node credential: a gone instance's credential kept
 controller/gone.go
-"\t\tif m.forgetCreds && c.creds != nil {"
-"\t\tif false && m.forgetCreds && c.creds != nil {"
+"\tif len(unseen) > 0 && c.creds != nil {"
+"\tif false && len(unseen) > 0 && c.creds != nil {"
 ./controller
 TestLivePoolAndGoneCredentials
 
@@ -1406,8 +1455,8 @@ TestParseErrors
 
 a plugin pool's server powered off losing its credential (controller)
 controller/gone.go
-"\t\t\tgone = slices.DeleteFunc(gone, c.namesReused)\n"
-"\t\t\tgone = slices.DeleteFunc(gone, func(string) bool { return false })\n"
+"\t\tunseen = slices.DeleteFunc(unseen, c.namesReused)\n"
+"\t\tunseen = slices.DeleteFunc(unseen, func(string) bool { return false })\n"
 ./controller
 TestPluginServerKeepsCredential
 
@@ -1490,8 +1539,8 @@ TestScaleInAtKnownEnds
 
 a hold not counted against the pool's floor (known ends floor)
 planner/scalein.go
-"\t\t\ts.gone(pp, c)\n\t\t\tcontinue"
-"\t\t\ts.gone(pp, c)\n\t\t\tpp.active++\n\t\t\tcontinue"
+"\t\t\tleft--\n\t\t\ts.gone(pp, c)\n\t\t\tcontinue"
+"\t\t\tleft--\n\t\t\ts.gone(pp, c)\n\t\t\tpp.active++\n\t\t\tcontinue"
 ./planner
 TestScaleInAtKnownEnds
 

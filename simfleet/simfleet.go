@@ -294,10 +294,11 @@ func (f *Fleet) report(ctx context.Context, now time.Time) error {
 }
 
 // SeedHistory records the workload's demand over length before now, a
-// sample a step, as the controller's demand history: the local default
-// then forecasts from its first cycle. A store that already holds a
-// history is left as it is.
-func SeedHistory(s *state.Store, w sim.Workload, now time.Time, step, length time.Duration) error {
+// sample a step, as the controller's demand history (through
+// loop.Import, into a history that holds none: every sample is
+// recorded): the local default then forecasts from its first cycle. A
+// store that already holds a history is left as it is.
+func SeedHistory(s state.Records, w sim.Workload, now time.Time, step, length time.Duration) error {
 	names, err := s.DemandSeries()
 	if err != nil || len(names) > 0 {
 		return err
@@ -307,7 +308,8 @@ func SeedHistory(s *state.Store, w sim.Workload, now time.Time, step, length tim
 	for i, v := range h.Values {
 		samples[i] = state.Sample{Time: h.Start.Add(time.Duration(i) * step), Value: v}
 	}
-	return s.AppendDemand(loop.DemandSeries, samples...)
+	_, _, err = loop.Import(s, step, samples...)
+	return err
 }
 
 // PendingTo returns a Pending function that pushes the queued GPUs to the

@@ -93,10 +93,13 @@ type node struct {
 	// once its agent has had the notice.
 	interruptAt int64
 	noticed     bool
-	jobs        []int32
-	jobsVer     uint32 // bumped whenever jobs changes
-	bucketPos   int    // index in its free-GPU bucket; -1 when in none
-	tier        uint8  // its buckets' tier: 0 reserved, 1 the others
+	// key is the key of the launch of this controller that made the node
+	// (through engineCloud); "" for one it did not launch.
+	key       string
+	jobs      []int32
+	jobsVer   uint32 // bumped whenever jobs changes
+	bucketPos int    // index in its free-GPU bucket; -1 when in none
+	tier      uint8  // its buckets' tier: 0 reserved, 1 the others
 }
 
 // event kinds, in the order they happen within a second: a checkpoint that
@@ -240,6 +243,12 @@ type engine struct {
 	// reports caches each node's jobs as its agent reports them, by node
 	// index.
 	reports []nodeJobs
+	// poolVer counts each pool's changes the cloud lists (a node launched,
+	// up, gone), for engineCloud's listings; gone are the nodes gone since
+	// the policy last asked (forgotten).
+	poolVer   []uint32
+	trackGone bool
+	gone      []string
 }
 
 func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*engine, error) {
@@ -249,6 +258,7 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 		e.pools = append(e.pools, simPool{spec: p, settings: sim.SettingsOf(p)})
 		e.maxGPN = max(e.maxGPN, p.GPUsPerNode)
 	}
+	e.poolVer = make([]uint32, len(e.pools))
 	for t := range e.buckets {
 		e.buckets[t] = make([][]*node, e.maxGPN+1)
 	}
@@ -354,6 +364,7 @@ func (e *engine) handle(ev event) {
 	case evReady:
 		if n := e.nodes[ev.id]; n.state == booting {
 			n.state = up
+			e.poolVer[n.pool]++
 			n.idleSince, n.lowSince = e.now, e.now
 			e.bucketAdd(n)
 		}
@@ -515,6 +526,7 @@ func (e *engine) addNode(pi int, id string, lead int64) *node {
 	}
 	e.nodes = append(e.nodes, n)
 	e.live = append(e.live, n)
+	e.poolVer[pi]++
 	e.liveByID[n.id] = n
 	if p.spec.Capacity != fleet.Reserved {
 		e.bought += n.gpn
@@ -528,6 +540,13 @@ func (e *engine) addNode(pi int, id string, lead int64) *node {
 		heap.Push(&e.events, event{t: n.readyAt, kind: evReady, id: n.idx})
 	}
 	return n
+}
+
+// wasUp reports whether the node id has come up (or is gone): its agent
+// would have reported it ready.
+func (e *engine) wasUp(id string) bool {
+	n := e.liveByID[id]
+	return n == nil || n.state != booting
 }
 
 // liveNode returns the live node with the given ID, or nil.
@@ -607,6 +626,10 @@ func (e *engine) remove(n *node, byUs bool) {
 		e.st.drains++ // a removal without a drain still counts; the cloud's do not
 	}
 	n.state = gone
+	e.poolVer[n.pool]++
+	if e.trackGone {
+		e.gone = append(e.gone, n.id)
+	}
 	e.pools[n.pool].count--
 	if e.pools[n.pool].spec.Capacity != fleet.Reserved {
 		e.bought -= n.gpn

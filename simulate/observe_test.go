@@ -29,7 +29,11 @@ func TestObserveAsTheController(t *testing.T) {
 	observe := func(s int) *fleet.Node {
 		t.Helper()
 		c.Advance(at(s))
-		st := p.observe(e)
+		obs, err := f.Observe(context.Background(), at(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := obs.State
 		if len(st.Nodes) != 1 {
 			t.Fatalf("at %ds: %d nodes; want 1", s, len(st.Nodes))
 		}

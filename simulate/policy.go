@@ -2,16 +2,20 @@ package simulate
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
+	"github.com/fleetcast/autoscaler/actuator"
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
+	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/state"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -302,7 +306,10 @@ func (r *reactive) fitsElsewhere(e *engine, n *node, removed map[int32]bool, spa
 // predictive is this project's controller: the decision loop (package
 // loop: record demand, forecast, plan, act, keep the books) driven every
 // control interval over the simulated nodes, with its books in memory,
-// holding the configured reservations. With advice (the "advised"
+// holding the configured reservations. It reads and changes the simulated
+// region through the controller's own actuator (package actuator: which
+// instances are its own launches, every change journaled), with the
+// journal in the same memory, as `run` does its clouds. With advice (the "advised"
 // reservations), the cheapest reserved pool grows to the baseline the
 // planner recommends from what the loop saw the fleet hold (loop.Held),
 // as the controller's plan advises: first after
@@ -339,7 +346,18 @@ type predictive struct {
 	// reservation as recommended).
 	run   config.Config
 	loop  *loop.Loop
-	books loop.Memory
+	books state.Memory
+	// clouds is the actuator over cloud, the simulated region; reading
+	// the cycle's read of it, and cursor observe's scratch. listLag is
+	// how long a launched node takes to be listed (Options.listLag), and
+	// keyedCloud whether the region's groups are keyed
+	// (Options.keyedCloud).
+	clouds     *actuator.Clouds
+	cloud      *engineCloud
+	reading    *actuator.Reading
+	cursor     []int
+	listLag    time.Duration
+	keyedCloud bool
 	// byName is each pool's index.
 	byName map[string]int
 	// told are the nodes whose drain was decided or cancelled since the
@@ -380,7 +398,7 @@ func newPerfect(cfg *config.Config, tr *trace.Trace, opt Options) (*predictive, 
 // newLoopPolicy is the predictive policy (named name) of cfg and opt, but
 // its loop.
 func newLoopPolicy(cfg *config.Config, opt Options, name string) *predictive {
-	p := &predictive{cfg: cfg, base: opt.Start, reserved: -1, run: *cfg, fixed: -1}
+	p := &predictive{cfg: cfg, base: opt.Start, reserved: -1, run: *cfg, fixed: -1, listLag: opt.listLag, keyedCloud: opt.keyedCloud}
 	p.run.Pools = nil // its own: the simulated pools are written into it
 	if opt.Reservations == Advised {
 		p.advise, p.nextBase, p.adviceEvery = true, secs(opt.AdviceAfter), adviceEvery
@@ -427,12 +445,26 @@ func (p *predictive) notice(e *engine, n *node) {
 func (p *predictive) start(e *engine) {
 	p.statuses = make([]fleet.PoolStatus, len(e.pools))
 	p.byName = make(map[string]int, len(e.pools))
+	pools := make([]fleet.Pool, len(e.pools))
+	providers := make(map[string]providers.Provider, len(e.pools))
+	p.cloud = newEngineCloud(e, secs(p.listLag), p.keyedCloud)
 	for i := range e.pools {
 		p.statuses[i].Name = e.pools[i].spec.Name
 		p.byName[e.pools[i].spec.Name] = i
 		if e.pools[i].spec.Capacity == fleet.Reserved && (p.reserved < 0 || fleet.CompareForLaunch(&e.pools[i].spec, &e.pools[p.reserved].spec) < 0) {
 			p.reserved = i
 		}
+		pools[i], providers[e.pools[i].spec.Name] = e.pools[i].spec, p.cloud
+	}
+	e.trackGone = true
+	// The launches' keys from the run's seed: a run is a function of it.
+	var seed [32]byte
+	binary.LittleEndian.PutUint64(seed[:], uint64(e.opt.Seed))
+	var err error
+	p.clouds, err = actuator.New(actuator.Options{Journal: &p.books, Pools: pools, Providers: providers, Fleet: p.cfg.Controller.Fleet,
+		Now: p.cloud.at, Serial: true, Rand: rand.NewChaCha8(seed)})
+	if err != nil {
+		panic(fmt.Sprintf("simulate: the actuator over the simulated region: %v", err)) // every pool has its provider
 	}
 }
 
@@ -451,7 +483,18 @@ func (p *predictive) tick(e *engine) error {
 	for i := range e.pools {
 		p.run.Pools = append(p.run.Pools, e.pools[i].spec)
 	}
-	r, err := p.loop.Cycle(context.Background(), engineFleet{p, e}, p.at(e.now))
+	// As the controller does before each cycle: the journal settled
+	// against the region (in the simulation every change is answered, so
+	// nothing is left to settle unless the actuator has a defect).
+	ctx := context.Background()
+	settled, err := p.clouds.Recover(ctx)
+	if err == nil {
+		err = settled.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("simulate: settling the journal: %w", err)
+	}
+	r, err := p.loop.Cycle(ctx, engineFleet{p, e}, p.at(e.now))
 	if r.Plan.LimitedBy != "" {
 		e.limitedNow = true
 	}
@@ -469,29 +512,57 @@ type engineFleet struct {
 	e *engine
 }
 
-// Observe is what the controller would see (see predictive.observe).
-func (f engineFleet) Observe(context.Context, time.Time) (loop.Observation, error) {
-	return loop.Observation{State: f.p.observe(f.e)}, nil
+// Observe reads the region through the actuator, which says which nodes
+// are this controller's own, and the agents' reports (see
+// predictive.observe).
+func (f engineFleet) Observe(ctx context.Context, now time.Time) (loop.Observation, error) {
+	rd, err := f.p.clouds.Read(ctx, now, nil, f.e.wasUp)
+	if err != nil {
+		return loop.Observation{}, err
+	}
+	f.p.reading = rd
+	return loop.Observation{State: f.p.observe(f.e, rd), Err: rd.Err}, nil
 }
 
-// Launch launches in the pool, the nodes ready one lead time away; a
-// partial grant is an insufficient capacity error, as a cloud's.
-func (f engineFleet) Launch(_ context.Context, pool string, count int) error {
-	pi, ok := f.p.byName[pool]
-	if !ok {
-		return fmt.Errorf("simulate: launch in pool %q, which the simulation does not have", pool)
+// Commit writes what the cycle's read implies (sightings, claims), and
+// forgets the nodes gone since: their sightings here, their drains in the
+// loop.
+func (f engineFleet) Commit(context.Context, time.Time) ([]string, error) {
+	if err := f.p.clouds.Commit(f.p.reading); err != nil {
+		return nil, err
 	}
-	_, err := f.e.launch(pi, count, secs(f.e.pools[pi].spec.LeadTime))
-	return err
+	gone := f.e.gone
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	set := make(map[string]bool, len(gone))
+	for _, id := range gone {
+		set[id] = true
+	}
+	if _, err := f.p.clouds.Forget(func(id string) bool { return set[id] }); err != nil {
+		return nil, err
+	}
+	f.e.gone = nil
+	return gone, nil
 }
 
-// Terminate removes the node and forgets its drain, as the controller
-// does once a node is gone.
-func (f engineFleet) Terminate(_ context.Context, _ time.Time, a *planner.Action) error {
-	if n := f.e.liveNode(a.Node); n != nil {
-		f.e.terminate(n)
+// Launch launches in the pool through the actuator, the nodes ready one
+// lead time away; a partial grant is an insufficient capacity error, as a
+// cloud's.
+func (f engineFleet) Launch(ctx context.Context, pool string, count int) error {
+	return f.p.clouds.Launch(ctx, pool, count)
+}
+
+// Terminate removes the node through the actuator (the loop forgets its
+// drain); a stand-in's unit of its launch is given up.
+func (f engineFleet) Terminate(ctx context.Context, _ time.Time, a *planner.Action) error {
+	if err := f.p.clouds.Terminate(ctx, a.Pool, a.Node); err != nil {
+		return err
 	}
-	return f.p.books.DeleteDrain(a.Node)
+	if err := f.p.clouds.Spend(a.Node); err != nil {
+		return &loop.FollowUpError{Err: err}
+	}
+	return nil
 }
 
 // Drain records the drain, as the controller's drain record: the node's
@@ -606,11 +677,14 @@ func (p *predictive) rebase(e *engine) {
 
 func (p *predictive) at(s int64) time.Time { return p.base.Add(time.Duration(s) * time.Second) }
 
-// observe is what the controller would see: every node with its jobs, as
-// its agent reports them (agents report every cycle), and the queue; then
-// the agents take up the drains and cancellations decided since their
-// last report, as the controller's answer to this report (deliver).
-func (p *predictive) observe(e *engine) *fleet.State {
+// observe is what the controller would see: every node its read of the
+// region (rd) lists, with its jobs as its agent reports them (agents
+// report every cycle), stand-ins for the nodes its groups owe, and the
+// queue; then the agents take up the drains and cancellations decided
+// since their last report, as the controller's answer to this report
+// (deliver). A booting node is this controller's launch if its launch
+// records claim it (rd), and unknown otherwise, as `run` takes it.
+func (p *predictive) observe(e *engine, rd *actuator.Reading) *fleet.State {
 	st := &p.state
 	st.CapturedAt = p.at(e.now)
 	st.Pools = p.statuses
@@ -621,11 +695,24 @@ func (p *predictive) observe(e *engine) *fleet.State {
 	// The nodes are written in place: a node in the same slot as last
 	// cycle keeps what does not change (most cycles launch and remove
 	// nothing).
-	now, k := p.at(e.now), 0
+	now, k, started := p.at(e.now), 0, p.clouds.Started()
+	// cur[i] is how many of pool i's listed instances are taken: the
+	// region lists each pool's nodes in launch order, as e.live holds
+	// them, then what it owes.
+	cur := p.cursor[:0]
+	for range e.pools {
+		cur = append(cur, 0)
+	}
+	p.cursor = cur
 	for _, n := range e.live {
 		if n.state == gone {
 			continue
 		}
+		pr := &rd.Pools[n.pool]
+		if c := cur[n.pool]; c >= len(pr.Instances) || pr.Instances[c].ID != n.id {
+			continue // not listed yet: the stand-in for what its group owes counts it
+		}
+		cur[n.pool]++
 		if k == len(st.Nodes) {
 			st.Nodes = append(st.Nodes, fleet.Node{})
 		}
@@ -636,9 +723,11 @@ func (p *predictive) observe(e *engine) *fleet.State {
 		}
 		fn.Jobs = e.reported(n)
 		fn.LastReport, fn.DrainStartedAt, fn.DrainAcked, fn.DrainConfirmed, fn.InterruptAt = now, time.Time{}, false, false, time.Time{}
+		fn.Unknown = false
 		switch {
 		case n.state == booting:
 			fn.State, fn.LastReport = fleet.Pending, time.Time{}
+			fn.LaunchedAt, fn.Unknown = launchedAt(rd, pr, n.id, p.at(n.launched), started)
 		case n.drainRec >= 0:
 			// Draining since the controller decided it (its drain record).
 			// The agent holds the drain from its first report after the
@@ -677,9 +766,47 @@ func (p *predictive) observe(e *engine) *fleet.State {
 			fn.DrainCancelledAt = p.at(n.cancelledAt)
 		}
 	}
+	// The stand-ins: capacity a group owes, for nodes launched and not
+	// listed yet.
+	for i := range rd.Pools {
+		pr := &rd.Pools[i]
+		for c := cur[i]; c < len(pr.Instances); c++ {
+			in := &pr.Instances[c]
+			if k == len(st.Nodes) {
+				st.Nodes = append(st.Nodes, fleet.Node{})
+			}
+			fn := &st.Nodes[k]
+			k++
+			*fn = fleet.Node{ID: in.ID, Pool: pr.Status.Name, State: fleet.Pending}
+			fn.LaunchedAt, fn.Unknown = launchedAt(rd, pr, in.ID, in.LaunchedAt, started)
+		}
+	}
 	st.Nodes = st.Nodes[:k]
 	p.deliver(e)
 	return st
+}
+
+// launchedAt is when a booting node (or stand-in) id of pool pr counts as
+// launched, and whether it is unknown, as the controller takes it: from
+// when its launch was decided if its launch records claim it (its
+// provisioning deadline runs from then), else unknown, from when it was
+// first seen (or as its cloud says, for capacity owed); never before
+// started.
+func launchedAt(rd *actuator.Reading, pr *actuator.PoolReading, id string, cloud, started time.Time) (time.Time, bool) {
+	if at := pr.Launched(id); !at.IsZero() {
+		return later(at, started), false
+	}
+	if t := rd.FirstSeen(id); !t.IsZero() {
+		cloud = t
+	}
+	return later(cloud, started), true
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // deliver hands the agents the drains and cancellations decided since

@@ -163,6 +163,14 @@ type Options struct {
 	// never grown (RunAdviceCheck).
 	fixedCommit bool
 	fixedNodes  int
+	// listLag, for tests, is how long the simulated region takes to list
+	// a node launched for the predictive and perfect policies (its group
+	// owes it meanwhile, as an Auto Scaling group's listing trails its
+	// desired capacity); 0 lists it at once.
+	listLag time.Duration
+	// keyedCloud, for tests, makes the simulated region's groups keyed (as
+	// EC2 instances from a launch template) for those policies.
+	keyedCloud bool
 	// Start is the wall-clock time of the trace's offset 0, for the
 	// forecaster's daily and weekly cycles; default the trace's own start,
 	// else Monday 2026-01-05 00:00 UTC.

@@ -34,10 +34,18 @@ type APIToken struct {
 
 // PutAPIToken records an API token, replacing any of its name.
 func (s *Store) PutAPIToken(t APIToken) error {
+	if err := checkAPIToken(t); err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketAPITokens), t.Name, t) })
+}
+
+// checkAPIToken checks the fields an API token's record must have.
+func checkAPIToken(t APIToken) error {
 	if t.Name == "" || t.Hash == "" || t.Scope == "" {
 		return fmt.Errorf("state: API token with no name, hash or scope: %q", t.Name)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketAPITokens), t.Name, t) })
+	return nil
 }
 
 // DeleteAPIToken forgets an API token.

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"math"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -22,17 +23,31 @@ type PoolRecord struct {
 // transaction, replacing their earlier records; the records of pools not
 // named stay.
 func (s *Store) PutPools(pools ...PoolRecord) error {
+	for _, p := range pools {
+		if err := checkPool(p); err != nil {
+			return err
+		}
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		for _, p := range pools {
-			if p.Name == "" {
-				return fmt.Errorf("state: pool record with no name: %+v", p)
-			}
 			if err := putJSON(tx.Bucket(bucketPools), p.Name, p); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// checkPool checks the fields a pool record must have: a name, and a
+// price JSON can write (a finite number; the error is JSON's).
+func checkPool(p PoolRecord) error {
+	switch {
+	case p.Name == "":
+		return fmt.Errorf("state: pool record with no name: %+v", p)
+	case math.IsNaN(p.PricePerHour) || math.IsInf(p.PricePerHour, 0):
+		return fmt.Errorf("state: encoding %s: json: unsupported value: %v", p.Name, p.PricePerHour)
+	}
+	return nil
 }
 
 // Pools returns the pools' last records, by name.

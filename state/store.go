@@ -397,14 +397,8 @@ type Drain struct {
 
 // PutDrain records (or updates) a node's drain.
 func (s *Store) PutDrain(d Drain) error {
-	switch {
-	case d.Node == "":
-		return errors.New("state: drain with no node")
-	case d.Pool == "":
-		return fmt.Errorf("state: drain of %s: pool is empty", d.Node)
-	case d.Started.IsZero() || d.Deadline.Before(d.Started):
-		return fmt.Errorf("state: drain of %s: started %s, deadline %s: expected a start and a deadline after it",
-			d.Node, d.Started.UTC().Format(time.RFC3339), d.Deadline.UTC().Format(time.RFC3339))
+	if err := checkDrain(d); err != nil {
+		return err
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		if err := putJSON(tx.Bucket(bucketDrains), d.Node, d); err != nil {
@@ -414,6 +408,20 @@ func (s *Store) PutDrain(d Drain) error {
 		// begun within its window, finished or not.
 		return putJSON(tx.Bucket(bucketDrainLog), logKey(d.Started)+"/"+d.Node, d)
 	})
+}
+
+// checkDrain checks the fields a drain record must have.
+func checkDrain(d Drain) error {
+	switch {
+	case d.Node == "":
+		return errors.New("state: drain with no node")
+	case d.Pool == "":
+		return fmt.Errorf("state: drain of %s: pool is empty", d.Node)
+	case d.Started.IsZero() || d.Deadline.Before(d.Started):
+		return fmt.Errorf("state: drain of %s: started %s, deadline %s: expected a start and a deadline after it",
+			d.Node, d.Started.UTC().Format(time.RFC3339), d.Deadline.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // DrainLog returns the drains begun at or after since, finished or not,
@@ -621,6 +629,14 @@ type Backoff struct {
 
 // PutBackoff records (or updates) a pool's back-off.
 func (s *Store) PutBackoff(b Backoff) error {
+	if err := checkBackoff(b); err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketBackoffs), b.Pool, b) })
+}
+
+// checkBackoff checks the fields a back-off record must have.
+func checkBackoff(b Backoff) error {
 	switch {
 	case b.Pool == "":
 		return errors.New("state: back-off with no pool")
@@ -629,7 +645,7 @@ func (s *Store) PutBackoff(b Backoff) error {
 	case b.Held < 0:
 		return fmt.Errorf("state: back-off of %s: held %d nodes, expected at least 0", b.Pool, b.Held)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketBackoffs), b.Pool, b) })
+	return nil
 }
 
 // DeleteBackoff clears a pool's back-off (a launch succeeded).
@@ -720,9 +736,15 @@ func (s *Store) ClaimFleet(name string) error {
 		case got == nil:
 			return meta.Put(keyFleet, []byte(name))
 		case string(got) != name:
-			return fmt.Errorf("state: %s is fleet %q's, and controller.fleet is %q: the instances carry the name they were launched with, so a renamed controller would not know its own; set controller.fleet back to %q, or start a new fleet with a new state directory",
-				s.path, got, name, got)
+			return fleetClaimed(s.path, string(got), name)
 		}
 		return nil
 	})
+}
+
+// fleetClaimed is ClaimFleet's refusal of name, where the records kept at
+// path are fleet got's.
+func fleetClaimed(path, got, name string) error {
+	return fmt.Errorf("state: %s is fleet %q's, and controller.fleet is %q: the instances carry the name they were launched with, so a renamed controller would not know its own; set controller.fleet back to %q, or start a new fleet with a new state directory",
+		path, got, name, got)
 }

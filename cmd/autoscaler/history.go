@@ -85,7 +85,7 @@ func runHistoryImport(e *env, args []string) int {
 		return exitError
 	}
 	defer store.Close()
-	added, kept, err := store.FillDemand(loop.DemandSeries, step, im.samples...)
+	added, kept, err := loop.Import(store, step, im.samples...)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "history import:", err)
 		return exitError

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	"github.com/fleetcast/autoscaler/actuator"
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/fleet"
@@ -164,7 +165,7 @@ func TestRecoverDirectLaunch(t *testing.T) {
 				t.Fatal(err)
 			}
 			wrap := &crashAfter{Provider: e.p, before: when == "before", after: when == "after"}
-			act, err := controller.NewActuator(store, []fleet.Pool{pool}, map[string]providers.Provider{pool.Name: wrap}, e.clock.now, nil)
+			act, err := actuator.NewActuator(store, []fleet.Pool{pool}, map[string]providers.Provider{pool.Name: wrap}, e.clock.now, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +180,7 @@ func TestRecoverDirectLaunch(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer store.Close()
-			act, err = controller.NewActuator(store, []fleet.Pool{pool}, map[string]providers.Provider{pool.Name: e.p}, e.clock.now, nil)
+			act, err = actuator.NewActuator(store, []fleet.Pool{pool}, map[string]providers.Provider{pool.Name: e.p}, e.clock.now, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

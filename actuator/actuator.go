@@ -1,6 +1,8 @@
-// Package controller is the live controller's edge: it turns the
-// planner's actions into cloud calls, safely across crashes, and takes
-// pending demand pushed by schedulers (POST /v1/demand, see DemandReceiver).
+// Package actuator is the controller's hands on the clouds: it reads
+// every pool's group, works out which instances are this controller's own
+// launches (Clouds), and makes every change to a cloud journaled, safely
+// across crashes (Actuator). `run` drives it over the real providers and
+// `simulate` over its simulated region, both with the same code.
 //
 // Every change to a cloud goes through an Actuator, which writes the intent
 // and its idempotency key to the state store (synced) before calling the
@@ -11,7 +13,7 @@
 // against the cloud's own state, finishing a launch with its own key, so a
 // crash between deciding and acting never launches twice and never leaves a
 // decided termination half done (docs/design.md rules 4, 7 and 8).
-package controller
+package actuator
 
 import (
 	"context"
@@ -19,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"time"
@@ -30,9 +33,29 @@ import (
 	"github.com/fleetcast/autoscaler/state"
 )
 
+// Journal is the records the actuator keeps, and it alone writes: the
+// intents (each cloud change, journaled before it is made), the launches
+// it made (and the instances claimed for them), and when each instance
+// was first seen (an instance seen before a launch is never its).
+// state.Records implements it.
+type Journal interface {
+	PutIntent(state.Intent) error
+	DoneIntent(key string) error
+	Intents() ([]state.Intent, error)
+	SettleLaunch(state.Launch) error
+	PutLaunches(...state.Launch) error
+	DeleteLaunches(keys ...string) error
+	Launches() ([]state.Launch, error)
+	PutSeen(t time.Time, nodes ...string) error
+	DeleteSeen(nodes ...string) error
+	SeenNodes() ([]state.NodeTime, error)
+	// Path names where the records are kept, for errors.
+	Path() string
+}
+
 // Actuator makes the cloud changes a plan asks for, journaled.
 type Actuator struct {
-	store *state.Store
+	store Journal
 	pools map[string]fleet.Pool
 	// clouds maps each pool to the provider that drives its group.
 	clouds map[string]providers.Provider
@@ -41,18 +64,21 @@ type Actuator struct {
 	// Fleet names the fleet on every launch (LaunchRequest.Fleet), for the
 	// ownership tags.
 	Fleet string
+	// Rand, if set, is where the keys' random bits come from (the
+	// simulator's seed: a run is a function of it); crypto/rand if not.
+	Rand io.Reader
 }
 
 // NewActuator makes an Actuator over the pools, each driven by
 // clouds[pool.Name], journaling in store and reading time from now.
-func NewActuator(store *state.Store, pools []fleet.Pool, clouds map[string]providers.Provider, now func() time.Time, log hclog.Logger) (*Actuator, error) {
+func NewActuator(store Journal, pools []fleet.Pool, clouds map[string]providers.Provider, now func() time.Time, log hclog.Logger) (*Actuator, error) {
 	a := &Actuator{store: store, pools: make(map[string]fleet.Pool, len(pools)), clouds: clouds, now: now, log: log}
 	if a.log == nil {
 		a.log = hclog.NewNullLogger()
 	}
 	for _, p := range pools {
 		if clouds[p.Name] == nil {
-			return nil, fmt.Errorf("controller: pool %s has no provider", p.Name)
+			return nil, fmt.Errorf("actuator: pool %s has no provider", p.Name)
 		}
 		a.pools[p.Name] = p
 	}
@@ -62,16 +88,21 @@ func NewActuator(store *state.Store, pools []fleet.Pool, clouds map[string]provi
 func (a *Actuator) pool(name string) (fleet.Pool, providers.Provider, error) {
 	p, ok := a.pools[name]
 	if !ok {
-		return fleet.Pool{}, nil, fmt.Errorf("controller: unknown pool %q", name)
+		return fleet.Pool{}, nil, fmt.Errorf("actuator: unknown pool %q", name)
 	}
 	return p, a.clouds[name], nil
 }
 
 // newKey returns a fresh idempotency key: the pool, the kind and 64 random
-// bits, short enough for an EC2 client token (64 characters).
-func newKey(kind state.IntentKind, pool string) string {
+// bits (from Rand, if set), short enough for an EC2 client token (64
+// characters).
+func (a *Actuator) newKey(kind state.IntentKind, pool string) string {
 	var b [8]byte
-	rand.Read(b[:])
+	if a.Rand != nil {
+		io.ReadFull(a.Rand, b[:])
+	} else {
+		rand.Read(b[:])
+	}
 	if len(pool) > 32 {
 		pool = pool[:32]
 	}
@@ -86,7 +117,7 @@ func newKey(kind state.IntentKind, pool string) string {
 // (a timeout, a crash) leaves the intent for Recover.
 func (a *Actuator) Launch(ctx context.Context, poolName string, count int) error {
 	if count < 1 {
-		return fmt.Errorf("controller: launch of %d instances in pool %s", count, poolName)
+		return fmt.Errorf("actuator: launch of %d instances in pool %s", count, poolName)
 	}
 	pool, cloud, err := a.pool(poolName)
 	if err != nil {
@@ -94,12 +125,12 @@ func (a *Actuator) Launch(ctx context.Context, poolName string, count int) error
 	}
 	g, err := cloud.Describe(ctx, pool)
 	if err != nil {
-		return fmt.Errorf("controller: launch in pool %s: %w", poolName, err)
+		return fmt.Errorf("actuator: launch in pool %s: %w", poolName, err)
 	}
-	in := state.Intent{Key: newKey(state.IntentLaunch, poolName), Kind: state.IntentLaunch, Pool: poolName,
+	in := state.Intent{Key: a.newKey(state.IntentLaunch, poolName), Kind: state.IntentLaunch, Pool: poolName,
 		Count: count, Target: g.Target + count, Created: a.now()}
 	if err := a.store.PutIntent(in); err != nil {
-		return fmt.Errorf("controller: launch in pool %s not made: %w", poolName, err)
+		return fmt.Errorf("actuator: launch in pool %s not made: %w", poolName, err)
 	}
 	a.log.Info("launching", "pool", poolName, "count", count, "from", g.Target, "to", in.Target, "key", in.Key)
 	return a.send(ctx, pool, cloud, in, g)
@@ -117,7 +148,7 @@ func (a *Actuator) send(ctx context.Context, pool fleet.Pool, cloud providers.Pr
 	err := cloud.Launch(ctx, pool, providers.LaunchRequest{Count: in.Count, Target: in.Target, Key: in.Key, Fleet: a.Fleet})
 	if err != nil && !providers.ShouldBackOff(err) {
 		// Not the cloud's definite answer: the outcome is unknown.
-		return fmt.Errorf("controller: launch in pool %s (intent %s kept for recovery): %w", pool.Name, in.Key, err)
+		return fmt.Errorf("actuator: launch in pool %s (intent %s kept for recovery): %w", pool.Name, in.Key, err)
 	}
 	rec := state.Launch{Key: in.Key, Pool: in.Pool, Count: in.Count, At: in.Created}
 	if err != nil {
@@ -162,26 +193,23 @@ func (a *Actuator) granted(ctx context.Context, pool fleet.Pool, cloud providers
 
 // Terminate removes a node whose drain is complete (or a launching node
 // that missed its deadline) from its pool: journaled, then asked of the
-// cloud; the node's drain record goes with it. A node the cloud no longer
-// has counts as terminated.
+// cloud. A node the cloud no longer has counts as terminated. (Its drain
+// record is the loop's, which forgets it once this returns.)
 func (a *Actuator) Terminate(ctx context.Context, poolName, node string) error {
 	pool, cloud, err := a.pool(poolName)
 	if err != nil {
 		return err
 	}
-	in := state.Intent{Key: newKey(state.IntentTerminate, poolName), Kind: state.IntentTerminate, Pool: poolName,
+	in := state.Intent{Key: a.newKey(state.IntentTerminate, poolName), Kind: state.IntentTerminate, Pool: poolName,
 		Node: node, Created: a.now()}
 	if err := a.store.PutIntent(in); err != nil {
-		return fmt.Errorf("controller: termination of %s not made: %w", node, err)
+		return fmt.Errorf("actuator: termination of %s not made: %w", node, err)
 	}
 	a.log.Info("terminating", "pool", poolName, "node", node, "key", in.Key)
 	err = cloud.Terminate(ctx, pool, []string{in.Node})
 	var nf *providers.NotFoundError
 	if err != nil && !errors.As(err, &nf) {
-		return fmt.Errorf("controller: terminating %s in pool %s (intent %s kept for recovery): %w", in.Node, pool.Name, in.Key, err)
-	}
-	if err := a.store.DeleteDrain(in.Node); err != nil {
-		return err
+		return fmt.Errorf("actuator: terminating %s in pool %s (intent %s kept for recovery): %w", in.Node, pool.Name, in.Key, err)
 	}
 	return a.store.DoneIntent(in.Key)
 }
@@ -211,21 +239,17 @@ func (r Recovered) Err() error {
 
 // Reap terminates an orphan (see providers.Reaper) through the provider
 // that listed it, journaled like any termination: the intent is on disk
-// before the cloud is asked, and cleared, with the orphan's drain record,
-// once it has answered.
+// before the cloud is asked, and cleared once it has answered.
 func (a *Actuator) Reap(ctx context.Context, r providers.Reaper, fleetName string, o providers.Orphan) error {
-	in := state.Intent{Key: newKey(state.IntentReap, o.Pool), Kind: state.IntentReap, Pool: o.Pool, Node: o.ID, Created: a.now()}
+	in := state.Intent{Key: a.newKey(state.IntentReap, o.Pool), Kind: state.IntentReap, Pool: o.Pool, Node: o.ID, Created: a.now()}
 	if err := a.store.PutIntent(in); err != nil {
-		return fmt.Errorf("controller: reaping %s not made: %w", o.ID, err)
+		return fmt.Errorf("actuator: reaping %s not made: %w", o.ID, err)
 	}
 	a.log.Info("reaping an orphan", "pool", o.Pool, "node", o.ID, "fleet", fleetName, "key", in.Key)
 	err := r.TerminateOrphan(ctx, fleetName, o)
 	var nf *providers.NotFoundError
 	if err != nil && !errors.As(err, &nf) {
-		return fmt.Errorf("controller: reaping %s of pool %s (intent %s kept for recovery): %w", o.ID, o.Pool, in.Key, err)
-	}
-	if err := a.store.DeleteDrain(o.ID); err != nil {
-		return err
+		return fmt.Errorf("actuator: reaping %s of pool %s (intent %s kept for recovery): %w", o.ID, o.Pool, in.Key, err)
 	}
 	return a.store.DoneIntent(in.Key)
 }
@@ -250,7 +274,9 @@ func (a *Actuator) Reap(ctx context.Context, r providers.Reaper, fleetName strin
 //     was down), so the next plan decides again on fresh reports, and
 //     terminates it only if it is still drained;
 //   - drains and cancelled drains live in the drain records, which the loop
-//     picks up as they are; their intents are cleared.
+//     picks up as they are; their intents are cleared. (A termination made
+//     leaves its node's drain record to the loop, which forgets it once
+//     the node is unlisted.)
 //
 // An intent for a pool no longer in the config is kept and reported, never
 // silently dropped. An intent whose pool's group cannot be read is kept for
@@ -262,7 +288,7 @@ func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
 	groups := map[string]providers.Group{}
 	intents, err := a.store.Intents()
 	if err != nil {
-		return r, fmt.Errorf("controller: reading the journal: %w", err)
+		return r, fmt.Errorf("actuator: reading the journal: %w", err)
 	}
 	for _, in := range intents {
 		if in.Kind == state.IntentReap {
@@ -281,7 +307,7 @@ func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
 		}
 		pool, cloud, err := a.pool(in.Pool)
 		if err != nil {
-			r.Unsettled[in.Pool] = fmt.Errorf("controller: journaled intent %s is for pool %q, which is not in the config; restore the pool or remove %s", in.Key, in.Pool, a.store.Path())
+			r.Unsettled[in.Pool] = fmt.Errorf("actuator: journaled intent %s is for pool %q, which is not in the config; restore the pool or remove %s", in.Key, in.Pool, a.store.Path())
 			continue
 		}
 		switch in.Kind {
@@ -289,7 +315,7 @@ func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
 			g, ok := groups[in.Pool]
 			if !ok {
 				if g, err = cloud.Describe(ctx, pool); err != nil {
-					r.Unsettled[in.Pool] = fmt.Errorf("controller: recovering %s %s (kept for the next try): %w", in.Kind, in.Key, err)
+					r.Unsettled[in.Pool] = fmt.Errorf("actuator: recovering %s %s (kept for the next try): %w", in.Kind, in.Key, err)
 					continue
 				}
 				groups[in.Pool] = g // read once per pool, unless a launch is sent again
@@ -308,9 +334,6 @@ func (a *Actuator) Recover(ctx context.Context) (Recovered, error) {
 				return i.ID == in.Node && i.State != providers.InstanceTerminating
 			}) {
 				r.Done = append(r.Done, in)
-				if err := a.store.DeleteDrain(in.Node); err != nil {
-					return r, err
-				}
 				a.log.Info("recovered termination: made", "pool", in.Pool, "node", in.Node, "key", in.Key)
 				break
 			}
@@ -376,7 +399,7 @@ func (a *Actuator) recoverLaunch(ctx context.Context, r *Recovered, pool fleet.P
 	case ctx.Err() != nil:
 		return true, ctx.Err()
 	default:
-		r.Unsettled[in.Pool] = fmt.Errorf("controller: recovering launch %s (kept for the next try): %w", in.Key, err)
+		r.Unsettled[in.Pool] = fmt.Errorf("actuator: recovering launch %s (kept for the next try): %w", in.Key, err)
 	}
 	return true, nil
 }

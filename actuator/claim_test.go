@@ -1,4 +1,4 @@
-package controller
+package actuator
 
 import (
 	"maps"
@@ -133,9 +133,16 @@ func TestClaim(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			after := slices.Clone(tt.launches)
-			o := claim(after, tt.instances, tt.keyed, tt.seen, 30*time.Minute, at(tt.now), t0)
-			if !maps.Equal(o.by, tt.want) {
-				t.Errorf("owned %v; want %v", o.by, tt.want)
+			var o ownership
+			claim(&o, after, tt.instances, tt.keyed, func(id string) bool { return tt.seen[id].Equal(at(tt.now)) }, 30*time.Minute, at(tt.now), t0)
+			listed := map[string]string{} // claims of instances listed now, and stand-ins
+			for id, key := range o.by {
+				if IsUnlisted(id) || slices.ContainsFunc(tt.instances, func(in providers.Instance) bool { return in.ID == id }) {
+					listed[id] = key
+				}
+			}
+			if !maps.Equal(listed, tt.want) {
+				t.Errorf("owned %v; want %v", listed, tt.want)
 			}
 			for id, key := range o.by {
 				for _, l := range tt.launches {

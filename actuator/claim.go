@@ -1,4 +1,4 @@
-package controller
+package actuator
 
 import (
 	"cmp"
@@ -19,12 +19,17 @@ import (
 // behind them: "terminating" one at its deadline only gives the unit up.
 const unlistedPrefix = "unlisted/"
 
-func isUnlisted(id string) bool { return strings.HasPrefix(id, unlistedPrefix) }
+// IsUnlisted reports whether id is a stand-in for an instance a keyed group
+// does not list yet (see Reading).
+func IsUnlisted(id string) bool { return strings.HasPrefix(id, unlistedPrefix) }
 
 // standIns adds n stand-ins for instances a launch (its key, decided at)
 // made or may have made that the cloud does not list, as the controller's
 // own, launching since at.
 func (o *ownership) standIns(key string, n int, at time.Time) {
+	if n > 0 && o.at == nil {
+		o.at, o.by = map[string]time.Time{}, map[string]string{}
+	}
 	for k := range n {
 		id := fmt.Sprintf("%s%s/%d", unlistedPrefix, key, k)
 		o.unlisted = append(o.unlisted, providers.Instance{ID: id, State: providers.InstancePending, LaunchedAt: at, LaunchKey: key})
@@ -34,9 +39,10 @@ func (o *ownership) standIns(key string, n int, at time.Time) {
 
 // ownership is which of a pool's instances this controller launched.
 type ownership struct {
-	// at is when the launch behind each owned instance (or stand-in) was
-	// decided, on the controller's clock: its provisioning deadline runs
-	// from then.
+	// at is when the launch behind each owned instance (claimed, listed
+	// now or not) or stand-in was decided, on the controller's clock: its
+	// provisioning deadline runs from then. Nil when the pool has no
+	// launch records.
 	at map[string]time.Time
 	// by is the key of the launch behind each owned instance or stand-in.
 	by map[string]string
@@ -45,6 +51,8 @@ type ownership struct {
 	unlisted []providers.Instance
 	// changed are the launches whose claims changed, to be stored.
 	changed []state.Launch
+	// taken is claim's scratch: the instances claimed.
+	taken map[string]bool
 }
 
 // claim works out which of a pool's instances its launches (the
@@ -56,7 +64,7 @@ type ownership struct {
 //     launch's instances are those listed with its key; the units of it
 //     not listed yet become stand-ins.
 //   - In a group with a target size of its own, an instance is claimed
-//     only in the cycle the controller first sees it (seen, on its own
+//     only in the cycle the controller first sees it (fresh, on its own
 //     clock; no cloud clock is compared with the controller's), and only
 //     by a launch decided before and within its provisioning timeout, at
 //     most as many as the launch added, newest launch and newest instance
@@ -73,12 +81,23 @@ type ownership struct {
 // An instance seen before a launch, or beyond its count, is never the
 // launch's: a fleet the controller adopted, another controller's or a
 // person's instances stay unknown.
-func claim(launches []state.Launch, instances []providers.Instance, keyed bool, seen map[string]time.Time, timeout time.Duration, now, since time.Time) ownership {
-	o := ownership{at: map[string]time.Time{}, by: map[string]string{}}
+//
+// It fills o, whose maps and slices it reuses.
+func claim(o *ownership, launches []state.Launch, instances []providers.Instance, keyed bool, fresh func(id string) bool, timeout time.Duration, now, since time.Time) {
+	clear(o.at)
+	clear(o.by)
+	o.unlisted, o.changed = o.unlisted[:0], o.changed[:0]
 	if len(launches) == 0 {
-		return o // the common case: every instance is known or unknown already
+		return // the common case: every instance is known or unknown already
 	}
-	taken := map[string]bool{}
+	if o.at == nil {
+		o.at, o.by = map[string]time.Time{}, map[string]string{}
+	}
+	if o.taken == nil {
+		o.taken = map[string]bool{}
+	}
+	taken := o.taken
+	clear(taken)
 	for _, l := range launches {
 		for _, id := range l.Claimed {
 			taken[id] = true
@@ -87,18 +106,14 @@ func claim(launches []state.Launch, instances []providers.Instance, keyed bool, 
 	// The real instances no launch has claimed that may be claimed now:
 	// in a keyed group any, else those first seen now; newest first.
 	var free []providers.Instance
-	for _, in := range instances {
-		if !in.Owed && !taken[in.ID] && (keyed || seen[in.ID].Equal(now)) {
-			free = append(free, in)
+	for k := range instances {
+		if in := &instances[k]; !in.Owed && (keyed || fresh(in.ID)) && !taken[in.ID] {
+			free = append(free, *in)
 		}
 	}
 	slices.SortFunc(free, func(a, b providers.Instance) int {
 		return cmp.Or(b.LaunchedAt.Compare(a.LaunchedAt), strings.Compare(a.ID, b.ID))
 	})
-	present := make(map[string]bool, len(instances))
-	for _, in := range instances {
-		present[in.ID] = true
-	}
 	open := func(l *state.Launch) bool { return now.After(l.At) && now.Sub(l.At) <= timeout }
 	units := 0
 	for i := range launches {
@@ -124,26 +139,24 @@ func claim(launches []state.Launch, instances []providers.Instance, keyed bool, 
 			o.changed = append(o.changed, *l)
 		}
 		for _, id := range l.Claimed {
-			if present[id] {
-				o.at[id], o.by[id] = l.At, l.Key
-			}
+			o.at[id], o.by[id] = l.At, l.Key
 		}
 	}
 	if keyed {
 		for _, l := range launches {
 			o.standIns(l.Key, l.Unclaimed(), l.At)
 		}
-		return o
+		return
 	}
 	if ambiguous {
-		return o
+		return
 	}
 	// The capacity the group owes, newest first, for the newest launches'
 	// unclaimed units.
 	var owed []providers.Instance
-	for _, in := range instances {
-		if in.Owed {
-			owed = append(owed, in)
+	for k := range instances {
+		if instances[k].Owed {
+			owed = append(owed, instances[k])
 		}
 	}
 	slices.SortFunc(owed, func(a, b providers.Instance) int {
@@ -157,16 +170,15 @@ func claim(launches []state.Launch, instances []providers.Instance, keyed bool, 
 		}
 	}
 	if len(owed) > left {
-		return o // the group owes more than this controller asked for
+		return // the group owes more than this controller asked for
 	}
 	for _, l := range owing {
 		for range l.Unclaimed() {
 			if len(owed) == 0 {
-				return o
+				return
 			}
 			o.at[owed[0].ID], o.by[owed[0].ID] = l.At, l.Key
 			owed = owed[1:]
 		}
 	}
-	return o
 }

@@ -1,4 +1,4 @@
-package controller
+package actuator
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/crashtest"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/sim"
 	"github.com/fleetcast/autoscaler/state"
@@ -23,41 +24,6 @@ var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 func simPool(name string, max int) fleet.Pool {
 	return fleet.Pool{Name: name, Provider: "sim", InstanceType: "p4d.24xlarge", GPUsPerNode: 8, Capacity: fleet.OnDemand,
 		PricePerHour: 32, LeadTime: 5 * time.Minute, ProvisionTimeout: 15 * time.Minute, Max: max}
-}
-
-// errCrash stands for the controller dying: the call's outcome is unknown
-// to it, as after SIGKILL or a timeout.
-var errCrash = errors.New("controller killed")
-
-// crashing wraps a provider and "kills the controller" around its next
-// change: before the call reaches the cloud, or after the cloud made it but
-// before the controller heard.
-type crashing struct {
-	providers.Provider
-	before, after bool
-}
-
-func (c *crashing) crash(call func() error) error {
-	if c.before {
-		c.before = false
-		return errCrash
-	}
-	if err := call(); err != nil {
-		return err
-	}
-	if c.after {
-		c.after = false
-		return errCrash
-	}
-	return nil
-}
-
-func (c *crashing) Launch(ctx context.Context, p fleet.Pool, req providers.LaunchRequest) error {
-	return c.crash(func() error { return c.Provider.Launch(ctx, p, req) })
-}
-
-func (c *crashing) Terminate(ctx context.Context, p fleet.Pool, ids []string) error {
-	return c.crash(func() error { return c.Provider.Terminate(ctx, p, ids) })
 }
 
 // tb is what the rig needs of a test: *testing.T and *rapid.T both have it.
@@ -71,7 +37,7 @@ type rig struct {
 	now   time.Time
 	pool  fleet.Pool
 	cloud *sim.Cloud
-	wrap  *crashing
+	wrap  *crashtest.Provider
 	store *state.Store
 	act   *Actuator
 }
@@ -86,7 +52,7 @@ func newRig(t tb, dir string, capacity string) *rig {
 		p.Settings = sim.Settings{Capacity: n}
 	}
 	cloud := sim.New([]fleet.Pool{p}, 1, func() time.Time { return t0 })
-	r := &rig{dir: dir, now: t0, pool: p, cloud: cloud, wrap: &crashing{Provider: cloud}}
+	r := &rig{dir: dir, now: t0, pool: p, cloud: cloud, wrap: &crashtest.Provider{Provider: cloud}}
 	r.restart(t)
 	return r
 }
@@ -129,9 +95,6 @@ func TestLaunchAndTerminateClearTheJournal(t *testing.T) {
 		t.Fatalf("launch records %+v; want the launch of 3 as the controller's own", ls)
 	}
 	node := g.Instances[0].ID
-	if err := r.store.PutDrain(state.Drain{Node: node, Pool: "a100", Started: t0, Deadline: t0.Add(time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
 	if err := r.act.Terminate(ctx, "a100", node); err != nil {
 		t.Fatal(err)
 	}
@@ -140,9 +103,6 @@ func TestLaunchAndTerminateClearTheJournal(t *testing.T) {
 	}
 	if in, _ := r.store.Intents(); len(in) != 0 {
 		t.Errorf("journal after success: %+v, want empty", in)
-	}
-	if d, _ := r.store.Drains(); len(d) != 0 {
-		t.Errorf("drains after termination: %+v, want none", d)
 	}
 	// A node the cloud no longer has counts as terminated.
 	if err := r.act.Terminate(ctx, "a100", node); err != nil {
@@ -201,15 +161,14 @@ func TestRecoverAfterCrashAtEachStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			node := r.group(t).Instances[0].ID
-			r.store.PutDrain(state.Drain{Node: node, Pool: "a100", Started: t0, Deadline: t0.Add(time.Hour)})
-			r.wrap.before, r.wrap.after = tt.before, tt.after
+			r.wrap.Before, r.wrap.After = tt.before, tt.after
 			var err error
 			if tt.terminate {
 				err = r.act.Terminate(ctx, "a100", node)
 			} else {
 				err = r.act.Launch(ctx, "a100", 3)
 			}
-			if !errors.Is(err, errCrash) || !strings.Contains(err.Error(), "kept for recovery") {
+			if !errors.Is(err, crashtest.ErrCrash) || !strings.Contains(err.Error(), "kept for recovery") {
 				t.Fatalf("crashed call: %v", err)
 			}
 			r.now = r.now.Add(tt.down)
@@ -229,12 +188,8 @@ func TestRecoverAfterCrashAtEachStep(t *testing.T) {
 			if in, _ := r.store.Intents(); len(in) != 0 {
 				t.Errorf("journal after recovery: %+v", in)
 			}
-			drains, _ := r.store.Drains()
-			if tt.terminate && tt.after && len(drains) != 0 {
-				t.Errorf("drain record of a terminated node left: %+v", drains)
-			}
-			if tt.terminate && tt.before && len(drains) != 1 {
-				t.Errorf("drains %+v: the node not terminated keeps its drain for the next plan", drains)
+			if tt.terminate && tt.after && !slices.ContainsFunc(got.Done, func(in state.Intent) bool { return in.Node == node }) {
+				t.Errorf("recover: %+v; want the termination of %s among those done (its drain is then forgotten)", got, node)
 			}
 		})
 	}
@@ -259,7 +214,7 @@ func TestRecoverKeepsIntentsOfUnknownPools(t *testing.T) {
 // the controller killed at random points around its cloud calls and
 // restarted (Recover, then the next cycle decides from the cloud's state):
 // the group never exceeds what was asked, ends at the last size asked, and
-// no intent or drain record outlives its node.
+// no intent outlives its cycle.
 func TestNeverLaunchesTwice(t *testing.T) {
 	ctx := context.Background()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -274,21 +229,20 @@ func TestNeverLaunchesTwice(t *testing.T) {
 		for range rapid.IntRange(1, 12).Draw(rt, "cycles") {
 			want = rapid.IntRange(0, 8).Draw(rt, "want")
 			crash := rapid.SampledFrom([]string{"none", "before", "after"}).Draw(rt, "crash")
-			r.wrap.before, r.wrap.after = crash == "before", crash == "after"
+			r.wrap.Before, r.wrap.After = crash == "before", crash == "after"
 			// One cycle: act until the group is the size wanted, as the
 			// loop would over cycles, restarting after each crash.
 			for range 20 {
 				g := r.group(rt)
 				if g.Target > want && g.Target > 0 {
 					victim := g.Instances[rapid.IntRange(0, len(g.Instances)-1).Draw(rt, "victim")].ID
-					r.store.PutDrain(state.Drain{Node: victim, Pool: "a100", Started: t0, Deadline: t0.Add(time.Hour)})
 					err = r.act.Terminate(ctx, "a100", victim)
 				} else if g.Target < want {
 					err = r.act.Launch(ctx, "a100", want-g.Target)
 				} else {
 					break
 				}
-				if errors.Is(err, errCrash) {
+				if errors.Is(err, crashtest.ErrCrash) {
 					r.restart(rt)
 					if _, err := r.act.Recover(ctx); err != nil {
 						rt.Fatal(err)
@@ -306,12 +260,6 @@ func TestNeverLaunchesTwice(t *testing.T) {
 			}
 			if in, _ := r.store.Intents(); len(in) != 0 {
 				rt.Fatalf("journal not empty between cycles: %+v", in)
-			}
-			drains, _ := r.store.Drains()
-			for _, d := range drains {
-				if !slices.ContainsFunc(g.Instances, func(i providers.Instance) bool { return i.ID == d.Node }) {
-					rt.Fatalf("drain record for %s, which the cloud no longer has", d.Node)
-				}
 			}
 		}
 	})
