@@ -243,7 +243,7 @@ simulate/engine.go
 TestZeroLengthJobs
 
 simulated agent confirms a drain while jobs remain
-simulate/policy.go
+simulate/predictive.go
 "fn.DrainConfirmed = acked && len(n.jobs) == 0\n"
 "fn.DrainConfirmed = acked\n"
 ./simulate
@@ -782,7 +782,7 @@ forecast/calibrate.go
 TestOnlineProvisionalLast
 
 a drain heard at once in simulate, not with the next report (one loop)
-simulate/policy.go
+simulate/predictive.go
 "\t\tn.drainRec = f.e.now\n\t\tf.p.told = append(f.p.told, n)"
 "\t\tn.drainRec, n.heardAt = f.e.now, f.e.now\n\t\tf.e.drain(n)"
 ./simfleet
@@ -803,7 +803,7 @@ simulate/cluster.go
 TestCluster
 
 a spot notice not reported to the predictive policy (simulate)
-simulate/policy.go
+simulate/predictive.go
 "\t\t\t\tfn.InterruptAt = p.at(n.interruptAt)\n"
 ""
 ./simulate
