@@ -51,7 +51,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseState$$' -fuzztime $(FUZZTIME) ./fleet
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz '^FuzzReadSeries$$' -fuzztime $(FUZZTIME) ./trace
-	$(GO) test -run '^$$' -fuzz '^FuzzReceiver$$' -fuzztime $(FUZZTIME) ./agent/report
+	$(GO) test -run '^$$' -fuzz '^FuzzReceiver$$' -fuzztime $(FUZZTIME) ./controller/reports
 	$(GO) test -run '^$$' -fuzz '^FuzzLocalAPI$$' -fuzztime $(FUZZTIME) ./agent
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./agent/spot
 	$(GO) test -run '^$$' -fuzz '^FuzzBootstrap$$' -fuzztime $(FUZZTIME) ./nodeauth

@@ -28,7 +28,8 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/gpu"
 	"github.com/fleetcast/autoscaler/agent/report"
-	"github.com/fleetcast/autoscaler/internal/credtest"
+	"github.com/fleetcast/autoscaler/controller/reports"
+	"github.com/fleetcast/autoscaler/nodeauth/nodeauthtest"
 )
 
 // TestMain doubles as a training job when FLEETCAST_TEST_JOB is set
@@ -132,9 +133,9 @@ func setup(t *testing.T) (*Agent, *controller, *Reporter, string) {
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 
-	tokens := credtest.New(t)
+	tokens := nodeauthtest.New(t)
 	ctl := &controller{}
-	cs := httptest.NewServer((&report.Receiver{Credentials: tokens, Store: ctl}).Handler())
+	cs := httptest.NewServer((&reports.Receiver{Credentials: tokens, Store: ctl}).Handler())
 	t.Cleanup(cs.Close)
 	return a, ctl, &Reporter{Agent: a, Controller: cs.URL, Credential: FixedCredential(tokens.For("i-1"))}, dir
 }

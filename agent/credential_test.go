@@ -16,6 +16,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/apiauth"
+	"github.com/fleetcast/autoscaler/controller/reports"
 	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/state"
 )
@@ -183,7 +184,7 @@ func TestRotationLostAnswer(t *testing.T) {
 	}
 	mux := &apiauth.Router{}
 	(&nodeauth.Server{Registry: reg}).Routes(mux)
-	mux.Handle(report.Pattern, apiauth.Node, &report.Receiver{Credentials: reg, Store: &controller{}, Now: clock})
+	mux.Handle(reports.Pattern, apiauth.Node, &reports.Receiver{Credentials: reg, Store: &controller{}, Now: clock})
 	var lose atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()

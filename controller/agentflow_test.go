@@ -8,7 +8,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/agent/report"
-	"github.com/fleetcast/autoscaler/internal/credtest"
+	"github.com/fleetcast/autoscaler/nodeauth/nodeauthtest"
 )
 
 // TestRealAgentConfirmsDrain runs the real agent daemon's reporter
@@ -18,7 +18,7 @@ import (
 func TestRealAgentConfirmsDrain(t *testing.T) {
 	p := gpuPool("g5", 8, 20, 5*time.Minute)
 	l := newLoop(t, false, p)
-	tokens := credtest.New(t)
+	tokens := nodeauthtest.New(t)
 	srv := httptest.NewServer(l.c.Handler(APIOptions{Credentials: tokens}))
 	defer srv.Close()
 	a, err := agent.New(agent.Config{Node: "i-1", Now: func() time.Time { return l.now }})

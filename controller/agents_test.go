@@ -12,24 +12,25 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/controller/reports"
 	"github.com/fleetcast/autoscaler/fleet"
-	"github.com/fleetcast/autoscaler/internal/credtest"
+	"github.com/fleetcast/autoscaler/nodeauth/nodeauthtest"
 )
 
 // agentsRig serves the real report receiver over the Agents view.
 type agentsRig struct {
 	now    time.Time
 	agents *Agents
-	tokens *credtest.Tokens
+	tokens *nodeauthtest.Tokens
 	h      http.Handler
 }
 
 func newAgentsRig(t *testing.T) *agentsRig {
 	r := &agentsRig{now: t0}
 	r.agents = NewAgents(func() time.Time { return r.now })
-	tok := credtest.New(t)
+	tok := nodeauthtest.New(t)
 	r.tokens = tok
-	r.h = (&report.Receiver{Credentials: tok, Store: r.agents, Now: func() time.Time { return r.now }}).Handler()
+	r.h = (&reports.Receiver{Credentials: tok, Store: r.agents, Now: func() time.Time { return r.now }}).Handler()
 	return r
 }
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/apiauth"
+	"github.com/fleetcast/autoscaler/controller/reports"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/planner"
@@ -21,7 +21,7 @@ import (
 type APIOptions struct {
 	// Credentials check the agents' node credentials on their reports
 	// (a nodeauth.Registry); nil: no reports are taken.
-	Credentials report.Credentials
+	Credentials reports.Credentials
 	// Auth serves the credential routes (bootstrap, rotation, revocation);
 	// nil: none.
 	Auth *nodeauth.Server
@@ -198,7 +198,7 @@ func (c *Controller) Handler(o APIOptions) *apiauth.Router {
 		writeJSON(w, status)
 	})
 	if o.Credentials != nil {
-		mux.Handle(report.Pattern, apiauth.Node, &report.Receiver{Credentials: o.Credentials, Store: c.agents, Now: c.now, Log: c.log, NodeGPUs: c.nodeGPUs})
+		mux.Handle(reports.Pattern, apiauth.Node, &reports.Receiver{Credentials: o.Credentials, Store: c.agents, Now: c.now, Log: c.log, NodeGPUs: c.nodeGPUs})
 	}
 	if o.Auth != nil {
 		o.Auth.Replacements = c.metrics.credentialReplacements

@@ -19,8 +19,8 @@ import (
 	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
-	"github.com/fleetcast/autoscaler/internal/credtest"
 	"github.com/fleetcast/autoscaler/nodeauth"
+	"github.com/fleetcast/autoscaler/nodeauth/nodeauthtest"
 	"github.com/fleetcast/autoscaler/planner"
 )
 
@@ -35,7 +35,7 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 func TestAPI(t *testing.T) {
 	p := gpuPool("g5", 1, 200, 5*time.Minute)
 	l := newLoop(t, false, p)
-	tok, api := credtest.New(t), credtest.NewAPI(t)
+	tok, api := nodeauthtest.New(t), nodeauthtest.NewAPI(t)
 	dr := &DemandReceiver{Pools: l.cfg.Pools, Pending: l.pending, Now: func() time.Time { return l.now }}
 	h := l.c.Handler(APIOptions{Credentials: tok, Demand: dr, Tokens: api.Tokens, OpenReads: true})
 
@@ -140,7 +140,7 @@ func TestAPI(t *testing.T) {
 // that may read; /healthz, /readyz and /metrics do not.
 func TestAPIReadsNeedTokenOffLoopback(t *testing.T) {
 	l := newLoop(t, false, gpuPool("g5", 1, 200, 5*time.Minute))
-	api := credtest.NewAPI(t)
+	api := nodeauthtest.NewAPI(t)
 	h := l.c.Handler(APIOptions{Tokens: api.Tokens})
 	l.cycle(t)
 	for _, path := range []string{"/v1/plan", "/v1/fleet", "/v1/forecast", "/v1/plugins"} {
@@ -191,10 +191,10 @@ func TestAPIPlugins(t *testing.T) {
 // twoUp is a loop on pool p (min 2) with test credentials: before its
 // first cycle it calls first, then it runs cycles until the pool's two
 // nodes are up, and one more, and returns their group.
-func twoUp(t *testing.T, p fleet.Pool, first func(*cycler)) (*cycler, *credtest.Tokens, providers.Group) {
+func twoUp(t *testing.T, p fleet.Pool, first func(*cycler)) (*cycler, *nodeauthtest.Tokens, providers.Group) {
 	t.Helper()
 	l := newLoop(t, false, p)
-	creds := credtest.New(t)
+	creds := nodeauthtest.New(t)
 	l.c.creds = creds
 	first(l)
 	for range 3 {

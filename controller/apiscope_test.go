@@ -14,9 +14,10 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/apiauth"
+	"github.com/fleetcast/autoscaler/controller/reports"
 	"github.com/fleetcast/autoscaler/fleet"
-	"github.com/fleetcast/autoscaler/internal/credtest"
 	"github.com/fleetcast/autoscaler/nodeauth"
+	"github.com/fleetcast/autoscaler/nodeauth/nodeauthtest"
 )
 
 // routeAccess is who may call each route the API serves: the oracle of
@@ -46,8 +47,8 @@ var routeAccess = map[string]apiauth.Access{
 type apiRig struct {
 	l      *cycler
 	h      *apiauth.Router
-	api    *credtest.API
-	creds  *credtest.Tokens
+	api    *nodeauthtest.API
+	creds  *nodeauthtest.Tokens
 	node   string // a node with a credential
 	secret string // the bootstrap secret
 	log    *bytes.Buffer
@@ -55,7 +56,7 @@ type apiRig struct {
 
 func newAPIRig(t *testing.T, openReads bool) *apiRig {
 	t.Helper()
-	r := &apiRig{l: newLoop(t, false, gpuPool("g5", 1, 200, 5*time.Minute)), api: credtest.NewAPI(t), creds: credtest.New(t),
+	r := &apiRig{l: newLoop(t, false, gpuPool("g5", 1, 200, 5*time.Minute)), api: nodeauthtest.NewAPI(t), creds: nodeauthtest.New(t),
 		node: "n1", secret: strings.Repeat("b", 64), log: &bytes.Buffer{}}
 	file := filepath.Join(t.TempDir(), "bootstrap")
 	if err := os.WriteFile(file, []byte(r.secret+"\n"), 0o600); err != nil {
@@ -100,7 +101,7 @@ var callers = []caller{
 	{"a demand token", apiauth.Demand, func(r *apiRig) string { return r.api.Of[apiauth.Demand] }},
 	{"a read token", apiauth.Read, func(r *apiRig) string { return r.api.Of[apiauth.Read] }},
 	{"an operator token", apiauth.Operator, func(r *apiRig) string { return r.api.Of[apiauth.Operator] }},
-	{"the root token", apiauth.Operator, func(*apiRig) string { return credtest.RootToken }},
+	{"the root token", apiauth.Operator, func(*apiRig) string { return nodeauthtest.RootToken }},
 }
 
 // allowed says whether c may call a route of access a, from the rules
@@ -144,7 +145,7 @@ func TestAPIScopes(t *testing.T) {
 			for _, c := range callers {
 				r := newAPIRig(t, openReads)
 				body := "{}"
-				if route.Pattern == report.Pattern {
+				if route.Pattern == reports.Pattern {
 					// About the node it is sent for; invalid beyond that.
 					body = `{"node": "n1"}`
 				}
@@ -294,8 +295,8 @@ func TestRootTokenPushWarns(t *testing.T) {
 		}
 	}
 	push(r.api.Of[apiauth.Demand], "slurm")
-	push(credtest.RootToken, "legacy")
-	push(credtest.RootToken, "legacy")
+	push(nodeauthtest.RootToken, "legacy")
+	push(nodeauthtest.RootToken, "legacy")
 	push(r.api.Of[apiauth.Operator], "ops")
 	log := r.log.String()
 	if n := strings.Count(log, "demand pushed with the root token"); n != 1 || !strings.Contains(log, "source=legacy") {
@@ -314,7 +315,7 @@ func TestReportOnlyAboutOwnNode(t *testing.T) {
 		want  int
 	}{{"n2", http.StatusForbidden}, {"n1", http.StatusOK}} {
 		body := `{"node": "` + tt.about + `", "sent_at": "` + at + `", "healthy": true, "gpus": [{"index": 0, "uuid": "GPU-0", "memory_total": 1}], "drain": {"state": "none"}}`
-		if w := r.call(report.Pattern, r.creds.For("n1"), body); w.Code != tt.want {
+		if w := r.call(reports.Pattern, r.creds.For("n1"), body); w.Code != tt.want {
 			t.Errorf("n1's credential, a report about %s: %d %s, want %d", tt.about, w.Code, w.Body, tt.want)
 		}
 	}

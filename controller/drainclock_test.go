@@ -15,7 +15,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/agent/report"
-	"github.com/fleetcast/autoscaler/internal/credtest"
+	"github.com/fleetcast/autoscaler/nodeauth/nodeauthtest"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/state"
 )
@@ -84,7 +84,7 @@ func drainClockCase(t *testing.T, seed uint64) int {
 	p := gpuPool("g5", 8, 10, 5*time.Minute)
 	l := newLoop(t, false, p)
 	l.cfg.Limits.ScaleInShare = 1
-	tokens := credtest.New(t)
+	tokens := nodeauthtest.New(t)
 	api := l.c.Handler(APIOptions{Credentials: tokens})
 	ctx := context.Background()
 	if err := l.c.act.Launch(ctx, "g5", 4); err != nil {
@@ -244,7 +244,7 @@ func TestLateTerminationLosesLittle(t *testing.T) {
 	l := newLoop(t, false, p)
 	wrap := &unreadable{Provider: l.cloud, failing: map[string]bool{}, changes: map[string]int{}}
 	l.restart(t, wrap)
-	tokens := credtest.New(t)
+	tokens := nodeauthtest.New(t)
 	api := l.c.Handler(APIOptions{Credentials: tokens})
 	ctx := context.Background()
 	if err := l.c.act.Launch(ctx, "g5", 1); err != nil {

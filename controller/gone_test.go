@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
-	"github.com/fleetcast/autoscaler/internal/credtest"
+	"github.com/fleetcast/autoscaler/nodeauth/nodeauthtest"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/state"
 )
@@ -40,7 +40,7 @@ func TestBrieflyUnlistedNodeRemembered(t *testing.T) {
 	l := newLoop(t, false, p)
 	h := &hiding{Provider: l.cloud, hide: map[string]bool{}}
 	l.restart(t, h)
-	creds := credtest.New(t)
+	creds := nodeauthtest.New(t)
 	l.c.creds = creds
 	for range 7 {
 		l.cycle(t)

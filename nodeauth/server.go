@@ -18,7 +18,6 @@ import (
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/secretfile"
 	"github.com/fleetcast/autoscaler/providers"
-	"github.com/fleetcast/autoscaler/providers/gcp"
 	"github.com/fleetcast/autoscaler/state"
 )
 
@@ -368,12 +367,17 @@ func (s *Server) bootstrapGCP(r *http.Request, node string, req report.Credentia
 		return proof{}, refuse(http.StatusForbidden, NotLive, "instance %q is no live instance of a managed GCP pool as the controller last observed them (a node that just booted: try again after the next cycle)", node)
 	}
 	// Names are unique within a project's zone only: the VM must be the
-	// one the group lists, in the zone it lists it in.
-	st := gcp.SettingsOf(p)
-	inZone := zone != "" && in.Zone == zone && (st.Zone == in.Zone || st.Zone == "" && strings.HasPrefix(in.Zone, st.Region+"-"))
-	if in.ProjectID != st.Project || !inZone {
+	// one the group lists, in the zone it lists it in. Where the group
+	// runs is the pool's settings' to say (a GCP pool's: its project, and
+	// its zone or region); a pool whose settings say nothing matches none.
+	project, inZone := "", false
+	if place, ok := p.Settings.(providers.IdentityPlace); ok {
+		project, inZone = place.IdentityProject(), place.IdentityZone(in.Zone)
+	}
+	inZone = inZone && zone != "" && in.Zone == zone
+	if in.ProjectID != project || !inZone {
 		return proof{}, refuse(http.StatusForbidden, BadIdentity, "instance %q's identity is in project %q, zone %q; its pool %s's group in project %q lists it in zone %q",
-			node, in.ProjectID, in.Zone, p.Name, st.Project, zone)
+			node, in.ProjectID, in.Zone, p.Name, project, zone)
 	}
 	// A managed instance group recreates a VM under its name: the
 	// instance's ID tells the machines apart, and must be the one the

@@ -57,6 +57,21 @@ type IdentityVerifier interface {
 	VerifyIdentity(ctx context.Context, pool fleet.Pool, node, document string) error
 }
 
+// IdentityPlace is implemented by the settings of pools
+// (fleet.Pool.Settings) whose cloud signs an instance's identity with
+// where the instance runs: a GCP pool's, as a Compute Engine identity
+// token names the instance's project and zone. The controller checks that
+// a node bootstrapping with such an identity runs where its pool's group
+// does, without reading the cloud's settings itself.
+type IdentityPlace interface {
+	// IdentityProject is the project the pool's group is in.
+	IdentityProject() string
+	// IdentityZone reports whether zone is one the pool's group puts
+	// instances in: a zonal group's zone, a zone of a regional group's
+	// region.
+	IdentityZone(zone string) bool
+}
+
 // LaunchRequest asks a group to grow.
 type LaunchRequest struct {
 	// Count is the number of instances to add.

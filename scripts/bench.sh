@@ -80,7 +80,7 @@ if [ "${BENCH_GO:-1}" != 0 ]; then
   gobench "The agent's whole sample: 8 GPUs read as above, a report built with 8 jobs and encoded, on one core; the target is 0.5% of a core at one sample a second (5 ms a sample):" \
     ./agent BenchmarkSample 1 3
   gobench "The controller taking agents' reports of 8 GPUs (1.4 KB), in process, on one and two cores; the target is 20,000 a second on two:" \
-    ./agent/report BenchmarkReceiver 1,2 3
+    ./controller/reports BenchmarkReceiver 1,2 3
   # The agent's memory: resident after 5 s of one-second samples without
   # GPUs, reporting to a controller that refuses connections.
   # Its socket and marker in the scratch folder, not /run/fleetcast.

@@ -166,7 +166,7 @@ actuator/clouds.go
 TestAdoptedFleetIsNeverKilled
 
 a claimed instance, gone, not counted against its launch
-state/store.go
+state/launches.go
 "func (l Launch) Unclaimed() int { return max(0, l.Count-len(l.Claimed)-l.Spent) }"
 "func (l Launch) Unclaimed() int { return max(0, l.Count-l.Spent) }"
 ./controller
@@ -250,21 +250,21 @@ simulate/predictive.go
 TestPredictiveNeverLosesWorkToScaleIn
 
 drain checkpoints durable at once (simulate)
-simulate/engine.go
+simulate/jobs.go
 "\tcase e.ckptDur == 0:\n"
 "\tcase true:\n"
 ./simulate
 TestBrokenDrainRuleLosesWork|TestDrainCheckpoints
 
 no job ignores a drain (simulate)
-simulate/engine.go
+simulate/jobs.go
 "\tcase j.unresponsive || j.saveAt >= 0:\n"
 "\tcase j.saveAt >= 0:\n"
 ./simulate
 TestBrokenDrainRuleLosesWork|TestDrainCheckpoints
 
 lost work not split by cause (simulate)
-simulate/engine.go
+simulate/jobs.go
 "\t\tif why == stopScaleIn {\n"
 "\t\tif why != stopSaved {\n"
 ./simulate
@@ -285,49 +285,49 @@ planner/observe.go
 TestDrainNeverBeatsTheAgentsConfirmation
 
 agent says safe with jobs still waiting (controller, clocks off and reports late)
-agent/agent.go
+agent/drain.go
 "case len(waiting) == 0 && a.unknown == 0"
 "case a.unknown == 0"
 ./controller
 TestDrainNeverBeatsTheAgentsConfirmation
 
 agent waits for long-running jobs only
-agent/agent.go
+agent/drain.go
 "if j.LastCheckpoint.After(a.since) || a.exited(j) {"
 "if !a.longRunning(j, now) || j.LastCheckpoint.After(a.since) || a.exited(j) {"
 ./agent
 TestDrainSafetyEdges
 
 checkpoint file taken at when it was noticed
-agent/agent.go
+agent/checkpoints.go
 "j.LastCheckpoint = earlier(f.mtime, j.newest.seen)"
 "j.LastCheckpoint = now"
 ./agent
 TestDrainSafetyEdges
 
 checkpoint file not bounded by when the agent first saw it
-agent/agent.go
+agent/checkpoints.go
 "j.LastCheckpoint = earlier(f.mtime, j.newest.seen)"
 "j.LastCheckpoint = f.mtime"
 ./agent
 TestDrainSafetyEdges
 
 checkpoint file dated in the future trusted
-agent/agent.go
+agent/checkpoints.go
 "\t\tcase f.mtime.After(now):"
 "\t\tcase f.mtime.After(now) && false:"
 ./agent
 TestDrainSafetyEdges
 
 new job taken on a draining node
-agent/agent.go
+agent/jobs.go
 "if j == nil && a.drain != nil && a.state != report.DrainFailed {"
 "if false {"
 ./agent
 TestDrainSafetyEdges|TestDrainingRefusesJobsOverTheAPI
 
 GPUs never read vouched for by the agent
-agent/agent.go
+agent/drain.go
 "(a.cfg.GPUs == nil || a.gpusRead)"
 "true"
 ./agent
@@ -432,14 +432,14 @@ cmd/autoscaler/agent.go
 TestAgentGCEPreemption
 
 a drain's confirmation stands for ever
-agent/agent.go
+agent/drain.go
 "now.Sub(a.safeSince) > SafeFor {"
 "false {"
 ./agent
 TestDrainSafetyEdges
 
 a checkpoint file bounded by the scan that saw it, not the one before
-agent/agent.go
+agent/checkpoints.go
 "\t\t\tf.seen = j.scanned\n"
 "\t\t\tf.seen = scanAt\n"
 ./agent
@@ -453,7 +453,7 @@ agent/agent.go
 TestStateSurvivesRestart
 
 a failed notice drain ignores the controller's drains for good
-agent/agent.go
+agent/drain.go
 "\t\ta.notice = false // the controller"
 "\t\t_ = 0 // the controller"
 ./agent
@@ -516,21 +516,21 @@ loop/loop.go
 TestCommitBeforeActing|TestObservationOnlyReads
 
 a drain's confirmation past its deadline stands for ever
-agent/agent.go
+agent/drain.go
 "if a.state == report.SafeToTerminate && now.Sub(a.safeSince) > SafeFor {"
 "if a.state == report.SafeToTerminate && now.Sub(a.safeSince) > SafeFor && now.Before(a.deadline) {"
 ./controller
 TestLateTerminationLosesLittle
 
 an interruption during a drain asks no job again
-agent/agent.go
+agent/notice.go
 "\t\tif n.Kind == report.Interruption && !a.notice {"
 "\t\tif false {"
 ./agent
 TestDrainSafetyEdges
 
 a job's first scan during a drain trusts what is there
-agent/agent.go
+agent/checkpoints.go
 "\t\t\t\tif a.drain != nil && a.since.Before(f.seen) {"
 "\t\t\t\tif false {"
 ./agent
@@ -719,7 +719,7 @@ nodeauth/registry.go
 TestBootstrap|TestRegistryLifecycle
 
 a fleet limit not applied to the baselines (simulate)
-simulate/engine.go
+simulate/nodes.go
 "\t\tif r := max(0, (m-gpus)/p.spec.GPUsPerNode); r < n {"
 "\t\tif r := max(0, (m-gpus)/p.spec.GPUsPerNode); false && r < n {"
 ./simulate
@@ -1294,7 +1294,7 @@ TestBootstrapGCP
 
 a GCP identity in another project accepted (nodeauth)
 nodeauth/server.go
-"if in.ProjectID != st.Project || !inZone {"
+"if in.ProjectID != project || !inZone {"
 "if !inZone {"
 ./nodeauth
 TestBootstrapGCP
@@ -1315,8 +1315,8 @@ TestBootstrapGCP
 
 a GCP identity in another zone of a regional pool accepted (nodeauth)
 nodeauth/server.go
-"inZone := zone != \"\" && in.Zone == zone && ("
-"inZone := ("
+"inZone = inZone && zone != \"\" && in.Zone == zone\n"
+"_ = zone\n"
 ./nodeauth
 TestBootstrapGCP
 
@@ -1447,7 +1447,7 @@ examples/plugins/commands/main.go
 TestVerifyIdentity
 
 a plugin's literal-only settings not checked (config)
-config/decode.go
+config/decode_plugin.go
 "\t\tif e, ok := a.Expr.(hclsyntax.Expression); ok {"
 "\t\tif e, ok := a.Expr.(hclsyntax.Expression); false && ok {"
 ./config
@@ -1671,7 +1671,7 @@ fleet/saturate.go
 TestAbsurdForecastAtTheConfigBound
 
 config: a pool's max unbounded
-config/decode.go
+config/decode_pool.go
 "d.between(\"max\", b.Max, 1, MaxPoolNodes, b.MaxAt)"
 "d.between(\"max\", b.Max, 1, math.MaxInt, b.MaxAt)"
 ./config
@@ -1692,7 +1692,7 @@ planner/observe.go
 TestBootedLaunchHeldWhileHalted|TestPartitionHoldsBootedLaunches
 
 GPU fault: the agent confirms a drain from a stale reading
-agent/agent.go
+agent/report.go
 "\ta.gpusRead = healthy"
 "\ta.gpusRead = a.gpusRead || healthy"
 ./agent
@@ -1720,10 +1720,10 @@ fleet/settings.go
 TestMaxFleetGPUs|TestPropertySafety
 
 oracle: a report about another node taken
-agent/report/receiver.go
+controller/reports/receiver.go
 "\tif rep.Node != node {"
 "\tif false {"
-./agent/report ./controller
+./controller/reports ./controller
 TestReceiver|TestReportOnlyAboutOwnNode
 
 partition: a pool holding booted launches buys more

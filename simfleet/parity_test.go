@@ -174,7 +174,7 @@ func twoWorlds(t *testing.T, tr *trace.Trace, every, save time.Duration) map[pla
 	d := newDemo(t, cfg, 1, func() time.Time { return now })
 	c, ctx := d.c, context.Background()
 	f, err := New(Options{Pools: cfg.Pools, Cloud: d.cloud, Trace: tr, Start: start, CheckpointEvery: every,
-		CheckpointDuration: save, Reports: d.agents, Pending: PendingTo(d.pending)})
+		CheckpointDuration: save, Reports: d.agents, Pending: pendingTo(d.pending)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
-	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/providers"
@@ -310,15 +309,4 @@ func SeedHistory(s state.Records, w sim.Workload, now time.Time, step, length ti
 	}
 	_, _, err = loop.Import(s, step, samples...)
 	return err
-}
-
-// PendingTo returns a Pending function that pushes the queued GPUs to the
-// controller as the scheduler "simfleet" would: for any pool, as its jobs
-// run on any.
-func PendingTo(p *controller.Pending) func(time.Time, int) {
-	var line controller.PendingDemand
-	return func(now time.Time, gpus int) {
-		line.GPUs = gpus
-		p.Set(now, controller.DemandPush{Source: "simfleet", Pending: []controller.PendingDemand{line}})
-	}
 }

@@ -63,7 +63,7 @@ func TestControllerFollowsADay(t *testing.T) {
 	}
 	ctx := context.Background()
 	f, err := New(Options{Pools: cfg.Pools, Cloud: cloud, Workload: w, Start: now, CheckpointEvery: cfg.Simulate.CheckpointInterval, CheckpointDuration: cfg.Simulate.CheckpointDuration,
-		Reports: agents, Pending: PendingTo(pending), Seed: 1})
+		Reports: agents, Pending: pendingTo(pending), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,5 +100,15 @@ func TestControllerFollowsADay(t *testing.T) {
 	}
 	if in, _ := d.store.Intents(); len(in) != 0 {
 		t.Errorf("intents left: %+v", in)
+	}
+}
+
+// pendingTo pushes the queued GPUs to the controller as the scheduler
+// "simfleet" would, for any pool, as cmd/autoscaler wires the local default.
+func pendingTo(p *controller.Pending) func(time.Time, int) {
+	var line controller.PendingDemand
+	return func(now time.Time, gpus int) {
+		line.GPUs = gpus
+		p.Set(now, controller.DemandPush{Source: "simfleet", Pending: []controller.PendingDemand{line}})
 	}
 }

@@ -1,7 +1,9 @@
 // Package report is the wire format between the in-instance agent and the
-// controller, and the controller's receiver for it: an http.Handler that
-// authenticates each agent with a per-node token, limits and validates
-// every report, and answers with any drain the controller wants.
+// controller: the agent's report about its node, the controller's answer
+// (any drain it wants), and the credential requests; with Validate, the
+// bounds every report is held to, and the small HTTP helpers the
+// controller's handlers share (typed refusals, JSON bodies, bearer
+// tokens). The controller's receiver for reports is controller/reports.
 //
 // An agent may report only about its own node (docs/design.md rule 11): its
 // token is derived from the node's name, so a token for one node is refused

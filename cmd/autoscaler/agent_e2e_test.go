@@ -30,13 +30,14 @@ import (
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/controller/reports"
 	"github.com/fleetcast/autoscaler/fleet"
-	"github.com/fleetcast/autoscaler/internal/credtest"
 	"github.com/fleetcast/autoscaler/internal/identitytest"
 	"github.com/fleetcast/autoscaler/internal/metadatamock"
 	"github.com/fleetcast/autoscaler/internal/mototest"
 	"github.com/fleetcast/autoscaler/internal/proctest"
 	"github.com/fleetcast/autoscaler/nodeauth"
+	"github.com/fleetcast/autoscaler/nodeauth/nodeauthtest"
 	"github.com/fleetcast/autoscaler/providers/gcp"
 	"github.com/fleetcast/autoscaler/state"
 )
@@ -167,9 +168,9 @@ func TestAgentCLIDrain(t *testing.T) {
 	srv := &http.Server{Handler: a.Handler()}
 	go srv.Serve(l)
 	defer srv.Close()
-	tokens := credtest.New(t)
+	tokens := nodeauthtest.New(t)
 	ctl := &drainingController{}
-	cs := httptest.NewServer((&report.Receiver{Credentials: tokens, Store: ctl}).Handler())
+	cs := httptest.NewServer((&reports.Receiver{Credentials: tokens, Store: ctl}).Handler())
 	defer cs.Close()
 	rep := &agent.Reporter{Agent: a, Controller: cs.URL, Credential: agent.FixedCredential(tokens.For("i-1"))}
 	startJobs(t, socket, "train-a", "train-b")
@@ -308,9 +309,9 @@ func TestAgentGCEPreemption(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	socket := filepath.Join(dir, "agent.sock")
-	tokens := credtest.New(t)
+	tokens := nodeauthtest.New(t)
 	ctl := &noticeController{agents: controller.NewAgents(time.Now)}
-	cs := httptest.NewServer((&report.Receiver{Credentials: tokens, Store: ctl}).Handler())
+	cs := httptest.NewServer((&reports.Receiver{Credentials: tokens, Store: ctl}).Handler())
 	defer cs.Close()
 	tokenFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokenFile, []byte(tokens.For("gpu-vm-1")+"\n"), 0o600); err != nil {
@@ -392,7 +393,7 @@ func TestAgentGCPBootstrap(t *testing.T) {
 	mux := &apiauth.Router{}
 	(&nodeauth.Server{Registry: creds, GCP: &nodeauth.GCPVerifier{Audience: audience, Validator: v},
 		Live: func(node string) (fleet.Pool, string, bool) { return pool, vm.Zone, node == vm.Name }}).Routes(mux)
-	mux.Handle(report.Pattern, apiauth.Node, &report.Receiver{Credentials: creds, Store: ctl})
+	mux.Handle(reports.Pattern, apiauth.Node, &reports.Receiver{Credentials: creds, Store: ctl})
 	cs := httptest.NewServer(mux)
 	defer cs.Close()
 	credFile := filepath.Join(dir, "credential")
@@ -440,8 +441,8 @@ func startReportingAgent(t *testing.T, store report.Store, flags string) *report
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	tokens := credtest.New(t)
-	a := &reportingAgent{socket: filepath.Join(dir, "agent.sock"), cs: httptest.NewServer((&report.Receiver{Credentials: tokens, Store: store}).Handler())}
+	tokens := nodeauthtest.New(t)
+	a := &reportingAgent{socket: filepath.Join(dir, "agent.sock"), cs: httptest.NewServer((&reports.Receiver{Credentials: tokens, Store: store}).Handler())}
 	t.Cleanup(a.cs.Close)
 	tokenFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokenFile, []byte(tokens.For("i-1")+"\n"), 0o600); err != nil {

@@ -256,7 +256,7 @@ func readmeCoverages() []readmeCoverage {
 		{prefix: "go test ./controller -run ^$ -bench ^BenchmarkCycle ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"controller", "BenchmarkCycle"}}},
 		{prefix: "go test ./simulate -run ^$ -bench ^BenchmarkSimulatePhilly ", why: "a benchmark (seconds: the whole Philly trace), re-measured by hand or make bench", tests: []testRef{{"simulate", "BenchmarkSimulatePhilly"}}},
 		{prefix: "go test ./agent/gpu -run ^$ -bench ^BenchmarkRead ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"agent/gpu", "BenchmarkRead"}}},
-		{prefix: "go test ./agent/report -run ^$ -bench ^BenchmarkReceiver ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"agent/report", "BenchmarkReceiver"}}},
+		{prefix: "go test ./controller/reports -run ^$ -bench ^BenchmarkReceiver ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"controller/reports", "BenchmarkReceiver"}}},
 		{prefix: "go test ./agent -run ^$ -bench ^BenchmarkSample ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"agent", "BenchmarkSample"}}},
 		{prefix: "autoscaler agent -no-gpu -interval 1s ", why: "the agent's memory, measured by make bench; the agent without GPUs runs as a process in these tests",
 			tests: []testRef{{"cmd/autoscaler", "TestAgentSpotNotice"}, {"cmd/autoscaler", "TestAgentGCEPreemption"}}},

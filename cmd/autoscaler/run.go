@@ -198,7 +198,7 @@ func runController(ctx context.Context, e *env, log hclog.Logger, cfg *config.Co
 	var jobs *simfleet.Fleet
 	if sm != nil {
 		jobs, err = simfleet.New(simfleet.Options{Pools: cfg.Pools, Cloud: sm.cloud, Workload: workload, Start: clock(), CheckpointDuration: cfg.Simulate.CheckpointDuration,
-			CheckpointEvery: cfg.Simulate.CheckpointInterval, Reports: agents, Pending: simfleet.PendingTo(pending), Seed: cfg.Synthetic.Seed})
+			CheckpointEvery: cfg.Simulate.CheckpointInterval, Reports: agents, Pending: pendingTo(pending), Seed: cfg.Synthetic.Seed})
 		if err != nil {
 			return err
 		}
@@ -426,6 +426,17 @@ func summary(e *env, d time.Duration, cost float64, c churnCount, s simfleet.Sta
 	fmt.Fprintf(e.stdout, "\n%s simulated: spent $%.0f; jobs started %d, completed %d, moved by drains %d; waited %.1f GPU-h; work lost %.1f GPU-h\n",
 		fleet.FormatDuration(d), cost, s.Started, s.Completed, s.Moved, s.WaitGPUHours, s.LostGPUHours)
 	fmt.Fprintf(e.stdout, "nodes launched %d, drained %d: %.1f and %.1f per simulated day\n", c.launched, c.drained, perDay(c.launched), perDay(c.drained))
+}
+
+// pendingTo returns the simulated fleet's Pending function: it pushes the
+// queued GPUs to the controller as the scheduler "simfleet" would, for any
+// pool, as its jobs run on any.
+func pendingTo(p *controller.Pending) func(time.Time, int) {
+	var line controller.PendingDemand
+	return func(now time.Time, gpus int) {
+		line.GPUs = gpus
+		p.Set(now, controller.DemandPush{Source: "simfleet", Pending: []controller.PendingDemand{line}})
+	}
 }
 
 // secretFile returns the secret in path: n random bytes as hex text,

@@ -4,10 +4,13 @@
 package gcp
 
 import (
+	"strings"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers"
 )
 
 // Settings are a GCP pool's settings: the attributes of its `gcp` block.
@@ -33,6 +36,20 @@ type Settings struct {
 
 // Provider is fleet.ProviderGCP.
 func (Settings) Provider() string { return fleet.ProviderGCP }
+
+// A GCP pool's settings say where its instances' identity tokens come from.
+var _ providers.IdentityPlace = Settings{}
+
+// IdentityProject is the pool's project: a Compute Engine identity token
+// of one of its instances names it (providers.IdentityPlace).
+func (s Settings) IdentityProject() string { return s.Project }
+
+// IdentityZone reports whether zone is one the pool's group puts instances
+// in: a zonal group's zone, or a zone of a regional group's region
+// (us-central1-a of us-central1).
+func (s Settings) IdentityZone(zone string) bool {
+	return s.Zone == zone || s.Zone == "" && strings.HasPrefix(zone, s.Region+"-")
+}
 
 // SettingsOf returns a GCP pool's settings; the zero Settings for a pool
 // made without them.

@@ -1,4 +1,4 @@
-package credtest
+package nodeauthtest
 
 import (
 	"slices"

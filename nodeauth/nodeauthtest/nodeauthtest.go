@@ -1,6 +1,8 @@
-// Package credtest gives tests node credentials: a nodeauth.Registry in
-// memory, and each node's credential, issued on first use.
-package credtest
+// Package nodeauthtest is the test helper beside nodeauth, as
+// net/http/httptest is beside net/http: it gives tests node credentials (a
+// nodeauth.Registry in memory, and each node's credential, issued on first
+// use) and API tokens in memory.
+package nodeauthtest
 
 import (
 	"sync"
