@@ -146,13 +146,6 @@ func (c *Clouds) Reap(ctx context.Context, r providers.Reaper, o providers.Orpha
 	return c.act.Reap(ctx, r, c.fleet, o)
 }
 
-// IsStandIn reports whether node is a stand-in the last read took for a
-// unit of this controller's launch (see Reading).
-func (c *Clouds) IsStandIn(node string) bool {
-	_, ok := c.standIns[node]
-	return ok
-}
-
 // Spend gives up the unit of this controller's launch that a stand-in it
 // terminated was for, so that it is not matched again. Nothing for a node
 // that was no stand-in.
@@ -173,12 +166,6 @@ func (c *Clouds) Spend(node string) error {
 		}
 	}
 	return nil
-}
-
-// FirstSeen is when node was first seen listed, and whether it was.
-func (c *Clouds) FirstSeen(node string) (time.Time, bool) {
-	t, ok := c.firstSeen[node]
-	return t, ok
 }
 
 // Forget drops the first sightings of the nodes gone is true of, and
@@ -235,6 +222,25 @@ func (r *Reading) FirstSeen(id string) time.Time {
 		return r.at
 	}
 	return r.c.firstSeen[id]
+}
+
+// LaunchedAt is when the instance in, one of pr's Instances not yet
+// ready, counts as launched, and whether it is this controller's own:
+// from when its launch was decided, if a launch of this controller
+// accounts for it (its provisioning deadline runs from then); else, not
+// known to be its own, from when it was first seen here (as its cloud
+// says, for capacity owed). Never before the controller's start: a launch
+// from before it, or an instance seen before it, is given its time from
+// then.
+func (r *Reading) LaunchedAt(pr *PoolReading, in *providers.Instance) (at time.Time, own bool) {
+	if at := pr.Launched(in.ID); !at.IsZero() {
+		return later(at, r.c.started), true
+	}
+	at = in.LaunchedAt
+	if t := r.FirstSeen(in.ID); !t.IsZero() {
+		at = t
+	}
+	return later(at, r.c.started), false
 }
 
 // PoolReading is one pool's group as read.

@@ -506,13 +506,6 @@ func (c *Controller) sourceInUse(ctx context.Context, now time.Time) float64 {
 	return v
 }
 
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // settled takes up what settling the journal did: the loop forgets the
 // drains of the nodes whose terminations it found made, and backs off the
 // pools whose journaled launches, sent again, the cloud refused. (The
@@ -597,37 +590,36 @@ func (c *Controller) observe(ctx context.Context, now time.Time, f *cycleFleet, 
 				// that would terminate its work. With no fresh report it
 				// is silent, and so never idle.
 				n.State = fleet.Ready
-			case !pr.Launched(in.ID).IsZero():
-				// Launched by this controller and not ready yet: it counts
-				// as capacity until its provisioning deadline, from when
-				// the launch was decided, or from this controller's start
-				// for a launch from before it (its agent may simply not
-				// have reported to this process yet).
-				n.State = fleet.Pending
-				n.LaunchedAt = later(pr.Launched(in.ID), c.started)
-				if in.Failing != nil && in.State == providers.InstancePending {
-					n.LaunchFailing = in.Failing.Error()
-				}
-				// Booted, as its cloud says: past its deadline while
-				// the agents are cut off, it is held (docs/design.md rule 9).
-				n.Booted = in.State == providers.InstanceRunning && !in.Owed
 			default:
+				var own bool
+				n.State = fleet.Pending
+				n.LaunchedAt, own = rd.LaunchedAt(pr, in)
+				if own {
+					// Launched by this controller and not ready yet: it
+					// counts as capacity until its provisioning deadline,
+					// from when the launch was decided, or from this
+					// controller's start for a launch from before it (its
+					// agent may simply not have reported to this process
+					// yet).
+					if in.Failing != nil && in.State == providers.InstancePending {
+						n.LaunchFailing = in.Failing.Error()
+					}
+					// Booted, as its cloud says: past its deadline while
+					// the agents are cut off, it is held (docs/design.md rule 9).
+					n.Booted = in.State == providers.InstanceRunning && !in.Owed
+					break
+				}
 				// Not launched by this controller, or not provably: a
 				// fleet it adopted, a state directory lost, another
 				// controller's or a person's instance. It may hold work
 				// nobody reported, so it is never terminated at a
-				// deadline, nor drained (docs/design.md rule 2); a booting one counts as
-				// capacity for one provisioning deadline from when it was
-				// first seen here.
+				// deadline, nor drained (docs/design.md rule 2); a booting
+				// one counts as capacity for one provisioning deadline
+				// from when it was first seen here.
 				n.Unknown = true
-				n.State = fleet.Pending
 				if in.State == providers.InstanceRunning && !in.Owed {
 					n.State = fleet.Ready
 				}
-				if t := rd.FirstSeen(in.ID); !t.IsZero() {
-					n.LaunchedAt = t
-				}
-				n.LaunchedAt = later(n.LaunchedAt, c.started)
 			}
 			st.Nodes = append(st.Nodes, n)
 		}

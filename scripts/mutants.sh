@@ -55,15 +55,15 @@ TestPropertySafety
 
 deadline applied to unknown instances (controller, simulated cloud)
 controller/controller.go
-"\t\t\tcase !pr.Launched(in.ID).IsZero():"
-"\t\t\tcase true:"
+"\t\t\t\tif own {"
+"\t\t\t\tif own || true {"
 ./controller
 TestAdoptedFleetIsNeverKilled
 
 deadline applied to unknown instances (controller, moto)
 controller/controller.go
-"\t\t\tcase !pr.Launched(in.ID).IsZero():"
-"\t\t\tcase true:"
+"\t\t\t\tif own {"
+"\t\t\t\tif own || true {"
 ./providers/aws
 TestAdoptedFleetIsNeverKilled
 
@@ -180,9 +180,9 @@ actuator/clouds.go
 TestUnlistedLaunchGivenUpOnce
 
 no grace from the start for an own launch after a restart
-controller/controller.go
-"n.LaunchedAt = later(pr.Launched(in.ID), c.started)"
-"n.LaunchedAt = pr.Launched(in.ID)"
+actuator/clouds.go
+"return later(at, r.c.started), true"
+"return at, true"
 ./controller
 TestOwnLaunchTerminatedAcrossAnOutage
 

@@ -411,7 +411,7 @@ func (p *predictive) observe(e *engine, rd *actuator.Reading) *fleet.State {
 	// The nodes are written in place: a node in the same slot as last
 	// cycle keeps what does not change (most cycles launch and remove
 	// nothing).
-	now, k, started := p.at(e.now), 0, p.clouds.Started()
+	now, k := p.at(e.now), 0
 	// cur[i] is how many of pool i's listed instances are taken: the
 	// region lists each pool's nodes in launch order, as e.live holds
 	// them, then what it owes.
@@ -425,7 +425,8 @@ func (p *predictive) observe(e *engine, rd *actuator.Reading) *fleet.State {
 			continue
 		}
 		pr := &rd.Pools[n.pool]
-		if c := cur[n.pool]; c >= len(pr.Instances) || pr.Instances[c].ID != n.id {
+		c := cur[n.pool]
+		if c >= len(pr.Instances) || pr.Instances[c].ID != n.id {
 			continue // not listed yet: the stand-in for what its group owes counts it
 		}
 		cur[n.pool]++
@@ -443,7 +444,8 @@ func (p *predictive) observe(e *engine, rd *actuator.Reading) *fleet.State {
 		switch {
 		case n.state == booting:
 			fn.State, fn.LastReport = fleet.Pending, time.Time{}
-			fn.LaunchedAt, fn.Unknown = launchedAt(rd, pr, n.id, p.at(n.launched), started)
+			at, own := rd.LaunchedAt(pr, &pr.Instances[c])
+			fn.LaunchedAt, fn.Unknown = at, !own
 		case n.drainRec >= 0:
 			// Draining since the controller decided it (its drain record).
 			// The agent holds the drain from its first report after the
@@ -494,35 +496,13 @@ func (p *predictive) observe(e *engine, rd *actuator.Reading) *fleet.State {
 			fn := &st.Nodes[k]
 			k++
 			*fn = fleet.Node{ID: in.ID, Pool: pr.Status.Name, State: fleet.Pending}
-			fn.LaunchedAt, fn.Unknown = launchedAt(rd, pr, in.ID, in.LaunchedAt, started)
+			at, own := rd.LaunchedAt(pr, in)
+			fn.LaunchedAt, fn.Unknown = at, !own
 		}
 	}
 	st.Nodes = st.Nodes[:k]
 	p.deliver(e)
 	return st
-}
-
-// launchedAt is when a booting node (or stand-in) id of pool pr counts as
-// launched, and whether it is unknown, as the controller takes it: from
-// when its launch was decided if its launch records claim it (its
-// provisioning deadline runs from then), else unknown, from when it was
-// first seen (or as its cloud says, for capacity owed); never before
-// started.
-func launchedAt(rd *actuator.Reading, pr *actuator.PoolReading, id string, cloud, started time.Time) (time.Time, bool) {
-	if at := pr.Launched(id); !at.IsZero() {
-		return later(at, started), false
-	}
-	if t := rd.FirstSeen(id); !t.IsZero() {
-		cloud = t
-	}
-	return later(cloud, started), true
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // deliver hands the agents the drains and cancellations decided since
