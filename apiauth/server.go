@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
@@ -106,7 +105,7 @@ func (t *Tokens) rotate(w http.ResponseWriter, r *http.Request) {
 	var grace time.Duration
 	if req.Grace != "" {
 		var err error
-		if grace, err = config.ParseDuration(req.Grace); err != nil {
+		if grace, err = fleet.ParseDuration(req.Grace); err != nil {
 			fail(w, refuse(http.StatusBadRequest, Malformed, "grace: %v", err))
 			return
 		}

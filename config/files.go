@@ -1,14 +1,13 @@
 package config
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 
+	"github.com/fleetcast/autoscaler/internal/checksum"
 	"github.com/hashicorp/hcl/v2"
 )
 
@@ -125,8 +124,8 @@ func checkInputFile(f InputFile) *hcl.Diagnostic {
 	if f.Plugin == "" || f.SHA256 == "" {
 		return nil
 	}
-	err = VerifySHA256(f.Path, f.SHA256)
-	if ce := (*ChecksumError)(nil); errors.As(err, &ce) {
+	err = checksum.VerifySHA256(f.Path, f.SHA256)
+	if ce := (*checksum.Error)(nil); errors.As(err, &ce) {
 		at := f.SHA256At
 		if at.Filename == "" {
 			at = f.At
@@ -145,37 +144,4 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// ChecksumError is a file whose SHA-256 is not the one the config gives
-// it: a plugin's executable that was replaced, or a sha256 that was not
-// updated.
-type ChecksumError struct {
-	// Path is the file; Want the SHA-256 the config expects and Got the
-	// file's, each 64 lowercase hex digits.
-	Path, Want, Got string
-}
-
-// Error names the file and both checksums.
-func (e *ChecksumError) Error() string {
-	return fmt.Sprintf("checksum mismatch: %s has SHA-256 %s, but sha256 expects %s", e.Path, e.Got, e.Want)
-}
-
-// VerifySHA256 checks that the file at path has the SHA-256 want (hex):
-// a *ChecksumError if it has another, an error naming the file if it
-// cannot be read.
-func VerifySHA256(path, want string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return &ChecksumError{Path: path, Want: want, Got: got}
-	}
-	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/internal/checksum"
 	"github.com/fleetcast/autoscaler/providers/registry"
 )
 
@@ -137,11 +138,11 @@ func TestCheckInputFiles(t *testing.T) {
 			}
 		})
 	}
-	var ce *config.ChecksumError
-	if err := config.VerifySHA256(program, strings.Repeat("0", 64)); !errors.As(err, &ce) || ce.Got != sum || ce.Path != program {
+	var ce *checksum.Error
+	if err := checksum.VerifySHA256(program, strings.Repeat("0", 64)); !errors.As(err, &ce) || ce.Got != sum || ce.Path != program {
 		t.Errorf("VerifySHA256 of another: %v", err)
 	}
-	if err := config.VerifySHA256(program, sum); err != nil {
+	if err := checksum.VerifySHA256(program, sum); err != nil {
 		t.Errorf("VerifySHA256 of its own: %v", err)
 	}
 }

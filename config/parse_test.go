@@ -65,14 +65,14 @@ func TestParseFull(t *testing.T) {
 		Drain:    fleet.DrainSettings{CheckpointMaxAge: 45 * time.Minute, Timeout: time.Hour, Signal: "SIGUSR2", LongRunningAfter: 6 * time.Hour},
 		Limits: fleet.Limits{MaxGPUs: 512, MaxSpendPerHour: 2500.5, MaxScaleInPerCycle: 4, ScaleInShare: 0.25, ScaleInWindow: 30 * time.Minute, SilentShareHalt: 0.5,
 			ScaleInDelayAfterLaunch: 15 * time.Minute},
-		Controller: config.Controller{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute, Fleet: "ml-prod",
+		Controller: fleet.ControllerSettings{Interval: 30 * time.Second, Listen: ":9000", StateDir: "/var/lib/fleetcast", AgentTimeout: 2 * time.Minute, Fleet: "ml-prod",
 			TLSCertFile: "/etc/fleetcast/tls/controller.crt", TLSKeyFile: "/etc/fleetcast/tls/controller.key",
 			BootstrapTokenFile: "/etc/fleetcast/bootstrap-token", AWSIdentityCertificates: "/etc/fleetcast/aws-identity.pem"},
-		Demand:    config.Demand{PrometheusURL: "http://prometheus:9090", PrometheusQuery: "count(DCGM_FI_DEV_GPU_UTIL > 0)", PrometheusTimeout: 5 * time.Second},
-		Synthetic: config.Synthetic{Seed: 42, BaseGPUs: 32, PeakGPUs: 256, PeakHour: 9, Noise: 0.1},
-		Simulate: config.Simulate{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second,
+		Demand:    fleet.DemandSettings{PrometheusURL: "http://prometheus:9090", PrometheusQuery: "count(DCGM_FI_DEV_GPU_UTIL > 0)", PrometheusTimeout: 5 * time.Second},
+		Synthetic: fleet.SyntheticSettings{Seed: 42, BaseGPUs: 32, PeakGPUs: 256, PeakHour: 9, Noise: 0.1},
+		Simulate: fleet.SimulateSettings{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second,
 			CheckpointDuration: 5 * time.Minute, UnresponsiveJobs: 0.1,
-			Reservations: config.ReservationsAdvised, AdviceAfter: 7 * 24 * time.Hour, HeadroomGPUs: 64, HeadroomPlaceholders: config.PlaceholdersGPU},
+			Reservations: fleet.ReservationsAdvised, AdviceAfter: 7 * 24 * time.Hour, HeadroomGPUs: 64, HeadroomPlaceholders: fleet.PlaceholdersGPU},
 		Plugins: []config.Plugin{{Name: "fleet-plugin", Path: "/usr/local/libexec/fleetcast/fleet-plugin",
 			SHA256: "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae", Args: []string{"--verbose", "--region=eu"},
 			Env: []string{"FLEET_PLUGIN_LOG=debug"}, Config: map[string]any{"endpoint": "https://fleet.example.internal", "retries": 3.0}}},
@@ -551,55 +551,6 @@ func TestWriteDiagnostics(t *testing.T) {
 	}
 }
 
-func TestParseDuration(t *testing.T) {
-	const day = 24 * time.Hour
-	tests := []struct {
-		in   string
-		want time.Duration
-		ok   bool
-	}{
-		{"0", 0, true},
-		{"90s", 90 * time.Second, true},
-		{"10m", 10 * time.Minute, true},
-		{"1h30m", 90 * time.Minute, true},
-		{"14d", 14 * day, true},
-		{"2w", 14 * day, true},
-		{"1d12h", 36 * time.Hour, true},
-		{"1w1d1h1m1s1ms1us1ns", 8*day + time.Hour + time.Minute + time.Second + time.Millisecond + time.Microsecond + time.Nanosecond, true},
-		{"1.5h", 90 * time.Minute, true},
-		{".5d", 12 * time.Hour, true},
-		{"1.d", day, true},
-		{"-5m", -5 * time.Minute, true},
-		{"+5m", 5 * time.Minute, true},
-		{"2µs", 2 * time.Microsecond, true},
-		{"2μs", 2 * time.Microsecond, true},
-		{"15250w", 15250 * 7 * day, true},
-		{"2562047h47m16.854775807s", time.Duration(1<<63 - 1), true},
-		{"", 0, false},
-		{"-", 0, false},
-		{"10", 0, false},
-		{"10 minutes", 0, false},
-		{"5x", 0, false},
-		{"1h30", 0, false},
-		{".d", 0, false},
-		{"d", 0, false},
-		{"1y", 0, false},
-		{"15251w", 0, false},
-		{"2562047h47m16.854775808s", 0, false},
-		{"99999999999999999999999s", 0, false},
-	}
-	for _, tt := range tests {
-		got, err := config.ParseDuration(tt.in)
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
-		}
-		// Where Go's parser accepts the input, both agree.
-		if goDur, goErr := time.ParseDuration(tt.in); goErr == nil && (err != nil || got != goDur) {
-			t.Errorf("ParseDuration(%q) = %v, %v; time.ParseDuration gives %v", tt.in, got, err, goDur)
-		}
-	}
-}
-
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("test-fixtures/*.hcl")
 	for _, file := range files {
@@ -649,35 +600,6 @@ func formatAll(diags hcl.Diagnostics) string {
 	var buf bytes.Buffer
 	config.WriteDiagnostics(&buf, diags)
 	return buf.String()
-}
-
-func TestFormatDuration(t *testing.T) {
-	for _, tt := range []struct {
-		d    time.Duration
-		want string
-	}{
-		{0, "0s"}, {45 * time.Second, "45s"}, {35*time.Minute + 20*time.Second, "35m"}, {2 * time.Hour, "2h"},
-		{2*time.Hour + 5*time.Minute, "2h5m"}, {76 * time.Hour, "3d4h"}, {14 * 24 * time.Hour, "14d"}, {-90 * time.Second, "-2m"},
-	} {
-		got := fleet.FormatDuration(tt.d)
-		if got != tt.want {
-			t.Errorf("fleet.FormatDuration(%v) = %q, want %q", tt.d, got, tt.want)
-		}
-		if back, err := config.ParseDuration(got); err != nil || back != tt.d.Round(durationRounding(tt.d)) {
-			t.Errorf("ParseDuration(%q) = %v, %v: does not round-trip", got, back, err)
-		}
-	}
-}
-
-// durationRounding is the precision config.FormatDuration keeps for d.
-func durationRounding(d time.Duration) time.Duration {
-	switch d = max(d, -d); {
-	case d < time.Minute:
-		return time.Second
-	case d >= 48*time.Hour:
-		return time.Hour
-	}
-	return time.Minute
 }
 
 // TestListenSecurity: plain HTTP is accepted on loopback, with TLS, or
@@ -868,25 +790,6 @@ func TestOmittedString(t *testing.T) {
 	} {
 		if got := tt.o.String(); got != tt.want {
 			t.Errorf("%+v: %q, want %q", tt.o, got, tt.want)
-		}
-	}
-}
-
-func TestFormatDurationExact(t *testing.T) {
-	for _, tt := range []struct {
-		d    time.Duration
-		want string
-	}{
-		{0, "0s"}, {10 * time.Minute, "10m"}, {90 * time.Second, "1m30s"}, {14 * 24 * time.Hour, "14d"},
-		{36 * time.Hour, "36h"}, {50 * time.Hour, "2d2h"}, {1500 * time.Millisecond, "1.5s"}, {-5 * time.Minute, "-5m"}, {time.Nanosecond, "1ns"},
-		{50*time.Hour + time.Minute, "50h1m0s"}, {time.Duration(1<<63 - 1), "2562047h47m16.854775807s"},
-	} {
-		got := config.FormatDurationExact(tt.d)
-		if got != tt.want {
-			t.Errorf("FormatDurationExact(%v) = %q, want %q", tt.d, got, tt.want)
-		}
-		if back, err := config.ParseDuration(got); err != nil || back != tt.d {
-			t.Errorf("ParseDuration(%q) = %v, %v: does not round-trip", got, back, err)
 		}
 	}
 }

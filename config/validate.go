@@ -25,10 +25,10 @@ func (d *decoder) duration(name, text string, r hcl.Range, zeroOK bool, dst *tim
 	if st := d.state(r); st != set {
 		return st
 	}
-	dur, err := ParseDuration(text)
+	dur, err := fleet.ParseDuration(text)
 	switch {
 	case err != nil:
-		d.errorf(r, "Invalid duration", "%s must be %s; got %q.", name, durationForm, text)
+		d.errorf(r, "Invalid duration", "%s must be %s; got %q.", name, fleet.DurationForm, text)
 		d.refuse(r)
 		return bad
 	case zeroOK && dur < 0:
@@ -207,7 +207,7 @@ func (l *limitsBody) Validate(d *decoder, out *fleet.Limits) {
 // Validate checks the controller block and fills out: durations, a listen
 // address (plain HTTP only on loopback or with insecure), a fleet name a
 // tag can hold, and TLS files in pairs. Every error points at the value it refuses.
-func (c *controllerBody) Validate(d *decoder, out *Controller) {
+func (c *controllerBody) Validate(d *decoder, out *fleet.ControllerSettings) {
 	d.duration("interval", c.Interval, c.IntervalAt, false, &out.Interval)
 	d.duration("agent_timeout", c.AgentTimeout, c.AgentTimeoutAt, false, &out.AgentTimeout)
 	listen := d.state(c.ListenAt)
@@ -257,7 +257,7 @@ func (c *controllerBody) Validate(d *decoder, out *Controller) {
 // Validate checks the demand block and fills out: an http(s) Prometheus URL
 // and a query, each needing the other, and backfill only with them. Every
 // error points at the value it refuses.
-func (dm *demandBody) Validate(d *decoder, out *Demand) {
+func (dm *demandBody) Validate(d *decoder, out *fleet.DemandSettings) {
 	url := d.state(dm.PrometheusURLAt)
 	if url == set {
 		if u, err := neturl.Parse(dm.PrometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -285,7 +285,7 @@ func (dm *demandBody) Validate(d *decoder, out *Demand) {
 // Validate checks the simulate block and fills out: rates and shares in
 // range, a checkpoint duration of 0 to 24h, and the reservation and
 // placeholder modes. Every error points at the value it refuses.
-func (s *simulateBody) Validate(d *decoder, out *Simulate) {
+func (s *simulateBody) Validate(d *decoder, out *fleet.SimulateSettings) {
 	d.duration("checkpoint_interval", s.CheckpointInterval, s.CheckpointIntervalAt, false, &out.CheckpointInterval)
 	d.duration("spot_notice", s.SpotNotice, s.SpotNoticeAt, false, &out.SpotNotice)
 	if d.check(s.SpotInterruptionsPerHourAt, s.SpotInterruptionsPerHour >= 0, "spot_interruptions_per_hour must not be negative, got %g.", s.SpotInterruptionsPerHour) == set {
@@ -301,18 +301,18 @@ func (s *simulateBody) Validate(d *decoder, out *Simulate) {
 	if d.check(s.UnresponsiveJobsAt, s.UnresponsiveJobs >= 0 && s.UnresponsiveJobs <= 1, "unresponsive_jobs must be a share of jobs from 0 to 1, got %g.", s.UnresponsiveJobs) == set {
 		out.UnresponsiveJobs = s.UnresponsiveJobs
 	}
-	if d.check(s.ReservationsAt, slices.Contains(ReservationModes, s.Reservations),
+	if d.check(s.ReservationsAt, slices.Contains(fleet.ReservationModes, s.Reservations),
 		"reservations must be %q (every policy holds the configured reservations) or %q (the predictive policy follows the baseline advice), got %q.",
-		ReservationsConfigured, ReservationsAdvised, s.Reservations) == set {
+		fleet.ReservationsConfigured, fleet.ReservationsAdvised, s.Reservations) == set {
 		out.Reservations = s.Reservations
 	}
 	d.duration("advice_after", s.AdviceAfter, s.AdviceAfterAt, false, &out.AdviceAfter)
 	if d.atLeast("headroom_gpus", s.HeadroomGPUs, 0, s.HeadroomGPUsAt) == set {
 		out.HeadroomGPUs = s.HeadroomGPUs
 	}
-	if d.check(s.HeadroomPlaceholdersAt, slices.Contains(PlaceholderSizes, s.HeadroomPlaceholders),
+	if d.check(s.HeadroomPlaceholdersAt, slices.Contains(fleet.PlaceholderSizes, s.HeadroomPlaceholders),
 		"headroom_placeholders must be %q (each as wide as a node: the buffer is whole empty nodes) or %q (one GPU each: the buffer also fills busy nodes' fragments), got %q.",
-		PlaceholdersNode, PlaceholdersGPU, s.HeadroomPlaceholders) == set {
+		fleet.PlaceholdersNode, fleet.PlaceholdersGPU, s.HeadroomPlaceholders) == set {
 		out.HeadroomPlaceholders = s.HeadroomPlaceholders
 	}
 }
@@ -322,7 +322,7 @@ const maxCheckpointDuration = 24 * time.Hour
 
 // Validate checks the synthetic block and fills out: GPU counts not
 // negative, peak >= base, an hour of the day, and noise not negative. Every error points at the value it refuses.
-func (s *syntheticBody) Validate(d *decoder, out *Synthetic) {
+func (s *syntheticBody) Validate(d *decoder, out *fleet.SyntheticSettings) {
 	if d.state(s.SeedAt) == set {
 		out.Seed = s.Seed
 	}

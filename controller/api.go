@@ -55,7 +55,7 @@ func (c *Controller) unready(last Snapshot) []string {
 		return []string{"no control cycle yet"}
 	}
 	var out []string
-	if age := c.now().Sub(last.At); age > 3*c.cfg.Controller.Interval {
+	if age := c.now().Sub(last.At); age > 3*c.ctl.Interval {
 		out = append(out, "last control cycle "+age.Round(time.Second).String()+" ago")
 	}
 	if last.State != nil {
@@ -128,11 +128,11 @@ func (c *Controller) Handler(o APIOptions) *apiauth.Router {
 		// long (every pool read, recovery), and /readyz says 503 until it.
 		// A first cycle that never comes (hung) is a stopped loop too,
 		// once firstCycleGrace has passed since the start.
-		if age := c.now().Sub(last.At); !last.At.IsZero() && age > 3*c.cfg.Controller.Interval {
+		if age := c.now().Sub(last.At); !last.At.IsZero() && age > 3*c.ctl.Interval {
 			http.Error(w, "last control cycle "+age.Round(time.Second).String()+" ago", http.StatusServiceUnavailable)
 			return
 		}
-		if up := c.now().Sub(c.started); last.At.IsZero() && up > max(firstCycleGrace, 3*c.cfg.Controller.Interval) {
+		if up := c.now().Sub(c.started); last.At.IsZero() && up > max(firstCycleGrace, 3*c.ctl.Interval) {
 			http.Error(w, "no control cycle in the "+up.Round(time.Second).String()+" since the controller started", http.StatusServiceUnavailable)
 			return
 		}
@@ -188,7 +188,7 @@ func (c *Controller) Handler(o APIOptions) *apiauth.Router {
 		}
 		return NewPlanView(s.Plan), true
 	}))
-	mux.Handle("GET /v1/fleet", apiauth.NeedRead, serve(func(s Snapshot) (any, bool) { return newFleetView(s.At, c.cfg, s.State), s.State != nil }))
+	mux.Handle("GET /v1/fleet", apiauth.NeedRead, serve(func(s Snapshot) (any, bool) { return newFleetView(s.At, c.set, s.State), s.State != nil }))
 	mux.Handle("GET /v1/forecast", apiauth.NeedRead, serve(func(s Snapshot) (any, bool) { return NewForecastView(s.Forecast), s.Forecast != nil }))
 	mux.HandleFunc("GET /v1/plugins", apiauth.NeedRead, func(w http.ResponseWriter, r *http.Request) {
 		status := []plugin.Status{}
@@ -253,7 +253,7 @@ func (c *Controller) LivePool(node string) (fleet.Pool, string, bool) {
 			// can set: no credential on that word.
 			return fleet.Pool{}, "", false
 		}
-		for _, p := range c.cfg.Pools {
+		for _, p := range c.set.Pools {
 			if p.Name == n.Pool {
 				return p, n.Zone, true
 			}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/apiauth"
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/nodeauth"
 	"github.com/fleetcast/autoscaler/nodeauth/nodeauthtest"
@@ -36,7 +35,7 @@ func TestAPI(t *testing.T) {
 	p := gpuPool("g5", 1, 200, 5*time.Minute)
 	l := newLoop(t, false, p)
 	tok, api := nodeauthtest.New(t), nodeauthtest.NewAPI(t)
-	dr := &DemandReceiver{Pools: l.cfg.Pools, Pending: l.pending, Now: func() time.Time { return l.now }}
+	dr := &DemandReceiver{Pools: l.set.Pools, Pending: l.pending, Now: func() time.Time { return l.now }}
 	h := l.c.Handler(APIOptions{Credentials: tok, Demand: dr, Tokens: api.Tokens, OpenReads: true})
 
 	// Before any cycle the reads are 503; /healthz, liveness, is 200 and
@@ -288,14 +287,14 @@ func TestAPIViews(t *testing.T) {
 // TestFleetViewSeries: both histories show their steps as text, held only
 // when the state has one.
 func TestFleetViewSeries(t *testing.T) {
-	cfg := config.Defaults()
+	cfg := testDefaults()
 	st := &fleet.State{History: fleet.Series{Start: t0, Step: 10 * time.Minute, Values: []float64{1}}}
-	b, _ := json.Marshal(newFleetView(t0, &cfg, st))
+	b, _ := json.Marshal(newFleetView(t0, &cfg.Settings, st))
 	if !strings.Contains(string(b), `"history":{"start":"2026-11-30T10:00:00Z","step":"10m"`) || strings.Contains(string(b), `"held"`) {
 		t.Fatalf("view without held: %s", b)
 	}
 	st.Held = fleet.Series{Start: t0, Step: 10 * time.Minute, Values: []float64{8}}
-	b, _ = json.Marshal(newFleetView(t0, &cfg, st))
+	b, _ = json.Marshal(newFleetView(t0, &cfg.Settings, st))
 	if !strings.Contains(string(b), `"held":{"start":"2026-11-30T10:00:00Z","step":"10m","values":[8]}`) {
 		t.Fatalf("view with held: %s", b)
 	}

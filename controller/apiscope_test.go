@@ -66,7 +66,7 @@ func newAPIRig(t *testing.T, openReads bool) *apiRig {
 	log := hclog.New(&hclog.LoggerOptions{Output: r.log, Level: hclog.Info})
 	r.h = r.l.c.Handler(APIOptions{Credentials: r.creds, Tokens: r.api.Tokens, OpenReads: openReads, Plugins: pluginHealth{},
 		Auth:   &nodeauth.Server{Registry: r.creds.Registry, BootstrapFile: file, Live: r.l.c.LivePool, Log: log},
-		Demand: &DemandReceiver{Pools: r.l.cfg.Pools, Pending: r.l.pending, Now: func() time.Time { return r.l.now }, Log: log}})
+		Demand: &DemandReceiver{Pools: r.l.set.Pools, Pending: r.l.pending, Now: func() time.Time { return r.l.now }, Log: log}})
 	return r
 }
 

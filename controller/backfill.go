@@ -61,11 +61,11 @@ func (b Backfilled) String() string {
 // then. ok is false when there was nothing to do it with.
 func (c *Controller) backfill(ctx context.Context) (b Backfilled, ok bool) {
 	h, can := c.source.(DemandHistory)
-	if !can || !c.cfg.Demand.Backfill {
+	if !can || !c.demandBackfill {
 		return Backfilled{}, false
 	}
-	now, step := c.now().UTC(), c.cfg.Forecast.Step
-	cut := now.Add(-c.cfg.Forecast.History)
+	now, step := c.now().UTC(), c.set.Forecast.Step
+	cut := now.Add(-c.set.Forecast.History)
 	first := cut.Truncate(step)
 	if first.Before(cut) {
 		first = first.Add(step)
@@ -89,7 +89,7 @@ func (c *Controller) backfill(ctx context.Context) (b Backfilled, ok bool) {
 // fill backfills the n steps from first that hold no recorded sample.
 func (c *Controller) fill(ctx context.Context, h DemandHistory, first time.Time, n int) Backfilled {
 	var b Backfilled
-	step := c.cfg.Forecast.Step
+	step := c.set.Forecast.Step
 	recorded, err := c.store.Demand(loop.DemandSeries, first)
 	if err != nil {
 		b.Err = err

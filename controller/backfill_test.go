@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/providers"
@@ -114,7 +113,7 @@ type backfilled struct {
 	now   time.Time
 }
 
-func startBackfilled(t *testing.T, ps *rangeServer, cfg *config.Config, before []state.Sample) *backfilled {
+func startBackfilled(t *testing.T, ps *rangeServer, cfg *testConfig, before []state.Sample) *backfilled {
 	t.Helper()
 	srv := httptest.NewServer(ps)
 	t.Cleanup(srv.Close)
@@ -134,7 +133,7 @@ func startBackfilled(t *testing.T, ps *rangeServer, cfg *config.Config, before [
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.c, err = New(Options{Config: cfg, Store: b.store, Clouds: map[string]providers.Provider{p.Name: sim.New(cfg.Pools, 1, clock)},
+	b.c, err = New(Options{Settings: &cfg.Settings, Controller: cfg.Controller, Backfill: cfg.Demand.Backfill, Store: b.store, Clouds: map[string]providers.Provider{p.Name: sim.New(cfg.Pools, 1, clock)},
 		Agents: NewAgents(clock), Pending: &Pending{}, Demand: src, Now: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +166,7 @@ func TestBackfillAtStart(t *testing.T) {
 	daily := func(t time.Time, _ int) float64 { return float64(10 + t.Hour()) }
 	for _, tt := range []struct {
 		name   string
-		cfg    func(*config.Config)
+		cfg    func(*testConfig)
 		before []state.Sample
 		value  func(time.Time, int) float64
 		series int
@@ -206,7 +205,7 @@ func TestBackfillAtStart(t *testing.T) {
 			}(),
 			recorded: steps, hist: steps - 1},
 		{name: "a minute's step in parts of at most 10,000", value: daily, series: 1,
-			cfg: func(c *config.Config) { c.Forecast.Step = time.Minute },
+			cfg: func(c *testConfig) { c.Forecast.Step = time.Minute },
 			asked: []askedRange{
 				{"sum(gpus_busy)", first, first.Add(9999 * time.Minute), time.Minute},
 				{"sum(gpus_busy)", first.Add(10000 * time.Minute), first.Add(19999 * time.Minute), time.Minute},
@@ -215,7 +214,7 @@ func TestBackfillAtStart(t *testing.T) {
 			recorded: 14*24*60 + 1, hist: 14 * 24 * 60},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := config.Defaults()
+			cfg := testDefaults()
 			if tt.cfg != nil {
 				tt.cfg(&cfg)
 			}
@@ -287,7 +286,7 @@ func TestBackfillFailures(t *testing.T) {
 		{name: "switched off", ps: &rangeServer{series: 1, value: func(time.Time, int) float64 { return 1 }}, off: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := config.Defaults()
+			cfg := testDefaults()
 			cfg.Demand.Backfill = !tt.off
 			started := time.Now()
 			b := startBackfilled(t, tt.ps, &cfg, nil)

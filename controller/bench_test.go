@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/providers"
@@ -27,7 +26,7 @@ func BenchmarkCycle(b *testing.B) {
 		p.PricePerHour += float64(i)
 		pools = append(pools, p)
 	}
-	cfg := config.Defaults()
+	cfg := testDefaults()
 	cfg.Pools = pools
 	cfg.Limits.MaxGPUs = 200_000
 	cloud := sim.New(pools, 1, clock)
@@ -57,7 +56,7 @@ func BenchmarkCycle(b *testing.B) {
 	for _, p := range pools {
 		clouds[p.Name] = cloud
 	}
-	c, err := New(Options{Config: &cfg, Store: store, Clouds: clouds, Agents: agents, Pending: pending, Now: clock})
+	c, err := New(Options{Settings: &cfg.Settings, Controller: cfg.Controller, Backfill: cfg.Demand.Backfill, Store: store, Clouds: clouds, Agents: agents, Pending: pending, Now: clock})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/fleetcast/autoscaler/agent/report"
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/internal/crashtest"
@@ -45,7 +44,8 @@ func (c *counting) Terminate(ctx context.Context, p fleet.Pool, ids []string) er
 // cycler is a controller on the simulated cloud with a clock the test moves.
 type cycler struct {
 	now     time.Time
-	cfg     *config.Config
+	set     *fleet.Settings
+	ctl     fleet.ControllerSettings
 	cloud   *sim.Cloud
 	count   *counting
 	store   *state.Store
@@ -63,6 +63,19 @@ type cycler struct {
 	notice map[string]*report.Notice
 }
 
+// testConfig is what a test's controller is made of: the planner's
+// settings, the controller block's and the demand block's.
+type testConfig struct {
+	fleet.Settings
+	Controller fleet.ControllerSettings
+	Demand     fleet.DemandSettings
+}
+
+// testDefaults are the defaults, with no pools.
+func testDefaults() testConfig {
+	return testConfig{Settings: fleet.DefaultSettings(), Controller: fleet.DefaultControllerSettings(), Demand: fleet.DemandSettings{Backfill: true}}
+}
+
 func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *cycler {
 	t.Helper()
 	return newLoopOn(t, dryRun, nil, pools...)
@@ -73,9 +86,9 @@ func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *cycler {
 func newLoopOn(t *testing.T, dryRun bool, wrap func(state.Records, providers.Provider) (state.Records, providers.Provider), pools ...fleet.Pool) *cycler {
 	t.Helper()
 	l := &cycler{now: t0, silent: map[string]bool{}, busy: map[string]bool{}, held: map[string]string{}}
-	cfg := config.Defaults()
+	cfg := testDefaults()
 	cfg.Pools = pools
-	l.cfg = &cfg
+	l.set, l.ctl = &cfg.Settings, cfg.Controller
 	clock := func() time.Time { return l.now }
 	var err error
 	l.cloud = sim.New(pools, 1, clock)
@@ -94,7 +107,7 @@ func newLoopOn(t *testing.T, dryRun bool, wrap func(state.Records, providers.Pro
 		clouds[p.Name] = cloud
 	}
 	l.agents, l.pending = NewAgents(clock), &Pending{}
-	l.c, err = New(Options{Config: l.cfg, Store: store, Clouds: clouds, Agents: l.agents, Pending: l.pending, Now: clock, DryRun: dryRun})
+	l.c, err = New(Options{Settings: l.set, Controller: l.ctl, Store: store, Clouds: clouds, Agents: l.agents, Pending: l.pending, Now: clock, DryRun: dryRun})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +122,7 @@ func newLoopOn(t *testing.T, dryRun bool, wrap func(state.Records, providers.Pro
 // none on the others.
 func (l *cycler) report(t *testing.T) {
 	t.Helper()
-	for _, p := range append(slices.Clone(l.cfg.Pools), l.also...) {
+	for _, p := range append(slices.Clone(l.set.Pools), l.also...) {
 		g, err := l.cloud.Describe(context.Background(), p)
 		if err != nil {
 			t.Fatal(err)
@@ -317,7 +330,7 @@ func TestSilentAgentsHaltScaleIn(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := gpuPool("g5", 8, 20, 5*time.Minute)
 			l := newLoop(t, false, p)
-			l.cfg.Limits.SilentShareHalt = tt.halt
+			l.set.Limits.SilentShareHalt = tt.halt
 			if err := l.c.act.Launch(context.Background(), "g5", 10); err != nil {
 				t.Fatal(err)
 			}
@@ -397,10 +410,10 @@ func (l *cycler) restart(t *testing.T, wrap providers.Provider) {
 	clock := func() time.Time { return l.now }
 	l.agents = NewAgents(clock)
 	clouds := map[string]providers.Provider{}
-	for _, p := range l.cfg.Pools {
+	for _, p := range l.set.Pools {
 		clouds[p.Name] = wrap
 	}
-	if l.c, err = New(Options{Config: l.cfg, Store: l.store, Clouds: clouds, Agents: l.agents, Pending: l.pending, Now: clock}); err != nil {
+	if l.c, err = New(Options{Settings: l.set, Controller: l.ctl, Store: l.store, Clouds: clouds, Agents: l.agents, Pending: l.pending, Now: clock}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.c.Recover(context.Background()); err != nil {
@@ -653,7 +666,7 @@ func TestUnreadablePoolLeftAlone(t *testing.T) {
 func TestScaleInBudgetWindow(t *testing.T) {
 	p := gpuPool("g5", 8, 20, 5*time.Minute)
 	l := newLoop(t, false, p)
-	l.cfg.Limits.ScaleInShare, l.cfg.Limits.ScaleInWindow = 0.2, 10*time.Minute
+	l.set.Limits.ScaleInShare, l.set.Limits.ScaleInWindow = 0.2, 10*time.Minute
 	if err := l.c.act.Launch(context.Background(), "g5", 10); err != nil {
 		t.Fatal(err)
 	}
@@ -831,7 +844,7 @@ func TestForecastFaultLogged(t *testing.T) {
 		var buf strings.Builder
 		l.c.log = hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Warn})
 		var err error
-		l.c.loop, err = loop.New(loop.Options{Config: l.cfg, Books: l.store, Log: l.c.log, Advise: true,
+		l.c.loop, err = loop.New(loop.Options{Settings: l.set, Books: l.store, Log: l.c.log, Advise: true,
 			Forecast: func(now time.Time) forecast.Forecast {
 				return forecast.Forecast{Origin: now, Step: 10 * time.Minute, Levels: []float64{0.5, 0.9},
 					Values: [][]float64{{tt.value, 10}, {tt.value, 12}}}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/apiauth"
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
@@ -186,7 +185,7 @@ func (a AnnouncedDemand) duration() (time.Duration, error) {
 	if a.Duration == "" {
 		return 0, nil
 	}
-	d, err := config.ParseDuration(a.Duration)
+	d, err := fleet.ParseDuration(a.Duration)
 	switch {
 	case err != nil:
 		return 0, err

@@ -83,7 +83,7 @@ func drainClockCase(t *testing.T, seed uint64) int {
 	rng := rand.New(rand.NewPCG(seed, 14))
 	p := gpuPool("g5", 8, 10, 5*time.Minute)
 	l := newLoop(t, false, p)
-	l.cfg.Limits.ScaleInShare = 1
+	l.set.Limits.ScaleInShare = 1
 	tokens := nodeauthtest.New(t)
 	api := l.c.Handler(APIOptions{Credentials: tokens})
 	ctx := context.Background()
@@ -105,7 +105,11 @@ func drainClockCase(t *testing.T, seed uint64) int {
 		if rng.IntN(6) == 0 {
 			n.exitAt = l.now.Add(drawn(10*time.Minute, 50*time.Minute))
 		}
-		pid := 1000 + i
+		// A PID no process can have (above the kernel's pid_max, at most
+		// 2^22): the agent reads its start time in /proc, and a real
+		// process under the number exiting or starting would look like
+		// the job exiting, which only the test's clock may decide.
+		pid := 1<<30 + i
 		n.a, err = agent.New(agent.Config{Node: in.ID, GPUs: oneGPU{pid}, Now: func() time.Time { return l.now.Add(n.off) },
 			Signal: func(_ int, sig syscall.Signal) error {
 				if !n.exitAt.IsZero() && !l.now.Before(n.exitAt) {
@@ -250,12 +254,12 @@ func TestLateTerminationLosesLittle(t *testing.T) {
 	if err := l.c.act.Launch(ctx, "g5", 1); err != nil {
 		t.Fatal(err)
 	}
-	l.cfg.Pools[0].Max = 0 // lowered: the busy node is drained, whatever the demand
+	l.set.Pools[0].Max = 0 // lowered: the busy node is drained, whatever the demand
 	g, _ := l.cloud.Describe(ctx, p)
 	id := g.Instances[0].ID
 	var due []time.Time
 	var lastCkpt time.Time
-	a, err := agent.New(agent.Config{Node: id, GPUs: oneGPU{1000}, Now: func() time.Time { return l.now },
+	a, err := agent.New(agent.Config{Node: id, GPUs: oneGPU{1 << 30}, Now: func() time.Time { return l.now },
 		Signal: func(_ int, sig syscall.Signal) error {
 			if sig != 0 {
 				due = append(due, l.now.Add(30*time.Second))
@@ -265,7 +269,7 @@ func TestLateTerminationLosesLittle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = a.Register("train", []int{0}, []int{1000})
+	_ = a.Register("train", []int{0}, []int{1 << 30})
 	l.now = l.now.Add(5 * time.Minute)
 	send := func() {
 		body, _ := json.Marshal(a.Report())

@@ -30,7 +30,7 @@ func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fle
 		if nodes[i].State == fleet.Terminating && !nodes[i].Stopped {
 			c.going[nodes[i].ID] = now
 		}
-		if p := c.cfg.Pool(nodes[i].Pool); p != nil && p.Provider == fleet.ProviderPlugin {
+		if p := c.set.Pool(nodes[i].Pool); p != nil && p.Provider == fleet.ProviderPlugin {
 			c.reused[nodes[i].ID] = true
 		}
 	}
@@ -133,7 +133,7 @@ func (c *Controller) namesReused(node string) bool {
 		return true
 	}
 	if r, ok := c.creds.(interface{ PoolOf(node string) string }); ok {
-		if p := c.cfg.Pool(r.PoolOf(node)); p != nil && p.Provider == fleet.ProviderPlugin {
+		if p := c.set.Pool(r.PoolOf(node)); p != nil && p.Provider == fleet.ProviderPlugin {
 			return true
 		}
 	}

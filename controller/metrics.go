@@ -88,7 +88,7 @@ func (c *Controller) countActions(plan *planner.Plan, outcomes []loop.Outcome) {
 		case o.Err != nil:
 			result = "error"
 		}
-		if c.cfg.Pool(a.Pool) == nil {
+		if c.set.Pool(a.Pool) == nil {
 			// An orphan's: its pool, read from its tags, is no
 			// configured name to label a series by.
 			c.metrics.orphanActions.WithLabelValues(string(a.Kind), result).Inc()
@@ -155,8 +155,8 @@ func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	plan := last.Plan
 	gauge(descLastCycle, float64(last.At.UnixNano())/1e9)
-	for i := range s.c.cfg.Pools {
-		p := &s.c.cfg.Pools[i]
+	for i := range s.c.set.Pools {
+		p := &s.c.set.Pools[i]
 		counts := map[fleet.NodeState]int{}
 		unknown, faults, billed := 0, 0, 0
 		for j := range last.State.Nodes {
@@ -185,7 +185,7 @@ func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		if p.Capacity == fleet.Reserved {
 			billed = max(billed, p.Max)
 		} else {
-			q := s.c.cfg.Forecast.QuantileFor(p)
+			q := s.c.set.Forecast.QuantileFor(p)
 			gauge(descPoolQ, q, p.Name)
 			if f := plan.Forecast; f != nil && f.Steps() > 0 {
 				gauge(descPoolFC, f.At(q, plan.At.Add(p.LeadTime)), p.Name)

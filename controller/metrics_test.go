@@ -91,7 +91,7 @@ func TestMetricLabelsFixed(t *testing.T) {
 	l.now = l.now.Add(5 * time.Minute)
 	// The pool is taken out of the config: its instance is an orphan,
 	// reaped once idle.
-	l.cfg.Pools, l.also = []fleet.Pool{kept, spot}, []fleet.Pool{gone}
+	l.set.Pools, l.also = []fleet.Pool{kept, spot}, []fleet.Pool{gone}
 	l.restart(t, l.cloud)
 	var plan planner.Plan
 	orphanSeen := false
@@ -122,7 +122,7 @@ func TestMetricLabelsFixed(t *testing.T) {
 			}
 		}
 	}
-	settings := l.cfg.Settings()
+	settings := *l.set
 	fc := l.c.Last().Forecast
 	for _, tt := range []struct {
 		series string
@@ -170,8 +170,8 @@ func TestForecastMetricSaysWhatItHolds(t *testing.T) {
 		}
 	}
 	fc := l.c.Last().Forecast
-	if got := fc.End().Sub(fc.Origin); got != l.cfg.Forecast.Horizon {
-		t.Fatalf("the forecast covers %v; want forecast.horizon, %v", got, l.cfg.Forecast.Horizon)
+	if got := fc.End().Sub(fc.Origin); got != l.set.Forecast.Horizon {
+		t.Fatalf("the forecast covers %v; want forecast.horizon, %v", got, l.set.Forecast.Horizon)
 	}
 	for _, tt := range []struct {
 		level string
@@ -325,7 +325,7 @@ func TestHealthBeforeFirstCycle(t *testing.T) {
 			{"/readyz", http.StatusOK, "ready\n"},
 			{"/metrics", http.StatusOK, "\nfleetcast_ready 1\n"},
 		}},
-		{name: "no cycle for three intervals", before: func() { l.now = l.now.Add(3*l.cfg.Controller.Interval + time.Second) }, probes: []probe{
+		{name: "no cycle for three intervals", before: func() { l.now = l.now.Add(3*l.ctl.Interval + time.Second) }, probes: []probe{
 			{"/healthz", http.StatusServiceUnavailable, "last control cycle 3m1s ago"},
 			{"/readyz", http.StatusServiceUnavailable, "not ready: last control cycle 3m1s ago"},
 			{"/metrics", http.StatusOK, "\nfleetcast_ready 0\n"},

@@ -29,7 +29,7 @@ type foundOrphan struct {
 func (c *Controller) observeOrphans(ctx context.Context, byNode map[string]state.Drain, st *fleet.State) error {
 	found := map[string]foundOrphan{}
 	var errs []error
-	for _, l := range providers.ListOrphans(ctx, c.cfg.Controller.Fleet, c.cfg.Pools, c.clouds) {
+	for _, l := range providers.ListOrphans(ctx, c.ctl.Fleet, c.set.Pools, c.clouds) {
 		list := l.Orphans
 		if l.Err != nil {
 			last, ok := c.orphanLists[l.Reaper]
@@ -84,12 +84,12 @@ func (c *Controller) recordPools() error {
 	if err != nil {
 		return err
 	}
-	c.lastPools = make(map[string]state.PoolRecord, len(recs)+len(c.cfg.Pools))
+	c.lastPools = make(map[string]state.PoolRecord, len(recs)+len(c.set.Pools))
 	for _, r := range recs {
 		c.lastPools[r.Name] = r
 	}
-	now := make([]state.PoolRecord, 0, len(c.cfg.Pools))
-	for _, p := range c.cfg.Pools {
+	now := make([]state.PoolRecord, 0, len(c.set.Pools))
+	for _, p := range c.set.Pools {
 		r := state.PoolRecord{Name: p.Name, InstanceType: p.InstanceType, GPUsPerNode: p.GPUsPerNode, PricePerHour: p.PricePerHour}
 		c.lastPools[p.Name] = r
 		now = append(now, r)

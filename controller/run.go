@@ -38,7 +38,7 @@ type RunOptions struct {
 func (c *Controller) Run(ctx context.Context, o RunOptions) error {
 	every := o.Every
 	if every <= 0 {
-		every = c.cfg.Controller.Interval
+		every = c.ctl.Interval
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -51,7 +51,7 @@ func (c *Controller) Run(ctx context.Context, o RunOptions) error {
 			case <-tick.C:
 			}
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CycleTimeout(c.cfg.Controller.Interval))
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CycleTimeout(c.ctl.Interval))
 		if o.Before != nil {
 			if err := o.Before(cctx); err != nil {
 				cancel()

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/providers"
@@ -66,7 +65,7 @@ func TestRun(t *testing.T) {
 // the loop goes on changing is shared with what it published.
 func TestRunServesWhileItCycles(t *testing.T) {
 	p := gpuPool("g5", 8, 20, 5*time.Minute)
-	cfg := config.Defaults()
+	cfg := testDefaults()
 	cfg.Pools = []fleet.Pool{p}
 	var ns atomic.Int64
 	ns.Store(t0.UnixNano())
@@ -87,7 +86,7 @@ func TestRunServesWhileItCycles(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending := &Pending{}
-	c, err := New(Options{Config: &cfg, Store: store, Clouds: map[string]providers.Provider{"g5": cloud}, Agents: NewAgents(clock),
+	c, err := New(Options{Settings: &cfg.Settings, Controller: cfg.Controller, Backfill: cfg.Demand.Backfill, Store: store, Clouds: map[string]providers.Provider{"g5": cloud}, Agents: NewAgents(clock),
 		Pending: pending, Now: clock})
 	if err != nil {
 		t.Fatal(err)

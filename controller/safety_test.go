@@ -47,7 +47,7 @@ func (l *cycler) outside(t *testing.T, pool fleet.Pool, n int) []string {
 
 // mute silences the agents of every instance the pools have now.
 func (l *cycler) mute() {
-	for _, p := range l.cfg.Pools {
+	for _, p := range l.set.Pools {
 		g, _ := l.cloud.Describe(context.Background(), p)
 		for _, in := range g.Instances {
 			l.silent[in.ID] = true
@@ -172,7 +172,7 @@ func TestAdoptedFleetIsReported(t *testing.T) {
 	if c := plan.Counts(); c[planner.Drain] != 0 || c[planner.Hold] != 3 {
 		t.Fatalf("three nodes first heard idle: %+v; want them held until idle for limits.scale_in_unneeded_time", plan.Actions)
 	}
-	l.now = l.now.Add(l.cfg.Limits.ScaleInUnneededTime)
+	l.now = l.now.Add(l.set.Limits.ScaleInUnneededTime)
 	plan = l.cycle(t)
 	if c := plan.Counts(); c[planner.Drain] == 0 {
 		t.Fatalf("three idle, reporting nodes and no demand: nothing drained: %+v", plan.Actions)
@@ -367,7 +367,7 @@ func TestUnsettledLaunchCountsAgainstLimits(t *testing.T) {
 	b := gpuPool("b", 8, 10, 5*time.Minute)
 	b.PricePerHour *= 2
 	l := newLoop(t, false, a, b)
-	l.cfg.Limits.MaxGPUs = 16
+	l.set.Limits.MaxGPUs = 16
 	l.restart(t, &flaky{Provider: l.cloud, pool: "a", launchFails: 2, descFails: 1})
 	for i := range 8 {
 		l.pending.Set(l.now, DemandPush{Source: "slurm", Pending: []PendingDemand{{GPUs: 16}}})
@@ -572,7 +572,7 @@ func TestFailedTerminationCountsAgainstLimits(t *testing.T) {
 	b := gpuPool("b", 8, 10, 5*time.Minute)
 	b.PricePerHour *= 2
 	l := newLoop(t, false, a, b)
-	l.cfg.Limits.MaxGPUs = 16
+	l.set.Limits.MaxGPUs = 16
 	l.restart(t, failingTerminate{l.cloud})
 	ctx := context.Background()
 	l.cycle(t)
@@ -812,7 +812,7 @@ func TestOrphansReaped(t *testing.T) {
 	}
 	l.busy[busy] = true
 	l.now = l.now.Add(5 * time.Minute)
-	l.cfg.Pools, l.also = []fleet.Pool{kept}, []fleet.Pool{gone}
+	l.set.Pools, l.also = []fleet.Pool{kept}, []fleet.Pool{gone}
 	l.restart(t, l.cloud)
 	h := l.c.Handler(APIOptions{OpenReads: true})
 	actions := map[string][]planner.ActionKind{}
@@ -922,8 +922,8 @@ func TestAnotherFleetsInstancesLeftOut(t *testing.T) {
 	l := newLoop(t, false, p)
 	// The state directory is the "default" fleet's now: a renamed
 	// controller is refused on it, and starts on a new one.
-	l.cfg.Controller.Fleet = "prod"
-	if _, err := New(Options{Config: l.cfg, Store: l.store, Clouds: map[string]providers.Provider{"g5": l.cloud}, Agents: l.agents, Pending: l.pending,
+	l.ctl.Fleet = "prod"
+	if _, err := New(Options{Settings: l.set, Controller: l.ctl, Store: l.store, Clouds: map[string]providers.Provider{"g5": l.cloud}, Agents: l.agents, Pending: l.pending,
 		Now: func() time.Time { return l.now }}); err == nil || !strings.Contains(err.Error(), `is fleet "default"'s, and controller.fleet is "prod"`) {
 		t.Fatalf("a renamed controller on its old state: %v", err)
 	}
@@ -996,7 +996,7 @@ func TestReapJournaled(t *testing.T) {
 	g, _ := l.cloud.Describe(ctx, gone)
 	orphan := g.Instances[0].ID
 	l.now = l.now.Add(5 * time.Minute)
-	l.cfg.Pools, l.also = []fleet.Pool{kept}, []fleet.Pool{gone}
+	l.set.Pools, l.also = []fleet.Pool{kept}, []fleet.Pool{gone}
 	wrap := &failingReap{Cloud: l.cloud}
 	l.restart(t, wrap)
 	var reapIntent bool

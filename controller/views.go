@@ -3,14 +3,13 @@ package controller
 import (
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/planner"
 )
 
 // The API's JSON is views of the controller's types: durations are text
-// in the config's syntax ("10m", "14d"; config.FormatDurationExact), not
+// in the config's syntax ("10m", "14d"; fleet.FormatDurationExact), not
 // nanoseconds, and lists are [] when empty, never null. The types keep
 // their own JSON (a state snapshot's history step is nanoseconds, which
 // `plan -state` reads).
@@ -47,7 +46,7 @@ func NewForecastView(f *forecast.Forecast) *ForecastView {
 	if f == nil {
 		return nil
 	}
-	return &ForecastView{Forecast: f, Step: config.FormatDurationExact(f.Step), Levels: nonNil(f.Levels), Values: nonNil(f.Values)}
+	return &ForecastView{Forecast: f, Step: fleet.FormatDurationExact(f.Step), Levels: nonNil(f.Levels), Values: nonNil(f.Values)}
 }
 
 // fleetView is GET /v1/fleet: the config's pools and the observed state
@@ -59,11 +58,11 @@ type fleetView struct {
 	State        *stateView `json:"state"`
 }
 
-func newFleetView(at time.Time, cfg *config.Config, st *fleet.State) fleetView {
-	v := fleetView{At: at, AgentTimeout: config.FormatDurationExact(cfg.Controller.AgentTimeout), Pools: make([]poolView, len(cfg.Pools))}
-	for i := range cfg.Pools {
-		p := &cfg.Pools[i]
-		v.Pools[i] = poolView{Pool: p, LeadTime: config.FormatDurationExact(p.LeadTime), ProvisionTimeout: config.FormatDurationExact(p.ProvisionTimeout)}
+func newFleetView(at time.Time, set *fleet.Settings, st *fleet.State) fleetView {
+	v := fleetView{At: at, AgentTimeout: fleet.FormatDurationExact(set.AgentTimeout), Pools: make([]poolView, len(set.Pools))}
+	for i := range set.Pools {
+		p := &set.Pools[i]
+		v.Pools[i] = poolView{Pool: p, LeadTime: fleet.FormatDurationExact(p.LeadTime), ProvisionTimeout: fleet.FormatDurationExact(p.ProvisionTimeout)}
 	}
 	if st != nil {
 		v.State = &stateView{State: st, Pools: nonNil(st.Pools), Nodes: nonNil(st.Nodes), History: newSeriesView(st.History)}
@@ -77,7 +76,7 @@ func newFleetView(at time.Time, cfg *config.Config, st *fleet.State) fleetView {
 
 // newSeriesView is s with its step as text.
 func newSeriesView(s fleet.Series) seriesView {
-	return seriesView{Start: s.Start, Step: config.FormatDurationExact(s.Step), Values: nonNil(s.Values)}
+	return seriesView{Start: s.Start, Step: fleet.FormatDurationExact(s.Step), Values: nonNil(s.Values)}
 }
 
 // poolView is a pool with its durations as text.

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"fmt"
 	"slices"
 	"time"
 )
@@ -112,33 +111,6 @@ func (s *Settings) MaxFleetGPUs() int {
 	return total
 }
 
-// FormatDuration formats a duration the way a person reads it, in a form
-// the config's durations accept: "45s", "35m", "2h", "2h5m", "3d4h". Durations of a
-// minute or more are rounded to the minute, of two days or more to the hour.
-func FormatDuration(d time.Duration) string {
-	switch {
-	case d < 0:
-		return "-" + FormatDuration(-d)
-	case d < time.Minute:
-		return d.Round(time.Second).String()
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Round(time.Minute)/time.Minute))
-	case d >= 48*time.Hour:
-		d = d.Round(time.Hour)
-		days, h := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour)
-		if h == 0 {
-			return fmt.Sprintf("%dd", days)
-		}
-		return fmt.Sprintf("%dd%dh", days, h)
-	}
-	d = d.Round(time.Minute)
-	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
-	if m == 0 {
-		return fmt.Sprintf("%dh", h)
-	}
-	return fmt.Sprintf("%dh%dm", h, m)
-}
-
 // The quantiles QuantileFor chooses among: the forecast's calibrated
 // levels reach from 0.1 to 0.99.
 const (
@@ -187,4 +159,59 @@ func (s *Settings) Quantiles() []float64 {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// Pool returns the pool of s called name, or nil.
+func (s *Settings) Pool(name string) *Pool { return PoolNamed(s.Pools, name) }
+
+// PoolNamed returns the pool of pools called name, or nil.
+func PoolNamed(pools []Pool, name string) *Pool {
+	for i := range pools {
+		if pools[i].Name == name {
+			return &pools[i]
+		}
+	}
+	return nil
+}
+
+// DefaultWaitValue is forecast.wait_value_per_gpu_hour's default: $500
+// for a GPU-hour of waiting, about 70 times an on-demand H100's price per
+// GPU-hour. With the 10-minute lead times and 30-minute hysteresis of the
+// examples it buys on-demand GPUs to about the forecast's 95th
+// percentile and spot ones to about its 98th (fleet.ForecastSettings.QuantileFor),
+// the levels GPU fleets are commonly provisioned to.
+const DefaultWaitValue = 500
+
+// DefaultSettings are the forecast, drain and limit blocks' defaults and
+// the agent timeout's (config.Defaults): the planner's settings of a
+// fleet with no pools yet.
+func DefaultSettings() Settings {
+	return Settings{
+		Forecast: ForecastSettings{
+			Step:    10 * time.Minute,
+			Horizon: 2 * time.Hour,
+			// No quantile: each pool's by expected cost, a waiting
+			// GPU-hour valued at DefaultWaitValue.
+			WaitValuePerGPUHour: DefaultWaitValue,
+			History:             14 * 24 * time.Hour,
+			Hysteresis:          30 * time.Minute,
+		},
+		Drain: DrainSettings{
+			CheckpointMaxAge: 30 * time.Minute,
+			Timeout:          20 * time.Minute,
+			Signal:           "SIGUSR1",
+			LongRunningAfter: time.Hour,
+		},
+		Limits: Limits{
+			MaxScaleInPerCycle: 10,
+			ScaleInShare:       0.5,
+			ScaleInWindow:      10 * time.Minute,
+			SilentShareHalt:    0.3,
+			// Cluster Autoscaler's defaults (scale-down-delay-after-add,
+			// scale-down-unneeded-time).
+			ScaleInDelayAfterLaunch: 10 * time.Minute,
+			ScaleInUnneededTime:     10 * time.Minute,
+		},
+		AgentTimeout: DefaultControllerSettings().AgentTimeout,
+	}
 }

@@ -19,7 +19,7 @@ import (
 // GPU model only. GPUs in use as another source reads them count as held
 // if they are more than the jobs' with those free GPUs.
 func TestDemand(t *testing.T) {
-	cfg := testConfig()
+	cfg := testSettings()
 	jobs := func(gpus ...int) []fleet.Job {
 		var out []fleet.Job
 		for i, g := range gpus {
@@ -90,7 +90,7 @@ func TestDemand(t *testing.T) {
 // and GPUs in use as another source reads them when that is more. A
 // forecast made from the record is one of what the planner buys for.
 func TestDemandIsThePlannersDemandNow(t *testing.T) {
-	cfg := testConfig()
+	cfg := testSettings()
 	cfg.Pools = append(cfg.Pools, fleet.Pool{Name: "res", Provider: "sim", InstanceType: "y", GPUsPerNode: 4, Capacity: fleet.Reserved,
 		PricePerHour: 2, LeadTime: 5 * time.Minute, ProvisionTimeout: 15 * time.Minute, Min: 2, Max: 6})
 	states := []fleet.NodeState{fleet.Pending, fleet.Ready, fleet.Ready, fleet.Ready, fleet.Draining, fleet.Terminating}
@@ -125,7 +125,7 @@ func TestDemandIsThePlannersDemandNow(t *testing.T) {
 			st.Nodes = append(st.Nodes, n)
 		}
 		inUse := float64(rng.IntN(2) * rng.IntN(60))
-		p := planner.Make(planner.Input{Settings: cfg.Settings(), State: &st, Now: t0})
+		p := planner.Make(planner.Input{Settings: *cfg, State: &st, Now: t0})
 		held, anyPool := p.Demand.RunningGPUs, p.Demand.PendingGPUs
 		for _, d := range st.Scoped {
 			anyPool -= d.GPUs

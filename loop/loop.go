@@ -23,7 +23,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/planner"
@@ -124,12 +123,12 @@ func followUp(err error) error {
 
 // Options are a loop's settings.
 type Options struct {
-	// Config holds the pools, forecast, drain and limit settings; the
-	// loop reads it every cycle, so a runner may change its pools between
-	// cycles (the simulator's reservations grow).
-	Config *config.Config
-	Books  Books
-	Log    hclog.Logger
+	// Settings are the pools and the forecast, drain and limit settings;
+	// the loop reads them every cycle, so a runner may change its pools
+	// between cycles (the simulator's reservations grow).
+	Settings *fleet.Settings
+	Books    Books
+	Log      hclog.Logger
 	// DryRun plans every cycle and acts on nothing (the books keep only
 	// the demand and held histories).
 	DryRun bool
@@ -167,17 +166,17 @@ type Loop struct {
 
 // New makes a loop.
 func New(o Options) (*Loop, error) {
-	if o.Config == nil || o.Books == nil {
-		return nil, errors.New("loop: config and books are required")
+	if o.Settings == nil || o.Books == nil {
+		return nil, errors.New("loop: settings and books are required")
 	}
-	if q := o.Config.Forecast.Quantile; q != 0 && !(q > 0 && q < 1) {
+	if q := o.Settings.Forecast.Quantile; q != 0 && !(q > 0 && q < 1) {
 		return nil, fmt.Errorf("loop: forecast quantile %v is not in (0, 1)", q)
 	}
 	log := o.Log
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Loop{o: o, log: log, hist: newHistory(o.Config.Forecast), held: newHistory(o.Config.Forecast)}, nil
+	return &Loop{o: o, log: log, hist: newHistory(o.Settings.Forecast), held: newHistory(o.Settings.Forecast)}, nil
 }
 
 // CycleResult is a cycle's state, forecast and plan, and what became of
@@ -230,7 +229,7 @@ func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, 
 	started := time.Now()
 	// The loop's own forecast is of the history, which leaves the
 	// announced demand under way out; Options.Forecast's is of all of it.
-	r.Plan = planner.Make(planner.Input{Settings: l.o.Config.Settings(), State: st, Forecast: r.Forecast, Now: now, Unannounced: l.o.Forecast == nil})
+	r.Plan = planner.Make(planner.Input{Settings: *l.o.Settings, State: st, Forecast: r.Forecast, Now: now, Unannounced: l.o.Forecast == nil})
 	r.PlanTook = time.Since(started)
 	if r.Plan.ScaleInHalt != "" && !l.o.DryRun {
 		// A write that fails shortens no hold now, only the one a
@@ -287,7 +286,7 @@ func (l *Loop) record(now time.Time, obs Observation) error {
 			series string
 			hist   *history
 		}{{DemandSeries, &l.hist}, {HeldSeries, &l.held}} {
-			samples, err := l.o.Books.Demand(h.series, now.Add(-l.o.Config.Forecast.History))
+			samples, err := l.o.Books.Demand(h.series, now.Add(-l.o.Settings.Forecast.History))
 			if err == nil {
 				err = h.hist.load(samples, now)
 			}
@@ -300,7 +299,7 @@ func (l *Loop) record(now time.Time, obs Observation) error {
 	if obs.Unrecorded != "" {
 		l.log.Warn("demand not recorded this cycle", "why", obs.Unrecorded)
 	} else {
-		d, h := tally(l.o.Config.Pools, obs.State, obs.InUse, now)
+		d, h := tally(l.o.Settings.Pools, obs.State, obs.InUse, now)
 		d = unannounced(d, obs.State, now)
 		if err := l.o.Books.AppendDemand(DemandSeries, state.Sample{Time: now, Value: d}); err != nil {
 			return err
@@ -314,10 +313,10 @@ func (l *Loop) record(now time.Time, obs Observation) error {
 	if now.Sub(l.prunedAt) >= time.Hour {
 		// The history is kept as long as the forecaster reads, and a day;
 		// the drain log as long as the scale-in window.
-		if _, err := l.o.Books.PruneDemand(now.Add(-l.o.Config.Forecast.History - forecast.Day)); err != nil {
+		if _, err := l.o.Books.PruneDemand(now.Add(-l.o.Settings.Forecast.History - forecast.Day)); err != nil {
 			return err
 		}
-		if _, err := l.o.Books.PruneDrainLog(now.Add(-l.o.Config.Limits.ScaleInWindow)); err != nil {
+		if _, err := l.o.Books.PruneDrainLog(now.Add(-l.o.Settings.Limits.ScaleInWindow)); err != nil {
 			return err
 		}
 		l.prunedAt = now
@@ -451,7 +450,7 @@ func (l *Loop) annotate(now time.Time, st *fleet.State) error {
 	if err != nil {
 		return err
 	}
-	recent, err := l.o.Books.DrainLog(now.Add(-l.o.Config.Limits.ScaleInWindow))
+	recent, err := l.o.Books.DrainLog(now.Add(-l.o.Settings.Limits.ScaleInWindow))
 	if err != nil {
 		return err
 	}
@@ -536,13 +535,13 @@ func (l *Loop) forecast(now time.Time) forecast.Forecast {
 	if refit {
 		// The levels the planner buys the pools for, read at each refit:
 		// simulate writes its pools into the config after New.
-		settings := l.o.Config.Settings()
+		settings := *l.o.Settings
 		levels, err := forecast.Levels(settings.Quantiles()...)
 		if err != nil {
 			l.log.Warn("no forecast; planning on current demand", "error", err)
 			return forecast.Forecast{}
 		}
-		o, err := forecast.NewOnline(h, l.o.Config.Forecast.Horizon, levels)
+		o, err := forecast.NewOnline(h, l.o.Settings.Forecast.Horizon, levels)
 		if err != nil {
 			l.log.Warn("no forecast; planning on current demand", "error", err)
 			return forecast.Forecast{}
@@ -606,7 +605,7 @@ func (l *Loop) act(ctx context.Context, f Fleet, now time.Time, plan *planner.Pl
 				}
 			}
 		case planner.Drain:
-			d := state.Drain{Node: a.Node, Pool: a.Pool, Started: now, Deadline: now.Add(l.o.Config.Drain.Timeout)}
+			d := state.Drain{Node: a.Node, Pool: a.Pool, Started: now, Deadline: now.Add(l.o.Settings.Drain.Timeout)}
 			if err = l.o.Books.PutDrain(d); err == nil {
 				err = f.Drain(ctx, d)
 			}

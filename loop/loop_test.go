@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/planner"
@@ -79,18 +78,19 @@ func hasDrain(books *state.Memory, node string) bool {
 	return slices.ContainsFunc(ds, func(d state.Drain) bool { return d.Node == node })
 }
 
-func testConfig() *config.Config {
-	cfg := config.Defaults()
-	cfg.Pools = []fleet.Pool{{Name: "od", Provider: "sim", InstanceType: "x", GPUsPerNode: 8, Capacity: fleet.OnDemand,
+// testSettings are the defaults with one on-demand pool.
+func testSettings() *fleet.Settings {
+	s := fleet.DefaultSettings()
+	s.Pools = []fleet.Pool{{Name: "od", Provider: "sim", InstanceType: "x", GPUsPerNode: 8, Capacity: fleet.OnDemand,
 		PricePerHour: 8, LeadTime: 5 * time.Minute, ProvisionTimeout: 15 * time.Minute, Max: 100}}
-	cfg.Limits.MaxGPUs = 10000
-	return &cfg
+	s.Limits.MaxGPUs = 10000
+	return &s
 }
 
 func newScripted(t *testing.T, dryRun bool) (*Loop, *scripted) {
 	t.Helper()
 	books := &state.Memory{}
-	l, err := New(Options{Config: testConfig(), Books: books, DryRun: dryRun})
+	l, err := New(Options{Settings: testSettings(), Books: books, DryRun: dryRun})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestActBooks(t *testing.T) {
 	if err := l.annotate(t0.Add(time.Minute), &st); err != nil || len(st.Pools[0].RecentDrains) != 2 || len(st.Pools[1].RecentDrains) != 0 {
 		t.Fatalf("recent drains %v, %v; want 2 in od", st.Pools, err)
 	}
-	if l.annotate(t0.Add(l.o.Config.Limits.ScaleInWindow+time.Second), &st); len(st.Pools[0].RecentDrains) != 0 {
+	if l.annotate(t0.Add(l.o.Settings.Limits.ScaleInWindow+time.Second), &st); len(st.Pools[0].RecentDrains) != 0 {
 		t.Fatalf("recent drains %v past the window; want none", st.Pools[0].RecentDrains)
 	}
 
@@ -371,7 +371,7 @@ func TestForecastFollowsAndRefits(t *testing.T) {
 	f.demand = 100
 	r, _ := l.Cycle(ctx, f, t0)
 	fitted := l.fittedAt
-	if len(r.Forecast.Values) == 0 || !fitted.Equal(t0) || !r.Forecast.Origin.Equal(t0.Add(l.o.Config.Forecast.Step)) {
+	if len(r.Forecast.Values) == 0 || !fitted.Equal(t0) || !r.Forecast.Origin.Equal(t0.Add(l.o.Settings.Forecast.Step)) {
 		t.Fatalf("forecast %+v fitted at %v; want one from the step in progress, fitted at %v", r.Forecast, fitted, t0)
 	}
 	first := r.Forecast
@@ -440,7 +440,7 @@ func TestUnannouncedRecorded(t *testing.T) {
 // window.
 func TestPrune(t *testing.T) {
 	l, f := newScripted(t, false)
-	cfg := l.o.Config
+	cfg := l.o.Settings
 	old := t0.Add(-cfg.Forecast.History - forecast.Day - time.Minute)
 	kept := t0.Add(-cfg.Forecast.History - forecast.Day + time.Minute)
 	f.books.AppendDemand(DemandSeries, state.Sample{Time: old, Value: 1}, state.Sample{Time: kept, Value: 2})
@@ -482,7 +482,7 @@ func (damaged) Demand(string, time.Time) ([]state.Sample, error) {
 // given to the planner, whose baseline advice rests on it, across a
 // restart.
 func TestHeld(t *testing.T) {
-	cfg := testConfig()
+	cfg := testSettings()
 	cfg.Pools = append(cfg.Pools, fleet.Pool{Name: "res", Provider: "sim", InstanceType: "x", GPUsPerNode: 8, Capacity: fleet.Reserved,
 		PricePerHour: 2, LeadTime: 5 * time.Minute, ProvisionTimeout: 15 * time.Minute, Min: 3, Max: 3})
 	job := []fleet.Job{{ID: "j", GPUs: 1, Start: t0}}
@@ -522,7 +522,7 @@ func TestHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	l, err := New(Options{Config: cfg, Books: books, Advise: true, DryRun: true})
+	l, err := New(Options{Settings: cfg, Books: books, Advise: true, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +537,7 @@ func TestHeld(t *testing.T) {
 		t.Fatalf("held in the books from t0: %v; want 3 samples of 32", got)
 	}
 	// A restarted loop loads it, and the plan's advice rests on it.
-	l, _ = New(Options{Config: cfg, Books: books, Advise: true, DryRun: true})
+	l, _ = New(Options{Settings: cfg, Books: books, Advise: true, DryRun: true})
 	r, err := l.Cycle(ctx, f, t0.Add(3*step))
 	if err != nil {
 		t.Fatal(err)

@@ -130,9 +130,9 @@ func TestSpreadJobsDoNotRatchet(t *testing.T) {
 	for _, every := range []int{10, 1} {
 		t.Run(fmt.Sprint("a job pending every ", every, " cycle(s)"), func(t *testing.T) {
 			const jobs = 60
-			cfg := testConfig()
+			cfg := testSettings()
 			books := &state.Memory{}
-			l, err := New(Options{Config: cfg, Books: books})
+			l, err := New(Options{Settings: cfg, Books: books})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,9 @@ import (
 
 // The words of the plan's reasons and notes. Their codes are chosen where
 // the decision is made; the words are made here, and the docs' examples
-// and cmd/autoscaler's tests show them, so they change only on purpose.
+// and the golden files (planner/testdata/reasons.golden, and
+// cmd/autoscaler/testdata's for the commands' output) pin them, so they
+// change only on purpose, in one place.
 
 func unknownPoolNote(n *fleet.Node) string {
 	return fmt.Sprintf("node %s names pool %q, which the config does not have; left alone", n.ID, n.Pool)

@@ -3,8 +3,8 @@ package planner
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -74,19 +74,29 @@ func actions(p Plan, kind ActionKind) []Action {
 	return out
 }
 
-func TestPlanScenarios(t *testing.T) {
+// planScenario is a plan TestPlanScenarios checks the behaviour of, by
+// codes and numbers; TestReasonTexts shows its words.
+type planScenario struct {
+	name  string
+	cfg   *config.Config
+	state fleet.State
+	fc    forecast.Forecast
+	check func(t *testing.T, p Plan)
+}
+
+// input is the scenario's planner input, at t0.
+func (s planScenario) input() Input {
+	return Input{Settings: s.cfg.Settings(), State: &s.state, Forecast: s.fc, Now: t0}
+}
+
+// planScenarios are TestPlanScenarios' cases, made afresh on each call.
+func planScenarios() []planScenario {
 	od := pool("od", fleet.OnDemand, 32, 9*time.Minute, 0, 10)
 	res := pool("res", fleet.Reserved, 19, 8*time.Minute, 0, 2)
 	// Two idle reserved nodes give slack, so that scale-in reaches past the
 	// nodes it can drain.
 	res1, res2 := ready("res1", "res"), ready("res2", "res")
-	tests := []struct {
-		name  string
-		cfg   *config.Config
-		state fleet.State
-		fc    forecast.Forecast
-		check func(t *testing.T, p Plan)
-	}{{
+	return []planScenario{{
 		name: "launch ahead by the lead time for the forecast",
 		cfg: func() *config.Config {
 			c := testConfig(od)
@@ -98,8 +108,9 @@ func TestPlanScenarios(t *testing.T) {
 		fc: ramp(8, 48),
 		check: func(t *testing.T, p Plan) {
 			l := actions(p, Launch)
-			if len(l) != 1 || l[0].Count != 1 || l[0].Code != ReasonForecast || l[0].Reason != "forecast p90 needs 13 GPUs at 14:25, lead time 25m; have 8" {
-				t.Fatalf("launches = %+v", l)
+			// The step holding 14:25 needs 13 GPUs at p90; 8 are ready.
+			if len(l) != 1 || l[0].Count != 1 || l[0].Code != ReasonForecast || p.Quantile != 0.9 || p.Capacity.ReadyGPUs != 8 {
+				t.Fatalf("launches = %+v, quantile %v, capacity %+v", l, p.Quantile, p.Capacity)
 			}
 		},
 	}, {
@@ -113,7 +124,8 @@ func TestPlanScenarios(t *testing.T) {
 			if len(l) != 2 || l[0].Pool != "res" || l[0].Count != 2 || l[1].Pool != "gcp" || l[1].Count != 3 {
 				t.Fatalf("launches = %+v", l)
 			}
-			if n := notesCoded(p, ReasonBackedOff); len(n) != 1 || n[0] != "skipped pool spot for 24 GPUs needed at 14:08: backed off until 14:10 after InsufficientInstanceCapacity" {
+			// Spot, backed off, is skipped for the 24 GPUs res does not hold.
+			if n := notesCoded(p, ReasonBackedOff); len(n) != 1 {
 				t.Fatalf("notes = %+v", p.Notes)
 			}
 		},
@@ -127,11 +139,13 @@ func TestPlanScenarios(t *testing.T) {
 			d := actions(p, Drain)
 			if len(d) != 3 || d[0].Node != "idle" || d[1].Node != "busy-1m" || d[2].Node != "busy-2m" ||
 				d[0].Code != ReasonIdle || d[1].Code != ReasonCheckpointed || d[2].Code != ReasonCheckpointed ||
-				d[0].Reason != "idle 35m; forecast p90 needs at most 8 GPUs until 14:39, fleet has 48" {
-				t.Fatalf("drains = %+v", d)
+				p.Quantile != 0.9 || p.Capacity.ReadyGPUs != 48 {
+				// p90 needs 8 GPUs of the 48 ready: the share and the
+				// checkpoints, not the demand, stop the drains.
+				t.Fatalf("drains = %+v, quantile %v, capacity %+v", d, p.Quantile, p.Capacity)
 			}
 			h := actions(p, Hold)
-			if len(h) != 1 || h[0].Node != "busy-old" || h[0].Code != ReasonCheckpointTooOld || h[0].Reason != "long-running job busy-old-job0 last checkpoint 47m ago > 30m" {
+			if len(h) != 1 || h[0].Node != "busy-old" || h[0].Code != ReasonCheckpointTooOld {
 				t.Fatalf("holds = %+v", h)
 			}
 		},
@@ -144,8 +158,8 @@ func TestPlanScenarios(t *testing.T) {
 		fc: flat(0),
 		check: func(t *testing.T, p Plan) {
 			h := actions(p, Hold)
-			if len(h) != 1 || h[0].Node != "quiet" || h[0].Code != ReasonAgentSilent || h[0].Reason != "agent silent for 7m; a silent node is never treated as idle" {
-				t.Fatalf("holds = %+v", h)
+			if len(h) != 1 || h[0].Node != "quiet" || h[0].Code != ReasonAgentSilent || p.Capacity.SilentNodes != 1 {
+				t.Fatalf("holds = %+v, capacity %+v", h, p.Capacity)
 			}
 		},
 	}, {
@@ -163,8 +177,10 @@ func TestPlanScenarios(t *testing.T) {
 			if d := actions(p, Drain); len(d) != 1 || d[0].Node != "a" {
 				t.Fatalf("drains = %+v", d)
 			}
-			if n := notesCoded(p, ReasonScaleInShare); len(n) != 1 || n[0] != "pool od: scale-in stopped at its budget of 3 drain(s) per 10m (limits.scale_in_share: 50% of 6 nodes); more may drain later" {
-				t.Fatalf("notes = %+v", p.Notes)
+			// A budget of 3 drains per window for 6 nodes: 2 spent, 1 drain.
+			budget := ScaleInBudget(fleet.Limits{ScaleInShare: 0.5, ScaleInWindow: 10 * time.Minute}, 6)
+			if n := notesCoded(p, ReasonScaleInShare); len(n) != 1 || budget != 3 {
+				t.Fatalf("notes = %+v, budget %d", p.Notes, budget)
 			}
 		},
 	}, {
@@ -187,7 +203,7 @@ func TestPlanScenarios(t *testing.T) {
 			}
 			h := actions(p, Hold)
 			if len(h) != 2 || h[0].Node != "f" || h[1].Node != "late" || h[0].Code != ReasonPoolUnobserved || h[1].Code != ReasonPoolUnobserved ||
-				h[0].Reason != "drained, but its group could not be read (Throttling: rate exceeded), so nothing in it is changed" {
+				len(actions(p, Terminate)) != 0 {
 				t.Fatalf("holds = %+v", h)
 			}
 			if n := notesCoded(p, ReasonPoolUnobserved); len(n) == 0 {
@@ -201,11 +217,9 @@ func TestPlanScenarios(t *testing.T) {
 			func() fleet.Node { n := ready("c", "od"); n.LastReport = time.Time{}; return n }()}},
 		fc: flat(0),
 		check: func(t *testing.T, p Plan) {
-			// A share, written as a percentage (never "p30", which reads
-			// as a percentile).
-			const want = "scale-in halted: 1 of 3 nodes have silent agents (more than 30% of them): a network fault, not idleness"
-			if n := notesCoded(p, ReasonScaleInHalted); len(actions(p, Drain)) != 0 || len(n) != 1 || n[0] != want {
-				t.Fatalf("plan = %+v, want the note %q", p, want)
+			// 1 silent of 3 ready is over limits.silent_share_halt (30%).
+			if n := notesCoded(p, ReasonScaleInHalted); len(actions(p, Drain)) != 0 || len(n) != 1 || p.ScaleInHalt == "" || p.Capacity.SilentNodes != 1 {
+				t.Fatalf("plan = %+v, want scale-in halted, noted once", p)
 			}
 		},
 	}, {
@@ -266,7 +280,6 @@ func TestPlanScenarios(t *testing.T) {
 		check: func(t *testing.T, p Plan) {
 			a := p.Actions
 			if len(a) != 2 || a[0].Kind != Terminate || a[0].Node != "failing" || a[0].Code != ReasonLaunchFailing || !a[0].BackOff ||
-				!strings.Contains(a[0].Reason, "ZONE_RESOURCE_POOL_EXHAUSTED") ||
 				a[1].Kind != Launch || a[1].Pool != "gcp" || a[1].Count != 1 || a[1].Code != ReasonDemandNow {
 				t.Fatalf("actions = %+v; want the failing launch terminated, and one node (the other launch still counted) bought in gcp", a)
 			}
@@ -283,7 +296,7 @@ func TestPlanScenarios(t *testing.T) {
 			}
 			again := Make(Input{Settings: func() fleet.Settings { c := testConfig(od); c.Limits.MaxScaleInPerCycle = 3; return c.Settings() }(),
 				State: &fleet.State{Nodes: []fleet.Node{func() fleet.Node { n := ready("gone-1", "gone"); n.Orphan = true; return n }()}}, Forecast: flat(0), Now: t0})
-			if d := actions(again, Drain); len(d) != 1 || d[0].Code != ReasonReap || d[0].Reason != "orphan: pool gone is no longer in the config; reaping: idle 35m" {
+			if d := actions(again, Drain); len(d) != 1 || d[0].Code != ReasonReap || d[0].Node != "gone-1" || d[0].Pool != "gone" {
 				t.Fatalf("the orphan alone: drains %+v", d)
 			}
 		},
@@ -294,7 +307,8 @@ func TestPlanScenarios(t *testing.T) {
 		fc:    flat(0),
 		check: func(t *testing.T, p Plan) {
 			l := actions(p, Launch)
-			if n := notesCoded(p, ReasonMaxGPUs); len(l) != 1 || l[0].Count != 3 || len(n) != 1 || n[0] != "pool od: launching 3 of 10 node(s) wanted, held by limits.max_gpus (24)" || p.LimitedBy != "limits.max_gpus" {
+			// 10 nodes wanted for 80 GPUs; 3 within max_gpus; the rest unmet.
+			if n := notesCoded(p, ReasonMaxGPUs); len(l) != 1 || l[0].Count != 3 || len(n) != 1 || len(notesCoded(p, ReasonUnmetDemand)) != 1 || p.LimitedBy != "limits.max_gpus" {
 				t.Fatalf("plan = %+v", p)
 			}
 		},
@@ -359,15 +373,17 @@ func TestPlanScenarios(t *testing.T) {
 		fc: flat(0),
 		check: func(t *testing.T, p Plan) {
 			h := actions(p, Hold)
-			if len(h) != 1 || h[0].Code != ReasonNoCheckpointSinceCancel || h[0].Reason != "drain cancelled 2m ago and long-running job flappy-job0 has not checkpointed since" {
+			if len(h) != 1 || h[0].Node != "flappy" || h[0].Code != ReasonNoCheckpointSinceCancel || len(actions(p, Drain)) != 0 {
 				t.Fatalf("actions = %+v", p.Actions)
 			}
 		},
 	}}
-	for _, tt := range tests {
+}
+
+func TestPlanScenarios(t *testing.T) {
+	for _, tt := range planScenarios() {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Make(Input{Settings: tt.cfg.Settings(), State: &tt.state, Forecast: tt.fc, Now: t0})
-			tt.check(t, p)
+			tt.check(t, Make(tt.input()))
 		})
 	}
 }
@@ -417,8 +433,9 @@ func TestRecommendBaseline(t *testing.T) {
 	if b == nil || b.Nodes != 3 || b.GPUs != 24 || b.WholeNodes != 3 || b.BreakEven != 0.5 || b.BusyShare != 0.6 {
 		t.Fatalf("baseline = %+v", b)
 	}
-	if b.Reason() != "grow to 3 reserved node(s) (24 GPUs) in res, now 1: a reserved GPU pays off when busy more than 50% of the time (price vs od); expected $60.80/h vs $80.00/h now over 100 steps of history" {
-		t.Fatalf("reason = %q", b.Reason())
+	// Grow from 1 to 3, weighed against od: $60.80/h expected, $80.00/h now.
+	if b.Pool != "res" || b.BurstPool != "od" || b.CurrentNodes != 1 || b.CostPerHour != 60.80 || b.CurrentCostPerHour != 80 || b.HistorySteps != 100 || b.TooShort {
+		t.Fatalf("baseline = %+v", b)
 	}
 	if RecommendBaseline(fleet.Series{}, pools, 0) != nil || RecommendBaseline(fleet.Series{Values: v}, pools[1:], 0) != nil {
 		t.Fatal("want no recommendation without history or a reserved pool")
@@ -426,11 +443,10 @@ func TestRecommendBaseline(t *testing.T) {
 	// A plan advises nothing on less than a week of history: 100 minutes
 	// here, as 2 hours are after a controller's first start.
 	short := RecommendBaseline(fleet.Series{Start: t0, Step: time.Minute, Values: v}, pools, MinAdviceHistory)
-	if short == nil || !short.TooShort || short.Nodes != short.CurrentNodes {
+	// 100 steps, 1h40m, of the 7 days (168h) needed; the 1 reserved node kept.
+	if short == nil || !short.TooShort || short.Nodes != short.CurrentNodes || short.CurrentNodes != 1 || short.Pool != "res" ||
+		short.HistorySteps != 100 || math.Abs(short.HistoryHours-100.0/60) > 1e-9 || short.MinHistoryHours != 168 || short.CostPerHour != 0 {
 		t.Fatalf("advice on 100 minutes of history: %+v; want none (too_short), the reservation kept", short)
-	}
-	if want := "no advice yet: a reservation is a commitment of months, sized from 7d of history at least; there is 1h40m (100 steps). Keep 1 reserved node(s) in res until then"; short.Reason() != want {
-		t.Fatalf("reason = %q, want %q", short.Reason(), want)
 	}
 	// Through the planner: the plan's advice rests on its state's history.
 	cfg := testConfig(pools...)
@@ -485,11 +501,10 @@ func TestBaselineBurstyStart(t *testing.T) {
 			pools := slices.Clone(pools)
 			pools[0].Min, pools[0].Max = tc.reserved, tc.reserved
 			b := RecommendBaseline(tc.history, pools, 0)
+			// Where the halves disagree, Nodes and WholeNodes differ (and
+			// the advice's words say so: TestReasonTexts).
 			if b == nil || b.Nodes != tc.nodes || b.WholeNodes != tc.whole {
 				t.Fatalf("baseline = %+v, want %d nodes (whole history %d)", b, tc.nodes, tc.whole)
-			}
-			if hasHalf := strings.Contains(b.Reason(), "its halves disagree"); hasHalf != (tc.whole != tc.nodes) {
-				t.Fatalf("reason = %q", b.Reason())
 			}
 		})
 	}

@@ -60,7 +60,9 @@ func TestPoolAboveMaxIsBroughtBack(t *testing.T) {
 	for _, a := range actions(p, Hold) {
 		held[a.Node] = a
 	}
-	if a := held["o2"]; a.Code != ReasonCheckpointTooOld || a.Reason != "pool is above its max of 2 (4 active), but long-running job o2-job0 last checkpoint 3h ago > 30m" {
+	// Held for its old checkpoint while the pool is above its max (the
+	// words say both: TestReasonTexts).
+	if a := held["o2"]; a.Code != ReasonCheckpointTooOld || a.Pool != "od" {
 		t.Errorf("o2 held for %s: %q", a.Code, a.Reason)
 	}
 	if a := held["o3"]; a.Code != ReasonNeverCheckpointed {
@@ -115,7 +117,7 @@ func TestDrainedNodeWithGPUFaultHeld(t *testing.T) {
 	if len(actions(p, Terminate)) != 0 {
 		t.Fatalf("terminated a node whose GPUs cannot be read: %+v", p.Actions)
 	}
-	if h := actions(p, Hold); len(h) != 1 || h[0].Code != ReasonGPUFault || !strings.Contains(h[0].Reason, "cannot read its GPUs") {
+	if h := actions(p, Hold); len(h) != 1 || h[0].Node != "d1" || h[0].Code != ReasonGPUFault {
 		t.Errorf("want the node held for its GPU fault: %+v", p.Actions)
 	}
 }

@@ -163,7 +163,7 @@ func twoWorlds(t *testing.T, tr *trace.Trace, every, save time.Duration) map[pla
 
 	var engine []decision
 	opt.Cycles = func(policy string, r loop.CycleResult) { engine = append(engine, decide(&r.Plan, r.State)) }
-	if _, err := simulate.Run(cfg, tr, opt); err != nil {
+	if _, err := simulate.Run(settingsOf(cfg), tr, opt); err != nil {
 		t.Fatal(err)
 	}
 	if len(engine) < 8*60 {

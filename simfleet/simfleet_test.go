@@ -7,6 +7,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/registry"
 	"github.com/fleetcast/autoscaler/providers/sim"
@@ -23,6 +24,12 @@ type demo struct {
 	c       *controller.Controller
 }
 
+// settingsOf is a copy of cfg's settings, for the controller.
+func settingsOf(cfg *config.Config) *fleet.Settings {
+	s := cfg.Settings()
+	return &s
+}
+
 func newDemo(t *testing.T, cfg *config.Config, seed int64, clock func() time.Time) *demo {
 	t.Helper()
 	cloud := sim.New(cfg.Pools, seed, clock)
@@ -36,7 +43,7 @@ func newDemo(t *testing.T, cfg *config.Config, seed int64, clock func() time.Tim
 		clouds[p.Name] = cloud
 	}
 	d := &demo{cloud: cloud, store: store, agents: controller.NewAgents(clock), pending: &controller.Pending{}}
-	if d.c, err = controller.New(controller.Options{Config: cfg, Store: store, Clouds: clouds, Agents: d.agents, Pending: d.pending, Now: clock}); err != nil {
+	if d.c, err = controller.New(controller.Options{Settings: settingsOf(cfg), Controller: cfg.Controller, Store: store, Clouds: clouds, Agents: d.agents, Pending: d.pending, Now: clock}); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.c.Recover(context.Background()); err != nil {
@@ -57,7 +64,7 @@ func TestControllerFollowsADay(t *testing.T) {
 	clock := func() time.Time { return now }
 	d := newDemo(t, cfg, cfg.Synthetic.Seed, clock)
 	cloud, agents, pending, c := d.cloud, d.agents, d.pending, d.c
-	w := sim.NewWorkload(cfg)
+	w := sim.NewWorkload(cfg.Settings(), cfg.Synthetic)
 	if err := SeedHistory(d.store, w, now, cfg.Forecast.Step, cfg.Forecast.History); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -83,28 +82,28 @@ type AdviceCheck struct {
 // the advised predictive policy, then the predictive policy at fixed
 // reservations from the configured size to the trace's peak, on a grid
 // refined around the cheapest.
-func RunAdviceCheck(cfg *config.Config, tr *trace.Trace, opt Options) (*AdviceCheck, error) {
+func RunAdviceCheck(set *fleet.Settings, tr *trace.Trace, opt Options) (*AdviceCheck, error) {
 	opt.Reservations = Advised
-	opt, err := prepare(cfg, tr, opt)
+	opt, err := prepare(set, tr, opt)
 	if err != nil {
 		return nil, err
 	}
 	opt.sample, opt.Progress, opt.Cycles = 0, nil, nil // a dozen runs at once, all "predictive"
 	if span := tr.Span(); opt.AdviceAfter >= span {
 		return nil, fmt.Errorf("simulate: the advice's first review, after %s of history, would come at or after the trace's end (%.1f days): nothing to weigh; set a shorter advice_after (-advice-after)",
-			config.FormatDurationExact(opt.AdviceAfter), span.Hours()/24)
+			fleet.FormatDurationExact(opt.AdviceAfter), span.Hours()/24)
 	}
 	res := -1
-	for i := range cfg.Pools {
-		p := &cfg.Pools[i]
-		if p.Capacity == fleet.Reserved && p.GPUsPerNode > 0 && (res < 0 || fleet.CompareForLaunch(p, &cfg.Pools[res]) < 0) {
+	for i := range set.Pools {
+		p := &set.Pools[i]
+		if p.Capacity == fleet.Reserved && p.GPUsPerNode > 0 && (res < 0 || fleet.CompareForLaunch(p, &set.Pools[res]) < 0) {
 			res = i
 		}
 	}
 	if res < 0 {
 		return nil, fmt.Errorf("simulate: the advice check needs a reserved pool to advise on; the config has none")
 	}
-	pool := cfg.Pools[res]
+	pool := set.Pools[res]
 	gpn, configured := pool.GPUsPerNode, pool.Max
 	top := max(configured+1, int(math.Ceil(float64(tr.PeakGPUs())/float64(gpn))))
 
@@ -124,7 +123,7 @@ func RunAdviceCheck(cfg *config.Config, tr *trace.Trace, opt Options) (*AdviceCh
 		parallel(len(todo), runtime.GOMAXPROCS(0), func(i int) {
 			o := opt
 			o.fixedCommit, o.fixedNodes = true, todo[i]
-			tried[todo[i]].Result, errs[i] = runPolicy(cfg, tr, o, "predictive")
+			tried[todo[i]].Result, errs[i] = runPolicy(set, tr, o, "predictive")
 		})
 		for i, err := range errs {
 			if err != nil {
@@ -137,12 +136,12 @@ func RunAdviceCheck(cfg *config.Config, tr *trace.Trace, opt Options) (*AdviceCh
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		pol, err := newPolicy(cfg, tr, opt, "predictive")
+		pol, err := newPolicy(set, tr, opt, "predictive")
 		if err != nil {
 			advisedErr = err
 			return
 		}
-		c.Advised, advisedErr = simulatePolicy(cfg, tr, opt, "predictive", pol)
+		c.Advised, advisedErr = simulatePolicy(set, tr, opt, "predictive", pol)
 		c.Commitments = pol.(*predictive).commits
 	}()
 	grid := make([]int, 0, advicePoints)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers/registry"
 	"github.com/fleetcast/autoscaler/trace"
@@ -187,7 +186,7 @@ func (h hasty) tick(e *engine) error {
 }
 
 // runPredictive simulates the predictive policy, wrapped by wrap, over tr.
-func runPredictive(t *testing.T, cfg *config.Config, tr *trace.Trace, opt Options, wrap func(*predictive) policy) Result {
+func runPredictive(t *testing.T, cfg *fleet.Settings, tr *trace.Trace, opt Options, wrap func(*predictive) policy) Result {
 	t.Helper()
 	opt, err := opt.resolve(cfg, tr)
 	if err != nil {
@@ -204,13 +203,24 @@ func runPredictive(t *testing.T, cfg *config.Config, tr *trace.Trace, opt Option
 	return r
 }
 
-func exampleConfig(t *testing.T) *config.Config {
+func exampleConfig(t *testing.T) *fleet.Settings {
 	t.Helper()
-	cfg, diags := registry.Load("../examples/local.hcl")
+	return loadSettings(t, "../examples/local.hcl")
+}
+
+// loadSettings are the settings of the config file at path, whose
+// controller block must leave the interval that Options take by default.
+func loadSettings(t testing.TB, path string) *fleet.Settings {
+	t.Helper()
+	cfg, diags := registry.Load(path)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	return cfg
+	if got, want := cfg.Controller.Interval, fleet.DefaultControllerSettings().Interval; got != want {
+		t.Fatalf("%s: controller.interval %v; the tests run at the default, %v", path, got, want)
+	}
+	s := cfg.Settings()
+	return &s
 }
 
 // advising grows the reservation after 12 hours: capacity then moves from
@@ -295,7 +305,7 @@ func TestLossByCause(t *testing.T) {
 	tr := randomTrace(4, 300)
 	tests := []struct {
 		name   string
-		cfg    *config.Config
+		cfg    *fleet.Settings
 		policy string
 		opt    Options
 		// whether work is lost to scale-in and to reclaim
@@ -390,7 +400,7 @@ func TestDrainModelIsDeterministic(t *testing.T) {
 	spot.Pools[0].Max, spot.Pools[0].Capacity = 100, fleet.Spot
 	tests := []struct {
 		name string
-		cfg  *config.Config
+		cfg  *fleet.Settings
 		rate float64
 	}{
 		{"example", exampleConfig(t), 0.3},

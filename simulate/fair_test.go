@@ -13,16 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
-	"github.com/fleetcast/autoscaler/providers/registry"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
 // withReservation is onePool with room for 100 nodes and a reserved pool
 // of nodes 8-GPU nodes at $4/h (half the on-demand price).
-func withReservation(nodes int) *config.Config {
+func withReservation(nodes int) *fleet.Settings {
 	cfg := onePool()
 	cfg.Pools[0].Max = 100
 	cfg.Pools = append(cfg.Pools, fleet.Pool{Name: "res", Provider: "sim", InstanceType: "gpu8", GPUsPerNode: 8,
@@ -47,7 +45,7 @@ func (c checked) tick(e *engine) error {
 }
 
 // runWrapped simulates policy name, built by Run's own code, wrapped.
-func runWrapped(t *testing.T, cfg *config.Config, tr *trace.Trace, opt Options, name string, check func(e *engine)) Result {
+func runWrapped(t *testing.T, cfg *fleet.Settings, tr *trace.Trace, opt Options, name string, check func(e *engine)) Result {
 	t.Helper()
 	opt, err := opt.resolve(cfg, tr)
 	if err != nil {
@@ -106,7 +104,7 @@ func TestEveryPolicyHoldsTheReservations(t *testing.T) {
 	}
 }
 
-func mustOracle(t *testing.T, cfg *config.Config, tr *trace.Trace) Result {
+func mustOracle(t *testing.T, cfg *fleet.Settings, tr *trace.Trace) Result {
 	t.Helper()
 	rep, err := Run(cfg, tr, Options{Policies: []string{"oracle"}})
 	if err != nil {
@@ -162,7 +160,7 @@ func TestHeadroomKeepsItsBuffer(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		tr := randomTrace(seed, 300)
 		for _, buffer := range []int{8, 20, 64} {
-			for _, k := range config.PlaceholderSizes {
+			for _, k := range fleet.PlaceholderSizes {
 				opt := Options{Seed: int64(seed), HeadroomGPUs: buffer, HeadroomPlaceholders: k}
 				cycles := 0
 				var h *reactive
@@ -275,7 +273,7 @@ func TestWaitGPUHours(t *testing.T) {
 // configured ones (the default) nothing grows.
 // threeBusyNodes is withReservation(1) with a 4-day history, and three
 // 8-GPU jobs of 10 days: reserving all three nodes pays.
-func threeBusyNodes() (*config.Config, *trace.Trace) {
+func threeBusyNodes() (*fleet.Settings, *trace.Trace) {
 	cfg := withReservation(1)
 	cfg.Forecast.History = 4 * 24 * time.Hour
 	var jobs []trace.Job
@@ -503,10 +501,7 @@ func TestExampleLimitsDoNotBindOnSharedTraces(t *testing.T) {
 		{"local.hcl", "../bench/series/servegen_msmall_10m.csv", trace.Options{Scale: 0.1}},
 	}
 	for _, c := range cases {
-		cfg, diags := registry.Load("../examples/" + c.config)
-		if diags.HasErrors() {
-			t.Fatal(diags)
-		}
+		cfg := loadSettings(t, "../examples/"+c.config)
 		tr, err := trace.Open(sharedTrace(t, c.trace), c.opt)
 		if err != nil {
 			t.Fatal(err)
@@ -544,10 +539,7 @@ func TestBaselinesMatchAnIndependentSimulator(t *testing.T) {
 	if _, err := os.Stat(bench); err != nil {
 		t.Skipf("%s not found; it lives in ../shared beside the repository", bench)
 	}
-	cfg, diags := registry.Load(bench)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	cfg := loadSettings(t, bench)
 	tr, err := trace.Open(path, trace.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -569,12 +561,12 @@ func TestBaselinesMatchAnIndependentSimulator(t *testing.T) {
 		{"headroom", 256, 26.70e6},
 	}
 	for _, tt := range tests {
-		r := run(tt.policy, tt.buffer, config.PlaceholdersGPU)
+		r := run(tt.policy, tt.buffer, fleet.PlaceholdersGPU)
 		if d := r.CostUSD/tt.cost - 1; d < -0.02 || d > 0.02 {
 			t.Errorf("%s with %d GPUs kept free: $%.0f, %+.1f%% from $%.0f", tt.policy, tt.buffer, r.CostUSD, 100*d, tt.cost)
 		}
 		if tt.buffer > 0 {
-			if w := run(tt.policy, tt.buffer, config.PlaceholdersNode); !(w.CostUSD > r.CostUSD && w.WaitGPUHours < r.WaitGPUHours) {
+			if w := run(tt.policy, tt.buffer, fleet.PlaceholdersNode); !(w.CostUSD > r.CostUSD && w.WaitGPUHours < r.WaitGPUHours) {
 				t.Errorf("%d GPUs as whole empty nodes: $%.0f, %.0f GPU-h waited; as 1-GPU placeholders: $%.0f, %.0f", tt.buffer, w.CostUSD, w.WaitGPUHours, r.CostUSD, r.WaitGPUHours)
 			}
 		}

@@ -17,7 +17,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
@@ -198,8 +198,8 @@ func (f *Frontier) readBuffers() {
 // its own choice by cost, and the perfect ablation at each of
 // opt.FrontierPerfect, with the rest of opt as Run takes it, on every
 // core; and reads the frontiers at each buffer's waiting (AtBuffers).
-func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, error) {
-	opt, err := prepare(cfg, tr, opt)
+func RunFrontier(set *fleet.Settings, tr *trace.Trace, opt Options) (*Frontier, error) {
+	opt, err := prepare(set, tr, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, e
 	for _, q := range slices.Backward(FrontierQuantiles) {
 		runs = append(runs, run{"predictive", q})
 	}
-	if cfg.Forecast.Quantile == 0 {
+	if set.Forecast.Quantile == 0 {
 		runs = append(runs, run{"predictive", 0})
 	}
 	for _, b := range FrontierBuffers {
@@ -230,11 +230,11 @@ func RunFrontier(cfg *config.Config, tr *trace.Trace, opt Options) (*Frontier, e
 	results := make([]Result, len(runs))
 	errs := make([]error, len(runs))
 	parallel(len(runs), runtime.GOMAXPROCS(0), func(i int) {
-		r, c, o := runs[i], cfg, opt
+		r, c, o := runs[i], set, opt
 		switch r.policy {
 		case "predictive":
 			if r.level > 0 {
-				cc := *cfg
+				cc := *set
 				cc.Forecast.Quantile = r.level
 				c = &cc
 			}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
@@ -168,7 +167,7 @@ type reactive struct {
 
 // newHeadroom is the headroom policy of opt.
 func newHeadroom(opt Options) *reactive {
-	return &reactive{buffer: max(0, opt.HeadroomGPUs), gpuPlaceholders: opt.HeadroomPlaceholders == config.PlaceholdersGPU}
+	return &reactive{buffer: max(0, opt.HeadroomGPUs), gpuPlaceholders: opt.HeadroomPlaceholders == fleet.PlaceholdersGPU}
 }
 
 const (

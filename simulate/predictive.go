@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/actuator"
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
 	"github.com/fleetcast/autoscaler/loop"
@@ -37,11 +36,13 @@ import (
 // 1 + margin) instead of the forecaster's, so the gap to the oracle splits
 // into forecast error and the planner's own decisions.
 type predictive struct {
-	cfg      *config.Config
-	base     time.Time
-	reserved int // index of the reserved pool, -1 if none
-	statuses []fleet.PoolStatus
-	state    fleet.State
+	set *fleet.Settings
+	// fleetName is the fleet's name, which the actuator tags launches with.
+	fleetName string
+	base      time.Time
+	reserved  int // index of the reserved pool, -1 if none
+	statuses  []fleet.PoolStatus
+	state     fleet.State
 	// advise, when set, grows the reservation: first at nextBase, then
 	// every adviceEvery seconds.
 	advise      bool
@@ -58,9 +59,9 @@ type predictive struct {
 	truth  []float64
 	margin float64
 	fc     forecast.Forecast
-	// run is the config the loop plans with: the pools as simulated (the
-	// reservation as recommended).
-	run   config.Config
+	// run are the settings the loop plans with: the pools as simulated
+	// (the reservation as recommended).
+	run   fleet.Settings
 	loop  *loop.Loop
 	books state.Memory
 	// clouds is the actuator over cloud, the simulated region; reading
@@ -95,26 +96,26 @@ type predictive struct {
 // commitment is reviewed monthly, not on every wiggle of demand.
 const adviceEvery = 30 * day
 
-func newPredictive(cfg *config.Config, opt Options) (*predictive, error) {
-	p := newLoopPolicy(cfg, opt, "predictive")
+func newPredictive(set *fleet.Settings, opt Options) (*predictive, error) {
+	p := newLoopPolicy(set, opt, "predictive")
 	var err error
-	p.loop, err = loop.New(loop.Options{Config: &p.run, Books: &p.books})
+	p.loop, err = loop.New(loop.Options{Settings: &p.run, Books: &p.books})
 	return p, err
 }
 
 // newPerfect is the predictive policy fed the true future demand of tr.
-func newPerfect(cfg *config.Config, tr *trace.Trace, opt Options) (*predictive, error) {
-	p := newLoopPolicy(cfg, opt, "perfect")
-	p.truth, p.margin = stepPeaks(demandSegments(tr), secs(cfg.Forecast.Step)), opt.PerfectMargin
+func newPerfect(set *fleet.Settings, tr *trace.Trace, opt Options) (*predictive, error) {
+	p := newLoopPolicy(set, opt, "perfect")
+	p.truth, p.margin = stepPeaks(demandSegments(tr), secs(set.Forecast.Step)), opt.PerfectMargin
 	var err error
-	p.loop, err = loop.New(loop.Options{Config: &p.run, Books: &p.books, Forecast: p.perfectForecast})
+	p.loop, err = loop.New(loop.Options{Settings: &p.run, Books: &p.books, Forecast: p.perfectForecast})
 	return p, err
 }
 
-// newLoopPolicy is the predictive policy (named name) of cfg and opt, but
+// newLoopPolicy is the predictive policy (named name) of set and opt, but
 // its loop.
-func newLoopPolicy(cfg *config.Config, opt Options, name string) *predictive {
-	p := &predictive{cfg: cfg, base: opt.Start, reserved: -1, run: *cfg, fixed: -1, listLag: opt.listLag, keyedCloud: opt.keyedCloud}
+func newLoopPolicy(set *fleet.Settings, opt Options, name string) *predictive {
+	p := &predictive{set: set, fleetName: opt.Fleet, base: opt.Start, reserved: -1, run: *set, fixed: -1, listLag: opt.listLag, keyedCloud: opt.keyedCloud}
 	p.run.Pools = nil // its own: the simulated pools are written into it
 	if opt.Reservations == Advised {
 		p.advise, p.nextBase, p.adviceEvery = true, secs(opt.AdviceAfter), adviceEvery
@@ -177,7 +178,7 @@ func (p *predictive) start(e *engine) {
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:], uint64(e.opt.Seed))
 	var err error
-	p.clouds, err = actuator.New(actuator.Options{Journal: &p.books, Pools: pools, Providers: providers, Fleet: p.cfg.Controller.Fleet,
+	p.clouds, err = actuator.New(actuator.Options{Journal: &p.books, Pools: pools, Providers: providers, Fleet: p.fleetName,
 		Now: p.cloud.at, Serial: true, Rand: rand.NewChaCha8(seed)})
 	if err != nil {
 		panic(fmt.Sprintf("simulate: the actuator over the simulated region: %v", err)) // every pool has its provider
@@ -350,13 +351,13 @@ func (p *predictive) announcement(j *job) (fleet.Announcement, bool) {
 // that holds t to the horizon, each step's peak times 1 + margin.
 func (p *predictive) perfectForecast(t time.Time) forecast.Forecast {
 	now := int64(t.Sub(p.base) / time.Second)
-	step := secs(p.cfg.Forecast.Step)
+	step := secs(p.set.Forecast.Step)
 	k0 := now / step
-	n := max(1, int((p.cfg.Forecast.Horizon+p.cfg.Forecast.Step-1)/p.cfg.Forecast.Step))
+	n := max(1, int((p.set.Forecast.Horizon+p.set.Forecast.Step-1)/p.set.Forecast.Step))
 	if len(p.fc.Values) != 1 || len(p.fc.Values[0]) != n {
 		// One level, below every quantile the planner asks for (which
 		// then all read its values): the truth has no spread.
-		p.fc = forecast.Forecast{Step: p.cfg.Forecast.Step, Model: "perfect", Levels: []float64{fleet.MinCostQuantile / 2}, Values: [][]float64{make([]float64, n)}}
+		p.fc = forecast.Forecast{Step: p.set.Forecast.Step, Model: "perfect", Levels: []float64{fleet.MinCostQuantile / 2}, Values: [][]float64{make([]float64, n)}}
 	}
 	p.fc.Origin = p.at(k0 * step)
 	for h := range n {

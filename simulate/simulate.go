@@ -59,7 +59,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/providers/sim"
@@ -77,7 +76,7 @@ var DefaultPolicies = []string{"static", "reactive", "headroom", "predictive", "
 const (
 	// Configured: every policy, the oracle included, holds exactly the
 	// configured reservations for the whole run.
-	Configured = config.ReservationsConfigured
+	Configured = fleet.ReservationsConfigured
 	// Advised evaluates the baseline advice: the predictive policy makes
 	// its first commitment after Options.AdviceAfter of history, then may
 	// grow it (never shrink it) every 30 days; the oracle takes, from
@@ -85,7 +84,7 @@ const (
 	// reservation that costs least in hindsight (a fixed size when that is
 	// best; a fixed size alone would not bound a policy that may grow).
 	// Both are billed from each commitment to the end of the run.
-	Advised = config.ReservationsAdvised
+	Advised = fleet.ReservationsAdvised
 )
 
 // The runtime estimates of Options.RuntimeEstimates.
@@ -103,8 +102,11 @@ type Options struct {
 	// Seed makes capacity errors reproducible.
 	Seed int64
 	// Interval is the control interval of every policy but the oracle;
-	// default the config's controller.interval.
+	// default controller.interval's. Fleet is the fleet's name, which the
+	// predictive and perfect policies' launches are tagged with; default
+	// controller.fleet's.
 	Interval time.Duration
+	Fleet    string
 	// CheckpointInterval is how often jobs checkpoint unless the trace says;
 	// default 30 minutes.
 	CheckpointInterval time.Duration
@@ -132,8 +134,8 @@ type Options struct {
 	// 128, negative for none (the headroom policy is then reactive).
 	HeadroomGPUs int
 	// HeadroomPlaceholders is the size of the headroom policy's
-	// placeholders: config.PlaceholdersNode (the default: as wide as a
-	// node, so the buffer is whole empty nodes) or config.PlaceholdersGPU
+	// placeholders: fleet.PlaceholdersNode (the default: as wide as a
+	// node, so the buffer is whole empty nodes) or fleet.PlaceholdersGPU
 	// (one GPU each: the buffer also fills busy nodes' fragments).
 	HeadroomPlaceholders string
 	// PerfectMargin is what the perfect policy adds to the true demand, as
@@ -198,8 +200,8 @@ func sampleStep(span time.Duration) time.Duration {
 
 // CapacityWarning says when the trace's peak demand exceeds what the
 // config's pools can hold; "" when they can hold it.
-func CapacityWarning(cfg *config.Config, tr *trace.Trace) string {
-	peak, room := tr.PeakGPUs(), cfg.MaxFleetGPUs()
+func CapacityWarning(set *fleet.Settings, tr *trace.Trace) string {
+	peak, room := tr.PeakGPUs(), set.MaxFleetGPUs()
 	if peak <= room {
 		return ""
 	}
@@ -208,19 +210,19 @@ func CapacityWarning(cfg *config.Config, tr *trace.Trace) string {
 
 // prepare checks that the config's pools can run the trace at all and
 // resolves the options, for Run and RunFrontier.
-func prepare(cfg *config.Config, tr *trace.Trace, opt Options) (Options, error) {
+func prepare(set *fleet.Settings, tr *trace.Trace, opt Options) (Options, error) {
 	if len(tr.Jobs) == 0 {
 		return Options{}, fmt.Errorf("simulate: trace %s has no jobs", tr.Name)
 	}
-	if err := checkJobsFit(cfg, tr); err != nil {
+	if err := checkJobsFit(set, tr); err != nil {
 		return Options{}, err
 	}
-	return opt.resolve(cfg, tr)
+	return opt.resolve(set, tr)
 }
 
 // Run simulates the trace under each policy and reports them side by side.
-func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
-	opt, err := prepare(cfg, tr, opt)
+func Run(set *fleet.Settings, tr *trace.Trace, opt Options) (*Report, error) {
+	opt, err := prepare(set, tr, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +249,7 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = runPolicy(cfg, tr, opt, name)
+			results[i], errs[i] = runPolicy(set, tr, opt, name)
 		}()
 	}
 	wg.Wait()
@@ -278,12 +280,16 @@ func Run(cfg *config.Config, tr *trace.Trace, opt Options) (*Report, error) {
 // kept as far as they (and the limits) allow.
 const MaxHeadroomGPUs = 1 << 24
 
-// resolve fills in the defaults of the options left zero (config.Defaults'
-// simulate block, the config's control interval) and checks the rest.
-func (opt Options) resolve(cfg *config.Config, tr *trace.Trace) (Options, error) {
-	def := config.Defaults().Simulate
+// resolve fills in the defaults of the options left zero (the simulate
+// and controller blocks' defaults: fleet.DefaultSimulateSettings and
+// fleet.DefaultControllerSettings) and checks the rest.
+func (opt Options) resolve(set *fleet.Settings, tr *trace.Trace) (Options, error) {
+	def, ctl := fleet.DefaultSimulateSettings(), fleet.DefaultControllerSettings()
 	if opt.Interval <= 0 {
-		opt.Interval = cfg.Controller.Interval
+		opt.Interval = ctl.Interval
+	}
+	if opt.Fleet == "" {
+		opt.Fleet = ctl.Fleet
 	}
 	if opt.Interval < time.Second {
 		return Options{}, fmt.Errorf("simulate: control interval %v is under the simulation's one-second resolution", opt.Interval)
@@ -308,7 +314,7 @@ func (opt Options) resolve(cfg *config.Config, tr *trace.Trace) (Options, error)
 		opt.Reservations = def.Reservations
 	case Configured, Advised:
 	default:
-		return Options{}, fmt.Errorf("simulate: reservations %q: want one of %v", opt.Reservations, config.ReservationModes)
+		return Options{}, fmt.Errorf("simulate: reservations %q: want one of %v", opt.Reservations, fleet.ReservationModes)
 	}
 	if opt.AdviceAfter <= 0 {
 		opt.AdviceAfter = def.AdviceAfter
@@ -322,9 +328,9 @@ func (opt Options) resolve(cfg *config.Config, tr *trace.Trace) (Options, error)
 	switch opt.HeadroomPlaceholders {
 	case "":
 		opt.HeadroomPlaceholders = def.HeadroomPlaceholders
-	case config.PlaceholdersNode, config.PlaceholdersGPU:
+	case fleet.PlaceholdersNode, fleet.PlaceholdersGPU:
 	default:
-		return Options{}, fmt.Errorf("simulate: headroom placeholders %q: want one of %v", opt.HeadroomPlaceholders, config.PlaceholderSizes)
+		return Options{}, fmt.Errorf("simulate: headroom placeholders %q: want one of %v", opt.HeadroomPlaceholders, fleet.PlaceholderSizes)
 	}
 	if opt.HeadroomGPUs > MaxHeadroomGPUs {
 		return Options{}, fmt.Errorf("simulate: a headroom of %d GPUs: want at most %d", opt.HeadroomGPUs, MaxHeadroomGPUs)
@@ -364,12 +370,12 @@ func (opt Options) resolve(cfg *config.Config, tr *trace.Trace) (Options, error)
 // run: wider than the fleet's limit, or than the burst pools can hold. A job
 // that fits on one node needs a pool with nodes that wide; a wider job takes
 // whole nodes of the widest size.
-func checkJobsFit(cfg *config.Config, tr *trace.Trace) error {
-	widest, wideRoom, limit := 0, 0, cfg.MaxFleetGPUs()
-	for _, p := range cfg.Pools {
+func checkJobsFit(set *fleet.Settings, tr *trace.Trace) error {
+	widest, wideRoom, limit := 0, 0, set.MaxFleetGPUs()
+	for _, p := range set.Pools {
 		widest = max(widest, p.GPUsPerNode)
 	}
-	for _, p := range cfg.Pools {
+	for _, p := range set.Pools {
 		if p.GPUsPerNode == widest && p.Capacity != fleet.Reserved {
 			wideRoom += min(p.Max, sim.SettingsOf(p).Capacity) * widest
 		}
@@ -386,9 +392,9 @@ func checkJobsFit(cfg *config.Config, tr *trace.Trace) error {
 }
 
 // runPolicy simulates one policy.
-func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (Result, error) {
+func runPolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name string) (Result, error) {
 	if name == "oracle" {
-		e, err := newEngine(tr, cfg.Pools, opt, nil)
+		e, err := newEngine(tr, set.Pools, opt, nil)
 		if err != nil {
 			return Result{}, err
 		}
@@ -396,18 +402,18 @@ func runPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (R
 		if opt.Reservations == Advised {
 			advice = secs(opt.AdviceAfter)
 		}
-		return oracle(tr, e.pools, secs(opt.sample), advice, cfg.Limits), nil
+		return oracle(tr, e.pools, secs(opt.sample), advice, set.Limits), nil
 	}
-	pol, err := newPolicy(cfg, tr, opt, name)
+	pol, err := newPolicy(set, tr, opt, name)
 	if err != nil {
 		return Result{}, err
 	}
-	return simulatePolicy(cfg, tr, opt, name, pol)
+	return simulatePolicy(set, tr, opt, name, pol)
 }
 
 // newPolicy makes the engine-driven policy called name (every policy but
 // the oracle), with opt resolved.
-func newPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (policy, error) {
+func newPolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name string) (policy, error) {
 	switch name {
 	case "static":
 		return static{peakGPUs: tr.PeakGPUs()}, nil
@@ -416,22 +422,22 @@ func newPolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string) (p
 	case "headroom":
 		return newHeadroom(opt), nil
 	case "predictive":
-		return newPredictive(cfg, opt)
+		return newPredictive(set, opt)
 	case "perfect":
-		return newPerfect(cfg, tr, opt)
+		return newPerfect(set, tr, opt)
 	}
 	return nil, fmt.Errorf("simulate: no policy %q runs on the engine", name)
 }
 
 // simulatePolicy runs the engine over the trace under pol, with opt
 // resolved, and reports it under name.
-func simulatePolicy(cfg *config.Config, tr *trace.Trace, opt Options, name string, pol policy) (Result, error) {
-	e, err := newEngine(tr, cfg.Pools, opt, pol)
+func simulatePolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name string, pol policy) (Result, error) {
+	e, err := newEngine(tr, set.Pools, opt, pol)
 	if err != nil {
 		return Result{}, err
 	}
 	e.sampleStep = secs(opt.sample)
-	e.limits = cfg.Limits
+	e.limits = set.Limits
 	if opt.Progress != nil {
 		e.progress = func(done float64) { opt.Progress(name, done) }
 	}

@@ -8,16 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
-	"github.com/fleetcast/autoscaler/providers/registry"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
 // onePool is a config with one on-demand pool of 8-GPU nodes at $8/h
 // ($1 per GPU-hour) with a 10-minute lead time.
-func onePool() *config.Config {
-	cfg := config.Defaults()
+func onePool() *fleet.Settings {
+	cfg := fleet.DefaultSettings()
 	cfg.Pools = []fleet.Pool{{Name: "od", Provider: "sim", InstanceType: "gpu8", GPUsPerNode: 8, Capacity: fleet.OnDemand,
 		PricePerHour: 8, LeadTime: 10 * time.Minute, ProvisionTimeout: 30 * time.Minute, Max: 10}}
 	return &cfg
@@ -201,10 +199,7 @@ func randomTrace(seed uint64, n int) *trace.Trace {
 // predictive policy (2% of jobs ignoring drains, 2-minute checkpoints: the
 // defaults), no work is lost and no node is terminated under a job.
 func TestInvariants(t *testing.T) {
-	cfg, diags := registry.Load("../examples/local.hcl")
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
+	cfg := loadSettings(t, "../examples/local.hcl")
 	for seed := uint64(1); seed <= 3; seed++ {
 		tr := randomTrace(seed, 400)
 		rep, err := Run(cfg, tr, Options{Seed: int64(seed)})
@@ -251,7 +246,7 @@ func TestInvariants(t *testing.T) {
 
 // TestRunIsDeterministic checks that the same seed gives the same report.
 func TestRunIsDeterministic(t *testing.T) {
-	cfg, _ := registry.Load("../examples/local.hcl")
+	cfg := loadSettings(t, "../examples/local.hcl")
 	tr := randomTrace(9, 200)
 	a, err := Run(cfg, tr, Options{Seed: 3})
 	if err != nil {
@@ -301,10 +296,7 @@ func sharedTrace(t testing.TB, rel string) string {
 // concurrently; the target is 10 s on 2 cores (-cpu 2) and 1 GB.
 func BenchmarkSimulatePhilly(b *testing.B) {
 	path := sharedTrace(b, "philly_rfold/philly_trace.csv")
-	cfg, diags := registry.Load("../examples/philly-fair.hcl")
-	if diags.HasErrors() {
-		b.Fatal(diags)
-	}
+	cfg := loadSettings(b, "../examples/philly-fair.hcl")
 	b.ReportAllocs()
 	for b.Loop() {
 		tr, err := trace.Open(path, trace.Options{})

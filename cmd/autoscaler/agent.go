@@ -29,7 +29,7 @@ import (
 	"github.com/fleetcast/autoscaler/agent/gpu"
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/agent/spot"
-	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers/plugin"
 )
 
@@ -337,7 +337,7 @@ func lookupGroup(group string) (int, error) {
 func expectedEnd(s string, now time.Time) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		d, derr := config.ParseDuration(s)
+		d, derr := fleet.ParseDuration(s)
 		if derr != nil {
 			return time.Time{}, fmt.Errorf("-expected-end %q: want an RFC 3339 time (2026-12-02T18:00:00Z) or a duration from now (6h)", s)
 		}

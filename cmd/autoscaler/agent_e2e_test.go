@@ -6,12 +6,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -275,10 +277,25 @@ func TestAgentSpotNotice(t *testing.T) {
 	if !n.InterruptAt.Equal(deadline) {
 		t.Errorf("the controller's view: interrupt at %v, want %v", n.InterruptAt, deadline)
 	}
-	// A job that comes now is refused: the node is going.
+	// A job that comes now is refused: the node is going. The local API
+	// answers 409 Conflict (a draining node's refusal); the command fails,
+	// naming the node, in the words of testdata/register-draining.golden.
 	var stderr bytes.Buffer
-	if code := run([]string{"agent", "register", "-job", "late", "-gpus", "0", "-pid", strconv.Itoa(os.Getpid()), "-socket", socket}, io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), "takes no new jobs") {
+	if code := run([]string{"agent", "register", "-job", "late", "-gpus", "0", "-pid", strconv.Itoa(os.Getpid()), "-socket", socket}, io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), "node i-1 ") {
 		t.Errorf("register on the node under notice: exit %d, %q", code, stderr.String())
+	}
+	pinned(t, "register-draining.golden", regexp.MustCompile(`\(drain [^)]*\)`).ReplaceAllString(stderr.String(), "(drain $$DRAIN)"))
+	local := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}}
+	resp, err := local.Post("http://agent/v1/jobs", "application/json", strings.NewReader(fmt.Sprintf(`{"id": "late", "gpus": [0], "pids": [%d]}`, os.Getpid())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("POST /v1/jobs on the node under notice: %s, want 409 Conflict", resp.Status)
 	}
 }
 

@@ -23,28 +23,34 @@ func TestAgentCommands(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no controller", []string{"agent", "-token-file", token}, 2, "-controller, -token-file and -node are required"},
-		{"unknown subcommand", []string{"agent", "explode"}, 2, `unknown command "explode"`},
-		{"unknown identity", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "tpm"}, 2, `-identity "tpm", want aws, gcp or command`},
-		{"identity command without its command", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "command", "-bootstrap-token-file", token}, 2, "-identity command, -identity-command and -bootstrap-token-file go together"},
-		{"identity command without the secret", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "command", "-identity-command", "/bin/true"}, 2, "go together"},
-		{"identity command of blanks", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "command", "-identity-command", " ", "-bootstrap-token-file", token}, 2, "go together"},
-		{"identity command with another identity", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity-command", "/bin/true"}, 2, "go together"},
-		{"checkpoint without job", []string{"agent", "checkpoint"}, 2, "-job ID is required"},
-		{"bad gpus", []string{"agent", "register", "-job", "j", "-gpus", "0,x"}, 2, `"x" is not a whole number`},
-		{"no pid", []string{"agent", "register", "-job", "j", "-gpus", "0"}, 2, "-pid is required"},
-		{"bad expected end", []string{"agent", "register", "-job", "j", "-pid", "1", "-expected-end", "soon"}, 2, `-expected-end "soon": want an RFC 3339 time`},
-		{"expected end passed", []string{"agent", "register", "-job", "j", "-pid", "1", "-expected-end", "2020-01-01T00:00:00Z"}, 2, "is not in the future"},
-		{"no agent listening", []string{"agent", "checkpoint", "-job", "j", "-socket", filepath.Join(t.TempDir(), "none.sock")}, 1, "agent checkpoint: agent:"},
+		{"no controller", []string{"agent", "-token-file", token}, 2, "-controller, -token-file and -node "},
+		{"unknown subcommand", []string{"agent", "explode"}, 2, `"explode"`},
+		{"unknown identity", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "tpm"}, 2, `-identity "tpm"`},
+		{"identity command without its command", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "command", "-bootstrap-token-file", token}, 2, "-identity command, -identity-command and -bootstrap-token-file "},
+		{"identity command without the secret", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "command", "-identity-command", "/bin/true"}, 2, "-bootstrap-token-file"},
+		{"identity command of blanks", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity", "command", "-identity-command", " ", "-bootstrap-token-file", token}, 2, "-identity-command"},
+		{"identity command with another identity", []string{"agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "n", "-identity-command", "/bin/true"}, 2, "-identity command"},
+		{"checkpoint without job", []string{"agent", "checkpoint"}, 2, "-job"},
+		{"bad gpus", []string{"agent", "register", "-job", "j", "-gpus", "0,x"}, 2, `"x"`},
+		{"no pid", []string{"agent", "register", "-job", "j", "-gpus", "0"}, 2, "-pid"},
+		{"bad expected end", []string{"agent", "register", "-job", "j", "-pid", "1", "-expected-end", "soon"}, 2, `-expected-end "soon"`},
+		{"expected end passed", []string{"agent", "register", "-job", "j", "-pid", "1", "-expected-end", "2020-01-01T00:00:00Z"}, 2, "2020-01-01T00:00:00Z"},
+		{"no agent listening", []string{"agent", "checkpoint", "-job", "j", "-socket", filepath.Join(t.TempDir(), "none.sock")}, 1, "none.sock"},
 	}
+	// want is what each error names (flags, a value, a file); the words
+	// are those of testdata/agent-errors.golden.
+	tmp := filepath.Dir(filepath.Dir(token))
+	tr := &transcript{normalize: func(s string) string { return strings.ReplaceAll(s, tmp, "$TMP") }}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, errOut := cli(tt.args...)
+			tr.add(tt.name, code, "", errOut)
 			if code != tt.code || !strings.Contains(errOut, tt.want) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
 			}
 		})
 	}
+	tr.check(t, "agent-errors.golden", len(tests))
 }
 
 // TestExpectedEndFlag: -expected-end takes a time or a duration from now.
@@ -96,9 +102,12 @@ func TestAgentWithoutNVML(t *testing.T) {
 	}
 	token := writeFile(t, "token", "x")
 	code, _, errOut := cli("agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "i-1", "-socket", filepath.Join(t.TempDir(), "a.sock"))
-	if code != exitNoNVML || !strings.Contains(errOut, "NVML library (libnvidia-ml.so) not found") || !strings.Contains(errOut, "-no-gpu") {
+	// It names the library and the flag to run without it; the words are
+	// those of testdata/agent-no-nvml.golden (the log's lines left out).
+	if code != exitNoNVML || !strings.Contains(errOut, "libnvidia-ml.so") || !strings.Contains(errOut, "-no-gpu") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	pinned(t, "agent-no-nvml.golden", withoutLogs(errOut))
 }
 
 // TestCommandIdentity: -identity-command's output is the node's identity

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/fleetcast/autoscaler/internal/mototest"
+	"github.com/fleetcast/autoscaler/planner"
 )
 
 // TestPlanAgainstMoto runs `plan -config examples/aws.hcl` against a local
@@ -28,20 +31,20 @@ func TestPlanAgainstMoto(t *testing.T) {
 	if _, err := as.SetDesiredCapacity(ctx, &autoscaling.SetDesiredCapacityInput{AutoScalingGroupName: aws.String("fleetcast-ondemand-a100"), DesiredCapacity: aws.Int32(2)}); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := cli("plan", "-config", "../../examples/aws.hcl", "-at", "2026-11-30T14:00:00Z")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
+	// Six instances read (four reserved, two on demand), all unknown,
+	// their agents silent: scale-in halted; the capacity block filled.
+	p := planJSON(t, "-config", "../../examples/aws.hcl", "-at", "2026-11-30T14:00:00Z")
+	if c := p.Capacity; c != (planner.Capacity{ReadyGPUs: 48, SilentNodes: 6}) {
+		t.Errorf("capacity %+v; want 48 GPUs ready on 6 nodes with silent agents", c)
 	}
-	for _, want := range []string{
-		"capacity:    48 GPUs ready, 0 launching, 0 draining; 6 node(s) with silent agents",
-		"unknown:     6 instance(s) not launched by this controller, agents never reported healthy GPUs: i-",
-		"+ launch 2 x p5.48xlarge in h100-capacity-block (keep the reserved baseline full",
-		"scale-in halted: 6 of 6 nodes have silent agents",
-		"Plan: 2 to launch, 0 to drain, 0 to terminate",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("plan lacks %q:\n%s", want, out)
-		}
+	if len(p.UnknownNodes) != 6 || !strings.HasPrefix(p.UnknownNodes[0], "i-") {
+		t.Errorf("unknown instances %v; want the 6 of moto", p.UnknownNodes)
+	}
+	if got, want := fmt.Sprint(actionsOf(p)), fmt.Sprint([]planAction{{planner.Launch, "h100-capacity-block", "", 2, planner.ReasonReservedBaseline}}); got != want {
+		t.Errorf("actions %s, want %s", got, want)
+	}
+	if p.ScaleInHalt == "" || !slices.Contains(noteCodes(p), planner.ReasonScaleInHalted) {
+		t.Errorf("notes %v; want scale-in halted", noteCodes(p))
 	}
 
 	// The controller on the same account, dry run: one cycle at once, the
@@ -51,7 +54,7 @@ func TestPlanAgainstMoto(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := localExample(t, string(src))
-	code, out, errOut = cli("run", "-config", conf, "-dry-run", "-for", "1ms", "-listen", "127.0.0.1:0")
+	code, out, errOut := cli("run", "-config", conf, "-dry-run", "-for", "1ms", "-listen", "127.0.0.1:0")
 	if code != 0 || !strings.Contains(out, "Fleetcast controller (dry run: planning only) on 4 pools, a cycle every 1m") {
 		t.Fatalf("run -dry-run: exit %d\n%s\n%s", code, out, errOut)
 	}

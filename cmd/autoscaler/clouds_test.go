@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/internal/gcptest"
 	"github.com/fleetcast/autoscaler/internal/mototest"
+	"github.com/fleetcast/autoscaler/planner"
 )
 
 // motoAccount points the AWS SDK's default chain at endpoint (moto, or a
@@ -76,23 +78,23 @@ func TestPlanAcrossClouds(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := localExample(t, withEndpoint(string(src), f.URL()))
-	code, out, errOut := cli("plan", "-config", conf, "-at", "2026-12-03T14:00:00Z")
-	if code != 0 {
-		t.Fatalf("plan: exit %d: %s", code, errOut)
+	// Five nodes read, every one's agent silent (plan reads the clouds
+	// only): 40 GPUs, scale-in halted; the GCP VM among the unknown
+	// instances.
+	p := planJSON(t, "-config", conf, "-at", "2026-12-03T14:00:00Z")
+	if c := p.Capacity; c != (planner.Capacity{ReadyGPUs: 40, SilentNodes: 5}) {
+		t.Errorf("capacity %+v; want 40 GPUs ready on 5 nodes with silent agents", c)
 	}
-	for _, want := range []string{
-		"capacity:    40 GPUs ready, 0 launching, 0 draining; 5 node(s) with silent agents",
-		"fleetcast-ondemand-a100-0001", // the GCP VM, among the unknown instances
-		"scale-in halted: 5 of 5 nodes have silent agents",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("plan lacks %q:\n%s", want, out)
-		}
+	if !slices.Contains(p.UnknownNodes, "fleetcast-ondemand-a100-0001") {
+		t.Errorf("unknown instances %v; want the GCP VM among them", p.UnknownNodes)
+	}
+	if p.ScaleInHalt == "" || !slices.Contains(noteCodes(p), planner.ReasonScaleInHalted) {
+		t.Errorf("notes %v; want scale-in halted", noteCodes(p))
 	}
 	if f.Count("get") == 0 || f.Count("list") == 0 || f.Count("machineType") != 1 || f.Count("template") != 1 {
 		t.Errorf("plan read the GCP group %d times, its instances %d, its machine type %d, its template %d", f.Count("get"), f.Count("list"), f.Count("machineType"), f.Count("template"))
 	}
-	code, out, errOut = cli("run", "-config", conf, "-dry-run", "-for", "1ms", "-listen", "127.0.0.1:0")
+	code, out, errOut := cli("run", "-config", conf, "-dry-run", "-for", "1ms", "-listen", "127.0.0.1:0")
 	if code != 0 || !strings.Contains(out, "Fleetcast controller (dry run: planning only) on 4 pools") {
 		t.Fatalf("run -dry-run: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -104,15 +106,20 @@ func TestPlanAcrossClouds(t *testing.T) {
 	// GCP pool counted at its max against the limits.
 	closed := "http://" + freeAddr(t)
 	conf = localExample(t, withEndpoint(string(src), closed))
-	code, out, errOut = cli("plan", "-config", conf, "-at", "2026-12-03T14:00:00Z")
-	if code != 0 {
-		t.Fatalf("plan with GCP unreachable: exit %d: %s", code, errOut)
+	p = planJSON(t, "-config", conf, "-at", "2026-12-03T14:00:00Z")
+	if p.Capacity.ReadyGPUs != 32 {
+		t.Errorf("plan with GCP unreachable: capacity %+v; want the AWS pools' 32 GPUs ready", p.Capacity)
 	}
-	for _, want := range []string{"capacity:    32 GPUs ready", "pool gcp-ondemand-a100 has never been read", "connection refused",
-		"counted at its max of 12 node(s) against the fleet's limits"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("plan with GCP unreachable lacks %q:\n%s", want, out)
+	// The pool never read (counted at its max: the code's meaning), with
+	// the pool and the cloud's error named.
+	neverRead := 0
+	for _, n := range p.Notes {
+		if n.Code == planner.ReasonPoolNeverRead && strings.Contains(n.Text, "gcp-ondemand-a100") && strings.Contains(n.Text, "connection refused") {
+			neverRead++
 		}
+	}
+	if neverRead != 1 || slices.ContainsFunc(p.Actions, func(a planner.Action) bool { return a.Pool == "gcp-ondemand-a100" }) {
+		t.Errorf("plan with GCP unreachable: notes %+v, actions %v; want gcp-ondemand-a100 never read (connection refused), and left alone", p.Notes, actionsOf(p))
 	}
 }
 
@@ -129,8 +136,8 @@ func TestPlanAcrossClouds(t *testing.T) {
 //     (ZONE_RESOURCE_POOL_EXHAUSTED). They are deleted at once, the GCP
 //     pool backed off, and the GPUs bought in AWS on-demand.
 //
-// Nothing is launched twice; every step is in the output's reasons and
-// in the metrics.
+// Nothing is launched twice; every step is in the output's action lines,
+// in the logged notes' codes and in the metrics.
 func TestRunFailsOverAcrossClouds(t *testing.T) {
 	proxy := mototest.NewProxy(t)
 	ec, as := motoAccount(t, proxy.URL)
@@ -249,20 +256,27 @@ controller {
 		t.Fatalf("spot launches %d, on-demand desired %d, GCP target %d (%d running, %d deleted) after %d resizes; want 1, 2, 2 (2, 2) after 2\n%s",
 			n, desired(), target(), running, deleting, f.Count("resize"), output())
 	}
+	// The action lines, each as often as it happened (their reasons'
+	// words are the planner's: planner.TestReasonTexts); the failing
+	// launches' terminations are counted as capacity errors below (their
+	// code, launch_failing), and the pool skipped while failing is a note
+	// of code pool_failing naming it.
 	got := output()
-	for _, want := range []string{
-		`launch     2 x p4d.24xlarge in aws-spot-a100 REFUSED by the cloud, pool backed off: pool aws-spot-a100: insufficient capacity`,
-		`launch     2 x a2-highgpu-8g in gcp-ondemand-a100: 16 GPUs in use or pending now (16 pending); have 0`,
-		`launch     2 x a2-highgpu-8g in gcp-ondemand-a100: 32 GPUs in use or pending now (32 pending); have 16`,
-		`the cloud is failing to create it (pool gcp-ondemand-a100: insufficient capacity: creating instance fleetcast-ondemand-a100-`,
-		`ZONE_RESOURCE_POOL_EXHAUSTED`,
-		`terminate  fleetcast-ondemand-a100-0005 in gcp-ondemand-a100: launched`,
-		`skipped pool gcp-ondemand-a100 for 16 GPUs needed at`,
-		`launch     2 x p4d.24xlarge in aws-ondemand-a100: 32 GPUs in use or pending now (32 pending); have 16`,
+	for _, want := range []struct {
+		line string
+		n    int
+	}{
+		{"launch     2 x p4d.24xlarge in aws-spot-a100 REFUSED ", 1},
+		{"launch     2 x a2-highgpu-8g in gcp-ondemand-a100: ", 2},
+		{"terminate  fleetcast-ondemand-a100-0005 in gcp-ondemand-a100: ", 1},
+		{"launch     2 x p4d.24xlarge in aws-ondemand-a100: ", 1},
 	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the controller's output lacks %q:\n%s", want, got)
+		if n := strings.Count(got, want.line); n != want.n {
+			t.Errorf("the controller's output has %d lines with %q, want %d:\n%s", n, want.line, want.n, got)
 		}
+	}
+	if !regexp.MustCompile(`plan note: note="[^"]*\bgcp-ondemand-a100\b[^"]*" code=pool_failing`).MatchString(got) {
+		t.Errorf("the controller's log has no note of code pool_failing naming gcp-ondemand-a100:\n%s", got)
 	}
 	metrics := api("GET", "/metrics", "")
 	for _, want := range []*regexp.Regexp{

@@ -10,28 +10,6 @@ import (
 	"github.com/fleetcast/autoscaler/internal/gcptest"
 )
 
-// golden compares got with the file test-fixtures/NAME, where the words a
-// user reads are kept; with FLEETCAST_GOLDEN=update in the environment it
-// writes got there instead (go test ./cmd/autoscaler -run TEST, then
-// read the diff).
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("test-fixtures", name)
-	if os.Getenv("FLEETCAST_GOLDEN") == "update" {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (FLEETCAST_GOLDEN=update writes it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (FLEETCAST_GOLDEN=update rewrites it):\n--- got\n%s--- want\n%s", path, got, want)
-	}
-}
-
 // renameDir is out with dir written name, carets included: the carets
 // under a source line that held dir (in what they mark) are as many
 // fewer or more. Tests use it so that a temporary directory does not
@@ -68,7 +46,7 @@ func TestValidateSourceLines(t *testing.T) {
 			if code != exitError || out != "" {
 				t.Errorf("exit %d, stdout %q; want 1 and nothing", code, out)
 			}
-			golden(t, tt.golden, errOut)
+			fixture(t, tt.golden, errOut)
 		})
 	}
 }
@@ -82,7 +60,7 @@ func TestValidateJSON(t *testing.T) {
 	if code != exitError || errOut != "" {
 		t.Errorf("exit %d, stderr %q; want 1 and nothing", code, errOut)
 	}
-	golden(t, "validate-three-errors.json", out)
+	fixture(t, "validate-three-errors.json", out)
 
 	code, out, errOut = cli("validate", "-json", "-config", localConfig)
 	var v struct {
@@ -141,7 +119,7 @@ plugin "racks" {
 			if code != exitError {
 				t.Errorf("exit %d, want 1", code)
 			}
-			golden(t, tt.golden, renameDir(errOut, dir, "$DIR"))
+			fixture(t, tt.golden, renameDir(errOut, dir, "$DIR"))
 		})
 	}
 }
@@ -217,7 +195,7 @@ func TestCloudErrorsAtTheirPlace(t *testing.T) {
 				if code != exitError {
 					t.Errorf("%s: exit %d, want 1", cmd[0], code)
 				}
-				golden(t, tt.golden, renameDir(strings.ReplaceAll(errOut, f.URL(), "$URL"), dir, "$DIR"))
+				fixture(t, tt.golden, renameDir(strings.ReplaceAll(errOut, f.URL(), "$URL"), dir, "$DIR"))
 			}
 		})
 	}

@@ -127,47 +127,84 @@ func TestForecastFromTheEnd(t *testing.T) {
 		t.Fatalf("picture: %v", err)
 	}
 	// -quantile 0.9 (the default) is the band's top: no second column.
-	// A last reading of zero is held as an unconfirmed jump, and said.
+	// A last reading of zero is held as an unconfirmed jump, and said: the
+	// median stays near the day's level (about 200), and the forecast has
+	// a note, whose words are those of testdata/forecast-jump.golden.
 	csv := daysCSV(8)
 	csv = csv[:strings.LastIndex(strings.TrimSuffix(csv, "\n"), "\n")+1] + fmt.Sprintf("%d,0,0\n", (8*144-1)*600)
-	code, out, errOut = cli("forecast", "-series", writeFile(t, "zero.csv", csv), "-value-column", "running", "-horizon", "30m")
+	zero := writeFile(t, "zero.csv", csv)
+	code, out, errOut = cli("forecast", "-series", zero, "-value-column", "running", "-horizon", "30m")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if !regexp.MustCompile(`time +p10 +p50 +p90\n`).MatchString(out) || !strings.Contains(out, "the last value, 0, is far from") {
+	if !regexp.MustCompile(`time +p10 +p50 +p90\n`).MatchString(out) {
 		t.Fatalf("output:\n%s", out)
 	}
+	f := forecastJSON(t, "-series", zero, "-value-column", "running", "-horizon", "30m")
+	if f.Note == "" || len(f.Values) < 2 || f.Levels[1] != 0.5 || f.Values[1][0] < 150 {
+		t.Errorf("the forecast after a last value of 0: note %q, median %v; want a note and the median held near 200", f.Note, f.Values)
+	}
+	pinned(t, "forecast-jump.golden", out)
+}
+
+// forecastOut is what forecast -json prints, in part.
+type forecastOut struct {
+	Model  string      `json:"model"`
+	Note   string      `json:"note"`
+	Levels []float64   `json:"levels"`
+	Values [][]float64 `json:"values"`
+}
+
+// forecastJSON runs forecast with args and -json, and returns the
+// forecast it prints.
+func forecastJSON(t *testing.T, args ...string) forecastOut {
+	t.Helper()
+	code, out, errOut := cli(append(append([]string{"forecast"}, args...), "-json")...)
+	var f forecastOut
+	if err := json.Unmarshal([]byte(out), &f); code != 0 || err != nil {
+		t.Fatalf("forecast -json: exit %d, %v: %s%s", code, err, out, errOut)
+	}
+	return f
 }
 
 func TestForecastErrors(t *testing.T) {
 	good := writeFile(t, "demand.csv", daysCSV(3))
 	day := writeFile(t, "day.csv", daysCSV(1))
 	bad := writeFile(t, "bad.csv", daysCSV(3)+"99999999,abc,0\n")
+	// want is what each error names (a flag and its value, a file and
+	// its line, columns, a count); the words are those of
+	// testdata/forecast-errors.golden.
+	noDir := filepath.Join(t.TempDir(), "no", "o.csv")
 	tests := []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
-		{"no series", []string{"forecast"}, 2, "-series FILE is required"},
-		{"bad row", []string{"forecast", "-series", bad, "-value-column", "running"}, 1, "bad.csv:434: running \"abc\" is not a number"},
-		{"several columns", []string{"forecast", "-series", good}, 1, "several numeric columns"},
-		{"bad step", []string{"forecast", "-series", good, "-value-column", "running", "-step", "7m"}, 2, "does not divide a day"},
+		{"no series", []string{"forecast"}, 2, "-series"},
+		{"bad row", []string{"forecast", "-series", bad, "-value-column", "running"}, 1, bad + ":434: running \"abc\""},
+		{"several columns", []string{"forecast", "-series", good}, 1, ": running, pending\n"},
+		{"bad step", []string{"forecast", "-series", good, "-value-column", "running", "-step", "7m"}, 2, "step 7m0s "},
 		{"bad quantile", []string{"forecast", "-series", good, "-quantile", "1.5"}, 2, "-quantile 1.5"},
-		{"too short to backtest", []string{"forecast", "-series", day, "-value-column", "running", "-backtest"}, 1, "too few"},
-		{"per-origin without backtest", []string{"forecast", "-series", good, "-value-column", "running", "-per-origin", filepath.Join(t.TempDir(), "o.csv")}, 2, "-per-origin needs -backtest"},
-		{"bad where", []string{"forecast", "-series", good, "-value-column", "running", "-where", "model"}, 2, `invalid value "model" for flag -where: "model": want column=value`},
-		{"where on no column", []string{"forecast", "-series", good, "-value-column", "running", "-where", "model=m-large"}, 1, `no column "model" to select rows by`},
-		{"per-origin unwritable", []string{"forecast", "-series", good, "-value-column", "running", "-backtest", "-per-origin", filepath.Join(t.TempDir(), "no", "o.csv")}, 1, "-per-origin: open"},
+		{"too short to backtest", []string{"forecast", "-series", day, "-value-column", "running", "-backtest"}, 1, "144 steps"},
+		{"per-origin without backtest", []string{"forecast", "-series", good, "-value-column", "running", "-per-origin", filepath.Join(t.TempDir(), "o.csv")}, 2, "-per-origin"},
+		{"bad where", []string{"forecast", "-series", good, "-value-column", "running", "-where", "model"}, 2, `"model"`},
+		{"where on no column", []string{"forecast", "-series", good, "-value-column", "running", "-where", "model=m-large"}, 1, `"model"`},
+		{"per-origin unwritable", []string{"forecast", "-series", good, "-value-column", "running", "-backtest", "-per-origin", noDir}, 1, "-per-origin: open " + noDir},
 	}
+	// Every file is in a directory of this test's own.
+	tmp := filepath.Dir(filepath.Dir(good))
+	tr := &transcript{normalize: func(s string) string { return strings.ReplaceAll(s, tmp, "$TMP") }}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, errOut := cli(tt.args...)
+			code, out, errOut := cli(tt.args...)
+			tr.add(tt.name, code, out, errOut)
 			if code != tt.code || !strings.Contains(errOut, tt.want) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
 			}
 		})
 	}
+	tr.check(t, "forecast-errors.golden", len(tests))
 }
 
 // TestForecastWhere: of a file holding several series (a model column),
@@ -184,9 +221,13 @@ func TestForecastWhere(t *testing.T) {
 		}
 	}
 	series := writeFile(t, "rates.csv", b.String())
-	if code, _, errOut := cli("forecast", "-series", series, "-value-column", "rate"); code != 1 || !strings.Contains(errOut, "rows must be in ascending time") {
+	// Refused at the first row out of order (the words:
+	// testdata/forecast-where.golden).
+	code, _, errOut := cli("forecast", "-series", series, "-value-column", "rate")
+	if code != 1 || !strings.Contains(errOut, series+":") {
 		t.Fatalf("without -where: exit %d: %s", code, errOut)
 	}
+	pinned(t, "forecast-where.golden", strings.ReplaceAll(errOut, series, "$SERIES"))
 	for _, m := range []struct {
 		name   string
 		lo, hi float64
@@ -274,23 +315,29 @@ func TestSeriesTime(t *testing.T) {
 }
 
 // TestForecastShortHistory: a series of a few rows (the shared Earth
-// series' first ones) gets a band of some width at every step, and one
-// note, said once on the first line.
+// series' first ones) gets the last value's forecast (naive) with a band
+// of some width at every step, and one note, said once on the first
+// line; the words are those of testdata/forecast-short.golden.
 func TestForecastShortHistory(t *testing.T) {
 	earth := []float64{602.4, 599.4, 598.2, 607.8, 613.0, 592.2, 594.8, 606.2, 590.7, 558.7}
-	for _, rows := range []int{2, 3, 10} {
+	cases := []int{2, 3, 10}
+	tr := &transcript{}
+	for _, rows := range cases {
 		t.Run(fmt.Sprint(rows, " values"), func(t *testing.T) {
 			csv := "time,running\n"
 			for i, v := range earth[:rows] {
 				csv += fmt.Sprintf("%d,%.1f\n", i*600, v)
 			}
-			code, out, errOut := cli("forecast", "-series", writeFile(t, "s.csv", csv), "-value-column", "running")
+			series := writeFile(t, "s.csv", csv)
+			code, out, errOut := cli("forecast", "-series", series, "-value-column", "running")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
+			tr.add(fmt.Sprint(rows, " values"), code, out, errOut)
+			f := forecastJSON(t, "-series", series, "-value-column", "running")
 			lines := strings.Split(out, "\n")
-			if !strings.Contains(lines[0], "too little history to calibrate a model") || strings.Count(out, "too little history") != 1 || lines[1] != "" {
-				t.Errorf("the note is not one line, said once:\n%s", out)
+			if f.Model != "naive" || f.Note == "" || !strings.Contains(lines[0], f.Note) || strings.Count(out, f.Note) != 1 || lines[1] != "" {
+				t.Errorf("model %q; the note %q is not one line, said once:\n%s", f.Model, f.Note, out)
 			}
 			rowRE := regexp.MustCompile(`^ +\+0d \d\d:\d\d +([\d.]+) +([\d.]+) +([\d.]+)$`)
 			n := 0
@@ -311,4 +358,5 @@ func TestForecastShortHistory(t *testing.T) {
 			}
 		})
 	}
+	tr.check(t, "forecast-short.golden", len(cases))
 }

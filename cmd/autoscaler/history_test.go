@@ -183,9 +183,12 @@ func TestHistoryImportRefusedWhileRunning(t *testing.T) {
 	end := time.Now().UTC().Add(-time.Hour)
 	series := writeFile(t, "demand.csv", historyCSV(end.Add(-time.Hour), end, 10*time.Minute, func(time.Time) float64 { return 3 }))
 	code, out, errOut := cli("history", "import", "-config", localConfig, "-state-dir", dir, "-series", series, "-value-column", "running+pending")
-	if code != 1 || !strings.Contains(errOut, "in use by another process") || !strings.Contains(errOut, "stop the controller first") {
+	// The error names the store; its words (in use, what to do) are those
+	// of testdata/history-in-use.golden.
+	if code != 1 || !strings.Contains(errOut, dir) {
 		t.Fatalf("exit %d, want 1 with the store in use and what to do:\n%s%s", code, out, errOut)
 	}
+	pinned(t, "history-in-use.golden", strings.ReplaceAll(errOut, dir, "$DIR"))
 	if got, err := s.Demand(loop.DemandSeries, time.Time{}); err != nil || len(got) != 0 {
 		t.Errorf("recorded %d samples, %v; want none", len(got), err)
 	}
@@ -193,19 +196,25 @@ func TestHistoryImportRefusedWhileRunning(t *testing.T) {
 
 // TestHistoryUsage: the command line's mistakes are usage errors.
 func TestHistoryUsage(t *testing.T) {
-	for _, tt := range []struct {
+	// want is what each error names (the command, a flag); the words are
+	// those of testdata/history-usage.golden.
+	tests := []struct {
 		args []string
 		want string
 	}{
-		{nil, "history: want a command: import"},
-		{[]string{"export"}, `history: unknown command "export"; want import`},
-		{[]string{"import", "-config", localConfig}, "history import: -series FILE is required"},
-	} {
-		code, _, errOut := cli(append([]string{"history"}, tt.args...)...)
+		{nil, "history: "},
+		{[]string{"export"}, `"export"`},
+		{[]string{"import", "-config", localConfig}, "history import: -series"},
+	}
+	tr := &transcript{}
+	for _, tt := range tests {
+		code, out, errOut := cli(append([]string{"history"}, tt.args...)...)
+		tr.add(strings.TrimSpace("history "+strings.Join(tt.args, " ")), code, out, errOut)
 		if code != exitUsage || !strings.Contains(errOut, tt.want) {
 			t.Errorf("history %s: exit %d, %q; want %d with %q", strings.Join(tt.args, " "), code, errOut, exitUsage, tt.want)
 		}
 	}
+	tr.check(t, "history-usage.golden", len(tests))
 }
 
 // readmeHistoryImport runs the docs' import as written, in a directory

@@ -27,8 +27,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/fleetcast/autoscaler/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -174,7 +172,7 @@ func (f *durationFlag) String() string {
 }
 
 func (f *durationFlag) Set(s string) error {
-	d, err := config.ParseDuration(s)
+	d, err := fleet.ParseDuration(s)
 	switch {
 	case err != nil, d < 0, f.positive && d == 0:
 		return fmt.Errorf("want a duration such as 10m, 1h30m or 14d")

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,16 +24,25 @@ func cli(args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
+// TestPlanLocalExample: the local example's plan at 14:11 launches and
+// holds, each action with a known code; its words are those of
+// testdata/plan-local.golden.
 func TestPlanLocalExample(t *testing.T) {
-	code, out, errOut := cli("plan", "-config", localConfig, "-at", "2026-11-30T14:11:00Z")
+	args := []string{"-config", localConfig, "-at", "2026-11-30T14:11:00Z"}
+	code, out, errOut := cli(append([]string{"plan"}, args...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"Fleetcast plan at 2026-11-30 14:11 UTC", "+ launch ", "~ hold ", "Plan: ", "Cost per hour: $"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("plan output lacks %q:\n%s", want, out)
+	p := planJSON(t, args...)
+	if n := p.Counts(); !p.At.Equal(time.Date(2026, 11, 30, 14, 11, 0, 0, time.UTC)) || n[planner.Launch] == 0 || n[planner.Hold] == 0 || p.CostPerHourBefore <= 0 {
+		t.Errorf("plan at %s: counts %v, cost per hour %v; want a launch and a hold", p.At, n, p.CostPerHourBefore)
+	}
+	for _, a := range p.Actions {
+		if !a.Code.Known() {
+			t.Errorf("action without a known code: %+v", a)
 		}
 	}
+	pinned(t, "plan-local.golden", out)
 }
 
 // TestPlanLocalExampleAllDay checks the acceptance line at every hour of a
@@ -61,8 +72,8 @@ func TestPlanLocalExampleAllDay(t *testing.T) {
 			t.Fatalf("%s: counts %v, want a launch and a hold or drain", at, n)
 		}
 		for _, a := range p.Actions {
-			if a.Reason == "" {
-				t.Fatalf("%s: action without a reason: %+v", at, a)
+			if a.Reason == "" || !a.Code.Known() {
+				t.Fatalf("%s: action without a reason or its code: %+v", at, a)
 			}
 		}
 		if p.Forecast == nil || p.Baseline == nil {
@@ -71,22 +82,29 @@ func TestPlanLocalExampleAllDay(t *testing.T) {
 	}
 }
 
+// TestPlanFromState: the plan of examples/state.json, at its captured_at:
+// the reservation filled, the idle node drained, the node whose job's
+// checkpoint is old held, and the cost per hour before and after; its
+// words are those of testdata/plan-state.golden.
 func TestPlanFromState(t *testing.T) {
-	code, out, errOut := cli("plan", "-config", localConfig, "-state", "../../examples/state.json")
+	args := []string{"-config", localConfig, "-state", "../../examples/state.json"}
+	code, out, errOut := cli(append([]string{"plan"}, args...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{
-		"Fleetcast plan at 2026-11-30 14:00 UTC",
-		"+ launch 2 x p4d.24xlarge in reserved-a100 (keep the reserved baseline full",
-		"- drain i-0abc in aws-ondemand-a100 (idle 35m;",
-		"~ hold i-0def in aws-ondemand-a100: long-running job train-7 last checkpoint 47m ago > 30m",
-		"Plan: 2 to launch, 1 to drain, 0 to terminate, 0 drain(s) to cancel, 1 held. Cost per hour: $142.42 -> $109.65 (-32.77).",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("plan output lacks %q:\n%s", want, out)
-		}
+	p := planJSON(t, args...)
+	want := []planAction{
+		{planner.Launch, "reserved-a100", "", 2, planner.ReasonReservedBaseline},
+		{planner.Drain, "aws-ondemand-a100", "i-0abc", 0, planner.ReasonIdle},
+		{planner.Hold, "aws-ondemand-a100", "i-0def", 0, planner.ReasonCheckpointTooOld},
 	}
+	if got := actionsOf(p); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("actions %v, want %v", got, want)
+	}
+	if !p.At.Equal(time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)) || p.CostPerHourBefore != 142.42 || p.CostPerHourAfter != 109.65 {
+		t.Errorf("plan at %s, cost per hour $%.2f -> $%.2f; want 14:00, $142.42 -> $109.65", p.At, p.CostPerHourBefore, p.CostPerHourAfter)
+	}
+	pinned(t, "plan-state.golden", out)
 }
 
 func TestPlanErrors(t *testing.T) {
@@ -107,33 +125,39 @@ plugin "racks" {
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// want is what each error names (a flag, its value, a file and its
+	// line, column or field); the words are those of
+	// testdata/plan-errors.golden.
 	tests := []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
-		{"no config", []string{"plan"}, 1, "-config FILE is required"},
+		{"no config", []string{"plan"}, 1, "-config"},
 		{"missing config", []string{"plan", "-config", "nope.hcl"}, 1, "nope.hcl"},
 		{"bad state", []string{"plan", "-config", localConfig, "-state", "test-fixtures/bad-state.json"}, 1,
-			"state test-fixtures/bad-state.json: line 5, column 41: field nodes.jobs.gpus: got JSON string, want int"},
+			"state test-fixtures/bad-state.json: line 5, column 41: field nodes.jobs.gpus: "},
 		{"missing state", []string{"plan", "-config", localConfig, "-state", "nope.json"}, 1, "nope.json"},
-		{"a plugin whose checksum is not its block's", []string{"plan", "-config", pluginConfig}, 1,
-			pluginConfig + `:11:12: error: Checksum mismatch: plugin racks: /bin/true has SHA-256 `},
-		{"bad -at", []string{"plan", "-config", localConfig, "-at", "noon"}, 2, "want an RFC 3339 time"},
+		{"a plugin whose checksum is not its block's", []string{"plan", "-config", pluginConfig}, 1, pluginConfig + `:11:12: error: `},
+		{"bad -at", []string{"plan", "-config", localConfig, "-at", "noon"}, 2, `-at "noon"`},
 		{"bad log level", []string{"plan", "-config", localConfig, "-log-level", "loud"}, 2, `-log-level "loud"`},
-		{"extra argument", []string{"plan", "-config", localConfig, "now"}, 2, `unexpected argument "now"`},
-		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
-		{"no command", nil, 2, "Usage: autoscaler COMMAND"},
+		{"extra argument", []string{"plan", "-config", localConfig, "now"}, 2, `"now"`},
+		{"unknown command", []string{"frobnicate"}, 2, `"frobnicate"`},
+		{"no command", nil, 2, "autoscaler COMMAND"},
 	}
+	// The checksum /bin/true has differs from machine to machine.
+	tr := &transcript{normalize: func(s string) string { return sha256Hex.ReplaceAllString(renameDir(s, dir, "$DIR"), "$$SHA256") }}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, errOut := cli(tt.args...)
+			code, out, errOut := cli(tt.args...)
+			tr.add(tt.name, code, out, errOut)
 			if code != tt.code || !strings.Contains(errOut, tt.want) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
 			}
 		})
 	}
+	tr.check(t, "plan-errors.golden", len(tests))
 }
 
 func TestValidate(t *testing.T) {
@@ -147,10 +171,12 @@ func TestValidate(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
+	// Each at its place; the words are those of
+	// test-fixtures/validate-three-errors.golden (TestValidateSourceLines).
 	for _, want := range []string{
-		"test-fixtures/three-errors.hcl:6:20: error: Invalid duration",
-		"test-fixtures/three-errors.hcl:7:20: error: Invalid value: min (5) is greater than max (2)",
-		"test-fixtures/three-errors.hcl:9:3: error: Unsupported argument",
+		"test-fixtures/three-errors.hcl:6:20: error: ",
+		"test-fixtures/three-errors.hcl:7:20: error: ",
+		"test-fixtures/three-errors.hcl:9:3: error: ",
 		"3 error(s)",
 	} {
 		if !strings.Contains(errOut, want) {
@@ -200,17 +226,17 @@ func TestPlanShowsOrphans(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The words of both plans are those of testdata/plan-orphans.golden.
+	tr := &transcript{normalize: func(s string) string { return strings.ReplaceAll(s, path, "$STATE") }}
 	code, out, errOut := cli("plan", "-config", localConfig, "-state", path)
+	tr.add("an idle orphan", code, out, errOut)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{
-		"orphans:     1 instance(s) of this fleet in pools the config no longer has (reaped once idle): i-0old",
-		"- drain i-0old in old-h100 (orphan: pool old-h100 is no longer in the config; reaping: idle 30m)",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("plan output lacks %q:\n%s", want, out)
-		}
+	p := planJSON(t, "-config", localConfig, "-state", path)
+	reaped := planAction{planner.Drain, "old-h100", "i-0old", 0, planner.ReasonReap}
+	if !slices.Contains(actionsOf(p), reaped) || !slices.Equal(p.Orphans, []string{"i-0old"}) {
+		t.Errorf("orphans %v, actions %v; want i-0old listed and reaped: %v", p.Orphans, actionsOf(p), reaped)
 	}
 	nodes := st["nodes"].([]any)
 	nodes[len(nodes)-1].(map[string]any)["pool"] = "aws-ondemand-a100"
@@ -218,7 +244,10 @@ func TestPlanShowsOrphans(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := cli("plan", "-config", localConfig, "-state", path); code == 0 || !strings.Contains(errOut, `orphan i-0old names pool "aws-ondemand-a100": an orphan's pool is one the config no longer has`) {
+	code, out, errOut = cli("plan", "-config", localConfig, "-state", path)
+	tr.add("an orphan of a configured pool", code, out, errOut)
+	if code != exitError || !strings.Contains(errOut, `orphan i-0old names pool "aws-ondemand-a100"`) {
 		t.Errorf("an orphan of a configured pool: exit %d, %s", code, errOut)
 	}
+	tr.check(t, "plan-orphans.golden", 2)
 }

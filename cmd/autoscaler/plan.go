@@ -114,10 +114,10 @@ func makeForecast(cfg *config.Config, history fleet.Series) (forecast.Forecast, 
 // others are planned for; orphans that cannot be listed are not shown.
 func observe(ctx context.Context, log hclog.Logger, cfg *config.Config, now time.Time) (fleet.State, error) {
 	if registry.Simulated(cfg.Pools) {
-		_, st := sim.Generate(cfg, now)
+		_, st := sim.Generate(cfg.Settings(), cfg.Synthetic, now)
 		return st, nil
 	}
-	clouds, err := liveClouds(ctx, log, cfg)
+	clouds, err := registry.OpenConfig(ctx, log, cfg)
 	if err != nil {
 		return fleet.State{}, err
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/fleetcast/autoscaler/planner"
 )
 
 // testPluginBinary builds the plugin package's test plugin (an in-memory
@@ -86,14 +88,13 @@ controller {
 		return path
 	}
 	good := conf("    endpoint = \"https://bmc.example\"\n", "  target {\n    rack = \"r7\"\n  }\n")
-	code, out, errOut := cli("plan", "-config", good)
-	if code != 0 || !strings.Contains(out, "+ launch 1 x dgx-a100 in onprem-a100") {
-		t.Fatalf("plan: exit %d\n%s\n%s", code, out, errOut)
+	if got, want := fmt.Sprint(actionsOf(planJSON(t, "-config", good))), fmt.Sprint([]planAction{{planner.Launch, "onprem-a100", "", 1, planner.ReasonBelowMin}}); got != want {
+		t.Fatalf("plan: actions %s, want %s", got, want)
 	}
 	if _, err := os.Stat(state); err == nil {
 		t.Fatal("plan launched through the plugin")
 	}
-	code, out, errOut = cli("run", "-config", good, "-for", "1ms")
+	code, out, errOut := cli("run", "-config", good, "-for", "1ms")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -124,26 +125,33 @@ controller {
 		}
 	}
 
-	// What the plugin refuses, where it is in the file: in `plan`,
-	// `validate` and `plugins`.
+	// What the plugin refuses, where it is in the file (the place, and
+	// the plugin and the field it names): in `plan`, `validate` and
+	// `plugins`. The words are those of testdata/plugin-errors.golden.
 	bad := conf("", "  target {\n    row = \"r7\"\n  }\n")
-	wants := []string{
-		bad + ":15:1: error: Missing endpoint: The plugin needs the racks' endpoint. (plugin racks, config.endpoint)",
-		bad + ":10:3: error: Missing rack: Each pool names its rack. (plugin racks, pool.onprem-a100.target.rack)",
+	tr := &transcript{normalize: func(s string) string {
+		s = renameDir(s, filepath.Dir(bad), "$DIR")
+		return sha256Hex.ReplaceAllString(strings.ReplaceAll(s, bin, "$PLUGIN"), "$$SHA256")
+	}}
+	wants := [][2]string{
+		{bad + ":15:1: error: ", " (plugin racks, config.endpoint)\n"},
+		{bad + ":10:3: error: ", " (plugin racks, pool.onprem-a100.target.rack)\n"},
 	}
 	for _, cmd := range []string{"plan", "validate"} {
-		code, _, errOut = cli(cmd, "-config", bad)
+		code, out, errOut = cli(cmd, "-config", bad)
+		tr.add(cmd, code, out, errOut)
 		for _, want := range wants {
-			if code == 0 || !strings.Contains(errOut, want) {
-				t.Errorf("%s with what the plugin refuses: exit %d, stderr %q; want %q", cmd, code, errOut, want)
+			if i := strings.Index(errOut, want[0]); code == 0 || i < 0 || !strings.Contains(errOut[i:], want[1]) {
+				t.Errorf("%s with what the plugin refuses: exit %d, stderr %q; want %q ... %q", cmd, code, errOut, want[0], want[1])
 			}
 		}
 	}
 	if !strings.Contains(errOut, bad+": 2 error(s)\n") {
 		t.Errorf("validate does not count the plugin's errors: %q", errOut)
 	}
-	code, out, _ = cli("plugins", "-config", bad)
-	if code == 0 || !strings.Contains(out, "DOWN: it refuses its config: "+bad+":15:1: Missing endpoint") {
+	code, out, errOut = cli("plugins", "-config", bad)
+	tr.add("plugins", code, out, errOut)
+	if code == 0 || !regexp.MustCompile(`(?m)^racks +.* DOWN: .*`+regexp.QuoteMeta(bad+":15:1: ")).MatchString(out) {
 		t.Errorf("plugins -config with what the plugin refuses: exit %d\n%s", code, out)
 	}
 
@@ -154,9 +162,15 @@ controller {
 	if err := os.WriteFile(wrong, []byte(strings.Replace(string(b), sum, strings.Repeat("0", 64), 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := cli("validate", "-config", wrong); code == 0 || !strings.Contains(errOut, ": error: Checksum mismatch: plugin racks: "+bin+" has SHA-256 "+sum+", but sha256 expects "+strings.Repeat("0", 64)) {
+	// The error names the executable, its checksum and the one expected
+	// (the words: test-fixtures/checksum-validate.golden).
+	code, out, errOut = cli("validate", "-config", wrong)
+	tr.add("validate with a wrong checksum", code, out, renameDir(errOut, filepath.Dir(wrong), "$DIR"))
+	if i := strings.Index(errOut, ": error: "); code == 0 || i < 0 || !strings.Contains(errOut[i:], " racks: "+bin+" ") ||
+		!strings.Contains(errOut[i:], " "+sum+", ") || !strings.Contains(errOut[i:], " "+strings.Repeat("0", 64)+":") {
 		t.Errorf("validate with a wrong checksum: exit %d, %q", code, errOut)
 	}
+	tr.check(t, "plugin-errors.golden", 4)
 	if code, out, errOut := cli("validate", "-config", wrong, "-skip-plugins"); code != 0 || !strings.Contains(out, "valid") {
 		t.Errorf("validate -skip-plugins with a wrong checksum: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/plugin"
+	"github.com/fleetcast/autoscaler/providers/plugin/pluginconfig"
 	"github.com/fleetcast/autoscaler/providers/registry"
 )
 
@@ -134,7 +135,7 @@ func probePlugin(ctx context.Context, cfg *config.Config, spec config.Plugin, po
 	case len(diags) > 0:
 		var msgs []string
 		for _, d := range diags {
-			at := plugin.Where(d, spec, pools)
+			at := pluginconfig.Where(d, spec, pools)
 			msgs = append(msgs, fmt.Sprintf("%s:%d:%d: %s: %s (%s)", at.Filename, at.Start.Line, at.Start.Column, d.Summary, d.Detail, d.Path))
 		}
 		s.Error = "it refuses its config: " + strings.Join(msgs, "; ")

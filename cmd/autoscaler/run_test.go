@@ -12,12 +12,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/fleetcast/autoscaler/daemon"
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
@@ -92,26 +97,39 @@ func TestRunErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
+	// want is what each error names (a flag and its value, an address, a
+	// file); the words are those of testdata/run-errors.golden.
 	tests := []struct {
 		args []string
 		code int
 		want string
 	}{
-		{[]string{"-config", cfg, "-sim-speed", "0"}, exitUsage, "-sim-speed 0: want a number above 0"},
-		{[]string{"-config", cfg, "-for", "soon"}, exitUsage, "want a duration"},
-		{[]string{"-config", cfg, "-sim-start", "9am"}, exitUsage, `-sim-start "9am": want an RFC 3339 time`},
-		{[]string{"-config", cfg, "-listen", busy.Addr().String()}, exitError, "HTTP API on " + busy.Addr().String()},
+		{[]string{"-config", cfg, "-sim-speed", "0"}, exitUsage, "-sim-speed 0"},
+		{[]string{"-config", cfg, "-for", "soon"}, exitUsage, `"soon"`},
+		{[]string{"-config", cfg, "-sim-start", "9am"}, exitUsage, `-sim-start "9am"`},
+		{[]string{"-config", cfg, "-listen", busy.Addr().String()}, exitError, busy.Addr().String()},
 	}
+	tr := &transcript{normalize: func(s string) string {
+		return strings.ReplaceAll(renameDir(s, dir, "$DIR"), busy.Addr().String(), "$ADDR")
+	}}
 	for _, tt := range tests {
-		code, _, errOut := cli(append([]string{"run"}, tt.args...)...)
+		code, out, errOut := cli(append([]string{"run"}, tt.args...)...)
+		tr.add(strings.Join(tt.args[2:], " "), code, "", errOut)
 		if code != tt.code || !strings.Contains(errOut, tt.want) {
 			t.Errorf("run %v: exit %d %q; want %d with %q", tt.args, code, errOut, tt.code, tt.want)
 		}
+		if out != "" {
+			t.Errorf("run %v: stdout %q; want none", tt.args, out)
+		}
 	}
-	if err := os.Chmod(filepath.Join(dir, "state", "api-token"), 0o644); err == nil {
-		if code, _, errOut := cli("run", "-config", cfg, "-for", "1m", "-listen", "127.0.0.1:0"); code != exitError || !strings.Contains(errOut, "others may read it") {
+	token := filepath.Join(dir, "state", "api-token")
+	if err := os.Chmod(token, 0o644); err == nil {
+		code, _, errOut := cli("run", "-config", cfg, "-for", "1m", "-listen", "127.0.0.1:0")
+		tr.add("a token file others may read", code, "", errOut)
+		if code != exitError || !strings.Contains(errOut, token) {
 			t.Errorf("readable token file: exit %d %q", code, errOut)
 		}
+		tr.check(t, "run-errors.golden", len(tests)+1)
 	}
 }
 
@@ -170,9 +188,30 @@ func TestRunStopsOnSignal(t *testing.T) {
 		rest, _ := io.ReadAll(out)
 		err := cmd.Wait()
 		if sig == syscall.SIGTERM {
-			if err != nil || !strings.Contains(string(rest), "stopping: the cycle in progress finished; state flushed") {
+			// It exits 0, its state flushed and let go: the store opens,
+			// holding the demand it recorded and no action half done.
+			if err != nil {
 				t.Errorf("after SIGTERM: %v\n%s", err, rest)
 			}
+			s, err := state.Open(filepath.Join(dir, "state"))
+			if err != nil {
+				t.Fatalf("the state after SIGTERM: %v", err)
+			}
+			_, recorded, err := s.LatestDemand(loop.DemandSeries)
+			intents, _ := s.Intents()
+			s.Close()
+			if err != nil || !recorded || len(intents) != 0 {
+				t.Errorf("the state after SIGTERM: demand recorded %v (%v), %d intents left", recorded, err, len(intents))
+			}
+			// What it says as it stops (its lines that carry no figure)
+			// are the words of testdata/run-stop.golden.
+			var words []string
+			for _, l := range strings.Split(string(rest), "\n") {
+				if strings.TrimSpace(l) != "" && !strings.ContainsAny(l, "0123456789") {
+					words = append(words, l)
+				}
+			}
+			pinned(t, "run-stop.golden", strings.Join(words, "\n")+"\n")
 		}
 	}
 }
@@ -278,7 +317,8 @@ func TestRunStateDir(t *testing.T) {
 
 // TestPrintActions: each action's line says what became of it: done,
 // only planned in a dry run ("would"), refused by the cloud or failed,
-// with the error; holds are not printed.
+// with the error on one line; holds are not printed. The lines are those
+// of testdata/print-actions.golden.
 func TestPrintActions(t *testing.T) {
 	now := time.Date(2026, 11, 30, 10, 38, 0, 0, time.UTC)
 	launch := planner.Action{Kind: planner.Launch, Pool: "aws-spot-a100", Count: 2, InstanceType: "p4d.24xlarge", GPUs: 16, Reason: "forecast p97 needs 157 GPUs at 10:50"}
@@ -287,31 +327,36 @@ func TestPrintActions(t *testing.T) {
 	tests := []struct {
 		name     string
 		outcomes []loop.Outcome
-		want     string
+		data     []string // what the lines carry beside their words: the errors, each on one line
 	}{
-		{"done", []loop.Outcome{{Result: loop.Done}, {Result: loop.Done}, {Result: loop.Done}},
-			"Mon 10:38  launch     2 x p4d.24xlarge in aws-spot-a100: forecast p97 needs 157 GPUs at 10:50\n" +
-				"Mon 10:38  drain      i-1 in od: idle 43m\n"},
-		{"dry run", []loop.Outcome{{Result: loop.DryRun}, {Result: loop.DryRun}, {Result: loop.DryRun}},
-			"Mon 10:38  would launch     2 x p4d.24xlarge in aws-spot-a100: forecast p97 needs 157 GPUs at 10:50\n" +
-				"Mon 10:38  would drain      i-1 in od: idle 43m\n"},
+		{"done", []loop.Outcome{{Result: loop.Done}, {Result: loop.Done}, {Result: loop.Done}}, nil},
+		{"dry run", []loop.Outcome{{Result: loop.DryRun}, {Result: loop.DryRun}, {Result: loop.DryRun}}, nil},
 		{"refused and failed", []loop.Outcome{
 			{Result: loop.Refused, Err: &providers.InsufficientCapacityError{Pool: "aws-spot-a100", Err: errors.New("InsufficientInstanceCapacity")}},
 			{Result: loop.Failed, Err: errors.Join(errors.New("store: disk full"), errors.New("second"))},
 			{Result: loop.Done}},
-			"Mon 10:38  launch     2 x p4d.24xlarge in aws-spot-a100 REFUSED by the cloud, pool backed off: pool aws-spot-a100: insufficient capacity: InsufficientInstanceCapacity (planned because: forecast p97 needs 157 GPUs at 10:50)\n" +
-				"Mon 10:38  drain      i-1 in od FAILED: store: disk full; second (planned because: idle 43m)\n"},
+			[]string{"InsufficientInstanceCapacity", "store: disk full; second"}},
 	}
+	tr := &transcript{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
 			printActions(&env{stdout: &out, stderr: io.Discard}, now, &loop.CycleResult{
 				Plan: planner.Plan{Actions: []planner.Action{launch, drain, hold}}, Outcomes: tt.outcomes})
-			if out.String() != tt.want {
-				t.Errorf("got\n%s\nwant\n%s", out.String(), tt.want)
+			tr.add(tt.name, -1, out.String(), "")
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			if len(lines) != 2 || !strings.HasPrefix(lines[0], "Mon 10:38  ") || !strings.Contains(lines[0], " 2 x p4d.24xlarge in aws-spot-a100") ||
+				!strings.Contains(lines[1], " i-1 in od") || strings.Contains(out.String(), "i-2") {
+				t.Errorf("got\n%s\nwant a line for the launch and one for the drain, none for the hold", out.String())
+			}
+			for _, d := range tt.data {
+				if !strings.Contains(out.String(), d) {
+					t.Errorf("got\n%s\nwant %q", out.String(), d)
+				}
 			}
 		})
 	}
+	tr.check(t, "print-actions.golden", len(tests))
 }
 
 // TestPrintStatus: the status line's demand is running plus waiting, from
@@ -324,24 +369,30 @@ func TestPrintStatus(t *testing.T) {
 	tests := []struct {
 		name  string
 		stats *simfleet.Stats
-		want  string
+		lost  bool // the line says the work lost
 	}{
 		// The workload asks for 110 GPUs while jobs started earlier
 		// still hold 114: the line counts what the controller saw.
-		{"simulated", &simfleet.Stats{DemandGPUs: 110, RunningGPUs: 114, LostGPUHours: 1.25},
-			"Mon 11:00  ---- demand 120 GPUs (running 114, waiting 6); fleet 160 ready + 8 launching + 0 draining GPUs; $527/h; spent $287; work lost 1.2 GPU-h\n"},
-		{"real cloud", nil,
-			"Mon 11:00  ---- demand 120 GPUs (running 114, waiting 6); fleet 160 ready + 8 launching + 0 draining GPUs; $527/h; spent $287\n"},
+		{"simulated", &simfleet.Stats{DemandGPUs: 110, RunningGPUs: 114, LostGPUHours: 1.25}, true},
+		{"real cloud", nil, false},
 	}
+	// The lines are those of testdata/print-status.golden.
+	tr := &transcript{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
 			printStatus(&env{stdout: &out, stderr: io.Discard}, now, p, tt.stats, 287)
-			if out.String() != tt.want {
-				t.Errorf("got\n%s\nwant\n%s", out.String(), tt.want)
+			tr.add(tt.name, -1, out.String(), "")
+			m := statusLine.FindStringSubmatch(out.String())
+			if m == nil || m[1] != "120" || m[2] != "114" || m[3] != "6" || strings.Count(out.String(), "\n") != 1 {
+				t.Errorf("got\n%s\nwant one line of demand 120 GPUs: 114 running and 6 waiting", out.String())
+			}
+			if lost := regexp.MustCompile(`\b1\.2 GPU-h\b`).MatchString(out.String()); lost != tt.lost {
+				t.Errorf("got\n%s\nwant the 1.2 GPU-h of work lost said %v", out.String(), tt.lost)
 			}
 		})
 	}
+	tr.check(t, "print-status.golden", len(tests))
 }
 
 // statusLine is a status line's demand, running and waiting GPUs.
@@ -393,15 +444,15 @@ func TestRunOutputAddsUp(t *testing.T) {
 // kind, and the pool; a drain's reason follows.
 var runActionLine = regexp.MustCompile(`^(\w{3} \d\d:\d\d)  (launch|drain) +(?:(\d+) x \S+|\S+) in (\S+)(: .*)?$`)
 
-// runIdleFor is an idle drain's reason: how long the node was idle.
-var runIdleFor = regexp.MustCompile(`^: idle (\w+);`)
-
 // TestRunScaleInWaits runs the local example's first simulated day and
 // checks, from its output alone, that no pool drains a node within
 // limits.scale_in_delay_after_launch of a launch in it (so no node is
-// drained before the work it was launched for could reach it), that every
-// idle drain's node was idle limits.scale_in_unneeded_time at least, and
-// that the summary's churn adds up to the lines.
+// drained before the work it was launched for could reach it), and that
+// the summary's churn adds up to the lines; then runs the day again in
+// this process (the daemon run starts), its cycles' results at hand, and
+// checks that every idle drain's node was idle
+// limits.scale_in_unneeded_time at least, by the state its plan was made
+// on.
 func TestRunScaleInWaits(t *testing.T) {
 	cfg := localConfigIn(t, t.TempDir())
 	code, out, errOut := cli("run", "-config", cfg, "-for", "24h", "-sim-speed", "1e9", "-sim-start", "2026-11-30T00:00:00Z", "-listen", "127.0.0.1:0")
@@ -435,12 +486,6 @@ func TestRunScaleInWaits(t *testing.T) {
 		if l, ok := lastLaunch[pool]; ok && at.Sub(l) < delay {
 			t.Errorf("%q: drained %s after a launch in its pool, within the scale-in delay (%s)", line, at.Sub(l), delay)
 		}
-		if im := runIdleFor.FindStringSubmatch(m[5]); im != nil {
-			d, err := time.ParseDuration(im[1])
-			if err != nil || d < unneeded {
-				t.Errorf("%q: drained idle %s, want idle %s at least (limits.scale_in_unneeded_time)", line, im[1], unneeded)
-			}
-		}
 	}
 	if launched == 0 || drained == 0 {
 		t.Fatalf("%d nodes launched and %d drained in a day; want some of each:\n%s", launched, drained, out)
@@ -448,5 +493,36 @@ func TestRunScaleInWaits(t *testing.T) {
 	want := fmt.Sprintf("nodes launched %d, drained %d: %.1f and %.1f per simulated day\n", launched, drained, float64(launched), float64(drained))
 	if !strings.Contains(out, want) {
 		t.Errorf("summary lacks %q:\n%s", want, out[max(0, len(out)-600):])
+	}
+
+	conf, ok := loadConfig(&env{stdout: io.Discard, stderr: io.Discard}, hclog.NewNullLogger(), cfg)
+	if !ok {
+		t.Fatal("the config does not load")
+	}
+	d, err := daemon.Start(t.Context(), daemon.Options{Config: conf, Speed: 1e9, SimStart: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC),
+		Listen: "127.0.0.1:0", StateDir: t.TempDir(), LoopbackReads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	idle := 0
+	err = d.Run(t.Context(), 24*time.Hour, func(now time.Time, r loop.CycleResult) {
+		for _, a := range r.Plan.Actions {
+			if a.Kind != planner.Drain || a.Code != planner.ReasonIdle {
+				continue
+			}
+			idle++
+			var n fleet.Node
+			if i := slices.IndexFunc(r.State.Nodes, func(n fleet.Node) bool { return n.ID == a.Node }); i >= 0 {
+				n = r.State.Nodes[i]
+			}
+			if n.IdleSince.IsZero() || r.Plan.At.Sub(n.IdleSince) < unneeded {
+				t.Errorf("%s: %s drained for idleness, idle since %s; want it idle %s at least (limits.scale_in_unneeded_time)",
+					r.Plan.At.Format("Mon 15:04"), a.Node, n.IdleSince.Format("Mon 15:04"), unneeded)
+			}
+		}
+	})
+	if err != nil || idle == 0 {
+		t.Fatalf("the day in this process: %v, %d idle drains; want some", err, idle)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/simulate"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -74,16 +74,16 @@ func runSimulate(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "simulate: -headroom %d: want GPUs from 0 to %d\n", *headroom, simulate.MaxHeadroomGPUs)
 		return exitUsage
 	}
-	if *placeholders != "" && !slices.Contains(config.PlaceholderSizes, *placeholders) {
-		fmt.Fprintf(e.stderr, "simulate: -headroom-placeholders %q: want one of %s\n", *placeholders, strings.Join(config.PlaceholderSizes, ", "))
+	if *placeholders != "" && !slices.Contains(fleet.PlaceholderSizes, *placeholders) {
+		fmt.Fprintf(e.stderr, "simulate: -headroom-placeholders %q: want one of %s\n", *placeholders, strings.Join(fleet.PlaceholderSizes, ", "))
 		return exitUsage
 	}
 	if a := *announceShare; !(a >= 0 && a <= 1) {
 		fmt.Fprintf(e.stderr, "simulate: -announce-share %v: want a share of jobs from 0 to 1\n", a)
 		return exitUsage
 	}
-	if *reservations != "" && !slices.Contains(config.ReservationModes, *reservations) {
-		fmt.Fprintf(e.stderr, "simulate: -reservations %q: want one of %s\n", *reservations, strings.Join(config.ReservationModes, ", "))
+	if *reservations != "" && !slices.Contains(fleet.ReservationModes, *reservations) {
+		fmt.Fprintf(e.stderr, "simulate: -reservations %q: want one of %s\n", *reservations, strings.Join(fleet.ReservationModes, ", "))
 		return exitUsage
 	}
 	if *spotRate < 0 && *spotRate != -1 {
@@ -110,11 +110,11 @@ func runSimulate(e *env, args []string) int {
 				return exitUsage
 			}
 		}
-		if *reservations == config.ReservationsConfigured {
+		if *reservations == fleet.ReservationsConfigured {
 			fmt.Fprintln(e.stderr, "simulate: -advice-check weighs the advice, so it needs -reservations advised (or none)")
 			return exitUsage
 		}
-		*reservations = config.ReservationsAdvised
+		*reservations = fleet.ReservationsAdvised
 	}
 	if *frontier {
 		// The frontier runs its own policies and levels.
@@ -139,7 +139,12 @@ func runSimulate(e *env, args []string) int {
 	if !ok {
 		return exitError
 	}
-	// The config's simulate block, where no flag overrides it.
+	// The config's simulate and controller blocks, where no flag
+	// overrides them.
+	if opt.Interval == 0 {
+		opt.Interval = cfg.Controller.Interval
+	}
+	opt.Fleet = cfg.Controller.Fleet
 	if opt.CheckpointInterval == 0 {
 		opt.CheckpointInterval = cfg.Simulate.CheckpointInterval
 	}
@@ -163,7 +168,7 @@ func runSimulate(e *env, args []string) int {
 	if opt.HeadroomGPUs == 0 {
 		opt.HeadroomGPUs = -1 // none: Options' zero is the default
 	}
-	if *frontier && opt.Reservations == config.ReservationsAdvised {
+	if *frontier && opt.Reservations == fleet.ReservationsAdvised {
 		fmt.Fprintln(e.stderr, "simulate: -frontier compares policies holding the configured reservations: the headroom policy does not follow the baseline advice; use -reservations configured")
 		return exitUsage
 	}
@@ -179,7 +184,8 @@ func runSimulate(e *env, args []string) int {
 	if tr.SkippedRows > 0 {
 		fmt.Fprintf(e.stderr, "simulate: skipped %d bad row(s) of %s\n", tr.SkippedRows, tr.Name)
 	}
-	if w := simulate.CapacityWarning(cfg, tr); w != "" {
+	set := cfg.Settings()
+	if w := simulate.CapacityWarning(&set, tr); w != "" {
 		fmt.Fprintln(e.stderr, "simulate: warning:", w)
 	}
 	log.Info("simulating", "trace", tr.Name, "jobs", len(tr.Jobs), "days", tr.Span().Hours()/24)
@@ -191,11 +197,11 @@ func runSimulate(e *env, args []string) int {
 	var out simulateOutput
 	switch {
 	case *frontier:
-		out, err = simulate.RunFrontier(cfg, tr, opt)
+		out, err = simulate.RunFrontier(&set, tr, opt)
 	case *adviceCheck:
-		out, err = simulate.RunAdviceCheck(cfg, tr, opt)
+		out, err = simulate.RunAdviceCheck(&set, tr, opt)
 	default:
-		out, err = simulate.Run(cfg, tr, opt)
+		out, err = simulate.Run(&set, tr, opt)
 	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, err)
@@ -277,7 +283,7 @@ func writeSimulated(e *env, log hclog.Logger, out simulateOutput, asJSON bool, p
 // for simulate.Options: the flags where given (unresponsive -1: not
 // given), else the config's simulate block; a 0 becomes the Options' "at
 // once" or "none" (negative), where zero would take the default.
-func drainModel(cfg config.Simulate, ckptDur durationFlag, unresponsive float64) (time.Duration, float64) {
+func drainModel(cfg fleet.SimulateSettings, ckptDur durationFlag, unresponsive float64) (time.Duration, float64) {
 	d, u := cfg.CheckpointDuration, cfg.UnresponsiveJobs
 	if ckptDur.set {
 		d = ckptDur.d

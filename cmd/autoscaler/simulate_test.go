@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
 )
 
 // jobsCSV is a small jobs trace: a burst at 0 and another at 4h.
@@ -103,58 +105,66 @@ func TestSimulateErrors(t *testing.T) {
 	bad := writeFile(t, "bad.csv", jobsCSV+"e,20000,many,60,nlp\n")
 	wide := writeFile(t, "wide.csv", "submit_s,gpus,duration_s\n0,9000,60\n")
 	busy := writeFile(t, "busy.csv", "submit_s,gpus,duration_s\n"+strings.Repeat("0,8,60\n", 520))
+	// want is what each error names (a flag and its value, a file and
+	// its line and column, a job, a count); the words are those of
+	// testdata/simulate-errors.golden.
 	tests := []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
-		{"no trace", []string{"simulate", "-config", localConfig}, 2, "-trace FILE is required"},
+		{"no trace", []string{"simulate", "-config", localConfig}, 2, "-trace"},
 		{"bad row", []string{"simulate", "-config", localConfig, "-trace", bad}, 1, "bad.csv:6: gpus"},
-		{"bad duration flag", []string{"simulate", "-config", localConfig, "-trace", bad, "-from", "soon"}, 2, `invalid value "soon" for flag -from: want a duration`},
-		{"negative checkpoint duration", []string{"simulate", "-config", localConfig, "-trace", bad, "-checkpoint-duration", "-5m"}, 2, `invalid value "-5m" for flag -checkpoint-duration: want a duration`},
-		{"unresponsive share over 1", []string{"simulate", "-config", localConfig, "-trace", bad, "-unresponsive-jobs", "1.5"}, 2, "-unresponsive-jobs 1.5: want a share of jobs from 0 to 1"},
-		{"negative unresponsive share", []string{"simulate", "-config", localConfig, "-trace", bad, "-unresponsive-jobs", "-0.5"}, 2, "-unresponsive-jobs -0.5: want a share of jobs from 0 to 1"},
-		{"unknown policy", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-policies", "psychic"}, 1, `unknown policy "psychic"`},
-		{"bad plot", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-plot", "x.txt"}, 1, `unsupported extension ".txt"`},
-		{"negative headroom", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "-8"}, 2, "-headroom -8: want GPUs from 0 to"},
-		{"headroom -1", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "-1"}, 2, "-headroom -1: want GPUs from 0 to"},
-		{"absurd headroom", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "999999999"}, 2, "-headroom 999999999: want GPUs from 0 to"},
-		{"margin not a number", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "NaN"}, 2, `invalid value "NaN" for flag -perfect-margin: "NaN" is not a share >= 0`},
-		{"infinite margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "Inf"}, 2, `invalid value "Inf" for flag -perfect-margin: "Inf" is not a share >= 0`},
-		{"frontier advised", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-reservations", "advised"}, 2, "-frontier compares policies holding the configured reservations"},
-		{"unknown placeholders", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom-placeholders", "4"}, 2, `-headroom-placeholders "4": want one of node, gpu`},
-		{"unknown reservations", []string{"simulate", "-config", localConfig, "-trace", bad, "-reservations", "grown"}, 2, `-reservations "grown": want one of configured, advised`},
-		{"negative margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "-0.1"}, 2, `invalid value "-0.1" for flag -perfect-margin: "-0.1" is not a share >= 0 such as 0.05`},
-		{"margin not a share", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "5%"}, 2, `invalid value "5%" for flag -perfect-margin: "5%" is not a share >= 0 such as 0.05`},
-		{"margins without the frontier", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "0,0.05"}, 2, "-perfect-margin 0,0.05: one margin, except with -frontier"},
-		{"margins with the advice check", []string{"simulate", "-config", localConfig, "-trace", bad, "-advice-check", "-perfect-margin", "0,0.05"}, 2, "-perfect-margin does not apply to -advice-check"},
-		{"a bad margin in the frontier's", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-perfect-margin", "0, -1"}, 2, `for flag -perfect-margin: "-1" is not a share >= 0`},
-		{"an empty margin in the frontier's", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-perfect-margin", "0,"}, 2, `invalid value "0," for flag -perfect-margin: item 2 is empty`},
-		{"an empty margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", ""}, 2, `invalid value "" for flag -perfect-margin: item 1 is empty`},
-		{"a margin twice", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-perfect-margin", "0.05,5e-2"}, 2, `for flag -perfect-margin: "5e-2" is given twice`},
-		{"announce share over 1", []string{"simulate", "-config", localConfig, "-trace", bad, "-announce-share", "1.5"}, 2, "-announce-share 1.5: want a share of jobs from 0 to 1"},
-		{"announce share not a number", []string{"simulate", "-config", localConfig, "-trace", bad, "-announce-share", "NaN"}, 2, "-announce-share NaN: want a share of jobs from 0 to 1"},
+		{"bad duration flag", []string{"simulate", "-config", localConfig, "-trace", bad, "-from", "soon"}, 2, `"soon" for flag -from`},
+		{"negative checkpoint duration", []string{"simulate", "-config", localConfig, "-trace", bad, "-checkpoint-duration", "-5m"}, 2, `"-5m" for flag -checkpoint-duration`},
+		{"unresponsive share over 1", []string{"simulate", "-config", localConfig, "-trace", bad, "-unresponsive-jobs", "1.5"}, 2, "-unresponsive-jobs 1.5"},
+		{"negative unresponsive share", []string{"simulate", "-config", localConfig, "-trace", bad, "-unresponsive-jobs", "-0.5"}, 2, "-unresponsive-jobs -0.5"},
+		{"unknown policy", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-policies", "psychic"}, 1, `"psychic"`},
+		{"bad plot", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-plot", "x.txt"}, 1, `".txt"`},
+		{"negative headroom", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "-8"}, 2, "-headroom -8"},
+		{"headroom -1", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "-1"}, 2, "-headroom -1"},
+		{"absurd headroom", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom", "999999999"}, 2, "-headroom 999999999"},
+		{"margin not a number", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "NaN"}, 2, `"NaN" for flag -perfect-margin`},
+		{"infinite margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "Inf"}, 2, `"Inf" for flag -perfect-margin`},
+		{"frontier advised", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-reservations", "advised"}, 2, "-frontier"},
+		{"unknown placeholders", []string{"simulate", "-config", localConfig, "-trace", bad, "-headroom-placeholders", "4"}, 2, `-headroom-placeholders "4"`},
+		{"unknown reservations", []string{"simulate", "-config", localConfig, "-trace", bad, "-reservations", "grown"}, 2, `-reservations "grown"`},
+		{"negative margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "-0.1"}, 2, `"-0.1" for flag -perfect-margin`},
+		{"margin not a share", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "5%"}, 2, `"5%" for flag -perfect-margin`},
+		{"margins without the frontier", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", "0,0.05"}, 2, "-perfect-margin 0,0.05"},
+		{"margins with the advice check", []string{"simulate", "-config", localConfig, "-trace", bad, "-advice-check", "-perfect-margin", "0,0.05"}, 2, "-perfect-margin"},
+		{"a bad margin in the frontier's", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-perfect-margin", "0, -1"}, 2, `"-1"`},
+		{"an empty margin in the frontier's", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-perfect-margin", "0,"}, 2, `"0," for flag -perfect-margin`},
+		{"an empty margin", []string{"simulate", "-config", localConfig, "-trace", bad, "-perfect-margin", ""}, 2, `"" for flag -perfect-margin`},
+		{"a margin twice", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-perfect-margin", "0.05,5e-2"}, 2, `"5e-2"`},
+		{"announce share over 1", []string{"simulate", "-config", localConfig, "-trace", bad, "-announce-share", "1.5"}, 2, "-announce-share 1.5"},
+		{"announce share not a number", []string{"simulate", "-config", localConfig, "-trace", bad, "-announce-share", "NaN"}, 2, "-announce-share NaN"},
 		{"announce ahead not positive", []string{"simulate", "-config", localConfig, "-trace", bad, "-announce-ahead", "0s"}, 2, "-announce-ahead"},
-		{"frontier with policies", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-policies", "reactive"}, 2, "-policies does not apply to -frontier"},
-		{"zero advice", []string{"simulate", "-config", localConfig, "-trace", bad, "-advice-after", "0s"}, 2, `invalid value "0s" for flag -advice-after`},
-		{"bad frontier plot", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-frontier", "-plot", "x.txt"}, 1, `unsupported extension ".txt"`},
-		{"job too wide", []string{"simulate", "-config", localConfig, "-trace", wide}, 1, "job 2 needs 9000 GPUs, more than the 4000 the pools can hold"},
-		{"peak too high", []string{"simulate", "-config", localConfig, "-trace", busy, "-policies", "static"}, 0, "warning: the trace's peak demand is 4160 GPUs"},
+		{"frontier with policies", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-policies", "reactive"}, 2, "-policies"},
+		{"zero advice", []string{"simulate", "-config", localConfig, "-trace", bad, "-advice-after", "0s"}, 2, `"0s" for flag -advice-after`},
+		{"bad frontier plot", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-frontier", "-plot", "x.txt"}, 1, `".txt"`},
+		{"job too wide", []string{"simulate", "-config", localConfig, "-trace", wide}, 1, "job 2 "},
+		{"peak too high", []string{"simulate", "-config", localConfig, "-trace", busy, "-policies", "static"}, 0, " 4160 "},
 	}
+	tmp := filepath.Dir(filepath.Dir(bad))
+	tr := &transcript{normalize: func(s string) string { return strings.ReplaceAll(s, tmp, "$TMP") }}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, errOut := cli(tt.args...)
+			tr.add(tt.name, code, "", errOut)
 			if code != tt.code || !strings.Contains(errOut, tt.want) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
 			}
 		})
 	}
-	// Skipping bad rows says how many.
+	// Skipping bad rows says how many, of which file.
 	code, _, errOut := cli("simulate", "-config", localConfig, "-trace", bad, "-skip-bad-rows", "-policies", "static")
-	if code != 0 || !strings.Contains(errOut, "skipped 1 bad row(s) of bad.csv") {
+	tr.add("skip bad rows", code, "", errOut)
+	if code != 0 || !regexp.MustCompile(`\b1\b.*\bbad\.csv\b`).MatchString(errOut) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	tr.check(t, "simulate-errors.golden", len(tests)+1)
 }
 
 // TestSimulateFrontier: -frontier prints headroom over its buffers and
@@ -252,23 +262,34 @@ func TestSimulateAdviceCheck(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "advice vs the best fixed reservation") || !strings.Contains(out, "fixed reserved GPUs") {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 	}
+	// What each refusal names (the flags); the words are those of
+	// testdata/simulate-advice-errors.golden.
+	words := &transcript{normalize: func(s string) string { return strings.ReplaceAll(s, tr, "$TRACE") }}
 	for _, tc := range []struct {
 		args []string
-		want string
+		want []string
 	}{
-		{[]string{"-frontier"}, "two reports"},
-		{[]string{"-policies", "reactive"}, "-policies does not apply to -advice-check"},
-		{[]string{"-reservations", "configured"}, "needs -reservations advised"},
+		{[]string{"-frontier"}, []string{"-frontier", "-advice-check"}},
+		{[]string{"-policies", "reactive"}, []string{"-policies", "-advice-check"}},
+		{[]string{"-reservations", "configured"}, []string{"-reservations advised"}},
 	} {
 		args := append([]string{"simulate", "-config", localConfig, "-trace", tr, "-advice-check"}, tc.args...)
-		if code, _, errOut := cli(args...); code != exitUsage || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%v: exit %d, %q; want usage, %q", tc.args, code, errOut, tc.want)
+		code, _, errOut := cli(args...)
+		words.add(strings.Join(tc.args, " "), code, "", errOut)
+		for _, want := range tc.want {
+			if code != exitUsage || !strings.Contains(errOut, want) {
+				t.Errorf("%v: exit %d, %q; want usage, %q", tc.args, code, errOut, want)
+			}
 		}
 	}
-	// The advice's first commitment after the trace's end: nothing to weigh.
-	if code, _, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-advice-check"); code != exitError || !strings.Contains(errOut, "after the trace's end") {
+	// The advice's first commitment after the trace's end: nothing to
+	// weigh (the default advice_after, 7d, against a 5-hour trace).
+	code, _, errOut = cli("simulate", "-config", localConfig, "-trace", tr, "-advice-check")
+	words.add("the default advice_after", code, "", errOut)
+	if code != exitError {
 		t.Errorf("default advice_after on a 5-hour trace: exit %d, %q", code, errOut)
 	}
+	words.check(t, "simulate-advice-errors.golden", 4)
 }
 
 // TestSimulateHeadroomFlag: -headroom sets the buffer, 0 for none (the
@@ -300,11 +321,11 @@ func TestSimulateHeadroomFlag(t *testing.T) {
 // default.
 func TestDrainModel(t *testing.T) {
 	cfg := config.Defaults().Simulate // 2m, 0.02
-	zero := config.Simulate{}
+	zero := fleet.SimulateSettings{}
 	flag := func(d time.Duration) durationFlag { return durationFlag{d: d, set: true} }
 	tests := []struct {
 		name         string
-		cfg          config.Simulate
+		cfg          fleet.SimulateSettings
 		ckptDur      durationFlag
 		unresponsive float64
 		wantDur      time.Duration

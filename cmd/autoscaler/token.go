@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
-	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/secretfile"
 	"github.com/fleetcast/autoscaler/state"
 )
@@ -137,7 +137,7 @@ func controllerFlags(fs *flag.FlagSet) *apiFlags {
 // controller.state_dir; needed says the call cannot do without one) and
 // req as its JSON body (nil: none), and returns the answer's body, or an
 // error and the exit status it calls for.
-func callController(ctx context.Context, ctrl config.Controller, addr, caFile, method, route string, req any, needed bool) ([]byte, int, error) {
+func callController(ctx context.Context, ctrl fleet.ControllerSettings, addr, caFile, method, route string, req any, needed bool) ([]byte, int, error) {
 	apiToken := os.Getenv("FLEETCAST_API_TOKEN")
 	if apiToken == "" && (needed || ctrl.StateDir != "") {
 		var err error
@@ -183,7 +183,7 @@ func callController(ctx context.Context, ctrl config.Controller, addr, caFile, m
 // loopback unless controller.insecure; the certificate is verified against
 // caFile, else against controller.tls_cert_file itself (a certificate
 // trusts itself), for the name the certificate gives.
-func apiClient(c config.Controller, addr, caFile string) (string, *http.Client, error) {
+func apiClient(c fleet.ControllerSettings, addr, caFile string) (string, *http.Client, error) {
 	if addr == "" {
 		host, port, err := net.SplitHostPort(c.Listen)
 		if err != nil {
@@ -200,7 +200,7 @@ func apiClient(c config.Controller, addr, caFile string) (string, *http.Client, 
 	}
 	if u, err := url.Parse(addr); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", nil, fmt.Errorf("-addr %q: want the controller's URL, such as https://fleetcast.internal:8790", addr)
-	} else if u.Scheme == "http" && !config.Loopback(u.Host) && !c.Insecure {
+	} else if u.Scheme == "http" && !fleet.Loopback(u.Host) && !c.Insecure {
 		return "", nil, fmt.Errorf("-addr %s is plain http to a host other than loopback: the API token would cross the network in the clear; use https", addr)
 	}
 	if caFile == "" {
@@ -211,7 +211,7 @@ func apiClient(c config.Controller, addr, caFile string) (string, *http.Client, 
 		return "", nil, fmt.Errorf("the controller's certificate: %w", err)
 	}
 	if data != nil {
-		if u, err := url.Parse(addr); err == nil && config.Loopback(u.Host) {
+		if u, err := url.Parse(addr); err == nil && fleet.Loopback(u.Host) {
 			// On loopback, check the certificate for the name it is for.
 			if b, _ := pem.Decode(data); b != nil {
 				if leaf, err := x509.ParseCertificate(b.Bytes); err == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/daemon"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers/plugin"
 	"github.com/fleetcast/autoscaler/providers/registry"
@@ -85,7 +86,7 @@ type validateOptions struct {
 // validateConfig checks what parsing cannot: that `run` can drive the
 // pools (registry.Check), with -files that the files the config names
 // exist and can be read (and that those run loads at start load, with
-// run's own loadStartFiles), and, unless the plugins are skipped, what each
+// daemon.LoadStartFiles, as run reads them), and, unless the plugins are skipped, what each
 // plugin finds wrong with its config and its pools' targets (a plugin
 // whose executable -files refused is not started). It returns the
 // errors, each at its place, and the input files checked and those not
@@ -115,7 +116,7 @@ func validateConfig(log hclog.Logger, cfg *config.Config, o validateOptions) (di
 	if o.files && readable {
 		// What run makes of them at start: certificates that parse, a
 		// key that is the certificate's.
-		if _, _, err := loadStartFiles(cfg, log); err != nil {
+		if err := daemon.LoadStartFiles(cfg, log); err != nil {
 			diags = append(diags, errorDiagnostics(err)...)
 		}
 	}

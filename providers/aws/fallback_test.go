@@ -88,7 +88,8 @@ func (e *env) controller(t *testing.T, cfg *config.Config) (*controller.Controll
 		clouds[p.Name] = e.p
 	}
 	pending := &controller.Pending{}
-	c, err := controller.New(controller.Options{Config: cfg, Store: store, Clouds: clouds,
+	set := cfg.Settings()
+	c, err := controller.New(controller.Options{Settings: &set, Controller: cfg.Controller, Store: store, Clouds: clouds,
 		Agents: controller.NewAgents(e.clock.now), Pending: pending, Now: e.clock.now})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers"
 )
@@ -56,44 +55,4 @@ func (s Settings) IdentityZone(zone string) bool {
 func SettingsOf(pool fleet.Pool) Settings {
 	s, _ := pool.Settings.(Settings)
 	return s
-}
-
-// DecodeBlock decodes a pool's `gcp` block with decode and checks it (a
-// config.ProviderBlock's Decode).
-func DecodeBlock(in config.ProviderInput, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
-	block := in.Block
-	var s Settings
-	ok := decode(block.Body, &s)
-	if s.ZoneAt.Filename == "" && s.RegionAt.Filename == "" {
-		r := block.Body.MissingItemRange()
-		return s, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Missing required argument",
-			Detail: `The argument "zone" or "region" is required: a zonal managed instance group's zone, or a regional one's region.`, Subject: &r}}
-	}
-	if !ok {
-		return s, nil // reported by decode
-	}
-	return s, s.Validate(pool)
-}
-
-// Validate checks that no attribute is empty and that exactly one of zone
-// and region is set. Every diagnostic points at the attribute's value, or
-// at the block.
-func (s *Settings) Validate(pool fleet.Pool) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	for _, a := range []struct {
-		name, value string
-		at          hcl.Range
-	}{{"project", s.Project, s.ProjectAt}, {"zone", s.Zone, s.ZoneAt}, {"region", s.Region, s.RegionAt}, {"mig", s.MIG, s.MIGAt}, {"endpoint", s.Endpoint, s.EndpointAt}} {
-		if a.at.Filename != "" && a.value == "" {
-			diags = append(diags, config.InvalidValue(a.at, "%s must not be empty.", a.name))
-		}
-	}
-	if diags.HasErrors() {
-		return diags
-	}
-	switch {
-	case s.Zone != "" && s.Region != "":
-		diags = append(diags, config.InvalidValue(s.RegionAt, "set zone (a zonal managed instance group) or region (a regional one), not both."))
-	}
-	return diags
 }

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/checksum"
 	"github.com/fleetcast/autoscaler/providers"
 	pb "github.com/fleetcast/autoscaler/providers/plugin/proto"
 )
@@ -68,7 +68,7 @@ type Client struct {
 // with it (the protocol version, gRPC over mTLS) within StartTimeout and
 // ctx's deadline; it is not configured yet (Configure). A plugin that does not start, or answers the handshake
 // wrongly, is an error naming it, and its process is gone: one with
-// another checksum a *config.ChecksumError, with the checksum found; a
+// another checksum a *checksum.Error, with the checksum found; a
 // missing one an error that errors.Is fs.ErrNotExist.
 func Start(ctx context.Context, spec Spec, log hclog.Logger) (*Client, error) {
 	if log == nil {
@@ -79,8 +79,8 @@ func Start(ctx context.Context, spec Spec, log hclog.Logger) (*Client, error) {
 		return nil, fmt.Errorf("plugin %s: sha256 %q: want 64 hex digits", spec.Name, spec.SHA256)
 	}
 	// Checked here first for an error that says the checksum found (a
-	// *config.ChecksumError), and by go-plugin again as it starts it.
-	if err := config.VerifySHA256(spec.Path, spec.SHA256); err != nil {
+	// *checksum.Error), and by go-plugin again as it starts it.
+	if err := checksum.VerifySHA256(spec.Path, spec.SHA256); err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", spec.Name, err)
 	}
 	// The handshake within StartTimeout, and within ctx's deadline.

@@ -17,11 +17,15 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/checksum"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/aws"
+	"github.com/fleetcast/autoscaler/providers/aws/awsconfig"
 	"github.com/fleetcast/autoscaler/providers/gcp"
+	"github.com/fleetcast/autoscaler/providers/gcp/gcpconfig"
 	"github.com/fleetcast/autoscaler/providers/plugin"
-	"github.com/fleetcast/autoscaler/providers/sim"
+	"github.com/fleetcast/autoscaler/providers/plugin/pluginconfig"
+	"github.com/fleetcast/autoscaler/providers/sim/simconfig"
 )
 
 // Provider is one provider this build knows.
@@ -57,10 +61,10 @@ type Env struct {
 // Providers are the providers this build knows, by name.
 func Providers() []Provider {
 	return []Provider{
-		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderAWS, Decode: aws.DecodeBlock}, Open: openAWS},
-		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderGCP, Decode: gcp.DecodeBlock}, Open: openGCP},
-		{ProviderBlock: plugin.Block, Open: openPlugins},
-		{ProviderBlock: config.ProviderBlock{Name: fleet.ProviderSim, Optional: true, Decode: sim.DecodeBlock}, Simulated: true},
+		{ProviderBlock: awsconfig.Block, Open: openAWS},
+		{ProviderBlock: gcpconfig.Block, Open: openGCP},
+		{ProviderBlock: pluginconfig.Block, Open: openPlugins},
+		{ProviderBlock: simconfig.Block, Simulated: true},
 	}
 }
 
@@ -71,6 +75,15 @@ func Blocks() []config.ProviderBlock {
 		out = append(out, p.ProviderBlock)
 	}
 	return out
+}
+
+// OpenConfig makes the providers of a config's real pools, by pool name,
+// through the factories (Open): AWS pools get their GPU facts checked and
+// filled in from EC2, and, with spot_price_lookup, their price from the
+// current spot price.
+func OpenConfig(ctx context.Context, log hclog.Logger, cfg *config.Config) (map[string]providers.Provider, error) {
+	env := Env{Log: log, Fleet: cfg.Controller.Fleet, DefaultFleet: cfg.Controller.Fleet == fleet.DefaultControllerSettings().Fleet, Plugins: cfg.Plugins, Origin: cfg.Origin}
+	return Open(ctx, env, cfg.Pools)
 }
 
 // Load loads the config file at path with this build's providers.
@@ -308,7 +321,7 @@ func openPlugins(ctx context.Context, env Env, pools []fleet.Pool) (providers.Pr
 			diags = append(diags, notStarted(env.Origin, spec, err))
 		case len(found) > 0:
 			for _, d := range found {
-				at := plugin.Where(d, spec, by[name])
+				at := pluginconfig.Where(d, spec, by[name])
 				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: d.Summary,
 					Detail: fmt.Sprintf("%s (plugin %s, %s)", d.Detail, name, d.Path), Subject: &at})
 			}
@@ -336,7 +349,7 @@ func notStarted(origin *config.Origin, spec config.Plugin, err error) *hcl.Diagn
 		diag.Subject = nil
 	}
 	var at hcl.Range
-	switch ce := (*config.ChecksumError)(nil); {
+	switch ce := (*checksum.Error)(nil); {
 	case errors.As(err, &ce):
 		diag.Summary = "Checksum mismatch"
 		diag.Detail = fmt.Sprintf("plugin %s: %s has SHA-256 %s, but sha256 expects %s: it does not run (if this is the executable to run, set sha256 to what sha256sum prints).",

@@ -20,7 +20,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers"
 )
@@ -51,9 +50,9 @@ type Settings struct {
 // Provider is fleet.ProviderSim.
 func (Settings) Provider() string { return fleet.ProviderSim }
 
-// defaults are the settings of a pool whose sim block leaves them out (or
+// Defaults are the settings of a pool whose sim block leaves them out (or
 // that has none): capacity = max, no errors, initial = min.
-func defaults(p fleet.Pool) Settings { return Settings{Capacity: p.Max, Initial: p.Min} }
+func Defaults(p fleet.Pool) Settings { return Settings{Capacity: p.Max, Initial: p.Min} }
 
 // SettingsOf returns a pool's simulation settings: those of its sim block,
 // or, for a pool of another provider (simulate models any pool) or one
@@ -63,43 +62,7 @@ func SettingsOf(p fleet.Pool) Settings {
 	if s, ok := p.Settings.(Settings); ok {
 		return s
 	}
-	return defaults(p)
-}
-
-// DecodeBlock decodes a pool's `sim` block with decode and checks it (a
-// config.ProviderBlock's Decode); block is nil for a sim pool without
-// one, which takes the defaults.
-func DecodeBlock(in config.ProviderInput, pool fleet.Pool, decode config.Decoder) (fleet.ProviderSettings, hcl.Diagnostics) {
-	block := in.Block
-	s := defaults(pool)
-	if block == nil {
-		return s, nil
-	}
-	decode(block.Body, &s)
-	return s, s.Validate(pool)
-}
-
-// Validate checks the settings against the pool: capacity and initial not
-// negative, initial within the pool's max, an error rate from 0 to 1.
-// Every diagnostic points at the attribute's value.
-func (s *Settings) Validate(pool fleet.Pool) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	invalid := func(at hcl.Range, format string, args ...any) {
-		diags = append(diags, config.InvalidValue(at, format, args...))
-	}
-	if s.Capacity < 0 {
-		invalid(s.CapacityAt, "capacity must be 0 or more, got %d.", s.Capacity)
-	}
-	switch {
-	case s.Initial < 0:
-		invalid(s.InitialAt, "initial must be 0 or more, got %d.", s.Initial)
-	case pool.Max > 0 && s.Initial > pool.Max: // a max of 0 is invalid, and reported already
-		invalid(s.InitialAt, "initial (%d) is greater than the pool's max (%d).", s.Initial, pool.Max)
-	}
-	if s.ErrorRate < 0 || s.ErrorRate > 1 {
-		invalid(s.ErrorRateAt, "capacity_error_rate must be between 0 and 1, got %g.", s.ErrorRate)
-	}
-	return diags
+	return Defaults(p)
 }
 
 // Grant decides how many of want more instances a group of current

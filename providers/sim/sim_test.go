@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers"
 )
@@ -94,102 +93,13 @@ func TestCloudInjectedErrorsAreDeterministic(t *testing.T) {
 	}
 }
 
-// TestSettings: a sim block's settings, with their defaults (capacity =
-// max, no errors, initial = min), and its errors, each at its value.
-func TestSettings(t *testing.T) {
-	blocks := []config.ProviderBlock{{Name: fleet.ProviderSim, Optional: true, Decode: DecodeBlock}}
-	const head = "pool \"p\" {\n  provider = \"sim\"\n  instance_type = \"x\"\n  gpus_per_node = 8\n  price_per_hour = 1\n  min = 1\n  max = 10\n"
-	for _, tt := range []struct {
-		name, block string
-		want        Settings
-		err         string // the error's FILE:LINE:COL: error: SUMMARY: DETAIL, or ""
-	}{
-		{"no block", "", Settings{Capacity: 10, Initial: 1}, ""},
-		{"empty block", "  sim {}\n", Settings{Capacity: 10, Initial: 1}, ""},
-		{"all set", "  sim {\n    capacity = 4\n    initial = 2\n    capacity_error_rate = 0.1\n  }\n", Settings{Capacity: 4, Initial: 2, ErrorRate: 0.1}, ""},
-		{"a stockout", "  sim {\n    capacity = 0\n  }\n", Settings{Capacity: 0, Initial: 1}, ""},
-		{"negative capacity", "  sim {\n    capacity = -1\n  }\n", Settings{}, "t.hcl:9:16: error: Invalid value: capacity must be 0 or more, got -1."},
-		{"rate above 1", "  sim {\n    capacity_error_rate = 2\n  }\n", Settings{}, "t.hcl:9:27: error: Invalid value: capacity_error_rate must be between 0 and 1, got 2."},
-		{"initial above max", "  sim {\n    initial = 11\n  }\n", Settings{}, "t.hcl:9:15: error: Invalid value: initial (11) is greater than the pool's max (10)."},
-		{"unknown attribute", "  sim {\n    size = 1\n  }\n", Settings{}, "t.hcl:9:5: error: Unsupported argument: An argument named \"size\" is not expected here."},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := config.Parse("t.hcl", []byte(head+tt.block+"}\n"), blocks)
-			if tt.err != "" {
-				if len(diags) != 1 || config.FormatDiagnostic(diags[0]) != tt.err {
-					t.Fatalf("got %v, want the one error %s", diags, tt.err)
-				}
-				return
-			}
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
-			if got := SettingsOf(cfg.Pools[0]); got.Capacity != tt.want.Capacity || got.Initial != tt.want.Initial || got.ErrorRate != tt.want.ErrorRate {
-				t.Errorf("got %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-	// A pool made without settings, or of another provider, takes the
-	// defaults.
+// TestSettingsOf: a pool made without settings, or of another provider,
+// takes the defaults.
+func TestSettingsOf(t *testing.T) {
 	aws := simPool("p", nil)
 	aws.Provider, aws.Min = fleet.ProviderAWS, 2
 	if got := SettingsOf(aws); got != (Settings{Capacity: 10, Initial: 2}) {
 		t.Errorf("SettingsOf a pool without settings = %+v", got)
-	}
-}
-
-func localConfig(t *testing.T) *config.Config {
-	t.Helper()
-	cfg, diags := config.Load("../../examples/local.hcl", []config.ProviderBlock{{Name: fleet.ProviderSim, Optional: true, Decode: DecodeBlock}})
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	return cfg
-}
-
-func TestGenerate(t *testing.T) {
-	cfg := localConfig(t)
-	cloud, st := Generate(cfg, t0)
-	if err := st.Validate(cfg.Pools); err != nil {
-		t.Fatalf("generated state is invalid: %v", err)
-	}
-	// 14 days of 10-minute history, ending at now.
-	if len(st.History.Values) != 14*144 || !st.History.End().Equal(t0) {
-		t.Fatalf("history: %d values ending %v", len(st.History.Values), st.History.End())
-	}
-	states := map[fleet.NodeState]int{}
-	silent := 0
-	for _, n := range st.Nodes {
-		states[n.State]++
-		if n.State != fleet.Pending && t0.Sub(n.LastReport) > cfg.Controller.AgentTimeout {
-			silent++
-		}
-	}
-	if states[fleet.Draining] != 1 || states[fleet.Pending] != 1 || silent != 1 {
-		t.Fatalf("states %v, silent %d", states, silent)
-	}
-	// The spot pool is out of capacity, so it is backed off.
-	if len(st.Pools) != 1 || st.Pools[0].Name != "aws-spot-a100" || !st.Pools[0].BackoffUntil.After(t0) {
-		t.Fatalf("pool statuses = %+v", st.Pools)
-	}
-	// The cloud holds exactly the generated nodes.
-	ids := map[string]bool{}
-	for _, p := range cfg.Pools {
-		g, err := cloud.Describe(context.Background(), p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, in := range g.Instances {
-			ids[in.ID] = true
-		}
-	}
-	if len(ids) != len(st.Nodes) {
-		t.Fatalf("cloud has %d instances, state %d nodes", len(ids), len(st.Nodes))
-	}
-	// Deterministic for the seed.
-	_, again := Generate(cfg, t0)
-	if !reflect.DeepEqual(st, again) {
-		t.Fatal("two fleets generated with the same seed differ")
 	}
 }
 

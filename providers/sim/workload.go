@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers"
 )
@@ -26,11 +25,10 @@ type Workload struct {
 }
 
 // NewWorkload makes the workload of a config's `synthetic` block; unset base
-// and peak are 25% and 75% of the GPUs the fleet can hold.
-func NewWorkload(cfg *config.Config) Workload {
-	syn := cfg.Synthetic
+// and peak are 25% and 75% of the GPUs the fleet of s can hold.
+func NewWorkload(s fleet.Settings, syn fleet.SyntheticSettings) Workload {
 	w := Workload{Base: float64(syn.BaseGPUs), Peak: float64(syn.PeakGPUs), PeakHour: syn.PeakHour, Noise: syn.Noise, Seed: syn.Seed}
-	fleetMax := float64(cfg.MaxFleetGPUs())
+	fleetMax := float64(s.MaxFleetGPUs())
 	if syn.BaseGPUs == 0 {
 		w.Base = math.Round(0.25 * fleetMax)
 	}
@@ -81,16 +79,16 @@ func (w Workload) History(end time.Time, step, length time.Duration) fleet.Serie
 // progress (6 minutes old, its job not yet checkpointed) in the dearest burst
 // pool with two or more nodes, and a silent agent (7 minutes) in a fleet of
 // six or more nodes. Everything is deterministic for the synthetic seed.
-func Generate(cfg *config.Config, now time.Time) (*Cloud, fleet.State) {
-	seed := cfg.Synthetic.Seed
-	cloud := New(cfg.Pools, seed, func() time.Time { return now })
+func Generate(s fleet.Settings, syn fleet.SyntheticSettings, now time.Time) (*Cloud, fleet.State) {
+	seed := syn.Seed
+	cloud := New(s.Pools, seed, func() time.Time { return now })
 	rng := rand.New(rand.NewPCG(uint64(seed), 0xf1ee7))
-	w := NewWorkload(cfg)
-	step := cfg.Forecast.Step
+	w := NewWorkload(s, syn)
+	step := s.Forecast.Step
 	end := now.Truncate(step)
-	st := fleet.State{CapturedAt: now, History: w.History(end, step, cfg.Forecast.History)}
+	st := fleet.State{CapturedAt: now, History: w.History(end, step, s.Forecast.History)}
 
-	pools := byPrice(cfg.Pools)
+	pools := byPrice(s.Pools)
 	var burst []*fleet.Pool
 	for _, p := range pools {
 		if p.Capacity != fleet.Reserved {
@@ -136,7 +134,7 @@ func Generate(cfg *config.Config, now time.Time) (*Cloud, fleet.State) {
 	// Jobs, first-fit, up to the demand now.
 	free := make([]int, len(nodes))
 	for i := range nodes {
-		free[i] = cfg.Pool(nodes[i].Pool).GPUsPerNode
+		free[i] = s.Pool(nodes[i].Pool).GPUsPerNode
 	}
 	want := int(w.At(now))
 	for j := 0; want > 0; j++ {

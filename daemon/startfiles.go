@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"crypto/x509"
@@ -12,13 +12,19 @@ import (
 	"github.com/fleetcast/autoscaler/providers/registry"
 )
 
-// loadStartFiles loads what `run` reads at start from the files the
-// config names: the certificates that sign EC2 instance identity
-// documents, and the API's TLS certificate and key (certs is nil without
-// TLS). `run` and `validate -files` both call it, so that the files
-// validate passes are the ones run takes. What is wrong with a file is
-// an error at the attribute that names it (see atAttribute), all of them
-// joined.
+// LoadStartFiles checks what the controller reads at start from the
+// files the config names: the certificates that sign EC2 instance
+// identity documents, and the API's TLS certificate and key. `run` (Start)
+// and `validate -files` both call it, so that the files validate passes
+// are the ones run takes. What is wrong with a file is an error at the
+// attribute that names it (see atAttribute), all of them joined.
+func LoadStartFiles(cfg *config.Config, log hclog.Logger) error {
+	_, _, err := loadStartFiles(cfg, log)
+	return err
+}
+
+// loadStartFiles is LoadStartFiles, with what the files hold (certs is nil
+// without TLS).
 func loadStartFiles(cfg *config.Config, log hclog.Logger) (awsRoots []*x509.Certificate, certs *certFiles, err error) {
 	var errs []error
 	if f := cfg.Controller.AWSIdentityCertificates; f != "" {

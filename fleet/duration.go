@@ -1,12 +1,10 @@
-package config
+package fleet
 
 import (
 	"errors"
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/fleetcast/autoscaler/fleet"
 )
 
 // durationUnits maps each unit ParseDuration accepts to its length in
@@ -24,8 +22,8 @@ var durationUnits = map[string]uint64{
 	"w":  uint64(7 * 24 * time.Hour),
 }
 
-// durationForm describes the accepted duration syntax in error messages.
-const durationForm = `a duration such as "90s", "10m", "1h30m", "14d" or "1d12h" (units ns, us, ms, s, m, h, d = 24h, w = 7d)`
+// DurationForm describes the accepted duration syntax in error messages.
+const DurationForm = `a duration such as "90s", "10m", "1h30m", "14d" or "1d12h" (units ns, us, ms, s, m, h, d = 24h, w = 7d)`
 
 // ParseDuration parses a duration such as "90s", "1h30m", "14d" or "1d12h".
 // It accepts what time.ParseDuration accepts (an optional sign, then a
@@ -125,9 +123,36 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 // exact ("10m", "14d"), and as Go does otherwise ("1m30s"): either way
 // ParseDuration reads d back. For machine-read output, such as JSON.
 func FormatDurationExact(d time.Duration) string {
-	s := fleet.FormatDuration(d)
+	s := FormatDuration(d)
 	if back, err := ParseDuration(s); err == nil && back == d {
 		return s
 	}
 	return d.String()
+}
+
+// FormatDuration formats a duration the way a person reads it, in a form
+// the config's durations accept: "45s", "35m", "2h", "2h5m", "3d4h". Durations of a
+// minute or more are rounded to the minute, of two days or more to the hour.
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-" + FormatDuration(-d)
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Round(time.Minute)/time.Minute))
+	case d >= 48*time.Hour:
+		d = d.Round(time.Hour)
+		days, h := int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour)
+		if h == 0 {
+			return fmt.Sprintf("%dd", days)
+		}
+		return fmt.Sprintf("%dd%dh", days, h)
+	}
+	d = d.Round(time.Minute)
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	if m == 0 {
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%dm", h, m)
 }

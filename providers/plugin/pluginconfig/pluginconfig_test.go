@@ -1,4 +1,4 @@
-package plugin
+package pluginconfig
 
 import (
 	"testing"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers/plugin"
 )
 
 // TestWhere: a plugin's diagnostic is placed at what its path names, as
@@ -17,9 +18,9 @@ func TestWhere(t *testing.T) {
 	}
 	spec := config.Plugin{Name: "racks", DefRange: at(1), ConfigAt: map[string]hcl.Range{"endpoint": at(2), "list_command": at(3)}}
 	pools := []fleet.Pool{
-		{Name: "a", Settings: Settings{Plugin: "racks", PluginAt: at(10), BlockAt: at(11), TargetAt: map[string]hcl.Range{"rack": at(12)}}},
-		{Name: "a-2", Settings: Settings{Plugin: "racks", PluginAt: at(20)}},
-		{Name: "a.b", Settings: Settings{Plugin: "racks", PluginAt: at(30), BlockAt: at(31), TargetAt: map[string]hcl.Range{"x": at(32)}}},
+		{Name: "a", Settings: plugin.Settings{Plugin: "racks", PluginAt: at(10), BlockAt: at(11), TargetAt: map[string]hcl.Range{"rack": at(12)}}},
+		{Name: "a-2", Settings: plugin.Settings{Plugin: "racks", PluginAt: at(20)}},
+		{Name: "a.b", Settings: plugin.Settings{Plugin: "racks", PluginAt: at(30), BlockAt: at(31), TargetAt: map[string]hcl.Range{"x": at(32)}}},
 	}
 	for _, tt := range []struct {
 		path string
@@ -45,7 +46,7 @@ func TestWhere(t *testing.T) {
 		{"pool.a.b", 30},
 		{"pool.a.targets", 10},
 	} {
-		if got := Where(Diagnostic{Path: tt.path}, spec, pools); got.Start.Line != tt.line {
+		if got := Where(plugin.Diagnostic{Path: tt.path}, spec, pools); got.Start.Line != tt.line {
 			t.Errorf("Where(%q) at line %d; want %d", tt.path, got.Start.Line, tt.line)
 		}
 	}

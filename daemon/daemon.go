@@ -1,0 +1,322 @@
+// Package daemon is the running controller: what `autoscaler run` starts.
+// Start assembles the parts from a decoded config, each given the typed
+// settings it reads: the state, the API tokens and node credentials, the
+// clouds (or, for simulated pools, the simulated world: a clock running
+// ahead of real time, the simulated cloud saved beside the state, and the
+// synthetic workload's jobs), the controller, and its HTTP API; Run drives
+// the control cycles until the context ends; Close stops them all. The
+// command parses flags and prints; this package prints nothing.
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/api/idtoken"
+
+	"github.com/fleetcast/autoscaler/apiauth"
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/secretfile"
+	"github.com/fleetcast/autoscaler/loop"
+	"github.com/fleetcast/autoscaler/nodeauth"
+	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/providers/registry"
+	"github.com/fleetcast/autoscaler/simfleet"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// Options are what Start needs beyond the config.
+type Options struct {
+	// Config is the decoded config; Start checks that its pools can be
+	// driven (registry.Check) and passes each part its own settings.
+	Config *config.Config
+	Log    hclog.Logger
+	// DryRun plans every cycle and changes nothing.
+	DryRun bool
+	// Speed is simulated seconds per real second, for simulated pools
+	// (above 0); SimStart is when simulated time starts (zero: now; a
+	// restarted run resumes after the last demand it recorded).
+	Speed    float64
+	SimStart time.Time
+	// Listen is the API's address; StateDir the directory of the state
+	// and secrets. Empty: the config's controller.listen and state_dir.
+	Listen   string
+	StateDir string
+	// LoopbackReads serves the GET /v1/ reads without a token when Listen
+	// is a loopback address.
+	LoopbackReads bool
+	// RootToken is the operator's API token (FLEETCAST_API_TOKEN); empty:
+	// the one in the state directory, created at first start.
+	RootToken string
+}
+
+// Info is what a started daemon tells its operator.
+type Info struct {
+	// Live is true for real clouds, false for the simulated one.
+	Live bool
+	// Pools is the number of pools; FirstPool the name of the first.
+	Pools     int
+	FirstPool string
+	// Interval is the (simulated) time between cycles; Speed the
+	// simulated seconds per real second (simulated pools only).
+	Interval time.Duration
+	Speed    float64
+	// Scheme and Addr are the API's: "http" or "https", and the address
+	// it listens on.
+	Scheme, Addr string
+	// StatePath is the state's file; RootTokenSource where the root
+	// token came from (FLEETCAST_API_TOKEN, or its file).
+	StatePath, RootTokenSource string
+}
+
+// Daemon is a started controller with its API and, on the simulated
+// cloud, its simulated world.
+type Daemon struct {
+	o        Options
+	ctl      fleet.ControllerSettings
+	info     Info
+	store    *state.Store
+	clouds   map[string]providers.Provider
+	c        *controller.Controller
+	srv      *http.Server
+	clock    func() time.Time
+	sim      *simMode
+	jobs     *simfleet.Fleet
+	started  time.Time
+	closers  []func()
+	backfill controller.Backfilled
+	filled   bool
+}
+
+// Start opens the state, the clouds and the credentials, makes the
+// controller and recovers its journal, and serves the API. Close it.
+func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
+	cfg := o.Config
+	if err := registry.Check(cfg); err != nil {
+		return nil, err
+	}
+	if o.Log == nil {
+		o.Log = hclog.NewNullLogger()
+	}
+	ctl := cfg.Controller
+	if o.Listen == "" {
+		o.Listen = ctl.Listen
+	}
+	if o.StateDir != "" {
+		ctl.StateDir = o.StateDir
+	}
+	if !registry.Simulated(cfg.Pools) {
+		o.Speed = 0
+	} else if !(o.Speed > 0) {
+		return nil, fmt.Errorf("simulated speed %v: want a number above 0", o.Speed)
+	}
+	d := &Daemon{o: o, ctl: ctl}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	log := o.Log
+	if d.store, err = state.Open(ctl.StateDir); err != nil {
+		return nil, err
+	}
+	d.closers = append(d.closers, func() { d.store.Close() })
+	if err := ctl.CheckListen(o.Listen); err != nil {
+		return nil, err
+	}
+	// The root token, an operator's: Options.RootToken, else the one in
+	// the state directory. Schedulers and monitoring get tokens of their
+	// own scopes (`api-token create`).
+	rootToken, rootSource := o.RootToken, "FLEETCAST_API_TOKEN"
+	if rootToken == "" {
+		rootSource = filepath.Join(ctl.StateDir, "api-token")
+		if rootToken, err = secretFile(rootSource, 24); err != nil {
+			return nil, err
+		}
+	}
+	tokens, err := apiauth.NewTokens(d.store, nil, log.Named("api-tokens"))
+	if err != nil {
+		return nil, err
+	}
+	if err := tokens.SetRoot(rootToken, rootSource); err != nil {
+		return nil, err
+	}
+
+	live := o.Speed == 0
+	if live {
+		d.clock = func() time.Time { return time.Now().UTC() }
+		if d.clouds, err = registry.OpenConfig(ctx, log, cfg); err != nil {
+			return nil, err
+		}
+		d.closers = append(d.closers, func() { registry.Close(d.clouds) }) // the plugins stopped, with their processes
+	} else {
+		if d.sim, err = newSimMode(cfg, ctl, d.store, o.SimStart); err != nil {
+			return nil, err
+		}
+		d.clock, d.clouds = d.sim.clock.Now, d.sim.clouds
+	}
+	creds, err := nodeauth.NewRegistry(d.store, nil, log.Named("credentials"))
+	if err != nil {
+		return nil, err
+	}
+	awsRoots, certs, err := loadStartFiles(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	var gcpIdentity *nodeauth.GCPVerifier
+	if aud := ctl.GCPIdentityAudience; aud != "" {
+		// Google's keys, fetched when first needed and cached as long as
+		// Google says.
+		v, err := idtoken.NewValidator(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("controller.gcp_identity_audience: %w", err)
+		}
+		gcpIdentity = &nodeauth.GCPVerifier{Audience: aud, Validator: v}
+	}
+	agents, pending := controller.NewAgents(d.clock), &controller.Pending{}
+	var source controller.DemandSource
+	if dm := cfg.Demand; dm.PrometheusURL != "" {
+		if source, err = controller.NewPrometheusDemand(dm.PrometheusURL, dm.PrometheusQuery, dm.PrometheusTimeout); err != nil {
+			return nil, err
+		}
+		log.Info("demand source", "prometheus", dm.PrometheusURL, "query", dm.PrometheusQuery)
+	}
+	set := cfg.Settings()
+	d.c, err = controller.New(controller.Options{Settings: &set, Controller: ctl, Backfill: cfg.Demand.Backfill, Store: d.store,
+		Clouds: d.clouds, Agents: agents, Pending: pending, Demand: source, Now: d.clock, Log: log, DryRun: o.DryRun, Credentials: creds})
+	if err != nil {
+		return nil, err
+	}
+	if err := d.c.Recover(ctx); err != nil {
+		return nil, err
+	}
+	d.backfill, d.filled = d.c.Backfilled()
+	if d.sim != nil {
+		d.jobs, err = simfleet.New(simfleet.Options{Pools: cfg.Pools, Cloud: d.sim.cloud, Workload: d.sim.workload, Start: d.clock(),
+			CheckpointDuration: cfg.Simulate.CheckpointDuration, CheckpointEvery: cfg.Simulate.CheckpointInterval,
+			Reports: agents, Pending: pendingTo(pending), Seed: cfg.Synthetic.Seed})
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("HTTP API on %s: %w (set controller.listen or -listen)", o.Listen, err)
+	}
+	api := controller.APIOptions{Credentials: creds, Tokens: tokens, OpenReads: o.LoopbackReads && fleet.Loopback(o.Listen),
+		Auth: &nodeauth.Server{Registry: creds, BootstrapFile: ctl.BootstrapTokenFile, AWSRoots: awsRoots, GCP: gcpIdentity,
+			Live: d.c.LivePool, Machine: d.c.MachineOf, Log: log.Named("credentials")},
+		Demand: &controller.DemandReceiver{Pools: cfg.Pools, Pending: pending, Now: d.clock, Log: log}}
+	if plugins := registry.Plugins(d.clouds); plugins != nil {
+		api.Plugins, api.Auth.Plugins = plugins, plugins
+	}
+	// Bounded reads and idle connections: a peer that opens connections
+	// and sends nothing cannot hold them (or the process's files).
+	d.srv = &http.Server{Handler: d.c.Handler(api), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	scheme := "http"
+	if certs != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, certs.config())
+	} else if !fleet.Loopback(o.Listen) {
+		log.Warn("serving plain HTTP off loopback (controller.insecure): node credentials and the API token cross the network in the clear", "listen", o.Listen)
+	}
+	go d.srv.Serve(ln)
+	d.closers = append(d.closers, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		d.srv.Shutdown(sctx)
+	})
+	d.started = d.clock()
+	d.info = Info{Live: live, Pools: len(cfg.Pools), FirstPool: cfg.Pools[0].Name, Interval: ctl.Interval, Speed: o.Speed,
+		Scheme: scheme, Addr: ln.Addr().String(), StatePath: d.store.Path(), RootTokenSource: rootSource}
+	return d, nil
+}
+
+// Info is what the daemon tells its operator at start.
+func (d *Daemon) Info() Info { return d.info }
+
+// Backfilled is what the controller's start did to fill the demand
+// history from the demand source (controller.Controller.Backfilled).
+func (d *Daemon) Backfilled() (controller.Backfilled, bool) { return d.backfill, d.filled }
+
+// Run runs control cycles until ctx ends or, with runFor above 0, that
+// much (simulated) time has passed: on real clouds one at once and then
+// every interval; on the simulated cloud every interval divided by the
+// speed, each moving simulated time on by an interval and the workload's
+// jobs with it. After, if set, is given every cycle's result.
+func (d *Daemon) Run(ctx context.Context, runFor time.Duration, after func(now time.Time, r loop.CycleResult)) error {
+	ro := controller.RunOptions{For: runFor, Immediately: d.sim == nil}
+	if d.sim != nil {
+		ro.Every = max(time.Millisecond, time.Duration(float64(d.ctl.Interval)/d.o.Speed))
+		ro.Before = func(ctx context.Context) error {
+			d.sim.clock.Add(d.ctl.Interval)
+			return d.jobs.Step(ctx, d.clock())
+		}
+	}
+	if after != nil {
+		ro.After = func(now time.Time, r loop.CycleResult, _ error) { after(now, r) }
+	}
+	return d.c.Run(ctx, ro)
+}
+
+// Started is the (simulated) time Start finished at; Elapsed the time
+// since.
+func (d *Daemon) Started() time.Time { return d.started }
+
+// Elapsed is the (simulated) time since Start.
+func (d *Daemon) Elapsed() time.Duration { return d.clock().Sub(d.started) }
+
+// Stats is the simulated fleet's score so far; ok is false on real
+// clouds, whose lost work the controller cannot know.
+func (d *Daemon) Stats() (s simfleet.Stats, ok bool) {
+	if d.jobs == nil {
+		return simfleet.Stats{}, false
+	}
+	return d.jobs.Stats(), true
+}
+
+// Close stops the API, the plugins' processes and the state, in the
+// reverse of the order Start opened them.
+func (d *Daemon) Close() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+	d.closers = nil
+}
+
+// secretFile returns the secret in path: n random bytes as hex text,
+// created (mode 0600) if the file does not exist. A secret file others can
+// read, or a short one, is refused.
+func secretFile(path string, n int) (string, error) {
+	secret, err := secretfile.Read(path)
+	if errors.Is(err, os.ErrNotExist) {
+		raw := make([]byte, n)
+		rand.Read(raw)
+		secret = hex.EncodeToString(raw)
+		if err := secretfile.Write(path, secret); err != nil {
+			return "", fmt.Errorf("creating secret: %w", err)
+		}
+		return secret, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("secret: %w", err)
+	}
+	if len(secret) < 2*n {
+		return "", fmt.Errorf("secret %s: %d characters, want at least %d", path, len(secret), 2*n)
+	}
+	return secret, nil
+}

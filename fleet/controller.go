@@ -1,0 +1,109 @@
+package fleet
+
+import (
+	"fmt"
+	"net"
+	"time"
+)
+
+// ControllerSettings are the `controller` block: the long-running loop.
+type ControllerSettings struct {
+	// Interval between control cycles.
+	Interval time.Duration
+	// Listen is the address of the HTTP API.
+	Listen string
+	// StateDir holds the controller's durable state.
+	StateDir string
+	// AgentTimeout: a node whose agent has not reported for this long is
+	// silent and never treated as idle.
+	AgentTimeout time.Duration
+	// Fleet names the fleet: set as a tag (fleetcast/fleet) on every
+	// instance the controller launches where the cloud keeps tags, so that
+	// it reaps only its own fleet's orphans (instances of pools taken out
+	// of the config), never another controller's (a staging fleet beside
+	// prod). Lowercase letters, digits and dashes, at most 63.
+	Fleet string
+	// TLSCertFile and TLSKeyFile are the API's certificate (with its chain)
+	// and key, PEM; both or neither. They are read again when they change,
+	// so a renewed certificate needs no restart.
+	TLSCertFile string
+	TLSKeyFile  string
+	// Insecure allows plain HTTP on an address other than loopback: agents'
+	// credentials and the API token then cross the network in the clear.
+	Insecure bool
+	// BootstrapTokenFile holds the fleet's bootstrap secret (mode 0600, at
+	// least 32 characters), which a node presents with the cloud's signed
+	// identity of its instance to get its own credential; it can do nothing
+	// else. Empty: nodes cannot bootstrap (an operator issues credentials).
+	BootstrapTokenFile string
+	// AWSIdentityCertificates is a PEM file of the certificates that sign
+	// EC2 instance identity documents (AWS publishes one per region; the
+	// RSA ones), the trust root of AWS nodes' bootstrap.
+	AWSIdentityCertificates string
+	// GCPIdentityAudience is the audience Compute Engine identity tokens
+	// must be for, the controller's URL as the agents reach it: set, GCP
+	// nodes bootstrap with the identity token the metadata server signs
+	// for it, and need no bootstrap secret. Empty: they cannot bootstrap.
+	GCPIdentityAudience string
+}
+
+// TLS reports whether the API serves HTTPS.
+func (c ControllerSettings) TLS() bool { return c.TLSCertFile != "" }
+
+// Loopback reports whether a listen address (host:port) accepts only
+// connections from this machine: 127.0.0.0/8, ::1 or localhost. An empty
+// host (":8790") listens on every interface.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// CheckListen says why the API may not serve on addr as configured: plain
+// HTTP on an address other than loopback, without Insecure.
+func (c ControllerSettings) CheckListen(addr string) error {
+	if c.TLS() || c.Insecure || Loopback(addr) {
+		return nil
+	}
+	return fmt.Errorf("the API would serve plain HTTP on %s, which is not a loopback address: agents' credentials and the API token would cross the network in the clear. Set controller.tls_cert_file and tls_key_file, or listen on 127.0.0.1, or set controller.insecure = true to accept it", addr)
+}
+
+// DemandSettings are the `demand` block: an optional Prometheus query for the GPUs
+// in use, for fleets that already export DCGM metrics. The demand history
+// (what the forecaster learns from) counts the larger of the agents' GPUs
+// in use and the query's answer; the planner's view of each node, and so
+// every drain, still comes from the agents alone.
+type DemandSettings struct {
+	// PrometheusURL is the Prometheus server's base URL, e.g.
+	// "http://prometheus:9090"; empty for no query.
+	PrometheusURL string
+	// PrometheusQuery is a PromQL expression giving the GPUs in use: a
+	// scalar, or an instant vector whose samples are summed.
+	PrometheusQuery string
+	// PrometheusTimeout bounds each query.
+	PrometheusTimeout time.Duration
+	// Backfill, with a query, has the controller fill the steps of its
+	// demand history's window (forecast.history) that it has not recorded
+	// from the query's past answers (a range query) when it starts; the
+	// recorded steps win. Default true; false where the query counts only
+	// part of the demand (the GPUs on nodes without agents, say).
+	Backfill bool
+}
+
+// DefaultControllerSettings are the controller block's defaults
+// (config.Defaults).
+func DefaultControllerSettings() ControllerSettings {
+	return ControllerSettings{
+		Interval:     time.Minute,
+		Listen:       "127.0.0.1:8790",
+		StateDir:     "./fleetcast-state",
+		AgentTimeout: 3 * time.Minute,
+		Fleet:        "default",
+	}
+}
