@@ -19,6 +19,10 @@ type Config struct {
 	Drain      fleet.DrainSettings
 	Limits     fleet.Limits
 	Controller fleet.ControllerSettings
+	// AgentTimeout is the controller block's agent_timeout: a node whose
+	// agent has not reported for this long is silent (the planner's
+	// fleet.Settings.AgentTimeout).
+	AgentTimeout time.Duration
 	// Demand names the demand sources beyond the agents and the pushed
 	// pending demand.
 	Demand fleet.DemandSettings
@@ -59,23 +63,20 @@ func (c *Config) PluginNamed(name string) (Plugin, bool) {
 }
 
 // Defaults returns the config every optional field falls back to. It is the
-// one place defaults are set (the forecast, drain, limits, controller and
-// simulate blocks' in package fleet, where the parts read them too);
+// one place defaults are set (every block's but a pool's in package fleet,
+// where the parts read them too);
 // docs/config.md lists the same.
 func Defaults() Config {
 	set := fleet.DefaultSettings()
 	return Config{
-		Forecast:   set.Forecast,
-		Drain:      set.Drain,
-		Limits:     set.Limits,
-		Controller: fleet.DefaultControllerSettings(),
-		Demand:     fleet.DemandSettings{PrometheusTimeout: 10 * time.Second, Backfill: true},
-		Synthetic: fleet.SyntheticSettings{
-			Seed:     1,
-			PeakHour: 15,
-			Noise:    0.08,
-		},
-		Simulate: fleet.DefaultSimulateSettings(),
+		Forecast:     set.Forecast,
+		Drain:        set.Drain,
+		Limits:       set.Limits,
+		AgentTimeout: set.AgentTimeout,
+		Controller:   fleet.DefaultControllerSettings(),
+		Demand:       fleet.DefaultDemandSettings(),
+		Synthetic:    fleet.DefaultSyntheticSettings(),
+		Simulate:     fleet.DefaultSimulateSettings(),
 	}
 }
 
@@ -101,5 +102,5 @@ func (c *Config) MaxFleetGPUs() int { s := c.Settings(); return s.MaxFleetGPUs()
 // Settings are what the planner reads of the config: the pools and the
 // forecast, drain and limit settings, and the agent timeout.
 func (c *Config) Settings() fleet.Settings {
-	return fleet.Settings{Pools: c.Pools, Forecast: c.Forecast, Drain: c.Drain, Limits: c.Limits, AgentTimeout: c.Controller.AgentTimeout}
+	return fleet.Settings{Pools: c.Pools, Forecast: c.Forecast, Drain: c.Drain, Limits: c.Limits, AgentTimeout: c.AgentTimeout}
 }

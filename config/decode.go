@@ -77,7 +77,7 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 		case "controller":
 			var v controllerBody
 			d.decode(b.Body, &v)
-			v.Validate(d, &cfg.Controller)
+			v.Validate(d, &cfg.Controller, &cfg.AgentTimeout)
 		case "demand":
 			var v demandBody
 			d.decode(b.Body, &v)

@@ -204,12 +204,13 @@ func (l *limitsBody) Validate(d *decoder, out *fleet.Limits) {
 	}
 }
 
-// Validate checks the controller block and fills out: durations, a listen
+// Validate checks the controller block and fills out and agentTimeout
+// (the planner's, fleet.Settings.AgentTimeout): durations, a listen
 // address (plain HTTP only on loopback or with insecure), a fleet name a
 // tag can hold, and TLS files in pairs. Every error points at the value it refuses.
-func (c *controllerBody) Validate(d *decoder, out *fleet.ControllerSettings) {
+func (c *controllerBody) Validate(d *decoder, out *fleet.ControllerSettings, agentTimeout *time.Duration) {
 	d.duration("interval", c.Interval, c.IntervalAt, false, &out.Interval)
-	d.duration("agent_timeout", c.AgentTimeout, c.AgentTimeoutAt, false, &out.AgentTimeout)
+	d.duration("agent_timeout", c.AgentTimeout, c.AgentTimeoutAt, false, agentTimeout)
 	listen := d.state(c.ListenAt)
 	if listen == set {
 		if _, _, err := net.SplitHostPort(c.Listen); err != nil {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -123,6 +124,14 @@ type Options struct {
 func New(o Options) (*Controller, error) {
 	if o.Settings == nil || o.Store == nil || o.Agents == nil || o.Pending == nil || o.Now == nil {
 		return nil, errors.New("controller: settings, store, agents, pending demand and clock are required")
+	}
+	switch {
+	case o.Controller.Interval <= 0:
+		return nil, fmt.Errorf("controller: interval %v: want a duration above 0 (fleet.DefaultControllerSettings has the default)", o.Controller.Interval)
+	case o.Controller.Fleet == "":
+		return nil, errors.New("controller: no fleet name (fleet.DefaultControllerSettings has the default)")
+	case o.Settings.AgentTimeout <= 0:
+		return nil, fmt.Errorf("controller: agent timeout %v: want a duration above 0 (fleet.DefaultSettings has the default)", o.Settings.AgentTimeout)
 	}
 	log := o.Log
 	if log == nil {

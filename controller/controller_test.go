@@ -73,7 +73,7 @@ type testConfig struct {
 
 // testDefaults are the defaults, with no pools.
 func testDefaults() testConfig {
-	return testConfig{Settings: fleet.DefaultSettings(), Controller: fleet.DefaultControllerSettings(), Demand: fleet.DemandSettings{Backfill: true}}
+	return testConfig{Settings: fleet.DefaultSettings(), Controller: fleet.DefaultControllerSettings(), Demand: fleet.DefaultDemandSettings()}
 }
 
 func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *cycler {

@@ -104,6 +104,9 @@ type Daemon struct {
 // controller and recovers its journal, and serves the API. Close it.
 func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 	cfg := o.Config
+	if cfg == nil || len(cfg.Pools) == 0 {
+		return nil, errors.New("daemon: no config, or a config without pools")
+	}
 	if err := registry.Check(cfg); err != nil {
 		return nil, err
 	}

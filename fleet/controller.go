@@ -14,9 +14,6 @@ type ControllerSettings struct {
 	Listen string
 	// StateDir holds the controller's durable state.
 	StateDir string
-	// AgentTimeout: a node whose agent has not reported for this long is
-	// silent and never treated as idle.
-	AgentTimeout time.Duration
 	// Fleet names the fleet: set as a tag (fleetcast/fleet) on every
 	// instance the controller launches where the cloud keeps tags, so that
 	// it reaps only its own fleet's orphans (instances of pools taken out
@@ -100,10 +97,14 @@ type DemandSettings struct {
 // (config.Defaults).
 func DefaultControllerSettings() ControllerSettings {
 	return ControllerSettings{
-		Interval:     time.Minute,
-		Listen:       "127.0.0.1:8790",
-		StateDir:     "./fleetcast-state",
-		AgentTimeout: 3 * time.Minute,
-		Fleet:        "default",
+		Interval: time.Minute,
+		Listen:   "127.0.0.1:8790",
+		StateDir: "./fleetcast-state",
+		Fleet:    "default",
 	}
+}
+
+// DefaultDemandSettings are the demand block's defaults (config.Defaults).
+func DefaultDemandSettings() DemandSettings {
+	return DemandSettings{PrometheusTimeout: 10 * time.Second, Backfill: true}
 }

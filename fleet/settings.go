@@ -212,6 +212,6 @@ func DefaultSettings() Settings {
 			ScaleInDelayAfterLaunch: 10 * time.Minute,
 			ScaleInUnneededTime:     10 * time.Minute,
 		},
-		AgentTimeout: DefaultControllerSettings().AgentTimeout,
+		AgentTimeout: 3 * time.Minute,
 	}
 }

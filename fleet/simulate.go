@@ -84,3 +84,9 @@ func DefaultSimulateSettings() SimulateSettings {
 		HeadroomPlaceholders: PlaceholdersNode,
 	}
 }
+
+// DefaultSyntheticSettings are the synthetic block's defaults
+// (config.Defaults): its base and peak follow the fleet's size.
+func DefaultSyntheticSettings() SyntheticSettings {
+	return SyntheticSettings{Seed: 1, PeakHour: 15, Noise: 0.08}
+}

@@ -30,7 +30,7 @@ func genInput(t *rapid.T) Input {
 	cfg := config.Defaults()
 	cfg.Drain.CheckpointMaxAge = time.Duration(rapid.IntRange(5, 60).Draw(t, "ckMaxAge")) * time.Minute
 	cfg.Drain.Timeout = time.Duration(rapid.IntRange(5, 40).Draw(t, "drainTimeout")) * time.Minute
-	cfg.Controller.AgentTimeout = time.Duration(rapid.IntRange(1, 10).Draw(t, "agentTimeout")) * time.Minute
+	cfg.AgentTimeout = time.Duration(rapid.IntRange(1, 10).Draw(t, "agentTimeout")) * time.Minute
 	cfg.Limits.MaxScaleInPerCycle = rapid.IntRange(1, 10).Draw(t, "maxScaleIn")
 	cfg.Forecast.Hysteresis = time.Duration(rapid.IntRange(0, 60).Draw(t, "hysteresis")) * time.Minute
 	cfg.Limits.SilentShareHalt = rapid.Float64Range(0.05, 1).Draw(t, "silentHalt")

@@ -205,7 +205,7 @@ func sourceFS(t *testing.T) fs.FS {
 	root := moduleRoot(t)
 	o := overlaid{FS: os.DirFS(root), root: root}
 	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
-		path, ok := strings.CutPrefix(f, "-overlay=")
+		path, ok := strings.CutPrefix("-"+strings.TrimLeft(f, "-"), "-overlay=")
 		if !ok {
 			continue
 		}
@@ -230,7 +230,10 @@ type overlaid struct {
 
 // Open opens name's stand-in if the overlay replaces it.
 func (o overlaid) Open(name string) (fs.File, error) {
-	if alt, ok := o.overlay.Replace[filepath.Join(o.root, filepath.FromSlash(name))]; ok && alt != "" {
+	if alt, ok := o.overlay.Replace[filepath.Join(o.root, filepath.FromSlash(name))]; ok {
+		if alt == "" { // deleted
+			return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		}
 		return os.Open(alt)
 	}
 	return o.FS.Open(name)

@@ -34,7 +34,7 @@ func runRun(e *env, args []string) int {
 	if !ok {
 		return code
 	}
-	if *speed <= 0 {
+	if !(*speed > 0) {
 		fmt.Fprintf(e.stderr, "run: -sim-speed %v: want a number above 0\n", *speed)
 		return exitUsage
 	}

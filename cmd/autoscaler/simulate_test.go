@@ -144,7 +144,7 @@ func TestSimulateErrors(t *testing.T) {
 		{"frontier with policies", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-policies", "reactive"}, 2, "-policies"},
 		{"zero advice", []string{"simulate", "-config", localConfig, "-trace", bad, "-advice-after", "0s"}, 2, `"0s" for flag -advice-after`},
 		{"bad frontier plot", []string{"simulate", "-config", localConfig, "-trace", writeFile(t, "ok.csv", jobsCSV), "-frontier", "-plot", "x.txt"}, 1, `".txt"`},
-		{"job too wide", []string{"simulate", "-config", localConfig, "-trace", wide}, 1, "job 2 "},
+		{"job too wide", []string{"simulate", "-config", localConfig, "-trace", wide}, 1, "job 2 needs 9000 GPUs, more than the 4000 "},
 		{"peak too high", []string{"simulate", "-config", localConfig, "-trace", busy, "-policies", "static"}, 0, " 4160 "},
 	}
 	tmp := filepath.Dir(filepath.Dir(bad))
@@ -283,11 +283,11 @@ func TestSimulateAdviceCheck(t *testing.T) {
 		}
 	}
 	// The advice's first commitment after the trace's end: nothing to
-	// weigh (the default advice_after, 7d, against a 5-hour trace).
+	// weigh (the default advice_after, 14d, against a 5-hour trace).
 	code, _, errOut = cli("simulate", "-config", localConfig, "-trace", tr, "-advice-check")
 	words.add("the default advice_after", code, "", errOut)
-	if code != exitError {
-		t.Errorf("default advice_after on a 5-hour trace: exit %d, %q", code, errOut)
+	if code != exitError || !strings.Contains(errOut, " 14d ") || !strings.Contains(errOut, "(0.2 days)") {
+		t.Errorf("default advice_after on a 5-hour trace: exit %d, %q; want exit 1 naming 14d and the trace's 0.2 days", code, errOut)
 	}
 	words.check(t, "simulate-advice-errors.golden", 4)
 }

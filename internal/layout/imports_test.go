@@ -1,46 +1,58 @@
 package layout
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/fleetcast/autoscaler/"
 
-// layers places every package of the module: a package may import only
-// packages of lower layers. From the bottom: the vocabulary and the
-// records (0); the formats and the interfaces every part speaks (1); the
-// parts (2); what assembles parts into a decision loop, an actuator or
-// the credentials, and the providers' config blocks (3); the runners, the
-// live controller and the simulator, and the list of providers (4); what
-// runs them on something (the simulated fleet, examples, scripts: 5); the
-// running controller, wired from a config (6); and the binary, which
-// parses flags and prints (7). A package not in the table fails the test:
-// place it.
-var layers = map[string]int{
-	"fleet": 0, "state": 0, "internal/secretfile": 0, "internal/testpki": 0, "internal/gcptest": 0,
-	"internal/metadatamock": 0, "internal/mototest": 0, "internal/proctest": 0, "internal/layout": 0, "internal/golden": 0, "internal/checksum": 0,
-	"providers/plugin/proto": 0,
+// layersDoc is the page whose table of layers places every package of
+// the module: a package may import only packages of lower layers. A
+// package not in the table fails the test: place it there.
+const layersDoc = "docs/architecture.md"
 
-	"forecast": 1, "trace": 1, "config": 1, "agent/report": 1, "providers": 1, "internal/identitytest": 1,
-
-	"planner": 2, "agent": 2, "agent/gpu": 2, "agent/spot": 2, "apiauth": 2, "providers/aws": 2,
-	"providers/gcp": 2, "providers/sim": 2, "providers/plugin": 2, "internal/crashtest": 2,
-	"controller/reports": 2,
-
-	"loop": 3, "actuator": 3, "nodeauth": 3, "sdk": 3, "providers/aws/awsconfig": 3, "providers/gcp/gcpconfig": 3,
-	"providers/plugin/pluginconfig": 3, "providers/sim/simconfig": 3,
-
-	"controller": 4, "simulate": 4, "nodeauth/nodeauthtest": 4, "providers/registry": 4,
-
-	"simfleet": 5, "examples/plugins/commands": 5, "scripts/trymoto": 5, "scripts/mutants": 5,
-
-	"daemon": 6,
-
-	"cmd/autoscaler": 7,
+// readLayers reads the table of layers from layersDoc: its rows
+// "| N | what | `pkg`, `pkg` |", under the heading "### Layers".
+func readLayers(t *testing.T) map[string]int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", layersDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n### Layers\n")
+	if !ok {
+		t.Fatalf("%s has no \"### Layers\" section", layersDoc)
+	}
+	row := regexp.MustCompile("^\\| (\\d+) \\|[^|]*\\|(.*)\\|$")
+	pkg := regexp.MustCompile("`([^`]+)`")
+	layers := map[string]int{}
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "#") {
+			break
+		}
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		for _, p := range pkg.FindAllStringSubmatch(m[2], -1) {
+			if at, ok := layers[p[1]]; ok {
+				t.Errorf("%s: %s is in layers %d and %d", layersDoc, p[1], at, n)
+			}
+			layers[p[1]] = n
+		}
+	}
+	if len(layers) < 10 {
+		t.Fatalf("%s: %d packages in its table of layers; is the table there?", layersDoc, len(layers))
+	}
+	return layers
 }
 
 // forbidden are edges the layers allow that must not come back: each
@@ -57,6 +69,7 @@ var forbidden = map[string][]string{
 // TestImportsPointDown: every package of the module imports only packages
 // of lower layers (test files aside), and none of the forbidden edges.
 func TestImportsPointDown(t *testing.T) {
+	layers := readLayers(t)
 	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
 	cmd.Dir = filepath.Join("..", "..")
 	out, err := cmd.Output()
@@ -68,7 +81,7 @@ func TestImportsPointDown(t *testing.T) {
 		pkg := strings.TrimPrefix(fields[0], module)
 		from, ok := layers[pkg]
 		if !ok {
-			t.Errorf("%s is in no layer: place it in the layers table", pkg)
+			t.Errorf("%s is in no layer: place it in the table of layers in %s", pkg, layersDoc)
 			continue
 		}
 		for _, imp := range fields[1:] {
@@ -92,33 +105,39 @@ func TestImportsPointDown(t *testing.T) {
 	}
 }
 
-// settingsOnly are the parts that take their own typed settings (package
-// fleet's, or a provider's), never the decoded config: each can be built
-// and tested without a config file, and only the wiring (daemon,
-// cmd/autoscaler), the registry and the providers' block decoders
-// (providers/*/*config) know the config.
-var settingsOnly = []string{"controller", "loop", "simulate", "actuator", "planner", "forecast", "simfleet",
-	"providers/sim", "providers/aws", "providers/gcp", "providers/plugin", "sdk", "nodeauth", "apiauth", "agent"}
+// knowsConfig are the only packages that may depend on package config:
+// the wiring (daemon, cmd/autoscaler), the registry and the providers'
+// block decoders. Every other part takes its own typed settings (package
+// fleet's, or a provider's), so it can be built and tested without a
+// config file.
+var knowsConfig = []string{"config", "daemon", "cmd/autoscaler", "providers/registry",
+	"providers/aws/awsconfig", "providers/gcp/gcpconfig", "providers/plugin/pluginconfig", "providers/sim/simconfig"}
 
 // plainValues are the pure parts: they take plain values and link no
 // HCL at all.
 var plainValues = []string{"planner", "forecast"}
 
-// TestPartsTakeSettings: no part of settingsOnly depends on package
-// config, directly or through what it imports, and no part of
-// plainValues on the HCL stack.
+// TestPartsTakeSettings: no package but those of knowsConfig depends on
+// package config, directly or through what it imports (tests aside), and
+// no package of plainValues on the HCL stack.
 func TestPartsTakeSettings(t *testing.T) {
-	for _, p := range settingsOnly {
-		cmd := exec.Command("go", "list", "-deps", "./"+p)
-		cmd.Dir = filepath.Join("..", "..")
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list -deps ./%s: %v", p, err)
-		}
-		for _, dep := range strings.Fields(string(out)) {
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "./...")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("go list listed %d packages", len(lines))
+	}
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		p := strings.TrimPrefix(fields[0], module)
+		for _, dep := range fields[1:] {
 			switch {
-			case dep == module+"config":
-				t.Errorf("%s depends on %s (go list -deps): give it typed settings instead", p, dep)
+			case dep == module+"config" && !slices.Contains(knowsConfig, p):
+				t.Errorf("%s depends on %s: give it typed settings instead (or, if it wires the config, list it in knowsConfig)", p, dep)
 			case slices.Contains(plainValues, p) && (strings.Contains(dep, "/hcl") || strings.Contains(dep, "go-cty")):
 				t.Errorf("%s depends on %s: it takes plain values", p, dep)
 			}

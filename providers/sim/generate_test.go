@@ -40,7 +40,7 @@ func TestGenerate(t *testing.T) {
 	silent := 0
 	for _, n := range st.Nodes {
 		states[n.State]++
-		if n.State != fleet.Pending && t0.Sub(n.LastReport) > cfg.Controller.AgentTimeout {
+		if n.State != fleet.Pending && t0.Sub(n.LastReport) > cfg.AgentTimeout {
 			silent++
 		}
 	}

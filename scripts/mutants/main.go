@@ -7,6 +7,10 @@
 //	go run ./scripts/mutants -only halt     the mutants whose name contains "halt" (make mutants ONLY=halt)
 //	go run ./scripts/mutants -list          their names, nothing run
 //
+// The mutated package is built first (go build, through the same
+// overlay): a mutant that does not build is NOT BUILT even where the
+// named tests would only fail building a binary of it themselves.
+//
 // The working tree is never written: the mutated file goes to a temporary
 // directory and `go test -count=1 -run '^(RUN)$' PKGS` runs in the module
 // root with -overlay in GOFLAGS, so that what the tests build themselves
@@ -281,6 +285,35 @@ func (r *runner) goTest(ctx context.Context, dir string, m mutant, env ...string
 	return err == nil, out, nil
 }
 
+// goBuild builds the package of m's file, with env, and reports whether
+// it built, with go's output.
+func (r *runner) goBuild(ctx context.Context, m mutant, env ...string) (bool, []byte, error) {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", os.DevNull, "./"+filepath.ToSlash(filepath.Dir(m.File)))
+	cmd.Dir = r.root
+	cmd.Env = append(append(append([]string(nil), r.env...), "PWD="+r.root), env...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		return false, out, ctx.Err()
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return false, out, err // go itself did not run
+	}
+	return err == nil, out, nil
+}
+
+// firstLine is go's first line of output that says what is wrong.
+func firstLine(out []byte) string {
+	for _, l := range strings.Split(string(out), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return cut(l, 160)
+		}
+	}
+	return "go build failed"
+}
+
 // baseline says why m's tests fail on the tree unmutated, or "".
 func (r *runner) baseline(ctx context.Context, m mutant) (string, error) {
 	key := strings.Join(m.Pkgs, " ") + "|" + m.Run
@@ -342,7 +375,15 @@ func (r *runner) run(ctx context.Context, i int, m mutant) (verdict, detail stri
 	if err := os.WriteFile(overlayFile, overlay, 0o644); err != nil {
 		return "", "", err
 	}
-	ok, out, err = r.goTest(ctx, r.root, m, "GOFLAGS="+strings.TrimSpace(r.goflags+" -overlay="+overlayFile))
+	goflags := "GOFLAGS=" + strings.TrimSpace(r.goflags+" -overlay="+overlayFile)
+	// The mutated package must build on its own: a test that builds it
+	// with `go build` (a plugin) and fails on that is no assertion.
+	if built, out, err := r.goBuild(ctx, m, goflags); err != nil {
+		return "", "", err
+	} else if !built {
+		return notBuilt, firstLine(out), nil
+	}
+	ok, out, err = r.goTest(ctx, r.root, m, goflags)
 	if err != nil {
 		return "", "", err
 	}
@@ -478,8 +519,14 @@ func run(only string, list bool, catalogue string, jobs int) int {
 		}
 	}()
 	failures := make(chan error, 1) // what stopped the run, other than a signal
+	// The workers are waited for before the scratch directory goes: an
+	// interrupted go test still reads its overlay.
+	var workers sync.WaitGroup
+	defer workers.Wait()
 	for range jobs {
+		workers.Add(1)
 		go func() {
+			defer workers.Done()
 			for i := range todo {
 				v, d, err := r.run(ctx, i, chosen[i])
 				if err != nil {
