@@ -736,6 +736,7 @@ func TestUnreadableGPUsNeverIdle(t *testing.T) {
 	l.pending.Set(l.now, DemandPush{Source: "s"})
 	actions := map[string][]planner.ActionKind{}
 	var last planner.Plan
+	emptyHeld := false // held for its fault: idle as far as its agent knows
 	for i := range 30 {
 		l.now = l.now.Add(time.Minute)
 		send(unknown, false, job())
@@ -748,6 +749,7 @@ func TestUnreadableGPUsNeverIdle(t *testing.T) {
 		}
 		for _, a := range plan.Actions {
 			actions[a.Node] = append(actions[a.Node], a.Kind)
+			emptyHeld = emptyHeld || a.Node == empty && a.Kind == planner.Hold && a.Code == planner.ReasonGPUFault
 		}
 		if i == 0 {
 			last = plan
@@ -784,6 +786,9 @@ func TestUnreadableGPUsNeverIdle(t *testing.T) {
 		if a.Node == unknown && !strings.Contains(a.Reason, "unknown-process-4242") {
 			t.Errorf("the node with an unclaimed process: hold %q, want it named", a.Reason)
 		}
+	}
+	if !emptyHeld {
+		t.Errorf("the empty node whose GPUs cannot be read was never held for %s: it was not kept from scale-in by its fault", planner.ReasonGPUFault)
 	}
 }
 
