@@ -11,7 +11,8 @@ import (
 // TestReadLiveCluster: a real Slurm 22.05 on loopback (two nodes of eight
 // A100s): a job too wide for the partition, one running with a time
 // limit, one held, one waiting on another and one on a begin time are
-// read with their shape, account, partition, state, reason and end; with
+// read with their shape, account, partition, state, reason and end, and
+// the held, dependent and begin-time ones counted by reason; with
 // slurmctld killed a read fails within its timeout, and reads again once
 // it is back.
 func TestReadLiveCluster(t *testing.T) {
@@ -74,6 +75,19 @@ func TestReadLiveCluster(t *testing.T) {
 	}
 	if len(s.Nodes) != 2 || used != 4 {
 		t.Errorf("%d nodes, %d GPUs used; want 2 and 4", len(s.Nodes), used)
+	}
+
+	// The held job, the one waiting on another and the one waiting for
+	// its begin time buy nothing: each counted by its reason.
+	_, blocked := Queue(s.Jobs)
+	reasons := map[string]Blocked{}
+	for _, b := range blocked {
+		reasons[b.Reason] = b
+	}
+	for reason, gpus := range map[string]int{"JobHeldUser": 2, "Dependency": 1, "BeginTime": 2} {
+		if b := reasons[reason]; b.Jobs != 1 || b.GPUs != gpus {
+			t.Errorf("blocked by %s: %+v; want 1 job of %d GPUs (all: %+v)", reason, b, gpus, blocked)
+		}
 	}
 
 	// slurmctld gone: the read fails, bounded by its timeout.
