@@ -120,8 +120,9 @@ func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 	if o.StateDir != "" {
 		ctl.StateDir = o.StateDir
 	}
-	if !registry.Simulated(cfg.Pools) {
-		o.Speed = 0
+	live := !registry.Simulated(cfg.Pools)
+	if live {
+		o.Speed = 0 // real clouds run on real time
 	} else if !(o.Speed > 0) {
 		return nil, fmt.Errorf("simulated speed %v: want a number above 0", o.Speed)
 	}
@@ -157,7 +158,6 @@ func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 
-	live := o.Speed == 0
 	if live {
 		d.clock = func() time.Time { return time.Now().UTC() }
 		if d.clouds, err = registry.OpenConfig(ctx, log, cfg); err != nil {

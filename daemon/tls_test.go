@@ -20,7 +20,7 @@ import (
 // restart; a pair that does not load keeps the last good one.
 func TestCertFilesReload(t *testing.T) {
 	dir := t.TempDir()
-	first := newTestCA(t, filepath.Join(dir))
+	first := testpki.New(t, dir)
 	c, err := newCertFiles(first.CertFile, first.KeyFile, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestCertFilesReload(t *testing.T) {
 	}
 	before := serial()
 	// A new CA and certificate written over the files.
-	second := newTestCA(t, t.TempDir())
+	second := testpki.New(t, t.TempDir())
 	for from, to := range map[string]string{second.CertFile: first.CertFile, second.KeyFile: first.KeyFile} {
 		b, _ := os.ReadFile(from)
 		if err := os.WriteFile(to, b, 0o600); err != nil {
@@ -49,7 +49,7 @@ func TestCertFilesReload(t *testing.T) {
 	}
 	renewed := serial()
 	// A key that does not match: the last good pair stays.
-	other := newTestCA(t, t.TempDir())
+	other := testpki.New(t, t.TempDir())
 	b, _ := os.ReadFile(other.KeyFile)
 	os.WriteFile(first.KeyFile, b, 0o600)
 	c.checked = time.Time{}
@@ -80,13 +80,4 @@ func TestCertFilesReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-}
-
-func newTestCA(t *testing.T, dir string) testpki.PKI {
-	t.Helper()
-	p, err := testpki.Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

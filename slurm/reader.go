@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,11 +52,11 @@ type Snapshot struct {
 func (r *Reader) Read(ctx context.Context) (Snapshot, error) {
 	start := time.Now()
 	var s Snapshot
-	q, err := r.run(ctx, cmdOr(r.Squeue, "squeue"), "--json")
+	q, err := r.run(ctx, cmp.Or(r.Squeue, "squeue"), "--json")
 	if err != nil {
 		return s, err
 	}
-	n, err := r.run(ctx, cmdOr(r.Sinfo, "sinfo"), "--json")
+	n, err := r.run(ctx, cmp.Or(r.Sinfo, "sinfo"), "--json")
 	if err != nil {
 		return s, err
 	}
@@ -69,13 +70,6 @@ func (r *Reader) Read(ctx context.Context) (Snapshot, error) {
 	}
 	s.Took = time.Since(start)
 	return s, nil
-}
-
-func cmdOr(cmd, def string) string {
-	if cmd == "" {
-		return def
-	}
-	return cmd
 }
 
 // run runs one command and decodes what it printed.

@@ -45,16 +45,6 @@ func localExample(t *testing.T, src string) string {
 	return conf
 }
 
-// newTestCA is testpki.Write into dir, failing the test on an error.
-func newTestCA(t *testing.T, dir string) testpki.PKI {
-	t.Helper()
-	p, err := testpki.Write(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // identityMock runs the metadata mock as instance id: its instance
 // identity document signed by signer (the mock serves what it is
 // configured with, so the document it serves is read from a first mock,
@@ -129,7 +119,7 @@ func TestDeployOnAWS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	ca := newTestCA(t, dir)
+	ca := testpki.New(t, dir)
 	signer := identitytest.New(t)
 	secret := strings.Repeat("5ec7e7", 11)
 	bootstrap := filepath.Join(dir, "bootstrap-token")

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/testpki"
 )
 
 func TestControllerClient(t *testing.T) {
 	dir := t.TempDir()
-	ca := newTestCA(t, dir)
+	ca := testpki.New(t, dir)
 	bad := filepath.Join(dir, "bad.pem")
 	os.WriteFile(bad, []byte("nope"), 0o644)
 	for _, tt := range []struct {
@@ -59,7 +60,7 @@ func TestSDNotify(t *testing.T) {
 // TestTokenAPIClient: the token command reaches the controller where it
 // listens, and never sends the API token in the clear off loopback.
 func TestTokenAPIClient(t *testing.T) {
-	ca := newTestCA(t, t.TempDir())
+	ca := testpki.New(t, t.TempDir())
 	for _, tt := range []struct {
 		listen, addr string
 		tls, insec   bool

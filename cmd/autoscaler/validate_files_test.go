@@ -101,7 +101,7 @@ func TestValidateFiles(t *testing.T) {
 	}
 	exe := "#!/bin/sh\nexit 0\n"
 	sum := sha256.Sum256([]byte(exe))
-	pki := newTestCA(t, dir)
+	pki := testpki.New(t, dir)
 	_, _, identity, err := testpki.SelfSignedRSA("identity")
 	if err != nil {
 		t.Fatal(err)

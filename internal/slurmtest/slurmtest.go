@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -110,9 +111,7 @@ func unavailable(t testing.TB, why string) {
 // freePorts finds n consecutive free TCP ports on loopback.
 func freePorts(n int) (int, error) {
 	for try := 0; try < 50; try++ {
-		b := make([]byte, 2)
-		rand.Read(b)
-		base := 20000 + int(b[0])<<8%20000 + int(b[1])
+		base := 20000 + mrand.IntN(20000)
 		ok := true
 		for p := base; p < base+n && ok; p++ {
 			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))

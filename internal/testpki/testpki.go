@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -27,6 +28,16 @@ type PKI struct {
 	CAFile, CertFile, KeyFile string
 	// Pool trusts the CA.
 	Pool *x509.CertPool
+}
+
+// New is Write for a test, which it fails if the files cannot be made.
+func New(t testing.TB, dir string) PKI {
+	t.Helper()
+	p, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // Write makes a CA and a server certificate for 127.0.0.1, localhost and

@@ -265,30 +265,23 @@ type baseline struct {
 	reason string // "" when they pass
 }
 
-// goTest runs the named tests in dir with extra environment, and reports
-// whether they passed and what they printed.
-func (r *runner) goTest(ctx context.Context, dir string, m mutant, env ...string) (bool, []byte, error) {
-	args := append([]string{"test", "-count=1", "-run", "^(" + m.Run + ")$"}, m.Pkgs...)
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = dir
-	cmd.Env = append(append(append([]string(nil), r.env...), "PWD="+dir), env...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		return false, out, ctx.Err()
-	}
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		return false, out, err // go itself did not run
-	}
-	return err == nil, out, nil
+// goTest runs m's named tests in the module root, with env beside the
+// runner's, and reports whether they passed, with go's output.
+func (r *runner) goTest(ctx context.Context, m mutant, env ...string) (bool, []byte, error) {
+	return r.goCmd(ctx, env, append([]string{"test", "-count=1", "-run", "^(" + m.Run + ")$"}, m.Pkgs...)...)
 }
 
 // goBuild builds the package of m's file, with env, and reports whether
 // it built, with go's output.
 func (r *runner) goBuild(ctx context.Context, m mutant, env ...string) (bool, []byte, error) {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", os.DevNull, "./"+filepath.ToSlash(filepath.Dir(m.File)))
+	return r.goCmd(ctx, env, "build", "-o", os.DevNull, "./"+filepath.ToSlash(filepath.Dir(m.File)))
+}
+
+// goCmd runs go with args in the module root, with env beside the
+// runner's, and reports whether it succeeded, with its output; an error
+// is go not running at all, or ctx ending (the command is interrupted).
+func (r *runner) goCmd(ctx context.Context, env []string, args ...string) (bool, []byte, error) {
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = r.root
 	cmd.Env = append(append(append([]string(nil), r.env...), "PWD="+r.root), env...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
@@ -328,7 +321,7 @@ func (r *runner) baseline(ctx context.Context, m mutant) (string, error) {
 	b.once.Do(func() {
 		var ok bool
 		var out []byte
-		ok, out, err = r.goTest(ctx, r.root, m)
+		ok, out, err = r.goTest(ctx, m)
 		if err == nil && !ok {
 			b.reason = baselineReason(out)
 		}
@@ -383,7 +376,7 @@ func (r *runner) run(ctx context.Context, i int, m mutant) (verdict, detail stri
 	} else if !built {
 		return notBuilt, firstLine(out), nil
 	}
-	ok, out, err = r.goTest(ctx, r.root, m, goflags)
+	ok, out, err = r.goTest(ctx, m, goflags)
 	if err != nil {
 		return "", "", err
 	}
