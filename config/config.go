@@ -31,6 +31,10 @@ type Config struct {
 	Synthetic fleet.SyntheticSettings
 	// Simulate holds the `simulate` command's model settings.
 	Simulate fleet.SimulateSettings
+	// Slurm is the slurm block: how the controller reads a Slurm
+	// cluster's queue and nodes (its partition blocks are the pools'
+	// Partitions); nil when the file has no slurm block.
+	Slurm *fleet.SlurmSettings
 	// Plugins are the provider plugins, by their blocks' order.
 	Plugins []Plugin
 	// Origin is the file the config was parsed from, and where each of
@@ -65,7 +69,8 @@ func (c *Config) PluginNamed(name string) (Plugin, bool) {
 // Defaults returns the config every optional field falls back to. It is the
 // one place defaults are set (every block's but a pool's in package fleet,
 // where the parts read them too);
-// docs/config.md lists the same.
+// docs/config.md lists the same. Slurm is nil, as without a slurm block; a
+// slurm block's attributes default to slurmDefaults.
 func Defaults() Config {
 	set := fleet.DefaultSettings()
 	return Config{
@@ -78,6 +83,14 @@ func Defaults() Config {
 		Synthetic:    fleet.DefaultSyntheticSettings(),
 		Simulate:     fleet.DefaultSimulateSettings(),
 	}
+}
+
+// slurmDefaults are the settings of a slurm block that sets none:
+// fleet.DefaultSlurmSettings, which Defaults leaves out (no block, no
+// Slurm).
+func slurmDefaults() *fleet.SlurmSettings {
+	s := fleet.DefaultSlurmSettings()
+	return &s
 }
 
 // poolDefaults are the defaults of a pool's optional fields.

@@ -26,6 +26,7 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 		forecast             *forecastBody
 		limits               *limitsBody
 		forecastOK, limitsOK = true, true
+		partitions           []partition
 	)
 	plugins := map[string]*hcl.Block{}
 	for _, b := range content.Blocks {
@@ -90,8 +91,12 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 			var v simulateBody
 			d.decode(b.Body, &v)
 			v.Validate(d, &cfg.Simulate)
+		case "slurm":
+			cfg.Slurm, partitions = d.decodeSlurm(b)
 		}
 	}
+	// Each partition names pools the config has.
+	d.assignPartitions(cfg.Pools, partitions)
 	// Each plugin pool names a plugin block.
 	for _, p := range cfg.Pools {
 		if u, ok := p.Settings.(PluginUser); ok {

@@ -63,11 +63,13 @@ var groupKinds = []struct {
 // warning, fails it.
 func TestExamplesLoad(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join(examplesDir, "*.hcl"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no example configs in %s (err %v)", examplesDir, err)
+	more, err2 := filepath.Glob(filepath.Join(examplesDir, "*", "*.hcl"))
+	if err != nil || err2 != nil || len(paths) == 0 || len(more) == 0 {
+		t.Fatalf("no example configs in %s, or none in its directories (err %v, %v)", examplesDir, err, err2)
 	}
-	for _, path := range paths {
-		t.Run(filepath.Base(path), func(t *testing.T) {
+	for _, path := range append(paths, more...) {
+		rel, _ := filepath.Rel(examplesDir, path)
+		t.Run(rel, func(t *testing.T) {
 			cfg, diags := registry.Load(path)
 			for _, diag := range diags {
 				t.Error(config.FormatDiagnostic(diag))
@@ -910,5 +912,34 @@ func TestPhillyFairExample(t *testing.T) {
 		if fmt.Sprint(b.ours) != fmt.Sprint(b.want) {
 			t.Errorf("%s block differs from examples/local.hcl's:\n ours  %+v\n local %+v", b.name, b.ours, b.want)
 		}
+	}
+}
+
+// TestSlurmExample: examples/slurm/fleet.hcl reads the cluster's
+// slurm.conf, its H100 pools serve partition train and its L4 pool
+// partition dev, and it is formatted as hclfmt would.
+func TestSlurmExample(t *testing.T) {
+	path := filepath.Join(examplesDir, "slurm", "fleet.hcl")
+	cfg, diags := registry.Load(path)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if cfg.Slurm == nil || cfg.Slurm.Conf != "/etc/slurm/slurm.conf" {
+		t.Fatalf("slurm block %+v", cfg.Slurm)
+	}
+	got := map[string]string{}
+	for _, p := range cfg.Pools {
+		got[p.Name] = strings.Join(p.Partitions, ",") + " " + p.GPUModel
+	}
+	want := map[string]string{"h100-reserved": "train H100", "h100-spot": "train H100", "h100-od": "train H100", "l4-od": "dev L4"}
+	if !maps.Equal(got, want) {
+		t.Errorf("pools' partitions and models %v, want %v", got, want)
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := unformatted(path, src); msg != "" {
+		t.Error(msg)
 	}
 }

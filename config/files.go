@@ -40,7 +40,8 @@ type InputFile struct {
 // InputFiles are the files the config names that `run` reads and does
 // not make itself, in the order of the config's fields: the API's TLS
 // certificate and key, the bootstrap secrets, the AWS identity
-// certificates, and the executable of each plugin a pool names.
+// certificates, the Slurm cluster's slurm.conf, and the executable of
+// each plugin a pool names.
 func (c *Config) InputFiles() []InputFile {
 	var out []InputFile
 	add := func(f InputFile, path ...string) {
@@ -58,6 +59,10 @@ func (c *Config) InputFiles() []InputFile {
 		Why: "the fleet's bootstrap secrets, read at each node's bootstrap (and refused unless only its owner may read it)"}, "controller", "bootstrap_token_file")
 	add(InputFile{Field: "controller.aws_identity_certificates", Path: ct.AWSIdentityCertificates,
 		Why: "the certificates that sign EC2 instance identity documents (the trust root of AWS nodes' bootstrap), read at start"}, "controller", "aws_identity_certificates")
+	if c.Slurm != nil {
+		add(InputFile{Field: "slurm.conf", Path: c.Slurm.Conf,
+			Why: "the Slurm cluster's slurm.conf, given to squeue and sinfo as SLURM_CONF at each read"}, "slurm", "conf")
+	}
 	used := map[string]bool{}
 	for _, p := range c.Pools {
 		if u, ok := p.Settings.(PluginUser); ok {

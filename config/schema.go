@@ -17,7 +17,7 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "pool", LabelNames: []string{"name"}},
 	{Type: "plugin", LabelNames: []string{"name"}},
 	{Type: "forecast"}, {Type: "drain"}, {Type: "limits"}, {Type: "controller"},
-	{Type: "demand"}, {Type: "synthetic"}, {Type: "simulate"},
+	{Type: "demand"}, {Type: "synthetic"}, {Type: "simulate"}, {Type: "slurm"},
 }}
 
 type poolBody struct {
@@ -173,4 +173,32 @@ type simulateBody struct {
 	AdviceAfterAt              hcl.Range `hcl:"advice_after,attr_value_range"`
 	HeadroomGPUsAt             hcl.Range `hcl:"headroom_gpus,attr_value_range"`
 	HeadroomPlaceholdersAt     hcl.Range `hcl:"headroom_placeholders,attr_value_range"`
+}
+
+type slurmBody struct {
+	Conf         string `hcl:"conf,optional"`
+	Squeue       string `hcl:"squeue,optional"`
+	Sinfo        string `hcl:"sinfo,optional"`
+	Interval     string `hcl:"interval,optional"`
+	Timeout      string `hcl:"timeout,optional"`
+	MaxOutputMiB int    `hcl:"max_output_mib,optional"`
+	// Rest holds the partition blocks.
+	Rest hcl.Body `hcl:",remain"`
+
+	ConfAt         hcl.Range `hcl:"conf,attr_value_range"`
+	SqueueAt       hcl.Range `hcl:"squeue,attr_value_range"`
+	SinfoAt        hcl.Range `hcl:"sinfo,attr_value_range"`
+	IntervalAt     hcl.Range `hcl:"interval,attr_value_range"`
+	TimeoutAt      hcl.Range `hcl:"timeout,attr_value_range"`
+	MaxOutputMiBAt hcl.Range `hcl:"max_output_mib,attr_value_range"`
+}
+
+// partitionSchema is a slurm block's blocks: partition "NAME", each
+// decoded into a partitionBody.
+var partitionSchema = hcl.BlockHeaderSchema{Type: "partition", LabelNames: []string{"name"}}
+
+type partitionBody struct {
+	Pools []string `hcl:"pools"`
+
+	PoolsAt hcl.Range `hcl:"pools,attr_value_range"`
 }

@@ -309,7 +309,7 @@ func TestBackfillFailures(t *testing.T) {
 
 // FuzzPrometheusRange: no answer to a range query crashes the reading of
 // it, and what is read is in time order, one sample a time, each a finite
-// number of 0 to MaxDemandGPUs GPUs.
+// number of 0 to fleet.MaxDemandGPUs GPUs.
 func FuzzPrometheusRange(f *testing.F) {
 	f.Add(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":"1"},"values":[[1764500000,"3"],[1764500600,"4"]]},{"metric":{"a":"2"},"values":[[1764500600,"1.5"]]}]}}`)
 	f.Add(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1764500000,"NaN"]]}]}}`)
@@ -337,7 +337,7 @@ func FuzzPrometheusRange(f *testing.F) {
 			return
 		}
 		for i, x := range xs {
-			if math.IsNaN(x.Value) || math.IsInf(x.Value, 0) || x.Value < 0 || x.Value > MaxDemandGPUs || i > 0 && !x.Time.After(xs[i-1].Time) {
+			if math.IsNaN(x.Value) || math.IsInf(x.Value, 0) || x.Value < 0 || x.Value > fleet.MaxDemandGPUs || i > 0 && !x.Time.After(xs[i-1].Time) {
 				t.Fatalf("sample %d: %+v", i, x)
 			}
 		}

@@ -35,6 +35,7 @@ type Controller struct {
 	agents  *Agents
 	pending *Pending
 	source  DemandSource
+	slurm   *SlurmSource
 	now     func() time.Time
 	log     hclog.Logger
 	dryRun  bool
@@ -111,8 +112,13 @@ type Options struct {
 	// Prometheus query): the demand history counts the larger of it and
 	// the agents' count.
 	Demand DemandSource
-	Now    func() time.Time
-	Log    hclog.Logger
+	// Slurm, if set, is the Slurm cluster's queue, read in the
+	// background (SlurmSource.Run, which the caller runs): each cycle's
+	// plan shows its latest view (fleet.State.Queue); its demand reaches
+	// the plan through Pending.
+	Slurm *SlurmSource
+	Now   func() time.Time
+	Log   hclog.Logger
 	// DryRun plans every cycle and changes nothing.
 	DryRun bool
 	// Credentials, if set, forgets the node credentials of instances gone
@@ -142,7 +148,7 @@ func New(o Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{set: o.Settings, ctl: o.Controller, demandBackfill: o.Backfill, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand, creds: o.Credentials,
+	c := &Controller{set: o.Settings, ctl: o.Controller, demandBackfill: o.Backfill, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand, slurm: o.Slurm, creds: o.Credentials,
 		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, ready: map[string]time.Time{},
 		reused: map[string]bool{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics(),
 		missing: map[string]time.Time{}, going: map[string]time.Time{}, terminated: map[string]time.Time{}}
@@ -156,6 +162,9 @@ func New(o Options) (*Controller, error) {
 		}
 	}
 	c.metrics.reg.MustRegister(snapshotCollector{c})
+	if o.Slurm != nil {
+		c.metrics.reg.MustRegister(o.Slurm)
+	}
 	return c, nil
 }
 

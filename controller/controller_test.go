@@ -85,6 +85,13 @@ func newLoop(t *testing.T, dryRun bool, pools ...fleet.Pool) *cycler {
 // makes them of the test's (nil: as they are).
 func newLoopOn(t *testing.T, dryRun bool, wrap func(state.Records, providers.Provider) (state.Records, providers.Provider), pools ...fleet.Pool) *cycler {
 	t.Helper()
+	return newLoopWith(t, dryRun, wrap, nil, pools...)
+}
+
+// newLoopWith is newLoopOn with the controller's options as more makes
+// them (nil: as they are), given the cycler's parts.
+func newLoopWith(t *testing.T, dryRun bool, wrap func(state.Records, providers.Provider) (state.Records, providers.Provider), more func(*cycler, *Options), pools ...fleet.Pool) *cycler {
+	t.Helper()
 	l := &cycler{now: t0, silent: map[string]bool{}, busy: map[string]bool{}, held: map[string]string{}}
 	cfg := testDefaults()
 	cfg.Pools = pools
@@ -107,8 +114,11 @@ func newLoopOn(t *testing.T, dryRun bool, wrap func(state.Records, providers.Pro
 		clouds[p.Name] = cloud
 	}
 	l.agents, l.pending = NewAgents(clock), &Pending{}
-	l.c, err = New(Options{Settings: l.set, Controller: l.ctl, Store: store, Clouds: clouds, Agents: l.agents, Pending: l.pending, Now: clock, DryRun: dryRun})
-	if err != nil {
+	o := Options{Settings: l.set, Controller: l.ctl, Store: store, Clouds: clouds, Agents: l.agents, Pending: l.pending, Now: clock, DryRun: dryRun}
+	if more != nil {
+		more(l, &o)
+	}
+	if l.c, err = New(o); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.c.Recover(context.Background()); err != nil {

@@ -90,17 +90,31 @@ const (
 )
 
 // PendingDemand is one line of a push: GPUs waiting for a named pool, for
-// any pool of a GPU model, or, with neither, for any pool. The planner
-// serves a pool's or a model's demand in those pools only.
+// any pool of a GPU model, for any pool serving a partition (a pool's
+// partitions, from the slurm block; a comma-separated list for jobs
+// pending in several), for a model's pools of a partition, or, with
+// none, for any pool. The planner serves scoped demand in its pools only
+// (fleet.ScopedDemand).
+//
+// MinGPUsPerNode and MaxGPUsPerNode, if set, narrow any scope but a pool
+// to the pools whose nodes have that many GPUs: jobs asking 8 GPUs of one
+// node are not served by 4-GPU nodes (min 8), and jobs on two whole
+// 4-GPU nodes are not served by one 8-GPU node (min and max 4).
 type PendingDemand struct {
-	Pool     string `json:"pool,omitempty"`
-	GPUModel string `json:"gpu_model,omitempty"`
-	GPUs     int    `json:"gpus"`
+	Pool           string `json:"pool,omitempty"`
+	GPUModel       string `json:"gpu_model,omitempty"`
+	Partition      string `json:"partition,omitempty"`
+	MinGPUsPerNode int    `json:"min_gpus_per_node,omitempty"`
+	MaxGPUsPerNode int    `json:"max_gpus_per_node,omitempty"`
+	GPUs           int    `json:"gpus"`
 }
 
-// MaxDemandGPUs bounds one line of a push, a demand source's reading and
-// an imported sample: more is a mistake, not demand.
-const MaxDemandGPUs = 1_000_000
+// maxGPUsPerNode bounds a pending line's GPUs per node.
+const maxGPUsPerNode = 1024
+
+// reservedSources is the prefix of the sources the controller's own
+// readers push under (SlurmSourceName): a push may not take their names.
+const reservedSources = "fleetcast:"
 
 // Validate checks a push against the configured pools and the time now,
 // and names the first bad field.
@@ -108,17 +122,32 @@ func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 	if d.Source == "" || len(d.Source) > 128 {
 		return errors.New("source: want a name of 1 to 128 characters")
 	}
+	if strings.HasPrefix(d.Source, reservedSources) {
+		return fmt.Errorf("source: %q: names beginning %q are the controller's own sources", d.Source, reservedSources)
+	}
 	for i, p := range d.Pending {
 		at := fmt.Sprintf("pending[%d]", i)
 		switch {
-		case p.Pool != "" && p.GPUModel != "":
-			return fmt.Errorf("%s: want at most one of pool and gpu_model (neither for any pool)", at)
-		case p.GPUs < 0 || p.GPUs > MaxDemandGPUs:
-			return fmt.Errorf("%s.gpus: %d, want 0 to %d", at, p.GPUs, MaxDemandGPUs)
+		case p.Pool != "" && (p.GPUModel != "" || p.Partition != "" || p.MinGPUsPerNode != 0 || p.MaxGPUsPerNode != 0):
+			return fmt.Errorf("%s: a pool is a scope of its own: want pool alone, or any of gpu_model, partition, min_gpus_per_node and max_gpus_per_node (none for any pool)", at)
+		case p.MinGPUsPerNode < 0 || p.MinGPUsPerNode > maxGPUsPerNode || p.MaxGPUsPerNode < 0 || p.MaxGPUsPerNode > maxGPUsPerNode:
+			return fmt.Errorf("%s: GPUs per node %d to %d: want 0 to %d each", at, p.MinGPUsPerNode, p.MaxGPUsPerNode, maxGPUsPerNode)
+		case p.MaxGPUsPerNode > 0 && p.MaxGPUsPerNode < p.MinGPUsPerNode:
+			return fmt.Errorf("%s.max_gpus_per_node: %d, below min_gpus_per_node (%d)", at, p.MaxGPUsPerNode, p.MinGPUsPerNode)
+		case p.GPUs < 0 || p.GPUs > fleet.MaxDemandGPUs:
+			return fmt.Errorf("%s.gpus: %d, want 0 to %d", at, p.GPUs, fleet.MaxDemandGPUs)
 		case p.Pool != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.Name == p.Pool }):
 			return fmt.Errorf("%s.pool: unknown pool %q", at, p.Pool)
 		case p.GPUModel != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return strings.EqualFold(q.GPUModel, p.GPUModel) }):
 			return fmt.Errorf("%s.gpu_model: no pool has GPU model %q", at, p.GPUModel)
+		case p.Partition != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.ServesPartition(p.Partition) }):
+			return fmt.Errorf("%s.partition: no pool serves partition %q (a slurm block's partition blocks name each partition's pools)", at, p.Partition)
+		case p.Partition != "" && p.GPUModel != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool {
+			return q.ServesPartition(p.Partition) && strings.EqualFold(q.GPUModel, p.GPUModel)
+		}):
+			return fmt.Errorf("%s: no pool of partition %q has GPU model %q", at, p.Partition, p.GPUModel)
+		case p.scope() != (fleet.ScopedDemand{}) && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return p.scope().Serves(&q) }):
+			return fmt.Errorf("%s: no pool serves %s", at, p.scope())
 		}
 	}
 	if len(d.Announce) > maxAnnouncements {
@@ -148,8 +177,8 @@ func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 			return fmt.Errorf("%s.start_at: required (RFC 3339, e.g. 2026-12-01T09:00:00Z)", at)
 		case a.StartAt.After(now.Add(maxAnnounceAhead)):
 			return fmt.Errorf("%s.start_at: %s is more than %s ahead", at, a.StartAt.Format(time.RFC3339), fleet.FormatDuration(maxAnnounceAhead))
-		case a.GPUs < 0 || a.GPUs > MaxDemandGPUs:
-			return fmt.Errorf("%s.gpus: %d, want 0 to %d", at, a.GPUs, MaxDemandGPUs)
+		case a.GPUs < 0 || a.GPUs > fleet.MaxDemandGPUs:
+			return fmt.Errorf("%s.gpus: %d, want 0 to %d", at, a.GPUs, fleet.MaxDemandGPUs)
 		}
 	}
 	return d.validateRunning(now)
@@ -236,14 +265,19 @@ func (p *Pending) Set(at time.Time, d DemandPush) {
 // replacing its previous ones; a job (on a node) it pushed before keeps
 // the earlier of its two ends, so that a scheduler pushing ever later ends
 // cannot hold a node. d is checked (Validate).
-func (p *Pending) SetRunning(at time.Time, d DemandPush) {
+func (p *Pending) SetRunning(at time.Time, d DemandPush) { p.setRunning(at, d, true) }
+
+// setRunning is SetRunning; without keepEarlier, the lines replace the
+// source's previous ones as they are (a source the controller trusts: its
+// own read of a scheduler, whose time limits may be raised).
+func (p *Pending) setRunning(at time.Time, d DemandPush, keepEarlier bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.running == nil {
 		p.running = map[string]pushedRunning{}
 	}
 	var before map[runningKey]time.Time
-	if old, ok := p.running[d.Source]; ok && at.Sub(old.at) <= p.ttl() {
+	if old, ok := p.running[d.Source]; ok && keepEarlier && at.Sub(old.at) <= p.ttl() {
 		before = make(map[runningKey]time.Time, len(old.lines))
 		for _, l := range old.lines {
 			before[l.key()] = l.ExpectedEnd
@@ -366,8 +400,8 @@ func (p *Pending) Announced(now time.Time) (ahead, underWay []fleet.Announcement
 }
 
 // Demand is the pending GPUs of every source whose push is fresh at now,
-// and the part of them that waits for a pool or a GPU model, summed by
-// scope (GPU models without regard to case), sorted by scope.
+// and the part of them that waits for a pool, a GPU model or a partition,
+// summed by scope (GPU models without regard to case), sorted by scope.
 func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 	ttl := p.ttl()
 	p.mu.Lock()
@@ -381,8 +415,8 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 		}
 		for _, l := range x.push.Pending {
 			total += l.GPUs
-			if l.GPUs > 0 && (l.Pool != "" || l.GPUModel != "") {
-				byScope[fleet.ScopedDemand{Pool: l.Pool, GPUModel: strings.ToUpper(l.GPUModel)}] += l.GPUs
+			if sc := l.scope(); l.GPUs > 0 && sc != (fleet.ScopedDemand{}) {
+				byScope[sc] += l.GPUs
 			}
 		}
 	}
@@ -392,9 +426,17 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 		scoped = append(scoped, d)
 	}
 	slices.SortFunc(scoped, func(a, b fleet.ScopedDemand) int {
-		return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.GPUModel, b.GPUModel))
+		return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.Partition, b.Partition), strings.Compare(a.GPUModel, b.GPUModel),
+			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.MaxGPUsPerNode, b.MaxGPUsPerNode))
 	})
 	return total, scoped
+}
+
+// scope is the line's scope, GPU models in upper case (they match
+// without regard to case); the zero scope for any pool.
+func (p PendingDemand) scope() fleet.ScopedDemand {
+	return fleet.ScopedDemand{Pool: p.Pool, GPUModel: strings.ToUpper(p.GPUModel), Partition: p.Partition,
+		MinGPUsPerNode: p.MinGPUsPerNode, MaxGPUsPerNode: p.MaxGPUsPerNode}
 }
 
 // ttl is how long a push counts.

@@ -38,6 +38,9 @@ func (c *Controller) observe(ctx context.Context, now time.Time, f *cycleFleet, 
 	st.PendingGPUs, st.Scoped = c.pending.Demand(now)
 	st.Announced, st.UnderWay = c.pending.Announced(now)
 	ends := c.pending.Ends(now)
+	if c.slurm != nil {
+		st.Queue = c.slurm.Queue(now)
+	}
 	byNode := make(map[string]state.Drain, len(drains))
 	for _, d := range drains {
 		byNode[d.Node] = d

@@ -14,6 +14,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/state"
 )
 
@@ -84,16 +85,16 @@ func (p *PrometheusDemand) GPUsInUse(ctx context.Context, t time.Time) (float64,
 }
 
 // checkSum refuses a sum of GPUs that is not a finite number of 0 to
-// MaxDemandGPUs; at, if set, says when it was read.
+// fleet.MaxDemandGPUs; at, if set, says when it was read.
 func (p *PrometheusDemand) checkSum(sum float64, at string) error {
 	if math.IsNaN(sum) || math.IsInf(sum, 0) || sum < 0 {
 		return p.errorf("answered %v%s; expected a finite number of GPUs, at least 0", sum, at)
 	}
-	if sum > MaxDemandGPUs {
+	if sum > fleet.MaxDemandGPUs {
 		// The bound pushed demand has: more is a mistake (a query over
 		// bytes, not GPUs), and would teach the forecast a fleet no
 		// limit lets it buy.
-		return p.errorf("answered %v%s; expected at most %d GPUs", sum, at, MaxDemandGPUs)
+		return p.errorf("answered %v%s; expected at most %d GPUs", sum, at, fleet.MaxDemandGPUs)
 	}
 	return nil
 }

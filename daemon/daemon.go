@@ -9,6 +9,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -94,11 +95,16 @@ type Daemon struct {
 	clock    func() time.Time
 	sim      *simMode
 	jobs     *simfleet.Fleet
+	slurm    *controller.SlurmSource
 	started  time.Time
 	closers  []func()
 	backfill controller.Backfilled
 	filled   bool
 }
+
+// firstRead bounds the read of the Slurm cluster Start makes, so that a
+// cluster that does not answer delays the controller's start by no more.
+const firstRead = 10 * time.Second
 
 // Start opens the state, the clouds and the credentials, makes the
 // controller and recovers its journal, and serves the API. Close it.
@@ -197,8 +203,21 @@ func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 		log.Info("demand source", "prometheus", dm.PrometheusURL, "query", dm.PrometheusQuery)
 	}
 	set := cfg.Settings()
+	if cfg.Slurm != nil {
+		if d.slurm, err = controller.NewSlurmSource(controller.SlurmOptions{Settings: *cfg.Slurm, Pools: cfg.Pools, Pending: pending,
+			Now: d.clock, Log: log.Named("slurm")}); err != nil {
+			return nil, err
+		}
+		// The first plan has the queue: a read now, of at most
+		// firstRead; one that fails or is cut short leaves the source
+		// degraded, and Run reads again.
+		rctx, cancel := context.WithTimeout(ctx, firstRead)
+		err := d.slurm.Read(rctx)
+		cancel()
+		log.Info("demand source", "slurm", cmp.Or(cfg.Slurm.Conf, "the commands' default slurm.conf"), "read", err == nil)
+	}
 	d.c, err = controller.New(controller.Options{Settings: &set, Controller: ctl, Backfill: cfg.Demand.Backfill, Store: d.store,
-		Clouds: d.clouds, Agents: agents, Pending: pending, Demand: source, Now: d.clock, Log: log, DryRun: o.DryRun, Credentials: creds})
+		Clouds: d.clouds, Agents: agents, Pending: pending, Demand: source, Slurm: d.slurm, Now: d.clock, Log: log, DryRun: o.DryRun, Credentials: creds})
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +291,13 @@ func (d *Daemon) Run(ctx context.Context, runFor time.Duration, after func(now t
 	}
 	if after != nil {
 		ro.After = func(now time.Time, r loop.CycleResult, _ error) { after(now, r) }
+	}
+	if d.slurm != nil {
+		// Read in the background, never waited for by a cycle.
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); d.slurm.Run(sctx) }()
+		defer func() { cancel(); <-done }()
 	}
 	return d.c.Run(ctx, ro)
 }

@@ -108,3 +108,28 @@ func DefaultControllerSettings() ControllerSettings {
 func DefaultDemandSettings() DemandSettings {
 	return DemandSettings{PrometheusTimeout: 10 * time.Second, Backfill: true}
 }
+
+// SlurmSettings are the `slurm` block: how the controller reads a Slurm
+// cluster's queue and nodes, through its client commands, as a user of
+// the cluster would. The pools each partition's jobs are bought in are
+// the pools' Partitions (the block's partition blocks).
+type SlurmSettings struct {
+	// Conf is the cluster's slurm.conf, given to the commands as
+	// SLURM_CONF; "" for the commands' own default.
+	Conf string
+	// Squeue and Sinfo are the client commands, names found on the PATH
+	// or paths (default "squeue" and "sinfo").
+	Squeue, Sinfo string
+	// Interval is the time between reads, which run in the background:
+	// a cycle plans with the latest.
+	Interval time.Duration
+	// Timeout bounds each command of a read; MaxOutputMiB what one may
+	// print, in MiB.
+	Timeout      time.Duration
+	MaxOutputMiB int
+}
+
+// DefaultSlurmSettings are the slurm block's defaults (config.Defaults).
+func DefaultSlurmSettings() SlurmSettings {
+	return SlurmSettings{Squeue: "squeue", Sinfo: "sinfo", Interval: 30 * time.Second, Timeout: 10 * time.Second, MaxOutputMiB: 256}
+}

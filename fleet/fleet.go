@@ -63,6 +63,10 @@ type Pool struct {
 	Max int `json:"max"`
 	// Priority breaks ties between pools of equal price per GPU: higher first.
 	Priority int `json:"priority"`
+	// Partitions are the scheduler's partitions (Slurm's) whose jobs the
+	// pool's nodes serve: demand pending in a partition is bought for in
+	// its pools only (ScopedDemand.Partition). Empty for none.
+	Partitions []string `json:"partitions,omitempty"`
 	// Settings are the provider's own settings for the pool, decoded from
 	// the pool's provider block (aws, gcp, sim or plugin) by that
 	// provider's decoder: aws.Settings, gcp.Settings, sim.Settings or
@@ -367,10 +371,14 @@ type State struct {
 	Nodes      []Node       `json:"nodes"`
 	// PendingGPUs is the number of GPUs asked for by jobs not yet placed.
 	PendingGPUs int `json:"pending_gpus"`
-	// Scoped is the part of PendingGPUs that waits for one pool, or for
-	// any pool of one GPU model: only capacity there serves it. At most
-	// one line per scope.
+	// Scoped is the part of PendingGPUs that waits for one pool, for
+	// any pool of one GPU model or of a partition (ScopedDemand): only
+	// capacity there serves it. At most one line per scope.
 	Scoped []ScopedDemand `json:"scoped,omitempty"`
+	// Queue is a scheduler's queue and nodes as the controller last read
+	// them (the slurm block), shown with the plan; nil without one. Its
+	// pending jobs are in PendingGPUs and Scoped already.
+	Queue *Queue `json:"queue,omitempty"`
 	// Announced is demand announced ahead of its start (a pipeline's next
 	// stage, a booked training run): the planner provisions it one lead
 	// time before it starts, on top of current demand. An announcement
@@ -441,30 +449,75 @@ func (a Announcement) Overlaps(from, to time.Time) bool {
 	return !to.Before(a.StartAt) && (a.Duration <= 0 || from.Before(a.StartAt.Add(a.Duration)))
 }
 
-// ScopedDemand is pending demand for one pool (Pool) or for the pools of
-// one GPU model (GPUModel, matched without regard to case): exactly one of
-// the two is set.
+// MaxDemandGPUs bounds one line of pushed demand, a demand source's
+// reading, a scheduler's pending GPUs in one scope and an imported sample:
+// more is a mistake, not demand.
+const MaxDemandGPUs = 1_000_000
+
+// ScopedDemand is pending demand that only some pools serve: the pool
+// named (Pool), the pools of a GPU model (GPUModel, matched without
+// regard to case), the pools serving a scheduler's partition (Partition:
+// pools whose Partitions name it; a comma-separated list for jobs pending
+// in several partitions, any of which will do), the pools whose nodes
+// have at least MinGPUsPerNode and at most MaxGPUsPerNode GPUs (jobs that
+// ask so much of one node; jobs on several nodes, counted in whole nodes
+// of one width), or the pools that meet several of these at once. At
+// least one is set.
 type ScopedDemand struct {
-	Pool     string `json:"pool,omitempty"`
-	GPUModel string `json:"gpu_model,omitempty"`
-	GPUs     int    `json:"gpus"`
+	Pool           string `json:"pool,omitempty"`
+	GPUModel       string `json:"gpu_model,omitempty"`
+	Partition      string `json:"partition,omitempty"`
+	MinGPUsPerNode int    `json:"min_gpus_per_node,omitempty"`
+	MaxGPUsPerNode int    `json:"max_gpus_per_node,omitempty"`
+	GPUs           int    `json:"gpus"`
 }
 
-// Serves reports whether a pool serves the demand: it is the named pool,
-// or one of the GPU model's.
+// Serves reports whether a pool serves the demand: it meets every part of
+// the scope that is set (and a scope with none set, no pool).
 func (d ScopedDemand) Serves(p *Pool) bool {
-	if d.Pool != "" {
-		return p.Name == d.Pool
+	if d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.MinGPUsPerNode == 0 && d.MaxGPUsPerNode == 0 {
+		return false
 	}
-	return d.GPUModel != "" && strings.EqualFold(p.GPUModel, d.GPUModel)
+	return (d.Pool == "" || p.Name == d.Pool) &&
+		(d.GPUModel == "" || strings.EqualFold(p.GPUModel, d.GPUModel)) &&
+		(d.Partition == "" || p.ServesPartition(d.Partition)) &&
+		p.GPUsPerNode >= d.MinGPUsPerNode && (d.MaxGPUsPerNode == 0 || p.GPUsPerNode <= d.MaxGPUsPerNode)
 }
 
-// String names the scope: "pool NAME" or "GPU model MODEL".
-func (d ScopedDemand) String() string {
-	if d.Pool != "" {
-		return "pool " + d.Pool
+// ServesPartition reports whether the pool serves one of the partitions
+// of a comma-separated list.
+func (p *Pool) ServesPartition(list string) bool {
+	for part := range strings.SplitSeq(list, ",") {
+		if slices.Contains(p.Partitions, part) {
+			return true
+		}
 	}
-	return "GPU model " + d.GPUModel
+	return false
+}
+
+// String names the scope: "pool NAME", "GPU model MODEL", "partition
+// NAME", "nodes of 8+ GPUs", or those that are set, joined ("partition
+// train, GPU model H100, nodes of 8 GPUs").
+func (d ScopedDemand) String() string {
+	var parts []string
+	if d.Pool != "" {
+		parts = append(parts, "pool "+d.Pool)
+	}
+	if d.Partition != "" {
+		parts = append(parts, "partition "+d.Partition)
+	}
+	if d.GPUModel != "" {
+		parts = append(parts, "GPU model "+d.GPUModel)
+	}
+	switch lo, hi := d.MinGPUsPerNode, d.MaxGPUsPerNode; {
+	case hi > 0 && lo == hi:
+		parts = append(parts, fmt.Sprintf("nodes of %d GPUs", lo))
+	case hi > 0:
+		parts = append(parts, fmt.Sprintf("nodes of %d-%d GPUs", lo, hi))
+	case lo > 0:
+		parts = append(parts, fmt.Sprintf("nodes of %d+ GPUs", lo))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Series is a regular time series: Values[i] is the value at Start + i*Step.
@@ -503,12 +556,18 @@ func (s *State) Validate(pools []Pool) error {
 	scoped := 0
 	for i, d := range s.Scoped {
 		switch {
-		case (d.Pool == "") == (d.GPUModel == ""):
-			return fmt.Errorf("scoped[%d]: want exactly one of pool and gpu_model", i)
+		case d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.MinGPUsPerNode == 0 && d.MaxGPUsPerNode == 0:
+			return fmt.Errorf("scoped[%d]: want a pool, a gpu_model, a partition or GPUs per node", i)
+		case d.MinGPUsPerNode < 0 || d.MaxGPUsPerNode < 0 || d.MaxGPUsPerNode > 0 && d.MaxGPUsPerNode < d.MinGPUsPerNode:
+			return fmt.Errorf("scoped[%d]: GPUs per node %d to %d; want 0 or more, the max (0: none) at least the min", i, d.MinGPUsPerNode, d.MaxGPUsPerNode)
 		case d.Pool != "" && !known[d.Pool]:
 			return fmt.Errorf("scoped[%d].pool: unknown pool %q", i, d.Pool)
-		case d.GPUModel != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return d.Serves(&p) }):
+		case d.GPUModel != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return strings.EqualFold(p.GPUModel, d.GPUModel) }):
 			return fmt.Errorf("scoped[%d].gpu_model: no pool has GPU model %q", i, d.GPUModel)
+		case d.Partition != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return p.ServesPartition(d.Partition) }):
+			return fmt.Errorf("scoped[%d].partition: no pool serves partition %q", i, d.Partition)
+		case !slices.ContainsFunc(pools, func(p Pool) bool { return d.Serves(&p) }):
+			return fmt.Errorf("scoped[%d]: no pool serves %s", i, d)
 		case d.GPUs < 0:
 			return fmt.Errorf("scoped[%d].gpus: %d is negative", i, d.GPUs)
 		}

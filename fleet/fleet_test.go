@@ -10,8 +10,8 @@ import (
 
 var testPools = []Pool{
 	{Name: "aws-ondemand-a100", GPUModel: "A100", GPUsPerNode: 8, PricePerHour: 32, Capacity: OnDemand},
-	{Name: "reserved-a100", GPUModel: "A100", GPUsPerNode: 8, PricePerHour: 19, Capacity: Reserved},
-	{Name: "aws-spot-a100", GPUModel: "A100", GPUsPerNode: 8, PricePerHour: 12, Capacity: Spot},
+	{Name: "reserved-a100", GPUModel: "A100", GPUsPerNode: 8, PricePerHour: 19, Capacity: Reserved, Partitions: []string{"train"}},
+	{Name: "aws-spot-a100", GPUModel: "A100", GPUsPerNode: 8, PricePerHour: 12, Capacity: Spot, Partitions: []string{"debug", "train"}},
 }
 
 func TestParseState(t *testing.T) {
@@ -115,8 +115,13 @@ func TestValidate(t *testing.T) {
 		{"negative pending", State{PendingGPUs: -1}, "pending_gpus: -1 is negative"},
 		{"scoped", State{PendingGPUs: 9, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUs: 8}, {GPUModel: "a100", GPUs: 1}}}, ""},
 		{"scoped beyond pending", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUs: 8}}}, "scoped: 8 GPUs, more than pending_gpus (4)"},
-		{"scoped to nothing", State{PendingGPUs: 4, Scoped: []ScopedDemand{{GPUs: 4}}}, "scoped[0]: want exactly one of pool and gpu_model"},
-		{"scoped to both", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUModel: "A100", GPUs: 4}}}, "scoped[0]: want exactly one"},
+		{"scoped to nothing", State{PendingGPUs: 4, Scoped: []ScopedDemand{{GPUs: 4}}}, "scoped[0]: want a pool, a gpu_model, a partition or GPUs per node"},
+		{"scoped to a pool and its model", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUModel: "A100", GPUs: 4}}}, ""},
+		{"scoped to a partition", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Partition: "train", GPUs: 2}, {Partition: "x,debug", GPUModel: "a100", GPUs: 2}}}, ""},
+		{"scoped to wide nodes", State{PendingGPUs: 4, Scoped: []ScopedDemand{{MinGPUsPerNode: 16, GPUs: 4}}}, "scoped[0]: no pool serves nodes of 16+ GPUs"},
+		{"scoped to widths the wrong way round", State{PendingGPUs: 4, Scoped: []ScopedDemand{{MinGPUsPerNode: 8, MaxGPUsPerNode: 4, GPUs: 4}}}, "scoped[0]: GPUs per node 8 to 4"},
+		{"scoped to an unknown partition", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Partition: "x", GPUs: 4}}}, `scoped[0].partition: no pool serves partition "x"`},
+		{"scoped to a pool outside the partition", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", Partition: "debug", GPUs: 4}}}, "scoped[0]: no pool serves pool reserved-a100, partition debug"},
 		{"scoped to an unknown model", State{PendingGPUs: 4, Scoped: []ScopedDemand{{GPUModel: "B200", GPUs: 4}}}, `scoped[0].gpu_model: no pool has GPU model "B200"`},
 		{"scoped to an unknown pool", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "x", GPUs: 4}}}, `scoped[0].pool: unknown pool "x"`},
 		{"scoped negative", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUs: -1}}}, "scoped[0].gpus: -1 is negative"},
@@ -217,5 +222,38 @@ func TestQuantileFor(t *testing.T) {
 		pool(OnDemand, 55.04, 10*time.Minute), pool(OnDemand, 55.04, 10*time.Minute)}}
 	if got := s.Quantiles(); len(got) != 2 || math.Abs(got[0]-0.9478) > 5e-5 || math.Abs(got[1]-0.9854) > 5e-5 {
 		t.Errorf("Quantiles = %v, want the two burst pools' quantiles, ascending, once each", got)
+	}
+}
+
+func TestScopedDemandServes(t *testing.T) {
+	for _, tt := range []struct {
+		scope ScopedDemand
+		pools string // the names of the testPools it serves
+		words string
+	}{
+		{ScopedDemand{}, "", ""},
+		{ScopedDemand{Pool: "reserved-a100"}, "reserved-a100", "pool reserved-a100"},
+		{ScopedDemand{GPUModel: "a100"}, "aws-ondemand-a100 reserved-a100 aws-spot-a100", "GPU model a100"},
+		{ScopedDemand{Partition: "train"}, "reserved-a100 aws-spot-a100", "partition train"},
+		{ScopedDemand{Partition: "debug"}, "aws-spot-a100", "partition debug"},
+		{ScopedDemand{Partition: "gpu,debug"}, "aws-spot-a100", "partition gpu,debug"},
+		{ScopedDemand{Partition: "gpu"}, "", "partition gpu"},
+		{ScopedDemand{Partition: "train", GPUModel: "A100"}, "reserved-a100 aws-spot-a100", "partition train, GPU model A100"},
+		{ScopedDemand{Partition: "train", GPUModel: "H100"}, "", "partition train, GPU model H100"},
+		{ScopedDemand{Pool: "aws-ondemand-a100", Partition: "train"}, "", "pool aws-ondemand-a100, partition train"},
+		{ScopedDemand{Partition: "train", MinGPUsPerNode: 8}, "reserved-a100 aws-spot-a100", "partition train, nodes of 8+ GPUs"},
+		{ScopedDemand{Partition: "train", MinGPUsPerNode: 9}, "", "partition train, nodes of 9+ GPUs"},
+		{ScopedDemand{MinGPUsPerNode: 4, MaxGPUsPerNode: 4}, "", "nodes of 4 GPUs"},
+		{ScopedDemand{MinGPUsPerNode: 4, MaxGPUsPerNode: 8}, "aws-ondemand-a100 reserved-a100 aws-spot-a100", "nodes of 4-8 GPUs"},
+	} {
+		var got []string
+		for i := range testPools {
+			if tt.scope.Serves(&testPools[i]) {
+				got = append(got, testPools[i].Name)
+			}
+		}
+		if strings.Join(got, " ") != tt.pools || tt.scope.String() != tt.words {
+			t.Errorf("%+v serves %q, says %q; want %q, %q", tt.scope, got, tt.scope.String(), tt.pools, tt.words)
+		}
 	}
 }

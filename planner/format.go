@@ -267,3 +267,22 @@ func share(x float64) string { return fmt.Sprintf("%g%%", math.Round(x*1000)/10)
 
 // pct formats a quantile as p90.
 func pct(q float64) string { return fmt.Sprintf("p%g", math.Round(q*1000)/10) }
+
+// queueDegradedNote says that the latest read of a scheduler's queue
+// failed, or that the last whole one is too old, and what of its demand
+// counts.
+func queueDegradedNote(q *fleet.Queue) string {
+	what := "its demand is the last whole read's, at " + clock(q.ReadAt)
+	switch {
+	case q.ReadAt.IsZero():
+		what = "no whole read yet: none of its demand counts"
+	case q.Expired:
+		what = "its last whole read, at " + clock(q.ReadAt) + ", is too old to count: none of its demand does"
+	}
+	if q.Degraded == "" {
+		// Read whole, and long ago: a read under way for longer than
+		// demand counts.
+		return fmt.Sprintf("%s source: %s", q.Source, what)
+	}
+	return fmt.Sprintf("%s source degraded (%s); %s", q.Source, q.Degraded, what)
+}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -10,7 +11,8 @@ import (
 )
 
 // launch fills reserved pools and pools below min, serves the demand
-// pending for one pool or GPU model there, then buys burst capacity for
+// pending for one pool, or a GPU model's, a partition's or a width's
+// pools, there, then buys burst capacity for
 // the demand forecast one lead time ahead, cheapest pool first, counting
 // on the capacity observe found (t.supply) and the launches before each
 // (t.launches). A pool never read is left alone, and counted at its max
@@ -133,17 +135,29 @@ func (p *planner) leftToFaster(t *tally, order []*poolPlan, pp *poolPlan, gap in
 	return min(left, gap)
 }
 
-// serveScoped launches for the demand pending for one pool, or for one
-// GPU model's pools (fleet.State.Scoped), in those pools, cheapest first:
-// free GPUs elsewhere do not serve it. A scope every pool serves is the
-// whole fleet's, and left to the fleet-wide launches. A scope counts on its pools' free
-// GPUs (capacity now and launching, less what their jobs hold) that a
-// scope before it has not: pool scopes first, then GPU models. The
-// fleet-wide launches that follow count these launches as capacity.
+// serveScoped launches for the demand pending for one pool, or for the
+// pools of a GPU model, a partition or a width (fleet.State.Scoped), in
+// those pools, cheapest first: free GPUs elsewhere do not serve it. A
+// scope every pool serves is the whole fleet's, and left to the
+// fleet-wide launches. A scope counts on its pools' free GPUs (capacity
+// now and launching, less what their jobs hold) that a scope before it
+// has not: pool scopes first, then the others, those served by fewer
+// pools first (so that a broad scope does not take the free GPUs a
+// narrow one has no other place for). The fleet-wide launches that follow
+// count these launches as capacity.
 func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 	scoped := slices.Clone(p.in.State.Scoped)
+	served := func(d fleet.ScopedDemand) int {
+		n := 0
+		for _, pp := range order {
+			if d.Serves(pp.spec) {
+				n++
+			}
+		}
+		return n
+	}
 	slices.SortStableFunc(scoped, func(a, b fleet.ScopedDemand) int {
-		return cmpBool(a.Pool == "", b.Pool == "")
+		return cmp.Or(cmpBool(a.Pool == "", b.Pool == ""), cmp.Compare(served(a), served(b)))
 	})
 	for _, d := range scoped {
 		if d.GPUs <= 0 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
 )
 
@@ -125,6 +126,9 @@ type Plan struct {
 	// Forecast is the forecast the plan used, after its values were
 	// checked and clamped; nil when the plan was made on current demand.
 	Forecast *forecast.Forecast `json:"forecast,omitempty"`
+	// Queue is the scheduler's queue and nodes the plan was made with
+	// (fleet.State.Queue); nil without one.
+	Queue *fleet.Queue `json:"queue,omitempty"`
 }
 
 // Counts tallies the plan's actions by kind; a launch counts its nodes.

@@ -157,7 +157,7 @@ type tally struct {
 	// sets it, scale-in's drains spend it, then reap's drains what is left.
 	scaleInLeft int
 	// scopedFree is the free GPUs of supply set aside for the demand
-	// pending for one pool or GPU model (launch, serveScoped): the
+	// pending for some pools only (launch, serveScoped): the
 	// fleet-wide launches count neither it, nor planner.scopedPending, nor
 	// the launches made for it.
 	scopedFree int
@@ -213,7 +213,7 @@ type planner struct {
 	// (announcedMax): ahead that of State.Announced, all that with
 	// State.UnderWay too; each is made when first read.
 	ahead, all []change
-	// scopedPending is the demand pending for one pool or GPU model
+	// scopedPending is the demand pending for some pools only
 	// (fleet.State.Scoped) that serveScoped serves.
 	scopedPending int
 	// ends are the ready, reporting nodes whose jobs all have an expected
@@ -289,6 +289,12 @@ func Make(in Input) Plan {
 		}
 	}
 	p.plan.Demand.PendingGPUs = max(0, in.State.PendingGPUs)
+	if q := in.State.Queue; q != nil {
+		p.plan.Queue = q
+		if q.Degraded != "" || q.Expired {
+			p.note(ReasonQueueDegraded, queueDegradedNote(q))
+		}
+	}
 
 	p.observe(t)
 	p.sanitizeForecast()

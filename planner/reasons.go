@@ -213,6 +213,11 @@ const (
 	// been idle that long (planned to leave then if not needed), and the
 	// fleet keeps the GPUs its demand peaked at over that long past.
 	ReasonUnneededTime
+	// ReasonQueueDegraded: the latest read of the scheduler's queue (the
+	// slurm block) failed, or the last whole read is too old to count;
+	// its demand is the last whole read's while that counts, and none
+	// after (fleet.State.Queue).
+	ReasonQueueDegraded
 
 	numReasons // one past the last
 )
@@ -275,6 +280,7 @@ var reasonNames = [numReasons]string{
 	ReasonBootedWhileHalted:       "booted_while_halted",
 	ReasonScaleInDelay:            "scale_in_delay",
 	ReasonUnneededTime:            "unneeded_time",
+	ReasonQueueDegraded:           "queue_degraded",
 }
 
 // String is the code's name ("forecast", "drain_timeout"); "" for no

@@ -229,6 +229,26 @@ func reasonScenarios() []wordsScenario {
 			st := fleet.State{PendingGPUs: 48, Scoped: []fleet.ScopedDemand{{GPUModel: "H100", GPUs: 48}}}
 			return Make(Input{Settings: testConfig(spot, h100).Settings(), State: &st, Now: t0})
 		}},
+		{"demand scoped to a partition's pools of a GPU model", func() Plan {
+			train := pool("h100", fleet.OnDemand, 60, 9*time.Minute, 0, 4)
+			train.GPUModel, train.Partitions = "H100", []string{"train"}
+			st := fleet.State{PendingGPUs: 16, Scoped: []fleet.ScopedDemand{{Partition: "train", GPUModel: "H100", GPUs: 16}}}
+			return Make(Input{Settings: testConfig(spot, train).Settings(), State: &st, Now: t0})
+		}},
+		{"the scheduler's queue read last at 13:57, and not since", at(testConfig(od), fleet.State{PendingGPUs: 8,
+			Queue: &fleet.Queue{Source: "slurm", ReadAt: t0.Add(-3 * time.Minute), Degraded: "squeue: ran past its timeout of 10s"}}, forecast.Forecast{})},
+		{"the scheduler's queue never read", at(testConfig(od), fleet.State{
+			Queue: &fleet.Queue{Source: "slurm", Degraded: "squeue: exit status 1: slurm_load_jobs error: Unable to contact slurm controller (connect failure)"}}, forecast.Forecast{})},
+		{"the scheduler's queue read too long ago", at(testConfig(od), fleet.State{
+			Queue: &fleet.Queue{Source: "slurm", ReadAt: t0.Add(-15 * time.Minute), Expired: true, Degraded: "sinfo: exit status 1"}}, forecast.Forecast{})},
+		{"the scheduler's queue read whole too long ago", at(testConfig(od), fleet.State{
+			Queue: &fleet.Queue{Source: "slurm", ReadAt: t0.Add(-15 * time.Minute), Expired: true}}, forecast.Forecast{})},
+		{"demand scoped to a partition's pools of 8-GPU nodes", func() Plan {
+			a, b := pool("narrow", fleet.OnDemand, 10, 9*time.Minute, 0, 4), pool("wide", fleet.OnDemand, 40, 9*time.Minute, 0, 4)
+			a.GPUsPerNode, a.Partitions, b.Partitions = 4, []string{"train"}, []string{"train"}
+			st := fleet.State{PendingGPUs: 8, Scoped: []fleet.ScopedDemand{{Partition: "train", MinGPUsPerNode: 8, GPUs: 8}}}
+			return Make(Input{Settings: testConfig(a, b).Settings(), State: &st, Now: t0})
+		}},
 		{"left to a cheaper pool that boots sooner", at(testConfig(spot, pool("gcp", fleet.OnDemand, 29, 12*time.Minute, 0, 40)), fleet.State{}, step(16))},
 		{"pending jobs wait for nodes whose jobs end", at(testConfig(pool("od", fleet.OnDemand, 32, 10*time.Minute, 0, 10)),
 			fleet.State{PendingGPUs: 8, Nodes: []fleet.Node{full("a")}}, forecast.Forecast{})},

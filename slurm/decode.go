@@ -24,9 +24,11 @@ import (
 
 // Job is one job of the queue.
 type Job struct {
-	// ID is the job's ID ("123"; an array task's "123_4").
-	ID   string
-	Name string
+	// ID is the job's ID ("123"), unique, as a job sees it in
+	// SLURM_JOB_ID, array tasks' too; Array is an array task's name in
+	// the array ("120_4"), "" for a job of no array.
+	ID, Array string
+	Name      string
 	// State is the job's base state, upper case: PENDING, RUNNING,
 	// COMPLETING, ...; Reason why it waits ("Resources", "Priority",
 	// "JobHeldUser", "Dependency", "BeginTime", "AssocGrpGRES", ...;
@@ -54,6 +56,11 @@ type Job struct {
 	// NodeList is the nodes it runs on (a Slurm hostlist such as
 	// "gpu-[1-3]"), "" while pending.
 	NodeList string
+	// Tasks is how many jobs of this shape the record stands for: a
+	// pending job array's tasks not started yet ("--array=0-9"), at most
+	// its throttle ("%4": no more run at once); 1 for any other job.
+	// Each asks for the GPUs above.
+	Tasks int
 }
 
 // Pending reports whether the job waits to start.
@@ -65,18 +72,30 @@ func (j *Job) Running() bool {
 	return j.State == "RUNNING" || j.State == "COMPLETING" || j.State == "SUSPENDED"
 }
 
-// GPUs is all the GPUs the job asks for.
+// GPUs is all the GPUs the job asks for, each of its tasks'.
 func (j *Job) GPUs() int {
+	per := j.GPUsPerNode * max(1, j.Nodes)
 	if j.GPUsPerJob > 0 {
-		return j.GPUsPerJob
+		per = j.GPUsPerJob
 	}
-	return j.GPUsPerNode * max(1, j.Nodes)
+	return per * max(1, j.Tasks)
+}
+
+// PerNodeGPUs is the GPUs the job asks of each of its nodes: its GPUs per
+// node, or its GPUs for the whole job (--gpus) over its nodes, rounded up.
+func (j *Job) PerNodeGPUs() int {
+	if j.GPUsPerNode > 0 || j.GPUsPerJob <= 0 {
+		return j.GPUsPerNode
+	}
+	n := max(1, j.Nodes)
+	return (j.GPUsPerJob + n - 1) / n
 }
 
 // End is when a running job must end by: its start plus its time limit;
-// zero when it has no limit or has not started.
+// zero when it has no limit, has not started, or is not running now (a
+// suspended job's limit runs on once it resumes).
 func (j *Job) End() time.Time {
-	if j.TimeLimit <= 0 || j.Start.IsZero() {
+	if j.TimeLimit <= 0 || j.Start.IsZero() || j.State != "RUNNING" {
 		return time.Time{}
 	}
 	return j.Start.Add(j.TimeLimit)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
 )
 
 func readFixture(t testing.TB, name string) []byte {
@@ -113,7 +115,7 @@ func TestDecodeLaterReleases(t *testing.T) {
 		a.TimeLimit != 0 || !a.Start.IsZero() || a.QOS != "high" || a.GPUs() != 32 || !a.Eligible.Equal(time.Unix(1796563890, 0).UTC()) {
 		t.Errorf("job 7: %+v", a)
 	}
-	if b.ID != "5_3" || b.State != "RUNNING" || b.GPUsPerJob != 2 || b.GPUs() != 2 || b.TimeLimit != time.Hour || !b.End().Equal(time.Unix(1796563100, 0).UTC().Add(time.Hour)) {
+	if b.ID != "8" || b.Array != "5_3" || b.State != "RUNNING" || b.GPUsPerJob != 2 || b.GPUs() != 2 || b.TimeLimit != time.Hour || !b.End().Equal(time.Unix(1796563100, 0).UTC().Add(time.Hour)) {
 		t.Errorf("job 8: %+v", b)
 	}
 }
@@ -170,13 +172,28 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		for _, j := range d.Jobs {
-			if j.Nodes < 1 || j.Nodes > 1<<20 || j.GPUsPerNode < 0 || j.GPUsPerNode > 1<<20 || j.GPUsPerJob < 0 || j.TimeLimit < 0 {
+			if j.Nodes < 1 || j.Nodes > 1<<20 || j.GPUsPerNode < 0 || j.GPUsPerNode > 1<<20 || j.GPUsPerJob < 0 || j.TimeLimit < 0 || j.Tasks < 1 || j.Tasks > maxTasks {
 				t.Fatalf("job out of bounds: %+v", j)
 			}
 		}
 		for _, n := range d.Nodes {
 			if n.GPUs < 0 || n.GPUs > 1<<20 || n.GPUsUsed < 0 {
 				t.Fatalf("node out of bounds: %+v", n)
+			}
+		}
+		// Whatever the queue, its demand is bounded and served by a pool.
+		pools := []fleet.Pool{{Name: "a", GPUModel: "A100", GPUsPerNode: 8, Partitions: []string{"train"}}, {Name: "b", GPUsPerNode: 4, Partitions: []string{"train", "dev"}}}
+		s := Snapshot{Jobs: d.Jobs, Nodes: d.Nodes}
+		dm := s.Demand(pools)
+		for _, l := range dm.Pending {
+			anyPool := l == fleet.ScopedDemand{GPUs: l.GPUs}
+			if l.GPUs <= 0 || l.GPUs > fleet.MaxDemandGPUs || !anyPool && !slices.ContainsFunc(pools, func(p fleet.Pool) bool { return l.Serves(&p) }) {
+				t.Fatalf("pending line %+v", l)
+			}
+		}
+		for _, l := range dm.Queue.Pending {
+			if l.Jobs <= 0 || l.GPUs < 0 || l.DemandGPUs < 0 || l.DemandGPUs > fleet.MaxDemandGPUs || l.Bought != (l.DemandGPUs > 0) {
+				t.Fatalf("queue line %+v", l)
 			}
 		}
 	})

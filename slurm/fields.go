@@ -23,7 +23,17 @@ func decodeJob(f object, missing map[string]bool) Job {
 	if arr, ok := f["array_task_id"]; ok {
 		if task, inf, ok := number(arr); ok && !inf && task >= 0 && string(arr) != "null" {
 			if parent, inf, ok := number(f["array_job_id"]); ok && !inf && parent > 0 {
-				j.ID = strconv.FormatInt(parent, 10) + "_" + strconv.FormatInt(task, 10)
+				j.Array = strconv.FormatInt(parent, 10) + "_" + strconv.FormatInt(task, 10)
+			}
+		}
+	}
+	j.Tasks = 1
+	if v, ok := f["array_task_string"]; ok {
+		if s, _ := text(v); s != "" {
+			j.Array = strconv.FormatInt(id, 10) + "_[" + s + "]"
+			j.Tasks = arrayTasks(s)
+			if most, inf, ok := number(f["array_max_tasks"]); ok && !inf && most > 0 {
+				j.Tasks = int(min(int64(j.Tasks), most))
 			}
 		}
 	}
@@ -144,4 +154,36 @@ func cmpType(have, next string) string {
 		return have
 	}
 	return next
+}
+
+// maxTasks bounds the tasks one record stands for.
+const maxTasks = 1 << 20
+
+// arrayTasks counts the tasks of an array's index list, as squeue prints
+// a pending array's: "0-9", "1,3,5-7", "0-15:4", "0-99%10" (the throttle
+// is array_max_tasks'). A part it cannot read counts as one task.
+func arrayTasks(s string) int {
+	s, _, _ = strings.Cut(s, "%")
+	n := 0
+	for part := range strings.SplitSeq(s, ",") {
+		span, step := part, 1
+		if a, b, ok := strings.Cut(part, ":"); ok {
+			if st, err := strconv.Atoi(b); err == nil && st > 0 {
+				span, step = a, st
+			}
+		}
+		lo, hi, ok := strings.Cut(span, "-")
+		from, err1 := strconv.Atoi(lo)
+		to, err2 := strconv.Atoi(hi)
+		switch {
+		case ok && err1 == nil && err2 == nil && to >= from:
+			n += (to-from)/step + 1
+		default:
+			n++
+		}
+		if n >= maxTasks {
+			return maxTasks
+		}
+	}
+	return max(n, 1)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/slurmtest"
 )
 
@@ -22,6 +23,7 @@ func TestReadLiveCluster(t *testing.T) {
 	held := c.Submit(t, "-H", "--gres=gpu:2")
 	after := c.Submit(t, "--dependency=afterok:"+wide, "--gres=gpu:a100:1")
 	later := c.Submit(t, "--begin=now+1hour", "--gres=gpu:2")
+	array := c.Submit(t, "--array=0-9%4", "--gres=gpu:1", "-H")
 
 	r := &Reader{Conf: c.Conf, Timeout: 5 * time.Second}
 	var s Snapshot
@@ -63,6 +65,11 @@ func TestReadLiveCluster(t *testing.T) {
 			t.Errorf("job %s: %+v; want %+v", tt.id, j, tt)
 		}
 	}
+	// A pending array is one record of its tasks not started, at most
+	// its throttle.
+	if j := byID[array]; j.Tasks != 4 || j.GPUs() != 4 || j.Array != array+"_[0-9%4]" {
+		t.Errorf("the array: %d tasks, %d GPUs, %q; want 4, 4, %s_[0-9%%4]", j.Tasks, j.GPUs(), j.Array, array)
+	}
 	if j := byID[running]; j.TimeLimit != 30*time.Minute || j.End().Sub(j.Start) != 30*time.Minute || j.NodeList == "" {
 		t.Errorf("the running job: limit %v, start %v, end %v, nodes %q", j.TimeLimit, j.Start, j.End(), j.NodeList)
 	}
@@ -79,14 +86,14 @@ func TestReadLiveCluster(t *testing.T) {
 
 	// The held job, the one waiting on another and the one waiting for
 	// its begin time buy nothing: each counted by its reason.
-	_, blocked := Queue(s.Jobs)
-	reasons := map[string]Blocked{}
-	for _, b := range blocked {
-		reasons[b.Reason] = b
+	d := s.Demand(nil)
+	reasons := map[string]fleet.QueueLine{}
+	for _, l := range d.Queue.Pending {
+		reasons[l.Reason] = l
 	}
-	for reason, gpus := range map[string]int{"JobHeldUser": 2, "Dependency": 1, "BeginTime": 2} {
-		if b := reasons[reason]; b.Jobs != 1 || b.GPUs != gpus {
-			t.Errorf("blocked by %s: %+v; want 1 job of %d GPUs (all: %+v)", reason, b, gpus, blocked)
+	for reason, want := range map[string][2]int{"JobHeldUser": {2, 2 + 4}, "Dependency": {1, 1}, "BeginTime": {1, 2}} {
+		if l := reasons[reason]; l.Jobs != want[0] || l.GPUs != want[1] || l.Bought {
+			t.Errorf("pending for %s: %+v; want %d jobs of %d GPUs, not bought for (all: %+v)", reason, l, want[0], want[1], d.Queue.Pending)
 		}
 	}
 

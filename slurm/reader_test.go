@@ -2,11 +2,12 @@ package slurm
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fleetcast/autoscaler/internal/slurmtest"
 )
 
 // TestReadFails: every way a command can fail is an error naming the
@@ -15,13 +16,7 @@ import (
 // demand: hang, print too much, print what is not JSON.)
 func TestReadFails(t *testing.T) {
 	dir := t.TempDir()
-	script := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	script := func(name, body string) string { return slurmtest.Script(t, dir, name, body) }
 	ok := script("ok", `echo '{"jobs": [], "nodes": []}'`)
 	for _, tt := range []struct {
 		name    string

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/state"
@@ -112,7 +111,7 @@ type imported struct {
 // now. Steps with no row between two rows at most maxInterpolatedSteps
 // apart get the line between them; rows before the history are counted
 // and left out. A series without dates, a row after now and a value over
-// controller.MaxDemandGPUs are errors naming the file and line, and
+// fleet.MaxDemandGPUs are errors naming the file and line, and
 // nothing is imported.
 func importSteps(s *trace.Series, path string, now time.Time, step, length time.Duration) (imported, error) {
 	if s.Start.IsZero() {
@@ -135,8 +134,8 @@ func importSteps(s *trace.Series, path string, now time.Time, step, length time.
 			return imported{}, fmt.Errorf("%s:%d: %s is after now (%s): a demand history holds no future; check the time zone (times with none are UTC)",
 				path, line, t.Format(time.RFC3339), now.Format(time.RFC3339))
 		}
-		if v > controller.MaxDemandGPUs {
-			return imported{}, fmt.Errorf("%s:%d: demand %v GPUs is more than %d; -scale it to GPUs", path, line, v, controller.MaxDemandGPUs)
+		if v > fleet.MaxDemandGPUs {
+			return imported{}, fmt.Errorf("%s:%d: demand %v GPUs is more than %d; -scale it to GPUs", path, line, v, fleet.MaxDemandGPUs)
 		}
 		k := int(t.Truncate(step).Sub(first) / step)
 		switch {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
@@ -44,7 +44,7 @@ func FuzzImportSteps(f *testing.F) {
 				t.Fatalf("sample %d at %s: want a step's start within %v before %s", i, x.Time, length, now)
 			case i > 0 && !x.Time.After(im.samples[i-1].Time):
 				t.Fatalf("sample %d at %s is not after sample %d at %s", i, x.Time, i-1, im.samples[i-1].Time)
-			case math.IsNaN(x.Value) || math.IsInf(x.Value, 0) || x.Value < 0 || x.Value > controller.MaxDemandGPUs:
+			case math.IsNaN(x.Value) || math.IsInf(x.Value, 0) || x.Value < 0 || x.Value > fleet.MaxDemandGPUs:
 				t.Fatalf("sample %d at %s is %v GPUs", i, x.Time, x.Value)
 			}
 		}

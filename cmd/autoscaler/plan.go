@@ -24,7 +24,7 @@ import (
 func runPlan(e *env, args []string) int {
 	fs := newFlagSet(e, "plan", "plan -config FILE [-state FILE] [-json] [-at TIME]")
 	path := fs.String("config", "", "fleet config file (HCL)")
-	statePath := fs.String("state", "", "fleet state snapshot (JSON); default: read the pools' providers (the simulated cloud generates its fleet)")
+	statePath := fs.String("state", "", "fleet state snapshot (JSON); default: read the pools' providers (the simulated cloud generates its fleet) and, with a slurm block, Slurm's queue")
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
 	at := fs.String("at", "", "plan as of this RFC 3339 time (default: the snapshot's captured_at, else now)")
 	log, code, ok := setup(e, fs, args)
@@ -67,6 +67,12 @@ func runPlan(e *env, args []string) int {
 			return exitError
 		}
 		log.Debug("state read from the pools' providers", "nodes", len(state.Nodes), "pending_gpus", state.PendingGPUs)
+		if cfg.Slurm != nil {
+			if err := readQueue(context.Background(), log, cfg, &state, now); err != nil {
+				reportError(e, "plan", cfg.Origin, err)
+				return exitError
+			}
+		}
 	}
 
 	fc, err := makeForecast(cfg, state.History)
@@ -244,6 +250,10 @@ func writePlan(w io.Writer, cfg *config.Config, p *planner.Plan) {
 		}
 	}
 	fmt.Fprintln(w)
+	if q := p.Queue; q != nil {
+		writeQueue(w, q)
+		fmt.Fprintln(w)
+	}
 
 	if len(p.Actions) == 0 {
 		fmt.Fprintln(w, "No changes. The fleet matches the forecast.")

@@ -1,0 +1,195 @@
+package config
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// The bounds of the slurm block's settings.
+const (
+	// MinSlurmInterval bounds slurm.interval: reading the queue more
+	// often loads the cluster's controller for nothing (a cycle plans
+	// with the latest read).
+	MinSlurmInterval = time.Second
+	// MaxSlurmInterval and MaxSlurmTimeout bound slurm.interval and
+	// slurm.timeout so that a read, its two commands each at their
+	// timeout, ends well within the time pushed demand counts (10
+	// minutes): the queue's demand never lapses between reads that
+	// succeed.
+	MaxSlurmInterval = 5 * time.Minute
+	MaxSlurmTimeout  = time.Minute
+	// MaxSlurmOutputMiB bounds slurm.max_output_mib: what one command may
+	// print, in MiB.
+	MaxSlurmOutputMiB = 4096
+)
+
+// partition is a slurm block's partition "NAME" block, decoded: its
+// name, its pools (each once), and where each is.
+type partition struct {
+	name    string
+	pools   []string
+	poolsAt []hcl.Range // each pool's name in the list
+}
+
+// decodeSlurm decodes a slurm block: its settings, the defaults for what
+// it leaves out, and its partition blocks, whose pools assignPartitions
+// checks once every pool is known.
+func (d *decoder) decodeSlurm(b *hcl.Block) (*fleet.SlurmSettings, []partition) {
+	out := slurmDefaults()
+	var v slurmBody
+	d.decode(b.Body, &v)
+	v.Validate(d, out)
+	if v.Rest == nil {
+		return out, nil
+	}
+	// The partition blocks. The schema names the block's attributes too,
+	// so that a misspelt one gets a suggestion.
+	schema, _ := gohcl.ImpliedBodySchema(&v)
+	for i := range schema.Attributes {
+		schema.Attributes[i].Required = false // decoded already
+	}
+	schema.Blocks = append(schema.Blocks, partitionSchema)
+	content, diags := v.Rest.Content(schema)
+	d.decoded(diags)
+	var parts []partition
+	seen := map[string]*hcl.Block{}
+	for _, pb := range content.Blocks {
+		name := pb.Labels[0]
+		if prev, dup := seen[name]; dup {
+			d.errorf(pb.LabelRanges[0], "Duplicate partition block",
+				"A partition %q block was already defined at %s; one block lists all of a partition's pools.", name, defPos(prev.DefRange))
+			continue
+		}
+		seen[name] = pb
+		parts = append(parts, d.decodePartition(pb))
+	}
+	return out, parts
+}
+
+// Validate checks the slurm block's settings and fills out: a conf path
+// and commands that are not empty, an interval of at least
+// MinSlurmInterval, a timeout longer than 0, and an output bound of 1 to
+// MaxSlurmOutputMiB MiB. Every error points at the value it refuses.
+func (s *slurmBody) Validate(d *decoder, out *fleet.SlurmSettings) {
+	if d.check(s.ConfAt, s.Conf != "", "conf must be the path of the cluster's slurm.conf, given to the commands as SLURM_CONF; leave it out for the commands' own.") == set {
+		out.Conf = s.Conf
+	}
+	if d.check(s.SqueueAt, s.Squeue != "", "squeue must be the squeue command, a name found on the PATH or a path; leave it out for %q.", out.Squeue) == set {
+		out.Squeue = s.Squeue
+	}
+	if d.check(s.SinfoAt, s.Sinfo != "", "sinfo must be the sinfo command, a name found on the PATH or a path; leave it out for %q.", out.Sinfo) == set {
+		out.Sinfo = s.Sinfo
+	}
+	d.durationWithin("interval", s.Interval, s.IntervalAt, MinSlurmInterval, MaxSlurmInterval, &out.Interval)
+	d.durationWithin("timeout", s.Timeout, s.TimeoutAt, 0, MaxSlurmTimeout, &out.Timeout)
+	if d.between("max_output_mib", s.MaxOutputMiB, 1, MaxSlurmOutputMiB, s.MaxOutputMiBAt) == set {
+		out.MaxOutputMiB = s.MaxOutputMiB
+	}
+}
+
+// durationWithin is duration for one that must be at least lo (above 0
+// when lo is 0) and at most hi.
+func (d *decoder) durationWithin(name, text string, r hcl.Range, lo, hi time.Duration, dst *time.Duration) state {
+	if st := d.state(r); st != set {
+		return st
+	}
+	if dur, err := fleet.ParseDuration(text); err == nil && (dur < lo || dur > hi) && (lo > 0 || dur > 0) {
+		if lo > 0 {
+			d.invalid(r, "%s must be %s to %s, got %q.", name, fleet.FormatDuration(lo), fleet.FormatDuration(hi), text)
+		} else {
+			d.invalid(r, "%s must be longer than 0 and at most %s, got %q.", name, fleet.FormatDuration(hi), text)
+		}
+		return bad
+	}
+	return d.duration(name, text, r, false, dst) // refuses what does not parse, and 0
+}
+
+// decodePartition decodes a partition block: a name Slurm could give a
+// partition, and pools, at least one, each named once.
+func (d *decoder) decodePartition(b *hcl.Block) partition {
+	p := partition{name: b.Labels[0]}
+	if p.name == "" || strings.ContainsFunc(p.name, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+		d.errorf(b.LabelRanges[0], "Invalid partition name",
+			"A partition is named as in Slurm: not empty, with no commas or whitespace, got %q.", p.name)
+	}
+	var v partitionBody
+	if !d.decode(b.Body, &v) {
+		return p
+	}
+	if d.check(v.PoolsAt, len(v.Pools) > 0, "pools must name at least one pool, whose nodes serve partition %q, got [].", p.name) != set {
+		return p
+	}
+	at := elementRanges(d.attrs[v.PoolsAt.Start.Byte], v.PoolsAt, len(v.Pools))
+	for i, name := range v.Pools {
+		if j := slices.Index(v.Pools[:i], name); j >= 0 {
+			d.invalid(at[i], "pools names pool %q twice (first at %s); name each pool once.", name, defPos(at[j]))
+			continue
+		}
+		p.pools, p.poolsAt = append(p.pools, name), append(p.poolsAt, at[i])
+	}
+	return p
+}
+
+// elementRanges are where each of the n elements of a list attribute's
+// value is: each element's own range where a writes the list out, else
+// the whole value's, whole.
+func elementRanges(a *hclsyntax.Attribute, whole hcl.Range, n int) []hcl.Range {
+	var exprs []hclsyntax.Expression
+	if a != nil {
+		e := a.Expr
+		for {
+			p, ok := e.(*hclsyntax.ParenthesesExpr)
+			if !ok {
+				break
+			}
+			e = p.Expression
+		}
+		if t, ok := e.(*hclsyntax.TupleConsExpr); ok && len(t.Exprs) == n {
+			exprs = t.Exprs
+		}
+	}
+	out := make([]hcl.Range, n)
+	for i := range out {
+		out[i] = whole
+		if exprs != nil {
+			out[i] = exprs[i].Range()
+		}
+	}
+	return out
+}
+
+// assignPartitions adds each partition's name to its pools' Partitions,
+// each pool's sorted and without duplicates. A pool the config has no
+// block for is an error at its name in the list.
+func (d *decoder) assignPartitions(pools []fleet.Pool, parts []partition) {
+	index := make(map[string]int, len(pools))
+	for i := range pools {
+		index[pools[i].Name] = i
+	}
+	names := slices.Sorted(maps.Keys(index))
+	for _, part := range parts {
+		for i, name := range part.pools {
+			j, ok := index[name]
+			if !ok {
+				d.errorf(part.poolsAt[i], "Unknown pool",
+					"Partition %q names pool %q, which the config has no pool %q block for; pools names the pools whose nodes serve the partition.%s",
+					part.name, name, name, didYouMean(name, names))
+				continue
+			}
+			pools[j].Partitions = append(pools[j].Partitions, part.name)
+		}
+	}
+	for i := range pools {
+		slices.Sort(pools[i].Partitions)
+		pools[i].Partitions = slices.Compact(pools[i].Partitions)
+	}
+}

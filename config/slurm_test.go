@@ -1,0 +1,195 @@
+package config_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/providers/registry"
+)
+
+// slurmPools are three sim pools for the slurm block's partitions to name.
+var slurmPools = simPool("h100-reserved", "") + simPool("h100-spot", "") + simPool("a100-od", "")
+
+// TestParseSlurm: the slurm block decodes into Config.Slurm, each setting
+// it leaves out taking its default (fleet.DefaultSlurmSettings), and its
+// partition blocks into the pools' Partitions, sorted; without a block,
+// Slurm is nil and no pool has a partition.
+func TestParseSlurm(t *testing.T) {
+	def := fleet.DefaultSlurmSettings()
+	tests := []struct {
+		name       string
+		src        string
+		want       *fleet.SlurmSettings
+		partitions map[string][]string // by pool; the others have none
+	}{
+		{"no block", slurmPools, nil, nil},
+		{"empty block", slurmPools + "slurm {}\n", &def, nil},
+		{"only a partition", slurmPools + "slurm {\n  partition \"debug\" {\n    pools = [\"a100-od\"]\n  }\n}\n",
+			&def, map[string][]string{"a100-od": {"debug"}}},
+		{"every setting, before the pools it names", `slurm {
+  conf           = "/etc/slurm/slurm.conf"
+  squeue         = "/usr/bin/squeue"
+  sinfo          = "/usr/bin/sinfo"
+  interval       = "45s"
+  timeout        = "5s"
+  max_output_mib = 4096
+
+  partition "train" {
+    pools = ["h100-reserved", "h100-spot", "a100-od"]
+  }
+  partition "debug" {
+    pools = ["a100-od"]
+  }
+  partition "batch" {
+    pools = ["a100-od", "h100-spot"]
+  }
+}
+` + slurmPools,
+			&fleet.SlurmSettings{Conf: "/etc/slurm/slurm.conf", Squeue: "/usr/bin/squeue", Sinfo: "/usr/bin/sinfo",
+				Interval: 45 * time.Second, Timeout: 5 * time.Second, MaxOutputMiB: 4096},
+			map[string][]string{"h100-reserved": {"train"}, "h100-spot": {"batch", "train"}, "a100-od": {"batch", "debug", "train"}}},
+		{"the bounds", slurmPools + "slurm {\n  interval = \"1s\"\n  timeout = \"1ms\"\n  max_output_mib = 1\n}\n",
+			&fleet.SlurmSettings{Squeue: def.Squeue, Sinfo: def.Sinfo, Interval: time.Second, Timeout: time.Millisecond, MaxOutputMiB: 1}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, diags := config.Parse("test.hcl", []byte(tt.src), registry.Blocks())
+			if diags.HasErrors() {
+				t.Fatalf("unexpected errors:\n%s", formatAll(diags))
+			}
+			if !reflect.DeepEqual(cfg.Slurm, tt.want) {
+				t.Errorf("slurm: got %+v, want %+v", cfg.Slurm, tt.want)
+			}
+			for _, p := range cfg.Pools {
+				if want := tt.partitions[p.Name]; !reflect.DeepEqual(p.Partitions, want) {
+					t.Errorf("pool %s: partitions %q, want %q", p.Name, p.Partitions, want)
+				}
+			}
+		})
+	}
+	if d := config.Defaults(); d.Slurm != nil {
+		t.Errorf("Defaults has a slurm block: %+v", d.Slurm)
+	}
+}
+
+// TestSlurmInputFile: slurm.conf is a file validate -files checks, at
+// its attribute; a slurm block without conf names none.
+func TestSlurmInputFile(t *testing.T) {
+	src := slurmPools + "slurm {\n  conf = \"/etc/slurm/slurm.conf\"\n}\n"
+	cfg, diags := config.Parse("test.hcl", []byte(src), registry.Blocks())
+	if diags.HasErrors() {
+		t.Fatal(formatAll(diags))
+	}
+	files := cfg.InputFiles()
+	if len(files) != 1 || files[0].Field != "slurm.conf" || files[0].Path != "/etc/slurm/slurm.conf" ||
+		files[0].At.String() != "test.hcl:23,10-33" || files[0].Why == "" {
+		t.Errorf("input files: %+v", files)
+	}
+	cfg, diags = config.Parse("test.hcl", []byte(slurmPools+"slurm {}\n"), registry.Blocks())
+	if diags.HasErrors() || len(cfg.InputFiles()) != 0 {
+		t.Errorf("a slurm block naming no file: %v, %+v", diags, cfg.InputFiles())
+	}
+}
+
+// TestParseSlurmErrors: each thing wrong with a slurm block is an error
+// at the value it refuses (a pool's name in a partition's list, a
+// partition's name), saying what was expected.
+func TestParseSlurmErrors(t *testing.T) {
+	type wantDiag struct {
+		summary string // exact
+		detail  string // exact
+		at      string // the diagnostic starts at the first occurrence of at from the first slurm block on...
+		nth     int    // ...or its nth (0-based)
+	}
+	slurm := func(body string) string { return slurmPools + "slurm {\n" + body + "}\n" }
+	tests := []struct {
+		name string
+		src  string
+		want []wantDiag
+	}{
+		{"unknown pool", slurm("  partition \"train\" {\n    pools = [\"h100-reserved\", \"h100-spt\"]\n  }\n"),
+			[]wantDiag{{"Unknown pool", `Partition "train" names pool "h100-spt", which the config has no pool "h100-spt" block for; pools names the pools whose nodes serve the partition. Did you mean "h100-spot"?`, `"h100-spt"`, 0}}},
+		{"unknown pool, nothing close", slurm("  partition \"train\" {\n    pools = [\"tpu\"]\n  }\n"),
+			[]wantDiag{{"Unknown pool", `Partition "train" names pool "tpu", which the config has no pool "tpu" block for; pools names the pools whose nodes serve the partition.`, `"tpu"`, 0}}},
+		{"partition declared twice", slurm("  partition \"train\" {\n    pools = [\"h100-spot\"]\n  }\n  partition \"train\" {\n    pools = [\"a100-od\"]\n  }\n"),
+			[]wantDiag{{"Duplicate partition block", `A partition "train" block was already defined at test.hcl:23:3; one block lists all of a partition's pools.`, `"train"`, 1}}},
+		{"no pools", slurm("  partition \"train\" {\n    pools = []\n  }\n"),
+			[]wantDiag{{"Invalid value", `pools must name at least one pool, whose nodes serve partition "train", got [].`, "[]", 0}}},
+		{"pools left out", slurm("  partition \"train\" {\n  }\n"),
+			[]wantDiag{{"Missing required argument", `The argument "pools" is required, but no definition was found.`, "{\n  }", 0}}},
+		{"a pool twice", slurm("  partition \"train\" {\n    pools = [\"h100-spot\", \"a100-od\", \"h100-spot\"]\n  }\n"),
+			[]wantDiag{{"Invalid value", `pools names pool "h100-spot" twice (first at test.hcl:24:14); name each pool once.`, `"h100-spot"`, 1}}},
+		{"pools not a list", slurm("  partition \"train\" {\n    pools = \"h100-spot\"\n  }\n"),
+			[]wantDiag{{"Incorrect attribute value type", `Inappropriate value for attribute "pools": list of string required, but have string.`, `"h100-spot"`, 0}}},
+		{"empty partition name", slurm("  partition \"\" {\n    pools = [\"h100-spot\"]\n  }\n"),
+			[]wantDiag{{"Invalid partition name", `A partition is named as in Slurm: not empty, with no commas or whitespace, got "".`, `""`, 0}}},
+		{"partition name with a comma", slurm("  partition \"train,debug\" {\n    pools = [\"h100-spot\"]\n  }\n"),
+			[]wantDiag{{"Invalid partition name", `A partition is named as in Slurm: not empty, with no commas or whitespace, got "train,debug".`, `"train,debug"`, 0}}},
+		{"partition name with a space", slurm("  partition \"gpu train\" {\n    pools = [\"h100-tspot\"]\n  }\n"),
+			[]wantDiag{
+				{"Invalid partition name", `A partition is named as in Slurm: not empty, with no commas or whitespace, got "gpu train".`, `"gpu train"`, 0},
+				{"Unknown pool", `Partition "gpu train" names pool "h100-tspot", which the config has no pool "h100-tspot" block for; pools names the pools whose nodes serve the partition. Did you mean "h100-spot"?`, `"h100-tspot"`, 0},
+			}},
+		{"partition without a name", slurm("  partition {\n    pools = [\"h100-spot\"]\n  }\n"),
+			[]wantDiag{{"Missing name for partition", `All partition blocks must have 1 labels (name).`, "{\n    pools", 0}}},
+		{"empty commands", slurm("  squeue = \"\"\n  sinfo = \"\"\n"),
+			[]wantDiag{
+				{"Invalid value", `squeue must be the squeue command, a name found on the PATH or a path; leave it out for "squeue".`, `""`, 0},
+				{"Invalid value", `sinfo must be the sinfo command, a name found on the PATH or a path; leave it out for "sinfo".`, `""`, 1},
+			}},
+		{"empty conf", slurm("  conf = \"\"\n"),
+			[]wantDiag{{"Invalid value", `conf must be the path of the cluster's slurm.conf, given to the commands as SLURM_CONF; leave it out for the commands' own.`, `""`, 0}}},
+		{"interval below 1s", slurm("  interval = \"500ms\"\n"),
+			[]wantDiag{{"Invalid value", `interval must be 1s to 5m, got "500ms".`, `"500ms"`, 0}}},
+		{"interval 0", slurm("  interval = \"0s\"\n"),
+			[]wantDiag{{"Invalid value", `interval must be 1s to 5m, got "0s".`, `"0s"`, 0}}},
+		{"interval not a duration", slurm("  interval = \"often\"\n"),
+			[]wantDiag{{"Invalid duration", `interval must be ` + fleet.DurationForm + `; got "often".`, `"often"`, 0}}},
+		{"interval above 5m", slurm("  interval = \"10m\"\n"),
+			[]wantDiag{{"Invalid value", `interval must be 1s to 5m, got "10m".`, `"10m"`, 0}}},
+		{"timeout above 1m", slurm("  timeout = \"90s\"\n"),
+			[]wantDiag{{"Invalid value", `timeout must be longer than 0 and at most 1m, got "90s".`, `"90s"`, 0}}},
+		{"timeout 0", slurm("  timeout = \"0s\"\n"),
+			[]wantDiag{{"Invalid value", `timeout must be longer than 0, got "0s".`, `"0s"`, 0}}},
+		{"timeout negative", slurm("  timeout = \"-10s\"\n"),
+			[]wantDiag{{"Invalid value", `timeout must be longer than 0, got "-10s".`, `"-10s"`, 0}}},
+		{"max_output_mib 0", slurm("  max_output_mib = 0\n"),
+			[]wantDiag{{"Invalid value", `max_output_mib must be 1 to 4096, got 0.`, "0\n}", 0}}},
+		{"max_output_mib above 4096", slurm("  max_output_mib = 4097\n"),
+			[]wantDiag{{"Invalid value", `max_output_mib must be 1 to 4096, got 4097.`, "4097", 0}}},
+		{"a misspelt attribute", slurm("  intervl = \"1m\"\n"),
+			[]wantDiag{{"Unsupported argument", `An argument named "intervl" is not expected here. Did you mean "interval"?`, "intervl", 0}}},
+		{"an unknown block", slurm("  partitions \"train\" {\n    pools = [\"h100-spot\"]\n  }\n"),
+			[]wantDiag{{"Unsupported block type", `Blocks of type "partitions" are not expected here. Did you mean "partition"?`, "partitions", 0}}},
+		{"slurm declared twice", slurm("  interval = \"1m\"\n") + "slurm {\n  interval = var.x\n}\n",
+			[]wantDiag{{"Duplicate slurm block", `A slurm block was already defined at test.hcl:22:1; there can be only one.`, "slurm", 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, diags := config.Parse("test.hcl", []byte(tt.src), registry.Blocks())
+			if cfg != nil {
+				t.Errorf("got a config despite errors")
+			}
+			if len(diags) != len(tt.want) {
+				t.Fatalf("got %d diagnostics, want %d:\n%s", len(diags), len(tt.want), formatAll(diags))
+			}
+			for i, w := range tt.want {
+				d := diags[i]
+				off := strings.Index(tt.src, "slurm {")
+				line, col := position(t, tt.src[off:], w.at, w.nth)
+				line += strings.Count(tt.src[:off], "\n")
+				if d.Severity != hcl.DiagError || d.Summary != w.summary || d.Detail != w.detail ||
+					d.Subject == nil || d.Subject.Filename != "test.hcl" ||
+					d.Subject.Start.Line != line || d.Subject.Start.Column != col {
+					t.Errorf("diagnostic %d:\n got %s\nwant test.hcl:%d:%d: error: %s: %s", i, config.FormatDiagnostic(d), line, col, w.summary, w.detail)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,207 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/slurm"
+)
+
+// SlurmSourceName is the source the Slurm queue's demand is pending under
+// (DemandPush.Source), a name no push may take.
+const SlurmSourceName = reservedSources + "slurm"
+
+// SlurmSource reads a Slurm cluster's queue and nodes in the background
+// (Run), every interval, and hands each whole read to the pending demand
+// as the source SlurmSourceName: the pending jobs that wait for capacity, by the
+// scope of pools that serve them (slurm.Snapshot.Demand), and the running
+// jobs' ends. A cycle never waits for a read: it plans with the latest
+// (Queue). A read that fails leaves the last whole read's demand, which
+// counts as long as a push does (Pending.TTL), and makes the source
+// degraded until a read succeeds; the plan says so.
+type SlurmSource struct {
+	reader   *slurm.Reader
+	pools    []fleet.Pool
+	pending  *Pending
+	interval time.Duration
+	now      func() time.Time
+	log      hclog.Logger
+
+	polls, errs prometheus.Counter
+	seconds     prometheus.Histogram
+	degraded    prometheus.Gauge
+
+	mu sync.Mutex
+	// queue is the last whole read's view, readAt when it was made, and
+	// failure why the latest read failed ("" after a whole one).
+	queue   fleet.Queue
+	readAt  time.Time
+	failure string
+	// reads counts the reads finished, whole or not; failed is set when
+	// the latest failed.
+	reads  int
+	failed bool
+}
+
+// SlurmOptions are a SlurmSource's parts.
+type SlurmOptions struct {
+	Settings fleet.SlurmSettings
+	// Pools are the configured pools, with the partitions each serves.
+	Pools   []fleet.Pool
+	Pending *Pending
+	// Now is the controller's clock.
+	Now func() time.Time
+	Log hclog.Logger
+}
+
+// NewSlurmSource makes a source that reads the cluster as o.Settings say.
+func NewSlurmSource(o SlurmOptions) (*SlurmSource, error) {
+	s := o.Settings
+	switch {
+	case o.Pending == nil || o.Now == nil:
+		return nil, fmt.Errorf("slurm source: pending demand and clock are required")
+	case s.Interval <= 0 || s.Timeout <= 0 || s.MaxOutputMiB <= 0:
+		return nil, fmt.Errorf("slurm source: interval %v, timeout %v, max output %d MiB: want each above 0 (fleet.DefaultSlurmSettings has the defaults)", s.Interval, s.Timeout, s.MaxOutputMiB)
+	}
+	log := o.Log
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &SlurmSource{
+		reader: &slurm.Reader{Squeue: s.Squeue, Sinfo: s.Sinfo, Conf: s.Conf, Timeout: s.Timeout, MaxOutput: s.MaxOutputMiB << 20},
+		pools:  o.Pools, pending: o.Pending, interval: s.Interval, now: o.Now, log: log,
+		polls: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetcast_slurm_reads_total",
+			Help: "Reads of the Slurm cluster (squeue --json, then sinfo --json), whole or not."}),
+		errs: prometheus.NewCounter(prometheus.CounterOpts{Name: "fleetcast_slurm_read_errors_total",
+			Help: "Reads of the Slurm cluster that failed (a command that did not start, ran past the slurm block's timeout, printed more than its max_output_mib, exited non-zero, or printed what is not Slurm's JSON); the last whole read's demand stood."}),
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "fleetcast_slurm_read_seconds",
+			Help: "Time a read of the Slurm cluster took, whole or not.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)}),
+		degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetcast_slurm_degraded",
+			Help: "1 while the latest read of the Slurm cluster failed (or none has been made yet), else 0."}),
+		failure: "not read yet",
+	}, nil
+}
+
+// Describe and Collect make the source's metrics part of the
+// controller's registry.
+func (s *SlurmSource) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range s.collectors() {
+		c.Describe(ch)
+	}
+}
+
+// Collect collects the source's metrics.
+func (s *SlurmSource) Collect(ch chan<- prometheus.Metric) {
+	s.mu.Lock()
+	d := 0.0
+	if s.failure != "" {
+		d = 1
+	}
+	s.mu.Unlock()
+	s.degraded.Set(d)
+	for _, c := range s.collectors() {
+		c.Collect(ch)
+	}
+}
+
+func (s *SlurmSource) collectors() []prometheus.Collector {
+	return []prometheus.Collector{s.polls, s.errs, s.seconds, s.degraded}
+}
+
+// Run reads the cluster at once, unless a read has finished already
+// (Read, at start), and then every interval until ctx is done. Each read
+// is bounded (the slurm block's timeout, each command), so a hung Slurm
+// delays the next read, never a cycle.
+func (s *SlurmSource) Run(ctx context.Context) {
+	if s.Reads() == 0 {
+		s.Read(ctx)
+	}
+	tick := time.NewTicker(s.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		s.Read(ctx)
+	}
+}
+
+// Read reads the cluster once and, if the read is whole, hands its demand
+// to the pending demand; it returns the read's error. The first failure
+// after a whole read is a warning in the log, as is the first whole read
+// after failures.
+func (s *SlurmSource) Read(ctx context.Context) error {
+	start := time.Now()
+	snap, err := s.reader.Read(ctx)
+	took := time.Since(start)
+	at := s.now()
+	s.polls.Inc()
+	s.seconds.Observe(took.Seconds())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	failedBefore := s.failed
+	s.failed = err != nil
+	if err != nil {
+		s.errs.Inc()
+		if !failedBefore {
+			s.log.Warn("slurm read failed: the source is degraded; its last whole read's demand counts for as long as a push does", "error", err, "took", took)
+		} else {
+			s.log.Debug("slurm read failed", "error", err, "took", took)
+		}
+		s.failure = err.Error()
+		return err
+	}
+	d := snap.Demand(s.pools)
+	push := DemandPush{Source: SlurmSourceName, Pending: make([]PendingDemand, 0, len(d.Pending)), Running: make([]RunningJob, 0, len(d.Ends))}
+	for _, l := range d.Pending {
+		push.Pending = append(push.Pending, PendingDemand{GPUModel: l.GPUModel, Partition: l.Partition,
+			MinGPUsPerNode: l.MinGPUsPerNode, MaxGPUsPerNode: l.MaxGPUsPerNode, GPUs: l.GPUs})
+	}
+	for _, e := range d.Ends {
+		push.Running = append(push.Running, RunningJob{Job: e.Job, ExpectedEnd: e.At})
+	}
+	s.pending.Set(at, push)
+	// Slurm's time limits, as they are now: an administrator may raise
+	// one.
+	s.pending.setRunning(at, push, false)
+	if failedBefore {
+		s.log.Warn("slurm read whole again: the source is no longer degraded", "version", snap.Version)
+	}
+	if len(snap.Missing) > 0 && !slices.Equal(snap.Missing, s.queue.Missing) {
+		s.log.Warn("slurm's answers lack fields, taken as unknown", "fields", snap.Missing, "version", snap.Version)
+	}
+	s.queue, s.readAt, s.failure = d.Queue, at, ""
+	s.queue.ReadAt = at
+	return nil
+}
+
+// Reads is how many reads have finished, whole or not.
+func (s *SlurmSource) Reads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
+}
+
+// Queue is the view of the last whole read at now, with why the latest
+// failed (Degraded) and whether its demand has expired, for a plan; its
+// lines are the caller's.
+func (s *SlurmSource) Queue(now time.Time) *fleet.Queue {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queue
+	q.Source = "slurm"
+	q.Pending, q.Nodes, q.Missing = slices.Clone(q.Pending), slices.Clone(q.Nodes), slices.Clone(q.Missing)
+	q.Degraded = s.failure
+	q.Expired = !s.readAt.IsZero() && now.Sub(s.readAt) > s.pending.ttl()
+	return &q
+}
