@@ -96,16 +96,18 @@ const (
 // none, for any pool. The planner serves scoped demand in its pools only
 // (fleet.ScopedDemand).
 //
-// MinGPUsPerNode and MaxGPUsPerNode, if set, narrow any scope but a pool
-// to the pools whose nodes have that many GPUs: jobs asking 8 GPUs of one
-// node are not served by 4-GPU nodes (min 8), and jobs on two whole
-// 4-GPU nodes are not served by one 8-GPU node (min and max 4).
+// MinGPUsPerNode, if set, narrows any scope but a pool to the pools whose
+// nodes have at least that many GPUs (jobs asking 8 GPUs of one node are
+// not served by 4-GPU nodes). Nodes, if set, asks for that many whole
+// empty nodes of the scope's pools, whatever their width (jobs on several
+// nodes: -N 2 runs on two nodes, not on one twice as wide); GPUs is then
+// their GPUs, for the totals (fleet.ScopedDemand.Nodes).
 type PendingDemand struct {
 	Pool           string `json:"pool,omitempty"`
 	GPUModel       string `json:"gpu_model,omitempty"`
 	Partition      string `json:"partition,omitempty"`
 	MinGPUsPerNode int    `json:"min_gpus_per_node,omitempty"`
-	MaxGPUsPerNode int    `json:"max_gpus_per_node,omitempty"`
+	Nodes          int    `json:"nodes,omitempty"`
 	GPUs           int    `json:"gpus"`
 }
 
@@ -128,14 +130,14 @@ func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 	for i, p := range d.Pending {
 		at := fmt.Sprintf("pending[%d]", i)
 		switch {
-		case p.Pool != "" && (p.GPUModel != "" || p.Partition != "" || p.MinGPUsPerNode != 0 || p.MaxGPUsPerNode != 0):
-			return fmt.Errorf("%s: a pool is a scope of its own: want pool alone, or any of gpu_model, partition, min_gpus_per_node and max_gpus_per_node (none for any pool)", at)
-		case p.MinGPUsPerNode < 0 || p.MinGPUsPerNode > maxGPUsPerNode || p.MaxGPUsPerNode < 0 || p.MaxGPUsPerNode > maxGPUsPerNode:
-			return fmt.Errorf("%s: GPUs per node %d to %d: want 0 to %d each", at, p.MinGPUsPerNode, p.MaxGPUsPerNode, maxGPUsPerNode)
-		case p.MaxGPUsPerNode > 0 && p.MaxGPUsPerNode < p.MinGPUsPerNode:
-			return fmt.Errorf("%s.max_gpus_per_node: %d, below min_gpus_per_node (%d)", at, p.MaxGPUsPerNode, p.MinGPUsPerNode)
+		case p.Pool != "" && (p.GPUModel != "" || p.Partition != "" || p.MinGPUsPerNode != 0):
+			return fmt.Errorf("%s: a pool is a scope of its own: want pool alone, or any of gpu_model, partition and min_gpus_per_node (none for any pool)", at)
+		case p.MinGPUsPerNode < 0 || p.MinGPUsPerNode > maxGPUsPerNode:
+			return fmt.Errorf("%s.min_gpus_per_node: %d, want 0 to %d", at, p.MinGPUsPerNode, maxGPUsPerNode)
 		case p.GPUs < 0 || p.GPUs > fleet.MaxDemandGPUs:
 			return fmt.Errorf("%s.gpus: %d, want 0 to %d", at, p.GPUs, fleet.MaxDemandGPUs)
+		case p.Nodes < 0 || p.Nodes > p.GPUs:
+			return fmt.Errorf("%s.nodes: %d, want 0 to its gpus (%d): whole nodes, each of at least one GPU", at, p.Nodes, p.GPUs)
 		case p.Pool != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.Name == p.Pool }):
 			return fmt.Errorf("%s.pool: unknown pool %q", at, p.Pool)
 		case p.GPUModel != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return strings.EqualFold(q.GPUModel, p.GPUModel) }):
@@ -407,7 +409,12 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	total := 0
-	byScope := map[fleet.ScopedDemand]int{}
+	// By scope, lines of whole nodes apart.
+	type key struct {
+		scope fleet.ScopedDemand
+		whole bool
+	}
+	byScope := map[key]fleet.ScopedDemand{}
 	for src, x := range p.bySource {
 		if now.Sub(x.at) > ttl {
 			delete(p.bySource, src)
@@ -415,28 +422,36 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 		}
 		for _, l := range x.push.Pending {
 			total += l.GPUs
-			if sc := l.scope(); l.GPUs > 0 && sc != (fleet.ScopedDemand{}) {
-				byScope[sc] += l.GPUs
+			sc := l.scope()
+			if l.GPUs <= 0 || sc == (fleet.ScopedDemand{}) && l.Nodes == 0 {
+				continue
 			}
+			k := key{scope: sc, whole: l.Nodes > 0}
+			sum := byScope[k]
+			sum.GPUs += l.GPUs
+			sum.Nodes += l.Nodes
+			byScope[k] = sum
 		}
 	}
 	scoped := make([]fleet.ScopedDemand, 0, len(byScope))
-	for d, gpus := range byScope {
-		d.GPUs = gpus
+	for k, sum := range byScope {
+		d := k.scope
+		d.GPUs, d.Nodes = sum.GPUs, sum.Nodes
 		scoped = append(scoped, d)
 	}
 	slices.SortFunc(scoped, func(a, b fleet.ScopedDemand) int {
 		return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.Partition, b.Partition), strings.Compare(a.GPUModel, b.GPUModel),
-			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.MaxGPUsPerNode, b.MaxGPUsPerNode))
+			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes))
 	})
 	return total, scoped
 }
 
 // scope is the line's scope, GPU models in upper case (they match
-// without regard to case); the zero scope for any pool.
+// without regard to case); the zero scope for any pool. It leaves its
+// nodes and GPUs out.
 func (p PendingDemand) scope() fleet.ScopedDemand {
 	return fleet.ScopedDemand{Pool: p.Pool, GPUModel: strings.ToUpper(p.GPUModel), Partition: p.Partition,
-		MinGPUsPerNode: p.MinGPUsPerNode, MaxGPUsPerNode: p.MaxGPUsPerNode}
+		MinGPUsPerNode: p.MinGPUsPerNode}
 }
 
 // ttl is how long a push counts.

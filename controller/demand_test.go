@@ -45,16 +45,16 @@ func TestDemandPushes(t *testing.T) {
 	if w := push(t, dr, "", "application/json", `{"source": "kueue", "pending": [{"gpu_model": "H100", "gpus": 2}, {"pool": "a100-od", "gpus": 0}, {"gpus": 5}]}`); w.Code != http.StatusNoContent {
 		t.Fatalf("third source: %d %s", w.Code, w.Body)
 	}
-	if w := push(t, dr, "", "application/json", `{"source": "lsf", "pending": [{"partition": "dev", "gpus": 1}, {"partition": "train", "gpu_model": "h100", "gpus": 2}, {"partition": "dev,train", "gpus": 3}, {"partition": "train", "min_gpus_per_node": 8, "max_gpus_per_node": 8, "gpus": 16}]}`); w.Code != http.StatusNoContent {
+	if w := push(t, dr, "", "application/json", `{"source": "lsf", "pending": [{"partition": "dev", "gpus": 1}, {"partition": "train", "gpu_model": "h100", "gpus": 2}, {"partition": "dev,train", "gpus": 3}, {"partition": "train", "min_gpus_per_node": 8, "nodes": 2, "gpus": 16}, {"partition": "train", "min_gpus_per_node": 8, "gpus": 4}, {"nodes": 1, "gpus": 8}]}`); w.Code != http.StatusNoContent {
 		t.Fatalf("fourth source: %d %s", w.Code, w.Body)
 	}
 	// Summed by scope, GPU models without regard to case.
 	total, scoped := pending.Demand(*now)
-	want := []fleet.ScopedDemand{{GPUModel: "H100", GPUs: 10}, {Partition: "dev", GPUs: 1}, {Partition: "dev,train", GPUs: 3},
-		{Partition: "train", MinGPUsPerNode: 8, MaxGPUsPerNode: 8, GPUs: 16}, {Partition: "train", GPUModel: "H100", GPUs: 2},
-		{Pool: "a100-od", GPUs: 16}, {Pool: "h100-spot", GPUs: 4}}
-	if total != 57 || !slices.Equal(scoped, want) {
-		t.Errorf("pending = %d %v, want 16+8+4+2+5+1+2+3+16, all but 5 as %v", total, scoped, want)
+	want := []fleet.ScopedDemand{{Nodes: 1, GPUs: 8}, {GPUModel: "H100", GPUs: 10}, {Partition: "dev", GPUs: 1}, {Partition: "dev,train", GPUs: 3},
+		{Partition: "train", MinGPUsPerNode: 8, GPUs: 4}, {Partition: "train", MinGPUsPerNode: 8, Nodes: 2, GPUs: 16},
+		{Partition: "train", GPUModel: "H100", GPUs: 2}, {Pool: "a100-od", GPUs: 16}, {Pool: "h100-spot", GPUs: 4}}
+	if total != 69 || !slices.Equal(scoped, want) {
+		t.Errorf("pending = %d %v, want 16+8+4+2+5+1+2+3+16+4+8, all but 5 as %v", total, scoped, want)
 	}
 	push(t, dr, "", "application/json", `{"source": "kueue", "pending": []}`)
 	push(t, dr, "", "application/json", `{"source": "lsf", "pending": []}`)
@@ -192,8 +192,8 @@ func TestDemandRefusals(t *testing.T) {
 		{"pool and partition", "", "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "partition": "train", "gpus": 1}]}`, 422, "a pool is a scope of its own"},
 		{"the controller's own source", "", "application/json", `{"source": "fleetcast:slurm", "pending": [{"gpus": 1}]}`, 422, `source: "fleetcast:slurm": names beginning "fleetcast:" are the controller's own`},
 		{"pool and width", "", "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "min_gpus_per_node": 8, "gpus": 1}]}`, 422, "a pool is a scope of its own"},
-		{"width upside down", "", "application/json", `{"source": "s", "pending": [{"min_gpus_per_node": 8, "max_gpus_per_node": 4, "gpus": 1}]}`, 422, "pending[0].max_gpus_per_node: 4, below min_gpus_per_node (8)"},
-		{"width absurd", "", "application/json", `{"source": "s", "pending": [{"min_gpus_per_node": 5000, "gpus": 1}]}`, 422, "pending[0]: GPUs per node 5000 to 0: want 0 to 1024 each"},
+		{"more nodes than GPUs", "", "application/json", `{"source": "s", "pending": [{"nodes": 4, "gpus": 2}]}`, 422, "pending[0].nodes: 4, want 0 to its gpus (2)"},
+		{"width absurd", "", "application/json", `{"source": "s", "pending": [{"min_gpus_per_node": 5000, "gpus": 1}]}`, 422, "pending[0].min_gpus_per_node: 5000, want 0 to 1024"},
 		{"nodes too wide", "", "application/json", `{"source": "s", "pending": [{"partition": "train", "min_gpus_per_node": 16, "gpus": 1}]}`, 422, "pending[0]: no pool serves partition train, nodes of 16+ GPUs"},
 		{"unknown partition", "", "application/json", `{"source": "s", "pending": [{"partition": "debug", "gpus": 1}]}`, 422, `pending[0].partition: no pool serves partition "debug"`},
 		{"a partition without the model", "", "application/json", `{"source": "s", "pending": [{"partition": "dev", "gpu_model": "A100", "gpus": 1}]}`, 422, `pending[0]: no pool of partition "dev" has GPU model "A100"`},

@@ -115,12 +115,15 @@ func (s *SlurmSource) collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.polls, s.errs, s.seconds, s.degraded}
 }
 
-// Run reads the cluster at once, unless a read has finished already
-// (Read, at start), and then every interval until ctx is done. Each read
-// is bounded (the slurm block's timeout, each command), so a hung Slurm
-// delays the next read, never a cycle.
+// Run reads the cluster at once, unless a read has finished already and
+// not failed (Read, at start), and then every interval until ctx is done.
+// Each read is bounded (the slurm block's timeout, each command), so a
+// hung Slurm delays the next read, never a cycle.
 func (s *SlurmSource) Run(ctx context.Context) {
-	if s.Reads() == 0 {
+	s.mu.Lock()
+	again := s.reads == 0 || s.failed
+	s.mu.Unlock()
+	if again {
 		s.Read(ctx)
 	}
 	tick := time.NewTicker(s.interval)
@@ -165,7 +168,7 @@ func (s *SlurmSource) Read(ctx context.Context) error {
 	push := DemandPush{Source: SlurmSourceName, Pending: make([]PendingDemand, 0, len(d.Pending)), Running: make([]RunningJob, 0, len(d.Ends))}
 	for _, l := range d.Pending {
 		push.Pending = append(push.Pending, PendingDemand{GPUModel: l.GPUModel, Partition: l.Partition,
-			MinGPUsPerNode: l.MinGPUsPerNode, MaxGPUsPerNode: l.MaxGPUsPerNode, GPUs: l.GPUs})
+			MinGPUsPerNode: l.MinGPUsPerNode, Nodes: l.Nodes, GPUs: l.GPUs})
 	}
 	for _, e := range d.Ends {
 		push.Running = append(push.Running, RunningJob{Job: e.Job, ExpectedEnd: e.At})

@@ -220,13 +220,16 @@ func TestSlurmLive(t *testing.T) {
 	}
 	// A read of the source's begun since, and the first cycle after it.
 	for n := src.Reads(); src.Reads() < n+2; {
+		if time.Now().After(deadline.Add(30 * time.Second)) {
+			t.Fatal("the source has not read for 30 s")
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	p := cycle()
 	st := l.c.Last().State
 	// Two whole nodes for the two-node job, two GPUs of an A100 node for
 	// the typed one: three nodes of the partition's pool, none elsewhere.
-	want := []fleet.ScopedDemand{{Partition: "train", GPUs: 16}, {Partition: "train", GPUModel: "A100", GPUs: 2}}
+	want := []fleet.ScopedDemand{{Partition: "train", Nodes: 2, GPUs: 16}, {Partition: "train", GPUModel: "A100", GPUs: 2}}
 	if p.Demand.PendingGPUs != 18 || !slices.Equal(st.Scoped, want) {
 		t.Errorf("pending %d, scoped %+v; want 18, %+v", p.Demand.PendingGPUs, st.Scoped, want)
 	}
@@ -291,7 +294,9 @@ func TestSlurmLive(t *testing.T) {
 	}
 	m := scrape(t, l.c)
 	m.want(t, "fleetcast_slurm_degraded", 1)
-	m.want(t, "fleetcast_slurm_read_errors_total", 1)
+	if n := m.value["fleetcast_slurm_read_errors_total"]; n < 1 {
+		t.Errorf("%v failed reads counted; want at least 1", n)
+	}
 }
 
 // hasCode reports whether a note of the code is among notes.

@@ -64,3 +64,35 @@ func reads(t *testing.T, path string) int {
 	}
 	return len(b) / 2
 }
+
+// TestStartSlurmReadBounded: a cluster that does not answer delays the
+// start by firstRead, not by the commands' own timeout; the controller
+// starts degraded, and Run reads again at once.
+func TestStartSlurmReadBounded(t *testing.T) {
+	cfg, dir := localConfig(t), t.TempDir()
+	set := fleet.DefaultSlurmSettings()
+	set.Timeout = 50 * time.Second
+	set.Squeue = slurmtest.Script(t, dir, "squeue", "exec sleep 60")
+	set.Sinfo = slurmtest.Script(t, dir, "sinfo", "cat "+slurmtest.Capture(t, "sinfo-22.05.json"))
+	cfg.Slurm = &set
+	start := time.Now()
+	d, err := Start(context.Background(), Options{Config: cfg, Speed: 6e3, SimStart: monday, Listen: "127.0.0.1:0", StateDir: filepath.Join(dir, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if took := time.Since(start); took > firstRead+5*time.Second {
+		t.Errorf("Start took %v with squeue hung; it bounds its read to %v", took, firstRead)
+	}
+	if q := d.slurm.Queue(d.clock()); q.Degraded == "" || !q.ReadAt.IsZero() {
+		t.Errorf("the queue after a read cut short: %+v", q)
+	}
+	// Slurm answers now: Run reads at once, not an interval (30 s) on.
+	slurmtest.Script(t, dir, "squeue", "cat "+slurmtest.Capture(t, "squeue-22.05.json"))
+	if err := d.Run(context.Background(), 30*time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	if q := d.slurm.Queue(d.clock()); q.Degraded != "" || q.ReadAt.IsZero() {
+		t.Errorf("the queue after Run: %+v", q)
+	}
+}

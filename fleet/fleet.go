@@ -459,29 +459,50 @@ const MaxDemandGPUs = 1_000_000
 // regard to case), the pools serving a scheduler's partition (Partition:
 // pools whose Partitions name it; a comma-separated list for jobs pending
 // in several partitions, any of which will do), the pools whose nodes
-// have at least MinGPUsPerNode and at most MaxGPUsPerNode GPUs (jobs that
-// ask so much of one node; jobs on several nodes, counted in whole nodes
-// of one width), or the pools that meet several of these at once. At
-// least one is set.
+// have at least MinGPUsPerNode GPUs (jobs that ask so much of one node),
+// or the pools that meet several of these at once. At least one is set,
+// or Nodes.
+//
+// Nodes, when set, asks for that many whole nodes of the scope's pools,
+// each empty, whatever their width (jobs on several nodes: -N 2 runs on
+// two nodes, not on one twice as wide); GPUs is then their GPUs on the
+// narrowest such nodes, for the totals. A line of Nodes alone is served
+// by every pool, in whole nodes.
 type ScopedDemand struct {
 	Pool           string `json:"pool,omitempty"`
 	GPUModel       string `json:"gpu_model,omitempty"`
 	Partition      string `json:"partition,omitempty"`
 	MinGPUsPerNode int    `json:"min_gpus_per_node,omitempty"`
-	MaxGPUsPerNode int    `json:"max_gpus_per_node,omitempty"`
+	Nodes          int    `json:"nodes,omitempty"`
 	GPUs           int    `json:"gpus"`
 }
 
 // Serves reports whether a pool serves the demand: it meets every part of
 // the scope that is set (and a scope with none set, no pool).
 func (d ScopedDemand) Serves(p *Pool) bool {
-	if d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.MinGPUsPerNode == 0 && d.MaxGPUsPerNode == 0 {
+	if d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.MinGPUsPerNode == 0 && d.Nodes == 0 {
 		return false
 	}
 	return (d.Pool == "" || p.Name == d.Pool) &&
 		(d.GPUModel == "" || strings.EqualFold(p.GPUModel, d.GPUModel)) &&
 		(d.Partition == "" || p.ServesPartition(d.Partition)) &&
-		p.GPUsPerNode >= d.MinGPUsPerNode && (d.MaxGPUsPerNode == 0 || p.GPUsPerNode <= d.MaxGPUsPerNode)
+		p.GPUsPerNode >= d.MinGPUsPerNode
+}
+
+// ServesAll reports whether every one of pools serves the demand, in
+// GPUs: the whole fleet's demand, which fleet-wide capacity serves (a
+// line of whole nodes never is: free GPUs on busy nodes do not serve
+// it).
+func (d ScopedDemand) ServesAll(pools []Pool) bool {
+	if d.Nodes > 0 {
+		return false
+	}
+	for i := range pools {
+		if !d.Serves(&pools[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // ServesPartition reports whether the pool serves one of the partitions
@@ -509,13 +530,11 @@ func (d ScopedDemand) String() string {
 	if d.GPUModel != "" {
 		parts = append(parts, "GPU model "+d.GPUModel)
 	}
-	switch lo, hi := d.MinGPUsPerNode, d.MaxGPUsPerNode; {
-	case hi > 0 && lo == hi:
-		parts = append(parts, fmt.Sprintf("nodes of %d GPUs", lo))
-	case hi > 0:
-		parts = append(parts, fmt.Sprintf("nodes of %d-%d GPUs", lo, hi))
-	case lo > 0:
-		parts = append(parts, fmt.Sprintf("nodes of %d+ GPUs", lo))
+	if d.MinGPUsPerNode > 0 {
+		parts = append(parts, fmt.Sprintf("nodes of %d+ GPUs", d.MinGPUsPerNode))
+	}
+	if len(parts) == 0 && d.Nodes > 0 {
+		return "any pool"
 	}
 	return strings.Join(parts, ", ")
 }
@@ -556,10 +575,12 @@ func (s *State) Validate(pools []Pool) error {
 	scoped := 0
 	for i, d := range s.Scoped {
 		switch {
-		case d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.MinGPUsPerNode == 0 && d.MaxGPUsPerNode == 0:
-			return fmt.Errorf("scoped[%d]: want a pool, a gpu_model, a partition or GPUs per node", i)
-		case d.MinGPUsPerNode < 0 || d.MaxGPUsPerNode < 0 || d.MaxGPUsPerNode > 0 && d.MaxGPUsPerNode < d.MinGPUsPerNode:
-			return fmt.Errorf("scoped[%d]: GPUs per node %d to %d; want 0 or more, the max (0: none) at least the min", i, d.MinGPUsPerNode, d.MaxGPUsPerNode)
+		case d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.MinGPUsPerNode == 0 && d.Nodes == 0:
+			return fmt.Errorf("scoped[%d]: want a pool, a gpu_model, a partition, GPUs per node or nodes", i)
+		case d.MinGPUsPerNode < 0:
+			return fmt.Errorf("scoped[%d].min_gpus_per_node: %d is negative", i, d.MinGPUsPerNode)
+		case d.Nodes < 0:
+			return fmt.Errorf("scoped[%d].nodes: %d is negative", i, d.Nodes)
 		case d.Pool != "" && !known[d.Pool]:
 			return fmt.Errorf("scoped[%d].pool: unknown pool %q", i, d.Pool)
 		case d.GPUModel != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return strings.EqualFold(p.GPUModel, d.GPUModel) }):

@@ -115,11 +115,12 @@ func TestValidate(t *testing.T) {
 		{"negative pending", State{PendingGPUs: -1}, "pending_gpus: -1 is negative"},
 		{"scoped", State{PendingGPUs: 9, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUs: 8}, {GPUModel: "a100", GPUs: 1}}}, ""},
 		{"scoped beyond pending", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUs: 8}}}, "scoped: 8 GPUs, more than pending_gpus (4)"},
-		{"scoped to nothing", State{PendingGPUs: 4, Scoped: []ScopedDemand{{GPUs: 4}}}, "scoped[0]: want a pool, a gpu_model, a partition or GPUs per node"},
+		{"scoped to nothing", State{PendingGPUs: 4, Scoped: []ScopedDemand{{GPUs: 4}}}, "scoped[0]: want a pool, a gpu_model, a partition, GPUs per node or nodes"},
 		{"scoped to a pool and its model", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUModel: "A100", GPUs: 4}}}, ""},
 		{"scoped to a partition", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Partition: "train", GPUs: 2}, {Partition: "x,debug", GPUModel: "a100", GPUs: 2}}}, ""},
 		{"scoped to wide nodes", State{PendingGPUs: 4, Scoped: []ScopedDemand{{MinGPUsPerNode: 16, GPUs: 4}}}, "scoped[0]: no pool serves nodes of 16+ GPUs"},
-		{"scoped to widths the wrong way round", State{PendingGPUs: 4, Scoped: []ScopedDemand{{MinGPUsPerNode: 8, MaxGPUsPerNode: 4, GPUs: 4}}}, "scoped[0]: GPUs per node 8 to 4"},
+		{"scoped to negative nodes", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Partition: "train", Nodes: -1, GPUs: 4}}}, "scoped[0].nodes: -1 is negative"},
+		{"whole nodes anywhere", State{PendingGPUs: 16, Scoped: []ScopedDemand{{Nodes: 2, GPUs: 16}}}, ""},
 		{"scoped to an unknown partition", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Partition: "x", GPUs: 4}}}, `scoped[0].partition: no pool serves partition "x"`},
 		{"scoped to a pool outside the partition", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", Partition: "debug", GPUs: 4}}}, "scoped[0]: no pool serves pool reserved-a100, partition debug"},
 		{"scoped to an unknown model", State{PendingGPUs: 4, Scoped: []ScopedDemand{{GPUModel: "B200", GPUs: 4}}}, `scoped[0].gpu_model: no pool has GPU model "B200"`},
@@ -243,8 +244,9 @@ func TestScopedDemandServes(t *testing.T) {
 		{ScopedDemand{Pool: "aws-ondemand-a100", Partition: "train"}, "", "pool aws-ondemand-a100, partition train"},
 		{ScopedDemand{Partition: "train", MinGPUsPerNode: 8}, "reserved-a100 aws-spot-a100", "partition train, nodes of 8+ GPUs"},
 		{ScopedDemand{Partition: "train", MinGPUsPerNode: 9}, "", "partition train, nodes of 9+ GPUs"},
-		{ScopedDemand{MinGPUsPerNode: 4, MaxGPUsPerNode: 4}, "", "nodes of 4 GPUs"},
-		{ScopedDemand{MinGPUsPerNode: 4, MaxGPUsPerNode: 8}, "aws-ondemand-a100 reserved-a100 aws-spot-a100", "nodes of 4-8 GPUs"},
+		{ScopedDemand{MinGPUsPerNode: 4}, "aws-ondemand-a100 reserved-a100 aws-spot-a100", "nodes of 4+ GPUs"},
+		{ScopedDemand{Nodes: 2}, "aws-ondemand-a100 reserved-a100 aws-spot-a100", "any pool"},
+		{ScopedDemand{Partition: "debug", Nodes: 2}, "aws-spot-a100", "partition debug"},
 	} {
 		var got []string
 		for i := range testPools {

@@ -16,10 +16,14 @@ import (
 // one) for each GPU pending; not those of empty, booting, draining or
 // interrupted nodes, none at all while nothing is pending, nor in a
 // pending stretch's first cycle, nor for GPUs pending for one pool or
-// GPU model only. GPUs in use as another source reads them count as held
-// if they are more than the jobs' with those free GPUs.
+// GPU model only (of several), nor in whole nodes. GPUs in use as another
+// source reads them count as held if they are more than the jobs' with
+// those free GPUs.
 func TestDemand(t *testing.T) {
 	cfg := testSettings()
+	spare := cfg.Pools[0]
+	spare.Name = "spare"
+	cfg.Pools = append(cfg.Pools, spare)
 	jobs := func(gpus ...int) []fleet.Job {
 		var out []fleet.Job
 		for i, g := range gpus {
@@ -42,26 +46,30 @@ func TestDemand(t *testing.T) {
 		want    float64
 		since   time.Time // PendingSince; t0 - 1m unless set
 		scoped  int
+		// scope, if set, is the scoped GPUs' scope (default pool od).
+		scope fleet.ScopedDemand
 	}{
-		{"nothing pending: held GPUs only", []fleet.Node{node(fleet.Ready, 3)}, 0, 0, 3, time.Time{}, 0},
-		{"pending: a busy node's free GPUs count", []fleet.Node{node(fleet.Ready, 3)}, 8, 0, 3 + 8 + 5, time.Time{}, 0},
-		{"two busy nodes", []fleet.Node{node(fleet.Ready, 1, 2), node(fleet.Ready, 6)}, 4, 0, 9 + 4 + 5 + 2, time.Time{}, 0},
-		{"a full node has none", []fleet.Node{node(fleet.Ready, 8)}, 8, 0, 16, time.Time{}, 0},
-		{"an empty node serves a pending job", []fleet.Node{node(fleet.Ready)}, 8, 0, 8, time.Time{}, 0},
-		{"a booting node's jobs are not fragments", []fleet.Node{node(fleet.Pending, 2)}, 8, 0, 10, time.Time{}, 0},
-		{"nor a draining node's", []fleet.Node{node(fleet.Draining, 2)}, 8, 0, 10, time.Time{}, 0},
-		{"nor an interrupted node's", []fleet.Node{interrupted}, 8, 0, 10, time.Time{}, 0},
-		{"a node over-reported counts its GPUs", []fleet.Node{node(fleet.Ready, 12)}, 8, 0, 16, time.Time{}, 0},
-		{"GPUs in use within the jobs' and the free GPUs count once", []fleet.Node{node(fleet.Ready, 3)}, 8, 6, 3 + 5 + 8, time.Time{}, 0},
-		{"GPUs in use beyond them count as held", []fleet.Node{node(fleet.Ready, 3)}, 8, 10, 10 + 8, time.Time{}, 0},
-		{"nor a terminating node's jobs (the planner's count)", []fleet.Node{node(fleet.Terminating, 2)}, 8, 0, 8, time.Time{}, 0},
-		{"a node of no pool counts nothing", []fleet.Node{{ID: "x", Pool: "gone", State: fleet.Ready, Jobs: jobs(3)}}, 8, 0, 8, time.Time{}, 0},
-		{"a pending GPU counts at most 7 free GPUs", busy, 1, 0, 3 + 1 + 7, time.Time{}, 0},
-		{"three count 21", busy, 3, 0, 3 + 3 + 21, time.Time{}, 0},
-		{"none in a pending stretch's first cycle", busy, 3, 0, 3 + 3, t0, 0},
-		{"none with no stretch on record", busy, 3, 0, 3 + 3, noStretch, 0},
-		{"none for GPUs pending for one pool only", busy, 3, 0, 3 + 3, time.Time{}, 3},
-		{"those pending for any pool count", busy, 3, 0, 3 + 3 + 7, time.Time{}, 2},
+		{"nothing pending: held GPUs only", []fleet.Node{node(fleet.Ready, 3)}, 0, 0, 3, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"pending: a busy node's free GPUs count", []fleet.Node{node(fleet.Ready, 3)}, 8, 0, 3 + 8 + 5, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"two busy nodes", []fleet.Node{node(fleet.Ready, 1, 2), node(fleet.Ready, 6)}, 4, 0, 9 + 4 + 5 + 2, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"a full node has none", []fleet.Node{node(fleet.Ready, 8)}, 8, 0, 16, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"an empty node serves a pending job", []fleet.Node{node(fleet.Ready)}, 8, 0, 8, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"a booting node's jobs are not fragments", []fleet.Node{node(fleet.Pending, 2)}, 8, 0, 10, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"nor a draining node's", []fleet.Node{node(fleet.Draining, 2)}, 8, 0, 10, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"nor an interrupted node's", []fleet.Node{interrupted}, 8, 0, 10, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"a node over-reported counts its GPUs", []fleet.Node{node(fleet.Ready, 12)}, 8, 0, 16, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"GPUs in use within the jobs' and the free GPUs count once", []fleet.Node{node(fleet.Ready, 3)}, 8, 6, 3 + 5 + 8, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"GPUs in use beyond them count as held", []fleet.Node{node(fleet.Ready, 3)}, 8, 10, 10 + 8, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"nor a terminating node's jobs (the planner's count)", []fleet.Node{node(fleet.Terminating, 2)}, 8, 0, 8, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"a node of no pool counts nothing", []fleet.Node{{ID: "x", Pool: "gone", State: fleet.Ready, Jobs: jobs(3)}}, 8, 0, 8, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"a pending GPU counts at most 7 free GPUs", busy, 1, 0, 3 + 1 + 7, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"three count 21", busy, 3, 0, 3 + 3 + 21, time.Time{}, 0, fleet.ScopedDemand{}},
+		{"none in a pending stretch's first cycle", busy, 3, 0, 3 + 3, t0, 0, fleet.ScopedDemand{}},
+		{"none with no stretch on record", busy, 3, 0, 3 + 3, noStretch, 0, fleet.ScopedDemand{}},
+		{"none for GPUs pending for one pool only", busy, 3, 0, 3 + 3, time.Time{}, 3, fleet.ScopedDemand{}},
+		{"those pending for any pool count", busy, 3, 0, 3 + 3 + 7, time.Time{}, 2, fleet.ScopedDemand{}},
+		{"a scope every pool serves is any pool's", busy, 3, 0, 3 + 3 + 21, time.Time{}, 3, fleet.ScopedDemand{MinGPUsPerNode: 2}},
+		{"none for whole nodes", busy, 3, 0, 3 + 3 + 7, time.Time{}, 2, fleet.ScopedDemand{Nodes: 1}},
 	} {
 		since := c.since
 		switch {
@@ -72,7 +80,12 @@ func TestDemand(t *testing.T) {
 		}
 		st := fleet.State{PendingGPUs: c.pending, Nodes: c.nodes, PendingSince: since}
 		if c.scoped > 0 {
-			st.Scoped = []fleet.ScopedDemand{{Pool: "od", GPUs: c.scoped}}
+			sc := c.scope
+			if sc == (fleet.ScopedDemand{}) {
+				sc.Pool = "od"
+			}
+			sc.GPUs = c.scoped
+			st.Scoped = []fleet.ScopedDemand{sc}
 		}
 		if got := Demand(cfg.Pools, &st, c.inUse, t0); got != c.want {
 			t.Errorf("%s: demand %v; want %v", c.name, got, c.want)

@@ -418,13 +418,15 @@ func tally(pools []fleet.Pool, st *fleet.State, inUse float64, now time.Time) (d
 
 // countedFragments is how many of the free GPUs of busy ready nodes (frag)
 // the demand counts (see Demand): none unless GPUs pending for any pool
-// (not for one pool or GPU model, which fleet-wide capacity does not
-// serve) have been pending since before now, and then at most, for each
-// of them, the most GPUs per node of the pools less one.
+// (not for some pools only, nor in whole nodes, which fleet-wide capacity
+// does not serve) have been pending since before now, and then at most,
+// for each of them, the most GPUs per node of the pools less one.
 func countedFragments(pools []fleet.Pool, st *fleet.State, frag int, now time.Time) int {
 	pending := st.PendingGPUs
 	for _, d := range st.Scoped {
-		pending -= d.GPUs
+		if !d.ServesAll(pools) {
+			pending -= d.GPUs
+		}
 	}
 	if frag <= 0 || pending <= 0 || st.PendingSince.IsZero() || !st.PendingSince.Before(now) {
 		return 0

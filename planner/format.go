@@ -156,13 +156,16 @@ func jobsWouldNotFitNote(pp *poolPlan) string {
 // scopedReason is a scoped launch's reason: the GPUs pending for its
 // scope, and how many of the scope's GPUs were free.
 func scopedReason(d fleet.ScopedDemand, free int) string {
+	if d.Nodes > 0 {
+		return fmt.Sprintf("%d whole nodes (%d GPUs) pending for %s, jobs on several nodes, which empty nodes serve; %d GPUs free", d.Nodes, d.GPUs, d, free)
+	}
 	return fmt.Sprintf("%d GPUs pending for %s, which has %d free; only it serves them", d.GPUs, d, free)
 }
 
 // unmetScopedNote says that GPUs pending for a scope cannot be bought
 // there.
-func unmetScopedNote(short int, d fleet.ScopedDemand) string {
-	return fmt.Sprintf("%d GPUs pending for %s cannot be bought there: each of its pools is at its max, backed off or over a limit", short, d)
+func unmetScopedNote(short int, what string, d fleet.ScopedDemand) string {
+	return fmt.Sprintf("%d %s pending for %s cannot be bought there: each of its pools is at its max, backed off or over a limit", short, what, d)
 }
 
 func unmetNote(short int, at time.Time) string {

@@ -171,42 +171,69 @@ func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 				free += pp.free()
 			}
 		}
-		if len(scope) == len(order) {
+		if len(scope) == len(order) && d.Nodes == 0 {
 			continue
 		}
-		// Claim the free GPUs, then launch for the rest.
-		p.scopedPending += d.GPUs
-		left := d.GPUs
-		for _, pp := range scope {
-			c := min(left, max(pp.supply-pp.used-pp.stranded-pp.claimedSupply, 0))
-			pp.claimed += c
-			pp.claimedSupply += c
-			t.scopedFree += c
-			left -= c
-			for i := range t.launches {
-				if l := &t.launches[i]; l.pool == pp && left > 0 {
-					c := min(left, l.gpus-l.scoped)
-					l.scoped += c
-					pp.claimed += c
-					left -= c
-				}
+		p.serveScope(t, d, scope, free)
+	}
+}
+
+// serveScope serves one scope's pending demand in its pools, cheapest
+// first: it claims their free GPUs, then launches for the rest. A line of
+// whole nodes (fleet.ScopedDemand.Nodes: jobs on several nodes, which
+// run on that many nodes whatever their width) counts free GPUs only in
+// whole empty nodes, and launches nodes, not GPUs.
+func (p *planner) serveScope(t *tally, d fleet.ScopedDemand, scope []*poolPlan, free int) {
+	whole := d.Nodes > 0
+	left, what := d.GPUs, "GPUs"
+	if whole {
+		left, what = d.Nodes, "whole nodes"
+	}
+	// unit is the GPUs one of left stands for in pp: a GPU, or a node.
+	unit := func(pp *poolPlan) int {
+		if whole {
+			return pp.spec.GPUsPerNode
+		}
+		return 1
+	}
+	setAside := 0
+	for _, pp := range scope {
+		u := unit(pp)
+		c := min(left, max(pp.supply-pp.used-pp.stranded-pp.claimedSupply, 0)/u) * u
+		pp.claimed += c
+		pp.claimedSupply += c
+		t.scopedFree += c
+		setAside += c
+		left -= c / u
+		for i := range t.launches {
+			if l := &t.launches[i]; l.pool == pp && left > 0 {
+				c := min(left, (l.gpus-l.scoped)/u) * u
+				l.scoped += c
+				pp.claimed += c
+				setAside += c
+				left -= c / u
 			}
 		}
-		for _, pp := range scope {
-			if left <= 0 {
-				break
-			}
-			gpn := pp.spec.GPUsPerNode
-			got := p.launchIn(t, pp, (left+gpn-1)/gpn, fmt.Sprintf("%d GPUs pending for %s", left, d), ReasonScopedDemand, scopedReason(d, free))
-			if got > 0 {
-				t.launches[len(t.launches)-1].scoped = min(left, got*gpn)
-			}
-			pp.claimed += min(left, got*gpn)
-			left -= got * gpn
+	}
+	for _, pp := range scope {
+		if left <= 0 {
+			break
 		}
-		if left > 0 {
-			p.note(ReasonUnmetDemand, unmetScopedNote(left, d))
+		gpn, u := pp.spec.GPUsPerNode, unit(pp)
+		got := p.launchIn(t, pp, (left*u+gpn-1)/gpn, fmt.Sprintf("%d %s pending for %s", left, what, d), ReasonScopedDemand, scopedReason(d, free))
+		c := min(left*u, got*gpn)
+		if got > 0 {
+			t.launches[len(t.launches)-1].scoped = c
 		}
+		pp.claimed += c
+		setAside += c
+		left -= c / u
+	}
+	// What is set aside for the scope, or what it waits for if more: the
+	// fleet-wide launches count neither.
+	p.scopedPending += max(d.GPUs, setAside)
+	if left > 0 {
+		p.note(ReasonUnmetDemand, unmetScopedNote(left, what, d))
 	}
 }
 

@@ -26,9 +26,10 @@ const (
 	// will be one lead time ahead (without a forecast, or with one below
 	// current demand).
 	ReasonDemandNow
-	// ReasonScopedDemand: GPUs pending for one pool, or for one GPU
-	// model's pools (fleet.ScopedDemand), are more than those pools have
-	// free; only they serve it.
+	// ReasonScopedDemand: GPUs (or whole nodes) pending for one pool, or
+	// for the pools of a GPU model, a partition or a width
+	// (fleet.ScopedDemand), are more than those pools have free; only
+	// they serve it.
 	ReasonScopedDemand
 
 	// Why a node is drained.

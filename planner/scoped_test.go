@@ -21,6 +21,14 @@ func TestScopedDemand(t *testing.T) {
 	h100dear := pool("h100-dear", fleet.OnDemand, 90, 9*time.Minute, 0, 4)
 	slowRes := pool("res", fleet.Reserved, 20, time.Hour, 0, 2)
 	spot.GPUModel, od.GPUModel, h100.GPUModel, h100dear.GPUModel, slowRes.GPUModel = "A100", "A100", "H100", "H100", "A100"
+	// Partitions: train's pools are od (8 GPUs a node, with dev and dev2
+	// beside), x and y (8 each, with dev, dev2) and wide (16).
+	trainOD := od
+	trainOD.Partitions = []string{"train"}
+	x, y := pool("x", fleet.OnDemand, 20, 5*time.Minute, 0, 10), pool("y", fleet.OnDemand, 21, 5*time.Minute, 0, 10)
+	x.Partitions, y.Partitions = []string{"dev", "train"}, []string{"dev2", "train"}
+	wide := pool("wide", fleet.OnDemand, 60, 5*time.Minute, 0, 10)
+	wide.GPUsPerNode, wide.Partitions = 16, []string{"train"}
 	// timedOut is a node draining past drain.timeout, with a 1-GPU job
 	// that never checkpointed: its drain is cancelled.
 	timedOut := func(id, pool string) fleet.Node {
@@ -136,6 +144,41 @@ func TestScopedDemand(t *testing.T) {
 		nodes:  []fleet.Node{timedOut("od-1", od.Name)},
 		scoped: []fleet.ScopedDemand{{Pool: od.Name, GPUs: 7}},
 		cancel: []string{"od-1"},
+	}, {
+		// Found by review: a broad scope took the free GPUs a narrow one
+		// had no other place for, which then bought a dearer node.
+		name:   "a narrow scope takes the free GPUs only it can use",
+		pools:  []fleet.Pool{spot, trainOD, h100},
+		nodes:  []fleet.Node{ready("od-1", od.Name)},
+		scoped: []fleet.ScopedDemand{{GPUModel: "A100", GPUs: 8}, {Partition: "train", GPUs: 8}},
+		want:   []launch{{spot.Name, 1, ReasonScopedDemand}},
+	}, {
+		// Found by review: a job on two nodes was bought one, counting the
+		// GPUs other scopes left on two nodes as if they were a node.
+		name:   "a job on several nodes counts free GPUs only in whole empty nodes",
+		pools:  []fleet.Pool{x, y, wide},
+		nodes:  []fleet.Node{ready("x-1", x.Name), ready("y-1", y.Name)},
+		scoped: []fleet.ScopedDemand{{Partition: "dev", GPUs: 4}, {Partition: "dev2", GPUs: 4}, {Partition: "train", Nodes: 2, GPUs: 16}},
+		want:   []launch{{x.Name, 2, ReasonScopedDemand}},
+	}, {
+		name:   "a job on several nodes takes an empty node and launches the rest",
+		pools:  []fleet.Pool{x, wide},
+		nodes:  []fleet.Node{ready("x-1", x.Name), ready("x-2", x.Name, time.Minute)},
+		scoped: []fleet.ScopedDemand{{Partition: "train", Nodes: 3, GPUs: 24}},
+		// x-1 is empty; x-2's 7 free GPUs are not a node.
+		want: []launch{{x.Name, 2, ReasonScopedDemand}},
+	}, {
+		name:   "whole nodes its pools cannot hold are not bought elsewhere",
+		pools:  []fleet.Pool{spot, wide},
+		scoped: []fleet.ScopedDemand{{Partition: "train", Nodes: 12, GPUs: 192}},
+		want:   []launch{{wide.Name, 10, ReasonScopedDemand}},
+		unmet:  1,
+	}, {
+		name:   "whole nodes of any pool are still whole nodes",
+		pools:  []fleet.Pool{spot, od},
+		nodes:  []fleet.Node{ready("spot-1", spot.Name, time.Minute), ready("spot-2", spot.Name, time.Minute)},
+		scoped: []fleet.ScopedDemand{{Nodes: 2, GPUs: 16}},
+		want:   []launch{{spot.Name, 2, ReasonScopedDemand}},
 	}, {
 		name:   "demand with no scope is served fleet-wide beside it",
 		pools:  []fleet.Pool{spot, od},

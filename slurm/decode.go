@@ -58,9 +58,11 @@ type Job struct {
 	NodeList string
 	// Tasks is how many jobs of this shape the record stands for: a
 	// pending job array's tasks not started yet ("--array=0-9"), at most
-	// its throttle ("%4": no more run at once); 1 for any other job.
-	// Each asks for the GPUs above.
-	Tasks int
+	// its throttle; 1 for any other job. Each asks for the GPUs above.
+	// Throttle is a pending array's "%4": no more than that many of its
+	// tasks run at once, those running included (Snapshot.Demand counts
+	// them); 0 for none.
+	Tasks, Throttle int
 }
 
 // Pending reports whether the job waits to start.

@@ -15,8 +15,10 @@ type Demand struct {
 	// Pending is the GPUs of the pending jobs that wait for capacity a
 	// new node would serve, in whole nodes of their shape (Job.NodeGPUs),
 	// summed by the scope that serves them: their partition's pools,
-	// where pools name partitions, of their GPU type, where they name one;
-	// a line of the zero scope for those any pool serves. Sorted by scope.
+	// where pools name partitions, of their GPU type, where they name one,
+	// and of nodes wide enough; jobs on several nodes in lines of whole
+	// nodes (fleet.ScopedDemand.Nodes); a line of the zero scope for those
+	// any pool serves. Sorted by scope.
 	Pending []fleet.ScopedDemand
 	// Ends are the running jobs' latest ends (start plus time limit), by
 	// job ID, for those running now with a limit, earliest first.
@@ -49,7 +51,21 @@ func (s *Snapshot) Demand(pools []fleet.Pool) Demand {
 		bought                      bool
 	}
 	lines := map[lineKey]*fleet.QueueLine{}
-	scoped := map[fleet.ScopedDemand]int{}
+	// The running tasks of each array, by its job ID: a throttled array
+	// starts no more than its throttle less them.
+	running := map[string]int{}
+	for i := range s.Jobs {
+		if j := &s.Jobs[i]; j.Running() && j.Array != "" {
+			parent, _, _ := strings.Cut(j.Array, "_")
+			running[parent]++
+		}
+	}
+	// The pending demand by scope, whole nodes apart from GPUs.
+	type scopeKey struct {
+		scope fleet.ScopedDemand
+		whole bool
+	}
+	scoped := map[scopeKey]fleet.ScopedDemand{}
 	for i := range s.Jobs {
 		j := &s.Jobs[i]
 		if j.Running() {
@@ -67,10 +83,24 @@ func (s *Snapshot) Demand(pools []fleet.Pool) Demand {
 		gpus := 0
 		if Waiting(j.Reason) {
 			var scope fleet.ScopedDemand
-			scope, gpus, k.unserved = serve(j, pools, byPartition)
+			jj := *j
+			jj.Tasks = max(1, j.Tasks)
+			if parent, _, _ := strings.Cut(j.Array, "_"); j.Throttle > 0 {
+				jj.Tasks = min(jj.Tasks, max(j.Throttle-running[parent], 0))
+			}
+			if jj.Tasks == 0 {
+				k.unserved = fmt.Sprintf("its array runs as many tasks as its throttle allows (%d)", j.Throttle)
+			} else {
+				scope, gpus, k.unserved = serve(&jj, pools, byPartition)
+			}
 			if gpus > 0 {
 				k.bought = true
-				scoped[scope] = min(scoped[scope]+gpus, fleet.MaxDemandGPUs)
+				sk := scopeKey{whole: scope.Nodes > 0}
+				sk.scope, sk.scope.Nodes = scope, 0
+				sum := scoped[sk]
+				sum.GPUs = min(sum.GPUs+gpus, fleet.MaxDemandGPUs)
+				sum.Nodes = min(sum.Nodes+scope.Nodes, fleet.MaxDemandGPUs)
+				scoped[sk] = sum
 			}
 		}
 		l := lines[k]
@@ -82,13 +112,14 @@ func (s *Snapshot) Demand(pools []fleet.Pool) Demand {
 		l.GPUs = min(l.GPUs+j.GPUs(), fleet.MaxDemandGPUs)
 		l.DemandGPUs = min(l.DemandGPUs+gpus, fleet.MaxDemandGPUs)
 	}
-	for sc, gpus := range scoped {
-		sc.GPUs = gpus
+	for k, sum := range scoped {
+		sc := k.scope
+		sc.GPUs, sc.Nodes = sum.GPUs, sum.Nodes
 		d.Pending = append(d.Pending, sc)
 	}
 	slices.SortFunc(d.Pending, func(a, b fleet.ScopedDemand) int {
 		return cmp.Or(strings.Compare(a.Partition, b.Partition), strings.Compare(a.GPUModel, b.GPUModel),
-			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.MaxGPUsPerNode, b.MaxGPUsPerNode))
+			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes))
 	})
 	for _, l := range lines {
 		d.Queue.Pending = append(d.Queue.Pending, *l)
@@ -106,10 +137,9 @@ func (s *Snapshot) Demand(pools []fleet.Pool) Demand {
 // and the GPUs it needs bought there, in whole nodes of its shape; or,
 // with no GPUs, why no pool serves it. The scope is its partition's pools
 // (where pools name partitions), of its GPU type, if it names one, and
-// of nodes wide enough for what it asks of one node; a job on several
-// nodes is counted in whole nodes of the narrowest such pools' width, and
-// scoped to pools of that width, so that what is bought is as many nodes
-// as it asks for.
+// of nodes wide enough for what it asks of one node (where some are not).
+// A job on several nodes asks for that many whole nodes of the scope,
+// each of any width (Nodes), and its GPUs are those of the narrowest.
 func serve(j *Job, pools []fleet.Pool, byPartition bool) (scope fleet.ScopedDemand, gpus int, unserved string) {
 	scope.GPUModel = strings.ToUpper(j.GPUType)
 	if byPartition {
@@ -120,7 +150,7 @@ func serve(j *Job, pools []fleet.Pool, byPartition bool) (scope fleet.ScopedDema
 	}
 	anyPool := scope == fleet.ScopedDemand{}
 	per := j.PerNodeGPUs()
-	gpn, widest, served, narrower, mixed := 0, 0, false, false, false
+	gpn, widest, served, narrower := 0, 0, false, false
 	for i := range pools {
 		p := &pools[i]
 		if !anyPool && !scope.Serves(p) {
@@ -131,11 +161,8 @@ func serve(j *Job, pools []fleet.Pool, byPartition bool) (scope fleet.ScopedDema
 		switch {
 		case p.GPUsPerNode < per:
 			narrower = true
-		case gpn == 0:
+		case gpn == 0 || p.GPUsPerNode < gpn:
 			gpn = p.GPUsPerNode
-		case p.GPUsPerNode != gpn:
-			mixed = true
-			gpn = min(gpn, p.GPUsPerNode)
 		}
 	}
 	switch {
@@ -151,10 +178,11 @@ func serve(j *Job, pools []fleet.Pool, byPartition bool) (scope fleet.ScopedDema
 	if gpus = j.NodeGPUs(gpn); gpus == 0 {
 		return scope, 0, fmt.Sprintf("asks %d GPUs of a node; its pools' nodes have at most %d", per, widest)
 	}
-	if j.Nodes > 1 && mixed {
-		scope.MinGPUsPerNode, scope.MaxGPUsPerNode = gpn, gpn
-	} else if narrower {
+	if narrower {
 		scope.MinGPUsPerNode = per
+	}
+	if j.Nodes > 1 {
+		scope.Nodes = min(j.Nodes*max(1, j.Tasks), fleet.MaxDemandGPUs)
 	}
 	return scope, gpus, ""
 }

@@ -45,12 +45,11 @@ func TestDemand(t *testing.T) {
 	}{{
 		name:  "no pool names a partition: every pool serves every partition",
 		pools: []fleet.Pool{a100("a", 8), a100("b", 4), h100()},
-		// Job 1 takes two whole nodes of the narrowest pool it fits, and
-		// only pools of that width serve it (two 4-GPU nodes, not one of
-		// 8); job 14, asking 8 GPUs of a node, pools of 8 and more; job 7
-		// fits no node; job 8's type no pool has; 2, 6, 12 and 15's three
-		// tasks any pool serves.
-		pending: []fleet.ScopedDemand{{GPUs: 2 + 2 + 3 + 3}, {MinGPUsPerNode: 4, MaxGPUsPerNode: 4, GPUs: 8}, {MinGPUsPerNode: 8, GPUs: 8}, {GPUModel: "H100", GPUs: 1}},
+		// Job 1 takes two whole nodes of any width, counted as the
+		// narrowest pool's it fits (4 GPUs); job 14, asking 8 GPUs of a
+		// node, pools of 8 and more; job 7 fits no node; job 8's type no
+		// pool has; 2, 6, 12 and 15's three tasks any pool serves.
+		pending: []fleet.ScopedDemand{{GPUs: 2 + 2 + 3 + 3}, {Nodes: 2, GPUs: 8}, {MinGPUsPerNode: 8, GPUs: 8}, {GPUModel: "H100", GPUs: 1}},
 		lines: []fleet.QueueLine{
 			{Partition: "train", Reason: "AssocGrpGRES", Jobs: 1, GPUs: 32},
 			{Partition: "train", Reason: "Resources", Jobs: 2, GPUs: 16, Bought: true, DemandGPUs: 16},
@@ -68,7 +67,7 @@ func TestDemand(t *testing.T) {
 		// Job 6's partition has no pool; job 12 pends in debug or train,
 		// and train's pools serve it.
 		pending: []fleet.ScopedDemand{{Partition: "debug,train", GPUs: 3}, {Partition: "train", GPUs: 2 + 3},
-			{Partition: "train", MinGPUsPerNode: 4, MaxGPUsPerNode: 4, GPUs: 8}, {Partition: "train", MinGPUsPerNode: 8, GPUs: 8},
+			{Partition: "train", Nodes: 2, GPUs: 8}, {Partition: "train", MinGPUsPerNode: 8, GPUs: 8},
 			{Partition: "train", GPUModel: "H100", GPUs: 1}},
 		lines: []fleet.QueueLine{
 			{Partition: "train", Reason: "AssocGrpGRES", Jobs: 1, GPUs: 32},
@@ -158,5 +157,49 @@ func TestDemandLimits(t *testing.T) {
 	}
 	if len(d.Ends) != 1 || d.Ends[0].Job != "2" || d.Queue.RunningGPUs != 4 {
 		t.Errorf("ends %+v, running GPUs %d; want job 2's, 4", d.Ends, d.Queue.RunningGPUs)
+	}
+}
+
+// TestDemandArrays: a pending array asks for its tasks not started, as
+// many as its throttle allows beside those of it running (as squeue 22.05
+// prints an array of ten, throttled to four, with three running).
+func TestDemandArrays(t *testing.T) {
+	doc := `{"jobs": [
+	 {"job_id": 7, "array_job_id": 7, "array_task_id": null, "array_task_string": "3-9%4", "array_max_tasks": 4,
+	  "job_state": "PENDING", "state_reason": "Resources", "partition": "train", "node_count": 1, "tres_per_node": "gres:gpu:2"},
+	 {"job_id": 8, "array_job_id": 7, "array_task_id": 0, "job_state": "RUNNING", "state_reason": "None", "partition": "train", "node_count": 1, "tres_per_node": "gres:gpu:2"},
+	 {"job_id": 9, "array_job_id": 7, "array_task_id": 1, "job_state": "RUNNING", "state_reason": "None", "partition": "train", "node_count": 1, "tres_per_node": "gres:gpu:2"},
+	 {"job_id": 10, "array_job_id": 7, "array_task_id": 2, "job_state": "RUNNING", "state_reason": "None", "partition": "train", "node_count": 1, "tres_per_node": "gres:gpu:2"},
+	 {"job_id": 20, "array_job_id": 20, "array_task_id": null, "array_task_string": "0-15:5,20", "array_max_tasks": 0,
+	  "job_state": "PENDING", "state_reason": "Priority", "partition": "train", "node_count": 1, "tres_per_node": "gres:gpu:1"},
+	 {"job_id": 30, "array_job_id": 30, "array_task_id": null, "array_task_string": "0-3%2", "array_max_tasks": 2,
+	  "job_state": "PENDING", "state_reason": "Resources", "partition": "train", "node_count": 1, "tres_per_node": "gres:gpu:1"},
+	 {"job_id": 31, "array_job_id": 30, "array_task_id": 4, "job_state": "RUNNING", "state_reason": "None", "partition": "train", "node_count": 1, "tres_per_node": "gres:gpu:1"},
+	 {"job_id": 32, "array_job_id": 30, "array_task_id": 5, "job_state": "RUNNING", "state_reason": "None", "partition": "train", "node_count": 1, "tres_per_node": "gres:gpu:1"}
+	]}`
+	dec, err := Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := dec.Jobs[0]; j.ID != "7" || j.Array != "7_[3-9%4]" || j.Tasks != 4 || j.Throttle != 4 || j.GPUs() != 8 {
+		t.Errorf("the throttled array: %+v", j)
+	}
+	if j := dec.Jobs[1]; j.ID != "8" || j.Array != "7_0" || j.Tasks != 1 {
+		t.Errorf("a task of it: %+v", j)
+	}
+	s := Snapshot{Jobs: dec.Jobs}
+	d := s.Demand([]fleet.Pool{{Name: "a", GPUsPerNode: 8}})
+	// Array 7: one more task may start, of 2 GPUs; array 20: its five
+	// tasks (0, 5, 10, 15, 20), of 1; array 30: none, its two running.
+	if want := []fleet.ScopedDemand{{GPUs: 2 + 5}}; !slices.Equal(d.Pending, want) {
+		t.Errorf("pending %+v, want %+v", d.Pending, want)
+	}
+	want := []fleet.QueueLine{
+		{Partition: "train", Reason: "Resources", Jobs: 1, GPUs: 8, Bought: true, DemandGPUs: 2},
+		{Partition: "train", Reason: "Priority", Jobs: 1, GPUs: 5, Bought: true, DemandGPUs: 5},
+		{Partition: "train", Reason: "Resources", Jobs: 1, GPUs: 2, Unserved: "its array runs as many tasks as its throttle allows (2)"},
+	}
+	if !slices.Equal(d.Queue.Pending, want) {
+		t.Errorf("lines %+v\nwant  %+v", d.Queue.Pending, want)
 	}
 }

@@ -33,7 +33,8 @@ func decodeJob(f object, missing map[string]bool) Job {
 			j.Array = strconv.FormatInt(id, 10) + "_[" + s + "]"
 			j.Tasks = arrayTasks(s)
 			if most, inf, ok := number(f["array_max_tasks"]); ok && !inf && most > 0 {
-				j.Tasks = int(min(int64(j.Tasks), most))
+				j.Throttle = int(min(most, maxTasks))
+				j.Tasks = min(j.Tasks, j.Throttle)
 			}
 		}
 	}

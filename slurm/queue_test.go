@@ -16,6 +16,8 @@ func TestNodeGPUs(t *testing.T) {
 		{Job{Nodes: 1, GPUsPerJob: 6}, 8, 6},             // --gpus=6 on one node
 		{Job{Nodes: 2, GPUsPerJob: 12}, 8, 16},           // --gpus=12 over two nodes: two whole nodes
 		{Job{Nodes: 1, GPUsPerJob: 12}, 8, 0},            // --gpus=12 on one node: no 8-GPU node holds it
+		{Job{Nodes: 2, GPUsPerJob: 9}, 4, 0},             // 5 of a node, rounded up: no 4-GPU node holds it
+		{Job{Nodes: 2, GPUsPerJob: 9}, 5, 10},            // two whole 5-GPU nodes
 		{Job{Nodes: 1, GPUsPerNode: 1, Tasks: 4}, 8, 4},  // an array of four one-GPU tasks
 		{Job{Nodes: 2, GPUsPerNode: 4, Tasks: 3}, 8, 48}, // three tasks of two whole nodes
 		{Job{Nodes: 1, GPUsPerNode: 8}, 0, 0},            // no pool
