@@ -45,7 +45,7 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-## fuzz: the parsers' fuzzers (config, state snapshots, traces, series, agent reports, spot notices, bootstrap requests, demand pushes, Prometheus range answers, imported histories, plugins' groups, the example plugin's listings, Slurm's JSON), FUZZTIME each
+## fuzz: the parsers' fuzzers (config, state snapshots, traces, series, agent reports, spot notices, bootstrap requests, demand pushes, Prometheus range answers, imported histories, plugins' groups, the example plugin's listings, Slurm's JSON and hostlists), FUZZTIME each
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzParseState$$' -fuzztime $(FUZZTIME) ./fleet
@@ -61,6 +61,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzGroupFromWire$$' -fuzztime $(FUZZTIME) ./providers/plugin
 	$(GO) test -run '^$$' -fuzz '^FuzzParseList$$' -fuzztime $(FUZZTIME) ./examples/plugins/commands
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./slurm
+	$(GO) test -run '^$$' -fuzz '^FuzzHostlist$$' -fuzztime $(FUZZTIME) ./slurm
 
 ## mutants: check that the safety rules' tests fail when each rule's code is removed
 ## (the catalogue scripts/mutants.txt, run by scripts/mutants); ONLY=WORDS runs the

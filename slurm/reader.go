@@ -74,46 +74,16 @@ func (r *Reader) Read(ctx context.Context) (Snapshot, error) {
 
 // run runs one command and decodes what it printed.
 func (r *Reader) run(ctx context.Context, name string, args ...string) (Decoded, error) {
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
 	limit := r.MaxOutput
 	if limit <= 0 {
 		limit = MaxDocument
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	out, err := command{conf: r.Conf, timeout: r.Timeout, limit: limit}.run(ctx, name, args...)
+	if err != nil {
+		return Decoded{}, err
+	}
 	what := name + " " + strings.Join(args, " ")
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = os.Environ()
-	if r.Conf != "" {
-		cmd.Env = append(cmd.Env, "SLURM_CONF="+r.Conf)
-	}
-	out := &capped{max: limit}
-	var stderr capped
-	stderr.max = 4 << 10
-	cmd.Stdout, cmd.Stderr = out, &stderr
-	cmd.WaitDelay = time.Second // a child holding the pipes does not hold the read
-	err := cmd.Run()
-	switch {
-	case ctx.Err() == context.DeadlineExceeded:
-		return Decoded{}, fmt.Errorf("%s: no answer within %v", what, timeout)
-	case ctx.Err() != nil:
-		return Decoded{}, fmt.Errorf("%s: %w", what, ctx.Err())
-	case out.over:
-		return Decoded{}, fmt.Errorf("%s: printed more than %d bytes", what, limit)
-	case err != nil:
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			if msg := strings.TrimSpace(stderr.buf.String()); msg != "" {
-				return Decoded{}, fmt.Errorf("%s: exit %d: %s", what, exit.ExitCode(), firstLine(msg))
-			}
-			return Decoded{}, fmt.Errorf("%s: exit %d", what, exit.ExitCode())
-		}
-		return Decoded{}, fmt.Errorf("%s: %w", what, err)
-	}
-	d, err := Decode(out.buf.Bytes())
+	d, err := Decode(out)
 	if err != nil {
 		return Decoded{}, fmt.Errorf("%s: %w", what, err)
 	}
@@ -121,6 +91,58 @@ func (r *Reader) run(ctx context.Context, name string, args ...string) (Decoded,
 		return Decoded{}, fmt.Errorf("%s: Slurm says: %s", what, strings.Join(d.Errors, "; "))
 	}
 	return d, nil
+}
+
+// command is how a client command of the cluster runs: with its
+// slurm.conf (SLURM_CONF, unless ""), within timeout (DefaultTimeout when
+// 0), printing at most limit bytes.
+type command struct {
+	conf    string
+	timeout time.Duration
+	limit   int
+}
+
+// run runs name with args and returns what it printed. An error names
+// the command and why: it did not start, ran past its timeout, printed
+// more than its limit, or exited non-zero (with the first line of what
+// it said on stderr).
+func (c command) run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	timeout := c.timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	what := name + " " + strings.Join(args, " ")
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = os.Environ()
+	if c.conf != "" {
+		cmd.Env = append(cmd.Env, "SLURM_CONF="+c.conf)
+	}
+	out := &capped{max: c.limit}
+	var stderr capped
+	stderr.max = 4 << 10
+	cmd.Stdout, cmd.Stderr = out, &stderr
+	cmd.WaitDelay = time.Second // a child holding the pipes does not hold the read
+	err := cmd.Run()
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return nil, fmt.Errorf("%s: no answer within %v", what, timeout)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%s: %w", what, ctx.Err())
+	case out.over:
+		return nil, fmt.Errorf("%s: printed more than %d bytes", what, c.limit)
+	case err != nil:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			if msg := strings.TrimSpace(stderr.buf.String()); msg != "" {
+				return nil, fmt.Errorf("%s: exit %d: %s", what, exit.ExitCode(), firstLine(msg))
+			}
+			return nil, fmt.Errorf("%s: exit %d", what, exit.ExitCode())
+		}
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out.buf.Bytes(), nil
 }
 
 // firstLine is s up to its first line break, at most 300 bytes.

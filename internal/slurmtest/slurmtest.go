@@ -8,6 +8,7 @@
 package slurmtest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,6 +36,18 @@ type Options struct {
 	Partition string
 	// Budget bounds the start, registration included (default 90 s).
 	Budget time.Duration
+	// CloudNodes are nodes of the partition too, of the same shape,
+	// declared State=CLOUD: powered down at start, no slurmd running,
+	// shown by the commands all the same (PrivateData=cloud). With them,
+	// Slurm's power saving is on: slurmctld runs Resume to power nodes up
+	// and Suspend to power them down (each given a hostlist; scripts, as
+	// Script writes them), waiting ResumeTimeout (default 60 s) for a
+	// resumed node's slurmd to register. Suspend is also run for nodes
+	// idle an hour. Resume must start a slurmd for each node, and
+	// Suspend stop it (PowerFunctions).
+	CloudNodes      []string
+	Resume, Suspend string
+	ResumeTimeout   time.Duration
 }
 
 // Cluster is a running test cluster.
@@ -94,7 +108,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	}
 	deadline := time.Now().Add(o.Budget)
 	if err := c.start(deadline); err != nil {
-		t.Fatalf("starting the Slurm test cluster in %s: %v\n%s", dir, err, c.logs())
+		t.Fatalf("starting the Slurm test cluster in %s: %v\n%s", dir, err, c.Logs())
 	}
 	return c
 }
@@ -149,7 +163,7 @@ func (c *Cluster) write() error {
 			return fmt.Errorf("mknod %s: %w", dev, err)
 		}
 	}
-	base, err := freePorts(2 + len(c.o.Nodes))
+	base, err := freePorts(2 + len(c.o.Nodes) + len(c.o.CloudNodes))
 	if err != nil {
 		return err
 	}
@@ -188,7 +202,15 @@ MessageTimeout=5
 		fmt.Fprintf(&conf, "NodeName=%s NodeHostname=localhost NodeAddr=127.0.0.1 Port=%d CPUs=2 RealMemory=1000 Gres=gpu:%s:%d State=UNKNOWN\n",
 			n, base+2+i, c.o.GPUType, c.o.GPUs)
 	}
-	fmt.Fprintf(&conf, "PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP\n", c.o.Partition, strings.Join(c.o.Nodes, ","))
+	if len(c.o.CloudNodes) > 0 {
+		fmt.Fprintf(&conf, "PrivateData=cloud\nSuspendProgram=%s\nResumeProgram=%s\nSuspendTime=3600\nSuspendTimeout=10\nResumeTimeout=%d\n",
+			c.o.Suspend, c.o.Resume, int(cmp.Or(c.o.ResumeTimeout, time.Minute).Seconds()))
+		for i, n := range c.o.CloudNodes {
+			fmt.Fprintf(&conf, "NodeName=%s NodeHostname=localhost NodeAddr=127.0.0.1 Port=%d CPUs=2 RealMemory=1000 Gres=gpu:%s:%d State=CLOUD\n",
+				n, base+2+len(c.o.Nodes)+i, c.o.GPUType, c.o.GPUs)
+		}
+	}
+	fmt.Fprintf(&conf, "PartitionName=%s Nodes=%s Default=YES MaxTime=INFINITE State=UP\n", c.o.Partition, strings.Join(append(slices.Clone(c.o.Nodes), c.o.CloudNodes...), ","))
 	if err := os.WriteFile(c.Conf, []byte(conf.String()), 0o644); err != nil {
 		return err
 	}
@@ -220,12 +242,18 @@ func (c *Cluster) start(deadline time.Time) error {
 		}
 	}
 	return waitFor(deadline, func() bool {
-		out, err := c.Command(context.Background(), "sinfo", "-h", "-o", "%T").Output()
+		out, err := c.Command(context.Background(), "sinfo", "-h", "-N", "-o", "%N %T").Output()
 		if err != nil {
 			return false
 		}
-		states := strings.Fields(string(out))
-		return len(states) > 0 && strings.Count(string(out), "idle") == len(states)
+		idle := 0
+		for line := range strings.Lines(string(out)) {
+			name, state, _ := strings.Cut(strings.TrimSpace(line), " ")
+			if slices.Contains(c.o.Nodes, name) && state == "idle" {
+				idle++
+			}
+		}
+		return idle == len(c.o.Nodes)
 	})
 }
 
@@ -293,6 +321,18 @@ func (c *Cluster) Stop() {
 	c.procs = nil
 }
 
+// PowerFunctions are the shell functions a Resume or Suspend script
+// defines and runs for each node it powers up or down, the node's name
+// their one argument: `resume_slurmd NAME` starts a slurmd for it, in a
+// session of its own (a program slurmctld runs has its group killed when
+// it ends), reporting itself booted now (-b), which registers with
+// slurmctld as that node; `suspend_slurmd NAME` stops it.
+func (c *Cluster) PowerFunctions() string {
+	pid := c.Dir + `/resumed-"$1".pid`
+	return `resume_slurmd() { SLURM_CONF=` + c.Conf + ` setsid /usr/sbin/slurmd -b -D -N "$1" </dev/null >>` + c.Dir + `/log/resumed.out 2>&1 & echo $! > ` + pid + `; }
+suspend_slurmd() { [ -e ` + pid + ` ] && kill "$(cat ` + pid + `)" && rm -f ` + pid + `; true; }`
+}
+
 // Command is a client command (sbatch, squeue, scontrol, ...) against the
 // cluster.
 func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
@@ -314,8 +354,8 @@ func (c *Cluster) Submit(t testing.TB, args ...string) string {
 	return id
 }
 
-// logs is the daemons' logs' ends, for a failure.
-func (c *Cluster) logs() string {
+// Logs is the daemons' logs' ends, for a failure.
+func (c *Cluster) Logs() string {
 	var b strings.Builder
 	files, _ := filepath.Glob(filepath.Join(c.Dir, "log", "*"))
 	for _, f := range files {
