@@ -7,7 +7,8 @@ import (
 )
 
 // TestCatalogueParses: the catalogue in the tree reads, every record has
-// its six lines, and no two mutants share a name.
+// its six lines, no two mutants share a name, and each one's old code is
+// in its file once.
 func TestCatalogueParses(t *testing.T) {
 	f, err := os.Open("../mutants.txt")
 	if err != nil {
@@ -33,6 +34,14 @@ func TestCatalogueParses(t *testing.T) {
 			t.Errorf("line %d: the name %q twice", m.Line, m.Name)
 		}
 		names[m.Name] = true
+		// The code a mutant replaces is in its file, once: a record left
+		// behind by a change to that code mutates nothing.
+		src, err := os.ReadFile("../../" + m.File)
+		if err != nil {
+			t.Errorf("line %d: %q: %v", m.Line, m.Name, err)
+		} else if n := strings.Count(string(src), m.Old); n != 1 {
+			t.Errorf("line %d: %q: its old code occurs %d times in %s, want 1 (update scripts/mutants.txt)", m.Line, m.Name, n, m.File)
+		}
 	}
 }
 
