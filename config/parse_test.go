@@ -199,13 +199,15 @@ func awsPool(name, extra string) string {
 	return "pool \"" + name + "\" {\n  provider = \"aws\"\n  instance_type = \"p5\"\n  gpus_per_node = 8\n  price_per_hour = 1\n  max = 2\n" + extra + "}\n"
 }
 
+// wantDiag is an error a config gives (wantErrors).
+type wantDiag struct {
+	summary string // exact
+	detail  string // a substring, or exact
+	at      string // the diagnostic starts at the first occurrence of at...
+	nth     int    // ...or its nth (0-based)
+}
+
 func TestParseErrors(t *testing.T) {
-	type wantDiag struct {
-		summary string // exact
-		detail  string // substring
-		at      string // the diagnostic starts at the first occurrence of at...
-		nth     int    // ...or its nth (0-based)
-	}
 	tests := []struct {
 		name string
 		src  string
@@ -464,24 +466,36 @@ func TestParseErrors(t *testing.T) {
 			[]wantDiag{{summary: "Invalid expression", at: "\n}"}}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := config.Parse("test.hcl", []byte(tt.src), registry.Blocks())
-			if cfg != nil {
-				t.Errorf("got a config despite errors")
-			}
-			if len(diags) != len(tt.want) {
-				t.Fatalf("got %d diagnostics, want %d:\n%s", len(diags), len(tt.want), formatAll(diags))
-			}
-			for i, w := range tt.want {
-				d := diags[i]
-				line, col := position(t, tt.src, w.at, w.nth)
-				if d.Severity != hcl.DiagError || d.Summary != w.summary || !strings.Contains(d.Detail, w.detail) ||
-					d.Subject == nil || d.Subject.Filename != "test.hcl" ||
-					d.Subject.Start.Line != line || d.Subject.Start.Column != col {
-					t.Errorf("diagnostic %d:\n got %s\nwant test.hcl:%d:%d: error: %s: ...%s...", i, config.FormatDiagnostic(d), line, col, w.summary, w.detail)
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantErrors(t, tt.src, 0, tt.want, false) })
+	}
+}
+
+// wantErrors parses src and checks that it gives the diagnostics want,
+// in order: errors, each at the nth occurrence of its text in src from
+// offset from (the start of a line) on, its detail holding want's (with
+// exact, equal to it).
+func wantErrors(t *testing.T, src string, from int, want []wantDiag, exact bool) {
+	t.Helper()
+	cfg, diags := config.Parse("test.hcl", []byte(src), registry.Blocks())
+	if cfg != nil {
+		t.Errorf("got a config despite errors")
+	}
+	if len(diags) != len(want) {
+		t.Fatalf("got %d diagnostics, want %d:\n%s", len(diags), len(want), formatAll(diags))
+	}
+	for i, w := range want {
+		d := diags[i]
+		line, col := position(t, src[from:], w.at, w.nth)
+		line += strings.Count(src[:from], "\n")
+		detail := strings.Contains(d.Detail, w.detail)
+		if exact {
+			detail = d.Detail == w.detail
+		}
+		if d.Severity != hcl.DiagError || d.Summary != w.summary || !detail ||
+			d.Subject == nil || d.Subject.Filename != "test.hcl" ||
+			d.Subject.Start.Line != line || d.Subject.Start.Column != col {
+			t.Errorf("diagnostic %d:\n got %s\nwant test.hcl:%d:%d: error: %s: ...%s...", i, config.FormatDiagnostic(d), line, col, w.summary, w.detail)
+		}
 	}
 }
 

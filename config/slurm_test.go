@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
-
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers/registry"
@@ -101,12 +99,7 @@ func TestSlurmInputFile(t *testing.T) {
 // at the value it refuses (a pool's name in a partition's list, a
 // partition's name), saying what was expected.
 func TestParseSlurmErrors(t *testing.T) {
-	type wantDiag struct {
-		summary string // exact
-		detail  string // exact
-		at      string // the diagnostic starts at the first occurrence of at from the first slurm block on...
-		nth     int    // ...or its nth (0-based)
-	}
+	// Each detail is exact; each place is from the first slurm block on.
 	slurm := func(body string) string { return slurmPools + "slurm {\n" + body + "}\n" }
 	tests := []struct {
 		name string
@@ -171,25 +164,6 @@ func TestParseSlurmErrors(t *testing.T) {
 			[]wantDiag{{"Duplicate slurm block", `A slurm block was already defined at test.hcl:22:1; there can be only one.`, "slurm", 1}}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := config.Parse("test.hcl", []byte(tt.src), registry.Blocks())
-			if cfg != nil {
-				t.Errorf("got a config despite errors")
-			}
-			if len(diags) != len(tt.want) {
-				t.Fatalf("got %d diagnostics, want %d:\n%s", len(diags), len(tt.want), formatAll(diags))
-			}
-			for i, w := range tt.want {
-				d := diags[i]
-				off := strings.Index(tt.src, "slurm {")
-				line, col := position(t, tt.src[off:], w.at, w.nth)
-				line += strings.Count(tt.src[:off], "\n")
-				if d.Severity != hcl.DiagError || d.Summary != w.summary || d.Detail != w.detail ||
-					d.Subject == nil || d.Subject.Filename != "test.hcl" ||
-					d.Subject.Start.Line != line || d.Subject.Start.Column != col {
-					t.Errorf("diagnostic %d:\n got %s\nwant test.hcl:%d:%d: error: %s: %s", i, config.FormatDiagnostic(d), line, col, w.summary, w.detail)
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantErrors(t, tt.src, strings.Index(tt.src, "slurm {"), tt.want, true) })
 	}
 }
