@@ -171,8 +171,8 @@ func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 				free += pp.free()
 			}
 		}
-		if len(scope) == len(order) && d.Nodes == 0 {
-			continue
+		if d.ServesAll(p.cfg.Pools) {
+			continue // the whole fleet's: the fleet-wide launches serve it
 		}
 		p.serveScope(t, d, scope, free)
 	}

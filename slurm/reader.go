@@ -41,8 +41,6 @@ type Snapshot struct {
 	// answers lacked (Decoded.Missing), each once.
 	Version string
 	Missing []string
-	// Took is how long the read took.
-	Took time.Duration
 }
 
 // Read reads the queue, then the nodes. An error names the command and
@@ -50,7 +48,6 @@ type Snapshot struct {
 // MaxOutput, exited non-zero (with what it said on stderr), or printed
 // what is not Slurm's JSON.
 func (r *Reader) Read(ctx context.Context) (Snapshot, error) {
-	start := time.Now()
 	var s Snapshot
 	q, err := r.run(ctx, cmp.Or(r.Squeue, "squeue"), "--json")
 	if err != nil {
@@ -68,7 +65,6 @@ func (r *Reader) Read(ctx context.Context) (Snapshot, error) {
 			s.Missing = append(s.Missing, m)
 		}
 	}
-	s.Took = time.Since(start)
 	return s, nil
 }
 

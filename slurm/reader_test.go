@@ -45,7 +45,7 @@ func TestReadFails(t *testing.T) {
 		})
 	}
 	s, err := (&Reader{Squeue: ok, Sinfo: ok, Conf: "/etc/nowhere/slurm.conf"}).Read(context.Background())
-	if err != nil || len(s.Jobs) != 0 || s.Took <= 0 {
+	if err != nil || len(s.Jobs) != 0 {
 		t.Fatalf("%+v, %v", s, err)
 	}
 }
