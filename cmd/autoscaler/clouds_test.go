@@ -220,6 +220,9 @@ controller {
 `, f.URL(), addr, filepath.Join(dir, "state"))), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The counts below hold when the run (about 10 s) falls in one step
+	// of the forecast (the default, 10m).
+	clearOfStepEdge(t, 10*time.Minute, time.Minute)
 	ctl, _ := startRunCLI(t, filepath.Join(dir, "controller.log"), conf, addr, filepath.Join(dir, "state"))
 	waitFor := func(what string, ok func() bool) { t.Helper(); ctl.waitFor(what, time.Minute, ok) }
 	api, output := ctl.api, ctl.output

@@ -128,3 +128,19 @@ func (r *liveRun) call(method, path, bearer, body string) (int, string) {
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
+
+// clearOfStepEdge waits, where it must, until the next boundary of the
+// forecast's step is at least need away, for a test that counts a
+// controller's launches exactly and runs in less than need: its demand
+// history then stays within one step. A history that straddles a step
+// holds the change from the first cycle's empty fleet to the demand the
+// test pushed, and the naive forecast's band, drawn from that one change,
+// buys twice the demand.
+func clearOfStepEdge(t *testing.T, step, need time.Duration) {
+	t.Helper()
+	now := time.Now()
+	if left := now.Truncate(step).Add(step).Sub(now); left < need {
+		t.Logf("waiting %s for a new %s step, so the run falls in one", left.Round(time.Millisecond), step)
+		time.Sleep(left + 100*time.Millisecond)
+	}
+}
