@@ -24,6 +24,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -116,8 +117,16 @@ func (a *Actuator) newKey(kind state.IntentKind, pool string) string {
 // the caller to back the pool off; an error whose outcome is unknown
 // (a timeout, a crash) leaves the intent for Recover.
 func (a *Actuator) Launch(ctx context.Context, poolName string, count int) error {
-	if count < 1 {
-		return fmt.Errorf("actuator: launch of %d instances in pool %s", count, poolName)
+	return a.LaunchNamed(ctx, poolName, count, nil)
+}
+
+// LaunchNamed is Launch for a pool whose instances are named (Slurm
+// nodes): names, at most count, are the names they are to take, kept
+// with the intent so that a launch sent again after a restart asks for
+// the same.
+func (a *Actuator) LaunchNamed(ctx context.Context, poolName string, count int, names []string) error {
+	if count < 1 || len(names) > count || slices.ContainsFunc(names, func(n string) bool { return n == "" || strings.Contains(n, ",") }) {
+		return fmt.Errorf("actuator: launch of %d instances in pool %s, named %q (at most one name each, none empty or with a comma)", count, poolName, names)
 	}
 	pool, cloud, err := a.pool(poolName)
 	if err != nil {
@@ -128,7 +137,7 @@ func (a *Actuator) Launch(ctx context.Context, poolName string, count int) error
 		return fmt.Errorf("actuator: launch in pool %s: %w", poolName, err)
 	}
 	in := state.Intent{Key: a.newKey(state.IntentLaunch, poolName), Kind: state.IntentLaunch, Pool: poolName,
-		Count: count, Target: g.Target + count, Created: a.now()}
+		Count: count, Target: g.Target + count, Names: strings.Join(names, ","), Created: a.now()}
 	if err := a.store.PutIntent(in); err != nil {
 		return fmt.Errorf("actuator: launch in pool %s not made: %w", poolName, err)
 	}
@@ -145,7 +154,7 @@ func (a *Actuator) Launch(ctx context.Context, poolName string, count int) error
 // leaves the outcome unknown and the intent for Recover. before is the
 // group as read before the launch.
 func (a *Actuator) send(ctx context.Context, pool fleet.Pool, cloud providers.Provider, in state.Intent, before providers.Group) error {
-	err := cloud.Launch(ctx, pool, providers.LaunchRequest{Count: in.Count, Target: in.Target, Key: in.Key, Fleet: a.Fleet})
+	err := cloud.Launch(ctx, pool, providers.LaunchRequest{Count: in.Count, Target: in.Target, Key: in.Key, Fleet: a.Fleet, Names: in.NameList()})
 	if err != nil && !providers.ShouldBackOff(err) {
 		// Not the cloud's definite answer: the outcome is unknown.
 		return fmt.Errorf("actuator: launch in pool %s (intent %s kept for recovery): %w", pool.Name, in.Key, err)

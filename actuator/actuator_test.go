@@ -264,3 +264,40 @@ func TestNeverLaunchesTwice(t *testing.T) {
 		}
 	})
 }
+
+// namesSeen is a cloud that keeps the names each launch asked for.
+type namesSeen struct {
+	providers.Provider
+	names [][]string
+}
+
+func (n *namesSeen) Launch(ctx context.Context, pool fleet.Pool, req providers.LaunchRequest) error {
+	n.names = append(n.names, req.Names)
+	return n.Provider.Launch(ctx, pool, req)
+}
+
+// TestLaunchNamed: a named launch's names go to the cloud, and are kept
+// with its intent, for a launch sent again after a restart; more names
+// than instances is refused.
+func TestLaunchNamed(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, t.TempDir(), "")
+	seen := &namesSeen{Provider: r.cloud}
+	r.wrap.Provider = seen
+	if err := r.act.LaunchNamed(ctx, "a100", 2, []string{"dgx-3"}); err != nil {
+		t.Fatal(err)
+	}
+	r.wrap.Before = true
+	if err := r.act.LaunchNamed(ctx, "a100", 1, []string{"dgx-4"}); !errors.Is(err, crashtest.ErrCrash) {
+		t.Fatalf("crashed call: %v", err)
+	}
+	if in, err := r.store.Intents(); err != nil || len(in) != 1 || in[0].Names != "dgx-4" {
+		t.Fatalf("the journal: %+v, %v; want the crashed launch's intent with its name", in, err)
+	}
+	if len(seen.names) != 1 || !slices.Equal(seen.names[0], []string{"dgx-3"}) {
+		t.Errorf("the cloud was asked for names %q; want [[dgx-3]]", seen.names)
+	}
+	if err := r.act.LaunchNamed(ctx, "a100", 1, []string{"a", "b"}); err == nil || !strings.Contains(err.Error(), `launch of 1 instances in pool a100, named ["a" "b"]`) {
+		t.Errorf("a launch of 1 with 2 names: %v", err)
+	}
+}

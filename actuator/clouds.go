@@ -129,6 +129,12 @@ func (c *Clouds) Launch(ctx context.Context, pool string, count int) error {
 	return c.act.Launch(ctx, pool, count)
 }
 
+// LaunchNamed is Launch with the names the instances are to take
+// (Actuator.LaunchNamed).
+func (c *Clouds) LaunchNamed(ctx context.Context, pool string, count int, names []string) error {
+	return c.act.LaunchNamed(ctx, pool, count, names)
+}
+
 // Terminate removes node from pool, journaled (Actuator.Terminate); a
 // stand-in for an instance a keyed group never listed by its deadline has
 // nothing in the cloud to terminate, and is left to Spend.

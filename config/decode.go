@@ -97,6 +97,7 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 	}
 	// Each partition names pools the config has.
 	d.assignPartitions(cfg.Pools, partitions)
+	d.checkSlurmNodes(&cfg, pools)
 	// Each plugin pool names a plugin block.
 	for _, p := range cfg.Pools {
 		if u, ok := p.Settings.(PluginUser); ok {

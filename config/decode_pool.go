@@ -133,6 +133,7 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 			schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: kind.Attribute})
 		}
 	}
+	schema.Blocks = append(schema.Blocks, poolSlurmSchema)
 	content, diags := b.Rest.Content(schema)
 	d.decoded(diags)
 	var in ProviderInput
@@ -156,6 +157,11 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 			continue
 		}
 		seen[pb.Type] = pb
+		if pb.Type == poolSlurmSchema.Type {
+			b.slurm = pb
+			p.SlurmNodes, b.slurmNodesAt = d.decodePoolSlurm(pb, p)
+			continue
+		}
 		if provSt == set && pb.Type != kind.blockType() {
 			d.errorf(pb.DefRange, "Wrong provider block",
 				"Pool %q has provider = %q, so it cannot have %s block; its settings go in %s block.", p.Name, p.Provider, withArticle(pb.Type), withArticle(kind.blockType()))

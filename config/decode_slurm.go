@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/slurm"
 )
 
 // The bounds of the slurm block's settings.
@@ -88,6 +89,9 @@ func (s *slurmBody) Validate(d *decoder, out *fleet.SlurmSettings) {
 	}
 	if d.check(s.SinfoAt, s.Sinfo != "", "sinfo must be the sinfo command, a name found on the PATH or a path; leave it out for %q.", out.Sinfo) == set {
 		out.Sinfo = s.Sinfo
+	}
+	if d.check(s.ScontrolAt, s.Scontrol != "", "scontrol must be the scontrol command, a name found on the PATH or a path; leave it out for %q.", out.Scontrol) == set {
+		out.Scontrol = s.Scontrol
 	}
 	d.durationWithin("interval", s.Interval, s.IntervalAt, MinSlurmInterval, MaxSlurmInterval, &out.Interval)
 	d.durationWithin("timeout", s.Timeout, s.TimeoutAt, 0, MaxSlurmTimeout, &out.Timeout)
@@ -191,5 +195,67 @@ func (d *decoder) assignPartitions(pools []fleet.Pool, parts []partition) {
 	for i := range pools {
 		slices.Sort(pools[i].Partitions)
 		pools[i].Partitions = slices.Compact(pools[i].Partitions)
+	}
+}
+
+// decodePoolSlurm decodes a pool's slurm block: nodes, a Slurm hostlist
+// of the pool's node names, each once, at least the pool's max of them.
+// It returns the names (nil where they are wrong) and where they are.
+func (d *decoder) decodePoolSlurm(b *hcl.Block, p fleet.Pool) ([]string, hcl.Range) {
+	var v poolSlurmBody
+	if !d.decode(b.Body, &v) || d.state(v.NodesAt) != set {
+		return nil, v.NodesAt
+	}
+	names, err := slurm.ExpandHosts(v.Nodes)
+	if err != nil { // an empty list too
+		d.invalid(v.NodesAt, "nodes must be a Slurm hostlist of the pool's node names, as slurm.conf declares them (\"gpu-[01-32]\"): %v.", err)
+		return nil, v.NodesAt
+	}
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if seen[n] {
+			d.invalid(v.NodesAt, "nodes names node %q twice; name each node once.", n)
+			return nil, v.NodesAt
+		}
+		seen[n] = true
+	}
+	if p.Max > 0 && len(names) < p.Max {
+		d.invalid(v.NodesAt, "nodes names %d nodes, fewer than the pool's max (%d): each node the pool may have is one of its Slurm nodes.", len(names), p.Max)
+		return nil, v.NodesAt
+	}
+	return names, v.NodesAt
+}
+
+// checkSlurmNodes checks the pools that are sets of Slurm nodes against
+// the rest of the config: the slurm block that says how to reach the
+// cluster, a provider whose instances are named (a plugin's servers), and
+// no node in two pools.
+func (d *decoder) checkSlurmNodes(cfg *Config, pools []poolResult) {
+	owner := map[string]int{}
+	for i, pr := range pools {
+		b := pr.body
+		if b.slurm == nil {
+			continue
+		}
+		if cfg.Slurm == nil {
+			d.errorf(b.slurm.DefRange, "Missing slurm block",
+				"Pool %q is a set of Slurm nodes, so the config needs a slurm block, which says how to reach the cluster: slurm { conf = \"/etc/slurm/slurm.conf\" }.", b.Name)
+		}
+		p := cfg.Pools[i]
+		if _, named := p.Settings.(PluginUser); !named && p.Provider != "" {
+			d.errorf(b.slurm.DefRange, "Unnamed instances",
+				"Pool %q has provider = %q, whose instances have IDs of their own; a pool's Slurm nodes are its instances by name, as a plugin's servers are (provider = \"plugin\", each server listed by its node's name).", b.Name, p.Provider)
+		}
+		for _, n := range p.SlurmNodes {
+			if j, dup := owner[n]; dup {
+				d.invalid(b.slurmNodesAt, "nodes names node %q, which pool %q has too (at %s); a Slurm node is in one pool.", n, pools[j].body.Name, defPos(pools[j].body.slurmNodesAt))
+				break
+			}
+		}
+		for _, n := range p.SlurmNodes {
+			if _, dup := owner[n]; !dup {
+				owner[n] = i
+			}
+		}
 	}
 }

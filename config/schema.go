@@ -39,8 +39,12 @@ type poolBody struct {
 	Min              int      `hcl:"min,optional"`
 	Max              int      `hcl:"max"`
 	Priority         int      `hcl:"priority,optional"`
-	// Rest holds the provider block.
+	// Rest holds the provider block and the slurm block.
 	Rest hcl.Body `hcl:",remain"`
+	// slurm is the pool's slurm block (nil: none), decoded by decodePool
+	// for the checks across pools (checkSlurmNodes).
+	slurm        *hcl.Block
+	slurmNodesAt hcl.Range
 
 	ProviderAt         hcl.Range `hcl:"provider,attr_value_range"`
 	InstanceTypeAt     hcl.Range `hcl:"instance_type,attr_value_range"`
@@ -179,6 +183,7 @@ type slurmBody struct {
 	Conf         string `hcl:"conf,optional"`
 	Squeue       string `hcl:"squeue,optional"`
 	Sinfo        string `hcl:"sinfo,optional"`
+	Scontrol     string `hcl:"scontrol,optional"`
 	Interval     string `hcl:"interval,optional"`
 	Timeout      string `hcl:"timeout,optional"`
 	MaxOutputMiB int    `hcl:"max_output_mib,optional"`
@@ -188,6 +193,7 @@ type slurmBody struct {
 	ConfAt         hcl.Range `hcl:"conf,attr_value_range"`
 	SqueueAt       hcl.Range `hcl:"squeue,attr_value_range"`
 	SinfoAt        hcl.Range `hcl:"sinfo,attr_value_range"`
+	ScontrolAt     hcl.Range `hcl:"scontrol,attr_value_range"`
 	IntervalAt     hcl.Range `hcl:"interval,attr_value_range"`
 	TimeoutAt      hcl.Range `hcl:"timeout,attr_value_range"`
 	MaxOutputMiBAt hcl.Range `hcl:"max_output_mib,attr_value_range"`
@@ -196,6 +202,15 @@ type slurmBody struct {
 // partitionSchema is a slurm block's blocks: partition "NAME", each
 // decoded into a partitionBody.
 var partitionSchema = hcl.BlockHeaderSchema{Type: "partition", LabelNames: []string{"name"}}
+
+// poolSlurmSchema is a pool's slurm block, decoded into a poolSlurmBody.
+var poolSlurmSchema = hcl.BlockHeaderSchema{Type: "slurm"}
+
+type poolSlurmBody struct {
+	Nodes string `hcl:"nodes"`
+
+	NodesAt hcl.Range `hcl:"nodes,attr_value_range"`
+}
 
 type partitionBody struct {
 	Pools []string `hcl:"pools"`

@@ -49,11 +49,11 @@ func TestParseSlurm(t *testing.T) {
   }
 }
 ` + slurmPools,
-			&fleet.SlurmSettings{Conf: "/etc/slurm/slurm.conf", Squeue: "/usr/bin/squeue", Sinfo: "/usr/bin/sinfo",
+			&fleet.SlurmSettings{Conf: "/etc/slurm/slurm.conf", Squeue: "/usr/bin/squeue", Sinfo: "/usr/bin/sinfo", Scontrol: "scontrol",
 				Interval: 45 * time.Second, Timeout: 5 * time.Second, MaxOutputMiB: 4096},
 			map[string][]string{"h100-reserved": {"train"}, "h100-spot": {"batch", "train"}, "a100-od": {"batch", "debug", "train"}}},
 		{"the bounds", slurmPools + "slurm {\n  interval = \"1s\"\n  timeout = \"1ms\"\n  max_output_mib = 1\n}\n",
-			&fleet.SlurmSettings{Squeue: def.Squeue, Sinfo: def.Sinfo, Interval: time.Second, Timeout: time.Millisecond, MaxOutputMiB: 1}, nil},
+			&fleet.SlurmSettings{Squeue: def.Squeue, Sinfo: def.Sinfo, Scontrol: def.Scontrol, Interval: time.Second, Timeout: time.Millisecond, MaxOutputMiB: 1}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,5 +165,67 @@ func TestParseSlurmErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { wantErrors(t, tt.src, strings.Index(tt.src, "slurm {"), tt.want, true) })
+	}
+}
+
+// racks is a plugin block and a pool of its servers, with extra in the
+// pool's body: the pools whose instances are Slurm nodes by name.
+func racks(name, extra string) string {
+	return "pool \"" + name + "\" {\n  provider = \"plugin\"\n  plugin = \"racks\"\n  instance_type = \"dgx\"\n  gpus_per_node = 8\n  price_per_hour = 1\n  max = 4\n" + extra + "}\n"
+}
+
+const racksPlugin = "plugin \"racks\" {\n  path = \"/bin/racks\"\n  sha256 = \"0000000000000000000000000000000000000000000000000000000000000000\"\n}\n"
+
+// TestParsePoolSlurmNodes: a pool's slurm block's nodes, a Slurm
+// hostlist, are the pool's SlurmNodes, expanded in order; pools without
+// one have none.
+func TestParsePoolSlurmNodes(t *testing.T) {
+	src := racksPlugin + racks("dgx", "  slurm {\n    nodes = \"dgx-[1-3],dgx-b[08-09]\"\n  }\n") + racks("other", "") +
+		"slurm {\n  scontrol = \"/usr/bin/scontrol\"\n}\n"
+	cfg, diags := config.Parse("test.hcl", []byte(src), registry.Blocks())
+	if diags.HasErrors() {
+		t.Fatal(formatAll(diags))
+	}
+	if want := []string{"dgx-1", "dgx-2", "dgx-3", "dgx-b08", "dgx-b09"}; !reflect.DeepEqual(cfg.Pools[0].SlurmNodes, want) || cfg.Pools[1].SlurmNodes != nil {
+		t.Errorf("slurm nodes: %q and %q, want %q and none", cfg.Pools[0].SlurmNodes, cfg.Pools[1].SlurmNodes, want)
+	}
+	if cfg.Slurm.Scontrol != "/usr/bin/scontrol" || fleet.DefaultSlurmSettings().Scontrol != "scontrol" {
+		t.Errorf("scontrol: %q (default %q)", cfg.Slurm.Scontrol, fleet.DefaultSlurmSettings().Scontrol)
+	}
+}
+
+// TestParsePoolSlurmErrors: each thing wrong with a pool's Slurm nodes is
+// an error at what is wrong, saying what was expected.
+func TestParsePoolSlurmErrors(t *testing.T) {
+	nodes := func(list string) string { return "  slurm {\n    nodes = \"" + list + "\"\n  }\n" }
+	block := "slurm {}\n"
+	tests := []struct {
+		name string
+		src  string
+		want []wantDiag
+	}{
+		{"not a hostlist", racks("dgx", nodes("dgx-[1-")) + block,
+			[]wantDiag{{"Invalid value", `nodes must be a Slurm hostlist of the pool's node names, as slurm.conf declares them ("gpu-[01-32]"): `, `"dgx-[1-"`, 0}}},
+		{"empty", racks("dgx", nodes("")) + block,
+			[]wantDiag{{"Invalid value", `nodes must be a Slurm hostlist of the pool's node names, as slurm.conf declares them ("gpu-[01-32]"): hostlist "": an empty name.`, `""`, 0}}},
+		{"a name twice", racks("dgx", nodes("dgx-[1-4],dgx-2")) + block,
+			[]wantDiag{{"Invalid value", `nodes names node "dgx-2" twice; name each node once.`, `"dgx-[1-4],dgx-2"`, 0}}},
+		{"fewer than max", racks("dgx", nodes("dgx-[1-3]")) + block,
+			[]wantDiag{{"Invalid value", `nodes names 3 nodes, fewer than the pool's max (4): each node the pool may have is one of its Slurm nodes.`, `"dgx-[1-3]"`, 0}}},
+		{"nodes left out", racks("dgx", "  slurm {\n  }\n") + block,
+			[]wantDiag{{"Missing required argument", `The argument "nodes" is required, but no definition was found.`, "{\n  }", 0}}},
+		{"no slurm block", racks("dgx", nodes("dgx-[1-4]")),
+			[]wantDiag{{"Missing slurm block", `Pool "dgx" is a set of Slurm nodes, so the config needs a slurm block, which says how to reach the cluster: slurm { conf = "/etc/slurm/slurm.conf" }.`, "slurm {\n    nodes", 0}}},
+		{"instances named by the cloud", simPool("sim", nodes("s-[1-4]")) + block,
+			[]wantDiag{{"Unnamed instances", `Pool "sim" has provider = "sim", whose instances have IDs of their own; a pool's Slurm nodes are its instances by name, as a plugin's servers are (provider = "plugin", each server listed by its node's name).`, "slurm {\n    nodes", 0}}},
+		{"a node in two pools", racks("a", nodes("dgx-[1-4]")) + racks("b", nodes("dgx-[4-7]")) + block,
+			[]wantDiag{{"Invalid value", `nodes names node "dgx-4", which pool "a" has too (at test.hcl:`, `"dgx-[4-7]"`, 0}}},
+		{"a pool with two", racks("dgx", nodes("dgx-[1-4]")+nodes("dgx-[5-8]")) + block,
+			[]wantDiag{{"Duplicate slurm block", `A slurm block was already defined at test.hcl:`, "slurm {\n    nodes", 1}}},
+		{"empty scontrol", racks("dgx", "") + "slurm {\n  scontrol = \"\"\n}\n",
+			[]wantDiag{{"Invalid value", `scontrol must be the scontrol command, a name found on the PATH or a path; leave it out for "scontrol".`, `""`, 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { wantErrors(t, racksPlugin+tt.src, 0, tt.want, false) })
 	}
 }

@@ -110,6 +110,11 @@ func (f *cycleFleet) Observe(ctx context.Context, now time.Time) (loop.Observati
 	if err != nil {
 		return loop.Observation{}, err
 	}
+	if c.slurm != nil && !c.dryRun {
+		// The pools' Slurm nodes follow the instances as observed; the
+		// cycle's launches are bound to names by this view.
+		c.slurm.SetFleet(now, st.Nodes)
+	}
 	obs := loop.Observation{State: &st, Err: errors.Join(f.unsettled.Err(), f.reading.Err)}
 	f.drains, f.state, f.full = drains, &st, obs.Err == nil
 	obs.InUse = c.sourceInUse(ctx, now)
@@ -163,8 +168,17 @@ func (f *cycleFleet) Commit(ctx context.Context, now time.Time) ([]string, error
 }
 
 // Launch launches through the actuator, which journals the intent first.
+// In a pool of Slurm nodes, the launch is bound to names first
+// (SlurmSource.Bind), which Slurm is told to power up before it is made.
 func (f *cycleFleet) Launch(ctx context.Context, pool string, count int) error {
-	err := f.c.act.Launch(ctx, pool, count)
+	var names []string
+	if s := f.c.slurm; s != nil && !f.c.dryRun {
+		var err error
+		if names, err = s.Bind(ctx, pool, count, f.c.now()); err != nil {
+			return err
+		}
+	}
+	err := f.c.act.LaunchNamed(ctx, pool, count, names)
 	if providers.ShouldBackOff(err) {
 		f.c.metrics.capacityErrors.WithLabelValues(pool).Inc()
 	}

@@ -37,6 +37,7 @@ type SlurmSource struct {
 	polls, errs prometheus.Counter
 	seconds     prometheus.Histogram
 	degraded    prometheus.Gauge
+	changes     *prometheus.CounterVec
 
 	mu sync.Mutex
 	// queue is the last whole read's view, readAt when it was made, and
@@ -48,6 +49,8 @@ type SlurmSource struct {
 	// the latest failed.
 	reads  int
 	failed bool
+	// names is what the source keeps of the pools that are Slurm nodes.
+	names slurmNodes
 }
 
 // SlurmOptions are a SlurmSource's parts.
@@ -59,6 +62,12 @@ type SlurmOptions struct {
 	// Now is the controller's clock.
 	Now func() time.Time
 	Log hclog.Logger
+	// Act makes the source change the pools' Slurm nodes
+	// (fleet.Pool.SlurmNodes) after each read, to follow their instances
+	// as the controller's cycles observe them (SetFleet), and power up
+	// the names launches are bound to (Bind); false in a dry run, where
+	// it only reads.
+	Act bool
 }
 
 // NewSlurmSource makes a source that reads the cluster as o.Settings say.
@@ -85,8 +94,28 @@ func NewSlurmSource(o SlurmOptions) (*SlurmSource, error) {
 			Help: "Time a read of the Slurm cluster took, whole or not.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 12)}),
 		degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetcast_slurm_degraded",
 			Help: "1 while the latest read of the Slurm cluster failed (or none has been made yet), else 0."}),
+		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_slurm_node_changes_total",
+			Help: "Changes made to the Slurm nodes of pools that are Slurm nodes (scontrol update), by op (power_up, power_down, power_down_asap, drain, resume) and result (ok, error)."}, []string{"op", "result"}),
 		failure: "not read yet",
+		names:   newSlurmNodes(o, s),
 	}, nil
+}
+
+// newSlurmNodes is what a source keeps of the pools that are Slurm nodes:
+// with a Control where it acts on them.
+func newSlurmNodes(o SlurmOptions, s fleet.SlurmSettings) slurmNodes {
+	var n slurmNodes
+	if !o.Act || !hasNames(o.Pools) {
+		return n
+	}
+	for _, p := range o.Pools {
+		if len(p.SlurmNodes) > 0 {
+			n.pools = append(n.pools, p)
+		}
+	}
+	n.control = &slurm.Control{Scontrol: s.Scontrol, Conf: s.Conf, Timeout: s.Timeout}
+	n.bound, n.untouched = map[string]time.Time{}, map[string]string{}
+	return n
 }
 
 // Describe and Collect make the source's metrics part of the
@@ -112,7 +141,7 @@ func (s *SlurmSource) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (s *SlurmSource) collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.polls, s.errs, s.seconds, s.degraded}
+	return []prometheus.Collector{s.polls, s.errs, s.seconds, s.degraded, s.changes}
 }
 
 // Run reads the cluster at once, unless a read has finished already and
@@ -139,7 +168,10 @@ func (s *SlurmSource) Run(ctx context.Context) {
 }
 
 // Read reads the cluster once and, if the read is whole, hands its demand
-// to the pending demand; it returns the read's error. The first failure
+// to the pending demand, with a whole node for each node Slurm powers up
+// for its jobs with no instance behind it, and, where the source acts on
+// pools of Slurm nodes, makes the changes that have them follow their
+// instances (slurm.Sync); it returns the read's error. The first failure
 // after a whole read is a warning in the log, as is the first whole read
 // after failures.
 func (s *SlurmSource) Read(ctx context.Context) error {
@@ -150,7 +182,11 @@ func (s *SlurmSource) Read(ctx context.Context) error {
 	s.polls.Inc()
 	s.seconds.Observe(took.Seconds())
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var changes []slurm.Change
+	defer func() {
+		s.mu.Unlock()
+		s.applyChanges(ctx, changes)
+	}()
 	s.reads++
 	failedBefore := s.failed
 	s.failed = err != nil
@@ -165,11 +201,13 @@ func (s *SlurmSource) Read(ctx context.Context) error {
 		return err
 	}
 	d := snap.Demand(s.pools)
+	changes = s.syncNodes(snap.Nodes, at)
 	push := DemandPush{Source: SlurmSourceName, Pending: make([]PendingDemand, 0, len(d.Pending)), Running: make([]RunningJob, 0, len(d.Ends))}
 	for _, l := range d.Pending {
 		push.Pending = append(push.Pending, PendingDemand{GPUModel: l.GPUModel, Partition: l.Partition,
 			MinGPUsPerNode: l.MinGPUsPerNode, Nodes: l.Nodes, GPUs: l.GPUs})
 	}
+	push.Pending = append(push.Pending, s.requestedDemand()...)
 	for _, e := range d.Ends {
 		push.Running = append(push.Running, RunningJob{Job: e.Job, ExpectedEnd: e.At})
 	}

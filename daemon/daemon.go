@@ -205,7 +205,7 @@ func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 	set := cfg.Settings()
 	if cfg.Slurm != nil {
 		if d.slurm, err = controller.NewSlurmSource(controller.SlurmOptions{Settings: *cfg.Slurm, Pools: cfg.Pools, Pending: pending,
-			Now: d.clock, Log: log.Named("slurm")}); err != nil {
+			Now: d.clock, Log: log.Named("slurm"), Act: !o.DryRun}); err != nil {
 			return nil, err
 		}
 		// The first plan has the queue: a read now, of at most

@@ -120,6 +120,10 @@ type SlurmSettings struct {
 	// Squeue and Sinfo are the client commands, names found on the PATH
 	// or paths (default "squeue" and "sinfo").
 	Squeue, Sinfo string
+	// Scontrol is the command that changes the nodes of pools that are
+	// Slurm nodes (fleet.Pool.SlurmNodes), a name found on the PATH or a
+	// path (default "scontrol").
+	Scontrol string
 	// Interval is the time between reads, which run in the background:
 	// a cycle plans with the latest.
 	Interval time.Duration
@@ -131,5 +135,5 @@ type SlurmSettings struct {
 
 // DefaultSlurmSettings are the slurm block's defaults (config.Defaults).
 func DefaultSlurmSettings() SlurmSettings {
-	return SlurmSettings{Squeue: "squeue", Sinfo: "sinfo", Interval: 30 * time.Second, Timeout: 10 * time.Second, MaxOutputMiB: 256}
+	return SlurmSettings{Squeue: "squeue", Sinfo: "sinfo", Scontrol: "scontrol", Interval: 30 * time.Second, Timeout: 10 * time.Second, MaxOutputMiB: 256}
 }

@@ -67,6 +67,12 @@ type Pool struct {
 	// pool's nodes serve: demand pending in a partition is bought for in
 	// its pools only (ScopedDemand.Partition). Empty for none.
 	Partitions []string `json:"partitions,omitempty"`
+	// SlurmNodes, when set, are the Slurm nodes (State=CLOUD in
+	// slurm.conf) the pool's instances are, by name: an instance whose ID
+	// is one of them is that node, which the controller powers up in
+	// Slurm while the instance lives, drains in Slurm while it drains,
+	// and powers down once it is gone.
+	SlurmNodes []string `json:"slurm_nodes,omitempty"`
 	// Settings are the provider's own settings for the pool, decoded from
 	// the pool's provider block (aws, gcp, sim or plugin) by that
 	// provider's decoder: aws.Settings, gcp.Settings, sim.Settings or

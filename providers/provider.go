@@ -86,6 +86,11 @@ type LaunchRequest struct {
 	// creation, beside the pool and the key, so that a controller finds
 	// its own fleet's instances and never another's.
 	Fleet string
+	// Names, where a pool's instances are named as the nodes of a
+	// scheduler (fleet.Pool.SlurmNodes), are the names the instances are
+	// to take, in order, at most Count: a provider whose instances are
+	// named (a plugin's servers) launches those first. Empty otherwise.
+	Names []string
 }
 
 // Group is a pool's group as the cloud sees it.

@@ -50,8 +50,21 @@ type Intent struct {
 	// they are added.
 	Count  int `json:"count,omitempty"`
 	Target int `json:"target,omitempty"`
+	// Names are the names a launch's instances are to take
+	// (providers.LaunchRequest.Names), comma-separated (a name has no
+	// comma), sent again with it after a restart; empty for a pool whose
+	// instances are not named.
+	Names string `json:"names,omitempty"`
 	// Created is when the controller decided.
 	Created time.Time `json:"created"`
+}
+
+// NameList is Names as a list, nil for none.
+func (in Intent) NameList() []string {
+	if in.Names == "" {
+		return nil
+	}
+	return strings.Split(in.Names, ",")
 }
 
 // Validate checks the fields an intent must have.
@@ -65,6 +78,8 @@ func (in Intent) Validate() error {
 		return fmt.Errorf("intent %s: pool is empty", in.Key)
 	case in.Kind == IntentLaunch && (in.Count < 1 || in.Target < in.Count):
 		return fmt.Errorf("intent %s: launch of %d to target %d, expected count >= 1 and target >= count", in.Key, in.Count, in.Target)
+	case in.Names != "" && strings.Count(in.Names, ",")+1 > in.Count:
+		return fmt.Errorf("intent %s: names %q for a launch of %d, expected at most one each", in.Key, in.Names, in.Count)
 	case in.Kind != IntentLaunch && in.Node == "":
 		return fmt.Errorf("intent %s: %s with no node", in.Key, in.Kind)
 	case in.Created.IsZero():

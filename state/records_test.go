@@ -254,6 +254,9 @@ func TestRecordsConform(t *testing.T) {
 			fails("target under count", "target >= count", func(r Records) error {
 				return r.PutIntent(Intent{Key: "k", Kind: IntentLaunch, Pool: "p", Count: 3, Target: 2, Created: t0})
 			}),
+			fails("more names than instances", `names "a,b" for a launch of 1`, func(r Records) error {
+				return r.PutIntent(Intent{Key: "k", Kind: IntentLaunch, Pool: "p", Count: 1, Target: 1, Names: "a,b", Created: t0})
+			}),
 			fails("terminate of no node", "terminate with no node", func(r Records) error {
 				return r.PutIntent(Intent{Key: "k", Kind: IntentTerminate, Pool: "p", Created: t0})
 			}),

@@ -264,7 +264,7 @@ func (c *Client) Describe(ctx context.Context, pool fleet.Pool) (providers.Group
 // Launch asks the plugin to grow the pool's group, with the request's key.
 func (c *Client) Launch(ctx context.Context, pool fleet.Pool, req providers.LaunchRequest) error {
 	return c.call(ctx, pool, "launch", func(ctx context.Context, w *pb.Pool) error {
-		_, err := c.rpc.Launch(ctx, &pb.LaunchRequest{Pool: w, Count: int32(req.Count), Target: int32(req.Target), Key: req.Key, Fleet: req.Fleet})
+		_, err := c.rpc.Launch(ctx, &pb.LaunchRequest{Pool: w, Count: int32(req.Count), Target: int32(req.Target), Key: req.Key, Fleet: req.Fleet, Names: req.Names})
 		return err
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,12 +107,16 @@ func TestPluginRoundTrip(t *testing.T) {
 	if _, err := unconfigured.Describe(ctx, pool); err == nil || !strings.Contains(err.Error(), "not configured yet") {
 		t.Fatalf("a call before Configure: %v", err)
 	}
-	if err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 2, Key: "k1", Fleet: "prod"}); err != nil {
+	if err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 2, Key: "k1", Fleet: "prod", Names: []string{"dgx-7"}}); err != nil {
 		t.Fatal(err)
 	}
 	g, err := c.Describe(ctx, pool)
 	if err != nil || g.Target != 2 || len(g.Instances) != 2 || g.Instances[0].State != providers.InstanceRunning || g.Instances[0].LaunchedAt.IsZero() {
 		t.Fatalf("describe: %+v, %v; want 2 running", g, err)
+	}
+	// The name the launch gave, across the wire.
+	if !slices.ContainsFunc(g.Instances, func(in providers.Instance) bool { return in.ID == "dgx-7" }) {
+		t.Fatalf("describe: %+v; want an instance named dgx-7, as the launch asked", g)
 	}
 	// The same launch again, and after a restart of the plugin: done once.
 	if err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 2, Key: "k1"}); err != nil {

@@ -166,7 +166,7 @@ func (s *server) Launch(ctx context.Context, req *pb.LaunchRequest) (*pb.LaunchR
 	if err := s.configured(req.GetPool()); err != nil {
 		return nil, err
 	}
-	err := s.p.Provider.Launch(ctx, poolFromWire(req.GetPool()), providers.LaunchRequest{Count: int(req.GetCount()), Target: int(req.GetTarget()), Key: req.GetKey(), Fleet: req.GetFleet()})
+	err := s.p.Provider.Launch(ctx, poolFromWire(req.GetPool()), providers.LaunchRequest{Count: int(req.GetCount()), Target: int(req.GetTarget()), Key: req.GetKey(), Fleet: req.GetFleet(), Names: req.GetNames()})
 	if err != nil {
 		return nil, statusOf(err)
 	}

@@ -23,8 +23,10 @@
 //     operator issues (autoscaler token issue).
 //
 // A launch grows the pool to its target: the servers listed "booting" or
-// "on" count, and free ones are powered on, in name order, to reach it
-// (so a retry, or a restarted controller, powers on nothing twice). With
+// "on" count, and free ones are powered on to reach it: those the launch
+// names first (a pool of Slurm nodes, whose names the controller binds),
+// then in name order (so a retry, or a restarted controller, powers on
+// nothing twice). With
 // too few free, it powers on those there are and answers that capacity
 // ran out.
 //
@@ -388,8 +390,8 @@ func (c *commands) Describe(ctx context.Context, pool fleet.Pool) (sdk.Group, er
 	return g, nil
 }
 
-// Launch powers on free servers, in name order, until the servers booting
-// or on reach the target.
+// Launch powers on free servers, those the request names first, then in
+// name order, until the servers booting or on reach the target.
 func (c *commands) Launch(ctx context.Context, pool fleet.Pool, req sdk.LaunchRequest) error {
 	c.act.Lock()
 	defer c.act.Unlock()
@@ -411,7 +413,20 @@ func (c *commands) Launch(ctx context.Context, pool fleet.Pool, req sdk.LaunchRe
 		return nil // done already: a retry, or a restarted controller
 	}
 	slices.Sort(free)
-	pick := free[:min(need, len(free))]
+	pick := make([]string, 0, min(need, len(free)))
+	isFree := make(map[string]bool, len(free))
+	for _, n := range free {
+		isFree[n] = true
+	}
+	for _, n := range append(slices.Clone(req.Names), free...) {
+		if len(pick) == need {
+			break
+		}
+		if isFree[n] {
+			pick = append(pick, n)
+			isFree[n] = false // picked
+		}
+	}
 	if len(pick) > 0 {
 		c.log.Info("powering on", "pool", pool.Name, "servers", pick, "key", req.Key)
 		env := []string{"FLEETCAST_LAUNCH_KEY=" + req.Key}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -171,6 +172,21 @@ func TestLaunchAndTerminate(t *testing.T) {
 	// A failed server is set aside for repair: not the pool's, left as it is.
 	if err := c.Terminate(ctx, pool, []string{"gpu-04"}); !errors.As(err, &nf) || powerStates(t, dir)["gpu-04"] != "failed" {
 		t.Fatalf("terminating a failed server: %v, %v; want not found, and it left failed", err, powerStates(t, dir))
+	}
+}
+
+// TestLaunchNames: a launch that names servers (a pool of Slurm nodes)
+// powers on those of them free first, then others in name order; a
+// named server that is not free is passed over.
+func TestLaunchNames(t *testing.T) {
+	ctx := context.Background()
+	c, pool, dir := rack(t, map[string]string{"gpu-01": "off", "gpu-02": "on", "gpu-03": "off", "gpu-04": "off", "gpu-05": "off"}, nil)
+	if err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 3, Key: "k1", Names: []string{"gpu-05", "gpu-02", "gpu-05"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"gpu-01": "on", "gpu-02": "on", "gpu-03": "off", "gpu-04": "off", "gpu-05": "on"}
+	if s := powerStates(t, dir); !maps.Equal(s, want) {
+		t.Fatalf("after a launch of 2 naming gpu-05, gpu-02 (on) and gpu-05 again: %v; want %v", s, want)
 	}
 }
 

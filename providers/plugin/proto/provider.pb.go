@@ -944,12 +944,16 @@ func (x *DescribeResponse) GetGroup() *Group {
 }
 
 type LaunchRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Pool          *Pool                  `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
-	Count         int32                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
-	Target        int32                  `protobuf:"varint,3,opt,name=target,proto3" json:"target,omitempty"`
-	Key           string                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
-	Fleet         string                 `protobuf:"bytes,5,opt,name=fleet,proto3" json:"fleet,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Pool   *Pool                  `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	Count  int32                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	Target int32                  `protobuf:"varint,3,opt,name=target,proto3" json:"target,omitempty"`
+	Key    string                 `protobuf:"bytes,4,opt,name=key,proto3" json:"key,omitempty"`
+	Fleet  string                 `protobuf:"bytes,5,opt,name=fleet,proto3" json:"fleet,omitempty"`
+	// names are the names the instances are to take, in order, where the
+	// pool's instances are named (a pool of Slurm nodes): a plugin whose
+	// servers are named launches these first.
+	Names         []string `protobuf:"bytes,6,rep,name=names,proto3" json:"names,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1017,6 +1021,13 @@ func (x *LaunchRequest) GetFleet() string {
 		return x.Fleet
 	}
 	return ""
+}
+
+func (x *LaunchRequest) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
 }
 
 type LaunchResponse struct {
@@ -1670,13 +1681,14 @@ const file_provider_proto_rawDesc = "" +
 	"\x0fDescribeRequest\x12/\n" +
 	"\x04pool\x18\x01 \x01(\v2\x1b.fleetcast.provider.v1.PoolR\x04pool\"F\n" +
 	"\x10DescribeResponse\x122\n" +
-	"\x05group\x18\x01 \x01(\v2\x1c.fleetcast.provider.v1.GroupR\x05group\"\x96\x01\n" +
+	"\x05group\x18\x01 \x01(\v2\x1c.fleetcast.provider.v1.GroupR\x05group\"\xac\x01\n" +
 	"\rLaunchRequest\x12/\n" +
 	"\x04pool\x18\x01 \x01(\v2\x1b.fleetcast.provider.v1.PoolR\x04pool\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x05R\x05count\x12\x16\n" +
 	"\x06target\x18\x03 \x01(\x05R\x06target\x12\x10\n" +
 	"\x03key\x18\x04 \x01(\tR\x03key\x12\x14\n" +
-	"\x05fleet\x18\x05 \x01(\tR\x05fleet\"\x10\n" +
+	"\x05fleet\x18\x05 \x01(\tR\x05fleet\x12\x14\n" +
+	"\x05names\x18\x06 \x03(\tR\x05names\"\x10\n" +
 	"\x0eLaunchResponse\"f\n" +
 	"\x10TerminateRequest\x12/\n" +
 	"\x04pool\x18\x01 \x01(\v2\x1b.fleetcast.provider.v1.PoolR\x04pool\x12!\n" +

@@ -90,7 +90,14 @@ func (g *group) Launch(ctx context.Context, pool fleet.Pool, req sdk.LaunchReque
 	if s.Keys[req.Key] || len(s.Instances) >= req.Target {
 		return nil
 	}
+	// Named as the launch names them, then by number.
+	names := req.Names
 	for len(s.Instances) < req.Target {
+		if len(names) > 0 {
+			s.Instances[names[0]] = true
+			names = names[1:]
+			continue
+		}
 		s.Next++
 		s.Instances[fmt.Sprintf("rack-%03d", s.Next)] = true
 	}

@@ -1,0 +1,258 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/slurm"
+)
+
+// slurmNodes is what the Slurm source keeps of the pools that are Slurm
+// nodes (fleet.Pool.SlurmNodes), under the source's lock: the fleet as
+// the last cycle observed it, the names bound to launches, and what the
+// last whole read said of the nodes.
+type slurmNodes struct {
+	// control changes the nodes; nil where the source only reads (a dry
+	// run, or no pool of Slurm nodes).
+	control *slurm.Control
+	pools   []fleet.Pool // those with SlurmNodes
+	// fleet is the instances of those pools as the last cycle observed
+	// them (ID, pool, state); nil until a cycle has handed them over.
+	fleet []fleet.Node
+	// bound are the names launches were made for, and when: they count
+	// as launching until their instance is listed, or for the pool's
+	// provision timeout.
+	bound map[string]time.Time
+	// nodes are sinfo's nodes of the last whole read; requested the
+	// names Slurm powers up for its jobs with no instance behind them.
+	nodes     []slurm.Node
+	requested []slurm.Request
+	// untouched is why each name a sync left alone was, as last logged.
+	untouched map[string]string
+}
+
+// hasNames reports whether any pool is a set of Slurm nodes.
+func hasNames(pools []fleet.Pool) bool {
+	return slices.ContainsFunc(pools, func(p fleet.Pool) bool { return len(p.SlurmNodes) > 0 })
+}
+
+// SetFleet hands the source the fleet a cycle observed at now (its nodes;
+// the source keeps their IDs, pools and states), before the cycle plans:
+// the instances the pools' Slurm nodes follow at the next read, and that
+// the cycle's launches are bound to names by (Bind). Names bound to launches are
+// released once their instance is listed, or after the pool's provision
+// timeout.
+func (s *SlurmSource) SetFleet(now time.Time, nodes []fleet.Node) {
+	if s.names.control == nil {
+		return
+	}
+	kept := make([]fleet.Node, 0, len(nodes))
+	for i := range nodes {
+		n := &nodes[i]
+		if p := s.namedPool(n.Pool); p != nil {
+			kept = append(kept, fleet.Node{ID: n.ID, Pool: n.Pool, State: n.State})
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names.fleet = kept
+	for _, n := range kept {
+		delete(s.names.bound, n.ID)
+	}
+	for name, at := range s.names.bound {
+		if p := s.poolOfName(name); p == nil || now.Sub(at) > p.ProvisionTimeout {
+			delete(s.names.bound, name)
+		}
+	}
+}
+
+// namedPool is the pool of that name if it is a set of Slurm nodes.
+func (s *SlurmSource) namedPool(name string) *fleet.Pool {
+	for i := range s.names.pools {
+		if s.names.pools[i].Name == name {
+			return &s.names.pools[i]
+		}
+	}
+	return nil
+}
+
+// poolOfName is the pool whose Slurm nodes include name.
+func (s *SlurmSource) poolOfName(name string) *fleet.Pool {
+	for i := range s.names.pools {
+		if slices.Contains(s.names.pools[i].SlurmNodes, name) {
+			return &s.names.pools[i]
+		}
+	}
+	return nil
+}
+
+// Bind chooses the names a launch of count instances in the pool is to
+// take, if the pool is a set of Slurm nodes (else none): first those
+// Slurm powers up for its jobs (requested), then free ones in the pool's
+// order: powered down in the last read, not an administrator's, with no
+// instance and no launch. It powers the free ones up in Slurm before the
+// launch is made, so that the instances' slurmds, booting after, register
+// as those nodes; if that fails, nothing is bound and the error says why
+// (the launch is not made). Fewer names than count where fewer are free.
+func (s *SlurmSource) Bind(ctx context.Context, pool string, count int, now time.Time) ([]string, error) {
+	p := s.namedPool(pool)
+	if s.names.control == nil || p == nil || count < 1 {
+		return nil, nil
+	}
+	s.mu.Lock()
+	taken := make(map[string]bool, len(s.names.fleet)+len(s.names.bound))
+	for _, n := range s.names.fleet {
+		if n.State != fleet.Terminating {
+			taken[n.ID] = true
+		}
+	}
+	for name := range s.names.bound {
+		taken[name] = true
+	}
+	var names, up []string
+	for _, r := range s.names.requested {
+		if r.Pool == pool && !taken[r.Node] && len(names) < count {
+			names, taken[r.Node] = append(names, r.Node), true
+		}
+	}
+	byName := make(map[string]*slurm.Node, len(s.names.nodes))
+	for i := range s.names.nodes {
+		byName[s.names.nodes[i].Name] = &s.names.nodes[i]
+	}
+	for _, name := range p.SlurmNodes {
+		if len(names) == count {
+			break
+		}
+		sn := byName[name]
+		if taken[name] || sn == nil || !sn.HasFlag("POWERED_DOWN") || slurm.Busy(sn) || slurm.Administered(sn) != "" ||
+			slices.ContainsFunc([]string{"POWER_UP", "POWERING_UP", "POWER_DOWN", "POWERING_DOWN"}, sn.HasFlag) {
+			continue
+		}
+		names, up, taken[name] = append(names, name), append(up, name), true
+	}
+	for _, name := range names {
+		s.names.bound[name] = now
+	}
+	s.mu.Unlock()
+	if len(up) > 0 {
+		err := s.names.control.PowerUp(ctx, up)
+		s.countChange(slurm.OpPowerUp, len(up), err)
+		if err != nil {
+			s.mu.Lock()
+			for _, name := range names {
+				delete(s.names.bound, name)
+			}
+			s.mu.Unlock()
+			return nil, fmt.Errorf("pool %s: powering up Slurm nodes %s for a launch: %w", pool, slurm.CompressHosts(up), err)
+		}
+		s.log.Info("powered up for a launch", "pool", pool, "nodes", slurm.CompressHosts(up))
+	}
+	return names, nil
+}
+
+// syncNodes works out, from a whole read's nodes, what changes make the
+// pools' Slurm nodes follow their instances (slurm.Sync), and keeps the
+// read's nodes and Slurm's requests; the caller applies the changes
+// (applyChanges) once the lock is released. Nothing before a cycle has
+// handed the fleet over: the source does not know the instances yet.
+// Callers hold s.mu.
+func (s *SlurmSource) syncNodes(nodes []slurm.Node, now time.Time) []slurm.Change {
+	if s.names.control == nil {
+		return nil
+	}
+	s.names.nodes = nodes
+	if s.names.fleet == nil {
+		return nil
+	}
+	launching := make([]string, 0, len(s.names.bound))
+	for name, at := range s.names.bound {
+		if p := s.poolOfName(name); p != nil && now.Sub(at) <= p.ProvisionTimeout {
+			launching = append(launching, name)
+		}
+	}
+	r := slurm.Sync(s.names.pools, s.names.fleet, launching, nodes)
+	s.names.requested = r.Requested
+	seen := make(map[string]bool, len(r.Untouched))
+	for _, u := range r.Untouched {
+		seen[u.Node] = true
+		if s.names.untouched[u.Node] != u.Why {
+			s.log.Warn("slurm node left alone", "pool", u.Pool, "node", u.Node, "why", u.Why)
+			s.names.untouched[u.Node] = u.Why
+		}
+	}
+	for name := range s.names.untouched {
+		if !seen[name] {
+			s.log.Info("slurm node no longer left alone", "node", name)
+			delete(s.names.untouched, name)
+		}
+	}
+	return r.Changes
+}
+
+// requestedDemand is the demand of Slurm's requests: one whole node of
+// its pool for each name Slurm powers up for its jobs with no instance.
+// Callers hold s.mu.
+func (s *SlurmSource) requestedDemand() []PendingDemand {
+	var out []PendingDemand
+	for _, r := range s.names.requested {
+		if p := s.namedPool(r.Pool); p != nil {
+			out = append(out, PendingDemand{Pool: r.Pool, Nodes: 1, GPUs: p.GPUsPerNode})
+		}
+	}
+	return out
+}
+
+// applyChanges makes the changes, one scontrol call for each run of
+// changes of the same op and reason; an error is logged and counted, and
+// the rest go on (the next read tries again what did not take).
+func (s *SlurmSource) applyChanges(ctx context.Context, changes []slurm.Change) {
+	for i := 0; i < len(changes); {
+		j := i + 1
+		for j < len(changes) && changes[j].Op == changes[i].Op && changes[j].Reason == changes[i].Reason {
+			j++
+		}
+		group := changes[i:j]
+		names := make([]string, len(group))
+		whys := make([]string, 0, 1)
+		for k, c := range group {
+			names[k] = c.Node
+			if !slices.Contains(whys, c.Why) {
+				whys = append(whys, c.Why)
+			}
+		}
+		c := s.names.control
+		var err error
+		switch op := group[0].Op; op {
+		case slurm.OpDrain:
+			err = c.Drain(ctx, names, group[0].Reason)
+		case slurm.OpResume:
+			err = c.Resume(ctx, names)
+		case slurm.OpPowerDownASAP:
+			err = c.PowerDown(ctx, names, true)
+		case slurm.OpPowerDown:
+			err = c.PowerDown(ctx, names, false)
+		case slurm.OpPowerUp:
+			err = c.PowerUp(ctx, names)
+		}
+		s.countChange(group[0].Op, len(names), err)
+		if err != nil {
+			s.log.Warn("slurm node change failed", "op", group[0].Op, "nodes", slurm.CompressHosts(names), "error", err)
+		} else {
+			s.log.Info("slurm node change", "op", group[0].Op, "nodes", slurm.CompressHosts(names), "why", strings.Join(whys, "; "))
+		}
+		i = j
+	}
+}
+
+// countChange counts n changes of op, done or failed.
+func (s *SlurmSource) countChange(op slurm.Op, n int, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	s.changes.WithLabelValues(string(op), result).Add(float64(n))
+}

@@ -1,0 +1,61 @@
+# A rack of DGX servers that are a Slurm cluster's cloud nodes: Fleetcast
+# powers them on and off through the example commands plugin (IPMI, in
+# examples/plugins/commands/racks.sh) and has Slurm follow (docs/slurm.md:
+# pools of Slurm nodes): a server it powers on is powered up in Slurm
+# first, so that its slurmd registers as its node; one it drains is
+# drained in Slurm; one it powers off is powered down in Slurm. A job
+# Slurm places on a powered-down node is a request for that server.
+#
+#   bin/autoscaler validate -config examples/slurm/nodes.hcl
+#
+# In slurm.conf, the servers are cloud nodes whose resume and suspend
+# programs act on nothing (Fleetcast powers the servers), and powered-down
+# nodes are listed:
+#
+#   NodeName=dgx-[01-16] State=CLOUD Gres=gpu:h100:8 CPUs=224 RealMemory=2000000
+#   PartitionName=train Nodes=dgx-[01-16] Default=YES
+#   ResumeProgram=/bin/true
+#   SuspendProgram=/bin/true
+#   PrivateData=cloud
+#
+# Each server's slurmd starts at boot as its node (slurmd -N dgx-07 -b).
+
+plugin "racks" {
+  path   = "/usr/local/libexec/fleetcast/fleetcast-commands"
+  sha256 = "0000000000000000000000000000000000000000000000000000000000000000" # sha256sum of the binary
+  config {
+    list_command      = ["/etc/fleetcast/racks.sh", "list"]
+    launch_command    = ["/etc/fleetcast/racks.sh", "power-on"]
+    terminate_command = ["/etc/fleetcast/racks.sh", "power-off"]
+    timeout           = "2m"
+  }
+}
+
+pool "dgx-h100" {
+  provider       = "plugin"
+  plugin         = "racks"
+  instance_type  = "dgx-h100"
+  gpu_model      = "H100"
+  gpus_per_node  = 8
+  price_per_hour = 14.00 # the servers' amortised cost and power
+  lead_time      = "10m"
+  max            = 16
+  target {
+    rack_dir = "/var/lib/fleetcast/racks" # FLEETCAST_TARGET_RACK_DIR
+  }
+  slurm {
+    nodes = "dgx-[01-16]" # each server listed by this name
+  }
+}
+
+slurm {
+  conf = "/etc/slurm/slurm.conf"
+
+  partition "train" {
+    pools = ["dgx-h100"]
+  }
+}
+
+controller {
+  fleet = "onprem"
+}

@@ -1,0 +1,194 @@
+package slurm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fleetcast/autoscaler/fleet"
+)
+
+// TestSync: what a sync changes of each node, by its state in Slurm and
+// its instance's.
+func TestSync(t *testing.T) {
+	pools := []fleet.Pool{{Name: "dgx", SlurmNodes: []string{"n1"}}}
+	node := func(state string, flags ...string) Node {
+		return Node{Name: "n1", State: state, Flags: append([]string{"CLOUD"}, flags...)}
+	}
+	drained := func(n Node, reason string) Node {
+		n.Flags, n.Reason = append(n.Flags, "DRAIN"), reason
+		return n
+	}
+	inst := func(st fleet.NodeState) []fleet.Node { return []fleet.Node{{ID: "n1", Pool: "dgx", State: st}} }
+	ch := func(op Op, reason string) SyncResult {
+		return SyncResult{Changes: []Change{{Op: op, Node: "n1", Pool: "dgx", Reason: reason}}}
+	}
+	none := SyncResult{}
+	tests := []struct {
+		name      string
+		nodes     []fleet.Node
+		launching []string
+		sn        []Node
+		want      SyncResult
+	}{
+		{"launched, powered down: powered up", inst(fleet.Pending), nil, []Node{node("IDLE", "POWERED_DOWN")}, ch(OpPowerUp, "")},
+		{"a launch not listed yet counts", nil, []string{"n1"}, []Node{node("IDLE", "POWERED_DOWN")}, ch(OpPowerUp, "")},
+		{"ready, powering up already", inst(fleet.Ready), nil, []Node{node("IDLE", "POWERING_UP")}, none},
+		{"ready, up", inst(fleet.Ready), nil, []Node{node("MIXED")}, none},
+		{"ready, powering down: left to finish", inst(fleet.Ready), nil, []Node{node("IDLE", "POWERING_DOWN")}, none},
+		{"ready, power down asked: left to finish", inst(fleet.Ready), nil, []Node{node("IDLE", "POWER_DOWN")}, none},
+		{"ready, our drain: resumed", inst(fleet.Ready), nil, []Node{drained(node("MIXED"), "fleetcast: scale-in")}, ch(OpResume, "")},
+		{"draining: drained", inst(fleet.Draining), nil, []Node{node("ALLOCATED")}, ch(OpDrain, DrainReason)},
+		{"draining, drained already", inst(fleet.Draining), nil, []Node{drained(node("ALLOCATED"), "fleetcast: scale-in")}, none},
+		{"gone, idle: powered down", nil, nil, []Node{node("IDLE")}, ch(OpPowerDown, "")},
+		{"terminating, idle, our drain: powered down", inst(fleet.Terminating), nil, []Node{drained(node("IDLE"), "fleetcast: scale-in")}, ch(OpPowerDown, "")},
+		{"gone, running jobs: drained, then powered down as they end", nil, nil, []Node{node("MIXED")},
+			SyncResult{Changes: []Change{{Op: OpDrain, Node: "n1", Pool: "dgx", Reason: GoneReason}, {Op: OpPowerDownASAP, Node: "n1", Pool: "dgx"}}}},
+		{"gone, completing", nil, nil, []Node{node("IDLE", "COMPLETING")},
+			SyncResult{Changes: []Change{{Op: OpDrain, Node: "n1", Pool: "dgx", Reason: GoneReason}, {Op: OpPowerDownASAP, Node: "n1", Pool: "dgx"}}}},
+		{"gone, jobs, our drain", nil, nil, []Node{drained(node("ALLOCATED"), "fleetcast: scale-in")}, ch(OpPowerDownASAP, "")},
+		{"gone, powered down", nil, nil, []Node{node("IDLE", "POWERED_DOWN")}, none},
+		{"no instance, Slurm powers it up for a job: requested", nil, nil, []Node{node("MIXED", "NOT_RESPONDING", "POWERING_UP")},
+			SyncResult{Requested: []Request{{Pool: "dgx", Node: "n1"}}}},
+		{"an administrator's drain", inst(fleet.Ready), nil, []Node{drained(node("IDLE", "POWERED_DOWN"), "bad HBM")},
+			SyncResult{Untouched: []Untouched{{"dgx", "n1", "drained in Slurm by someone else (reason: bad HBM)"}}}},
+		{"Slurm's own drain for POWER_DOWN_ASAP", nil, nil, []Node{drained(node("IDLE"), "POWER_DOWN_ASAP")},
+			SyncResult{Untouched: []Untouched{{"dgx", "n1", "drained in Slurm by someone else (reason: POWER_DOWN_ASAP)"}}}},
+		{"down", nil, nil, []Node{{Name: "n1", State: "DOWN", Flags: []string{"CLOUD"}, Reason: "ResumeTimeout reached"}},
+			SyncResult{Untouched: []Untouched{{"dgx", "n1", "down in Slurm (reason: ResumeTimeout reached): an administrator's to resume"}}}},
+		{"failed", inst(fleet.Draining), nil, []Node{node("IDLE", "FAIL")},
+			SyncResult{Untouched: []Untouched{{"dgx", "n1", "failed in Slurm (no reason given): an administrator's to resume"}}}},
+		{"not listed", inst(fleet.Ready), nil, nil,
+			SyncResult{Untouched: []Untouched{{"dgx", "n1", "not listed by sinfo: declare it State=CLOUD in slurm.conf and set PrivateData=cloud, so that a powered-down node is listed"}}}},
+		{"an instance of another pool by the name", []fleet.Node{{ID: "n1", Pool: "other", State: fleet.Ready}}, nil, []Node{node("IDLE")}, ch(OpPowerDown, "")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Sync(pools, tt.nodes, tt.launching, tt.sn)
+			for i := range got.Changes {
+				got.Changes[i].Why = ""
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSyncOrder: drains come first, then resumes, then power-downs, then
+// power-ups, each in the pools' and their names' order; nodes of no
+// pool are not touched.
+func TestSyncOrder(t *testing.T) {
+	pools := []fleet.Pool{{Name: "a", SlurmNodes: []string{"a2", "a1"}}, {Name: "b", SlurmNodes: []string{"b1"}}}
+	sn := []Node{
+		{Name: "a1", State: "IDLE", Flags: []string{"POWERED_DOWN"}},
+		{Name: "a2", State: "MIXED"},
+		{Name: "b1", State: "IDLE"},
+		{Name: "static", State: "IDLE"},
+	}
+	got := Sync(pools, []fleet.Node{{ID: "a1", Pool: "a", State: fleet.Pending}}, nil, sn)
+	var ops []string
+	for _, c := range got.Changes {
+		ops = append(ops, string(c.Op)+" "+c.Node)
+	}
+	if want := []string{"drain a2", "power_down_asap a2", "power_down b1", "power_up a1"}; !slices.Equal(ops, want) {
+		t.Errorf("changes %q, want %q", ops, want)
+	}
+}
+
+// TestSyncProperties: over generated pools, instances and Slurm states,
+// with an oracle computed from the inputs: no node an administrator holds
+// (down, failed, drained for a reason not the controller's) or that sinfo
+// does not list is changed; no node is powered down at once while Slurm
+// says a job runs on it; nothing is powered up but a live instance's or
+// launch's node that Slurm has powered down; a drain always has the
+// controller's reason; only nodes of pools are named; each node has at
+// most one change of each op.
+func TestSyncProperties(t *testing.T) {
+	states := []string{"IDLE", "MIXED", "ALLOCATED", "DOWN", "FAIL"}
+	flagSets := [][]string{nil, {"POWERED_DOWN"}, {"POWERING_UP"}, {"POWER_UP", "POWERED_DOWN"}, {"POWERING_DOWN"}, {"POWER_DOWN"}, {"COMPLETING"}, {"NOT_RESPONDING"}, {"FAIL"}}
+	reasons := []string{"", "fleetcast: scale-in", "fleetcast: no instance", "bad HBM", "POWER_DOWN_ASAP", "Fleetcast: x"}
+	nodeStates := []fleet.NodeState{fleet.Pending, fleet.Ready, fleet.Draining, fleet.Terminating}
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 49))
+		var pools []fleet.Pool
+		var sn []Node
+		var nodes []fleet.Node
+		var launching []string
+		for p := range 1 + rng.IntN(3) {
+			pool := fleet.Pool{Name: fmt.Sprintf("p%d", p)}
+			for k := range rng.IntN(6) {
+				name := fmt.Sprintf("p%d-%d", p, k)
+				pool.SlurmNodes = append(pool.SlurmNodes, name)
+				if rng.IntN(10) > 0 {
+					n := Node{Name: name, State: states[rng.IntN(len(states))], Flags: slices.Clone(flagSets[rng.IntN(len(flagSets))])}
+					if rng.IntN(2) == 0 {
+						n.Flags, n.Reason = append(n.Flags, "DRAIN"), reasons[rng.IntN(len(reasons))]
+					}
+					sn = append(sn, n)
+				}
+				switch rng.IntN(4) {
+				case 0:
+					nodes = append(nodes, fleet.Node{ID: name, Pool: pool.Name, State: nodeStates[rng.IntN(len(nodeStates))]})
+				case 1:
+					launching = append(launching, name)
+				}
+			}
+			pools = append(pools, pool)
+		}
+		sn = append(sn, Node{Name: "static-1", State: "IDLE"})
+		got := Sync(pools, nodes, launching, sn)
+
+		// The oracle.
+		byName := map[string]Node{}
+		for _, n := range sn {
+			byName[n.Name] = n
+		}
+		inPool := map[string]bool{}
+		for _, p := range pools {
+			for _, n := range p.SlurmNodes {
+				inPool[n] = true
+			}
+		}
+		liveOrLaunching := map[string]bool{}
+		for _, n := range nodes {
+			if n.State != fleet.Terminating {
+				liveOrLaunching[n.ID] = true
+			}
+		}
+		for _, n := range launching {
+			liveOrLaunching[n] = true
+		}
+		seen := map[string]bool{}
+		for _, c := range got.Changes {
+			n, listed := byName[c.Node]
+			held := n.State == "DOWN" || n.State == "FAIL" || slices.Contains(n.Flags, "FAIL") ||
+				slices.Contains(n.Flags, "DRAIN") && !strings.HasPrefix(n.Reason, "fleetcast: ")
+			jobs := n.State == "MIXED" || n.State == "ALLOCATED" || slices.Contains(n.Flags, "COMPLETING")
+			k := string(c.Op) + " " + c.Node
+			switch {
+			case !inPool[c.Node] || !listed:
+				t.Fatalf("seed %d: %s: a node of no pool, or not listed", seed, k)
+			case held:
+				t.Fatalf("seed %d: %s: an administrator's node (%+v)", seed, k, n)
+			case c.Op == OpPowerDown && jobs:
+				t.Fatalf("seed %d: %s: powered down at once with jobs on it (%+v)", seed, k, n)
+			case c.Op == OpPowerUp && (!liveOrLaunching[c.Node] || !slices.Contains(n.Flags, "POWERED_DOWN")):
+				t.Fatalf("seed %d: %s: powered up without an instance, or not powered down (%+v)", seed, k, n)
+			case c.Op == OpDrain && c.Reason == "":
+				t.Fatalf("seed %d: %s: a drain without a reason", seed, k)
+			case seen[k]:
+				t.Fatalf("seed %d: %s twice", seed, k)
+			}
+			seen[k] = true
+		}
+		for _, r := range got.Requested {
+			if liveOrLaunching[r.Node] {
+				t.Fatalf("seed %d: %s requested, but it has an instance or a launch", seed, r.Node)
+			}
+		}
+	}
+}
