@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/fleetcast/autoscaler/actuator"
@@ -113,7 +114,7 @@ func (f *cycleFleet) Observe(ctx context.Context, now time.Time) (loop.Observati
 	if c.slurm != nil && !c.dryRun {
 		// The pools' Slurm nodes follow the instances as observed; the
 		// cycle's launches are bound to names by this view.
-		c.slurm.SetFleet(now, st.Nodes)
+		c.slurm.SetFleet(now, st.Nodes, st.Pools)
 	}
 	obs := loop.Observation{State: &st, Err: errors.Join(f.unsettled.Err(), f.reading.Err)}
 	f.drains, f.state, f.full = drains, &st, obs.Err == nil
@@ -169,16 +170,34 @@ func (f *cycleFleet) Commit(ctx context.Context, now time.Time) ([]string, error
 
 // Launch launches through the actuator, which journals the intent first.
 // In a pool of Slurm nodes, the launch is bound to names first
-// (SlurmSource.Bind), which Slurm is told to power up before it is made.
+// (SlurmSource.Bind), which Slurm is told to power up before it is made,
+// and launches no more instances than it has names: with fewer free, the
+// rest is refused as a lack of capacity, and the pool backs off.
 func (f *cycleFleet) Launch(ctx context.Context, pool string, count int) error {
 	var names []string
-	if s := f.c.slurm; s != nil && !f.c.dryRun {
+	var short error
+	if s := f.c.slurm; s != nil && !f.c.dryRun && s.namedPool(pool) != nil {
 		var err error
 		if names, err = s.Bind(ctx, pool, count, f.c.now()); err != nil {
 			return err
 		}
+		if len(names) < count {
+			short = &providers.InsufficientCapacityError{Pool: pool, Granted: len(names),
+				Err: fmt.Errorf("%d of its Slurm nodes free for a launch of %d (powered down in Slurm, not an administrator's, with no instance or launch)", len(names), count)}
+			if count = len(names); count == 0 {
+				f.c.metrics.capacityErrors.WithLabelValues(pool).Inc()
+				return short
+			}
+		}
 	}
 	err := f.c.act.LaunchNamed(ctx, pool, count, names)
+	switch {
+	case err == nil:
+		err = short
+	case providers.ShouldBackOff(err):
+		// The cloud's answer: what it did not grant is no launch.
+		f.c.slurm.Refused(names)
+	}
 	if providers.ShouldBackOff(err) {
 		f.c.metrics.capacityErrors.WithLabelValues(pool).Inc()
 	}
@@ -217,9 +236,13 @@ func (f *cycleFleet) Terminate(ctx context.Context, now time.Time, a *planner.Ac
 	return nil
 }
 
-// Drain hands the drain, on disk already, to the node's agent.
+// Drain hands the drain, on disk already, to the node's agent, and, in a
+// pool of Slurm nodes, drains the node in Slurm too.
 func (f *cycleFleet) Drain(ctx context.Context, d state.Drain) error {
 	f.c.agents.SetDrain(d.Node, f.c.drainRequest(d))
+	if f.c.slurm != nil && !f.c.dryRun {
+		f.c.slurm.Drain(ctx, d.Pool, d.Node)
+	}
 	f.c.log.Info("draining", "pool", d.Pool, "node", d.Node, "deadline", d.Deadline)
 	return nil
 }

@@ -80,6 +80,11 @@ func (c *Controller) observe(ctx context.Context, now time.Time, f *cycleFleet, 
 				n.State, n.DrainStartedAt = fleet.Draining, d.Started
 				id := c.drainRequest(d).ID
 				n.DrainAcked, n.DrainConfirmed = c.agents.Holds(in.ID, id), c.agents.Confirmed(in.ID, id)
+				if n.DrainConfirmed && c.slurm != nil && !c.slurm.DrainedIdle(name, in.ID) {
+					// Slurm's jobs need not be registered with the agent:
+					// Slurm must say none runs, and none can start.
+					n.DrainConfirmed = false
+				}
 			case healthy || len(n.Jobs) > 0 || !c.ready[in.ID].IsZero():
 				// Ready once its agent reads healthy GPUs (docs/design.md rule
 				// 7). A node running jobs, or that has been ready before

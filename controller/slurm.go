@@ -114,7 +114,7 @@ func newSlurmNodes(o SlurmOptions, s fleet.SlurmSettings) slurmNodes {
 		}
 	}
 	n.control = &slurm.Control{Scontrol: s.Scontrol, Conf: s.Conf, Timeout: s.Timeout}
-	n.bound, n.untouched = map[string]time.Time{}, map[string]string{}
+	n.bound, n.refused, n.untouched = map[string]time.Time{}, map[string]bool{}, map[string]string{}
 	return n
 }
 

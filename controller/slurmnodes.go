@@ -23,10 +23,14 @@ type slurmNodes struct {
 	// fleet is the instances of those pools as the last cycle observed
 	// them (ID, pool, state); nil until a cycle has handed them over.
 	fleet []fleet.Node
+	// unsure are the pools of Slurm nodes the last cycle did not observe.
+	unsure []string
 	// bound are the names launches were made for, and when: they count
 	// as launching until their instance is listed, or for the pool's
-	// provision timeout.
-	bound map[string]time.Time
+	// provision timeout; refused those of launches the cloud refused,
+	// released at the next SetFleet (one granted is listed by then).
+	bound   map[string]time.Time
+	refused map[string]bool
 	// nodes are sinfo's nodes of the last whole read; requested the
 	// names Slurm powers up for its jobs with no instance behind them.
 	nodes     []slurm.Node
@@ -40,15 +44,23 @@ func hasNames(pools []fleet.Pool) bool {
 	return slices.ContainsFunc(pools, func(p fleet.Pool) bool { return len(p.SlurmNodes) > 0 })
 }
 
-// SetFleet hands the source the fleet a cycle observed at now (its nodes;
-// the source keeps their IDs, pools and states), before the cycle plans:
-// the instances the pools' Slurm nodes follow at the next read, and that
-// the cycle's launches are bound to names by (Bind). Names bound to launches are
+// SetFleet hands the source the fleet a cycle observed at now, before the
+// cycle plans: its nodes (the source keeps their IDs, pools and states)
+// and its pools, of which those not observed (not read, or a change's
+// outcome unsettled) have their Slurm nodes left as they are. The pools'
+// Slurm nodes follow these instances at the next read, and the cycle's
+// launches are bound to names by them (Bind). Names bound to launches are
 // released once their instance is listed, or after the pool's provision
 // timeout.
-func (s *SlurmSource) SetFleet(now time.Time, nodes []fleet.Node) {
+func (s *SlurmSource) SetFleet(now time.Time, nodes []fleet.Node, pools []fleet.PoolStatus) {
 	if s.names.control == nil {
 		return
+	}
+	var unsure []string
+	for i := range pools {
+		if pools[i].IsUnobserved() && s.namedPool(pools[i].Name) != nil {
+			unsure = append(unsure, pools[i].Name)
+		}
 	}
 	kept := make([]fleet.Node, 0, len(nodes))
 	for i := range nodes {
@@ -59,15 +71,82 @@ func (s *SlurmSource) SetFleet(now time.Time, nodes []fleet.Node) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.names.fleet = kept
+	s.names.fleet, s.names.unsure = kept, unsure
 	for _, n := range kept {
-		delete(s.names.bound, n.ID)
+		if n.State != fleet.Terminating { // not a new launch's instance
+			delete(s.names.bound, n.ID)
+		}
 	}
 	for name, at := range s.names.bound {
-		if p := s.poolOfName(name); p == nil || now.Sub(at) > p.ProvisionTimeout {
+		if p := s.poolOfName(name); p == nil || now.Sub(at) > p.ProvisionTimeout || s.names.refused[name] {
 			delete(s.names.bound, name)
 		}
 	}
+	clear(s.names.refused)
+}
+
+// Refused releases the names of a launch the cloud refused (a lack of
+// capacity, a quota) at the next SetFleet: those it granted are listed by
+// then, and the rest, powered up for nothing, are powered down (Sync).
+func (s *SlurmSource) Refused(names []string) {
+	if len(names) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, n := range names {
+		s.names.refused[n] = true
+	}
+}
+
+// DrainedIdle reports whether, in a pool of Slurm nodes, the last whole
+// read says the node of that name can hold no job: drained by the
+// controller with none running (none can start), or powered down. A
+// draining node's drain is confirmed only then, whatever its agent says:
+// a job Slurm runs on it need not be registered with the agent. True for
+// a node of any other pool, and where the source does not act on Slurm.
+func (s *SlurmSource) DrainedIdle(pool, node string) bool {
+	if s.names.control == nil || s.namedPool(pool) == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.names.nodes {
+		if sn := &s.names.nodes[i]; sn.Name == node {
+			ours := sn.HasFlag("DRAIN") && strings.HasPrefix(sn.Reason, slurm.ReasonPrefix)
+			return ours && !slurm.Busy(sn) || sn.HasFlag("POWERED_DOWN") && !slurm.Busy(sn)
+		}
+	}
+	return false
+}
+
+// Drain drains the node in Slurm at once (DrainReason), in a pool of Slurm
+// nodes, as the controller starts to drain its instance, so that Slurm
+// places no new job on it meanwhile; the read after does it again if this
+// fails. A node the last read says is not the controller's to change
+// (slurm.Untouchable), or does not list, is left alone.
+func (s *SlurmSource) Drain(ctx context.Context, pool, node string) {
+	if s.names.control == nil || s.namedPool(pool) == nil {
+		return
+	}
+	s.mu.Lock()
+	ok := false
+	for i := range s.names.nodes {
+		if sn := &s.names.nodes[i]; sn.Name == node {
+			ok = slurm.Untouchable(sn) == ""
+		}
+	}
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	err := s.names.control.Drain(ctx, []string{node}, slurm.DrainReason)
+	s.countChange(slurm.OpDrain, 1, err)
+	if err != nil {
+		s.log.Warn("slurm node change failed", "op", slurm.OpDrain, "nodes", node, "error", err)
+		return
+	}
+	s.log.Info("slurm node change", "op", slurm.OpDrain, "nodes", node, "why", "its instance is draining")
 }
 
 // namedPool is the pool of that name if it is a set of Slurm nodes.
@@ -106,9 +185,8 @@ func (s *SlurmSource) Bind(ctx context.Context, pool string, count int, now time
 	s.mu.Lock()
 	taken := make(map[string]bool, len(s.names.fleet)+len(s.names.bound))
 	for _, n := range s.names.fleet {
-		if n.State != fleet.Terminating {
-			taken[n.ID] = true
-		}
+		// Terminating too: its server is not free until it is gone.
+		taken[n.ID] = true
 	}
 	for name := range s.names.bound {
 		taken[name] = true
@@ -128,7 +206,7 @@ func (s *SlurmSource) Bind(ctx context.Context, pool string, count int, now time
 			break
 		}
 		sn := byName[name]
-		if taken[name] || sn == nil || !sn.HasFlag("POWERED_DOWN") || slurm.Busy(sn) || slurm.Administered(sn) != "" ||
+		if taken[name] || sn == nil || !sn.HasFlag("POWERED_DOWN") || slurm.Busy(sn) || slurm.Untouchable(sn) != "" ||
 			slices.ContainsFunc([]string{"POWER_UP", "POWERING_UP", "POWER_DOWN", "POWERING_DOWN"}, sn.HasFlag) {
 			continue
 		}
@@ -174,7 +252,7 @@ func (s *SlurmSource) syncNodes(nodes []slurm.Node, now time.Time) []slurm.Chang
 			launching = append(launching, name)
 		}
 	}
-	r := slurm.Sync(s.names.pools, s.names.fleet, launching, nodes)
+	r := slurm.Sync(slurm.SyncInput{Pools: s.names.pools, Nodes: s.names.fleet, Launching: launching, Unsure: s.names.unsure, Slurm: nodes})
 	s.names.requested = r.Requested
 	seen := make(map[string]bool, len(r.Untouched))
 	for _, u := range r.Untouched {
@@ -207,45 +285,75 @@ func (s *SlurmSource) requestedDemand() []PendingDemand {
 }
 
 // applyChanges makes the changes, one scontrol call for each run of
-// changes of the same op and reason; an error is logged and counted, and
-// the rest go on (the next read tries again what did not take).
+// changes of the same op and reason, and, where that call fails, one for
+// each of its nodes, so that one bad node holds up no other; a failure is
+// logged and counted, and the next read tries again. A node whose drain
+// failed is not powered down as its jobs end: Slurm would drain it with
+// a reason of its own, which reads as someone else's.
 func (s *SlurmSource) applyChanges(ctx context.Context, changes []slurm.Change) {
+	undrained := map[string]bool{}
 	for i := 0; i < len(changes); {
 		j := i + 1
 		for j < len(changes) && changes[j].Op == changes[i].Op && changes[j].Reason == changes[i].Reason {
 			j++
 		}
-		group := changes[i:j]
-		names := make([]string, len(group))
-		whys := make([]string, 0, 1)
-		for k, c := range group {
-			names[k] = c.Node
-			if !slices.Contains(whys, c.Why) {
-				whys = append(whys, c.Why)
+		var group []slurm.Change
+		for _, c := range changes[i:j] {
+			if c.Op != slurm.OpPowerDownASAP || !undrained[c.Node] {
+				group = append(group, c)
 			}
 		}
-		c := s.names.control
-		var err error
-		switch op := group[0].Op; op {
-		case slurm.OpDrain:
-			err = c.Drain(ctx, names, group[0].Reason)
-		case slurm.OpResume:
-			err = c.Resume(ctx, names)
-		case slurm.OpPowerDownASAP:
-			err = c.PowerDown(ctx, names, true)
-		case slurm.OpPowerDown:
-			err = c.PowerDown(ctx, names, false)
-		case slurm.OpPowerUp:
-			err = c.PowerUp(ctx, names)
-		}
-		s.countChange(group[0].Op, len(names), err)
-		if err != nil {
-			s.log.Warn("slurm node change failed", "op", group[0].Op, "nodes", slurm.CompressHosts(names), "error", err)
-		} else {
-			s.log.Info("slurm node change", "op", group[0].Op, "nodes", slurm.CompressHosts(names), "why", strings.Join(whys, "; "))
-		}
 		i = j
+		if len(group) == 0 {
+			continue
+		}
+		if err := s.change(ctx, group); err != nil && len(group) > 1 {
+			for k := range group {
+				if s.change(ctx, group[k:k+1]) != nil && group[k].Op == slurm.OpDrain {
+					undrained[group[k].Node] = true
+				}
+			}
+		} else if err != nil && group[0].Op == slurm.OpDrain {
+			undrained[group[0].Node] = true
+		}
 	}
+}
+
+// change makes one scontrol call for changes of one op and reason, and
+// logs and counts it.
+func (s *SlurmSource) change(ctx context.Context, group []slurm.Change) error {
+	names := make([]string, len(group))
+	var whys []string
+	for k, c := range group {
+		names[k] = c.Node
+		if !slices.Contains(whys, c.Why) {
+			whys = append(whys, c.Why)
+		}
+	}
+	c := s.names.control
+	var err error
+	switch op := group[0].Op; op {
+	case slurm.OpDrain:
+		err = c.Drain(ctx, names, group[0].Reason)
+	case slurm.OpResume:
+		err = c.Resume(ctx, names)
+	case slurm.OpPowerDownASAP:
+		err = c.PowerDown(ctx, names, true)
+	case slurm.OpPowerDown:
+		err = c.PowerDown(ctx, names, false)
+	case slurm.OpPowerUp:
+		err = c.PowerUp(ctx, names)
+	}
+	if err != nil {
+		if len(group) == 1 {
+			s.countChange(group[0].Op, 1, err)
+		}
+		s.log.Warn("slurm node change failed", "op", group[0].Op, "nodes", slurm.CompressHosts(names), "error", err)
+		return err
+	}
+	s.countChange(group[0].Op, len(names), nil)
+	s.log.Info("slurm node change", "op", group[0].Op, "nodes", slurm.CompressHosts(names), "why", strings.Join(whys, "; "))
+	return nil
 }
 
 // countChange counts n changes of op, done or failed.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,7 +96,7 @@ func TestSlurmNodesLive(t *testing.T) {
 	if changesOf(src, "power_down", "ok") != 0 {
 		t.Fatal("changes before a cycle handed the fleet over")
 	}
-	src.SetFleet(now, nil)
+	src.SetFleet(now, nil, nil)
 
 	// A launch of two: dgx-1 and dgx-2, powered up first; dgx-3 is the
 	// administrator's.
@@ -116,21 +117,21 @@ func TestSlurmNodesLive(t *testing.T) {
 		return n["dgx-1"].State == "IDLE" && len(n["dgx-1"].Flags) == 1 && n["dgx-2"].State == "IDLE" && len(n["dgx-2"].Flags) == 1
 	})
 	live := []fleet.Node{{ID: "dgx-1", Pool: "dgx", State: fleet.Ready}, {ID: "dgx-2", Pool: "dgx", State: fleet.Ready}}
-	src.SetFleet(now, live)
+	src.SetFleet(now, live, nil)
 
 	// dgx-1 drains, and the drain is cancelled.
 	live[0].State = fleet.Draining
-	src.SetFleet(now, live)
+	src.SetFleet(now, live, nil)
 	until("dgx-1 drained in Slurm", func(n map[string]slurm.Node) bool {
 		return has(n["dgx-1"], "DRAIN") && n["dgx-1"].Reason == "fleetcast: scale-in"
 	})
 	live[0].State = fleet.Ready
-	src.SetFleet(now, live)
+	src.SetFleet(now, live, nil)
 	until("dgx-1 resumed", func(n map[string]slurm.Node) bool { return !has(n["dgx-1"], "DRAIN") })
 
 	// dgx-2's instance is terminated: it is powered down.
 	run(halt, "dgx-2")
-	src.SetFleet(now, live[:1])
+	src.SetFleet(now, live[:1], nil)
 	until("dgx-2 powered down", func(n map[string]slurm.Node) bool { return has(n["dgx-2"], "POWERED_DOWN") })
 
 	// A job no node up can take: Slurm powers dgx-2 up for it (its
@@ -177,9 +178,10 @@ func TestSlurmNodesLive(t *testing.T) {
 
 // TestSlurmBind: a launch takes Slurm's requests in its pool first, then
 // powered-down names in the pool's order, passing over names with an
-// instance or a launch, an administrator's, and those powering up or
-// down; it powers up only the names it chose that were powered down, and
-// binds nothing if that fails. In a pool of no names it names nothing.
+// instance (terminating too) or a launch, an administrator's, and those
+// powering up or down; it powers up only the names it chose that were
+// powered down, and binds nothing if that fails. A refused launch's names
+// are released. In a pool of no names it names nothing.
 func TestSlurmBind(t *testing.T) {
 	dir := t.TempDir()
 	calls := filepath.Join(dir, "calls")
@@ -206,27 +208,94 @@ func TestSlurmBind(t *testing.T) {
 		down("d8"),
 	}
 	src.names.requested = []slurm.Request{{Pool: "dgx", Node: "d2"}}
-	src.SetFleet(t0, []fleet.Node{{ID: "d1", Pool: "dgx", State: fleet.Pending}, {ID: "d7", Pool: "dgx", State: fleet.Terminating}})
-	names, err := src.Bind(ctx, "dgx", 3, t0)
-	if err != nil || !slices.Equal(names, []string{"d2", "d6", "d7"}) {
-		t.Fatalf("bind of 3: %q, %v; want d2 (requested), d6 and d7 (its instance terminating)", names, err)
-	}
-	if b, _ := os.ReadFile(calls); string(b) != "update nodename=d[6-7] state=POWER_UP\n" {
-		t.Errorf("scontrol run as %q; want d6 and d7 powered up", b)
-	}
-	// Bound names are taken until their instances are listed.
+	src.SetFleet(t0, []fleet.Node{{ID: "d1", Pool: "dgx", State: fleet.Pending}, {ID: "d7", Pool: "dgx", State: fleet.Terminating}}, nil)
+	// scontrol failing: nothing bound.
 	if err := os.WriteFile(filepath.Join(dir, "fail"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if names, err := src.Bind(ctx, "dgx", 2, t0); err == nil || names != nil || !strings.Contains(err.Error(), "pool dgx: powering up Slurm nodes d8 for a launch: ") {
+	if names, err := src.Bind(ctx, "dgx", 3, t0); err == nil || names != nil || !strings.Contains(err.Error(), "pool dgx: powering up Slurm nodes d[6,8] for a launch: ") {
 		t.Fatalf("bind with scontrol failing: %q, %v; want an error, and nothing bound", names, err)
 	}
 	os.Remove(filepath.Join(dir, "fail"))
-	if names, err := src.Bind(ctx, "dgx", 2, t0); err != nil || !slices.Equal(names, []string{"d8"}) {
-		t.Fatalf("bind after the failure: %q, %v; want d8 again, and no more", names, err)
+	names, err := src.Bind(ctx, "dgx", 4, t0)
+	if err != nil || !slices.Equal(names, []string{"d2", "d6", "d8"}) {
+		t.Fatalf("bind of 4: %q, %v; want d2 (requested), d6 and d8, no more", names, err)
+	}
+	if b, _ := os.ReadFile(calls); string(b) != "update nodename=d[6,8] state=POWER_UP\nupdate nodename=d[6,8] state=POWER_UP\n" {
+		t.Errorf("scontrol run as %q; want d6 and d8 powered up (twice: once failing)", b)
+	}
+	// Bound names are taken until their instances are listed; a refused
+	// launch's are released at the next SetFleet, but for one listed.
+	if names, err := src.Bind(ctx, "dgx", 1, t0); err != nil || names != nil {
+		t.Fatalf("bind with every name taken: %q, %v", names, err)
+	}
+	src.Refused([]string{"d2", "d6", "d8"})
+	src.SetFleet(t0, []fleet.Node{{ID: "d1", Pool: "dgx", State: fleet.Pending}, {ID: "d6", Pool: "dgx", State: fleet.Pending}}, nil)
+	src.mu.Lock()
+	bound := slices.Sorted(maps.Keys(src.names.bound))
+	src.mu.Unlock()
+	if len(bound) != 0 {
+		t.Errorf("bound after a refusal and a listing: %q; want none", bound)
 	}
 	if names, err := src.Bind(ctx, "other", 2, t0); err != nil || names != nil {
 		t.Errorf("bind in a pool of no names: %q, %v", names, err)
+	}
+	// A pool the cycle did not read: its nodes are not changed, though
+	// none of its instances is known.
+	src.SetFleet(t0, nil, []fleet.PoolStatus{{Name: "dgx", Unobserved: fleet.Unobserved{Code: fleet.UnobservedNeverRead}}, {Name: "other"}})
+	src.mu.Lock()
+	changes := src.syncNodes(src.names.nodes, t0)
+	src.mu.Unlock()
+	if len(changes) != 0 {
+		t.Errorf("changes in a pool not read: %+v", changes)
+	}
+	src.SetFleet(t0, nil, []fleet.PoolStatus{{Name: "dgx"}})
+	src.mu.Lock()
+	changes = src.syncNodes(src.names.nodes, t0)
+	src.mu.Unlock()
+	if len(changes) == 0 {
+		t.Error("no change once the pool is read with no instances")
+	}
+}
+
+// TestSlurmDrainedIdle: in a pool of Slurm nodes a drain is confirmed
+// only where the last read says the node holds no job and can take none
+// (drained by the controller and idle, or powered down); any other pool's
+// node, and every node where the source only reads, has no say from it.
+func TestSlurmDrainedIdle(t *testing.T) {
+	pool := fleet.Pool{Name: "dgx", GPUsPerNode: 8, SlurmNodes: []string{"d1"}}
+	for _, tt := range []struct {
+		name string
+		node slurm.Node
+		act  bool
+		want bool
+	}{
+		{"drained by the controller, idle", slurm.Node{State: "IDLE", Flags: []string{"DRAIN"}, Reason: "fleetcast: scale-in"}, true, true},
+		{"drained by the controller, a job running", slurm.Node{State: "MIXED", Flags: []string{"DRAIN"}, Reason: "fleetcast: scale-in"}, true, false},
+		{"drained by the controller, a job completing", slurm.Node{State: "IDLE", Flags: []string{"DRAIN", "COMPLETING"}, Reason: "fleetcast: scale-in"}, true, false},
+		{"idle, not drained: a job may start", slurm.Node{State: "IDLE"}, true, false},
+		{"drained by someone else", slurm.Node{State: "IDLE", Flags: []string{"DRAIN"}, Reason: "bad HBM"}, true, false},
+		{"powered down", slurm.Node{State: "IDLE", Flags: []string{"POWERED_DOWN"}}, true, true},
+		{"not listed", slurm.Node{}, true, false},
+		{"the source only reads", slurm.Node{State: "MIXED"}, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src, err := NewSlurmSource(SlurmOptions{Settings: fleet.DefaultSlurmSettings(), Pools: []fleet.Pool{pool, simPool("other", 4)},
+				Pending: &Pending{}, Now: func() time.Time { return t0 }, Act: tt.act})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.node.State != "" {
+				tt.node.Name = "d1"
+				src.names.nodes = []slurm.Node{tt.node}
+			}
+			if got := src.DrainedIdle("dgx", "d1"); got != tt.want {
+				t.Errorf("DrainedIdle = %v, want %v", got, tt.want)
+			}
+			if !src.DrainedIdle("other", "d1") {
+				t.Error("a node of a pool of no names held")
+			}
+		})
 	}
 }
 

@@ -39,8 +39,10 @@ func (c *Control) PowerUp(ctx context.Context, nodes []string) error {
 }
 
 // PowerDown asks slurmctld to power the nodes down (its SuspendProgram):
-// at once, requeueing what runs on them, or, with asap, once their jobs
-// end, taking no new one meanwhile (POWER_DOWN_ASAP).
+// as soon as it can (POWER_DOWN; 22.05 lets a job running there go on,
+// the node marked to power down), or, with asap, once their jobs end,
+// taking no new one meanwhile (POWER_DOWN_ASAP, which drains a node not
+// drained already, with a reason of Slurm's).
 func (c *Control) PowerDown(ctx context.Context, nodes []string, asap bool) error {
 	if asap {
 		return c.update(ctx, nodes, "state=POWER_DOWN_ASAP")

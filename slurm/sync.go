@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -21,7 +22,8 @@ const (
 	// OpPowerDownASAP powers a node down once its jobs end, taking no
 	// new one (after OpDrain, so that its reason stays the controller's).
 	OpPowerDownASAP Op = "power_down_asap"
-	// OpPowerDown powers down at once a node no job runs on.
+	// OpPowerDown powers down a node no job runs on, or one powering up
+	// with none placed on it.
 	OpPowerDown Op = "power_down"
 	// OpPowerUp powers up a node whose instance the controller launched,
 	// so that Slurm places jobs on it as soon as its slurmd registers.
@@ -70,80 +72,104 @@ type SyncResult struct {
 	Untouched []Untouched
 }
 
+// SyncInput is what Sync works from.
+type SyncInput struct {
+	// Pools are the pools; those with SlurmNodes are synced.
+	Pools []fleet.Pool
+	// Nodes are the fleet as the controller last observed it: an
+	// instance is the node of its ID in its pool.
+	Nodes []fleet.Node
+	// Launching are the names bound to launches whose instances are not
+	// listed yet: they count as booting instances.
+	Launching []string
+	// Unsure are the pools whose instances are not known now (not read,
+	// or a change's outcome not settled): none of their nodes is changed
+	// or requested.
+	Unsure []string
+	// Slurm is what sinfo says of the nodes now.
+	Slurm []Node
+}
+
 // Sync says what changes in Slurm make the pools' Slurm nodes
-// (fleet.Pool.SlurmNodes) follow their instances, nodes (the fleet as
-// the controller observes it; an instance is the node of its ID in its
-// pool), from what sinfo says of them now. launching are the names of
-// launches made but not listed yet, which count as live instances.
+// (fleet.Pool.SlurmNodes) follow their instances.
 //
-//   - A live instance's node is powered up if Slurm has it powered down,
-//     and a drain of the controller's is ended unless the instance is
-//     draining, when its node is drained (DrainReason).
+//   - A booting instance's node (or a launch's) is powered up if Slurm has
+//     it powered down. A running instance's node that Slurm has powered
+//     down is left alone: its slurmd booted before any power-up made
+//     now, which Slurm ignores (it would mark the node DOWN).
+//   - A live instance's node is drained (DrainReason) while the instance
+//     drains, and a drain of the controller's is ended otherwise.
 //   - A node with no instance, or whose instance is terminating, is
 //     powered down: at once where no job runs on it, else drained
 //     (GoneReason) and powered down when its jobs end. One Slurm powers
-//     up for its jobs is Requested instead.
-//   - A node down in Slurm, failed, or drained for a reason that is not
-//     the controller's (ReasonPrefix) is an administrator's: Untouched,
-//     whatever its instance; so is a node sinfo does not list. A node
+//     up for a job placed on it is Requested instead; one powering up
+//     with no job (a power-up whose launch never came) is powered down.
+//   - A node Untouchable says is not the controller's to change, or that
+//     sinfo does not list, is Untouched whatever its instance; a node
 //     powering down is left to finish.
 //
-// Sync is pure: it reads its arguments and changes none of them.
-func Sync(pools []fleet.Pool, nodes []fleet.Node, launching []string, slurm []Node) SyncResult {
+// Sync is pure: it reads its input and changes none of it.
+func Sync(in SyncInput) SyncResult {
 	var r SyncResult
-	byName := make(map[string]*Node, len(slurm))
-	for i := range slurm {
-		byName[slurm[i].Name] = &slurm[i]
+	byName := make(map[string]*Node, len(in.Slurm))
+	for i := range in.Slurm {
+		byName[in.Slurm[i].Name] = &in.Slurm[i]
 	}
 	type key struct{ pool, id string }
-	live := map[key]fleet.NodeState{}
-	for i := range nodes {
-		if n := &nodes[i]; n.State != fleet.Terminating {
-			live[key{n.Pool, n.ID}] = n.State
+	live := map[key]*fleet.Node{}
+	for i := range in.Nodes {
+		if n := &in.Nodes[i]; n.State != fleet.Terminating {
+			live[key{n.Pool, n.ID}] = n
 		}
 	}
-	flight := make(map[string]bool, len(launching))
-	for _, n := range launching {
-		flight[n] = true
+	launching := make(map[string]bool, len(in.Launching))
+	for _, n := range in.Launching {
+		launching[n] = true
 	}
-	for _, p := range pools {
+	for _, p := range in.Pools {
+		if slices.Contains(in.Unsure, p.Name) {
+			continue
+		}
 		for _, name := range p.SlurmNodes {
 			sn := byName[name]
 			if sn == nil {
 				r.Untouched = append(r.Untouched, Untouched{p.Name, name, "not listed by sinfo: declare it State=CLOUD in slurm.conf and set PrivateData=cloud, so that a powered-down node is listed"})
 				continue
 			}
-			if why := Administered(sn); why != "" {
+			if why := Untouchable(sn); why != "" {
 				r.Untouched = append(r.Untouched, Untouched{p.Name, name, why})
 				continue
 			}
 			if sn.HasFlag("POWERING_DOWN") || sn.HasFlag("POWER_DOWN") {
 				continue // Slurm powers it down: it can be powered up after
 			}
-			st, ok := live[key{p.Name, name}]
-			if !ok && flight[name] {
-				st, ok = fleet.Pending, true
-			}
+			n := live[key{p.Name, name}]
+			booting := n != nil && n.State == fleet.Pending || n == nil && launching[name]
 			down := sn.HasFlag("POWERED_DOWN")
 			up := sn.HasFlag("POWERING_UP") || sn.HasFlag("POWER_UP")
-			ours := sn.HasFlag("DRAIN") // Administered says whose: ours
+			ours := sn.HasFlag("DRAIN") // Untouchable says whose: ours
 			change := func(op Op, reason, why string) {
 				r.Changes = append(r.Changes, Change{Op: op, Node: name, Pool: p.Name, Reason: reason, Why: why})
 			}
 			switch {
-			case ok && st == fleet.Draining:
+			case n != nil && n.State == fleet.Draining:
 				if !ours && !down {
 					change(OpDrain, DrainReason, "its instance is draining")
 				}
-			case ok:
+			case n != nil || booting:
 				if ours && !down {
 					change(OpResume, "", "its instance serves again")
 				}
-				if down && !up {
+				switch {
+				case down && !up && booting:
 					change(OpPowerUp, "", "its instance is launched")
+				case down && !up:
+					r.Untouched = append(r.Untouched, Untouched{p.Name, name, "powered down in Slurm while its instance runs: Slurm would ignore its slurmd, booted before a power-up now; power it up and restart its slurmd, or let the controller scale it in"})
 				}
-			case up:
+			case up && Busy(sn):
 				r.Requested = append(r.Requested, Request{Pool: p.Name, Node: name})
+			case up:
+				change(OpPowerDown, "", "powering up with no instance, launch or job")
 			case down:
 			case Busy(sn):
 				if !ours {
@@ -159,22 +185,37 @@ func Sync(pools []fleet.Pool, nodes []fleet.Node, launching []string, slurm []No
 	return r
 }
 
-// Busy reports whether Slurm says jobs run on the node (allocated, mixed,
-// or completing).
+// Busy reports whether Slurm says jobs run on the node, or are placed on
+// it while it powers up (allocated, mixed, or completing).
 func Busy(n *Node) bool {
 	return n.State == "ALLOCATED" || n.State == "MIXED" || n.HasFlag("COMPLETING")
 }
 
-// Administered is why a node is an administrator's, "" if it is not:
-// down, failed, or drained for a reason that is not the controller's
-// (ReasonPrefix). The controller never changes such a node.
-func Administered(n *Node) string {
+// heldFlags are the flags of a node in someone else's hands: a
+// maintenance reservation, a reboot asked for, a registration refused.
+var heldFlags = []string{"MAINTENANCE", "REBOOT_REQUESTED", "REBOOT_ISSUED", "INVALID_REG"}
+
+// Untouchable is why a node is not the controller's to change, "" if it
+// is: down, failed, in maintenance, asked to reboot, refused at
+// registration, drained for a reason that is not the controller's
+// (ReasonPrefix), or in a state the controller does not know (only IDLE,
+// MIXED and ALLOCATED are changed). Such a node is left alone whatever
+// its instance.
+func Untouchable(n *Node) string {
 	switch {
 	case n.State == "DOWN":
 		return "down in Slurm (" + reasonOrNone(n.Reason) + "): an administrator's to resume"
 	case n.State == "FAIL" || n.HasFlag("FAIL"):
 		return "failed in Slurm (" + reasonOrNone(n.Reason) + "): an administrator's to resume"
-	case n.HasFlag("DRAIN") && !strings.HasPrefix(n.Reason, ReasonPrefix):
+	case n.State != "IDLE" && n.State != "MIXED" && n.State != "ALLOCATED":
+		return "in state " + cmp.Or(n.State, "(none given)") + " in Slurm, which the controller does not change"
+	}
+	for _, f := range heldFlags {
+		if n.HasFlag(f) {
+			return strings.ToLower(f) + " in Slurm (" + reasonOrNone(n.Reason) + "): an administrator's"
+		}
+	}
+	if n.HasFlag("DRAIN") && !strings.HasPrefix(n.Reason, ReasonPrefix) {
 		return "drained in Slurm by someone else (" + reasonOrNone(n.Reason) + ")"
 	}
 	return ""

@@ -37,6 +37,8 @@ func TestSync(t *testing.T) {
 		{"launched, powered down: powered up", inst(fleet.Pending), nil, []Node{node("IDLE", "POWERED_DOWN")}, ch(OpPowerUp, "")},
 		{"a launch not listed yet counts", nil, []string{"n1"}, []Node{node("IDLE", "POWERED_DOWN")}, ch(OpPowerUp, "")},
 		{"ready, powering up already", inst(fleet.Ready), nil, []Node{node("IDLE", "POWERING_UP")}, none},
+		{"ready, powered down: left alone", inst(fleet.Ready), nil, []Node{node("IDLE", "POWERED_DOWN")},
+			SyncResult{Untouched: []Untouched{{"dgx", "n1", "powered down in Slurm while its instance runs: Slurm would ignore its slurmd, booted before a power-up now; power it up and restart its slurmd, or let the controller scale it in"}}}},
 		{"ready, up", inst(fleet.Ready), nil, []Node{node("MIXED")}, none},
 		{"ready, powering down: left to finish", inst(fleet.Ready), nil, []Node{node("IDLE", "POWERING_DOWN")}, none},
 		{"ready, power down asked: left to finish", inst(fleet.Ready), nil, []Node{node("IDLE", "POWER_DOWN")}, none},
@@ -53,6 +55,16 @@ func TestSync(t *testing.T) {
 		{"gone, powered down", nil, nil, []Node{node("IDLE", "POWERED_DOWN")}, none},
 		{"no instance, Slurm powers it up for a job: requested", nil, nil, []Node{node("MIXED", "NOT_RESPONDING", "POWERING_UP")},
 			SyncResult{Requested: []Request{{Pool: "dgx", Node: "n1"}}}},
+		{"no instance, powering up with no job: powered down", nil, nil, []Node{node("IDLE", "NOT_RESPONDING", "POWERING_UP")}, ch(OpPowerDown, "")},
+		{"no instance, about to power up with no job: powered down", nil, nil, []Node{node("IDLE", "POWER_UP", "POWERED_DOWN")}, ch(OpPowerDown, "")},
+		{"maintenance", nil, nil, []Node{node("IDLE", "MAINTENANCE")},
+			SyncResult{Untouched: []Untouched{{"dgx", "n1", "maintenance in Slurm (no reason given): an administrator's"}}}},
+		{"a reboot asked for", inst(fleet.Draining), nil, []Node{drained(node("IDLE", "REBOOT_REQUESTED"), "fleetcast: scale-in")},
+			SyncResult{Untouched: []Untouched{{"dgx", "n1", "reboot_requested in Slurm (reason: fleetcast: scale-in): an administrator's"}}}},
+		{"a state not known", nil, nil, []Node{node("FUTURE")},
+			SyncResult{Untouched: []Untouched{{"dgx", "n1", "in state FUTURE in Slurm, which the controller does not change"}}}},
+		{"no state", nil, nil, []Node{node("")},
+			SyncResult{Untouched: []Untouched{{"dgx", "n1", "in state (none given) in Slurm, which the controller does not change"}}}},
 		{"an administrator's drain", inst(fleet.Ready), nil, []Node{drained(node("IDLE", "POWERED_DOWN"), "bad HBM")},
 			SyncResult{Untouched: []Untouched{{"dgx", "n1", "drained in Slurm by someone else (reason: bad HBM)"}}}},
 		{"Slurm's own drain for POWER_DOWN_ASAP", nil, nil, []Node{drained(node("IDLE"), "POWER_DOWN_ASAP")},
@@ -67,7 +79,7 @@ func TestSync(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Sync(pools, tt.nodes, tt.launching, tt.sn)
+			got := Sync(SyncInput{Pools: pools, Nodes: tt.nodes, Launching: tt.launching, Slurm: tt.sn})
 			for i := range got.Changes {
 				got.Changes[i].Why = ""
 			}
@@ -89,13 +101,18 @@ func TestSyncOrder(t *testing.T) {
 		{Name: "b1", State: "IDLE"},
 		{Name: "static", State: "IDLE"},
 	}
-	got := Sync(pools, []fleet.Node{{ID: "a1", Pool: "a", State: fleet.Pending}}, nil, sn)
+	got := Sync(SyncInput{Pools: pools, Nodes: []fleet.Node{{ID: "a1", Pool: "a", State: fleet.Pending}}, Slurm: sn})
 	var ops []string
 	for _, c := range got.Changes {
 		ops = append(ops, string(c.Op)+" "+c.Node)
 	}
 	if want := []string{"drain a2", "power_down_asap a2", "power_down b1", "power_up a1"}; !slices.Equal(ops, want) {
 		t.Errorf("changes %q, want %q", ops, want)
+	}
+	// A pool not observed: none of its nodes is changed.
+	got = Sync(SyncInput{Pools: pools, Unsure: []string{"a"}, Slurm: sn})
+	if len(got.Changes) != 1 || got.Changes[0].Node != "b1" {
+		t.Errorf("with pool a not observed: %+v; want b1 powered down alone", got.Changes)
 	}
 }
 
@@ -108,8 +125,9 @@ func TestSyncOrder(t *testing.T) {
 // controller's reason; only nodes of pools are named; each node has at
 // most one change of each op.
 func TestSyncProperties(t *testing.T) {
-	states := []string{"IDLE", "MIXED", "ALLOCATED", "DOWN", "FAIL"}
-	flagSets := [][]string{nil, {"POWERED_DOWN"}, {"POWERING_UP"}, {"POWER_UP", "POWERED_DOWN"}, {"POWERING_DOWN"}, {"POWER_DOWN"}, {"COMPLETING"}, {"NOT_RESPONDING"}, {"FAIL"}}
+	states := []string{"IDLE", "MIXED", "ALLOCATED", "DOWN", "FAIL", "UNKNOWN", "FUTURE", ""}
+	flagSets := [][]string{nil, {"POWERED_DOWN"}, {"POWERING_UP"}, {"POWER_UP", "POWERED_DOWN"}, {"POWERING_DOWN"}, {"POWER_DOWN"},
+		{"COMPLETING"}, {"NOT_RESPONDING"}, {"FAIL"}, {"MAINTENANCE"}, {"REBOOT_REQUESTED"}, {"INVALID_REG"}, {"RESERVED"}}
 	reasons := []string{"", "fleetcast: scale-in", "fleetcast: no instance", "bad HBM", "POWER_DOWN_ASAP", "Fleetcast: x"}
 	nodeStates := []fleet.NodeState{fleet.Pending, fleet.Ready, fleet.Draining, fleet.Terminating}
 	for seed := range uint64(300) {
@@ -117,7 +135,7 @@ func TestSyncProperties(t *testing.T) {
 		var pools []fleet.Pool
 		var sn []Node
 		var nodes []fleet.Node
-		var launching []string
+		var launching, unsure []string
 		for p := range 1 + rng.IntN(3) {
 			pool := fleet.Pool{Name: fmt.Sprintf("p%d", p)}
 			for k := range rng.IntN(6) {
@@ -138,19 +156,22 @@ func TestSyncProperties(t *testing.T) {
 				}
 			}
 			pools = append(pools, pool)
+			if rng.IntN(5) == 0 {
+				unsure = append(unsure, pool.Name)
+			}
 		}
 		sn = append(sn, Node{Name: "static-1", State: "IDLE"})
-		got := Sync(pools, nodes, launching, sn)
+		got := Sync(SyncInput{Pools: pools, Nodes: nodes, Launching: launching, Unsure: unsure, Slurm: sn})
 
 		// The oracle.
 		byName := map[string]Node{}
 		for _, n := range sn {
 			byName[n.Name] = n
 		}
-		inPool := map[string]bool{}
+		inPool := map[string]bool{} // of a pool observed
 		for _, p := range pools {
 			for _, n := range p.SlurmNodes {
-				inPool[n] = true
+				inPool[n] = !slices.Contains(unsure, p.Name)
 			}
 		}
 		liveOrLaunching := map[string]bool{}
@@ -165,7 +186,8 @@ func TestSyncProperties(t *testing.T) {
 		seen := map[string]bool{}
 		for _, c := range got.Changes {
 			n, listed := byName[c.Node]
-			held := n.State == "DOWN" || n.State == "FAIL" || slices.Contains(n.Flags, "FAIL") ||
+			held := !slices.Contains([]string{"IDLE", "MIXED", "ALLOCATED"}, n.State) ||
+				slices.ContainsFunc([]string{"FAIL", "MAINTENANCE", "REBOOT_REQUESTED", "INVALID_REG"}, func(f string) bool { return slices.Contains(n.Flags, f) }) ||
 				slices.Contains(n.Flags, "DRAIN") && !strings.HasPrefix(n.Reason, "fleetcast: ")
 			jobs := n.State == "MIXED" || n.State == "ALLOCATED" || slices.Contains(n.Flags, "COMPLETING")
 			k := string(c.Op) + " " + c.Node
@@ -176,6 +198,8 @@ func TestSyncProperties(t *testing.T) {
 				t.Fatalf("seed %d: %s: an administrator's node (%+v)", seed, k, n)
 			case c.Op == OpPowerDown && jobs:
 				t.Fatalf("seed %d: %s: powered down at once with jobs on it (%+v)", seed, k, n)
+			case (c.Op == OpPowerDown || c.Op == OpPowerDownASAP || c.Reason == GoneReason) && liveOrLaunching[c.Node]:
+				t.Fatalf("seed %d: %s: powered down, or drained as gone, with a live instance or a launch", seed, k)
 			case c.Op == OpPowerUp && (!liveOrLaunching[c.Node] || !slices.Contains(n.Flags, "POWERED_DOWN")):
 				t.Fatalf("seed %d: %s: powered up without an instance, or not powered down (%+v)", seed, k, n)
 			case c.Op == OpDrain && c.Reason == "":
@@ -186,8 +210,9 @@ func TestSyncProperties(t *testing.T) {
 			seen[k] = true
 		}
 		for _, r := range got.Requested {
-			if liveOrLaunching[r.Node] {
-				t.Fatalf("seed %d: %s requested, but it has an instance or a launch", seed, r.Node)
+			n := byName[r.Node]
+			if liveOrLaunching[r.Node] || !inPool[r.Node] || n.State != "MIXED" && n.State != "ALLOCATED" && !slices.Contains(n.Flags, "COMPLETING") {
+				t.Fatalf("seed %d: %s requested, but it has an instance or a launch, is of a pool not observed, or no job waits on it (%+v)", seed, r.Node, n)
 			}
 		}
 	}

@@ -9,16 +9,22 @@
 #   bin/autoscaler validate -config examples/slurm/nodes.hcl
 #
 # In slurm.conf, the servers are cloud nodes whose resume and suspend
-# programs act on nothing (Fleetcast powers the servers), and powered-down
-# nodes are listed:
+# programs act on nothing (Fleetcast powers the servers), a power-up waits
+# longer than the pool's provision_timeout (3 x lead_time: 30m), Slurm
+# never powers a server down on its own, and powered-down nodes are
+# listed:
 #
 #   NodeName=dgx-[01-16] State=CLOUD Gres=gpu:h100:8 CPUs=224 RealMemory=2000000
 #   PartitionName=train Nodes=dgx-[01-16] Default=YES
 #   ResumeProgram=/bin/true
 #   SuspendProgram=/bin/true
+#   ResumeTimeout=2400
+#   SuspendTime=604800
 #   PrivateData=cloud
 #
-# Each server's slurmd starts at boot as its node (slurmd -N dgx-07 -b).
+# Each server's slurmd starts at boot as its node (slurmd -N dgx-07), and
+# its agent too (autoscaler agent): jobs register with it from their batch
+# scripts (docs/slurm.md).
 
 plugin "racks" {
   path   = "/usr/local/libexec/fleetcast/fleetcast-commands"

@@ -23,10 +23,10 @@
 //     operator issues (autoscaler token issue).
 //
 // A launch grows the pool to its target: the servers listed "booting" or
-// "on" count, and free ones are powered on to reach it: those the launch
-// names first (a pool of Slurm nodes, whose names the controller binds),
-// then in name order (so a retry, or a restarted controller, powers on
-// nothing twice). With
+// "on" count, and free ones are powered on to reach it, in name order (so
+// a retry, or a restarted controller, powers on nothing twice); a launch
+// that names servers (a pool of Slurm nodes, whose names the controller
+// binds) powers on those alone. With
 // too few free, it powers on those there are and answers that capacity
 // ran out.
 //
@@ -390,8 +390,8 @@ func (c *commands) Describe(ctx context.Context, pool fleet.Pool) (sdk.Group, er
 	return g, nil
 }
 
-// Launch powers on free servers, those the request names first, then in
-// name order, until the servers booting or on reach the target.
+// Launch powers on free servers until the servers booting or on reach the
+// target: those the request names, where it names any, else in name order.
 func (c *commands) Launch(ctx context.Context, pool fleet.Pool, req sdk.LaunchRequest) error {
 	c.act.Lock()
 	defer c.act.Unlock()
@@ -418,7 +418,11 @@ func (c *commands) Launch(ctx context.Context, pool fleet.Pool, req sdk.LaunchRe
 	for _, n := range free {
 		isFree[n] = true
 	}
-	for _, n := range append(slices.Clone(req.Names), free...) {
+	from := free
+	if len(req.Names) > 0 {
+		from = req.Names
+	}
+	for _, n := range from {
 		if len(pick) == need {
 			break
 		}
@@ -440,9 +444,17 @@ func (c *commands) Launch(ctx context.Context, pool fleet.Pool, req sdk.LaunchRe
 	}
 	if len(pick) < need {
 		return &sdk.InsufficientCapacityError{Pool: pool.Name, Granted: len(pick),
-			Err: fmt.Errorf("%d server(s) asked for, %d powered off and free", need, len(free))}
+			Err: fmt.Errorf("%d server(s) asked for, %d powered off and free%s", need, len(pick), named(req.Names))}
 	}
 	return nil
+}
+
+// named says, for a launch's error, which servers it named, if any.
+func named(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return " of those named (" + strings.Join(names, ", ") + ")"
 }
 
 // Terminate powers off the named servers; those off already are done.

@@ -176,17 +176,26 @@ func TestLaunchAndTerminate(t *testing.T) {
 }
 
 // TestLaunchNames: a launch that names servers (a pool of Slurm nodes)
-// powers on those of them free first, then others in name order; a
-// named server that is not free is passed over.
+// powers on those of them that are free, and no other: with too few, it
+// answers that capacity ran out.
 func TestLaunchNames(t *testing.T) {
 	ctx := context.Background()
 	c, pool, dir := rack(t, map[string]string{"gpu-01": "off", "gpu-02": "on", "gpu-03": "off", "gpu-04": "off", "gpu-05": "off"}, nil)
-	if err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 3, Key: "k1", Names: []string{"gpu-05", "gpu-02", "gpu-05"}}); err != nil {
+	if err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 1, Target: 2, Key: "k1", Names: []string{"gpu-05"}}); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"gpu-01": "on", "gpu-02": "on", "gpu-03": "off", "gpu-04": "off", "gpu-05": "on"}
+	want := map[string]string{"gpu-01": "off", "gpu-02": "on", "gpu-03": "off", "gpu-04": "off", "gpu-05": "on"}
 	if s := powerStates(t, dir); !maps.Equal(s, want) {
-		t.Fatalf("after a launch of 2 naming gpu-05, gpu-02 (on) and gpu-05 again: %v; want %v", s, want)
+		t.Fatalf("after a launch of gpu-05: %v; want %v", s, want)
+	}
+	err := c.Launch(ctx, pool, providers.LaunchRequest{Count: 2, Target: 4, Key: "k2", Names: []string{"gpu-04", "gpu-02", "gpu-04"}})
+	var ice *providers.InsufficientCapacityError
+	if !errors.As(err, &ice) || ice.Granted != 1 || !strings.Contains(err.Error(), "2 server(s) asked for, 1 powered off and free of those named (gpu-04, gpu-02, gpu-04)") {
+		t.Fatalf("a launch of 2 naming gpu-04 and gpu-02 (on): %v; want capacity ran out, 1 granted", err)
+	}
+	want["gpu-04"] = "on"
+	if s := powerStates(t, dir); !maps.Equal(s, want) {
+		t.Fatalf("after a launch of 2 naming gpu-04 and gpu-02 (on): %v; want %v", s, want)
 	}
 }
 

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/internal/slurmtest"
+	"github.com/fleetcast/autoscaler/slurm"
+)
+
+// TestRunSlurmNodes runs the controller (`run`) on a pool that is a real
+// Slurm cluster's cloud nodes dgx-[1-3], servers the example commands
+// plugin powers on and off (racks.sh, whose power-on starts the server's
+// slurmd as its node and whose power-off stops it), each with a real
+// agent (on go-nvml's mock DGX A100) once on; Slurm's own resume and
+// suspend programs do nothing. An administrator has drained dgx-3.
+//
+//  1. Demand that no Slurm job has yet (a push) launches a server: dgx-1
+//     is powered up in Slurm before the launch, and is up with no job
+//     placed on it.
+//  2. A job pinned to dgx-1 runs there; another, that no node up can
+//     take, is placed by Slurm on dgx-2, powered down, which Slurm
+//     powers up: the controller launches that server by name, and the
+//     job runs on it. It is not registered with dgx-2's agent.
+//  3. The controller restarts: nothing is launched again.
+//  4. dgx-1's job ends: the server is drained in Slurm and by its agent,
+//     powered off, and powered down in Slurm. dgx-2, idle as its agent
+//     sees it, is drained too, but not powered off while Slurm runs its
+//     job; once it ends, it is. No node goes DOWN.
+//
+// dgx-3 is never touched.
+func TestRunSlurmNodes(t *testing.T) {
+	dir := t.TempDir()
+	noop := slurmtest.Script(t, dir, "noop", "exit 0")
+	c := slurmtest.Start(t, slurmtest.Options{Nodes: []string{"gpu-1"}, CloudNodes: []string{"dgx-1", "dgx-2", "dgx-3"},
+		Resume: noop, Suspend: noop, ResumeTimeout: 90 * time.Second})
+	ctx := context.Background()
+	scontrol := func(args ...string) {
+		t.Helper()
+		if out, err := c.Command(ctx, "scontrol", args...).CombinedOutput(); err != nil {
+			t.Fatalf("scontrol %v: %v: %s", args, err, out)
+		}
+	}
+	scontrol("update", "nodename=dgx-3", "state=drain", "reason=bad HBM")
+	// gpu-1, the one static node, is full.
+	c.Submit(t, "--gres=gpu:8", "-w", "gpu-1")
+
+	racks := filepath.Join(dir, "racks")
+	if err := os.MkdirAll(racks, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	servers := []string{"dgx-1", "dgx-2", "dgx-3"}
+	for _, s := range servers {
+		if err := os.WriteFile(filepath.Join(racks, s), []byte("off\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script, err := filepath.Abs("../../examples/plugins/commands/racks.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The servers' power: racks.sh, then each server's slurmd started or
+	// stopped, as a server booting or shutting down would.
+	power := slurmtest.Script(t, dir, "power", "export PATH=/usr/sbin:/usr/bin:/sbin:/bin\n"+c.PowerFunctions()+`
+cmd=$1
+[ "$cmd" = list ] && exec `+script+` list
+`+script+` "$@" || exit $?
+shift
+for n in "$@"; do
+	case $cmd in
+	power-on) resume_slurmd "$n" ;;
+	power-off) suspend_slurmd "$n" ;;
+	esac
+done`)
+	bin, sum := commandsPlugin(t)
+	addr := freeAddr(t)
+	conf := filepath.Join(dir, "fleet.hcl")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`
+pool "dgx" {
+  provider       = "plugin"
+  plugin         = "racks"
+  instance_type  = "dgx-a100"
+  gpus_per_node  = 8
+  price_per_hour = 9.00
+  lead_time      = "30s"
+  max            = 3
+  target {
+    rack_dir = %q
+  }
+  slurm {
+    nodes = "dgx-[1-3]"
+  }
+}
+plugin "racks" {
+  path   = %q
+  sha256 = %q
+  config {
+    list_command      = [%q, "list"]
+    launch_command    = [%q, "power-on"]
+    terminate_command = [%q, "power-off"]
+  }
+}
+slurm {
+  conf     = %q
+  interval = "1s"
+  timeout  = "5s"
+  partition "train" {
+    pools = ["dgx"]
+  }
+}
+limits {
+  scale_in_share              = 1
+  scale_in_delay_after_launch = "5s"
+  scale_in_unneeded_time      = "5s"
+}
+forecast {
+  step       = "1m"
+  horizon    = "10m"
+  hysteresis = "30s"
+  quantile   = 0.1
+}
+controller {
+  fleet         = "prod"
+  interval      = "1s"
+  listen        = %q
+  state_dir     = %q
+  agent_timeout = "30s"
+}
+`, racks, bin, sum, power, power, power, c.Conf, addr, filepath.Join(dir, "state"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nodes := func() map[string]slurm.Node {
+		s, err := (&slurm.Reader{Conf: c.Conf}).Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]slurm.Node{}
+		for _, n := range s.Nodes {
+			out[n.Name] = n
+		}
+		return out
+	}
+	jobsOn := func(node string) (n int) {
+		s, err := (&slurm.Reader{Conf: c.Conf}).Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range s.Jobs {
+			if j.NodeList == node && (j.Running() || j.State == "CONFIGURING") {
+				n++
+			}
+		}
+		return n
+	}
+	on := func(s string) bool {
+		b, _ := os.ReadFile(filepath.Join(racks, s))
+		return strings.TrimSpace(string(b)) == "on"
+	}
+	up := func(n slurm.Node) bool {
+		return n.State != "DOWN" && !n.HasFlag("POWERED_DOWN") && !n.HasFlag("POWERING_UP") && !n.HasFlag("NOT_RESPONDING")
+	}
+	// The first push counts alone: its step holds the empty fleet's
+	// first sample too (clearOfStepEdge).
+	clearOfStepEdge(t, time.Minute, 15*time.Second)
+	ctl, stop := startRunCLI(t, filepath.Join(dir, "controller.log"), conf, addr, filepath.Join(dir, "state"))
+	base := ctl.base
+	// Each server's agent, started once it is on.
+	agent := func(node string) {
+		t.Helper()
+		nd := filepath.Join(dir, "agent-"+node)
+		if err := os.Mkdir(nd, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := cli("token", "issue", node, "-config", conf)
+		if code != 0 {
+			t.Fatalf("token issue %s: exit %d: %s", node, code, errOut)
+		}
+		if err := os.WriteFile(filepath.Join(nd, "credential"), []byte(out), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		startCLI(t, filepath.Join(nd, "agent.log"), "agent -controller "+base+" -token-file "+filepath.Join(nd, "credential")+" -node "+node+
+			" -socket "+filepath.Join(nd, "agent.sock")+" -marker "+filepath.Join(nd, "draining")+" -state "+filepath.Join(nd, "state.json")+
+			" -metrics 127.0.0.1:0 -interval 500ms -notices none", "FLEETCAST_TEST_NVML=dgxa100")
+	}
+	// A Slurm job is a training job (TestMain) registered with its node's
+	// agent, once the agent is up; cancelled, it tells the agent it is
+	// done, as a job's epilogue would.
+	job := slurmtest.Script(t, dir, "job", `sock=`+dir+`/agent-$SLURMD_NODENAME/agent.sock
+bin=`+os.Args[0]+`
+until [ -S "$sock" ]; do sleep 0.2; done
+FLEETCAST_TEST_JOB="$sock $SLURM_JOB_ID" "$bin" -test.run='^$' &
+pid=$!
+trap 'kill $pid; FLEETCAST_TEST_CLI="agent done -job $SLURM_JOB_ID -socket $sock" "$bin" -test.run="^$"; exit 0' TERM
+wait $pid`)
+	sbatch := func(args ...string) {
+		t.Helper()
+		if out, err := c.Command(ctx, "sbatch", append(args, "-p", "train", "--gres=gpu:8", "-o", filepath.Join(dir, "job-%j.out"), job)...).CombinedOutput(); err != nil {
+			t.Fatalf("sbatch %v: %v: %s", args, err, out)
+		}
+	}
+
+	// 1. Demand no Slurm job has yet: dgx-1 powered up, and on.
+	ctl.api("POST", "/v1/demand", `{"source": "ops", "pending": [{"gpus": 8}]}`)
+	ctl.waitFor("dgx-1 on, and up in Slurm", time.Minute, func() bool { return on("dgx-1") && up(nodes()["dgx-1"]) })
+	if n := jobsOn("dgx-1"); n != 0 || on("dgx-2") {
+		t.Fatalf("dgx-1 up with %d jobs, dgx-2 on %v; want none, and no", n, on("dgx-2"))
+	}
+	agent("dgx-1")
+
+	// 2. A job pinned to dgx-1; another that only a powered-down node
+	// can take: Slurm resumes dgx-2, and the controller launches it.
+	sbatch("-w", "dgx-1")
+	ctl.api("POST", "/v1/demand", `{"source": "ops", "pending": []}`)
+	ctl.waitFor("a job running on dgx-1", time.Minute, func() bool { return jobsOn("dgx-1") == 1 })
+	if out, err := c.Command(ctx, "sbatch", "-p", "train", "--gres=gpu:8", "--wrap", "sleep 3600").CombinedOutput(); err != nil {
+		t.Fatalf("sbatch: %v: %s", err, out)
+	}
+	ctl.waitFor("dgx-2 on", time.Minute, func() bool { return on("dgx-2") })
+	agent("dgx-2")
+	ctl.waitFor("the job running on dgx-2", time.Minute, func() bool { return jobsOn("dgx-2") == 1 && up(nodes()["dgx-2"]) })
+
+	// 3. A restart launches nothing.
+	stop()
+	first := ctl.output()
+	ctl, stop = startRunCLI(t, filepath.Join(dir, "controller-2.log"), conf, addr, filepath.Join(dir, "state"))
+	time.Sleep(5 * time.Second)
+	if strings.Contains(ctl.output(), "  launch ") || on("dgx-3") {
+		t.Fatalf("after a restart: a launch, or dgx-3 on\n%s", ctl.output())
+	}
+
+	// 4. dgx-1's job ends: it is drained, powered off, powered down.
+	// dgx-2 is drained, and kept while Slurm runs its job.
+	scancel := func(node string) {
+		t.Helper()
+		if out, err := c.Command(ctx, "scancel", "-p", "train", "-w", node).CombinedOutput(); err != nil {
+			t.Fatalf("scancel: %v: %s", err, out)
+		}
+	}
+	scancel("dgx-1")
+	off := func(node string) func() bool {
+		return func() bool { n := nodes()[node]; return !on(node) && n.HasFlag("POWERED_DOWN") }
+	}
+	ctl.waitFor("dgx-1 off, and powered down in Slurm", 3*time.Minute, off("dgx-1"))
+	ctl.waitFor("dgx-2 drained in Slurm", 3*time.Minute, func() bool {
+		if !on("dgx-2") {
+			t.Fatalf("dgx-2 powered off while Slurm runs its job, not registered with its agent\n%s", ctl.output())
+		}
+		n := nodes()["dgx-2"]
+		return n.HasFlag("DRAIN") && n.Reason == "fleetcast: scale-in"
+	})
+	time.Sleep(5 * time.Second)
+	if !on("dgx-2") || jobsOn("dgx-2") != 1 {
+		t.Fatalf("dgx-2 on %v with %d jobs, its job not registered with its agent; want it on, the job running\n%s", on("dgx-2"), jobsOn("dgx-2"), ctl.output())
+	}
+	scancel("dgx-2")
+	ctl.waitFor("dgx-2 off, and powered down in Slurm", 3*time.Minute, off("dgx-2"))
+	n := nodes()
+	for _, name := range servers {
+		if n[name].State == "DOWN" {
+			t.Errorf("%s DOWN in Slurm: %+v", name, n[name])
+		}
+	}
+	if d := n["dgx-3"]; !d.HasFlag("DRAIN") || d.Reason != "bad HBM" || !d.HasFlag("POWERED_DOWN") || on("dgx-3") {
+		t.Errorf("dgx-3 %+v (on %v); want it as the administrator left it", d, on("dgx-3"))
+	}
+	metrics := ctl.api("GET", "/metrics", "")
+	stop()
+	got := first + ctl.output()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`powered up for a launch: pool=dgx nodes=dgx-1`),
+		regexp.MustCompile(`slurm node left alone: pool=dgx node=dgx-3 why="drained in Slurm by someone else \(reason: bad HBM\)"`),
+		regexp.MustCompile(`slurm node change: op=drain nodes=dgx-1\b`),
+		regexp.MustCompile(`slurm node change: op=drain nodes=dgx-2\b|op=drain nodes=dgx-\[1-2\]`),
+		regexp.MustCompile(`slurm node change: op=power_down nodes=dgx-`),
+		regexp.MustCompile(`drain      dgx-1 in dgx`),
+		regexp.MustCompile(`drain      dgx-2 in dgx`),
+	} {
+		if !want.MatchString(got) {
+			t.Errorf("the controller's output has no line matching %s:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "dgx-3 in dgx") || regexp.MustCompile(`slurm node change: [^\n]*dgx-3`).MatchString(got) {
+		t.Errorf("dgx-3 touched:\n%s", got)
+	}
+	if regexp.MustCompile(`fleetcast_slurm_node_changes_total\{op="[a-z_]+",result="error"\} [1-9]`).MatchString(metrics) {
+		t.Errorf("slurm node changes failed:\n%s", grepLines(metrics, "fleetcast_slurm_node_changes_total"))
+	}
+}
