@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/fleetcast/autoscaler/fleet"
-	"github.com/fleetcast/autoscaler/slurm"
+	"github.com/fleetcast/autoscaler/slurm/hostlist"
 )
 
 // The bounds of the slurm block's settings.
@@ -206,7 +206,7 @@ func (d *decoder) decodePoolSlurm(b *hcl.Block, p fleet.Pool) ([]string, hcl.Ran
 	if !d.decode(b.Body, &v) || d.state(v.NodesAt) != set {
 		return nil, v.NodesAt
 	}
-	names, err := slurm.ExpandHosts(v.Nodes)
+	names, err := hostlist.Expand(v.Nodes)
 	if err != nil { // an empty list too
 		d.invalid(v.NodesAt, "nodes must be a Slurm hostlist of the pool's node names, as slurm.conf declares them (\"gpu-[01-32]\"): %v.", err)
 		return nil, v.NodesAt

@@ -109,6 +109,7 @@ func faultNote(last Snapshot) string {
 //	POST /v1/agents/{node}/report     agent reports (the node's credential)
 //	POST /v1/agents/{node}/credential ...  node credentials (see nodeauth.Server)
 //	POST /v1/demand                   schedulers' pending and announced demand, running jobs' ends (scope demand)
+//	POST /v1/slurm/resume|suspend     the hostlists Slurm's resume and suspend programs are given (scope demand)
 //	GET|POST|DELETE /v1/api-tokens... the API tokens (scope operator; see apiauth.Tokens.Routes)
 //
 // Every route says the access it needs (apiauth.Router): a write needs a
@@ -158,12 +159,6 @@ func (c *Controller) Handler(o APIOptions) *apiauth.Router {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		w.Write([]byte("not ready: " + strings.Join(why, "\nnot ready: ") + "\n"))
 	})
-	writeJSON := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.Encode(v)
-	}
 	// serve answers with what pick takes from the last snapshot, as JSON;
 	// ok is false when the last cycle made none of it.
 	serve := func(pick func(Snapshot) (v any, ok bool)) http.HandlerFunc {
@@ -210,7 +205,17 @@ func (c *Controller) Handler(o APIOptions) *apiauth.Router {
 	if o.Tokens != nil {
 		o.Tokens.Routes(mux)
 	}
+	mux.HandleFunc(SlurmResumePattern, apiauth.NeedDemand, c.slurmProgram(true))
+	mux.HandleFunc(SlurmSuspendPattern, apiauth.NeedDemand, c.slurmProgram(false))
 	return mux
+}
+
+// writeJSON answers v as indented JSON.
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
 }
 
 // MachineOf is the cloud's ID of the machine the last cycle saw listed

@@ -31,6 +31,8 @@ var routeAccess = map[string]apiauth.Access{
 	"GET /v1/forecast":                         apiauth.NeedRead,
 	"GET /v1/plugins":                          apiauth.NeedRead,
 	"POST /v1/demand":                          apiauth.NeedDemand,
+	"POST /v1/slurm/resume":                    apiauth.NeedDemand,
+	"POST /v1/slurm/suspend":                   apiauth.NeedDemand,
 	"POST /v1/agents/{node}/report":            apiauth.Node,
 	"POST /v1/agents/{node}/credential":        apiauth.Bootstrap,
 	"POST /v1/agents/{node}/credential/rotate": apiauth.Node,

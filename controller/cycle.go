@@ -194,9 +194,12 @@ func (f *cycleFleet) Launch(ctx context.Context, pool string, count int) error {
 	switch {
 	case err == nil:
 		err = short
-	case providers.ShouldBackOff(err):
-		// The cloud's answer: what it did not grant is no launch.
-		f.c.slurm.Refused(names)
+	case f.c.slurm != nil && providers.ShouldBackOff(err):
+		// The cloud's answer: a launch it refused whole bound nothing.
+		// (Names of one it granted in part stay bound until listed.)
+		if ice := (*providers.InsufficientCapacityError)(nil); !errors.As(err, &ice) || ice.Granted == 0 {
+			f.c.slurm.Refused(names)
+		}
 	}
 	if providers.ShouldBackOff(err) {
 		f.c.metrics.capacityErrors.WithLabelValues(pool).Inc()

@@ -51,6 +51,8 @@ type SlurmSource struct {
 	failed bool
 	// names is what the source keeps of the pools that are Slurm nodes.
 	names slurmNodes
+	// poke has Run read at once (Poke).
+	poke chan struct{}
 }
 
 // SlurmOptions are a SlurmSource's parts.
@@ -98,6 +100,7 @@ func NewSlurmSource(o SlurmOptions) (*SlurmSource, error) {
 			Help: "Changes made to the Slurm nodes of pools that are Slurm nodes (scontrol update), by op (power_up, power_down, power_down_asap, drain, resume) and result (ok, error)."}, []string{"op", "result"}),
 		failure: "not read yet",
 		names:   newSlurmNodes(o, s),
+		poke:    make(chan struct{}, 1),
 	}, nil
 }
 
@@ -162,6 +165,7 @@ func (s *SlurmSource) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-s.poke:
 		}
 		s.Read(ctx)
 	}
@@ -224,6 +228,16 @@ func (s *SlurmSource) Read(ctx context.Context) error {
 	s.queue, s.readAt, s.failure = d.Queue, at, ""
 	s.queue.ReadAt = at
 	return nil
+}
+
+// Poke has Run read the cluster now rather than at the next interval
+// (Slurm's ResumeProgram asked for nodes); a read already asked for
+// counts.
+func (s *SlurmSource) Poke() {
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
 }
 
 // Reads is how many reads have finished, whole or not.

@@ -3,12 +3,14 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/slurm"
+	"github.com/fleetcast/autoscaler/slurm/hostlist"
 )
 
 // slurmNodes is what the Slurm source keeps of the pools that are Slurm
@@ -23,8 +25,11 @@ type slurmNodes struct {
 	// fleet is the instances of those pools as the last cycle observed
 	// them (ID, pool, state); nil until a cycle has handed them over.
 	fleet []fleet.Node
-	// unsure are the pools of Slurm nodes the last cycle did not observe.
-	unsure []string
+	// unsure are the pools of Slurm nodes the last cycle did not observe;
+	// draining the nodes the controller began to drain since (Drain),
+	// draining for a read before the next cycle observes them so.
+	unsure   []string
+	draining []string
 	// bound are the names launches were made for, and when: they count
 	// as launching until their instance is listed, or for the pool's
 	// provision timeout; refused those of launches the cloud refused,
@@ -71,7 +76,7 @@ func (s *SlurmSource) SetFleet(now time.Time, nodes []fleet.Node, pools []fleet.
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.names.fleet, s.names.unsure = kept, unsure
+	s.names.fleet, s.names.unsure, s.names.draining = kept, unsure, nil
 	for _, n := range kept {
 		if n.State != fleet.Terminating { // not a new launch's instance
 			delete(s.names.bound, n.ID)
@@ -100,24 +105,29 @@ func (s *SlurmSource) Refused(names []string) {
 }
 
 // DrainedIdle reports whether, in a pool of Slurm nodes, the last whole
-// read says the node of that name can hold no job: drained by the
-// controller with none running (none can start), or powered down. A
-// draining node's drain is confirmed only then, whatever its agent says:
-// a job Slurm runs on it need not be registered with the agent. True for
-// a node of any other pool, and where the source does not act on Slurm.
+// read says the node of that name holds no job and can start none:
+// drained (by anyone), down, failed or powered down, with no job on it; or
+// not listed at all (a node up is listed). A draining node's drain is
+// confirmed only then, whatever its agent says: a job Slurm runs on it
+// need not be registered with the agent. False before any whole read;
+// true for a node of any other pool, and where the source does not act on
+// Slurm.
 func (s *SlurmSource) DrainedIdle(pool, node string) bool {
 	if s.names.control == nil || s.namedPool(pool) == nil {
 		return true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.names.nodes == nil {
+		return false
+	}
 	for i := range s.names.nodes {
 		if sn := &s.names.nodes[i]; sn.Name == node {
-			ours := sn.HasFlag("DRAIN") && strings.HasPrefix(sn.Reason, slurm.ReasonPrefix)
-			return ours && !slurm.Busy(sn) || sn.HasFlag("POWERED_DOWN") && !slurm.Busy(sn)
+			closed := sn.HasFlag("DRAIN") || sn.State == "DOWN" || sn.State == "FAIL" || sn.HasFlag("FAIL") || sn.HasFlag("POWERED_DOWN")
+			return closed && !slurm.Busy(sn)
 		}
 	}
-	return false
+	return true
 }
 
 // Drain drains the node in Slurm at once (DrainReason), in a pool of Slurm
@@ -130,10 +140,13 @@ func (s *SlurmSource) Drain(ctx context.Context, pool, node string) {
 		return
 	}
 	s.mu.Lock()
+	// A read before the next cycle takes it as draining: the view it
+	// has is from before the drain, and would resume it.
+	s.names.draining = append(s.names.draining, node)
 	ok := false
 	for i := range s.names.nodes {
 		if sn := &s.names.nodes[i]; sn.Name == node {
-			ok = slurm.Untouchable(sn) == ""
+			ok = slurm.Untouchable(sn) == "" && !slices.ContainsFunc([]string{"POWERED_DOWN", "POWERING_DOWN", "POWER_DOWN"}, sn.HasFlag)
 		}
 	}
 	s.mu.Unlock()
@@ -183,6 +196,10 @@ func (s *SlurmSource) Bind(ctx context.Context, pool string, count int, now time
 		return nil, nil
 	}
 	s.mu.Lock()
+	if s.names.nodes == nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("pool %s: no read of the Slurm cluster yet, to bind the launch to its nodes", pool)
+	}
 	taken := make(map[string]bool, len(s.names.fleet)+len(s.names.bound))
 	for _, n := range s.names.fleet {
 		// Terminating too: its server is not free until it is gone.
@@ -216,18 +233,39 @@ func (s *SlurmSource) Bind(ctx context.Context, pool string, count int, now time
 		s.names.bound[name] = now
 	}
 	s.mu.Unlock()
-	if len(up) > 0 {
-		err := s.names.control.PowerUp(ctx, up)
-		s.countChange(slurm.OpPowerUp, len(up), err)
-		if err != nil {
-			s.mu.Lock()
-			for _, name := range names {
-				delete(s.names.bound, name)
+	if len(up) == 0 {
+		return names, nil
+	}
+	err := s.names.control.PowerUp(ctx, up)
+	failed := map[string]bool{}
+	if err != nil && len(up) > 1 {
+		// One node's state may have changed since the read: the others
+		// are powered up alone.
+		for _, name := range up {
+			if s.names.control.PowerUp(ctx, []string{name}) != nil {
+				failed[name] = true
 			}
-			s.mu.Unlock()
-			return nil, fmt.Errorf("pool %s: powering up Slurm nodes %s for a launch: %w", pool, slurm.CompressHosts(up), err)
 		}
-		s.log.Info("powered up for a launch", "pool", pool, "nodes", slurm.CompressHosts(up))
+	} else if err != nil {
+		failed[up[0]] = true
+	}
+	s.countChange(slurm.OpPowerUp, len(up)-len(failed), nil)
+	if len(failed) > 0 {
+		s.countChange(slurm.OpPowerUp, len(failed), err)
+		s.mu.Lock()
+		for name := range failed {
+			delete(s.names.bound, name)
+		}
+		s.mu.Unlock()
+		names = slices.DeleteFunc(names, func(n string) bool { return failed[n] })
+		up = slices.DeleteFunc(up, func(n string) bool { return failed[n] })
+		s.log.Warn("slurm nodes not powered up for a launch", "pool", pool, "nodes", hostlist.Compress(slices.Sorted(maps.Keys(failed))), "error", err)
+		if len(names) == 0 {
+			return nil, fmt.Errorf("pool %s: powering up Slurm nodes for a launch: %w", pool, err)
+		}
+	}
+	if len(up) > 0 {
+		s.log.Info("powered up for a launch", "pool", pool, "nodes", hostlist.Compress(up))
 	}
 	return names, nil
 }
@@ -252,7 +290,8 @@ func (s *SlurmSource) syncNodes(nodes []slurm.Node, now time.Time) []slurm.Chang
 			launching = append(launching, name)
 		}
 	}
-	r := slurm.Sync(slurm.SyncInput{Pools: s.names.pools, Nodes: s.names.fleet, Launching: launching, Unsure: s.names.unsure, Slurm: nodes})
+	r := slurm.Sync(slurm.SyncInput{Pools: s.names.pools, Nodes: s.names.fleet, Launching: launching, Draining: s.names.draining,
+		Unsure: s.names.unsure, Slurm: nodes})
 	s.names.requested = r.Requested
 	seen := make(map[string]bool, len(r.Untouched))
 	for _, u := range r.Untouched {
@@ -341,6 +380,8 @@ func (s *SlurmSource) change(ctx context.Context, group []slurm.Change) error {
 		err = c.PowerDown(ctx, names, true)
 	case slurm.OpPowerDown:
 		err = c.PowerDown(ctx, names, false)
+	case slurm.OpPowerDownForce:
+		err = c.PowerDownForce(ctx, names)
 	case slurm.OpPowerUp:
 		err = c.PowerUp(ctx, names)
 	}
@@ -348,11 +389,11 @@ func (s *SlurmSource) change(ctx context.Context, group []slurm.Change) error {
 		if len(group) == 1 {
 			s.countChange(group[0].Op, 1, err)
 		}
-		s.log.Warn("slurm node change failed", "op", group[0].Op, "nodes", slurm.CompressHosts(names), "error", err)
+		s.log.Warn("slurm node change failed", "op", group[0].Op, "nodes", hostlist.Compress(names), "error", err)
 		return err
 	}
 	s.countChange(group[0].Op, len(names), nil)
-	s.log.Info("slurm node change", "op", group[0].Op, "nodes", slurm.CompressHosts(names), "why", strings.Join(whys, "; "))
+	s.log.Info("slurm node change", "op", group[0].Op, "nodes", hostlist.Compress(names), "why", strings.Join(whys, "; "))
 	return nil
 }
 

@@ -1,8 +1,12 @@
 package controller
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +18,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/slurmtest"
+	"github.com/fleetcast/autoscaler/nodeauth/nodeauthtest"
 	"github.com/fleetcast/autoscaler/slurm"
 )
 
@@ -98,6 +104,22 @@ func TestSlurmNodesLive(t *testing.T) {
 	}
 	src.SetFleet(now, nil, nil)
 
+	// A launch bound to dgx-1 that the cloud refused: dgx-1, powering up
+	// with no job, is powered down at once, never left to go DOWN.
+	if names, err := src.Bind(ctx, "dgx", 1, now); err != nil || !slices.Equal(names, []string{"dgx-1"}) {
+		t.Fatalf("bind of 1: %q, %v", names, err)
+	}
+	until("dgx-1 powering up", func(n map[string]slurm.Node) bool { return has(n["dgx-1"], "POWERING_UP") })
+	src.Refused([]string{"dgx-1"})
+	src.SetFleet(now, nil, nil)
+	until("dgx-1 powered down", func(n map[string]slurm.Node) bool {
+		d := n["dgx-1"]
+		if d.State == "DOWN" {
+			t.Fatalf("dgx-1 DOWN: %+v", d)
+		}
+		return d.Flags != nil && slices.Equal(d.Flags, []string{"CLOUD", "POWERED_DOWN"})
+	})
+
 	// A launch of two: dgx-1 and dgx-2, powered up first; dgx-3 is the
 	// administrator's.
 	names, err := src.Bind(ctx, "dgx", 3, now)
@@ -168,7 +190,7 @@ func TestSlurmNodesLive(t *testing.T) {
 	if !strings.Contains(why, "drained in Slurm by someone else (reason: bad HBM)") {
 		t.Errorf("dgx-3 left alone because %q", why)
 	}
-	for _, op := range []string{"power_up", "power_down", "drain", "resume"} {
+	for _, op := range []string{"power_up", "power_down", "power_down_force", "drain", "resume"} {
 		if changesOf(src, op, "ok") == 0 || changesOf(src, op, "error") != 0 {
 			t.Errorf("%s: %g ok, %g failed; want some, none failed", op,
 				changesOf(src, op, "ok"), changesOf(src, op, "error"))
@@ -185,7 +207,8 @@ func TestSlurmNodesLive(t *testing.T) {
 func TestSlurmBind(t *testing.T) {
 	dir := t.TempDir()
 	calls := filepath.Join(dir, "calls")
-	scontrol := slurmtest.Script(t, dir, "scontrol", `echo "$@" >> `+calls+`; [ ! -e `+dir+`/fail ]`)
+	// Fails for the nodes named in the file fail.
+	scontrol := slurmtest.Script(t, dir, "scontrol", `echo "$@" >> `+calls+`; [ ! -e `+dir+`/fail ] || ! grep -qx "$2" `+dir+`/fail`)
 	set := fleet.DefaultSlurmSettings()
 	set.Scontrol = scontrol
 	pool := fleet.Pool{Name: "dgx", GPUsPerNode: 8, ProvisionTimeout: time.Hour, SlurmNodes: []string{"d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8"}}
@@ -194,6 +217,9 @@ func TestSlurmBind(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	if names, err := src.Bind(ctx, "dgx", 1, t0); err == nil || names != nil || !strings.Contains(err.Error(), "no read of the Slurm cluster yet") {
+		t.Fatalf("bind before any read: %q, %v", names, err)
+	}
 	down := func(name string, flags ...string) slurm.Node {
 		return slurm.Node{Name: name, State: "IDLE", Flags: append([]string{"CLOUD", "POWERED_DOWN"}, flags...)}
 	}
@@ -209,33 +235,45 @@ func TestSlurmBind(t *testing.T) {
 	}
 	src.names.requested = []slurm.Request{{Pool: "dgx", Node: "d2"}}
 	src.SetFleet(t0, []fleet.Node{{ID: "d1", Pool: "dgx", State: fleet.Pending}, {ID: "d7", Pool: "dgx", State: fleet.Terminating}}, nil)
-	// scontrol failing: nothing bound.
-	if err := os.WriteFile(filepath.Join(dir, "fail"), nil, 0o600); err != nil {
-		t.Fatal(err)
+	// scontrol failing for every node: nothing bound.
+	fail := func(nodes string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "fail"), []byte(nodes), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if names, err := src.Bind(ctx, "dgx", 3, t0); err == nil || names != nil || !strings.Contains(err.Error(), "pool dgx: powering up Slurm nodes d[6,8] for a launch: ") {
+	fail("nodename=d[6,8]\nnodename=d6\nnodename=d8\n")
+	src.names.requested = nil
+	if names, err := src.Bind(ctx, "dgx", 3, t0); err == nil || names != nil || !strings.Contains(err.Error(), "pool dgx: powering up Slurm nodes for a launch: ") {
 		t.Fatalf("bind with scontrol failing: %q, %v; want an error, and nothing bound", names, err)
 	}
-	os.Remove(filepath.Join(dir, "fail"))
+	// Failing for d6 alone: d8 is bound without it.
+	fail("nodename=d[6,8]\nnodename=d6\n")
+	src.names.requested = []slurm.Request{{Pool: "dgx", Node: "d2"}}
 	names, err := src.Bind(ctx, "dgx", 4, t0)
-	if err != nil || !slices.Equal(names, []string{"d2", "d6", "d8"}) {
-		t.Fatalf("bind of 4: %q, %v; want d2 (requested), d6 and d8, no more", names, err)
+	if err != nil || !slices.Equal(names, []string{"d2", "d8"}) {
+		t.Fatalf("bind of 4, d6 failing: %q, %v; want d2 (requested) and d8, no more", names, err)
 	}
-	if b, _ := os.ReadFile(calls); string(b) != "update nodename=d[6,8] state=POWER_UP\nupdate nodename=d[6,8] state=POWER_UP\n" {
-		t.Errorf("scontrol run as %q; want d6 and d8 powered up (twice: once failing)", b)
+	os.Remove(filepath.Join(dir, "fail"))
+	if b, _ := os.ReadFile(calls); string(b) != strings.Repeat("update nodename=d[6,8] state=POWER_UP\nupdate nodename=d6 state=POWER_UP\nupdate nodename=d8 state=POWER_UP\n", 2) {
+		t.Errorf("scontrol run as %q; want d6 and d8 powered up together, then each alone, twice", b)
+	}
+	names, err = src.Bind(ctx, "dgx", 1, t0)
+	if err != nil || !slices.Equal(names, []string{"d6"}) {
+		t.Fatalf("bind of 1: %q, %v; want d6, free again", names, err)
 	}
 	// Bound names are taken until their instances are listed; a refused
 	// launch's are released at the next SetFleet, but for one listed.
 	if names, err := src.Bind(ctx, "dgx", 1, t0); err != nil || names != nil {
 		t.Fatalf("bind with every name taken: %q, %v", names, err)
 	}
-	src.Refused([]string{"d2", "d6", "d8"})
-	src.SetFleet(t0, []fleet.Node{{ID: "d1", Pool: "dgx", State: fleet.Pending}, {ID: "d6", Pool: "dgx", State: fleet.Pending}}, nil)
+	src.Refused([]string{"d2", "d8"})
+	src.SetFleet(t0, []fleet.Node{{ID: "d1", Pool: "dgx", State: fleet.Pending}, {ID: "d8", Pool: "dgx", State: fleet.Pending}}, nil)
 	src.mu.Lock()
 	bound := slices.Sorted(maps.Keys(src.names.bound))
 	src.mu.Unlock()
-	if len(bound) != 0 {
-		t.Errorf("bound after a refusal and a listing: %q; want none", bound)
+	if !slices.Equal(bound, []string{"d6"}) {
+		t.Errorf("bound after a refusal (d2, d8) and a listing (d8): %q; want d6 alone", bound)
 	}
 	if names, err := src.Bind(ctx, "other", 2, t0); err != nil || names != nil {
 		t.Errorf("bind in a pool of no names: %q, %v", names, err)
@@ -259,9 +297,10 @@ func TestSlurmBind(t *testing.T) {
 }
 
 // TestSlurmDrainedIdle: in a pool of Slurm nodes a drain is confirmed
-// only where the last read says the node holds no job and can take none
-// (drained by the controller and idle, or powered down); any other pool's
-// node, and every node where the source only reads, has no say from it.
+// only where the last read says the node holds no job and can start none
+// (drained by anyone, down, failed or powered down, and idle; or not
+// listed), never before a whole read; any other pool's node, and every
+// node where the source only reads, has no say from it.
 func TestSlurmDrainedIdle(t *testing.T) {
 	pool := fleet.Pool{Name: "dgx", GPUsPerNode: 8, SlurmNodes: []string{"d1"}}
 	for _, tt := range []struct {
@@ -274,9 +313,13 @@ func TestSlurmDrainedIdle(t *testing.T) {
 		{"drained by the controller, a job running", slurm.Node{State: "MIXED", Flags: []string{"DRAIN"}, Reason: "fleetcast: scale-in"}, true, false},
 		{"drained by the controller, a job completing", slurm.Node{State: "IDLE", Flags: []string{"DRAIN", "COMPLETING"}, Reason: "fleetcast: scale-in"}, true, false},
 		{"idle, not drained: a job may start", slurm.Node{State: "IDLE"}, true, false},
-		{"drained by someone else", slurm.Node{State: "IDLE", Flags: []string{"DRAIN"}, Reason: "bad HBM"}, true, false},
+		{"drained by someone else, idle", slurm.Node{State: "IDLE", Flags: []string{"DRAIN"}, Reason: "bad HBM"}, true, true},
+		{"drained by someone else, a job running", slurm.Node{State: "MIXED", Flags: []string{"DRAIN"}, Reason: "bad HBM"}, true, false},
+		{"down", slurm.Node{State: "DOWN", Reason: "ResumeTimeout reached"}, true, true},
+		{"failed", slurm.Node{State: "IDLE", Flags: []string{"FAIL"}}, true, true},
 		{"powered down", slurm.Node{State: "IDLE", Flags: []string{"POWERED_DOWN"}}, true, true},
-		{"not listed", slurm.Node{}, true, false},
+		{"not listed", slurm.Node{Name: "other-node", State: "IDLE"}, true, true},
+		{"no read yet", slurm.Node{}, true, false},
 		{"the source only reads", slurm.Node{State: "MIXED"}, false, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -286,7 +329,7 @@ func TestSlurmDrainedIdle(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.node.State != "" {
-				tt.node.Name = "d1"
+				tt.node.Name = cmp.Or(tt.node.Name, "d1")
 				src.names.nodes = []slurm.Node{tt.node}
 			}
 			if got := src.DrainedIdle("dgx", "d1"); got != tt.want {
@@ -310,3 +353,81 @@ func changesOf(src *SlurmSource, op, result string) float64 {
 
 // has reports whether n's state carries flag.
 func has(n slurm.Node, flag string) bool { return n.HasFlag(flag) }
+
+// TestSlurmProgramRoutes: Slurm's resume program's hostlist, with a
+// demand token, has the source read the cluster at once; its suspend
+// program's is taken and logged; a hostlist naming a node of no pool of
+// Slurm nodes, or not a hostlist, is refused saying why; a controller that
+// changes no Slurm node refuses both.
+func TestSlurmProgramRoutes(t *testing.T) {
+	dir := t.TempDir()
+	set := fleet.DefaultSlurmSettings()
+	set.Squeue = slurmtest.Script(t, dir, "squeue", "cat "+slurmtest.Capture(t, "squeue-22.05.json"))
+	set.Sinfo = slurmtest.Script(t, dir, "sinfo", "cat "+slurmtest.Capture(t, "sinfo-22.05.json"))
+	set.Scontrol = slurmtest.Script(t, dir, "scontrol", "exit 0")
+	pool := gpuPool("dgx", 8, 3, 5*time.Minute)
+	pool.SlurmNodes = []string{"dgx-1", "dgx-2", "dgx-3"}
+	for _, act := range []bool{true, false} {
+		var src *SlurmSource
+		l := newLoopWith(t, false, nil, func(l *cycler, o *Options) {
+			var err error
+			if src, err = NewSlurmSource(SlurmOptions{Settings: set, Pools: []fleet.Pool{pool}, Pending: o.Pending, Now: o.Now, Act: act}); err != nil {
+				t.Fatal(err)
+			}
+			o.Slurm = src
+		}, pool)
+		api := nodeauthtest.NewAPI(t)
+		h := l.c.Handler(APIOptions{Tokens: api.Tokens})
+		call := func(route, bearer, body string) (int, string) {
+			req := httptest.NewRequest(http.MethodPost, route, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+bearer)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			return w.Code, w.Body.String()
+		}
+		demand := api.Of[apiauth.Demand]
+		if !act {
+			if code, body := call("/v1/slurm/resume", demand, `{"nodes": "dgx-1"}`); code != http.StatusConflict || !strings.Contains(body, "changes no Slurm node") {
+				t.Errorf("resume where no Slurm node is changed: %d %s", code, body)
+			}
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); src.Run(ctx) }()
+		for src.Reads() == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		reads := src.Reads()
+		code, body := call("/v1/slurm/resume", demand, `{"nodes": "dgx-[2-3],dgx-2"}`)
+		var ans SlurmAnswer
+		if err := json.Unmarshal([]byte(body), &ans); code != http.StatusOK || err != nil || !slices.Equal(ans.Nodes, []string{"dgx-2", "dgx-3"}) {
+			t.Errorf("resume: %d %s", code, body)
+		}
+		deadline := time.Now().Add(5 * time.Second) // the interval is 30 s
+		for src.Reads() == reads {
+			if time.Now().After(deadline) {
+				t.Fatal("no read after a resume")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+		<-done
+		if code, body := call("/v1/slurm/suspend", demand, `{"nodes": "dgx-1"}`); code != http.StatusOK || !strings.Contains(body, "decides when an instance goes") {
+			t.Errorf("suspend: %d %s", code, body)
+		}
+		for _, tt := range []struct{ body, want string }{
+			{`{"nodes": "gpu-1"}`, `slurm resume: node "gpu-1" is in no pool of Slurm nodes`},
+			{`{"nodes": "dgx-[1-"}`, `slurm resume: nodes: hostlist`},
+			{`{"nodes": ""}`, `slurm resume: nodes: hostlist "": an empty name`},
+			{`{"hosts": "dgx-1"}`, `slurm resume: want {"nodes": "HOSTLIST"}: json: unknown field "hosts"`},
+		} {
+			if code, body := call("/v1/slurm/resume", demand, tt.body); code != http.StatusBadRequest || !strings.Contains(body, tt.want) {
+				t.Errorf("resume %s: %d %s; want 400 with %q", tt.body, code, body, tt.want)
+			}
+		}
+		if code, _ := call("/v1/slurm/resume", api.Of[apiauth.Read], `{"nodes": "dgx-1"}`); code != http.StatusForbidden {
+			t.Errorf("resume with a read token: %d, want 403", code)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/fleetcast/autoscaler/slurm/hostlist"
 )
 
 // Control changes a cluster's nodes through `scontrol update`, as an
@@ -48,6 +50,15 @@ func (c *Control) PowerDown(ctx context.Context, nodes []string, asap bool) erro
 		return c.update(ctx, nodes, "state=POWER_DOWN_ASAP")
 	}
 	return c.update(ctx, nodes, "state=POWER_DOWN")
+}
+
+// PowerDownForce powers the nodes down at once, a power-up under way
+// included (POWER_DOWN_FORCE): without it, 22.05 only marks a node
+// powering up to power down, and marks it DOWN at ResumeTimeout if no
+// slurmd registers. It requeues the jobs on them: only for nodes with
+// none.
+func (c *Control) PowerDownForce(ctx context.Context, nodes []string) error {
+	return c.update(ctx, nodes, "state=POWER_DOWN_FORCE")
 }
 
 // Drain drains the nodes: they take no new job, and those running go on.
@@ -95,7 +106,7 @@ func (c *Control) update(ctx context.Context, nodes []string, args ...string) er
 	if len(nodes) == 0 {
 		return errors.New("scontrol update: no node")
 	}
-	argv := append([]string{"update", "nodename=" + CompressHosts(nodes)}, args...)
+	argv := append([]string{"update", "nodename=" + hostlist.Compress(nodes)}, args...)
 	_, err := command{conf: c.Conf, timeout: c.Timeout, limit: 64 << 10}.run(ctx, cmp.Or(c.Scontrol, "scontrol"), argv...)
 	return err
 }

@@ -22,16 +22,20 @@ const (
 	// OpPowerDownASAP powers a node down once its jobs end, taking no
 	// new one (after OpDrain, so that its reason stays the controller's).
 	OpPowerDownASAP Op = "power_down_asap"
-	// OpPowerDown powers down a node no job runs on, or one powering up
-	// with none placed on it.
+	// OpPowerDown powers down a node no job runs on.
 	OpPowerDown Op = "power_down"
+	// OpPowerDownForce powers down at once a node powering up with no
+	// job placed on it and no instance (a power-up whose launch never
+	// came): a plain power-down would wait for the power-up to end, and
+	// Slurm would mark the node DOWN at ResumeTimeout.
+	OpPowerDownForce Op = "power_down_force"
 	// OpPowerUp powers up a node whose instance the controller launched,
 	// so that Slurm places jobs on it as soon as its slurmd registers.
 	OpPowerUp Op = "power_up"
 )
 
 // opOrder is each Op's place in a sync.
-var opOrder = map[Op]int{OpDrain: 0, OpResume: 1, OpPowerDownASAP: 2, OpPowerDown: 3, OpPowerUp: 4}
+var opOrder = map[Op]int{OpDrain: 0, OpResume: 1, OpPowerDownASAP: 2, OpPowerDown: 3, OpPowerDownForce: 4, OpPowerUp: 5}
 
 // DrainReason is the reason, after ReasonPrefix, of the drains Sync asks
 // for: a node whose instance the controller drains.
@@ -82,6 +86,9 @@ type SyncInput struct {
 	// Launching are the names bound to launches whose instances are not
 	// listed yet: they count as booting instances.
 	Launching []string
+	// Draining are the nodes the controller began to drain since Nodes
+	// were observed: they count as draining instances.
+	Draining []string
 	// Unsure are the pools whose instances are not known now (not read,
 	// or a change's outcome not settled): none of their nodes is changed
 	// or requested.
@@ -103,7 +110,8 @@ type SyncInput struct {
 //     powered down: at once where no job runs on it, else drained
 //     (GoneReason) and powered down when its jobs end. One Slurm powers
 //     up for a job placed on it is Requested instead; one powering up
-//     with no job (a power-up whose launch never came) is powered down.
+//     with no job (a power-up whose launch never came) is powered down at
+//     once (OpPowerDownForce).
 //   - A node Untouchable says is not the controller's to change, or that
 //     sinfo does not list, is Untouched whatever its instance; a node
 //     powering down is left to finish.
@@ -125,6 +133,10 @@ func Sync(in SyncInput) SyncResult {
 	launching := make(map[string]bool, len(in.Launching))
 	for _, n := range in.Launching {
 		launching[n] = true
+	}
+	draining := make(map[string]bool, len(in.Draining))
+	for _, n := range in.Draining {
+		draining[n] = true
 	}
 	for _, p := range in.Pools {
 		if slices.Contains(in.Unsure, p.Name) {
@@ -152,7 +164,7 @@ func Sync(in SyncInput) SyncResult {
 				r.Changes = append(r.Changes, Change{Op: op, Node: name, Pool: p.Name, Reason: reason, Why: why})
 			}
 			switch {
-			case n != nil && n.State == fleet.Draining:
+			case n != nil && (n.State == fleet.Draining || draining[name]):
 				if !ours && !down {
 					change(OpDrain, DrainReason, "its instance is draining")
 				}
@@ -169,7 +181,7 @@ func Sync(in SyncInput) SyncResult {
 			case up && Busy(sn):
 				r.Requested = append(r.Requested, Request{Pool: p.Name, Node: name})
 			case up:
-				change(OpPowerDown, "", "powering up with no instance, launch or job")
+				change(OpPowerDownForce, "", "powering up with no instance, launch or job")
 			case down:
 			case Busy(sn):
 				if !ours {

@@ -55,8 +55,8 @@ func TestSync(t *testing.T) {
 		{"gone, powered down", nil, nil, []Node{node("IDLE", "POWERED_DOWN")}, none},
 		{"no instance, Slurm powers it up for a job: requested", nil, nil, []Node{node("MIXED", "NOT_RESPONDING", "POWERING_UP")},
 			SyncResult{Requested: []Request{{Pool: "dgx", Node: "n1"}}}},
-		{"no instance, powering up with no job: powered down", nil, nil, []Node{node("IDLE", "NOT_RESPONDING", "POWERING_UP")}, ch(OpPowerDown, "")},
-		{"no instance, about to power up with no job: powered down", nil, nil, []Node{node("IDLE", "POWER_UP", "POWERED_DOWN")}, ch(OpPowerDown, "")},
+		{"no instance, powering up with no job: powered down at once", nil, nil, []Node{node("IDLE", "NOT_RESPONDING", "POWERING_UP")}, ch(OpPowerDownForce, "")},
+		{"no instance, about to power up with no job: powered down at once", nil, nil, []Node{node("IDLE", "POWER_UP", "POWERED_DOWN")}, ch(OpPowerDownForce, "")},
 		{"maintenance", nil, nil, []Node{node("IDLE", "MAINTENANCE")},
 			SyncResult{Untouched: []Untouched{{"dgx", "n1", "maintenance in Slurm (no reason given): an administrator's"}}}},
 		{"a reboot asked for", inst(fleet.Draining), nil, []Node{drained(node("IDLE", "REBOOT_REQUESTED"), "fleetcast: scale-in")},
@@ -80,6 +80,26 @@ func TestSync(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Sync(SyncInput{Pools: pools, Nodes: tt.nodes, Launching: tt.launching, Slurm: tt.sn})
+			for i := range got.Changes {
+				got.Changes[i].Why = ""
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+	// A node the controller began to drain since the fleet was observed
+	// (Ready there) is drained, and a drain of its is not ended.
+	for _, tt := range []struct {
+		name string
+		sn   Node
+		want SyncResult
+	}{
+		{"drained since: kept", drained(node("MIXED"), "fleetcast: scale-in"), none},
+		{"not drained yet: drained", node("MIXED"), ch(OpDrain, DrainReason)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Sync(SyncInput{Pools: pools, Nodes: inst(fleet.Ready), Draining: []string{"n1"}, Slurm: []Node{tt.sn}})
 			for i := range got.Changes {
 				got.Changes[i].Why = ""
 			}
@@ -196,9 +216,9 @@ func TestSyncProperties(t *testing.T) {
 				t.Fatalf("seed %d: %s: a node of no pool, or not listed", seed, k)
 			case held:
 				t.Fatalf("seed %d: %s: an administrator's node (%+v)", seed, k, n)
-			case c.Op == OpPowerDown && jobs:
+			case (c.Op == OpPowerDown || c.Op == OpPowerDownForce) && jobs:
 				t.Fatalf("seed %d: %s: powered down at once with jobs on it (%+v)", seed, k, n)
-			case (c.Op == OpPowerDown || c.Op == OpPowerDownASAP || c.Reason == GoneReason) && liveOrLaunching[c.Node]:
+			case (c.Op == OpPowerDown || c.Op == OpPowerDownForce || c.Op == OpPowerDownASAP || c.Reason == GoneReason) && liveOrLaunching[c.Node]:
 				t.Fatalf("seed %d: %s: powered down, or drained as gone, with a live instance or a launch", seed, k)
 			case c.Op == OpPowerUp && (!liveOrLaunching[c.Node] || !slices.Contains(n.Flags, "POWERED_DOWN")):
 				t.Fatalf("seed %d: %s: powered up without an instance, or not powered down (%+v)", seed, k, n)

@@ -65,6 +65,7 @@ func commands() []command {
 		{"token", "list, issue or revoke node credentials on the running controller", runToken},
 		{"api-token", "create, list, rotate or revoke API tokens (scopes demand, read, operator) on the running controller", runAPIToken},
 		{"plugins", "list the provider plugins, their versions and health (from the running controller, or by starting each)", runPlugins},
+		{"slurm", "Slurm's resume and suspend programs for pools of Slurm nodes: hand a hostlist to the running controller", runSlurm},
 		{"validate", "check a fleet config file", runValidate},
 		{"version", "print the version", runVersion},
 	}
@@ -140,7 +141,11 @@ func setupNamed(e *env, fs *flag.FlagSet, args []string, what string) (log hclog
 		return nil, "", exitUsage, false
 	}
 	if what != "" && name == "" {
-		fmt.Fprintf(e.stderr, "%s: name the %s: %s -config FILE %s\n", fs.Name(), what, fs.Name(), strings.ToUpper(what))
+		config := ""
+		if fs.Lookup("config") != nil {
+			config = " -config FILE"
+		}
+		fmt.Fprintf(e.stderr, "%s: name the %s: %s%s %s\n", fs.Name(), what, fs.Name(), config, strings.ToUpper(what))
 		return nil, "", exitUsage, false
 	}
 	lvl := hclog.LevelFromString(*level)

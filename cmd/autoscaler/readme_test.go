@@ -249,6 +249,8 @@ func readmeCoverages() []readmeCoverage {
 		{prefix: "scripts/try-moto.sh", why: "runs the script against moto_server", tests: []testRef{{"scripts/trymoto", "TestTryMotoScript"}}},
 		{prefix: "autoscaler agent -controller ", why: "the agent command on a node: run as a process against a controller, on AWS's metadata mock and on moto's instances, and on a stand-in for Compute Engine's metadata server",
 			tests: []testRef{{"cmd/autoscaler", "TestAgentSpotNotice"}, {"cmd/autoscaler", "TestDeployOnAWS"}, {"cmd/autoscaler", "TestAgentCLIDrain"}, {"cmd/autoscaler", "TestAgentGCPBootstrap"}}},
+		{prefix: "exec /usr/local/bin/autoscaler slurm ", why: "Slurm's resume and suspend programs: slurmctld runs them in TestRunSlurmNodes; their routes are TestSlurmProgramRoutes'",
+			tests: []testRef{{"cmd/autoscaler", "TestRunSlurmNodes"}, {"controller", "TestSlurmProgramRoutes"}}},
 		{prefix: "autoscaler api-token ", why: "calls the running controller's API", tests: []testRef{{"cmd/autoscaler", "TestAPITokensCLI"}, {"apiauth", "TestTokenRoutes"}}},
 		{prefix: "curl ", why: "POST /v1/demand to the running controller's API",
 			tests: []testRef{{"controller", "TestDemandPushes"}, {"controller", "TestDemandRefusals"}, {"controller", "TestDemandAnnouncements"}, {"controller", "TestAPI"}}},

@@ -18,8 +18,9 @@ import (
 // Slurm cluster's cloud nodes dgx-[1-3], servers the example commands
 // plugin powers on and off (racks.sh, whose power-on starts the server's
 // slurmd as its node and whose power-off stops it), each with a real
-// agent (on go-nvml's mock DGX A100) once on; Slurm's own resume and
-// suspend programs do nothing. An administrator has drained dgx-3.
+// agent (on go-nvml's mock DGX A100) once on; Slurm's resume and
+// suspend programs are `autoscaler slurm resume|suspend`, which hand
+// their hostlists to the controller. An administrator has drained dgx-3.
 //
 //  1. Demand that no Slurm job has yet (a push) launches a server: dgx-1
 //     is powered up in Slurm before the launch, and is up with no job
@@ -37,9 +38,14 @@ import (
 // dgx-3 is never touched.
 func TestRunSlurmNodes(t *testing.T) {
 	dir := t.TempDir()
-	noop := slurmtest.Script(t, dir, "noop", "exit 0")
+	addr := freeAddr(t)
+	// Slurm's programs: this test binary as the autoscaler command, with
+	// a demand token made once the controller runs.
+	program := func(name string) string {
+		return slurmtest.Script(t, dir, name, `FLEETCAST_TEST_CLI="slurm `+name+` -addr http://`+addr+` -token-file `+dir+`/slurm-token $1" exec `+os.Args[0]+` -test.run='^$' >> `+dir+`/programs.log 2>&1`)
+	}
 	c := slurmtest.Start(t, slurmtest.Options{Nodes: []string{"gpu-1"}, CloudNodes: []string{"dgx-1", "dgx-2", "dgx-3"},
-		Resume: noop, Suspend: noop, ResumeTimeout: 90 * time.Second})
+		Resume: program("resume"), Suspend: program("suspend"), ResumeTimeout: 90 * time.Second})
 	ctx := context.Background()
 	scontrol := func(args ...string) {
 		t.Helper()
@@ -65,8 +71,8 @@ func TestRunSlurmNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The servers' power: racks.sh, then each server's slurmd started or
-	// stopped, as a server booting or shutting down would.
+	// The servers' power: racks.sh, then each server's slurmd started (two
+	// seconds on, as a server boots) or stopped.
 	power := slurmtest.Script(t, dir, "power", "export PATH=/usr/sbin:/usr/bin:/sbin:/bin\n"+c.PowerFunctions()+`
 cmd=$1
 [ "$cmd" = list ] && exec `+script+` list
@@ -74,12 +80,11 @@ cmd=$1
 shift
 for n in "$@"; do
 	case $cmd in
-	power-on) resume_slurmd "$n" ;;
+	power-on) (sleep 2; resume_slurmd "$n") </dev/null >/dev/null 2>&1 & ;;
 	power-off) suspend_slurmd "$n" ;;
 	esac
 done`)
 	bin, sum := commandsPlugin(t)
-	addr := freeAddr(t)
 	conf := filepath.Join(dir, "fleet.hcl")
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`
 pool "dgx" {
@@ -165,11 +170,26 @@ controller {
 	up := func(n slurm.Node) bool {
 		return n.State != "DOWN" && !n.HasFlag("POWERED_DOWN") && !n.HasFlag("POWERING_UP") && !n.HasFlag("NOT_RESPONDING")
 	}
+	// gpu-1's job runs before the controller starts: pending, it would be
+	// demand.
+	deadline := time.Now().Add(time.Minute)
+	for jobsOn("gpu-1") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("gpu-1's job not running within a minute\n%s", c.Logs())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	// The first push counts alone: its step holds the empty fleet's
 	// first sample too (clearOfStepEdge).
 	clearOfStepEdge(t, time.Minute, 15*time.Second)
 	ctl, stop := startRunCLI(t, filepath.Join(dir, "controller.log"), conf, addr, filepath.Join(dir, "state"))
 	base := ctl.base
+	t.Setenv("FLEETCAST_API_TOKEN", "")
+	if code, out, errOut := cli("api-token", "create", "-config", conf, "-scope", "demand", "slurm"); code != exitOK {
+		t.Fatalf("api-token create: exit %d: %s", code, errOut)
+	} else if err := os.WriteFile(filepath.Join(dir, "slurm-token"), []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// Each server's agent, started once it is on.
 	agent := func(node string) {
 		t.Helper()
@@ -215,8 +235,8 @@ wait $pid`)
 
 	// 2. A job pinned to dgx-1; another that only a powered-down node
 	// can take: Slurm resumes dgx-2, and the controller launches it.
-	sbatch("-w", "dgx-1")
 	ctl.api("POST", "/v1/demand", `{"source": "ops", "pending": []}`)
+	sbatch("-w", "dgx-1")
 	ctl.waitFor("a job running on dgx-1", time.Minute, func() bool { return jobsOn("dgx-1") == 1 })
 	if out, err := c.Command(ctx, "sbatch", "-p", "train", "--gres=gpu:8", "--wrap", "sleep 3600").CombinedOutput(); err != nil {
 		t.Fatalf("sbatch: %v: %s", err, out)
@@ -272,7 +292,14 @@ wait $pid`)
 	metrics := ctl.api("GET", "/metrics", "")
 	stop()
 	got := first + ctl.output()
+	programs, _ := os.ReadFile(filepath.Join(dir, "programs.log"))
+	for _, want := range []string{"resume dgx-1: the cluster is read now", "resume dgx-2: the cluster is read now", "suspend dgx-1: the controller powers down", "suspend dgx-2: the controller powers down"} {
+		if !strings.Contains(string(programs), want) {
+			t.Errorf("Slurm's programs said no %q:\n%s", want, programs)
+		}
+	}
 	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`slurm resume: nodes=dgx-2\b`),
 		regexp.MustCompile(`powered up for a launch: pool=dgx nodes=dgx-1`),
 		regexp.MustCompile(`slurm node left alone: pool=dgx node=dgx-3 why="drained in Slurm by someone else \(reason: bad HBM\)"`),
 		regexp.MustCompile(`slurm node change: op=drain nodes=dgx-1\b`),

@@ -145,6 +145,12 @@ func callController(ctx context.Context, ctrl fleet.ControllerSettings, addr, ca
 			return nil, exitError, fmt.Errorf("the API token: %w (set FLEETCAST_API_TOKEN to a token of the scope this needs, or run where the controller's state directory is, for its root token)", err)
 		}
 	}
+	return callControllerAs(ctx, ctrl, addr, caFile, apiToken, method, route, req)
+}
+
+// callControllerAs is callController with the API token given ("" for
+// none).
+func callControllerAs(ctx context.Context, ctrl fleet.ControllerSettings, addr, caFile, apiToken, method, route string, req any) ([]byte, int, error) {
 	base, client, err := apiClient(ctrl, addr, caFile)
 	if err != nil {
 		return nil, exitUsage, err

@@ -9,15 +9,17 @@
 #   bin/autoscaler validate -config examples/slurm/nodes.hcl
 #
 # In slurm.conf, the servers are cloud nodes whose resume and suspend
-# programs act on nothing (Fleetcast powers the servers), a power-up waits
+# programs hand their hostlists to the controller and act on nothing
+# (scripts that run `autoscaler slurm resume|suspend`: docs/slurm.md;
+# Fleetcast powers the servers), a power-up waits
 # longer than the pool's provision_timeout (3 x lead_time: 30m), Slurm
 # never powers a server down on its own, and powered-down nodes are
 # listed:
 #
 #   NodeName=dgx-[01-16] State=CLOUD Gres=gpu:h100:8 CPUs=224 RealMemory=2000000
 #   PartitionName=train Nodes=dgx-[01-16] Default=YES
-#   ResumeProgram=/bin/true
-#   SuspendProgram=/bin/true
+#   ResumeProgram=/etc/slurm/fleetcast-resume
+#   SuspendProgram=/etc/slurm/fleetcast-suspend
 #   ResumeTimeout=2400
 #   SuspendTime=604800
 #   PrivateData=cloud

@@ -1,4 +1,4 @@
-package slurm
+package hostlist
 
 import (
 	"cmp"
@@ -9,27 +9,27 @@ import (
 	"strings"
 )
 
-// MaxHosts bounds the names one hostlist expands to: more is a mistake
+// Max bounds the names one hostlist expands to: more is a mistake
 // (or an attack on memory), not a cluster.
-const MaxHosts = 1 << 20
+const Max = 1 << 20
 
-// ErrTooManyHosts is a hostlist that expands to more than MaxHosts names.
-var ErrTooManyHosts = errors.New("hostlist expands to more than 1048576 names")
+// ErrTooMany is a hostlist that expands to more than Max names.
+var ErrTooMany = errors.New("hostlist expands to more than 1048576 names")
 
-// ExpandHosts expands a Slurm hostlist, as Slurm's commands print and its
+// Expand expands a Slurm hostlist, as Slurm's commands print and its
 // ResumeProgram and SuspendProgram are given ("gpu-[01-04,07],login1",
 // "rack[1-2]-gpu[1-3]"), into its names, in the list's order. A range
 // keeps the width of its first bound ("[01-10]" gives "01" ... "10"). An
 // error names what is malformed: an unclosed or nested bracket, an empty
 // item, a range that is not two numbers low to high, or more than
-// MaxHosts names.
-func ExpandHosts(list string) ([]string, error) {
+// Max names.
+func Expand(list string) ([]string, error) {
 	var out []string
 	for _, item := range splitTop(list) {
 		if item == "" {
 			return nil, fmt.Errorf("hostlist %q: an empty name", list)
 		}
-		names, err := expandItem(item, MaxHosts-len(out))
+		names, err := expandItem(item, Max-len(out))
 		if err != nil {
 			return nil, fmt.Errorf("hostlist %q: %w", list, err)
 		}
@@ -67,7 +67,7 @@ func expandItem(item string, room int) ([]string, error) {
 			return nil, fmt.Errorf("%q: a ']' without its '['", item)
 		}
 		if room < 1 {
-			return nil, ErrTooManyHosts
+			return nil, ErrTooMany
 		}
 		return []string{item}, nil
 	}
@@ -96,7 +96,7 @@ func expandItem(item string, room int) ([]string, error) {
 			return nil, fmt.Errorf("%q: %q is not a number or a range of numbers, low to high", item, part)
 		}
 		if (to-from+1)*len(tails) > room-len(out) {
-			return nil, ErrTooManyHosts
+			return nil, ErrTooMany
 		}
 		for n := from; n <= to; n++ {
 			num := fmt.Sprintf("%0*d", len(lo), n)
@@ -108,12 +108,12 @@ func expandItem(item string, room int) ([]string, error) {
 	return out, nil
 }
 
-// CompressHosts writes names as a Slurm hostlist, sorted, without
+// Compress writes names as a Slurm hostlist, sorted, without
 // repeats or empty names: names that differ only in a trailing number of
 // one width share a bracket ("gpu-[01-04,07]"); the rest are listed as
-// they are. ExpandHosts gives the names back (those without brackets or
+// they are. Expand gives the names back (those without brackets or
 // commas, which no host's name has).
-func CompressHosts(names []string) string {
+func Compress(names []string) string {
 	var plain []string
 	groups := map[[2]string][]int{} // prefix, width -> numbers
 	for _, name := range names {

@@ -1,4 +1,4 @@
-package slurm
+package hostlist
 
 import (
 	"slices"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestExpandHosts(t *testing.T) {
+func TestExpand(t *testing.T) {
 	for _, tt := range []struct {
 		list string
 		want string // the names, space-separated
@@ -29,17 +29,17 @@ func TestExpandHosts(t *testing.T) {
 		{list: "n[0-999999999]", err: "more than 1048576 names"},
 		{list: "a[0-1023]b[0-1024]", err: "more than 1048576 names"},
 	} {
-		got, err := ExpandHosts(tt.list)
+		got, err := Expand(tt.list)
 		switch {
 		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
-			t.Errorf("ExpandHosts(%q): %v, want an error saying %q", tt.list, err, tt.err)
+			t.Errorf("Expand(%q): %v, want an error saying %q", tt.list, err, tt.err)
 		case tt.err == "" && (err != nil || strings.Join(got, " ") != tt.want):
-			t.Errorf("ExpandHosts(%q) = %q, %v; want %q", tt.list, got, err, tt.want)
+			t.Errorf("Expand(%q) = %q, %v; want %q", tt.list, got, err, tt.want)
 		}
 	}
 }
 
-func TestCompressHosts(t *testing.T) {
+func TestCompress(t *testing.T) {
 	for _, tt := range []struct {
 		names []string
 		want  string
@@ -49,36 +49,36 @@ func TestCompressHosts(t *testing.T) {
 		{[]string{"login", "gpu-5", ""}, "gpu-5,login"},
 		{nil, ""},
 	} {
-		if got := CompressHosts(tt.names); got != tt.want {
-			t.Errorf("CompressHosts(%q) = %q, want %q", tt.names, got, tt.want)
+		if got := Compress(tt.names); got != tt.want {
+			t.Errorf("Compress(%q) = %q, want %q", tt.names, got, tt.want)
 		}
 	}
 }
 
-// FuzzHostlist: expanding never panics nor exceeds MaxHosts, and what
-// CompressHosts writes expands to the names it was given.
+// FuzzHostlist: expanding never panics nor exceeds Max, and what
+// Compress writes expands to the names it was given.
 func FuzzHostlist(f *testing.F) {
 	for _, s := range []string{"gpu-[01-04,07],login", "rack[1-2]-gpu[1-3]", "a,,b", "x[9-1]", "n[0-99999]"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, list string) {
-		names, err := ExpandHosts(list)
+		names, err := Expand(list)
 		if err != nil {
 			return
 		}
-		if len(names) > MaxHosts {
+		if len(names) > Max {
 			t.Fatalf("%q expands to %d names", list, len(names))
 		}
-		back, err := ExpandHosts(CompressHosts(names))
+		back, err := Expand(Compress(names))
 		if len(names) > 0 && err != nil {
-			t.Fatalf("CompressHosts(%q) = %q does not expand: %v", names, CompressHosts(names), err)
+			t.Fatalf("Compress(%q) = %q does not expand: %v", names, Compress(names), err)
 		}
 		want := slices.Clone(names)
 		slices.Sort(want)
 		want = slices.Compact(want)
 		slices.Sort(back)
 		if len(names) > 0 && !slices.Equal(back, want) {
-			t.Fatalf("%q: compressed %q expands to %q", list, CompressHosts(names), back)
+			t.Fatalf("%q: compressed %q expands to %q", list, Compress(names), back)
 		}
 	})
 }
