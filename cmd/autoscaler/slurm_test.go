@@ -148,3 +148,31 @@ slurm {
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// TestSlurmProgramUsage: `autoscaler slurm resume|suspend` says what is
+// wrong with its command line, and exits 2; a controller it cannot reach
+// is exit 1, naming the hostlist. (Run by slurmctld: TestRunSlurmNodes.)
+func TestSlurmProgramUsage(t *testing.T) {
+	t.Setenv("FLEETCAST_API_TOKEN", "")
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("fca1.x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"slurm"}, exitUsage, "slurm: want resume or suspend"},
+		{[]string{"slurm", "restart", "dgx-1"}, exitUsage, "slurm: want resume or suspend"},
+		{[]string{"slurm", "resume", "-addr", "http://127.0.0.1:1", "-token-file", token}, exitUsage, "slurm resume: name the hostlist: slurm resume HOSTLIST"},
+		{[]string{"slurm", "suspend", "-token-file", token, "dgx-1"}, exitUsage, "slurm suspend: -addr is required"},
+		{[]string{"slurm", "resume", "-addr", "http://127.0.0.1:1", "dgx-1"}, exitUsage, "slurm resume: no API token: give -token-file"},
+		{[]string{"slurm", "resume", "-addr", "http://127.0.0.1:1", "-token-file", token, "dgx-[1-2]"}, exitError, "slurm resume dgx-[1-2]: "},
+	} {
+		code, _, errOut := cli(tt.args...)
+		if code != tt.code || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%q: exit %d, %q; want %d with %q", tt.args, code, errOut, tt.code, tt.want)
+		}
+	}
+}
