@@ -93,11 +93,33 @@ func (s *slurmBody) Validate(d *decoder, out *fleet.SlurmSettings) {
 	if d.check(s.ScontrolAt, s.Scontrol != "", "scontrol must be the scontrol command, a name found on the PATH or a path; leave it out for %q.", out.Scontrol) == set {
 		out.Scontrol = s.Scontrol
 	}
+	if d.check(s.ScancelAt, s.Scancel != "", "scancel must be the scancel command, a name found on the PATH or a path; leave it out for %q.", out.Scancel) == set {
+		out.Scancel = s.Scancel
+	}
+	if d.state(s.SignalJobsAt) == set {
+		if sig, ok := jobSignal(s.SignalJobs); ok {
+			out.SignalJobs = sig
+		} else {
+			d.invalid(s.SignalJobsAt, "signal_jobs must be the signal a draining node's jobs are asked to checkpoint by, one of %s (\"SIG\" before it is fine), got %q; leave it out to send none.",
+				strings.Join(jobSignals, ", "), s.SignalJobs)
+		}
+	}
 	d.durationWithin("interval", s.Interval, s.IntervalAt, MinSlurmInterval, MaxSlurmInterval, &out.Interval)
 	d.durationWithin("timeout", s.Timeout, s.TimeoutAt, 0, MaxSlurmTimeout, &out.Timeout)
 	if d.between("max_output_mib", s.MaxOutputMiB, 1, MaxSlurmOutputMiB, s.MaxOutputMiBAt) == set {
 		out.MaxOutputMiB = s.MaxOutputMiB
 	}
+}
+
+// jobSignals are the signals slurm.signal_jobs may name: those a job can
+// catch (no KILL or STOP) and that scancel knows by name.
+var jobSignals = []string{"USR1", "USR2", "TERM", "INT", "HUP", "QUIT", "CONT", "URG", "ALRM", "XCPU", "WINCH"}
+
+// jobSignal is the name of a signal_jobs value in jobSignals, upper case
+// and without "SIG", and whether it is one.
+func jobSignal(v string) (string, bool) {
+	sig := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(v)), "SIG")
+	return sig, slices.Contains(jobSignals, sig)
 }
 
 // durationWithin is duration for one that must be at least lo (above 0
@@ -229,7 +251,9 @@ func (d *decoder) decodePoolSlurm(b *hcl.Block, p fleet.Pool) ([]string, hcl.Ran
 // checkSlurmNodes checks the pools that are sets of Slurm nodes against
 // the rest of the config: the slurm block that says how to reach the
 // cluster, a provider whose instances are named (a plugin's servers), and
-// no node in two pools.
+// nodes shared by pools only where the pools' instances are alike (the
+// same GPUs per node and GPU model): a node either can serve, whose
+// request falls back from one to the other.
 func (d *decoder) checkSlurmNodes(cfg *Config, pools []poolResult) {
 	owner := map[string]int{}
 	for i, pr := range pools {
@@ -247,8 +271,13 @@ func (d *decoder) checkSlurmNodes(cfg *Config, pools []poolResult) {
 				"Pool %q has provider = %q, whose instances have IDs of their own; a pool's Slurm nodes are its instances by name, as a plugin's servers are (provider = \"plugin\", each server listed by its node's name).", b.Name, p.Provider)
 		}
 		for _, n := range p.SlurmNodes {
-			if j, dup := owner[n]; dup {
-				d.invalid(b.slurmNodesAt, "nodes names node %q, which pool %q has too (at %s); a Slurm node is in one pool.", n, pools[j].body.Name, defPos(pools[j].body.slurmNodesAt))
+			j, shared := owner[n]
+			if !shared {
+				continue
+			}
+			if q := cfg.Pools[j]; q.GPUsPerNode != p.GPUsPerNode || !strings.EqualFold(q.GPUModel, p.GPUModel) {
+				d.invalid(b.slurmNodesAt, "nodes names node %q, which pool %q has too (at %s), with %d GPUs per node of model %q, not %d of %q: pools share a Slurm node only where their instances are alike, so that either serves it.",
+					n, pools[j].body.Name, defPos(pools[j].body.slurmNodesAt), q.GPUsPerNode, q.GPUModel, p.GPUsPerNode, p.GPUModel)
 				break
 			}
 		}

@@ -184,6 +184,8 @@ type slurmBody struct {
 	Squeue       string `hcl:"squeue,optional"`
 	Sinfo        string `hcl:"sinfo,optional"`
 	Scontrol     string `hcl:"scontrol,optional"`
+	Scancel      string `hcl:"scancel,optional"`
+	SignalJobs   string `hcl:"signal_jobs,optional"`
 	Interval     string `hcl:"interval,optional"`
 	Timeout      string `hcl:"timeout,optional"`
 	MaxOutputMiB int    `hcl:"max_output_mib,optional"`
@@ -194,6 +196,8 @@ type slurmBody struct {
 	SqueueAt       hcl.Range `hcl:"squeue,attr_value_range"`
 	SinfoAt        hcl.Range `hcl:"sinfo,attr_value_range"`
 	ScontrolAt     hcl.Range `hcl:"scontrol,attr_value_range"`
+	ScancelAt      hcl.Range `hcl:"scancel,attr_value_range"`
+	SignalJobsAt   hcl.Range `hcl:"signal_jobs,attr_value_range"`
 	IntervalAt     hcl.Range `hcl:"interval,attr_value_range"`
 	TimeoutAt      hcl.Range `hcl:"timeout,attr_value_range"`
 	MaxOutputMiBAt hcl.Range `hcl:"max_output_mib,attr_value_range"`

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,11 +50,11 @@ func TestParseSlurm(t *testing.T) {
   }
 }
 ` + slurmPools,
-			&fleet.SlurmSettings{Conf: "/etc/slurm/slurm.conf", Squeue: "/usr/bin/squeue", Sinfo: "/usr/bin/sinfo", Scontrol: "scontrol",
+			&fleet.SlurmSettings{Conf: "/etc/slurm/slurm.conf", Squeue: "/usr/bin/squeue", Sinfo: "/usr/bin/sinfo", Scontrol: "scontrol", Scancel: "scancel",
 				Interval: 45 * time.Second, Timeout: 5 * time.Second, MaxOutputMiB: 4096},
 			map[string][]string{"h100-reserved": {"train"}, "h100-spot": {"batch", "train"}, "a100-od": {"batch", "debug", "train"}}},
 		{"the bounds", slurmPools + "slurm {\n  interval = \"1s\"\n  timeout = \"1ms\"\n  max_output_mib = 1\n}\n",
-			&fleet.SlurmSettings{Squeue: def.Squeue, Sinfo: def.Sinfo, Scontrol: def.Scontrol, Interval: time.Second, Timeout: time.Millisecond, MaxOutputMiB: 1}, nil},
+			&fleet.SlurmSettings{Squeue: def.Squeue, Sinfo: def.Sinfo, Scontrol: def.Scontrol, Scancel: def.Scancel, Interval: time.Second, Timeout: time.Millisecond, MaxOutputMiB: 1}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,18 +171,23 @@ func TestParseSlurmErrors(t *testing.T) {
 
 // racks is a plugin block and a pool of its servers, with extra in the
 // pool's body: the pools whose instances are Slurm nodes by name.
-func racks(name, extra string) string {
-	return "pool \"" + name + "\" {\n  provider = \"plugin\"\n  plugin = \"racks\"\n  instance_type = \"dgx\"\n  gpus_per_node = 8\n  price_per_hour = 1\n  max = 4\n" + extra + "}\n"
+func racks(name, extra string) string { return racksOf(name, 8, extra) }
+
+// racksOf is racks with servers of gpus GPUs.
+func racksOf(name string, gpus int, extra string) string {
+	return "pool \"" + name + "\" {\n  provider = \"plugin\"\n  plugin = \"racks\"\n  instance_type = \"dgx\"\n  gpus_per_node = " + strconv.Itoa(gpus) + "\n  price_per_hour = 1\n  max = 4\n" + extra + "}\n"
 }
 
 const racksPlugin = "plugin \"racks\" {\n  path = \"/bin/racks\"\n  sha256 = \"0000000000000000000000000000000000000000000000000000000000000000\"\n}\n"
 
 // TestParsePoolSlurmNodes: a pool's slurm block's nodes, a Slurm
 // hostlist, are the pool's SlurmNodes, expanded in order; pools without
-// one have none.
+// one have none; pools of alike instances may share names. The slurm
+// block's scontrol, scancel and signal_jobs.
 func TestParsePoolSlurmNodes(t *testing.T) {
 	src := racksPlugin + racks("dgx", "  slurm {\n    nodes = \"dgx-[1-3],dgx-b[08-09]\"\n  }\n") + racks("other", "") +
-		"slurm {\n  scontrol = \"/usr/bin/scontrol\"\n}\n"
+		racks("spot", "  slurm {\n    nodes = \"dgx-[1-4]\"\n  }\n") +
+		"slurm {\n  scontrol = \"/usr/bin/scontrol\"\n  scancel = \"/usr/bin/scancel\"\n  signal_jobs = \"sigusr1\"\n}\n"
 	cfg, diags := config.Parse("test.hcl", []byte(src), registry.Blocks())
 	if diags.HasErrors() {
 		t.Fatal(formatAll(diags))
@@ -191,6 +197,12 @@ func TestParsePoolSlurmNodes(t *testing.T) {
 	}
 	if cfg.Slurm.Scontrol != "/usr/bin/scontrol" || fleet.DefaultSlurmSettings().Scontrol != "scontrol" {
 		t.Errorf("scontrol: %q (default %q)", cfg.Slurm.Scontrol, fleet.DefaultSlurmSettings().Scontrol)
+	}
+	if want := []string{"dgx-1", "dgx-2", "dgx-3", "dgx-4"}; !reflect.DeepEqual(cfg.Pools[2].SlurmNodes, want) {
+		t.Errorf("spot's slurm nodes: %q, want %q", cfg.Pools[2].SlurmNodes, want)
+	}
+	if def := fleet.DefaultSlurmSettings(); cfg.Slurm.Scancel != "/usr/bin/scancel" || cfg.Slurm.SignalJobs != "USR1" || def.Scancel != "scancel" || def.SignalJobs != "" {
+		t.Errorf("scancel %q, signal_jobs %q (defaults %q, %q)", cfg.Slurm.Scancel, cfg.Slurm.SignalJobs, def.Scancel, def.SignalJobs)
 	}
 }
 
@@ -218,12 +230,18 @@ func TestParsePoolSlurmErrors(t *testing.T) {
 			[]wantDiag{{"Missing slurm block", `Pool "dgx" is a set of Slurm nodes, so the config needs a slurm block, which says how to reach the cluster: slurm { conf = "/etc/slurm/slurm.conf" }.`, "slurm {\n    nodes", 0}}},
 		{"instances named by the cloud", simPool("sim", nodes("s-[1-4]")) + block,
 			[]wantDiag{{"Unnamed instances", `Pool "sim" has provider = "sim", whose instances have IDs of their own; a pool's Slurm nodes are its instances by name, as a plugin's servers are (provider = "plugin", each server listed by its node's name).`, "slurm {\n    nodes", 0}}},
-		{"a node in two pools", racks("a", nodes("dgx-[1-4]")) + racks("b", nodes("dgx-[4-7]")) + block,
-			[]wantDiag{{"Invalid value", `nodes names node "dgx-4", which pool "a" has too (at test.hcl:`, `"dgx-[4-7]"`, 0}}},
+		{"a node in two pools of unlike instances", racks("a", nodes("dgx-[1-4]")) + racksOf("b", 4, nodes("dgx-[4-7]")) + block,
+			[]wantDiag{{"Invalid value", `, with 8 GPUs per node of model "", not 4 of "": pools share a Slurm node only where their instances are alike, so that either serves it.`, `"dgx-[4-7]"`, 0}}},
 		{"a pool with two", racks("dgx", nodes("dgx-[1-4]")+nodes("dgx-[5-8]")) + block,
 			[]wantDiag{{"Duplicate slurm block", `A slurm block was already defined at test.hcl:`, "slurm {\n    nodes", 1}}},
 		{"empty scontrol", racks("dgx", "") + "slurm {\n  scontrol = \"\"\n}\n",
 			[]wantDiag{{"Invalid value", `scontrol must be the scontrol command, a name found on the PATH or a path; leave it out for "scontrol".`, `""`, 0}}},
+		{"empty scancel", racks("dgx", "") + "slurm {\n  scancel = \"\"\n}\n",
+			[]wantDiag{{"Invalid value", `scancel must be the scancel command, a name found on the PATH or a path; leave it out for "scancel".`, `""`, 0}}},
+		{"a signal no job can catch", racks("dgx", "") + "slurm {\n  signal_jobs = \"KILL\"\n}\n",
+			[]wantDiag{{"Invalid value", `signal_jobs must be the signal a draining node's jobs are asked to checkpoint by, one of USR1, USR2, TERM, INT, HUP, QUIT, CONT, URG, ALRM, XCPU, WINCH ("SIG" before it is fine), got "KILL"; leave it out to send none.`, `"KILL"`, 0}}},
+		{"an empty signal", racks("dgx", "") + "slurm {\n  signal_jobs = \"\"\n}\n",
+			[]wantDiag{{"Invalid value", `signal_jobs must be the signal a draining node's jobs are asked to checkpoint by, one of USR1`, `""`, 0}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { wantErrors(t, racksPlugin+tt.src, 0, tt.want, false) })

@@ -106,6 +106,7 @@ type PendingDemand struct {
 	Pool           string `json:"pool,omitempty"`
 	GPUModel       string `json:"gpu_model,omitempty"`
 	Partition      string `json:"partition,omitempty"`
+	SlurmNode      string `json:"slurm_node,omitempty"`
 	MinGPUsPerNode int    `json:"min_gpus_per_node,omitempty"`
 	Nodes          int    `json:"nodes,omitempty"`
 	GPUs           int    `json:"gpus"`
@@ -130,8 +131,10 @@ func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 	for i, p := range d.Pending {
 		at := fmt.Sprintf("pending[%d]", i)
 		switch {
-		case p.Pool != "" && (p.GPUModel != "" || p.Partition != "" || p.MinGPUsPerNode != 0):
-			return fmt.Errorf("%s: a pool is a scope of its own: want pool alone, or any of gpu_model, partition and min_gpus_per_node (none for any pool)", at)
+		case p.Pool != "" && (p.GPUModel != "" || p.Partition != "" || p.SlurmNode != "" || p.MinGPUsPerNode != 0):
+			return fmt.Errorf("%s: a pool is a scope of its own: want pool alone, or any of gpu_model, partition, slurm_node and min_gpus_per_node (none for any pool)", at)
+		case p.SlurmNode != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return slices.Contains(q.SlurmNodes, p.SlurmNode) }):
+			return fmt.Errorf("%s.slurm_node: no pool has Slurm node %q", at, p.SlurmNode)
 		case p.MinGPUsPerNode < 0 || p.MinGPUsPerNode > maxGPUsPerNode:
 			return fmt.Errorf("%s.min_gpus_per_node: %d, want 0 to %d", at, p.MinGPUsPerNode, maxGPUsPerNode)
 		case p.GPUs < 0 || p.GPUs > fleet.MaxDemandGPUs:
@@ -440,7 +443,7 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 		scoped = append(scoped, d)
 	}
 	slices.SortFunc(scoped, func(a, b fleet.ScopedDemand) int {
-		return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.Partition, b.Partition), strings.Compare(a.GPUModel, b.GPUModel),
+		return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.Partition, b.Partition), strings.Compare(a.SlurmNode, b.SlurmNode), strings.Compare(a.GPUModel, b.GPUModel),
 			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes))
 	})
 	return total, scoped
@@ -450,7 +453,7 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 // without regard to case); the zero scope for any pool. It leaves its
 // nodes and GPUs out.
 func (p PendingDemand) scope() fleet.ScopedDemand {
-	return fleet.ScopedDemand{Pool: p.Pool, GPUModel: strings.ToUpper(p.GPUModel), Partition: p.Partition,
+	return fleet.ScopedDemand{Pool: p.Pool, GPUModel: strings.ToUpper(p.GPUModel), Partition: p.Partition, SlurmNode: p.SlurmNode,
 		MinGPUsPerNode: p.MinGPUsPerNode}
 }
 

@@ -192,6 +192,8 @@ func TestDemandRefusals(t *testing.T) {
 		{"pool and partition", "", "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "partition": "train", "gpus": 1}]}`, 422, "a pool is a scope of its own"},
 		{"the controller's own source", "", "application/json", `{"source": "fleetcast:slurm", "pending": [{"gpus": 1}]}`, 422, `source: "fleetcast:slurm": names beginning "fleetcast:" are the controller's own`},
 		{"pool and width", "", "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "min_gpus_per_node": 8, "gpus": 1}]}`, 422, "a pool is a scope of its own"},
+		{"pool and Slurm node", "", "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "slurm_node": "dgx-1", "gpus": 8}]}`, 422, "a pool is a scope of its own: want pool alone, or any of gpu_model, partition, slurm_node and min_gpus_per_node"},
+		{"unknown Slurm node", "", "application/json", `{"source": "s", "pending": [{"slurm_node": "dgx-1", "gpus": 8}]}`, 422, `pending[0].slurm_node: no pool has Slurm node "dgx-1"`},
 		{"more nodes than GPUs", "", "application/json", `{"source": "s", "pending": [{"nodes": 4, "gpus": 2}]}`, 422, "pending[0].nodes: 4, want 0 to its gpus (2)"},
 		{"width absurd", "", "application/json", `{"source": "s", "pending": [{"min_gpus_per_node": 5000, "gpus": 1}]}`, 422, "pending[0].min_gpus_per_node: 5000, want 0 to 1024"},
 		{"nodes too wide", "", "application/json", `{"source": "s", "pending": [{"partition": "train", "min_gpus_per_node": 16, "gpus": 1}]}`, 422, "pending[0]: no pool serves partition train, nodes of 16+ GPUs"},

@@ -127,8 +127,19 @@ func (c *Controller) forgetGone(now time.Time, drains []state.Drain, nodes []fle
 }
 
 // namesReused reports whether node's name comes back after it is gone:
-// a server of a plugin pool (seen in one, or bootstrapped for one).
+// a server of a plugin pool (seen in one, or bootstrapped for one). A
+// Slurm node that pools share is not: it is a machine of whichever pool
+// supplies it next, which registers afresh.
 func (c *Controller) namesReused(node string) bool {
+	shared := 0
+	for i := range c.set.Pools {
+		if slices.Contains(c.set.Pools[i].SlurmNodes, node) {
+			shared++
+		}
+	}
+	if shared > 1 {
+		return false
+	}
 	if c.reused[node] {
 		return true
 	}

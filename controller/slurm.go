@@ -38,6 +38,7 @@ type SlurmSource struct {
 	seconds     prometheus.Histogram
 	degraded    prometheus.Gauge
 	changes     *prometheus.CounterVec
+	signals     *prometheus.CounterVec
 
 	mu sync.Mutex
 	// queue is the last whole read's view, readAt when it was made, and
@@ -98,6 +99,8 @@ func NewSlurmSource(o SlurmOptions) (*SlurmSource, error) {
 			Help: "1 while the latest read of the Slurm cluster failed (or none has been made yet), else 0."}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_slurm_node_changes_total",
 			Help: "Changes made to the Slurm nodes of pools that are Slurm nodes (scontrol update), by op (power_up, power_down, power_down_asap, power_down_force, drain, resume) and result (ok, error)."}, []string{"op", "result"}),
+		signals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_slurm_job_signals_total",
+			Help: "Jobs on draining Slurm nodes, unknown to the nodes' agents, asked to checkpoint with the slurm block's signal_jobs (scancel --signal --batch), by result (ok, error)."}, []string{"result"}),
 		failure: "not read yet",
 		names:   newSlurmNodes(o, s),
 		poke:    make(chan struct{}, 1),
@@ -116,8 +119,9 @@ func newSlurmNodes(o SlurmOptions, s fleet.SlurmSettings) slurmNodes {
 			n.pools = append(n.pools, p)
 		}
 	}
-	n.control = &slurm.Control{Scontrol: s.Scontrol, Conf: s.Conf, Timeout: s.Timeout}
-	n.bound, n.refused, n.untouched = map[string]time.Time{}, map[string]bool{}, map[string]string{}
+	n.control = &slurm.Control{Scontrol: s.Scontrol, Scancel: s.Scancel, Conf: s.Conf, Timeout: s.Timeout}
+	n.bound, n.refused, n.untouched = map[string]binding{}, map[string]bool{}, map[string]string{}
+	n.signal, n.signalled = s.SignalJobs, map[string]bool{}
 	return n
 }
 
@@ -144,7 +148,7 @@ func (s *SlurmSource) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (s *SlurmSource) collectors() []prometheus.Collector {
-	return []prometheus.Collector{s.polls, s.errs, s.seconds, s.degraded, s.changes}
+	return []prometheus.Collector{s.polls, s.errs, s.seconds, s.degraded, s.changes, s.signals}
 }
 
 // Run reads the cluster at once, unless a read has finished already and
@@ -186,10 +190,10 @@ func (s *SlurmSource) Read(ctx context.Context) error {
 	s.polls.Inc()
 	s.seconds.Observe(took.Seconds())
 	s.mu.Lock()
-	var changes []slurm.Change
+	var work nodeWork
 	defer func() {
 		s.mu.Unlock()
-		s.applyChanges(ctx, changes)
+		s.do(ctx, work)
 	}()
 	s.reads++
 	failedBefore := s.failed
@@ -205,7 +209,7 @@ func (s *SlurmSource) Read(ctx context.Context) error {
 		return err
 	}
 	d := snap.Demand(s.pools)
-	changes = s.syncNodes(snap.Nodes, at)
+	work = s.syncNodes(snap.Nodes, snap.Jobs, at)
 	push := DemandPush{Source: SlurmSourceName, Pending: make([]PendingDemand, 0, len(d.Pending)), Running: make([]RunningJob, 0, len(d.Ends))}
 	for _, l := range d.Pending {
 		push.Pending = append(push.Pending, PendingDemand{GPUModel: l.GPUModel, Partition: l.Partition,

@@ -75,7 +75,7 @@ func (c *Controller) slurmProgram(resume bool) http.HandlerFunc {
 		slices.Sort(names)
 		names = slices.Compact(names)
 		for _, n := range names {
-			if s.poolOfName(n) == nil {
+			if len(s.poolsOfName(n)) == 0 {
 				http.Error(w, fmt.Sprintf("slurm %s: node %q is in no pool of Slurm nodes (a pool's slurm { nodes })", program, n), http.StatusBadRequest)
 				return
 			}

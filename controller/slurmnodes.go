@@ -30,18 +30,40 @@ type slurmNodes struct {
 	// draining for a read before the next cycle observes them so.
 	unsure   []string
 	draining []string
-	// bound are the names launches were made for, and when: they count
+	// bound are the names launches were made for (binding): they count
 	// as launching until their instance is listed, or for the pool's
 	// provision timeout; refused those of launches the cloud refused,
-	// released at the next SetFleet (one granted is listed by then).
-	bound   map[string]time.Time
+	// released at the next SetFleet (one granted is listed by then), or
+	// carried to the next cycle where another pool shares the name.
+	bound   map[string]binding
 	refused map[string]bool
+	// signal is the signal a draining node's jobs no agent knows are
+	// sent ("" for none); signalled the IDs of the jobs sent it, kept
+	// while Slurm runs them, so that each is sent it once.
+	signal    string
+	signalled map[string]bool
 	// nodes are sinfo's nodes of the last whole read; requested the
 	// names Slurm powers up for its jobs with no instance behind them.
 	nodes     []slurm.Node
 	requested []slurm.Request
 	// untouched is why each name a sync left alone was, as last logged.
 	untouched map[string]string
+}
+
+// binding is a name bound to a launch: when, in which pool, and whether
+// the launch was refused and the name is carried to a launch of another
+// pool that shares it (for one cycle), powered up in Slurm still.
+type binding struct {
+	at      time.Time
+	pool    string
+	carried bool
+}
+
+// nodeWork is what a read has the source do once its lock is released:
+// the changes to the nodes, and the jobs to ask to checkpoint.
+type nodeWork struct {
+	changes []slurm.Change
+	signal  []slurm.Checkpoint
 }
 
 // hasNames reports whether any pool is a set of Slurm nodes.
@@ -71,7 +93,11 @@ func (s *SlurmSource) SetFleet(now time.Time, nodes []fleet.Node, pools []fleet.
 	for i := range nodes {
 		n := &nodes[i]
 		if p := s.namedPool(n.Pool); p != nil {
-			kept = append(kept, fleet.Node{ID: n.ID, Pool: n.Pool, State: n.State})
+			k := fleet.Node{ID: n.ID, Pool: n.Pool, State: n.State}
+			for _, j := range n.Jobs { // their IDs: jobs the agent knows
+				k.Jobs = append(k.Jobs, fleet.Job{ID: j.ID})
+			}
+			kept = append(kept, k)
 		}
 	}
 	s.mu.Lock()
@@ -82,8 +108,15 @@ func (s *SlurmSource) SetFleet(now time.Time, nodes []fleet.Node, pools []fleet.
 			delete(s.names.bound, n.ID)
 		}
 	}
-	for name, at := range s.names.bound {
-		if p := s.poolOfName(name); p == nil || now.Sub(at) > p.ProvisionTimeout || s.names.refused[name] {
+	for name, b := range s.names.bound {
+		p := s.namedPool(b.pool)
+		switch {
+		case p == nil || now.Sub(b.at) > p.ProvisionTimeout || b.carried:
+			delete(s.names.bound, name) // a carried name no pool took
+		case s.names.refused[name] && len(s.poolsOfName(name)) > 1:
+			b.carried = true
+			s.names.bound[name] = b
+		case s.names.refused[name]:
 			delete(s.names.bound, name)
 		}
 	}
@@ -92,16 +125,20 @@ func (s *SlurmSource) SetFleet(now time.Time, nodes []fleet.Node, pools []fleet.
 
 // Refused releases the names of a launch the cloud refused (a lack of
 // capacity, a quota) at the next SetFleet: those it granted are listed by
-// then, and the rest, powered up for nothing, are powered down (Sync).
+// then, and the rest, powered up for nothing, are powered down (Sync). A
+// name another pool shares is carried instead, for one more cycle: a
+// launch in that pool takes it, powered up in Slurm still (a stockout
+// falls back to the next pool, and the node never goes DOWN).
 func (s *SlurmSource) Refused(names []string) {
 	if len(names) == 0 {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, n := range names {
 		s.names.refused[n] = true
 	}
+	s.mu.Unlock()
+	s.Poke() // a job Slurm placed on one is a request for another pool
 }
 
 // DrainedIdle reports whether, in a pool of Slurm nodes, the last whole
@@ -172,21 +209,23 @@ func (s *SlurmSource) namedPool(name string) *fleet.Pool {
 	return nil
 }
 
-// poolOfName is the pool whose Slurm nodes include name.
-func (s *SlurmSource) poolOfName(name string) *fleet.Pool {
+// poolsOfName is the names of the pools whose Slurm nodes include name.
+func (s *SlurmSource) poolsOfName(name string) []string {
+	var out []string
 	for i := range s.names.pools {
 		if slices.Contains(s.names.pools[i].SlurmNodes, name) {
-			return &s.names.pools[i]
+			out = append(out, s.names.pools[i].Name)
 		}
 	}
-	return nil
+	return out
 }
 
 // Bind chooses the names a launch of count instances in the pool is to
 // take, if the pool is a set of Slurm nodes (else none): first those
-// Slurm powers up for its jobs (requested), then free ones in the pool's
-// order: powered down in the last read, not an administrator's, with no
-// instance and no launch. It powers the free ones up in Slurm before the
+// Slurm powers up for its jobs (requested), then those of another pool's
+// refused launch that the pool shares (carried), then free ones in the
+// pool's order: powered down in the last read, not an administrator's,
+// with no instance and no launch. It powers the free ones up in Slurm before the
 // launch is made, so that the instances' slurmds, booting after, register
 // as those nodes; if that fails, nothing is bound and the error says why
 // (the launch is not made). Fewer names than count where fewer are free.
@@ -205,18 +244,32 @@ func (s *SlurmSource) Bind(ctx context.Context, pool string, count int, now time
 		// Terminating too: its server is not free until it is gone.
 		taken[n.ID] = true
 	}
-	for name := range s.names.bound {
-		taken[name] = true
+	var carried []string
+	for name, b := range s.names.bound {
+		if b.carried && b.pool != pool && slices.Contains(p.SlurmNodes, name) {
+			carried = append(carried, name)
+		} else {
+			taken[name] = true
+		}
 	}
+	slices.SortFunc(carried, func(a, b string) int { return slices.Index(p.SlurmNodes, a) - slices.Index(p.SlurmNodes, b) })
 	var names, up []string
 	for _, r := range s.names.requested {
-		if r.Pool == pool && !taken[r.Node] && len(names) < count {
+		if slices.Contains(r.Pools, pool) && !taken[r.Node] && len(names) < count {
 			names, taken[r.Node] = append(names, r.Node), true
 		}
 	}
 	byName := make(map[string]*slurm.Node, len(s.names.nodes))
 	for i := range s.names.nodes {
 		byName[s.names.nodes[i].Name] = &s.names.nodes[i]
+	}
+	for _, name := range carried {
+		// Powered up still, and still the controller's to change.
+		sn := byName[name]
+		if !taken[name] && len(names) < count && sn != nil && slurm.Untouchable(sn) == "" &&
+			!slices.ContainsFunc([]string{"POWERED_DOWN", "POWER_DOWN", "POWERING_DOWN"}, sn.HasFlag) {
+			names, taken[name] = append(names, name), true
+		}
 	}
 	for _, name := range p.SlurmNodes {
 		if len(names) == count {
@@ -230,7 +283,11 @@ func (s *SlurmSource) Bind(ctx context.Context, pool string, count int, now time
 		names, up, taken[name] = append(names, name), append(up, name), true
 	}
 	for _, name := range names {
-		s.names.bound[name] = now
+		b, ok := s.names.bound[name]
+		if !ok { // a carried name keeps the time of its first power-up
+			b.at = now
+		}
+		s.names.bound[name] = binding{at: b.at, pool: pool}
 	}
 	s.mu.Unlock()
 	if len(up) == 0 {
@@ -270,28 +327,35 @@ func (s *SlurmSource) Bind(ctx context.Context, pool string, count int, now time
 	return names, nil
 }
 
-// syncNodes works out, from a whole read's nodes, what changes make the
-// pools' Slurm nodes follow their instances (slurm.Sync), and keeps the
-// read's nodes and Slurm's requests; the caller applies the changes
-// (applyChanges) once the lock is released. Nothing before a cycle has
-// handed the fleet over: the source does not know the instances yet.
-// Callers hold s.mu.
-func (s *SlurmSource) syncNodes(nodes []slurm.Node, now time.Time) []slurm.Change {
+// syncNodes works out, from a whole read's nodes and jobs, what changes
+// make the pools' Slurm nodes follow their instances (slurm.Sync) and
+// which jobs to ask to checkpoint, and keeps the read's nodes and Slurm's
+// requests; the caller does the work (do) once the lock is released.
+// Nothing before a cycle has handed the fleet over: the source does not
+// know the instances yet. Callers hold s.mu.
+func (s *SlurmSource) syncNodes(nodes []slurm.Node, jobs []slurm.Job, now time.Time) nodeWork {
 	if s.names.control == nil {
-		return nil
+		return nodeWork{}
 	}
 	s.names.nodes = nodes
 	if s.names.fleet == nil {
-		return nil
+		return nodeWork{}
+	}
+	busy := map[string]bool{}
+	for i := range nodes {
+		busy[nodes[i].Name] = slurm.Busy(&nodes[i])
 	}
 	launching := make([]string, 0, len(s.names.bound))
-	for name, at := range s.names.bound {
-		if p := s.poolOfName(name); p != nil && now.Sub(at) <= p.ProvisionTimeout {
+	for name, b := range s.names.bound {
+		// A name refused or carried that Slurm placed jobs on is its
+		// request again, for a pool that shares it.
+		again := (b.carried || s.names.refused[name] && len(s.poolsOfName(name)) > 1) && busy[name]
+		if p := s.namedPool(b.pool); p != nil && now.Sub(b.at) <= p.ProvisionTimeout && !again {
 			launching = append(launching, name)
 		}
 	}
 	r := slurm.Sync(slurm.SyncInput{Pools: s.names.pools, Nodes: s.names.fleet, Launching: launching, Draining: s.names.draining,
-		Unsure: s.names.unsure, Slurm: nodes})
+		Unsure: s.names.unsure, Slurm: nodes, Jobs: jobs})
 	s.names.requested = r.Requested
 	seen := make(map[string]bool, len(r.Untouched))
 	for _, u := range r.Untouched {
@@ -307,17 +371,69 @@ func (s *SlurmSource) syncNodes(nodes []slurm.Node, now time.Time) []slurm.Chang
 			delete(s.names.untouched, name)
 		}
 	}
-	return r.Changes
+	w := nodeWork{changes: r.Changes}
+	if s.names.signal != "" {
+		for _, c := range r.Checkpoint {
+			if !s.names.signalled[c.Job] && !slices.ContainsFunc(w.signal, func(d slurm.Checkpoint) bool { return d.Job == c.Job }) {
+				w.signal = append(w.signal, c)
+				s.names.signalled[c.Job] = true
+			}
+		}
+		// A job Slurm no longer runs is forgotten.
+		running := make(map[string]bool, len(jobs))
+		for i := range jobs {
+			if jobs[i].Running() {
+				running[jobs[i].ID] = true
+			}
+		}
+		maps.DeleteFunc(s.names.signalled, func(id string, _ bool) bool { return !running[id] })
+	}
+	return w
 }
 
-// requestedDemand is the demand of Slurm's requests: one whole node of
-// its pool for each name Slurm powers up for its jobs with no instance.
-// Callers hold s.mu.
+// do makes a read's changes (applyChanges), then asks its jobs to
+// checkpoint (signalJobs).
+func (s *SlurmSource) do(ctx context.Context, w nodeWork) {
+	s.applyChanges(ctx, w.changes)
+	s.signalJobs(ctx, w.signal)
+}
+
+// signalJobs asks the jobs to checkpoint: Slurm sends each one's batch
+// script the slurm block's signal_jobs (scancel --signal --batch), one
+// call per job, so that a job that ended meanwhile fails its call alone
+// and no job is sent it twice; a job whose call failed is sent it again
+// at the next read.
+func (s *SlurmSource) signalJobs(ctx context.Context, cs []slurm.Checkpoint) {
+	for _, c := range cs {
+		err := s.names.control.Signal(ctx, []string{c.Job}, s.names.signal)
+		if err != nil {
+			s.mu.Lock()
+			delete(s.names.signalled, c.Job)
+			s.mu.Unlock()
+			s.signals.WithLabelValues("error").Inc()
+			s.log.Warn("slurm job not asked to checkpoint", "job", c.Job, "node", c.Node, "pool", c.Pool, "signal", s.names.signal, "error", err)
+			continue
+		}
+		s.signals.WithLabelValues("ok").Inc()
+		s.log.Info("slurm job asked to checkpoint", "job", c.Job, "node", c.Node, "pool", c.Pool, "signal", s.names.signal,
+			"why", "its node drains, and no agent knows the job")
+	}
+}
+
+// requestedDemand is the demand of Slurm's requests: one whole node for
+// each name Slurm powers up for its jobs with no instance, of its pool,
+// or of any pool that has the name where several do (their nodes are
+// alike: config). Callers hold s.mu.
 func (s *SlurmSource) requestedDemand() []PendingDemand {
 	var out []PendingDemand
 	for _, r := range s.names.requested {
-		if p := s.namedPool(r.Pool); p != nil {
-			out = append(out, PendingDemand{Pool: r.Pool, Nodes: 1, GPUs: p.GPUsPerNode})
+		p := s.namedPool(r.Pools[0])
+		switch {
+		case p == nil:
+		case len(r.Pools) == 1:
+			out = append(out, PendingDemand{Pool: p.Name, Nodes: 1, GPUs: p.GPUsPerNode})
+		default:
+			out = append(out, PendingDemand{SlurmNode: r.Node, Nodes: 1, GPUs: p.GPUsPerNode})
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -165,7 +166,7 @@ func TestSlurmNodesLive(t *testing.T) {
 	until("a request for dgx-2", func(map[string]slurm.Node) bool {
 		src.mu.Lock()
 		defer src.mu.Unlock()
-		return slices.Equal(src.names.requested, []slurm.Request{{Pool: "dgx", Node: "dgx-2"}})
+		return reflect.DeepEqual(src.names.requested, []slurm.Request{{Pools: []string{"dgx"}, Node: "dgx-2"}})
 	})
 	if _, scoped := pending.Demand(now); !slices.Equal(scoped, []fleet.ScopedDemand{{Pool: "dgx", Nodes: 1, GPUs: 8}}) {
 		t.Errorf("pending demand %+v; want one whole node of dgx", scoped)
@@ -233,7 +234,7 @@ func TestSlurmBind(t *testing.T) {
 		down("d7"),
 		down("d8"),
 	}
-	src.names.requested = []slurm.Request{{Pool: "dgx", Node: "d2"}}
+	src.names.requested = []slurm.Request{{Pools: []string{"dgx"}, Node: "d2"}}
 	src.SetFleet(t0, []fleet.Node{{ID: "d1", Pool: "dgx", State: fleet.Pending}, {ID: "d7", Pool: "dgx", State: fleet.Terminating}}, nil)
 	// scontrol failing for every node: nothing bound.
 	fail := func(nodes string) {
@@ -249,7 +250,7 @@ func TestSlurmBind(t *testing.T) {
 	}
 	// Failing for d6 alone: d8 is bound without it.
 	fail("nodename=d[6,8]\nnodename=d6\n")
-	src.names.requested = []slurm.Request{{Pool: "dgx", Node: "d2"}}
+	src.names.requested = []slurm.Request{{Pools: []string{"dgx"}, Node: "d2"}}
 	names, err := src.Bind(ctx, "dgx", 4, t0)
 	if err != nil || !slices.Equal(names, []string{"d2", "d8"}) {
 		t.Fatalf("bind of 4, d6 failing: %q, %v; want d2 (requested) and d8, no more", names, err)
@@ -282,14 +283,14 @@ func TestSlurmBind(t *testing.T) {
 	// none of its instances is known.
 	src.SetFleet(t0, nil, []fleet.PoolStatus{{Name: "dgx", Unobserved: fleet.Unobserved{Code: fleet.UnobservedNeverRead}}, {Name: "other"}})
 	src.mu.Lock()
-	changes := src.syncNodes(src.names.nodes, t0)
+	changes := src.syncNodes(src.names.nodes, nil, t0).changes
 	src.mu.Unlock()
 	if len(changes) != 0 {
 		t.Errorf("changes in a pool not read: %+v", changes)
 	}
 	src.SetFleet(t0, nil, []fleet.PoolStatus{{Name: "dgx"}})
 	src.mu.Lock()
-	changes = src.syncNodes(src.names.nodes, t0)
+	changes = src.syncNodes(src.names.nodes, nil, t0).changes
 	src.mu.Unlock()
 	if len(changes) == 0 {
 		t.Error("no change once the pool is read with no instances")
@@ -429,5 +430,190 @@ func TestSlurmProgramRoutes(t *testing.T) {
 		if code, _ := call("/v1/slurm/resume", api.Of[apiauth.Read], `{"nodes": "dgx-1"}`); code != http.StatusForbidden {
 			t.Errorf("resume with a read token: %d, want 403", code)
 		}
+	}
+}
+
+// TestSlurmBindShared: a name two pools share, bound to a launch the
+// cloud refused, is carried for one cycle: a launch of the other pool
+// takes it, powered up in Slurm still (no second power-up, no power-down
+// between); one no pool takes is released and powered down at once; one
+// Slurm placed a job on is a request of either pool, a whole node of any
+// pool that has the name.
+func TestSlurmBindShared(t *testing.T) {
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	set := fleet.DefaultSlurmSettings()
+	set.Scontrol = slurmtest.Script(t, dir, "scontrol", `echo "$@" >> `+calls)
+	spot := fleet.Pool{Name: "spot", GPUsPerNode: 8, ProvisionTimeout: time.Hour, SlurmNodes: []string{"d1", "d2"}}
+	od := spot
+	od.Name = "od"
+	src, err := NewSlurmSource(SlurmOptions{Settings: set, Pools: []fleet.Pool{spot, od}, Pending: &Pending{}, Now: func() time.Time { return t0 }, Act: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	node := func(name, state string, flags ...string) slurm.Node {
+		return slurm.Node{Name: name, State: state, Flags: append([]string{"CLOUD"}, flags...)}
+	}
+	sync := func(nodes ...slurm.Node) nodeWork {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		return src.syncNodes(nodes, nil, t0)
+	}
+	called := func() string {
+		b, _ := os.ReadFile(calls)
+		os.Remove(calls)
+		return string(b)
+	}
+	src.SetFleet(t0, nil, nil)
+	sync(node("d1", "IDLE", "POWERED_DOWN"), node("d2", "IDLE", "POWERED_DOWN"))
+	if names, err := src.Bind(ctx, "spot", 1, t0); err != nil || !slices.Equal(names, []string{"d1"}) {
+		t.Fatalf("bind in spot: %q, %v; want d1", names, err)
+	}
+	if got := called(); got != "update nodename=d1 state=POWER_UP\n" {
+		t.Fatalf("scontrol run as %q; want d1 powered up", got)
+	}
+	// Refused: carried to the next cycle, powered up still.
+	src.Refused([]string{"d1"})
+	src.SetFleet(t0, nil, nil)
+	if w := sync(node("d1", "IDLE", "POWERING_UP"), node("d2", "IDLE", "POWERED_DOWN")); len(w.changes) != 0 {
+		t.Fatalf("changes to a carried name: %+v; want none", w.changes)
+	}
+	if names, err := src.Bind(ctx, "spot", 1, t0); err != nil || !slices.Equal(names, []string{"d2"}) {
+		t.Fatalf("bind in spot again: %q, %v; want d2 (d1 is carried to another pool)", names, err)
+	}
+	called()
+	// Not while Slurm has it down: no longer the controller's.
+	sync(node("d1", "DOWN", "POWERING_UP"), node("d2", "IDLE", "POWERING_UP"))
+	if names, err := src.Bind(ctx, "od", 1, t0); err != nil || len(names) != 0 {
+		t.Fatalf("bind in od with the carried d1 down: %q, %v; want none", names, err)
+	}
+	sync(node("d1", "IDLE", "POWERING_UP"), node("d2", "IDLE", "POWERING_UP"))
+	if names, err := src.Bind(ctx, "od", 1, t0); err != nil || !slices.Equal(names, []string{"d1"}) {
+		t.Fatalf("bind in od: %q, %v; want d1, carried from spot", names, err)
+	}
+	if got := called(); got != "" {
+		t.Errorf("scontrol run as %q for a carried name; want nothing", got)
+	}
+	// d2 refused too, and no pool takes it: released at the second
+	// cycle, and powered down at once.
+	src.Refused([]string{"d2"})
+	src.SetFleet(t0, []fleet.Node{{ID: "d1", Pool: "od", State: fleet.Pending}}, nil)
+	up := []slurm.Node{node("d1", "IDLE", "POWERING_UP"), node("d2", "IDLE", "POWERING_UP")}
+	if w := sync(up...); len(w.changes) != 0 {
+		t.Fatalf("changes a cycle after the refusal: %+v; want none", w.changes)
+	}
+	src.SetFleet(t0, []fleet.Node{{ID: "d1", Pool: "od", State: fleet.Pending}}, nil)
+	if w := sync(up...); len(w.changes) != 1 || w.changes[0].Node != "d2" || w.changes[0].Op != slurm.OpPowerDownForce {
+		t.Fatalf("changes two cycles after the refusal: %+v; want d2 powered down at once", w.changes)
+	}
+	// A carried name Slurm placed a job on: a request of either pool.
+	src.SetFleet(t0, []fleet.Node{{ID: "d1", Pool: "od", State: fleet.Pending}}, nil)
+	sync(node("d1", "IDLE", "POWERING_UP"), node("d2", "IDLE", "POWERED_DOWN"))
+	if names, err := src.Bind(ctx, "spot", 1, t0); err != nil || !slices.Equal(names, []string{"d2"}) {
+		t.Fatalf("bind in spot once more: %q, %v; want d2", names, err)
+	}
+	// Refused: a request at the very next read, and the cycle after.
+	src.Refused([]string{"d2"})
+	for _, at := range []string{"before the next cycle", "after it"} {
+		if at == "after it" {
+			src.SetFleet(t0, []fleet.Node{{ID: "d1", Pool: "od", State: fleet.Pending}}, nil)
+		}
+		sync(node("d1", "IDLE", "POWERING_UP"), node("d2", "MIXED", "POWERING_UP"))
+		src.mu.Lock()
+		requested, demand := src.names.requested, src.requestedDemand()
+		src.mu.Unlock()
+		if !reflect.DeepEqual(requested, []slurm.Request{{Pools: []string{"spot", "od"}, Node: "d2"}}) ||
+			!slices.Equal(demand, []PendingDemand{{SlurmNode: "d2", Nodes: 1, GPUs: 8}}) {
+			t.Errorf("%s: requested %+v, demand %+v; want d2 of spot or od, a whole node of either", at, requested, demand)
+		}
+	}
+	if names, err := src.Bind(ctx, "od", 2, t0); err != nil || !slices.Equal(names, []string{"d2"}) {
+		t.Errorf("bind of 2 in od: %q, %v; want d2, the request (d1 is od's)", names, err)
+	}
+}
+
+// TestSlurmSignalJobs: with slurm.signal_jobs, each batch job Slurm runs
+// on a draining node that no agent knows is sent the signal once
+// (scancel --signal --batch, a call each), a job on two draining nodes
+// too; one whose call failed is sent it at the next read; without it,
+// none is.
+func TestSlurmSignalJobs(t *testing.T) {
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	pool := fleet.Pool{Name: "dgx", GPUsPerNode: 8, ProvisionTimeout: time.Hour, SlurmNodes: []string{"d1", "d2"}}
+	fleetNodes := []fleet.Node{{ID: "d1", Pool: "dgx", State: fleet.Draining, Jobs: []fleet.Job{{ID: "5"}}}, {ID: "d2", Pool: "dgx", State: fleet.Ready}}
+	nodes := []slurm.Node{{Name: "d1", State: "ALLOCATED", Flags: []string{"DRAIN"}, Reason: "fleetcast: scale-in"}, {Name: "d2", State: "ALLOCATED"}}
+	jobs := []slurm.Job{{ID: "4", State: "RUNNING", NodeList: "d1"}, {ID: "5", State: "RUNNING", NodeList: "d1"}, {ID: "6", State: "RUNNING", NodeList: "d2"},
+		{ID: "9", State: "RUNNING", NodeList: "d[1-2]"}}
+	for _, signal := range []string{"USR1", ""} {
+		os.Remove(calls)
+		set := fleet.DefaultSlurmSettings()
+		set.Scancel = slurmtest.Script(t, dir, "scancel", `echo "$@" >> `+calls+`; [ ! -e `+dir+`/fail ]`)
+		set.SignalJobs = signal
+		src, err := NewSlurmSource(SlurmOptions{Settings: set, Pools: []fleet.Pool{pool}, Pending: &Pending{}, Now: func() time.Time { return t0 }, Act: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := func(jobs []slurm.Job) string {
+			t.Helper()
+			src.mu.Lock()
+			w := src.syncNodes(nodes, jobs, t0)
+			src.mu.Unlock()
+			src.signalJobs(context.Background(), w.signal)
+			b, _ := os.ReadFile(calls)
+			os.Remove(calls)
+			return string(b)
+		}
+		src.SetFleet(t0, fleetNodes, nil)
+		if signal == "" {
+			if got := read(jobs); got != "" {
+				t.Errorf("without signal_jobs: scancel run as %q", got)
+			}
+			continue
+		}
+		if got := read(jobs); got != "--signal=USR1 --batch 4\n--signal=USR1 --batch 9\n" {
+			t.Errorf("scancel run as %q; want jobs 4 and 9 signalled (5 is its agent's, 6 on a node that does not drain)", got)
+		}
+		// d2 drains too: 9 is on it, and was sent the signal already.
+		src.SetFleet(t0, []fleet.Node{fleetNodes[0], {ID: "d2", Pool: "dgx", State: fleet.Draining}}, nil)
+		if got := read(jobs); got != "--signal=USR1 --batch 6\n" {
+			t.Errorf("with d2 draining: scancel run as %q; want job 6 alone (each job once)", got)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "fail"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		more := append(slices.Clone(jobs), slurm.Job{ID: "7", State: "RUNNING", NodeList: "d1"}, slurm.Job{ID: "8", State: "RUNNING", NodeList: "d1"})
+		if got := read(more); got != "--signal=USR1 --batch 7\n--signal=USR1 --batch 8\n" {
+			t.Errorf("scancel failing: run as %q; want 7 and 8, each once", got)
+		}
+		os.Remove(filepath.Join(dir, "fail"))
+		if got := read(more); got != "--signal=USR1 --batch 7\n--signal=USR1 --batch 8\n" {
+			t.Errorf("after a failure: scancel run as %q; want 7 and 8 again", got)
+		}
+		// A job that ended is forgotten: one of its ID later is sent it.
+		read(jobs[:1])
+		if got := read(jobs); !strings.Contains(got, "--batch 9\n") {
+			t.Errorf("job 9 run again after it ended: scancel run as %q; want it signalled", got)
+		}
+		var m dto.Metric
+		if err := src.signals.WithLabelValues("error").Write(&m); err != nil || m.GetCounter().GetValue() != 2 {
+			t.Errorf("signals failed, counted: %v", m.GetCounter().GetValue())
+		}
+	}
+}
+
+// TestSharedSlurmNodeCredential: a plugin server's name comes back after
+// it is powered off, so its credential is kept (TestPluginServerKeepsCredential);
+// a Slurm node that two pools share is a machine of either next, so its
+// credential goes with the instance, and the next one registers afresh.
+func TestSharedSlurmNodeCredential(t *testing.T) {
+	pools := []fleet.Pool{
+		{Name: "spot", Provider: fleet.ProviderPlugin, SlurmNodes: []string{"dgx-1", "dgx-2"}},
+		{Name: "od", Provider: fleet.ProviderPlugin, SlurmNodes: []string{"dgx-1"}},
+	}
+	c := &Controller{set: &fleet.Settings{Pools: pools}, reused: map[string]bool{"dgx-1": true, "dgx-2": true}}
+	if c.namesReused("dgx-1") || !c.namesReused("dgx-2") {
+		t.Errorf("names reused: dgx-1 %v (shared), dgx-2 %v (spot's alone); want false, true", c.namesReused("dgx-1"), c.namesReused("dgx-2"))
 	}
 }

@@ -124,6 +124,13 @@ type SlurmSettings struct {
 	// Slurm nodes (fleet.Pool.SlurmNodes), a name found on the PATH or a
 	// path (default "scontrol").
 	Scontrol string
+	// SignalJobs is the signal (a name, "USR1") a draining Slurm node's
+	// batch jobs that no agent knows are sent through Scancel (scancel
+	// --signal=SIG --batch), once each, asking them to checkpoint and
+	// end; "" sends none (the default: a job that does not handle the
+	// signal would die of it).
+	SignalJobs string
+	Scancel    string
 	// Interval is the time between reads, which run in the background:
 	// a cycle plans with the latest.
 	Interval time.Duration
@@ -135,5 +142,5 @@ type SlurmSettings struct {
 
 // DefaultSlurmSettings are the slurm block's defaults (config.Defaults).
 func DefaultSlurmSettings() SlurmSettings {
-	return SlurmSettings{Squeue: "squeue", Sinfo: "sinfo", Scontrol: "scontrol", Interval: 30 * time.Second, Timeout: 10 * time.Second, MaxOutputMiB: 256}
+	return SlurmSettings{Squeue: "squeue", Sinfo: "sinfo", Scontrol: "scontrol", Scancel: "scancel", Interval: 30 * time.Second, Timeout: 10 * time.Second, MaxOutputMiB: 256}
 }

@@ -466,8 +466,9 @@ const MaxDemandGPUs = 1_000_000
 // pools whose Partitions name it; a comma-separated list for jobs pending
 // in several partitions, any of which will do), the pools whose nodes
 // have at least MinGPUsPerNode GPUs (jobs that ask so much of one node),
-// or the pools that meet several of these at once. At least one is set,
-// or Nodes.
+// the pools whose Slurm nodes include SlurmNode (a node Slurm powers up
+// for its jobs, which any of them may launch), or the pools that meet
+// several of these at once. At least one is set, or Nodes.
 //
 // Nodes, when set, asks for that many whole nodes of the scope's pools,
 // each empty, whatever their width (jobs on several nodes: -N 2 runs on
@@ -478,6 +479,7 @@ type ScopedDemand struct {
 	Pool           string `json:"pool,omitempty"`
 	GPUModel       string `json:"gpu_model,omitempty"`
 	Partition      string `json:"partition,omitempty"`
+	SlurmNode      string `json:"slurm_node,omitempty"`
 	MinGPUsPerNode int    `json:"min_gpus_per_node,omitempty"`
 	Nodes          int    `json:"nodes,omitempty"`
 	GPUs           int    `json:"gpus"`
@@ -486,10 +488,11 @@ type ScopedDemand struct {
 // Serves reports whether a pool serves the demand: it meets every part of
 // the scope that is set (and a scope with none set, no pool).
 func (d ScopedDemand) Serves(p *Pool) bool {
-	if d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.MinGPUsPerNode == 0 && d.Nodes == 0 {
+	if d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.SlurmNode == "" && d.MinGPUsPerNode == 0 && d.Nodes == 0 {
 		return false
 	}
 	return (d.Pool == "" || p.Name == d.Pool) &&
+		(d.SlurmNode == "" || slices.Contains(p.SlurmNodes, d.SlurmNode)) &&
 		(d.GPUModel == "" || strings.EqualFold(p.GPUModel, d.GPUModel)) &&
 		(d.Partition == "" || p.ServesPartition(d.Partition)) &&
 		p.GPUsPerNode >= d.MinGPUsPerNode
@@ -532,6 +535,9 @@ func (d ScopedDemand) String() string {
 	}
 	if d.Partition != "" {
 		parts = append(parts, "partition "+d.Partition)
+	}
+	if d.SlurmNode != "" {
+		parts = append(parts, "Slurm node "+d.SlurmNode)
 	}
 	if d.GPUModel != "" {
 		parts = append(parts, "GPU model "+d.GPUModel)
@@ -581,8 +587,10 @@ func (s *State) Validate(pools []Pool) error {
 	scoped := 0
 	for i, d := range s.Scoped {
 		switch {
-		case d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.MinGPUsPerNode == 0 && d.Nodes == 0:
-			return fmt.Errorf("scoped[%d]: want a pool, a gpu_model, a partition, GPUs per node or nodes", i)
+		case d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.SlurmNode == "" && d.MinGPUsPerNode == 0 && d.Nodes == 0:
+			return fmt.Errorf("scoped[%d]: want a pool, a gpu_model, a partition, a slurm_node, GPUs per node or nodes", i)
+		case d.SlurmNode != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return slices.Contains(p.SlurmNodes, d.SlurmNode) }):
+			return fmt.Errorf("scoped[%d].slurm_node: no pool has Slurm node %q", i, d.SlurmNode)
 		case d.MinGPUsPerNode < 0:
 			return fmt.Errorf("scoped[%d].min_gpus_per_node: %d is negative", i, d.MinGPUsPerNode)
 		case d.Nodes < 0:

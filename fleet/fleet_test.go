@@ -11,7 +11,7 @@ import (
 var testPools = []Pool{
 	{Name: "aws-ondemand-a100", GPUModel: "A100", GPUsPerNode: 8, PricePerHour: 32, Capacity: OnDemand},
 	{Name: "reserved-a100", GPUModel: "A100", GPUsPerNode: 8, PricePerHour: 19, Capacity: Reserved, Partitions: []string{"train"}},
-	{Name: "aws-spot-a100", GPUModel: "A100", GPUsPerNode: 8, PricePerHour: 12, Capacity: Spot, Partitions: []string{"debug", "train"}},
+	{Name: "aws-spot-a100", GPUModel: "A100", GPUsPerNode: 8, PricePerHour: 12, Capacity: Spot, Partitions: []string{"debug", "train"}, SlurmNodes: []string{"dgx-1", "dgx-2"}},
 }
 
 func TestParseState(t *testing.T) {
@@ -115,7 +115,9 @@ func TestValidate(t *testing.T) {
 		{"negative pending", State{PendingGPUs: -1}, "pending_gpus: -1 is negative"},
 		{"scoped", State{PendingGPUs: 9, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUs: 8}, {GPUModel: "a100", GPUs: 1}}}, ""},
 		{"scoped beyond pending", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUs: 8}}}, "scoped: 8 GPUs, more than pending_gpus (4)"},
-		{"scoped to nothing", State{PendingGPUs: 4, Scoped: []ScopedDemand{{GPUs: 4}}}, "scoped[0]: want a pool, a gpu_model, a partition, GPUs per node or nodes"},
+		{"scoped to nothing", State{PendingGPUs: 4, Scoped: []ScopedDemand{{GPUs: 4}}}, "scoped[0]: want a pool, a gpu_model, a partition, a slurm_node, GPUs per node or nodes"},
+		{"scoped to a Slurm node", State{PendingGPUs: 8, Scoped: []ScopedDemand{{SlurmNode: "dgx-2", Nodes: 1, GPUs: 8}}}, ""},
+		{"scoped to an unknown Slurm node", State{PendingGPUs: 8, Scoped: []ScopedDemand{{SlurmNode: "dgx-9", GPUs: 8}}}, `scoped[0].slurm_node: no pool has Slurm node "dgx-9"`},
 		{"scoped to a pool and its model", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUModel: "A100", GPUs: 4}}}, ""},
 		{"scoped to a partition", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Partition: "train", GPUs: 2}, {Partition: "x,debug", GPUModel: "a100", GPUs: 2}}}, ""},
 		{"scoped to wide nodes", State{PendingGPUs: 4, Scoped: []ScopedDemand{{MinGPUsPerNode: 16, GPUs: 4}}}, "scoped[0]: no pool serves nodes of 16+ GPUs"},
@@ -247,6 +249,8 @@ func TestScopedDemandServes(t *testing.T) {
 		{ScopedDemand{MinGPUsPerNode: 4}, "aws-ondemand-a100 reserved-a100 aws-spot-a100", "nodes of 4+ GPUs"},
 		{ScopedDemand{Nodes: 2}, "aws-ondemand-a100 reserved-a100 aws-spot-a100", "any pool"},
 		{ScopedDemand{Partition: "debug", Nodes: 2}, "aws-spot-a100", "partition debug"},
+		{ScopedDemand{SlurmNode: "dgx-2", Nodes: 1}, "aws-spot-a100", "Slurm node dgx-2"},
+		{ScopedDemand{SlurmNode: "dgx-3", Nodes: 1}, "", "Slurm node dgx-3"},
 	} {
 		var got []string
 		for i := range testPools {

@@ -18,8 +18,10 @@ import (
 // names the command and what scontrol said. Its caller needs to be a
 // Slurm operator (SlurmUser, root, or AdminLevel=Operator).
 type Control struct {
-	// Scontrol is the command (default "scontrol", found on the PATH).
+	// Scontrol is the command (default "scontrol", found on the PATH);
+	// Scancel the one that signals jobs (default "scancel").
 	Scontrol string
+	Scancel  string
 	// Conf is the cluster's slurm.conf, given as SLURM_CONF; "" leaves
 	// the command's own default.
 	Conf    string
@@ -94,6 +96,27 @@ func (c *Control) SetAddress(ctx context.Context, node, addr, hostname string) e
 		args = append(args, "nodehostname="+hostname)
 	}
 	return c.update(ctx, []string{node}, args...)
+}
+
+// Signal sends the batch scripts of the jobs (IDs, array tasks' own) the
+// signal (a name: "USR1"), through `scancel --signal=SIG --batch`: asked
+// to checkpoint, a job saves its state and ends (or requeues itself).
+// Steps the script started are not signalled; the script passes it on.
+func (c *Control) Signal(ctx context.Context, jobs []string, signal string) error {
+	if signal == "" || strings.ContainsFunc(signal, func(r rune) bool { return (r < 'A' || r > 'Z') && (r < '0' || r > '9') }) {
+		return fmt.Errorf("scancel: signal %q: want a signal's name", signal)
+	}
+	if len(jobs) == 0 {
+		return errors.New("scancel: no job")
+	}
+	for _, j := range jobs {
+		if j == "" || strings.ContainsFunc(j, func(r rune) bool { return (r < '0' || r > '9') && r != '_' }) {
+			return fmt.Errorf("scancel: job %q: want a job's ID", j)
+		}
+	}
+	argv := append([]string{"--signal=" + signal, "--batch"}, jobs...)
+	_, err := command{conf: c.Conf, timeout: c.Timeout, limit: 64 << 10}.run(ctx, cmp.Or(c.Scancel, "scancel"), argv...)
+	return err
 }
 
 // update runs `scontrol update nodename=HOSTLIST ARGS...`.

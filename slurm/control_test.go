@@ -15,7 +15,7 @@ import (
 // TestControlRefuses: what is not a node's name, or a drain without a
 // reason, is refused before scontrol runs.
 func TestControlRefuses(t *testing.T) {
-	c := &Control{Scontrol: "/nonexistent/scontrol"}
+	c := &Control{Scontrol: "/nonexistent/scontrol", Scancel: "/nonexistent/scancel"}
 	ctx := context.Background()
 	for _, tt := range []struct {
 		err  error
@@ -27,6 +27,11 @@ func TestControlRefuses(t *testing.T) {
 		{c.Drain(ctx, []string{"gpu-1"}, " \n"), "a reason of 1 to 200 characters"},
 		{c.SetAddress(ctx, "gpu-1", "", ""), "no address"},
 		{c.PowerDown(ctx, []string{"gpu-1"}, true), "/nonexistent/scontrol update nodename=gpu-1 state=POWER_DOWN_ASAP: "},
+		{c.Signal(ctx, []string{"12"}, "SIGUSR1 "), `signal "SIGUSR1 ": want a signal's name`},
+		{c.Signal(ctx, []string{"12"}, ""), `signal "": want a signal's name`},
+		{c.Signal(ctx, nil, "USR1"), "no job"},
+		{c.Signal(ctx, []string{"12", "-u"}, "USR1"), `job "-u": want a job's ID`},
+		{c.Signal(ctx, []string{"12_3"}, "USR1"), "/nonexistent/scancel --signal=USR1 --batch 12_3: "},
 	} {
 		if tt.err == nil || !strings.Contains(tt.err.Error(), tt.want) {
 			t.Errorf("%v; want an error saying %q", tt.err, tt.want)
@@ -36,9 +41,11 @@ func TestControlRefuses(t *testing.T) {
 
 // TestControlLiveCluster: on a real Slurm 22.05 with power saving, a
 // cloud node powered up runs the ResumeProgram and takes jobs once its
-// slurmd registers; drained with a reason it is Fleetcast's drain, which
-// Resume ends; powered down as soon as it is idle, it runs the
-// SuspendProgram and is powered down again; scontrol's refusals are
+// slurmd registers; its job, sent SIGUSR1 (Signal), checkpoints and
+// ends; drained with a reason it is Fleetcast's drain, which Resume
+// ends; powered down as soon as it is idle, it runs the SuspendProgram
+// and is powered down again, though SuspendExcNodes names it (which
+// keeps Slurm alone from powering it down); scontrol's refusals are
 // errors naming the command.
 func TestControlLiveCluster(t *testing.T) {
 	dir := t.TempDir()
@@ -49,7 +56,10 @@ func TestControlLiveCluster(t *testing.T) {
 	// known (they must exist before).
 	resume := slurmtest.Script(t, dir, "resume", "exit 1")
 	suspend := slurmtest.Script(t, dir, "suspend", "exit 1")
-	c := slurmtest.Start(t, slurmtest.Options{CloudNodes: []string{"cloud-1", "cloud-2"}, Resume: resume, Suspend: suspend, ResumeTimeout: 45 * time.Second})
+	// SuspendExcNodes keeps Slurm from powering the nodes down on its
+	// own; the controller's power-downs still do.
+	c := slurmtest.Start(t, slurmtest.Options{CloudNodes: []string{"cloud-1", "cloud-2"}, Resume: resume, Suspend: suspend, ResumeTimeout: 45 * time.Second,
+		Conf: "SuspendExcNodes=cloud-[1-2]\n"})
 	env := "export PATH=/usr/sbin:/usr/bin:/sbin:/bin SLURM_CONF=" + c.Conf + "\n"
 	slurmtest.Script(t, dir, "resume", env+c.PowerFunctions()+`
 echo "$1" >> `+resumed+`
@@ -106,6 +116,29 @@ for n in $(scontrol show hostnames "$1"); do suspend_slurmd "$n"; done`)
 		t.Errorf("ResumeProgram given %q; want cloud-1", b)
 	}
 
+	// A job on it, whose handler of SIGUSR1 writes a checkpoint and
+	// ends the job: sent it by Signal.
+	ckpt := filepath.Join(dir, "checkpoint")
+	job := slurmtest.Script(t, dir, "job", `trap 'echo "$SLURM_JOB_ID" > `+ckpt+`; exit 0' USR1
+sleep 3600 &
+wait $!`)
+	out, err := c.Command(ctx, "sbatch", "--parsable", "-w", "cloud-1", "--gres=gpu:1", "-o", "/dev/null", job).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sbatch: %v: %s", err, out)
+	}
+	id := strings.TrimSpace(string(out))
+	waitNode("cloud-1", "running the job", func(n Node) bool { return n.State == "MIXED" })
+	if err := ctl.Signal(ctx, []string{id}, "USR1"); err != nil {
+		t.Fatal(err)
+	}
+	waitNode("cloud-1", "idle, the job ended", func(n Node) bool { return n.State == "IDLE" && !n.HasFlag("COMPLETING") })
+	if b, _ := os.ReadFile(ckpt); strings.TrimSpace(string(b)) != id {
+		t.Errorf("checkpoint %q; want job %s's handler to have written its ID", b, id)
+	}
+	if err := ctl.Signal(ctx, []string{"999999"}, "USR1"); err == nil || !strings.Contains(err.Error(), "scancel --signal=USR1 --batch 999999") {
+		t.Errorf("signal to a job the cluster has not: %v", err)
+	}
+
 	if err := ctl.Drain(ctx, []string{"cloud-1"}, "scale-in: \"idle\"\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +162,7 @@ for n in $(scontrol show hostnames "$1"); do suspend_slurmd "$n"; done`)
 		t.Errorf("cloud-1's slurmd not stopped: %v", err)
 	}
 
-	err := ctl.Drain(ctx, []string{"no-such-node"}, "x")
+	err = ctl.Drain(ctx, []string{"no-such-node"}, "x")
 	if err == nil || !strings.Contains(err.Error(), "scontrol update nodename=no-such-node state=DRAIN") || !strings.Contains(err.Error(), "exit 1") {
 		t.Errorf("drain of a node the cluster has not: %v", err)
 	}

@@ -56,6 +56,9 @@ type Job struct {
 	// NodeList is the nodes it runs on (a Slurm hostlist such as
 	// "gpu-[1-3]"), "" while pending.
 	NodeList string
+	// NotBatch is set for a job Slurm says has no batch script (salloc,
+	// srun: batch_flag false); false where it does not say.
+	NotBatch bool
 	// Tasks is how many jobs of this shape the record stands for: a
 	// pending job array's tasks not started yet ("--array=0-9"), at most
 	// its throttle; 1 for any other job. Each asks for the GPUs above.

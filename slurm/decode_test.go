@@ -98,7 +98,7 @@ func TestDecodeLaterReleases(t *testing.T) {
 	  {"job_id": 8, "job_state": ["RUNNING", "COMPLETING"], "state_reason": "None", "partition": "h100", "account": "cv", "qos": "",
 	   "user_name": "bo", "priority": 1, "node_count": 1, "tres_per_job": "cpu=4,gres/gpu=2", "submit_time": 1796563000,
 	   "eligible_time": 1796563000, "start_time": 1796563100, "time_limit": {"set": true, "infinite": false, "number": 60}, "nodes": "h-3",
-	   "array_job_id": {"set": true, "number": 5}, "array_task_id": {"set": true, "number": 3}}
+	   "array_job_id": {"set": true, "number": 5}, "array_task_id": {"set": true, "number": 3}, "batch_flag": false}
 	 ]}`
 	d, err := Decode([]byte(doc))
 	if err != nil {
@@ -114,6 +114,9 @@ func TestDecodeLaterReleases(t *testing.T) {
 	if a.ID != "7" || a.State != "PENDING" || a.Priority != 4000 || a.Nodes != 4 || a.GPUsPerNode != 8 || a.GPUType != "h100" ||
 		a.TimeLimit != 0 || !a.Start.IsZero() || a.QOS != "high" || a.GPUs() != 32 || !a.Eligible.Equal(time.Unix(1796563890, 0).UTC()) {
 		t.Errorf("job 7: %+v", a)
+	}
+	if a.NotBatch || !b.NotBatch {
+		t.Errorf("not batch: job 7 %v (batch_flag not given), job 8 %v (false); want false, true", a.NotBatch, b.NotBatch)
 	}
 	if b.ID != "8" || b.Array != "5_3" || b.State != "RUNNING" || b.GPUsPerJob != 2 || b.GPUs() != 2 || b.TimeLimit != time.Hour || !b.End().Equal(time.Unix(1796563100, 0).UTC().Add(time.Hour)) {
 		t.Errorf("job 8: %+v", b)

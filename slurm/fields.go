@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,10 @@ func decodeJob(f object, missing map[string]bool) Job {
 		QOS:       f.str(missing, at, "qos"),
 		User:      f.str(missing, at, "user_name"),
 		NodeList:  f.str(missing, at, "nodes"),
+	}
+	if v, ok := f["batch_flag"]; ok {
+		var batch bool
+		j.NotBatch = json.Unmarshal(v, &batch) == nil && !batch
 	}
 	id, _ := f.num(missing, at, "job_id")
 	j.ID = strconv.FormatInt(id, 10)

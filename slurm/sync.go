@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/slurm/hostlist"
 )
 
 // Op is a change Sync asks of a Slurm node.
@@ -59,9 +60,19 @@ type Change struct {
 
 // Request is a node Slurm powers up (POWERING_UP) for its jobs with no
 // instance behind it: its ResumeProgram's request, which the controller
-// serves by launching an instance as that node.
+// serves by launching an instance as that node in one of Pools, those
+// that have the name (the first that has capacity).
 type Request struct {
-	Pool, Node string
+	Pools []string
+	Node  string
+}
+
+// Checkpoint is a batch job Slurm runs on a node whose instance drains,
+// that no agent reports: the controller may ask it to checkpoint and end
+// through Slurm (scancel --signal --batch). Node is the draining node (a
+// job on several is listed for each that drains).
+type Checkpoint struct {
+	Job, Node, Pool string
 }
 
 // Untouched is a pool's node a sync leaves alone, and why.
@@ -71,9 +82,10 @@ type Untouched struct {
 
 // SyncResult is what Sync asks.
 type SyncResult struct {
-	Changes   []Change
-	Requested []Request
-	Untouched []Untouched
+	Changes    []Change
+	Requested  []Request
+	Untouched  []Untouched
+	Checkpoint []Checkpoint
 }
 
 // SyncInput is what Sync works from.
@@ -93,8 +105,10 @@ type SyncInput struct {
 	// or a change's outcome not settled): none of their nodes is changed
 	// or requested.
 	Unsure []string
-	// Slurm is what sinfo says of the nodes now.
+	// Slurm is what sinfo says of the nodes now, and Jobs what squeue
+	// says of the jobs.
 	Slurm []Node
+	Jobs  []Job
 }
 
 // Sync says what changes in Slurm make the pools' Slurm nodes
@@ -115,6 +129,11 @@ type SyncInput struct {
 //   - A node Untouchable says is not the controller's to change, or that
 //     sinfo does not list, is Untouched whatever its instance; a node
 //     powering down is left to finish.
+//   - A name pools share is one node: its instance is the one of that ID
+//     in any of them (two are Untouched), and a request is any of theirs.
+//     A name is left alone while any of its pools is Unsure.
+//   - Each running batch job on a draining instance's node that no
+//     instance's agent reports is to Checkpoint.
 //
 // Sync is pure: it reads its input and changes none of it.
 func Sync(in SyncInput) SyncResult {
@@ -123,11 +142,21 @@ func Sync(in SyncInput) SyncResult {
 	for i := range in.Slurm {
 		byName[in.Slurm[i].Name] = &in.Slurm[i]
 	}
-	type key struct{ pool, id string }
-	live := map[key]*fleet.Node{}
+	// Each name's pools, in the pools' order, and names in first use.
+	var names []string
+	pools := map[string][]string{}
+	for _, p := range in.Pools {
+		for _, name := range p.SlurmNodes {
+			if _, seen := pools[name]; !seen {
+				names = append(names, name)
+			}
+			pools[name] = append(pools[name], p.Name)
+		}
+	}
+	live := map[string][]*fleet.Node{}
 	for i := range in.Nodes {
-		if n := &in.Nodes[i]; n.State != fleet.Terminating {
-			live[key{n.Pool, n.ID}] = n
+		if n := &in.Nodes[i]; n.State != fleet.Terminating && slices.Contains(pools[n.ID], n.Pool) {
+			live[n.ID] = append(live[n.ID], n)
 		}
 	}
 	launching := make(map[string]bool, len(in.Launching))
@@ -138,63 +167,97 @@ func Sync(in SyncInput) SyncResult {
 	for _, n := range in.Draining {
 		draining[n] = true
 	}
-	for _, p := range in.Pools {
-		if slices.Contains(in.Unsure, p.Name) {
+	known := map[string]bool{} // jobs agents report, wherever they run
+	for i := range in.Nodes {
+		for _, j := range in.Nodes[i].Jobs {
+			known[j.ID] = true
+		}
+	}
+	for _, name := range names {
+		of := pools[name]
+		if slices.ContainsFunc(of, func(p string) bool { return slices.Contains(in.Unsure, p) }) {
 			continue
 		}
-		for _, name := range p.SlurmNodes {
-			sn := byName[name]
-			if sn == nil {
-				r.Untouched = append(r.Untouched, Untouched{p.Name, name, "not listed by sinfo: declare it State=CLOUD in slurm.conf and set PrivateData=cloud, so that a powered-down node is listed"})
-				continue
+		pool := of[0]
+		untouched := func(why string) { r.Untouched = append(r.Untouched, Untouched{pool, name, why}) }
+		sn := byName[name]
+		if sn == nil {
+			untouched("not listed by sinfo: declare it State=CLOUD in slurm.conf and set PrivateData=cloud, so that a powered-down node is listed")
+			continue
+		}
+		if why := Untouchable(sn); why != "" {
+			untouched(why)
+			continue
+		}
+		var n *fleet.Node
+		switch ns := live[name]; len(ns) {
+		case 0:
+		case 1:
+			n, pool = ns[0], ns[0].Pool
+		default:
+			untouched("an instance of this name in pools " + ns[0].Pool + " and " + ns[1].Pool + ": one node cannot be two instances")
+			continue
+		}
+		if sn.HasFlag("POWERING_DOWN") || sn.HasFlag("POWER_DOWN") {
+			continue // Slurm powers it down: it can be powered up after
+		}
+		booting := n != nil && n.State == fleet.Pending || n == nil && launching[name]
+		down := sn.HasFlag("POWERED_DOWN")
+		up := sn.HasFlag("POWERING_UP") || sn.HasFlag("POWER_UP")
+		ours := sn.HasFlag("DRAIN") // Untouchable says whose: ours
+		change := func(op Op, reason, why string) {
+			r.Changes = append(r.Changes, Change{Op: op, Node: name, Pool: pool, Reason: reason, Why: why})
+		}
+		switch {
+		case n != nil && (n.State == fleet.Draining || draining[name]):
+			if !ours && !down {
+				change(OpDrain, DrainReason, "its instance is draining")
 			}
-			if why := Untouchable(sn); why != "" {
-				r.Untouched = append(r.Untouched, Untouched{p.Name, name, why})
-				continue
-			}
-			if sn.HasFlag("POWERING_DOWN") || sn.HasFlag("POWER_DOWN") {
-				continue // Slurm powers it down: it can be powered up after
-			}
-			n := live[key{p.Name, name}]
-			booting := n != nil && n.State == fleet.Pending || n == nil && launching[name]
-			down := sn.HasFlag("POWERED_DOWN")
-			up := sn.HasFlag("POWERING_UP") || sn.HasFlag("POWER_UP")
-			ours := sn.HasFlag("DRAIN") // Untouchable says whose: ours
-			change := func(op Op, reason, why string) {
-				r.Changes = append(r.Changes, Change{Op: op, Node: name, Pool: p.Name, Reason: reason, Why: why})
+			r.Checkpoint = append(r.Checkpoint, unknownJobs(in.Jobs, known, n.Pool, name)...)
+		case n != nil || booting:
+			if ours && !down {
+				change(OpResume, "", "its instance serves again")
 			}
 			switch {
-			case n != nil && (n.State == fleet.Draining || draining[name]):
-				if !ours && !down {
-					change(OpDrain, DrainReason, "its instance is draining")
-				}
-			case n != nil || booting:
-				if ours && !down {
-					change(OpResume, "", "its instance serves again")
-				}
-				switch {
-				case down && !up && booting:
-					change(OpPowerUp, "", "its instance is launched")
-				case down && !up:
-					r.Untouched = append(r.Untouched, Untouched{p.Name, name, "powered down in Slurm while its instance runs: Slurm would ignore its slurmd, booted before a power-up now; power it up and restart its slurmd, or let the controller scale it in"})
-				}
-			case up && Busy(sn):
-				r.Requested = append(r.Requested, Request{Pool: p.Name, Node: name})
-			case up:
-				change(OpPowerDownForce, "", "powering up with no instance, launch or job")
-			case down:
-			case Busy(sn):
-				if !ours {
-					change(OpDrain, GoneReason, "it runs jobs and has no instance")
-				}
-				change(OpPowerDownASAP, "", "it runs jobs and has no instance: powered down when they end")
-			default:
-				change(OpPowerDown, "", "it has no instance")
+			case down && !up && booting:
+				change(OpPowerUp, "", "its instance is launched")
+			case down && !up:
+				untouched("powered down in Slurm while its instance runs: Slurm would ignore its slurmd, booted before a power-up now; power it up and restart its slurmd, or let the controller scale it in")
 			}
+		case up && Busy(sn):
+			r.Requested = append(r.Requested, Request{Pools: of, Node: name})
+		case up:
+			change(OpPowerDownForce, "", "powering up with no instance, launch or job")
+		case down:
+		case Busy(sn):
+			if !ours {
+				change(OpDrain, GoneReason, "it runs jobs and has no instance")
+			}
+			change(OpPowerDownASAP, "", "it runs jobs and has no instance: powered down when they end")
+		default:
+			change(OpPowerDown, "", "it has no instance")
 		}
 	}
 	sortChanges(r.Changes)
 	return r
+}
+
+// unknownJobs are the running batch jobs Slurm places on the node of
+// that name in pool that no agent reports (known), as Checkpoints in job
+// order.
+func unknownJobs(jobs []Job, known map[string]bool, pool, name string) []Checkpoint {
+	var out []Checkpoint
+	for i := range jobs {
+		j := &jobs[i]
+		if j.State != "RUNNING" || j.NotBatch || known[j.ID] {
+			continue
+		}
+		if on, err := hostlist.Expand(j.NodeList); err == nil && slices.Contains(on, name) {
+			out = append(out, Checkpoint{Job: j.ID, Node: name, Pool: pool})
+		}
+	}
+	slices.SortFunc(out, func(a, b Checkpoint) int { return cmp.Compare(a.Job, b.Job) })
+	return out
 }
 
 // Busy reports whether Slurm says jobs run on the node, or are placed on

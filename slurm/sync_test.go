@@ -54,7 +54,7 @@ func TestSync(t *testing.T) {
 		{"gone, jobs, our drain", nil, nil, []Node{drained(node("ALLOCATED"), "fleetcast: scale-in")}, ch(OpPowerDownASAP, "")},
 		{"gone, powered down", nil, nil, []Node{node("IDLE", "POWERED_DOWN")}, none},
 		{"no instance, Slurm powers it up for a job: requested", nil, nil, []Node{node("MIXED", "NOT_RESPONDING", "POWERING_UP")},
-			SyncResult{Requested: []Request{{Pool: "dgx", Node: "n1"}}}},
+			SyncResult{Requested: []Request{{Pools: []string{"dgx"}, Node: "n1"}}}},
 		{"no instance, powering up with no job: powered down at once", nil, nil, []Node{node("IDLE", "NOT_RESPONDING", "POWERING_UP")}, ch(OpPowerDownForce, "")},
 		{"no instance, about to power up with no job: powered down at once", nil, nil, []Node{node("IDLE", "POWER_UP", "POWERED_DOWN")}, ch(OpPowerDownForce, "")},
 		{"maintenance", nil, nil, []Node{node("IDLE", "MAINTENANCE")},
@@ -110,6 +110,76 @@ func TestSync(t *testing.T) {
 	}
 }
 
+// TestSyncShared: a name pools share is one node, whichever pool's
+// instance has it; its request is any of those pools'; it is left alone
+// while any of them is not observed, or two instances have it.
+func TestSyncShared(t *testing.T) {
+	pools := []fleet.Pool{{Name: "spot", SlurmNodes: []string{"n1", "n2"}}, {Name: "od", SlurmNodes: []string{"n1"}}}
+	down := Node{Name: "n2", State: "IDLE", Flags: []string{"POWERED_DOWN"}}
+	tests := []struct {
+		name   string
+		nodes  []fleet.Node
+		sn     Node
+		unsure []string
+		want   SyncResult
+	}{
+		{"the second pool's launch: powered up", []fleet.Node{{ID: "n1", Pool: "od", State: fleet.Pending}}, Node{Name: "n1", State: "IDLE", Flags: []string{"POWERED_DOWN"}}, nil,
+			SyncResult{Changes: []Change{{Op: OpPowerUp, Node: "n1", Pool: "od"}}}},
+		{"the second pool's instance drains", []fleet.Node{{ID: "n1", Pool: "od", State: fleet.Draining}}, Node{Name: "n1", State: "MIXED"}, nil,
+			SyncResult{Changes: []Change{{Op: OpDrain, Node: "n1", Pool: "od", Reason: DrainReason}}}},
+		{"requested: either pool", nil, Node{Name: "n1", State: "MIXED", Flags: []string{"POWERING_UP"}}, nil,
+			SyncResult{Requested: []Request{{Pools: []string{"spot", "od"}, Node: "n1"}}}},
+		{"gone from both", nil, Node{Name: "n1", State: "IDLE"}, nil,
+			SyncResult{Changes: []Change{{Op: OpPowerDown, Node: "n1", Pool: "spot"}}}},
+		{"one of its pools not observed", nil, Node{Name: "n1", State: "IDLE"}, []string{"od"}, SyncResult{}},
+		{"an instance in each", []fleet.Node{{ID: "n1", Pool: "spot", State: fleet.Ready}, {ID: "n1", Pool: "od", State: fleet.Ready}}, Node{Name: "n1", State: "IDLE"}, nil,
+			SyncResult{Untouched: []Untouched{{"spot", "n1", "an instance of this name in pools spot and od: one node cannot be two instances"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Sync(SyncInput{Pools: pools, Nodes: tt.nodes, Unsure: tt.unsure, Slurm: []Node{tt.sn, down}})
+			for i := range got.Changes {
+				got.Changes[i].Why = ""
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestSyncCheckpoint: the running batch jobs Slurm has on a draining
+// instance's node that its agent does not report are to checkpoint, each
+// once, in job order; none on a node that does not drain.
+func TestSyncCheckpoint(t *testing.T) {
+	pools := []fleet.Pool{{Name: "dgx", SlurmNodes: []string{"n1", "n2"}}}
+	jobs := []Job{
+		{ID: "30", State: "RUNNING", NodeList: "n[1-2]"},             // across both
+		{ID: "4", State: "RUNNING", NodeList: "n1"},                  // on n1 alone
+		{ID: "5", State: "RUNNING", NodeList: "n1"},                  // its agent knows it
+		{ID: "6", State: "PENDING"},                                  // not placed
+		{ID: "7", State: "COMPLETING", NodeList: "n1"},               // ending
+		{ID: "8", State: "RUNNING", NodeList: "n2"},                  // n2 does not drain
+		{ID: "9", State: "RUNNING", NodeList: "gpu-[1-2]"},           // elsewhere
+		{ID: "10", State: "RUNNING", NodeList: "n1", NotBatch: true}, // salloc's
+		{ID: "31", State: "RUNNING", NodeList: "n[1-2]"},             // n2's agent knows it
+	}
+	nodes := []fleet.Node{
+		{ID: "n1", Pool: "dgx", State: fleet.Draining, Jobs: []fleet.Job{{ID: "5"}}},
+		{ID: "n2", Pool: "dgx", State: fleet.Ready, Jobs: []fleet.Job{{ID: "31"}}},
+	}
+	sn := []Node{{Name: "n1", State: "ALLOCATED", Flags: []string{"DRAIN"}, Reason: "fleetcast: scale-in"}, {Name: "n2", State: "ALLOCATED"}}
+	got := Sync(SyncInput{Pools: pools, Nodes: nodes, Slurm: sn, Jobs: jobs})
+	if want := []Checkpoint{{"30", "n1", "dgx"}, {"4", "n1", "dgx"}}; !reflect.DeepEqual(got.Checkpoint, want) {
+		t.Errorf("checkpoint %+v, want %+v", got.Checkpoint, want)
+	}
+	// Begun since the fleet was observed: n2's jobs too.
+	got = Sync(SyncInput{Pools: pools, Nodes: nodes, Draining: []string{"n2"}, Slurm: sn, Jobs: jobs})
+	if want := []Checkpoint{{"30", "n1", "dgx"}, {"4", "n1", "dgx"}, {"30", "n2", "dgx"}, {"8", "n2", "dgx"}}; !reflect.DeepEqual(got.Checkpoint, want) {
+		t.Errorf("with n2 draining: checkpoint %+v, want %+v", got.Checkpoint, want)
+	}
+}
+
 // TestSyncOrder: drains come first, then resumes, then power-downs, then
 // power-ups, each in the pools' and their names' order; nodes of no
 // pool are not touched.
@@ -156,12 +226,20 @@ func TestSyncProperties(t *testing.T) {
 		var sn []Node
 		var nodes []fleet.Node
 		var launching, unsure []string
+		listed := map[string]bool{}
 		for p := range 1 + rng.IntN(3) {
 			pool := fleet.Pool{Name: fmt.Sprintf("p%d", p)}
 			for k := range rng.IntN(6) {
 				name := fmt.Sprintf("p%d-%d", p, k)
+				if p > 0 && rng.IntN(3) == 0 {
+					name = fmt.Sprintf("p0-%d", k) // shared with p0, where it may be
+				}
+				if slices.Contains(pool.SlurmNodes, name) {
+					continue
+				}
 				pool.SlurmNodes = append(pool.SlurmNodes, name)
-				if rng.IntN(10) > 0 {
+				if !listed[name] && rng.IntN(10) > 0 {
+					listed[name] = true
 					n := Node{Name: name, State: states[rng.IntN(len(states))], Flags: slices.Clone(flagSets[rng.IntN(len(flagSets))])}
 					if rng.IntN(2) == 0 {
 						n.Flags, n.Reason = append(n.Flags, "DRAIN"), reasons[rng.IntN(len(reasons))]
@@ -188,16 +266,19 @@ func TestSyncProperties(t *testing.T) {
 		for _, n := range sn {
 			byName[n.Name] = n
 		}
-		inPool := map[string]bool{} // of a pool observed
+		inPool := map[string]bool{} // of pools all observed
 		for _, p := range pools {
 			for _, n := range p.SlurmNodes {
-				inPool[n] = !slices.Contains(unsure, p.Name)
+				seen, was := inPool[n]
+				inPool[n] = (seen || !was) && !slices.Contains(unsure, p.Name)
 			}
 		}
 		liveOrLaunching := map[string]bool{}
+		instances := map[string]int{}
 		for _, n := range nodes {
 			if n.State != fleet.Terminating {
 				liveOrLaunching[n.ID] = true
+				instances[n.ID]++
 			}
 		}
 		for _, n := range launching {
@@ -224,6 +305,8 @@ func TestSyncProperties(t *testing.T) {
 				t.Fatalf("seed %d: %s: powered up without an instance, or not powered down (%+v)", seed, k, n)
 			case c.Op == OpDrain && c.Reason == "":
 				t.Fatalf("seed %d: %s: a drain without a reason", seed, k)
+			case instances[c.Node] > 1:
+				t.Fatalf("seed %d: %s: a node two instances have", seed, k)
 			case seen[k]:
 				t.Fatalf("seed %d: %s twice", seed, k)
 			}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,17 +15,20 @@ import (
 	"github.com/fleetcast/autoscaler/slurm"
 )
 
-// TestRunSlurmNodes runs the controller (`run`) on a pool that is a real
-// Slurm cluster's cloud nodes dgx-[1-3], servers the example commands
-// plugin powers on and off (racks.sh, whose power-on starts the server's
-// slurmd as its node and whose power-off stops it), each with a real
-// agent (on go-nvml's mock DGX A100) once on; Slurm's resume and
-// suspend programs are `autoscaler slurm resume|suspend`, which hand
-// their hostlists to the controller. An administrator has drained dgx-3.
+// TestRunSlurmNodes runs the controller (`run`) on two pools that share
+// a real Slurm cluster's cloud nodes dgx-[1-3]: dgx-spot, the cheaper,
+// always out of capacity, and dgx, servers the example commands plugin
+// powers on and off (racks.sh, whose power-on starts the server's slurmd
+// as its node and whose power-off stops it), each with a real agent (on
+// go-nvml's mock DGX A100) once on; Slurm's resume and suspend programs
+// are `autoscaler slurm resume|suspend`, which hand their hostlists to
+// the controller. Jobs no agent knows are asked to checkpoint with
+// SIGUSR1 (slurm.signal_jobs). An administrator has drained dgx-3.
 //
 //  1. Demand that no Slurm job has yet (a push) launches a server: dgx-1
-//     is powered up in Slurm before the launch, and is up with no job
-//     placed on it.
+//     is powered up in Slurm before the launch in dgx-spot, which is
+//     refused, and is launched in dgx, powered up still; it is up with
+//     no job placed on it.
 //  2. A job pinned to dgx-1 runs there; another, that no node up can
 //     take, is placed by Slurm on dgx-2, powered down, which Slurm
 //     powers up: the controller launches that server by name, and the
@@ -32,8 +36,10 @@ import (
 //  3. The controller restarts: nothing is launched again.
 //  4. dgx-1's job ends: the server is drained in Slurm and by its agent,
 //     powered off, and powered down in Slurm. dgx-2, idle as its agent
-//     sees it, is drained too, but not powered off while Slurm runs its
-//     job; once it ends, it is. No node goes DOWN.
+//     sees it, is drained too; its job is sent SIGUSR1 by Slurm, and its
+//     handler writes a checkpoint and ends the job three seconds later;
+//     only then is dgx-2 powered off and powered down. No node goes
+//     DOWN.
 //
 // dgx-3 is never touched.
 func TestRunSlurmNodes(t *testing.T) {
@@ -57,14 +63,16 @@ func TestRunSlurmNodes(t *testing.T) {
 	// gpu-1, the one static node, is full.
 	c.Submit(t, "--gres=gpu:8", "-w", "gpu-1")
 
-	racks := filepath.Join(dir, "racks")
-	if err := os.MkdirAll(racks, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	racks, spotRacks := filepath.Join(dir, "racks"), filepath.Join(dir, "spot-racks")
 	servers := []string{"dgx-1", "dgx-2", "dgx-3"}
-	for _, s := range servers {
-		if err := os.WriteFile(filepath.Join(racks, s), []byte("off\n"), 0o600); err != nil {
+	for _, rd := range []string{racks, spotRacks} {
+		if err := os.MkdirAll(rd, 0o700); err != nil {
 			t.Fatal(err)
+		}
+		for _, s := range servers {
+			if err := os.WriteFile(filepath.Join(rd, s), []byte("off\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	script, err := filepath.Abs("../../examples/plugins/commands/racks.sh")
@@ -72,13 +80,16 @@ func TestRunSlurmNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The servers' power: racks.sh, then each server's slurmd started (two
-	// seconds on, as a server boots) or stopped.
+	// seconds on, as a server boots) or stopped, each logged with its
+	// time. The spot pool has no capacity: its power-on exits 75.
 	power := slurmtest.Script(t, dir, "power", "export PATH=/usr/sbin:/usr/bin:/sbin:/bin\n"+c.PowerFunctions()+`
 cmd=$1
 [ "$cmd" = list ] && exec `+script+` list
+[ "$FLEETCAST_POOL" = dgx-spot ] && [ "$cmd" = power-on ] && { echo "no spot capacity" >&2; exit 75; }
 `+script+` "$@" || exit $?
 shift
 for n in "$@"; do
+	echo "$cmd $n $(date +%s.%N)" >> `+dir+`/power.log
 	case $cmd in
 	power-on) (sleep 2; resume_slurmd "$n") </dev/null >/dev/null 2>&1 & ;;
 	power-off) suspend_slurmd "$n" ;;
@@ -87,6 +98,21 @@ done`)
 	bin, sum := commandsPlugin(t)
 	conf := filepath.Join(dir, "fleet.hcl")
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(`
+pool "dgx-spot" {
+  provider       = "plugin"
+  plugin         = "racks"
+  instance_type  = "dgx-a100"
+  gpus_per_node  = 8
+  price_per_hour = 3.00
+  lead_time      = "30s"
+  max            = 3
+  target {
+    rack_dir = %q
+  }
+  slurm {
+    nodes = "dgx-[1-3]"
+  }
+}
 pool "dgx" {
   provider       = "plugin"
   plugin         = "racks"
@@ -112,11 +138,12 @@ plugin "racks" {
   }
 }
 slurm {
-  conf     = %q
-  interval = "1s"
-  timeout  = "5s"
+  conf        = %q
+  interval    = "1s"
+  timeout     = "5s"
+  signal_jobs = "USR1"
   partition "train" {
-    pools = ["dgx"]
+    pools = ["dgx-spot", "dgx"]
   }
 }
 limits {
@@ -137,7 +164,7 @@ controller {
   state_dir     = %q
   agent_timeout = "30s"
 }
-`, racks, bin, sum, power, power, power, c.Conf, addr, filepath.Join(dir, "state"))), 0o600); err != nil {
+`, spotRacks, racks, bin, sum, power, power, power, c.Conf, addr, filepath.Join(dir, "state"))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	nodes := func() map[string]slurm.Node {
@@ -238,7 +265,12 @@ wait $pid`)
 	ctl.api("POST", "/v1/demand", `{"source": "ops", "pending": []}`)
 	sbatch("-w", "dgx-1")
 	ctl.waitFor("a job running on dgx-1", time.Minute, func() bool { return jobsOn("dgx-1") == 1 })
-	if out, err := c.Command(ctx, "sbatch", "-p", "train", "--gres=gpu:8", "--wrap", "sleep 3600").CombinedOutput(); err != nil {
+	// A job no agent knows, whose handler of SIGUSR1 writes a checkpoint
+	// and ends the job three seconds later, each logged with its time.
+	checkpointing := slurmtest.Script(t, dir, "checkpointing", `trap 'echo "checkpoint $(date +%s.%N)" >> `+dir+`/job.log; sleep 3; echo "end $(date +%s.%N)" >> `+dir+`/job.log; exit 0' USR1
+sleep 3600 &
+wait $!`)
+	if out, err := c.Command(ctx, "sbatch", "-p", "train", "--gres=gpu:8", "-o", filepath.Join(dir, "checkpointing-%j.out"), checkpointing).CombinedOutput(); err != nil {
 		t.Fatalf("sbatch: %v: %s", err, out)
 	}
 	ctl.waitFor("dgx-2 on", time.Minute, func() bool { return on("dgx-2") })
@@ -267,19 +299,31 @@ wait $pid`)
 		return func() bool { n := nodes()[node]; return !on(node) && n.HasFlag("POWERED_DOWN") }
 	}
 	ctl.waitFor("dgx-1 off, and powered down in Slurm", 3*time.Minute, off("dgx-1"))
-	ctl.waitFor("dgx-2 drained in Slurm", 3*time.Minute, func() bool {
-		if !on("dgx-2") {
-			t.Fatalf("dgx-2 powered off while Slurm runs its job, not registered with its agent\n%s", ctl.output())
-		}
-		n := nodes()["dgx-2"]
-		return n.HasFlag("DRAIN") && n.Reason == "fleetcast: scale-in"
-	})
-	time.Sleep(5 * time.Second)
-	if !on("dgx-2") || jobsOn("dgx-2") != 1 {
-		t.Fatalf("dgx-2 on %v with %d jobs, its job not registered with its agent; want it on, the job running\n%s", on("dgx-2"), jobsOn("dgx-2"), ctl.output())
-	}
-	scancel("dgx-2")
 	ctl.waitFor("dgx-2 off, and powered down in Slurm", 3*time.Minute, off("dgx-2"))
+	// The job's checkpoint, and its end, came before dgx-2's power-off.
+	times := func(file string) map[string]float64 {
+		b, _ := os.ReadFile(filepath.Join(dir, file))
+		out := map[string]float64{}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				continue
+			}
+			at, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", file, line, err)
+			}
+			out[strings.Join(f[:len(f)-1], " ")] = at
+		}
+		return out
+	}
+	jt, pw := times("job.log"), times("power.log")
+	if jt["checkpoint"] == 0 || jt["end"] < jt["checkpoint"]+3 || pw["power-off dgx-2"] < jt["end"] {
+		t.Errorf("dgx-2's job checkpointed at %.1f, ended at %.1f, dgx-2 powered off at %.1f; want a checkpoint, the end 3 s on, then the power-off", jt["checkpoint"], jt["end"], pw["power-off dgx-2"])
+	}
+	if pw["power-on dgx-1"] == 0 || pw["power-on dgx-2"] == 0 || pw["power-off dgx-1"] == 0 {
+		t.Errorf("power log %v: want dgx-1 and dgx-2 powered on, then off", pw)
+	}
 	n := nodes()
 	for _, name := range servers {
 		if n[name].State == "DOWN" {
@@ -300,8 +344,11 @@ wait $pid`)
 	}
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`slurm resume: nodes=dgx-2\b`),
-		regexp.MustCompile(`powered up for a launch: pool=dgx nodes=dgx-1`),
-		regexp.MustCompile(`slurm node left alone: pool=dgx node=dgx-3 why="drained in Slurm by someone else \(reason: bad HBM\)"`),
+		regexp.MustCompile(`powered up for a launch: pool=dgx-spot nodes=dgx-1`),
+		regexp.MustCompile(`launch +1 x dgx-a100 in dgx-spot REFUSED by the cloud, pool backed off: [^\n]*no spot capacity`),
+		regexp.MustCompile(`launch +1 x dgx-a100 in dgx: `),
+		regexp.MustCompile(`slurm job asked to checkpoint: job=\d+ node=dgx-2 pool=dgx signal=USR1`),
+		regexp.MustCompile(`slurm node left alone: pool=dgx-spot node=dgx-3 why="drained in Slurm by someone else \(reason: bad HBM\)"`),
 		regexp.MustCompile(`slurm node change: op=drain nodes=dgx-1\b`),
 		regexp.MustCompile(`slurm node change: op=drain nodes=dgx-2\b|op=drain nodes=dgx-\[1-2\]`),
 		regexp.MustCompile(`slurm node change: op=power_down nodes=dgx-`),
@@ -311,6 +358,9 @@ wait $pid`)
 		if !want.MatchString(got) {
 			t.Errorf("the controller's output has no line matching %s:\n%s", want, got)
 		}
+	}
+	if regexp.MustCompile(`powered up for a launch: pool=dgx nodes=dgx-1|power_down_force nodes=dgx-1`).MatchString(got) {
+		t.Errorf("dgx-1, refused in dgx-spot, powered up again for dgx, or powered down between:\n%s", got)
 	}
 	if strings.Contains(got, "dgx-3 in dgx") || regexp.MustCompile(`slurm node change: [^\n]*dgx-3`).MatchString(got) {
 		t.Errorf("dgx-3 touched:\n%s", got)

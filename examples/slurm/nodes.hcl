@@ -3,8 +3,11 @@
 # examples/plugins/commands/racks.sh) and has Slurm follow (docs/slurm.md:
 # pools of Slurm nodes): a server it powers on is powered up in Slurm
 # first, so that its slurmd registers as its node; one it drains is
-# drained in Slurm; one it powers off is powered down in Slurm. A job
-# Slurm places on a powered-down node is a request for that server.
+# drained in Slurm, and its batch jobs that no agent knows are sent
+# SIGUSR1 to checkpoint (signal_jobs); one it powers off is powered down
+# in Slurm. A job Slurm places on a powered-down node is a request for
+# that server. (Another pool of alike servers may name the same nodes:
+# the two then fall back to each other when one has no capacity.)
 #
 #   bin/autoscaler validate -config examples/slurm/nodes.hcl
 #
@@ -22,6 +25,8 @@
 #   SuspendProgram=/etc/slurm/fleetcast-suspend
 #   ResumeTimeout=2400
 #   SuspendTime=604800
+#   SuspendExcNodes=dgx-[01-16]
+#   ReturnToService=2
 #   PrivateData=cloud
 #
 # Each server's slurmd starts at boot as its node (slurmd -N dgx-07), and
@@ -57,7 +62,8 @@ pool "dgx-h100" {
 }
 
 slurm {
-  conf = "/etc/slurm/slurm.conf"
+  conf        = "/etc/slurm/slurm.conf"
+  signal_jobs = "USR1" # the jobs' batch scripts checkpoint on it
 
   partition "train" {
     pools = ["dgx-h100"]

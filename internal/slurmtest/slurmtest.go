@@ -48,6 +48,9 @@ type Options struct {
 	CloudNodes      []string
 	Resume, Suspend string
 	ResumeTimeout   time.Duration
+	// Conf is more of slurm.conf, lines before the nodes
+	// ("SuspendExcNodes=cloud-1\n").
+	Conf string
 }
 
 // Cluster is a running test cluster.
@@ -198,6 +201,7 @@ SlurmctldTimeout=30
 SlurmdTimeout=30
 MessageTimeout=5
 `, base, base+1, c.Dir)
+	conf.WriteString(c.o.Conf)
 	for i, n := range c.o.Nodes {
 		fmt.Fprintf(&conf, "NodeName=%s NodeHostname=localhost NodeAddr=127.0.0.1 Port=%d CPUs=2 RealMemory=1000 Gres=gpu:%s:%d State=UNKNOWN\n",
 			n, base+2+i, c.o.GPUType, c.o.GPUs)

@@ -105,8 +105,8 @@ type commands struct {
 	act sync.Mutex
 	mu  sync.Mutex
 	cfg settings
-	// seen is when each powered-on server was first listed so, for those
-	// whose list gives no "since".
+	// seen is when each powered-on server was first listed so, by pool
+	// and name (seenKey), for those whose list gives no "since".
 	seen map[string]time.Time
 	now  func() time.Time
 	log  hclog.Logger
@@ -371,16 +371,16 @@ func (c *commands) Describe(ctx context.Context, pool fleet.Pool) (sdk.Group, er
 		case stateStopping:
 			state = sdk.InstanceTerminating
 		default:
-			delete(c.seen, n.Name) // powered off: a new launch next time
+			delete(c.seen, seenKey(pool, n.Name)) // powered off: a new launch next time
 			continue
 		}
 		if state != sdk.InstanceTerminating {
 			g.Target++
 		}
-		at, ok := c.seen[n.Name]
+		at, ok := c.seen[seenKey(pool, n.Name)]
 		if !ok {
 			at = c.now().UTC().Truncate(time.Second)
-			c.seen[n.Name] = at
+			c.seen[seenKey(pool, n.Name)] = at
 		}
 		if n.Since != "" {
 			at, _ = time.Parse(time.RFC3339, n.Since) // parseList checked it
@@ -389,6 +389,11 @@ func (c *commands) Describe(ctx context.Context, pool fleet.Pool) (sdk.Group, er
 	}
 	return g, nil
 }
+
+// seenKey is a server's key in commands.seen: its pool's name and its
+// own, as pools may name their servers alike (Slurm nodes that two pools
+// share).
+func seenKey(pool fleet.Pool, name string) string { return pool.Name + "\x00" + name }
 
 // Launch powers on free servers until the servers booting or on reach the
 // target: those the request names, where it names any, else in name order.

@@ -199,6 +199,33 @@ func TestLaunchNames(t *testing.T) {
 	}
 }
 
+// TestSharedNames: two pools whose servers have the same names (Slurm
+// nodes that two pools share) keep each its own launch times: one
+// listing a server off does not make the other's, on, a new launch.
+func TestSharedNames(t *testing.T) {
+	ctx := context.Background()
+	c, a, _ := rack(t, map[string]string{"gpu-01": "on"}, nil)
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "gpu-01"), []byte("off\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := a
+	b.Name, b.Settings = "spot", plugin.Settings{Plugin: "racks", Target: map[string]any{"rack_dir": other}}
+	start := c.now()
+	now := start
+	c.now = func() time.Time { return now }
+	for range 3 {
+		g, err := c.Describe(ctx, a)
+		if err != nil || len(g.Instances) != 1 || !g.Instances[0].LaunchedAt.Equal(start) {
+			t.Fatalf("Describe(%s) at %v = %+v, %v; want gpu-01 launched at %v", a.Name, now, g, err, start)
+		}
+		if g, err := c.Describe(ctx, b); err != nil || len(g.Instances) != 0 {
+			t.Fatalf("Describe(%s) = %+v, %v; want no instance", b.Name, g, err)
+		}
+		now = now.Add(time.Minute)
+	}
+}
+
 // script writes an executable shell script.
 func script(t *testing.T, body string) string {
 	t.Helper()
