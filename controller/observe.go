@@ -66,7 +66,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, f *cycleFleet, 
 		st.Pools = append(st.Pools, pr.Status)
 		for k := range pr.Instances {
 			in := &pr.Instances[k]
-			n := fleet.Node{ID: in.ID, Pool: name, Zone: in.Zone, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID], Machine: in.Machine}
+			n := fleet.Node{ID: in.ID, Pool: name, Zone: in.Zone, Address: in.Address, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID], Machine: in.Machine}
 			healthy := c.agents.Observe(&n)
 			ends.Apply(&n)
 			if healthy && c.ready[in.ID].IsZero() && !c.dryRun {

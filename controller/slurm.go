@@ -98,7 +98,7 @@ func NewSlurmSource(o SlurmOptions) (*SlurmSource, error) {
 		degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fleetcast_slurm_degraded",
 			Help: "1 while the latest read of the Slurm cluster failed (or none has been made yet), else 0."}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_slurm_node_changes_total",
-			Help: "Changes made to the Slurm nodes of pools that are Slurm nodes (scontrol update), by op (power_up, power_down, power_down_asap, power_down_force, drain, resume) and result (ok, error)."}, []string{"op", "result"}),
+			Help: "Changes made to the Slurm nodes of pools that are Slurm nodes (scontrol update), by op (power_up, power_down, power_down_asap, power_down_force, drain, resume, set_address) and result (ok, error)."}, []string{"op", "result"}),
 		signals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_slurm_job_signals_total",
 			Help: "Jobs on draining Slurm nodes, unknown to the nodes' agents, asked to checkpoint with the slurm block's signal_jobs (scancel --signal --batch), by result (ok, error)."}, []string{"result"}),
 		failure: "not read yet",

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -93,7 +94,7 @@ func (s *SlurmSource) SetFleet(now time.Time, nodes []fleet.Node, pools []fleet.
 	for i := range nodes {
 		n := &nodes[i]
 		if p := s.namedPool(n.Pool); p != nil {
-			k := fleet.Node{ID: n.ID, Pool: n.Pool, State: n.State}
+			k := fleet.Node{ID: n.ID, Pool: n.Pool, State: n.State, Address: n.Address}
 			for _, j := range n.Jobs { // their IDs: jobs the agent knows
 				k.Jobs = append(k.Jobs, fleet.Job{ID: j.ID})
 			}
@@ -440,16 +441,16 @@ func (s *SlurmSource) requestedDemand() []PendingDemand {
 }
 
 // applyChanges makes the changes, one scontrol call for each run of
-// changes of the same op and reason, and, where that call fails, one for
-// each of its nodes, so that one bad node holds up no other; a failure is
-// logged and counted, and the next read tries again. A node whose drain
-// failed is not powered down as its jobs end: Slurm would drain it with
-// a reason of its own, which reads as someone else's.
+// changes of the same op, reason and address, and, where that call fails,
+// one for each of its nodes, so that one bad node holds up no other; a
+// failure is logged and counted, and the next read tries again. A node
+// whose drain failed is not powered down as its jobs end: Slurm would
+// drain it with a reason of its own, which reads as someone else's.
 func (s *SlurmSource) applyChanges(ctx context.Context, changes []slurm.Change) {
 	undrained := map[string]bool{}
 	for i := 0; i < len(changes); {
 		j := i + 1
-		for j < len(changes) && changes[j].Op == changes[i].Op && changes[j].Reason == changes[i].Reason {
+		for j < len(changes) && changes[j].Op == changes[i].Op && changes[j].Reason == changes[i].Reason && changes[j].Address == changes[i].Address {
 			j++
 		}
 		var group []slurm.Change
@@ -474,8 +475,8 @@ func (s *SlurmSource) applyChanges(ctx context.Context, changes []slurm.Change) 
 	}
 }
 
-// change makes one scontrol call for changes of one op and reason, and
-// logs and counts it.
+// change makes one scontrol call for changes of one op and reason (one
+// per node for addresses), and logs and counts it.
 func (s *SlurmSource) change(ctx context.Context, group []slurm.Change) error {
 	names := make([]string, len(group))
 	var whys []string
@@ -500,6 +501,10 @@ func (s *SlurmSource) change(ctx context.Context, group []slurm.Change) error {
 		err = c.PowerDownForce(ctx, names)
 	case slurm.OpPowerUp:
 		err = c.PowerUp(ctx, names)
+	case slurm.OpSetAddress:
+		for _, n := range names {
+			err = cmp.Or(err, c.SetAddress(ctx, n, group[0].Address, ""))
+		}
 	}
 	if err != nil {
 		if len(group) == 1 {

@@ -129,6 +129,9 @@ type Node struct {
 	// Zone is the zone the cloud placed the node in, as its group lists
 	// it; empty if unknown.
 	Zone string `json:"zone,omitempty"`
+	// Address is where the node is reached on the cluster's network, as
+	// its cloud lists it (providers.Instance.Address); empty if unknown.
+	Address string `json:"address,omitempty"`
 	// LaunchFailing is the cloud's reason it is failing to create a
 	// pending node (a zone out of GPUs, a quota), as the cloud reports it
 	// while it keeps retrying (providers.Instance.Failing); empty otherwise.

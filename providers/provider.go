@@ -9,6 +9,7 @@ package providers
 
 import (
 	"context"
+	"net"
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
@@ -153,6 +154,10 @@ type Instance struct {
 	// numeric ID: a managed instance group recreates a VM under its name);
 	// empty otherwise.
 	Machine string
+	// Address is where the instance is reached on the cluster's network
+	// (an IP address or a host name), where its cloud says; empty
+	// otherwise. A pool of Slurm nodes has Slurm reach the node there.
+	Address string
 	// Stopped is set on an instance its cloud has stopped (an EC2 instance
 	// stopped, a Compute Engine instance stopped or suspended): its State
 	// is InstanceTerminating, as it does no work, but it holds no GPUs and
@@ -164,6 +169,24 @@ type Instance struct {
 	// ShouldBackOff holds. The cloud keeps retrying, but the capacity is
 	// not coming while it fails.
 	Failing error
+}
+
+// ValidAddress reports whether addr is an IP address or a host name (at
+// most 253 characters of letters, digits, '.', '-' and '_'): what
+// Instance.Address may hold, and what may be handed to other programs.
+func ValidAddress(addr string) bool {
+	if net.ParseIP(addr) != nil {
+		return true
+	}
+	if addr == "" || len(addr) > 253 || addr[0] == '-' || addr[0] == '.' {
+		return false
+	}
+	for _, r := range addr {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // OfFleet reports whether the instance may be the named fleet's: tagged

@@ -152,6 +152,10 @@ type (
 	RefusedError              = providers.RefusedError
 )
 
+// ValidAddress reports whether an address is one an Instance may hold:
+// an IP address or a host name.
+func ValidAddress(addr string) bool { return providers.ValidAddress(addr) }
+
 // ProtocolVersion is the version of the protocol this SDK speaks.
 const ProtocolVersion = plugin.ProtocolVersion
 

@@ -33,10 +33,13 @@ const (
 	// OpPowerUp powers up a node whose instance the controller launched,
 	// so that Slurm places jobs on it as soon as its slurmd registers.
 	OpPowerUp Op = "power_up"
+	// OpSetAddress tells Slurm where a live instance's node is reached
+	// (scontrol update nodeaddr=), as its cloud lists it.
+	OpSetAddress Op = "set_address"
 )
 
 // opOrder is each Op's place in a sync.
-var opOrder = map[Op]int{OpDrain: 0, OpResume: 1, OpPowerDownASAP: 2, OpPowerDown: 3, OpPowerDownForce: 4, OpPowerUp: 5}
+var opOrder = map[Op]int{OpDrain: 0, OpResume: 1, OpPowerDownASAP: 2, OpPowerDown: 3, OpPowerDownForce: 4, OpPowerUp: 5, OpSetAddress: 6}
 
 // DrainReason is the reason, after ReasonPrefix, of the drains Sync asks
 // for: a node whose instance the controller drains.
@@ -52,8 +55,9 @@ type Change struct {
 	Op   Op
 	Node string
 	Pool string
-	// Reason is an OpDrain's reason (after ReasonPrefix).
-	Reason string
+	// Reason is an OpDrain's reason (after ReasonPrefix); Address an
+	// OpSetAddress's address.
+	Reason, Address string
 	// Why says why, for the log.
 	Why string
 }
@@ -117,7 +121,9 @@ type SyncInput struct {
 //   - A booting instance's node (or a launch's) is powered up if Slurm has
 //     it powered down. A running instance's node that Slurm has powered
 //     down is left alone: its slurmd booted before any power-up made
-//     now, which Slurm ignores (it would mark the node DOWN).
+//     now, which Slurm ignores (it would mark the node DOWN). A live
+//     instance's address, where its cloud lists one, is set as its
+//     node's (OpSetAddress), but on a node left alone.
 //   - A live instance's node is drained (DrainReason) while the instance
 //     drains, and a drain of the controller's is ended otherwise.
 //   - A node with no instance, or whose instance is terminating, is
@@ -223,6 +229,10 @@ func Sync(in SyncInput) SyncResult {
 				change(OpPowerUp, "", "its instance is launched")
 			case down && !up:
 				untouched("powered down in Slurm while its instance runs: Slurm would ignore its slurmd, booted before a power-up now; power it up and restart its slurmd, or let the controller scale it in")
+				continue
+			}
+			if n != nil && n.Address != "" && n.Address != sn.Address {
+				r.Changes = append(r.Changes, Change{Op: OpSetAddress, Node: name, Pool: pool, Address: n.Address, Why: "its instance is reached at " + n.Address})
 			}
 		case up && Busy(sn):
 			r.Requested = append(r.Requested, Request{Pools: of, Node: name})

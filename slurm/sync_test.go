@@ -220,6 +220,7 @@ func TestSyncProperties(t *testing.T) {
 		{"COMPLETING"}, {"NOT_RESPONDING"}, {"FAIL"}, {"MAINTENANCE"}, {"REBOOT_REQUESTED"}, {"INVALID_REG"}, {"RESERVED"}}
 	reasons := []string{"", "fleetcast: scale-in", "fleetcast: no instance", "bad HBM", "POWER_DOWN_ASAP", "Fleetcast: x"}
 	nodeStates := []fleet.NodeState{fleet.Pending, fleet.Ready, fleet.Draining, fleet.Terminating}
+	addrs := []string{"", "10.0.0.1", "10.0.0.2"}
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 49))
 		var pools []fleet.Pool
@@ -240,7 +241,7 @@ func TestSyncProperties(t *testing.T) {
 				pool.SlurmNodes = append(pool.SlurmNodes, name)
 				if !listed[name] && rng.IntN(10) > 0 {
 					listed[name] = true
-					n := Node{Name: name, State: states[rng.IntN(len(states))], Flags: slices.Clone(flagSets[rng.IntN(len(flagSets))])}
+					n := Node{Name: name, State: states[rng.IntN(len(states))], Flags: slices.Clone(flagSets[rng.IntN(len(flagSets))]), Address: addrs[rng.IntN(len(addrs))]}
 					if rng.IntN(2) == 0 {
 						n.Flags, n.Reason = append(n.Flags, "DRAIN"), reasons[rng.IntN(len(reasons))]
 					}
@@ -248,7 +249,7 @@ func TestSyncProperties(t *testing.T) {
 				}
 				switch rng.IntN(4) {
 				case 0:
-					nodes = append(nodes, fleet.Node{ID: name, Pool: pool.Name, State: nodeStates[rng.IntN(len(nodeStates))]})
+					nodes = append(nodes, fleet.Node{ID: name, Pool: pool.Name, State: nodeStates[rng.IntN(len(nodeStates))], Address: addrs[rng.IntN(len(addrs))]})
 				case 1:
 					launching = append(launching, name)
 				}
@@ -275,10 +276,12 @@ func TestSyncProperties(t *testing.T) {
 		}
 		liveOrLaunching := map[string]bool{}
 		instances := map[string]int{}
+		addrOf := map[string]string{}
 		for _, n := range nodes {
 			if n.State != fleet.Terminating {
 				liveOrLaunching[n.ID] = true
 				instances[n.ID]++
+				addrOf[n.ID] = n.Address
 			}
 		}
 		for _, n := range launching {
@@ -305,6 +308,8 @@ func TestSyncProperties(t *testing.T) {
 				t.Fatalf("seed %d: %s: powered up without an instance, or not powered down (%+v)", seed, k, n)
 			case c.Op == OpDrain && c.Reason == "":
 				t.Fatalf("seed %d: %s: a drain without a reason", seed, k)
+			case c.Op == OpSetAddress && (c.Address == "" || c.Address != addrOf[c.Node] || c.Address == n.Address):
+				t.Fatalf("seed %d: %s to %q: not its live instance's address (%q), or Slurm's already (%q)", seed, k, c.Address, addrOf[c.Node], n.Address)
 			case instances[c.Node] > 1:
 				t.Fatalf("seed %d: %s: a node two instances have", seed, k)
 			case seen[k]:
@@ -318,5 +323,42 @@ func TestSyncProperties(t *testing.T) {
 				t.Fatalf("seed %d: %s requested, but it has an instance or a launch, is of a pool not observed, or no job waits on it (%+v)", seed, r.Node, n)
 			}
 		}
+	}
+}
+
+// TestSyncAddress: a live instance's address, where its cloud lists one,
+// is set as its node's in Slurm, after a power-up; not where Slurm has
+// it already, where the instance lists none, nor on a node left alone.
+func TestSyncAddress(t *testing.T) {
+	pools := []fleet.Pool{{Name: "dgx", SlurmNodes: []string{"n1"}}}
+	inst := func(st fleet.NodeState, addr string) []fleet.Node {
+		return []fleet.Node{{ID: "n1", Pool: "dgx", State: st, Address: addr}}
+	}
+	node := func(addr string, flags ...string) []Node {
+		return []Node{{Name: "n1", State: "IDLE", Address: addr, Flags: append([]string{"CLOUD"}, flags...)}}
+	}
+	set := Change{Op: OpSetAddress, Node: "n1", Pool: "dgx", Address: "10.0.0.7"}
+	for _, tt := range []struct {
+		name  string
+		nodes []fleet.Node
+		sn    []Node
+		want  []Change
+	}{
+		{"booting, powered down: powered up, then its address", inst(fleet.Pending, "10.0.0.7"), node("n1", "POWERED_DOWN"), []Change{{Op: OpPowerUp, Node: "n1", Pool: "dgx"}, set}},
+		{"ready, another address", inst(fleet.Ready, "10.0.0.7"), node("10.0.0.9"), []Change{set}},
+		{"ready, its address already", inst(fleet.Ready, "10.0.0.7"), node("10.0.0.7"), nil},
+		{"no address listed", inst(fleet.Ready, ""), node("10.0.0.9"), nil},
+		{"ready, powered down: left alone", inst(fleet.Ready, "10.0.0.7"), node("n1", "POWERED_DOWN"), nil},
+		{"an administrator's drain: left alone", inst(fleet.Ready, "10.0.0.7"), []Node{{Name: "n1", State: "IDLE", Address: "n1", Flags: []string{"DRAIN"}, Reason: "bad HBM"}}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Sync(SyncInput{Pools: pools, Nodes: tt.nodes, Slurm: tt.sn})
+			for i := range got.Changes {
+				got.Changes[i].Why = ""
+			}
+			if !reflect.DeepEqual(got.Changes, tt.want) {
+				t.Errorf("changes %+v, want %+v", got.Changes, tt.want)
+			}
+		})
 	}
 }

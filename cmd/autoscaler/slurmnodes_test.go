@@ -27,8 +27,9 @@ import (
 //
 //  1. Demand that no Slurm job has yet (a push) launches a server: dgx-1
 //     is powered up in Slurm before the launch in dgx-spot, which is
-//     refused, and is launched in dgx, powered up still; it is up with
-//     no job placed on it.
+//     refused, and is launched in dgx, powered up still; Slurm is told
+//     its address as the plugin lists it; it is up with no job placed on
+//     it.
 //  2. A job pinned to dgx-1 runs there; another, that no node up can
 //     take, is placed by Slurm on dgx-2, powered down, which Slurm
 //     powers up: the controller launches that server by name, and the
@@ -74,6 +75,14 @@ func TestRunSlurmNodes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+	// dgx-1 is reached at another loopback address than slurm.conf's
+	// (127.0.0.1): its instance lists it, and the controller sets it.
+	if err := os.MkdirAll(filepath.Join(racks, ".address"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(racks, ".address", "dgx-1"), []byte("127.0.0.2\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	script, err := filepath.Abs("../../examples/plugins/commands/racks.sh")
 	if err != nil {
@@ -254,7 +263,10 @@ wait $pid`)
 
 	// 1. Demand no Slurm job has yet: dgx-1 powered up, and on.
 	ctl.api("POST", "/v1/demand", `{"source": "ops", "pending": [{"gpus": 8}]}`)
-	ctl.waitFor("dgx-1 on, and up in Slurm", time.Minute, func() bool { return on("dgx-1") && up(nodes()["dgx-1"]) })
+	ctl.waitFor("dgx-1 on, and up in Slurm at 127.0.0.2", time.Minute, func() bool {
+		n := nodes()["dgx-1"]
+		return on("dgx-1") && up(n) && n.Address == "127.0.0.2"
+	})
 	if n := jobsOn("dgx-1"); n != 0 || on("dgx-2") {
 		t.Fatalf("dgx-1 up with %d jobs, dgx-2 on %v; want none, and no", n, on("dgx-2"))
 	}
@@ -348,6 +360,7 @@ wait $!`)
 		regexp.MustCompile(`launch +1 x dgx-a100 in dgx-spot REFUSED by the cloud, pool backed off: [^\n]*no spot capacity`),
 		regexp.MustCompile(`launch +1 x dgx-a100 in dgx: `),
 		regexp.MustCompile(`slurm job asked to checkpoint: job=\d+ node=dgx-2 pool=dgx signal=USR1`),
+		regexp.MustCompile(`slurm node change: op=set_address nodes=dgx-1 why="its instance is reached at 127.0.0.2"`),
 		regexp.MustCompile(`slurm node left alone: pool=dgx-spot node=dgx-3 why="drained in Slurm by someone else \(reason: bad HBM\)"`),
 		regexp.MustCompile(`slurm node change: op=drain nodes=dgx-1\b`),
 		regexp.MustCompile(`slurm node change: op=drain nodes=dgx-2\b|op=drain nodes=dgx-\[1-2\]`),

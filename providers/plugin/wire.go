@@ -52,7 +52,7 @@ func groupToWire(g providers.Group) *pb.Group {
 	out := &pb.Group{Target: int32(g.Target), Min: int32(g.Min), Keyed: g.Keyed}
 	for _, in := range g.Instances {
 		w := &pb.Instance{Id: in.ID, Zone: in.Zone, State: statesToWire[in.State], Protected: in.Protected,
-			LaunchKey: in.LaunchKey, Fleet: in.Fleet, Owed: in.Owed}
+			LaunchKey: in.LaunchKey, Fleet: in.Fleet, Owed: in.Owed, Address: in.Address}
 		if !in.LaunchedAt.IsZero() {
 			w.LaunchedAt = timestamppb.New(in.LaunchedAt)
 		}
@@ -79,7 +79,8 @@ func groupFromWire(pool string, g *pb.Group) (providers.Group, error) {
 	out := providers.Group{Target: int(g.GetTarget()), Min: int(g.GetMin()), Keyed: g.GetKeyed()}
 	seen := map[string]bool{}
 	for i, w := range g.GetInstances() {
-		in := providers.Instance{ID: w.GetId(), Zone: cut(w.GetZone()), Protected: w.GetProtected(), LaunchKey: cut(w.GetLaunchKey()), Fleet: cut(w.GetFleet()), Owed: w.GetOwed()}
+		in := providers.Instance{ID: w.GetId(), Zone: cut(w.GetZone()), Protected: w.GetProtected(), LaunchKey: cut(w.GetLaunchKey()), Fleet: cut(w.GetFleet()), Owed: w.GetOwed(),
+			Address: w.GetAddress()}
 		for s, ws := range statesToWire {
 			if ws == w.GetState() {
 				in.State = s
@@ -92,6 +93,8 @@ func groupFromWire(pool string, g *pb.Group) (providers.Group, error) {
 			return providers.Group{}, fmt.Errorf("pool %s: the plugin lists instance %s twice", pool, in.ID)
 		case in.State == "":
 			return providers.Group{}, fmt.Errorf("pool %s: the plugin's instance %s has state %v: want pending, running or terminating", pool, in.ID, w.GetState())
+		case in.Address != "" && !providers.ValidAddress(in.Address):
+			return providers.Group{}, fmt.Errorf("pool %s: the plugin's instance %s has address %q: want an IP address or a host name", pool, in.ID, cut(in.Address))
 		}
 		seen[in.ID] = true
 		if at := w.GetLaunchedAt(); at != nil {

@@ -7,8 +7,9 @@
 //     JSON: {"nodes": [{"name": "gpu-01", "state": "off"}, ...]}. A state
 //     is "off" (powered off, free to power on), "booting", "on",
 //     "stopping", or "failed" (neither in the pool nor free). A node may
-//     also say "zone" (a rack) and "since" (RFC 3339: when it was powered
-//     on). A server it cannot read must fail the listing (exit non-zero),
+//     also say "zone" (a rack), "since" (RFC 3339: when it was powered
+//     on) and "address" (where it is reached: a pool of Slurm nodes has
+//     Slurm reach the node there). A server it cannot read must fail the listing (exit non-zero),
 //     not be left out: one left out counts as gone.
 //   - launch_command is run with the names of the servers to power on as
 //     its arguments; terminate_command with those to power off. Each
@@ -145,6 +146,9 @@ type node struct {
 	State string `json:"state"`
 	Zone  string `json:"zone,omitempty"`
 	Since string `json:"since,omitempty"`
+	// Address is where the server is reached (an IP address or a host
+	// name), for Slurm: a pool of Slurm nodes sets its node's address.
+	Address string `json:"address,omitempty"`
 }
 
 // The power states list_command reports.
@@ -347,6 +351,9 @@ func parseList(out []byte) ([]node, error) {
 				return nil, fmt.Errorf("list_command: nodes[%d] (%s): since %q: want an RFC 3339 time", i, n.Name, n.Since)
 			}
 		}
+		if n.Address != "" && !sdk.ValidAddress(n.Address) {
+			return nil, fmt.Errorf("list_command: nodes[%d] (%s): address %q: want an IP address or a host name", i, n.Name, n.Address)
+		}
 	}
 	return *ans.Nodes, nil
 }
@@ -385,7 +392,7 @@ func (c *commands) Describe(ctx context.Context, pool fleet.Pool) (sdk.Group, er
 		if n.Since != "" {
 			at, _ = time.Parse(time.RFC3339, n.Since) // parseList checked it
 		}
-		g.Instances = append(g.Instances, sdk.Instance{ID: n.Name, Zone: n.Zone, State: state, LaunchedAt: at})
+		g.Instances = append(g.Instances, sdk.Instance{ID: n.Name, Zone: n.Zone, State: state, LaunchedAt: at, Address: n.Address})
 	}
 	return g, nil
 }

@@ -37,6 +37,9 @@ func TestParseList(t *testing.T) {
 		{"trailing object", `{"nodes": []}` + "\n" + `{"nodes": []}`, "goes on after", 0},
 		{"trailing words", `{"nodes": []} done`, "goes on after", 0},
 		{"bad since", `{"nodes": [{"name": "a", "state": "on", "since": "yesterday"}]}`, `since "yesterday"`, 0},
+		{"addresses", `{"nodes": [{"name": "a", "state": "on", "address": "10.0.0.7"}, {"name": "b", "state": "on", "address": "gpu-b.rack7"}, {"name": "c", "state": "on", "address": "fd00::7"}]}`, "", 3},
+		{"bad address", `{"nodes": [{"name": "a", "state": "on", "address": "10.0.0.7 -x"}]}`, `nodes[0] (a): address "10.0.0.7 -x": want an IP address or a host name`, 0},
+		{"address an option", `{"nodes": [{"name": "a", "state": "on", "address": "-x"}]}`, `address "-x"`, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,10 +204,17 @@ func TestLaunchNames(t *testing.T) {
 
 // TestSharedNames: two pools whose servers have the same names (Slurm
 // nodes that two pools share) keep each its own launch times: one
-// listing a server off does not make the other's, on, a new launch.
+// listing a server off does not make the other's, on, a new launch. A
+// server's address (racks.sh: .address/NAME) is its instance's.
 func TestSharedNames(t *testing.T) {
 	ctx := context.Background()
-	c, a, _ := rack(t, map[string]string{"gpu-01": "on"}, nil)
+	c, a, dir := rack(t, map[string]string{"gpu-01": "on"}, nil)
+	if err := os.MkdirAll(filepath.Join(dir, ".address"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".address", "gpu-01"), []byte("10.0.0.7\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	other := t.TempDir()
 	if err := os.WriteFile(filepath.Join(other, "gpu-01"), []byte("off\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -216,8 +226,8 @@ func TestSharedNames(t *testing.T) {
 	c.now = func() time.Time { return now }
 	for range 3 {
 		g, err := c.Describe(ctx, a)
-		if err != nil || len(g.Instances) != 1 || !g.Instances[0].LaunchedAt.Equal(start) {
-			t.Fatalf("Describe(%s) at %v = %+v, %v; want gpu-01 launched at %v", a.Name, now, g, err, start)
+		if err != nil || len(g.Instances) != 1 || !g.Instances[0].LaunchedAt.Equal(start) || g.Instances[0].Address != "10.0.0.7" {
+			t.Fatalf("Describe(%s) at %v = %+v, %v; want gpu-01 launched at %v, at 10.0.0.7", a.Name, now, g, err, start)
 		}
 		if g, err := c.Describe(ctx, b); err != nil || len(g.Instances) != 0 {
 			t.Fatalf("Describe(%s) = %+v, %v; want no instance", b.Name, g, err)

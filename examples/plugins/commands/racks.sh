@@ -34,7 +34,15 @@ list)
 		# out, it would count as gone.
 		state=
 		read -r state < "$f" || [ -n "$state" ] || { echo "cannot read $f" >&2; exit 1; }
-		printf '%s{"name": "%s", "state": "%s"}' "$sep" "${f##*/}" "$state"
+		# Where a server is reached, if known ($rack_dir/.address/NAME): a
+		# pool of Slurm nodes has Slurm reach its node there.
+		address=
+		[ ! -f "$dir/.address/${f##*/}" ] || read -r address < "$dir/.address/${f##*/}" || true
+		if [ -n "$address" ]; then
+			printf '%s{"name": "%s", "state": "%s", "address": "%s"}' "$sep" "${f##*/}" "$state" "$address"
+		else
+			printf '%s{"name": "%s", "state": "%s"}' "$sep" "${f##*/}" "$state"
+		fi
 		sep=', '
 	done
 	printf ']}\n'

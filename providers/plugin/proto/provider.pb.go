@@ -404,7 +404,10 @@ type Instance struct {
 	// failing is the cloud's reason it is failing to create a pending
 	// instance: INSUFFICIENT_CAPACITY or QUOTA_EXCEEDED only; unset
 	// otherwise (any other kind, or on an instance not pending, is refused).
-	Failing       *Error `protobuf:"bytes,9,opt,name=failing,proto3" json:"failing,omitempty"`
+	Failing *Error `protobuf:"bytes,9,opt,name=failing,proto3" json:"failing,omitempty"`
+	// address is where the instance is reached on the cluster's network
+	// (an IP address or a host name), if the plugin knows it.
+	Address       string `protobuf:"bytes,10,opt,name=address,proto3" json:"address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -500,6 +503,13 @@ func (x *Instance) GetFailing() *Error {
 		return x.Failing
 	}
 	return nil
+}
+
+func (x *Instance) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
 }
 
 type Group struct {
@@ -1637,7 +1647,7 @@ const file_provider_proto_rawDesc = "" +
 	"\x03min\x18\n" +
 	" \x01(\x05R\x03min\x12\x10\n" +
 	"\x03max\x18\v \x01(\x05R\x03max\x12/\n" +
-	"\x06target\x18\f \x01(\v2\x17.google.protobuf.StructR\x06target\"\x92\x03\n" +
+	"\x06target\x18\f \x01(\v2\x17.google.protobuf.StructR\x06target\"\xac\x03\n" +
 	"\bInstance\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04zone\x18\x02 \x01(\tR\x04zone\x12;\n" +
@@ -1649,7 +1659,9 @@ const file_provider_proto_rawDesc = "" +
 	"launch_key\x18\x06 \x01(\tR\tlaunchKey\x12\x14\n" +
 	"\x05fleet\x18\a \x01(\tR\x05fleet\x12\x12\n" +
 	"\x04owed\x18\b \x01(\bR\x04owed\x126\n" +
-	"\afailing\x18\t \x01(\v2\x1c.fleetcast.provider.v1.ErrorR\afailing\"I\n" +
+	"\afailing\x18\t \x01(\v2\x1c.fleetcast.provider.v1.ErrorR\afailing\x12\x18\n" +
+	"\aaddress\x18\n" +
+	" \x01(\tR\aaddress\"I\n" +
 	"\x05State\x12\x15\n" +
 	"\x11STATE_UNSPECIFIED\x10\x00\x12\v\n" +
 	"\aPENDING\x10\x01\x12\v\n" +
