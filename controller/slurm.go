@@ -100,7 +100,7 @@ func NewSlurmSource(o SlurmOptions) (*SlurmSource, error) {
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_slurm_node_changes_total",
 			Help: "Changes made to the Slurm nodes of pools that are Slurm nodes (scontrol update), by op (power_up, power_down, power_down_asap, power_down_force, drain, resume, set_address) and result (ok, error)."}, []string{"op", "result"}),
 		signals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_slurm_job_signals_total",
-			Help: "Jobs on draining Slurm nodes, unknown to the nodes' agents, asked to checkpoint with the slurm block's signal_jobs (scancel --signal --batch), by result (ok, error)."}, []string{"result"}),
+			Help: "Jobs on draining Slurm nodes that no agent knows, asked to checkpoint with the slurm block's signal_jobs (scancel --signal --batch), by result (ok, error)."}, []string{"result"}),
 		failure: "not read yet",
 		names:   newSlurmNodes(o, s),
 		poke:    make(chan struct{}, 1),

@@ -129,7 +129,7 @@ func (s *SlurmSource) SetFleet(now time.Time, nodes []fleet.Node, pools []fleet.
 // then, and the rest, powered up for nothing, are powered down (Sync). A
 // name another pool shares is carried instead, for one more cycle: a
 // launch in that pool takes it, powered up in Slurm still (a stockout
-// falls back to the next pool, and the node never goes DOWN).
+// falls back to the next pool, and the node does not go DOWN for it).
 func (s *SlurmSource) Refused(names []string) {
 	if len(names) == 0 {
 		return
@@ -226,10 +226,11 @@ func (s *SlurmSource) poolsOfName(name string) []string {
 // Slurm powers up for its jobs (requested), then those of another pool's
 // refused launch that the pool shares (carried), then free ones in the
 // pool's order: powered down in the last read, not an administrator's,
-// with no instance and no launch. It powers the free ones up in Slurm before the
-// launch is made, so that the instances' slurmds, booting after, register
-// as those nodes; if that fails, nothing is bound and the error says why
-// (the launch is not made). Fewer names than count where fewer are free.
+// with no instance and no launch. It powers the free ones up in Slurm
+// before the launch is made, so that the instances' slurmds, booting
+// after, register as those nodes; if that fails, nothing is bound and the
+// error says why (the launch is not made). Fewer names than count where
+// fewer are free.
 func (s *SlurmSource) Bind(ctx context.Context, pool string, count int, now time.Time) ([]string, error) {
 	p := s.namedPool(pool)
 	if s.names.control == nil || p == nil || count < 1 {

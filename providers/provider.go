@@ -171,12 +171,13 @@ type Instance struct {
 	Failing error
 }
 
-// ValidAddress reports whether addr is an IP address or a host name (at
-// most 253 characters of letters, digits, '.', '-' and '_'): what
-// Instance.Address may hold, and what may be handed to other programs.
+// ValidAddress reports whether addr is an IP address (not an unspecified
+// one, 0.0.0.0 or ::) or a host name (at most 253 characters of letters,
+// digits, '.', '-' and '_'): what Instance.Address may hold, and what
+// may be handed to other programs.
 func ValidAddress(addr string) bool {
-	if net.ParseIP(addr) != nil {
-		return true
+	if ip := net.ParseIP(addr); ip != nil {
+		return !ip.IsUnspecified()
 	}
 	if addr == "" || len(addr) > 253 || addr[0] == '-' || addr[0] == '.' {
 		return false

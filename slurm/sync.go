@@ -121,9 +121,9 @@ type SyncInput struct {
 //   - A booting instance's node (or a launch's) is powered up if Slurm has
 //     it powered down. A running instance's node that Slurm has powered
 //     down is left alone: its slurmd booted before any power-up made
-//     now, which Slurm ignores (it would mark the node DOWN). A live
-//     instance's address, where its cloud lists one, is set as its
-//     node's (OpSetAddress), but on a node left alone.
+//     now, which Slurm ignores (it would mark the node DOWN). A booting
+//     or running instance's address, where its cloud lists one, is set
+//     as its node's (OpSetAddress), but on a node left alone.
 //   - A live instance's node is drained (DrainReason) while the instance
 //     drains, and a drain of the controller's is ended otherwise.
 //   - A node with no instance, or whose instance is terminating, is

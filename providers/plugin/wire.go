@@ -3,6 +3,7 @@ package plugin
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -81,6 +82,11 @@ func groupFromWire(pool string, g *pb.Group) (providers.Group, error) {
 	for i, w := range g.GetInstances() {
 		in := providers.Instance{ID: w.GetId(), Zone: cut(w.GetZone()), Protected: w.GetProtected(), LaunchKey: cut(w.GetLaunchKey()), Fleet: cut(w.GetFleet()), Owed: w.GetOwed(),
 			Address: w.GetAddress()}
+		if ip, err := netip.ParseAddr(in.Address); err == nil && ip.Zone() == "" {
+			// As Slurm writes it: 10.0.0.7 for ::ffff:10.0.0.7, fd00::7
+			// for FD00:0::7.
+			in.Address = ip.Unmap().String()
+		}
 		for s, ws := range statesToWire {
 			if ws == w.GetState() {
 				in.State = s

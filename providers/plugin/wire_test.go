@@ -34,14 +34,16 @@ func TestGroupFromWire(t *testing.T) {
 		{"failing while running", &pb.Group{Target: 1, Instances: []*pb.Instance{{Id: "a", State: pb.Instance_RUNNING, Failing: capacity}}}, "only a pending instance fails"},
 		{"failing for throttling", &pb.Group{Target: 1, Instances: []*pb.Instance{{Id: "a", State: pb.Instance_PENDING, Failing: &pb.Error{Kind: pb.Error_THROTTLED}}}}, "for capacity or quota"},
 		{"an address that is none", &pb.Group{Target: 1, Instances: []*pb.Instance{{Id: "a", State: pb.Instance_RUNNING, Address: "10.0.0.7; reboot"}}}, `has address "10.0.0.7; reboot": want an IP address or a host name`},
+		{"an address of no host", &pb.Group{Target: 1, Instances: []*pb.Instance{{Id: "a", State: pb.Instance_RUNNING, Address: "0.0.0.0"}}}, `has address "0.0.0.0"`},
 	} {
 		if _, err := groupFromWire("p", tt.g); err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "pool p") {
 			t.Errorf("%s: %v; want an error naming pool p, with %q", tt.name, err, tt.want)
 		}
 	}
 	g, err := groupFromWire("p", &pb.Group{Target: 2, Min: 1, Instances: []*pb.Instance{running("a"), {Id: "b", State: pb.Instance_PENDING, Failing: capacity,
-		LaunchedAt: timestamppb.New(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)), Address: "10.0.0.7"}}})
+		LaunchedAt: timestamppb.New(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)), Address: "::ffff:10.0.0.7"}}})
 	var ice *providers.InsufficientCapacityError
+	// The address as Slurm writes it: 10.0.0.7, not ::ffff:10.0.0.7.
 	if err != nil || len(g.Instances) != 2 || !errors.As(g.Instances[1].Failing, &ice) || g.Instances[1].LaunchedAt.Hour() != 9 || g.Instances[1].Address != "10.0.0.7" {
 		t.Fatalf("a good group: %+v, %v", g, err)
 	}
