@@ -25,8 +25,10 @@ import (
 // the controller. Jobs no agent knows are asked to checkpoint with
 // SIGUSR1 (slurm.signal_jobs). An administrator has drained dgx-3.
 //
-//  1. Demand that no Slurm job has yet (a push) launches a server: dgx-1
-//     is powered up in Slurm before the launch in dgx-spot, which is
+//  1. A forecast rise (from a history imported before the start, in
+//     which demand rises at this time of each day) launches a server
+//     before any job asks for it: dgx-1 is powered up in Slurm before
+//     the launch in dgx-spot, which is
 //     refused, and is launched in dgx, powered up still; Slurm is told
 //     its address as the plugin lists it; it is up with no job placed on
 //     it.
@@ -215,9 +217,24 @@ controller {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// The first push counts alone: its step holds the empty fleet's
-	// first sample too (clearOfStepEdge).
-	clearOfStepEdge(t, time.Minute, 15*time.Second)
+	// Two days of history in which demand rises to 8 GPUs for a minute,
+	// two minutes from now of each day: the forecast's rise.
+	rise := time.Now().UTC().Truncate(time.Minute).Add(2 * time.Minute)
+	var series strings.Builder
+	series.WriteString("time,gpus\n")
+	for at := rise.Add(-48 * time.Hour); at.Before(rise.Add(-2 * time.Minute)); at = at.Add(time.Minute) {
+		gpus := 0
+		if at.Sub(rise)%(24*time.Hour) == 0 {
+			gpus = 8
+		}
+		fmt.Fprintf(&series, "%s,%d\n", at.Format(time.RFC3339), gpus)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "history.csv"), []byte(series.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := cli("history", "import", "-config", conf, "-series", filepath.Join(dir, "history.csv")); code != exitOK {
+		t.Fatalf("history import: exit %d: %s", code, errOut)
+	}
 	ctl, stop := startRunCLI(t, filepath.Join(dir, "controller.log"), conf, addr, filepath.Join(dir, "state"))
 	base := ctl.base
 	t.Setenv("FLEETCAST_API_TOKEN", "")
@@ -261,9 +278,8 @@ wait $pid`)
 		}
 	}
 
-	// 1. Demand no Slurm job has yet: dgx-1 powered up, and on.
-	ctl.api("POST", "/v1/demand", `{"source": "ops", "pending": [{"gpus": 8}]}`)
-	ctl.waitFor("dgx-1 on, and up in Slurm at 127.0.0.2", time.Minute, func() bool {
+	// 1. The forecast's rise, before any job: dgx-1 powered up, and on.
+	ctl.waitFor("dgx-1 on, and up in Slurm at 127.0.0.2", 3*time.Minute, func() bool {
 		n := nodes()["dgx-1"]
 		return on("dgx-1") && up(n) && n.Address == "127.0.0.2"
 	})
@@ -274,7 +290,6 @@ wait $pid`)
 
 	// 2. A job pinned to dgx-1; another that only a powered-down node
 	// can take: Slurm resumes dgx-2, and the controller launches it.
-	ctl.api("POST", "/v1/demand", `{"source": "ops", "pending": []}`)
 	sbatch("-w", "dgx-1")
 	ctl.waitFor("a job running on dgx-1", time.Minute, func() bool { return jobsOn("dgx-1") == 1 })
 	// A job no agent knows, whose handler of SIGUSR1 writes a checkpoint
@@ -358,7 +373,7 @@ wait $!`)
 		regexp.MustCompile(`slurm resume: nodes=dgx-2\b`),
 		regexp.MustCompile(`powered up for a launch: pool=dgx-spot nodes=dgx-1`),
 		regexp.MustCompile(`launch +1 x dgx-a100 in dgx-spot REFUSED by the cloud, pool backed off: [^\n]*no spot capacity`),
-		regexp.MustCompile(`launch +1 x dgx-a100 in dgx: `),
+		regexp.MustCompile(`launch +1 x dgx-a100 in dgx: forecast p[0-9.]+ needs 8 GPUs at `),
 		regexp.MustCompile(`slurm job asked to checkpoint: job=\d+ node=dgx-2 pool=dgx signal=USR1`),
 		regexp.MustCompile(`slurm node change: op=set_address nodes=dgx-1 why="its instance is reached at 127.0.0.2"`),
 		regexp.MustCompile(`slurm node left alone: pool=dgx-spot node=dgx-3 why="drained in Slurm by someone else \(reason: bad HBM\)"`),
