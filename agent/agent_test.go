@@ -423,6 +423,94 @@ func TestExpectedEndOverTheAPI(t *testing.T) {
 	}
 }
 
+// TestJobOwnerOverTheAPI: a job registered with its team, tier, name and
+// submission time reports them, keeps them across a restart of the agent
+// (the state file), and registering again says them anew; a label that is
+// not one (fleet.ValidLabel) and a submission after the job's start (in
+// the future by the agent's clock, or after the start a job registered
+// again keeps) are refused with 422, naming the field, and register nothing.
+func TestJobOwnerOverTheAPI(t *testing.T) {
+	c := &clock{time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	path := filepath.Join(t.TempDir(), "agent-state.json")
+	start := func() (*Agent, error) {
+		return New(Config{Node: "i-1", Now: c.now, Signal: func(int, syscall.Signal) error { return nil }, StateFile: path})
+	}
+	register := func(a *Agent, body string) *httptest.ResponseRecorder {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, "/v1/jobs", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		a.Handler().ServeHTTP(w, req)
+		return w
+	}
+	pid := os.Getpid()
+	submitted := c.t.Add(-45 * time.Minute)
+	a, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, body, reason string
+	}{
+		{"a team with a space", `"team":"ml research"`, `job train: team: "ml research": want letters, digits and ._-:@/+ only`},
+		{"a tier too long", `"tier":"` + strings.Repeat("b", 65) + `"`, "job train: tier: 65 bytes, at most 64"},
+		{"a name with a hash", `"name":"train#7"`, `job train: name: "train#7": want letters`},
+		{"submitted in the future", `"submitted":"2026-11-30T12:00:01Z"`,
+			"job train: submitted: 2026-11-30T12:00:01Z is after the job's start, 2026-11-30T12:00:00Z by the agent's clock"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := register(a, fmt.Sprintf(`{"id":"train","gpus":[0],"pids":[%d],%s}`, pid, tt.body))
+			if w.Code != http.StatusUnprocessableEntity || !strings.Contains(w.Body.String(), tt.reason) {
+				t.Fatalf("register: %d %q; want 422 and %q", w.Code, w.Body, tt.reason)
+			}
+			if r := a.Report(); len(r.Jobs) != 0 {
+				t.Fatalf("refused, yet registered: %+v", r.Jobs)
+			}
+		})
+	}
+	w := register(a, fmt.Sprintf(`{"id":"train","gpus":[0],"pids":[%d],"team":"ml-research","tier":"batch","name":"llama-ft/7","submitted":%q}`, pid, submitted.Format(time.RFC3339)))
+	if w.Code != http.StatusNoContent {
+		t.Fatalf("register: %d %s", w.Code, w.Body)
+	}
+	want := func(r report.Report, team, tier, name string, submitted time.Time) bool {
+		return len(r.Jobs) == 1 && r.Jobs[0].Team == team && r.Jobs[0].Tier == tier && r.Jobs[0].Name == name && r.Jobs[0].Submitted.Equal(submitted)
+	}
+	if r := a.Report(); !want(r, "ml-research", "batch", "llama-ft/7", submitted) {
+		t.Fatalf("report jobs %+v; want team ml-research, tier batch, name llama-ft/7, submitted %v", r.Jobs, submitted)
+	}
+	c.t = c.t.Add(time.Hour)
+	b, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := b.Report(); !want(r, "ml-research", "batch", "llama-ft/7", submitted) {
+		t.Fatalf("restarted agent's jobs %+v; want the labels and submission kept", r.Jobs)
+	}
+	// Registered again, the job keeps its start: a submission after it is
+	// refused, though it is in the past now.
+	w = register(b, fmt.Sprintf(`{"id":"train","gpus":[0],"pids":[%d],"submitted":"2026-11-30T12:30:00Z"}`, pid))
+	if w.Code != http.StatusUnprocessableEntity || !strings.Contains(w.Body.String(), "submitted: 2026-11-30T12:30:00Z is after the job's start, 2026-11-30T12:00:00Z") {
+		t.Fatalf("registered again, submitted after its start: %d %q; want 422", w.Code, w.Body)
+	}
+	if w = register(b, fmt.Sprintf(`{"id":"train","gpus":[0],"pids":[%d],"team":"infra"}`, pid)); w.Code != http.StatusNoContent {
+		t.Fatalf("register again: %d %s", w.Code, w.Body)
+	}
+	if r := b.Report(); !want(r, "infra", "", "", time.Time{}) {
+		t.Fatalf("registered again with a team only: jobs %+v; want team infra and nothing else", r.Jobs)
+	}
+	// A state file whose label is not one is refused, naming it.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(data, []byte(`"team":"infra"`), []byte(`"team":"in fra"`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := start(); err == nil || !strings.Contains(err.Error(), `jobs[0].team: "in fra": want letters`) {
+		t.Fatalf("a state file with a bad team: %v; want it refused, naming jobs[0].team", err)
+	}
+}
+
 // countingAgent is an agent on clock c whose jobs' processes are alive,
 // and a count of the checkpoint signals sent to them.
 func countingAgent(t *testing.T, c *clock) (*Agent, func() int) {

@@ -33,6 +33,16 @@ type JobRequest struct {
 	// of launching for pending jobs, or instead of draining the node when
 	// it is soon, never a reason to drain.
 	ExpectedEnd time.Time `json:"expected_end,omitzero"`
+	// Team, Tier and Name, when set, say who the job belongs to, its
+	// class of service and what its owner calls it: labels
+	// (fleet.ValidLabel) that attribute its cost and queue time.
+	Team string `json:"team,omitempty"`
+	Tier string `json:"tier,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Submitted, when set, is when the job was submitted to its
+	// scheduler, for its queue time: not after the job's start (its
+	// first registration), by the agent's clock.
+	Submitted time.Time `json:"submitted,omitzero"`
 }
 
 // Handler serves the local API, for jobs and their launchers (serve it

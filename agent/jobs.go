@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/fleet"
 )
 
 // job is a registered job.
@@ -100,6 +101,9 @@ func (a *Agent) registerJob(req JobRequest, c caller) error {
 			return fmt.Errorf("job %s: GPU %d, want 0-%d", id, g, maxGPU)
 		}
 	}
+	if err := checkLabels(req.Team, req.Tier, req.Name); err != nil {
+		return fmt.Errorf("job %s: %w", id, err)
+	}
 	// A PID no process has is a mistake (a typo, a launcher that exited,
 	// a container's own numbering): the job would look exited at once, and
 	// its node could be drained under it.
@@ -125,21 +129,42 @@ func (a *Agent) registerJob(req JobRequest, c caller) error {
 		if j == nil && a.drain != nil && a.state != report.DrainFailed {
 			return "", &DrainingError{Node: a.cfg.Node, Drain: a.drain.ID}
 		}
+		start := a.cfg.Now()
+		if j != nil {
+			start = j.Start
+		}
+		if req.Submitted.After(start) {
+			return "", fmt.Errorf("job %s: submitted: %s is after the job's start, %s by the agent's clock: want when the job was submitted to its scheduler, before it started",
+				id, req.Submitted.Format(time.RFC3339), start.Format(time.RFC3339))
+		}
 		if j == nil {
 			if len(a.jobs) >= maxJobs {
 				return "", fmt.Errorf("%d jobs registered already, at most %d", len(a.jobs), maxJobs)
 			}
-			j = &job{Job: report.Job{ID: id, Start: a.cfg.Now()}, owner: c.uid}
+			j = &job{Job: report.Job{ID: id, Start: start}, owner: c.uid}
 			a.jobs[id] = j
 		}
 		// Registering again (more PIDs, a restarted launcher) keeps the
 		// job's start, checkpoints and drain signal: a running job is not
-		// made new. Its expected end is as it says now.
+		// made new. Its expected end, labels and submission time are as
+		// it says now.
 		j.GPUs, j.PIDs, j.started, j.checkpoints = slices.Clone(gpus), slices.Clone(pids), started, checkpoints
 		j.ExpectedEnd = req.ExpectedEnd
+		j.Team, j.Tier, j.Name, j.Submitted = req.Team, req.Tier, req.Name, req.Submitted
 		a.notify()
 		return "job " + id + " registered", nil
 	})
+}
+
+// checkLabels checks a job's team, tier and name (fleet.ValidLabel),
+// naming the first that is wrong.
+func checkLabels(team, tier, name string) error {
+	for _, l := range [...]struct{ field, value string }{{"team", team}, {"tier", tier}, {"name", name}} {
+		if msg := fleet.ValidLabel(l.value); msg != "" {
+			return fmt.Errorf("%s: %s", l.field, msg)
+		}
+	}
+	return nil
 }
 
 // DrainingError is the refusal of a new job on a draining node: the node

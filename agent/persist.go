@@ -68,6 +68,11 @@ func (a *Agent) load() error {
 			return fmt.Errorf("agent state %s: jobs[%d].id: job %q listed twice", path, i, sj.ID)
 		case sj.Start.IsZero():
 			return fmt.Errorf("agent state %s: jobs[%d].start: missing", path, i)
+		case sj.Submitted.After(sj.Start):
+			return fmt.Errorf("agent state %s: jobs[%d].submitted: %s is after the job's start %s", path, i, sj.Submitted.Format(time.RFC3339), sj.Start.Format(time.RFC3339))
+		}
+		if err := checkLabels(sj.Team, sj.Tier, sj.Name); err != nil {
+			return fmt.Errorf("agent state %s: jobs[%d].%w", path, i, err)
 		}
 		if sj.Checkpoints != "" {
 			if _, err := filepath.Match(sj.Checkpoints, ""); err != nil {

@@ -35,6 +35,8 @@ type Config struct {
 	// cluster's queue and nodes (its partition blocks are the pools'
 	// Partitions); nil when the file has no slurm block.
 	Slurm *fleet.SlurmSettings
+	// Usage is how who used what is kept (the usage block).
+	Usage fleet.UsageSettings
 	// Plugins are the provider plugins, by their blocks' order.
 	Plugins []Plugin
 	// Origin is the file the config was parsed from, and where each of
@@ -82,6 +84,7 @@ func Defaults() Config {
 		Demand:       fleet.DefaultDemandSettings(),
 		Synthetic:    fleet.DefaultSyntheticSettings(),
 		Simulate:     fleet.DefaultSimulateSettings(),
+		Usage:        fleet.DefaultUsageSettings(),
 	}
 }
 

@@ -93,6 +93,10 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 			v.Validate(d, &cfg.Simulate)
 		case "slurm":
 			cfg.Slurm, partitions = d.decodeSlurm(b)
+		case "usage":
+			var v usageBody
+			d.decode(b.Body, &v)
+			v.Validate(d, &cfg.Usage)
 		}
 	}
 	// Each partition names pools the config has.

@@ -104,6 +104,9 @@ func (s *slurmBody) Validate(d *decoder, out *fleet.SlurmSettings) {
 				strings.Join(jobSignals, ", "), s.SignalJobs)
 		}
 	}
+	if d.check(s.TierAt, s.Tier == "qos" || s.Tier == "partition", "tier must be where a job's tier comes from, \"qos\" or \"partition\", got %q; leave it out for \"qos\".", s.Tier) == set {
+		out.Tier = s.Tier
+	}
 	d.durationWithin("interval", s.Interval, s.IntervalAt, MinSlurmInterval, MaxSlurmInterval, &out.Interval)
 	d.durationWithin("timeout", s.Timeout, s.TimeoutAt, 0, MaxSlurmTimeout, &out.Timeout)
 	if d.between("max_output_mib", s.MaxOutputMiB, 1, MaxSlurmOutputMiB, s.MaxOutputMiBAt) == set {

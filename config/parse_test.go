@@ -74,6 +74,7 @@ func TestParseFull(t *testing.T) {
 		Simulate: fleet.SimulateSettings{CheckpointInterval: 20 * time.Minute, SpotInterruptionsPerHour: 0.05, SpotNotice: 30 * time.Second,
 			CheckpointDuration: 5 * time.Minute, UnresponsiveJobs: 0.1,
 			Reservations: fleet.ReservationsAdvised, AdviceAfter: 7 * 24 * time.Hour, HeadroomGPUs: 64, HeadroomPlaceholders: fleet.PlaceholdersGPU},
+		Usage: fleet.UsageSettings{JobRetention: 14 * 24 * time.Hour, HourRetention: 730 * 24 * time.Hour, MaxTeams: 50, MaxTiers: 5, ShareIdle: true},
 		Plugins: []config.Plugin{{Name: "fleet-plugin", Path: "/usr/local/libexec/fleetcast/fleet-plugin",
 			SHA256: "2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae", Args: []string{"--verbose", "--region=eu"},
 			Env: []string{"FLEET_PLUGIN_LOG=debug"}, Config: map[string]any{"endpoint": "https://fleet.example.internal", "retries": 3.0}}},
@@ -213,6 +214,12 @@ func TestParseErrors(t *testing.T) {
 		src  string
 		want []wantDiag
 	}{
+		{"usage retention too short", simPool("a", "") + "usage {\n  job_retention = \"10m\"\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: `job_retention must be 1h to 3650d, got "10m".`, at: `"10m"`}}},
+		{"usage retention not a duration", simPool("a", "") + "usage {\n  hour_retention = \"a year\"\n}\n",
+			[]wantDiag{{summary: "Invalid duration", detail: `hour_retention must be`, at: `"a year"`}}},
+		{"usage caps out of range", simPool("a", "") + "usage {\n  max_teams = 0\n  max_tiers = 5000\n}\n",
+			[]wantDiag{{summary: "Invalid value", detail: `max_teams must be 1 to 10000, got 0.`, at: "0"}, {summary: "Invalid value", detail: `max_tiers must be 1 to 1000, got 5000.`, at: "5000"}}},
 		{"unknown block", simPool("a", "") + "autoscale {}\n",
 			[]wantDiag{{summary: "Unsupported block type", detail: `"autoscale"`, at: "autoscale"}}},
 		{"unknown nested block", simPool("a", "  kubernetes {}\n"),

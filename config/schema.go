@@ -17,7 +17,7 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "pool", LabelNames: []string{"name"}},
 	{Type: "plugin", LabelNames: []string{"name"}},
 	{Type: "forecast"}, {Type: "drain"}, {Type: "limits"}, {Type: "controller"},
-	{Type: "demand"}, {Type: "synthetic"}, {Type: "simulate"}, {Type: "slurm"},
+	{Type: "demand"}, {Type: "synthetic"}, {Type: "simulate"}, {Type: "slurm"}, {Type: "usage"},
 }}
 
 type poolBody struct {
@@ -131,6 +131,20 @@ type controllerBody struct {
 	GCPIdentityAudienceAt     hcl.Range `hcl:"gcp_identity_audience,attr_value_range"`
 }
 
+type usageBody struct {
+	JobRetention  string `hcl:"job_retention,optional"`
+	HourRetention string `hcl:"hour_retention,optional"`
+	MaxTeams      int    `hcl:"max_teams,optional"`
+	MaxTiers      int    `hcl:"max_tiers,optional"`
+	ShareIdle     bool   `hcl:"share_idle,optional"`
+
+	JobRetentionAt  hcl.Range `hcl:"job_retention,attr_value_range"`
+	HourRetentionAt hcl.Range `hcl:"hour_retention,attr_value_range"`
+	MaxTeamsAt      hcl.Range `hcl:"max_teams,attr_value_range"`
+	MaxTiersAt      hcl.Range `hcl:"max_tiers,attr_value_range"`
+	ShareIdleAt     hcl.Range `hcl:"share_idle,attr_value_range"`
+}
+
 type demandBody struct {
 	PrometheusURL     string `hcl:"prometheus_url,optional"`
 	PrometheusQuery   string `hcl:"prometheus_query,optional"`
@@ -186,6 +200,7 @@ type slurmBody struct {
 	Scontrol     string `hcl:"scontrol,optional"`
 	Scancel      string `hcl:"scancel,optional"`
 	SignalJobs   string `hcl:"signal_jobs,optional"`
+	Tier         string `hcl:"tier,optional"`
 	Interval     string `hcl:"interval,optional"`
 	Timeout      string `hcl:"timeout,optional"`
 	MaxOutputMiB int    `hcl:"max_output_mib,optional"`
@@ -198,6 +213,7 @@ type slurmBody struct {
 	ScontrolAt     hcl.Range `hcl:"scontrol,attr_value_range"`
 	ScancelAt      hcl.Range `hcl:"scancel,attr_value_range"`
 	SignalJobsAt   hcl.Range `hcl:"signal_jobs,attr_value_range"`
+	TierAt         hcl.Range `hcl:"tier,attr_value_range"`
 	IntervalAt     hcl.Range `hcl:"interval,attr_value_range"`
 	TimeoutAt      hcl.Range `hcl:"timeout,attr_value_range"`
 	MaxOutputMiBAt hcl.Range `hcl:"max_output_mib,attr_value_range"`

@@ -38,6 +38,7 @@ func TestParseSlurm(t *testing.T) {
   interval       = "45s"
   timeout        = "5s"
   max_output_mib = 4096
+  tier           = "partition"
 
   partition "train" {
     pools = ["h100-reserved", "h100-spot", "a100-od"]
@@ -50,11 +51,11 @@ func TestParseSlurm(t *testing.T) {
   }
 }
 ` + slurmPools,
-			&fleet.SlurmSettings{Conf: "/etc/slurm/slurm.conf", Squeue: "/usr/bin/squeue", Sinfo: "/usr/bin/sinfo", Scontrol: "scontrol", Scancel: "scancel",
+			&fleet.SlurmSettings{Conf: "/etc/slurm/slurm.conf", Squeue: "/usr/bin/squeue", Sinfo: "/usr/bin/sinfo", Scontrol: "scontrol", Scancel: "scancel", Tier: "partition",
 				Interval: 45 * time.Second, Timeout: 5 * time.Second, MaxOutputMiB: 4096},
 			map[string][]string{"h100-reserved": {"train"}, "h100-spot": {"batch", "train"}, "a100-od": {"batch", "debug", "train"}}},
 		{"the bounds", slurmPools + "slurm {\n  interval = \"1s\"\n  timeout = \"1ms\"\n  max_output_mib = 1\n}\n",
-			&fleet.SlurmSettings{Squeue: def.Squeue, Sinfo: def.Sinfo, Scontrol: def.Scontrol, Scancel: def.Scancel, Interval: time.Second, Timeout: time.Millisecond, MaxOutputMiB: 1}, nil},
+			&fleet.SlurmSettings{Squeue: def.Squeue, Sinfo: def.Sinfo, Scontrol: def.Scontrol, Scancel: def.Scancel, Tier: "qos", Interval: time.Second, Timeout: time.Millisecond, MaxOutputMiB: 1}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,6 +138,8 @@ func TestParseSlurmErrors(t *testing.T) {
 				{"Invalid value", `squeue must be the squeue command, a name found on the PATH or a path; leave it out for "squeue".`, `""`, 0},
 				{"Invalid value", `sinfo must be the sinfo command, a name found on the PATH or a path; leave it out for "sinfo".`, `""`, 1},
 			}},
+		{"an unknown tier", slurm("  tier = \"account\"\n"),
+			[]wantDiag{{"Invalid value", `tier must be where a job's tier comes from, "qos" or "partition", got "account"; leave it out for "qos".`, `"account"`, 0}}},
 		{"empty conf", slurm("  conf = \"\"\n"),
 			[]wantDiag{{"Invalid value", `conf must be the path of the cluster's slurm.conf, given to the commands as SLURM_CONF; leave it out for the commands' own.`, `""`, 0}}},
 		{"interval below 1s", slurm("  interval = \"500ms\"\n"),

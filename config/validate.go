@@ -348,3 +348,27 @@ func (s *syntheticBody) Validate(d *decoder, out *fleet.SyntheticSettings) {
 
 // fleetName is what controller.fleet may be.
 var fleetName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// The bounds of the usage block: a retention of at least an hour (the
+// hours are written whole) and at most ten years, and at most 10,000
+// teams and 1,000 tiers told apart (each is a metric's label value).
+const (
+	MaxUsageRetention = 10 * 365 * 24 * time.Hour
+	MaxUsageTeams     = 10_000
+	MaxUsageTiers     = 1_000
+)
+
+// Validate checks the usage block and fills out: retentions of an hour
+// to MaxUsageRetention, and caps on the teams and tiers told apart.
+// Every error points at the value it refuses.
+func (u *usageBody) Validate(d *decoder, out *fleet.UsageSettings) {
+	d.durationWithin("job_retention", u.JobRetention, u.JobRetentionAt, time.Hour, MaxUsageRetention, &out.JobRetention)
+	d.durationWithin("hour_retention", u.HourRetention, u.HourRetentionAt, time.Hour, MaxUsageRetention, &out.HourRetention)
+	if d.between("max_teams", u.MaxTeams, 1, MaxUsageTeams, u.MaxTeamsAt) == set {
+		out.MaxTeams = u.MaxTeams
+	}
+	if d.between("max_tiers", u.MaxTiers, 1, MaxUsageTiers, u.MaxTiersAt) == set {
+		out.MaxTiers = u.MaxTiers
+	}
+	out.ShareIdle = u.ShareIdle
+}

@@ -29,6 +29,24 @@ type Agents struct {
 	mu     sync.Mutex
 	nodes  map[string]*agentView
 	drains map[string]report.DrainRequest
+	// seq numbers the nodes' lists of jobs (agentView.jobsSeq).
+	seq uint64
+}
+
+// sameJobs reports whether two reports' jobs are the same jobs, holding
+// as many GPUs, of the same owners, in the same order; their checkpoints
+// aside.
+func sameJobs(a, b []fleet.Job) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.ID != y.ID || x.GPUs != y.GPUs || x.Team != y.Team || x.Tier != y.Tier {
+			return false
+		}
+	}
+	return true
 }
 
 type agentView struct {
@@ -47,6 +65,10 @@ type agentView struct {
 	// end, so they are kept until one that can.
 	unknown []report.Process
 	jobs    []fleet.Job
+	// jobsSeq is fleet.Node.JobsSeq: a new number (from Agents.seq)
+	// whenever a report's jobs differ from the last one's in their IDs,
+	// GPUs or owners.
+	jobsSeq uint64
 	// ends are the earliest expected end the agent reported for each of
 	// its jobs (on the controller's clock): a node may not push one later
 	// (a hint, docs/design.md rule 11: it delays a launch at most one lead time, and a
@@ -115,6 +137,11 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 		if !j.LastCheckpoint.IsZero() {
 			j.LastCheckpoint = earlier(j.LastCheckpoint.Add(shift), now)
 		}
+		// Moved as the start is, so the queue time is as the agent saw
+		// it; never after the start (Validate holds the report to that).
+		if !j.Submitted.IsZero() {
+			j.Submitted = earlier(j.Submitted.Add(shift), j.Start)
+		}
 		first, seen := v.ends[j.ID]
 		if !j.ExpectedEnd.IsZero() {
 			j.ExpectedEnd = j.ExpectedEnd.Add(shift)
@@ -142,6 +169,10 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 		v.idleSince = time.Time{}
 	case v.idleSince.IsZero():
 		v.idleSince = now
+	}
+	if v.jobsSeq == 0 || !sameJobs(v.jobs, jobs) {
+		a.seq++
+		v.jobsSeq = a.seq
 	}
 	v.received, v.healthy, v.jobs = now, r.Healthy, jobs
 	// The warning is as the latest report says: one the agent no longer
@@ -274,6 +305,7 @@ func (a *Agents) Observe(n *fleet.Node) (healthy bool) {
 	}
 	n.LastReport = v.received
 	n.Jobs = append(n.Jobs[:0], v.jobs...)
+	n.JobsSeq = v.jobsSeq
 	n.IdleSince = v.idleSince
 	n.GPUFault, n.GPUFaultSince = v.gpuError, v.faultSince
 	n.InterruptAt, n.Rebalance = time.Time{}, false

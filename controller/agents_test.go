@@ -62,12 +62,15 @@ func TestAgentsTimesAreTheControllers(t *testing.T) {
 	// An agent an hour behind: its times are kept as they are, so its
 	// checkpoints look older than they are (drains wait; no work lost).
 	agent := t0.Add(-time.Hour)
-	r.send(t, "i-1", agent, true, report.Job{ID: "train", GPUs: []int{0}, Start: agent.Add(-2 * time.Hour), LastCheckpoint: agent.Add(-time.Minute), LongRunning: true})
+	// Its team, tier, name and submission come across as it registered them.
+	r.send(t, "i-1", agent, true, report.Job{ID: "train", GPUs: []int{0}, Start: agent.Add(-2 * time.Hour), LastCheckpoint: agent.Add(-time.Minute), LongRunning: true,
+		Team: "ml-research", Tier: "batch", Name: "llama-ft/7", Submitted: agent.Add(-3 * time.Hour)})
 	n := fleet.Node{ID: "i-1"}
 	if !r.agents.Observe(&n) {
 		t.Error("healthy report not seen as healthy")
 	}
-	want := fleet.Job{ID: "train", GPUs: 1, Start: agent.Add(-2 * time.Hour), LastCheckpoint: agent.Add(-time.Minute), LongRunning: true}
+	want := fleet.Job{ID: "train", GPUs: 1, Start: agent.Add(-2 * time.Hour), LastCheckpoint: agent.Add(-time.Minute), LongRunning: true,
+		Team: "ml-research", Tier: "batch", Name: "llama-ft/7", Submitted: agent.Add(-3 * time.Hour)}
 	if len(n.Jobs) != 1 || n.Jobs[0] != want {
 		t.Errorf("jobs = %+v, want %+v", n.Jobs, want)
 	}
@@ -87,10 +90,14 @@ func TestAgentsTimesAreTheControllers(t *testing.T) {
 	// s before the controller heard of it.
 	r.now = r.now.Add(time.Minute)
 	agent = r.now.Add(2 * time.Minute)
-	r.send(t, "i-1", agent, true, report.Job{ID: "train", GPUs: []int{0}, Start: agent.Add(-2 * time.Hour), LastCheckpoint: agent.Add(-30 * time.Second)})
+	r.send(t, "i-1", agent, true, report.Job{ID: "train", GPUs: []int{0}, Start: agent.Add(-2 * time.Hour), LastCheckpoint: agent.Add(-30 * time.Second), Submitted: agent.Add(-3 * time.Hour)})
 	r.agents.Observe(&n)
 	if want := r.now.Add(-30 * time.Second); !n.Jobs[0].LastCheckpoint.Equal(want) || !n.Jobs[0].Start.Equal(r.now.Add(-2*time.Hour)) {
 		t.Errorf("checkpoint %v, start %v from an agent 2m ahead; want %v and %v, on the controller's clock", n.Jobs[0].LastCheckpoint, n.Jobs[0].Start, want, r.now.Add(-2*time.Hour))
+	}
+	// Its submission moves with its start: the queue time is as the agent saw it.
+	if q, ok := n.Jobs[0].QueueTime(); !n.Jobs[0].Submitted.Equal(r.now.Add(-3*time.Hour)) || !ok || q != time.Hour {
+		t.Errorf("submitted %v (queue time %v, %v) from an agent 2m ahead; want %v (1h), on the controller's clock", n.Jobs[0].Submitted, q, ok, r.now.Add(-3*time.Hour))
 	}
 	// A report made earlier but delivered late (a retry) is not taken over
 	// the newer one, and its times never pass its arrival.

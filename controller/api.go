@@ -106,6 +106,7 @@ func faultNote(last Snapshot) string {
 //	GET  /v1/fleet                    pools, nodes, jobs and agent freshness as the last cycle saw them
 //	GET  /v1/forecast                 the last forecast
 //	GET  /v1/plugins                  the provider plugins: versions, pools, health
+//	GET  /v1/usage                    who used what: cost, GPU-hours and queue times by team, tier, pool or job (?from=&to=&by=&share_idle=)
 //	POST /v1/agents/{node}/report     agent reports (the node's credential)
 //	POST /v1/agents/{node}/credential ...  node credentials (see nodeauth.Server)
 //	POST /v1/demand                   schedulers' pending and announced demand, running jobs' ends (scope demand)
@@ -192,6 +193,7 @@ func (c *Controller) Handler(o APIOptions) *apiauth.Router {
 		}
 		writeJSON(w, status)
 	})
+	mux.HandleFunc(UsagePattern, apiauth.NeedRead, c.serveUsage)
 	if o.Credentials != nil {
 		mux.Handle(reports.Pattern, apiauth.Node, &reports.Receiver{Credentials: o.Credentials, Store: c.agents, Now: c.now, Log: c.log, NodeGPUs: c.nodeGPUs})
 	}

@@ -30,6 +30,7 @@ var routeAccess = map[string]apiauth.Access{
 	"GET /v1/fleet":                            apiauth.NeedRead,
 	"GET /v1/forecast":                         apiauth.NeedRead,
 	"GET /v1/plugins":                          apiauth.NeedRead,
+	"GET /v1/usage":                            apiauth.NeedRead,
 	"POST /v1/demand":                          apiauth.NeedDemand,
 	"POST /v1/slurm/resume":                    apiauth.NeedDemand,
 	"POST /v1/slurm/suspend":                   apiauth.NeedDemand,

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/state"
+	"github.com/fleetcast/autoscaler/usage"
 )
 
 // Controller runs control cycles: observe the clouds and agents, record
@@ -75,6 +76,16 @@ type Controller struct {
 
 	metrics *metrics
 
+	// usage charges the fleet's cost to who used it (keepUsage), kept
+	// as usageSet says; usagePrunedAt is when its records were last
+	// pruned.
+	usage         *usage.Accountant
+	usageSet      fleet.UsageSettings
+	usagePrunedAt time.Time
+	// usageOff skips keepUsage: set by a benchmark alone, to measure
+	// what the usage books add to a cycle.
+	usageOff bool
+
 	// backfilled is what Recover did to fill the demand history from the
 	// demand source; didBackfill whether it tried.
 	backfilled  Backfilled
@@ -124,6 +135,9 @@ type Options struct {
 	// Credentials, if set, forgets the node credentials of instances gone
 	// from their clouds (a nodeauth.Registry).
 	Credentials interface{ Forget(nodes ...string) error }
+	// Usage is how who used what is kept (the usage block); the zero
+	// value is fleet.DefaultUsageSettings.
+	Usage fleet.UsageSettings
 }
 
 // New makes a controller. Call Recover before the first Cycle.
@@ -153,6 +167,11 @@ func New(o Options) (*Controller, error) {
 		reused: map[string]bool{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics(),
 		missing: map[string]time.Time{}, going: map[string]time.Time{}, terminated: map[string]time.Time{}}
 	c.started = act.Started()
+	c.usageSet = o.Usage
+	if c.usageSet == (fleet.UsageSettings{}) {
+		c.usageSet = fleet.DefaultUsageSettings()
+	}
+	c.usage = usage.NewAccountant(usage.Options{MaxTeams: c.usageSet.MaxTeams, MaxTiers: c.usageSet.MaxTiers})
 	if c.loop, err = loop.New(loop.Options{Settings: c.set, Books: o.Store, Log: log, DryRun: o.DryRun, Advise: true}); err != nil {
 		return nil, err
 	}
@@ -161,7 +180,7 @@ func New(o Options) (*Controller, error) {
 			return nil, err
 		}
 	}
-	c.metrics.reg.MustRegister(snapshotCollector{c})
+	c.metrics.reg.MustRegister(snapshotCollector{c}, usageCollector{c.usage})
 	if o.Slurm != nil {
 		c.metrics.reg.MustRegister(o.Slurm)
 	}

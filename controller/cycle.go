@@ -75,6 +75,7 @@ func (c *Controller) RunCycle(ctx context.Context) (loop.CycleResult, error) {
 		}
 	}
 	c.countActions(plan, r.Outcomes)
+	c.keepUsage(now, &r)
 	return r, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/usage"
 )
 
 // DemandPattern is the route of the pending-demand endpoint.
@@ -110,6 +112,14 @@ type PendingDemand struct {
 	MinGPUsPerNode int    `json:"min_gpus_per_node,omitempty"`
 	Nodes          int    `json:"nodes,omitempty"`
 	GPUs           int    `json:"gpus"`
+	// Team and Tier are who the line's jobs belong to and their tier
+	// (fleet.ValidLabel), for the report of who used what: the teams a
+	// launch for pending demand is bought for, and each team's waiting.
+	// Empty for unknown ("unattributed"). Jobs is how many jobs the line
+	// stands for (1 when 0).
+	Team string `json:"team,omitempty"`
+	Tier string `json:"tier,omitempty"`
+	Jobs int    `json:"jobs,omitempty"`
 }
 
 // maxGPUsPerNode bounds a pending line's GPUs per node.
@@ -139,6 +149,12 @@ func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 			return fmt.Errorf("%s.min_gpus_per_node: %d, want 0 to %d", at, p.MinGPUsPerNode, maxGPUsPerNode)
 		case p.GPUs < 0 || p.GPUs > fleet.MaxDemandGPUs:
 			return fmt.Errorf("%s.gpus: %d, want 0 to %d", at, p.GPUs, fleet.MaxDemandGPUs)
+		case fleet.ValidLabel(p.Team) != "":
+			return fmt.Errorf("%s.team: %s", at, fleet.ValidLabel(p.Team))
+		case fleet.ValidLabel(p.Tier) != "":
+			return fmt.Errorf("%s.tier: %s", at, fleet.ValidLabel(p.Tier))
+		case p.Jobs < 0 || p.Jobs > fleet.MaxDemandGPUs:
+			return fmt.Errorf("%s.jobs: %d, want 0 to %d", at, p.Jobs, fleet.MaxDemandGPUs)
 		case p.Nodes < 0 || p.Nodes > p.GPUs:
 			return fmt.Errorf("%s.nodes: %d, want 0 to its gpus (%d): whole nodes, each of at least one GPU", at, p.Nodes, p.GPUs)
 		case p.Pool != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.Name == p.Pool }):
@@ -447,6 +463,42 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes))
 	})
 	return total, scoped
+}
+
+// Waiting is the demand the fresh pushes say is pending now, by team and
+// tier, for the report of who used what; a source's lines of no team are
+// unattributed. The controller's own Slurm source is left out: its read
+// says whose its jobs are (SlurmSource.Waiting).
+func (p *Pending) Waiting(now time.Time) []usage.Waiting {
+	ttl := p.ttl()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	type key struct{ team, tier string }
+	by := map[key]int{}
+	var out []usage.Waiting
+	srcs := slices.Sorted(maps.Keys(p.bySource))
+	for _, src := range srcs {
+		x := p.bySource[src]
+		if now.Sub(x.at) > ttl || src == SlurmSourceName {
+			continue
+		}
+		for _, l := range x.push.Pending {
+			if l.GPUs <= 0 {
+				continue
+			}
+			k := key{l.Team, l.Tier}
+			i, ok := by[k]
+			if !ok {
+				i = len(out)
+				out = append(out, usage.Waiting{Team: l.Team, Tier: l.Tier})
+				by[k] = i
+			}
+			w := &out[i]
+			w.GPUs += l.GPUs
+			w.Jobs += max(l.Jobs, 1)
+		}
+	}
+	return out
 }
 
 // scope is the line's scope, GPU models in upper case (they match

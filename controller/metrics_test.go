@@ -16,6 +16,7 @@ import (
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/usage"
 )
 
 // scraped is one gathering of the controller's registry: each sample's
@@ -108,9 +109,14 @@ func TestMetricLabelsFixed(t *testing.T) {
 	}
 	s := scrape(t, l.c)
 	allowed := map[string][]string{
-		"pool":   {"kept", "spot"},
-		"state":  {"pending", "ready", "draining", "terminating"},
-		"kind":   {"running", "pending", "launch", "drain", "terminate", "cancel_drain"},
+		// An orphan's time is charged to the pool "orphaned", a word.
+		"pool":  {"kept", "spot", usage.OrphanPool},
+		"state": {"pending", "ready", "draining", "terminating"},
+		"kind":  {"running", "pending", "launch", "drain", "terminate", "cancel_drain", "used", "bought_for", "idle"},
+		// Teams and tiers are bounded by the usage block's caps; these
+		// jobs and pushes name none.
+		"team":   {usage.Unattributed, usage.IdleLabel},
+		"tier":   {usage.Unattributed, usage.IdleLabel},
 		"result": {"ok", "error", "refused"},
 		"when":   {"now", "planned"},
 		"level":  {"p10", "p50", "p90", "keep"},

@@ -69,6 +69,9 @@ func (c *Controller) observe(ctx context.Context, now time.Time, f *cycleFleet, 
 			n := fleet.Node{ID: in.ID, Pool: name, Zone: in.Zone, Address: in.Address, LaunchedAt: in.LaunchedAt, DrainCancelledAt: c.cancelled[in.ID], Machine: in.Machine}
 			healthy := c.agents.Observe(&n)
 			ends.Apply(&n)
+			if c.slurm != nil && len(n.Jobs) > 0 {
+				c.slurm.Label(&n)
+			}
 			if healthy && c.ready[in.ID].IsZero() && !c.dryRun {
 				f.ready = append(f.ready, in.ID)
 			}

@@ -287,7 +287,7 @@ func TestGuardSeesEveryWrite(t *testing.T) {
 	g := &guard{writes: map[string]int{}}
 	w := guardedStore{g: g, s: &state.Memory{}}
 	reads := []string{"Path", "Demand", "LatestDemand", "DemandSeries", "Backoffs", "Drains", "DrainLog", "Halted",
-		"Intents", "Launches", "SeenNodes", "ReadyNodes", "CancelledDrains", "Pools", "Credentials", "APITokens"}
+		"Intents", "Launches", "SeenNodes", "ReadyNodes", "CancelledDrains", "Pools", "Credentials", "APITokens", "UsageHours", "UsageJobs"}
 	rt := reflect.TypeOf((*state.Records)(nil)).Elem()
 	for i := range rt.NumMethod() {
 		m := rt.Method(i)
@@ -308,4 +308,19 @@ func TestGuardSeesEveryWrite(t *testing.T) {
 			t.Errorf("%s: not reported to the guard", m.Name)
 		}
 	}
+}
+
+func (w guardedStore) PutUsage(hours []state.UsageHour, jobs []state.UsageJob) error {
+	w.g.write("PutUsage")
+	return w.s.PutUsage(hours, jobs)
+}
+func (w guardedStore) UsageHours(from, to time.Time) ([]state.UsageHour, error) {
+	return w.s.UsageHours(from, to)
+}
+func (w guardedStore) UsageJobs(from, to time.Time) ([]state.UsageJob, error) {
+	return w.s.UsageJobs(from, to)
+}
+func (w guardedStore) PruneUsage(hoursBefore, jobsBefore time.Time) (int, error) {
+	w.g.write("PruneUsage")
+	return w.s.PruneUsage(hoursBefore, jobsBefore)
 }

@@ -47,6 +47,9 @@ func (c *Controller) Recover(ctx context.Context) error {
 	for _, x := range ready {
 		c.ready[x.Node] = x.At
 	}
+	if err := c.restoreUsage(c.now()); err != nil {
+		return err
+	}
 	c.backfilled, c.didBackfill = c.backfill(ctx)
 	if c.dryRun {
 		return nil // a dry run asks nothing of the agents

@@ -42,6 +42,8 @@ func (c *Controller) Run(ctx context.Context, o RunOptions) error {
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	// The books of who used what are written whole when the loop stops.
+	defer c.flushUsage()
 	start := c.now()
 	for first := true; o.For == 0 || c.now().Sub(start) < o.For; first = false {
 		if !o.Immediately || !first {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/slurm"
+	"github.com/fleetcast/autoscaler/usage"
 )
 
 // SlurmSourceName is the source the Slurm queue's demand is pending under
@@ -54,6 +55,19 @@ type SlurmSource struct {
 	names slurmNodes
 	// poke has Run read at once (Poke).
 	poke chan struct{}
+	// tierFrom is where a job's tier comes from ("qos" or
+	// "partition"); waiting is the last whole read's jobs waiting for
+	// capacity by team and tier, and jobs its running jobs' owners and
+	// times by ID, for the report of who used what.
+	tierFrom string
+	waiting  []usage.Waiting
+	jobs     map[string]slurmJob
+}
+
+// slurmJob is what a read says of a running job, for its record.
+type slurmJob struct {
+	team, tier, name            string
+	submit, eligible, startedAt time.Time
 }
 
 // SlurmOptions are a SlurmSource's parts.
@@ -101,9 +115,10 @@ func NewSlurmSource(o SlurmOptions) (*SlurmSource, error) {
 			Help: "Changes made to the Slurm nodes of pools that are Slurm nodes (scontrol update), by op (power_up, power_down, power_down_asap, power_down_force, drain, resume, set_address) and result (ok, error)."}, []string{"op", "result"}),
 		signals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fleetcast_slurm_job_signals_total",
 			Help: "Jobs on draining Slurm nodes that no agent knows, asked to checkpoint with the slurm block's signal_jobs (scancel --signal --batch), by result (ok, error)."}, []string{"result"}),
-		failure: "not read yet",
-		names:   newSlurmNodes(o, s),
-		poke:    make(chan struct{}, 1),
+		failure:  "not read yet",
+		names:    newSlurmNodes(o, s),
+		poke:     make(chan struct{}, 1),
+		tierFrom: s.Tier,
 	}, nil
 }
 
@@ -229,6 +244,7 @@ func (s *SlurmSource) Read(ctx context.Context) error {
 	if len(snap.Missing) > 0 && !slices.Equal(snap.Missing, s.queue.Missing) {
 		s.log.Warn("slurm's answers lack fields, taken as unknown", "fields", snap.Missing, "version", snap.Version)
 	}
+	s.waiting, s.jobs = s.owners(snap.Jobs)
 	s.queue, s.readAt, s.failure = d.Queue, at, ""
 	s.queue.ReadAt = at
 	return nil
@@ -263,4 +279,86 @@ func (s *SlurmSource) Queue(now time.Time) *fleet.Queue {
 	q.Degraded = s.failure
 	q.Expired = !s.readAt.IsZero() && now.Sub(s.readAt) > s.pending.ttl()
 	return &q
+}
+
+// owners are the jobs of a read waiting for capacity, by team (their
+// account) and tier (their QOS or partition, as the slurm block's tier
+// says), and its running jobs' owners and times by ID. A label no report
+// could carry (fleet.ValidLabel) is left unattributed.
+func (s *SlurmSource) owners(jobs []slurm.Job) ([]usage.Waiting, map[string]slurmJob) {
+	label := func(v string) string {
+		if fleet.ValidLabel(v) != "" {
+			return ""
+		}
+		return v
+	}
+	type key struct{ team, tier string }
+	at := map[key]int{}
+	var waiting []usage.Waiting
+	running := map[string]slurmJob{}
+	for i := range jobs {
+		j := &jobs[i]
+		tier := j.QOS
+		if s.tierFrom == "partition" {
+			tier = j.Partition
+		}
+		team, tier := label(j.Account), label(tier)
+		switch {
+		case j.Running():
+			running[j.ID] = slurmJob{team: team, tier: tier, name: label(j.Name), submit: j.Submit, eligible: j.Eligible, startedAt: j.Start}
+		case j.Pending() && slurm.Waiting(j.Reason) && j.GPUs() > 0:
+			k := key{team, tier}
+			n, ok := at[k]
+			if !ok {
+				n = len(waiting)
+				waiting = append(waiting, usage.Waiting{Team: team, Tier: tier})
+				at[k] = n
+			}
+			waiting[n].GPUs = min(waiting[n].GPUs+j.GPUs(), fleet.MaxDemandGPUs)
+			waiting[n].Jobs += max(j.Tasks, 1)
+		}
+	}
+	return waiting, running
+}
+
+// Waiting is the last whole read's jobs waiting for capacity, by team and
+// tier; none once its demand has expired (as a push's would).
+func (s *SlurmSource) Waiting(now time.Time) []usage.Waiting {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.readAt.IsZero() || now.Sub(s.readAt) > s.pending.ttl() {
+		return nil
+	}
+	return slices.Clone(s.waiting)
+}
+
+// Label fills in what the last whole read says of the jobs on a node that
+// their agents left out: each running Slurm job's team, tier and name,
+// and when it was submitted and became eligible. An agent's own labels
+// stand.
+func (s *SlurmSource) Label(n *fleet.Node) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range n.Jobs {
+		j := &n.Jobs[i]
+		x, ok := s.jobs[j.ID]
+		if !ok {
+			continue
+		}
+		if j.Team == "" {
+			j.Team = x.team
+		}
+		if j.Tier == "" {
+			j.Tier = x.tier
+		}
+		if j.Name == "" {
+			j.Name = x.name
+		}
+		if j.Submitted.IsZero() {
+			j.Submitted = x.submit
+		}
+		if j.Eligible.IsZero() {
+			j.Eligible = x.eligible
+		}
+	}
 }

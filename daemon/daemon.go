@@ -217,7 +217,7 @@ func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 		log.Info("demand source", "slurm", cmp.Or(cfg.Slurm.Conf, "the commands' default slurm.conf"), "read", err == nil)
 	}
 	d.c, err = controller.New(controller.Options{Settings: &set, Controller: ctl, Backfill: cfg.Demand.Backfill, Store: d.store,
-		Clouds: d.clouds, Agents: agents, Pending: pending, Demand: source, Slurm: d.slurm, Now: d.clock, Log: log, DryRun: o.DryRun, Credentials: creds})
+		Clouds: d.clouds, Agents: agents, Pending: pending, Demand: source, Slurm: d.slurm, Now: d.clock, Log: log, DryRun: o.DryRun, Credentials: creds, Usage: cfg.Usage})
 	if err != nil {
 		return nil, err
 	}

@@ -131,6 +131,10 @@ type SlurmSettings struct {
 	// signal would die of it).
 	SignalJobs string
 	Scancel    string
+	// Tier is where a Slurm job's tier comes from, for the report of who
+	// used what: "qos" (its quality of service, the default) or
+	// "partition". Its team is its account.
+	Tier string
 	// Interval is the time between reads, which run in the background:
 	// a cycle plans with the latest.
 	Interval time.Duration
@@ -142,5 +146,29 @@ type SlurmSettings struct {
 
 // DefaultSlurmSettings are the slurm block's defaults (config.Defaults).
 func DefaultSlurmSettings() SlurmSettings {
-	return SlurmSettings{Squeue: "squeue", Sinfo: "sinfo", Scontrol: "scontrol", Scancel: "scancel", Interval: 30 * time.Second, Timeout: 10 * time.Second, MaxOutputMiB: 256}
+	return SlurmSettings{Squeue: "squeue", Sinfo: "sinfo", Scontrol: "scontrol", Scancel: "scancel", Tier: "qos", Interval: 30 * time.Second, Timeout: 10 * time.Second, MaxOutputMiB: 256}
+}
+
+// UsageSettings are how the controller keeps who used what (the usage
+// block): how long it keeps each job's record and each hour's figures
+// per team and tier, and how many distinct teams and tiers it tells apart.
+type UsageSettings struct {
+	// JobRetention is how long a job's record is kept after it ends;
+	// HourRetention how long each hour's figures per team and tier.
+	JobRetention  time.Duration
+	HourRetention time.Duration
+	// MaxTeams and MaxTiers bound the teams and tiers told apart: past
+	// them, new ones are reported as "other", so no client can grow the
+	// controller's memory or its metrics without bound.
+	MaxTeams int
+	MaxTiers int
+	// ShareIdle shares each pool's idle cost among the teams that used
+	// the pool, in proportion to their use, in reports and metrics that
+	// do not ask otherwise; false charges it to "idle".
+	ShareIdle bool
+}
+
+// DefaultUsageSettings are the usage block's defaults.
+func DefaultUsageSettings() UsageSettings {
+	return UsageSettings{JobRetention: 30 * 24 * time.Hour, HourRetention: 365 * 24 * time.Hour, MaxTeams: 100, MaxTiers: 20}
 }

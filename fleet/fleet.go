@@ -161,6 +161,10 @@ type Node struct {
 	DrainConfirmed bool `json:"drain_confirmed,omitempty"`
 	// Jobs are the jobs the agent last reported on the node.
 	Jobs []Job `json:"jobs,omitempty"`
+	// JobsSeq changes whenever the node's jobs do (their IDs, GPUs or
+	// owners, not their checkpoints), as the controller receives its
+	// agent's reports; 0 when not known. Not kept in a snapshot.
+	JobsSeq uint64 `json:"-"`
 	// InterruptAt, when set, is when the cloud will reclaim the node, as
 	// its agent read the cloud's interruption notice (an EC2 spot
 	// interruption). The agent has asked its jobs to checkpoint already;
@@ -227,28 +231,6 @@ func (n *Node) UsedGPUs() int {
 		used += n.Jobs[i].GPUs
 	}
 	return used
-}
-
-// Job is a unit of work on a node.
-type Job struct {
-	ID   string `json:"id"`
-	GPUs int    `json:"gpus"`
-	// Start is when the job started on the node.
-	Start time.Time `json:"start"`
-	// LongRunning is set by the agent or scheduler for jobs known to run long;
-	// a job also counts as long-running once it is older than the drain
-	// policy's long_running_after.
-	LongRunning bool `json:"long_running,omitempty"`
-	// ExpectedEnd is when the job is expected to end (a scheduler's time
-	// limit, or what it told its agent); zero if unknown. It is a hint,
-	// never trusted for safety (docs/design.md rule 11): the planner may wait
-	// for it instead of launching for pending jobs, at most one lead time,
-	// and scale-in plans a node whose jobs all end within its window to
-	// leave then rather than move jobs for that surplus now; it never
-	// drains a node for it.
-	ExpectedEnd time.Time `json:"expected_end,omitzero"`
-	// LastCheckpoint is when the job last saved its state; zero if never.
-	LastCheckpoint time.Time `json:"last_checkpoint,omitzero"`
 }
 
 // PoolStatus is what the controller knows about a pool beyond its config.

@@ -46,6 +46,9 @@ type Memory struct {
 	pools     map[string]PoolRecord
 	creds     map[string]Credential
 	tokens    map[string]APIToken
+	// usageHours and usageJobs are the usage records by their Store keys.
+	usageHours map[string]UsageHour
+	usageJobs  map[string]UsageJob
 	// fleet is the name ClaimFleet recorded, if claimed.
 	fleet   string
 	claimed bool

@@ -86,6 +86,13 @@ type Records interface {
 	DeleteCredentials(nodes ...string) error
 	Credentials() ([]Credential, error)
 
+	// Who used what: the usage hours per team and tier, and the job
+	// records, pruned by their retentions: owned by package controller.
+	PutUsage(hours []UsageHour, jobs []UsageJob) error
+	UsageHours(from, to time.Time) ([]UsageHour, error)
+	UsageJobs(from, to time.Time) ([]UsageJob, error)
+	PruneUsage(hoursBefore, jobsBefore time.Time) (int, error)
+
 	// The API tokens: owned by package apiauth.
 	PutAPIToken(t APIToken) error
 	DeleteAPIToken(name string) error

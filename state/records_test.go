@@ -409,6 +409,53 @@ func TestRecordsConform(t *testing.T) {
 			fails("claim staging", `is fleet "prod"'s, and controller.fleet is "staging"`, func(r Records) error { return r.ClaimFleet("staging") }),
 			fails("claim no name", `set controller.fleet back to "prod"`, func(r Records) error { return r.ClaimFleet("") }),
 		}},
+		{"usage hours and job records", []step{
+			ok("two hours and three jobs", func(r Records) error {
+				return r.PutUsage([]UsageHour{
+					{Hour: minute(0), Team: "alpha", Tier: "critical", Charges: []UsageCharge{{Pool: "od", Kind: "used", Micros: 16_000_000, GPUHours: 4}}, Started: 1, Queue: []int64{900}},
+					{Hour: minute(60).In(east), Team: "idle", Tier: "idle", Charges: []UsageCharge{{Pool: "od", Kind: "idle", Micros: 8_000_000, GPUHours: 2}}},
+				}, []UsageJob{
+					{ID: "a1", Team: "alpha", Tier: "critical", Name: "train", Pool: "od", Nodes: 2, GPUs: 16, Submitted: minute(-15).In(east), Start: minute(0), LastCheckpoint: now, Checkpoints: 3, Micros: 1, GPUHours: 0.5},
+					{ID: "b1", Team: "beta", Tier: "standard", Pool: "od", Start: minute(30), End: minute(90), Micros: 2},
+					{ID: "c1", Team: "beta", Tier: "standard", Pool: "od", Start: minute(120)},
+				})
+			}),
+			read("the hours from 0:30", 1, func(r Records) (any, error) { h, err := r.UsageHours(minute(30), time.Time{}); return len(h), err }),
+			read("every hour", nil, func(r Records) (any, error) { return r.UsageHours(time.Time{}, time.Time{}) }),
+			read("the jobs started in [0:00, 2:00)", []string{"a1", "b1"}, func(r Records) (any, error) {
+				js, err := r.UsageJobs(minute(0), minute(120))
+				var ids []string
+				for _, j := range js {
+					ids = append(ids, j.ID)
+				}
+				return ids, err
+			}),
+			read("every job", nil, func(r Records) (any, error) { return r.UsageJobs(time.Time{}, time.Time{}) }),
+			ok("a1 again, further on", func(r Records) error {
+				return r.PutUsage(nil, []UsageJob{{ID: "a1", Team: "alpha", Tier: "critical", Pool: "od", Start: minute(0), Micros: 5, GPUHours: 1}})
+			}),
+			read("a1 replaced", nil, func(r Records) (any, error) { return r.UsageJobs(minute(0), minute(1)) }),
+			fails("an hour not on the hour", "want the start of an hour", func(r Records) error {
+				return r.PutUsage([]UsageHour{{Hour: minute(5), Team: "a", Tier: "b"}}, nil)
+			}),
+			fails("a job ending before its start", "before its start", func(r Records) error {
+				return r.PutUsage(nil, []UsageJob{{ID: "x", Start: minute(10), End: minute(5)}})
+			}),
+			fails("a job starting in 1969", "want a time from 1970 to 2262", func(r Records) error {
+				return r.PutUsage(nil, []UsageJob{{ID: "x", Start: time.Date(1969, 1, 1, 0, 0, 0, 0, time.UTC)}})
+			}),
+			read("pruned: the hours before 1:00, the jobs ended before 2:00", 2, func(r Records) (any, error) {
+				return r.PruneUsage(minute(60), minute(120))
+			}),
+			read("the jobs left", []string{"a1", "c1"}, func(r Records) (any, error) {
+				js, err := r.UsageJobs(time.Time{}, time.Time{})
+				var ids []string
+				for _, j := range js {
+					ids = append(ids, j.ID)
+				}
+				return ids, err
+			}),
+		}},
 		{"the fleet's empty name", []step{
 			ok("claim no name", func(r Records) error { return r.ClaimFleet("") }),
 			ok("again", func(r Records) error { return r.ClaimFleet("") }),

@@ -50,6 +50,8 @@ var writeOwners = map[string]owned{
 	"PutCredential":     {"credentials", "nodeauth"},
 	"DeleteCredentials": {"credentials", "nodeauth"},
 	"PutAPIToken":       {"API tokens", "apiauth"},
+	"PutUsage":          {"usage", "controller"},
+	"PruneUsage":        {"usage", "controller"},
 	"DeleteAPIToken":    {"API tokens", "apiauth"},
 }
 
@@ -57,7 +59,7 @@ var writeOwners = map[string]owned{
 // every other exported method is a write, and must be in the table, so a
 // write of any name (Set, Record, Forget, ...) cannot pass unowned.
 var reads = []string{"Path", "Close", "Demand", "LatestDemand", "DemandSeries", "Backoffs", "Drains", "DrainLog", "Halted",
-	"Intents", "Launches", "SeenNodes", "ReadyNodes", "CancelledDrains", "Pools", "Credentials", "APITokens"}
+	"Intents", "Launches", "SeenNodes", "ReadyNodes", "CancelledDrains", "Pools", "Credentials", "APITokens", "UsageHours", "UsageJobs"}
 
 // recordTypes are the receiver types whose write methods the table must cover.
 var recordTypes = []string{"Store", "Memory"}

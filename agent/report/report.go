@@ -109,6 +109,20 @@ type Job struct {
 	// limit), as it registered; zero if unknown. A hint: the controller
 	// never drains for it, and keeps the earliest a node reported.
 	ExpectedEnd time.Time `json:"expected_end,omitzero"`
+	// Team is who the job belongs to, as it registered (its scheduler's
+	// account, say); empty if unknown. A label (fleet.ValidLabel).
+	Team string `json:"team,omitempty"`
+	// Tier is the job's class of service, which says how much its waiting
+	// is worth (its scheduler's QOS or partition), as it registered;
+	// empty if unknown. A label (fleet.ValidLabel).
+	Tier string `json:"tier,omitempty"`
+	// Name is what the job's owner calls it, as it registered; empty if
+	// unknown. A label (fleet.ValidLabel).
+	Name string `json:"name,omitempty"`
+	// Submitted is when the job was submitted to its scheduler, as it
+	// registered: its queue time is Start less Submitted. Never after
+	// Start; zero if unknown.
+	Submitted time.Time `json:"submitted,omitzero"`
 }
 
 // DrainState is where a drain is, as the agent sees it.
@@ -241,6 +255,13 @@ func (r *Report) Validate(now time.Time, skew time.Duration, nodeGPUs int) error
 			return fmt.Errorf("jobs[%d].last_checkpoint: %s is in the future", i, j.LastCheckpoint.Format(time.RFC3339))
 		case len(j.PIDs) > maxProcesses:
 			return fmt.Errorf("jobs[%d].pids: %d PIDs, at most %d", i, len(j.PIDs), maxProcesses)
+		case j.Submitted.After(j.Start):
+			return fmt.Errorf("jobs[%d].submitted: %s is after the job's start %s", i, j.Submitted.Format(time.RFC3339), j.Start.Format(time.RFC3339))
+		}
+		for _, l := range [...]struct{ field, value string }{{"team", j.Team}, {"tier", j.Tier}, {"name", j.Name}} {
+			if msg := fleet.ValidLabel(l.value); msg != "" {
+				return fmt.Errorf("jobs[%d].%s: %s", i, l.field, msg)
+			}
 		}
 		ids[j.ID] = true
 		listed := make(map[int]bool, len(j.GPUs))
@@ -389,7 +410,8 @@ func (r *Report) FleetJobs() []fleet.Job {
 		for _, g := range j.GPUs {
 			n += hold(g)
 		}
-		fj := fleet.Job{ID: j.ID, GPUs: n, Start: j.Start, LongRunning: j.LongRunning, LastCheckpoint: j.LastCheckpoint}
+		fj := fleet.Job{ID: j.ID, GPUs: n, Start: j.Start, LongRunning: j.LongRunning, LastCheckpoint: j.LastCheckpoint,
+			Team: j.Team, Tier: j.Tier, Name: j.Name, Submitted: j.Submitted}
 		if j.ExpectedEnd.After(j.Start) {
 			fj.ExpectedEnd = j.ExpectedEnd // one before the start says nothing
 		}

@@ -110,3 +110,46 @@ func TestReportCannotInflateDemand(t *testing.T) {
 		t.Errorf("eight jobs on a GPU of seven MIG instances: Validate: %v", err)
 	}
 }
+
+// TestValidateJobOwner: a job's team, tier and name are labels
+// (fleet.ValidLabel), and its submission is not after its start; Validate
+// names the field at fault. FleetJobs carries them to the planner.
+func TestValidateJobOwner(t *testing.T) {
+	owned := func(edit func(j *Job)) Report {
+		r := good("i-1")
+		j := &r.Jobs[0]
+		j.Team, j.Tier, j.Name, j.Submitted = "ml-research", "batch", "train-7", j.Start.Add(-20*time.Minute)
+		edit(j)
+		return r
+	}
+	for _, tt := range []struct {
+		name   string
+		r      Report
+		reason string // empty: valid
+	}{
+		{"labelled", owned(func(*Job) {}), ""},
+		{"no labels", owned(func(j *Job) { j.Team, j.Tier, j.Name, j.Submitted = "", "", "", time.Time{} }), ""},
+		{"submitted as it started", owned(func(j *Job) { j.Submitted = j.Start }), ""},
+		{"every label character", owned(func(j *Job) { j.Team = "alice@ml/research:v1.2_x+y-z" }), ""},
+		{"a team with a space", owned(func(j *Job) { j.Team = "ml research" }), `jobs[0].team: "ml research": want letters, digits and ._-:@/+ only`},
+		{"a tier of control characters", owned(func(j *Job) { j.Tier = "batch\n" }), `jobs[0].tier: "batch\n": want letters`},
+		{"a name too long", owned(func(j *Job) { j.Name = strings.Repeat("x", 65) }), "jobs[0].name: 65 bytes, at most 64"},
+		{"submitted after its start", owned(func(j *Job) { j.Submitted = j.Start.Add(time.Second) }),
+			"jobs[0].submitted: 2026-11-30T11:00:01Z is after the job's start 2026-11-30T11:00:00Z"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.r.Validate(now, 5*time.Minute, 8)
+			switch {
+			case tt.reason == "" && err != nil:
+				t.Fatalf("Validate: %v; want nil", err)
+			case tt.reason != "" && (err == nil || !strings.Contains(err.Error(), tt.reason)):
+				t.Fatalf("Validate: %v; want %q", err, tt.reason)
+			}
+		})
+	}
+	r := owned(func(*Job) {})
+	j := r.Jobs[0]
+	if fj := r.FleetJobs()[0]; fj.Team != j.Team || fj.Tier != j.Tier || fj.Name != j.Name || !fj.Submitted.Equal(j.Submitted) {
+		t.Errorf("FleetJobs: %+v; want the team, tier, name and submission of %+v", fj, j)
+	}
+}

@@ -225,8 +225,12 @@ func runAgentJob(e *env, cmd string, args []string) int {
 	fs := newFlagSet(e, "agent "+cmd, "agent "+cmd+" -job ID [flags]")
 	id := fs.String("job", "", "the job's ID")
 	socket := fs.String("socket", defaultSocket, "the agent's unix socket")
-	var gpus, pids, watch, ends string
+	var gpus, pids, watch, ends, team, tier, name, submitted string
 	if cmd == "register" {
+		fs.StringVar(&team, "team", "", "who the job belongs to (its scheduler's account, say), for the cost and queue-time report per team: letters, digits and ._-:@/+, at most 64 bytes (empty: unattributed)")
+		fs.StringVar(&tier, "tier", "", "the job's class of service (its QOS or partition, say), for the report per tier: letters, digits and ._-:@/+, at most 64 bytes (empty: unattributed)")
+		fs.StringVar(&name, "name", "", "what the job's owner calls it: letters, digits and ._-:@/+, at most 64 bytes")
+		fs.StringVar(&submitted, "submitted", "", "when the job was submitted to its scheduler, an RFC 3339 time, for its queue time: not after now (the job's start)")
 		fs.StringVar(&ends, "expected-end", "", "when the job expects to end (its time limit): an RFC 3339 time or a duration from now, e.g. 6h; a hint the controller may wait for instead of a launch or of draining this node, never a reason to drain")
 		fs.StringVar(&gpus, "gpus", "", "comma-separated GPU indexes the job holds, e.g. 0,1")
 		fs.StringVar(&watch, "checkpoints", "", "glob of the job's checkpoint files, e.g. '/ckpt/train-7/*.pt': a newer file counts as a checkpoint")
@@ -257,6 +261,12 @@ func runAgentJob(e *env, cmd string, args []string) int {
 		}
 		if err == nil && ends != "" {
 			req.ExpectedEnd, err = expectedEnd(ends, time.Now())
+		}
+		if err == nil {
+			req.Team, req.Tier, req.Name, err = registerLabels(team, tier, name)
+		}
+		if err == nil && submitted != "" {
+			req.Submitted, err = submittedAt(submitted, time.Now())
 		}
 		if err != nil {
 			fmt.Fprintf(e.stderr, "agent register: %v\n", err)
@@ -345,6 +355,30 @@ func expectedEnd(s string, now time.Time) (time.Time, error) {
 	}
 	if !t.After(now) {
 		return time.Time{}, fmt.Errorf("-expected-end %q: %s is not in the future", s, t.Format(time.RFC3339))
+	}
+	return t, nil
+}
+
+// registerLabels checks -team, -tier and -name (fleet.ValidLabel) and returns
+// them, or an error naming the first flag that is wrong.
+func registerLabels(team, tier, name string) (string, string, string, error) {
+	for _, l := range [...]struct{ flag, value string }{{"-team", team}, {"-tier", tier}, {"-name", name}} {
+		if msg := fleet.ValidLabel(l.value); msg != "" {
+			return "", "", "", fmt.Errorf("%s: %s", l.flag, msg)
+		}
+	}
+	return team, tier, name, nil
+}
+
+// submittedAt parses -submitted: an RFC 3339 time not after now, for a
+// job registering as it starts.
+func submittedAt(s string, now time.Time) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("-submitted %q: want an RFC 3339 time (2026-12-02T18:00:00Z), when the job was submitted to its scheduler", s)
+	}
+	if t.After(now) {
+		return time.Time{}, fmt.Errorf("-submitted %q: %s is in the future: want when the job was submitted to its scheduler, before it started", s, t.Format(time.RFC3339))
 	}
 	return t, nil
 }

@@ -61,6 +61,7 @@ func commands() []command {
 		{"forecast", "forecast a demand series, or backtest the forecasting models on it", runForecast},
 		{"history", "import a demand series into the controller's history, so a new controller forecasts from its start", runHistory},
 		{"agent", "run the in-instance agent, or tell it about a job (register, checkpoint, done)", runAgent},
+		{"report", "who used what: cost, GPU-hours and queue times by team, tier, pool or job, from the running controller or its state", runReport},
 		{"simulate", "replay a workload trace through static, reactive, headroom, predictive and oracle fleets, or draw the cost-against-waiting frontier", runSimulate},
 		{"token", "list, issue or revoke node credentials on the running controller", runToken},
 		{"api-token", "create, list, rotate or revoke API tokens (scopes demand, read, operator) on the running controller", runAPIToken},
@@ -84,7 +85,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func runEnv(e *env, args []string) int {
 	stderr := e.stderr
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
+		printUsage(stderr)
 		if len(args) == 0 {
 			return exitUsage
 		}
@@ -96,11 +97,12 @@ func runEnv(e *env, args []string) int {
 		}
 	}
 	fmt.Fprintf(stderr, "autoscaler: unknown command %q\n\n", args[0])
-	usage(stderr)
+	printUsage(stderr)
 	return exitUsage
 }
 
-func usage(w io.Writer) {
+// printUsage prints the commands.
+func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: autoscaler COMMAND [flags]")
 	fmt.Fprintln(w, "\nFleetcast, a predictive autoscaler for cloud GPU fleets.\n\nCommands:")
 	for _, c := range commands() {

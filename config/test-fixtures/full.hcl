@@ -145,3 +145,11 @@ simulate {
   headroom_gpus               = 64
   headroom_placeholders       = "gpu"
 }
+
+usage {
+  job_retention  = "14d"
+  hour_retention = "730d"
+  max_teams      = 50
+  max_tiers      = 5
+  share_idle     = true
+}

@@ -1,0 +1,79 @@
+package fleet
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Job is a unit of work on a node.
+type Job struct {
+	ID   string `json:"id"`
+	GPUs int    `json:"gpus"`
+	// Start is when the job started on the node.
+	Start time.Time `json:"start"`
+	// LongRunning is set by the agent or scheduler for jobs known to run long;
+	// a job also counts as long-running once it is older than the drain
+	// policy's long_running_after.
+	LongRunning bool `json:"long_running,omitempty"`
+	// ExpectedEnd is when the job is expected to end (a scheduler's time
+	// limit, or what it told its agent); zero if unknown. It is a hint,
+	// never trusted for safety (docs/design.md rule 11): the planner may wait
+	// for it instead of launching for pending jobs, at most one lead time,
+	// and scale-in plans a node whose jobs all end within its window to
+	// leave then rather than move jobs for that surplus now; it never
+	// drains a node for it.
+	ExpectedEnd time.Time `json:"expected_end,omitzero"`
+	// LastCheckpoint is when the job last saved its state; zero if never.
+	LastCheckpoint time.Time `json:"last_checkpoint,omitzero"`
+	// Team and Tier are who the job belongs to and how much its waiting
+	// is worth, and Name what its owner calls it, as its agent's
+	// registration or its scheduler says (Slurm's account, and its QOS or
+	// partition); empty when unknown (reported as usage.Unattributed).
+	// Each is a label (ValidLabel).
+	Team string `json:"team,omitempty"`
+	Tier string `json:"tier,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Submitted is when the job was submitted, and Eligible when it could
+	// first run (its dependencies met, its hold released, its begin time
+	// reached); zero when unknown. The job's queue time is Start less the
+	// later of the two.
+	Submitted time.Time `json:"submitted,omitzero"`
+	Eligible  time.Time `json:"eligible,omitzero"`
+}
+
+// QueueTime is how long the job waited to start: Start less the later of
+// Submitted and Eligible; ok is false when neither is known, or when Start
+// is not after them (clocks apart).
+func (j *Job) QueueTime() (d time.Duration, ok bool) {
+	from := j.Submitted
+	if j.Eligible.After(from) {
+		from = j.Eligible
+	}
+	if from.IsZero() || j.Start.IsZero() || j.Start.Before(from) {
+		return 0, false
+	}
+	return j.Start.Sub(from), true
+}
+
+// MaxLabelLen bounds a team's, a tier's and a job name's length in bytes.
+const MaxLabelLen = 64
+
+// ValidLabel checks a team, tier or job name: at most MaxLabelLen bytes of
+// letters, digits and "._-:@/+" (an account, a QOS, a Kubernetes
+// namespace, a user@group), or empty for unknown. It returns what is wrong
+// in words, or "".
+func ValidLabel(s string) string {
+	if len(s) > MaxLabelLen {
+		return fmt.Sprintf("%d bytes, at most %d", len(s), MaxLabelLen)
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("._-:@/+", r):
+		default:
+			return fmt.Sprintf("%q: want letters, digits and ._-:@/+ only", s)
+		}
+	}
+	return ""
+}
