@@ -16,6 +16,7 @@ import (
 	"github.com/fleetcast/autoscaler/internal/slurmtest"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/slurm"
+	"github.com/fleetcast/autoscaler/state"
 )
 
 // trainPool is a pool of 8-GPU A100 nodes serving Slurm's partition
@@ -262,6 +263,22 @@ func TestSlurmLive(t *testing.T) {
 	}
 	if end, want := jobEnd(l.c.Last().State, node, running), jobs[running].Start.Add(30*time.Minute); end.IsZero() || !end.Equal(want) {
 		t.Errorf("the running job's expected end %v; want %v", end, want)
+	}
+
+	// Whose work it is, as Slurm says: the waiting jobs by account (the
+	// held job and the one on a dependency wait for no capacity), and the
+	// running job's account and submission filled in for its agent.
+	live := l.c.usage.Live()
+	waiting := map[string]int{}
+	for _, w := range live.Waiting {
+		waiting[w.Team] += w.GPUs
+	}
+	if waiting["team-a"] != 10 || len(waiting) != 1 {
+		t.Errorf("waiting by team %v; want team-a's 10 GPUs alone", waiting)
+	}
+	if i := slices.IndexFunc(live.Running, func(j state.UsageJob) bool { return j.ID == running }); i < 0 ||
+		live.Running[i].Team != "team-b" || !live.Running[i].Submitted.Equal(jobs[running].Submit) {
+		t.Errorf("the running job's record %+v; want team-b's, submitted %v", live.Running, jobs[running].Submit)
 	}
 
 	// slurmctld killed: the source's next read fails within its

@@ -216,6 +216,11 @@ func TestUsageBoughtFor(t *testing.T) {
 	if got := l.target(t, od); got != 1 {
 		t.Fatalf("target %d after alpha's 8 GPUs waited, want 1", got)
 	}
+	// Waiting now: alpha's one job of 8 GPUs.
+	if rep, err := l.c.UsageReport(usage.Query{From: t0.Add(-time.Hour), To: t0.Add(time.Hour)}); err != nil || len(rep.Rows) != 1 || rep.Rows[0].Group != "alpha" ||
+		rep.Rows[0].Waiting != 1 || rep.Rows[0].WaitingGPUs != 8 {
+		t.Fatalf("report while alpha waits: %+v, %v; want alpha's 1 job and 8 GPUs waiting", rep.Rows, err)
+	}
 	launched := l.now
 	l.pending.Set(l.now, DemandPush{Source: "queue"})
 	var gone time.Time

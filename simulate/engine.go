@@ -93,6 +93,10 @@ type engine struct {
 	// this cycle.
 	limits     fleet.Limits
 	limitedNow bool
+	// teamUsed counts, when the trace has teams (Options.teams), each
+	// team's GPU-seconds of useful work in each pool (team*len(pools) +
+	// pool), and teamWait each team's GPU-seconds queued; nil without.
+	teamUsed, teamWait []int64
 	// reports caches each node's jobs as its agent reports them, by node
 	// index.
 	reports []nodeJobs
@@ -137,6 +141,13 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 			e.jobs[i].exact = true
 		case EstimatesLimits:
 			e.jobs[i].limit = int64(math.Ceil(float64(secs(tj.Duration)) * timeLimitFactor(guess)))
+		}
+	}
+	if t := opt.teams; t != nil && len(t.of) == len(e.jobs) {
+		e.teamUsed = make([]int64, len(t.names)*len(e.pools))
+		e.teamWait = make([]int64, len(t.names))
+		for i, k := range t.of {
+			e.jobs[i].team = k
 		}
 	}
 	e.left = len(e.jobs)

@@ -30,6 +30,8 @@ type job struct {
 	// above 0, is the job's time limit in seconds, which each run gets
 	// anew (Options.RuntimeEstimates).
 	exact bool
+	// team is the job's index in Options.teams' names (0 without teams).
+	team  int32
 	limit int64
 	// saveAt is when the checkpoint a drain asked for is durable; -1 when
 	// none is being written.
@@ -97,6 +99,7 @@ func (e *engine) stop(id int32, why stopCause) {
 		}
 	}
 	e.st.usedGPUs += float64(kept * int64(j.gpus))
+	e.chargeRun(j, kept)
 	j.remaining -= kept
 	e.release(id)
 	j.start = -1
@@ -109,6 +112,7 @@ func (e *engine) stop(id int32, why stopCause) {
 func (e *engine) finish(id int32) {
 	j := &e.jobs[id]
 	e.st.usedGPUs += float64((e.now - j.start) * int64(j.gpus))
+	e.chargeRun(j, e.now-j.start)
 	j.remaining = 0
 	e.release(id)
 	j.done = true

@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"fmt"
 
 	"io"
@@ -63,6 +64,11 @@ type Result struct {
 	// bought, in the config's order; none for the oracle, whose bound is
 	// not split by pool.
 	Pools []PoolUse `json:"pools,omitempty"`
+	// Teams split the run among the jobs' teams, when the trace has teams
+	// or Options.LabelTeams labels them: by team name, usage.Unattributed
+	// (jobs with none) last. Their cost_usd add up to CostUSD, their
+	// wait_gpu_hours to WaitGPUHours.
+	Teams []TeamResult `json:"teams,omitempty"`
 
 	// Capacity is the GPUs bought (reservations and nodes), sampled every
 	// Report.Demand step from the trace start; for the picture.
@@ -89,8 +95,11 @@ type Report struct {
 	Reservations string `json:"reservations"`
 	HeadroomGPUs int    `json:"headroom_gpus"`
 	// HeadroomPlaceholders is the size of its placeholders: "node" or "gpu".
-	HeadroomPlaceholders string   `json:"headroom_placeholders"`
-	Policies             []Result `json:"policies"`
+	HeadroomPlaceholders string `json:"headroom_placeholders"`
+	// LabelTeams is Options.LabelTeams: how many teams the jobs without
+	// one were labelled into (0: none were).
+	LabelTeams int      `json:"label_teams,omitempty"`
+	Policies   []Result `json:"policies"`
 	// Demand is the trace's demand if every job ran from its submit, at the
 	// sampling step of the policies' Capacity; for the picture.
 	Demand fleet.Series `json:"-"`
@@ -136,6 +145,73 @@ func (r *Report) WriteTable(w io.Writer) error {
 			p.Policy, p.CostUSD, p.CostVsOracle, p.ProvisionedGPUHours, p.UsedGPUHours, 100*p.Utilization,
 			p.WaitGPUHours, waitText(p.WaitP50), waitText(p.WaitP95), waitText(p.WaitP99), p.JobsWaitingOver,
 			p.LostGPUHours, p.LostScaleInGPUHours, p.LostReclaimGPUHours, p.UnsafeTerminations, p.Launches, p.Drains, p.ReservedGPUs, p.LimitedCycles)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return r.writeTeams(w)
+}
+
+// maxTableTeams is how many teams a policy's rows of the table show, the
+// costliest first; the rest are summed in one row (the JSON has them all).
+const maxTableTeams = 20
+
+// writeTeams writes, when the policies have teams, each policy's split
+// among them: the policy's own figures (team "all"), then its teams, the
+// costliest first.
+func (r *Report) writeTeams(w io.Writer) error {
+	if !slices.ContainsFunc(r.Policies, func(p Result) bool { return len(p.Teams) > 0 }) {
+		return nil
+	}
+	labelled := ""
+	if r.LabelTeams > 0 {
+		labelled = fmt.Sprintf(" (jobs without a team labelled into %d teams from the seed)", r.LabelTeams)
+	}
+	fmt.Fprintf(w, "\nby team%s: used $ is a team's work at the price per GPU-hour of the nodes it ran on; idle $ is the rest of the cost (idle and booting capacity, lost work) shared in proportion to used $; waits from submission to first start\n\n", labelled)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tteam\tjobs\tGPU-h used\tused $\tidle $\tcost $\tshare\twait GPU-h\tp50\tp95\tp99\t")
+	row := func(policy string, t TeamResult, of float64, waits bool) {
+		share := "-"
+		if of > 0 {
+			share = fmt.Sprintf("%.1f%%", 100*t.CostUSD/of)
+		}
+		p50, p95, p99 := "-", "-", "-"
+		if waits {
+			p50, p95, p99 = waitText(t.WaitP50), waitText(t.WaitP95), waitText(t.WaitP99)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%.0f\t%s\t%s\t%s\t\n", policy, t.Team, t.Jobs, t.UsedGPUHours,
+			t.UsedUSD, t.IdleShareUSD, t.CostUSD, share, t.WaitGPUHours, p50, p95, p99)
+	}
+	for _, p := range r.Policies {
+		if len(p.Teams) == 0 {
+			continue
+		}
+		all := TeamResult{Team: "all", UsedGPUHours: p.UsedGPUHours, CostUSD: p.CostUSD, WaitGPUHours: p.WaitGPUHours,
+			WaitP50: p.WaitP50, WaitP95: p.WaitP95, WaitP99: p.WaitP99}
+		for _, t := range p.Teams {
+			all.Jobs += t.Jobs
+			all.UsedUSD += t.UsedUSD
+			all.IdleShareUSD += t.IdleShareUSD
+		}
+		row(p.Policy, all, p.CostUSD, true)
+		teams := slices.Clone(p.Teams)
+		slices.SortStableFunc(teams, func(a, b TeamResult) int { return cmp.Compare(b.CostUSD, a.CostUSD) })
+		for i, t := range teams {
+			if i == maxTableTeams && len(teams) > maxTableTeams+1 {
+				rest := TeamResult{Team: fmt.Sprintf("%d more", len(teams)-i)}
+				for _, t := range teams[i:] {
+					rest.Jobs += t.Jobs
+					rest.UsedGPUHours += t.UsedGPUHours
+					rest.UsedUSD += t.UsedUSD
+					rest.IdleShareUSD += t.IdleShareUSD
+					rest.CostUSD += t.CostUSD
+					rest.WaitGPUHours += t.WaitGPUHours
+				}
+				row("", rest, p.CostUSD, false)
+				break
+			}
+			row("", t, p.CostUSD, true)
+		}
 	}
 	return tw.Flush()
 }

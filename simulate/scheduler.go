@@ -98,6 +98,9 @@ func (e *engine) start(id int32) {
 	j := &e.jobs[id]
 	j.start = e.now
 	e.st.waitGPUs += float64((e.now - j.queuedAt) * int64(j.gpus))
+	if e.teamWait != nil {
+		e.teamWait[j.team] += (e.now - j.queuedAt) * int64(j.gpus)
+	}
 	if j.first < 0 {
 		j.first = e.now
 		e.st.waits = append(e.st.waits, float64(e.now-j.submit))

@@ -160,6 +160,17 @@ type Options struct {
 	// the median 2x, never less than the truth; a requeued run gets it
 	// anew, as a scheduler gives it).
 	RuntimeEstimates string
+	// LabelTeams, when above 0, gives each job the trace leaves without a
+	// team one of team-01 .. team-NN (N = LabelTeams, at most
+	// MaxLabelTeams), drawn from its ID and Seed with Zipf weights (team
+	// k's weight 1/k), the same for every policy and every run of a seed
+	// (docs/simulate.md gives the rule); 0, the default, labels none.
+	// With teams, each Result splits its cost and waiting among them
+	// (Result.Teams).
+	LabelTeams int
+	// teams is the team of each job, made by resolve; nil when no job has
+	// one.
+	teams *teamTable
 	// fixedCommit, with advised reservations, replaces the advice with a
 	// reservation of fixedNodes committed at the first commitment and
 	// never grown (RunAdviceCheck).
@@ -236,7 +247,8 @@ func Run(set *fleet.Settings, tr *trace.Trace, opt Options) (*Report, error) {
 		}
 	}
 	rep := &Report{Trace: tr.Name, Jobs: len(tr.Jobs), Days: tr.Span().Hours() / 24, Seed: opt.Seed,
-		Reservations: opt.Reservations, HeadroomGPUs: max(0, opt.HeadroomGPUs), HeadroomPlaceholders: opt.HeadroomPlaceholders}
+		Reservations: opt.Reservations, HeadroomGPUs: max(0, opt.HeadroomGPUs), HeadroomPlaceholders: opt.HeadroomPlaceholders,
+		LabelTeams: opt.LabelTeams}
 	rep.Demand = tr.Demand(opt.sample)
 	rep.Demand.Start = opt.Start
 	results := make([]Result, len(Policies))
@@ -362,6 +374,12 @@ func (opt Options) resolve(set *fleet.Settings, tr *trace.Trace) (Options, error
 			opt.Start = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 		}
 	}
+	if err := checkLabelTeams(opt.LabelTeams); err != nil {
+		return Options{}, err
+	}
+	if opt.teams == nil || len(opt.teams.of) != len(tr.Jobs) {
+		opt.teams = newTeamTable(tr, opt.LabelTeams, opt.Seed)
+	}
 	opt.sample = sampleStep(tr.Span())
 	return opt, nil
 }
@@ -402,7 +420,9 @@ func runPolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name string) (
 		if opt.Reservations == Advised {
 			advice = secs(opt.AdviceAfter)
 		}
-		return oracle(tr, e.pools, secs(opt.sample), advice, set.Limits), nil
+		r := oracle(tr, e.pools, secs(opt.sample), advice, set.Limits)
+		r.Teams = oracleTeams(opt.teams, tr, &r)
+		return r, nil
 	}
 	pol, err := newPolicy(set, tr, opt, name)
 	if err != nil {
@@ -462,6 +482,7 @@ func simulatePolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name stri
 		Capacity:            e.samples,
 	}
 	r.ReservedGPUs = reservedGPUs(e)
+	r.Teams = e.teamResults(e.st.cost)
 	for _, p := range e.pools {
 		r.Pools = append(r.Pools, PoolUse{Pool: p.spec.Name, CostUSD: p.cost, ProvisionedGPUHours: p.gpuSeconds / 3600})
 	}

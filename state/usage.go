@@ -20,8 +20,9 @@ var (
 // UsageHour is one team and tier's use of the fleet over one hour: what
 // it was charged, by pool and kind, and how its jobs waited. The
 // controller writes the hour in progress as it goes, and each hour is
-// kept for the usage retention (a year by default). About 150 bytes, 60
-// more for each pool and kind charged, and a few for each job started.
+// kept for the usage retention (a year by default). About 150 bytes of
+// JSON, 60 more for each pool and kind charged, and a few for each job
+// started.
 type UsageHour struct {
 	// Hour is the hour's start (UTC, on the hour).
 	Hour time.Time `json:"hour"`
@@ -52,7 +53,8 @@ type UsageCharge struct {
 // UsageJob is one job's record: who ran it, its timeline, and what it
 // was charged. Written when the job is first seen, every hour while it
 // runs, and when it ends; kept for the job retention (30 days by
-// default) after its end. About 400 bytes.
+// default) after its end. About 160 bytes with its key, in a compact
+// binary form (encodeUsageJob).
 type UsageJob struct {
 	ID   string `json:"id"`
 	Team string `json:"team"`
@@ -400,5 +402,8 @@ func parseUsageJob(b []byte) (UsageJob, error) {
 	j.Nodes, j.GPUs, j.Checkpoints, j.Micros = int(ints[0]), int(ints[1]), int(ints[2]), ints[3]
 	j.Submitted, j.Eligible, j.Start, j.End, j.LastCheckpoint = fromUnixNanos(ints[4]), fromUnixNanos(ints[5]), fromUnixNanos(ints[6]), fromUnixNanos(ints[7]), fromUnixNanos(ints[8])
 	j.GPUHours = math.Float64frombits(binary.BigEndian.Uint64(b))
+	if math.IsNaN(j.GPUHours) || math.IsInf(j.GPUHours, 0) {
+		return j, fmt.Errorf("a job record with GPU-hours %v", j.GPUHours)
+	}
 	return j, nil
 }

@@ -46,6 +46,9 @@ func (t *Trace) Demand(step time.Duration) fleet.Series {
 	st := float64(step)
 	for i := range t.Jobs {
 		j := &t.Jobs[i]
+		if j.Duration <= 0 {
+			continue // it holds no GPUs (and may start at Span, past the last step)
+		}
 		start, end := j.Submit, j.Submit+j.Duration
 		first, last := int(start/step), int((end-1)/step)
 		g := float64(j.GPUs)

@@ -13,8 +13,8 @@ import (
 // jobColumns are the indices of a job trace's columns, -1 when absent, and
 // the names used in errors.
 type jobColumns struct {
-	id, submit, gpus, duration, checkpoint, priority, team int
-	submitName, gpusName, durationName, checkpointName     string
+	id, submit, gpus, duration, checkpoint, priority, team, tier int
+	submitName, gpusName, durationName, checkpointName           string
 	// need is the number of fields a row needs for its required columns.
 	need int
 }
@@ -25,13 +25,14 @@ func findJobColumns(header []string, format string) (jobColumns, error) {
 	if format == formatPhilly {
 		required = []string{"arrival time (sec)", "size", "duration (sec)"}
 		c.id = column(header, "job id", "job_id", "jobid")
-		c.checkpoint, c.priority, c.team = -1, -1, -1
+		c.checkpoint, c.priority, c.team, c.tier = -1, -1, -1, -1
 	} else {
 		required = []string{"submit_s", "gpus", "duration_s"}
 		c.id = column(header, "job_id")
 		c.checkpoint = column(header, "checkpoint_interval_s")
 		c.priority = column(header, "priority")
 		c.team = column(header, "team")
+		c.tier = column(header, "tier")
 	}
 	idx := make([]int, len(required))
 	for i, name := range required {
@@ -57,7 +58,9 @@ func field(rec []string, i int) string {
 }
 
 // parseJob fills j from one row and returns "" or why the row is bad.
-func (c *jobColumns) parseJob(rec []string, line int, teams map[string]string, j *Job) string {
+// Labels (teams and tiers) are interned in labels, so that a million jobs
+// of a few teams hold a few strings.
+func (c *jobColumns) parseJob(rec []string, line int, labels map[string]string, j *Job) string {
 	if len(rec) < c.need {
 		return fmt.Sprintf("has %d fields, want at least %d", len(rec), c.need)
 	}
@@ -91,20 +94,27 @@ func (c *jobColumns) parseJob(rec []string, line int, teams map[string]string, j
 			return why
 		}
 	}
-	if s := field(rec, c.team); s != "" {
-		team, ok := teams[s]
-		if !ok {
-			team = strings.Clone(s)
-			teams[team] = team
-		}
-		j.Team = team
-	}
+	j.Team = intern(labels, field(rec, c.team))
+	j.Tier = intern(labels, field(rec, c.tier))
 	if s := field(rec, c.id); s != "" {
 		j.ID = s
 	} else {
 		j.ID = strconv.Itoa(line)
 	}
 	return ""
+}
+
+// intern is s as kept in labels, added when new; "" stays "".
+func intern(labels map[string]string, s string) string {
+	if s == "" {
+		return ""
+	}
+	if l, ok := labels[s]; ok {
+		return l
+	}
+	l := strings.Clone(s)
+	labels[l] = l
+	return l
 }
 
 // readJobs reads a "jobs" or "philly" trace.
@@ -114,7 +124,7 @@ func (p *parser) readJobs(t *Trace, header []string, format string, hint int) er
 		return fmt.Errorf("%s: %w", p.name, err)
 	}
 	jobs := make([]Job, 0, hint)
-	teams := make(map[string]string)
+	labels := make(map[string]string)
 	for {
 		rec, line, err := p.nextRow()
 		if err == io.EOF {
@@ -124,7 +134,7 @@ func (p *parser) readJobs(t *Trace, header []string, format string, hint int) er
 			return err
 		}
 		var j Job
-		if why := cols.parseJob(rec, line, teams, &j); why != "" {
+		if why := cols.parseJob(rec, line, labels, &j); why != "" {
 			if err := p.bad(line, why); err != nil {
 				return err
 			}

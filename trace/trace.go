@@ -13,9 +13,12 @@
 //     `size` is the job's GPUs. Rows with size 0 or duration 0 are bad rows.
 //   - "jobs": Fleetcast's own job list. Columns are found by name:
 //     submit_s, gpus and duration_s are required (detection needs all three);
-//     checkpoint_interval_s, priority, team and job_id are optional (the ID
-//     defaults to the line number); other columns are ignored. Seconds may
-//     be fractional.
+//     checkpoint_interval_s, priority, team, tier and job_id are optional
+//     (the ID defaults to the line number; team and tier are free text,
+//     trimmed, empty for none: the job's owner and its class of service,
+//     such as "batch" or "prod", as `autoscaler agent register -team
+//     -tier` label a live job); other columns are ignored. Seconds may be
+//     fractional.
 //   - "series": a demand series, GPUs per time step, such as the Helios
 //     per-minute cluster sequence. It needs a time column, named time,
 //     timestamp, date, datetime, t, t_start_s or window_start_s, or else a
@@ -90,6 +93,9 @@ type Job struct {
 	Priority int
 	// Team is the team that owns the job, if the trace says.
 	Team string
+	// Tier is the job's class of service (such as "batch" or "prod"),
+	// if the trace says.
+	Tier string
 }
 
 // Trace is a workload read from a trace file.
@@ -173,7 +179,7 @@ var maxSeriesJobs = 20_000_000
 
 // acceptedHeaders is listed when a file's format is not recognised.
 const acceptedHeaders = `accepted headers: philly ("#job id,arrival time (sec),topology,shape,size,duration (sec)"), ` +
-	`jobs ("submit_s,gpus,duration_s" plus optional "checkpoint_interval_s,priority,team,job_id"), ` +
+	`jobs ("submit_s,gpus,duration_s" plus optional "checkpoint_interval_s,priority,team,tier,job_id"), ` +
 	`series (a time column named time, timestamp, date, datetime, t, t_start_s or window_start_s, ` +
 	`or a first column of dates, and numeric value columns)`
 

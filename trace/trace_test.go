@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func mustRead(t *testing.T, csv string, opt Options) *Trace {
@@ -92,8 +93,8 @@ func TestOpenJobsFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Job{
-		{ID: "train-a", Submit: 0, GPUs: 8, Duration: 2 * time.Hour, CheckpointInterval: 10 * time.Minute, Priority: 1, Team: "vision"},
-		{ID: "eval-c", Submit: 30 * time.Second, GPUs: 2, Duration: 15 * time.Minute, CheckpointInterval: 5 * time.Minute, Priority: -1, Team: "vision"},
+		{ID: "train-a", Submit: 0, GPUs: 8, Duration: 2 * time.Hour, CheckpointInterval: 10 * time.Minute, Priority: 1, Team: "vision", Tier: "batch"},
+		{ID: "eval-c", Submit: 30 * time.Second, GPUs: 2, Duration: 15 * time.Minute, CheckpointInterval: 5 * time.Minute, Priority: -1, Team: "vision", Tier: "prod"},
 		{ID: "train-b", Submit: 60500 * time.Millisecond, GPUs: 16, Duration: time.Hour, Team: "speech"},
 		{ID: "4", Submit: 60500 * time.Millisecond, GPUs: 1, Duration: 120250 * time.Millisecond},
 	}
@@ -102,6 +103,40 @@ func TestOpenJobsFixture(t *testing.T) {
 	}
 	if !slices.Equal(tr.Jobs, want) {
 		t.Errorf("jobs = %+v\nwant %+v", tr.Jobs, want)
+	}
+}
+
+// TestJobLabels: the optional team and tier columns, in any order and
+// case, are trimmed, empty for none, and each distinct label is one string
+// however many jobs carry it; a philly trace has neither.
+func TestJobLabels(t *testing.T) {
+	tests := []struct {
+		name, csv string
+		team      []string
+		tier      []string
+	}{
+		{"both", "Tier,submit_s,gpus,duration_s,TEAM\nbatch,0,1,60,vision\n prod ,1,1,60, nlp \n,2,1,60,\nbatch,3,1,60,vision\n",
+			[]string{"vision", "nlp", "", "vision"}, []string{"batch", "prod", "", "batch"}},
+		{"tier only", "submit_s,gpus,duration_s,tier\n0,1,60,batch\n1,1,60\n",
+			[]string{"", ""}, []string{"batch", ""}},
+		{"neither", "submit_s,gpus,duration_s\n0,1,60\n", []string{""}, []string{""}},
+		{"philly", "#job id,arrival time (sec),topology,shape,size,duration (sec),tier,team\n0,0,CLOS,1,1,60,batch,vision\n", []string{""}, []string{""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := mustRead(t, tt.csv, Options{})
+			var team, tier []string
+			for _, j := range tr.Jobs {
+				team, tier = append(team, j.Team), append(tier, j.Tier)
+			}
+			if !slices.Equal(team, tt.team) || !slices.Equal(tier, tt.tier) {
+				t.Errorf("teams %q tiers %q; want %q %q", team, tier, tt.team, tt.tier)
+			}
+		})
+	}
+	tr := mustRead(t, "submit_s,gpus,duration_s,team,tier\n0,1,60,vision,batch\n1,1,60,vision,batch\n", Options{})
+	if a, b := tr.Jobs[0], tr.Jobs[1]; unsafe.StringData(a.Team) != unsafe.StringData(b.Team) || unsafe.StringData(a.Tier) != unsafe.StringData(b.Tier) {
+		t.Error("two jobs of one team and tier hold two copies of the labels; want them interned")
 	}
 }
 
@@ -461,6 +496,14 @@ func TestGPUHoursPeakDemand(t *testing.T) {
 	}
 	if d := tr.Demand(0); len(d.Values) != 0 {
 		t.Errorf("Demand(0) = %v, want nothing", d.Values)
+	}
+	// Jobs that run for no time hold no GPUs, on a step's edge too, and at
+	// the span's end, past the last step.
+	zero := &Trace{Jobs: append(slices.Clone(tr.Jobs), Job{Submit: time.Minute, GPUs: 9}, Job{Submit: 165 * time.Second, GPUs: 9},
+		Job{Submit: 3 * time.Minute, GPUs: 9})}
+	zero.Jobs[3].Duration = 30 * time.Second // the span: 3 minutes, on a step's edge
+	if got, want := zero.Demand(time.Minute).Values, []float64{2.5, 5, 2.5}; !slices.Equal(got, want) {
+		t.Errorf("Demand with jobs of no time = %v, want %v", got, want)
 	}
 	// Unsorted jobs built by hand still have the right peak.
 	slices.Reverse(tr.Jobs)

@@ -147,11 +147,12 @@ type Flush struct {
 
 // Observe charges the interval since the last snapshot by what it saw,
 // takes s as the last, and returns what changed for the store. A
-// snapshot not after the last changes nothing.
+// snapshot at the last one's time charges nothing and is taken as the
+// last; one before it changes nothing.
 func (a *Accountant) Observe(s Snapshot) Flush {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.lastAt.IsZero() && !s.At.After(a.lastAt) {
+	if !a.lastAt.IsZero() && s.At.Before(a.lastAt) {
 		return Flush{}
 	}
 	var f Flush

@@ -52,6 +52,7 @@ func runSimulate(e *env, args []string) int {
 	fs.Var(&spotNotice, "spot-notice", "warning the cloud gives before reclaiming a spot node (default: simulate.spot_notice, 2m)")
 	fs.Var(&ckptDur, "checkpoint-duration", "how long a checkpoint asked for by a drain or a spot notice takes to be durable, 0 for at once (default: simulate.checkpoint_duration, 2m)")
 	unresponsive := fs.Float64("unresponsive-jobs", -1, "share of jobs, 0 to 1, that ignore drains and checkpoint only on their own schedule (default: simulate.unresponsive_jobs, 0.02)")
+	labelTeams := fs.Int("label-teams", 0, fmt.Sprintf("label each job the trace gives no team as one of team-01 .. team-N, drawn from its ID and -seed with Zipf weights (team k's weight 1/k), for the report's split by team; 0 (off) to %d", simulate.MaxLabelTeams))
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	plotPath := fs.String("plot", "", "draw demand and each policy's capacity over time (with -frontier: cost against waiting) to this file (.svg, .png or .pdf)")
 	log, code, ok := setup(e, fs, args)
@@ -90,6 +91,11 @@ func runSimulate(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "simulate: -spot-interruptions %v: want a rate >= 0\n", *spotRate)
 		return exitUsage
 	}
+	if n := *labelTeams; n < 0 || n > simulate.MaxLabelTeams {
+		fmt.Fprintf(e.stderr, "simulate: -label-teams %d: want a number of teams from 0 (off) to %d\n", n, simulate.MaxLabelTeams)
+		return exitUsage
+	}
+	opt.LabelTeams = *labelTeams
 	if u := *unresponsive; u != -1 && !(u >= 0 && u <= 1) {
 		fmt.Fprintf(e.stderr, "simulate: -unresponsive-jobs %v: want a share of jobs from 0 to 1\n", u)
 		return exitUsage

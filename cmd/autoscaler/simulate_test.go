@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -55,7 +56,7 @@ func TestSimulateJSON(t *testing.T) {
 	}
 	for _, p := range policies {
 		m := p.(map[string]any)
-		want := len(fields)
+		want := len(fields) + 1 // and its teams: jobsCSV has a team column
 		if m["policy"] != "oracle" {
 			want++ // and its pools
 			if pools, _ := m["pools"].([]any); len(pools) != 4 {
@@ -79,6 +80,9 @@ func TestSimulateJSON(t *testing.T) {
 		if m["gpu_hours_used"].(float64) != 52 {
 			t.Errorf("policy %v used %v GPU-h, want the trace's 52", m["policy"], m["gpu_hours_used"])
 		}
+		if teams, _ := m["teams"].([]any); len(teams) != 2 || teams[0].(map[string]any)["team"] != "nlp" || teams[1].(map[string]any)["team"] != "vision" {
+			t.Errorf("policy %v has teams %v; want nlp and vision", m["policy"], m["teams"])
+		}
 	}
 	if b, err := os.ReadFile(pic); err != nil || !strings.Contains(string(b), "<svg") {
 		t.Errorf("picture %s: %v", pic, err)
@@ -98,6 +102,94 @@ func TestSimulateTable(t *testing.T) {
 	}
 	if strings.Contains(out, "  static ") {
 		t.Errorf("table shows a policy not asked for:\n%s", out)
+	}
+}
+
+// teamsFixture is a small jobs trace with team and tier columns: vision's
+// two 8-GPU jobs at 0; at 4h nlp's two 16-GPU jobs and an 8-GPU one, and
+// a 4-GPU job of no team, beyond examples/local.hcl's 32 reserved GPUs.
+const teamsFixture = "../../trace/test-fixtures/teams.csv"
+
+// simulatedTeams is the per-team split of each policy of a `simulate
+// -json` report.
+type simulatedTeams struct {
+	LabelTeams int `json:"label_teams"`
+	Policies   []struct {
+		Policy       string  `json:"policy"`
+		CostUSD      float64 `json:"cost_usd"`
+		WaitGPUHours float64 `json:"wait_gpu_hours"`
+		Teams        []struct {
+			Team         string  `json:"team"`
+			Jobs         int     `json:"jobs"`
+			UsedUSD      float64 `json:"used_usd"`
+			IdleShareUSD float64 `json:"idle_share_usd"`
+			CostUSD      float64 `json:"cost_usd"`
+			WaitGPUHours float64 `json:"wait_gpu_hours"`
+		} `json:"teams"`
+	} `json:"policies"`
+}
+
+// TestSimulateTeams: on a trace with a team column, the table splits each
+// policy's cost and waiting by team (testdata/simulate-teams.golden), and
+// the JSON's teams add up to each policy: cost to the cent, waited
+// GPU-hours, jobs.
+func TestSimulateTeams(t *testing.T) {
+	args := []string{"simulate", "-config", localConfig, "-trace", teamsFixture, "-policies", "static,reactive,oracle"}
+	code, out, errOut := cli(args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	pinned(t, "simulate-teams.golden", out)
+	code, out, errOut = cli(append(args, "-json")...)
+	var rep simulatedTeams
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Policies) != 3 || rep.LabelTeams != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	for _, p := range rep.Policies {
+		var names []string
+		var cost, wait float64
+		jobs := 0
+		for _, tm := range p.Teams {
+			names = append(names, tm.Team)
+			cost += tm.CostUSD
+			wait += tm.WaitGPUHours
+			jobs += tm.Jobs
+		}
+		if strings.Join(names, ",") != "nlp,vision,unattributed" || jobs != 6 {
+			t.Errorf("%s: teams %v over %d jobs; want nlp, vision and unattributed, over the 6", p.Policy, names, jobs)
+		}
+		if math.Abs(cost-p.CostUSD) >= 0.005 || math.Abs(wait-p.WaitGPUHours) > 1e-9 {
+			t.Errorf("%s: teams cost $%v and waited %v GPU-h; the policy $%v and %v", p.Policy, cost, wait, p.CostUSD, p.WaitGPUHours)
+		}
+	}
+}
+
+// TestSimulateLabelTeams: -label-teams labels a trace without teams, the
+// same teams for every run of a seed, and its JSON says so.
+func TestSimulateLabelTeams(t *testing.T) {
+	tr := writeFile(t, "jobs.csv", "submit_s,gpus,duration_s\n"+strings.Repeat("0,1,3600\n600,2,1800\n", 20))
+	run := func() simulatedTeams {
+		t.Helper()
+		code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-policies", "reactive", "-label-teams", "4", "-seed", "3", "-json")
+		var rep simulatedTeams
+		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Policies) != 1 {
+			t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+		}
+		return rep
+	}
+	a, b := run(), run()
+	if a.LabelTeams != 4 || len(a.Policies[0].Teams) == 0 || len(a.Policies[0].Teams) > 4 {
+		t.Fatalf("label_teams %d, teams %+v; want 4, and up to 4 teams", a.LabelTeams, a.Policies[0].Teams)
+	}
+	jobs := 0
+	for i, tm := range a.Policies[0].Teams {
+		jobs += tm.Jobs
+		if !regexp.MustCompile(`^team-0[1-4]$`).MatchString(tm.Team) || tm != b.Policies[0].Teams[i] {
+			t.Errorf("team %+v, then %+v; want one of team-01 .. team-04, the same twice", tm, b.Policies[0].Teams[i])
+		}
+	}
+	if jobs != 40 {
+		t.Errorf("%d jobs labelled; want the trace's 40", jobs)
 	}
 }
 
@@ -140,6 +232,8 @@ func TestSimulateErrors(t *testing.T) {
 		{"a margin twice", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-perfect-margin", "0.05,5e-2"}, 2, `"5e-2"`},
 		{"announce share over 1", []string{"simulate", "-config", localConfig, "-trace", bad, "-announce-share", "1.5"}, 2, "-announce-share 1.5"},
 		{"announce share not a number", []string{"simulate", "-config", localConfig, "-trace", bad, "-announce-share", "NaN"}, 2, "-announce-share NaN"},
+		{"negative label teams", []string{"simulate", "-config", localConfig, "-trace", bad, "-label-teams", "-1"}, 2, "-label-teams -1"},
+		{"too many label teams", []string{"simulate", "-config", localConfig, "-trace", bad, "-label-teams", "1001"}, 2, "-label-teams 1001"},
 		{"announce ahead not positive", []string{"simulate", "-config", localConfig, "-trace", bad, "-announce-ahead", "0s"}, 2, "-announce-ahead"},
 		{"frontier with policies", []string{"simulate", "-config", localConfig, "-trace", bad, "-frontier", "-policies", "reactive"}, 2, "-policies"},
 		{"zero advice", []string{"simulate", "-config", localConfig, "-trace", bad, "-advice-after", "0s"}, 2, `"0s" for flag -advice-after`},
