@@ -452,7 +452,7 @@ func TestJobOwnerOverTheAPI(t *testing.T) {
 	for _, tt := range []struct {
 		name, body, reason string
 	}{
-		{"a team with a space", `"team":"ml research"`, `job train: team: "ml research": want letters, digits and ._-:@/+ only`},
+		{"a team with a space", `"team":"ml research"`, `job train: team: "ml research": want letters, digits and ._-:@+ only`},
 		{"a tier too long", `"tier":"` + strings.Repeat("b", 65) + `"`, "job train: tier: 65 bytes, at most 64"},
 		{"a name with a hash", `"name":"train#7"`, `job train: name: "train#7": want letters`},
 		{"submitted in the future", `"submitted":"2026-11-30T12:00:01Z"`,
@@ -468,22 +468,22 @@ func TestJobOwnerOverTheAPI(t *testing.T) {
 			}
 		})
 	}
-	w := register(a, fmt.Sprintf(`{"id":"train","gpus":[0],"pids":[%d],"team":"ml-research","tier":"batch","name":"llama-ft/7","submitted":%q}`, pid, submitted.Format(time.RFC3339)))
+	w := register(a, fmt.Sprintf(`{"id":"train","gpus":[0],"pids":[%d],"team":"ml-research","tier":"batch","name":"llama-ft.7","submitted":%q}`, pid, submitted.Format(time.RFC3339)))
 	if w.Code != http.StatusNoContent {
 		t.Fatalf("register: %d %s", w.Code, w.Body)
 	}
 	want := func(r report.Report, team, tier, name string, submitted time.Time) bool {
 		return len(r.Jobs) == 1 && r.Jobs[0].Team == team && r.Jobs[0].Tier == tier && r.Jobs[0].Name == name && r.Jobs[0].Submitted.Equal(submitted)
 	}
-	if r := a.Report(); !want(r, "ml-research", "batch", "llama-ft/7", submitted) {
-		t.Fatalf("report jobs %+v; want team ml-research, tier batch, name llama-ft/7, submitted %v", r.Jobs, submitted)
+	if r := a.Report(); !want(r, "ml-research", "batch", "llama-ft.7", submitted) {
+		t.Fatalf("report jobs %+v; want team ml-research, tier batch, name llama-ft.7, submitted %v", r.Jobs, submitted)
 	}
 	c.t = c.t.Add(time.Hour)
 	b, err := start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := b.Report(); !want(r, "ml-research", "batch", "llama-ft/7", submitted) {
+	if r := b.Report(); !want(r, "ml-research", "batch", "llama-ft.7", submitted) {
 		t.Fatalf("restarted agent's jobs %+v; want the labels and submission kept", r.Jobs)
 	}
 	// Registered again, the job keeps its start: a submission after it is

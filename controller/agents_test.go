@@ -64,13 +64,13 @@ func TestAgentsTimesAreTheControllers(t *testing.T) {
 	agent := t0.Add(-time.Hour)
 	// Its team, tier, name and submission come across as it registered them.
 	r.send(t, "i-1", agent, true, report.Job{ID: "train", GPUs: []int{0}, Start: agent.Add(-2 * time.Hour), LastCheckpoint: agent.Add(-time.Minute), LongRunning: true,
-		Team: "ml-research", Tier: "batch", Name: "llama-ft/7", Submitted: agent.Add(-3 * time.Hour)})
+		Team: "ml-research", Tier: "batch", Name: "llama-ft.7", Submitted: agent.Add(-3 * time.Hour)})
 	n := fleet.Node{ID: "i-1"}
 	if !r.agents.Observe(&n) {
 		t.Error("healthy report not seen as healthy")
 	}
 	want := fleet.Job{ID: "train", GPUs: 1, Start: agent.Add(-2 * time.Hour), LastCheckpoint: agent.Add(-time.Minute), LongRunning: true,
-		Team: "ml-research", Tier: "batch", Name: "llama-ft/7", Submitted: agent.Add(-3 * time.Hour)}
+		Team: "ml-research", Tier: "batch", Name: "llama-ft.7", Submitted: agent.Add(-3 * time.Hour)}
 	if len(n.Jobs) != 1 || n.Jobs[0] != want {
 		t.Errorf("jobs = %+v, want %+v", n.Jobs, want)
 	}

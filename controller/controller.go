@@ -82,6 +82,9 @@ type Controller struct {
 	usage         *usage.Accountant
 	usageSet      fleet.UsageSettings
 	usagePrunedAt time.Time
+	// unwritten is what a write of the usage books that failed left, to
+	// write with the next.
+	unwritten usage.Flush
 	// usageOff skips keepUsage: set by a benchmark alone, to measure
 	// what the usage books add to a cycle.
 	usageOff bool

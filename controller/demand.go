@@ -465,37 +465,25 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 	return total, scoped
 }
 
-// Waiting is the demand the fresh pushes say is pending now, by team and
-// tier, for the report of who used what; a source's lines of no team are
-// unattributed. The controller's own Slurm source is left out: its read
-// says whose its jobs are (SlurmSource.Waiting).
+// Waiting is the demand the fresh pushes say is pending now, line by
+// line, with each line's team, tier and scope, for the report of who used
+// what; a line of no team is unattributed. The controller's own Slurm
+// source is left out: its read says whose its jobs are
+// (SlurmSource.Waiting).
 func (p *Pending) Waiting(now time.Time) []usage.Waiting {
 	ttl := p.ttl()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	type key struct{ team, tier string }
-	by := map[key]int{}
 	var out []usage.Waiting
-	srcs := slices.Sorted(maps.Keys(p.bySource))
-	for _, src := range srcs {
+	for _, src := range slices.Sorted(maps.Keys(p.bySource)) {
 		x := p.bySource[src]
 		if now.Sub(x.at) > ttl || src == SlurmSourceName {
 			continue
 		}
 		for _, l := range x.push.Pending {
-			if l.GPUs <= 0 {
-				continue
+			if l.GPUs > 0 {
+				out = append(out, usage.Waiting{Team: l.Team, Tier: l.Tier, GPUs: l.GPUs, Jobs: max(l.Jobs, 1), Scope: l.scope()})
 			}
-			k := key{l.Team, l.Tier}
-			i, ok := by[k]
-			if !ok {
-				i = len(out)
-				out = append(out, usage.Waiting{Team: l.Team, Tier: l.Tier})
-				by[k] = i
-			}
-			w := &out[i]
-			w.GPUs += l.GPUs
-			w.Jobs += max(l.Jobs, 1)
 		}
 	}
 	return out

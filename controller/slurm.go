@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,8 +67,8 @@ type SlurmSource struct {
 
 // slurmJob is what a read says of a running job, for its record.
 type slurmJob struct {
-	team, tier, name            string
-	submit, eligible, startedAt time.Time
+	team, tier, name string
+	submit, eligible time.Time
 }
 
 // SlurmOptions are a SlurmSource's parts.
@@ -282,8 +283,9 @@ func (s *SlurmSource) Queue(now time.Time) *fleet.Queue {
 }
 
 // owners are the jobs of a read waiting for capacity, by team (their
-// account) and tier (their QOS or partition, as the slurm block's tier
-// says), and its running jobs' owners and times by ID. A label no report
+// account), tier (their QOS or partition, as the slurm block's tier
+// says) and partition, and its jobs' owners and times by ID (those
+// pending too: they may start before the next read). A label no report
 // could carry (fleet.ValidLabel) is left unattributed.
 func (s *SlurmSource) owners(jobs []slurm.Job) ([]usage.Waiting, map[string]slurmJob) {
 	label := func(v string) string {
@@ -292,7 +294,7 @@ func (s *SlurmSource) owners(jobs []slurm.Job) ([]usage.Waiting, map[string]slur
 		}
 		return v
 	}
-	type key struct{ team, tier string }
+	type key struct{ team, tier, partition string }
 	at := map[key]int{}
 	var waiting []usage.Waiting
 	running := map[string]slurmJob{}
@@ -303,15 +305,19 @@ func (s *SlurmSource) owners(jobs []slurm.Job) ([]usage.Waiting, map[string]slur
 			tier = j.Partition
 		}
 		team, tier := label(j.Account), label(tier)
-		switch {
-		case j.Running():
-			running[j.ID] = slurmJob{team: team, tier: tier, name: label(j.Name), submit: j.Submit, eligible: j.Eligible, startedAt: j.Start}
-		case j.Pending() && slurm.Waiting(j.Reason) && j.GPUs() > 0:
-			k := key{team, tier}
+		// A job pending now may run by the next cycle, before the next
+		// read: its owners are kept too.
+		running[j.ID] = slurmJob{team: team, tier: tier, name: label(j.Name), submit: j.Submit, eligible: j.Eligible}
+		if j.Pending() && slurm.Waiting(j.Reason) && j.GPUs() > 0 {
+			k := key{team, tier, j.Partition}
 			n, ok := at[k]
 			if !ok {
 				n = len(waiting)
-				waiting = append(waiting, usage.Waiting{Team: team, Tier: tier})
+				w := usage.Waiting{Team: team, Tier: tier}
+				if !strings.Contains(j.Partition, ",") && s.byPartition() {
+					w.Scope.Partition = j.Partition
+				}
+				waiting = append(waiting, w)
 				at[k] = n
 			}
 			waiting[n].GPUs = min(waiting[n].GPUs+j.GPUs(), fleet.MaxDemandGPUs)
@@ -319,6 +325,11 @@ func (s *SlurmSource) owners(jobs []slurm.Job) ([]usage.Waiting, map[string]slur
 		}
 	}
 	return waiting, running
+}
+
+// byPartition reports whether the pools name the partitions they serve.
+func (s *SlurmSource) byPartition() bool {
+	return slices.ContainsFunc(s.pools, func(p fleet.Pool) bool { return len(p.Partitions) > 0 })
 }
 
 // Waiting is the last whole read's jobs waiting for capacity, by team and

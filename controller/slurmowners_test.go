@@ -31,9 +31,9 @@ func TestSlurmOwners(t *testing.T) {
 		running slurmJob
 	}{
 		{"qos", []usage.Waiting{{Team: "nlp", Tier: "normal", GPUs: 28, Jobs: 4}, {Tier: "normal", GPUs: 1, Jobs: 1}},
-			slurmJob{team: "vision", tier: "high", name: "resnet", submit: submit, eligible: submit.Add(10 * time.Minute), startedAt: t0}},
+			slurmJob{team: "vision", tier: "high", name: "resnet", submit: submit, eligible: submit.Add(10 * time.Minute)}},
 		{"partition", []usage.Waiting{{Team: "nlp", Tier: "train", GPUs: 28, Jobs: 4}, {Tier: "debug", GPUs: 1, Jobs: 1}},
-			slurmJob{team: "vision", tier: "train", name: "resnet", submit: submit, eligible: submit.Add(10 * time.Minute), startedAt: t0}},
+			slurmJob{team: "vision", tier: "train", name: "resnet", submit: submit, eligible: submit.Add(10 * time.Minute)}},
 	} {
 		t.Run(tt.tier, func(t *testing.T) {
 			set := fleet.DefaultSlurmSettings()
@@ -46,8 +46,8 @@ func TestSlurmOwners(t *testing.T) {
 			if !reflect.DeepEqual(waiting, tt.waiting) {
 				t.Errorf("waiting %+v, want %+v", waiting, tt.waiting)
 			}
-			if len(running) != 1 || running["101"] != tt.running {
-				t.Errorf("running %+v, want job 101 %+v", running, tt.running)
+			if len(running) != len(jobs) || running["101"] != tt.running {
+				t.Errorf("owners %+v, want every job's, job 101's %+v", running, tt.running)
 			}
 			s.waiting, s.jobs, s.readAt = waiting, running, t0
 			n := fleet.Node{ID: "dgx-1", Jobs: []fleet.Job{{ID: "101", GPUs: 8, Start: t0}, {ID: "101b", Team: "mine", GPUs: 0}}}

@@ -48,7 +48,7 @@ func (c *Controller) keepUsage(now time.Time, r *loop.CycleResult) {
 		var teams []usage.Holder
 		switch a.Code {
 		case planner.ReasonDemandNow, planner.ReasonScopedDemand:
-			teams = usage.ForPending(waiting)
+			teams = usage.ForPending(waiting, p)
 		case planner.ReasonForecast:
 			teams = c.usage.ForForecast()
 		}
@@ -57,11 +57,7 @@ func (c *Controller) keepUsage(now time.Time, r *loop.CycleResult) {
 	if c.dryRun {
 		return
 	}
-	if len(flush.Hours) > 0 || len(flush.Jobs) > 0 {
-		if err := c.store.PutUsage(flush.Hours, flush.Jobs); err != nil {
-			c.log.Warn("usage not recorded", "error", err)
-		}
-	}
+	c.writeUsage(flush)
 	if now.Sub(c.usagePrunedAt) >= time.Hour {
 		c.usagePrunedAt = now
 		if n, err := c.store.PruneUsage(now.Add(-c.usageSet.HourRetention), now.Add(-c.usageSet.JobRetention)); err != nil {
@@ -80,9 +76,23 @@ func (c *Controller) flushUsage() {
 		return
 	}
 	l := c.usage.Live()
-	if err := c.store.PutUsage(l.Hours, l.Running); err != nil {
-		c.log.Warn("usage not recorded", "error", err)
+	c.writeUsage(usage.Flush{Hours: l.Hours, Jobs: l.Running})
+}
+
+// writeUsage writes what the books changed, with what an earlier write
+// that failed left (c.unwritten, kept until a write succeeds: an hour
+// the books closed is in no other place).
+func (c *Controller) writeUsage(f usage.Flush) {
+	f = c.unwritten.Merge(f)
+	if len(f.Hours) == 0 && len(f.Jobs) == 0 {
+		return
 	}
+	if err := c.store.PutUsage(f.Hours, f.Jobs); err != nil {
+		c.log.Warn("usage not recorded; kept to write with the next", "error", err, "hours", len(f.Hours), "jobs", len(f.Jobs))
+		c.unwritten = f
+		return
+	}
+	c.unwritten = usage.Flush{}
 }
 
 // restoreUsage takes back the hour in progress and the jobs running, as

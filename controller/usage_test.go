@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers"
+	"github.com/fleetcast/autoscaler/state"
 	"github.com/fleetcast/autoscaler/usage"
 )
 
@@ -327,5 +329,54 @@ func TestGrafanaDashboardMetrics(t *testing.T) {
 	}
 	if queried < 10 {
 		t.Errorf("the dashboard queries %d metrics; is it the usage dashboard?", queried)
+	}
+}
+
+// failingUsage is a store whose usage writes fail while fail is set.
+type failingUsage struct {
+	state.Records
+	fail *bool
+}
+
+func (f failingUsage) PutUsage(hours []state.UsageHour, jobs []state.UsageJob) error {
+	if *f.fail {
+		return errors.New("disk full")
+	}
+	return f.Records.PutUsage(hours, jobs)
+}
+
+// TestUsageWriteRetried: the write of an hour the books closed fails (a
+// full disk); the hour is written with the next write that succeeds,
+// whole: nothing the books closed is lost.
+func TestUsageWriteRetried(t *testing.T) {
+	fail := false
+	l := newLoopOn(t, false, func(s state.Records, p providers.Provider) (state.Records, providers.Provider) {
+		return failingUsage{Records: s, fail: &fail}, p
+	}, simPool("od", 1))
+	ctx := context.Background()
+	if err := l.c.act.Launch(ctx, "od", 1); err != nil {
+		t.Fatal(err)
+	}
+	for i, at := range []time.Duration{6 * time.Minute, 30 * time.Minute, 70 * time.Minute, 75 * time.Minute, 80 * time.Minute} {
+		fail = i >= 1 && i <= 3 // the hour 10:00 closes at 11:15 (two snapshots into 11:00), while writes fail
+		l.now = t0.Add(at)
+		l.reportJobs(t, map[string][]report.Job{"od": {job("a1", "alpha", "critical", 0, 8, t0, t0.Add(5*time.Minute))}})
+		if _, err := l.c.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hours, err := l.store.UsageHours(t0, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := usage.Micros(0)
+	for _, h := range hours {
+		for _, c := range h.Charges {
+			got += usage.Micros(c.Micros)
+		}
+	}
+	// 10:06 to 11:00 at $32 an hour.
+	if want := usage.MicrosOf(32 * 54.0 / 60); got != want {
+		t.Errorf("the hour 10:00 in the store: %d micro-dollars, want %d", got, want)
 	}
 }

@@ -60,19 +60,23 @@ func (j *Job) QueueTime() (d time.Duration, ok bool) {
 const MaxLabelLen = 64
 
 // ValidLabel checks a team, tier or job name: at most MaxLabelLen bytes of
-// letters, digits and "._-:@/+" (an account, a QOS, a Kubernetes
-// namespace, a user@group), or empty for unknown. It returns what is wrong
-// in words, or "".
+// letters, digits and "._-:@+" (an account, a QOS, a Kubernetes
+// namespace, a user@group), or empty for unknown, and none of the words
+// the reports use for what is no team's or tier's ("unattributed",
+// "other", "idle"). It returns what is wrong in words, or "".
 func ValidLabel(s string) string {
-	if len(s) > MaxLabelLen {
+	switch {
+	case len(s) > MaxLabelLen:
 		return fmt.Sprintf("%d bytes, at most %d", len(s), MaxLabelLen)
+	case s == "unattributed" || s == "other" || s == "idle":
+		return fmt.Sprintf("%q is the reports' word for what is no team's or tier's: choose another", s)
 	}
 	for _, r := range s {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		case strings.ContainsRune("._-:@/+", r):
+		case strings.ContainsRune("._-:@+", r):
 		default:
-			return fmt.Sprintf("%q: want letters, digits and ._-:@/+ only", s)
+			return fmt.Sprintf("%q: want letters, digits and ._-:@+ only", s)
 		}
 	}
 	return ""

@@ -51,8 +51,8 @@ type UsageCharge struct {
 }
 
 // UsageJob is one job's record: who ran it, its timeline, and what it
-// was charged. Written when the job is first seen, every hour while it
-// runs, and when it ends; kept for the job retention (30 days by
+// was charged. Written when the job is first seen, when it ends, and when
+// the controller stops; kept for the job retention (30 days by
 // default) after its end. About 160 bytes with its key, in a compact
 // binary form (encodeUsageJob).
 type UsageJob struct {
@@ -317,8 +317,8 @@ func (m *Memory) PruneUsage(hoursBefore, jobsBefore time.Time) (int, error) {
 
 // usageJobVersion is the first byte of a job record's encoding. Job
 // records are many (a month of a large fleet's jobs), and a report reads
-// them all: they are kept in a compact binary form, not JSON, so that
-// 100,000 of them read in a tenth of a second.
+// them all: they are kept in a compact binary form, not JSON, so that a
+// report reads 100,000 of them in half a second.
 const usageJobVersion = 1
 
 // encodeUsageJob is a job record's encoding: its version, then each field

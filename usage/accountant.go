@@ -2,6 +2,7 @@ package usage
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ var idleTT = teamTier{IdleLabel, IdleLabel}
 // meter, what the last snapshot saw on it, and its cost not yet split
 // among its jobs (acc).
 type nodeBook struct {
+	id    string
 	meter Meter
 	pool  string
 	gpus  int
@@ -43,6 +45,11 @@ type nodeBook struct {
 	seq  uint64
 	jobs []*jobBook
 	held []float64
+	// cps are the jobs' last checkpoints as last read, to see a new one
+	// without touching the job's book, at the node's
+	// fleet.Node.CheckpointSeq cpSeq.
+	cps   []time.Time
+	cpSeq uint64
 	// acc is what the node cost since its last split, all in one hour,
 	// with the jobs and free GPUs it has now: split when they change,
 	// when its hour ends, when the node goes, every settleEvery cycles,
@@ -63,6 +70,13 @@ type jobBook struct {
 	// holds on them: it ends when no node lists it.
 	refs int
 	gpus int
+	// restored is set on a running job's record taken back from the
+	// store (Restore) and not seen since; queued once its queue time is
+	// counted; flushGen is the observation that last put its record in a
+	// flush.
+	restored bool
+	queued   bool
+	flushGen uint64
 	// hb is the job's team and tier's book of the hour hourAt.
 	hourAt time.Time
 	hb     *hourBook
@@ -96,29 +110,40 @@ type Accountant struct {
 	gen          uint64
 	slots        uint64
 	lastAt       time.Time
-	// restored is set until the first observation after Restore, which
-	// ends the restored jobs no node lists.
-	restored bool
-	pending  []Waiting // folded, as last seen
-	nodes    map[string]*nodeBook
-	credits  map[string][]credit
-	jobs     map[string]*jobBook
-	hours    map[time.Time]map[teamTier]*hourBook
+	// restoredBy, once set (at the first observation after Restore), is
+	// when the restored jobs no node has listed since are taken to have
+	// ended: agents report to a new controller within their interval,
+	// and its first cycles see no jobs until they do.
+	restoredBy time.Time
+	restored   bool
+	// order are the nodes of the last snapshot, in its order, so that a
+	// snapshot of the same nodes finds each without a lookup.
+	order, prev []*nodeBook
+	pending     []Waiting // folded, as last seen
+	nodes       map[string]*nodeBook
+	credits     map[string][]credit
+	jobs        map[string]*jobBook
+	hours       map[time.Time]map[teamTier]*hourBook
 	// closed are the totals of the hours closed, for Totals.
 	closed       map[Key]Amount
 	closedWaited map[teamTier]float64
 	queueTotal   map[teamTier]*Histogram
+	// shown are the GPU-hours Totals last gave, which it never goes
+	// below.
+	shown       map[Key]float64
+	shownWaited map[TeamTier]float64
 	// recent is each team's used GPU-hours of the hours closed, decayed
 	// to recentAt (ForForecast).
 	recent   map[string]float64
 	recentAt time.Time
 	waiting  []Waiting
 	// scratch
-	ended   []*jobBook
-	fresh   []*jobBook
-	weights []float64
-	shares  []Micros
-	rems    []remainder
+	ended    []*jobBook
+	fresh    []*jobBook
+	flushing []*jobBook
+	weights  []float64
+	shares   []Micros
+	rems     []remainder
 }
 
 // NewAccountant makes an Accountant.
@@ -138,11 +163,43 @@ func NewAccountant(o Options) *Accountant {
 }
 
 // Flush is what an Observe changed, for the store: the usage hours
-// touched (the hour in progress, and any it closed) and the job records
-// new, ended, or (at each hour's end) still running.
+// touched (the hours in progress, and any it closed) and the job records
+// new or ended.
 type Flush struct {
 	Hours []state.UsageHour
 	Jobs  []state.UsageJob
+}
+
+// Merge is f with g after it: g's records replace f's of the same hour,
+// team and tier, or job and start.
+func (f Flush) Merge(g Flush) Flush {
+	if len(f.Hours) == 0 && len(f.Jobs) == 0 {
+		return g
+	}
+	out := Flush{Hours: slices.Clone(f.Hours), Jobs: slices.Clone(f.Jobs)}
+	hour := make(map[string]int, len(out.Hours))
+	for i, h := range out.Hours {
+		hour[h.Hour.UTC().String()+"/"+h.Team+"/"+h.Tier] = i
+	}
+	for _, h := range g.Hours {
+		if i, ok := hour[h.Hour.UTC().String()+"/"+h.Team+"/"+h.Tier]; ok {
+			out.Hours[i] = h
+		} else {
+			out.Hours = append(out.Hours, h)
+		}
+	}
+	job := make(map[string]int, len(out.Jobs))
+	for i, j := range out.Jobs {
+		job[j.ID+"/"+j.Start.UTC().String()] = i
+	}
+	for _, j := range g.Jobs {
+		if i, ok := job[j.ID+"/"+j.Start.UTC().String()]; ok {
+			out.Jobs[i] = j
+		} else {
+			out.Jobs = append(out.Jobs, j)
+		}
+	}
+	return out
 }
 
 // Observe charges the interval since the last snapshot by what it saw,
@@ -161,13 +218,20 @@ func (a *Accountant) Observe(s Snapshot) Flush {
 	}
 	a.gen++
 	a.ended, a.fresh = a.ended[:0], a.fresh[:0]
+	a.prev, a.order = a.order, a.prev[:0]
 	for i := range s.Nodes {
 		n := &s.Nodes[i]
-		nb := a.nodes[n.ID]
-		if nb == nil {
+		var nb *nodeBook
+		if i < len(a.prev) && a.prev[i].id == n.ID {
+			nb = a.prev[i]
+		} else if nb = a.nodes[n.ID]; nb == nil {
 			nb = a.newNode(n, s.At)
 			a.nodes[n.ID] = nb
 		}
+		if nb.gen == a.gen {
+			continue // listed twice
+		}
+		a.order = append(a.order, nb)
 		if nb.gpus != n.GPUs || nb.pool != n.Pool {
 			a.settle(nb) // split among what it was
 		}
@@ -176,47 +240,53 @@ func (a *Accountant) Observe(s Snapshot) Flush {
 		if refresh {
 			a.settle(nb)
 		}
-		if n.JobsSeq == 0 || n.JobsSeq != nb.seq || refresh {
+		if n.JobsSeq == 0 || n.JobsSeq != nb.seq {
 			a.seeJobs(nb, n, s.At)
+		} else if n.CheckpointSeq == 0 || n.CheckpointSeq != nb.cpSeq {
+			a.checkpoints(nb, n)
 		}
 	}
-	for id, nb := range a.nodes {
-		if nb.gen != a.gen {
+	for _, nb := range a.prev {
+		if nb.gen != a.gen && a.nodes[nb.id] == nb {
 			a.settle(nb)
 			a.drop(nb)
-			delete(a.nodes, id)
+			delete(a.nodes, nb.id)
 		}
 	}
 	if a.restored {
-		a.restored = false
-		for _, jb := range a.jobs {
-			if jb.refs == 0 {
-				a.ended = append(a.ended, jb)
+		if a.restoredBy.IsZero() {
+			a.restoredBy = s.At.Add(restoreGrace)
+		}
+		if !s.At.Before(a.restoredBy) {
+			a.restored = false
+			for _, jb := range a.jobs {
+				if jb.restored && jb.refs == 0 {
+					a.ended = append(a.ended, jb)
+				}
 			}
 		}
 	}
 	for _, jb := range a.ended {
-		if jb.refs == 0 && a.jobs[jb.rec.ID] == jb {
+		if jb.refs == 0 && !jb.restored && a.jobs[jb.rec.ID] == jb || jb.restored && !a.restored && a.jobs[jb.rec.ID] == jb {
 			jb.rec.End = s.At
 			f.Jobs = append(f.Jobs, jb.rec)
 			delete(a.jobs, jb.rec.ID)
 		}
 	}
-	if !a.lastAt.IsZero() && s.At.Truncate(time.Hour).After(a.lastAt.Truncate(time.Hour)) {
-		// At each hour's end every running job's record is written.
-		for _, jb := range a.jobs {
-			f.Jobs = append(f.Jobs, jb.rec)
-		}
-	} else {
-		for _, jb := range a.fresh {
+	for _, jb := range a.fresh {
+		a.flushJob(jb)
+	}
+	for _, jb := range a.flushing {
+		if jb.refs > 0 || jb.restored {
 			f.Jobs = append(f.Jobs, jb.rec)
 		}
 	}
+	a.flushing = a.flushing[:0]
 	a.pending = a.pending[:0]
 	a.waiting = a.waiting[:0]
 	at := map[teamTier]int{}
 	for _, w := range s.Pending {
-		w.Team, w.Tier = a.teams.Fold(w.Team), a.tiers.Fold(w.Tier)
+		w.Team, w.Tier, w.Scope = a.teams.Fold(w.Team), a.tiers.Fold(w.Tier), fleet.ScopedDemand{}
 		a.pending = append(a.pending, w)
 		k := teamTier{w.Team, w.Tier}
 		i, ok := at[k]
@@ -250,9 +320,11 @@ func (a *Accountant) Observe(s Snapshot) Flush {
 // purchase's teams.
 func (a *Accountant) newNode(n *Seen, now time.Time) *nodeBook {
 	a.slots++
-	nb := &nodeBook{slot: a.slots}
+	nb := &nodeBook{id: n.ID, slot: a.slots}
 	start := now
-	if !a.lastAt.IsZero() && n.LaunchedAt.Before(now) {
+	// A reserved node is charged from now: its reservation's slot was
+	// charged up to now, empty (ReservationNode).
+	if !a.lastAt.IsZero() && n.LaunchedAt.Before(now) && !n.Reserved {
 		start = a.lastAt
 		if n.LaunchedAt.After(start) {
 			start = n.LaunchedAt
@@ -279,22 +351,89 @@ func (a *Accountant) seeJobs(nb *nodeBook, n *Seen, now time.Time) {
 		a.drop(nb)
 		nb.jobs = make([]*jobBook, len(n.Jobs))
 		nb.held = make([]float64, len(n.Jobs))
+		nb.cps = make([]time.Time, len(n.Jobs))
 		for k := range n.Jobs {
 			j := &n.Jobs[k]
 			jb := a.job(j, n.Pool, now)
 			jb.refs++
+			jb.restored = false
 			jb.gpus += j.GPUs
 			jb.rec.GPUs, jb.rec.Nodes = max(jb.rec.GPUs, jb.gpus), max(jb.rec.Nodes, jb.refs)
 			nb.jobs[k], nb.held[k] = jb, float64(j.GPUs)
 		}
 	}
 	for k := range n.Jobs {
-		if r := &nb.jobs[k].rec; n.Jobs[k].LastCheckpoint.After(r.LastCheckpoint) {
-			r.LastCheckpoint = n.Jobs[k].LastCheckpoint
-			r.Checkpoints++
+		j, jb := &n.Jobs[k], nb.jobs[k]
+		// Who it is may be said after it was first seen (a scheduler's
+		// read after its start, a registration again): the node's cost
+		// so far is split as it was, and the rest goes to them.
+		if tt := (teamTier{a.teams.Fold(j.Team), a.tiers.Fold(j.Tier)}); tt != jb.tt && (j.Team != "" || j.Tier != "") {
+			a.settle(nb)
+			jb.tt, jb.hb = tt, nil
+			jb.rec.Team, jb.rec.Tier = tt.team, tt.tier
+		}
+		if jb.rec.Name == "" {
+			jb.rec.Name = j.Name
+		}
+		if jb.rec.Submitted.IsZero() && !j.Submitted.IsZero() || jb.rec.Eligible.IsZero() && !j.Eligible.IsZero() {
+			jb.rec.Submitted, jb.rec.Eligible = orTime(jb.rec.Submitted, sane(j.Submitted)), orTime(jb.rec.Eligible, sane(j.Eligible))
+			a.queue(jb, now)
 		}
 	}
+	a.checkpoints(nb, n)
 	nb.seq = n.JobsSeq
+}
+
+// flushJob puts jb's record in this observation's flush, once.
+func (a *Accountant) flushJob(jb *jobBook) {
+	if jb.flushGen != a.gen {
+		jb.flushGen = a.gen
+		a.flushing = append(a.flushing, jb)
+	}
+}
+
+// checkpoints takes the node's jobs' last checkpoints: a job's book only
+// where its checkpoint is new.
+func (a *Accountant) checkpoints(nb *nodeBook, n *Seen) {
+	nb.cpSeq = n.CheckpointSeq
+	for k := range n.Jobs {
+		if k >= len(nb.cps) {
+			return
+		}
+		if cp := n.Jobs[k].LastCheckpoint; cp.After(nb.cps[k]) {
+			nb.cps[k] = cp
+			if r := &nb.jobs[k].rec; cp.After(r.LastCheckpoint) && inRange(cp) {
+				r.LastCheckpoint = cp
+				r.Checkpoints++
+			}
+		}
+	}
+}
+
+// restoreGrace is how long after a restart a restored job's record waits
+// for a node to list it again before it is taken to have ended.
+const restoreGrace = 10 * time.Minute
+
+// inRange reports whether t can be kept in a record: after 1970 began
+// and before 2262.
+func inRange(t time.Time) bool {
+	return t.After(time.Unix(0, 0)) && t.Before(time.Unix(0, math.MaxInt64))
+}
+
+// sane is t, or zero where no record can keep it.
+func sane(t time.Time) time.Time {
+	if !inRange(t) {
+		return time.Time{}
+	}
+	return t
+}
+
+// orTime is t, or else u when t is zero.
+func orTime(t, u time.Time) time.Time {
+	if t.IsZero() {
+		return u
+	}
+	return t
 }
 
 // drop takes nb's jobs off it: each that no other node lists is a
@@ -316,14 +455,18 @@ func (a *Accountant) settle(nb *nodeBook) {
 	if !nb.acc.set {
 		return
 	}
-	a.split(nb, nb.acc.cost, nb.acc.hours, nb.acc.hour)
+	if nb.gpus > 0 || len(nb.jobs) > 0 {
+		// (A reservation with every slot filled has no GPU and costs
+		// nothing: nothing to split.)
+		a.split(nb, nb.acc.cost, nb.acc.hours, nb.acc.hour)
+	}
 	nb.acc.set, nb.acc.cost, nb.acc.hours = false, 0, 0
 }
 
 // settleAll settles every node: the books are then whole to the last
 // snapshot.
 func (a *Accountant) settleAll() {
-	for _, nb := range a.nodes {
+	for _, nb := range a.order {
 		a.settle(nb)
 	}
 }
@@ -336,47 +479,64 @@ func (a *Accountant) job(j *fleet.Job, pool string, now time.Time) *jobBook {
 		return jb
 	}
 	start := j.Start
-	if start.IsZero() || start.After(now) {
+	if !inRange(start) || start.After(now) {
 		start = now
 	}
 	jb := &jobBook{rec: state.UsageJob{
 		ID: j.ID, Team: a.teams.Fold(j.Team), Tier: a.tiers.Fold(j.Tier), Name: j.Name, Pool: pool,
-		Submitted: j.Submitted, Eligible: j.Eligible, Start: start, LastCheckpoint: j.LastCheckpoint,
+		Submitted: sane(j.Submitted), Eligible: sane(j.Eligible), Start: start, LastCheckpoint: sane(j.LastCheckpoint),
 	}}
+	if !jb.rec.LastCheckpoint.IsZero() {
+		jb.rec.Checkpoints = 1
+	}
 	jb.tt = teamTier{jb.rec.Team, jb.rec.Tier}
 	a.jobs[j.ID] = jb
 	a.fresh = append(a.fresh, jb)
-	b := a.hour(now.Truncate(time.Hour), jb.tt)
-	b.started++
-	if d, ok := j.QueueTime(); ok {
-		q := math.Round(d.Seconds())
-		b.queue = append(b.queue, int64(q))
-		h := a.queueTotal[jb.tt]
-		if h == nil {
-			h = &Histogram{}
-			a.queueTotal[jb.tt] = h
-		}
-		h.add(q)
-	}
+	a.hour(now.Truncate(time.Hour), jb.tt).started++
+	a.queue(jb, now)
 	return jb
+}
+
+// queue counts jb's queue time, once, in the hour of now, when its record
+// says when it was submitted or became eligible.
+func (a *Accountant) queue(jb *jobBook, now time.Time) {
+	if jb.queued {
+		return
+	}
+	j := fleet.Job{Start: jb.rec.Start, Submitted: jb.rec.Submitted, Eligible: jb.rec.Eligible}
+	d, ok := j.QueueTime()
+	if !ok {
+		return
+	}
+	jb.queued = true
+	q := math.Round(d.Seconds())
+	b := a.hour(now.Truncate(time.Hour), jb.tt)
+	b.queue = append(b.queue, int64(q))
+	h := a.queueTotal[jb.tt]
+	if h == nil {
+		h = &Histogram{}
+		a.queueTotal[jb.tt] = h
+	}
+	h.add(q)
 }
 
 // charge charges every node of the last snapshot its cost up to now,
 // into its accumulated cost (split when its hour ends), and the pending
 // demand's waiting, hour by hour.
 func (a *Accountant) charge(now time.Time) {
-	for _, nb := range a.nodes {
-		for from := nb.meter.At(); from.Before(now); {
-			to := hourEnd(from, now)
-			hour := from.Truncate(time.Hour)
-			cost := nb.meter.Charge(nb.price, to)
-			if nb.acc.set && !nb.acc.hour.Equal(hour) {
-				a.settle(nb)
+	// The common case: the node was charged last in the hour of the last
+	// snapshot, and now is in it too.
+	hour := a.lastAt.Truncate(time.Hour)
+	end := hour.Add(time.Hour)
+	for _, nb := range a.order {
+		if from := nb.meter.At(); !from.Before(hour) && !now.After(end) && nb.acc.hour.Equal(hour) {
+			if from.Before(now) {
+				nb.acc.set = true
+				nb.acc.cost += nb.meter.Charge(nb.price, now)
+				nb.acc.hours += now.Sub(from).Hours()
 			}
-			nb.acc.set, nb.acc.hour = true, hour
-			nb.acc.cost += cost
-			nb.acc.hours += to.Sub(from).Hours()
-			from = to
+		} else {
+			a.chargeHours(nb, now)
 		}
 		if len(nb.jobs) > 0 && !nb.used {
 			// Bought for a team until its first job: from here its free
@@ -393,6 +553,23 @@ func (a *Accountant) charge(now time.Time) {
 				a.hour(hour, teamTier{w.Team, w.Tier}).waited += float64(w.GPUs) * to.Sub(from).Hours()
 			}
 		}
+		from = to
+	}
+}
+
+// chargeHours charges nb its cost from its last charge to now, hour by
+// hour, each hour's accumulated cost split when the next begins.
+func (a *Accountant) chargeHours(nb *nodeBook, now time.Time) {
+	for from := nb.meter.At(); from.Before(now); {
+		to := hourEnd(from, now)
+		hour := from.Truncate(time.Hour)
+		cost := nb.meter.Charge(nb.price, to)
+		if nb.acc.set && !nb.acc.hour.Equal(hour) {
+			a.settle(nb)
+		}
+		nb.acc.set, nb.acc.hour = true, hour
+		nb.acc.cost += cost
+		nb.acc.hours += to.Sub(from).Hours()
 		from = to
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/state"
 )
 
@@ -71,8 +72,9 @@ func (a *Accountant) Restore(hours []state.UsageHour, jobs []state.UsageJob) {
 			continue
 		}
 		j.Team, j.Tier = a.teams.Fold(j.Team), a.tiers.Fold(j.Tier)
-		a.jobs[j.ID] = &jobBook{rec: j, tt: teamTier{j.Team, j.Tier}}
-		a.restored = true
+		// Its queue time was counted when it was first seen.
+		a.jobs[j.ID] = &jobBook{rec: j, tt: teamTier{j.Team, j.Tier}, restored: true, queued: true}
+		a.restored, a.restoredBy = true, time.Time{}
 	}
 }
 
@@ -114,12 +116,13 @@ func (a *Accountant) takeCredit(pool string, now time.Time) []Holder {
 	return cs[0].teams
 }
 
-// ForPending is who pending demand is: its teams and tiers by the GPUs
-// they wait for, for Bought.
-func ForPending(pending []Waiting) []Holder {
+// ForPending is who the pending demand a pool serves is: its teams and
+// tiers by the GPUs they wait for, for Bought; all the pending demand's
+// when none waits for the pool in particular.
+func ForPending(pending []Waiting, pool *fleet.Pool) []Holder {
 	var out []Holder
 	for _, w := range pending {
-		if w.GPUs <= 0 {
+		if w.GPUs <= 0 || pool != nil && w.Scope != (fleet.ScopedDemand{}) && !w.Scope.Serves(pool) {
 			continue
 		}
 		i := slices.IndexFunc(out, func(h Holder) bool { return h.Team == w.Team && h.Tier == w.Tier })
@@ -128,6 +131,9 @@ func ForPending(pending []Waiting) []Holder {
 			i = len(out) - 1
 		}
 		out[i].GPUs += float64(w.GPUs)
+	}
+	if len(out) == 0 && pool != nil {
+		return ForPending(pending, nil)
 	}
 	return out
 }
@@ -285,6 +291,24 @@ func (a *Accountant) Totals() Totals {
 			}
 		}
 	}
+	// Sums of floats in another order may come out a hair lower than a
+	// scrape before saw: a counter never goes down.
+	if a.shown == nil {
+		a.shown, a.shownWaited = map[Key]float64{}, map[TeamTier]float64{}
+	}
+	for k, v := range t.Charges {
+		if p := a.shown[k]; v.GPUHours < p {
+			v.GPUHours = p
+			t.Charges[k] = v
+		}
+		a.shown[k] = t.Charges[k].GPUHours
+	}
+	for k, v := range t.Waited {
+		if p := a.shownWaited[k]; v < p {
+			t.Waited[k] = p
+		}
+		a.shownWaited[k] = t.Waited[k]
+	}
 	for k, v := range a.queueTotal {
 		h := *v
 		h.Counts = slices.Clone(v.Counts)
@@ -293,20 +317,6 @@ func (a *Accountant) Totals() Totals {
 	t.Waiting = slices.Clone(a.waiting)
 	slices.SortFunc(t.Waiting, func(x, y Waiting) int { return cmp.Or(cmp.Compare(x.Team, y.Team), cmp.Compare(x.Tier, y.Tier)) })
 	return t
-}
-
-// Running are the records of the jobs running at the last snapshot, as
-// they stand now (the store has them as of their last flush: their start,
-// and each hour's end).
-func (a *Accountant) Running() []state.UsageJob {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.settleAll()
-	out := make([]state.UsageJob, 0, len(a.jobs))
-	for _, jb := range a.jobs {
-		out = append(out, jb.rec)
-	}
-	return out
 }
 
 // Live is what a report of the fleet now needs beyond the store's

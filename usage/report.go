@@ -68,8 +68,10 @@ type Report struct {
 	By        By        `json:"by"`
 	ShareIdle bool      `json:"share_idle"`
 	Rows      []Row     `json:"rows"`
-	// Total is every row's sum: its cost is the fleet's spend over the
-	// window.
+	// Total is every row's sum: by team, tier or pool its cost is the
+	// fleet's spend over the hours that start in the window; by job, the
+	// whole cost of the jobs that started in it (idle and bought-for
+	// time apart).
 	Total Row `json:"total"`
 }
 

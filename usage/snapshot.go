@@ -25,6 +25,9 @@ type Seen struct {
 	// JobsSeq is fleet.Node.JobsSeq: while it stays the same, and is
 	// not 0, the node's jobs are as before and are not read again.
 	JobsSeq uint64
+	// CheckpointSeq is fleet.Node.CheckpointSeq: while it and JobsSeq
+	// stay the same, and are not 0, no job's checkpoint is read again.
+	CheckpointSeq uint64
 }
 
 // Waiting is demand pending now: a team and tier's GPUs, in jobs.
@@ -35,6 +38,9 @@ type Waiting struct {
 	// Jobs counts the jobs (or pushed lines) waiting; at least 1 counts
 	// for a line with GPUs.
 	Jobs int
+	// Scope is where it waits: the pools that serve it (the zero scope:
+	// any), for the teams a launch is bought for (ForPending).
+	Scope fleet.ScopedDemand
 }
 
 // Snapshot is what a cycle observed, at At.
@@ -66,7 +72,7 @@ func SnapshotOf(st *fleet.State, pools []fleet.Pool, pending []Waiting) Snapshot
 			// cloud's tags, never a label.
 			pool = OrphanPool
 		}
-		x := Seen{ID: n.ID, Pool: pool, GPUs: n.GPUs, Price: n.PricePerHour, Ours: !n.Unknown && !n.Orphan, LaunchedAt: n.LaunchedAt, Jobs: n.Jobs, JobsSeq: n.JobsSeq}
+		x := Seen{ID: n.ID, Pool: pool, GPUs: n.GPUs, Price: n.PricePerHour, Ours: !n.Unknown && !n.Orphan, LaunchedAt: n.LaunchedAt, Jobs: n.Jobs, JobsSeq: n.JobsSeq, CheckpointSeq: n.CheckpointSeq}
 		if p := byName[n.Pool]; p != nil && !n.Orphan {
 			x.GPUs, x.Price, x.Reserved = p.GPUsPerNode, p.PricePerHour, p.Capacity == fleet.Reserved
 			listed[p.Name]++
@@ -75,9 +81,12 @@ func SnapshotOf(st *fleet.State, pools []fleet.Pool, pending []Waiting) Snapshot
 	}
 	// A reservation is paid for whole, whether its nodes run or not: its
 	// slots with no node listed are one idle node of their own.
+	// It is listed with every slot filled too (no GPU, no cost), so that
+	// it is never charged anew from the cycle before.
 	for i := range pools {
 		p := &pools[i]
-		if free := p.Max - listed[p.Name]; p.Capacity == fleet.Reserved && free > 0 {
+		if p.Capacity == fleet.Reserved {
+			free := max(p.Max-listed[p.Name], 0)
 			s.Nodes = append(s.Nodes, Seen{ID: ReservationNode + p.Name, Pool: p.Name, GPUs: free * p.GPUsPerNode, Price: float64(free) * p.PricePerHour, Reserved: true})
 		}
 	}

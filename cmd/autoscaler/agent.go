@@ -227,9 +227,9 @@ func runAgentJob(e *env, cmd string, args []string) int {
 	socket := fs.String("socket", defaultSocket, "the agent's unix socket")
 	var gpus, pids, watch, ends, team, tier, name, submitted string
 	if cmd == "register" {
-		fs.StringVar(&team, "team", "", "who the job belongs to (its scheduler's account, say), for the cost and queue-time report per team: letters, digits and ._-:@/+, at most 64 bytes (empty: unattributed)")
-		fs.StringVar(&tier, "tier", "", "the job's class of service (its QOS or partition, say), for the report per tier: letters, digits and ._-:@/+, at most 64 bytes (empty: unattributed)")
-		fs.StringVar(&name, "name", "", "what the job's owner calls it: letters, digits and ._-:@/+, at most 64 bytes")
+		fs.StringVar(&team, "team", "", "who the job belongs to (its scheduler's account, say), for the cost and queue-time report per team: letters, digits and ._-:@+, at most 64 bytes (empty: unattributed)")
+		fs.StringVar(&tier, "tier", "", "the job's class of service (its QOS or partition, say), for the report per tier: letters, digits and ._-:@+, at most 64 bytes (empty: unattributed)")
+		fs.StringVar(&name, "name", "", "what the job's owner calls it: letters, digits and ._-:@+, at most 64 bytes")
 		fs.StringVar(&submitted, "submitted", "", "when the job was submitted to its scheduler, an RFC 3339 time, for its queue time: not after now (the job's start)")
 		fs.StringVar(&ends, "expected-end", "", "when the job expects to end (its time limit): an RFC 3339 time or a duration from now, e.g. 6h; a hint the controller may wait for instead of a launch or of draining this node, never a reason to drain")
 		fs.StringVar(&gpus, "gpus", "", "comma-separated GPU indexes the job holds, e.g. 0,1")

@@ -35,7 +35,7 @@ func TestAgentCommands(t *testing.T) {
 		{"no pid", []string{"agent", "register", "-job", "j", "-gpus", "0"}, 2, "-pid"},
 		{"bad expected end", []string{"agent", "register", "-job", "j", "-pid", "1", "-expected-end", "soon"}, 2, `-expected-end "soon"`},
 		{"expected end passed", []string{"agent", "register", "-job", "j", "-pid", "1", "-expected-end", "2020-01-01T00:00:00Z"}, 2, "2020-01-01T00:00:00Z"},
-		{"team with a space", []string{"agent", "register", "-job", "j", "-pid", "1", "-team", "ml research"}, 2, `-team: "ml research": want letters, digits and ._-:@/+ only`},
+		{"team with a space", []string{"agent", "register", "-job", "j", "-pid", "1", "-team", "ml research"}, 2, `-team: "ml research": want letters, digits and ._-:@+ only`},
 		{"tier with a comma", []string{"agent", "register", "-job", "j", "-pid", "1", "-tier", "batch,low"}, 2, `-tier: "batch,low"`},
 		{"name too long", []string{"agent", "register", "-job", "j", "-pid", "1", "-name", strings.Repeat("n", 65)}, 2, "-name: 65 bytes, at most 64"},
 		{"bad submitted", []string{"agent", "register", "-job", "j", "-pid", "1", "-submitted", "yesterday"}, 2, `-submitted "yesterday": want an RFC 3339 time`},
@@ -80,7 +80,7 @@ func TestRegisterExpectedEnd(t *testing.T) {
 	before := time.Now()
 	submitted := before.Add(-time.Hour).UTC().Truncate(time.Second)
 	if code, _, errOut := cli("agent", "register", "-job", "train", "-pid", strconv.Itoa(os.Getpid()), "-expected-end", "6h",
-		"-team", "ml-research", "-tier", "batch", "-name", "llama-ft/7", "-submitted", submitted.Format(time.RFC3339), "-socket", socket); code != 0 {
+		"-team", "ml-research", "-tier", "batch", "-name", "llama-ft.7", "-submitted", submitted.Format(time.RFC3339), "-socket", socket); code != 0 {
 		t.Fatalf("register: exit %d: %s", code, errOut)
 	}
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -98,8 +98,8 @@ func TestRegisterExpectedEnd(t *testing.T) {
 	if len(r.Jobs) != 1 || r.Jobs[0].ExpectedEnd.Before(before.Add(6*time.Hour)) || r.Jobs[0].ExpectedEnd.After(time.Now().Add(6*time.Hour)) {
 		t.Fatalf("report jobs %+v; want train expected to end 6h after its registration", r.Jobs)
 	}
-	if j := r.Jobs[0]; j.Team != "ml-research" || j.Tier != "batch" || j.Name != "llama-ft/7" || !j.Submitted.Equal(submitted) {
-		t.Fatalf("report job %+v; want team ml-research, tier batch, name llama-ft/7, submitted %v", j, submitted)
+	if j := r.Jobs[0]; j.Team != "ml-research" || j.Tier != "batch" || j.Name != "llama-ft.7" || !j.Submitted.Equal(submitted) {
+		t.Fatalf("report job %+v; want team ml-research, tier batch, name llama-ft.7, submitted %v", j, submitted)
 	}
 }
 

@@ -1,0 +1,185 @@
+package usage
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// total is what the hours of a flush and the live books charged.
+func total(fs ...Flush) Micros {
+	by := map[string]state.UsageHour{}
+	for _, f := range fs {
+		for _, h := range f.Hours {
+			by[h.Hour.String()+h.Team+h.Tier] = h
+		}
+	}
+	m := Micros(0)
+	for _, h := range by {
+		for _, c := range h.Charges {
+			m += Micros(c.Micros)
+		}
+	}
+	return m
+}
+
+// TestReservationChargedOnce: a reservation of two $10 nodes is paid for
+// whole, whatever runs in it: a node that leaves at 10:10 and one that
+// comes back (launched at 10:15) at 10:20 leave the hour at two nodes'
+// $10, neither less nor charged twice: n1's hour, n2's and the empty
+// slot's ten minutes and n3's forty, each to the micro-dollar.
+func TestReservationChargedOnce(t *testing.T) {
+	rs := fleet.Pool{Name: "rs", GPUsPerNode: 8, Capacity: fleet.Reserved, PricePerHour: 10, Max: 2}
+	node := func(id string, launched time.Time) fleet.Node {
+		return fleet.Node{ID: id, Pool: "rs", State: fleet.Ready, LaunchedAt: launched}
+	}
+	a := NewAccountant(Options{})
+	var fs []Flush
+	for _, step := range []struct {
+		at    time.Time
+		nodes []fleet.Node
+	}{
+		{t0, []fleet.Node{node("n1", t0.Add(-time.Hour)), node("n2", t0.Add(-time.Hour))}},
+		{t0.Add(10 * time.Minute), []fleet.Node{node("n1", t0.Add(-time.Hour))}},
+		{t0.Add(20 * time.Minute), []fleet.Node{node("n1", t0.Add(-time.Hour)), node("n3", t0.Add(15*time.Minute))}},
+		{t0.Add(60 * time.Minute), []fleet.Node{node("n1", t0.Add(-time.Hour)), node("n3", t0.Add(15*time.Minute))}},
+	} {
+		fs = append(fs, a.Observe(SnapshotOf(&fleet.State{CapturedAt: step.at, Nodes: step.nodes}, []fleet.Pool{rs}, nil)))
+	}
+	l := a.Live()
+	fs = append(fs, Flush{Hours: l.Hours})
+	if got, want := total(fs...), MicrosOf(10)+MicrosOf(10.0/6)+MicrosOf(10.0/6)+MicrosOf(40.0/6); got != want {
+		t.Errorf("the reservation's hour cost %d micro-dollars, want %d (two nodes at $10)", got, want)
+	}
+}
+
+// TestRestartKeepsRunningJobs: after a restart the controller's first
+// cycles see no jobs (no agent has reported to it yet); a restored job
+// listed again within the grace goes on with its record (its cost so far
+// kept, not counted as started again), and one never listed again ends
+// once the grace has passed.
+func TestRestartKeepsRunningJobs(t *testing.T) {
+	seen := func(at time.Time, jobs ...fleet.Job) Snapshot {
+		return Snapshot{At: at, Nodes: []Seen{{ID: "n1", Pool: "od", GPUs: 8, Price: 8, Ours: true, JobsSeq: uint64(len(jobs) + 1), Jobs: jobs}}}
+	}
+	a1 := fleet.Job{ID: "a1", Team: "alpha", GPUs: 8, Start: t0, Submitted: t0.Add(-time.Minute)}
+	b1 := fleet.Job{ID: "b1", Team: "beta", GPUs: 0, Start: t0}
+	first := NewAccountant(Options{})
+	first.Observe(seen(t0, a1, b1))
+	first.Observe(seen(t0.Add(30*time.Minute), a1, b1))
+	l := first.Live()
+	var a1cost int64
+	for _, j := range l.Running {
+		if j.ID == "a1" {
+			a1cost = j.Micros
+		}
+	}
+	if a1cost != 4_000_000 {
+		t.Fatalf("a1 cost %d before the restart, want 4000000", a1cost)
+	}
+
+	second := NewAccountant(Options{})
+	second.Restore(l.Hours, l.Running)
+	var ended []state.UsageJob
+	take := func(f Flush) {
+		for _, j := range f.Jobs {
+			if !j.End.IsZero() {
+				ended = append(ended, j)
+			}
+		}
+	}
+	take(second.Observe(seen(t0.Add(31 * time.Minute))))   // no agent has reported yet
+	take(second.Observe(seen(t0.Add(33*time.Minute), a1))) // a1's agent has
+	take(second.Observe(seen(t0.Add(45*time.Minute), a1))) // past the grace: b1 ended
+	l2 := second.Live()
+	if len(ended) != 1 || ended[0].ID != "b1" || !ended[0].End.Equal(t0.Add(45*time.Minute)) {
+		t.Errorf("ended %+v; want b1 alone, at 10:45", ended)
+	}
+	started := 0
+	for _, h := range l2.Hours {
+		started += h.Started
+	}
+	if started != 2 {
+		t.Errorf("%d jobs started in the hour after the restart; want the 2 before it, none again", started)
+	}
+	for _, j := range l2.Running {
+		// [10:33, 10:45) at $8 an hour: $1.60 more on the $4 before.
+		if j.ID == "a1" && j.Micros != 4_000_000+1_600_000 {
+			t.Errorf("a1 cost %d after the restart, want 5600000", j.Micros)
+		}
+	}
+}
+
+// TestLateLabelsAndCheckpoints: a job first seen with no team (it started
+// between a scheduler's reads) is charged to unattributed until its team
+// is said, and to its team from then, its record under its team, its
+// queue time counted once it is known; each new checkpoint is counted,
+// though its agent reports the same jobs.
+func TestLateLabelsAndCheckpoints(t *testing.T) {
+	a := NewAccountant(Options{})
+	j := fleet.Job{ID: "j", GPUs: 8, Start: t0}
+	var seq uint64 = 1
+	for m := 0; m <= 40; m += 10 {
+		if m == 20 {
+			j.Team, j.Submitted = "alpha", t0.Add(-5*time.Minute)
+			seq++
+		}
+		j.LastCheckpoint = t0.Add(time.Duration(m) * time.Minute)
+		a.Observe(Snapshot{At: t0.Add(time.Duration(m) * time.Minute), Nodes: []Seen{{ID: "n", Pool: "od", GPUs: 8, Price: 6, Ours: true, JobsSeq: seq, Jobs: []fleet.Job{j}}}})
+	}
+	l := a.Live()
+	used := map[string]Micros{}
+	var queue []int64
+	for _, h := range l.Hours {
+		for _, c := range h.Charges {
+			used[h.Team] += Micros(c.Micros)
+		}
+		queue = append(queue, h.Queue...)
+	}
+	if used[Unattributed] != 2_000_000 || used["alpha"] != 2_000_000 {
+		t.Errorf("used %v; want unattributed and alpha $2 each (20 minutes at $6)", used)
+	}
+	if len(queue) != 1 || queue[0] != 300 {
+		t.Errorf("queue times %v, want one of 300 s", queue)
+	}
+	if len(l.Running) != 1 || l.Running[0].Team != "alpha" || l.Running[0].Checkpoints != 5 || !l.Running[0].LastCheckpoint.Equal(t0.Add(40*time.Minute)) {
+		t.Errorf("record %+v; want alpha's, 5 checkpoints, the last at 10:40", l.Running)
+	}
+}
+
+// TestForPendingByScope: a launch in a pool is bought for the teams whose
+// pending demand that pool serves; for all of the pending demand's teams
+// when none waits for it in particular.
+func TestForPendingByScope(t *testing.T) {
+	a100 := fleet.Pool{Name: "a100-od", GPUModel: "A100", GPUsPerNode: 8}
+	l4 := fleet.Pool{Name: "l4-od", GPUModel: "L4", GPUsPerNode: 1}
+	h100 := fleet.Pool{Name: "h100-od", GPUModel: "H100", GPUsPerNode: 8}
+	waiting := []Waiting{
+		{Team: "alpha", GPUs: 8, Scope: fleet.ScopedDemand{GPUModel: "A100"}},
+		{Team: "beta", GPUs: 2, Scope: fleet.ScopedDemand{Pool: "l4-od"}},
+		{Team: "gamma", GPUs: 4},
+	}
+	for _, tt := range []struct {
+		pool *fleet.Pool
+		want map[string]float64
+	}{
+		{&a100, map[string]float64{"alpha": 8, "gamma": 4}},
+		{&l4, map[string]float64{"beta": 2, "gamma": 4}},
+		{&h100, map[string]float64{"gamma": 4}},
+		{nil, map[string]float64{"alpha": 8, "beta": 2, "gamma": 4}},
+	} {
+		got := map[string]float64{}
+		for _, h := range ForPending(waiting, tt.pool) {
+			got[h.Team] += h.GPUs
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("ForPending(%v) = %v, want %v", tt.pool, got, tt.want)
+		}
+	}
+	if got := ForPending(waiting[:2], &h100); len(got) != 2 {
+		t.Errorf("no demand waits for h100-od: %v; want all the pending demand's teams", got)
+	}
+}
