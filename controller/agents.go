@@ -33,20 +33,6 @@ type Agents struct {
 	seq uint64
 }
 
-// sameCheckpoints reports whether two reports' jobs, in the same order,
-// say the same last checkpoints.
-func sameCheckpoints(a, b []fleet.Job) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !a[i].LastCheckpoint.Equal(b[i].LastCheckpoint) {
-			return false
-		}
-	}
-	return true
-}
-
 // sameJobs reports whether two reports' jobs are the same jobs, holding
 // as many GPUs, of the same owners, in the same order; their checkpoints
 // aside.
@@ -83,9 +69,6 @@ type agentView struct {
 	// whenever a report's jobs differ from the last one's in their IDs,
 	// GPUs or owners.
 	jobsSeq uint64
-	// cpSeq is fleet.Node.CheckpointSeq: a new number whenever a job's
-	// last checkpoint differs from the last report's.
-	cpSeq uint64
 	// ends are the earliest expected end the agent reported for each of
 	// its jobs (on the controller's clock): a node may not push one later
 	// (a hint, docs/design.md rule 11: it delays a launch at most one lead time, and a
@@ -191,10 +174,7 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 		a.seq++
 		v.jobsSeq = a.seq
 	}
-	if v.cpSeq == 0 || !sameCheckpoints(v.jobs, jobs) {
-		a.seq++
-		v.cpSeq = a.seq
-	}
+
 	v.received, v.healthy, v.jobs = now, r.Healthy, jobs
 	// The warning is as the latest report says: one the agent no longer
 	// reports (the instance survived a stop or hibernation) is gone.
@@ -326,7 +306,7 @@ func (a *Agents) Observe(n *fleet.Node) (healthy bool) {
 	}
 	n.LastReport = v.received
 	n.Jobs = append(n.Jobs[:0], v.jobs...)
-	n.JobsSeq, n.CheckpointSeq = v.jobsSeq, v.cpSeq
+	n.JobsSeq = v.jobsSeq
 	n.IdleSince = v.idleSince
 	n.GPUFault, n.GPUFaultSince = v.gpuError, v.faultSince
 	n.InterruptAt, n.Rebalance = time.Time{}, false

@@ -165,9 +165,6 @@ type Node struct {
 	// owners, not their checkpoints), as the controller receives its
 	// agent's reports; 0 when not known. Not kept in a snapshot.
 	JobsSeq uint64 `json:"-"`
-	// CheckpointSeq changes whenever one of the node's jobs reports a new
-	// checkpoint; 0 when not known. Not kept in a snapshot.
-	CheckpointSeq uint64 `json:"-"`
 	// InterruptAt, when set, is when the cloud will reclaim the node, as
 	// its agent read the cloud's interruption notice (an EC2 spot
 	// interruption). The agent has asked its jobs to checkpoint already;

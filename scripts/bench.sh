@@ -52,7 +52,8 @@ figures moved, change by change, in the [CHANGELOG](../CHANGELOG.md).
 EOF
 sed -i -e "s/@CORES@/$(nproc)/" -e "s/@GO@/$(go env GOVERSION | sed 's/^go//')/" "$out"
 
-# gobench TEXT PKG NAME CPU COUNT: one Go benchmark's lines, after TEXT.
+# gobench TEXT PKG NAME CPU COUNT: one Go benchmark's lines, after TEXT;
+# NAME is a prefix of the benchmarks' names, or a name and $ for that one.
 gobench() {
   local text=$1 pkg=$2 name=$3 cpu=$4 count=$5
   {
@@ -60,7 +61,23 @@ gobench() {
     echo
     echo '```text'
     echo "\$ go test $pkg -run '^\$' -bench '^$name' -benchmem -cpu $cpu -count $count"
-    go test "$pkg" -run '^$' -bench "^$name" -benchmem -cpu "$cpu" -count "$count" | grep "^$name" | tr -s ' \t' ' ' | sed 's/ /   /g'
+    go test "$pkg" -run '^$' -bench "^$name" -benchmem -cpu "$cpu" -count "$count" | grep -E "^${name%\$}([- ]|$(printf '\t'))" | tr -s ' \t' ' ' | sed 's/ /   /g'
+    echo '```'
+    echo
+  } >>"$out"
+}
+
+# gobenchx TEXT PKG NAME ARGS: one Go benchmark's lines, after TEXT, run
+# with ARGS (-benchtime, -count) and its own metrics.
+gobenchx() {
+  local text=$1 pkg=$2 name=$3 args=$4
+  {
+    echo "$text"
+    echo
+    echo '```text'
+    echo "\$ go test $pkg -run '^\$' -bench '^$name' $args"
+    # shellcheck disable=SC2086 # ARGS are several flags
+    go test "$pkg" -run '^$' -bench "^$name" $args | grep -E "^${name%\$}([-/ ]|$(printf '\t'))" | tr -s ' \t' ' ' | sed 's/ /   /g'
     echo '```'
     echo
   } >>"$out"
@@ -70,9 +87,13 @@ if [ "${BENCH_GO:-1}" != 0 ]; then
   gobench "One planning cycle (\`planner.Make\`) for 10,000 nodes (10% with silent agents, 5% draining, 5% launching), 100,000 jobs and 50 pools, on one core; the target is at most 50 ms and 256 MB a cycle:" \
     ./planner BenchmarkPlan 1 3
   gobench "One control cycle of the live controller for 10,000 eight-GPU nodes in four pools, every agent's report fresh and holding a job, with two weeks of demand history (settle the journal, observe the clouds and agents, record the demand with a synced write, forecast, plan, commit, act), on one core; the target is under 100 ms:" \
-    ./controller BenchmarkCycle 1 3
+    ./controller 'BenchmarkCycle$' 1 3
+  gobenchx "Who used what, at 10,000 ten-GPU nodes running 100,000 jobs of ten teams (each job checkpointing every 15 minutes): each cycle without it, then the charging of its result (\`keepUsage\`), timed apart in one run on two cores; the target is under 10% of the cycle (\`added-%\`):" \
+    ./controller 'BenchmarkCycleUsage$' '-benchtime 60x -count 3'
+  gobenchx "The report of who used what over 30 days of a state file's records (100,000 job records, and an hour of each of 10 teams in 3 tiers on 4 pools for every hour), by team and by job; the target is under 1 s:" \
+    ./controller 'BenchmarkUsageReport$' '-benchtime 10x -count 3'
   gobench "\`simulate\` on the whole Philly trace (111,549 jobs over 129 days), the five default policies side by side on two cores; the target is at most 10 s and 1 GB:" \
-    ./simulate BenchmarkSimulatePhilly 2 1
+    ./simulate 'BenchmarkSimulatePhilly$' 2 1
   gobench "Choosing a forecast model and forecasting (\`auto\`) on 14 days of 10-minute data and on 90 days of 1-minute data, on one core; the targets are 20 ms and 500 ms:" \
     ./forecast BenchmarkAuto 1 3
   gobench "The agent's reading of 8 GPUs through NVML (go-nvml's mock DGX H100, NVML's own time excluded), on one core:" \

@@ -73,8 +73,9 @@ type UsageJob struct {
 	// it runs.
 	End            time.Time `json:"end,omitzero"`
 	LastCheckpoint time.Time `json:"last_checkpoint,omitzero"`
-	// Checkpoints counts the checkpoints seen (a new last checkpoint at
-	// a cycle).
+	// Checkpoints counts the checkpoints seen: a new last checkpoint
+	// where the job's node was read (each cycle its node's jobs change,
+	// and every 15 cycles).
 	Checkpoints int     `json:"checkpoints,omitempty"`
 	Micros      int64   `json:"micros"`
 	GPUHours    float64 `json:"gpu_hours"`

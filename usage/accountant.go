@@ -46,10 +46,8 @@ type nodeBook struct {
 	jobs []*jobBook
 	held []float64
 	// cps are the jobs' last checkpoints as last read, to see a new one
-	// without touching the job's book, at the node's
-	// fleet.Node.CheckpointSeq cpSeq.
-	cps   []time.Time
-	cpSeq uint64
+	// without touching the job's book.
+	cps []time.Time
 	// acc is what the node cost since its last split, all in one hour,
 	// with the jobs and free GPUs it has now: split when they change,
 	// when its hour ends, when the node goes, every settleEvery cycles,
@@ -219,8 +217,9 @@ func (a *Accountant) Observe(s Snapshot) Flush {
 	a.gen++
 	a.ended, a.fresh = a.ended[:0], a.fresh[:0]
 	a.prev, a.order = a.order, a.prev[:0]
-	for i := range s.Nodes {
-		n := &s.Nodes[i]
+	i := -1
+	s.visit(func(n *Seen) {
+		i++
 		var nb *nodeBook
 		if i < len(a.prev) && a.prev[i].id == n.ID {
 			nb = a.prev[i]
@@ -229,7 +228,7 @@ func (a *Accountant) Observe(s Snapshot) Flush {
 			a.nodes[n.ID] = nb
 		}
 		if nb.gen == a.gen {
-			continue // listed twice
+			return // listed twice
 		}
 		a.order = append(a.order, nb)
 		if nb.gpus != n.GPUs || nb.pool != n.Pool {
@@ -242,10 +241,10 @@ func (a *Accountant) Observe(s Snapshot) Flush {
 		}
 		if n.JobsSeq == 0 || n.JobsSeq != nb.seq {
 			a.seeJobs(nb, n, s.At)
-		} else if n.CheckpointSeq == 0 || n.CheckpointSeq != nb.cpSeq {
+		} else if refresh {
 			a.checkpoints(nb, n)
 		}
-	}
+	})
 	for _, nb := range a.prev {
 		if nb.gen != a.gen && a.nodes[nb.id] == nb {
 			a.settle(nb)
@@ -395,7 +394,6 @@ func (a *Accountant) flushJob(jb *jobBook) {
 // checkpoints takes the node's jobs' last checkpoints: a job's book only
 // where its checkpoint is new.
 func (a *Accountant) checkpoints(nb *nodeBook, n *Seen) {
-	nb.cpSeq = n.CheckpointSeq
 	for k := range n.Jobs {
 		if k >= len(nb.cps) {
 			return

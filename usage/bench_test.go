@@ -15,7 +15,7 @@ func BenchmarkObserve(b *testing.B) {
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	s := Snapshot{At: t0}
 	for n := range 10_000 {
-		x := Seen{ID: fmt.Sprint("node-", n), Pool: fmt.Sprint("pool-", n%4), GPUs: 10, Price: 12, Ours: true, JobsSeq: uint64(n + 1), CheckpointSeq: uint64(n + 1)}
+		x := Seen{ID: fmt.Sprint("node-", n), Pool: fmt.Sprint("pool-", n%4), GPUs: 10, Price: 12, Ours: true, JobsSeq: uint64(n + 1)}
 		for k := range 10 {
 			x.Jobs = append(x.Jobs, fleet.Job{ID: fmt.Sprint("j-", n, "-", k), GPUs: 1, Start: t0, Submitted: t0.Add(-time.Minute), Team: fmt.Sprint("team-", (n+k)%10), Tier: "standard"})
 		}

@@ -116,16 +116,15 @@ func TestRestartKeepsRunningJobs(t *testing.T) {
 // TestLateLabelsAndCheckpoints: a job first seen with no team (it started
 // between a scheduler's reads) is charged to unattributed until its team
 // is said, and to its team from then, its record under its team, its
-// queue time counted once it is known; each new checkpoint is counted,
-// though its agent reports the same jobs.
+// queue time counted once it is known; each new checkpoint read is
+// counted.
 func TestLateLabelsAndCheckpoints(t *testing.T) {
 	a := NewAccountant(Options{})
 	j := fleet.Job{ID: "j", GPUs: 8, Start: t0}
-	var seq uint64 = 1
+	var seq uint64 // 0: not known, the jobs are read every cycle
 	for m := 0; m <= 40; m += 10 {
 		if m == 20 {
 			j.Team, j.Submitted = "alpha", t0.Add(-5*time.Minute)
-			seq++
 		}
 		j.LastCheckpoint = t0.Add(time.Duration(m) * time.Minute)
 		a.Observe(Snapshot{At: t0.Add(time.Duration(m) * time.Minute), Nodes: []Seen{{ID: "n", Pool: "od", GPUs: 8, Price: 6, Ours: true, JobsSeq: seq, Jobs: []fleet.Job{j}}}})

@@ -8,9 +8,7 @@
 package usage
 
 import (
-	"cmp"
 	"math"
-	"slices"
 	"time"
 )
 
@@ -202,13 +200,28 @@ func apportionInto(total Micros, weights []float64, out []Micros, rems []remaind
 	if left == 0 {
 		return out, rems
 	}
-	slices.SortStableFunc(rems, func(a, b remainder) int { return cmp.Compare(b.r, a.r) })
 	step := Micros(1)
 	if left < 0 {
 		step, left = -1, -left
 	}
+	if left >= Micros(len(rems)) {
+		// Only by float error: share it round.
+		for k := Micros(0); k < left; k++ {
+			out[int(k)%len(out)] += step
+		}
+		return out, rems
+	}
+	// The largest remainders, earliest first among equals, one more each
+	// (fewer than there are shares: a selection, not a sort).
 	for k := Micros(0); k < left; k++ {
-		out[rems[int(k)%len(rems)].i] += step
+		best := -1
+		for i := range rems {
+			if rems[i].r >= 0 && (best < 0 || rems[i].r > rems[best].r) {
+				best = i
+			}
+		}
+		out[rems[best].i] += step
+		rems[best].r = -1
 	}
 	return out, rems
 }

@@ -23,11 +23,9 @@ type Seen struct {
 	LaunchedAt time.Time
 	Jobs       []fleet.Job
 	// JobsSeq is fleet.Node.JobsSeq: while it stays the same, and is
-	// not 0, the node's jobs are as before and are not read again.
+	// not 0, the node's jobs are as before and are not read again but
+	// for their checkpoints, every settleEvery cycles.
 	JobsSeq uint64
-	// CheckpointSeq is fleet.Node.CheckpointSeq: while it and JobsSeq
-	// stay the same, and are not 0, no job's checkpoint is read again.
-	CheckpointSeq uint64
 }
 
 // Waiting is demand pending now: a team and tier's GPUs, in jobs.
@@ -48,49 +46,87 @@ type Snapshot struct {
 	At      time.Time
 	Nodes   []Seen
 	Pending []Waiting
+	// state and pools, set by SnapshotOf, stand for Nodes.
+	state *fleet.State
+	pools []fleet.Pool
 }
 
 // SnapshotOf is the Snapshot of a fleet's state at its capture time: its
 // nodes, priced and sized by their pools (or as they say, where their
 // pool is gone), stopped ones left out (billed for their disks only), and
-// the pending demand given.
+// the pending demand given. It reads st's nodes as the Accountant
+// observes it, making no copy of them: st must not change until then.
 func SnapshotOf(st *fleet.State, pools []fleet.Pool, pending []Waiting) Snapshot {
-	byName := make(map[string]*fleet.Pool, len(pools))
-	for i := range pools {
-		byName[pools[i].Name] = &pools[i]
+	return Snapshot{At: st.CapturedAt, Pending: pending, state: st, pools: pools}
+}
+
+// visit calls f with each node of s: its Nodes, or those of the state it
+// was made of (SnapshotOf), each in turn in one Seen that f must not
+// keep.
+func (s *Snapshot) visit(f func(*Seen)) {
+	if s.state == nil {
+		for i := range s.Nodes {
+			f(&s.Nodes[i])
+		}
+		return
 	}
-	s := Snapshot{At: st.CapturedAt, Pending: pending, Nodes: make([]Seen, 0, len(st.Nodes)+len(pools))}
-	listed := make(map[string]int, len(pools))
-	for i := range st.Nodes {
-		n := &st.Nodes[i]
+	var byName map[string]int
+	if len(s.pools) > 8 {
+		byName = make(map[string]int, len(s.pools))
+		for i := range s.pools {
+			byName[s.pools[i].Name] = i
+		}
+	}
+	index := func(name string) int {
+		if byName != nil {
+			if i, ok := byName[name]; ok {
+				return i
+			}
+			return -1
+		}
+		for i := range s.pools {
+			if s.pools[i].Name == name {
+				return i
+			}
+		}
+		return -1
+	}
+	listed := make([]int, len(s.pools))
+	var x Seen
+	last := -1
+	for i := range s.state.Nodes {
+		n := &s.state.Nodes[i]
 		if n.Stopped {
 			continue
 		}
-		pool := n.Pool
+		x = Seen{ID: n.ID, Pool: n.Pool, GPUs: n.GPUs, Price: n.PricePerHour, Ours: !n.Unknown && !n.Orphan, LaunchedAt: n.LaunchedAt, Jobs: n.Jobs, JobsSeq: n.JobsSeq}
 		if n.Orphan {
 			// Its pool is gone from the config: a name read from a
 			// cloud's tags, never a label.
-			pool = OrphanPool
+			x.Pool = OrphanPool
+		} else {
+			if last < 0 || s.pools[last].Name != n.Pool {
+				last = index(n.Pool)
+			}
+			if last >= 0 {
+				p := &s.pools[last]
+				x.GPUs, x.Price, x.Reserved = p.GPUsPerNode, p.PricePerHour, p.Capacity == fleet.Reserved
+				listed[last]++
+			}
 		}
-		x := Seen{ID: n.ID, Pool: pool, GPUs: n.GPUs, Price: n.PricePerHour, Ours: !n.Unknown && !n.Orphan, LaunchedAt: n.LaunchedAt, Jobs: n.Jobs, JobsSeq: n.JobsSeq, CheckpointSeq: n.CheckpointSeq}
-		if p := byName[n.Pool]; p != nil && !n.Orphan {
-			x.GPUs, x.Price, x.Reserved = p.GPUsPerNode, p.PricePerHour, p.Capacity == fleet.Reserved
-			listed[p.Name]++
-		}
-		s.Nodes = append(s.Nodes, x)
+		f(&x)
 	}
 	// A reservation is paid for whole, whether its nodes run or not: its
-	// slots with no node listed are one idle node of their own.
-	// It is listed with every slot filled too (no GPU, no cost), so that
-	// it is never charged anew from the cycle before.
-	for i := range pools {
-		p := &pools[i]
-		if p.Capacity == fleet.Reserved {
-			free := max(p.Max-listed[p.Name], 0)
-			s.Nodes = append(s.Nodes, Seen{ID: ReservationNode + p.Name, Pool: p.Name, GPUs: free * p.GPUsPerNode, Price: float64(free) * p.PricePerHour, Reserved: true})
+	// slots with no node listed are one idle node of their own. It is
+	// listed with every slot filled too (no GPU, no cost), so that it is
+	// never charged anew from the cycle before.
+	for i := range s.pools {
+		if p := &s.pools[i]; p.Capacity == fleet.Reserved {
+			free := max(p.Max-listed[i], 0)
+			x = Seen{ID: ReservationNode + p.Name, Pool: p.Name, GPUs: free * p.GPUsPerNode, Price: float64(free) * p.PricePerHour, Reserved: true}
+			f(&x)
 		}
 	}
-	return s
 }
 
 // ReservationNode begins the ID SnapshotOf gives a reserved pool's slots
