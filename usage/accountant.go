@@ -46,12 +46,12 @@ type nodeBook struct {
 	jobs []*jobBook
 	held []float64
 	// cps are the jobs' last checkpoints as last read, to see a new one
-	// without touching the job's book.
-	cps []time.Time
-	// acc is what the node cost since its last split, all in one hour,
-	// with the jobs and free GPUs it has now: split when they change,
-	// when its hour ends, when the node goes, every settleEvery cycles,
-	// and before a report (settle).
+	// without touching the job's book; read is set once its jobs have
+	// been read.
+	cps  []time.Time
+	read bool
+	// acc is what a settle charges the node within one hour, split at
+	// the hour's end and at the settle's (chargeHours, splitAcc).
 	acc struct {
 		set   bool
 		hour  time.Time
@@ -64,6 +64,8 @@ type nodeBook struct {
 type jobBook struct {
 	rec state.UsageJob
 	tt  teamTier
+	// said is the team and tier as last said, before folding.
+	said teamTier
 	// refs counts the nodes that list the job, and gpus the GPUs it
 	// holds on them: it ends when no node lists it.
 	refs int
@@ -100,8 +102,11 @@ type credit struct {
 // store. Each interval between two cycles is charged by what the first of
 // them saw (a node's jobs, the pending demand); a node first seen is
 // charged from its launch, or the cycle before, whichever is later.
-// Charging a cycle costs no lookup of a node's jobs whose list has not
-// changed. Its methods are safe for concurrent use.
+// A node is charged lazily: its cost since its last charge is reckoned
+// and split among its jobs every settleEvery cycles, when its jobs, size
+// or price change, when its hour has ended, when it goes, and before the
+// books are read (Live, Totals); a node whose jobs are as before costs a
+// cycle no lookup of them. Its methods are safe for concurrent use.
 type Accountant struct {
 	mu           sync.Mutex
 	teams, tiers *Labels
@@ -114,6 +119,9 @@ type Accountant struct {
 	// and its first cycles see no jobs until they do.
 	restoredBy time.Time
 	restored   bool
+	// tombs are the restored jobs taken for ended at the grace, by ID,
+	// in case a node lists them later; forgotten at the next Restore.
+	tombs map[string]*jobBook
 	// order are the nodes of the last snapshot, in its order, so that a
 	// snapshot of the same nodes finds each without a lookup.
 	order, prev []*nodeBook
@@ -154,7 +162,7 @@ func NewAccountant(o Options) *Accountant {
 	}
 	return &Accountant{
 		teams: NewLabels(o.MaxTeams), tiers: NewLabels(o.MaxTiers),
-		nodes: map[string]*nodeBook{}, credits: map[string][]credit{}, jobs: map[string]*jobBook{},
+		nodes: map[string]*nodeBook{}, credits: map[string][]credit{}, jobs: map[string]*jobBook{}, tombs: map[string]*jobBook{},
 		hours: map[time.Time]map[teamTier]*hourBook{}, closed: map[Key]Amount{},
 		closedWaited: map[teamTier]float64{}, queueTotal: map[teamTier]*Histogram{}, recent: map[string]float64{},
 	}
@@ -212,8 +220,12 @@ func (a *Accountant) Observe(s Snapshot) Flush {
 	}
 	var f Flush
 	if !a.lastAt.IsZero() {
-		a.charge(s.At)
+		a.wait(s.At)
 	}
+	// An hour is closed once no charge can reach it: a node first seen
+	// now is charged from as early as the last snapshot, at the next; a
+	// node charged last before it is charged now.
+	cutoff := a.lastAt.UTC().Truncate(time.Hour)
 	a.gen++
 	a.ended, a.fresh = a.ended[:0], a.fresh[:0]
 	a.prev, a.order = a.order, a.prev[:0]
@@ -231,23 +243,23 @@ func (a *Accountant) Observe(s Snapshot) Flush {
 			return // listed twice
 		}
 		a.order = append(a.order, nb)
-		if nb.gpus != n.GPUs || nb.pool != n.Pool {
-			a.settle(nb) // split among what it was
+		refresh := (nb.slot+a.gen)%settleEvery == 0
+		if nb.read && (refresh || nb.gpus != n.GPUs || nb.pool != n.Pool || nb.price != n.Price || nb.meter.At().Before(cutoff)) {
+			a.settle(nb, s.At) // split among what it was
 		}
 		nb.gen, nb.pool, nb.gpus, nb.price = a.gen, n.Pool, n.GPUs, n.Price
-		refresh := (nb.slot+a.gen)%settleEvery == 0
-		if refresh {
-			a.settle(nb)
-		}
 		if n.JobsSeq == 0 || n.JobsSeq != nb.seq {
 			a.seeJobs(nb, n, s.At)
 		} else if refresh {
+			// What a scheduler said of the jobs since (their owners,
+			// when they were submitted), and their checkpoints.
+			a.labels(nb, n, s.At)
 			a.checkpoints(nb, n)
 		}
 	})
 	for _, nb := range a.prev {
 		if nb.gen != a.gen && a.nodes[nb.id] == nb {
-			a.settle(nb)
+			a.settle(nb, s.At)
 			a.drop(nb)
 			delete(a.nodes, nb.id)
 		}
@@ -268,6 +280,15 @@ func (a *Accountant) Observe(s Snapshot) Flush {
 	for _, jb := range a.ended {
 		if jb.refs == 0 && !jb.restored && a.jobs[jb.rec.ID] == jb || jb.restored && !a.restored && a.jobs[jb.rec.ID] == jb {
 			jb.rec.End = s.At
+			if jb.rec.End.Before(jb.rec.Start) {
+				jb.rec.End = jb.rec.Start // a clock stepped back
+			}
+			if jb.restored {
+				// Not listed within the grace: ended, unless a node
+				// lists it again later (a pool unread for long), when
+				// its record goes on (job).
+				a.tombs[jb.rec.ID] = jb
+			}
 			f.Jobs = append(f.Jobs, jb.rec)
 			delete(a.jobs, jb.rec.ID)
 		}
@@ -297,9 +318,6 @@ func (a *Accountant) Observe(s Snapshot) Flush {
 		a.waiting[i].GPUs += w.GPUs
 		a.waiting[i].Jobs += max(w.Jobs, 1)
 	}
-	// An hour is closed once no charge can reach it: a node first seen
-	// now is charged from as early as the last snapshot, at the next.
-	cutoff := a.lastAt.UTC().Truncate(time.Hour)
 	a.lastAt = s.At
 	closing := false
 	for h := range a.hours {
@@ -319,7 +337,7 @@ func (a *Accountant) Observe(s Snapshot) Flush {
 // purchase's teams.
 func (a *Accountant) newNode(n *Seen, now time.Time) *nodeBook {
 	a.slots++
-	nb := &nodeBook{id: n.ID, slot: a.slots}
+	nb := &nodeBook{id: n.ID, slot: a.slots, pool: n.Pool, gpus: n.GPUs, price: n.Price}
 	start := now
 	// A reserved node is charged from now: its reservation's slot was
 	// charged up to now, empty (ReservationNode).
@@ -346,7 +364,11 @@ func (a *Accountant) seeJobs(nb *nodeBook, n *Seen, now time.Time) {
 		same = nb.jobs[k].rec.ID == n.Jobs[k].ID && nb.held[k] == float64(n.Jobs[k].GPUs)
 	}
 	if !same {
-		a.settle(nb)
+		if nb.read {
+			// What it cost so far is its jobs' as they were (a node
+			// first seen is charged from its start as first seen).
+			a.settle(nb, now)
+		}
 		a.drop(nb)
 		nb.jobs = make([]*jobBook, len(n.Jobs))
 		nb.held = make([]float64, len(n.Jobs))
@@ -360,14 +382,36 @@ func (a *Accountant) seeJobs(nb *nodeBook, n *Seen, now time.Time) {
 			jb.rec.GPUs, jb.rec.Nodes = max(jb.rec.GPUs, jb.gpus), max(jb.rec.Nodes, jb.refs)
 			nb.jobs[k], nb.held[k] = jb, float64(j.GPUs)
 		}
+		// Bought for a team until its first job: from here its free
+		// GPUs are idle.
+		nb.used = nb.used || len(nb.jobs) > 0
 	}
+	a.labels(nb, n, now)
+	a.checkpoints(nb, n)
+	nb.seq, nb.read = n.JobsSeq, true
+}
+
+// labels takes what n says of its jobs' owners and times where it says
+// more than their records: a team or tier said after the job was first
+// seen (a scheduler's read after its start, a registration again) gets
+// the node's cost from now, what it cost so far split as it was; a
+// submission or eligibility said late counts the job's queue time. A
+// label left out keeps the one said before.
+func (a *Accountant) labels(nb *nodeBook, n *Seen, now time.Time) {
 	for k := range n.Jobs {
+		if k >= len(nb.jobs) {
+			return
+		}
 		j, jb := &n.Jobs[k], nb.jobs[k]
-		// Who it is may be said after it was first seen (a scheduler's
-		// read after its start, a registration again): the node's cost
-		// so far is split as it was, and the rest goes to them.
-		if tt := (teamTier{a.teams.Fold(j.Team), a.tiers.Fold(j.Tier)}); tt != jb.tt && (j.Team != "" || j.Tier != "") {
-			a.settle(nb)
+		tt := jb.tt
+		if j.Team != "" && j.Team != jb.said.team {
+			tt.team, jb.said.team = a.teams.Fold(j.Team), j.Team
+		}
+		if j.Tier != "" && j.Tier != jb.said.tier {
+			tt.tier, jb.said.tier = a.tiers.Fold(j.Tier), j.Tier
+		}
+		if tt != jb.tt {
+			a.settle(nb, now)
 			jb.tt, jb.hb = tt, nil
 			jb.rec.Team, jb.rec.Tier = tt.team, tt.tier
 		}
@@ -379,8 +423,6 @@ func (a *Accountant) seeJobs(nb *nodeBook, n *Seen, now time.Time) {
 			a.queue(jb, now)
 		}
 	}
-	a.checkpoints(nb, n)
-	nb.seq = n.JobsSeq
 }
 
 // flushJob puts jb's record in this observation's flush, once.
@@ -447,9 +489,17 @@ func (a *Accountant) drop(nb *nodeBook) {
 	nb.jobs, nb.held = nil, nil
 }
 
-// settle splits what nb cost since its last split among its jobs and its
-// free GPUs' owners, into their books.
-func (a *Accountant) settle(nb *nodeBook) {
+// settle charges nb up to now, as it has been since its last charge, and
+// splits what it cost since its last split among its jobs and its free
+// GPUs' owners, into their books. A node is charged only here: while
+// nothing on it changes, a cycle costs it nothing.
+func (a *Accountant) settle(nb *nodeBook, now time.Time) {
+	a.chargeHours(nb, now)
+	a.splitAcc(nb)
+}
+
+// splitAcc splits nb's accumulated cost into the books.
+func (a *Accountant) splitAcc(nb *nodeBook) {
 	if !nb.acc.set {
 		return
 	}
@@ -461,11 +511,11 @@ func (a *Accountant) settle(nb *nodeBook) {
 	nb.acc.set, nb.acc.cost, nb.acc.hours = false, 0, 0
 }
 
-// settleAll settles every node: the books are then whole to the last
-// snapshot.
+// settleAll settles every node up to the last snapshot: the books are
+// then whole to it.
 func (a *Accountant) settleAll() {
 	for _, nb := range a.order {
-		a.settle(nb)
+		a.settle(nb, a.lastAt)
 	}
 }
 
@@ -474,6 +524,14 @@ func (a *Accountant) settleAll() {
 // hour it was first seen.
 func (a *Accountant) job(j *fleet.Job, pool string, now time.Time) *jobBook {
 	if jb := a.jobs[j.ID]; jb != nil {
+		return jb
+	}
+	if jb := a.tombs[j.ID]; jb != nil {
+		// A restored job taken for ended goes on with its record.
+		delete(a.tombs, j.ID)
+		jb.rec.End, jb.restored = time.Time{}, false
+		a.jobs[j.ID] = jb
+		a.flushJob(jb)
 		return jb
 	}
 	start := j.Start
@@ -487,7 +545,7 @@ func (a *Accountant) job(j *fleet.Job, pool string, now time.Time) *jobBook {
 	if !jb.rec.LastCheckpoint.IsZero() {
 		jb.rec.Checkpoints = 1
 	}
-	jb.tt = teamTier{jb.rec.Team, jb.rec.Tier}
+	jb.tt, jb.said = teamTier{jb.rec.Team, jb.rec.Tier}, teamTier{j.Team, j.Tier}
 	a.jobs[j.ID] = jb
 	a.fresh = append(a.fresh, jb)
 	a.hour(now.Truncate(time.Hour), jb.tt).started++
@@ -518,31 +576,9 @@ func (a *Accountant) queue(jb *jobBook, now time.Time) {
 	h.add(q)
 }
 
-// charge charges every node of the last snapshot its cost up to now,
-// into its accumulated cost (split when its hour ends), and the pending
-// demand's waiting, hour by hour.
-func (a *Accountant) charge(now time.Time) {
-	// The common case: the node was charged last in the hour of the last
-	// snapshot, and now is in it too.
-	hour := a.lastAt.Truncate(time.Hour)
-	end := hour.Add(time.Hour)
-	for _, nb := range a.order {
-		if from := nb.meter.At(); !from.Before(hour) && !now.After(end) && nb.acc.hour.Equal(hour) {
-			if from.Before(now) {
-				nb.acc.set = true
-				nb.acc.cost += nb.meter.Charge(nb.price, now)
-				nb.acc.hours += now.Sub(from).Hours()
-			}
-		} else {
-			a.chargeHours(nb, now)
-		}
-		if len(nb.jobs) > 0 && !nb.used {
-			// Bought for a team until its first job: from here its free
-			// GPUs are idle.
-			a.settle(nb)
-			nb.used = true
-		}
-	}
+// wait charges the pending demand of the last snapshot its waiting up to
+// now, hour by hour.
+func (a *Accountant) wait(now time.Time) {
 	for from := a.lastAt; from.Before(now); {
 		to := hourEnd(from, now)
 		hour := from.Truncate(time.Hour)
@@ -563,7 +599,7 @@ func (a *Accountant) chargeHours(nb *nodeBook, now time.Time) {
 		hour := from.Truncate(time.Hour)
 		cost := nb.meter.Charge(nb.price, to)
 		if nb.acc.set && !nb.acc.hour.Equal(hour) {
-			a.settle(nb)
+			a.splitAcc(nb)
 		}
 		nb.acc.set, nb.acc.hour = true, hour
 		nb.acc.cost += cost

@@ -59,13 +59,9 @@ func TestAccountantAddsUp(t *testing.T) {
 		want := Micros(0)
 		now, last := t0, time.Time{}
 		seq := uint64(0)
-		cycles := rapid.IntRange(2, 30).Draw(rt, "cycles")
-		for c := 0; c < cycles; c++ {
-			if c > 0 {
-				now = now.Add(time.Duration(rapid.IntRange(1, 40).Draw(rt, "minutes")) * time.Minute)
-			}
-			// The oracle's bill for the interval since the last cycle: each
-			// node seen then, at its price.
+		// bill is the oracle's bill of every node listed, from its last
+		// bill (or its start) to now, and its jobs' shares.
+		bill := func(now time.Time) {
 			for _, id := range order {
 				n := nodes[id]
 				total := MicrosOf(n.Price * now.Sub(n.start).Hours())
@@ -84,6 +80,15 @@ func TestAccountantAddsUp(t *testing.T) {
 					jobCost[incarnation[j.ID]] += n.Price * now.Sub(from).Hours() * 1e6 * float64(j.GPUs) / float64(max(n.GPUs, held))
 				}
 			}
+		}
+		cycles := rapid.IntRange(2, 30).Draw(rt, "cycles")
+		for c := 0; c < cycles; c++ {
+			if c > 0 {
+				now = now.Add(time.Duration(rapid.IntRange(1, 40).Draw(rt, "minutes")) * time.Minute)
+			}
+			// The oracle's bill for the interval since the last cycle: each
+			// node seen then, at its price.
+			bill(now)
 			// Nodes go, and come.
 			var kept []string
 			for _, id := range order {
@@ -155,8 +160,9 @@ func TestAccountantAddsUp(t *testing.T) {
 			b.take(a.Observe(snap))
 			last = now
 		}
-		// The oracle's bill runs to the last cycle; the books to the last
-		// snapshot too.
+		// The books are whole to the last snapshot (a node first seen
+		// there charged from its start), and so is the oracle's bill.
+		bill(last)
 		live := a.Live()
 		b.take(Flush{Hours: live.Hours, Jobs: live.Running})
 		got := Micros(0)

@@ -54,10 +54,12 @@ func (a *Accountant) hour(h time.Time, tt teamTier) *hourBook {
 
 // Restore takes back what an earlier run recorded: the usage hours of
 // the hour in progress and the records of jobs that were running, so
-// that their figures go on from there.
+// that their figures go on from there. It is for a new Accountant, before
+// its first Observe; a job it already holds is kept as it is.
 func (a *Accountant) Restore(hours []state.UsageHour, jobs []state.UsageJob) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	clear(a.tombs)
 	for _, h := range hours {
 		b := a.hour(h.Hour, teamTier{a.teams.Fold(h.Team), a.tiers.Fold(h.Tier)})
 		for _, c := range h.Charges {
@@ -68,7 +70,7 @@ func (a *Accountant) Restore(hours []state.UsageHour, jobs []state.UsageJob) {
 		b.queue = append(b.queue, h.Queue...)
 	}
 	for _, j := range jobs {
-		if !j.End.IsZero() {
+		if !j.End.IsZero() || a.jobs[j.ID] != nil {
 			continue
 		}
 		j.Team, j.Tier = a.teams.Fold(j.Team), a.tiers.Fold(j.Tier)
@@ -116,9 +118,9 @@ func (a *Accountant) takeCredit(pool string, now time.Time) []Holder {
 	return cs[0].teams
 }
 
-// ForPending is who the pending demand a pool serves is: its teams and
-// tiers by the GPUs they wait for, for Bought; all the pending demand's
-// when none waits for the pool in particular.
+// ForPending is who the pending demand a pool serves is (demand waiting
+// for any pool, and for the pool's scopes): its teams and tiers by the
+// GPUs they wait for, for Bought. With no pool, all of it.
 func ForPending(pending []Waiting, pool *fleet.Pool) []Holder {
 	var out []Holder
 	for _, w := range pending {
@@ -131,9 +133,6 @@ func ForPending(pending []Waiting, pool *fleet.Pool) []Holder {
 			i = len(out) - 1
 		}
 		out[i].GPUs += float64(w.GPUs)
-	}
-	if len(out) == 0 && pool != nil {
-		return ForPending(pending, nil)
 	}
 	return out
 }
@@ -267,10 +266,12 @@ type Totals struct {
 	Waiting []Waiting
 }
 
-// Totals are the Accountant's totals, a copy.
+// Totals are the Accountant's totals, a copy, whole to the last snapshot
+// (it settles every node).
 func (a *Accountant) Totals() Totals {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.settleAll()
 	t := Totals{Charges: make(map[Key]Amount, len(a.closed)), Waited: make(map[TeamTier]float64, len(a.closedWaited)), Queue: make(map[TeamTier]Histogram, len(a.queueTotal))}
 	for k, v := range a.closed {
 		t.Charges[k] = v

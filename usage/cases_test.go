@@ -150,8 +150,8 @@ func TestLateLabelsAndCheckpoints(t *testing.T) {
 }
 
 // TestForPendingByScope: a launch in a pool is bought for the teams whose
-// pending demand that pool serves; for all of the pending demand's teams
-// when none waits for it in particular.
+// pending demand that pool serves, and for no team when none waits for
+// it.
 func TestForPendingByScope(t *testing.T) {
 	a100 := fleet.Pool{Name: "a100-od", GPUModel: "A100", GPUsPerNode: 8}
 	l4 := fleet.Pool{Name: "l4-od", GPUModel: "L4", GPUsPerNode: 1}
@@ -178,7 +178,101 @@ func TestForPendingByScope(t *testing.T) {
 			t.Errorf("ForPending(%v) = %v, want %v", tt.pool, got, tt.want)
 		}
 	}
-	if got := ForPending(waiting[:2], &h100); len(got) != 2 {
-		t.Errorf("no demand waits for h100-od: %v; want all the pending demand's teams", got)
+	if got := ForPending(waiting[:2], &h100); len(got) != 0 {
+		t.Errorf("no demand waits for h100-od: %v; want none bought for (its idle time idle)", got)
+	}
+}
+
+// TestLateLabelsSameJobs: a scheduler's read says whose a job is after it
+// was first seen, while its agent's reports stay the same (the node's
+// JobsSeq unchanged): the label is taken within settleEvery cycles.
+func TestLateLabelsSameJobs(t *testing.T) {
+	a := NewAccountant(Options{})
+	j := fleet.Job{ID: "j", GPUs: 8, Start: t0}
+	for m := 0; m <= settleEvery+2; m++ {
+		if m == 1 {
+			j.Team, j.Submitted = "alpha", t0.Add(-time.Minute)
+		}
+		a.Observe(Snapshot{At: t0.Add(time.Duration(m) * time.Minute), Nodes: []Seen{{ID: "n", Pool: "od", GPUs: 8, Price: 6, Ours: true, JobsSeq: 7, Jobs: []fleet.Job{j}}}})
+	}
+	l := a.Live()
+	if len(l.Running) != 1 || l.Running[0].Team != "alpha" || !l.Running[0].Submitted.Equal(t0.Add(-time.Minute)) {
+		t.Errorf("record %+v; want alpha's, submitted 9:59", l.Running)
+	}
+}
+
+// TestRestoredJobListedLate: a restored job no node lists within the
+// grace is taken for ended; listed later (a pool unread that long), its
+// record goes on, not started again.
+func TestRestoredJobListedLate(t *testing.T) {
+	a := NewAccountant(Options{})
+	a.Restore(nil, []state.UsageJob{{ID: "a1", Team: "alpha", Tier: "x", Pool: "od", Start: t0, Micros: 4_000_000, GPUHours: 4}})
+	j := fleet.Job{ID: "a1", Team: "alpha", Tier: "x", GPUs: 8, Start: t0}
+	var ended bool
+	for m := 30; m <= 60; m += 5 {
+		var jobs []fleet.Job
+		if m >= 50 {
+			jobs = []fleet.Job{j}
+		}
+		f := a.Observe(Snapshot{At: t0.Add(time.Duration(m) * time.Minute), Nodes: []Seen{{ID: "n", Pool: "od", GPUs: 8, Price: 12, Ours: true, Jobs: jobs}}})
+		for _, r := range f.Jobs {
+			ended = ended || !r.End.IsZero()
+		}
+	}
+	l := a.Live()
+	started := 0
+	for _, h := range l.Hours {
+		started += h.Started
+	}
+	// 10:50 to 11:00 at $12 an hour: $2 on the $4 before.
+	if !ended || len(l.Running) != 1 || !l.Running[0].End.IsZero() || l.Running[0].Micros != 6_000_000 || started != 0 {
+		t.Errorf("ended %v, records %+v, %d started; want it ended, then going on at $6, not started again", ended, l.Running, started)
+	}
+}
+
+// TestLabelsPerField: a job on two nodes whose one agent says its team and
+// tier and the other its tier alone keeps its team: no flapping.
+func TestLabelsPerField(t *testing.T) {
+	a := NewAccountant(Options{})
+	full := fleet.Job{ID: "j", Team: "alpha", Tier: "x", GPUs: 8, Start: t0}
+	part := fleet.Job{ID: "j", Tier: "x", GPUs: 8, Start: t0}
+	for m := 0; m <= 3; m++ {
+		a.Observe(Snapshot{At: t0.Add(time.Duration(m) * time.Minute), Nodes: []Seen{
+			{ID: "n1", Pool: "od", GPUs: 8, Price: 6, Ours: true, Jobs: []fleet.Job{full}},
+			{ID: "n2", Pool: "od", GPUs: 8, Price: 6, Ours: true, Jobs: []fleet.Job{part}},
+		}})
+	}
+	l := a.Live()
+	for _, h := range l.Hours {
+		for _, c := range h.Charges {
+			if Kind(c.Kind) == Used && h.Team != "alpha" {
+				t.Errorf("charged to %s/%s: %+v", h.Team, h.Tier, c)
+			}
+		}
+	}
+}
+
+// TestHourClosedWhole: snapshots at 10:59, at 11:00 twice, and after: the
+// hour 10:00 is written whole, once, as the store keys it, with no later
+// sliver of it written over it.
+func TestHourClosedWhole(t *testing.T) {
+	a := NewAccountant(Options{})
+	hours := map[string]state.UsageHour{}
+	for _, at := range []time.Duration{50 * time.Minute, 59 * time.Minute, 60 * time.Minute, 60 * time.Minute, 61 * time.Minute, 62 * time.Minute, 80 * time.Minute} {
+		f := a.Observe(Snapshot{At: t0.Add(at), Nodes: []Seen{{ID: "n", Pool: "od", GPUs: 8, Price: 6, Ours: true, Jobs: []fleet.Job{{ID: "j", GPUs: 8, Start: t0}}}}})
+		for _, h := range f.Hours {
+			hours[h.Hour.String()+h.Team+h.Tier] = h
+		}
+	}
+	got := Micros(0)
+	for _, h := range hours {
+		if h.Hour.Equal(t0) {
+			for _, c := range h.Charges {
+				got += Micros(c.Micros)
+			}
+		}
+	}
+	if want := MicrosOf(6 * 10.0 / 60); got != want {
+		t.Errorf("the hour 10:00 as written: %d micro-dollars, want %d (10:50 to 11:00 at $6)", got, want)
 	}
 }

@@ -8,7 +8,9 @@
 package usage
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -200,28 +202,31 @@ func apportionInto(total Micros, weights []float64, out []Micros, rems []remaind
 	if left == 0 {
 		return out, rems
 	}
-	step := Micros(1)
-	if left < 0 {
-		step, left = -1, -left
-	}
-	if left >= Micros(len(rems)) {
-		// Only by float error: share it round.
+	if left > 0 && left <= 8 && left < Micros(len(rems)) {
+		// The few largest remainders, earliest first among equals, one
+		// more each: a selection.
 		for k := Micros(0); k < left; k++ {
-			out[int(k)%len(out)] += step
+			best := -1
+			for i := range rems {
+				if rems[i].r >= 0 && (best < 0 || rems[i].r > rems[best].r) {
+					best = i
+				}
+			}
+			out[rems[best].i]++
+			rems[best].r = -1
 		}
 		return out, rems
 	}
-	// The largest remainders, earliest first among equals, one more each
-	// (fewer than there are shares: a selection, not a sort).
+	// Otherwise (many shares, or float error): the largest remainders
+	// get one more, or the smallest one less, in a stable order.
+	slices.SortStableFunc(rems, func(a, b remainder) int { return cmp.Compare(b.r, a.r) })
+	step := Micros(1)
+	if left < 0 {
+		step, left = -1, -left
+		slices.Reverse(rems)
+	}
 	for k := Micros(0); k < left; k++ {
-		best := -1
-		for i := range rems {
-			if rems[i].r >= 0 && (best < 0 || rems[i].r > rems[best].r) {
-				best = i
-			}
-		}
-		out[rems[best].i] += step
-		rems[best].r = -1
+		out[rems[int(k)%len(rems)].i] += step
 	}
 	return out, rems
 }
