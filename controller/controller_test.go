@@ -153,21 +153,29 @@ func (l *cycler) report(t *testing.T) {
 				r.Jobs = []report.Job{j}
 			}
 			r.Notice = l.notice[in.ID]
-			if id := l.held[in.ID]; id != "" {
-				r.Drain = report.DrainStatus{State: report.Draining, ID: id}
-				if len(r.Jobs) == 0 {
-					r.Drain.State = report.SafeToTerminate
-				}
-			}
-			ans, err := l.agents.Accept(context.Background(), r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l.held[in.ID] = ""
-			if ans.Drain != nil {
-				l.held[in.ID] = ans.Drain.ID
-			}
+			l.send(t, r)
 		}
+	}
+}
+
+// send has r's agent report it: holding the drain the controller last
+// asked of the node (safe once no job is left), and keeping the one the
+// controller answers with.
+func (l *cycler) send(t *testing.T, r *report.Report) {
+	t.Helper()
+	if id := l.held[r.Node]; id != "" {
+		r.Drain = report.DrainStatus{State: report.Draining, ID: id}
+		if len(r.Jobs) == 0 {
+			r.Drain.State = report.SafeToTerminate
+		}
+	}
+	ans, err := l.agents.Accept(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.held[r.Node] = ""
+	if ans.Drain != nil {
+		l.held[r.Node] = ans.Drain.ID
 	}
 }
 

@@ -39,20 +39,7 @@ func (l *cycler) reportJobs(t *testing.T, jobs map[string][]report.Job) {
 				r.GPUs = append(r.GPUs, report.GPU{Index: i, UUID: fmt.Sprint("GPU-", i), MemoryTotal: 80 << 30})
 			}
 			r.Jobs = jobs[p.Name]
-			if id := l.held[in.ID]; id != "" {
-				r.Drain = report.DrainStatus{State: report.Draining, ID: id}
-				if len(r.Jobs) == 0 {
-					r.Drain.State = report.SafeToTerminate
-				}
-			}
-			ans, err := l.agents.Accept(context.Background(), r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l.held[in.ID] = ""
-			if ans.Drain != nil {
-				l.held[in.ID] = ans.Drain.ID
-			}
+			l.send(t, r)
 		}
 	}
 }

@@ -173,17 +173,22 @@ func (a *Accountant) ForForecast() []Holder {
 // flushHours puts the hours touched into f: those in progress, and
 // those before cutoff, which it then closes into the totals and forgets.
 func (a *Accountant) flushHours(cutoff time.Time, f *Flush) {
-	hours := make([]time.Time, 0, len(a.hours))
-	for h := range a.hours {
-		hours = append(hours, h)
-	}
-	slices.SortFunc(hours, func(x, y time.Time) int { return x.Compare(y) })
-	for _, h := range hours {
+	for _, h := range a.openHours() {
 		f.Hours = append(f.Hours, rows(h, a.hours[h])...)
 		if h.Before(cutoff) {
 			a.close(h)
 		}
 	}
+}
+
+// openHours are the hours the books hold, in order.
+func (a *Accountant) openHours() []time.Time {
+	hours := make([]time.Time, 0, len(a.hours))
+	for h := range a.hours {
+		hours = append(hours, h)
+	}
+	slices.SortFunc(hours, func(x, y time.Time) int { return x.Compare(y) })
+	return hours
 }
 
 // close adds the hour h's books to the totals and the recent use, and
@@ -335,12 +340,7 @@ func (a *Accountant) Live() Live {
 	defer a.mu.Unlock()
 	a.settleAll()
 	var l Live
-	hours := make([]time.Time, 0, len(a.hours))
-	for h := range a.hours {
-		hours = append(hours, h)
-	}
-	slices.SortFunc(hours, func(x, y time.Time) int { return x.Compare(y) })
-	for _, h := range hours {
+	for _, h := range a.openHours() {
 		l.Hours = append(l.Hours, rows(h, a.hours[h])...)
 	}
 	l.Running = make([]state.UsageJob, 0, len(a.jobs))
