@@ -27,6 +27,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/fleetcast/autoscaler/agent/gpu"
+	"github.com/fleetcast/autoscaler/agent/gpu/gpmtest"
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/controller/reports"
 	"github.com/fleetcast/autoscaler/nodeauth/nodeauthtest"
@@ -258,6 +259,71 @@ func TestNoticeAndMetrics(t *testing.T) {
 	}
 }
 
+// TestReportSMActive: on go-nvml's mock DGX H100 with GPM (GPU i's SMs
+// 10i+2.4% busy), the agent's report carries each GPU's SM activity
+// (sm_active) from its second reading, the first having no interval; it
+// validates, and the metrics give it as a ratio. Only GPUs that report it
+// have the gauge.
+func TestReportSMActive(t *testing.T) {
+	srv := dgxh100.New()
+	for _, d := range srv.Devices {
+		dev := d.(*server.Device)
+		dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{Gpu: 100}, nvml.SUCCESS }
+		dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
+	}
+	gpmtest.Install(srv, func(i int) float64 { return float64(10*i) + 2.4 })
+	// GPU 7 has no GPM.
+	srv.Devices[7].(*server.Device).GpmQueryDeviceSupportFunc = func() (nvml.GpmSupport, nvml.Return) {
+		return nvml.GpmSupport{}, nvml.ERROR_NOT_SUPPORTED
+	}
+	r, err := gpu.Open(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	at := time.Now()
+	r.Clock(func() time.Time { at = at.Add(gpu.MinSMInterval); return at }) // each reading over the shortest interval
+	a, err := New(Config{Node: "i-1", GPUs: r, Signal: func(int, syscall.Signal) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := a.Report(); len(rep.GPUs) != 8 || slices.ContainsFunc(rep.GPUs, func(g report.GPU) bool { return g.SMActive != nil }) {
+		t.Fatalf("the first report: %+v; want 8 GPUs without SM activity", rep.GPUs)
+	}
+	rep := a.Report()
+	if err := rep.Validate(time.Now(), time.Minute, 8); err != nil {
+		t.Fatalf("the agent's own report does not validate: %v", err)
+	}
+	body, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wire struct {
+		GPUs []map[string]any `json:"gpus"`
+	}
+	if err := json.Unmarshal(body, &wire); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range wire.GPUs {
+		sm, ok := g["sm_active"]
+		switch {
+		case i == 7 && ok:
+			t.Errorf("GPU 7, without GPM: sm_active %v", sm)
+		case i < 7 && sm != float64(10*i+2):
+			t.Errorf("GPU %d: sm_active %v, want %d", i, sm, 10*i+2)
+		}
+	}
+	rec := httptest.NewRecorder()
+	a.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	metrics := rec.Body.String()
+	for i, d := range srv.Devices {
+		line := fmt.Sprintf("fleetcast_agent_gpu_sm_active_ratio{gpu=%q,uuid=%q} %g\n", strconv.Itoa(i), d.(*server.Device).UUID, float64(10*i+2)/100)
+		if got := strings.Contains(metrics, line); got != (i < 7) {
+			t.Errorf("GPU %d: metric %q given: %v, want %v", i, strings.TrimSpace(line), got, i < 7)
+		}
+	}
+}
+
 // FuzzLocalAPI: no request body crashes the local API or registers a job
 // without an ID.
 func FuzzLocalAPI(f *testing.F) {
@@ -297,11 +363,15 @@ func BenchmarkSample(b *testing.B) {
 			return []nvml.ProcessInfo{{Pid: uint32(1000 + i), UsedGpuMemory: 40 << 30}}, nvml.SUCCESS
 		}
 	}
+	gpmtest.Install(srv, func(int) float64 { return 85 })
 	r, err := gpu.Open(srv)
 	if err != nil {
 		b.Fatal(err)
 	}
-	alive := func(int, syscall.Signal) error { return nil } // the mock's processes are made up
+	at := time.Now()
+	// Every reading samples; the mock's processes are made up.
+	r.Clock(func() time.Time { at = at.Add(gpu.MinSMInterval); return at })
+	alive := func(int, syscall.Signal) error { return nil }
 	a, _ := New(Config{Node: "i-1", GPUs: r, Signal: alive})
 	for i := range 8 {
 		if err := a.Register(fmt.Sprintf("train-%d", i), []int{i}, []int{1000 + i}); err != nil {

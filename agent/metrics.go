@@ -20,6 +20,7 @@ func (a *Agent) MetricsHandler() http.Handler {
 
 var (
 	descUtil     = prometheus.NewDesc("fleetcast_agent_gpu_utilization_ratio", "GPU utilisation, 0-1.", []string{"gpu", "uuid"}, nil)
+	descSM       = prometheus.NewDesc("fleetcast_agent_gpu_sm_active_ratio", "Share of the GPU's SMs busy since the last reading (GPM), 0-1; only GPUs that report it.", []string{"gpu", "uuid"}, nil)
 	descMem      = prometheus.NewDesc("fleetcast_agent_gpu_memory_used_bytes", "GPU memory in use.", []string{"gpu", "uuid"}, nil)
 	descProcs    = prometheus.NewDesc("fleetcast_agent_gpu_processes", "Compute processes on the GPU.", []string{"gpu", "uuid"}, nil)
 	descJobs     = prometheus.NewDesc("fleetcast_agent_jobs", "Jobs registered with the agent.", nil, nil)
@@ -31,7 +32,7 @@ var (
 type collector struct{ a *Agent }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUtil, descMem, descProcs, descJobs, descUnknown, descHealthy, descDraining} {
+	for _, d := range []*prometheus.Desc{descUtil, descSM, descMem, descProcs, descJobs, descUnknown, descHealthy, descDraining} {
 		ch <- d
 	}
 }
@@ -41,6 +42,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, g := range r.GPUs {
 		idx := strconv.Itoa(g.Index)
 		ch <- prometheus.MustNewConstMetric(descUtil, prometheus.GaugeValue, float64(g.UtilGPU)/100, idx, g.UUID)
+		if g.SMActive != nil {
+			ch <- prometheus.MustNewConstMetric(descSM, prometheus.GaugeValue, float64(*g.SMActive)/100, idx, g.UUID)
+		}
 		ch <- prometheus.MustNewConstMetric(descMem, prometheus.GaugeValue, float64(g.MemoryUsed), idx, g.UUID)
 		ch <- prometheus.MustNewConstMetric(descProcs, prometheus.GaugeValue, float64(len(g.Processes)), idx, g.UUID)
 	}

@@ -68,14 +68,20 @@ func (rt *Router) log() hclog.Logger {
 func (rt *Router) guard(pattern string, access Access, h http.Handler) http.Handler {
 	need := access.scope()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if access == Public || access == NeedRead && rt.OpenReads {
-			if bearer, ok := report.BearerToken(r); ok && access == NeedRead {
+		reads := access == NeedRead || access == ReadOrSession
+		if access == Public || reads && rt.OpenReads {
+			if bearer, ok := report.BearerToken(r); ok && reads {
 				rt.Tokens.Check(bearer) // counted as used, as off loopback
 			}
 			h.ServeHTTP(w, r)
 			return
 		}
 		bearer, has := report.BearerToken(r)
+		if access == ReadOrSession && r.Header.Get("Authorization") == "" {
+			// A browser's request: its handler checks its session.
+			h.ServeHTTP(w, r)
+			return
+		}
 		tok, known := rt.Tokens.Check(bearer)
 		switch {
 		case known && (access == Node || !tok.Scope.Allows(need)):
@@ -108,7 +114,7 @@ func needs(a Access) string {
 		return "the node's own credential (an API token speaks for no node)"
 	case Bootstrap:
 		return "operator (or a node's bootstrap)"
-	case NeedRead, NeedDemand:
+	case NeedRead, NeedDemand, ReadOrSession:
 		return string(a.scope()) + " (or operator)"
 	}
 	return string(a.scope())

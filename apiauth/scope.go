@@ -72,13 +72,20 @@ const (
 	// checks (a node's bootstrap secret and its cloud's signed identity); an
 	// API token of another scope is refused.
 	Bootstrap Access = "operator-or-bootstrap"
+	// ReadOrSession routes are NeedRead routes for a browser: a request
+	// with an Authorization header is judged as on a NeedRead route (open
+	// when the Router's OpenReads is set), and one without it, off
+	// loopback, goes to the handler, which takes a session of its own (the
+	// web page's cookie, made from a read token) or sends the browser to
+	// log in. No other route takes that session.
+	ReadOrSession Access = "read-or-session"
 )
 
 // scope is the token scope an access needs; "" for the accesses whose
 // handlers check the caller.
 func (a Access) scope() Scope {
 	switch a {
-	case NeedRead:
+	case NeedRead, ReadOrSession:
 		return Read
 	case NeedDemand:
 		return Demand

@@ -137,8 +137,12 @@ type usageBody struct {
 	MaxTeams      int    `hcl:"max_teams,optional"`
 	MaxTiers      int    `hcl:"max_tiers,optional"`
 	ShareIdle     bool   `hcl:"share_idle,optional"`
+	IdleThreshold int    `hcl:"idle_threshold,optional"`
+	IdleWindow    string `hcl:"idle_window,optional"`
 
 	JobRetentionAt  hcl.Range `hcl:"job_retention,attr_value_range"`
+	IdleThresholdAt hcl.Range `hcl:"idle_threshold,attr_value_range"`
+	IdleWindowAt    hcl.Range `hcl:"idle_window,attr_value_range"`
 	HourRetentionAt hcl.Range `hcl:"hour_retention,attr_value_range"`
 	MaxTeamsAt      hcl.Range `hcl:"max_teams,attr_value_range"`
 	MaxTiersAt      hcl.Range `hcl:"max_tiers,attr_value_range"`

@@ -359,8 +359,9 @@ const (
 )
 
 // Validate checks the usage block and fills out: retentions of an hour
-// to MaxUsageRetention, and caps on the teams and tiers told apart.
-// Every error points at the value it refuses.
+// to MaxUsageRetention, caps on the teams and tiers told apart, and
+// allocated-idle's threshold (0-100 percent) and window (a minute to a
+// day). Every error points at the value it refuses.
 func (u *usageBody) Validate(d *decoder, out *fleet.UsageSettings) {
 	d.durationWithin("job_retention", u.JobRetention, u.JobRetentionAt, time.Hour, MaxUsageRetention, &out.JobRetention)
 	d.durationWithin("hour_retention", u.HourRetention, u.HourRetentionAt, time.Hour, MaxUsageRetention, &out.HourRetention)
@@ -371,4 +372,8 @@ func (u *usageBody) Validate(d *decoder, out *fleet.UsageSettings) {
 		out.MaxTiers = u.MaxTiers
 	}
 	out.ShareIdle = u.ShareIdle
+	if d.between("idle_threshold", u.IdleThreshold, 0, 100, u.IdleThresholdAt) == set {
+		out.IdleThreshold = u.IdleThreshold
+	}
+	d.durationWithin("idle_window", u.IdleWindow, u.IdleWindowAt, time.Minute, 24*time.Hour, &out.IdleWindow)
 }

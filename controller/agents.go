@@ -31,18 +31,30 @@ type Agents struct {
 	drains map[string]report.DrainRequest
 	// seq numbers the nodes' lists of jobs (agentView.jobsSeq).
 	seq uint64
+	// idlePct is the usage block's idle_threshold: a job whose every GPU
+	// reads under it is idle (fleet.Job.IdleSince).
+	idlePct int
+}
+
+// SetIdleThreshold sets the activity, in percent, under which a job's
+// GPUs read as idle (the usage block's idle_threshold); 0: none does.
+func (a *Agents) SetIdleThreshold(pct int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.idlePct = pct
 }
 
 // sameJobs reports whether two reports' jobs are the same jobs, holding
-// as many GPUs, of the same owners, in the same order; their checkpoints
-// aside.
+// as many GPUs, of the same owners, in the same order, idle since the same
+// time and seen busy or not; their checkpoints aside.
 func sameJobs(a, b []fleet.Job) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
 		x, y := &a[i], &b[i]
-		if x.ID != y.ID || x.GPUs != y.GPUs || x.Team != y.Team || x.Tier != y.Tier {
+		if x.ID != y.ID || x.GPUs != y.GPUs || x.Team != y.Team || x.Tier != y.Tier ||
+			!x.IdleSince.Equal(y.IdleSince) || x.FirstBusy.IsZero() != y.FirstBusy.IsZero() {
 			return false
 		}
 	}
@@ -67,8 +79,12 @@ type agentView struct {
 	jobs    []fleet.Job
 	// jobsSeq is fleet.Node.JobsSeq: a new number (from Agents.seq)
 	// whenever a report's jobs differ from the last one's in their IDs,
-	// GPUs or owners.
+	// GPUs, owners or idleness (sameJobs).
 	jobsSeq uint64
+	// source is fleet.Node.ActivitySource, as last read; first is when
+	// this view took the node's first report.
+	source string
+	first  time.Time
 	// ends are the earliest expected end the agent reported for each of
 	// its jobs (on the controller's clock): a node may not push one later
 	// (a hint, docs/design.md rule 11: it delays a launch at most one lead time, and a
@@ -106,7 +122,7 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 	}
 	v := a.nodes[r.Node]
 	if v == nil {
-		v = &agentView{}
+		v = &agentView{first: now}
 		a.nodes[r.Node] = v
 	} else if !r.SentAt.After(v.sentAt) {
 		return ans, nil // out of order: a newer report was taken
@@ -161,6 +177,11 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 	}
 	v.ends = ends
 	v.sentAt = r.SentAt
+	if r.Healthy {
+		v.source = a.activity(r, jobs, v.jobs, v.first, now)
+	} else {
+		keepActivity(jobs, v.jobs)
+	}
 	// Idle time runs from the first healthy report without jobs: a report
 	// that could not read the GPUs could not see unknown work on them
 	// either, so it restarts the count.
@@ -188,6 +209,107 @@ func (a *Agents) Accept(_ context.Context, r *report.Report) (report.Answer, err
 		v.drain = r.Drain.ID
 	}
 	return ans, nil
+}
+
+// activity reads how busy each job's GPUs are in r, a report that read
+// its GPUs, and sets the jobs' IdleSince and FirstBusy (r's jobs first in
+// jobs, as report.FleetJobs lists them), going on from what the node's
+// last report said of the same jobs (prev): a job is idle while every GPU
+// it holds reads under the threshold, since its start if it was never
+// seen busy, else since now. A job that started before the view's first
+// report of the node (first: a controller restarted, a node forgotten)
+// may have worked unseen: it is taken to have, from its start, so its
+// idle is stalled, from now. It returns the node's activity source. The
+// jobs standing for unclaimed processes, and GPUs that read no activity
+// (MIG-enabled without SM activity), are never idle.
+func (a *Agents) activity(r *report.Report, jobs, prev []fleet.Job, first, now time.Time) string {
+	// By GPU index: a report's are under 64 (report.Validate).
+	var act [64]int
+	var have [64]bool
+	sm, util := false, false
+	for i := range r.GPUs {
+		pct, src := r.GPUs[i].Activity()
+		if g := r.GPUs[i].Index; src != "" && g >= 0 && g < len(act) {
+			act[g], have[g] = pct, true
+		}
+		sm, util = sm || src == report.ActivitySM, util || src == report.ActivityUtil
+	}
+	find := jobFinder(prev)
+	for i := range r.Jobs {
+		j := &jobs[i]
+		was := find(i, j.ID)
+		if was != nil {
+			j.IdleSince, j.FirstBusy = was.IdleSince, was.FirstBusy
+		}
+		busiest, read := 0, false
+		for _, g := range r.Jobs[i].GPUs {
+			if g >= 0 && g < len(act) && have[g] {
+				busiest, read = max(busiest, act[g]), true
+			}
+		}
+		switch {
+		case !read || a.idlePct <= 0:
+			// It holds no GPU read, or no GPU counts as idle.
+		case busiest >= a.idlePct:
+			j.IdleSince = time.Time{}
+			if j.FirstBusy.IsZero() {
+				j.FirstBusy = now
+			}
+		case j.IdleSince.IsZero() && j.FirstBusy.IsZero() && was == nil && j.Start.Before(first.Add(-unseenSlack)):
+			j.FirstBusy, j.IdleSince = j.Start, now // it may have worked unseen
+		case j.IdleSince.IsZero() && j.FirstBusy.IsZero():
+			j.IdleSince = j.Start // idle since it began
+		case j.IdleSince.IsZero():
+			j.IdleSince = now
+		}
+	}
+	switch {
+	case sm && util:
+		return "mixed"
+	case sm:
+		return report.ActivitySM
+	case util:
+		return report.ActivityUtil
+	}
+	return ""
+}
+
+// unseenSlack is how long before a node's first report a job may have
+// started and still be taken as seen from its start: a job registered
+// just before its new node's agent first reported.
+const unseenSlack = 2 * time.Minute
+
+// keepActivity carries what the last report said of the jobs' idleness
+// over a report that could not read the GPUs.
+func keepActivity(jobs, prev []fleet.Job) {
+	find := jobFinder(prev)
+	for i := range jobs {
+		if was := find(i, jobs[i].ID); was != nil {
+			jobs[i].IdleSince, jobs[i].FirstBusy = was.IdleSince, was.FirstBusy
+		}
+	}
+}
+
+// jobFinder finds the job of jobs with an ID: at the index asked first
+// (a node's jobs are listed in the same order report after report), else
+// by an index of them made once.
+func jobFinder(jobs []fleet.Job) func(i int, id string) *fleet.Job {
+	var byID map[string]int
+	return func(i int, id string) *fleet.Job {
+		if i < len(jobs) && jobs[i].ID == id {
+			return &jobs[i]
+		}
+		if byID == nil {
+			byID = make(map[string]int, len(jobs))
+			for k := range jobs {
+				byID[jobs[k].ID] = k
+			}
+		}
+		if k, ok := byID[id]; ok {
+			return &jobs[k]
+		}
+		return nil
+	}
 }
 
 func earlier(a, b time.Time) time.Time {
@@ -309,6 +431,7 @@ func (a *Agents) Observe(n *fleet.Node) (healthy bool) {
 	n.JobsSeq = v.jobsSeq
 	n.IdleSince = v.idleSince
 	n.GPUFault, n.GPUFaultSince = v.gpuError, v.faultSince
+	n.ActivitySource = v.source
 	n.InterruptAt, n.Rebalance = time.Time{}, false
 	if w := v.notice; w != nil {
 		switch w.Kind {

@@ -274,3 +274,92 @@ func TestAgentsNoticeAndFault(t *testing.T) {
 		t.Errorf("GPUs read again: %+v", n)
 	}
 }
+
+// TestAgentsJobIdleness: report by report, a job is idle while every GPU
+// it holds reads under the threshold (SM activity where a GPU gives it,
+// else its utilisation): since its start if it was never busy, else since
+// the report that found it idle; a report that cannot read the GPUs
+// changes nothing; each change is a new list of jobs (JobsSeq); and the
+// node says which activity it read. A job older than the controller's
+// view of its node is taken to have worked; a MIG GPU reads nothing.
+func TestAgentsJobIdleness(t *testing.T) {
+	pct := func(v int) *int { return &v }
+	start := t0.Add(-time.Minute) // registered just before the node's first report
+	steps := []struct {
+		name      string
+		healthy   bool
+		gpus      []report.GPU // GPUs 0 and 1; the job holds both
+		idleSince time.Time    // zero: not idle
+		firstBusy time.Time
+		newSeq    bool
+		source    string
+	}{
+		{"idle from its start", true, []report.GPU{{Index: 0, UtilGPU: 0}, {Index: 1, UtilGPU: 4}}, start, time.Time{}, true, "utilization"},
+		{"still idle", true, []report.GPU{{Index: 0, UtilGPU: 1}, {Index: 1, UtilGPU: 0}}, start, time.Time{}, false, "utilization"},
+		{"one GPU busy: the job works", true, []report.GPU{{Index: 0, UtilGPU: 0}, {Index: 1, UtilGPU: 5}}, time.Time{}, t0.Add(2 * time.Minute), true, "utilization"},
+		{"stalls", true, []report.GPU{{Index: 0, UtilGPU: 0, SMActive: pct(2)}, {Index: 1, UtilGPU: 90, SMActive: pct(3)}}, t0.Add(3 * time.Minute), t0.Add(2 * time.Minute), true, "sm_active"},
+		{"GPUs unread: as it was", false, nil, t0.Add(3 * time.Minute), t0.Add(2 * time.Minute), false, "sm_active"},
+		{"SM activity over utilisation", true, []report.GPU{{Index: 0, UtilGPU: 0, SMActive: pct(40)}, {Index: 1, UtilGPU: 0}}, time.Time{}, t0.Add(2 * time.Minute), true, "mixed"},
+	}
+	r := newAgentsRig(t)
+	r.agents.SetIdleThreshold(5)
+	var seq uint64
+	for i, s := range steps {
+		r.now = t0.Add(time.Duration(i) * time.Minute)
+		rep := &report.Report{Node: "i-1", SentAt: r.now, Healthy: s.healthy, GPUs: s.gpus, Drain: report.DrainStatus{State: report.NotDraining},
+			Jobs: []report.Job{{ID: "etl", GPUs: []int{0, 1}, Start: start}}}
+		if !s.healthy {
+			rep.GPUError = "GPU is lost"
+		}
+		if _, err := r.agents.Accept(context.Background(), rep); err != nil {
+			t.Fatal(err)
+		}
+		n := fleet.Node{ID: "i-1"}
+		r.agents.Observe(&n)
+		j := n.Jobs[0]
+		if !j.IdleSince.Equal(s.idleSince) || !j.FirstBusy.Equal(s.firstBusy) || n.ActivitySource != s.source {
+			t.Errorf("%s: idle since %v, first busy %v, source %q; want %v, %v, %q", s.name, j.IdleSince, j.FirstBusy, n.ActivitySource, s.idleSince, s.firstBusy, s.source)
+		}
+		if got := n.JobsSeq != seq; got != s.newSeq {
+			t.Errorf("%s: a new list of jobs %v, want %v", s.name, got, s.newSeq)
+		}
+		seq = n.JobsSeq
+	}
+	// A job that started before the controller first heard of its node (a
+	// controller restarted) may have worked unseen: its idle is stalled,
+	// from now. A MIG-enabled GPU without SM activity reads nothing: its
+	// job is not idle, and the node reads no activity.
+	r.now = r.now.Add(time.Minute)
+	for _, tc := range []struct {
+		node      string
+		gpu       report.GPU
+		idleSince time.Time
+		firstBusy time.Time
+		source    string
+	}{
+		{"i-old", report.GPU{Index: 0, UtilGPU: 0}, r.now, t0.Add(-5 * time.Hour), "utilization"},
+		{"i-mig", report.GPU{Index: 0, MIG: true, Instances: 2}, time.Time{}, time.Time{}, ""},
+	} {
+		if _, err := r.agents.Accept(context.Background(), &report.Report{Node: tc.node, SentAt: r.now, Healthy: true, GPUs: []report.GPU{tc.gpu},
+			Jobs: []report.Job{{ID: "x", GPUs: []int{0}, Start: t0.Add(-5 * time.Hour)}}, Drain: report.DrainStatus{State: report.NotDraining}}); err != nil {
+			t.Fatal(err)
+		}
+		n := fleet.Node{ID: tc.node}
+		r.agents.Observe(&n)
+		if j := n.Jobs[0]; !j.IdleSince.Equal(tc.idleSince) || !j.FirstBusy.Equal(tc.firstBusy) || n.ActivitySource != tc.source {
+			t.Errorf("%s: idle since %v, first busy %v, source %q; want %v, %v, %q", tc.node, j.IdleSince, j.FirstBusy, n.ActivitySource, tc.idleSince, tc.firstBusy, tc.source)
+		}
+	}
+	// With no threshold, nothing is idle.
+	r.agents.SetIdleThreshold(0)
+	r.now = r.now.Add(time.Minute)
+	if _, err := r.agents.Accept(context.Background(), &report.Report{Node: "i-2", SentAt: r.now, Healthy: true, GPUs: []report.GPU{{Index: 0}},
+		Jobs: []report.Job{{ID: "x", GPUs: []int{0}, Start: start}}, Drain: report.DrainStatus{State: report.NotDraining}}); err != nil {
+		t.Fatal(err)
+	}
+	n := fleet.Node{ID: "i-2"}
+	r.agents.Observe(&n)
+	if j := n.Jobs[0]; !j.IdleSince.IsZero() || !j.FirstBusy.IsZero() {
+		t.Errorf("idle_threshold 0: idle since %v, first busy %v; want neither", j.IdleSince, j.FirstBusy)
+	}
+}

@@ -112,6 +112,8 @@ func faultNote(last Snapshot) string {
 //	POST /v1/demand                   schedulers' pending and announced demand, running jobs' ends (scope demand)
 //	POST /v1/slurm/resume|suspend     the hostlists Slurm's resume and suspend programs are given (scope demand)
 //	GET|POST|DELETE /v1/api-tokens... the API tokens (scope operator; see apiauth.Tokens.Routes)
+//	GET  /ui                          the web page (scope read, or its session cookie; see uiServer)
+//	GET|POST /ui/login, POST /ui/logout  the web page's login form: a read token traded for a session cookie
 //
 // Every route says the access it needs (apiauth.Router): a write needs a
 // token whose scope allows it, or a node's credential for that node's
@@ -184,7 +186,9 @@ func (c *Controller) Handler(o APIOptions) *apiauth.Router {
 		}
 		return NewPlanView(s.Plan), true
 	}))
-	mux.Handle("GET /v1/fleet", apiauth.NeedRead, serve(func(s Snapshot) (any, bool) { return newFleetView(s.At, c.set, s.State), s.State != nil }))
+	mux.Handle("GET /v1/fleet", apiauth.NeedRead, serve(func(s Snapshot) (any, bool) {
+		return newFleetView(s.At, c.set, s.State, c.usageSet.IdleWindow), s.State != nil
+	}))
 	mux.Handle("GET /v1/forecast", apiauth.NeedRead, serve(func(s Snapshot) (any, bool) { return NewForecastView(s.Forecast), s.Forecast != nil }))
 	mux.HandleFunc("GET /v1/plugins", apiauth.NeedRead, func(w http.ResponseWriter, r *http.Request) {
 		status := []plugin.Status{}
@@ -209,6 +213,11 @@ func (c *Controller) Handler(o APIOptions) *apiauth.Router {
 	}
 	mux.HandleFunc(SlurmResumePattern, apiauth.NeedDemand, c.slurmProgram(true))
 	mux.HandleFunc(SlurmSuspendPattern, apiauth.NeedDemand, c.slurmProgram(false))
+	// The web page: GET /ui takes what a read takes, or, from a browser
+	// that sends no token, the session cookie the Public login form
+	// trades a read token for (apiauth.ReadOrSession; the cookie is good
+	// for nothing else).
+	c.uiRoutes(mux, o.Tokens)
 	return mux
 }
 

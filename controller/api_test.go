@@ -289,12 +289,12 @@ func TestAPIViews(t *testing.T) {
 func TestFleetViewSeries(t *testing.T) {
 	cfg := testDefaults()
 	st := &fleet.State{History: fleet.Series{Start: t0, Step: 10 * time.Minute, Values: []float64{1}}}
-	b, _ := json.Marshal(newFleetView(t0, &cfg.Settings, st))
+	b, _ := json.Marshal(newFleetView(t0, &cfg.Settings, st, 10*time.Minute))
 	if !strings.Contains(string(b), `"history":{"start":"2026-11-30T10:00:00Z","step":"10m"`) || strings.Contains(string(b), `"held"`) {
 		t.Fatalf("view without held: %s", b)
 	}
 	st.Held = fleet.Series{Start: t0, Step: 10 * time.Minute, Values: []float64{8}}
-	b, _ = json.Marshal(newFleetView(t0, &cfg.Settings, st))
+	b, _ = json.Marshal(newFleetView(t0, &cfg.Settings, st, 10*time.Minute))
 	if !strings.Contains(string(b), `"held":{"start":"2026-11-30T10:00:00Z","step":"10m","values":[8]}`) {
 		t.Fatalf("view with held: %s", b)
 	}

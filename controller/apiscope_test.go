@@ -43,6 +43,10 @@ var routeAccess = map[string]apiauth.Access{
 	"POST /v1/api-tokens":                      apiauth.NeedOperator,
 	"POST /v1/api-tokens/{name}/rotate":        apiauth.NeedOperator,
 	"DELETE /v1/api-tokens/{name}":             apiauth.NeedOperator,
+	"GET /ui":                                  apiauth.ReadOrSession,
+	"GET /ui/login":                            apiauth.Public,
+	"POST /ui/login":                           apiauth.Public,
+	"POST /ui/logout":                          apiauth.Public,
 }
 
 // apiRig is the whole API of a controller: API tokens of every scope, a
@@ -113,7 +117,9 @@ func allowed(a apiauth.Access, c caller, openReads bool) bool {
 	switch a {
 	case apiauth.Public:
 		return true
-	case apiauth.NeedRead:
+	case apiauth.NeedRead, apiauth.ReadOrSession:
+		// A browser with no token is sent to log in, on a ReadOrSession
+		// route (TestAPIScopes checks it apart).
 		return openReads || c.scope == apiauth.Read || c.scope == apiauth.Operator
 	case apiauth.NeedDemand:
 		return c.scope == apiauth.Demand || c.scope == apiauth.Operator
@@ -153,6 +159,13 @@ func TestAPIScopes(t *testing.T) {
 					body = `{"node": "n1"}`
 				}
 				w := r.call(route.Pattern, c.bearer(r), body)
+				if want == apiauth.ReadOrSession && !openReads && c.bearer(r) == "" {
+					// A browser without a session: to the login form.
+					if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/ui/login" {
+						t.Errorf("%s with %s: %d to %q, want 303 to /ui/login", route.Pattern, c.name, w.Code, w.Header().Get("Location"))
+					}
+					continue
+				}
 				got := w.Code != http.StatusUnauthorized && w.Code != http.StatusForbidden
 				if yes := allowed(want, c, openReads); got != yes {
 					t.Errorf("open reads %v: %s with %s: %d %s (%s); want allowed %v", openReads, route.Pattern, c.name, w.Code,
@@ -164,7 +177,7 @@ func TestAPIScopes(t *testing.T) {
 				if !got && c.scope != "" && w.Code != http.StatusForbidden {
 					t.Errorf("%s with %s: %d, want 403", route.Pattern, c.name, w.Code)
 				}
-				if !got && c.scope == "" && (want == apiauth.NeedRead || want == apiauth.NeedDemand || want == apiauth.NeedOperator) && w.Code != http.StatusUnauthorized {
+				if !got && c.scope == "" && (want == apiauth.NeedRead || want == apiauth.ReadOrSession || want == apiauth.NeedDemand || want == apiauth.NeedOperator) && w.Code != http.StatusUnauthorized {
 					t.Errorf("%s with %s: %d, want 401", route.Pattern, c.name, w.Code)
 				}
 				// An API token the controller does not hold (a stale one)
@@ -206,8 +219,8 @@ func TestDemandTokenCannotTakeANode(t *testing.T) {
 		t.Errorf("a demand token reports for the node: %d, want 403", w.Code)
 	}
 	for _, route := range r.h.Routes() {
-		if strings.HasPrefix(route.Pattern, "GET ") {
-			continue
+		if strings.HasPrefix(route.Pattern, "GET ") || route.Access == apiauth.Public {
+			continue // the web page's login form is anyone's (TestAPIScopes)
 		}
 		if w := r.call(route.Pattern, r.api.Of[apiauth.Read], "{}"); w.Code != http.StatusForbidden {
 			t.Errorf("a read token: %s answered %d, want 403", route.Pattern, w.Code)

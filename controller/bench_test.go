@@ -63,7 +63,7 @@ func BenchmarkCycleUsage(b *testing.B) {
 
 // benchFleet is a controller over 10,000 nodes of gpus GPUs in four pools,
 // each node's agent reporting jobs 1-GPU jobs of ten teams (one job of
-// every GPU when jobs is 1), with two weeks of demand history, after its
+// every GPU when jobs is 1), their GPUs 80% busy, with two weeks of demand history, after its
 // first cycle; step moves the clock a minute and has every agent report
 // again.
 func benchFleet(b *testing.B, gpus, jobs int) (*Controller, func()) {
@@ -131,7 +131,7 @@ func benchFleet(b *testing.B, gpus, jobs int) (*Controller, func()) {
 					}
 				}
 				for g := range gpus {
-					r.GPUs = append(r.GPUs, report.GPU{Index: g, UUID: fmt.Sprint("GPU-", g), MemoryTotal: 80 << 30})
+					r.GPUs = append(r.GPUs, report.GPU{Index: g, UUID: fmt.Sprint("GPU-", g), MemoryTotal: 80 << 30, UtilGPU: 80}) // at work
 				}
 				agents.Accept(ctx, r)
 			}

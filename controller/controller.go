@@ -174,7 +174,10 @@ func New(o Options) (*Controller, error) {
 	if c.usageSet == (fleet.UsageSettings{}) {
 		c.usageSet = fleet.DefaultUsageSettings()
 	}
-	c.usage = usage.NewAccountant(usage.Options{MaxTeams: c.usageSet.MaxTeams, MaxTiers: c.usageSet.MaxTiers})
+	c.usage = usage.NewAccountant(usage.Options{MaxTeams: c.usageSet.MaxTeams, MaxTiers: c.usageSet.MaxTiers, IdleWindow: c.usageSet.IdleWindow})
+	if c.agents != nil {
+		c.agents.SetIdleThreshold(c.usageSet.IdleThreshold)
+	}
 	if c.loop, err = loop.New(loop.Options{Settings: c.set, Books: o.Store, Log: log, DryRun: o.DryRun, Advise: true}); err != nil {
 		return nil, err
 	}

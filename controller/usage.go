@@ -248,6 +248,12 @@ var (
 	descUsageGPUHours = prometheus.NewDesc("fleetcast_usage_gpu_hours_total",
 		"GPU-hours the fleet held since the controller started, by who they are charged to (as fleetcast_usage_cost_dollars_total).",
 		[]string{"team", "tier", "pool", "kind"}, nil)
+	descUsageAllocatedIdle = prometheus.NewDesc("fleetcast_usage_allocated_idle_dollars_total",
+		"The part of fleetcast_usage_cost_dollars_total{kind=\"used\"} whose GPUs were allocated-idle (every GPU a job held under the usage block's idle_threshold for at least its idle_window), since the controller started: kind idle_before_execution (before the job's first busy reading) or stalled (after one).",
+		[]string{"team", "tier", "pool", "kind"}, nil)
+	descUsageAllocatedIdleHours = prometheus.NewDesc("fleetcast_usage_allocated_idle_gpu_hours_total",
+		"GPU-hours allocated-idle since the controller started (as fleetcast_usage_allocated_idle_dollars_total).",
+		[]string{"team", "tier", "pool", "kind"}, nil)
 	descUsageWaited = prometheus.NewDesc("fleetcast_usage_waited_gpu_hours_total",
 		"GPUs asked for by pending jobs times how long they waited, since the controller started, by team and tier.",
 		[]string{"team", "tier"}, nil)
@@ -264,7 +270,7 @@ var (
 type usageCollector struct{ a *usage.Accountant }
 
 func (usageCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUsageCost, descUsageGPUHours, descUsageWaited, descQueueSeconds, descJobsWaiting, descGPUsWaiting} {
+	for _, d := range []*prometheus.Desc{descUsageCost, descUsageGPUHours, descUsageAllocatedIdle, descUsageAllocatedIdleHours, descUsageWaited, descQueueSeconds, descJobsWaiting, descGPUsWaiting} {
 		ch <- d
 	}
 }
@@ -272,8 +278,12 @@ func (usageCollector) Describe(ch chan<- *prometheus.Desc) {
 func (u usageCollector) Collect(ch chan<- prometheus.Metric) {
 	t := u.a.Totals()
 	for k, am := range t.Charges {
-		ch <- prometheus.MustNewConstMetric(descUsageCost, prometheus.CounterValue, am.Micros.Dollars(), k.Team, k.Tier, k.Pool, string(k.Kind))
-		ch <- prometheus.MustNewConstMetric(descUsageGPUHours, prometheus.CounterValue, am.GPUHours, k.Team, k.Tier, k.Pool, string(k.Kind))
+		cost, hours := descUsageCost, descUsageGPUHours
+		if k.Kind.Part() {
+			cost, hours = descUsageAllocatedIdle, descUsageAllocatedIdleHours
+		}
+		ch <- prometheus.MustNewConstMetric(cost, prometheus.CounterValue, am.Micros.Dollars(), k.Team, k.Tier, k.Pool, string(k.Kind))
+		ch <- prometheus.MustNewConstMetric(hours, prometheus.CounterValue, am.GPUHours, k.Team, k.Tier, k.Pool, string(k.Kind))
 	}
 	for k, v := range t.Waited {
 		ch <- prometheus.MustNewConstMetric(descUsageWaited, prometheus.CounterValue, v, k.Team, k.Tier)

@@ -52,20 +52,29 @@ func NewForecastView(f *forecast.Forecast) *ForecastView {
 // fleetView is GET /v1/fleet: the config's pools and the observed state
 // (each node's last_report says how fresh its agent is).
 type fleetView struct {
-	At           time.Time  `json:"at"`
-	AgentTimeout string     `json:"agent_timeout"`
-	Pools        []poolView `json:"pools"`
-	State        *stateView `json:"state"`
+	At           time.Time `json:"at"`
+	AgentTimeout string    `json:"agent_timeout"`
+	// IdleWindow is the usage block's idle_window: a job idle since
+	// longer ago is allocated-idle (fleet.Job.AllocatedIdle).
+	IdleWindow string     `json:"idle_window"`
+	Pools      []poolView `json:"pools"`
+	State      *stateView `json:"state"`
 }
 
-func newFleetView(at time.Time, set *fleet.Settings, st *fleet.State) fleetView {
-	v := fleetView{At: at, AgentTimeout: fleet.FormatDurationExact(set.AgentTimeout), Pools: make([]poolView, len(set.Pools))}
+// newFleetView is the view of the fleet st at, its jobs allocated-idle by
+// window.
+func newFleetView(at time.Time, set *fleet.Settings, st *fleet.State, window time.Duration) fleetView {
+	v := fleetView{At: at, AgentTimeout: fleet.FormatDurationExact(set.AgentTimeout), IdleWindow: fleet.FormatDurationExact(window),
+		Pools: make([]poolView, len(set.Pools))}
 	for i := range set.Pools {
 		p := &set.Pools[i]
 		v.Pools[i] = poolView{Pool: p, LeadTime: fleet.FormatDurationExact(p.LeadTime), ProvisionTimeout: fleet.FormatDurationExact(p.ProvisionTimeout)}
 	}
 	if st != nil {
-		v.State = &stateView{State: st, Pools: nonNil(st.Pools), Nodes: nonNil(st.Nodes), History: newSeriesView(st.History)}
+		v.State = &stateView{State: st, Pools: nonNil(st.Pools), Nodes: make([]nodeView, len(st.Nodes)), History: newSeriesView(st.History)}
+		for i := range st.Nodes {
+			v.State.Nodes[i] = newNodeView(&st.Nodes[i], at, window)
+		}
 		if len(st.Held.Values) > 0 {
 			h := newSeriesView(st.Held)
 			v.State.Held = &h
@@ -91,9 +100,43 @@ type poolView struct {
 type stateView struct {
 	*fleet.State
 	Pools   []fleet.PoolStatus `json:"pools"`
-	Nodes   []fleet.Node       `json:"nodes"`
+	Nodes   []nodeView         `json:"nodes"`
 	History seriesView         `json:"history"`
 	Held    *seriesView        `json:"held,omitempty"`
+}
+
+// nodeView is a node with the GPUs its jobs hold allocated-idle now,
+// when any do.
+type nodeView struct {
+	*fleet.Node
+	AllocatedIdle *idleGPUs `json:"allocated_idle,omitempty"`
+}
+
+// idleGPUs are GPUs held allocated-idle: before their job's first busy
+// reading, and after one.
+type idleGPUs struct {
+	IdleBeforeExecution int `json:"idle_before_execution_gpus"`
+	Stalled             int `json:"stalled_gpus"`
+}
+
+func newNodeView(n *fleet.Node, at time.Time, window time.Duration) nodeView {
+	v := nodeView{Node: n}
+	for i := range n.Jobs {
+		j := &n.Jobs[i]
+		idle, before := j.AllocatedIdle(at, window)
+		if !idle {
+			continue
+		}
+		if v.AllocatedIdle == nil {
+			v.AllocatedIdle = &idleGPUs{}
+		}
+		if before {
+			v.AllocatedIdle.IdleBeforeExecution += j.GPUs
+		} else {
+			v.AllocatedIdle.Stalled += j.GPUs
+		}
+	}
+	return v
 }
 
 // seriesView is a series with its step as text.

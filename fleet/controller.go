@@ -166,9 +166,15 @@ type UsageSettings struct {
 	// the pool, in proportion to their use, in reports and metrics that
 	// do not ask otherwise; false charges it to "idle".
 	ShareIdle bool
+	// IdleThreshold is the activity, in percent, under which every GPU a
+	// job holds must stay, for at least IdleWindow, for that time to be
+	// allocated-idle (Job.AllocatedIdle); 0 counts none so.
+	IdleThreshold int
+	IdleWindow    time.Duration
 }
 
 // DefaultUsageSettings are the usage block's defaults.
 func DefaultUsageSettings() UsageSettings {
-	return UsageSettings{JobRetention: 30 * 24 * time.Hour, HourRetention: 365 * 24 * time.Hour, MaxTeams: 100, MaxTiers: 20}
+	return UsageSettings{JobRetention: 30 * 24 * time.Hour, HourRetention: 365 * 24 * time.Hour, MaxTeams: 100, MaxTiers: 20,
+		IdleThreshold: 5, IdleWindow: 10 * time.Minute}
 }

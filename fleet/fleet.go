@@ -161,8 +161,8 @@ type Node struct {
 	DrainConfirmed bool `json:"drain_confirmed,omitempty"`
 	// Jobs are the jobs the agent last reported on the node.
 	Jobs []Job `json:"jobs,omitempty"`
-	// JobsSeq changes whenever the node's jobs do (their IDs, GPUs or
-	// owners, not their checkpoints), as the controller receives its
+	// JobsSeq changes whenever the node's jobs do (their IDs, GPUs,
+	// owners or idleness, not their checkpoints), as the controller receives its
 	// agent's reports; 0 when not known. Not kept in a snapshot.
 	JobsSeq uint64 `json:"-"`
 	// InterruptAt, when set, is when the cloud will reclaim the node, as
@@ -190,6 +190,11 @@ type Node struct {
 	// holds none: empty is not idle).
 	GPUFault      string    `json:"gpu_fault,omitempty"`
 	GPUFaultSince time.Time `json:"gpu_fault_since,omitzero"`
+	// ActivitySource is what the node's agent last read as its GPUs'
+	// activity (its jobs' IdleSince): "sm_active" (the share of SMs busy,
+	// Hopper and later), "utilization" (NVML's utilisation rate, A100 and
+	// older), "mixed" where its GPUs differ; empty when never read.
+	ActivitySource string `json:"activity_source,omitempty"`
 	// Unknown is set on a node this controller did not launch (or cannot
 	// show it launched: a fleet it adopted, a state directory lost, another
 	// controller's or a person's instance) whose agent has never reported

@@ -40,6 +40,25 @@ type Job struct {
 	// later of the two.
 	Submitted time.Time `json:"submitted,omitzero"`
 	Eligible  time.Time `json:"eligible,omitzero"`
+	// IdleSince is when the activity of every GPU the job holds on its
+	// node fell under the usage block's idle_threshold (the job's start
+	// when it was never seen busy), zero while one is busy or none was
+	// read; FirstBusy is its first reading at or over the threshold, zero
+	// if none. Readings on the controller's clock, from its agent's
+	// reports: a hint, never a reason to drain (docs/design.md rule 11).
+	IdleSince time.Time `json:"idle_since,omitzero"`
+	FirstBusy time.Time `json:"first_busy,omitzero"`
+}
+
+// AllocatedIdle reports whether the job's GPUs are allocated-idle at now:
+// under the threshold since IdleSince, for at least window; and if so,
+// whether it is idle before execution (never seen busy: waiting on data or
+// set-up) rather than stalled.
+func (j *Job) AllocatedIdle(now time.Time, window time.Duration) (idle, beforeExecution bool) {
+	if j.IdleSince.IsZero() || now.Sub(j.IdleSince) < window {
+		return false, false
+	}
+	return true, j.FirstBusy.IsZero()
 }
 
 // QueueTime is how long the job waited to start: Start less the later of

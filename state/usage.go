@@ -75,10 +75,18 @@ type UsageJob struct {
 	LastCheckpoint time.Time `json:"last_checkpoint,omitzero"`
 	// Checkpoints counts the checkpoints seen: a new last checkpoint
 	// where the job's node was read (each cycle its node's jobs change,
-	// and every 15 cycles).
+	// and every 30 cycles).
 	Checkpoints int     `json:"checkpoints,omitempty"`
 	Micros      int64   `json:"micros"`
 	GPUHours    float64 `json:"gpu_hours"`
+	// IdleBefore and Stalled are the parts of Micros and GPUHours the job
+	// held allocated-idle (its GPUs under the usage block's
+	// idle_threshold for at least its idle_window): before its first busy
+	// reading, and after one.
+	IdleBeforeMicros   int64   `json:"idle_before_execution_micros,omitempty"`
+	IdleBeforeGPUHours float64 `json:"idle_before_execution_gpu_hours,omitempty"`
+	StalledMicros      int64   `json:"stalled_micros,omitempty"`
+	StalledGPUHours    float64 `json:"stalled_gpu_hours,omitempty"`
 }
 
 // usageHourKey orders the hours by time, then team and tier.
@@ -319,15 +327,25 @@ func (m *Memory) PruneUsage(hoursBefore, jobsBefore time.Time) (int, error) {
 // usageJobVersion is the first byte of a job record's encoding. Job
 // records are many (a month of a large fleet's jobs), and a report reads
 // them all: they are kept in a compact binary form, not JSON, so that a
-// report reads 100,000 of them in half a second.
-const usageJobVersion = 1
+// report reads 100,000 of them in half a second. Version 2 adds the
+// allocated-idle charges, and is written only for a job that has any.
+const (
+	usageJobVersion     = 1
+	usageJobIdleVersion = 2
+)
 
 // encodeUsageJob is a job record's encoding: its version, then each field
 // in order, strings and integers as varints (times as nanoseconds since
-// 1970, 0 for none), GPU-hours as a float's bits.
+// 1970, 0 for none), GPU-hours as a float's bits; and, in version 2, the
+// allocated-idle micro-dollars as varints and GPU-hours as floats' bits.
 func encodeUsageJob(j UsageJob) []byte {
 	b := make([]byte, 0, 96+len(j.ID)+len(j.Team)+len(j.Tier)+len(j.Name)+len(j.Pool))
-	b = append(b, usageJobVersion)
+	idle := j.IdleBeforeMicros != 0 || j.StalledMicros != 0 || j.IdleBeforeGPUHours != 0 || j.StalledGPUHours != 0
+	if idle {
+		b = append(b, usageJobIdleVersion)
+	} else {
+		b = append(b, usageJobVersion)
+	}
 	for _, s := range []string{j.ID, j.Team, j.Tier, j.Name, j.Pool} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
@@ -336,7 +354,14 @@ func encodeUsageJob(j UsageJob) []byte {
 		unixNanos(j.Submitted), unixNanos(j.Eligible), unixNanos(j.Start), unixNanos(j.End), unixNanos(j.LastCheckpoint)} {
 		b = binary.AppendVarint(b, v)
 	}
-	return binary.BigEndian.AppendUint64(b, math.Float64bits(j.GPUHours))
+	b = binary.BigEndian.AppendUint64(b, math.Float64bits(j.GPUHours))
+	if idle {
+		b = binary.AppendVarint(b, j.IdleBeforeMicros)
+		b = binary.AppendVarint(b, j.StalledMicros)
+		b = binary.BigEndian.AppendUint64(b, math.Float64bits(j.IdleBeforeGPUHours))
+		b = binary.BigEndian.AppendUint64(b, math.Float64bits(j.StalledGPUHours))
+	}
+	return b
 }
 
 // inNanos reports whether t is zero or a time unixNanos keeps: after
@@ -378,9 +403,10 @@ func (s *Store) decodeUsageJob(k, v []byte) (UsageJob, error) {
 // parseUsageJob reads encodeUsageJob's encoding.
 func parseUsageJob(b []byte) (UsageJob, error) {
 	var j UsageJob
-	if len(b) == 0 || b[0] != usageJobVersion {
+	if len(b) == 0 || b[0] != usageJobVersion && b[0] != usageJobIdleVersion {
 		return j, errors.New("not a job record of a version this controller reads")
 	}
+	idle := b[0] == usageJobIdleVersion
 	b = b[1:]
 	for _, dst := range []*string{&j.ID, &j.Team, &j.Tier, &j.Name, &j.Pool} {
 		n, w := binary.Uvarint(b)
@@ -397,14 +423,30 @@ func parseUsageJob(b []byte) (UsageJob, error) {
 		}
 		ints[i], b = v, b[w:]
 	}
-	if len(b) != 8 {
+	if len(b) < 8 || !idle && len(b) != 8 {
 		return j, fmt.Errorf("a job record with %d bytes where its GPU-hours' 8 are", len(b))
 	}
 	j.Nodes, j.GPUs, j.Checkpoints, j.Micros = int(ints[0]), int(ints[1]), int(ints[2]), ints[3]
 	j.Submitted, j.Eligible, j.Start, j.End, j.LastCheckpoint = fromUnixNanos(ints[4]), fromUnixNanos(ints[5]), fromUnixNanos(ints[6]), fromUnixNanos(ints[7]), fromUnixNanos(ints[8])
-	j.GPUHours = math.Float64frombits(binary.BigEndian.Uint64(b))
-	if math.IsNaN(j.GPUHours) || math.IsInf(j.GPUHours, 0) {
-		return j, fmt.Errorf("a job record with GPU-hours %v", j.GPUHours)
+	j.GPUHours, b = math.Float64frombits(binary.BigEndian.Uint64(b)), b[8:]
+	if idle {
+		for _, dst := range []*int64{&j.IdleBeforeMicros, &j.StalledMicros} {
+			v, w := binary.Varint(b)
+			if w <= 0 {
+				return j, errors.New("a job record cut short")
+			}
+			*dst, b = v, b[w:]
+		}
+		if len(b) != 16 {
+			return j, fmt.Errorf("a job record with %d bytes where its allocated-idle GPU-hours' 16 are", len(b))
+		}
+		j.IdleBeforeGPUHours = math.Float64frombits(binary.BigEndian.Uint64(b))
+		j.StalledGPUHours = math.Float64frombits(binary.BigEndian.Uint64(b[8:]))
+	}
+	for _, h := range []float64{j.GPUHours, j.IdleBeforeGPUHours, j.StalledGPUHours} {
+		if math.IsNaN(h) || math.IsInf(h, 0) {
+			return j, fmt.Errorf("a job record with GPU-hours %v", h)
+		}
 	}
 	return j, nil
 }

@@ -15,6 +15,9 @@ type Options struct {
 	// MaxTeams and MaxTiers bound the teams and tiers kept (100 and 20
 	// when 0); later ones are folded into Other.
 	MaxTeams, MaxTiers int
+	// IdleWindow is how long a job's GPUs must stay idle for that time to
+	// be allocated-idle (10 minutes when 0).
+	IdleWindow time.Duration
 }
 
 // teamTier is a usage hour's team and tier.
@@ -50,6 +53,8 @@ type nodeBook struct {
 	// been read.
 	cps  []time.Time
 	read bool
+	// idle is each job's idleness on the node, as last read.
+	idle []slotIdle
 	// acc is what a settle charges the node within one hour, split at
 	// the hour's end and at the settle's (chargeHours, splitAcc).
 	acc struct {
@@ -87,7 +92,7 @@ type jobBook struct {
 // settleEvery of the nodes, so a cycle's cost grows with the nodes, not
 // their jobs, and the books the store keeps trail the fleet by at most
 // that many cycles.
-const settleEvery = 15
+const settleEvery = 30
 
 // credit is a purchase of count nodes of a pool for teams, until its
 // deadline: the next nodes first seen in the pool take it.
@@ -119,6 +124,10 @@ type Accountant struct {
 	// and its first cycles see no jobs until they do.
 	restoredBy time.Time
 	restored   bool
+	// window is Options.IdleWindow; splitAt is the time a settle charges
+	// up to, which decides whether an idle run is as long as the window.
+	window  time.Duration
+	splitAt time.Time
 	// tombs are the restored jobs taken for ended at the grace, by ID,
 	// in case a node lists them later; forgotten at the next Restore.
 	tombs map[string]*jobBook
@@ -160,52 +169,15 @@ func NewAccountant(o Options) *Accountant {
 	if o.MaxTiers <= 0 {
 		o.MaxTiers = 20
 	}
-	return &Accountant{
+	if o.IdleWindow <= 0 {
+		o.IdleWindow = 10 * time.Minute
+	}
+	return &Accountant{window: o.IdleWindow,
 		teams: NewLabels(o.MaxTeams), tiers: NewLabels(o.MaxTiers),
 		nodes: map[string]*nodeBook{}, credits: map[string][]credit{}, jobs: map[string]*jobBook{}, tombs: map[string]*jobBook{},
 		hours: map[time.Time]map[teamTier]*hourBook{}, closed: map[Key]Amount{},
 		closedWaited: map[teamTier]float64{}, queueTotal: map[teamTier]*Histogram{}, recent: map[string]float64{},
 	}
-}
-
-// Flush is what an Observe changed, for the store: the usage hours
-// touched (the hours in progress, and any it closed) and the job records
-// new or ended.
-type Flush struct {
-	Hours []state.UsageHour
-	Jobs  []state.UsageJob
-}
-
-// Merge is f with g after it: g's records replace f's of the same hour,
-// team and tier, or job and start.
-func (f Flush) Merge(g Flush) Flush {
-	if len(f.Hours) == 0 && len(f.Jobs) == 0 {
-		return g
-	}
-	out := Flush{Hours: slices.Clone(f.Hours), Jobs: slices.Clone(f.Jobs)}
-	hour := make(map[string]int, len(out.Hours))
-	for i, h := range out.Hours {
-		hour[h.Hour.UTC().String()+"/"+h.Team+"/"+h.Tier] = i
-	}
-	for _, h := range g.Hours {
-		if i, ok := hour[h.Hour.UTC().String()+"/"+h.Team+"/"+h.Tier]; ok {
-			out.Hours[i] = h
-		} else {
-			out.Hours = append(out.Hours, h)
-		}
-	}
-	job := make(map[string]int, len(out.Jobs))
-	for i, j := range out.Jobs {
-		job[j.ID+"/"+j.Start.UTC().String()] = i
-	}
-	for _, j := range g.Jobs {
-		if i, ok := job[j.ID+"/"+j.Start.UTC().String()]; ok {
-			out.Jobs[i] = j
-		} else {
-			out.Jobs = append(out.Jobs, j)
-		}
-	}
-	return out
 }
 
 // Observe charges the interval since the last snapshot by what it saw,
@@ -323,6 +295,13 @@ func (a *Accountant) Observe(s Snapshot) Flush {
 	for h := range a.hours {
 		closing = closing || h.Before(cutoff)
 	}
+	if closing {
+		// Not an hour an idle run's charges still wait to be counted in.
+		cutoff, closing = a.heldFrom(cutoff), false
+		for h := range a.hours {
+			closing = closing || h.Before(cutoff)
+		}
+	}
 	if closing || a.gen%settleEvery == 1 {
 		// The hours in progress, for the store, every settleEvery
 		// cycles (from the first), and with the hours closed.
@@ -359,9 +338,19 @@ func (a *Accountant) newNode(n *Seen, now time.Time) *nodeBook {
 // jobs new), the node's cost so far split among the old list first; and
 // each job's last checkpoint.
 func (a *Accountant) seeJobs(nb *nodeBook, n *Seen, now time.Time) {
-	same := len(nb.jobs) == len(n.Jobs)
+	same, idled := len(nb.jobs) == len(n.Jobs), false
 	for k := 0; same && k < len(n.Jobs); k++ {
-		same = nb.jobs[k].rec.ID == n.Jobs[k].ID && nb.held[k] == float64(n.Jobs[k].GPUs)
+		j := &n.Jobs[k]
+		same = nb.jobs[k].rec.ID == j.ID && nb.held[k] == float64(j.GPUs)
+		idled = idled || !nb.idle[k].since.Equal(j.IdleSince) || nb.idle[k].before != j.FirstBusy.IsZero()
+	}
+	if same && idled {
+		if nb.read {
+			a.settle(nb, now) // charged as it was idle or not so far
+		}
+		for k := range n.Jobs {
+			nb.idle[k] = idleOf(&n.Jobs[k], &nb.idle[k])
+		}
 	}
 	if !same {
 		if nb.read {
@@ -369,12 +358,22 @@ func (a *Accountant) seeJobs(nb *nodeBook, n *Seen, now time.Time) {
 			// first seen is charged from its start as first seen).
 			a.settle(nb, now)
 		}
+		was, wasIdle := nb.jobs, nb.idle
 		a.drop(nb)
 		nb.jobs = make([]*jobBook, len(n.Jobs))
 		nb.held = make([]float64, len(n.Jobs))
 		nb.cps = make([]time.Time, len(n.Jobs))
+		nb.idle = make([]slotIdle, len(n.Jobs))
 		for k := range n.Jobs {
 			j := &n.Jobs[k]
+			// An idle run goes on where its job still is.
+			var st *slotIdle
+			if k < len(was) && was[k].rec.ID == j.ID {
+				st = &wasIdle[k]
+			} else if i := slices.IndexFunc(was, func(jb *jobBook) bool { return jb.rec.ID == j.ID }); i >= 0 {
+				st = &wasIdle[i]
+			}
+			nb.idle[k] = idleOf(j, st)
 			jb := a.job(j, n.Pool, now)
 			jb.refs++
 			jb.restored = false
@@ -494,6 +493,7 @@ func (a *Accountant) drop(nb *nodeBook) {
 // GPUs' owners, into their books. A node is charged only here: while
 // nothing on it changes, a cycle costs it nothing.
 func (a *Accountant) settle(nb *nodeBook, now time.Time) {
+	a.splitAt = now
 	a.chargeHours(nb, now)
 	a.splitAcc(nb)
 }
@@ -652,6 +652,9 @@ func (a *Accountant) split(nb *nodeBook, cost Micros, hours float64, hour time.T
 			jb.hb, jb.hourAt = a.hour(hour, jb.tt), hour
 		}
 		jb.hb.add(nb.pool, Used, am)
+		if k < len(nb.idle) && !nb.idle[k].since.IsZero() {
+			a.chargeIdle(jb, &nb.idle[k], nb.pool, hour, am)
+		}
 	}
 	if free <= 0 {
 		return

@@ -10,6 +10,46 @@ import (
 	"github.com/fleetcast/autoscaler/state"
 )
 
+// Flush is what an Observe changed, for the store: the usage hours
+// touched (the hours in progress, and any it closed) and the job records
+// new or ended.
+type Flush struct {
+	Hours []state.UsageHour
+	Jobs  []state.UsageJob
+}
+
+// Merge is f with g after it: g's records replace f's of the same hour,
+// team and tier, or job and start.
+func (f Flush) Merge(g Flush) Flush {
+	if len(f.Hours) == 0 && len(f.Jobs) == 0 {
+		return g
+	}
+	out := Flush{Hours: slices.Clone(f.Hours), Jobs: slices.Clone(f.Jobs)}
+	hour := make(map[string]int, len(out.Hours))
+	for i, h := range out.Hours {
+		hour[h.Hour.UTC().String()+"/"+h.Team+"/"+h.Tier] = i
+	}
+	for _, h := range g.Hours {
+		if i, ok := hour[h.Hour.UTC().String()+"/"+h.Team+"/"+h.Tier]; ok {
+			out.Hours[i] = h
+		} else {
+			out.Hours = append(out.Hours, h)
+		}
+	}
+	job := make(map[string]int, len(out.Jobs))
+	for i, j := range out.Jobs {
+		job[j.ID+"/"+j.Start.UTC().String()] = i
+	}
+	for _, j := range g.Jobs {
+		if i, ok := job[j.ID+"/"+j.Start.UTC().String()]; ok {
+			out.Jobs[i] = j
+		} else {
+			out.Jobs = append(out.Jobs, j)
+		}
+	}
+	return out
+}
+
 // hourBook is one team and tier's hour in progress.
 type hourBook struct {
 	charges []poolCharge

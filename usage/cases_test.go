@@ -9,7 +9,8 @@ import (
 	"github.com/fleetcast/autoscaler/state"
 )
 
-// total is what the hours of a flush and the live books charged.
+// total is what the hours of a flush and the live books charged (its
+// parts, allocated-idle, apart).
 func total(fs ...Flush) Micros {
 	by := map[string]state.UsageHour{}
 	for _, f := range fs {
@@ -20,7 +21,9 @@ func total(fs ...Flush) Micros {
 	m := Micros(0)
 	for _, h := range by {
 		for _, c := range h.Charges {
-			m += Micros(c.Micros)
+			if !Kind(c.Kind).Part() {
+				m += Micros(c.Micros)
+			}
 		}
 	}
 	return m

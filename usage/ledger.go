@@ -28,10 +28,20 @@ const (
 	// Idle is free GPUs nobody's purchase explains: reservations and
 	// minimums unused, capacity left over after its work ended.
 	Idle Kind = "idle"
+	// IdleBeforeExecution and Stalled are parts of Used, never added to
+	// it: GPUs a job held while allocated-idle (its GPUs' activity under
+	// the threshold for at least the window, docs/usage.md), before its
+	// first busy reading (waiting on data or set-up) or after one.
+	IdleBeforeExecution Kind = "idle_before_execution"
+	Stalled             Kind = "stalled"
 )
 
 // Kinds are the kinds of charge, in the order reports show them.
 var Kinds = []Kind{Used, BoughtFor, Idle}
+
+// Part reports whether a charge of kind k is a part of Used
+// (IdleBeforeExecution, Stalled): never added to the fleet's spend.
+func (k Kind) Part() bool { return k == IdleBeforeExecution || k == Stalled }
 
 // The labels a report uses for what is not a team or tier of its own.
 const (

@@ -45,6 +45,10 @@ type Row struct {
 	BoughtFor Amount `json:"bought_for"`
 	IdleShare Amount `json:"idle_share"`
 	Idle      Amount `json:"idle"`
+	// IdleBeforeExecution and Stalled are the parts of Used its jobs held
+	// allocated-idle: before their first busy reading, and after one.
+	IdleBeforeExecution Amount `json:"idle_before_execution"`
+	Stalled             Amount `json:"stalled"`
 	// Cost is the row's total, in micro-dollars and in dollars.
 	CostMicros Micros  `json:"cost_micros"`
 	Cost       float64 `json:"cost_usd"`
@@ -106,6 +110,8 @@ func Build(hours []state.UsageHour, jobs []state.UsageJob, q Query) Report {
 		t.BoughtFor.Add(x.BoughtFor)
 		t.IdleShare.Add(x.IdleShare)
 		t.Idle.Add(x.Idle)
+		t.IdleBeforeExecution.Add(x.IdleBeforeExecution)
+		t.Stalled.Add(x.Stalled)
 		t.CostMicros += x.CostMicros
 		t.Started += x.Started
 		t.WaitedGPUHours += x.WaitedGPUHours
@@ -152,7 +158,9 @@ func jobQueue(j state.UsageJob) (s float64, ok bool) {
 func jobRows(jobs []state.UsageJob) []Row {
 	out := make([]Row, 0, len(jobs))
 	for _, j := range jobs {
-		x := Row{Group: j.ID, Team: j.Team, Tier: j.Tier, Used: Amount{Micros: Micros(j.Micros), GPUHours: j.GPUHours}, Started: 1}
+		x := Row{Group: j.ID, Team: j.Team, Tier: j.Tier, Used: Amount{Micros: Micros(j.Micros), GPUHours: j.GPUHours}, Started: 1,
+			IdleBeforeExecution: Amount{Micros: Micros(j.IdleBeforeMicros), GPUHours: j.IdleBeforeGPUHours},
+			Stalled:             Amount{Micros: Micros(j.StalledMicros), GPUHours: j.StalledGPUHours}}
 		x.CostMicros = x.Used.Micros
 		x.Cost = x.CostMicros.Dollars()
 		if s, ok := jobQueue(j); ok {
@@ -206,6 +214,10 @@ func groupRows(hours []state.UsageHour, jobs []state.UsageJob, q Query) []Row {
 				row(g).Idle.Add(am)
 			case BoughtFor:
 				row(group(h.Team, h.Tier, c.Pool)).BoughtFor.Add(am)
+			case IdleBeforeExecution:
+				row(group(h.Team, h.Tier, c.Pool)).IdleBeforeExecution.Add(am)
+			case Stalled:
+				row(group(h.Team, h.Tier, c.Pool)).Stalled.Add(am)
 			default:
 				row(group(h.Team, h.Tier, c.Pool)).Used.Add(am)
 				if usedIn[c.Pool] == nil {

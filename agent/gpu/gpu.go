@@ -1,7 +1,7 @@
 // Package gpu reads GPU occupancy through NVML (github.com/NVIDIA/go-nvml):
-// per GPU its index, UUID, name, memory, utilisation, compute processes
-// and MIG mode. It is the only package of the agent that touches NVML (and
-// so needs cgo).
+// per GPU its index, UUID, name, memory, utilisation, SM activity (through
+// GPM, where the GPU has it), compute processes and MIG mode. It is the
+// only package of the agent that touches NVML (and so needs cgo).
 //
 // NVML must be initialised before any other call, and calling anything
 // after a failed Init kills the process; so Open calls Init first and
@@ -12,6 +12,10 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -22,18 +26,66 @@ import (
 var ErrNoLibrary = errors.New("NVML library (libnvidia-ml.so) not found: install the NVIDIA driver, or run the agent without GPU data (-no-gpu)")
 
 // Reader reads the GPUs of a machine. Create it with Open, release it with
-// Close. It keeps no state of its own: NVML's calls are safe to make
-// concurrently.
+// Close. It is safe for concurrent use: NVML's calls are, and the state it
+// keeps between readings (each GPM-capable GPU's last GPM sample, for its
+// SM activity) is under a mutex.
 type Reader struct {
 	lib nvml.Interface
+	// gpm is set when the library has the functions SM activity needs
+	// (GPM came with the R520 drivers): calling one it lacks would crash
+	// the process.
+	gpm bool
+
+	mu sync.Mutex
+	// now is the clock SM activity's intervals are timed by (Clock).
+	now func() time.Time
+	// sm holds each GPU's GPM state, by UUID; get is GpmMetricsGet's
+	// argument (19 KB), reused.
+	sm  map[string]*smState
+	get nvml.GpmMetricsGetType
+}
+
+// smState is a GPU's GPM state: whether it can report SM activity, asked
+// once, its last GPM sample (nil before the first) and when it was taken,
+// and the SM activity last read (nil: none).
+type smState struct {
+	capable bool
+	prev    nvml.GpmSample
+	prevAt  time.Time
+	last    *int
+}
+
+// MinSMInterval is the shortest interval SM activity is read over: a Read
+// sooner than that after a GPU's last sample (a metrics scrape just after
+// a report, say) gives the activity last read, so no reading covers a
+// few milliseconds, in which a working job's GPUs may well be still.
+const MinSMInterval = 5 * time.Second
+
+// drop frees the GPU's last sample.
+func (s *smState) drop() {
+	if s.prev != nil {
+		s.prev.Free()
+		s.prev = nil
+	}
+	s.last = nil
 }
 
 // Open initialises NVML through lib: nvml.New() on a real machine, a
-// go-nvml mock in tests. If Init fails, nothing else is called.
+// go-nvml mock in tests. If Init fails, nothing else is called. Where the
+// library lacks GPM's functions (a driver before R520), no GPU reports SM
+// activity.
 func Open(lib nvml.Interface) (*Reader, error) {
 	switch ret := lib.Init(); ret {
 	case nvml.SUCCESS:
-		return &Reader{lib: lib}, nil
+		r := &Reader{lib: lib, gpm: true, sm: map[string]*smState{}, now: time.Now}
+		// The library's functions that reading SM activity calls.
+		for _, name := range []string{"nvmlDeviceGetArchitecture", "nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc",
+			"nvmlGpmSampleGet", "nvmlGpmSampleFree", "nvmlGpmMetricsGet"} {
+			if lib.Extensions().LookupSymbol(name) != nil {
+				r.gpm = false // a driver older than GPM: utilisation only
+			}
+		}
+		return r, nil
 	case nvml.ERROR_LIBRARY_NOT_FOUND:
 		return nil, ErrNoLibrary
 	default:
@@ -41,11 +93,25 @@ func Open(lib nvml.Interface) (*Reader, error) {
 	}
 }
 
+// Clock sets the clock that times SM activity's intervals (MinSMInterval):
+// time.Now unless a test sets another.
+func (r *Reader) Clock(now func() time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.now = now
+}
+
 // OpenSystem opens the machine's own NVML library (libnvidia-ml.so).
 func OpenSystem() (*Reader, error) { return Open(nvml.New()) }
 
-// Close shuts NVML down.
+// Close frees the GPM samples kept and shuts NVML down.
 func (r *Reader) Close() error {
+	r.mu.Lock()
+	for uuid, st := range r.sm {
+		st.drop()
+		delete(r.sm, uuid)
+	}
+	r.mu.Unlock()
 	if ret := r.lib.Shutdown(); ret != nvml.SUCCESS {
 		return fmt.Errorf("NVML shutdown: %s", errorString(ret))
 	}
@@ -54,6 +120,14 @@ func (r *Reader) Close() error {
 
 // Read returns every GPU's occupancy. An error names the GPU and the call
 // that failed: the caller reports the node unhealthy rather than idle.
+//
+// A GPU's SMActive is its SM activity since the previous Read (of any
+// caller) that sampled it, through NVML's GPM: Hopper and later, MIG
+// disabled; a Read within MinSMInterval of that sample gives the activity
+// it read. It is nil on the first Read of each GPU (no interval yet),
+// on GPUs without GPM (SMActive is then never set, and the caller uses
+// the utilisation), while MIG is enabled, and on a Read whose GPM calls
+// fail; such a failure fails nothing else.
 func (r *Reader) Read() ([]report.GPU, error) {
 	n, ret := r.lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
@@ -67,7 +141,21 @@ func (r *Reader) Read() ([]report.GPU, error) {
 		}
 		out = append(out, g)
 	}
+	r.forget(out)
 	return out, nil
+}
+
+// forget frees the GPM state of GPUs no longer read (gone from the
+// machine).
+func (r *Reader) forget(read []report.GPU) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uuid, st := range r.sm {
+		if !slices.ContainsFunc(read, func(g report.GPU) bool { return g.UUID == uuid }) {
+			st.drop()
+			delete(r.sm, uuid)
+		}
+	}
 }
 
 func (r *Reader) read(i int) (report.GPU, error) {
@@ -113,7 +201,86 @@ func (r *Reader) read(i int) (report.GPU, error) {
 		g.MIG = true
 		g.Instances = r.migInstances(dev)
 	}
+	g.SMActive = r.smActive(dev, g.UUID, g.MIG)
 	return g, nil
+}
+
+// smActive samples dev's GPM and returns the percentage of its SMs busy
+// between its previous sample and this one (GPM_METRIC_SM_UTIL), or nil:
+// see Read. A failed sample is freed at once and the previous one kept,
+// so the next reading spans both intervals; a failed metric still keeps
+// the new sample. A GPU keeps one sample at most between readings.
+func (r *Reader) smActive(dev nvml.Device, uuid string, mig bool) *int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.sm[uuid]
+	if st == nil {
+		st = &smState{capable: r.gpm && gpmCapable(dev)}
+		r.sm[uuid] = st
+	}
+	if !st.capable {
+		return nil
+	}
+	if mig {
+		// GPM on a MIG GPU samples each GPU instance (GpmMigSampleGet):
+		// not read, and the sample from before MIG is stale.
+		st.drop()
+		return nil
+	}
+	now := r.now()
+	if st.prev != nil && now.Sub(st.prevAt) < MinSMInterval {
+		return clonePct(st.last)
+	}
+	st.last = nil
+	cur, ret := r.lib.GpmSampleAlloc()
+	if ret != nvml.SUCCESS {
+		return nil
+	}
+	if ret := dev.GpmSampleGet(cur); ret != nvml.SUCCESS {
+		cur.Free()
+		return nil
+	}
+	prev := st.prev
+	st.prev, st.prevAt = cur, now
+	if prev == nil {
+		return nil
+	}
+	defer prev.Free()
+	get := &r.get
+	get.NumMetrics, get.Sample1, get.Sample2 = 1, prev, cur
+	get.Metrics[0] = nvml.GpmMetric{MetricId: uint32(nvml.GPM_METRIC_SM_UTIL)}
+	ret = r.lib.GpmMetricsGet(get)
+	m := get.Metrics[0]
+	get.Sample1, get.Sample2 = nil, nil
+	if ret != nvml.SUCCESS {
+		return nil
+	}
+	if nvml.Return(m.NvmlReturn) != nvml.SUCCESS || math.IsNaN(m.Value) {
+		return nil
+	}
+	pct := int(math.Round(min(max(m.Value, 0), 100)))
+	st.last = &pct
+	return clonePct(st.last)
+}
+
+// clonePct is a copy of p, so no report shares the Reader's.
+func clonePct(p *int) *int {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// gpmCapable asks whether dev has GPM. NVML has it on Hopper and later:
+// older GPUs are not asked.
+func gpmCapable(dev nvml.Device) bool {
+	arch, ret := dev.GetArchitecture()
+	if ret != nvml.SUCCESS || arch < nvml.DEVICE_ARCH_HOPPER {
+		return false
+	}
+	support, ret := dev.GpmQueryDeviceSupport()
+	return ret == nvml.SUCCESS && support.IsSupportedDevice != 0
 }
 
 // migInstances counts a MIG-enabled GPU's GPU instances, over every

@@ -76,13 +76,46 @@ type GPU struct {
 	MemoryTotal uint64 `json:"memory_total"`
 	MemoryUsed  uint64 `json:"memory_used"`
 	// UtilGPU and UtilMemory are percentages, 0-100.
-	UtilGPU    int       `json:"util_gpu"`
-	UtilMemory int       `json:"util_memory"`
-	Processes  []Process `json:"processes,omitempty"`
+	UtilGPU    int `json:"util_gpu"`
+	UtilMemory int `json:"util_memory"`
+	// SMActive is the percentage of the GPU's streaming multiprocessors
+	// busy over the interval since the agent's last sample of it (at
+	// least agent/gpu.MinSMInterval), 0-100, read through NVML's GPU
+	// performance monitoring (GPM: Hopper and later); nil where the GPU
+	// cannot report it, at its first reading, while MIG is enabled, and
+	// when GPM fails. The controller takes it, where present, over
+	// UtilGPU as the GPU's activity (Activity).
+	SMActive  *int      `json:"sm_active,omitempty"`
+	Processes []Process `json:"processes,omitempty"`
 	// MIG is set when MIG mode is enabled; Instances counts its GPU instances.
 	MIG       bool `json:"mig,omitempty"`
 	Instances int  `json:"mig_instances,omitempty"`
 }
+
+// Activity is how busy the GPU was at its reading, 0-100, and what says
+// so: SMActive where the GPU reports it (ActivitySM), else NVML's
+// utilisation rate (ActivityUtil); none ("") for a MIG-enabled GPU
+// without SMActive, for which NVML reads no utilisation (UtilGPU is 0
+// whatever runs).
+func (g *GPU) Activity() (pct int, source string) {
+	switch {
+	case g.SMActive != nil:
+		return *g.SMActive, ActivitySM
+	case g.MIG:
+		return 0, ""
+	}
+	return g.UtilGPU, ActivityUtil
+}
+
+// The sources of a GPU's activity (GPU.Activity).
+const (
+	// ActivitySM is the share of SMs busy, read through GPM (Hopper and
+	// later).
+	ActivitySM = "sm_active"
+	// ActivityUtil is NVML's utilisation rate: the share of time a kernel
+	// ran, however few SMs it used (A100 and older).
+	ActivityUtil = "utilization"
+)
 
 // Process is a compute process on a GPU.
 type Process struct {
@@ -224,6 +257,8 @@ func (r *Report) Validate(now time.Time, skew time.Duration, nodeGPUs int) error
 			return fmt.Errorf("gpus[%d].util_gpu: %d, want 0-100", i, g.UtilGPU)
 		case g.UtilMemory < 0 || g.UtilMemory > 100:
 			return fmt.Errorf("gpus[%d].util_memory: %d, want 0-100", i, g.UtilMemory)
+		case g.SMActive != nil && (*g.SMActive < 0 || *g.SMActive > 100):
+			return fmt.Errorf("gpus[%d].sm_active: %d, want 0-100", i, *g.SMActive)
 		case len(g.Processes) > maxProcesses:
 			return fmt.Errorf("gpus[%d].processes: %d processes, at most %d", i, len(g.Processes), maxProcesses)
 		case g.Instances < 0 || (!g.MIG && g.Instances > 0):

@@ -153,3 +153,31 @@ func TestValidateJobOwner(t *testing.T) {
 		t.Errorf("FleetJobs: %+v; want the team, tier, name and submission of %+v", fj, j)
 	}
 }
+
+// TestValidateSMActive: a GPU's SM activity is a percentage, 0-100, or
+// absent (a GPU without GPM); Validate names the field out of range.
+func TestValidateSMActive(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		sm     *int
+		reason string // empty: valid
+	}{
+		{"absent", nil, ""},
+		{"idle", new(0), ""},
+		{"every SM busy", new(100), ""},
+		{"over 100", new(101), "gpus[1].sm_active: 101, want 0-100"},
+		{"negative", new(-1), "gpus[1].sm_active: -1, want 0-100"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := good("i-1")
+			r.GPUs[1].SMActive = tt.sm
+			err := r.Validate(now, 5*time.Minute, 8)
+			switch {
+			case tt.reason == "" && err != nil:
+				t.Fatalf("Validate: %v; want nil", err)
+			case tt.reason != "" && (err == nil || !strings.Contains(err.Error(), tt.reason)):
+				t.Fatalf("Validate: %v; want %q", err, tt.reason)
+			}
+		})
+	}
+}

@@ -161,7 +161,8 @@ func reportWindow(from, to string, now time.Time) (usage.Query, error) {
 	return q, nil
 }
 
-// writeReport prints the report as a table.
+// writeReport prints the report as a table. IDLE BEFORE EXEC and STALLED
+// are the parts of USED (of a job's COST, by job) held allocated-idle.
 func writeReport(w io.Writer, r usage.Report) error {
 	idle := "idle charged to idle"
 	if r.ShareIdle {
@@ -170,24 +171,27 @@ func writeReport(w io.Writer, r usage.Report) error {
 	fmt.Fprintf(w, "Who used what from %s to %s, by %s (%s)\n\n", r.From.UTC().Format("2006-01-02 15:04"), r.To.UTC().Format("2006-01-02 15:04 MST"), r.By, idle)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if r.By == usage.ByJob {
-		fmt.Fprintln(tw, "JOB\tTEAM\tTIER\tCOST\tGPU-HOURS\tQUEUED\t")
+		fmt.Fprintln(tw, "JOB\tTEAM\tTIER\tCOST\tIDLE BEFORE EXEC\tSTALLED\tGPU-HOURS\tQUEUED\t")
 		for _, x := range r.Rows {
 			queued := "-"
 			if x.Queue.N > 0 {
 				queued = seconds(x.Queue.P50)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f\t%s\t\n", x.Group, x.Team, x.Tier, dollars(x.CostMicros), x.Used.GPUHours, queued)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t\n", x.Group, x.Team, x.Tier, dollars(x.CostMicros),
+				dollars(x.IdleBeforeExecution.Micros), dollars(x.Stalled.Micros), x.Used.GPUHours, queued)
 		}
-		fmt.Fprintf(tw, "total\t\t\t%s\t%.1f\t\t\n", dollars(r.Total.CostMicros), r.Total.Used.GPUHours)
+		fmt.Fprintf(tw, "total\t\t\t%s\t%s\t%s\t%.1f\t\t\n", dollars(r.Total.CostMicros),
+			dollars(r.Total.IdleBeforeExecution.Micros), dollars(r.Total.Stalled.Micros), r.Total.Used.GPUHours)
 		return tw.Flush()
 	}
-	fmt.Fprintf(tw, "%s\tCOST\tUSED\tBOUGHT FOR\tIDLE\tGPU-HOURS\tJOBS\tQUEUE P50\tP95\tP99\tWAITED GPU-H\tWAITING\t\n", map[usage.By]string{usage.ByTeam: "TEAM", usage.ByTier: "TIER", usage.ByPool: "POOL"}[r.By])
+	fmt.Fprintf(tw, "%s\tCOST\tUSED\tIDLE BEFORE EXEC\tSTALLED\tBOUGHT FOR\tIDLE\tGPU-HOURS\tJOBS\tQUEUE P50\tP95\tP99\tWAITED GPU-H\tWAITING\t\n", map[usage.By]string{usage.ByTeam: "TEAM", usage.ByTier: "TIER", usage.ByPool: "POOL"}[r.By])
 	row := func(x usage.Row) {
 		q := [3]string{"-", "-", "-"}
 		if x.Queue.N > 0 {
 			q = [3]string{seconds(x.Queue.P50), seconds(x.Queue.P95), seconds(x.Queue.P99)}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%s\t%s\t%s\t%.1f\t%d\t\n", x.Group, dollars(x.CostMicros), dollars(x.Used.Micros), dollars(x.BoughtFor.Micros),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%d\t%s\t%s\t%s\t%.1f\t%d\t\n", x.Group, dollars(x.CostMicros), dollars(x.Used.Micros),
+			dollars(x.IdleBeforeExecution.Micros), dollars(x.Stalled.Micros), dollars(x.BoughtFor.Micros),
 			dollars(x.Idle.Micros+x.IdleShare.Micros), x.Used.GPUHours+x.BoughtFor.GPUHours+x.Idle.GPUHours+x.IdleShare.GPUHours, x.Started, q[0], q[1], q[2], x.WaitedGPUHours, x.Waiting)
 	}
 	for _, x := range r.Rows {
@@ -205,7 +209,7 @@ func writeReportCSV(w io.Writer, r usage.Report) error {
 	if r.By == usage.ByJob {
 		head = append(head, "team", "tier")
 	}
-	cw.Write(append(head, "cost_usd", "used_usd", "bought_for_usd", "idle_share_usd", "idle_usd", "gpu_hours_used", "gpu_hours_bought_for", "gpu_hours_idle",
+	cw.Write(append(head, "cost_usd", "used_usd", "idle_before_execution_usd", "stalled_usd", "bought_for_usd", "idle_share_usd", "idle_usd", "gpu_hours_used", "gpu_hours_bought_for", "gpu_hours_idle",
 		"jobs_started", "queue_p50_s", "queue_p95_s", "queue_p99_s", "waited_gpu_hours", "jobs_waiting", "gpus_waiting"))
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	m := func(v usage.Micros) string { return strconv.FormatFloat(v.Dollars(), 'f', 6, 64) }
@@ -214,7 +218,7 @@ func writeReportCSV(w io.Writer, r usage.Report) error {
 		if r.By == usage.ByJob {
 			line = append(line, x.Team, x.Tier)
 		}
-		cw.Write(append(line, m(x.CostMicros), m(x.Used.Micros), m(x.BoughtFor.Micros), m(x.IdleShare.Micros), m(x.Idle.Micros),
+		cw.Write(append(line, m(x.CostMicros), m(x.Used.Micros), m(x.IdleBeforeExecution.Micros), m(x.Stalled.Micros), m(x.BoughtFor.Micros), m(x.IdleShare.Micros), m(x.Idle.Micros),
 			f(x.Used.GPUHours), f(x.BoughtFor.GPUHours), f(x.Idle.GPUHours+x.IdleShare.GPUHours),
 			strconv.Itoa(x.Started), f(x.Queue.P50), f(x.Queue.P95), f(x.Queue.P99), f(x.WaitedGPUHours), strconv.Itoa(x.Waiting), strconv.Itoa(x.WaitingGPUs)))
 	}

@@ -12,8 +12,9 @@ import (
 )
 
 // reportState writes two hours of a fleet's usage into a state directory:
-// alpha's and beta's jobs on an on-demand pool, gamma's on a reserved
-// one, a purchase bought for delta, and idle time.
+// alpha's and beta's jobs on an on-demand pool (alpha's idle before its
+// execution for half a GPU-hour, beta's stalled for a third), gamma's on
+// a reserved one, a purchase bought for delta, and idle time.
 func reportState(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -28,18 +29,20 @@ func reportState(t *testing.T) string {
 		return state.UsageCharge{Pool: pool, Kind: string(kind), Micros: int64(usage.MicrosOf(dollars)), GPUHours: gpuHours}
 	}
 	hours := []state.UsageHour{
-		{Hour: h10, Team: "alpha", Tier: "critical", Charges: []state.UsageCharge{charge("od", usage.Used, 16, 4)}, Started: 1, Queue: []int64{900}},
+		{Hour: h10, Team: "alpha", Tier: "critical", Charges: []state.UsageCharge{charge("od", usage.Used, 16, 4), charge("od", usage.IdleBeforeExecution, 2, 0.5)}, Started: 1, Queue: []int64{900}},
 		{Hour: h10, Team: "beta", Tier: "standard", Charges: []state.UsageCharge{charge("od", usage.Used, 8, 2)}, Started: 1, Queue: []int64{120}, WaitedGPUHours: 0.5},
 		{Hour: h10, Team: "gamma", Tier: "standard", Charges: []state.UsageCharge{charge("rs", usage.Used, 1.5, 1)}, Started: 1},
 		{Hour: h10, Team: usage.IdleLabel, Tier: usage.IdleLabel, Charges: []state.UsageCharge{charge("od", usage.Idle, 8, 2), charge("rs", usage.Idle, 4.5, 3)}},
 		{Hour: h11, Team: "alpha", Tier: "critical", Charges: []state.UsageCharge{charge("od", usage.Used, 16, 4)}},
-		{Hour: h11, Team: "beta", Tier: "standard", Charges: []state.UsageCharge{charge("od", usage.Used, 8, 2)}},
+		{Hour: h11, Team: "beta", Tier: "standard", Charges: []state.UsageCharge{charge("od", usage.Used, 8, 2), charge("od", usage.Stalled, 1.33, 0.33)}},
 		{Hour: h11, Team: "delta", Tier: "best_effort", Charges: []state.UsageCharge{charge("od", usage.BoughtFor, 32, 8)}, WaitedGPUHours: 8},
 		{Hour: h11, Team: usage.IdleLabel, Tier: usage.IdleLabel, Charges: []state.UsageCharge{charge("od", usage.Idle, 8, 2), charge("rs", usage.Idle, 6, 4)}},
 	}
 	jobs := []state.UsageJob{
-		{ID: "a1", Team: "alpha", Tier: "critical", Pool: "od", Nodes: 1, GPUs: 4, Submitted: h10.Add(-15 * time.Minute), Start: h10, Micros: 32_000_000, GPUHours: 8},
-		{ID: "b1", Team: "beta", Tier: "standard", Pool: "od", Nodes: 1, GPUs: 2, Submitted: h10.Add(-2 * time.Minute), Start: h10, Micros: 16_000_000, GPUHours: 4},
+		{ID: "a1", Team: "alpha", Tier: "critical", Pool: "od", Nodes: 1, GPUs: 4, Submitted: h10.Add(-15 * time.Minute), Start: h10, Micros: 32_000_000, GPUHours: 8,
+			IdleBeforeMicros: 2_000_000, IdleBeforeGPUHours: 0.5},
+		{ID: "b1", Team: "beta", Tier: "standard", Pool: "od", Nodes: 1, GPUs: 2, Submitted: h10.Add(-2 * time.Minute), Start: h10, Micros: 16_000_000, GPUHours: 4,
+			StalledMicros: 1_330_000, StalledGPUHours: 0.33},
 		{ID: "c1", Team: "gamma", Tier: "standard", Pool: "rs", Nodes: 1, GPUs: 1, Start: h10, End: h11, Micros: 1_500_000, GPUHours: 1},
 	}
 	if err := s.PutUsage(hours, jobs); err != nil {

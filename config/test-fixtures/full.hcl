@@ -152,4 +152,6 @@ usage {
   max_teams      = 50
   max_tiers      = 5
   share_idle     = true
+  idle_threshold = 10
+  idle_window    = "15m"
 }
