@@ -43,9 +43,9 @@ func idleOf(j *fleet.Job, was *slotIdle) slotIdle {
 // chargeIdle counts am, what a job's GPUs on a node were just charged in
 // the hour hour while idle, as allocated-idle once the idle run is as
 // long as the window, with what the run was charged before, each piece
-// in the book of its own hour (held open for it, heldFrom; the hour now
-// should it have closed, after a restart) and its own team and tier;
-// until then it is kept aside (tentative).
+// in the book of its own hour (held open for it, heldFrom; the hour now,
+// should it have closed all the same) and its own team and tier; until
+// then it is kept aside (tentative).
 func (a *Accountant) chargeIdle(jb *jobBook, st *slotIdle, pool string, hour time.Time, am Amount) {
 	if a.splitAt.Sub(st.since) < a.window {
 		if n := len(st.tentative); n > 0 && st.tentative[n-1].hour.Equal(hour) && st.tentative[n-1].tt == jb.tt {
