@@ -17,16 +17,25 @@ type jobColumns struct {
 	submitName, gpusName, durationName, checkpointName           string
 	// need is the number of fields a row needs for its required columns.
 	need int
+	// An openb pod list's: its share of one GPU and its QOS (its
+	// duration column is its deletion time).
+	openb      bool
+	milli, qos int
 }
 
 func findJobColumns(header []string, format string) (jobColumns, error) {
 	var c jobColumns
 	var required []string
-	if format == formatPhilly {
+	switch format {
+	case formatPhilly:
 		required = []string{"arrival time (sec)", "size", "duration (sec)"}
 		c.id = column(header, "job id", "job_id", "jobid")
 		c.checkpoint, c.priority, c.team, c.tier = -1, -1, -1, -1
-	} else {
+	case formatOpenb:
+		required = []string{"creation_time", "num_gpu", "deletion_time", "qos"}
+		c.openb, c.id, c.milli = true, column(header, "name"), column(header, "gpu_milli")
+		c.checkpoint, c.priority, c.team, c.tier = -1, -1, -1, -1
+	default:
 		required = []string{"submit_s", "gpus", "duration_s"}
 		c.id = column(header, "job_id")
 		c.checkpoint = column(header, "checkpoint_interval_s")
@@ -41,6 +50,9 @@ func findJobColumns(header []string, format string) (jobColumns, error) {
 		}
 	}
 	c.submit, c.gpus, c.duration = idx[0], idx[1], idx[2]
+	if c.openb {
+		c.qos = idx[3]
+	}
 	c.submitName, c.gpusName, c.durationName = header[c.submit], header[c.gpus], header[c.duration]
 	if c.checkpoint >= 0 {
 		c.checkpointName = header[c.checkpoint]
@@ -63,6 +75,9 @@ func field(rec []string, i int) string {
 func (c *jobColumns) parseJob(rec []string, line int, labels map[string]string, j *Job) string {
 	if len(rec) < c.need {
 		return fmt.Sprintf("has %d fields, want at least %d", len(rec), c.need)
+	}
+	if c.openb {
+		return c.parsePod(rec, labels, j)
 	}
 	var why string
 	if j.Submit, why = seconds(rec[c.submit], c.submitName); why != "" {
@@ -104,6 +119,59 @@ func (c *jobColumns) parseJob(rec []string, line int, labels map[string]string, 
 	return ""
 }
 
+// openbTiers are the tiers of an openb pod's QOS classes.
+var openbTiers = map[string]string{"LS": "critical", "Guaranteed": "critical", "Burstable": "standard", "BE": "best_effort"}
+
+// parsePod fills j from an openb pod's row and returns "" or why the row
+// is bad: a pod asking for no GPU leaves j.GPUs 0 (no GPU work), and one
+// still alive at the trace's end has Duration -1 (readJobs ends it then).
+func (c *jobColumns) parsePod(rec []string, labels map[string]string, j *Job) string {
+	var why string
+	if j.Submit, why = seconds(rec[c.submit], c.submitName); why != "" {
+		return why
+	}
+	if j.GPUs, why = wholeNumber(rec[c.gpus], c.gpusName); why != "" {
+		return why
+	}
+	switch {
+	case j.GPUs < 0:
+		return fmt.Sprintf("%s %d is negative", c.gpusName, j.GPUs)
+	case j.GPUs > maxGPUs:
+		return fmt.Sprintf("%s %d is more than %d", c.gpusName, j.GPUs, maxGPUs)
+	}
+	if s := field(rec, c.milli); s != "" {
+		// A share of one GPU counts as a whole one (until GPU shares).
+		m, why := wholeNumber(s, "gpu_milli")
+		if why != "" {
+			return why
+		}
+		if m < 0 || m > 1000 {
+			return fmt.Sprintf("gpu_milli %d, want 0 to 1000 (thousandths of a GPU)", m)
+		}
+	}
+	tier, ok := openbTiers[field(rec, c.qos)]
+	if !ok {
+		return fmt.Sprintf("qos %q, want LS, Guaranteed, Burstable or BE", field(rec, c.qos))
+	}
+	j.Tier = intern(labels, tier)
+	j.Duration = -1
+	if s := field(rec, c.duration); s != "" {
+		end, why := seconds(s, c.durationName)
+		if why != "" {
+			return why
+		}
+		if end < j.Submit {
+			return fmt.Sprintf("%s %s is before creation_time %s", c.durationName, s, field(rec, c.submit))
+		}
+		j.Duration = end - j.Submit
+	}
+	j.ID = field(rec, c.id)
+	if j.ID == "" {
+		return "name is empty"
+	}
+	return ""
+}
+
 // intern is s as kept in labels, added when new; "" stays "".
 func intern(labels map[string]string, s string) string {
 	if s == "" {
@@ -117,7 +185,7 @@ func intern(labels map[string]string, s string) string {
 	return l
 }
 
-// readJobs reads a "jobs" or "philly" trace.
+// readJobs reads a "jobs", "philly" or "openb" trace.
 func (p *parser) readJobs(t *Trace, header []string, format string, hint int) error {
 	cols, err := findJobColumns(header, format)
 	if err != nil {
@@ -140,7 +208,23 @@ func (p *parser) readJobs(t *Trace, header []string, format string, hint int) er
 			}
 			continue
 		}
+		if j.GPUs == 0 {
+			t.IgnoredRows++ // an openb pod asking for no GPU
+			continue
+		}
 		jobs = append(jobs, j)
+	}
+	if cols.openb {
+		// The pods still alive run to the trace's last time.
+		var last time.Duration
+		for _, j := range jobs {
+			last = max(last, j.Submit, j.Submit+j.Duration)
+		}
+		for i := range jobs {
+			if jobs[i].Duration < 0 {
+				jobs[i].Duration = last - jobs[i].Submit
+			}
+		}
 	}
 	if len(jobs) == 0 {
 		return fmt.Errorf("%s: no valid rows (%d bad rows skipped)", p.name, p.skipped)

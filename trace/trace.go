@@ -4,7 +4,7 @@
 //
 // # Formats
 //
-// Three CSV formats are read; the format is detected from the header (the
+// Four CSV formats are read; the format is detected from the header (the
 // first line, a leading '#' stripped) unless Options.Format names it:
 //
 //   - "philly": the Microsoft Philly trace as preprocessed by RFold, header
@@ -19,6 +19,15 @@
 //     such as "batch" or "prod", as `autoscaler agent register -team
 //     -tier` label a live job); other columns are ignored. Seconds may be
 //     fractional.
+//   - "openb": Alibaba's GPU-sharing cluster's pod list (cluster-trace-gpu-
+//     v2023, "openb"), as published: detected by the columns num_gpu,
+//     creation_time and deletion_time. Each pod asking for GPUs is a job of
+//     num_gpu GPUs (a share of one GPU, gpu_milli under 1000, counts as a
+//     whole one) from its creation to its deletion (to the trace's last
+//     time while it is still alive: deletion_time empty), named by name;
+//     its qos is its tier: LS and Guaranteed "critical", Burstable
+//     "standard", BE "best_effort". Pods asking for no GPU are counted in
+//     Trace.IgnoredRows; the GPU types a pod accepts (gpu_spec) are not read.
 //   - "series": a demand series, GPUs per time step, such as the Helios
 //     per-minute cluster sequence. It needs a time column, named time,
 //     timestamp, date, datetime, t, t_start_s or window_start_s, or else a
@@ -102,7 +111,8 @@ type Job struct {
 type Trace struct {
 	// Name is the file's base name.
 	Name string
-	// Format is the format the file was read as: "jobs", "philly" or "series".
+	// Format is the format the file was read as: "jobs", "philly", "openb"
+	// or "series".
 	Format string
 	// Start is the wall-clock time of offset 0 when the trace says so (a
 	// series with absolute times), else the zero time.
@@ -112,6 +122,9 @@ type Trace struct {
 	Jobs []Job
 	// SkippedRows counts the bad rows skipped with Options.SkipBadRows.
 	SkippedRows int
+	// IgnoredRows counts the rows that are no GPU work (an openb pod
+	// asking for no GPU).
+	IgnoredRows int
 	// Step is the series step (the median gap between rows) for series
 	// traces, 0 for job traces.
 	Step time.Duration
@@ -119,7 +132,8 @@ type Trace struct {
 
 // Options say how to read a trace.
 type Options struct {
-	// Format is "jobs", "philly" or "series"; "" detects it from the header.
+	// Format is "jobs", "philly", "openb" or "series"; "" detects it from
+	// the header.
 	Format string
 	// ValueColumns are the series columns whose sum is the demand (see
 	// ParseValueColumns). By default a series uses its one numeric column
@@ -162,6 +176,7 @@ func ParseWhere(s string) (Where, error) {
 const (
 	formatJobs   = "jobs"
 	formatPhilly = "philly"
+	formatOpenb  = "openb"
 	formatSeries = "series"
 )
 
@@ -180,6 +195,7 @@ var maxSeriesJobs = 20_000_000
 // acceptedHeaders is listed when a file's format is not recognised.
 const acceptedHeaders = `accepted headers: philly ("#job id,arrival time (sec),topology,shape,size,duration (sec)"), ` +
 	`jobs ("submit_s,gpus,duration_s" plus optional "checkpoint_interval_s,priority,team,tier,job_id"), ` +
+	`openb ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"), ` +
 	`series (a time column named time, timestamp, date, datetime, t, t_start_s or window_start_s, ` +
 	`or a first column of dates, and numeric value columns)`
 
@@ -366,9 +382,9 @@ func open(r io.Reader, name string, opt Options) (*parser, []string, string, err
 func (p *parser) checkOptions() error {
 	o := &p.opt
 	switch o.Format {
-	case "", formatJobs, formatPhilly, formatSeries:
+	case "", formatJobs, formatPhilly, formatOpenb, formatSeries:
 	default:
-		return fmt.Errorf("%s: unknown trace format %q; want jobs, philly or series", p.name, o.Format)
+		return fmt.Errorf("%s: unknown trace format %q; want jobs, philly, openb or series", p.name, o.Format)
 	}
 	if math.IsNaN(o.Scale) || math.IsInf(o.Scale, 0) {
 		return fmt.Errorf("%s: scale %v is not a finite number", p.name, o.Scale)
@@ -429,6 +445,8 @@ func (p *parser) detect(header []string) string {
 	switch {
 	case has("arrival time (sec)") && has("duration (sec)"):
 		return formatPhilly
+	case has("num_gpu") && has("creation_time") && has("deletion_time"):
+		return formatOpenb
 	case has("submit_s") && has("gpus") && has("duration_s"):
 		return formatJobs
 	case column(header, timeColumnNames...) >= 0:

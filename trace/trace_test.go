@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -31,6 +32,7 @@ func TestDetect(t *testing.T) {
 		{"jobs", "submit_s,gpus,duration_s\n0,1,10\n", "jobs"},
 		{"jobs any order, upper case", "Duration_S,team,GPUS,submit_s\n10,a,1,0\n", "jobs"},
 		{"jobs with BOM", "\ufeffsubmit_s,gpus,duration_s\n0,1,10\n", "jobs"},
+		{"openb", "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\np,1,1,1,1000,,LS,Running,0,10,0\n", "openb"},
 		{"series time", "time,gpus\n0,1\n60,1\n", "series"},
 		{"series t_start_s", "model,t_start_s,rate\nm,0,1\nm,600,2\n", "series"},
 		{"series window_start_s", "window_start_s,rate_rps\n0,1\n600,2\n", "series"},
@@ -303,6 +305,7 @@ func TestSeriesLayeringStretches(t *testing.T) {
 func TestErrors(t *testing.T) {
 	const philly = "#job id,arrival time (sec),topology,shape,size,duration (sec)\n"
 	const jobs = "submit_s,gpus,duration_s\n"
+	const openb = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
 	tests := []struct {
 		name string
 		csv  string
@@ -328,6 +331,12 @@ func TestErrors(t *testing.T) {
 		{"jobs too long", jobs + "0,1,1e12\n", Options{}, `in.csv:2: duration_s 1e12 is more than 100 years`},
 		{"jobs negative duration", jobs + "0,1,-1e-3\n", Options{}, `in.csv:2: duration_s -1e-3 is negative`},
 		{"jobs bad priority", "submit_s,gpus,duration_s,priority\n0,1,1,high\n", Options{}, `in.csv:2: priority "high" is not a whole number`},
+		{"openb unknown qos", openb + "p,1,1,1,1000,,LS,Running,0,10,0\nq,1,1,1,1000,,Gold,Running,0,10,0\n", Options{}, `in.csv:3: qos "Gold", want LS, Guaranteed, Burstable or BE`},
+		{"openb deleted before created", openb + "p,1,1,1,1000,,LS,Running,50,10,50\n", Options{}, `in.csv:2: deletion_time 10 is before creation_time 50`},
+		{"openb share out of range", openb + "p,1,1,1,1500,,BE,Running,0,10,0\n", Options{}, `in.csv:2: gpu_milli 1500, want 0 to 1000`},
+		{"openb negative GPUs", openb + "p,1,1,-1,1000,,BE,Running,0,10,0\n", Options{}, `in.csv:2: num_gpu -1 is negative`},
+		{"openb no name", openb + ",1,1,1,1000,,BE,Running,0,10,0\n", Options{}, `in.csv:2: name is empty`},
+		{"openb CPU pods only", openb + "p,1,1,0,0,,BE,Running,0,10,0\n", Options{}, `in.csv: no valid rows`},
 		{"jobs bad checkpoint", "submit_s,gpus,duration_s,checkpoint_interval_s\n0,1,1,-1\n", Options{}, `in.csv:2: checkpoint_interval_s -1 is negative`},
 		{"bad CSV", jobs + "0,1,1\n0,\"1\"x,1\n", Options{}, `in.csv:3: bad CSV: extraneous or missing " in quoted-field`},
 		{"multi-line quoted field keeps its start line", jobs + "0,1,1\n\"x\n\",1,1\n", Options{}, `in.csv:3: submit_s "x" is not a number`},
@@ -532,6 +541,50 @@ func realTrace(t testing.TB, rel string) string {
 	return ""
 }
 
+// TestOpenbPods: an openb pod list as published: each GPU pod a job of
+// its GPUs (a share counting whole) from creation to deletion, or to the
+// trace's last time while alive, its tier its QOS's; CPU pods ignored.
+func TestOpenbPods(t *testing.T) {
+	tr := mustRead(t, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"+
+		"openb-pod-0000,12000,16384,1,1000,,LS,Running,0,3600,0\n"+
+		"openb-pod-0001,6000,12288,1,460,V100M16|V100M32,BE,Running,60,7260,61\n"+
+		"openb-pod-0002,88000,327680,8,1000,,Burstable,Failed,120,,130\n"+
+		"openb-pod-0003,4000,8192,0,0,,LS,Running,30,9000,30\n"+
+		"openb-pod-0004,8000,8192,2,1000,G2,Guaranteed,Pending,9000,10800,\n", Options{})
+	if tr.Format != "openb" || tr.IgnoredRows != 1 || tr.SkippedRows != 0 {
+		t.Fatalf("format %q, %d ignored, %d skipped; want openb, 1, 0", tr.Format, tr.IgnoredRows, tr.SkippedRows)
+	}
+	want := []Job{
+		{ID: "openb-pod-0000", Submit: 0, GPUs: 1, Duration: time.Hour, Tier: "critical"},
+		{ID: "openb-pod-0001", Submit: time.Minute, GPUs: 1, Duration: 2 * time.Hour, Tier: "best_effort"},
+		{ID: "openb-pod-0002", Submit: 2 * time.Minute, GPUs: 8, Duration: 3*time.Hour - 2*time.Minute, Tier: "standard"}, // alive: to 10800 s
+		{ID: "openb-pod-0004", Submit: 9000 * time.Second, GPUs: 2, Duration: 1800 * time.Second, Tier: "critical"},
+	}
+	if !slices.Equal(tr.Jobs, want) {
+		t.Errorf("jobs:\n%+v\nwant\n%+v", tr.Jobs, want)
+	}
+}
+
+func TestRealOpenb(t *testing.T) {
+	path := realTrace(t, "alibaba_openb_v2023/openb_pod_list_default.csv")
+	tr, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 8,152 pods, 7,064 asking for GPUs (SOURCE.md).
+	if len(tr.Jobs) != 7064 || tr.IgnoredRows != 8152-7064 || tr.SkippedRows != 0 {
+		t.Errorf("%d jobs, %d ignored, %d skipped; want 7,064, 1,088 and 0", len(tr.Jobs), tr.IgnoredRows, tr.SkippedRows)
+	}
+	tiers := map[string]int{}
+	for _, j := range tr.Jobs {
+		tiers[j.Tier]++
+	}
+	// LS 4,011 and Guaranteed 6; Burstable 99; BE 2,948 (SOURCE.md).
+	if want := map[string]int{"critical": 4017, "standard": 99, "best_effort": 2948}; !maps.Equal(tiers, want) {
+		t.Errorf("jobs by tier %v, want %v", tiers, want)
+	}
+}
+
 func TestRealPhilly(t *testing.T) {
 	path := realTrace(t, "philly_rfold/philly_trace.csv")
 	// Ten jobs have a duration of 0.0: they are kept.
@@ -673,6 +726,8 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte("t,g\n0,1\n60,3\n120,0\n180,2\n"), uint8(1))
 	f.Add([]byte("when,a,b\n2020-05-01T00:00:00Z,1,2\n2020-05-01T00:01:00Z,3,4\n"), uint8(2))
 	f.Add([]byte("submit_s,gpus,duration_s,priority,team,job_id\n0,1,1,2,x,y\n"), uint8(3))
+	f.Add([]byte("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"+
+		"p,1,1,1,460,,LS,Running,0,,0\nq,1,1,0,0,,BE,Running,5,10,5\nr,1,1,2,1000,G2,Burstable,Failed,7,90,8\n"), uint8(0))
 	formats := []string{"", "jobs", "philly", "series"}
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
 		opt := Options{

@@ -23,8 +23,8 @@ import (
 func runSimulate(e *env, args []string) int {
 	fs := newFlagSet(e, "simulate", "simulate -config FILE -trace FILE [flags]")
 	path := fs.String("config", "", "fleet config file (HCL)")
-	tracePath := fs.String("trace", "", "workload trace (CSV): jobs, philly or series")
-	format := fs.String("trace-format", "", "trace format: jobs, philly or series (default: detected from the header)")
+	tracePath := fs.String("trace", "", "workload trace (CSV): jobs, philly, openb or series")
+	format := fs.String("trace-format", "", "trace format: jobs, philly, openb or series (default: detected from the header)")
 	valueCol := fs.String("value-column", "", "series: the value column, or columns to sum as a+b")
 	scale := fs.Float64("scale", 1, "series: multiply values by this (e.g. requests/s to GPUs)")
 	skipBad := fs.Bool("skip-bad-rows", false, "skip rows that do not parse, and count them, instead of failing")
