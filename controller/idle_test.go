@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -229,26 +231,13 @@ func sameAmount(a, b usage.Amount) bool {
 	return (a.Micros-b.Micros)/10_000 == 0 && math.Abs(a.GPUHours-b.GPUHours) < 1e-6
 }
 
-// counterOf sums the counter's series of the team and kind.
+// counterOf sums the counter's series of the team and kind, as scraped.
 func counterOf(t *testing.T, c *Controller, name, team, kind string) float64 {
 	t.Helper()
-	families, err := c.metrics.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	sum := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, p := range m.GetLabel() {
-				labels[p.GetName()] = p.GetValue()
-			}
-			if labels["team"] == team && labels["kind"] == kind {
-				sum += m.GetCounter().GetValue()
-			}
+	for key, v := range scrape(t, c).value {
+		if strings.HasPrefix(key, name+"{") && strings.Contains(key, fmt.Sprintf("team=%q", team)) && strings.Contains(key, fmt.Sprintf("kind=%q", kind)) {
+			sum += v
 		}
 	}
 	return sum

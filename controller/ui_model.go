@@ -219,15 +219,6 @@ func uiPools(pools []fleet.Pool, nodes []fleet.Node) []uiPoolRow {
 	return append(rows, extra...)
 }
 
-// uiTeam is a job's team as the page shows it: its label, or
-// usage.Unattributed.
-func uiTeam(team string) string {
-	if team == "" {
-		return usage.Unattributed
-	}
-	return team
-}
-
 // uiTeams are the jobs running on the nodes by team (a job on several
 // nodes counted once, its GPUs on each), with what each team waits for
 // now (the usage report's rows), by GPUs held, then name.
@@ -244,7 +235,7 @@ func uiTeams(nodes []fleet.Node, rows []uiUsageRow) []uiTeamRow {
 	seen := map[string]bool{}
 	for i := range nodes {
 		for _, j := range nodes[i].Jobs {
-			r := row(uiTeam(j.Team))
+			r := row(usage.OrUnattributed(j.Team))
 			r.GPUs += j.GPUs
 			if key := r.Team + "\x00" + j.ID; !seen[key] {
 				seen[key] = true

@@ -137,7 +137,7 @@ func Split(n Node, out []Charge) []Charge {
 	start := len(out)
 	weights := make([]float64, 0, len(n.Jobs)+len(n.BoughtFor)+1)
 	for i, j := range n.Jobs {
-		out = append(out, Charge{Key: Key{Team: orUnattributed(j.Team), Tier: orUnattributed(j.Tier), Pool: n.Pool, Kind: Used}, Job: i})
+		out = append(out, Charge{Key: Key{Team: OrUnattributed(j.Team), Tier: OrUnattributed(j.Tier), Pool: n.Pool, Kind: Used}, Job: i})
 		weights = append(weights, max(j.GPUs, 0))
 	}
 	if free > 0 {
@@ -150,7 +150,7 @@ func Split(n Node, out []Charge) []Charge {
 				if b.GPUs <= 0 {
 					continue
 				}
-				out = append(out, Charge{Key: Key{Team: orUnattributed(b.Team), Tier: orUnattributed(b.Tier), Pool: n.Pool, Kind: BoughtFor}, Job: -1})
+				out = append(out, Charge{Key: Key{Team: OrUnattributed(b.Team), Tier: OrUnattributed(b.Tier), Pool: n.Pool, Kind: BoughtFor}, Job: -1})
 				weights = append(weights, free*b.GPUs/bought)
 			}
 		} else {
@@ -241,7 +241,8 @@ func apportionInto(total Micros, weights []float64, out []Micros, rems []remaind
 	return out, rems
 }
 
-func orUnattributed(s string) string {
+// OrUnattributed is a team or tier label, or Unattributed for none.
+func OrUnattributed(s string) string {
 	if s == "" {
 		return Unattributed
 	}

@@ -50,11 +50,7 @@ func TestReadMockMachines(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			newFakeGPM(t, constSM(50)).install(tt.srv)
-			r, err := Open(busy(tt.srv))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.Clock(ticking())
+			r := openTicking(t, busy(tt.srv))
 			defer r.Close()
 			gpus, err := r.Read()
 			if err != nil {
@@ -91,11 +87,7 @@ func TestReadMIG(t *testing.T) {
 			t.Fatalf("create GPU instance: %v", ret)
 		}
 	}
-	r, err := Open(srv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Clock(ticking())
+	r := openTicking(t, srv)
 	gpus, err := r.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -110,11 +102,7 @@ func TestReadErrors(t *testing.T) {
 	srv.Devices[5].(*server.Device).GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
 		return nvml.Utilization{}, nvml.ERROR_GPU_IS_LOST
 	}
-	r, err := Open(srv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Clock(ticking())
+	r := openTicking(t, srv)
 	if _, err := r.Read(); err == nil || err.Error() != "GPU 5: utilisation: GPU is lost (fell off the bus)" {
 		t.Fatalf("err = %v", err)
 	}
@@ -145,17 +133,25 @@ func TestOpenWithoutLibrary(t *testing.T) {
 func BenchmarkRead(b *testing.B) {
 	srv := dgxh100.New()
 	newFakeGPM(b, constSM(50)).install(srv)
-	r, err := Open(busy(srv))
-	if err != nil {
-		b.Fatal(err)
-	}
-	r.Clock(ticking())
+	r := openTicking(b, busy(srv))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := r.Read(); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// openTicking opens lib's NVML on a clock a minute later at each
+// reading (ticking), failing the test if it cannot.
+func openTicking(tb testing.TB, lib nvml.Interface) *Reader {
+	tb.Helper()
+	r, err := Open(lib)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.Clock(ticking())
+	return r
 }
 
 // ticking is a clock a minute later at each reading: every Read is over
@@ -426,11 +422,7 @@ func TestReadSMActive(t *testing.T) {
 			f := newFakeGPM(t, func(gpu, n int) float64 { return rawSM[n][gpu] })
 			srv := tt.srv(f)
 			f.install(srv)
-			r, err := Open(busy(srv))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.Clock(ticking())
+			r := openTicking(t, busy(srv))
 			for n, want := range tt.want {
 				gpus, err := r.Read()
 				if err != nil {
@@ -463,11 +455,7 @@ func TestReadSMActiveChanges(t *testing.T) {
 	srv := dgxh100.New()
 	f := newFakeGPM(t, func(gpu, n int) float64 { return float64(10*gpu + n) })
 	f.install(srv)
-	r, err := Open(busy(srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Clock(ticking())
+	r := openTicking(t, busy(srv))
 	defer r.Close()
 	gpu4 := srv.Devices[4].(*server.Device)
 	for n, step := range []struct {
@@ -537,11 +525,7 @@ func TestReadConcurrent(t *testing.T) {
 	srv := dgxh100.New()
 	f := newFakeGPM(t, func(gpu, n int) float64 { return float64((gpu*13 + n*7) % 101) })
 	f.install(srv)
-	r, err := Open(busy(srv))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Clock(ticking())
+	r := openTicking(t, busy(srv))
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {
