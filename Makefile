@@ -63,6 +63,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseList$$' -fuzztime $(FUZZTIME) ./examples/plugins/commands
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./slurm
 	$(GO) test -run '^$$' -fuzz '^FuzzHostlist$$' -fuzztime $(FUZZTIME) ./slurm/hostlist
+	$(GO) test -run '^$$' -fuzz '^FuzzParseLabelTiers$$' -fuzztime $(FUZZTIME) ./simulate
 
 ## mutants: check that the safety rules' tests fail when each rule's code is removed
 ## (the catalogue scripts/mutants.txt, run by scripts/mutants); ONLY=WORDS runs the

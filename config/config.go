@@ -37,6 +37,9 @@ type Config struct {
 	Slurm *fleet.SlurmSettings
 	// Usage is how who used what is kept (the usage block).
 	Usage fleet.UsageSettings
+	// Tiers are the classes of service (the tier blocks), by rank; none
+	// without tier blocks.
+	Tiers []fleet.Tier
 	// Plugins are the provider plugins, by their blocks' order.
 	Plugins []Plugin
 	// Origin is the file the config was parsed from, and where each of
@@ -118,5 +121,5 @@ func (c *Config) MaxFleetGPUs() int { s := c.Settings(); return s.MaxFleetGPUs()
 // Settings are what the planner reads of the config: the pools and the
 // forecast, drain and limit settings, and the agent timeout.
 func (c *Config) Settings() fleet.Settings {
-	return fleet.Settings{Pools: c.Pools, Forecast: c.Forecast, Drain: c.Drain, Limits: c.Limits, AgentTimeout: c.AgentTimeout}
+	return fleet.Settings{Pools: c.Pools, Forecast: c.Forecast, Drain: c.Drain, Limits: c.Limits, AgentTimeout: c.AgentTimeout, Tiers: c.Tiers}
 }

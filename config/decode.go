@@ -29,8 +29,13 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 		partitions           []partition
 	)
 	plugins := map[string]*hcl.Block{}
+	var tiers []tierBlock
 	for _, b := range content.Blocks {
 		before := d.errors
+		if b.Type == "tier" {
+			tiers = append(tiers, d.decodeTier(b))
+			continue
+		}
 		if b.Type == "plugin" {
 			if prev, dup := plugins[b.Labels[0]]; dup {
 				d.errorf(b.LabelRanges[0], "Duplicate plugin name",
@@ -99,6 +104,7 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 			v.Validate(d, &cfg.Usage)
 		}
 	}
+	cfg.Tiers = d.checkTiers(tiers)
 	// Each partition names pools the config has.
 	d.assignPartitions(cfg.Pools, partitions)
 	d.checkSlurmNodes(&cfg, pools)

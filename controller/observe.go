@@ -36,6 +36,9 @@ func (c *Controller) sourceInUse(ctx context.Context, now time.Time) float64 {
 func (c *Controller) observe(ctx context.Context, now time.Time, f *cycleFleet, drains []state.Drain) (fleet.State, error) {
 	st := fleet.State{CapturedAt: now}
 	st.PendingGPUs, st.Scoped = c.pending.Demand(now)
+	if len(c.set.Tiers) > 0 {
+		st.PendingTiers = pendingTiers(c.waiting(now), st.PendingGPUs)
+	}
 	st.Announced, st.UnderWay = c.pending.Announced(now)
 	ends := c.pending.Ends(now)
 	if c.slurm != nil {

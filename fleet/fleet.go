@@ -371,6 +371,10 @@ type State struct {
 	// any pool of one GPU model or of a partition (ScopedDemand): only
 	// capacity there serves it. At most one line per scope.
 	Scoped []ScopedDemand `json:"scoped,omitempty"`
+	// PendingTiers split PendingGPUs by the jobs' tiers (Job.Tier), each
+	// tier once; GPUs pending and not listed here are the default tier's
+	// (PendingByTier). Empty without tiers.
+	PendingTiers []TierGPUs `json:"pending_tiers,omitempty"`
 	// Queue is a scheduler's queue and nodes as the controller last read
 	// them (the slurm block), shown with the plan; nil without one. Its
 	// pending jobs are in PendingGPUs and Scoped already.
@@ -573,6 +577,16 @@ func (s *State) Validate(pools []Pool) error {
 	}
 	if s.PendingGPUs < 0 {
 		return fmt.Errorf("pending_gpus: %d is negative", s.PendingGPUs)
+	}
+	tiered := 0
+	for i, t := range s.PendingTiers {
+		if t.GPUs < 0 {
+			return fmt.Errorf("pending_tiers[%d].gpus: %d is negative", i, t.GPUs)
+		}
+		tiered += t.GPUs
+	}
+	if tiered > s.PendingGPUs {
+		return fmt.Errorf("pending_tiers: %d GPUs, more than the %d pending", tiered, s.PendingGPUs)
 	}
 	scoped := 0
 	for i, d := range s.Scoped {

@@ -96,6 +96,10 @@ type Settings struct {
 	// AgentTimeout: a node whose agent has not reported for this long is
 	// silent and never treated as idle.
 	AgentTimeout time.Duration
+	// Tiers are the classes of service, by rank (the config's tier
+	// blocks); none: all demand is priced alike, at
+	// Forecast.WaitValuePerGPUHour.
+	Tiers []Tier
 }
 
 // MaxFleetGPUs is the most GPUs the fleet may hold: every pool at its max,
@@ -146,12 +150,22 @@ func (f *ForecastSettings) QuantileFor(p *Pool) float64 {
 }
 
 // Quantiles are the quantiles the planner provisions the burst pools for
-// (QuantileFor), ascending, each once: the levels a forecast must carry.
+// (QuantileFor; with tiers, each tier's, TierQuantile), ascending, each
+// once: the levels a forecast must carry.
 func (s *Settings) Quantiles() []float64 {
 	var out []float64
 	for i := range s.Pools {
-		if p := &s.Pools[i]; p.Capacity != Reserved {
+		p := &s.Pools[i]
+		if p.Capacity == Reserved {
+			continue
+		}
+		if len(s.Tiers) == 0 {
 			out = append(out, s.Forecast.QuantileFor(p))
+		}
+		for k := range s.Tiers {
+			if q := s.Forecast.TierQuantile(&s.Tiers[k], p); q > 0 {
+				out = append(out, q)
+			}
 		}
 	}
 	if len(out) == 0 && s.Forecast.Quantile > 0 {

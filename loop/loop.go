@@ -150,17 +150,14 @@ type Loop struct {
 	// held is what the fleet held beyond its idle reservations, per step
 	// (Held), for the baseline advice.
 	held history
-	// online follows the chosen model; fittedAt is when it was chosen,
-	// and fc the last forecast, made from a history that ended at fcEnd
-	// with fcLast.
+	// main follows the demand history with a forecast; tiers, with tiers,
+	// each tier's cumulative demand but the last's (which is all of it,
+	// the demand history).
+	main  follower
+	tiers []tierTrack
 	// pendingSince is when the current stretch of pending demand began
 	// (zero: none pending), for fleet.State.PendingSince.
 	pendingSince time.Time
-	online       *forecast.Online
-	fittedAt     time.Time
-	fc           forecast.Forecast
-	fcEnd        time.Time
-	fcLast       float64
 	prunedAt     time.Time
 }
 
@@ -184,7 +181,10 @@ func New(o Options) (*Loop, error) {
 type CycleResult struct {
 	State    *fleet.State
 	Forecast forecast.Forecast
-	Plan     planner.Plan
+	// TierForecasts are the tiers' cumulative forecasts the plan was
+	// made with (planner.Input.TierForecasts); none without tiers.
+	TierForecasts []forecast.Forecast
+	Plan          planner.Plan
 	// Outcomes[i] is what became of Plan.Actions[i].
 	Outcomes []Outcome
 	// PlanTook is the planner's time (for the controller's metrics).
@@ -229,7 +229,9 @@ func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, 
 	started := time.Now()
 	// The loop's own forecast is of the history, which leaves the
 	// announced demand under way out; Options.Forecast's is of all of it.
-	r.Plan = planner.Make(planner.Input{Settings: *l.o.Settings, State: st, Forecast: r.Forecast, Now: now, Unannounced: l.o.Forecast == nil})
+	r.TierForecasts = l.tierForecasts(now)
+	r.Plan = planner.Make(planner.Input{Settings: *l.o.Settings, State: st, Forecast: r.Forecast, TierForecasts: r.TierForecasts,
+		Now: now, Unannounced: l.o.Forecast == nil})
 	r.PlanTook = time.Since(started)
 	if r.Plan.ScaleInHalt != "" && !l.o.DryRun {
 		// A write that fails shortens no hold now, only the one a
@@ -305,6 +307,9 @@ func (l *Loop) record(now time.Time, obs Observation) error {
 			return err
 		}
 		l.hist.add(now, d)
+		if err := l.recordTiers(now, obs.State, d); err != nil {
+			return err
+		}
 		if err := l.o.Books.AppendDemand(HeldSeries, state.Sample{Time: now, Value: h}); err != nil {
 			return err
 		}
@@ -515,49 +520,13 @@ func (l *Loop) annotate(now time.Time, st *fleet.State) error {
 	return nil
 }
 
-// forecast follows the history with the chosen model, choosing and
-// calibrating it again once a day, and while the history was too short
-// to choose, each time it gains a step. A forecast is made again only
-// when the history changes: a step ends, or the peak of the one in
-// progress rises.
+// forecast is the forecast of the demand history (follower.forecast),
+// or Options.Forecast's.
 func (l *Loop) forecast(now time.Time) forecast.Forecast {
 	if l.o.Forecast != nil {
 		return l.o.Forecast(now)
 	}
-	h := l.hist.current()
-	if len(h.Values) == 0 {
-		return forecast.Forecast{}
-	}
-	end, last := h.End(), h.Values[len(h.Values)-1]
-	grown := !end.Equal(l.fcEnd)
-	refit := l.online == nil || now.Sub(l.fittedAt) >= forecast.Day || (l.online.Model() == "" && grown)
-	if !refit && !grown && last == l.fcLast {
-		return l.fc
-	}
-	if refit {
-		// The levels the planner buys the pools for, read at each refit:
-		// simulate writes its pools into the config after New.
-		settings := *l.o.Settings
-		levels, err := forecast.Levels(settings.Quantiles()...)
-		if err != nil {
-			l.log.Warn("no forecast; planning on current demand", "error", err)
-			return forecast.Forecast{}
-		}
-		o, err := forecast.NewOnline(h, l.o.Settings.Forecast.Horizon, levels)
-		if err != nil {
-			l.log.Warn("no forecast; planning on current demand", "error", err)
-			return forecast.Forecast{}
-		}
-		l.online, l.fittedAt = o, now
-	}
-	fc, err := l.online.Forecast(h)
-	if err != nil {
-		l.online = nil
-		l.log.Warn("no forecast this cycle; planning on current demand", "error", err)
-		return forecast.Forecast{}
-	}
-	l.fc, l.fcEnd, l.fcLast = fc, end, last
-	return fc
+	return l.main.forecast(l.hist.current(), now, l.o.Settings, l.log)
 }
 
 // act carries out a plan's actions and keeps the books of each: a pool

@@ -370,7 +370,7 @@ func TestForecastFollowsAndRefits(t *testing.T) {
 	f.books.AppendDemand(DemandSeries, samples...)
 	f.demand = 100
 	r, _ := l.Cycle(ctx, f, t0)
-	fitted := l.fittedAt
+	fitted := l.main.fittedAt
 	if len(r.Forecast.Values) == 0 || !fitted.Equal(t0) || !r.Forecast.Origin.Equal(t0.Add(l.o.Settings.Forecast.Step)) {
 		t.Fatalf("forecast %+v fitted at %v; want one from the step in progress, fitted at %v", r.Forecast, fitted, t0)
 	}
@@ -384,12 +384,12 @@ func TestForecastFollowsAndRefits(t *testing.T) {
 		t.Fatal("the forecast was not made again for a new peak in the step in progress")
 	}
 	for m := 3; m < 24*60; m++ {
-		if l.Cycle(ctx, f, t0.Add(time.Duration(m)*time.Minute)); !l.fittedAt.Equal(fitted) {
-			t.Fatalf("refitted at %v, before a day had passed", l.fittedAt)
+		if l.Cycle(ctx, f, t0.Add(time.Duration(m)*time.Minute)); !l.main.fittedAt.Equal(fitted) {
+			t.Fatalf("refitted at %v, before a day had passed", l.main.fittedAt)
 		}
 	}
-	if l.Cycle(ctx, f, t0.Add(24*time.Hour)); !l.fittedAt.Equal(t0.Add(24 * time.Hour)) {
-		t.Fatalf("fitted at %v a day on; want a refit", l.fittedAt)
+	if l.Cycle(ctx, f, t0.Add(24*time.Hour)); !l.main.fittedAt.Equal(t0.Add(24 * time.Hour)) {
+		t.Fatalf("fitted at %v a day on; want a refit", l.main.fittedAt)
 	}
 }
 

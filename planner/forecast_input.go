@@ -25,48 +25,12 @@ func (p *planner) sanitizeForecast() {
 		p.note(why.code, noForecastNote(why.text))
 		return
 	}
+	if huge, worst, ceiling := p.absurd(&in); huge > 0 {
+		p.note(ReasonForecastAbsurd, noForecastNote(fmt.Sprintf("%d absurd value(s), up to %.3g GPUs, above ten times what the fleet can hold, %.0f", huge, worst, ceiling)))
+		return
+	}
 	now := float64(p.plan.Demand.Total())
-	ceiling := float64(p.cfg.MaxFleetGPUs())
-	if ceiling > 0 {
-		huge, worst := 0, 0.0
-		for _, row := range in.Values {
-			for _, v := range row {
-				if v > 10*ceiling {
-					huge, worst = huge+1, max(worst, v)
-				}
-			}
-		}
-		if huge > 0 {
-			p.note(ReasonForecastAbsurd, noForecastNote(fmt.Sprintf("%d absurd value(s), up to %.3g GPUs, above ten times what the fleet can hold, %.0f", huge, worst, ceiling)))
-			return
-		}
-	}
-	var nan, neg int
-	f := in
-	f.Levels = slices.Clone(in.Levels)
-	f.Values = make([][]float64, len(in.Values))
-	for k, row := range in.Values {
-		f.Values[k] = slices.Clone(row)
-		for h, v := range f.Values[k] {
-			switch {
-			case math.IsNaN(v) || math.IsInf(v, 0):
-				f.Values[k][h], nan = now, nan+1
-			case v < 0:
-				f.Values[k][h], neg = 0, neg+1
-			}
-		}
-	}
-	// Quantiles do not cross: a level below another (a model's or the
-	// clean-up's doing) is raised to it, so that every pool's level and
-	// scale-in's read one consistent distribution.
-	crossed := 0
-	for h := range f.Steps() {
-		for k := 1; k < len(f.Values); k++ {
-			if f.Values[k][h] < f.Values[k-1][h] {
-				f.Values[k][h], crossed = f.Values[k-1][h], crossed+1
-			}
-		}
-	}
+	f, nan, neg, crossed := cleaned(in, now)
 	if crossed > 0 {
 		p.note(ReasonForecastCrossing, fmt.Sprintf("forecast had %d value(s) below a lower quantile's; raised to it", crossed))
 	}
@@ -81,6 +45,66 @@ func (p *planner) sanitizeForecast() {
 	}
 	p.plan.Forecast = &f
 	p.fc = &f
+}
+
+// cleanForecast is sanitizeForecast's clean copy of in, without its notes;
+// false for a forecast it would drop.
+func (p *planner) cleanForecast(in forecast.Forecast) (forecast.Forecast, bool) {
+	if why := malformed(&in); !why.none() {
+		return forecast.Forecast{}, false
+	}
+	if huge, _, _ := p.absurd(&in); huge > 0 {
+		return forecast.Forecast{}, false
+	}
+	f, _, _, _ := cleaned(in, float64(p.plan.Demand.Total()))
+	return f, true
+}
+
+// absurd counts the forecast's values over ten times what the fleet can
+// hold (ceiling), and the worst of them.
+func (p *planner) absurd(in *forecast.Forecast) (huge int, worst, ceiling float64) {
+	ceiling = float64(p.cfg.MaxFleetGPUs())
+	if ceiling <= 0 {
+		return 0, 0, ceiling
+	}
+	for _, row := range in.Values {
+		for _, v := range row {
+			if v > 10*ceiling {
+				huge, worst = huge+1, max(worst, v)
+			}
+		}
+	}
+	return huge, worst, ceiling
+}
+
+// cleaned is a copy of in with every value that is not a number replaced
+// by now and negatives raised to 0, and no quantile below a lower one's (a
+// level below another, a model's or the clean-up's doing, is raised to
+// it, so that every pool's level and scale-in's read one consistent
+// distribution); with how many of each it changed.
+func cleaned(in forecast.Forecast, now float64) (f forecast.Forecast, nan, neg, crossed int) {
+	f = in
+	f.Levels = slices.Clone(in.Levels)
+	f.Values = make([][]float64, len(in.Values))
+	for k, row := range in.Values {
+		f.Values[k] = slices.Clone(row)
+		for h, v := range f.Values[k] {
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				f.Values[k][h], nan = now, nan+1
+			case v < 0:
+				f.Values[k][h], neg = 0, neg+1
+			}
+		}
+	}
+	for h := range f.Steps() {
+		for k := 1; k < len(f.Values); k++ {
+			if f.Values[k][h] < f.Values[k-1][h] {
+				f.Values[k][h], crossed = f.Values[k-1][h], crossed+1
+			}
+		}
+	}
+	return f, nan, neg, crossed
 }
 
 // malformed says what is wrong with a forecast's shape; none if nothing.
@@ -116,12 +140,8 @@ func malformed(f *forecast.Forecast) cause {
 // has passed counts no more, so it delays a launch by at most one lead
 // time; and needOver, which scale-in keeps for, never counts it (scale-in
 // only waits for such a node to empty, endingSoon).
-func (p *planner) needAt(q float64, t time.Time) (int, Reason) {
-	v := 0.0
-	if p.fc != nil {
-		v = p.fc.At(q, t)
-	}
-	return p.need(v, t, t, p.endingFor(t))
+func (p *planner) needAt(lv level, t time.Time) (int, Reason) {
+	return p.need(lv, p.valueAt(lv, t), t, t, min(p.endingFor(t), p.pendingFor(lv)))
 }
 
 // nodeEnd is a node expected to be empty at at, with its GPUs.
@@ -182,18 +202,17 @@ func (p *planner) endsBy(t time.Time) time.Time {
 }
 
 // needOver is the most demand to provision for during [from, to] at the
-// quantile scale-in keeps for (p.q, keepQuantile), and what set it.
+// level scale-in keeps for (p.keep: p.q, keepQuantile, without tiers),
+// and what set it.
 func (p *planner) needOver(from, to time.Time) (int, Reason) {
-	v := 0.0
-	if p.fc != nil {
-		v = p.fc.Max(p.q, from, to)
-	}
-	return p.need(v, from, to, 0)
+	return p.need(p.keep, p.valueMax(p.keep, from, to), from, to, 0)
 }
 
-// need is a forecast value v for [from, to] as GPUs to provision for,
-// never below current demand with the GPUs announced ahead on top, and
-// what set it. While jobs are pending, current demand counts the free
+// need is a forecast value v for [from, to] as GPUs to provision for at
+// level lv, never below current demand (with tiers, the pending GPUs of
+// the level's tiers only, pendingFor, and the running GPUs of the tiers
+// that are not preemptible, countTiers) with the GPUs announced ahead on
+// top, and what set it. While jobs are pending, current demand counts the free
 // GPUs of busy nodes as held (p.stranded()): the pending jobs did not fit
 // there, so they are provisioned on whole empty nodes. Announced demand
 // ahead is added to current demand; a forecast of the demand not
@@ -203,9 +222,10 @@ func (p *planner) needOver(from, to time.Time) (int, Reason) {
 // expected to be empty (ending, at most the GPUs pending: see needAt) are
 // taken from what is needed, forecast or current demand: both count the
 // pending jobs that will start there.
-func (p *planner) need(v float64, from, to time.Time, ending int) (int, Reason) {
+func (p *planner) need(lv level, v float64, from, to time.Time, ending int) (int, Reason) {
 	ahead := p.announcedMax(false, from, to)
-	n, src := p.plan.Demand.Total()+p.stranded()+ahead, ReasonDemandNow
+	now := max(p.plan.Demand.RunningGPUs-p.preemptible, 0) + p.pendingFor(lv)
+	n, src := now+p.strandedFor(lv)+ahead, ReasonDemandNow
 	if p.fc != nil && p.in.Unannounced {
 		v += float64(p.announcedMax(true, from, to))
 	}

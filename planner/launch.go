@@ -46,9 +46,11 @@ func (p *planner) launch(t *tally) {
 		if p.unavailable(pp).none() && at.After(p.waitUntil) {
 			p.waitUntil = at
 		}
-		need, src := p.needAt(pp.q, at)
+		if len(p.cfg.Tiers) > 0 && len(pp.level) == 0 {
+			continue // no tier may buy the pool's capacity, or any worth it
+		}
+		need, src, have := p.needIn(t, pp.level, at)
 		need = max(need-p.scopedPending, 0)
-		have := p.have(t, at)
 		gap := need - have
 		if gap <= 0 {
 			if e := p.endingFor(at); e > 0 && gap+e > 0 {
@@ -72,13 +74,13 @@ func (p *planner) launch(t *tally) {
 		// scale-in keeps (keepQuantile): its shortfall is no one's to buy
 		// while it is refused. A reserved pool is bought whole, not to a
 		// level of its own.
-		q := min(pp.q, p.q)
+		lv := pp.level.capped(p.keep)
 		if pp.spec.Capacity == fleet.Reserved {
-			q = p.q
+			lv = p.keep
 		}
 		at := p.now.Add(pp.spec.LeadTime)
-		need, _ := p.needAt(q, at)
-		if gap := need - p.scopedPending - p.have(t, at) - pp.left; gap > short {
+		need, _ := p.needAt(lv, at)
+		if gap := need - p.scopedPending - (p.have(t, at) - p.foreign(t, at, lv)) - pp.left; gap > short {
 			short, shortAt = gap, at
 		}
 	}
@@ -108,7 +110,7 @@ func (p *planner) leftToFaster(t *tally, order []*poolPlan, pp *poolPlan, gap in
 			break
 		}
 		if c.spec.Capacity == fleet.Reserved || c.spec.LeadTime >= pp.spec.LeadTime ||
-			c.spec.PricePerGPUHour() >= pp.spec.PricePerGPUHour() || !p.unavailable(c).none() {
+			c.spec.PricePerGPUHour() >= pp.spec.PricePerGPUHour() || !p.unavailable(c).none() || !c.level.covers(pp.level) {
 			continue
 		}
 		room := c.spec.Max - c.size

@@ -28,7 +28,12 @@ type Input struct {
 	// ablation's truth, an outside forecast), which may expect the
 	// announced jobs already, so announcements only raise current demand.
 	Unannounced bool
-	Now         time.Time
+	// TierForecasts are, with two tiers or more (fleet.Settings.Tiers),
+	// the forecasts of each tier's cumulative demand, its jobs' and the
+	// higher tiers', by rank, but the last tier's, which is Forecast (the
+	// loop's TierDemand); without them each tier reads Forecast.
+	TierForecasts []forecast.Forecast
+	Now           time.Time
 }
 
 // poolPlan is the planner's working view of one pool. Its counts are
@@ -38,8 +43,10 @@ type poolPlan struct {
 	spec   *fleet.Pool
 	status fleet.PoolStatus
 	// q is the forecast quantile launch buys the pool for
-	// (fleet.ForecastSettings.QuantileFor).
-	q float64
+	// (fleet.ForecastSettings.QuantileFor), with tiers the highest of its
+	// level's; level is what launch buys it to (poolLevel).
+	q     float64
+	level level
 	// size counts the pool's live nodes (pending within deadline, ready,
 	// draining), and active the ones of them not draining: observe counts
 	// them (a cancelled drain is active again), launch adds its launches
@@ -196,16 +203,32 @@ type planner struct {
 	cfg *fleet.Settings
 	now time.Time
 	// q is the highest quantile of the burst pools not refused by their
-	// clouds: scale-in keeps what the forecast needs at it (keepQuantile).
+	// clouds: scale-in keeps what the forecast needs at it (keepQuantile);
+	// keep is that level, with tiers each tier's (keepLevel), and q its
+	// highest quantile.
 	q      float64
+	keep   level
 	pools  []*poolPlan
 	byName map[string]*poolPlan
 	// plan is the plan being built. Its Demand is counted by observe and
 	// read by the stages after it (what "now" needs).
 	plan Plan
 	// fc is the sanitized forecast (sanitizeForecast), which launch and
-	// scale-in provision for; nil when there is none.
-	fc *forecast.Forecast
+	// scale-in provision for; nil when there is none. tierFc are the
+	// tiers' cumulative forecasts (sanitizeTierForecasts), nil for one
+	// that reads fc; pendingTier the GPUs pending for each tier
+	// (fleet.PendingByTier).
+	fc          *forecast.Forecast
+	tierFc      []*forecast.Forecast
+	pendingTier []int
+	// heldBelow is, for each tier, the GPUs the running jobs of the tiers
+	// below it that are not preemptible hold; preemptible the GPUs the
+	// preemptible tiers' jobs hold (countTiers).
+	heldBelow   []int
+	preemptible int
+	// fragments is, with tiers, the free GPUs (preemptible jobs' counted
+	// free) of the ready nodes that other jobs hold some of (strandedFor).
+	fragments int
 	// window is how far ahead scale-in looks: the longest burst lead time
 	// plus the hysteresis.
 	window time.Duration
@@ -270,7 +293,8 @@ func Make(in Input) Plan {
 	longest, widest := time.Duration(0), 0
 	for i := range in.Settings.Pools {
 		pp := &poolPlan{spec: &in.Settings.Pools[i], status: fleet.PoolStatus{Name: in.Settings.Pools[i].Name}}
-		pp.q = in.Settings.Forecast.QuantileFor(pp.spec)
+		pp.level = p.poolLevel(pp.spec)
+		pp.q = pp.level.top()
 		p.pools = append(p.pools, pp)
 		p.byName[pp.spec.Name] = pp
 		if pp.spec.Capacity != fleet.Reserved {
@@ -296,9 +320,16 @@ func Make(in Input) Plan {
 		}
 	}
 
+	p.countTiers()
 	p.observe(t)
 	p.sanitizeForecast()
-	p.q = p.keepQuantile()
+	p.sanitizeTierForecasts()
+	p.keep = p.keepLevel()
+	p.q = p.keep.top()
+	if p.q == 0 {
+		// No tier buys any burst pool: the level of them all.
+		p.q = p.keepQuantile()
+	}
 	p.plan.Quantile = p.q
 	p.launch(t)
 	p.scaleIn(t)

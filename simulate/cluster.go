@@ -192,7 +192,7 @@ func (c *Cluster) Finish(j Job) {
 		h := e.classes[x.gpus]
 		if i := slices.Index(h.ids, int32(j)); i >= 0 {
 			heap.Remove(h, i)
-			e.queuedGPUs -= x.gpus
+			e.queue(x, -x.gpus)
 			e.st.waitGPUs += float64((e.now - x.queuedAt) * int64(x.gpus))
 		}
 		x.done = true

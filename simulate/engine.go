@@ -40,7 +40,13 @@ type stats struct {
 	// for (by a drain or a spot notice) ended (the job requeued with
 	// nothing lost).
 	completed, saved int
-	waits            []float64
+	// preempted counts the runs of best-effort jobs asked to checkpoint
+	// and stop for another tier's job (preempt); abandoned the jobs left
+	// queued at the end that nothing would ever run (stranded), and
+	// abandonedGPUs their work left, in GPU-seconds.
+	preempted, abandoned int
+	abandonedGPUs        float64
+	waits                []float64
 	// waitGPUs is GPU-seconds spent queued: every interval a job waits,
 	// first or again after a requeue, times its GPUs.
 	waitGPUs float64
@@ -70,12 +76,27 @@ type engine struct {
 	widths      []int
 	queuedGPUs  int
 	runningGPUs int
+	// queuedTier is the queued GPUs of each tier (with tiers: Options.tiers),
+	// and buysFor whether the reactive policies buy for a tier's queue
+	// (queuedBought).
+	queuedTier []int
+	buysFor    []bool
+	// yields says which tiers' jobs are preempted for the others'
+	// (preemptible); preemptAt is when preempt may next look.
+	yields    []bool
+	preemptAt int64
 	// buckets[t][f] holds the up, non-draining nodes with f free GPUs,
 	// reserved nodes in tier 0 and the others in tier 1: between nodes that
 	// fit a job equally well the scheduler takes a reserved one (paid for
 	// anyway), as a preferred node affinity for reserved capacity does.
 	buckets [2][][]*node
-	maxGPN  int
+	// others[f] counts the on-demand ([0]) and spot ([1]) nodes of
+	// buckets[1][f], for jobs whose tier runs on some capacity types only
+	// (job.runsOn).
+	others [][2]int
+	maxGPN int
+	// minGPN is the narrowest pool's GPUs per node.
+	minGPN  int
 	nextArr int
 	left    int // jobs not yet done
 
@@ -93,10 +114,8 @@ type engine struct {
 	// this cycle.
 	limits     fleet.Limits
 	limitedNow bool
-	// teamUsed counts, when the trace has teams (Options.teams), each
-	// team's GPU-seconds of useful work in each pool (team*len(pools) +
-	// pool), and teamWait each team's GPU-seconds queued; nil without.
-	teamUsed, teamWait []int64
+	// groups are the books of the jobs' teams and tiers (byTeam, byTier).
+	groups [groupKinds]groupBooks
 	// reports caches each node's jobs as its agent reports them, by node
 	// index.
 	reports []nodeJobs
@@ -114,11 +133,15 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 	for _, p := range pools {
 		e.pools = append(e.pools, simPool{spec: p, settings: sim.SettingsOf(p)})
 		e.maxGPN = max(e.maxGPN, p.GPUsPerNode)
+		if e.minGPN == 0 || p.GPUsPerNode < e.minGPN {
+			e.minGPN = p.GPUsPerNode
+		}
 	}
 	e.poolVer = make([]uint32, len(e.pools))
 	for t := range e.buckets {
 		e.buckets[t] = make([][]*node, e.maxGPN+1)
 	}
+	e.others = make([][2]int, e.maxGPN+1)
 	e.jobs = make([]job, len(tr.Jobs))
 	// Which jobs ignore drains is drawn from the seed, one draw per job in
 	// trace order, from a stream of its own: the same jobs for every policy,
@@ -143,11 +166,23 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 			e.jobs[i].limit = int64(math.Ceil(float64(secs(tj.Duration)) * timeLimitFactor(guess)))
 		}
 	}
-	if t := opt.teams; t != nil && len(t.of) == len(e.jobs) {
-		e.teamUsed = make([]int64, len(t.names)*len(e.pools))
-		e.teamWait = make([]int64, len(t.names))
+	for g, t := range [groupKinds]*teamTable{byTeam: opt.teams, byTier: opt.tiers} {
+		if t == nil || len(t.of) != len(e.jobs) {
+			continue
+		}
+		e.groups[g] = groupBooks{table: t, used: make([]int64, len(t.names)*len(e.pools)), wait: make([]int64, len(t.names))}
+		if groupKind(g) == byTier {
+			e.queuedTier, e.buysFor, e.yields = make([]int, len(t.names)), make([]bool, len(t.names)), make([]bool, len(t.names))
+			for k := range e.buysFor {
+				e.buysFor[k] = k >= len(opt.tierSpecs) || boughtFor(&opt.tierSpecs[k])
+				e.yields[k] = k < len(opt.tierSpecs) && preemptible(&opt.tierSpecs[k])
+			}
+		}
 		for i, k := range t.of {
-			e.jobs[i].team = k
+			e.jobs[i].group[g] = k
+			if groupKind(g) == byTier && int(k) < len(opt.tierSpecs) && !opt.Untiered {
+				e.jobs[i].runsOn = runsOn(&opt.tierSpecs[k])
+			}
 		}
 	}
 	e.left = len(e.jobs)
@@ -201,6 +236,9 @@ func (e *engine) run() error {
 			}
 			e.schedule()
 			nextTick += tick
+			if e.stranded() {
+				break
+			}
 		}
 		if t > 400*24*3600*10 {
 			return fmt.Errorf("simulation did not finish within 4,000 days (%d jobs left): the policy stopped serving the trace, or the pools cannot", e.left)

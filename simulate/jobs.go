@@ -30,9 +30,17 @@ type job struct {
 	// above 0, is the job's time limit in seconds, which each run gets
 	// anew (Options.RuntimeEstimates).
 	exact bool
-	// team is the job's index in Options.teams' names (0 without teams).
-	team  int32
-	limit int64
+	// group is the job's team (byTeam: its index in Options.teams'
+	// names) and tier (byTier: in Options.tiers', by rank), each 0 without
+	// them.
+	group [groupKinds]int32
+	// runsOn are the capacity types (kindBit) its tier's jobs run on; 0:
+	// any.
+	runsOn uint8
+	// preempted is set while the job writes the checkpoint a preemption
+	// asked for.
+	preempted bool
+	limit     int64
 	// saveAt is when the checkpoint a drain asked for is durable; -1 when
 	// none is being written.
 	saveAt int64
@@ -100,6 +108,7 @@ func (e *engine) stop(id int32, why stopCause) {
 	}
 	e.st.usedGPUs += float64(kept * int64(j.gpus))
 	e.chargeRun(j, kept)
+	e.unpreempt(j)
 	j.remaining -= kept
 	e.release(id)
 	j.start = -1
@@ -113,6 +122,7 @@ func (e *engine) finish(id int32) {
 	j := &e.jobs[id]
 	e.st.usedGPUs += float64((e.now - j.start) * int64(j.gpus))
 	e.chargeRun(j, e.now-j.start)
+	e.unpreempt(j)
 	j.remaining = 0
 	e.release(id)
 	j.done = true

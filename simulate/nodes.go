@@ -51,6 +51,7 @@ type node struct {
 	jobsVer   uint32 // bumped whenever jobs changes
 	bucketPos int    // index in its free-GPU bucket; -1 when in none
 	tier      uint8  // its buckets' tier: 0 reserved, 1 the others
+	kind      uint8  // its capacity type's bit (onReserved, onDemand, onSpot)
 }
 
 // holdReservations commits every reserved pool to its configured
@@ -174,6 +175,7 @@ func (e *engine) addNode(pi int, id string, lead int64) *node {
 	if p.spec.Capacity == fleet.Reserved {
 		n.tier = 0
 	}
+	n.kind = kindBit(p.spec.Capacity)
 	e.nodes = append(e.nodes, n)
 	e.live = append(e.live, n)
 	e.poolVer[pi]++
@@ -297,6 +299,9 @@ func (e *engine) reported(n *node) []fleet.Job {
 	for _, jid := range n.jobs {
 		j := &e.jobs[jid]
 		fj := fleet.Job{ID: j.id, GPUs: j.gpus, Start: e.at(j.start)}
+		if t := e.groups[byTier].table; t != nil {
+			fj.Tier = t.names[j.group[byTier]]
+		}
 		switch {
 		case j.exact: // the run's true end: the work left at its start
 			fj.ExpectedEnd = e.at(j.start + j.remaining)

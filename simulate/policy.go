@@ -205,8 +205,9 @@ func (r *reactive) tick(e *engine) error {
 			frag += r.held(n.free, n.gpn)
 		}
 	}
-	queue := max(0, e.queuedGPUs-empty)
-	if need := queue + max(0, r.buffer-max(0, empty-e.queuedGPUs)-frag); need > 0 {
+	queued := e.queuedBought()
+	queue := max(0, queued-empty)
+	if need := queue + max(0, r.buffer-max(0, empty-queued)-frag); need > 0 {
 		gpn := e.pools[order[0]].spec.GPUsPerNode
 		if launchAcross(e, order, (need+gpn-1)/gpn, leadTime(e)) > 0 {
 			r.lastUp = e.now
@@ -221,7 +222,7 @@ func (r *reactive) tick(e *engine) error {
 	// placeholders' GPUs beyond the buffer and beyond what queued jobs
 	// (wide ones, waiting for more empty nodes) will take, which removals
 	// may take.
-	spare := max(0, empty-e.queuedGPUs) + frag - r.buffer
+	spare := max(0, empty-queued) + frag - r.buffer
 	remove := map[int32]bool{}
 	var victims []*node
 	for _, n := range e.live {

@@ -117,6 +117,9 @@ func newPerfect(set *fleet.Settings, tr *trace.Trace, opt Options) (*predictive,
 func newLoopPolicy(set *fleet.Settings, opt Options, name string) *predictive {
 	p := &predictive{set: set, fleetName: opt.Fleet, base: opt.Start, reserved: -1, run: *set, fixed: -1, listLag: opt.listLag, keyedCloud: opt.keyedCloud}
 	p.run.Pools = nil // its own: the simulated pools are written into it
+	if opt.Untiered {
+		p.run.Tiers = nil
+	}
 	if opt.Reservations == Advised {
 		p.advise, p.nextBase, p.adviceEvery = true, secs(opt.AdviceAfter), adviceEvery
 		if opt.fixedCommit {
@@ -406,6 +409,8 @@ func (p *predictive) observe(e *engine, rd *actuator.Reading) *fleet.State {
 	st.CapturedAt = p.at(e.now)
 	st.Pools = p.statuses
 	st.PendingGPUs = e.pendingGPUs()
+	st.PendingTiers = e.pendingTiers(st.PendingTiers)
+	st.Scoped = e.pendingShapes(st.Scoped)
 	p.announce(e)
 	// No history: the planner's baseline advice is taken only with advised
 	// reservations, and then at their cadence (rebase), not every cycle.

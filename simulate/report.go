@@ -3,6 +3,7 @@ package simulate
 import (
 	"cmp"
 	"fmt"
+	"strings"
 
 	"io"
 	"slices"
@@ -49,6 +50,18 @@ type Result struct {
 	// spot notice) ended: each job requeued with nothing lost, to restart
 	// elsewhere (JSON only; the simulator prices no restart).
 	MovedJobs int `json:"moved_jobs"`
+	// Preempted counts the runs of best-effort jobs (a tier whose waiting
+	// is worth nothing) the simulated scheduler asked to checkpoint and
+	// stop to make room for another tier's job; each is in MovedJobs once
+	// its checkpoint is durable.
+	Preempted int `json:"preempted,omitempty"`
+	// Abandoned counts the jobs of tiers nothing is bought for (their
+	// waiting worth nothing) left queued when every other job had ended and
+	// the fleet held no node: nothing would ever run them, and the run ends
+	// there. Their waiting until then is in WaitGPUHours, and the work they
+	// did not do in AbandonedGPUHours.
+	Abandoned         int     `json:"abandoned,omitempty"`
+	AbandonedGPUHours float64 `json:"abandoned_gpu_hours,omitempty"`
 	// UnservedGPUHours is demand the oracle left unserved because nothing
 	// the pools and limits allow could hold it (its lower bound leaves it
 	// out); 0 for the other policies, which queue such demand and serve it
@@ -69,6 +82,9 @@ type Result struct {
 	// (jobs with none) last. Their cost_usd add up to CostUSD, their
 	// wait_gpu_hours to WaitGPUHours.
 	Teams []TeamResult `json:"teams,omitempty"`
+	// Tiers split the run among the jobs' tiers the same way, by rank,
+	// when the config has tiers (Options.Tiers); each row's Tier names it.
+	Tiers []TeamResult `json:"tiers,omitempty"`
 
 	// Capacity is the GPUs bought (reservations and nodes), sampled every
 	// Report.Demand step from the trace start; for the picture.
@@ -98,8 +114,11 @@ type Report struct {
 	HeadroomPlaceholders string `json:"headroom_placeholders"`
 	// LabelTeams is Options.LabelTeams: how many teams the jobs without
 	// one were labelled into (0: none were).
-	LabelTeams int      `json:"label_teams,omitempty"`
-	Policies   []Result `json:"policies"`
+	LabelTeams int `json:"label_teams,omitempty"`
+	// LabelTiers is Options.LabelTiers: the shares the jobs without a
+	// tier were labelled with (none: none were).
+	LabelTiers []TierShare `json:"label_tiers,omitempty"`
+	Policies   []Result    `json:"policies"`
 	// Demand is the trace's demand if every job ran from its submit, at the
 	// sampling step of the policies' Capacity; for the picture.
 	Demand fleet.Series `json:"-"`
@@ -149,27 +168,52 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return r.writeTeams(w)
+	if err := r.writeGroups(w, byTier); err != nil {
+		return err
+	}
+	for _, p := range r.Policies {
+		if p.Preempted > 0 || p.Abandoned > 0 {
+			fmt.Fprintf(w, "%s: %d best-effort run(s) preempted (a checkpoint, then the queue); %d job(s) abandoned, %.0f GPU-h of work: queued at the end with nothing to run them\n",
+				p.Policy, p.Preempted, p.Abandoned, p.AbandonedGPUHours)
+		}
+	}
+	return r.writeGroups(w, byTeam)
 }
 
 // maxTableTeams is how many teams a policy's rows of the table show, the
 // costliest first; the rest are summed in one row (the JSON has them all).
 const maxTableTeams = 20
 
-// writeTeams writes, when the policies have teams, each policy's split
-// among them: the policy's own figures (team "all"), then its teams, the
-// costliest first.
-func (r *Report) writeTeams(w io.Writer) error {
-	if !slices.ContainsFunc(r.Policies, func(p Result) bool { return len(p.Teams) > 0 }) {
+// writeGroups writes, when the policies have tiers (or teams), each
+// policy's split among them: the policy's own figures ("all"), then its
+// tiers by rank (its teams, the costliest first).
+func (r *Report) writeGroups(w io.Writer, g groupKind) error {
+	rows := func(p *Result) []TeamResult {
+		if g == byTier {
+			return p.Tiers
+		}
+		return p.Teams
+	}
+	if !slices.ContainsFunc(r.Policies, func(p Result) bool { return len(rows(&p)) > 0 }) {
 		return nil
 	}
-	labelled := ""
-	if r.LabelTeams > 0 {
+	word, labelled := "team", ""
+	switch {
+	case g == byTier:
+		word = "tier"
+		if len(r.LabelTiers) > 0 {
+			var parts []string
+			for _, s := range r.LabelTiers {
+				parts = append(parts, fmt.Sprintf("%s %.0f%%", s.Tier, 100*s.Share))
+			}
+			labelled = fmt.Sprintf(" (jobs without a tier labelled from the seed: %s)", strings.Join(parts, ", "))
+		}
+	case r.LabelTeams > 0:
 		labelled = fmt.Sprintf(" (jobs without a team labelled into %d teams from the seed)", r.LabelTeams)
 	}
-	fmt.Fprintf(w, "\nby team%s: used $ is a team's work at the price per GPU-hour of the nodes it ran on; idle $ is the rest of the cost (idle and booting capacity, lost work) shared in proportion to used $; waits from submission to first start\n\n", labelled)
+	fmt.Fprintf(w, "\nby %s%s: used $ is a %s's work at the price per GPU-hour of the nodes it ran on; idle $ is the rest of the cost (idle and booting capacity, lost work) shared in proportion to used $; waits from submission to first start\n\n", word, labelled, word)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tteam\tjobs\tGPU-h used\tused $\tidle $\tcost $\tshare\twait GPU-h\tp50\tp95\tp99\t")
+	fmt.Fprintf(tw, "policy\t%s\tjobs\tGPU-h used\tused $\tidle $\tcost $\tshare\twait GPU-h\tp50\tp95\tp99\t\n", word)
 	row := func(policy string, t TeamResult, of float64, waits bool) {
 		share := "-"
 		if of > 0 {
@@ -179,27 +223,30 @@ func (r *Report) writeTeams(w io.Writer) error {
 		if waits {
 			p50, p95, p99 = waitText(t.WaitP50), waitText(t.WaitP95), waitText(t.WaitP99)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%.0f\t%s\t%s\t%s\t\n", policy, t.Team, t.Jobs, t.UsedGPUHours,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%.0f\t%s\t%s\t%s\t\n", policy, t.Team+t.Tier, t.Jobs, t.UsedGPUHours,
 			t.UsedUSD, t.IdleShareUSD, t.CostUSD, share, t.WaitGPUHours, p50, p95, p99)
 	}
 	for _, p := range r.Policies {
-		if len(p.Teams) == 0 {
+		groups := rows(&p)
+		if len(groups) == 0 {
 			continue
 		}
 		all := TeamResult{Team: "all", UsedGPUHours: p.UsedGPUHours, CostUSD: p.CostUSD, WaitGPUHours: p.WaitGPUHours,
 			WaitP50: p.WaitP50, WaitP95: p.WaitP95, WaitP99: p.WaitP99}
-		for _, t := range p.Teams {
+		for _, t := range groups {
 			all.Jobs += t.Jobs
 			all.UsedUSD += t.UsedUSD
 			all.IdleShareUSD += t.IdleShareUSD
 		}
 		row(p.Policy, all, p.CostUSD, true)
-		teams := slices.Clone(p.Teams)
-		slices.SortStableFunc(teams, func(a, b TeamResult) int { return cmp.Compare(b.CostUSD, a.CostUSD) })
-		for i, t := range teams {
-			if i == maxTableTeams && len(teams) > maxTableTeams+1 {
-				rest := TeamResult{Team: fmt.Sprintf("%d more", len(teams)-i)}
-				for _, t := range teams[i:] {
+		groups = slices.Clone(groups)
+		if g == byTeam {
+			slices.SortStableFunc(groups, func(a, b TeamResult) int { return cmp.Compare(b.CostUSD, a.CostUSD) })
+		}
+		for i, t := range groups {
+			if i == maxTableTeams && len(groups) > maxTableTeams+1 {
+				rest := TeamResult{Team: fmt.Sprintf("%d more", len(groups)-i)}
+				for _, t := range groups[i:] {
 					rest.Jobs += t.Jobs
 					rest.UsedGPUHours += t.UsedGPUHours
 					rest.UsedUSD += t.UsedUSD

@@ -3,18 +3,31 @@ package simulate
 import (
 	"container/heap"
 	"sort"
+
+	"github.com/fleetcast/autoscaler/fleet"
 )
 
-// orderHeap is a queue of jobs by trace order.
+// orderHeap is a queue of jobs by tier (the higher first), then trace
+// order.
 type orderHeap struct {
 	ids  []int32
 	jobs []job
 }
 
 func (h *orderHeap) Len() int           { return len(h.ids) }
-func (h *orderHeap) Less(i, j int) bool { return h.jobs[h.ids[i]].order < h.jobs[h.ids[j]].order }
-func (h *orderHeap) Swap(i, j int)      { h.ids[i], h.ids[j] = h.ids[j], h.ids[i] }
-func (h *orderHeap) Push(x any)         { h.ids = append(h.ids, x.(int32)) }
+func (h *orderHeap) Less(i, j int) bool { return h.jobs[h.ids[i]].before(&h.jobs[h.ids[j]]) }
+
+// before reports whether the scheduler starts j before k, both queued and
+// fitting: the higher tier first (with tiers: Options.tiers), then the
+// earlier in the trace.
+func (j *job) before(k *job) bool {
+	if a, b := j.group[byTier], k.group[byTier]; a != b {
+		return a < b
+	}
+	return j.order < k.order
+}
+func (h *orderHeap) Swap(i, j int) { h.ids[i], h.ids[j] = h.ids[j], h.ids[i] }
+func (h *orderHeap) Push(x any)    { h.ids = append(h.ids, x.(int32)) }
 func (h *orderHeap) Pop() any {
 	x := h.ids[len(h.ids)-1]
 	h.ids = h.ids[:len(h.ids)-1]
@@ -32,31 +45,56 @@ func (e *engine) enqueue(id int32) {
 		sort.Ints(e.widths)
 	}
 	heap.Push(h, id)
-	e.queuedGPUs += j.gpus
+	e.queue(j, j.gpus)
 	j.queuedAt = e.now
 }
 
-// schedule starts queued jobs, first come first served with backfill: the
-// earliest job that fits starts, until none fits.
+// schedule starts queued jobs, first come first served within each tier,
+// the higher tiers first, with backfill: the first such job that fits
+// starts, until none fits.
 func (e *engine) schedule() {
 	for e.queuedGPUs > 0 {
 		best := int32(-1)
 		for _, w := range e.widths {
 			h := e.classes[w]
-			if h.Len() == 0 || !e.fits(w) {
+			if h.Len() == 0 || !e.fitsJob(&e.jobs[h.ids[0]]) {
 				continue
 			}
-			if id := h.ids[0]; best < 0 || e.jobs[id].order < e.jobs[best].order {
+			if id := h.ids[0]; best < 0 || e.jobs[id].before(&e.jobs[best]) {
 				best = id
 			}
 		}
 		if best < 0 {
+			if e.preempt() {
+				continue // room made at once: the head starts
+			}
 			return
 		}
 		heap.Pop(e.classes[e.jobs[best].gpus])
-		e.queuedGPUs -= e.jobs[best].gpus
+		e.queue(&e.jobs[best], -e.jobs[best].gpus)
 		e.start(best)
 	}
+}
+
+// queue counts gpus more queued (fewer, negative) for job j: in all, and
+// in its tier.
+func (e *engine) queue(j *job, gpus int) {
+	e.queuedGPUs += gpus
+	if e.queuedTier != nil {
+		e.queuedTier[j.group[byTier]] += gpus
+	}
+}
+
+// pendingTiers are the queued GPUs by tier (fleet.State.PendingTiers),
+// written over out; none without tiers.
+func (e *engine) pendingTiers(out []fleet.TierGPUs) []fleet.TierGPUs {
+	out = out[:0]
+	for k, g := range e.queuedTier {
+		if g > 0 {
+			out = append(out, fleet.TierGPUs{Tier: e.groups[byTier].table.names[k], GPUs: g})
+		}
+	}
+	return out
 }
 
 // pendingGPUs is what the simulated scheduler reports as pending, in
@@ -98,8 +136,10 @@ func (e *engine) start(id int32) {
 	j := &e.jobs[id]
 	j.start = e.now
 	e.st.waitGPUs += float64((e.now - j.queuedAt) * int64(j.gpus))
-	if e.teamWait != nil {
-		e.teamWait[j.team] += (e.now - j.queuedAt) * int64(j.gpus)
+	for g := range e.groups {
+		if w := e.groups[g].wait; w != nil {
+			w[j.group[g]] += (e.now - j.queuedAt) * int64(j.gpus)
+		}
 	}
 	if j.first < 0 {
 		j.first = e.now
@@ -107,7 +147,7 @@ func (e *engine) start(id int32) {
 	}
 	if j.gpus <= e.maxGPN {
 		for f := j.gpus; f <= e.maxGPN; f++ {
-			if n := e.pick(f); n != nil {
+			if n := e.pickFor(f, j.runsOn); n != nil {
 				j.nodes = append(j.nodes, n.idx)
 				n.jobs = append(n.jobs, id)
 				n.jobsVer++
@@ -117,7 +157,7 @@ func (e *engine) start(id int32) {
 		}
 	} else {
 		for need := j.gpus; need > 0; need -= e.maxGPN {
-			n := e.pick(e.maxGPN)
+			n := e.pickFor(e.maxGPN, j.runsOn)
 			j.nodes = append(j.nodes, n.idx)
 			n.jobs = append(n.jobs, id)
 			n.jobsVer++
@@ -162,6 +202,7 @@ func (e *engine) bucketAdd(n *node) {
 	b := e.buckets[n.tier][n.free]
 	n.bucketPos = len(b)
 	e.buckets[n.tier][n.free] = append(b, n)
+	e.countOther(n, 1)
 }
 
 func (e *engine) bucketRemove(n *node) {
@@ -174,4 +215,146 @@ func (e *engine) bucketRemove(n *node) {
 	last.bucketPos = n.bucketPos
 	e.buckets[n.tier][n.free] = b[:len(b)-1]
 	n.bucketPos = -1
+	e.countOther(n, -1)
+}
+
+// The capacity types as bits: of a node (node.kind), and of the types a
+// job's tier runs on (job.runsOn).
+const (
+	onReserved uint8 = 1 << iota
+	onDemand
+	onSpot
+	onAny = onReserved | onDemand | onSpot
+)
+
+// kindBit is capacity type c's bit.
+func kindBit(c fleet.CapacityType) uint8 {
+	switch c {
+	case fleet.Reserved:
+		return onReserved
+	case fleet.Spot:
+		return onSpot
+	}
+	return onDemand
+}
+
+// runsOn is the bits of the capacity types tier t's jobs run on (its
+// capacity_types: what may be bought for it is what it may run on); 0
+// when any.
+func runsOn(t *fleet.Tier) uint8 {
+	var m uint8
+	for _, c := range t.CapacityTypes {
+		m |= kindBit(c)
+	}
+	if m == onAny {
+		return 0
+	}
+	return m
+}
+
+// countOther counts node n, of the others' buckets, in or out of others.
+func (e *engine) countOther(n *node, d int) {
+	switch n.kind {
+	case onDemand:
+		e.others[n.free][0] += d
+	case onSpot:
+		e.others[n.free][1] += d
+	}
+}
+
+// freeOn is how many up, non-draining nodes with f free GPUs are of the
+// capacity types in mask (0: any).
+func (e *engine) freeOn(f int, mask uint8) int {
+	if mask == 0 {
+		return e.bucketLen(f)
+	}
+	n := 0
+	if mask&onReserved != 0 {
+		n += len(e.buckets[0][f])
+	}
+	if mask&onDemand != 0 {
+		n += e.others[f][0]
+	}
+	if mask&onSpot != 0 {
+		n += e.others[f][1]
+	}
+	return n
+}
+
+// fitsJob reports whether job j can start now, on the capacity types its
+// tier runs on.
+func (e *engine) fitsJob(j *job) bool {
+	if j.runsOn == 0 {
+		return e.fits(j.gpus)
+	}
+	w := j.gpus
+	if w <= e.maxGPN {
+		for f := w; f <= e.maxGPN; f++ {
+			if e.freeOn(f, j.runsOn) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	return e.freeOn(e.maxGPN, j.runsOn)*e.maxGPN >= w
+}
+
+// pickFor is a node with f free GPUs of the capacity types in mask (0:
+// any, pick), a reserved one if there is one; nil if none.
+func (e *engine) pickFor(f int, mask uint8) *node {
+	if mask == 0 {
+		return e.pick(f)
+	}
+	if b := e.buckets[0][f]; mask&onReserved != 0 && len(b) > 0 {
+		return b[len(b)-1]
+	}
+	if e.freeOn(f, mask&^onReserved) == 0 {
+		return nil
+	}
+	b := e.buckets[1][f]
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i].kind&mask != 0 {
+			return b[i]
+		}
+	}
+	return nil
+}
+
+// pendingShapes are, where the pools' nodes differ in width, the queued
+// jobs wider than the narrowest node, as a scheduler reports their shape
+// (fleet.State.Scoped): for each width, the GPUs of its jobs that fit on
+// one node, in nodes at least that wide, and those of the jobs wider than
+// any node as that many whole nodes of the widest. The jobs of tiers whose
+// jobs are preempted for the others' are left out: nothing is bought for
+// them. Written over out; none when every node is as wide.
+func (e *engine) pendingShapes(out []fleet.ScopedDemand) []fleet.ScopedDemand {
+	out = out[:0]
+	if e.minGPN == e.maxGPN {
+		return out
+	}
+	wide := fleet.ScopedDemand{MinGPUsPerNode: e.maxGPN}
+	for _, w := range e.widths {
+		if w <= e.minGPN {
+			continue
+		}
+		gpus, jobs := 0, 0
+		for _, id := range e.classes[w].ids {
+			if j := &e.jobs[id]; e.yields == nil || !e.yields[j.group[byTier]] {
+				gpus += w
+				jobs++
+			}
+		}
+		switch {
+		case gpus == 0:
+		case w <= e.maxGPN:
+			out = append(out, fleet.ScopedDemand{MinGPUsPerNode: w, GPUs: gpus})
+		default:
+			wide.GPUs += gpus
+			wide.Nodes += jobs * ((w + e.maxGPN - 1) / e.maxGPN)
+		}
+	}
+	if wide.GPUs > 0 {
+		out = append(out, wide)
+	}
+	return out
 }

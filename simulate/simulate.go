@@ -171,6 +171,25 @@ type Options struct {
 	// teams is the team of each job, made by resolve; nil when no job has
 	// one.
 	teams *teamTable
+	// LabelTiers, when set, gives each job the trace leaves without a
+	// tier one of the config's tiers, drawn from its ID and Seed with
+	// these shares (tierLabel; DefaultLabelTiers are the examples'), the
+	// same for every policy and every run of a seed. With the config's
+	// tiers (fleet.Settings.Tiers), each Result splits its cost and
+	// waiting among them (Result.Tiers), and the simulated scheduler
+	// starts a higher tier's queued jobs first.
+	LabelTiers []TierShare
+	// Untiered plans as if the config had no tiers (the comparison for
+	// tiered provisioning): the predictive and perfect policies provision
+	// for all demand alike, at forecast.wait_value_per_gpu_hour, and every
+	// job runs on any capacity type; the scheduler still starts the higher
+	// tiers' jobs first and preempts the zero-value tiers', and the
+	// reactive and headroom policies still buy nothing for those.
+	Untiered bool
+	// tiers is the tier of each job, made by resolve; nil without tiers.
+	// tierSpecs are the config's tiers (fleet.Settings.Tiers), by rank.
+	tiers     *teamTable
+	tierSpecs []fleet.Tier
 	// fixedCommit, with advised reservations, replaces the advice with a
 	// reservation of fixedNodes committed at the first commitment and
 	// never grown (RunAdviceCheck).
@@ -248,7 +267,7 @@ func Run(set *fleet.Settings, tr *trace.Trace, opt Options) (*Report, error) {
 	}
 	rep := &Report{Trace: tr.Name, Jobs: len(tr.Jobs), Days: tr.Span().Hours() / 24, Seed: opt.Seed,
 		Reservations: opt.Reservations, HeadroomGPUs: max(0, opt.HeadroomGPUs), HeadroomPlaceholders: opt.HeadroomPlaceholders,
-		LabelTeams: opt.LabelTeams}
+		LabelTeams: opt.LabelTeams, LabelTiers: opt.LabelTiers}
 	rep.Demand = tr.Demand(opt.sample)
 	rep.Demand.Start = opt.Start
 	results := make([]Result, len(Policies))
@@ -380,6 +399,16 @@ func (opt Options) resolve(set *fleet.Settings, tr *trace.Trace) (Options, error
 	if opt.teams == nil || len(opt.teams.of) != len(tr.Jobs) {
 		opt.teams = newTeamTable(tr, opt.LabelTeams, opt.Seed)
 	}
+	if err := checkLabelTiers(opt.LabelTiers, set.Tiers); err != nil {
+		return Options{}, err
+	}
+	if opt.tiers == nil || len(opt.tiers.of) != len(tr.Jobs) {
+		opt.tiers = newTierTable(tr, set.Tiers, opt.LabelTiers, opt.Seed)
+	}
+	opt.tierSpecs = set.Tiers
+	if err := checkTiersRun(set, opt); err != nil {
+		return Options{}, err
+	}
 	opt.sample = sampleStep(tr.Span())
 	return opt, nil
 }
@@ -422,6 +451,7 @@ func runPolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name string) (
 		}
 		r := oracle(tr, e.pools, secs(opt.sample), advice, set.Limits)
 		r.Teams = oracleTeams(opt.teams, tr, &r)
+		r.Tiers = asTiers(oracleTeams(opt.tiers, tr, &r))
 		return r, nil
 	}
 	pol, err := newPolicy(set, tr, opt, name)
@@ -478,11 +508,15 @@ func simulatePolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name stri
 		Launches:            e.st.launches,
 		Drains:              e.st.drains,
 		MovedJobs:           e.st.saved,
+		Preempted:           e.st.preempted,
+		Abandoned:           e.st.abandoned,
+		AbandonedGPUHours:   e.st.abandonedGPUs / 3600,
 		waits:               e.st.waits,
 		Capacity:            e.samples,
 	}
 	r.ReservedGPUs = reservedGPUs(e)
-	r.Teams = e.teamResults(e.st.cost)
+	r.Teams = e.groupResults(byTeam, e.st.cost)
+	r.Tiers = asTiers(e.groupResults(byTier, e.st.cost))
 	for _, p := range e.pools {
 		r.Pools = append(r.Pools, PoolUse{Pool: p.spec.Name, CostUSD: p.cost, ProvisionedGPUHours: p.gpuSeconds / 3600})
 	}

@@ -21,7 +21,10 @@ const MaxLabelTeams = 1000
 type TeamResult struct {
 	// Team is the jobs' team: the trace's team column, or the seeded
 	// label of Options.LabelTeams; usage.Unattributed for jobs with none.
-	Team string `json:"team"`
+	// Empty in a tier's row (Result.Tiers), which has Tier instead.
+	Team string `json:"team,omitempty"`
+	// Tier is the jobs' tier, in a tier's row (Result.Tiers).
+	Tier string `json:"tier,omitempty"`
 	// Jobs counts the team's jobs.
 	Jobs int `json:"jobs"`
 	// UsedGPUHours is the team's useful work (work lost to a scale-in or
@@ -204,34 +207,54 @@ func splitTeams(names []string, tallies []teamTally, total usage.Micros) []TeamR
 // team's use of each pool its nodes are in (a wide job's GPUs node by
 // node, whole nodes first).
 func (e *engine) chargeRun(j *job, kept int64) {
-	if e.teamUsed == nil || kept <= 0 {
-		return
-	}
-	row := e.teamUsed[int(j.team)*len(e.pools):][:len(e.pools)]
-	if len(j.nodes) == 1 {
-		row[e.nodes[j.nodes[0]].pool] += kept * int64(j.gpus)
-		return
-	}
-	left := j.gpus
-	for _, ni := range j.nodes {
-		n := e.nodes[ni]
-		g := min(left, n.gpn)
-		left -= g
-		row[n.pool] += kept * int64(g)
+	for g := range e.groups {
+		if e.groups[g].used == nil || kept <= 0 {
+			continue
+		}
+		row := e.groups[g].used[int(j.group[g])*len(e.pools):][:len(e.pools)]
+		if len(j.nodes) == 1 {
+			row[e.nodes[j.nodes[0]].pool] += kept * int64(j.gpus)
+			continue
+		}
+		left := j.gpus
+		for _, ni := range j.nodes {
+			n := e.nodes[ni]
+			w := min(left, n.gpn)
+			left -= w
+			row[n.pool] += kept * int64(w)
+		}
 	}
 }
 
-// teamResults are the run's teams (nil without teams), once it is over:
-// each team's use of each pool at the pool's price per GPU-hour, its
-// waits, and its share of the rest of cost, what the run cost.
-func (e *engine) teamResults(cost float64) []TeamResult {
-	t := e.opt.teams
-	if e.teamUsed == nil {
+// groupKind is a way the jobs are grouped: by team or by tier.
+type groupKind int
+
+const (
+	byTeam groupKind = iota
+	byTier
+	groupKinds
+)
+
+// groupBooks count, when the jobs have teams (or tiers), each group's
+// GPU-seconds of useful work in each pool (used[group*len(pools) +
+// pool]) and each group's GPU-seconds queued (wait); nil without.
+type groupBooks struct {
+	table      *teamTable
+	used, wait []int64
+}
+
+// groupResults are the run's teams or tiers (nil without), once it is
+// over: each group's use of each pool at the pool's price per GPU-hour,
+// its waits, and its share of the rest of cost, what the run cost.
+func (e *engine) groupResults(g groupKind, cost float64) []TeamResult {
+	b := &e.groups[g]
+	t := b.table
+	if b.used == nil {
 		return nil
 	}
 	tallies := make([]teamTally, len(t.names))
 	for i := range e.jobs {
-		tallies[e.jobs[i].team].jobs++
+		tallies[e.jobs[i].group[g]].jobs++
 	}
 	// One backing array for every team's waits.
 	all := make([]float64, len(e.jobs))
@@ -242,11 +265,11 @@ func (e *engine) teamResults(cost float64) []TeamResult {
 	}
 	for i := range e.jobs {
 		j := &e.jobs[i]
-		w := &tallies[j.team].waits
+		w := &tallies[j.group[g]].waits
 		*w = append(*w, float64(j.first-j.submit))
 	}
 	for k := range tallies {
-		row := e.teamUsed[k*len(e.pools):][:len(e.pools)]
+		row := b.used[k*len(e.pools):][:len(e.pools)]
 		for pi, secs := range row {
 			if secs == 0 {
 				continue
@@ -255,7 +278,7 @@ func (e *engine) teamResults(cost float64) []TeamResult {
 			tallies[k].usedSecs += float64(secs)
 			tallies[k].used += usage.MicrosOf(float64(secs) / 3600 * p.PricePerHour / float64(max(p.GPUsPerNode, 1)))
 		}
-		tallies[k].waitSecs = e.teamWait[k]
+		tallies[k].waitSecs = b.wait[k]
 	}
 	return splitTeams(t.names, tallies, usage.MicrosOf(cost))
 }

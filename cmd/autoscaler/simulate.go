@@ -52,6 +52,8 @@ func runSimulate(e *env, args []string) int {
 	fs.Var(&spotNotice, "spot-notice", "warning the cloud gives before reclaiming a spot node (default: simulate.spot_notice, 2m)")
 	fs.Var(&ckptDur, "checkpoint-duration", "how long a checkpoint asked for by a drain or a spot notice takes to be durable, 0 for at once (default: simulate.checkpoint_duration, 2m)")
 	unresponsive := fs.Float64("unresponsive-jobs", -1, "share of jobs, 0 to 1, that ignore drains and checkpoint only on their own schedule (default: simulate.unresponsive_jobs, 0.02)")
+	labelTiers := fs.String("label-tiers", "", "label each job the trace gives no tier with one of the config's tiers, drawn from its ID and -seed with these shares, such as critical=0.2,standard=0.5,best_effort=0.3 (the examples'); empty (off): such a job is the default tier's")
+	untiered := fs.Bool("untiered", false, "predictive provisions as if the config had no tiers (all demand alike, at forecast.wait_value_per_gpu_hour, on any capacity type), the scheduler still favouring the higher tiers: what tiered provisioning is compared with")
 	labelTeams := fs.Int("label-teams", 0, fmt.Sprintf("label each job the trace gives no team as one of team-01 .. team-N, drawn from its ID and -seed with Zipf weights (team k's weight 1/k), for the report's split by team; 0 (off) to %d", simulate.MaxLabelTeams))
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	plotPath := fs.String("plot", "", "draw demand and each policy's capacity over time (with -frontier: cost against waiting) to this file (.svg, .png or .pdf)")
@@ -96,6 +98,15 @@ func runSimulate(e *env, args []string) int {
 		return exitUsage
 	}
 	opt.LabelTeams = *labelTeams
+	opt.Untiered = *untiered
+	if *labelTiers != "" {
+		shares, err := simulate.ParseLabelTiers(*labelTiers)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "simulate: -label-tiers: %v\n", err)
+			return exitUsage
+		}
+		opt.LabelTiers = shares
+	}
 	if u := *unresponsive; u != -1 && !(u >= 0 && u <= 1) {
 		fmt.Fprintf(e.stderr, "simulate: -unresponsive-jobs %v: want a share of jobs from 0 to 1\n", u)
 		return exitUsage

@@ -1,0 +1,159 @@
+package planner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/forecast"
+)
+
+// tieredSettings are a reservation of one 8-GPU node and an on-demand pool,
+// with the examples' tiers: critical ($500), standard ($50, the default),
+// best_effort ($0, on reserved and spot capacity only).
+func tieredSettings() fleet.Settings {
+	set := fleet.DefaultSettings()
+	set.Pools = []fleet.Pool{pool("res", fleet.Reserved, 20, 10*time.Minute, 1, 1), pool("od", fleet.OnDemand, 55, 10*time.Minute, 0, 10)}
+	set.Tiers = []fleet.Tier{
+		{Name: "critical", Rank: 1, WaitValuePerGPUHour: 500},
+		{Name: "standard", Rank: 2, WaitValuePerGPUHour: 50, Default: true},
+		{Name: "best_effort", Rank: 3, CapacityTypes: []fleet.CapacityType{fleet.Reserved, fleet.Spot}},
+	}
+	return set
+}
+
+// levelled is a forecast of v GPUs at each of set's levels, for 3 hours.
+func levelled(set *fleet.Settings, v float64) forecast.Forecast {
+	f := flat(v)
+	f.Levels = set.Quantiles()
+	f.Values = make([][]float64, len(f.Levels))
+	for k := range f.Values {
+		f.Values[k] = flat(v).Values[0]
+	}
+	return f
+}
+
+// TestTieredLaunch: each tier is bought for at its own level, on the
+// capacity it may buy, on what the tiers below hold; a best-effort job's
+// GPUs are free for the others, and its demand buys nothing.
+func TestTieredLaunch(t *testing.T) {
+	job := func(gpus int, tier string) fleet.Job {
+		return fleet.Job{ID: tier, GPUs: gpus, Start: t0.Add(-time.Hour), Tier: tier}
+	}
+	onRes := func(jobs ...fleet.Job) []fleet.Node {
+		n := ready("r1", "res")
+		n.Jobs, n.IdleSince = jobs, time.Time{}
+		return []fleet.Node{n}
+	}
+	tests := []struct {
+		name    string
+		nodes   []fleet.Node
+		pending []fleet.TierGPUs
+		// the cumulative forecasts: critical, critical and standard, all
+		crit, upToStd, all float64
+		untiered           bool
+		want               int // on-demand nodes launched
+	}{
+		{name: "critical pending", nodes: onRes(job(8, "standard")), pending: []fleet.TierGPUs{{Tier: "critical", GPUs: 8}}, want: 1},
+		{name: "best-effort pending buys nothing", nodes: onRes(job(8, "standard")), pending: []fleet.TierGPUs{{Tier: "best_effort", GPUs: 16}}, want: 0},
+		{name: "best-effort job's GPUs are free", nodes: onRes(job(1, "best_effort")), pending: []fleet.TierGPUs{{Tier: "critical", GPUs: 8}}, want: 0},
+		{name: "a lower tier's job holds its GPUs", nodes: onRes(job(1, "standard")), pending: []fleet.TierGPUs{{Tier: "critical", GPUs: 8}}, want: 1},
+		{name: "best-effort forecast buys nothing", nodes: onRes(), crit: 16, upToStd: 16, all: 40, want: 1},
+		{name: "untiered, all of it", nodes: onRes(), crit: 16, upToStd: 16, all: 40, untiered: true, want: 4},
+		{name: "critical forecast on what standard holds", nodes: onRes(job(8, "standard")), crit: 8, upToStd: 8, all: 8, want: 1},
+		{name: "pending without a tier is the default's", nodes: onRes(job(8, "standard")), pending: []fleet.TierGPUs{{Tier: "", GPUs: 8}}, want: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := tieredSettings()
+			st := &fleet.State{CapturedAt: t0, Nodes: tt.nodes}
+			for _, p := range tt.pending {
+				st.PendingGPUs += p.GPUs
+				if p.Tier != "" {
+					st.PendingTiers = append(st.PendingTiers, p)
+				}
+			}
+			in := Input{Settings: set, State: st, Now: t0, Forecast: levelled(&set, tt.all),
+				TierForecasts: []forecast.Forecast{levelled(&set, tt.crit), levelled(&set, tt.upToStd)}}
+			if tt.untiered {
+				in.Settings.Tiers, in.TierForecasts = nil, nil
+			}
+			got := 0
+			for _, a := range actions(Make(in), Launch) {
+				if a.Pool != "od" {
+					t.Errorf("launched %d in %s", a.Count, a.Pool)
+				}
+				got += a.Count
+			}
+			if got != tt.want {
+				t.Errorf("launched %d on-demand nodes, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTierQuantiles: each tier's level in each pool comes from its own wait
+// value; a tier that may not buy a pool's capacity, or whose waiting is
+// worth nothing, has none there.
+func TestTierQuantiles(t *testing.T) {
+	set := tieredSettings()
+	od := &set.Pools[1]
+	spot := *od
+	spot.Capacity = fleet.Spot
+	crit, std, be := &set.Tiers[0], &set.Tiers[1], &set.Tiers[2]
+	f := &set.Forecast
+	g := *f
+	g.WaitValuePerGPUHour = 50
+	if q := f.TierQuantile(crit, od); q != f.QuantileFor(od) {
+		t.Errorf("critical on demand: %v, want %v", q, f.QuantileFor(od))
+	}
+	if q := f.TierQuantile(std, od); q != g.QuantileFor(od) || !(q < f.TierQuantile(crit, od)) {
+		t.Errorf("standard on demand: %v, want %v, below critical's", q, g.QuantileFor(od))
+	}
+	be.WaitValuePerGPUHour = 10
+	if q := f.TierQuantile(be, od); q != 0 {
+		t.Errorf("best_effort on demand: %v, want none", q)
+	}
+	if q := f.TierQuantile(be, &spot); !(q > 0) {
+		t.Errorf("best_effort at $10 on spot: %v, want a level", q)
+	}
+	be.WaitValuePerGPUHour = 0
+	if q := f.TierQuantile(be, &spot); q != 0 {
+		t.Errorf("best_effort at $0 on spot: %v, want none", q)
+	}
+}
+
+// TestTierCapacityTypes: capacity a tier may not run on does not serve
+// it, nor is its launch left to such a pool; and a pool no tier may buy
+// buys nothing, even for announced demand.
+func TestTierCapacityTypes(t *testing.T) {
+	set := tieredSettings()
+	spot := pool("spot", fleet.Spot, 20, 5*time.Minute, 0, 10)
+	set.Pools = append(set.Pools, spot)
+	set.Tiers[0].CapacityTypes = []fleet.CapacityType{fleet.OnDemand}
+	st := &fleet.State{CapturedAt: t0, PendingGPUs: 8, PendingTiers: []fleet.TierGPUs{{Tier: "critical", GPUs: 8}},
+		Nodes: []fleet.Node{ready("r1", "res", time.Minute), ready("s1", "spot")}}
+	st.Nodes[0].Jobs[0].GPUs, st.Nodes[0].Jobs[0].Tier = 8, "standard"
+	// An idle spot node, and a forecast of 16 critical GPUs that a
+	// cheaper, faster spot pool could buy were critical allowed there.
+	in := Input{Settings: set, State: st, Now: t0, Forecast: levelled(&set, 16),
+		TierForecasts: []forecast.Forecast{levelled(&set, 16), levelled(&set, 16)}}
+	od := 0
+	for _, a := range actions(Make(in), Launch) {
+		if a.Pool == "od" {
+			od += a.Count
+		}
+	}
+	if od != 2 {
+		t.Errorf("launched %d on-demand nodes for 16 critical GPUs with only spot idle, want 2", od)
+	}
+	// Only a tier worth nothing: nothing bought, announced or not.
+	set = tieredSettings()
+	set.Tiers = set.Tiers[2:]
+	set.Tiers[0].Default, set.Tiers[0].CapacityTypes = true, nil
+	st = &fleet.State{CapturedAt: t0, Nodes: []fleet.Node{ready("r1", "res")},
+		Announced: []fleet.Announcement{{ID: "a", StartAt: t0.Add(5 * time.Minute), GPUs: 16}}}
+	if l := actions(Make(Input{Settings: set, State: st, Now: t0, Forecast: levelled(&set, 16)}), Launch); len(l) != 0 {
+		t.Errorf("launched %+v for a tier worth nothing", l)
+	}
+}

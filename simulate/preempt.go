@@ -1,0 +1,190 @@
+package simulate
+
+import (
+	"slices"
+
+	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/planner"
+)
+
+// preemptEvery is how often the simulated scheduler looks for best-effort
+// jobs to preempt, in seconds (as a scheduler's preemption pass runs on
+// an interval, not on every event).
+const preemptEvery = 10
+
+// preemptible reports whether tier t's jobs are preempted for the others'
+// (planner.Preemptible: its waiting is worth nothing).
+func preemptible(t *fleet.Tier) bool { return planner.Preemptible(t) }
+
+// preemptBatch bounds the queued jobs one preemption pass makes room for.
+const preemptBatch = 256
+
+// preempt, with tiers, makes room for the queued jobs of the tiers that
+// are not preemptible, in order (by tier, then arrival), up to
+// preemptBatch of them: for each, on the node of the capacity types its
+// tier runs on where it fits with the fewest GPUs to spare once the
+// preemptible tiers' jobs there leave, it asks as many of those jobs as it
+// needs to checkpoint and stop, as a drain does (askCheckpoint: they
+// requeue with nothing lost once their checkpoint is durable); for a job
+// wider than a node, on as many of the widest nodes, emptied, as it needs
+// with the empty ones there are. It runs at most every
+// preemptEvery seconds, and after a pass that asked, not before its
+// checkpoints are durable. It reports whether room was made at once
+// (checkpoints that take no time).
+func (e *engine) preempt() bool {
+	if e.queuedTier == nil || e.now < e.preemptAt {
+		return false
+	}
+	e.preemptAt = e.now + preemptEvery
+	var queued []int32
+	for _, w := range e.widths {
+		for _, id := range e.classes[w].ids {
+			if !e.yields[e.jobs[id].group[byTier]] {
+				queued = append(queued, id)
+			}
+		}
+	}
+	if len(queued) == 0 {
+		return false
+	}
+	slices.SortFunc(queued, func(a, b int32) int {
+		if e.jobs[a].before(&e.jobs[b]) {
+			return -1
+		}
+		return 1
+	})
+	queued = queued[:min(len(queued), preemptBatch)]
+	// The nodes preemptible jobs hold GPUs on, and how many each could
+	// give (room: its free GPUs with theirs).
+	type cand struct {
+		n    *node
+		room int
+	}
+	var cands []cand
+	for _, n := range e.live {
+		if n.state != up || n.bucketPos < 0 {
+			continue
+		}
+		room := 0
+		for _, id := range n.jobs {
+			if e.yielding(&e.jobs[id]) {
+				room += min(e.jobs[id].gpus, n.gpn) // a wide job holds the whole node
+			}
+		}
+		if room > 0 {
+			cands = append(cands, cand{n, room + n.free})
+		}
+	}
+	asked, now := false, false
+	for _, id := range queued {
+		j := &e.jobs[id]
+		if j.gpus > e.maxGPN {
+			// Whole nodes of the widest size, each emptied.
+			var whole []int
+			for i := range cands {
+				if c := &cands[i]; c.n.gpn == e.maxGPN && c.room == e.maxGPN && (j.runsOn == 0 || c.n.kind&j.runsOn != 0) && len(whole)*e.maxGPN < j.gpus {
+					whole = append(whole, i)
+				}
+			}
+			if len(whole)*e.maxGPN+e.freeOn(e.maxGPN, j.runsOn)*e.maxGPN < j.gpus {
+				continue
+			}
+			for _, i := range whole {
+				cands[i].room = 0
+				a, n := e.evict(cands[i].n, e.maxGPN)
+				asked, now = asked || a, now || n
+			}
+			continue
+		}
+		best := -1
+		for i := range cands {
+			c := &cands[i]
+			if c.room >= j.gpus && (j.runsOn == 0 || c.n.kind&j.runsOn != 0) && (best < 0 || c.room < cands[best].room) {
+				best = i
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		c := &cands[best]
+		c.room -= j.gpus
+		a, n := e.evict(c.n, j.gpus)
+		asked, now = asked || a, now || n
+	}
+	if asked {
+		e.preemptAt = e.now + max(preemptEvery, e.ckptDur)
+	}
+	return now
+}
+
+// evict asks preemptible jobs on node n to leave until it has gpus free
+// GPUs, or will once their checkpoints are durable; it reports whether it
+// asked any, and whether one left at once.
+func (e *engine) evict(n *node, gpus int) (asked, now bool) {
+	need := gpus - n.free
+	for i := 0; i < len(n.jobs) && need > 0; i++ {
+		v := &e.jobs[n.jobs[i]]
+		if !e.yielding(v) {
+			continue
+		}
+		need -= min(v.gpus, n.gpn)
+		e.st.preempted++
+		asked = true
+		if e.askCheckpoint(n.jobs[i]) {
+			now = true
+			i-- // it left the node's jobs
+			continue
+		}
+		v.preempted = true
+	}
+	return asked, now
+}
+
+// yielding reports whether running job j would leave for a preemption: its
+// tier is preemptible, and it is not writing a checkpoint already nor one
+// that ignores such asks.
+func (e *engine) yielding(j *job) bool {
+	return e.yields[j.group[byTier]] && j.saveAt < 0 && !j.unresponsive && !j.preempted
+}
+
+// unpreempt ends job j's preemption, if it was asked for: its run ended.
+func (e *engine) unpreempt(j *job) { j.preempted = false }
+
+// stranded, with tiers, ends a run that could not end: when every job has
+// arrived, none runs, the fleet holds no node (up or booting), and the
+// jobs still queued are all of tiers the policies buy nothing for
+// (queuedBought), nothing would ever run them. They are abandoned: their
+// waiting counted to now, their work left counted apart. It reports
+// whether it ended the run.
+func (e *engine) stranded() bool {
+	if e.queuedTier == nil || e.nextArr < len(e.jobs) || e.runningGPUs > 0 || e.queuedGPUs == 0 || e.queuedBought() > 0 {
+		return false
+	}
+	for _, n := range e.live {
+		if n.state == up || n.state == booting {
+			return false
+		}
+	}
+	for _, w := range e.widths {
+		for _, id := range e.classes[w].ids {
+			j := &e.jobs[id]
+			e.st.waitGPUs += float64((e.now - j.queuedAt) * int64(j.gpus))
+			for g := range e.groups {
+				if w := e.groups[g].wait; w != nil {
+					w[j.group[g]] += (e.now - j.queuedAt) * int64(j.gpus)
+				}
+			}
+			if j.first < 0 {
+				j.first = e.now
+				e.st.waits = append(e.st.waits, float64(e.now-j.submit))
+			}
+			e.st.abandoned++
+			e.st.abandonedGPUs += float64(j.remaining * int64(j.gpus))
+			e.left--
+		}
+		e.classes[w].ids = e.classes[w].ids[:0]
+	}
+	e.queuedGPUs = 0
+	clear(e.queuedTier)
+	return true
+}
