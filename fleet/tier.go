@@ -33,7 +33,8 @@ const MaxTiers = 8
 
 // TierIndex is the index in tiers (by rank, as Settings.Tiers holds them)
 // of the tier called name: the default tier's when no tier is called
-// that, and 0 when tiers is empty.
+// that (a config always has one; without, the first), and 0 when tiers is
+// empty.
 func TierIndex(tiers []Tier, name string) int {
 	def := 0
 	for i := range tiers {

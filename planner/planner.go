@@ -130,6 +130,9 @@ type drainCandidate struct {
 	// is within scale-in's window (expectedEmpty; zero otherwise): scale-in
 	// for demand waits for them rather than drain a node (endingSoon).
 	endsBy time.Time
+	// yields is set for a busy node whose jobs are all of preemptible
+	// tiers (onlyPreemptible): drained before the other busy nodes.
+	yields bool
 }
 
 // tally is the fleet-wide running totals that the stages share: Make

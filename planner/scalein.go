@@ -151,7 +151,7 @@ func (p *planner) drainPool(s *scaleInPass, pp *poolPlan, prefix string, more fu
 	cands := make([]drainCandidate, 0, len(pp.candidates))
 	for _, c := range pp.candidates {
 		if !s.decided[c.node.ID] {
-			dc := drainCandidate{candidate: c}
+			dc := drainCandidate{candidate: c, yields: p.onlyPreemptible(c.node)}
 			dc.blocker, dc.oldestCheckpoint = p.drainBlocker(c.node)
 			if prefix == "" && c.silentFor == 0 && dc.blocker.none() && !c.node.Rebalance {
 				// A node the cloud may take soon (rebalance) goes
@@ -362,9 +362,11 @@ func (p *planner) drainBlocker(n *fleet.Node) (cause, time.Time) {
 
 // sortCandidates orders scale-in candidates: drainable before blocked,
 // then nodes the cloud recommends moving work off (a rebalance
-// recommendation), then idle before busy (longest idle first), then
-// freshest oldest checkpoint, then by ID, so the order is total and the
-// plan deterministic.
+// recommendation), then idle before busy (longest idle first), then busy
+// nodes of preemptible tiers' jobs only (their work worth nothing
+// waiting: asked to checkpoint and leave first), then freshest oldest
+// checkpoint, then by ID, so the order is total and the plan
+// deterministic.
 func sortCandidates(cs []drainCandidate) {
 	slices.SortFunc(cs, func(a, b drainCandidate) int {
 		ab, bb := a.silentFor > 0 || !a.blocker.none(), b.silentFor > 0 || !b.blocker.none()
@@ -383,6 +385,12 @@ func sortCandidates(cs []drainCandidate) {
 		ai, bi := len(a.node.Jobs) == 0, len(b.node.Jobs) == 0
 		if ai != bi {
 			if ai {
+				return -1
+			}
+			return 1
+		}
+		if !ai && a.yields != b.yields {
+			if a.yields {
 				return -1
 			}
 			return 1

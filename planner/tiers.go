@@ -330,3 +330,18 @@ func (p *planner) sanitizeTierForecasts() {
 		}
 	}
 }
+
+// onlyPreemptible reports whether every job on busy node n is of a
+// preemptible tier (none without tiers): scale-in drains such a node
+// before the other busy ones.
+func (p *planner) onlyPreemptible(n *fleet.Node) bool {
+	if len(p.cfg.Tiers) == 0 || len(n.Jobs) == 0 {
+		return false
+	}
+	for i := range n.Jobs {
+		if !Preemptible(&p.cfg.Tiers[fleet.TierIndex(p.cfg.Tiers, n.Jobs[i].Tier)]) {
+			return false
+		}
+	}
+	return true
+}

@@ -157,3 +157,24 @@ func TestTierCapacityTypes(t *testing.T) {
 		t.Errorf("launched %+v for a tier worth nothing", l)
 	}
 }
+
+// TestScaleInDrainsBestEffortFirst: of two busy nodes scale-in may drain,
+// the one that holds only a best-effort job goes first, though the other's
+// job checkpointed more recently.
+func TestScaleInDrainsBestEffortFirst(t *testing.T) {
+	set := tieredSettings()
+	res := ready("r1", "res")
+	a, b := ready("a", "od", 5*time.Minute), ready("b", "od", 20*time.Minute)
+	a.Jobs[0].Tier, b.Jobs[0].Tier = "standard", "best_effort"
+	st := &fleet.State{CapturedAt: t0, Nodes: []fleet.Node{res, a, b}}
+	in := Input{Settings: set, State: st, Now: t0, Forecast: levelled(&set, 0),
+		TierForecasts: []forecast.Forecast{levelled(&set, 0), levelled(&set, 0)}}
+	drains := actions(Make(in), Drain)
+	if len(drains) != 1 || drains[0].Node != "b" {
+		t.Errorf("drains %+v, want b's alone", drains)
+	}
+	in.Settings.Tiers, in.TierForecasts = nil, nil
+	if drains := actions(Make(in), Drain); len(drains) != 1 || drains[0].Node != "a" {
+		t.Errorf("without tiers, drains %+v, want a's (the fresher checkpoint)", drains)
+	}
+}

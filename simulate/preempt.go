@@ -168,16 +168,7 @@ func (e *engine) stranded() bool {
 	for _, w := range e.widths {
 		for _, id := range e.classes[w].ids {
 			j := &e.jobs[id]
-			e.st.waitGPUs += float64((e.now - j.queuedAt) * int64(j.gpus))
-			for g := range e.groups {
-				if w := e.groups[g].wait; w != nil {
-					w[j.group[g]] += (e.now - j.queuedAt) * int64(j.gpus)
-				}
-			}
-			if j.first < 0 {
-				j.first = e.now
-				e.st.waits = append(e.st.waits, float64(e.now-j.submit))
-			}
+			e.leaveQueue(j)
 			e.st.abandoned++
 			e.st.abandonedGPUs += float64(j.remaining * int64(j.gpus))
 			e.left--

@@ -130,11 +130,10 @@ func (e *engine) pick(f int) *node {
 	return nil
 }
 
-// start places a job: best fit on one node, or whole empty nodes for a job
-// wider than a node.
-func (e *engine) start(id int32) {
-	j := &e.jobs[id]
-	j.start = e.now
+// leaveQueue counts job j's wait since it joined the queue, now that it
+// leaves it: in all and for its team and tier, and, the first time, its
+// wait from submission.
+func (e *engine) leaveQueue(j *job) {
 	e.st.waitGPUs += float64((e.now - j.queuedAt) * int64(j.gpus))
 	for g := range e.groups {
 		if w := e.groups[g].wait; w != nil {
@@ -145,6 +144,14 @@ func (e *engine) start(id int32) {
 		j.first = e.now
 		e.st.waits = append(e.st.waits, float64(e.now-j.submit))
 	}
+}
+
+// start places a job: best fit on one node, or whole empty nodes for a job
+// wider than a node.
+func (e *engine) start(id int32) {
+	j := &e.jobs[id]
+	j.start = e.now
+	e.leaveQueue(j)
 	if j.gpus <= e.maxGPN {
 		for f := j.gpus; f <= e.maxGPN; f++ {
 			if n := e.pickFor(f, j.runsOn); n != nil {
