@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers/sim"
 	"github.com/fleetcast/autoscaler/trace"
 )
@@ -175,7 +176,7 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 			e.queuedTier, e.buysFor, e.yields = make([]int, len(t.names)), make([]bool, len(t.names)), make([]bool, len(t.names))
 			for k := range e.buysFor {
 				e.buysFor[k] = k >= len(opt.tierSpecs) || boughtFor(&opt.tierSpecs[k])
-				e.yields[k] = k < len(opt.tierSpecs) && preemptible(&opt.tierSpecs[k])
+				e.yields[k] = k < len(opt.tierSpecs) && planner.Preemptible(&opt.tierSpecs[k])
 			}
 		}
 		for i, k := range t.of {

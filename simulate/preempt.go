@@ -2,19 +2,12 @@ package simulate
 
 import (
 	"slices"
-
-	"github.com/fleetcast/autoscaler/fleet"
-	"github.com/fleetcast/autoscaler/planner"
 )
 
 // preemptEvery is how often the simulated scheduler looks for best-effort
 // jobs to preempt, in seconds (as a scheduler's preemption pass runs on
 // an interval, not on every event).
 const preemptEvery = 10
-
-// preemptible reports whether tier t's jobs are preempted for the others'
-// (planner.Preemptible: its waiting is worth nothing).
-func preemptible(t *fleet.Tier) bool { return planner.Preemptible(t) }
 
 // preemptBatch bounds the queued jobs one preemption pass makes room for.
 const preemptBatch = 256

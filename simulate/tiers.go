@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
@@ -134,7 +135,7 @@ func asTiers(rows []TeamResult) []TeamResult {
 // runs on on-demand or spot capacity, which they buy.
 func boughtFor(t *fleet.Tier) bool {
 	m := runsOn(t)
-	return t.WaitValuePerGPUHour > 0 && (m == 0 || m&(onDemand|onSpot) != 0)
+	return !planner.Preemptible(t) && (m == 0 || m&(onDemand|onSpot) != 0)
 }
 
 // queuedBought is the queued GPUs the reactive policies buy for: all of
