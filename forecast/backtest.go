@@ -87,37 +87,17 @@ type OriginScore struct {
 // Backtest runs the rolling-origin backtest of each model, and of auto
 // (the choice among them), on y.
 func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport, error) {
-	if opt.Origins <= 0 {
-		opt.Origins = 30
-	}
-	if opt.TrainDays <= 0 {
-		opt.TrainDays = 14
-	}
-	if !(opt.Quantile > 0 && opt.Quantile < 1) { // NaN too
-		opt.Quantile = 0.9
-	}
-	h, season := opt.Horizon, opt.Season
-	if h < 1 || season < 1 {
-		return BacktestReport{}, fmt.Errorf("backtest: horizon %d and season %d must be at least 1 step", h, season)
-	}
 	for i, v := range y {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return BacktestReport{}, fmt.Errorf("backtest: value %d is %v", i, v)
 		}
 	}
-	ntrain := min(len(y)-h-1, int(math.Round(opt.TrainDays*float64(season))))
-	first := max(ntrain, int(math.Round(float64(len(y))*0.6)))
-	last := len(y) - h
-	if ntrain < 2*season || first > last {
-		return BacktestReport{}, fmt.Errorf("backtest: %d steps are too few for a %.0f-day training window and %d-step horizon", len(y), opt.TrainDays, h)
-	}
-	origins := spread(first, last, opt.Origins)
-	levels, err := Levels(0.1, opt.Quantile, 0.9)
+	b, err := newBacktest(len(y), &opt)
 	if err != nil {
 		return BacktestReport{}, err
 	}
-	lo, up := slices.Index(levels, 0.1), slices.Index(levels, opt.Quantile)
-	hi := slices.Index(levels, 0.9)
+	h, season, ntrain, origins, levels := opt.Horizon, opt.Season, b.ntrain, b.origins, b.levels
+	lo, up, hi := b.lo, b.up, b.hi
 
 	accs := make([]acc, len(models)+1) // the last is auto
 	rep := BacktestReport{Origins: len(origins), Picks: map[string]int{}}
@@ -177,20 +157,65 @@ func Backtest(y []float64, models []Model, opt BacktestOptions) (BacktestReport,
 		if i < len(models) {
 			name = models[i].Name()
 		}
-		a := accs[i]
-		s := Score{Model: name, Failed: a.failed}
-		if a.n > 0 {
-			n := float64(a.n)
-			s.MASE, s.SMAPE, s.Pinball, s.Coverage80, s.FitMS = a.mase/n, a.smape/n, a.pinball/n, a.cover/n, a.ms/n
-			if a.n > 1 {
-				s.MASESE = math.Sqrt(max(0, a.mase2-n*s.MASE*s.MASE) / (n - 1) / n)
-			}
-		} else {
-			s.MASE, s.SMAPE, s.Pinball = math.NaN(), math.NaN(), math.NaN()
-		}
-		rep.Scores = append(rep.Scores, s)
+		rep.Scores = append(rep.Scores, accs[i].score(name))
 	}
 	return rep, nil
+}
+
+// score is the model's figures: the means of its sums, NaN where it never
+// forecast.
+func (a *acc) score(name string) Score {
+	s := Score{Model: name, Failed: a.failed}
+	if a.n == 0 {
+		s.MASE, s.SMAPE, s.Pinball = math.NaN(), math.NaN(), math.NaN()
+		return s
+	}
+	n := float64(a.n)
+	s.MASE, s.SMAPE, s.Pinball, s.Coverage80, s.FitMS = a.mase/n, a.smape/n, a.pinball/n, a.cover/n, a.ms/n
+	if a.n > 1 {
+		s.MASESE = math.Sqrt(max(0, a.mase2-n*s.MASE*s.MASE) / (n - 1) / n)
+	}
+	return s
+}
+
+// backtest is a rolling-origin backtest's layout over a series of n
+// steps (BacktestOptions): the training window's length, the origins, and
+// the quantile levels predicted, with the indices of the 10% level, the
+// pinball loss's and the 90% level in them.
+type backtest struct {
+	ntrain     int
+	origins    []int
+	levels     []float64
+	lo, up, hi int
+}
+
+// newBacktest lays out a backtest over n steps, filling opt's defaults.
+func newBacktest(n int, opt *BacktestOptions) (backtest, error) {
+	if opt.Origins <= 0 {
+		opt.Origins = 30
+	}
+	if opt.TrainDays <= 0 {
+		opt.TrainDays = 14
+	}
+	if !(opt.Quantile > 0 && opt.Quantile < 1) { // NaN too
+		opt.Quantile = 0.9
+	}
+	h, season := opt.Horizon, opt.Season
+	if h < 1 || season < 1 {
+		return backtest{}, fmt.Errorf("backtest: horizon %d and season %d must be at least 1 step", h, season)
+	}
+	ntrain := min(n-h-1, int(math.Round(opt.TrainDays*float64(season))))
+	first := max(ntrain, int(math.Round(float64(n)*0.6)))
+	last := n - h
+	if ntrain < 2*season || first > last {
+		return backtest{}, fmt.Errorf("backtest: %d steps are too few for a %.0f-day training window and %d-step horizon", n, opt.TrainDays, h)
+	}
+	levels, err := Levels(0.1, opt.Quantile, 0.9)
+	if err != nil {
+		return backtest{}, err
+	}
+	return backtest{ntrain: ntrain, origins: spread(first, last, opt.Origins), levels: levels,
+		lo: slices.Index(levels, 0.1), up: slices.Index(levels, opt.Quantile), hi: slices.Index(levels, 0.9)}, nil
 }
 
 // acc is one model's running sums over the origins.

@@ -89,9 +89,9 @@ func reservedBaselineReason(pp *poolPlan) string {
 
 // demandReason says why a launch is made for demand: src is
 // ReasonForecast, ReasonDemandNow or ReasonAnnounced, as needAt said.
-func (p *planner) demandReason(src Reason, q float64, need int, at time.Time, lead time.Duration, have int) string {
+func (p *planner) demandReason(src Reason, by tierLevel, need int, at time.Time, lead time.Duration, have int) string {
 	e := p.endingFor(at)
-	why := p.sourceReason(src, q, need+e, at, lead, have) // need is less the ends
+	why := p.sourceReason(src, by, need+e, at, lead, have) // need is less the ends
 	if e > 0 {
 		why += fmt.Sprintf("; %d of the pending start on nodes whose jobs are expected to end by %s", e, clock(p.endsBy(at)))
 	}
@@ -99,9 +99,9 @@ func (p *planner) demandReason(src Reason, q float64, need int, at time.Time, le
 }
 
 // sourceReason is demandReason's words for src alone.
-func (p *planner) sourceReason(src Reason, q float64, need int, at time.Time, lead time.Duration, have int) string {
+func (p *planner) sourceReason(src Reason, by tierLevel, need int, at time.Time, lead time.Duration, have int) string {
 	if src == ReasonForecast {
-		return fmt.Sprintf("forecast %s needs %d GPUs at %s%s, lead time %s; have %d", pct(q), need, clock(at), p.announcedText(at, at), age(lead), have)
+		return fmt.Sprintf("%s needs %d GPUs at %s%s, lead time %s; have %d", p.forecastText(by), need, clock(at), p.announcedText(at, at), age(lead), have)
 	}
 	if src == ReasonAnnounced {
 		return fmt.Sprintf("%d GPUs in use, pending or announced for %s (%d pending%s, %d announced); have %d", need, clock(at),

@@ -49,7 +49,7 @@ func (p *planner) launch(t *tally) {
 		if len(p.cfg.Tiers) > 0 && len(pp.level) == 0 {
 			continue // no tier may buy the pool's capacity, or any worth it
 		}
-		need, src, have := p.needIn(t, pp.level, at)
+		need, src, have, by := p.needIn(t, pp.level, at)
 		need = max(need-p.scopedPending, 0)
 		gap := need - have
 		if gap <= 0 {
@@ -65,7 +65,7 @@ func (p *planner) launch(t *tally) {
 			}
 		}
 		gpn := pp.spec.GPUsPerNode
-		p.launchIn(t, pp, (gap+gpn-1)/gpn, fmt.Sprintf("%d GPUs needed at %s", gap, clock(at)), src, p.demandReason(src, pp.q, need, at, pp.spec.LeadTime, have))
+		p.launchIn(t, pp, (gap+gpn-1)/gpn, fmt.Sprintf("%d GPUs needed at %s", gap, clock(at)), src, p.demandReason(src, by, need, at, pp.spec.LeadTime, have))
 	}
 	// What no pool could buy, at the worst moment.
 	short, shortAt := 0, time.Time{}

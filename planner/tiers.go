@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -147,11 +148,11 @@ func (p *planner) below(k int) float64 {
 // tier of the level is weighed apart: its forecast (with what the lower
 // tiers hold) or its and the higher tiers' pending GPUs, against the
 // capacity it may run on; the tier short of the most sets the need.
-func (p *planner) needIn(t *tally, lv level, at time.Time) (need int, src Reason, have int) {
+func (p *planner) needIn(t *tally, lv level, at time.Time) (need int, src Reason, have int, by tierLevel) {
 	all := p.have(t, at)
 	if len(p.cfg.Tiers) == 0 {
 		need, src = p.needAt(lv, at)
-		return need, src, all
+		return need, src, all, tierLevel{tier: -1, q: lv.top()}
 	}
 	gap := math.MinInt
 	for i, e := range lv {
@@ -159,10 +160,24 @@ func (p *planner) needIn(t *tally, lv level, at time.Time) (need int, src Reason
 		n, s := p.need(up, p.valueAt(level{e}, at), at, at, min(p.endingFor(at), p.pendingFor(up)))
 		h := all - p.foreign(t, at, level{e})
 		if n-h > gap {
-			gap, need, src, have = n-h, n, s, h
+			gap, need, src, have, by = n-h, n, s, h, e
 		}
 	}
-	return need, src, have
+	return need, src, have, by
+}
+
+// forecastText names the forecast a tier's level reads, as the plan's
+// words say it: "forecast p99" without tiers (or for a tier that reads the
+// whole forecast), else the tier's, with the higher tiers' demand in it.
+func (p *planner) forecastText(e tierLevel) string {
+	if e.tier < 0 || e.tier >= len(p.cfg.Tiers) || p.forecastOf(e.tier) == p.fc {
+		return "forecast " + pct(e.q)
+	}
+	name := p.cfg.Tiers[e.tier].Name
+	if e.tier == 0 {
+		return fmt.Sprintf("tier %s's forecast %s", name, pct(e.q))
+	}
+	return fmt.Sprintf("tier %s's forecast %s (with the tiers above)", name, pct(e.q))
 }
 
 // covers reports whether every tier of level o has a part in lv: capacity

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -52,15 +53,17 @@ func TestTieredLaunch(t *testing.T) {
 		// the cumulative forecasts: critical, critical and standard, all
 		crit, upToStd, all float64
 		untiered           bool
-		want               int // on-demand nodes launched
+		want               int    // on-demand nodes launched
+		why                string // in the launch's reason, when set
 	}{
 		{name: "critical pending", nodes: onRes(job(8, "standard")), pending: []fleet.TierGPUs{{Tier: "critical", GPUs: 8}}, want: 1},
 		{name: "best-effort pending buys nothing", nodes: onRes(job(8, "standard")), pending: []fleet.TierGPUs{{Tier: "best_effort", GPUs: 16}}, want: 0},
 		{name: "best-effort job's GPUs are free", nodes: onRes(job(1, "best_effort")), pending: []fleet.TierGPUs{{Tier: "critical", GPUs: 8}}, want: 0},
 		{name: "a lower tier's job holds its GPUs", nodes: onRes(job(1, "standard")), pending: []fleet.TierGPUs{{Tier: "critical", GPUs: 8}}, want: 1},
-		{name: "best-effort forecast buys nothing", nodes: onRes(), crit: 16, upToStd: 16, all: 40, want: 1},
-		{name: "untiered, all of it", nodes: onRes(), crit: 16, upToStd: 16, all: 40, untiered: true, want: 4},
-		{name: "critical forecast on what standard holds", nodes: onRes(job(8, "standard")), crit: 8, upToStd: 8, all: 8, want: 1},
+		{name: "best-effort forecast buys nothing", nodes: onRes(), crit: 16, upToStd: 16, all: 40, want: 1, why: "tier critical's forecast p94.8 needs 16 GPUs"},
+		{name: "untiered, all of it", nodes: onRes(), crit: 16, upToStd: 16, all: 40, untiered: true, want: 4, why: "forecast p94.8 needs 40 GPUs"},
+		{name: "critical forecast on what standard holds", nodes: onRes(job(8, "standard")), crit: 8, upToStd: 8, all: 8, want: 1, why: "tier critical's forecast"},
+		{name: "standard's forecast, with critical's", nodes: onRes(), crit: 4, upToStd: 24, all: 24, want: 2, why: "tier standard's forecast p64.5 (with the tiers above) needs 24 GPUs"},
 		{name: "pending without a tier is the default's", nodes: onRes(job(8, "standard")), pending: []fleet.TierGPUs{{Tier: "", GPUs: 8}}, want: 1},
 	}
 	for _, tt := range tests {
@@ -84,6 +87,9 @@ func TestTieredLaunch(t *testing.T) {
 					t.Errorf("launched %d in %s", a.Count, a.Pool)
 				}
 				got += a.Count
+				if !strings.Contains(a.Reason, tt.why) {
+					t.Errorf("reason %q, want %q in it", a.Reason, tt.why)
+				}
 			}
 			if got != tt.want {
 				t.Errorf("launched %d on-demand nodes, want %d", got, tt.want)

@@ -81,7 +81,10 @@ type engine struct {
 	// and buysFor whether the reactive policies buy for a tier's queue
 	// (queuedBought).
 	queuedTier []int
-	buysFor    []bool
+	// boughtWidth is the queued GPUs of the jobs the reactive policies
+	// buy for (queuedBought), by the jobs' width.
+	boughtWidth map[int]int
+	buysFor     []bool
 	// yields says which tiers' jobs are preempted for the others'
 	// (preemptible); preemptAt is when preempt may next look.
 	yields    []bool
@@ -129,7 +132,7 @@ type engine struct {
 }
 
 func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*engine, error) {
-	e := &engine{opt: opt, classes: map[int]*orderHeap{}, policy: pol, liveByID: map[string]*node{},
+	e := &engine{opt: opt, classes: map[int]*orderHeap{}, boughtWidth: map[int]int{}, policy: pol, liveByID: map[string]*node{},
 		rng: rand.New(rand.NewPCG(uint64(opt.Seed), 0x51a7e)), ckptDur: max(0, secs(opt.CheckpointDuration))}
 	for _, p := range pools {
 		e.pools = append(e.pools, simPool{spec: p, settings: sim.SettingsOf(p)})

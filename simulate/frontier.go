@@ -31,9 +31,10 @@ var FrontierBuffers = []int{0, 64, 128, 256, 512}
 
 // FrontierPoint is one policy at one provisioning level.
 type FrontierPoint struct {
-	// Policy is "predictive", "headroom" or "perfect"; Level is its
-	// forecast quantile (0: each pool's by expected cost, the config's own
-	// choice when it sets no quantile), its buffer in GPUs, or the perfect
+	// Policy is "predictive", "untiered" (predictive planning as if the
+	// config had no tiers), "headroom" or "perfect"; Level is its forecast
+	// quantile (0: each pool's by expected cost, the config's own choice
+	// when it sets no quantile), its buffer in GPUs, or the perfect
 	// ablation's margin over the true demand (Options.PerfectMargin).
 	Policy string  `json:"policy"`
 	Level  float64 `json:"level"`
@@ -57,11 +58,17 @@ type Frontier struct {
 	// OracleCostUSD is the clairvoyant lower bound on cost at no wait.
 	OracleCostUSD float64 `json:"oracle_cost_usd"`
 	// Points are headroom's, by buffer, then perfect's, by margin, then
-	// predictive's, by quantile.
+	// predictive's, by quantile, then, with tiers, untiered's: the
+	// predictive policy planning as if the config had none
+	// (Options.Untiered), by quantile.
 	Points []FrontierPoint `json:"points"`
 	// AtBuffers reads the other frontiers at each buffer's waiting: what
 	// the forecast buys against the practice it competes with.
 	AtBuffers []BufferLevel `json:"at_buffers"`
+	// Tiers reads the frontiers again with each tier's waiting, when the
+	// config has tiers: cost against the GPU-hours that tier's jobs
+	// waited.
+	Tiers []TierFrontier `json:"tiers,omitempty"`
 }
 
 // BufferLevel is the frontiers read at the waiting of one headroom
@@ -77,6 +84,9 @@ type BufferLevel struct {
 	Predictive Reading `json:"predictive"`
 	// Perfect is nil when the frontier ran no perfect ablation.
 	Perfect *Reading `json:"perfect,omitempty"`
+	// Untiered is the untiered predictive frontier read there; nil unless
+	// the frontier ran it (with tiers, and without Options.Untiered).
+	Untiered *Reading `json:"untiered,omitempty"`
 }
 
 // Reading is one policy's frontier read at a waiting level (readAt).
@@ -111,28 +121,9 @@ type Reading struct {
 // point's cost (Beyond); one below the least waiting, or not a number,
 // is not reached.
 func readAt(points []FrontierPoint, policy string, wait float64) Reading {
-	var own []FrontierPoint
-	for _, p := range points {
-		if p.Policy == policy && !math.IsNaN(p.WaitGPUHours) && !math.IsNaN(p.CostUSD) {
-			own = append(own, p)
-		}
-	}
-	if len(own) == 0 {
+	hull := hullOf(points, policy)
+	if len(hull) == 0 {
 		return Reading{}
-	}
-	slices.SortStableFunc(own, func(a, b FrontierPoint) int {
-		return cmp.Or(cmp.Compare(a.WaitGPUHours, b.WaitGPUHours), cmp.Compare(a.CostUSD, b.CostUSD))
-	})
-	// Waiting rises and cost falls strictly along the hull.
-	var hull []FrontierPoint
-	for _, p := range own {
-		if len(hull) > 0 && p.CostUSD >= hull[len(hull)-1].CostUSD {
-			continue
-		}
-		for len(hull) >= 2 && !under(hull[len(hull)-2], hull[len(hull)-1], p) {
-			hull = hull[:len(hull)-1]
-		}
-		hull = append(hull, p)
 	}
 	r := Reading{LeastWaitGPUHours: hull[0].WaitGPUHours}
 	name := func(p FrontierPoint) string { return levelText(p.Policy, p.Level) }
@@ -160,6 +151,33 @@ func readAt(points []FrontierPoint, policy string, wait float64) Reading {
 	return r
 }
 
+// hullOf is policy's frontier: the lower convex hull of its points (those
+// with numbers for cost and waiting) that no other of its points beats on
+// cost at no more waiting, in order of waiting; waiting rises and cost
+// falls strictly along it.
+func hullOf(points []FrontierPoint, policy string) []FrontierPoint {
+	var own []FrontierPoint
+	for _, p := range points {
+		if p.Policy == policy && !math.IsNaN(p.WaitGPUHours) && !math.IsNaN(p.CostUSD) {
+			own = append(own, p)
+		}
+	}
+	slices.SortStableFunc(own, func(a, b FrontierPoint) int {
+		return cmp.Or(cmp.Compare(a.WaitGPUHours, b.WaitGPUHours), cmp.Compare(a.CostUSD, b.CostUSD))
+	})
+	var hull []FrontierPoint
+	for _, p := range own {
+		if len(hull) > 0 && p.CostUSD >= hull[len(hull)-1].CostUSD {
+			continue
+		}
+		for len(hull) >= 2 && !under(hull[len(hull)-2], hull[len(hull)-1], p) {
+			hull = hull[:len(hull)-1]
+		}
+		hull = append(hull, p)
+	}
+	return hull
+}
+
 // under reports whether m lies strictly under the straight line from a to
 // b, where a waits less than m and m less than b.
 func under(a, m, b FrontierPoint) bool {
@@ -170,6 +188,7 @@ func under(a, m, b FrontierPoint) bool {
 // and perfect's when it ran, read at each buffer's waiting.
 func (f *Frontier) readBuffers() {
 	perfect := slices.ContainsFunc(f.Points, func(p FrontierPoint) bool { return p.Policy == "perfect" })
+	untiered := slices.ContainsFunc(f.Points, func(p FrontierPoint) bool { return p.Policy == "untiered" })
 	for _, h := range f.Points {
 		if h.Policy != "headroom" {
 			continue
@@ -188,6 +207,10 @@ func (f *Frontier) readBuffers() {
 			r := read("perfect")
 			at.Perfect = &r
 		}
+		if untiered {
+			r := read("untiered")
+			at.Untiered = &r
+		}
 		f.AtBuffers = append(f.AtBuffers, at)
 	}
 }
@@ -197,7 +220,9 @@ func (f *Frontier) readBuffers() {
 // (forecast.quantile replaced) and, when the config sets no quantile, at
 // its own choice by cost, and the perfect ablation at each of
 // opt.FrontierPerfect, with the rest of opt as Run takes it, on every
-// core; and reads the frontiers at each buffer's waiting (AtBuffers).
+// core; with tiers (unless opt.Untiered), the predictive policy untiered
+// at the same levels too; and reads the frontiers at each buffer's
+// waiting (AtBuffers), and with tiers at each tier's (Tiers).
 func RunFrontier(set *fleet.Settings, tr *trace.Trace, opt Options) (*Frontier, error) {
 	opt, err := prepare(set, tr, opt)
 	if err != nil {
@@ -217,11 +242,17 @@ func RunFrontier(set *fleet.Settings, tr *trace.Trace, opt Options) (*Frontier, 
 	for _, m := range opt.FrontierPerfect {
 		runs = append(runs, run{"perfect", m})
 	}
-	for _, q := range slices.Backward(FrontierQuantiles) {
-		runs = append(runs, run{"predictive", q})
+	predictives := []string{"predictive"}
+	if len(set.Tiers) > 0 && !opt.Untiered {
+		predictives = append(predictives, "untiered")
 	}
-	if set.Forecast.Quantile == 0 {
-		runs = append(runs, run{"predictive", 0})
+	for _, pol := range predictives {
+		for _, q := range slices.Backward(FrontierQuantiles) {
+			runs = append(runs, run{pol, q})
+		}
+		if set.Forecast.Quantile == 0 {
+			runs = append(runs, run{pol, 0})
+		}
 	}
 	for _, b := range FrontierBuffers {
 		runs = append(runs, run{"headroom", float64(b)})
@@ -231,8 +262,12 @@ func RunFrontier(set *fleet.Settings, tr *trace.Trace, opt Options) (*Frontier, 
 	errs := make([]error, len(runs))
 	parallel(len(runs), runtime.GOMAXPROCS(0), func(i int) {
 		r, c, o := runs[i], set, opt
+		policy := r.policy
 		switch r.policy {
-		case "predictive":
+		case "predictive", "untiered":
+			if r.policy == "untiered" {
+				policy, o.Untiered = "predictive", true
+			}
 			if r.level > 0 {
 				cc := *set
 				cc.Forecast.Quantile = r.level
@@ -246,7 +281,7 @@ func RunFrontier(set *fleet.Settings, tr *trace.Trace, opt Options) (*Frontier, 
 				o.HeadroomGPUs = -1
 			}
 		}
-		results[i], errs[i] = runPolicy(c, tr, o, r.policy)
+		results[i], errs[i] = runPolicy(c, tr, o, policy)
 		if errs[i] != nil {
 			errs[i] = fmt.Errorf("simulate: %s at %s: %w", r.policy, levelText(r.policy, r.level), errs[i])
 		}
@@ -258,7 +293,7 @@ func RunFrontier(set *fleet.Settings, tr *trace.Trace, opt Options) (*Frontier, 
 	}
 	f := &Frontier{Trace: tr.Name, Jobs: len(tr.Jobs), Days: tr.Span().Hours() / 24, Seed: opt.Seed,
 		Reservations: opt.Reservations, HeadroomPlaceholders: opt.HeadroomPlaceholders, OracleCostUSD: results[len(runs)-1].CostUSD}
-	for _, want := range []string{"headroom", "perfect", "predictive"} {
+	for _, want := range []string{"headroom", "perfect", "predictive", "untiered"} {
 		for i, r := range runs {
 			if r.policy != want {
 				continue
@@ -274,6 +309,7 @@ func RunFrontier(set *fleet.Settings, tr *trace.Trace, opt Options) (*Frontier, 
 		return cmp.Or(strings.Compare(a.Policy, b.Policy), cmp.Compare(a.Level, b.Level))
 	})
 	f.readBuffers()
+	f.readTiers()
 	return f, nil
 }
 
@@ -336,22 +372,28 @@ func (f *Frontier) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return f.writeBuffers(w)
+	if err := writeBuffers(w, "at each buffer's waiting, the frontiers read there", f.AtBuffers, f.Points); err != nil {
+		return err
+	}
+	return f.writeTiers(w)
 }
 
-// writeBuffers writes AtBuffers: each buffer's waiting and cost, and what
-// predictive (and perfect) cost there; and predictive's choice by cost
-// against reactive (the buffer of 0 GPUs), when both ran.
-func (f *Frontier) writeBuffers(w io.Writer) error {
-	if len(f.AtBuffers) == 0 {
+// writeBuffers writes, under title, a frontier read at the buffers (as
+// AtBuffers): each buffer's waiting and cost, and what predictive (and
+// perfect, and untiered) cost there; and predictive's choice by cost
+// against reactive (the buffer of 0 GPUs), when both are among points.
+func writeBuffers(w io.Writer, title string, at []BufferLevel, points []FrontierPoint) error {
+	if len(at) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\nat each buffer's waiting, the frontiers read there (straight lines along the lower hull of their points; <= past the cheapest, which waits less):\n\n")
+	fmt.Fprintf(w, "\n%s (straight lines along the lower hull of their points; <= past the cheapest, which waits less):\n\n", title)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := "buffer\twait GPU-h\tcost $\tpredictive $\tvs buffer\tbetween\t"
-	perfect := f.AtBuffers[0].Perfect != nil
-	if perfect {
+	if at[0].Perfect != nil {
 		head += "perfect $\tvs buffer\tbetween\t"
+	}
+	if at[0].Untiered != nil {
+		head += "untiered $\tvs buffer\tbetween\t"
 	}
 	fmt.Fprintln(tw, head)
 	cell := func(r Reading) string {
@@ -372,22 +414,25 @@ func (f *Frontier) writeBuffers(w io.Writer) error {
 		}
 		return cost + "\t" + vs + "\t" + between + "\t"
 	}
-	for _, b := range f.AtBuffers {
+	for _, b := range at {
 		row := fmt.Sprintf("%d GPUs\t%.0f\t%.0f\t", b.BufferGPUs, b.WaitGPUHours, b.CostUSD) + cell(b.Predictive)
 		if b.Perfect != nil {
 			row += cell(*b.Perfect)
+		}
+		if b.Untiered != nil {
+			row += cell(*b.Untiered)
 		}
 		fmt.Fprintln(tw, row)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	re := f.AtBuffers[0] // reactive: the buffer of 0 GPUs
-	i := slices.IndexFunc(f.Points, func(p FrontierPoint) bool { return p.Policy == "predictive" && p.Level == 0 })
+	re := at[0] // reactive: the buffer of 0 GPUs
+	i := slices.IndexFunc(points, isByCost)
 	if i < 0 || re.BufferGPUs != 0 || re.CostUSD <= 0 {
 		return nil
 	}
-	p := f.Points[i]
+	p := points[i]
 	if re.WaitGPUHours > 0 {
 		fmt.Fprintf(w, "\npredictive by cost: %.3fx reactive's cost for %.0f%% of its waiting\n", p.CostUSD/re.CostUSD, 100*p.WaitGPUHours/re.WaitGPUHours)
 	} else {

@@ -142,9 +142,11 @@ func (s static) fill(e *engine, lead int64) {
 // scheduler fills them first): it adds nodes when jobs are pending
 // (counting nodes already booting, and empty nodes a job wider than a node
 // can still use), from every burst pool, spot included, cheapest per
-// GPU-hour first (the least-cost expander); it removes a node that has been under 50% GPU
-// allocation for 10 minutes (scale-down-unneeded-time) when its jobs fit on
-// other nodes, empty nodes up to 10 at a time (max-empty-bulk-delete) and
+// GPU-hour first (the least-cost expander), only in pools whose nodes can
+// hold the pending job where widths differ (scaleUp); it removes a node
+// that has been under 50% GPU allocation for 10 minutes
+// (scale-down-unneeded-time) when its jobs fit on other nodes, empty
+// nodes up to 10 at a time (max-empty-bulk-delete) and
 // one busy node a cycle, but not within 10 minutes of a scale-up
 // (scale-down-delay-after-add). It moves the jobs of a removed node, so
 // their work since the last checkpoint is lost. No forecast.
@@ -206,12 +208,7 @@ func (r *reactive) tick(e *engine) error {
 		}
 	}
 	queued := e.queuedBought()
-	queue := max(0, queued-empty)
-	if need := queue + max(0, r.buffer-max(0, empty-queued)-frag); need > 0 {
-		gpn := e.pools[order[0]].spec.GPUsPerNode
-		if launchAcross(e, order, (need+gpn-1)/gpn, leadTime(e)) > 0 {
-			r.lastUp = e.now
-		}
+	if r.scaleUp(e, order, empty, max(0, r.buffer-max(0, empty-queued)-frag)) {
 		return nil
 	}
 	if e.now-r.lastUp < caDelayAfterAdd {

@@ -76,12 +76,16 @@ func (e *engine) schedule() {
 	}
 }
 
-// queue counts gpus more queued (fewer, negative) for job j: in all, and
-// in its tier.
+// queue counts gpus more queued (fewer, negative) for job j: in all, in
+// its tier, and, where the reactive policies buy for its tier, by its
+// width.
 func (e *engine) queue(j *job, gpus int) {
 	e.queuedGPUs += gpus
 	if e.queuedTier != nil {
 		e.queuedTier[j.group[byTier]] += gpus
+	}
+	if e.buysFor == nil || e.buysFor[j.group[byTier]] {
+		e.boughtWidth[j.gpus] += gpus
 	}
 }
 

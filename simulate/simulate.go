@@ -173,7 +173,7 @@ type Options struct {
 	teams *teamTable
 	// LabelTiers, when set, gives each job the trace leaves without a
 	// tier one of the config's tiers, drawn from its ID and Seed with
-	// these shares (tierLabel; DefaultLabelTiers are the examples'), the
+	// these shares (LabelTier; DefaultLabelTiers are the examples'), the
 	// same for every policy and every run of a seed. With the config's
 	// tiers (fleet.Settings.Tiers), each Result splits its cost and
 	// waiting among them (Result.Tiers), and the simulated scheduler

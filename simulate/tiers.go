@@ -81,11 +81,11 @@ func checkLabelTiers(label []TierShare, tiers []fleet.Tier) error {
 	return nil
 }
 
-// tierLabel is the tier label gives the job with this ID: u, uniform in
+// LabelTier is the tier label gives the job with this ID: u, uniform in
 // [0, 1), is the top 53 bits of splitmix64(seed XOR FNV-1a-64("tier:" +
 // id)) over 2^53, and the tier the first whose running sum of shares
 // exceeds u (the last, whatever rounding leaves).
-func tierLabel(label []TierShare, seed int64, id string) string {
+func LabelTier(label []TierShare, seed int64, id string) string {
 	f := fnv.New64a()
 	f.Write([]byte("tier:" + id)) //nolint:errcheck // a hash does not fail
 	u := float64(splitmix64(uint64(seed)^f.Sum64())>>11) / (1 << 53)
@@ -100,7 +100,7 @@ func tierLabel(label []TierShare, seed int64, id string) string {
 
 // newTierTable is the tier of each of tr's jobs, by rank (names are the
 // tiers' names in rank order): its own, else with label one drawn from
-// its ID and the seed (tierLabel), else the default tier; a tier the
+// its ID and the seed (LabelTier), else the default tier; a tier the
 // config does not define is the default tier too (fleet.TierIndex). It is
 // nil without tiers.
 func newTierTable(tr *trace.Trace, tiers []fleet.Tier, label []TierShare, seed int64) *teamTable {
@@ -114,7 +114,7 @@ func newTierTable(tr *trace.Trace, tiers []fleet.Tier, label []TierShare, seed i
 	for i := range tr.Jobs {
 		name := tr.Jobs[i].Tier
 		if name == "" && len(label) > 0 {
-			name = tierLabel(label, seed, tr.Jobs[i].ID)
+			name = LabelTier(label, seed, tr.Jobs[i].ID)
 		}
 		t.of[i] = int32(fleet.TierIndex(tiers, name))
 	}

@@ -34,6 +34,13 @@ func (t *Trace) Span() time.Duration {
 // For a series trace read with its own regular step, Demand(t.Step) gives
 // back the series' values exactly, up to the last row with demand.
 func (t *Trace) Demand(step time.Duration) fleet.Series {
+	return t.DemandOf(step, nil)
+}
+
+// DemandOf is Demand of the jobs keep keeps (all of them where keep is
+// nil), over the whole trace's span: the series of several such subsets
+// have the same steps and add up to Demand's.
+func (t *Trace) DemandOf(step time.Duration, keep func(*Job) bool) fleet.Series {
 	s := fleet.Series{Start: t.Start, Step: step}
 	span := t.Span()
 	if step <= 0 || span <= 0 {
@@ -46,7 +53,7 @@ func (t *Trace) Demand(step time.Duration) fleet.Series {
 	st := float64(step)
 	for i := range t.Jobs {
 		j := &t.Jobs[i]
-		if j.Duration <= 0 {
+		if j.Duration <= 0 || keep != nil && !keep(j) {
 			continue // it holds no GPUs (and may start at Span, past the last step)
 		}
 		start, end := j.Submit, j.Submit+j.Duration

@@ -20,7 +20,7 @@ import (
 )
 
 func runForecast(e *env, args []string) int {
-	fs := newFlagSet(e, "forecast", "forecast -series FILE [-value-column a+b] [-where column=value] [-step 10m] [-horizon 1h] [-quantile 0.9] [-backtest [-per-origin FILE]] [-json] [-plot FILE]")
+	fs := newFlagSet(e, "forecast", "forecast -series FILE [-value-column a+b] [-where column=value] [-step 10m] [-horizon 1h] [-quantile 0.9] [-backtest [-per-origin FILE | -tiers a,b,c [-share-over 1h]]] [-json] [-plot FILE]")
 	path := fs.String("series", "", "demand series (CSV with a time column and value columns)")
 	valueCol := fs.String("value-column", "", "the value column, or columns to sum as a+b")
 	scale := fs.Float64("scale", 1, "multiply values by this")
@@ -39,6 +39,9 @@ func runForecast(e *env, args []string) int {
 	asJSON := fs.Bool("json", false, "print JSON")
 	plotPath := fs.String("plot", "", "draw history, forecast and 80% band to this file (.svg, .png or .pdf)")
 	perOrigin := fs.String("per-origin", "", "with -backtest, write every model's figures at every origin to this CSV file (for paired comparisons)")
+	shareOver := durationFlag{positive: true}
+	fs.Var(&shareOver, "share-over", "with -tiers, the time before each origin over which a tier's share of the total is taken (default: one step)")
+	tiers := fs.String("tiers", "", "with -backtest, the value columns holding each tier's own demand, in rank order, such as critical,standard,best_effort: backtest each tier's demand with the higher tiers' forecast by itself and as its share of the total")
 	log, code, ok := setup(e, fs, args)
 	if !ok {
 		return code
@@ -56,6 +59,24 @@ func runForecast(e *env, args []string) int {
 		return exitUsage
 	}
 	step, horizon, train := stepFlag.d, horizonFlag.d, trainFlag.d
+	if shareOver.d > 0 && *tiers == "" {
+		fmt.Fprintln(e.stderr, "forecast: -share-over needs -tiers")
+		return exitUsage
+	}
+	if *tiers != "" {
+		if !*backtest || *valueCol != "" || *perOrigin != "" || *plotPath != "" {
+			fmt.Fprintln(e.stderr, "forecast: -tiers needs -backtest, and takes no -value-column, -per-origin or -plot")
+			return exitUsage
+		}
+		cols := strings.Split(*tiers, ",")
+		if len(cols) < 2 || slices.Contains(cols, "") {
+			fmt.Fprintf(e.stderr, "forecast: -tiers %q: want two or more value columns, comma-separated\n", *tiers)
+			return exitUsage
+		}
+		return runTierBacktest(e, tierBacktest{path: *path, columns: cols, step: step, horizon: horizon, shareOver: shareOver.d, json: *asJSON,
+			opt:      trace.Options{Scale: *scale, SkipBadRows: *skipBad, Where: where},
+			backtest: forecast.BacktestOptions{Origins: *origins, TrainDays: train.Hours() / 24, Quantile: *quantile}})
+	}
 
 	raw, err := trace.OpenSeries(*path, trace.Options{ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Where: where})
 	if err != nil {
