@@ -422,7 +422,8 @@ func (p *Pending) Announced(now time.Time) (ahead, underWay []fleet.Announcement
 
 // Demand is the pending GPUs of every source whose push is fresh at now,
 // and the part of them that waits for a pool, a GPU model or a partition,
-// summed by scope (GPU models without regard to case), sorted by scope.
+// summed by scope and tier (GPU models without regard to case), sorted
+// by scope, then tier.
 func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 	ttl := p.ttl()
 	p.mu.Lock()
@@ -445,6 +446,7 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 			if l.GPUs <= 0 || sc == (fleet.ScopedDemand{}) && l.Nodes == 0 {
 				continue
 			}
+			sc.Tier = l.Tier // not part of the scope: the planner buys by it
 			k := key{scope: sc, whole: l.Nodes > 0}
 			sum := byScope[k]
 			sum.GPUs += l.GPUs
@@ -460,7 +462,7 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 	}
 	slices.SortFunc(scoped, func(a, b fleet.ScopedDemand) int {
 		return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.Partition, b.Partition), strings.Compare(a.SlurmNode, b.SlurmNode), strings.Compare(a.GPUModel, b.GPUModel),
-			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes))
+			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes), strings.Compare(a.Tier, b.Tier))
 	})
 	return total, scoped
 }

@@ -48,16 +48,21 @@ func TestDemandPushes(t *testing.T) {
 	if w := push(t, dr, "", "application/json", `{"source": "lsf", "pending": [{"partition": "dev", "gpus": 1}, {"partition": "train", "gpu_model": "h100", "gpus": 2}, {"partition": "dev,train", "gpus": 3}, {"partition": "train", "min_gpus_per_node": 8, "nodes": 2, "gpus": 16}, {"partition": "train", "min_gpus_per_node": 8, "gpus": 4}, {"nodes": 1, "gpus": 8}]}`); w.Code != http.StatusNoContent {
 		t.Fatalf("fourth source: %d %s", w.Code, w.Body)
 	}
-	// Summed by scope, GPU models without regard to case.
+	if w := push(t, dr, "", "application/json", `{"source": "batch", "pending": [{"pool": "h100-spot", "gpus": 3, "tier": "best_effort"}, {"pool": "h100-spot", "gpus": 1, "tier": "best_effort"}, {"gpus": 2, "tier": "best_effort"}]}`); w.Code != http.StatusNoContent {
+		t.Fatalf("fifth source: %d %s", w.Code, w.Body)
+	}
+	// Summed by scope and tier, GPU models without regard to case; a
+	// line of no scope is the fleet's, whatever its tier.
 	total, scoped := pending.Demand(*now)
 	want := []fleet.ScopedDemand{{Nodes: 1, GPUs: 8}, {GPUModel: "H100", GPUs: 10}, {Partition: "dev", GPUs: 1}, {Partition: "dev,train", GPUs: 3},
 		{Partition: "train", MinGPUsPerNode: 8, GPUs: 4}, {Partition: "train", MinGPUsPerNode: 8, Nodes: 2, GPUs: 16},
-		{Partition: "train", GPUModel: "H100", GPUs: 2}, {Pool: "a100-od", GPUs: 16}, {Pool: "h100-spot", GPUs: 4}}
-	if total != 69 || !slices.Equal(scoped, want) {
-		t.Errorf("pending = %d %v, want 16+8+4+2+5+1+2+3+16+4+8, all but 5 as %v", total, scoped, want)
+		{Partition: "train", GPUModel: "H100", GPUs: 2}, {Pool: "a100-od", GPUs: 16}, {Pool: "h100-spot", GPUs: 4}, {Pool: "h100-spot", GPUs: 4, Tier: "best_effort"}}
+	if total != 75 || !slices.Equal(scoped, want) {
+		t.Errorf("pending = %d %v, want 16+8+4+2+5+1+2+3+16+4+8+3+1+2, all but 5 and 2 as %v", total, scoped, want)
 	}
 	push(t, dr, "", "application/json", `{"source": "kueue", "pending": []}`)
 	push(t, dr, "", "application/json", `{"source": "lsf", "pending": []}`)
+	push(t, dr, "", "application/json", `{"source": "batch", "pending": []}`)
 	// A source's push replaces its previous one; an empty one clears it.
 	push(t, dr, "", "application/json", `{"source": "slurm", "pending": []}`)
 	if got := pendingGPUs(pending, *now); got != 4 {

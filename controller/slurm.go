@@ -224,12 +224,12 @@ func (s *SlurmSource) Read(ctx context.Context) error {
 		s.failure = err.Error()
 		return err
 	}
-	d := snap.Demand(s.pools)
+	d := snap.Demand(s.pools, s.tierFrom)
 	work = s.syncNodes(snap.Nodes, snap.Jobs, at)
 	push := DemandPush{Source: SlurmSourceName, Pending: make([]PendingDemand, 0, len(d.Pending)), Running: make([]RunningJob, 0, len(d.Ends))}
 	for _, l := range d.Pending {
 		push.Pending = append(push.Pending, PendingDemand{GPUModel: l.GPUModel, Partition: l.Partition,
-			MinGPUsPerNode: l.MinGPUsPerNode, Nodes: l.Nodes, GPUs: l.GPUs})
+			MinGPUsPerNode: l.MinGPUsPerNode, Nodes: l.Nodes, GPUs: l.GPUs, Tier: l.Tier})
 	}
 	push.Pending = append(push.Pending, s.requestedDemand()...)
 	for _, e := range d.Ends {

@@ -2,9 +2,12 @@ package controller
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/planner"
 )
 
 // TestPendingTiers: pushed pending lines are summed by tier for the
@@ -29,5 +32,38 @@ func TestPendingTiers(t *testing.T) {
 	tiers := []fleet.Tier{{Name: "critical", Rank: 1}, {Name: "standard", Rank: 2, Default: true}, {Name: "best_effort", Rank: 3}}
 	if by := fleet.PendingByTier(&st, tiers); !slices.Equal(by, []int{16, 2, 4}) {
 		t.Errorf("by tier %v, want [16 2 4]: the line without a tier the default's", by)
+	}
+}
+
+// TestScopedPushOfTiers: through the controller's cycle, a pushed line of
+// demand scoped to a pool buys there only for a tier worth something:
+// best-effort jobs waiting for the on-demand pool buy nothing, there or
+// in the spot pool, the plan says why, and critical ones beside them are
+// bought for.
+func TestScopedPushOfTiers(t *testing.T) {
+	od, spot := gpuPool("od", 8, 10, 5*time.Minute), gpuPool("spot", 8, 10, 5*time.Minute)
+	spot.Capacity, spot.PricePerHour = fleet.Spot, spot.PricePerHour/3
+	l := newLoopWith(t, false, nil, func(l *cycler, o *Options) {
+		l.set.Tiers = []fleet.Tier{{Name: "critical", Rank: 1, WaitValuePerGPUHour: 500},
+			{Name: "standard", Rank: 2, WaitValuePerGPUHour: 50, Default: true},
+			{Name: "best_effort", Rank: 3}}
+	}, od, spot)
+	l.pending.Set(l.now, DemandPush{Source: "kueue", Pending: []PendingDemand{{Pool: "od", GPUs: 16, Tier: "best_effort"}}})
+	plan := l.cycle(t)
+	if n := plan.Counts()[planner.Launch]; n != 0 {
+		t.Fatalf("launched %d nodes for best-effort demand: %v", n, plan.Actions)
+	}
+	if !slices.ContainsFunc(plan.Notes, func(n planner.Note) bool {
+		return n.Code == planner.ReasonTierNotBought && strings.Contains(n.Text, "16 GPUs pending for pool od of tier best_effort: nothing is bought for a tier whose waiting is worth nothing")
+	}) {
+		t.Errorf("notes %v: want one saying the best-effort line buys nothing", plan.Notes)
+	}
+	l.pending.Set(l.now, DemandPush{Source: "kueue", Pending: []PendingDemand{{Pool: "od", GPUs: 16, Tier: "best_effort"}, {Pool: "od", GPUs: 8, Tier: "critical"}}})
+	l.cycle(t)
+	if got := l.target(t, od); got != 1 {
+		t.Errorf("od's target %d, want 1 (8 critical GPUs waiting for it)", got)
+	}
+	if got := l.target(t, spot); got != 0 {
+		t.Errorf("spot's target %d, want 0", got)
 	}
 }

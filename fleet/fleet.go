@@ -469,6 +469,12 @@ const MaxDemandGPUs = 1_000_000
 // two nodes, not on one twice as wide); GPUs is then their GPUs on the
 // narrowest such nodes, for the totals. A line of Nodes alone is served
 // by every pool, in whole nodes.
+//
+// Tier, when set, is the tier of the line's jobs (TierIndex: a name the
+// config does not define is the default tier's); it is not part of the
+// scope: the planner buys nothing for a tier whose waiting is worth
+// nothing, and buys for the others only in the scope's pools of their
+// capacity types.
 type ScopedDemand struct {
 	Pool           string `json:"pool,omitempty"`
 	GPUModel       string `json:"gpu_model,omitempty"`
@@ -477,6 +483,7 @@ type ScopedDemand struct {
 	MinGPUsPerNode int    `json:"min_gpus_per_node,omitempty"`
 	Nodes          int    `json:"nodes,omitempty"`
 	GPUs           int    `json:"gpus"`
+	Tier           string `json:"tier,omitempty"`
 }
 
 // Serves reports whether a pool serves the demand: it meets every part of

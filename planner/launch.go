@@ -165,16 +165,31 @@ func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 		if d.GPUs <= 0 {
 			continue
 		}
+		if d.ServesAll(p.cfg.Pools) {
+			continue // the whole fleet's: the fleet-wide launches serve it
+		}
+		var tier *fleet.Tier // the line's, with tiers
+		if len(p.cfg.Tiers) > 0 {
+			tier = &p.cfg.Tiers[fleet.TierIndex(p.cfg.Tiers, d.Tier)]
+			if Preemptible(tier) {
+				p.note(ReasonTierNotBought, fmt.Sprintf("%d GPUs pending for %s of tier %s: nothing is bought for a tier whose waiting is worth nothing", d.GPUs, d, tier.Name))
+				continue
+			}
+		}
 		var scope []*poolPlan
 		free := 0
 		for _, pp := range order {
-			if d.Serves(pp.spec) {
+			if d.Serves(pp.spec) && (tier == nil || tier.Buys(pp.spec.Capacity)) {
 				scope = append(scope, pp)
 				free += pp.free()
 			}
 		}
-		if d.ServesAll(p.cfg.Pools) {
-			continue // the whole fleet's: the fleet-wide launches serve it
+		if len(scope) == 0 && tier != nil {
+			// Its jobs run on none of the pools that may be bought
+			// for them: not fleet-wide demand either.
+			p.scopedPending += d.GPUs
+			p.note(ReasonTierNotBought, fmt.Sprintf("%d GPUs pending for %s of tier %s: none of its pools is of a capacity type the tier may buy", d.GPUs, d, tier.Name))
+			continue
 		}
 		p.serveScope(t, d, scope, free)
 	}

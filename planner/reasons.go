@@ -219,6 +219,11 @@ const (
 	// its demand is the last whole read's while that counts, and none
 	// after (fleet.State.Queue).
 	ReasonQueueDegraded
+	// ReasonTierNotBought: demand pending for some pools only
+	// (fleet.ScopedDemand) is of a tier nothing is bought for there: its
+	// waiting is worth nothing, or none of the scope's pools is of a
+	// capacity type the tier may buy.
+	ReasonTierNotBought
 
 	numReasons // one past the last
 )
@@ -282,6 +287,7 @@ var reasonNames = [numReasons]string{
 	ReasonScaleInDelay:            "scale_in_delay",
 	ReasonUnneededTime:            "unneeded_time",
 	ReasonQueueDegraded:           "queue_degraded",
+	ReasonTierNotBought:           "tier_not_bought",
 }
 
 // String is the code's name ("forecast", "drain_timeout"); "" for no

@@ -235,6 +235,16 @@ func reasonScenarios() []wordsScenario {
 			st := fleet.State{PendingGPUs: 16, Scoped: []fleet.ScopedDemand{{Partition: "train", GPUModel: "H100", GPUs: 16}}}
 			return Make(Input{Settings: testConfig(spot, train).Settings(), State: &st, Now: t0})
 		}},
+		{"demand scoped to pools, of tiers nothing is bought for there", func() Plan {
+			set := testConfig(spot, od).Settings()
+			set.Tiers = []fleet.Tier{{Name: "critical", Rank: 1, WaitValuePerGPUHour: 500},
+				{Name: "batch", Rank: 2, WaitValuePerGPUHour: 50, Default: true, CapacityTypes: []fleet.CapacityType{fleet.Spot}},
+				{Name: "best_effort", Rank: 3}}
+			st := fleet.State{PendingGPUs: 40, PendingTiers: []fleet.TierGPUs{{Tier: "best_effort", GPUs: 8}, {Tier: "batch", GPUs: 16}},
+				Scoped: []fleet.ScopedDemand{{Pool: "od", GPUs: 8, Tier: "best_effort"},
+				{Pool: "od", GPUs: 16, Tier: "batch"}, {Pool: "spot", GPUs: 16}}}
+			return Make(Input{Settings: set, State: &st, Now: t0})
+		}},
 		{"the scheduler's queue read last at 13:57, and not since", at(testConfig(od), fleet.State{PendingGPUs: 8,
 			Queue: &fleet.Queue{Source: "slurm", ReadAt: t0.Add(-3 * time.Minute), Degraded: "squeue: ran past its timeout of 10s"}}, forecast.Forecast{})},
 		{"the scheduler's queue never read", at(testConfig(od), fleet.State{

@@ -187,7 +187,7 @@ func FuzzDecode(f *testing.F) {
 		// Whatever the queue, its demand is bounded and served by a pool.
 		pools := []fleet.Pool{{Name: "a", GPUModel: "A100", GPUsPerNode: 8, Partitions: []string{"train"}}, {Name: "b", GPUsPerNode: 4, Partitions: []string{"train", "dev"}}}
 		s := Snapshot{Jobs: d.Jobs, Nodes: d.Nodes}
-		dm := s.Demand(pools)
+		dm := s.Demand(pools, "")
 		for _, l := range dm.Pending {
 			anyPool := l == fleet.ScopedDemand{GPUs: l.GPUs}
 			if l.GPUs <= 0 || l.GPUs > fleet.MaxDemandGPUs || !anyPool && !slices.ContainsFunc(pools, func(p fleet.Pool) bool { return l.Serves(&p) }) {

@@ -42,8 +42,11 @@ type End struct {
 // pending job waiting for capacity (Waiting) that no pool serves (its
 // partition's, its type's, or none with nodes as wide as it asks) buys
 // nothing, and Queue says why; so do jobs held for any other reason.
-// Jobs that ask for no GPUs are left out.
-func (s *Snapshot) Demand(pools []fleet.Pool) Demand {
+// Jobs that ask for no GPUs are left out. Each scoped line is of one tier
+// (fleet.ScopedDemand.Tier): the jobs' QOS with tierFrom "qos", their
+// partition with "partition", none with "" (and none for a name no
+// report could carry, fleet.ValidLabel).
+func (s *Snapshot) Demand(pools []fleet.Pool, tierFrom string) Demand {
 	d := Demand{Queue: fleet.Queue{Source: "slurm", Version: s.Version, Missing: slices.Clone(s.Missing)}}
 	byPartition := slices.ContainsFunc(pools, func(p fleet.Pool) bool { return len(p.Partitions) > 0 })
 	type lineKey struct {
@@ -96,7 +99,7 @@ func (s *Snapshot) Demand(pools []fleet.Pool) Demand {
 			if gpus > 0 {
 				k.bought = true
 				sk := scopeKey{whole: scope.Nodes > 0}
-				sk.scope, sk.scope.Nodes = scope, 0
+				sk.scope, sk.scope.Nodes, sk.scope.Tier = scope, 0, j.tier(tierFrom)
 				sum := scoped[sk]
 				sum.GPUs = min(sum.GPUs+gpus, fleet.MaxDemandGPUs)
 				sum.Nodes = min(sum.Nodes+scope.Nodes, fleet.MaxDemandGPUs)
@@ -119,7 +122,7 @@ func (s *Snapshot) Demand(pools []fleet.Pool) Demand {
 	}
 	slices.SortFunc(d.Pending, func(a, b fleet.ScopedDemand) int {
 		return cmp.Or(strings.Compare(a.Partition, b.Partition), strings.Compare(a.GPUModel, b.GPUModel),
-			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes))
+			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes), strings.Compare(a.Tier, b.Tier))
 	})
 	for _, l := range lines {
 		d.Queue.Pending = append(d.Queue.Pending, *l)
@@ -220,4 +223,20 @@ func countNodes(nodes []Node) []fleet.NodeCount {
 		return cmp.Or(cmp.Compare(b.Nodes, a.Nodes), strings.Compare(a.State, b.State))
 	})
 	return out
+}
+
+// tier is the job's tier as tierFrom says ("qos", "partition" or ""),
+// "" for a name no report could carry (fleet.ValidLabel).
+func (j *Job) tier(tierFrom string) string {
+	t := ""
+	switch tierFrom {
+	case "qos":
+		t = j.QOS
+	case "partition":
+		t = j.Partition
+	}
+	if fleet.ValidLabel(t) != "" {
+		return ""
+	}
+	return t
 }

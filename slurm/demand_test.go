@@ -99,7 +99,7 @@ func TestDemand(t *testing.T) {
 				{Name: "n1", State: "MIXED", GPUs: 8}, {Name: "n2", State: "IDLE", Flags: []string{"CLOUD", "POWERED_DOWN"}, GPUs: 8},
 				{Name: "n3", State: "IDLE", Flags: []string{"CLOUD", "POWERED_DOWN"}, GPUs: 8}, {Name: "n4", State: "IDLE", Flags: []string{"DRAIN"}, GPUs: 4},
 			}}
-			d := s.Demand(tt.pools)
+			d := s.Demand(tt.pools, "")
 			if !slices.Equal(d.Pending, tt.pending) {
 				t.Errorf("pending %+v\nwant    %+v", d.Pending, tt.pending)
 			}
@@ -142,7 +142,7 @@ func TestDemandLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := Snapshot{Jobs: doc.Jobs}
-	d := s.Demand([]fleet.Pool{{Name: "a100", GPUModel: "A100", GPUsPerNode: 8, Partitions: []string{"train"}}})
+	d := s.Demand([]fleet.Pool{{Name: "a100", GPUModel: "A100", GPUsPerNode: 8, Partitions: []string{"train"}}}, "")
 	want := []fleet.QueueLine{
 		{Partition: "train", Reason: "PartitionNodeLimit", Jobs: 1, GPUs: 24},
 		{Partition: "train", Reason: "AssocGrpGRES", Jobs: 1, GPUs: 2},
@@ -188,7 +188,7 @@ func TestDemandArrays(t *testing.T) {
 		t.Errorf("a task of it: %+v", j)
 	}
 	s := Snapshot{Jobs: dec.Jobs}
-	d := s.Demand([]fleet.Pool{{Name: "a", GPUsPerNode: 8}})
+	d := s.Demand([]fleet.Pool{{Name: "a", GPUsPerNode: 8}}, "")
 	// Array 7: one more task may start, of 2 GPUs; array 20: its five
 	// tasks (0, 5, 10, 15, 20), of 1; array 30: none, its two running.
 	if want := []fleet.ScopedDemand{{GPUs: 2 + 5}}; !slices.Equal(d.Pending, want) {
@@ -201,5 +201,31 @@ func TestDemandArrays(t *testing.T) {
 	}
 	if !slices.Equal(d.Queue.Pending, want) {
 		t.Errorf("lines %+v\nwant  %+v", d.Queue.Pending, want)
+	}
+}
+
+// TestDemandTiers: each scoped line is of one tier, the jobs' QOS or
+// partition as tierFrom says; none without, nor for a name no report
+// could carry.
+func TestDemandTiers(t *testing.T) {
+	jobs := []Job{
+		{ID: "1", State: "PENDING", Reason: "Resources", Partition: "train", QOS: "critical", Nodes: 1, GPUsPerNode: 8},
+		{ID: "2", State: "PENDING", Reason: "Resources", Partition: "train", QOS: "best_effort", Nodes: 1, GPUsPerNode: 8},
+		{ID: "3", State: "PENDING", Reason: "Resources", Partition: "train", QOS: "best_effort", Nodes: 1, GPUsPerNode: 2},
+		{ID: "4", State: "PENDING", Reason: "Resources", Partition: "train", QOS: "bad label", Nodes: 1, GPUsPerNode: 1},
+	}
+	pools := []fleet.Pool{{Name: "a", GPUsPerNode: 8, Partitions: []string{"train"}}}
+	s := Snapshot{Jobs: jobs}
+	for _, tt := range []struct {
+		tierFrom string
+		want     []fleet.ScopedDemand
+	}{
+		{"", []fleet.ScopedDemand{{Partition: "train", GPUs: 19}}},
+		{"qos", []fleet.ScopedDemand{{Partition: "train", GPUs: 1}, {Partition: "train", GPUs: 10, Tier: "best_effort"}, {Partition: "train", GPUs: 8, Tier: "critical"}}},
+		{"partition", []fleet.ScopedDemand{{Partition: "train", GPUs: 19, Tier: "train"}}},
+	} {
+		if got := s.Demand(pools, tt.tierFrom).Pending; !slices.Equal(got, tt.want) {
+			t.Errorf("tier from %q: %+v, want %+v", tt.tierFrom, got, tt.want)
+		}
 	}
 }

@@ -86,7 +86,7 @@ func TestReadLiveCluster(t *testing.T) {
 
 	// The held job, the one waiting on another and the one waiting for
 	// its begin time buy nothing: each counted by its reason.
-	d := s.Demand(nil)
+	d := s.Demand(nil, "")
 	reasons := map[string]fleet.QueueLine{}
 	for _, l := range d.Queue.Pending {
 		reasons[l.Reason] = l
