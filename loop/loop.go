@@ -230,8 +230,12 @@ func (l *Loop) Cycle(ctx context.Context, f Fleet, now time.Time) (CycleResult, 
 	// The loop's own forecast is of the history, which leaves the
 	// announced demand under way out; Options.Forecast's is of all of it.
 	r.TierForecasts = l.tierForecasts(now)
-	r.Plan = planner.Make(planner.Input{Settings: *l.o.Settings, State: st, Forecast: r.Forecast, TierForecasts: r.TierForecasts,
-		Now: now, Unannounced: l.o.Forecast == nil})
+	in := planner.Input{Settings: *l.o.Settings, State: st, Forecast: r.Forecast, TierForecasts: r.TierForecasts,
+		Now: now, Unannounced: l.o.Forecast == nil}
+	if l.o.Advise {
+		in.PeakHistory = l.peakHistory()
+	}
+	r.Plan = planner.Make(in)
 	r.PlanTook = time.Since(started)
 	if r.Plan.ScaleInHalt != "" && !l.o.DryRun {
 		// A write that fails shortens no hold now, only the one a

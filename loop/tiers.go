@@ -127,3 +127,22 @@ func TierDemand(pools []fleet.Pool, tiers []fleet.Tier, st *fleet.State, now tim
 	}
 	return out
 }
+
+// peakHistory is planner.Input.PeakHistory: with tiers, a copy of the
+// cumulative demand history of the lowest-ranked tier whose waiting is
+// worth something, where a zero-value tier ranks below it; empty
+// otherwise (the whole demand's, fleet.State.History, is read).
+func (l *Loop) peakHistory() fleet.Series {
+	tiers := l.o.Settings.Tiers
+	if len(l.tiers) == 0 || !l.tracked(tiers) {
+		return fleet.Series{}
+	}
+	k := len(tiers) - 1
+	for k >= 0 && planner.Preemptible(&tiers[k]) {
+		k--
+	}
+	if k < 0 || k >= len(l.tiers) {
+		return fleet.Series{} // the last tier is worth something, or none is
+	}
+	return l.tiers[k].hist.clone()
+}

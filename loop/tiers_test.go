@@ -49,7 +49,7 @@ func TestTierHistories(t *testing.T) {
 	now := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	set := fleet.DefaultSettings()
 	set.Pools = []fleet.Pool{{Name: "od", GPUsPerNode: 8, Capacity: fleet.OnDemand, PricePerHour: 8, LeadTime: 10 * time.Minute, Max: 10}}
-	set.Tiers = tiersForTest
+	set.Tiers = slices.Clone(tiersForTest) // changed below
 	books := &state.Memory{}
 	l, err := New(Options{Settings: &set, Books: books})
 	if err != nil {
@@ -83,5 +83,14 @@ func TestTierHistories(t *testing.T) {
 	}
 	if h := again.tiers[0].hist.current(); len(h.Values) != 4 || h.Values[0] != 10 {
 		t.Errorf("a fresh loop's critical history %v, want the 3 recorded steps and this one", h.Values)
+	}
+	// Scale-in's recent peak reads standard's: the lowest-ranked tier
+	// worth something, above best_effort.
+	if h := again.peakHistory(); len(h.Values) != 4 || h.Values[3] != 16 {
+		t.Errorf("peak history %v, want standard's 4 steps of 16", h.Values)
+	}
+	set.Tiers[2].WaitValuePerGPUHour = 5 // the last tier worth something: the whole demand's
+	if h := again.peakHistory(); h.Step != 0 {
+		t.Errorf("peak history %v with every tier worth something, want none", h)
 	}
 }

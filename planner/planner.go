@@ -33,7 +33,13 @@ type Input struct {
 	// higher tiers', by rank, but the last tier's, which is Forecast (the
 	// loop's TierDemand); without them each tier reads Forecast.
 	TierForecasts []forecast.Forecast
-	Now           time.Time
+	// PeakHistory is, with tiers, the recorded cumulative demand of the
+	// lowest-ranked tier whose waiting is worth something, where another
+	// tier ranks below it: the demand scale-in's recent peak reads
+	// (recentPeak), so that nothing is kept for the zero-value tiers'
+	// peaks. Empty: fleet.State.History, the whole demand's.
+	PeakHistory fleet.Series
+	Now         time.Time
 }
 
 // poolPlan is the planner's working view of one pool. Its counts are

@@ -242,7 +242,7 @@ func reasonScenarios() []wordsScenario {
 				{Name: "best_effort", Rank: 3}}
 			st := fleet.State{PendingGPUs: 40, PendingTiers: []fleet.TierGPUs{{Tier: "best_effort", GPUs: 8}, {Tier: "batch", GPUs: 16}},
 				Scoped: []fleet.ScopedDemand{{Pool: "od", GPUs: 8, Tier: "best_effort"},
-				{Pool: "od", GPUs: 16, Tier: "batch"}, {Pool: "spot", GPUs: 16}}}
+					{Pool: "od", GPUs: 16, Tier: "batch"}, {Pool: "spot", GPUs: 16}}}
 			return Make(Input{Settings: set, State: &st, Now: t0})
 		}},
 		{"the scheduler's queue read last at 13:57, and not since", at(testConfig(od), fleet.State{PendingGPUs: 8,

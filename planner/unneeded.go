@@ -66,13 +66,18 @@ func (p *planner) idleTooShortText(n *fleet.Node) string {
 }
 
 // recentPeak is the most GPUs the fleet's recorded demand
-// (fleet.State.History) held within the last limits.scale_in_unneeded_time,
-// rounded up: scale-in for demand keeps that many, so that capacity is
-// removed only once it has been unneeded that long, not on a dip of a
-// cycle or two. Zero when the setting is off or nothing is recorded then.
+// (fleet.State.History; with tiers, Input.PeakHistory where set: the
+// tiers worth something) held within the last
+// limits.scale_in_unneeded_time, rounded up: scale-in for demand keeps
+// that many, so that capacity is removed only once it has been unneeded
+// that long, not on a dip of a cycle or two. Zero when the setting is off
+// or nothing is recorded then.
 func (p *planner) recentPeak() int {
 	u := p.cfg.Limits.ScaleInUnneededTime
 	h := p.in.State.History
+	if len(p.cfg.Tiers) > 0 && p.in.PeakHistory.Step > 0 {
+		h = p.in.PeakHistory
+	}
 	if u <= 0 || h.Step <= 0 || p.now.Before(h.Start) {
 		return 0
 	}

@@ -130,3 +130,41 @@ func TestScaleInWaits(t *testing.T) {
 		t.Errorf("the launch up 15m after it was made: want the pool scaled in\n%s", describe(p))
 	}
 }
+
+// TestRecentPeakOfTiers: with tiers, the recent peak scale-in keeps is
+// that of the tiers worth something (Input.PeakHistory): a best-effort
+// peak in the whole demand keeps nothing; without tiers, or without that
+// history, the whole demand's peak keeps.
+func TestRecentPeakOfTiers(t *testing.T) {
+	od := pool("od", fleet.OnDemand, 30, 10*time.Minute, 0, 10)
+	var nodes []fleet.Node
+	for _, id := range []string{"o1", "o2", "o3", "o4"} {
+		n := ready(id, od.Name)
+		n.IdleSince = t0.Add(-time.Hour)
+		nodes = append(nodes, n)
+	}
+	history := func(vals ...float64) fleet.Series {
+		return fleet.Series{Start: t0.Add(-time.Duration(len(vals)) * 10 * time.Minute), Step: 10 * time.Minute, Values: vals}
+	}
+	tiers := []fleet.Tier{{Name: "critical", Rank: 1, WaitValuePerGPUHour: 500}, {Name: "standard", Rank: 2, WaitValuePerGPUHour: 50, Default: true},
+		{Name: "best_effort", Rank: 3}}
+	for _, tt := range []struct {
+		name    string
+		tiers   []fleet.Tier
+		peak    fleet.Series
+		drained int
+	}{
+		{"tiers: the best-effort peak keeps nothing", tiers, history(8, 8, 8, 8), 2},
+		{"tiers, the peak of the tiers worth something keeps", tiers, history(8, 8, 8, 32), 0},
+		{"tiers without that history: the whole demand's", tiers, fleet.Series{}, 0},
+		{"no tiers: the whole demand's", nil, history(8, 8, 8, 8), 0},
+	} {
+		set := testConfig(od).Settings()
+		set.Tiers = tt.tiers
+		st := fleet.State{Nodes: slices.Clone(nodes), History: history(8, 8, 8, 32)}
+		p := Make(Input{Settings: set, State: &st, Forecast: flat(8), Now: t0, PeakHistory: tt.peak})
+		if got := len(actions(p, Drain)); got != tt.drained {
+			t.Errorf("%s: %d drained, want %d\n%s", tt.name, got, tt.drained, describe(p))
+		}
+	}
+}
