@@ -467,6 +467,35 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 	return total, scoped
 }
 
+// Tiers is the pending GPUs of the fresh pushes at now by tier
+// (fleet.State.PendingTiers), each tier once, in the order they first
+// appear (sources by name, then their lines): the controller's Slurm
+// source's too, whose lines carry its jobs' tiers. Lines of no tier are
+// left to the default tier (fleet.PendingByTier).
+func (p *Pending) Tiers(now time.Time) []fleet.TierGPUs {
+	ttl := p.ttl()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []fleet.TierGPUs
+	for _, src := range slices.Sorted(maps.Keys(p.bySource)) {
+		x := p.bySource[src]
+		if now.Sub(x.at) > ttl {
+			continue
+		}
+		for _, l := range x.push.Pending {
+			if l.Tier == "" || l.GPUs <= 0 {
+				continue
+			}
+			if i := slices.IndexFunc(out, func(t fleet.TierGPUs) bool { return t.Tier == l.Tier }); i >= 0 {
+				out[i].GPUs += l.GPUs
+			} else {
+				out = append(out, fleet.TierGPUs{Tier: l.Tier, GPUs: l.GPUs})
+			}
+		}
+	}
+	return out
+}
+
 // Waiting is the demand the fresh pushes say is pending now, line by
 // line, with each line's team, tier and scope, for the report of who used
 // what; a line of no team is unattributed. The controller's own Slurm

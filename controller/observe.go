@@ -37,7 +37,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, f *cycleFleet, 
 	st := fleet.State{CapturedAt: now}
 	st.PendingGPUs, st.Scoped = c.pending.Demand(now)
 	if len(c.set.Tiers) > 0 {
-		st.PendingTiers = pendingTiers(c.waiting(now), st.PendingGPUs)
+		st.PendingTiers = c.pending.Tiers(now)
 	}
 	st.Announced, st.UnderWay = c.pending.Announced(now)
 	ends := c.pending.Ends(now)

@@ -65,6 +65,9 @@ func TestSlurmSourceCapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Job 5, the last, of QOS critical: its tier.
+	i := bytes.LastIndex(capture, []byte(`"qos": ""`))
+	capture = slices.Concat(capture[:i], []byte(`"qos": "critical"`), capture[i+len(`"qos": ""`):])
 	if err := os.WriteFile(queue, capture, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +85,7 @@ func TestSlurmSourceCapture(t *testing.T) {
 	}
 	p = l.cycle(t)
 	st := l.c.Last().State
-	if want := []fleet.ScopedDemand{{Partition: "train", GPUModel: "A100", GPUs: 1}}; p.Demand.PendingGPUs != 1 || !slices.Equal(st.Scoped, want) {
+	if want := []fleet.ScopedDemand{{Partition: "train", GPUModel: "A100", GPUs: 1, Tier: "critical"}}; p.Demand.PendingGPUs != 1 || !slices.Equal(st.Scoped, want) {
 		t.Errorf("pending %d, scoped %+v; want 1, %+v", p.Demand.PendingGPUs, st.Scoped, want)
 	}
 	if launched := launchesIn(p); launched["train-od"] != 1 || len(launched) != 1 || hasCode(p.Notes, planner.ReasonQueueDegraded) {

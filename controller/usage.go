@@ -2,7 +2,6 @@ package controller
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -26,29 +25,6 @@ func (c *Controller) waiting(now time.Time) []usage.Waiting {
 		w = append(w, c.slurm.Waiting(now)...)
 	}
 	return w
-}
-
-// pendingTiers are the GPUs waiting by tier (fleet.State.PendingTiers),
-// by tier name, at most pending in all; a line without a tier is left to
-// the default tier.
-func pendingTiers(waiting []usage.Waiting, pending int) []fleet.TierGPUs {
-	var out []fleet.TierGPUs
-	for _, w := range waiting {
-		if w.Tier == "" || w.GPUs <= 0 {
-			continue
-		}
-		g := min(w.GPUs, pending)
-		if g <= 0 {
-			break
-		}
-		pending -= g
-		if i := slices.IndexFunc(out, func(t fleet.TierGPUs) bool { return t.Tier == w.Tier }); i >= 0 {
-			out[i].GPUs += g
-		} else {
-			out = append(out, fleet.TierGPUs{Tier: w.Tier, GPUs: g})
-		}
-	}
-	return out
 }
 
 // keepUsage charges the interval since the last cycle to who used the

@@ -131,9 +131,9 @@ type SlurmSettings struct {
 	// signal would die of it).
 	SignalJobs string
 	Scancel    string
-	// Tier is where a Slurm job's tier comes from, for the report of who
-	// used what: "qos" (its quality of service, the default) or
-	// "partition". Its team is its account.
+	// Tier is where a Slurm job's tier comes from, for what is bought for
+	// it and the report of who used what: "qos" (its quality of service,
+	// the default) or "partition". Its team is its account.
 	Tier string
 	// Interval is the time between reads, which run in the background:
 	// a cycle plans with the latest.

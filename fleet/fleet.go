@@ -369,7 +369,7 @@ type State struct {
 	PendingGPUs int `json:"pending_gpus"`
 	// Scoped is the part of PendingGPUs that waits for one pool, for
 	// any pool of one GPU model or of a partition (ScopedDemand): only
-	// capacity there serves it. At most one line per scope.
+	// capacity there serves it. At most one line per scope and tier.
 	Scoped []ScopedDemand `json:"scoped,omitempty"`
 	// PendingTiers split PendingGPUs by the jobs' tiers (Job.Tier), each
 	// tier once; GPUs pending and not listed here are the default tier's

@@ -1,11 +1,13 @@
 package loop
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/state"
 )
 
@@ -92,5 +94,53 @@ func TestTierHistories(t *testing.T) {
 	set.Tiers[2].WaitValuePerGPUHour = 5 // the last tier worth something: the whole demand's
 	if h := again.peakHistory(); h.Step != 0 {
 		t.Errorf("peak history %v with every tier worth something, want none", h)
+	}
+}
+
+// TestPeakHistoryPlanned: a loop with tiers gives the planner the tiers
+// worth something's recorded demand for scale-in's recent peak: a
+// best-effort burst in the whole demand 5 minutes ago keeps no idle node,
+// while the same burst of standard jobs keeps them all.
+func TestPeakHistoryPlanned(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		standard float64 // the tiers worth something's demand 5 minutes ago
+		drains   int
+	}{
+		{"a best-effort burst", 0, 2},
+		{"a standard burst", 32, 0},
+	} {
+		set := testSettings()
+		set.Tiers = slices.Clone(tiersForTest)
+		books := &state.Memory{}
+		for _, s := range []struct {
+			series string
+			ago    time.Duration
+			v      float64
+		}{
+			{DemandSeries, 15 * time.Minute, 0}, {DemandSeries, 5 * time.Minute, 32},
+			{TierSeries("critical"), 15 * time.Minute, 0}, {TierSeries("critical"), 5 * time.Minute, 0},
+			{TierSeries("standard"), 15 * time.Minute, 0}, {TierSeries("standard"), 5 * time.Minute, tt.standard},
+		} {
+			if err := books.AppendDemand(s.series, state.Sample{Time: t0.Add(-s.ago), Value: s.v}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l, err := New(Options{Settings: set, Books: books, Advise: true, DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &scripted{t: t, books: books, st: fleet.State{Pools: []fleet.PoolStatus{{Name: "od"}}}}
+		for _, id := range []string{"o1", "o2", "o3", "o4"} {
+			f.st.Nodes = append(f.st.Nodes, fleet.Node{ID: id, Pool: "od", State: fleet.Ready, LastReport: t0, IdleSince: t0.Add(-time.Hour),
+				LaunchedAt: t0.Add(-2 * time.Hour)})
+		}
+		r, err := l.Cycle(context.Background(), f, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Plan.Counts()[planner.Drain]; got != tt.drains {
+			t.Errorf("%s: %d drains, want %d: %v", tt.name, got, tt.drains, r.Plan.Actions)
+		}
 	}
 }

@@ -50,7 +50,6 @@ func (p *planner) launch(t *tally) {
 			continue // no tier may buy the pool's capacity, or any worth it
 		}
 		need, src, have, by := p.needIn(t, pp.level, at)
-		need = max(need-p.scopedPending, 0)
 		gap := need - have
 		if gap <= 0 {
 			if e := p.endingFor(at); e > 0 && gap+e > 0 {
@@ -80,7 +79,7 @@ func (p *planner) launch(t *tally) {
 		}
 		at := p.now.Add(pp.spec.LeadTime)
 		need, _ := p.needAt(lv, at)
-		if gap := need - p.scopedPending - (p.have(t, at) - p.foreign(t, at, lv)) - pp.left; gap > short {
+		if gap := need - p.scopedFor(lv) - (p.have(t, at) - p.foreign(t, at, lv)) - pp.left; gap > short {
 			short, shortAt = gap, at
 		}
 	}
@@ -187,7 +186,7 @@ func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 		if len(scope) == 0 && tier != nil {
 			// Its jobs run on none of the pools that may be bought
 			// for them: not fleet-wide demand either.
-			p.scopedPending += d.GPUs
+			p.servedApart(d, d.GPUs)
 			p.note(ReasonTierNotBought, fmt.Sprintf("%d GPUs pending for %s of tier %s: none of its pools is of a capacity type the tier may buy", d.GPUs, d, tier.Name))
 			continue
 		}
@@ -216,7 +215,9 @@ func (p *planner) serveScope(t *tally, d fleet.ScopedDemand, scope []*poolPlan, 
 	setAside := 0
 	for _, pp := range scope {
 		u := unit(pp)
-		c := min(left, max(pp.supply-pp.used-pp.stranded-pp.claimedSupply, 0)/u) * u
+		// The preemptible tiers' jobs leave for it (serveScoped buys
+		// nothing for theirs).
+		c := min(left, max(pp.supply-(pp.used-pp.yielding)-pp.stranded-pp.claimedSupply, 0)/u) * u
 		pp.claimed += c
 		pp.claimedSupply += c
 		t.scopedFree += c
@@ -248,10 +249,38 @@ func (p *planner) serveScope(t *tally, d fleet.ScopedDemand, scope []*poolPlan, 
 	}
 	// What is set aside for the scope, or what it waits for if more: the
 	// fleet-wide launches count neither.
-	p.scopedPending += max(d.GPUs, setAside)
+	p.servedApart(d, max(d.GPUs, setAside))
 	if left > 0 {
 		p.note(ReasonUnmetDemand, unmetScopedNote(left, what, d))
 	}
+}
+
+// servedApart counts gpus of scoped demand d as served apart from the
+// fleet-wide demand (scopedPending), in d's tier with tiers.
+func (p *planner) servedApart(d fleet.ScopedDemand, gpus int) {
+	p.scopedPending += gpus
+	if len(p.cfg.Tiers) > 0 {
+		if p.scopedTier == nil {
+			p.scopedTier = make([]int, len(p.cfg.Tiers))
+		}
+		p.scopedTier[fleet.TierIndex(p.cfg.Tiers, d.Tier)] += gpus
+	}
+}
+
+// scopedFor is the scoped demand served apart (servedApart) of level
+// lv's tiers, which their fleet-wide need leaves out: all of it without
+// tiers.
+func (p *planner) scopedFor(lv level) int {
+	if len(p.cfg.Tiers) == 0 {
+		return p.scopedPending
+	}
+	n := 0
+	for _, e := range lv {
+		if e.tier >= 0 && e.tier < len(p.scopedTier) {
+			n += p.scopedTier[e.tier]
+		}
+	}
+	return n
 }
 
 // free is the pool's GPUs that pending demand could use: its capacity now

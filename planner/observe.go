@@ -112,7 +112,7 @@ func (p *planner) observe(t *tally) {
 			if !n.Unknown {
 				pp.booting++
 			}
-			pp.serve(t, n)
+			pp.serve(t, n, p.yieldingOn(n, pp.spec.GPUsPerNode))
 		case fleet.Ready:
 			if interrupted(n, p.now) {
 				// The cloud takes it: not counted on, so its replacement is
@@ -125,18 +125,17 @@ func (p *planner) observe(t *tally) {
 				continue
 			}
 			p.plan.Capacity.ReadyGPUs += gpn
-			pp.serve(t, n)
+			y := p.yieldingOn(n, gpn)
+			pp.serve(t, n, y)
 			// Blockers are found only if scale-in gets to the node.
 			c := candidate{node: n, silentFor: silent, slot: -1}
 			// A silent node's jobs are as last reported.
 			free := gpn - min(n.UsedGPUs(), gpn)
-			if f := FragmentGPUs(n, gpn, p.now); f > 0 {
-				p.plan.Capacity.FragmentGPUs += f
-				if p.plan.Demand.PendingGPUs > 0 {
-					// A pending job is one the scheduler could not place:
-					// it did not fit in any busy node's free GPUs.
-					pp.stranded += f
-				}
+			p.plan.Capacity.FragmentGPUs += FragmentGPUs(n, gpn, p.now)
+			if p.plan.Demand.PendingGPUs > 0 {
+				// A pending job is one the scheduler could not place:
+				// it did not fit in any busy node's free GPUs.
+				pp.stranded += strandedGPUs(n, gpn, y, p.now)
 			}
 			if silent > 0 {
 				t.silentGPUs += gpn
@@ -239,7 +238,7 @@ func (p *planner) settleDrain(t *tally, pp *poolPlan, n *fleet.Node, silent time
 	case since > p.cfg.Drain.Timeout:
 		a.Kind, a.Code, a.Reason = CancelDrain, ReasonDrainTimeout, drainTimeoutReason(since, blocker)
 		// The node returns to service and serves demand again.
-		pp.serve(t, n)
+		pp.serve(t, n, p.yieldingOn(n, pp.spec.GPUsPerNode))
 		if silent > 0 {
 			t.silentGPUs += pp.spec.GPUsPerNode
 		}
@@ -301,6 +300,17 @@ func FragmentGPUs(n *fleet.Node, gpn int, now time.Time) int {
 		return 0
 	}
 	return gpn - used
+}
+
+// strandedGPUs is node n's fragment (FragmentGPUs) as the tiers that are
+// not preemptible see it: the preemptible tiers' jobs, which hold yielding
+// of its GPUs, leave for theirs (countTiers counts the fleet's so).
+func strandedGPUs(n *fleet.Node, gpn, yielding int, now time.Time) int {
+	held := min(n.UsedGPUs(), gpn) - yielding
+	if n.State != fleet.Ready || held <= 0 || interrupted(n, now) {
+		return 0
+	}
+	return gpn - held
 }
 
 // poolsOf is each node's pool plan (nil for a pool the config does not
@@ -381,13 +391,15 @@ func (p *planner) countOutside(t *tally, n *fleet.Node) {
 }
 
 // serve counts a node that serves demand, ready or launching within its
-// deadline: its GPUs in the supply, the pool's and the fleet's (t), and
-// what its jobs hold.
-func (pp *poolPlan) serve(t *tally, n *fleet.Node) {
+// deadline: its GPUs in the supply, the pool's and the fleet's (t), what
+// its jobs hold, and of that what the preemptible tiers' jobs hold
+// (yielding, yieldingOn).
+func (pp *poolPlan) serve(t *tally, n *fleet.Node, yielding int) {
 	gpn := pp.spec.GPUsPerNode
 	t.supply += gpn
 	pp.supply += gpn
 	pp.used += min(n.UsedGPUs(), gpn)
+	pp.yielding += yielding
 	pp.active++
 }
 

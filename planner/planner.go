@@ -102,6 +102,9 @@ type poolPlan struct {
 	// pending (else 0): the free GPUs of busy nodes that pending demand
 	// cannot use (observe; scale-in's moves onto busy nodes take from it).
 	stranded int
+	// yielding is the part of used the preemptible tiers' jobs hold
+	// (yieldingOn): free for the other tiers' scoped demand.
+	yielding int
 	// deferred counts the pool's nodes that launches in slower, dearer
 	// pools were left to (launch, leftToFaster): it launches them itself
 	// when its own lead time reaches the time they are needed. left is
@@ -246,8 +249,10 @@ type planner struct {
 	// State.UnderWay too; each is made when first read.
 	ahead, all []change
 	// scopedPending is the demand pending for some pools only
-	// (fleet.State.Scoped) that serveScoped serves.
+	// (fleet.State.Scoped) that serveScoped serves apart, and, with
+	// tiers, scopedTier its part of each tier (scopedFor).
 	scopedPending int
+	scopedTier    []int
 	// ends are the ready, reporting nodes whose jobs all have an expected
 	// end after now, by the last of them, soonest first (endingBy).
 	ends []nodeEnd

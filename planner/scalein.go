@@ -75,7 +75,7 @@ func (p *planner) scaleIn(t *tally) {
 	if peak := p.recentPeak(); peak > keep {
 		keep, src = peak, ReasonUnneededTime
 	}
-	keep = max(keep-p.scopedPending, 0)
+	keep = max(keep-p.scopedFor(p.keep), 0)
 	for _, pp := range order {
 		if pp.spec.Capacity == fleet.Reserved {
 			continue

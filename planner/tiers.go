@@ -152,12 +152,13 @@ func (p *planner) needIn(t *tally, lv level, at time.Time) (need int, src Reason
 	all := p.have(t, at)
 	if len(p.cfg.Tiers) == 0 {
 		need, src = p.needAt(lv, at)
-		return need, src, all, tierLevel{tier: -1, q: lv.top()}
+		return max(need-p.scopedPending, 0), src, all, tierLevel{tier: -1, q: lv.top()}
 	}
 	gap := math.MinInt
 	for i, e := range lv {
 		up := lv[:i+1] // the level's tiers down to e's (by rank)
 		n, s := p.need(up, p.valueAt(level{e}, at), at, at, min(p.endingFor(at), p.pendingFor(up)))
+		n = max(n-p.scopedFor(up), 0) // served apart
 		h := all - p.foreign(t, at, level{e})
 		if n-h > gap {
 			gap, need, src, have, by = n-h, n, s, h, e
@@ -344,6 +345,24 @@ func (p *planner) sanitizeTierForecasts() {
 			p.tierFc[k] = &f
 		}
 	}
+}
+
+// yieldingOn is the GPUs the jobs of preemptible tiers hold on node n, of
+// gpn GPUs, its jobs counted in order to at most its GPUs (as observe
+// counts what they hold); none without tiers.
+func (p *planner) yieldingOn(n *fleet.Node, gpn int) int {
+	if len(p.cfg.Tiers) == 0 {
+		return 0
+	}
+	y, left := 0, gpn
+	for i := range n.Jobs {
+		g := min(n.Jobs[i].GPUs, left)
+		left -= g
+		if Preemptible(&p.cfg.Tiers[fleet.TierIndex(p.cfg.Tiers, n.Jobs[i].Tier)]) {
+			y += g
+		}
+	}
+	return y
 }
 
 // onlyPreemptible reports whether every job on busy node n is of a

@@ -184,3 +184,40 @@ func TestScaleInDrainsBestEffortFirst(t *testing.T) {
 		t.Errorf("without tiers, drains %+v, want a's (the fresher checkpoint)", drains)
 	}
 }
+
+// TestScopedTiers: demand served apart for one pool counts against its own
+// tier's fleet-wide need only, not another tier's: critical jobs that may
+// run on on-demand capacity only and batch jobs on spot only, each pending
+// fleet-wide or for one pool, are bought for exactly, counted here by hand.
+func TestScopedTiers(t *testing.T) {
+	set := fleet.DefaultSettings()
+	set.Pools = []fleet.Pool{pool("od", fleet.OnDemand, 55, 10*time.Minute, 0, 10), pool("spot", fleet.Spot, 20, 10*time.Minute, 0, 10)}
+	set.Tiers = []fleet.Tier{{Name: "critical", Rank: 1, WaitValuePerGPUHour: 500, CapacityTypes: []fleet.CapacityType{fleet.OnDemand}},
+		{Name: "batch", Rank: 2, WaitValuePerGPUHour: 50, Default: true, CapacityTypes: []fleet.CapacityType{fleet.Spot}}}
+	for _, tt := range []struct {
+		name     string
+		pending  []fleet.TierGPUs
+		scoped   []fleet.ScopedDemand
+		od, spot int // nodes launched
+	}{
+		{"16 critical GPUs anywhere, 16 batch ones for od, which batch may not buy",
+			[]fleet.TierGPUs{{Tier: "critical", GPUs: 16}, {Tier: "batch", GPUs: 16}}, []fleet.ScopedDemand{{Pool: "od", GPUs: 16, Tier: "batch"}}, 2, 0},
+		{"8 critical GPUs for od, 16 batch ones anywhere",
+			[]fleet.TierGPUs{{Tier: "critical", GPUs: 8}, {Tier: "batch", GPUs: 16}}, []fleet.ScopedDemand{{Pool: "od", GPUs: 8, Tier: "critical"}}, 1, 2},
+		{"8 batch GPUs for spot, 8 more anywhere, 8 critical anywhere",
+			[]fleet.TierGPUs{{Tier: "critical", GPUs: 8}, {Tier: "batch", GPUs: 16}}, []fleet.ScopedDemand{{Pool: "spot", GPUs: 8, Tier: "batch"}}, 1, 2},
+	} {
+		st := &fleet.State{CapturedAt: t0, Scoped: tt.scoped, PendingTiers: tt.pending}
+		for _, p := range tt.pending {
+			st.PendingGPUs += p.GPUs
+		}
+		p := Make(Input{Settings: set, State: st, Now: t0})
+		got := map[string]int{}
+		for _, a := range actions(p, Launch) {
+			got[a.Pool] += a.Count
+		}
+		if got["od"] != tt.od || got["spot"] != tt.spot {
+			t.Errorf("%s: launched %v, want od %d, spot %d\n%s", tt.name, got, tt.od, tt.spot, describe(p))
+		}
+	}
+}

@@ -66,8 +66,8 @@ func (p *planner) idleTooShortText(n *fleet.Node) string {
 }
 
 // recentPeak is the most GPUs the fleet's recorded demand
-// (fleet.State.History; with tiers, Input.PeakHistory where set: the
-// tiers worth something) held within the last
+// (fleet.State.History; with tiers, Input.PeakHistory where it covers
+// the window: the tiers worth something) held within the last
 // limits.scale_in_unneeded_time, rounded up: scale-in for demand keeps
 // that many, so that capacity is removed only once it has been unneeded
 // that long, not on a dip of a cycle or two. Zero when the setting is off
@@ -75,8 +75,8 @@ func (p *planner) idleTooShortText(n *fleet.Node) string {
 func (p *planner) recentPeak() int {
 	u := p.cfg.Limits.ScaleInUnneededTime
 	h := p.in.State.History
-	if len(p.cfg.Tiers) > 0 && p.in.PeakHistory.Step > 0 {
-		h = p.in.PeakHistory
+	if ph := p.in.PeakHistory; len(p.cfg.Tiers) > 0 && ph.Step > 0 && !ph.Start.After(p.now.Add(-u)) {
+		h = ph // it covers the window: a tier's history started afresh does not
 	}
 	if u <= 0 || h.Step <= 0 || p.now.Before(h.Start) {
 		return 0

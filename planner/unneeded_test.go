@@ -157,6 +157,8 @@ func TestRecentPeakOfTiers(t *testing.T) {
 		{"tiers: the best-effort peak keeps nothing", tiers, history(8, 8, 8, 8), 2},
 		{"tiers, the peak of the tiers worth something keeps", tiers, history(8, 8, 8, 32), 0},
 		{"tiers without that history: the whole demand's", tiers, fleet.Series{}, 0},
+		{"tiers, that history begun within the window: the whole demand's", tiers,
+			fleet.Series{Start: t0.Add(-5 * time.Minute), Step: 10 * time.Minute, Values: []float64{8}}, 0},
 		{"no tiers: the whole demand's", nil, history(8, 8, 8, 8), 0},
 	} {
 		set := testConfig(od).Settings()

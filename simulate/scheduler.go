@@ -333,39 +333,58 @@ func (e *engine) pickFor(f int, mask uint8) *node {
 
 // pendingShapes are, where the pools' nodes differ in width, the queued
 // jobs wider than the narrowest node, as a scheduler reports their shape
-// (fleet.State.Scoped): for each width, the GPUs of its jobs that fit on
-// one node, in nodes at least that wide, and those of the jobs wider than
-// any node as that many whole nodes of the widest. The jobs of tiers whose
-// jobs are preempted for the others' are left out: nothing is bought for
-// them. Written over out; none when every node is as wide.
+// (fleet.State.Scoped): for each width and tier, the GPUs of its jobs that
+// fit on one node, in nodes at least that wide, and for each tier those of
+// the jobs wider than any node as that many whole nodes of the widest.
+// Each line names its tier (with tiers): the planner buys nothing for a
+// tier whose waiting is worth nothing, and the others' only in pools of
+// their capacity types. Written over out; none when every node is as wide.
 func (e *engine) pendingShapes(out []fleet.ScopedDemand) []fleet.ScopedDemand {
 	out = out[:0]
 	if e.minGPN == e.maxGPN {
 		return out
 	}
-	wide := fleet.ScopedDemand{MinGPUsPerNode: e.maxGPN}
+	var names []string // by tier, with tiers
+	if e.queuedTier != nil {
+		names = e.groups[byTier].table.names
+	}
+	n := max(len(names), 1)
+	gpus, jobs, wideGPUs, wideNodes := make([]int, n), make([]int, n), make([]int, n), make([]int, n)
+	name := func(k int) string {
+		if names == nil {
+			return ""
+		}
+		return names[k]
+	}
 	for _, w := range e.widths {
 		if w <= e.minGPN {
 			continue
 		}
-		gpus, jobs := 0, 0
+		clear(gpus)
+		clear(jobs)
 		for _, id := range e.classes[w].ids {
-			if j := &e.jobs[id]; e.yields == nil || !e.yields[j.group[byTier]] {
-				gpus += w
-				jobs++
+			k := 0
+			if names != nil {
+				k = int(e.jobs[id].group[byTier])
+			}
+			gpus[k] += w
+			jobs[k]++
+		}
+		for k := range gpus {
+			switch {
+			case gpus[k] == 0:
+			case w <= e.maxGPN:
+				out = append(out, fleet.ScopedDemand{MinGPUsPerNode: w, GPUs: gpus[k], Tier: name(k)})
+			default:
+				wideGPUs[k] += gpus[k]
+				wideNodes[k] += jobs[k] * ((w + e.maxGPN - 1) / e.maxGPN)
 			}
 		}
-		switch {
-		case gpus == 0:
-		case w <= e.maxGPN:
-			out = append(out, fleet.ScopedDemand{MinGPUsPerNode: w, GPUs: gpus})
-		default:
-			wide.GPUs += gpus
-			wide.Nodes += jobs * ((w + e.maxGPN - 1) / e.maxGPN)
-		}
 	}
-	if wide.GPUs > 0 {
-		out = append(out, wide)
+	for k := range wideGPUs {
+		if wideGPUs[k] > 0 {
+			out = append(out, fleet.ScopedDemand{MinGPUsPerNode: e.maxGPN, Nodes: wideNodes[k], GPUs: wideGPUs[k], Tier: name(k)})
+		}
 	}
 	return out
 }

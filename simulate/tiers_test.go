@@ -203,6 +203,17 @@ func TestBestEffortBuysNoOnDemand(t *testing.T) {
 		}
 		set.Pools = []fleet.Pool{pool("res", fleet.Reserved, 20, 2, 2), pool("od", fleet.OnDemand, 55, 0, 30), pool("spot", fleet.Spot, 25, 0, 3)}
 		set.Tiers = threeTiers(fleet.Reserved, fleet.Spot)
+		// Seeds 2 and 3: on-demand nodes of another width, so that wide
+		// jobs are pending in their shape (fleet.State.Scoped), a line
+		// per tier; seed 3's best-effort jobs run anywhere, so that only
+		// their tier's worth keeps them from buying.
+		switch seed {
+		case 2:
+			set.Pools[1].GPUsPerNode, set.Pools[1].PricePerHour = 4, 27.5
+		case 3:
+			set.Pools[1].GPUsPerNode, set.Pools[1].PricePerHour = 16, 110
+			set.Tiers = threeTiers()
+		}
 		cycles, checked := 0, 0
 		opt := Options{Policies: []string{"predictive"}, Seed: int64(seed), Cycles: func(_ string, r loop.CycleResult) {
 			cycles++
@@ -238,8 +249,8 @@ func onDemandLaunches(p planner.Plan) int {
 	return n
 }
 
-// withoutTier is a copy of st without tier's demand: its running jobs and
-// its pending GPUs.
+// withoutTier is a copy of st without tier's demand: its running jobs,
+// its pending GPUs and its scoped lines.
 func withoutTier(st *fleet.State, tier string) *fleet.State {
 	out := *st
 	out.Nodes = make([]fleet.Node, len(st.Nodes))
@@ -247,6 +258,7 @@ func withoutTier(st *fleet.State, tier string) *fleet.State {
 		n.Jobs = slices.DeleteFunc(slices.Clone(n.Jobs), func(j fleet.Job) bool { return j.Tier == tier })
 		out.Nodes[i] = n
 	}
+	out.Scoped = slices.DeleteFunc(slices.Clone(st.Scoped), func(d fleet.ScopedDemand) bool { return d.Tier == tier })
 	out.PendingTiers = nil
 	for _, l := range st.PendingTiers {
 		if l.Tier == tier {
@@ -282,8 +294,8 @@ func TestTiersThatCannotRun(t *testing.T) {
 
 // TestPendingShapes: where nodes differ in width, queued jobs wider than
 // the narrowest node are reported in their shape (nodes at least that
-// wide; whole widest nodes for one wider than any), best-effort jobs left
-// out; where every node is as wide, none is.
+// wide; whole widest nodes for one wider than any), a line per tier (a
+// job of no tier the default's); where every node is as wide, none is.
 func TestPendingShapes(t *testing.T) {
 	small, big := onePool().Pools[0], onePool().Pools[0]
 	small.Name, small.GPUsPerNode = "small", 2
@@ -294,32 +306,18 @@ func TestPendingShapes(t *testing.T) {
 	set := onePool()
 	set.Pools = []fleet.Pool{small, big}
 	set.Tiers = threeTiers()
-	opt, err := prepare(set, tr, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := newEngine(tr, set.Pools, opt, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range tr.Jobs {
-		e.enqueue(int32(i))
-	}
+	e := queuedEngine(t, set, tr)
 	got := e.pendingShapes(nil)
-	want := []fleet.ScopedDemand{{MinGPUsPerNode: 4, GPUs: 8}, {MinGPUsPerNode: 8, Nodes: 2, GPUs: 16}}
+	want := []fleet.ScopedDemand{{MinGPUsPerNode: 4, GPUs: 8, Tier: "standard"}, {MinGPUsPerNode: 8, GPUs: 8, Tier: "best_effort"},
+		{MinGPUsPerNode: 8, Nodes: 2, GPUs: 16, Tier: "critical"}}
 	if !slices.Equal(got, want) {
-		t.Errorf("shapes %v, want %v", got, want)
+		t.Errorf("shapes %+v, want %+v", got, want)
 	}
 	if e.queuedBought() != 1+8+16 {
 		t.Errorf("bought for %d queued GPUs, want all but the best-effort job's", e.queuedBought())
 	}
 	set.Pools = []fleet.Pool{big}
-	if e, err = newEngine(tr, set.Pools, opt, nil); err != nil {
-		t.Fatal(err)
-	}
-	for i := range tr.Jobs {
-		e.enqueue(int32(i))
-	}
+	e = queuedEngine(t, set, tr)
 	if got := e.pendingShapes(nil); len(got) != 0 {
 		t.Errorf("shapes %v where every node is as wide", got)
 	}

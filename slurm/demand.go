@@ -43,9 +43,9 @@ type End struct {
 // partition's, its type's, or none with nodes as wide as it asks) buys
 // nothing, and Queue says why; so do jobs held for any other reason.
 // Jobs that ask for no GPUs are left out. Each scoped line is of one tier
-// (fleet.ScopedDemand.Tier): the jobs' QOS with tierFrom "qos", their
-// partition with "partition", none with "" (and none for a name no
-// report could carry, fleet.ValidLabel).
+// (fleet.ScopedDemand.Tier): the jobs' partition with tierFrom
+// "partition", else their QOS (none for a name no report could carry,
+// fleet.ValidLabel).
 func (s *Snapshot) Demand(pools []fleet.Pool, tierFrom string) Demand {
 	d := Demand{Queue: fleet.Queue{Source: "slurm", Version: s.Version, Missing: slices.Clone(s.Missing)}}
 	byPartition := slices.ContainsFunc(pools, func(p fleet.Pool) bool { return len(p.Partitions) > 0 })
@@ -225,14 +225,12 @@ func countNodes(nodes []Node) []fleet.NodeCount {
 	return out
 }
 
-// tier is the job's tier as tierFrom says ("qos", "partition" or ""),
-// "" for a name no report could carry (fleet.ValidLabel).
+// tier is the job's tier as tierFrom says: its partition with
+// "partition", else its QOS; "" for a name no report could carry
+// (fleet.ValidLabel).
 func (j *Job) tier(tierFrom string) string {
-	t := ""
-	switch tierFrom {
-	case "qos":
-		t = j.QOS
-	case "partition":
+	t := j.QOS
+	if tierFrom == "partition" {
 		t = j.Partition
 	}
 	if fleet.ValidLabel(t) != "" {

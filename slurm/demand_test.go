@@ -204,9 +204,9 @@ func TestDemandArrays(t *testing.T) {
 	}
 }
 
-// TestDemandTiers: each scoped line is of one tier, the jobs' QOS or
-// partition as tierFrom says; none without, nor for a name no report
-// could carry.
+// TestDemandTiers: each scoped line is of one tier, the jobs' QOS (by
+// default) or partition as tierFrom says; none for a name no report could
+// carry.
 func TestDemandTiers(t *testing.T) {
 	jobs := []Job{
 		{ID: "1", State: "PENDING", Reason: "Resources", Partition: "train", QOS: "critical", Nodes: 1, GPUsPerNode: 8},
@@ -220,7 +220,7 @@ func TestDemandTiers(t *testing.T) {
 		tierFrom string
 		want     []fleet.ScopedDemand
 	}{
-		{"", []fleet.ScopedDemand{{Partition: "train", GPUs: 19}}},
+		{"", []fleet.ScopedDemand{{Partition: "train", GPUs: 1}, {Partition: "train", GPUs: 10, Tier: "best_effort"}, {Partition: "train", GPUs: 8, Tier: "critical"}}},
 		{"qos", []fleet.ScopedDemand{{Partition: "train", GPUs: 1}, {Partition: "train", GPUs: 10, Tier: "best_effort"}, {Partition: "train", GPUs: 8, Tier: "critical"}}},
 		{"partition", []fleet.ScopedDemand{{Partition: "train", GPUs: 19, Tier: "train"}}},
 	} {

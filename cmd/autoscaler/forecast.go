@@ -78,26 +78,11 @@ func runForecast(e *env, args []string) int {
 			backtest: forecast.BacktestOptions{Origins: *origins, TrainDays: train.Hours() / 24, Quantile: *quantile}})
 	}
 
-	raw, err := trace.OpenSeries(*path, trace.Options{ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Where: where})
-	if err != nil {
-		fmt.Fprintln(e.stderr, "forecast:", err)
-		return exitError
+	raw, series, step, code := openResampled(e, *path, trace.Options{ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Where: where}, step, "forecast:")
+	if code != exitOK {
+		return code
 	}
-	if raw.SkippedRows > 0 {
-		fmt.Fprintf(e.stderr, "forecast: skipped %d bad row(s) of %s\n", raw.SkippedRows, raw.Name)
-	}
-	if step == 0 {
-		step = raw.Step
-	}
-	if forecast.Day%step != 0 {
-		fmt.Fprintf(e.stderr, "forecast: step %v does not divide a day; resample with -step (e.g. 10m)\n", step)
-		return exitUsage
-	}
-	series, err := forecast.Resample(raw.Start, raw.Offsets, raw.Values, step, 6)
-	if err != nil {
-		fmt.Fprintln(e.stderr, "forecast:", err)
-		return exitError
-	}
+	skipped(e, raw)
 	if series.Filled+series.Carried > 0 {
 		log.Info("filled gaps", "interpolated", series.Filled, "carried", series.Carried)
 	}
@@ -106,6 +91,7 @@ func runForecast(e *env, args []string) int {
 
 	if *backtest {
 		var perOriginFile *os.File
+		var err error
 		if *perOrigin != "" {
 			// Created first, so that an unwritable path fails before a
 			// long backtest rather than after it.
@@ -134,7 +120,8 @@ func runForecast(e *env, args []string) int {
 				return exitError
 			}
 		}
-		out := backtestJSON{Series: raw.Name, StepS: step.Seconds(), HorizonS: (time.Duration(h) * step).Seconds(), Origins: rep.Origins, Selected: forecast.AutoName}
+		out := backtestJSON{backtestHead: backtestHead{Series: raw.Name, StepS: step.Seconds(), HorizonS: (time.Duration(h) * step).Seconds(), Origins: rep.Origins},
+			Selected: forecast.AutoName}
 		for _, s := range rep.Scores {
 			if !math.IsNaN(s.MASE) {
 				out.Models = append(out.Models, s)
@@ -173,6 +160,38 @@ func runForecast(e *env, args []string) int {
 	return exitOK
 }
 
+// openResampled reads a series file as forecast does and resamples it to
+// step (its own median step when 0): the file's series, the resampled one
+// and its step, or the exit code of what failed, said with prefix.
+func openResampled(e *env, path string, opt trace.Options, step time.Duration, prefix string) (*trace.Series, forecast.Resampled, time.Duration, int) {
+	raw, err := trace.OpenSeries(path, opt)
+	if err != nil {
+		fmt.Fprintln(e.stderr, prefix, err)
+		return nil, forecast.Resampled{}, 0, exitError
+	}
+	if step == 0 {
+		step = raw.Step
+	}
+	if forecast.Day%step != 0 {
+		fmt.Fprintf(e.stderr, "forecast: step %v does not divide a day; resample with -step (e.g. 10m)\n", step)
+		return nil, forecast.Resampled{}, 0, exitUsage
+	}
+	series, err := forecast.Resample(raw.Start, raw.Offsets, raw.Values, step, 6)
+	if err != nil {
+		fmt.Fprintln(e.stderr, prefix, err)
+		return nil, forecast.Resampled{}, 0, exitError
+	}
+	return raw, series, step, exitOK
+}
+
+// skipped says how many bad rows reading the series skipped, if any
+// (-skip-bad-rows).
+func skipped(e *env, raw *trace.Series) {
+	if raw.SkippedRows > 0 {
+		fmt.Fprintf(e.stderr, "forecast: skipped %d bad row(s) of %s\n", raw.SkippedRows, raw.Name)
+	}
+}
+
 // relativeForecast is the -json forecast of a series timed from its
 // start: the origin as the days and time since then ("+31d 00:00") and in
 // seconds.
@@ -182,12 +201,17 @@ type relativeForecast struct {
 	OriginOffsetS float64 `json:"origin_offset_s"`
 }
 
+// backtestHead is what every -backtest -json report starts with.
+type backtestHead struct {
+	Series   string  `json:"series"`
+	StepS    float64 `json:"step_s"`
+	HorizonS float64 `json:"horizon_s"`
+	Origins  int     `json:"origins"`
+}
+
 // backtestJSON is the -backtest -json report.
 type backtestJSON struct {
-	Series   string           `json:"series"`
-	StepS    float64          `json:"step_s"`
-	HorizonS float64          `json:"horizon_s"`
-	Origins  int              `json:"origins"`
+	backtestHead
 	Selected string           `json:"selected"`
 	Models   []forecast.Score `json:"models"`
 }

@@ -26,12 +26,9 @@ type tierBacktest struct {
 
 // tierBacktestJSON is forecast -backtest -tiers -json's report.
 type tierBacktestJSON struct {
-	Series   string               `json:"series"`
-	StepS    float64              `json:"step_s"`
-	HorizonS float64              `json:"horizon_s"`
-	Origins  int                  `json:"origins"`
-	ShareS   float64              `json:"share_over_s"`
-	Tiers    []forecast.TierScore `json:"tiers"`
+	backtestHead
+	ShareS float64              `json:"share_over_s"`
+	Tiers  []forecast.TierScore `json:"tiers"`
 }
 
 // runTierBacktest backtests the two ways to forecast tiers' demand
@@ -45,26 +42,14 @@ func runTierBacktest(e *env, tb tierBacktest) int {
 	for k, col := range tb.columns {
 		opt := tb.opt
 		opt.ValueColumns = []string{col}
-		raw, err := trace.OpenSeries(tb.path, opt)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "forecast: tier %q: %v\n", col, err)
-			return exitError
+		raw, s, st, code := openResampled(e, tb.path, opt, step, fmt.Sprintf("forecast: tier %q:", col))
+		if code != exitOK {
+			return code
 		}
-		if k == 0 && raw.SkippedRows > 0 {
-			fmt.Fprintf(e.stderr, "forecast: skipped %d bad row(s) of %s\n", raw.SkippedRows, raw.Name)
+		if k == 0 {
+			skipped(e, raw)
 		}
-		if step == 0 {
-			step = raw.Step
-		}
-		if forecast.Day%step != 0 {
-			fmt.Fprintf(e.stderr, "forecast: step %v does not divide a day; resample with -step (e.g. 10m)\n", step)
-			return exitUsage
-		}
-		s, err := forecast.Resample(raw.Start, raw.Offsets, raw.Values, step, 6)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "forecast: tier %q: %v\n", col, err)
-			return exitError
-		}
+		step = st
 		if k > 0 {
 			prev := cum[k-1]
 			if len(prev) != len(s.Values) {
@@ -92,7 +77,8 @@ func runTierBacktest(e *env, tb tierBacktest) int {
 			return exitError
 		}
 	}
-	out := tierBacktestJSON{Series: name, StepS: step.Seconds(), HorizonS: (time.Duration(h) * step).Seconds(), Origins: origins, ShareS: (time.Duration(over) * step).Seconds(), Tiers: scores}
+	out := tierBacktestJSON{backtestHead: backtestHead{Series: name, StepS: step.Seconds(), HorizonS: (time.Duration(h) * step).Seconds(), Origins: origins},
+		ShareS: (time.Duration(over) * step).Seconds(), Tiers: scores}
 	if tb.json {
 		return writeJSON(e, out)
 	}
