@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -120,6 +121,10 @@ type PendingDemand struct {
 	Team string `json:"team,omitempty"`
 	Tier string `json:"tier,omitempty"`
 	Jobs int    `json:"jobs,omitempty"`
+	// Requested marks the controller's Slurm source's lines for nodes
+	// Slurm asks to power up (fleet.ScopedDemand.Requested); no push
+	// sets it.
+	Requested bool `json:"-"`
 }
 
 // maxGPUsPerNode bounds a pending line's GPUs per node.
@@ -446,7 +451,7 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 			if l.GPUs <= 0 || sc == (fleet.ScopedDemand{}) && l.Nodes == 0 {
 				continue
 			}
-			sc.Tier = l.Tier // not part of the scope: the planner buys by it
+			sc.Tier, sc.Requested = l.Tier, l.Requested // not part of the scope: the planner buys by them
 			k := key{scope: sc, whole: l.Nodes > 0}
 			sum := byScope[k]
 			sum.GPUs += l.GPUs
@@ -462,7 +467,8 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 	}
 	slices.SortFunc(scoped, func(a, b fleet.ScopedDemand) int {
 		return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.Partition, b.Partition), strings.Compare(a.SlurmNode, b.SlurmNode), strings.Compare(a.GPUModel, b.GPUModel),
-			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes), strings.Compare(a.Tier, b.Tier))
+			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes), strings.Compare(a.Tier, b.Tier),
+			strings.Compare(strconv.FormatBool(a.Requested), strconv.FormatBool(b.Requested)))
 	})
 	return total, scoped
 }
@@ -473,16 +479,11 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 // source's too, whose lines carry its jobs' tiers. Lines of no tier are
 // left to the default tier (fleet.PendingByTier).
 func (p *Pending) Tiers(now time.Time) []fleet.TierGPUs {
-	ttl := p.ttl()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []fleet.TierGPUs
-	for _, src := range slices.Sorted(maps.Keys(p.bySource)) {
-		x := p.bySource[src]
-		if now.Sub(x.at) > ttl {
-			continue
-		}
-		for _, l := range x.push.Pending {
+	for _, src := range p.fresh(now) {
+		for _, l := range p.bySource[src].push.Pending {
 			if l.Tier == "" || l.GPUs <= 0 {
 				continue
 			}
@@ -496,22 +497,27 @@ func (p *Pending) Tiers(now time.Time) []fleet.TierGPUs {
 	return out
 }
 
+// fresh is the sources whose pushes count at now, by name. Callers hold
+// p.mu.
+func (p *Pending) fresh(now time.Time) []string {
+	ttl := p.ttl()
+	return slices.DeleteFunc(slices.Sorted(maps.Keys(p.bySource)), func(src string) bool { return now.Sub(p.bySource[src].at) > ttl })
+}
+
 // Waiting is the demand the fresh pushes say is pending now, line by
 // line, with each line's team, tier and scope, for the report of who used
 // what; a line of no team is unattributed. The controller's own Slurm
 // source is left out: its read says whose its jobs are
 // (SlurmSource.Waiting).
 func (p *Pending) Waiting(now time.Time) []usage.Waiting {
-	ttl := p.ttl()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []usage.Waiting
-	for _, src := range slices.Sorted(maps.Keys(p.bySource)) {
-		x := p.bySource[src]
-		if now.Sub(x.at) > ttl || src == SlurmSourceName {
+	for _, src := range p.fresh(now) {
+		if src == SlurmSourceName {
 			continue
 		}
-		for _, l := range x.push.Pending {
+		for _, l := range p.bySource[src].push.Pending {
 			if l.GPUs > 0 {
 				out = append(out, usage.Waiting{Team: l.Team, Tier: l.Tier, GPUs: l.GPUs, Jobs: max(l.Jobs, 1), Scope: l.scope()})
 			}

@@ -433,9 +433,9 @@ func (s *SlurmSource) requestedDemand() []PendingDemand {
 		switch {
 		case p == nil:
 		case len(r.Pools) == 1:
-			out = append(out, PendingDemand{Pool: p.Name, Nodes: 1, GPUs: p.GPUsPerNode})
+			out = append(out, PendingDemand{Pool: p.Name, Nodes: 1, GPUs: p.GPUsPerNode, Requested: true})
 		default:
-			out = append(out, PendingDemand{SlurmNode: r.Node, Nodes: 1, GPUs: p.GPUsPerNode})
+			out = append(out, PendingDemand{SlurmNode: r.Node, Nodes: 1, GPUs: p.GPUsPerNode, Requested: true})
 		}
 	}
 	return out

@@ -170,7 +170,7 @@ func TestSlurmNodesLive(t *testing.T) {
 		defer src.mu.Unlock()
 		return reflect.DeepEqual(src.names.requested, []slurm.Request{{Pools: []string{"dgx"}, Node: "dgx-2"}})
 	})
-	if _, scoped := pending.Demand(now); !slices.Equal(scoped, []fleet.ScopedDemand{{Pool: "dgx", Nodes: 1, GPUs: 8}}) {
+	if _, scoped := pending.Demand(now); !slices.Equal(scoped, []fleet.ScopedDemand{{Pool: "dgx", Nodes: 1, GPUs: 8, Requested: true}}) {
 		t.Errorf("pending demand %+v; want one whole node of dgx", scoped)
 	}
 	ups := changesOf(src, "power_up", "ok")
@@ -526,7 +526,7 @@ func TestSlurmBindShared(t *testing.T) {
 		requested, demand := src.names.requested, src.requestedDemand()
 		src.mu.Unlock()
 		if !reflect.DeepEqual(requested, []slurm.Request{{Pools: []string{"spot", "od"}, Node: "d2"}}) ||
-			!slices.Equal(demand, []PendingDemand{{SlurmNode: "d2", Nodes: 1, GPUs: 8}}) {
+			!slices.Equal(demand, []PendingDemand{{SlurmNode: "d2", Nodes: 1, GPUs: 8, Requested: true}}) {
 			t.Errorf("%s: requested %+v, demand %+v; want d2 of spot or od, a whole node of either", at, requested, demand)
 		}
 	}

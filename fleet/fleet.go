@@ -474,7 +474,9 @@ const MaxDemandGPUs = 1_000_000
 // config does not define is the default tier's); it is not part of the
 // scope: the planner buys nothing for a tier whose waiting is worth
 // nothing, and buys for the others only in the scope's pools of their
-// capacity types.
+// capacity types. Requested marks nodes a scheduler has given its jobs
+// already and asks to power up (Slurm's ResumeProgram): bought whatever
+// the jobs' tier.
 type ScopedDemand struct {
 	Pool           string `json:"pool,omitempty"`
 	GPUModel       string `json:"gpu_model,omitempty"`
@@ -484,6 +486,7 @@ type ScopedDemand struct {
 	Nodes          int    `json:"nodes,omitempty"`
 	GPUs           int    `json:"gpus"`
 	Tier           string `json:"tier,omitempty"`
+	Requested      bool   `json:"requested,omitempty"`
 }
 
 // Serves reports whether a pool serves the demand: it meets every part of

@@ -175,6 +175,16 @@ func expectedEmpty(n *fleet.Node, now time.Time) (time.Time, bool) {
 // for pending jobs waits at most one lead time.
 func (p *planner) endingFor(t time.Time) int {
 	pending := p.plan.Demand.PendingGPUs - p.scopedPending
+	if len(p.cfg.Tiers) > 0 {
+		// The preemptible tiers' pending jobs buy nothing: ends stand in
+		// for no launch of theirs.
+		pending = -p.scopedPending
+		for k, g := range p.pendingTier {
+			if !Preemptible(&p.cfg.Tiers[k]) {
+				pending += g
+			}
+		}
+	}
 	if pending <= 0 {
 		return 0
 	}

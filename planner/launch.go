@@ -167,8 +167,8 @@ func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 		if d.ServesAll(p.cfg.Pools) {
 			continue // the whole fleet's: the fleet-wide launches serve it
 		}
-		var tier *fleet.Tier // the line's, with tiers
-		if len(p.cfg.Tiers) > 0 {
+		var tier *fleet.Tier                      // the line's, with tiers
+		if len(p.cfg.Tiers) > 0 && !d.Requested { // a requested node is its job's already
 			tier = &p.cfg.Tiers[fleet.TierIndex(p.cfg.Tiers, d.Tier)]
 			if Preemptible(tier) {
 				p.note(ReasonTierNotBought, fmt.Sprintf("%d GPUs pending for %s of tier %s: nothing is bought for a tier whose waiting is worth nothing", d.GPUs, d, tier.Name))
@@ -286,7 +286,9 @@ func (p *planner) scopedFor(lv level) int {
 // free is the pool's GPUs that pending demand could use: its capacity now
 // and launching, less what jobs hold, the free GPUs of busy nodes that no
 // pending job fits, and what scoped demand claimed.
-func (pp *poolPlan) free() int { return max(pp.supply+pp.launched-pp.used-pp.stranded-pp.claimed, 0) }
+func (pp *poolPlan) free() int {
+	return max(pp.supply+pp.launched-(pp.used-pp.yielding)-pp.stranded-pp.claimed, 0)
+}
 
 // cmpBool orders false before true.
 func cmpBool(a, b bool) int {

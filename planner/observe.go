@@ -128,7 +128,7 @@ func (p *planner) observe(t *tally) {
 			y := p.yieldingOn(n, gpn)
 			pp.serve(t, n, y)
 			// Blockers are found only if scale-in gets to the node.
-			c := candidate{node: n, silentFor: silent, slot: -1}
+			c := candidate{node: n, silentFor: silent, slot: -1, yielding: y}
 			// A silent node's jobs are as last reported.
 			free := gpn - min(n.UsedGPUs(), gpn)
 			p.plan.Capacity.FragmentGPUs += FragmentGPUs(n, gpn, p.now)

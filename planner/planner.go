@@ -125,6 +125,8 @@ type candidate struct {
 	silentFor time.Duration
 	// slot is the node's in tally.placement; -1 when its agent is silent.
 	slot int
+	// yielding is what the preemptible tiers' jobs hold on it (yieldingOn).
+	yielding int
 }
 
 // drainCandidate is a candidate with what scale-in needs to order it,

@@ -120,6 +120,7 @@ func (s *scaleInPass) gone(pp *poolPlan, c drainCandidate) {
 	s.t.placement.remove(c.slot)
 	pp.supply -= gpn
 	pp.used -= min(c.node.UsedGPUs(), gpn)
+	pp.yielding -= min(c.yielding, pp.yielding)
 	pp.active--
 }
 

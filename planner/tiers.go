@@ -157,7 +157,7 @@ func (p *planner) needIn(t *tally, lv level, at time.Time) (need int, src Reason
 	gap := math.MinInt
 	for i, e := range lv {
 		up := lv[:i+1] // the level's tiers down to e's (by rank)
-		n, s := p.need(up, p.valueAt(level{e}, at), at, at, min(p.endingFor(at), p.pendingFor(up)))
+		n, s := p.need(up, p.valueAt(level{e}, at), at, at, min(p.endingFor(at), max(p.pendingFor(up)-p.scopedFor(up), 0)))
 		n = max(n-p.scopedFor(up), 0) // served apart
 		h := all - p.foreign(t, at, level{e})
 		if n-h > gap {

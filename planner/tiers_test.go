@@ -221,3 +221,76 @@ func TestScopedTiers(t *testing.T) {
 		}
 	}
 }
+
+// TestBestEffortInvisible: what the zero-value tier's jobs hold and what
+// they have pending change no plan for the others, where scoped demand
+// counts free GPUs and fragments, and where nodes expected to empty stand
+// in for launches: each plan is the same re-made without them.
+func TestBestEffortInvisible(t *testing.T) {
+	set := fleet.DefaultSettings()
+	set.Pools = []fleet.Pool{pool("od", fleet.OnDemand, 55, 10*time.Minute, 0, 10), pool("od2", fleet.OnDemand, 60, 10*time.Minute, 0, 10)}
+	set.Tiers = []fleet.Tier{{Name: "critical", Rank: 1, WaitValuePerGPUHour: 500}, {Name: "standard", Rank: 2, WaitValuePerGPUHour: 50, Default: true},
+		{Name: "best_effort", Rank: 3}}
+	idle := func(id string) fleet.Node {
+		n := ready(id, "od")
+		n.IdleSince = t0.Add(-time.Hour)
+		return n
+	}
+	busy := func(id string, jobs ...fleet.Job) fleet.Node {
+		n := ready(id, "od")
+		n.Jobs = jobs
+		return n
+	}
+	crit := fleet.Job{ID: "c", GPUs: 4, Tier: "critical", Start: t0.Add(-time.Hour)}
+	be := fleet.Job{ID: "b", GPUs: 2, Tier: "best_effort", Start: t0.Add(-time.Hour)}
+	full := fleet.Job{ID: "f", GPUs: 8, Tier: "critical", Start: t0.Add(-time.Hour), ExpectedEnd: t0.Add(5 * time.Minute)}
+	for _, tt := range []struct {
+		name      string
+		with, not fleet.State // with the best-effort demand, and without
+		fc        float64
+	}{
+		{"a best-effort job beside a critical one, 8 critical GPUs for od",
+			fleet.State{Nodes: []fleet.Node{busy("n1", crit, be), idle("n2"), idle("n3"), idle("n4")}, PendingGPUs: 8,
+				PendingTiers: []fleet.TierGPUs{{Tier: "critical", GPUs: 8}}, Scoped: []fleet.ScopedDemand{{Pool: "od", GPUs: 8, Tier: "critical"}}},
+			fleet.State{Nodes: []fleet.Node{busy("n1", crit), idle("n2"), idle("n3"), idle("n4")}, PendingGPUs: 8,
+				PendingTiers: []fleet.TierGPUs{{Tier: "critical", GPUs: 8}}, Scoped: []fleet.ScopedDemand{{Pool: "od", GPUs: 8, Tier: "critical"}}},
+			8},
+		{"16 best-effort GPUs pending beside a node about to empty",
+			fleet.State{Nodes: []fleet.Node{busy("n1", full)}, PendingGPUs: 24,
+				PendingTiers: []fleet.TierGPUs{{Tier: "critical", GPUs: 8}, {Tier: "best_effort", GPUs: 16}}, Scoped: []fleet.ScopedDemand{{Pool: "od", GPUs: 8, Tier: "critical"}}},
+			fleet.State{Nodes: []fleet.Node{busy("n1", full)}, PendingGPUs: 8,
+				PendingTiers: []fleet.TierGPUs{{Tier: "critical", GPUs: 8}}, Scoped: []fleet.ScopedDemand{{Pool: "od", GPUs: 8, Tier: "critical"}}},
+			1},
+		{"and 8 critical GPUs pending anywhere",
+			fleet.State{Nodes: []fleet.Node{busy("n1", full)}, PendingGPUs: 32,
+				PendingTiers: []fleet.TierGPUs{{Tier: "critical", GPUs: 16}, {Tier: "best_effort", GPUs: 16}}, Scoped: []fleet.ScopedDemand{{Pool: "od", GPUs: 8, Tier: "critical"}}},
+			fleet.State{Nodes: []fleet.Node{busy("n1", full)}, PendingGPUs: 16,
+				PendingTiers: []fleet.TierGPUs{{Tier: "critical", GPUs: 16}}, Scoped: []fleet.ScopedDemand{{Pool: "od", GPUs: 8, Tier: "critical"}}},
+			1},
+	} {
+		count := func(st fleet.State) map[ActionKind]int {
+			st.CapturedAt = t0
+			p := Make(Input{Settings: set, State: &st, Forecast: flat(tt.fc), Now: t0})
+			return p.Counts()
+		}
+		if with, not := count(tt.with), count(tt.not); with[Launch] != not[Launch] || with[Drain] != not[Drain] {
+			t.Errorf("%s: %v with the best-effort demand, %v without", tt.name, with, not)
+		}
+	}
+}
+
+// TestRequestedNodes: a node the scheduler has given its jobs and asks to
+// power up is bought whatever their tier; a line scoped the same way that
+// is not a request buys nothing for a tier worth nothing.
+func TestRequestedNodes(t *testing.T) {
+	set := fleet.DefaultSettings()
+	set.Pools = []fleet.Pool{pool("od", fleet.OnDemand, 55, 10*time.Minute, 0, 10), pool("od2", fleet.OnDemand, 60, 10*time.Minute, 0, 10)}
+	set.Tiers = []fleet.Tier{{Name: "critical", Rank: 1, WaitValuePerGPUHour: 500}, {Name: "best_effort", Rank: 2, Default: true}}
+	for _, requested := range []bool{true, false} {
+		st := &fleet.State{CapturedAt: t0, PendingGPUs: 8, Scoped: []fleet.ScopedDemand{{Pool: "od", Nodes: 1, GPUs: 8, Requested: requested}}}
+		p := Make(Input{Settings: set, State: st, Now: t0})
+		if got, want := len(actions(p, Launch)), map[bool]int{true: 1, false: 0}[requested]; got != want {
+			t.Errorf("requested %v: %d launches, want %d\n%s", requested, got, want, describe(p))
+		}
+	}
+}
