@@ -142,9 +142,9 @@ func (p *planner) leftToFaster(t *tally, order []*poolPlan, pp *poolPlan, gap in
 // scope every pool serves is the whole fleet's, and left to the
 // fleet-wide launches. A scope counts on its pools' free GPUs (capacity
 // now and launching, less what their jobs hold) that a scope before it
-// has not: pool scopes first, then the others, those served by fewer
-// pools first (so that a broad scope does not take the free GPUs a
-// narrow one has no other place for). The fleet-wide launches that follow
+// has not: with tiers, the higher tiers' first; then pool scopes, then
+// the others, those served by fewer pools first (so that a broad scope
+// does not take the free GPUs a narrow one has no other place for). The fleet-wide launches that follow
 // count these launches as capacity.
 func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 	scoped := slices.Clone(p.in.State.Scoped)
@@ -157,8 +157,16 @@ func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 		}
 		return n
 	}
+	// With tiers, the higher tiers' lines first: they claim free GPUs
+	// before the lower tiers' (a requested node's line before all).
+	rank := func(d fleet.ScopedDemand) int {
+		if len(p.cfg.Tiers) == 0 || d.Requested {
+			return -1
+		}
+		return fleet.TierIndex(p.cfg.Tiers, d.Tier)
+	}
 	slices.SortStableFunc(scoped, func(a, b fleet.ScopedDemand) int {
-		return cmp.Or(cmpBool(a.Pool == "", b.Pool == ""), cmp.Compare(served(a), served(b)))
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmpBool(a.Pool == "", b.Pool == ""), cmp.Compare(served(a), served(b)))
 	})
 	for _, d := range scoped {
 		if d.GPUs <= 0 {

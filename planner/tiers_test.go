@@ -294,3 +294,26 @@ func TestRequestedNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestScopedRankOrder: with tiers, the higher tier's scoped line claims
+// free GPUs first, whatever the lines' order or scope: gold's jobs (any
+// node of 8 GPUs) take the one free node of the full cheap pool, and
+// bronze's (that pool only) wait for it, rather than gold's buying a node
+// of the dear pool.
+func TestScopedRankOrder(t *testing.T) {
+	set := fleet.DefaultSettings()
+	set.Pools = []fleet.Pool{pool("od", fleet.OnDemand, 55, 10*time.Minute, 0, 1), pool("od2", fleet.OnDemand, 60, 10*time.Minute, 0, 10)}
+	set.Tiers = []fleet.Tier{{Name: "gold", Rank: 1, WaitValuePerGPUHour: 500}, {Name: "bronze", Rank: 2, WaitValuePerGPUHour: 50, Default: true}}
+	n := ready("n1", "od")
+	n.IdleSince = t0.Add(-time.Minute)
+	st := &fleet.State{CapturedAt: t0, Nodes: []fleet.Node{n}, PendingGPUs: 16,
+		PendingTiers: []fleet.TierGPUs{{Tier: "bronze", GPUs: 8}, {Tier: "gold", GPUs: 8}},
+		Scoped:       []fleet.ScopedDemand{{Pool: "od", GPUs: 8, Tier: "bronze"}, {MinGPUsPerNode: 8, Nodes: 1, GPUs: 8, Tier: "gold"}}}
+	p := Make(Input{Settings: set, State: st, Now: t0})
+	if got := actions(p, Launch); len(got) != 0 {
+		t.Errorf("launches %+v, want none: gold takes the free node\n%s", got, describe(p))
+	}
+	if notes := notesCoded(p, ReasonUnmetDemand); len(notes) != 1 || !strings.Contains(notes[0], "pool od") {
+		t.Errorf("unmet notes %+v, want bronze's, waiting for od\n%s", notes, describe(p))
+	}
+}
