@@ -56,7 +56,11 @@ func BacktestShares(names []string, cum [][]float64, shareSteps int, models []Mo
 		for k, y := range cum {
 			train, actual := y[o-b.ntrain:o:o], y[o:o+h]
 			scale := naiveScale(train, season)
-			if p, ok := b.auto(models, train, season, h); ok {
+			p, pok := pt, ok // the total's is forecast once
+			if k < len(cum)-1 {
+				p, pok = b.auto(models, train, season, h)
+			}
+			if pok {
 				direct[k].add(p, actual, scale, b.lo, b.up, b.hi, opt.Quantile)
 			} else {
 				direct[k].failed++

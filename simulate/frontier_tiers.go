@@ -106,15 +106,20 @@ func (f *Frontier) tierNames() []string {
 func (f *Frontier) tierPoints(tier string) []FrontierPoint {
 	out := slices.Clone(f.Points)
 	for i := range out {
-		w := math.NaN()
-		for _, t := range out[i].Tiers {
-			if t.Tier == tier {
-				w = t.WaitGPUHours
-			}
-		}
-		out[i].WaitGPUHours = w
+		out[i].WaitGPUHours = tierWait(&out[i], tier)
 	}
 	return out
+}
+
+// tierWait is the GPU-hours tier's jobs waited in p's run, NaN where it
+// has no row for the tier.
+func tierWait(p *FrontierPoint, tier string) float64 {
+	for _, t := range p.Tiers {
+		if t.Tier == tier {
+			return t.WaitGPUHours
+		}
+	}
+	return math.NaN()
 }
 
 // readTiers fills f.Tiers: the frontiers read at each buffer's waiting of
@@ -167,13 +172,7 @@ func (f *Frontier) writeTiers(w io.Writer) error {
 	for _, p := range f.Points {
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t", p.Policy, levelText(p.Policy, p.Level), p.CostUSD)
 		for _, name := range names {
-			w := math.NaN()
-			for _, t := range p.Tiers {
-				if t.Tier == name {
-					w = t.WaitGPUHours
-				}
-			}
-			fmt.Fprintf(tw, "%.0f\t", w)
+			fmt.Fprintf(tw, "%.0f\t", tierWait(&p, name))
 		}
 		fmt.Fprintln(tw)
 	}
