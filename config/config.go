@@ -40,6 +40,9 @@ type Config struct {
 	// Tiers are the classes of service (the tier blocks), by rank; none
 	// without tier blocks.
 	Tiers []fleet.Tier
+	// Teams are the teams' reserved shares and burst budgets (the team
+	// blocks), in the config's order; none without team blocks.
+	Teams []fleet.Team
 	// Plugins are the provider plugins, by their blocks' order.
 	Plugins []Plugin
 	// Origin is the file the config was parsed from, and where each of
@@ -121,5 +124,5 @@ func (c *Config) MaxFleetGPUs() int { s := c.Settings(); return s.MaxFleetGPUs()
 // Settings are what the planner reads of the config: the pools and the
 // forecast, drain and limit settings, and the agent timeout.
 func (c *Config) Settings() fleet.Settings {
-	return fleet.Settings{Pools: c.Pools, Forecast: c.Forecast, Drain: c.Drain, Limits: c.Limits, AgentTimeout: c.AgentTimeout, Tiers: c.Tiers}
+	return fleet.Settings{Pools: c.Pools, Forecast: c.Forecast, Drain: c.Drain, Limits: c.Limits, AgentTimeout: c.AgentTimeout, Tiers: c.Tiers, Teams: c.Teams}
 }

@@ -30,10 +30,15 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 	)
 	plugins := map[string]*hcl.Block{}
 	var tiers []tierBlock
+	var teams []teamBlock
 	for _, b := range content.Blocks {
 		before := d.errors
 		if b.Type == "tier" {
 			tiers = append(tiers, d.decodeTier(b))
+			continue
+		}
+		if b.Type == "team" {
+			teams = append(teams, d.decodeTeam(b))
 			continue
 		}
 		if b.Type == "plugin" {
@@ -105,6 +110,7 @@ func (d *decoder) decodeFile(body hcl.Body) *Config {
 		}
 	}
 	cfg.Tiers = d.checkTiers(tiers)
+	cfg.Teams = d.checkTeams(teams, cfg.Usage.MaxTeams)
 	// Each partition names pools the config has.
 	d.assignPartitions(cfg.Pools, partitions)
 	d.checkSlurmNodes(&cfg, pools)

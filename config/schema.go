@@ -17,6 +17,7 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "pool", LabelNames: []string{"name"}},
 	{Type: "plugin", LabelNames: []string{"name"}},
 	{Type: "tier", LabelNames: []string{"name"}},
+	{Type: "team", LabelNames: []string{"name"}},
 	{Type: "forecast"}, {Type: "drain"}, {Type: "limits"}, {Type: "controller"},
 	{Type: "demand"}, {Type: "synthetic"}, {Type: "simulate"}, {Type: "slurm"}, {Type: "usage"},
 }}

@@ -88,6 +88,9 @@ type Controller struct {
 	// usageOff skips keepUsage: set by a benchmark alone, to measure
 	// what the usage books add to a cycle.
 	usageOff bool
+	// lastSpend is the teams' burst spend today as last read
+	// (burstSpend): it stands while the store cannot be read.
+	lastSpend []fleet.TeamSpend
 
 	// backfilled is what Recover did to fill the demand history from the
 	// demand source; didBackfill whether it tried.
@@ -174,7 +177,8 @@ func New(o Options) (*Controller, error) {
 	if c.usageSet == (fleet.UsageSettings{}) {
 		c.usageSet = fleet.DefaultUsageSettings()
 	}
-	c.usage = usage.NewAccountant(usage.Options{MaxTeams: c.usageSet.MaxTeams, MaxTiers: c.usageSet.MaxTiers, IdleWindow: c.usageSet.IdleWindow})
+	c.usage = usage.NewAccountant(usage.Options{MaxTeams: c.usageSet.MaxTeams, MaxTiers: c.usageSet.MaxTiers, IdleWindow: c.usageSet.IdleWindow,
+		Teams: fleet.BudgetedTeams(c.set.Teams)})
 	if c.agents != nil {
 		c.agents.SetIdleThreshold(c.usageSet.IdleThreshold)
 	}

@@ -61,6 +61,8 @@ type cycler struct {
 	also []fleet.Pool
 	// notice is the cloud's warning each agent reports, if any.
 	notice map[string]*report.Notice
+	// team is the team of the busy nodes' jobs.
+	team string
 }
 
 // testConfig is what a test's controller is made of: the planner's
@@ -146,7 +148,7 @@ func (l *cycler) report(t *testing.T) {
 				r.GPUs = append(r.GPUs, report.GPU{Index: i, UUID: fmt.Sprint("GPU-", i), MemoryTotal: 80 << 30})
 			}
 			if l.busy[in.ID] {
-				j := report.Job{ID: "train-" + in.ID, Start: t0, LastCheckpoint: l.now.Add(-time.Minute)}
+				j := report.Job{ID: "train-" + in.ID, Start: t0, LastCheckpoint: l.now.Add(-time.Minute), Team: l.team}
 				for i := range p.GPUsPerNode {
 					j.GPUs = append(j.GPUs, i)
 				}

@@ -256,6 +256,9 @@ func (a AnnouncedDemand) duration() (time.Duration, error) {
 type Pending struct {
 	// TTL is how long a push counts (10 minutes when 0).
 	TTL time.Duration
+	// Budgeted are the teams with burst budgets (fleet.Team.Budgeted):
+	// Demand keeps their scoped lines apart, each naming its team.
+	Budgeted []string
 
 	mu       sync.Mutex
 	bySource map[string]pushed
@@ -427,8 +430,9 @@ func (p *Pending) Announced(now time.Time) (ahead, underWay []fleet.Announcement
 
 // Demand is the pending GPUs of every source whose push is fresh at now,
 // and the part of them that waits for a pool, a GPU model or a partition,
-// summed by scope and tier (GPU models without regard to case), sorted
-// by scope, then tier.
+// summed by scope and tier (GPU models without regard to case), and by
+// team for the teams with budgets (Budgeted), sorted by scope, then tier,
+// then team.
 func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 	ttl := p.ttl()
 	p.mu.Lock()
@@ -452,6 +456,9 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 				continue
 			}
 			sc.Tier, sc.Requested = l.Tier, l.Requested // not part of the scope: the planner buys by them
+			if slices.Contains(p.Budgeted, l.Team) {
+				sc.Team = l.Team // nothing is bought for it while its team is over budget
+			}
 			k := key{scope: sc, whole: l.Nodes > 0}
 			sum := byScope[k]
 			sum.GPUs += l.GPUs
@@ -468,7 +475,7 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 	slices.SortFunc(scoped, func(a, b fleet.ScopedDemand) int {
 		return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.Partition, b.Partition), strings.Compare(a.SlurmNode, b.SlurmNode), strings.Compare(a.GPUModel, b.GPUModel),
 			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes), strings.Compare(a.Tier, b.Tier),
-			strings.Compare(strconv.FormatBool(a.Requested), strconv.FormatBool(b.Requested)))
+			strings.Compare(a.Team, b.Team), strings.Compare(strconv.FormatBool(a.Requested), strconv.FormatBool(b.Requested)))
 	})
 	return total, scoped
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"slices"
 
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
@@ -128,6 +129,9 @@ var (
 	descGPUFault  = prometheus.NewDesc("fleetcast_gpu_fault_nodes", "Ready or draining nodes whose agents could not read their GPUs in their latest report (never idle; drained only when the jobs known on them allow), by pool.", []string{"pool"}, nil)
 	descOrphans   = prometheus.NewDesc("fleetcast_orphan_nodes", "This fleet's instances of pools the config no longer has, not yet terminating (reaped once their agents report them idle); their IDs and old pools are in GET /v1/plan's orphans.", nil, nil)
 	descHalted    = prometheus.NewDesc("fleetcast_scale_in_halted", "1 while scale-in is halted because too many agents are silent at once (limits.silent_share_halt), else 0.", nil, nil)
+	descBudget    = prometheus.NewDesc("fleetcast_team_burst_budget_dollars", "Each team's burst budget for the day (its team block's burst_budget_per_day), by team: what its jobs on on-demand and spot capacity, and capacity bought for it while idle, may cost in a day (UTC).", []string{"team"}, nil)
+	descSpent     = prometheus.NewDesc("fleetcast_team_burst_spend_dollars", "What each team with a burst budget has spent on burst capacity today (UTC), as the last cycle read the books of who used what, by team.", []string{"team"}, nil)
+	descOver      = prometheus.NewDesc("fleetcast_team_over_budget", "1 while a team has spent its burst budget for the day (nothing is bought for it beyond its reserved share; a scheduler should start its jobs on reserved capacity only, and have its jobs on burst capacity checkpoint and leave), else 0, by team.", []string{"team"}, nil)
 	descReady     = prometheus.NewDesc("fleetcast_ready", "1 when GET /readyz answers 200 (a cycle has completed and one ran within three intervals, every pool read, no unknown node, scale-in not halted), else 0 (before the first cycle too).", nil, nil)
 )
 
@@ -135,7 +139,7 @@ type snapshotCollector struct{ c *Controller }
 
 func (snapshotCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descGPUs, descDemand, descForecast, descKeepQ, descPoolQ, descPoolFC, descPoolSpend, descCost, descSilent, descFragments,
-		descLastCycle, descUnknown, descGPUFault, descOrphans, descHalted, descReady} {
+		descLastCycle, descUnknown, descGPUFault, descOrphans, descHalted, descReady, descBudget, descSpent, descOver} {
 		ch <- d
 	}
 }
@@ -205,6 +209,23 @@ func (s snapshotCollector) Collect(ch chan<- prometheus.Metric) {
 		halted = 1
 	}
 	gauge(descHalted, halted)
+	for _, t := range s.c.set.Teams {
+		if !t.Budgeted {
+			continue
+		}
+		spent, over := 0.0, 0.0
+		for _, x := range last.State.BurstSpend {
+			if x.Team == t.Name {
+				spent += x.USD
+			}
+		}
+		if slices.Contains(plan.OverBudget, t.Name) {
+			over = 1
+		}
+		gauge(descBudget, t.BurstBudgetPerDay, t.Name)
+		gauge(descSpent, spent, t.Name)
+		gauge(descOver, over, t.Name)
+	}
 	gauge(descDemand, float64(plan.Demand.RunningGPUs), "running")
 	gauge(descDemand, float64(plan.Demand.PendingGPUs), "pending")
 	if plan.Quantile > 0 {

@@ -40,6 +40,7 @@ func (c *Controller) observe(ctx context.Context, now time.Time, f *cycleFleet, 
 		st.PendingTiers = c.pending.Tiers(now)
 	}
 	st.Announced, st.UnderWay = c.pending.Announced(now)
+	c.observeBudgets(&st, now)
 	ends := c.pending.Ends(now)
 	if c.slurm != nil {
 		st.Queue = c.slurm.Queue(now)

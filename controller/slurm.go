@@ -229,7 +229,7 @@ func (s *SlurmSource) Read(ctx context.Context) error {
 	push := DemandPush{Source: SlurmSourceName, Pending: make([]PendingDemand, 0, len(d.Pending)), Running: make([]RunningJob, 0, len(d.Ends))}
 	for _, l := range d.Pending {
 		push.Pending = append(push.Pending, PendingDemand{GPUModel: l.GPUModel, Partition: l.Partition,
-			MinGPUsPerNode: l.MinGPUsPerNode, Nodes: l.Nodes, GPUs: l.GPUs, Tier: l.Tier})
+			MinGPUsPerNode: l.MinGPUsPerNode, Nodes: l.Nodes, GPUs: l.GPUs, Tier: l.Tier, Team: l.Team})
 	}
 	push.Pending = append(push.Pending, s.requestedDemand()...)
 	for _, e := range d.Ends {

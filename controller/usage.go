@@ -52,6 +52,7 @@ func (c *Controller) keepUsage(now time.Time, r *loop.CycleResult) {
 		case planner.ReasonForecast:
 			teams = c.usage.ForForecast()
 		}
+		teams = forTeams(teams, r.Plan.OverBudget)
 		c.usage.Bought(a.Pool, a.Count, teams, now.Add(max(p.ProvisionTimeout, c.ctl.Interval)))
 	}
 	if c.dryRun {

@@ -194,7 +194,7 @@ func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 		}
 		gcpIdentity = &nodeauth.GCPVerifier{Audience: aud, Validator: v}
 	}
-	agents, pending := controller.NewAgents(d.clock), &controller.Pending{}
+	agents, pending := controller.NewAgents(d.clock), &controller.Pending{Budgeted: fleet.BudgetedTeams(cfg.Teams)}
 	var source controller.DemandSource
 	if dm := cfg.Demand; dm.PrometheusURL != "" {
 		if source, err = controller.NewPrometheusDemand(dm.PrometheusURL, dm.PrometheusQuery, dm.PrometheusTimeout); err != nil {

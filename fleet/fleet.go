@@ -6,6 +6,7 @@ package fleet
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -375,6 +376,15 @@ type State struct {
 	// tier once; GPUs pending and not listed here are the default tier's
 	// (PendingByTier). Empty without tiers.
 	PendingTiers []TierGPUs `json:"pending_tiers,omitempty"`
+	// PendingTeams split PendingGPUs by the jobs' teams and tiers, for the
+	// teams with a budget (Settings.Teams): what the planner withholds
+	// from a team over its budget. Empty without budgets.
+	PendingTeams []TeamGPUs `json:"pending_teams,omitempty"`
+	// BurstSpend is what each team with a budget has spent on burst
+	// capacity so far in the budget day (BudgetDay of CapturedAt), as the
+	// books of who used what charge it; a team not listed has spent
+	// nothing.
+	BurstSpend []TeamSpend `json:"burst_spend,omitempty"`
 	// Queue is a scheduler's queue and nodes as the controller last read
 	// them (the slurm block), shown with the plan; nil without one. Its
 	// pending jobs are in PendingGPUs and Scoped already.
@@ -476,7 +486,9 @@ const MaxDemandGPUs = 1_000_000
 // nothing, and buys for the others only in the scope's pools of their
 // capacity types. Requested marks nodes a scheduler has given its jobs
 // already and asks to power up (Slurm's ResumeProgram): bought whatever
-// the jobs' tier.
+// the jobs' tier or team. Team, set only for a team with a budget
+// (Settings.Teams), is the line's jobs' team: nothing is bought for the
+// line while the team is over its budget.
 type ScopedDemand struct {
 	Pool           string `json:"pool,omitempty"`
 	GPUModel       string `json:"gpu_model,omitempty"`
@@ -486,6 +498,7 @@ type ScopedDemand struct {
 	Nodes          int    `json:"nodes,omitempty"`
 	GPUs           int    `json:"gpus"`
 	Tier           string `json:"tier,omitempty"`
+	Team           string `json:"team,omitempty"`
 	Requested      bool   `json:"requested,omitempty"`
 }
 
@@ -624,6 +637,21 @@ func (s *State) Validate(pools []Pool) error {
 	}
 	if scoped > s.PendingGPUs {
 		return fmt.Errorf("scoped: %d GPUs, more than pending_gpus (%d)", scoped, s.PendingGPUs)
+	}
+	teamed := 0
+	for i, t := range s.PendingTeams {
+		if t.GPUs < 0 {
+			return fmt.Errorf("pending_teams[%d].gpus: %d is negative", i, t.GPUs)
+		}
+		teamed += t.GPUs
+	}
+	if teamed > s.PendingGPUs {
+		return fmt.Errorf("pending_teams: %d GPUs, more than the %d pending", teamed, s.PendingGPUs)
+	}
+	for i, t := range s.BurstSpend {
+		if !(t.USD >= 0) || math.IsInf(t.USD, 0) {
+			return fmt.Errorf("burst_spend[%d].usd: %v, want a finite amount of 0 or more", i, t.USD)
+		}
 	}
 	for _, l := range []struct {
 		field string

@@ -100,6 +100,9 @@ type Settings struct {
 	// blocks); none: all demand is priced alike, at
 	// Forecast.WaitValuePerGPUHour.
 	Tiers []Tier
+	// Teams are the teams the config names (its team blocks): their
+	// reserved shares and burst budgets. None: no team has either.
+	Teams []Team
 }
 
 // MaxFleetGPUs is the most GPUs the fleet may hold: every pool at its max,

@@ -183,6 +183,9 @@ func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 				continue
 			}
 		}
+		if o := p.overTeam(d.Team); o != nil && !d.Requested {
+			continue // its pending GPUs are withheld (countBudgets), and noted
+		}
 		var scope []*poolPlan
 		free := 0
 		for _, pp := range order {

@@ -129,6 +129,10 @@ type Plan struct {
 	// Queue is the scheduler's queue and nodes the plan was made with
 	// (fleet.State.Queue); nil without one.
 	Queue *fleet.Queue `json:"queue,omitempty"`
+	// OverBudget are the teams that have spent their burst budget for the
+	// day (fleet.Team), in the config's order: nothing this plan buys is
+	// for them.
+	OverBudget []string `json:"over_budget,omitempty"`
 }
 
 // Counts tallies the plan's actions by kind; a launch counts its nodes.

@@ -240,6 +240,15 @@ type planner struct {
 	// preemptible tiers' jobs hold (countTiers).
 	heldBelow   []int
 	preemptible int
+	// withheld is, by tier (one entry without tiers), the pending GPUs
+	// of the teams over their burst budget that nothing is bought for;
+	// overBudget those teams (countBudgets).
+	withheld   []int
+	overBudget []overBudget
+	// teamYield is the GPUs the running jobs of the teams over budget
+	// hold on burst capacity (countBudgets): they leave, free for the
+	// others.
+	teamYield int
 	// fragments is, with tiers, the free GPUs (preemptible jobs' counted
 	// free) of the ready nodes that other jobs hold some of (strandedFor).
 	fragments int
@@ -337,6 +346,7 @@ func Make(in Input) Plan {
 	}
 
 	p.countTiers()
+	p.countBudgets()
 	p.observe(t)
 	p.sanitizeForecast()
 	p.sanitizeTierForecasts()

@@ -224,6 +224,10 @@ const (
 	// waiting is worth nothing, or none of the scope's pools is of a
 	// capacity type the tier may buy.
 	ReasonTierNotBought
+	// ReasonTeamOverBudget: a team has spent its burst budget for the day
+	// (fleet.Team.BurstBudgetPerDay): nothing is bought for its pending
+	// demand beyond what its reserved share serves.
+	ReasonTeamOverBudget
 
 	numReasons // one past the last
 )
@@ -288,6 +292,7 @@ var reasonNames = [numReasons]string{
 	ReasonUnneededTime:            "unneeded_time",
 	ReasonQueueDegraded:           "queue_degraded",
 	ReasonTierNotBought:           "tier_not_bought",
+	ReasonTeamOverBudget:          "team_over_budget",
 }
 
 // String is the code's name ("forecast", "drain_timeout"); "" for no

@@ -245,6 +245,16 @@ func reasonScenarios() []wordsScenario {
 					{Pool: "od", GPUs: 16, Tier: "batch"}, {Pool: "spot", GPUs: 16}}}
 			return Make(Input{Settings: set, State: &st, Now: t0})
 		}},
+		{"teams over their burst budgets", func() Plan {
+			set := testConfig(res, od).Settings()
+			set.Teams = []fleet.Team{{Name: "vision", Budgeted: true, BurstBudgetPerDay: 2400, ReservedShare: 0.5},
+				{Name: "nlp", Budgeted: true, BurstBudgetPerDay: 50}, {Name: "speech", Budgeted: true, BurstBudgetPerDay: 500, ReservedShare: 0.5},
+				{Name: "ads", Budgeted: true, BurstBudgetPerDay: 10}}
+			st := fleet.State{PendingGPUs: 36, Nodes: []fleet.Node{res1, res2},
+				PendingTeams: []fleet.TeamGPUs{{Team: "vision", GPUs: 24}, {Team: "nlp", GPUs: 8}, {Team: "speech", GPUs: 4}},
+				BurstSpend:   []fleet.TeamSpend{{Team: "vision", USD: 2512.4}, {Team: "nlp", USD: 61.5}, {Team: "speech", USD: 500}, {Team: "ads", USD: 12}}}
+			return Make(Input{Settings: set, State: &st, Now: t0})
+		}},
 		{"the scheduler's queue read last at 13:57, and not since", at(testConfig(od), fleet.State{PendingGPUs: 8,
 			Queue: &fleet.Queue{Source: "slurm", ReadAt: t0.Add(-3 * time.Minute), Degraded: "squeue: ran past its timeout of 10s"}}, forecast.Forecast{})},
 		{"the scheduler's queue never read", at(testConfig(od), fleet.State{

@@ -189,7 +189,7 @@ func (c *Cluster) Finish(j Job) {
 	case x.start >= 0:
 		e.finish(int32(j))
 	default:
-		h := e.classes[x.gpus]
+		h := e.classes[e.classOf(x)]
 		if i := slices.Index(h.ids, int32(j)); i >= 0 {
 			heap.Remove(h, i)
 			e.queue(x, -x.gpus)

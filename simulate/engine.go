@@ -46,8 +46,14 @@ type stats struct {
 	// queued at the end that nothing would ever run (stranded), and
 	// abandonedGPUs their work left, in GPU-seconds.
 	preempted, abandoned int
-	abandonedGPUs        float64
-	waits                []float64
+	// reclaimed counts the runs asked to checkpoint and stop to give a
+	// team's share of the reservation back (reclaim).
+	reclaimed int
+	// budgetStops counts the runs on burst capacity asked to checkpoint
+	// and stop because their team had spent its budget (enforceBudgets).
+	budgetStops   int
+	abandonedGPUs float64
+	waits         []float64
 	// waitGPUs is GPU-seconds spent queued: every interval a job waits,
 	// first or again after a requeue, times its GPUs.
 	waitGPUs float64
@@ -73,8 +79,11 @@ type engine struct {
 	ckptDur int64
 
 	// The FIFO queue with backfill: one heap per job width.
-	classes     map[int]*orderHeap
-	widths      []int
+	classes map[classKey]*orderHeap
+	keys    []classKey
+	// slots are each team's queue slot (classKey), by team index; nil
+	// when every job queues by its width alone.
+	slots       []int32
 	queuedGPUs  int
 	runningGPUs int
 	// queuedTier is the queued GPUs of each tier (with tiers: Options.tiers),
@@ -120,6 +129,11 @@ type engine struct {
 	limitedNow bool
 	// groups are the books of the jobs' teams and tiers (byTeam, byTier).
 	groups [groupKinds]groupBooks
+	// budget is what the teams with budgets spend on burst capacity, and
+	// shares what the teams with shares of the reservation hold and wait
+	// for; each nil without.
+	budget *budgetBook
+	shares *shareBook
 	// reports caches each node's jobs as its agent reports them, by node
 	// index.
 	reports []nodeJobs
@@ -132,7 +146,7 @@ type engine struct {
 }
 
 func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*engine, error) {
-	e := &engine{opt: opt, classes: map[int]*orderHeap{}, boughtWidth: map[int]int{}, policy: pol, liveByID: map[string]*node{},
+	e := &engine{opt: opt, classes: map[classKey]*orderHeap{}, boughtWidth: map[int]int{}, policy: pol, liveByID: map[string]*node{},
 		rng: rand.New(rand.NewPCG(uint64(opt.Seed), 0x51a7e)), ckptDur: max(0, secs(opt.CheckpointDuration))}
 	for _, p := range pools {
 		e.pools = append(e.pools, simPool{spec: p, settings: sim.SettingsOf(p)})
@@ -186,6 +200,25 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 			e.jobs[i].group[g] = k
 			if groupKind(g) == byTier && int(k) < len(opt.tierSpecs) && !opt.Untiered {
 				e.jobs[i].runsOn = runsOn(&opt.tierSpecs[k])
+			}
+		}
+	}
+	if t := e.groups[byTeam].table; t != nil {
+		tiers := 0
+		if tt := e.groups[byTier].table; tt != nil {
+			tiers = len(tt.names)
+		}
+		e.budget = newBudgetBook(opt.teamSpecs, t.names, tiers, opt.Start)
+		e.shares = newShareBook(opt.teamSpecs, t.names)
+		if e.budget != nil || e.shares != nil {
+			// The teams held to a budget or a share queue apart, so that
+			// the head of a queue its team may not start does not hold
+			// back another team's jobs of its width.
+			e.slots = make([]int32, len(t.names))
+			for k := range t.names {
+				if (e.budget != nil && e.budget.spec[k] != nil) || (e.shares != nil && e.shares.share[k] > 0) {
+					e.slots[k] = int32(k) + 1
+				}
 			}
 		}
 	}

@@ -134,6 +134,11 @@ func (e *engine) finish(id int32) {
 // release frees a running job's GPUs.
 func (e *engine) release(id int32) {
 	j := &e.jobs[id]
+	e.chargeRate(j, -1)
+	e.holdShare(j, -1)
+	if e.opt.stopped != nil {
+		e.opt.stopped(e, id)
+	}
 	per := j.gpus
 	if len(j.nodes) > 1 {
 		per = 0 // a wide job holds whole nodes

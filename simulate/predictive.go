@@ -411,6 +411,8 @@ func (p *predictive) observe(e *engine, rd *actuator.Reading) *fleet.State {
 	st.PendingGPUs = e.pendingGPUs()
 	st.PendingTiers = e.pendingTiers(st.PendingTiers)
 	st.Scoped = e.pendingShapes(st.Scoped)
+	st.PendingTeams = e.pendingTeams(st.PendingTeams)
+	st.BurstSpend = e.burstSpend(st.BurstSpend)
 	p.announce(e)
 	// No history: the planner's baseline advice is taken only with advised
 	// reservations, and then at their cadence (rebase), not every cycle.

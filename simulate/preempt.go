@@ -30,8 +30,8 @@ func (e *engine) preempt() bool {
 	}
 	e.preemptAt = e.now + preemptEvery
 	var queued []int32
-	for _, w := range e.widths {
-		for _, id := range e.classes[w].ids {
+	for _, k := range e.keys {
+		for _, id := range e.classes[k].ids {
 			if !e.yields[e.jobs[id].group[byTier]] {
 				queued = append(queued, id)
 			}
@@ -158,15 +158,15 @@ func (e *engine) stranded() bool {
 			return false
 		}
 	}
-	for _, w := range e.widths {
-		for _, id := range e.classes[w].ids {
+	for _, k := range e.keys {
+		for _, id := range e.classes[k].ids {
 			j := &e.jobs[id]
 			e.leaveQueue(j)
 			e.st.abandoned++
 			e.st.abandonedGPUs += float64(j.remaining * int64(j.gpus))
 			e.left--
 		}
-		e.classes[w].ids = e.classes[w].ids[:0]
+		e.classes[k].ids = e.classes[k].ids[:0]
 	}
 	e.queuedGPUs = 0
 	clear(e.queuedTier)

@@ -55,6 +55,16 @@ type Result struct {
 	// stop to make room for another tier's job; each is in MovedJobs once
 	// its checkpoint is durable.
 	Preempted int `json:"preempted,omitempty"`
+	// Reclaimed counts the runs the simulated scheduler asked to
+	// checkpoint and stop to give a team's share of the reservation back
+	// (fleet.Team.ReservedShare) while the team had jobs queued; each is
+	// in MovedJobs once its checkpoint is durable.
+	Reclaimed int `json:"reclaimed,omitempty"`
+	// BudgetStops counts the runs on burst capacity the simulated
+	// scheduler asked to checkpoint and stop because their team had spent
+	// its burst budget for the day (fleet.Team.BurstBudgetPerDay); each is
+	// in MovedJobs once its checkpoint is durable.
+	BudgetStops int `json:"budget_stops,omitempty"`
 	// Abandoned counts the jobs of tiers nothing is bought for (their
 	// waiting worth nothing) left queued when every other job had ended and
 	// the fleet held no node: nothing would ever run them, and the run ends
@@ -177,7 +187,35 @@ func (r *Report) WriteTable(w io.Writer) error {
 				p.Policy, p.Preempted, p.Abandoned, p.AbandonedGPUHours)
 		}
 	}
-	return r.writeGroups(w, byTeam)
+	if err := r.writeGroups(w, byTeam); err != nil {
+		return err
+	}
+	return r.writeBudgets(w)
+}
+
+// writeBudgets writes, with team budgets, each policy's budgeted teams:
+// what their jobs cost on burst capacity in the run and in the dearest
+// day, the budget, the days their spend reached it and the most it went
+// past it in a day.
+func (r *Report) writeBudgets(w io.Writer) error {
+	budgeted := func(t TeamResult) bool { return t.BurstBudgetPerDay > 0 || t.DaysHeld > 0 }
+	if !slices.ContainsFunc(r.Policies, func(p Result) bool { return slices.ContainsFunc(p.Teams, budgeted) }) {
+		return nil
+	}
+	fmt.Fprintf(w, "\nburst budgets: a team's jobs on on-demand and spot capacity at the nodes' price per GPU-hour, by budget day (UTC); days held: days its budget kept its jobs off burst capacity (the scheduler honours budgets in every policy; only predictive scaling also buys nothing for a team held)\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "policy\tteam\tbudget $/day\tburst $\tdearest day $\tdays held\tmost over $\twait GPU-h\t\n")
+	for _, p := range r.Policies {
+		name := p.Policy
+		for _, t := range p.Teams {
+			if budgeted(t) {
+				fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%d\t%.0f\t%.0f\t\n", name, t.Team, t.BurstBudgetPerDay, t.BurstUSD, t.MaxDayBurstUSD,
+					t.DaysHeld, t.MaxOverBudgetUSD, t.WaitGPUHours)
+				name = ""
+			}
+		}
+	}
+	return tw.Flush()
 }
 
 // maxTableTeams is how many teams a policy's rows of the table show, the

@@ -1,8 +1,9 @@
 package simulate
 
 import (
+	"cmp"
 	"container/heap"
-	"sort"
+	"slices"
 
 	"github.com/fleetcast/autoscaler/fleet"
 )
@@ -34,15 +35,33 @@ func (h *orderHeap) Pop() any {
 	return x
 }
 
+// classKey is a queue of the scheduler's: the queued jobs of one width,
+// and, where teams are held to budgets or shares of the reservation, of
+// one such team (slot: its index plus 1; 0 for the other teams).
+type classKey struct {
+	gpus int
+	slot int32
+}
+
+// classOf is job j's queue.
+func (e *engine) classOf(j *job) classKey {
+	k := classKey{gpus: j.gpus}
+	if e.slots != nil {
+		k.slot = e.slots[j.group[byTeam]]
+	}
+	return k
+}
+
 // enqueue puts a job in the queue.
 func (e *engine) enqueue(id int32) {
 	j := &e.jobs[id]
-	h := e.classes[j.gpus]
+	k := e.classOf(j)
+	h := e.classes[k]
 	if h == nil {
 		h = &orderHeap{jobs: e.jobs}
-		e.classes[j.gpus] = h
-		e.widths = append(e.widths, j.gpus)
-		sort.Ints(e.widths)
+		e.classes[k] = h
+		e.keys = append(e.keys, k)
+		slices.SortFunc(e.keys, func(a, b classKey) int { return cmp.Or(cmp.Compare(a.gpus, b.gpus), cmp.Compare(a.slot, b.slot)) })
 	}
 	heap.Push(h, id)
 	e.queue(j, j.gpus)
@@ -53,10 +72,14 @@ func (e *engine) enqueue(id int32) {
 // the higher tiers first, with backfill: the first such job that fits
 // starts, until none fits.
 func (e *engine) schedule() {
+	e.enforceBudgets()
+	if e.queuedGPUs > 0 {
+		e.reclaim()
+	}
 	for e.queuedGPUs > 0 {
 		best := int32(-1)
-		for _, w := range e.widths {
-			h := e.classes[w]
+		for _, k := range e.keys {
+			h := e.classes[k]
 			if h.Len() == 0 || !e.fitsJob(&e.jobs[h.ids[0]]) {
 				continue
 			}
@@ -70,7 +93,7 @@ func (e *engine) schedule() {
 			}
 			return
 		}
-		heap.Pop(e.classes[e.jobs[best].gpus])
+		heap.Pop(e.classes[e.classOf(&e.jobs[best])])
 		e.queue(&e.jobs[best], -e.jobs[best].gpus)
 		e.start(best)
 	}
@@ -87,6 +110,7 @@ func (e *engine) queue(j *job, gpus int) {
 	if e.buysFor == nil || e.buysFor[j.group[byTier]] {
 		e.boughtWidth[j.gpus] += gpus
 	}
+	e.queueTeam(j, gpus)
 }
 
 // pendingTiers are the queued GPUs by tier (fleet.State.PendingTiers),
@@ -154,11 +178,12 @@ func (e *engine) leaveQueue(j *job) {
 // wider than a node.
 func (e *engine) start(id int32) {
 	j := &e.jobs[id]
+	mask := e.maskFor(j)
 	j.start = e.now
 	e.leaveQueue(j)
 	if j.gpus <= e.maxGPN {
 		for f := j.gpus; f <= e.maxGPN; f++ {
-			if n := e.pickFor(f, j.runsOn); n != nil {
+			if n := e.pickFor(f, mask); n != nil {
 				j.nodes = append(j.nodes, n.idx)
 				n.jobs = append(n.jobs, id)
 				n.jobsVer++
@@ -168,7 +193,7 @@ func (e *engine) start(id int32) {
 		}
 	} else {
 		for need := j.gpus; need > 0; need -= e.maxGPN {
-			n := e.pickFor(e.maxGPN, j.runsOn)
+			n := e.pickFor(e.maxGPN, mask)
 			j.nodes = append(j.nodes, n.idx)
 			n.jobs = append(n.jobs, id)
 			n.jobsVer++
@@ -176,6 +201,11 @@ func (e *engine) start(id int32) {
 		}
 	}
 	e.runningGPUs += j.gpus
+	e.chargeRate(j, 1)
+	e.holdShare(j, 1)
+	if e.opt.started != nil {
+		e.opt.started(e, id)
+	}
 	heap.Push(&e.events, event{t: e.now + j.remaining, kind: evFinish, id: id, gen: j.gen})
 }
 
@@ -295,19 +325,20 @@ func (e *engine) freeOn(f int, mask uint8) int {
 // fitsJob reports whether job j can start now, on the capacity types its
 // tier runs on.
 func (e *engine) fitsJob(j *job) bool {
-	if j.runsOn == 0 {
+	m := e.maskFor(j)
+	if m == 0 {
 		return e.fits(j.gpus)
 	}
 	w := j.gpus
 	if w <= e.maxGPN {
 		for f := w; f <= e.maxGPN; f++ {
-			if e.freeOn(f, j.runsOn) > 0 {
+			if e.freeOn(f, m) > 0 {
 				return true
 			}
 		}
 		return false
 	}
-	return e.freeOn(e.maxGPN, j.runsOn)*e.maxGPN >= w
+	return e.freeOn(e.maxGPN, m)*e.maxGPN >= w
 }
 
 // pickFor is a node with f free GPUs of the capacity types in mask (0:
@@ -338,7 +369,9 @@ func (e *engine) pickFor(f int, mask uint8) *node {
 // the jobs wider than any node as that many whole nodes of the widest.
 // Each line names its tier (with tiers): the planner buys nothing for a
 // tier whose waiting is worth nothing, and the others' only in pools of
-// their capacity types. Written over out; none when every node is as wide.
+// their capacity types; and, for a team with a budget, its team (a line
+// of its own): nothing is bought for it while the team is over budget.
+// Written over out; none when every node is as wide.
 func (e *engine) pendingShapes(out []fleet.ScopedDemand) []fleet.ScopedDemand {
 	out = out[:0]
 	if e.minGPN == e.maxGPN {
@@ -348,33 +381,61 @@ func (e *engine) pendingShapes(out []fleet.ScopedDemand) []fleet.ScopedDemand {
 	if e.queuedTier != nil {
 		names = e.groups[byTier].table.names
 	}
-	n := max(len(names), 1)
-	gpus, jobs, wideGPUs, wideNodes := make([]int, n), make([]int, n), make([]int, n), make([]int, n)
-	name := func(k int) string {
-		if names == nil {
-			return ""
+	// A line per tier and budgeted team (slot 0: the other teams').
+	var budgeted []int32 // slot-1 -> team index
+	var slot map[int32]int
+	if b := e.budget; b != nil {
+		slot = map[int32]int{}
+		for k, t := range b.spec {
+			if t != nil {
+				budgeted = append(budgeted, int32(k))
+				slot[int32(k)] = len(budgeted)
+			}
 		}
-		return names[k]
 	}
-	for _, w := range e.widths {
+	slots := len(budgeted) + 1
+	n := max(len(names), 1) * slots
+	gpus, jobs, wideGPUs, wideNodes := make([]int, n), make([]int, n), make([]int, n), make([]int, n)
+	line := func(k int, d fleet.ScopedDemand) fleet.ScopedDemand {
+		if names != nil {
+			d.Tier = names[k/slots]
+		}
+		if s := k % slots; s > 0 {
+			d.Team = e.budget.spec[budgeted[s-1]].Name
+		}
+		return d
+	}
+	for i := 0; i < len(e.keys); {
+		w := e.keys[i].gpus
+		end := i
+		for end < len(e.keys) && e.keys[end].gpus == w {
+			end++
+		}
+		keys := e.keys[i:end] // the width's queues (sorted by width)
+		i = end
 		if w <= e.minGPN {
 			continue
 		}
 		clear(gpus)
 		clear(jobs)
-		for _, id := range e.classes[w].ids {
-			k := 0
-			if names != nil {
-				k = int(e.jobs[id].group[byTier])
+		for _, ck := range keys {
+			for _, id := range e.classes[ck].ids {
+				k := 0
+				if names != nil {
+					k = int(e.jobs[id].group[byTier]) * slots
+				}
+				if len(budgeted) > 0 {
+					k += slot[e.jobs[id].group[byTeam]]
+				}
+				gpus[k] += w
+				jobs[k]++
 			}
-			gpus[k] += w
-			jobs[k]++
 		}
 		for k := range gpus {
 			switch {
 			case gpus[k] == 0:
 			case w <= e.maxGPN:
-				out = append(out, fleet.ScopedDemand{MinGPUsPerNode: w, GPUs: gpus[k], Tier: name(k)})
+				out = append(out, line(k, fleet.ScopedDemand{MinGPUsPerNode: w, GPUs: gpus[k]}))
 			default:
 				wideGPUs[k] += gpus[k]
 				wideNodes[k] += jobs[k] * ((w + e.maxGPN - 1) / e.maxGPN)
@@ -383,7 +444,7 @@ func (e *engine) pendingShapes(out []fleet.ScopedDemand) []fleet.ScopedDemand {
 	}
 	for k := range wideGPUs {
 		if wideGPUs[k] > 0 {
-			out = append(out, fleet.ScopedDemand{MinGPUsPerNode: e.maxGPN, Nodes: wideNodes[k], GPUs: wideGPUs[k], Tier: name(k)})
+			out = append(out, line(k, fleet.ScopedDemand{MinGPUsPerNode: e.maxGPN, Nodes: wideNodes[k], GPUs: wideGPUs[k]}))
 		}
 	}
 	return out

@@ -190,6 +190,13 @@ type Options struct {
 	// tierSpecs are the config's tiers (fleet.Settings.Tiers), by rank.
 	tiers     *teamTable
 	tierSpecs []fleet.Tier
+	// started and stopped, for tests, are called as each job's run
+	// starts, its nodes taken, and as it ends, its nodes not yet given
+	// back, with the engine as it then is.
+	started, stopped func(e *engine, id int32)
+	// teamSpecs are the config's teams (fleet.Settings.Teams): their
+	// budgets, which the books of each policy's run keep (budgetBook).
+	teamSpecs []fleet.Team
 	// fixedCommit, with advised reservations, replaces the advice with a
 	// reservation of fixedNodes committed at the first commitment and
 	// never grown (RunAdviceCheck).
@@ -406,6 +413,7 @@ func (opt Options) resolve(set *fleet.Settings, tr *trace.Trace) (Options, error
 		opt.tiers = newTierTable(tr, set.Tiers, opt.LabelTiers, opt.Seed)
 	}
 	opt.tierSpecs = set.Tiers
+	opt.teamSpecs = set.Teams
 	if err := checkTiersRun(set, opt); err != nil {
 		return Options{}, err
 	}
@@ -509,6 +517,8 @@ func simulatePolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name stri
 		Drains:              e.st.drains,
 		MovedJobs:           e.st.saved,
 		Preempted:           e.st.preempted,
+		Reclaimed:           e.st.reclaimed,
+		BudgetStops:         e.st.budgetStops,
 		Abandoned:           e.st.abandoned,
 		AbandonedGPUHours:   e.st.abandonedGPUs / 3600,
 		waits:               e.st.waits,
@@ -516,6 +526,7 @@ func simulatePolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name stri
 	}
 	r.ReservedGPUs = reservedGPUs(e)
 	r.Teams = e.groupResults(byTeam, e.st.cost)
+	e.budgetResults(r.Teams)
 	r.Tiers = asTiers(e.groupResults(byTier, e.st.cost))
 	for _, p := range e.pools {
 		r.Pools = append(r.Pools, PoolUse{Pool: p.spec.Name, CostUSD: p.cost, ProvisionedGPUHours: p.gpuSeconds / 3600})

@@ -48,6 +48,18 @@ type TeamResult struct {
 	// WaitGPUHours is every interval the team's jobs spent queued, times
 	// their GPUs, as the policy's wait_gpu_hours.
 	WaitGPUHours float64 `json:"wait_gpu_hours"`
+	// With team budgets (fleet.Team), a team's row has what its jobs cost
+	// on burst capacity (on-demand and spot, at the nodes' price per
+	// GPU-hour): BurstUSD in the run and MaxDayBurstUSD in its dearest
+	// budget day (UTC); a budgeted team's row also its budget, the days
+	// the budget held it back (its spend, with what its jobs on burst
+	// capacity would cost until they left, reached it), and the most its
+	// spend went past it in a day.
+	BurstUSD          float64 `json:"burst_usd,omitempty"`
+	MaxDayBurstUSD    float64 `json:"max_day_burst_usd,omitempty"`
+	BurstBudgetPerDay float64 `json:"burst_budget_per_day,omitempty"`
+	DaysHeld          int     `json:"days_held,omitempty"`
+	MaxOverBudgetUSD  float64 `json:"max_over_budget_usd,omitempty"`
 }
 
 // teamTable is the team of each of a trace's jobs, the same for every

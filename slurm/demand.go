@@ -45,7 +45,9 @@ type End struct {
 // Jobs that ask for no GPUs are left out. Each scoped line is of one tier
 // (fleet.ScopedDemand.Tier): the jobs' partition with tierFrom
 // "partition", else their QOS (none for a name no report could carry,
-// fleet.ValidLabel).
+// fleet.ValidLabel); and of one team (fleet.ScopedDemand.Team): the jobs'
+// account, as the report of who used what names it (the controller keeps
+// it only for a team with a budget).
 func (s *Snapshot) Demand(pools []fleet.Pool, tierFrom string) Demand {
 	d := Demand{Queue: fleet.Queue{Source: "slurm", Version: s.Version, Missing: slices.Clone(s.Missing)}}
 	byPartition := slices.ContainsFunc(pools, func(p fleet.Pool) bool { return len(p.Partitions) > 0 })
@@ -99,7 +101,7 @@ func (s *Snapshot) Demand(pools []fleet.Pool, tierFrom string) Demand {
 			if gpus > 0 {
 				k.bought = true
 				sk := scopeKey{whole: scope.Nodes > 0}
-				sk.scope, sk.scope.Nodes, sk.scope.Tier = scope, 0, j.tier(tierFrom)
+				sk.scope, sk.scope.Nodes, sk.scope.Tier, sk.scope.Team = scope, 0, j.tier(tierFrom), j.team()
 				sum := scoped[sk]
 				sum.GPUs = min(sum.GPUs+gpus, fleet.MaxDemandGPUs)
 				sum.Nodes = min(sum.Nodes+scope.Nodes, fleet.MaxDemandGPUs)
@@ -122,7 +124,7 @@ func (s *Snapshot) Demand(pools []fleet.Pool, tierFrom string) Demand {
 	}
 	slices.SortFunc(d.Pending, func(a, b fleet.ScopedDemand) int {
 		return cmp.Or(strings.Compare(a.Partition, b.Partition), strings.Compare(a.GPUModel, b.GPUModel),
-			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes), strings.Compare(a.Tier, b.Tier))
+			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes), strings.Compare(a.Tier, b.Tier), strings.Compare(a.Team, b.Team))
 	})
 	for _, l := range lines {
 		d.Queue.Pending = append(d.Queue.Pending, *l)
@@ -228,6 +230,15 @@ func countNodes(nodes []Node) []fleet.NodeCount {
 // tier is the job's tier as tierFrom says: its partition with
 // "partition", else its QOS; "" for a name no report could carry
 // (fleet.ValidLabel).
+// team is the job's team: its account, none for a name no report could
+// carry (fleet.ValidLabel).
+func (j *Job) team() string {
+	if fleet.ValidLabel(j.Account) != "" {
+		return ""
+	}
+	return j.Account
+}
+
 func (j *Job) tier(tierFrom string) string {
 	t := j.QOS
 	if tierFrom == "partition" {

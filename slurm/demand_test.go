@@ -229,3 +229,20 @@ func TestDemandTiers(t *testing.T) {
 		}
 	}
 }
+
+// TestDemandTeams: each scoped line is of one team too, the jobs' account
+// (none for a name no report could carry), for the controller to keep the
+// lines of teams with budgets apart.
+func TestDemandTeams(t *testing.T) {
+	jobs := []Job{
+		{ID: "1", State: "PENDING", Reason: "Resources", Partition: "train", Account: "vision", Nodes: 1, GPUsPerNode: 8},
+		{ID: "2", State: "PENDING", Reason: "Resources", Partition: "train", Account: "nlp", Nodes: 1, GPUsPerNode: 2},
+		{ID: "3", State: "PENDING", Reason: "Resources", Partition: "train", Account: "vision", Nodes: 1, GPUsPerNode: 1},
+		{ID: "4", State: "PENDING", Reason: "Resources", Partition: "train", Account: "bad label", Nodes: 1, GPUsPerNode: 4},
+	}
+	pools := []fleet.Pool{{Name: "a", GPUsPerNode: 8, Partitions: []string{"train"}}}
+	want := []fleet.ScopedDemand{{Partition: "train", GPUs: 4}, {Partition: "train", GPUs: 2, Team: "nlp"}, {Partition: "train", GPUs: 9, Team: "vision"}}
+	if got := (&Snapshot{Jobs: jobs}).Demand(pools, "").Pending; !slices.Equal(got, want) {
+		t.Errorf("%+v, want %+v", got, want)
+	}
+}

@@ -18,6 +18,10 @@ type Options struct {
 	// IdleWindow is how long a job's GPUs must stay idle for that time to
 	// be allocated-idle (10 minutes when 0).
 	IdleWindow time.Duration
+	// Teams are kept whatever other teams come first (the teams with
+	// burst budgets: their spend is counted under their own names); they
+	// take room within MaxTeams.
+	Teams []string
 }
 
 // teamTier is a usage hour's team and tier.
@@ -172,8 +176,12 @@ func NewAccountant(o Options) *Accountant {
 	if o.IdleWindow <= 0 {
 		o.IdleWindow = 10 * time.Minute
 	}
+	teams := NewLabels(o.MaxTeams)
+	for _, t := range o.Teams {
+		teams.Fold(t)
+	}
 	return &Accountant{window: o.IdleWindow,
-		teams: NewLabels(o.MaxTeams), tiers: NewLabels(o.MaxTiers),
+		teams: teams, tiers: NewLabels(o.MaxTiers),
 		nodes: map[string]*nodeBook{}, credits: map[string][]credit{}, jobs: map[string]*jobBook{}, tombs: map[string]*jobBook{},
 		hours: map[time.Time]map[teamTier]*hourBook{}, closed: map[Key]Amount{},
 		closedWaited: map[teamTier]float64{}, queueTotal: map[teamTier]*Histogram{}, recent: map[string]float64{},

@@ -365,6 +365,25 @@ func (a *Accountant) Totals() Totals {
 	return t
 }
 
+// Open settles every node and returns the books of the hours in
+// progress as they stand: what a team's spend today needs beyond the
+// hours the store holds (the controller's burst budgets).
+func (a *Accountant) Open() []state.UsageHour {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.settleAll()
+	return a.openRows()
+}
+
+// openRows are the rows of the hours in progress. Callers hold a.mu.
+func (a *Accountant) openRows() []state.UsageHour {
+	var out []state.UsageHour
+	for _, h := range a.openHours() {
+		out = append(out, rows(h, a.hours[h])...)
+	}
+	return out
+}
+
 // Live is what a report of the fleet now needs beyond the store's
 // records: the books of the hours in progress and the running jobs'
 // records, each whole to the last snapshot, and the demand waiting.
@@ -379,10 +398,7 @@ func (a *Accountant) Live() Live {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.settleAll()
-	var l Live
-	for _, h := range a.openHours() {
-		l.Hours = append(l.Hours, rows(h, a.hours[h])...)
-	}
+	l := Live{Hours: a.openRows()}
 	l.Running = make([]state.UsageJob, 0, len(a.jobs))
 	for _, jb := range a.jobs {
 		l.Running = append(l.Running, jb.rec)

@@ -20,7 +20,7 @@ import (
 // fails is shown in the plan as the controller shows it: the source
 // degraded, none of its demand counted.
 func readQueue(ctx context.Context, log hclog.Logger, cfg *config.Config, st *fleet.State, now time.Time) error {
-	pending := &controller.Pending{}
+	pending := &controller.Pending{Budgeted: fleet.BudgetedTeams(cfg.Teams)}
 	src, err := controller.NewSlurmSource(controller.SlurmOptions{Settings: *cfg.Slurm, Pools: cfg.Pools, Pending: pending,
 		Now: func() time.Time { return now }, Log: log.Named("slurm")})
 	if err != nil {
