@@ -9,27 +9,27 @@ import (
 	"github.com/fleetcast/autoscaler/usage"
 )
 
+// teamNames are the names of the config's teams: the books of who used
+// what keep each under its own name, whatever other teams come first.
+func teamNames(teams []fleet.Team) []string {
+	out := make([]string, len(teams))
+	for i := range teams {
+		out[i] = teams[i].Name
+	}
+	return out
+}
+
 // observeBudgets adds to st, when teams have burst budgets, what the
 // planner needs to hold each to its budget: each such team's pending GPUs
-// by tier (fleet.State.PendingTeams, from the pushes' and the Slurm
-// source's lines) and what it has spent on burst capacity today
-// (fleet.State.BurstSpend, burstSpend).
+// by tier (fleet.State.PendingTeams: the pushes' and the Slurm source's
+// lines, as PendingGPUs counts them) and what it has spent on burst
+// capacity today (fleet.State.BurstSpend, burstSpend).
 func (c *Controller) observeBudgets(st *fleet.State, now time.Time) {
 	teams := fleet.BudgetedTeams(c.set.Teams)
 	if len(teams) == 0 {
 		return
 	}
-	for _, w := range c.waiting(now) {
-		if w.GPUs <= 0 || !slices.Contains(teams, w.Team) {
-			continue
-		}
-		i := slices.IndexFunc(st.PendingTeams, func(l fleet.TeamGPUs) bool { return l.Team == w.Team && l.Tier == w.Tier })
-		if i < 0 {
-			st.PendingTeams = append(st.PendingTeams, fleet.TeamGPUs{Team: w.Team, Tier: w.Tier})
-			i = len(st.PendingTeams) - 1
-		}
-		st.PendingTeams[i].GPUs += w.GPUs
-	}
+	st.PendingTeams = c.pending.Teams(now)
 	st.BurstSpend = c.burstSpend(teams, now)
 }
 
@@ -39,12 +39,16 @@ func (c *Controller) observeBudgets(st *fleet.State, now time.Time) {
 // not reserved (a pool the config no longer has counts as burst), in the
 // day's hours the store holds and those the books hold open (which stand
 // for the store's records of the same hours). When the store cannot be
-// read, the last spend read stands, and the failure is logged.
+// read, the last spend read today stands (none on a new day), and the
+// failure is logged.
 func (c *Controller) burstSpend(teams []string, now time.Time) []fleet.TeamSpend {
 	day := fleet.BudgetDay(now)
 	stored, err := c.store.UsageHours(day, time.Time{})
 	if err != nil {
-		c.log.Warn("usage hours not read: the teams' burst spend stands as last read", "error", err)
+		c.log.Warn("usage hours not read: the teams' burst spend today stands as last read", "error", err)
+		if !c.lastSpendDay.Equal(day) {
+			return nil // read yesterday: today's is not known
+		}
 		return c.lastSpend
 	}
 	open := c.usage.Open()
@@ -81,7 +85,7 @@ func (c *Controller) burstSpend(teams []string, now time.Time) []fleet.TeamSpend
 			out = append(out, fleet.TeamSpend{Team: t, USD: m.Dollars()})
 		}
 	}
-	c.lastSpend = out
+	c.lastSpend, c.lastSpendDay = out, day
 	return out
 }
 

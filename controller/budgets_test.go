@@ -167,4 +167,9 @@ func TestPendingBudgetedLines(t *testing.T) {
 	if total != 46 || !slices.Equal(scoped, want) {
 		t.Errorf("pending %d, scoped %+v; want 46, %+v", total, scoped, want)
 	}
+	// The budgeted team's pending GPUs are its lines', the Slurm
+	// source's too: what PendingGPUs counts of it.
+	if got := p.Teams(t0); !slices.Equal(got, []fleet.TeamGPUs{{Team: "vision", GPUs: 32}}) {
+		t.Errorf("teams %+v, want vision's 32 GPUs", got)
+	}
 }

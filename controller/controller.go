@@ -90,7 +90,8 @@ type Controller struct {
 	usageOff bool
 	// lastSpend is the teams' burst spend today as last read
 	// (burstSpend): it stands while the store cannot be read.
-	lastSpend []fleet.TeamSpend
+	lastSpend    []fleet.TeamSpend
+	lastSpendDay time.Time
 
 	// backfilled is what Recover did to fill the demand history from the
 	// demand source; didBackfill whether it tried.
@@ -178,7 +179,7 @@ func New(o Options) (*Controller, error) {
 		c.usageSet = fleet.DefaultUsageSettings()
 	}
 	c.usage = usage.NewAccountant(usage.Options{MaxTeams: c.usageSet.MaxTeams, MaxTiers: c.usageSet.MaxTiers, IdleWindow: c.usageSet.IdleWindow,
-		Teams: fleet.BudgetedTeams(c.set.Teams)})
+		Teams: teamNames(c.set.Teams)})
 	if c.agents != nil {
 		c.agents.SetIdleThreshold(c.usageSet.IdleThreshold)
 	}

@@ -504,6 +504,33 @@ func (p *Pending) Tiers(now time.Time) []fleet.TierGPUs {
 	return out
 }
 
+// Teams is the pending GPUs of the fresh pushes at now of each team with
+// a budget (Budgeted), by team and tier (fleet.State.PendingTeams), in
+// the order they first appear: summed from the lines PendingGPUs is
+// (Demand), the Slurm source's too, whose lines carry its jobs' accounts
+// and only the GPUs a pool serves.
+func (p *Pending) Teams(now time.Time) []fleet.TeamGPUs {
+	if len(p.Budgeted) == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []fleet.TeamGPUs
+	for _, src := range p.fresh(now) {
+		for _, l := range p.bySource[src].push.Pending {
+			if l.GPUs <= 0 || !slices.Contains(p.Budgeted, l.Team) {
+				continue
+			}
+			if i := slices.IndexFunc(out, func(t fleet.TeamGPUs) bool { return t.Team == l.Team && t.Tier == l.Tier }); i >= 0 {
+				out[i].GPUs += l.GPUs
+			} else {
+				out = append(out, fleet.TeamGPUs{Team: l.Team, Tier: l.Tier, GPUs: l.GPUs})
+			}
+		}
+	}
+	return out
+}
+
 // fresh is the sources whose pushes count at now, by name. Callers hold
 // p.mu.
 func (p *Pending) fresh(now time.Time) []string {

@@ -19,9 +19,6 @@ type overBudget struct {
 	pending, share, free int
 	// withheld is the part of pending nothing is bought for: beyond free.
 	withheld int
-	// onBurst is the GPUs its jobs hold on burst capacity (those of
-	// preemptible tiers aside): they leave, and nothing is kept for them.
-	onBurst int
 }
 
 // countBudgets finds the teams over their burst budget for the day
@@ -36,20 +33,19 @@ type overBudget struct {
 // each such team, and lists it (Plan.OverBudget), so that nothing bought
 // is charged to it.
 //
-// Its running jobs on burst capacity leave (a scheduler honouring the
-// budget has them checkpoint and go back to the queue, where they wait
-// for its share or for reserved GPUs the others leave idle), so their GPUs
-// count as free (teamYield) and nothing is kept for them.
+// Its running jobs hold their GPUs as any job does: a scheduler honouring
+// the budget has those on burst capacity checkpoint and go back to the
+// queue, and once they have, their GPUs are free and their demand is
+// withheld.
 func (p *planner) countBudgets() {
 	st := p.in.State
 	if len(p.cfg.Teams) == 0 {
 		return
 	}
-	// What each team's jobs hold on reserved nodes and on burst nodes
-	// (those of preemptible tiers aside there: counted free already), at
-	// most each node's GPUs (as observe counts them), and what those on
-	// burst nodes cost an hour.
-	onShare, onBurst, rate := map[string]int{}, map[string]int{}, map[string]float64{}
+	// What each team's jobs hold on reserved nodes, at most each node's
+	// GPUs (as observe counts them), and what those on burst nodes cost an
+	// hour.
+	onShare, rate := map[string]int{}, map[string]float64{}
 	node := 0.0 // the cheapest burst node's price per hour
 	for _, pp := range p.pools {
 		if pp.spec.Capacity != fleet.Reserved && (node == 0 || pp.spec.PricePerHour < node) {
@@ -69,11 +65,8 @@ func (p *planner) countBudgets() {
 			team := n.Jobs[j].Team
 			if pp.spec.Capacity == fleet.Reserved {
 				onShare[team] += g
-				continue
-			}
-			rate[team] += float64(g) * pp.spec.PricePerGPUHour()
-			if len(p.cfg.Tiers) == 0 || !Preemptible(&p.cfg.Tiers[fleet.TierIndex(p.cfg.Tiers, n.Jobs[j].Tier)]) {
-				onBurst[team] += g
+			} else {
+				rate[team] += float64(g) * pp.spec.PricePerGPUHour()
 			}
 		}
 	}
@@ -99,9 +92,20 @@ func (p *planner) countBudgets() {
 				o.pending += l.GPUs
 			}
 		}
+		// A node its scheduler asks to power up for its jobs is bought
+		// whatever (serveScoped): those GPUs are not withheld.
+		for _, d := range st.Scoped {
+			if d.Requested && d.Team == t.Name && d.GPUs > 0 {
+				g := min(d.GPUs, o.pending)
+				o.pending -= g
+				for k := len(byTier) - 1; k >= 0 && g > 0; k-- {
+					x := min(g, byTier[k])
+					byTier[k] -= x
+					g -= x
+				}
+			}
+		}
 		o.withheld = max(o.pending-o.free, 0)
-		o.onBurst = onBurst[t.Name]
-		p.teamYield += o.onBurst
 		w := o.withheld
 		for k := len(byTier) - 1; k >= 0 && w > 0; k-- {
 			g := min(w, byTier[k])

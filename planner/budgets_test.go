@@ -18,6 +18,11 @@ func TestTeamBudgets(t *testing.T) {
 	job := func(gpus int, team string) fleet.Job {
 		return fleet.Job{ID: team + fmt.Sprint(gpus), GPUs: gpus, Start: t0.Add(-time.Hour), Team: team}
 	}
+	onOD := func(jobs ...fleet.Job) fleet.Node {
+		n := ready("o1", "od")
+		n.Jobs, n.IdleSince = jobs, time.Time{}
+		return n
+	}
 	onRes := func(jobs ...fleet.Job) []fleet.Node {
 		a, b := ready("r1", "res"), ready("r2", "res")
 		a.Jobs, b.Jobs = jobs, []fleet.Job{job(8, "other")}
@@ -53,6 +58,15 @@ func TestTeamBudgets(t *testing.T) {
 			scoped: []fleet.ScopedDemand{{Pool: "od", GPUs: 8, Team: "vision"}}, want: 1},
 		{name: "a node Slurm asks for is bought whatever", spent: 150, nodes: onRes(job(4, "vision"), job(4, "nlp")), pending: []fleet.TeamGPUs{{Team: "vision", GPUs: 8}},
 			scoped: []fleet.ScopedDemand{{Pool: "od", Nodes: 1, GPUs: 8, Team: "vision", Requested: true}}, want: 1},
+		// ... and its GPUs are not withheld as well: the others' demand
+		// is bought for beside it.
+		{name: "a node Slurm asks for, and the others' demand", spent: 150, nodes: onRes(job(4, "vision"), job(4, "nlp")),
+			pending: []fleet.TeamGPUs{{Team: "vision", GPUs: 8}, {Team: "nlp", GPUs: 8}},
+			scoped:  []fleet.ScopedDemand{{Pool: "od", Nodes: 1, GPUs: 8, Team: "vision", Requested: true}}, want: 2},
+		// Its jobs on burst capacity hold their GPUs until they leave: the
+		// others' demand is not bought for on them.
+		{name: "its jobs on burst capacity hold their GPUs", spent: 150, nodes: append(onRes(job(4, "vision"), job(4, "nlp")), onOD(job(8, "vision"))),
+			pending: []fleet.TeamGPUs{{Team: "nlp", GPUs: 8}}, want: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,5 +91,31 @@ func TestTeamBudgets(t *testing.T) {
 				t.Errorf("notes %+v, want one saying %q", p.Notes, tt.note)
 			}
 		})
+	}
+}
+
+// TestBudgetEndsStandIn: the GPUs withheld from a team over its budget in
+// a tier nothing is bought for do not count twice: a node whose jobs end
+// within the lead time still stands in for the launch another team's
+// pending critical job would need, as it does without budgets.
+func TestBudgetEndsStandIn(t *testing.T) {
+	set := tieredSettings()
+	set.Teams = []fleet.Team{{Name: "vision", Budgeted: true, BurstBudgetPerDay: 10}}
+	n := ready("r1", "res")
+	n.Jobs = []fleet.Job{{ID: "j", GPUs: 8, Start: t0.Add(-time.Hour), ExpectedEnd: t0.Add(3 * time.Minute), Tier: "standard"}}
+	n.IdleSince = time.Time{}
+	st := &fleet.State{CapturedAt: t0, Nodes: []fleet.Node{n}, PendingGPUs: 16,
+		PendingTiers: []fleet.TierGPUs{{Tier: "best_effort", GPUs: 8}, {Tier: "critical", GPUs: 8}},
+		PendingTeams: []fleet.TeamGPUs{{Team: "vision", Tier: "best_effort", GPUs: 8}},
+		BurstSpend:   []fleet.TeamSpend{{Team: "vision", USD: 20}}}
+	p := Make(Input{Settings: set, State: st, Now: t0})
+	if !slices.Equal(p.OverBudget, []string{"vision"}) {
+		t.Fatalf("over budget %v, want vision", p.OverBudget)
+	}
+	free := set
+	free.Teams = nil
+	q := Make(Input{Settings: free, State: st, Now: t0})
+	if got, want := p.Counts()[Launch], q.Counts()[Launch]; got != want || got != 0 {
+		t.Errorf("launched %d with vision over budget, %d without budgets; want 0 each: %+v", got, want, p.Actions)
 	}
 }

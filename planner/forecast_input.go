@@ -185,8 +185,12 @@ func (p *planner) endingFor(t time.Time) int {
 			}
 		}
 	}
-	for _, w := range p.withheld {
-		pending -= w // the teams over budget's: nothing is bought for them
+	for k, w := range p.withheld {
+		// The teams over budget's: nothing is bought for them (those of
+		// preemptible tiers are out of pending already).
+		if len(p.cfg.Tiers) == 0 || !Preemptible(&p.cfg.Tiers[k]) {
+			pending -= w
+		}
 	}
 	if pending <= 0 {
 		return 0
@@ -238,16 +242,15 @@ func (p *planner) needOver(from, to time.Time) (int, Reason) {
 func (p *planner) need(lv level, v float64, from, to time.Time, ending int) (int, Reason) {
 	ahead := p.announcedMax(false, from, to)
 	// The teams over budget: nothing is bought for their pending GPUs
-	// beyond their reserved shares, nor kept for their jobs on burst
-	// capacity (they leave), now or in the forecast, which holds them as
-	// demand.
+	// beyond their reserved shares, now or in the forecast, which holds
+	// them as demand.
 	w := p.withheldFor(lv)
-	now := max(p.plan.Demand.RunningGPUs-p.preemptible-p.teamYield, 0) + p.pendingFor(lv) - w
+	now := max(p.plan.Demand.RunningGPUs-p.preemptible, 0) + p.pendingFor(lv) - w
 	n, src := now+p.strandedFor(lv)+ahead, ReasonDemandNow
 	if p.fc != nil && p.in.Unannounced {
 		v += float64(p.announcedMax(true, from, to))
 	}
-	v -= float64(w + p.teamYield)
+	v -= float64(w)
 	if f := int(math.Ceil(v - 1e-9)); f > n {
 		n, src = f, ReasonForecast
 	} else if ahead > 0 {

@@ -245,10 +245,6 @@ type planner struct {
 	// overBudget those teams (countBudgets).
 	withheld   []int
 	overBudget []overBudget
-	// teamYield is the GPUs the running jobs of the teams over budget
-	// hold on burst capacity (countBudgets): they leave, free for the
-	// others.
-	teamYield int
 	// fragments is, with tiers, the free GPUs (preemptible jobs' counted
 	// free) of the ready nodes that other jobs hold some of (strandedFor).
 	fragments int

@@ -16,8 +16,11 @@ import (
 // and the report each team's totals (TeamResult).
 type budgetBook struct {
 	// spec is each team's budget, by team index; nil for a team without
-	// a budget.
-	spec []*fleet.Team
+	// a budget. teams are the budgeted teams' indexes, and slot each
+	// team's place among them plus 1 (0 for none): pendingShapes' lines.
+	spec  []*fleet.Team
+	teams []int32
+	slot  []int32
 	// rate is what each team's running jobs on burst nodes cost a second.
 	rate []float64
 	// spent is each team's spend in the budget day so far; burst in the
@@ -41,9 +44,12 @@ type budgetBook struct {
 func newBudgetBook(teams []fleet.Team, names []string, tiers int, start time.Time) *budgetBook {
 	b := &budgetBook{spec: make([]*fleet.Team, len(names))}
 	any := false
+	b.slot = make([]int32, len(names))
 	for k, name := range names {
 		if t := fleet.TeamByName(teams, name); t != nil && t.Budgeted {
 			b.spec[k], any = t, true
+			b.teams = append(b.teams, int32(k))
+			b.slot[k] = int32(len(b.teams))
 		}
 	}
 	if !any {
@@ -202,8 +208,8 @@ func (e *engine) queueTeam(j *job, gpus int) {
 	if b := e.budget; b != nil && b.spec[j.group[byTeam]] != nil {
 		b.queued[j.group[byTeam]][j.group[byTier]] += gpus
 	}
-	if s := e.shares; s != nil {
-		s.queued[j.group[byTeam]] += gpus
+	if s := e.shares; s != nil && (j.runsOn == 0 || j.runsOn&onReserved != 0) {
+		s.queued[j.group[byTeam]] += gpus // what may run on its share
 	}
 }
 
@@ -263,7 +269,7 @@ func (e *engine) budgetResults(rows []TeamResult) {
 		rows[k].BurstUSD = roundCents(b.burst[k])
 		rows[k].MaxDayBurstUSD = roundCents(b.maxDay[k])
 		if t := b.spec[k]; t != nil {
-			rows[k].BurstBudgetPerDay = t.BurstBudgetPerDay
+			rows[k].BurstBudgetPerDay = &t.BurstBudgetPerDay
 			rows[k].DaysHeld = b.heldDays[k]
 			rows[k].MaxOverBudgetUSD = roundCents(b.overBy[k])
 		}

@@ -33,10 +33,10 @@ func TestBudgetBook(t *testing.T) {
 	}
 	// The jobs start once a node is up, 10 minutes in: a runs 22:10 to
 	// 02:10, 110 minutes before midnight ($7.33), 130 after ($8.67).
-	if a := got["a"]; a.BurstUSD != 16 || a.MaxDayBurstUSD != 8.67 || a.BurstBudgetPerDay != 20 || a.DaysHeld != 0 {
+	if a := got["a"]; a.BurstUSD != 16 || a.MaxDayBurstUSD != 8.67 || a.BurstBudgetPerDay == nil || *a.BurstBudgetPerDay != 20 || a.DaysHeld != 0 {
 		t.Errorf("team a: %+v, want $16 in all, $8.67 on its dearest day, a budget of $20 never reached", a)
 	}
-	if b := got["b"]; b.BurstUSD != 8 || b.BurstBudgetPerDay != 0 || b.DaysHeld != 0 {
+	if b := got["b"]; b.BurstUSD != 8 || b.BurstBudgetPerDay != nil || b.DaysHeld != 0 {
 		t.Errorf("team b: %+v, want $8, no budget", b)
 	}
 
@@ -145,10 +145,12 @@ func TestOverBudgetBuysNothing(t *testing.T) {
 }
 
 // withoutOverBudget is a copy of st without the pending GPUs of the teams
-// of set over their budget (their spend today at least their budget)
-// beyond what their reserved shares leave free (their share of the
-// reserved GPUs, less what their jobs hold on reserved nodes), and
-// without their scoped lines; and the GPUs so withheld.
+// of set over their budget (their spend today, with what their jobs on
+// burst nodes and a node of the cheapest burst pool cost for
+// fleet.BudgetWindow, at least their budget) beyond what their reserved
+// shares leave free (their share of the reserved GPUs, less what their
+// jobs hold on reserved nodes), and without their scoped lines; and the
+// GPUs so withheld.
 func withoutOverBudget(set *fleet.Settings, st *fleet.State) (*fleet.State, int) {
 	out := *st
 	out.Scoped, out.PendingTeams = slices.Clone(st.Scoped), nil
@@ -166,21 +168,30 @@ func withoutOverBudget(set *fleet.Settings, st *fleet.State) (*fleet.State, int)
 				spent += s.USD
 			}
 		}
-		if !tm.Budgeted || spent < tm.BurstBudgetPerDay {
-			continue
+		held, rate, node := 0, 0.0, 0.0
+		for _, p := range set.Pools {
+			if p.Capacity != fleet.Reserved && (node == 0 || p.PricePerHour < node) {
+				node = p.PricePerHour
+			}
 		}
-		held := 0
 		for _, n := range st.Nodes {
-			if p := poolOf(set, n.Pool); p != nil && p.Capacity == fleet.Reserved && n.State != fleet.Terminating {
+			if p := poolOf(set, n.Pool); p != nil && n.State != fleet.Terminating {
 				left := p.GPUsPerNode
 				for _, j := range n.Jobs {
 					g := min(j.GPUs, left)
 					left -= g
-					if j.Team == tm.Name {
+					switch {
+					case j.Team != tm.Name:
+					case p.Capacity == fleet.Reserved:
 						held += g
+					default:
+						rate += float64(g) * p.PricePerHour / float64(p.GPUsPerNode)
 					}
 				}
 			}
+		}
+		if !tm.Budgeted || spent+(rate+node)*fleet.BudgetWindow.Hours() < tm.BurstBudgetPerDay {
+			continue
 		}
 		pending, byTier := 0, map[string]int{}
 		for _, l := range st.PendingTeams {

@@ -198,7 +198,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 // day, the budget, the days their spend reached it and the most it went
 // past it in a day.
 func (r *Report) writeBudgets(w io.Writer) error {
-	budgeted := func(t TeamResult) bool { return t.BurstBudgetPerDay > 0 || t.DaysHeld > 0 }
+	budgeted := func(t TeamResult) bool { return t.BurstBudgetPerDay != nil }
 	if !slices.ContainsFunc(r.Policies, func(p Result) bool { return slices.ContainsFunc(p.Teams, budgeted) }) {
 		return nil
 	}
@@ -209,7 +209,7 @@ func (r *Report) writeBudgets(w io.Writer) error {
 		name := p.Policy
 		for _, t := range p.Teams {
 			if budgeted(t) {
-				fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%d\t%.0f\t%.0f\t\n", name, t.Team, t.BurstBudgetPerDay, t.BurstUSD, t.MaxDayBurstUSD,
+				fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.0f\t%d\t%.0f\t%.0f\t\n", name, t.Team, *t.BurstBudgetPerDay, t.BurstUSD, t.MaxDayBurstUSD,
 					t.DaysHeld, t.MaxOverBudgetUSD, t.WaitGPUHours)
 				name = ""
 			}

@@ -382,16 +382,9 @@ func (e *engine) pendingShapes(out []fleet.ScopedDemand) []fleet.ScopedDemand {
 		names = e.groups[byTier].table.names
 	}
 	// A line per tier and budgeted team (slot 0: the other teams').
-	var budgeted []int32 // slot-1 -> team index
-	var slot map[int32]int
+	var budgeted, slot []int32 // slot-1 -> team index; team index -> slot
 	if b := e.budget; b != nil {
-		slot = map[int32]int{}
-		for k, t := range b.spec {
-			if t != nil {
-				budgeted = append(budgeted, int32(k))
-				slot[int32(k)] = len(budgeted)
-			}
-		}
+		budgeted, slot = b.teams, b.slot
 	}
 	slots := len(budgeted) + 1
 	n := max(len(names), 1) * slots
@@ -425,7 +418,7 @@ func (e *engine) pendingShapes(out []fleet.ScopedDemand) []fleet.ScopedDemand {
 					k = int(e.jobs[id].group[byTier]) * slots
 				}
 				if len(budgeted) > 0 {
-					k += slot[e.jobs[id].group[byTeam]]
+					k += int(slot[e.jobs[id].group[byTeam]])
 				}
 				gpus[k] += w
 				jobs[k]++

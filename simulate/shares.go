@@ -22,8 +22,11 @@ type shareBook struct {
 	// share is each team's share, by team index (0: none).
 	share []float64
 	// onRes is the GPUs each team's running jobs hold on reserved nodes;
-	// queued the GPUs each team's jobs wait for.
-	onRes, queued []int
+	// queued the GPUs each team's jobs that may run there wait for; over
+	// how far each team holds more than its share, in a reclaim pass.
+	onRes, queued, over []int
+	// teams are the teams with a share, by index.
+	teams []int
 	// reclaimAt is when reclaim may next look.
 	reclaimAt int64
 }
@@ -36,6 +39,7 @@ func newShareBook(teams []fleet.Team, names []string) *shareBook {
 	for k, name := range names {
 		if t := fleet.TeamByName(teams, name); t != nil && t.ReservedShare > 0 {
 			b.share[k], any = t.ReservedShare, true
+			b.teams = append(b.teams, k)
 		}
 	}
 	if !any {
@@ -61,10 +65,13 @@ func (e *engine) unusedShare(k int) int { return max(e.shareGPUs(k)-e.shares.onR
 // keptFrom is the reserved GPUs kept for the other teams than k: each
 // one's unused share while it has jobs queued.
 func (e *engine) keptFrom(k int32) int {
-	n := 0
-	for x, q := range e.shares.queued {
-		if int32(x) != k && q > 0 {
-			n += e.unusedShare(x)
+	n, reserved := 0, -1
+	for _, x := range e.shares.teams {
+		if int32(x) != k && e.shares.queued[x] > 0 {
+			if reserved < 0 {
+				reserved = reservedGPUs(e)
+			}
+			n += max(int(math.Floor(e.shares.share[x]*float64(reserved)+1e-9))-e.shares.onRes[x], 0)
 		}
 	}
 	return n
@@ -88,7 +95,7 @@ func (e *engine) reservedFree() int {
 // its team to its budget (overBudget) starts on reserved capacity only.
 func (e *engine) maskFor(j *job) uint8 {
 	m := j.runsOn
-	if e.budget != nil && e.overBudget(j.group[byTeam], e.burstRate(j.gpus), secs(fleet.BudgetWindow)) {
+	if e.budget != nil && (m == 0 || m&(onDemand|onSpot) != 0) && e.overBudget(j.group[byTeam], e.burstRate(j.gpus), secs(fleet.BudgetWindow)) {
 		m = without(m, onDemand|onSpot)
 	}
 	if e.shares == nil || m == noCapacity || e.reservedFree()-j.gpus >= e.keptFrom(j.group[byTeam]) {
@@ -132,63 +139,63 @@ func (e *engine) holdShare(j *job, sign int) {
 	}
 }
 
-// reclaim gives the teams with jobs queued their shares back: for as many
-// GPUs as their queued jobs ask of their unused shares beyond the free
-// reserved GPUs (and those already being given back), it asks the jobs of
-// teams holding more of the reservation than their shares (borrowers) to
-// checkpoint and stop, as a drain does (askCheckpoint: they requeue with
-// nothing lost once their checkpoint is durable), never taking a borrower
-// below its own share. It runs at most every preemptEvery seconds, and
-// reports whether room was made at once.
+// reclaim gives the teams with jobs queued their shares back: for each
+// team with a share whose first queued job that fits its unused share on
+// one reserved node (and may run there) cannot start, it takes the up
+// reserved node where that job fits once the fewest GPUs are given back,
+// and asks the jobs there of teams holding more of the reservation than
+// their shares (borrowers) to checkpoint and stop, as a drain does
+// (askCheckpoint: they requeue with nothing lost once their checkpoint is
+// durable), never taking a borrower below its own share (a job on several
+// nodes counts all it holds there). Jobs already writing a checkpoint
+// count as leaving. It runs at most every preemptEvery seconds, and
+// reports whether room was made at once. A job wider than a node waits
+// for whole reserved nodes to free as they do.
 func (e *engine) reclaim() bool {
 	b := e.shares
 	if b == nil || e.now < b.reclaimAt {
 		return false
 	}
 	b.reclaimAt = e.now + preemptEvery
-	want := 0
-	for k, q := range b.queued {
-		if q > 0 {
-			want += min(q, e.unusedShare(k))
-		}
-	}
-	if want == 0 {
-		return false
+	if b.over == nil {
+		b.over = make([]int, len(b.share))
 	}
 	// Over is how far each team's jobs hold more than its share: what it
-	// may be asked to give back; returning what its asked jobs will.
-	over := make([]int, len(b.share))
-	for k := range over {
-		over[k] = b.onRes[k] - e.shareGPUs(k)
-	}
-	need := want - e.reservedFree()
-	for _, n := range e.live {
-		if n.tier != 0 || n.state != up {
-			continue
-		}
-		for _, id := range n.jobs {
-			if v := &e.jobs[id]; v.preempted || v.saveAt >= 0 {
-				need -= min(v.gpus, n.gpn) // being given back already
-			}
-		}
-	}
+	// may be asked to give back.
+	overSet := false
 	asked, now := false, false
-	for _, n := range e.live {
-		if need <= 0 {
-			break
-		}
-		if n.tier != 0 || n.state != up {
+	for _, k := range b.teams {
+		if b.queued[k] == 0 {
 			continue
 		}
-		for i := 0; i < len(n.jobs) && need > 0; i++ {
+		unused := e.unusedShare(k)
+		j := e.firstFitting(k, unused)
+		if j == nil || e.fitsReservedSomewhere(j.gpus) {
+			continue
+		}
+		if !overSet {
+			for x := range b.over {
+				b.over[x] = b.onRes[x] - e.shareGPUs(x)
+			}
+			overSet = true
+		}
+		n := e.reclaimNode(j.gpus)
+		if n == nil {
+			continue
+		}
+		room := n.free
+		for i := 0; i < len(n.jobs) && room < j.gpus; i++ {
 			v := &e.jobs[n.jobs[i]]
-			g := min(v.gpus, n.gpn)
-			k := v.group[byTeam]
-			if v.preempted || v.saveAt >= 0 || v.unresponsive || over[k] < g {
+			if v.preempted || v.saveAt >= 0 {
+				room += min(v.gpus, n.gpn) // leaving already
 				continue
 			}
-			over[k] -= g
-			need -= g
+			x, held := v.group[byTeam], e.reservedHeld(v)
+			if v.unresponsive || b.over[x] < held {
+				continue
+			}
+			b.over[x] -= held
+			room += min(v.gpus, n.gpn)
 			e.st.reclaimed++
 			asked = true
 			if e.askCheckpoint(n.jobs[i]) {
@@ -203,4 +210,82 @@ func (e *engine) reclaim() bool {
 		b.reclaimAt = e.now + max(preemptEvery, e.ckptDur)
 	}
 	return now
+}
+
+// firstFitting is team k's first queued job (by the scheduler's order)
+// that may run on reserved capacity and fits on one node within gpus (its
+// unused share); nil for none.
+func (e *engine) firstFitting(k int, gpus int) *job {
+	var best *job
+	for _, ck := range e.keys {
+		if ck.slot != e.slots[k] || ck.gpus > gpus || ck.gpus > e.maxGPN {
+			continue
+		}
+		for _, id := range e.classes[ck].ids {
+			j := &e.jobs[id]
+			if int(j.group[byTeam]) == k && (j.runsOn == 0 || j.runsOn&onReserved != 0) && (best == nil || j.before(best)) {
+				best = j
+			}
+		}
+	}
+	return best
+}
+
+// fitsReservedSomewhere reports whether a job of gpus GPUs fits on an up
+// reserved node now.
+func (e *engine) fitsReservedSomewhere(gpus int) bool {
+	for f := gpus; f < len(e.buckets[0]); f++ {
+		if len(e.buckets[0][f]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// reclaimNode is the up reserved node (taking work) where a job of gpus
+// GPUs fits once the borrowers there give back the fewest GPUs: its free
+// GPUs, those of its jobs leaving already, and those of its borrowers'
+// jobs (teams over their shares, by what they hold there); nil for none.
+func (e *engine) reclaimNode(gpus int) *node {
+	var best *node
+	bestAsk := 0
+	for f, b := range e.buckets[0] {
+		for _, n := range b {
+			room, ask := f, 0
+			for _, id := range n.jobs {
+				v := &e.jobs[id]
+				g := min(v.gpus, n.gpn)
+				switch {
+				case v.preempted || v.saveAt >= 0:
+					room += g
+				case !v.unresponsive && e.shares.over[v.group[byTeam]] >= e.reservedHeld(v):
+					if room < gpus {
+						room += g
+						ask += g
+					}
+				}
+			}
+			if room >= gpus && (best == nil || ask < bestAsk) {
+				best, bestAsk = n, ask
+			}
+		}
+	}
+	return best
+}
+
+// reservedHeld is what running job v holds on reserved nodes.
+func (e *engine) reservedHeld(v *job) int {
+	if len(v.nodes) == 1 {
+		if e.nodes[v.nodes[0]].tier == 0 {
+			return v.gpus
+		}
+		return 0
+	}
+	n := 0
+	for _, ni := range v.nodes {
+		if e.nodes[ni].tier == 0 {
+			n += e.nodes[ni].gpn
+		}
+	}
+	return min(n, v.gpus)
 }

@@ -55,11 +55,11 @@ type TeamResult struct {
 	// the budget held it back (its spend, with what its jobs on burst
 	// capacity would cost until they left, reached it), and the most its
 	// spend went past it in a day.
-	BurstUSD          float64 `json:"burst_usd,omitempty"`
-	MaxDayBurstUSD    float64 `json:"max_day_burst_usd,omitempty"`
-	BurstBudgetPerDay float64 `json:"burst_budget_per_day,omitempty"`
-	DaysHeld          int     `json:"days_held,omitempty"`
-	MaxOverBudgetUSD  float64 `json:"max_over_budget_usd,omitempty"`
+	BurstUSD          float64  `json:"burst_usd,omitempty"`
+	MaxDayBurstUSD    float64  `json:"max_day_burst_usd,omitempty"`
+	BurstBudgetPerDay *float64 `json:"burst_budget_per_day,omitempty"`
+	DaysHeld          int      `json:"days_held,omitempty"`
+	MaxOverBudgetUSD  float64  `json:"max_over_budget_usd,omitempty"`
 }
 
 // teamTable is the team of each of a trace's jobs, the same for every

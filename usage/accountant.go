@@ -18,9 +18,9 @@ type Options struct {
 	// IdleWindow is how long a job's GPUs must stay idle for that time to
 	// be allocated-idle (10 minutes when 0).
 	IdleWindow time.Duration
-	// Teams are kept whatever other teams come first (the teams with
-	// burst budgets: their spend is counted under their own names); they
-	// take room within MaxTeams.
+	// Teams are kept whatever other teams come first (the config's teams:
+	// a budget's spend is counted under its team's own name); they take
+	// room within MaxTeams.
 	Teams []string
 }
 

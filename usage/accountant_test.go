@@ -2,6 +2,7 @@ package usage
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -204,4 +205,16 @@ func TestAccountantAddsUp(t *testing.T) {
 			rt.Fatalf("the hours charged %d as used, the jobs' records %d", usedAll, byJobs)
 		}
 	})
+}
+
+// TestAccountantKeepsConfiguredTeams: the teams an Accountant is told to
+// keep (the config's, whose budgets count their charges) keep their names
+// however many other teams come first; the others share the rest of the
+// room, then fold into Other.
+func TestAccountantKeepsConfiguredTeams(t *testing.T) {
+	a := NewAccountant(Options{MaxTeams: 2, Teams: []string{"vision"}})
+	got := []string{a.teams.Fold("a"), a.teams.Fold("b"), a.teams.Fold("vision"), a.teams.Fold("a")}
+	if want := []string{"a", Other, "vision", "a"}; !slices.Equal(got, want) {
+		t.Errorf("folded %v, want %v", got, want)
+	}
 }
