@@ -173,3 +173,43 @@ func TestPendingBudgetedLines(t *testing.T) {
 		t.Errorf("teams %+v, want vision's 32 GPUs", got)
 	}
 }
+
+// TestTeamOverBudgetShare: a team over its budget with a share of the
+// reservation has bought for it what its share leaves free, and nothing
+// beyond: the plan buys what it buys for the other team's demand and the
+// team's demand within its free share, and no more.
+func TestTeamOverBudgetShare(t *testing.T) {
+	res, od := gpuPool("res", 8, 1, 5*time.Minute), gpuPool("od", 8, 10, 5*time.Minute)
+	res.Capacity, res.Min = fleet.Reserved, 1
+	rig := func(t *testing.T, teams []fleet.Team) *cycler {
+		l := newLoopWith(t, false, nil, func(l *cycler, o *Options) {
+			l.set.Teams = teams
+			l.pending.Budgeted = fleet.BudgetedTeams(teams)
+		}, res, od)
+		for range 7 { // the reservation booted
+			l.cycle(t)
+		}
+		return l
+	}
+	over := []state.UsageHour{{Hour: fleet.BudgetDay(t0).Add(2 * time.Hour), Team: "vision", Tier: "unattributed",
+		Charges: []state.UsageCharge{{Pool: "od", Kind: string(usage.Used), Micros: 50_000_000, GPUHours: 40}}}}
+	l := rig(t, []fleet.Team{{Name: "vision", Budgeted: true, BurstBudgetPerDay: 10, ReservedShare: 0.5}})
+	if err := l.store.PutUsage(over, nil); err != nil {
+		t.Fatal(err)
+	}
+	l.pending.Set(l.now, DemandPush{Source: "kueue", Pending: []PendingDemand{{GPUs: 16, Team: "vision"}, {GPUs: 12, Team: "nlp"}}})
+	plan := l.cycle(t)
+	if !slices.ContainsFunc(plan.Notes, func(n planner.Note) bool {
+		return n.Code == planner.ReasonTeamOverBudget && strings.Contains(n.Text, "nothing is bought for 12 of its 16 pending GPUs beyond its reserved share (4 GPUs, 4 free)")
+	}) {
+		t.Errorf("notes %+v: want one saying 12 of vision's 16 GPUs are withheld", plan.Notes)
+	}
+	// The same fleet without budgets, vision asking only what its share
+	// leaves free: as much is bought.
+	l2 := rig(t, nil)
+	l2.pending.Set(l2.now, DemandPush{Source: "kueue", Pending: []PendingDemand{{GPUs: 4, Team: "vision"}, {GPUs: 12, Team: "nlp"}}})
+	l2.cycle(t)
+	if got, want := l.target(t, od), l2.target(t, od); got != want || got != 1 {
+		t.Errorf("od's target %d with vision over budget, %d with its free share's demand alone; want 1 each", got, want)
+	}
+}

@@ -144,9 +144,10 @@ func TestSharesKept(t *testing.T) {
 }
 
 // TestShareReclaimCases: a lent share comes back where the free reserved
-// GPUs are scattered over nodes too (a's 8-GPU job waits for one node
-// emptied), never below the borrower's own share (b's wide job counts all
-// it holds), and not for a job that may not run on the reservation.
+// GPUs are scattered over nodes too (a's job waits for room on one node),
+// never below the borrower's own share (b's wide job counts all it holds),
+// and is neither kept nor given back for a job that may not run on the
+// reservation. Each case pins every run's start: pool, job, time.
 func TestShareReclaimCases(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -154,23 +155,27 @@ func TestShareReclaimCases(t *testing.T) {
 		jobs      []trace.Job
 		tiers     bool
 		reclaimed int
-		aStarts   string // where and when a's job starts
+		starts    []string
 	}{
+		// c's jobs leave 2 GPUs free on each node: a's 4-GPU job fits
+		// once one of them leaves.
 		{name: "scattered", nodes: 2, jobs: []trace.Job{
-			{GPUs: 4, Duration: 10 * time.Hour, Team: "c"}, {GPUs: 4, Duration: 10 * time.Hour, Team: "c"},
-			{GPUs: 4, Duration: 10 * time.Hour, Team: "c"}, {GPUs: 4, Duration: 10 * time.Hour, Team: "c"},
-			{Submit: time.Hour, GPUs: 8, Duration: time.Hour, Team: "a"}},
-			reclaimed: 2, aStarts: "res@1h2m0s"},
-		// b (a quarter of 4 nodes: 8 GPUs) holds 24 in a wide job and an
-		// 8-GPU one: a's 8 GPUs come from the 8-GPU job alone.
-		{name: "a wide borrower", nodes: 4, jobs: []trace.Job{
-			{GPUs: 16, Duration: 10 * time.Hour, Team: "b"}, {GPUs: 8, Duration: 10 * time.Hour, Team: "b"}, {GPUs: 8, Duration: 10 * time.Hour, Team: "c"},
-			{Submit: time.Hour, GPUs: 8, Duration: time.Hour, Team: "a"}},
-			reclaimed: 1, aStarts: "res@1h2m0s"},
+			{GPUs: 6, Duration: 10 * time.Hour, Team: "c"}, {GPUs: 6, Duration: 10 * time.Hour, Team: "c"},
+			{Submit: time.Hour, GPUs: 4, Duration: time.Hour, Team: "a"}},
+			reclaimed: 1, starts: []string{"res:0@0s", "res:1@0s", "res:2@1h2m0s", "od:0@1h10m0s"}},
+		// b (a quarter of 3 nodes: 6 GPUs) holds 16 in a wide job: giving
+		// it back would leave b none, so a's job waits for on-demand.
+		{name: "a wide borrower", nodes: 3, jobs: []trace.Job{
+			{GPUs: 16, Duration: 10 * time.Hour, Team: "b"}, {GPUs: 8, Duration: 10 * time.Hour, Team: "a"},
+			{Submit: time.Hour, GPUs: 4, Duration: time.Hour, Team: "a"}},
+			reclaimed: 0, starts: []string{"res:1@0s", "res:0@0s", "od:2@1h10m0s"}},
+		// a's job may not run on the reservation: nothing is given back
+		// for it, and c's next job takes the reservation's free GPUs.
 		{name: "a job that may not run there", nodes: 1, tiers: true, jobs: []trace.Job{
-			{GPUs: 8, Duration: 10 * time.Hour, Team: "c"},
-			{Submit: time.Hour, GPUs: 4, Duration: time.Hour, Team: "a", Tier: "od_only"}},
-			reclaimed: 0, aStarts: "od@1h10m0s"},
+			{GPUs: 4, Duration: 10 * time.Hour, Team: "c"},
+			{Submit: time.Hour, GPUs: 4, Duration: time.Hour, Team: "a", Tier: "od_only"},
+			{Submit: time.Hour + 5*time.Minute, GPUs: 4, Duration: time.Hour, Team: "c"}},
+			reclaimed: 0, starts: []string{"res:0@0s", "res:2@1h5m0s", "od:1@1h10m0s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,19 +184,18 @@ func TestShareReclaimCases(t *testing.T) {
 				set.Tiers = []fleet.Tier{{Name: "any", Rank: 1, WaitValuePerGPUHour: 500, Default: true},
 					{Name: "od_only", Rank: 2, WaitValuePerGPUHour: 500, CapacityTypes: []fleet.CapacityType{fleet.OnDemand}}}
 			}
-			a := ""
+			var starts []string
 			opt := Options{Policies: []string{"reactive"}, CheckpointDuration: 2 * time.Minute}
 			opt.started = func(e *engine, id int32) {
-				if j := &e.jobs[id]; e.groups[byTeam].table.names[j.group[byTeam]] == "a" && a == "" {
-					a = e.pools[e.nodes[j.nodes[0]].pool].spec.Name + "@" + time.Duration(e.now*1e9).String()
-				}
+				j := &e.jobs[id]
+				starts = append(starts, e.pools[e.nodes[j.nodes[0]].pool].spec.Name+":"+j.id+"@"+time.Duration(e.now*1e9).String())
 			}
 			rep, err := Run(set, jobsTrace(tt.jobs...), opt)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r := rep.Policies[0]; r.Reclaimed != tt.reclaimed || a != tt.aStarts || r.LostGPUHours != 0 {
-				t.Errorf("reclaimed %d, a's job at %s, %v GPU-h lost; want %d, %s, none", r.Reclaimed, a, r.LostGPUHours, tt.reclaimed, tt.aStarts)
+			if r := rep.Policies[0]; r.Reclaimed != tt.reclaimed || !slices.Equal(starts, tt.starts) || r.LostGPUHours != 0 {
+				t.Errorf("reclaimed %d, starts %v, %v GPU-h lost; want %d, %v, none", r.Reclaimed, starts, r.LostGPUHours, tt.reclaimed, tt.starts)
 			}
 		})
 	}
