@@ -111,18 +111,11 @@ func (e *engine) chargeRate(j *job, sign float64) {
 	}
 	b.advance(e.now)
 	k := j.group[byTeam]
-	left := j.gpus
-	for _, ni := range j.nodes {
-		n := e.nodes[ni]
-		g := left
-		if len(j.nodes) > 1 {
-			g = min(left, n.gpn)
-		}
-		left -= g
+	e.onNodes(j, func(n *node, g int) {
 		if p := &e.pools[n.pool].spec; p.Capacity != fleet.Reserved {
 			b.rate[k] += sign * float64(g) * p.PricePerGPUHour() / 3600
 		}
-	}
+	})
 	if b.rate[k] < 1e-12 {
 		b.rate[k] = 0 // what rounding leaves once its last run stops
 	}
@@ -190,12 +183,10 @@ func (e *engine) enforceBudgets() bool {
 					continue
 				}
 				e.st.budgetStops++
-				if e.askCheckpoint(n.jobs[i]) {
+				if e.askToLeave(n.jobs[i]) {
 					now = true
 					i-- // it left the node's jobs
-					continue
 				}
-				v.preempted = true
 			}
 		}
 	}

@@ -76,6 +76,17 @@ func (e *engine) askCheckpoint(id int32) bool {
 	return false
 }
 
+// askToLeave asks running job id to checkpoint and stop to make room
+// (askCheckpoint), marking it preempted while its checkpoint is written,
+// and reports whether it left at once.
+func (e *engine) askToLeave(id int32) bool {
+	if e.askCheckpoint(id) {
+		return true
+	}
+	e.jobs[id].preempted = true
+	return false
+}
+
 // stopCause is why a job's run ends early.
 type stopCause uint8
 

@@ -123,12 +123,10 @@ func (e *engine) evict(n *node, gpus int) (asked, now bool) {
 		need -= min(v.gpus, n.gpn)
 		e.st.preempted++
 		asked = true
-		if e.askCheckpoint(n.jobs[i]) {
+		if e.askToLeave(n.jobs[i]) {
 			now = true
 			i-- // it left the node's jobs
-			continue
 		}
-		v.preempted = true
 	}
 	return asked, now
 }

@@ -125,18 +125,11 @@ func (e *engine) holdShare(j *job, sign int) {
 	if e.shares == nil {
 		return
 	}
-	left := j.gpus
-	for _, ni := range j.nodes {
-		n := e.nodes[ni]
-		g := left
-		if len(j.nodes) > 1 {
-			g = min(left, n.gpn)
-		}
-		left -= g
+	e.onNodes(j, func(n *node, g int) {
 		if n.tier == 0 {
 			e.shares.onRes[j.group[byTeam]] += sign * g
 		}
-	}
+	})
 }
 
 // reclaim gives the teams with jobs queued their shares back: for each
@@ -198,12 +191,10 @@ func (e *engine) reclaim() bool {
 			room += min(v.gpus, n.gpn)
 			e.st.reclaimed++
 			asked = true
-			if e.askCheckpoint(n.jobs[i]) {
+			if e.askToLeave(n.jobs[i]) {
 				now = true
 				i-- // it left the node's jobs
-				continue
 			}
-			v.preempted = true
 		}
 	}
 	if asked {

@@ -215,6 +215,23 @@ func splitTeams(names []string, tallies []teamTally, total usage.Micros) []TeamR
 	return out
 }
 
+// onNodes calls f with each node running job j holds and the GPUs it
+// holds there: all of them on one node; a wide job's node by node, whole
+// nodes first.
+func (e *engine) onNodes(j *job, f func(n *node, gpus int)) {
+	if len(j.nodes) == 1 {
+		f(e.nodes[j.nodes[0]], j.gpus)
+		return
+	}
+	left := j.gpus
+	for _, ni := range j.nodes {
+		n := e.nodes[ni]
+		g := min(left, n.gpn)
+		left -= g
+		f(n, g)
+	}
+}
+
 // chargeRun counts kept seconds of a job's run, about to end, to its
 // team's use of each pool its nodes are in (a wide job's GPUs node by
 // node, whole nodes first).
@@ -224,17 +241,7 @@ func (e *engine) chargeRun(j *job, kept int64) {
 			continue
 		}
 		row := e.groups[g].used[int(j.group[g])*len(e.pools):][:len(e.pools)]
-		if len(j.nodes) == 1 {
-			row[e.nodes[j.nodes[0]].pool] += kept * int64(j.gpus)
-			continue
-		}
-		left := j.gpus
-		for _, ni := range j.nodes {
-			n := e.nodes[ni]
-			w := min(left, n.gpn)
-			left -= w
-			row[n.pool] += kept * int64(w)
-		}
+		e.onNodes(j, func(n *node, w int) { row[n.pool] += kept * int64(w) })
 	}
 }
 
