@@ -261,6 +261,9 @@ func (e *engine) run() error {
 		}
 		e.schedule()
 		if t == nextTick {
+			if e.opt.ticked != nil {
+				e.opt.ticked(e)
+			}
 			if err := e.policy.tick(e); err != nil {
 				return err
 			}

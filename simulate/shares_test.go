@@ -200,3 +200,115 @@ func TestShareReclaimCases(t *testing.T) {
 		})
 	}
 }
+
+// TestSharesReturned: over runs of generated traces (as TestSharesKept),
+// a lent share comes back at the borrowers' next checkpoint: no team's job
+// that may run on the reservation and fits its unused share on one node
+// stays queued, from tick to tick, for longer than two checkpoints, a
+// scheduler pass and a tick (a pass may wait for another team's
+// checkpoints) while some reserved node would hold it once the borrowers
+// there (teams holding more than their shares, each left at least its
+// share, their jobs honouring drains) gave their GPUs back. Everything is
+// counted here from the engine's nodes, jobs and queue.
+func TestSharesReturned(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		var jobs []trace.Job
+		for i := range 400 {
+			jobs = append(jobs, trace.Job{Submit: time.Duration(i)*5*time.Minute + time.Duration(rng.IntN(300))*time.Second,
+				GPUs: []int{1, 2, 4, 8, 16}[rng.IntN(5)], Duration: time.Duration(rng.IntN(180)+10) * time.Minute,
+				Team: []string{"a", "b", "c", "c"}[rng.IntN(4)]})
+		}
+		slices.SortStableFunc(jobs, func(a, b trace.Job) int { return int(a.Submit - b.Submit) })
+		set := sharedFleet(4)
+		ckpt := 2 * time.Minute
+		late := int64((preemptEvery*time.Second + 2*ckpt + time.Minute) / time.Second)
+		ticks, waited := 0, 0
+		since := map[string]int64{} // job -> the first tick it could have had its share back
+		opt := Options{Policies: []string{"reactive", "predictive"}, Seed: int64(seed), UnresponsiveJobs: -1, CheckpointDuration: ckpt}
+		opt.ticked = func(e *engine) {
+			ticks++
+			could := map[string]bool{}
+			defer func() {
+				for id := range since {
+					if !could[id] {
+						delete(since, id)
+					}
+				}
+			}()
+			names := e.groups[byTeam].table.names
+			reserved := 0
+			for i := range e.pools {
+				reserved += e.pools[i].reserved * e.pools[i].spec.GPUsPerNode
+			}
+			share := map[string]int{}
+			for _, tm := range set.Teams {
+				share[tm.Name] = int(tm.ReservedShare * float64(reserved))
+			}
+			// What each team holds on the reservation, a job on several
+			// nodes all it holds there.
+			held := map[string]int{}
+			for _, n := range e.live {
+				if e.pools[n.pool].spec.Capacity != fleet.Reserved || n.state == booting || n.state == gone {
+					continue
+				}
+				left := n.gpn
+				for _, x := range n.jobs {
+					g := min(e.jobs[x].gpus, left)
+					left -= g
+					held[names[e.jobs[x].group[byTeam]]] += g
+				}
+			}
+			for _, k := range e.keys {
+				for _, id := range e.classes[k].ids {
+					j := &e.jobs[id]
+					team := names[j.group[byTeam]]
+					if share[team] == 0 || j.gpus > 8 || j.gpus > share[team]-held[team] {
+						continue
+					}
+					// A reserved node that would hold it once its
+					// borrowers gave back.
+					for _, n := range e.live {
+						if e.pools[n.pool].spec.Capacity != fleet.Reserved || n.state != up {
+							continue
+						}
+						room, over := n.free, map[string]int{}
+						for _, x := range n.jobs {
+							v := &e.jobs[x]
+							b := names[v.group[byTeam]]
+							whole := v.gpus // all a wide job holds on the reservation
+							if _, ok := over[b]; !ok {
+								over[b] = held[b] - share[b]
+							}
+							if v.saveAt >= 0 || v.preempted || over[b] >= whole {
+								room += min(v.gpus, n.gpn)
+								if v.saveAt < 0 && !v.preempted {
+									over[b] -= whole
+								}
+							}
+						}
+						if room >= j.gpus {
+							could[j.id] = true
+							if _, ok := since[j.id]; !ok {
+								since[j.id] = e.now
+							}
+							if e.now-since[j.id] <= late {
+								break
+							}
+							waited++
+							t.Errorf("seed %d, %v: team %s's job %s of %d GPUs queued since %v, its share lent: node %s would hold it",
+								seed, time.Duration(e.now*1e9), team, j.id, j.gpus, time.Duration(j.queuedAt*1e9), n.id)
+							return
+						}
+					}
+				}
+			}
+		}
+		if _, err := Run(set, jobsTrace(jobs...), opt); err != nil {
+			t.Fatal(err)
+		}
+		if ticks == 0 || waited > 0 {
+			t.Fatalf("seed %d: %d ticks, %d shares not returned", seed, ticks, waited)
+		}
+	}
+}

@@ -194,6 +194,9 @@ type Options struct {
 	// starts, its nodes taken, and as it ends, its nodes not yet given
 	// back, with the engine as it then is.
 	started, stopped func(e *engine, id int32)
+	// ticked, for tests, is called at each control tick, before the
+	// policy's, with the engine as it then is.
+	ticked func(e *engine)
 	// teamSpecs are the config's teams (fleet.Settings.Teams): their
 	// budgets, which the books of each policy's run keep (budgetBook).
 	teamSpecs []fleet.Team
