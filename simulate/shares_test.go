@@ -78,7 +78,8 @@ func TestSharesKept(t *testing.T) {
 		slices.SortStableFunc(jobs, func(a, b trace.Job) int { return int(a.Submit - b.Submit) })
 		set := sharedFleet(4)
 		starts, checked := 0, 0
-		opt := Options{Policies: []string{"reactive", "predictive"}, Seed: int64(seed), UnresponsiveJobs: -1}
+		// One policy a run: the hooks run in the policy's goroutine.
+		opt := Options{Seed: int64(seed), UnresponsiveJobs: -1}
 		opt.started = func(e *engine, id int32) {
 			starts++
 			j := &e.jobs[id]
@@ -126,15 +127,18 @@ func TestSharesKept(t *testing.T) {
 					seed, time.Duration(e.now*1e9), team, j.gpus, free, kept, held, queued)
 			}
 		}
-		rep, err := Run(set, jobsTrace(jobs...), opt)
-		if err != nil {
-			t.Fatal(err)
-		}
 		reclaimed := 0
-		for _, r := range rep.Policies {
-			reclaimed += r.Reclaimed
-			if r.Policy == "predictive" && r.LostScaleInGPUHours != 0 {
-				t.Errorf("seed %d, %s: %v GPU-hours lost to scale-in", seed, r.Policy, r.LostScaleInGPUHours)
+		for _, pol := range []string{"reactive", "predictive"} {
+			opt.Policies = []string{pol}
+			rep, err := Run(set, jobsTrace(jobs...), opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rep.Policies {
+				reclaimed += r.Reclaimed
+				if r.Policy == "predictive" && r.LostScaleInGPUHours != 0 {
+					t.Errorf("seed %d, %s: %v GPU-hours lost to scale-in", seed, r.Policy, r.LostScaleInGPUHours)
+				}
 			}
 		}
 		if checked == 0 || reclaimed == 0 {
@@ -225,7 +229,8 @@ func TestSharesReturned(t *testing.T) {
 		late := int64((preemptEvery*time.Second + 2*ckpt + time.Minute) / time.Second)
 		ticks, waited := 0, 0
 		since := map[string]int64{} // job -> the first tick it could have had its share back
-		opt := Options{Policies: []string{"reactive", "predictive"}, Seed: int64(seed), UnresponsiveJobs: -1, CheckpointDuration: ckpt}
+		// One policy a run: the hooks run in the policy's goroutine.
+		opt := Options{Seed: int64(seed), UnresponsiveJobs: -1, CheckpointDuration: ckpt}
 		opt.ticked = func(e *engine) {
 			ticks++
 			could := map[string]bool{}
@@ -304,8 +309,12 @@ func TestSharesReturned(t *testing.T) {
 				}
 			}
 		}
-		if _, err := Run(set, jobsTrace(jobs...), opt); err != nil {
-			t.Fatal(err)
+		for _, pol := range []string{"reactive", "predictive"} {
+			opt.Policies = []string{pol}
+			clear(since)
+			if _, err := Run(set, jobsTrace(jobs...), opt); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if ticks == 0 || waited > 0 {
 			t.Fatalf("seed %d: %d ticks, %d shares not returned", seed, ticks, waited)
