@@ -61,12 +61,37 @@ func BenchmarkCycleUsage(b *testing.B) {
 	b.ReportMetric(100*usage.Seconds()/cycle.Seconds(), "added-%")
 }
 
-// benchFleet is a controller over 10,000 nodes of gpus GPUs in four pools,
+// BenchmarkCycleBudgets is BenchmarkCycleUsage's fleet (100,000 jobs of
+// ten teams) with each team's burst budget and share in the config, so
+// that each cycle reads the day's usage hours and the books in progress
+// for the teams' spend, and the planner withholds for those over: the
+// whole cycle, charging included (compare BenchmarkCycleUsage's ms-cycle
+// plus ms-usage, in the same run).
+func BenchmarkCycleBudgets(b *testing.B) {
+	var teams []fleet.Team
+	for k := range 10 {
+		teams = append(teams, fleet.Team{Name: fmt.Sprint("team-", k), Budgeted: true, BurstBudgetPerDay: 1000, ReservedShare: 0.05})
+	}
+	c, step := benchFleet(b, 10, 10, teams...)
+	c.pending.Budgeted = fleet.BudgetedTeams(teams)
+	for b.Loop() {
+		b.StopTimer()
+		step()
+		b.StartTimer()
+		if _, err := c.Cycle(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(c.Last().Plan.OverBudget)), "teams-over")
+}
+
+// benchFleet is a controller over 10,000 nodes of gpus GPUs in four pools
+// (with teams, the config's team blocks),
 // each node's agent reporting jobs 1-GPU jobs of ten teams (one job of
 // every GPU when jobs is 1), their GPUs 80% busy, with two weeks of demand history, after its
 // first cycle; step moves the clock a minute and has every agent report
 // again.
-func benchFleet(b *testing.B, gpus, jobs int) (*Controller, func()) {
+func benchFleet(b *testing.B, gpus, jobs int, teams ...fleet.Team) (*Controller, func()) {
 	now := t0
 	clock := func() time.Time { return now }
 	var pools []fleet.Pool
@@ -78,6 +103,7 @@ func benchFleet(b *testing.B, gpus, jobs int) (*Controller, func()) {
 	cfg := testDefaults()
 	cfg.Pools = pools
 	cfg.Limits.MaxGPUs = 200_000
+	cfg.Teams = teams
 	cloud := sim.New(pools, 1, clock)
 	ctx := context.Background()
 	for _, p := range pools {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -38,26 +39,28 @@ func (c *Controller) observeBudgets(st *fleet.State, now time.Time) {
 // charge it: its charges of kinds used and bought_for on pools that are
 // not reserved (a pool the config no longer has counts as burst), in the
 // day's hours the store holds and those the books hold open (which stand
-// for the store's records of the same hours). When the store cannot be
-// read, the last spend read today stands (none on a new day), and the
-// failure is logged.
+// for the store's records of the same hours). The hours closed and
+// written before the oldest open one are summed once (spendCache): a
+// closed hour does not change. When the store cannot be read, the last
+// spend read today stands (none on a new day), and the failure is logged.
 func (c *Controller) burstSpend(teams []string, now time.Time) []fleet.TeamSpend {
 	day := fleet.BudgetDay(now)
-	stored, err := c.store.UsageHours(day, time.Time{})
-	if err != nil {
-		c.log.Warn("usage hours not read: the teams' burst spend today stands as last read", "error", err)
-		if !c.lastSpendDay.Equal(day) {
-			return nil // read yesterday: today's is not known
-		}
-		return c.lastSpend
-	}
 	open := c.usage.Open()
 	hours := make(map[time.Time]bool, len(open))
+	upto := now.UTC().Truncate(time.Hour)
+	earlier := func(t time.Time) {
+		if t.Before(upto) {
+			upto = t
+		}
+	}
 	for _, h := range open {
 		hours[h.Hour.UTC()] = true
+		earlier(h.Hour.UTC())
 	}
-	by := map[string]usage.Micros{}
-	add := func(h state.UsageHour) {
+	for _, h := range c.unwritten.Hours {
+		earlier(h.Hour.UTC()) // not in the store yet
+	}
+	add := func(by map[string]usage.Micros, h state.UsageHour) {
 		if h.Hour.Before(day) || !slices.Contains(teams, h.Team) {
 			return
 		}
@@ -71,13 +74,32 @@ func (c *Controller) burstSpend(teams []string, now time.Time) []fleet.TeamSpend
 			by[h.Team] += usage.Micros(ch.Micros)
 		}
 	}
+	sc := &c.spendCache
+	if !sc.day.Equal(day) {
+		*sc = spendCache{day: day, through: day, by: map[string]usage.Micros{}}
+	}
+	if sc.through.Before(upto) {
+		closed, err := c.store.UsageHours(sc.through, upto)
+		if err != nil {
+			return c.spendNotRead(day, err)
+		}
+		for _, h := range closed {
+			add(sc.by, h)
+		}
+		sc.through = upto
+	}
+	stored, err := c.store.UsageHours(sc.through, time.Time{})
+	if err != nil {
+		return c.spendNotRead(day, err)
+	}
+	by := maps.Clone(sc.by)
 	for _, h := range stored {
 		if !hours[h.Hour.UTC()] {
-			add(h)
+			add(by, h)
 		}
 	}
 	for _, h := range open {
-		add(h)
+		add(by, h)
 	}
 	var out []fleet.TeamSpend
 	for _, t := range teams {
@@ -87,6 +109,23 @@ func (c *Controller) burstSpend(teams []string, now time.Time) []fleet.TeamSpend
 	}
 	c.lastSpend, c.lastSpendDay = out, day
 	return out
+}
+
+// spendCache is the teams' burst spend in the budget day's hours before
+// through, all closed and written (burstSpend).
+type spendCache struct {
+	day, through time.Time
+	by           map[string]usage.Micros
+}
+
+// spendNotRead is burstSpend when the store cannot be read: the last
+// spend read today, none on a new day; it logs why.
+func (c *Controller) spendNotRead(day time.Time, err error) []fleet.TeamSpend {
+	c.log.Warn("usage hours not read: the teams' burst spend today stands as last read", "error", err)
+	if !c.lastSpendDay.Equal(day) {
+		return nil // read yesterday: today's is not known
+	}
+	return c.lastSpend
 }
 
 // forTeams is holders without the teams over their burst budget (the

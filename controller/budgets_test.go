@@ -181,22 +181,22 @@ func TestPendingBudgetedLines(t *testing.T) {
 func TestTeamOverBudgetShare(t *testing.T) {
 	res, od := gpuPool("res", 8, 1, 5*time.Minute), gpuPool("od", 8, 10, 5*time.Minute)
 	res.Capacity, res.Min = fleet.Reserved, 1
+	over := []state.UsageHour{{Hour: fleet.BudgetDay(t0).Add(2 * time.Hour), Team: "vision", Tier: "unattributed",
+		Charges: []state.UsageCharge{{Pool: "od", Kind: string(usage.Used), Micros: 50_000_000, GPUHours: 40}}}}
 	rig := func(t *testing.T, teams []fleet.Team) *cycler {
 		l := newLoopWith(t, false, nil, func(l *cycler, o *Options) {
 			l.set.Teams = teams
 			l.pending.Budgeted = fleet.BudgetedTeams(teams)
+			if err := l.store.PutUsage(over, nil); err != nil { // the day's hours so far
+				t.Fatal(err)
+			}
 		}, res, od)
 		for range 7 { // the reservation booted
 			l.cycle(t)
 		}
 		return l
 	}
-	over := []state.UsageHour{{Hour: fleet.BudgetDay(t0).Add(2 * time.Hour), Team: "vision", Tier: "unattributed",
-		Charges: []state.UsageCharge{{Pool: "od", Kind: string(usage.Used), Micros: 50_000_000, GPUHours: 40}}}}
 	l := rig(t, []fleet.Team{{Name: "vision", Budgeted: true, BurstBudgetPerDay: 10, ReservedShare: 0.5}})
-	if err := l.store.PutUsage(over, nil); err != nil {
-		t.Fatal(err)
-	}
 	l.pending.Set(l.now, DemandPush{Source: "kueue", Pending: []PendingDemand{{GPUs: 16, Team: "vision"}, {GPUs: 12, Team: "nlp"}}})
 	plan := l.cycle(t)
 	if !slices.ContainsFunc(plan.Notes, func(n planner.Note) bool {
@@ -211,5 +211,43 @@ func TestTeamOverBudgetShare(t *testing.T) {
 	l2.cycle(t)
 	if got, want := l.target(t, od), l2.target(t, od); got != want || got != 1 {
 		t.Errorf("od's target %d with vision over budget, %d with its free share's demand alone; want 1 each", got, want)
+	}
+}
+
+// TestBurstSpendAcrossHours: a team's spend today, read each cycle from
+// the store's closed hours (summed once) and the books' open ones, is
+// what the books charged it on burst capacity, as hours close and are
+// written.
+func TestBurstSpendAcrossHours(t *testing.T) {
+	od := gpuPool("od", 8, 10, 5*time.Minute)
+	teams := []fleet.Team{{Name: "vision", Budgeted: true, BurstBudgetPerDay: 1e6}}
+	l := newLoopWith(t, false, nil, func(l *cycler, o *Options) {
+		l.set.Teams = teams
+		l.pending.Budgeted = fleet.BudgetedTeams(teams)
+	}, od)
+	l.pending.Set(l.now, DemandPush{Source: "kueue", Pending: []PendingDemand{{GPUs: 8, Team: "vision"}}})
+	for range 7 {
+		l.cycle(t)
+	}
+	l.pending.Set(l.now, DemandPush{Source: "kueue"})
+	for _, id := range instances(t, l, od) {
+		l.busy[id] = true
+	}
+	l.team = "vision"
+	for i := range 150 { // past 12:00, two hours closed and written
+		l.cycle(t)
+		if i%10 != 9 {
+			continue
+		}
+		var want usage.Micros
+		for k, a := range l.c.usage.Totals().Charges {
+			if k.Team == "vision" && (k.Kind == usage.Used || k.Kind == usage.BoughtFor) {
+				want += a.Micros
+			}
+		}
+		got := l.c.burstSpend([]string{"vision"}, l.now)
+		if len(got) != 1 || usage.MicrosOf(got[0].USD) != want {
+			t.Fatalf("at %s: spent %+v, the books charged %v", l.now.Format(time.TimeOnly), got, want.Dollars())
+		}
 	}
 }

@@ -92,6 +92,7 @@ type Controller struct {
 	// (burstSpend): it stands while the store cannot be read.
 	lastSpend    []fleet.TeamSpend
 	lastSpendDay time.Time
+	spendCache   spendCache
 
 	// backfilled is what Recover did to fill the demand history from the
 	// demand source; didBackfill whether it tried.
