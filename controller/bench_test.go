@@ -20,6 +20,12 @@ import (
 // of demand history: observe, record demand, forecast, plan and act.
 func BenchmarkCycle(b *testing.B) {
 	c, step := benchFleet(b, 8, 1)
+	benchCycles(b, c, step)
+	b.ReportMetric(float64(len(c.Last().State.Nodes)), "nodes")
+}
+
+// benchCycles times c's cycles, step untimed before each.
+func benchCycles(b *testing.B, c *Controller, step func()) {
 	for b.Loop() {
 		b.StopTimer()
 		step()
@@ -28,7 +34,6 @@ func BenchmarkCycle(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(len(c.Last().State.Nodes)), "nodes")
 }
 
 // BenchmarkCycleUsage is BenchmarkCycle with 100,000 jobs (ten 1-GPU
@@ -74,14 +79,7 @@ func BenchmarkCycleBudgets(b *testing.B) {
 	}
 	c, step := benchFleet(b, 10, 10, teams...)
 	c.pending.Budgeted = fleet.BudgetedTeams(teams)
-	for b.Loop() {
-		b.StopTimer()
-		step()
-		b.StartTimer()
-		if _, err := c.Cycle(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCycles(b, c, step)
 	b.ReportMetric(float64(len(c.Last().Plan.OverBudget)), "teams-over")
 }
 

@@ -476,6 +476,24 @@ func (s Series) End() time.Time {
 	return s.Start.Add(time.Duration(len(s.Values)) * s.Step)
 }
 
+// splitOfPending checks a split of the pending GPUs (field, of n lines,
+// line i's GPUs gpus(i)): no line negative, and no more in all than
+// pending.
+func splitOfPending(field string, n int, gpus func(i int) int, pending int) error {
+	sum := 0
+	for i := range n {
+		g := gpus(i)
+		if g < 0 {
+			return fmt.Errorf("%s[%d].gpus: %d is negative", field, i, g)
+		}
+		sum += g
+	}
+	if sum > pending {
+		return fmt.Errorf("%s: %d GPUs, more than the %d pending", field, sum, pending)
+	}
+	return nil
+}
+
 // Validate checks a snapshot for internal consistency against the pools it
 // names, and returns the first problem found, naming the field.
 func (s *State) Validate(pools []Pool) error {
@@ -497,15 +515,11 @@ func (s *State) Validate(pools []Pool) error {
 	if s.PendingGPUs < 0 {
 		return fmt.Errorf("pending_gpus: %d is negative", s.PendingGPUs)
 	}
-	tiered := 0
-	for i, t := range s.PendingTiers {
-		if t.GPUs < 0 {
-			return fmt.Errorf("pending_tiers[%d].gpus: %d is negative", i, t.GPUs)
-		}
-		tiered += t.GPUs
+	if err := splitOfPending("pending_tiers", len(s.PendingTiers), func(i int) int { return s.PendingTiers[i].GPUs }, s.PendingGPUs); err != nil {
+		return err
 	}
-	if tiered > s.PendingGPUs {
-		return fmt.Errorf("pending_tiers: %d GPUs, more than the %d pending", tiered, s.PendingGPUs)
+	if err := splitOfPending("pending_teams", len(s.PendingTeams), func(i int) int { return s.PendingTeams[i].GPUs }, s.PendingGPUs); err != nil {
+		return err
 	}
 	scoped := 0
 	for i, d := range s.Scoped {
@@ -533,16 +547,6 @@ func (s *State) Validate(pools []Pool) error {
 	}
 	if scoped > s.PendingGPUs {
 		return fmt.Errorf("scoped: %d GPUs, more than pending_gpus (%d)", scoped, s.PendingGPUs)
-	}
-	teamed := 0
-	for i, t := range s.PendingTeams {
-		if t.GPUs < 0 {
-			return fmt.Errorf("pending_teams[%d].gpus: %d is negative", i, t.GPUs)
-		}
-		teamed += t.GPUs
-	}
-	if teamed > s.PendingGPUs {
-		return fmt.Errorf("pending_teams: %d GPUs, more than the %d pending", teamed, s.PendingGPUs)
 	}
 	for i, t := range s.BurstSpend {
 		if !(t.USD >= 0) || math.IsInf(t.USD, 0) {

@@ -84,25 +84,14 @@ func TestBudgetBook(t *testing.T) {
 func TestOverBudgetBuysNothing(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 11))
-		var jobs []trace.Job
-		for i := range 600 {
-			team := []string{"vision", "nlp", "nlp", "speech", "speech"}[rng.IntN(5)]
-			jobs = append(jobs, trace.Job{Submit: time.Duration(i)*10*time.Minute + time.Duration(rng.IntN(600))*time.Second,
-				GPUs: []int{1, 2, 4, 8, 16}[rng.IntN(5)], Duration: time.Duration(rng.IntN(120)+10) * time.Minute, Team: team,
-				Tier: []string{"critical", "standard"}[rng.IntN(2)]})
-		}
-		slices.SortStableFunc(jobs, func(a, b trace.Job) int { return int(a.Submit - b.Submit) })
-		tr := jobsTrace(jobs...)
+		tr := jobsTrace(teamJobs(rng, 600, 10*time.Minute, 130*time.Minute, []string{"vision", "nlp", "nlp", "speech", "speech"},
+			func(j *trace.Job) { j.Tier = []string{"critical", "standard"}[rng.IntN(2)] })...)
 		set := fleet.DefaultSettings()
-		pool := func(name string, c fleet.CapacityType, gpn int, price float64, lo, hi int) fleet.Pool {
-			return fleet.Pool{Name: name, Provider: "sim", InstanceType: "gpu", GPUsPerNode: gpn, Capacity: c,
-				PricePerHour: price, LeadTime: 10 * time.Minute, ProvisionTimeout: 30 * time.Minute, Min: lo, Max: hi}
-		}
-		set.Pools = []fleet.Pool{pool("res", fleet.Reserved, 8, 20, 2, 2), pool("od", fleet.OnDemand, 8, 55, 0, 30)}
+		set.Pools = []fleet.Pool{teamPool("res", fleet.Reserved, 8, 20, 2, 2), teamPool("od", fleet.OnDemand, 8, 55, 0, 30)}
 		if seed == 2 {
 			// Nodes of two widths: wide jobs pending in their shape, a
 			// line per tier and budgeted team.
-			set.Pools = append(set.Pools, pool("od4", fleet.OnDemand, 4, 27.5, 0, 30))
+			set.Pools = append(set.Pools, teamPool("od4", fleet.OnDemand, 4, 27.5, 0, 30))
 		}
 		if seed == 3 {
 			set.Tiers = threeTiers()
@@ -175,7 +164,7 @@ func withoutOverBudget(set *fleet.Settings, st *fleet.State) (*fleet.State, int)
 			}
 		}
 		for _, n := range st.Nodes {
-			if p := poolOf(set, n.Pool); p != nil && n.State != fleet.Terminating {
+			if p := set.Pool(n.Pool); p != nil && n.State != fleet.Terminating {
 				left := p.GPUsPerNode
 				for _, j := range n.Jobs {
 					g := min(j.GPUs, left)
@@ -221,21 +210,11 @@ func withoutOverBudget(set *fleet.Settings, st *fleet.State) (*fleet.State, int)
 	return &out, withheld
 }
 
-// poolOf is set's pool called name, nil for none.
-func poolOf(set *fleet.Settings, name string) *fleet.Pool {
-	for i := range set.Pools {
-		if set.Pools[i].Name == name {
-			return &set.Pools[i]
-		}
-	}
-	return nil
-}
-
 // burstLaunches counts a plan's nodes launched in set's burst pools.
 func burstLaunches(set *fleet.Settings, p planner.Plan) int {
 	n := 0
 	for _, a := range p.Actions {
-		if pl := poolOf(set, a.Pool); a.Kind == planner.Launch && pl != nil && pl.Capacity != fleet.Reserved {
+		if pl := set.Pool(a.Pool); a.Kind == planner.Launch && pl != nil && pl.Capacity != fleet.Reserved {
 			n += a.Count
 		}
 	}
@@ -253,19 +232,9 @@ func burstLaunches(set *fleet.Settings, p planner.Plan) int {
 func TestBudgetsHeld(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 13))
-		var jobs []trace.Job
-		for i := range 600 {
-			jobs = append(jobs, trace.Job{Submit: time.Duration(i)*10*time.Minute + time.Duration(rng.IntN(600))*time.Second,
-				GPUs: []int{1, 2, 4, 8, 16}[rng.IntN(5)], Duration: time.Duration(rng.IntN(120)+10) * time.Minute,
-				Team: []string{"vision", "nlp", "nlp", "speech", "speech"}[rng.IntN(5)]})
-		}
-		slices.SortStableFunc(jobs, func(a, b trace.Job) int { return int(a.Submit - b.Submit) })
+		jobs := teamJobs(rng, 600, 10*time.Minute, 130*time.Minute, []string{"vision", "nlp", "nlp", "speech", "speech"}, nil)
 		set := fleet.DefaultSettings()
-		pool := func(name string, c fleet.CapacityType, gpn int, price float64, lo, hi int) fleet.Pool {
-			return fleet.Pool{Name: name, Provider: "sim", InstanceType: "gpu", GPUsPerNode: gpn, Capacity: c,
-				PricePerHour: price, LeadTime: 10 * time.Minute, ProvisionTimeout: 30 * time.Minute, Min: lo, Max: hi}
-		}
-		set.Pools = []fleet.Pool{pool("res", fleet.Reserved, 8, 20, 2, 2), pool("od", fleet.OnDemand, 8, 55, 0, 30), pool("spot", fleet.Spot, 8, 25, 0, 4)}
+		set.Pools = []fleet.Pool{teamPool("res", fleet.Reserved, 8, 20, 2, 2), teamPool("od", fleet.OnDemand, 8, 55, 0, 30), teamPool("spot", fleet.Spot, 8, 25, 0, 4)}
 		set.Teams = []fleet.Team{{Name: "vision", Budgeted: true, BurstBudgetPerDay: 150, ReservedShare: 0.5},
 			{Name: "nlp", Budgeted: true, BurstBudgetPerDay: 400}}
 		nodeHour := 55.0

@@ -216,7 +216,7 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 			// back another team's jobs of its width.
 			e.slots = make([]int32, len(t.names))
 			for k := range t.names {
-				if (e.budget != nil && e.budget.spec[k] != nil) || (e.shares != nil && e.shares.share[k] > 0) {
+				if (e.budget != nil && e.budget.spec[k] != nil) || (e.shares != nil && e.shares.spec[k] != nil) {
 					e.slots[k] = int32(k) + 1
 				}
 			}

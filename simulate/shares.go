@@ -1,8 +1,6 @@
 package simulate
 
 import (
-	"math"
-
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
@@ -19,8 +17,9 @@ const noCapacity uint8 = 1 << 7
 // jobs queued, and a borrower gives it back at its next checkpoint
 // (reclaim).
 type shareBook struct {
-	// share is each team's share, by team index (0: none).
-	share []float64
+	// spec is each team's block, by team index; nil for a team without a
+	// share.
+	spec []*fleet.Team
 	// onRes is the GPUs each team's running jobs hold on reserved nodes;
 	// queued the GPUs each team's jobs that may run there wait for; over
 	// how far each team holds more than its share, in a reclaim pass.
@@ -34,15 +33,14 @@ type shareBook struct {
 // newShareBook is the book for a run: nil unless some team of names (the
 // jobs' teams, by index) has a share.
 func newShareBook(teams []fleet.Team, names []string) *shareBook {
-	b := &shareBook{share: make([]float64, len(names))}
-	any := false
+	b := &shareBook{spec: make([]*fleet.Team, len(names))}
 	for k, name := range names {
 		if t := fleet.TeamByName(teams, name); t != nil && t.ReservedShare > 0 {
-			b.share[k], any = t.ReservedShare, true
+			b.spec[k] = t
 			b.teams = append(b.teams, k)
 		}
 	}
-	if !any {
+	if len(b.teams) == 0 {
 		return nil
 	}
 	b.onRes, b.queued = make([]int, len(names)), make([]int, len(names))
@@ -50,14 +48,8 @@ func newShareBook(teams []fleet.Team, names []string) *shareBook {
 }
 
 // shareGPUs is team k's share of the reserved GPUs now (the reservation
-// may grow in a run), rounded down as fleet.Team.ShareGPUs does.
-func (e *engine) shareGPUs(k int) int {
-	s := e.shares.share[k]
-	if s <= 0 {
-		return 0
-	}
-	return int(math.Floor(s*float64(reservedGPUs(e)) + 1e-9))
-}
+// may grow in a run).
+func (e *engine) shareGPUs(k int) int { return e.shares.spec[k].ShareGPUs(reservedGPUs(e)) }
 
 // unusedShare is the part of team k's share its jobs do not hold.
 func (e *engine) unusedShare(k int) int { return max(e.shareGPUs(k)-e.shares.onRes[k], 0) }
@@ -71,7 +63,7 @@ func (e *engine) keptFrom(k int32) int {
 			if reserved < 0 {
 				reserved = reservedGPUs(e)
 			}
-			n += max(int(math.Floor(e.shares.share[x]*float64(reserved)+1e-9))-e.shares.onRes[x], 0)
+			n += max(e.shares.spec[x].ShareGPUs(reserved)-e.shares.onRes[x], 0)
 		}
 	}
 	return n
@@ -151,7 +143,7 @@ func (e *engine) reclaim() bool {
 	}
 	b.reclaimAt = e.now + preemptEvery
 	if b.over == nil {
-		b.over = make([]int, len(b.share))
+		b.over = make([]int, len(b.spec))
 	}
 	// Over is how far each team's jobs hold more than its share: what it
 	// may be asked to give back.

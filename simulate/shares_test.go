@@ -10,15 +10,36 @@ import (
 	"github.com/fleetcast/autoscaler/trace"
 )
 
+// teamPool is a simulated pool of gpn-GPU nodes with a 10-minute lead.
+func teamPool(name string, c fleet.CapacityType, gpn int, price float64, lo, hi int) fleet.Pool {
+	return fleet.Pool{Name: name, Provider: "sim", InstanceType: "gpu", GPUsPerNode: gpn, Capacity: c,
+		PricePerHour: price, LeadTime: 10 * time.Minute, ProvisionTimeout: 30 * time.Minute, Min: lo, Max: hi}
+}
+
+// teamJobs are n generated jobs, sorted by submission: the i-th submitted
+// at i gaps and a random part of one, of 1 to 16 GPUs, running 10 minutes
+// to longest, each of a team drawn from teams (a team named twice drawn
+// twice as often); more, if set, adds to each.
+func teamJobs(rng *rand.Rand, n int, gap, longest time.Duration, teams []string, more func(*trace.Job)) []trace.Job {
+	jobs := make([]trace.Job, 0, n)
+	for i := range n {
+		j := trace.Job{Submit: time.Duration(i)*gap + time.Duration(rng.IntN(int(gap/time.Second)))*time.Second,
+			GPUs: []int{1, 2, 4, 8, 16}[rng.IntN(5)], Duration: time.Duration(rng.IntN(int((longest-10*time.Minute)/time.Minute)))*time.Minute + 10*time.Minute,
+			Team: teams[rng.IntN(len(teams))]}
+		if more != nil {
+			more(&j)
+		}
+		jobs = append(jobs, j)
+	}
+	slices.SortStableFunc(jobs, func(a, b trace.Job) int { return int(a.Submit - b.Submit) })
+	return jobs
+}
+
 // sharedFleet is a reservation of nodes 8-GPU nodes and an on-demand
 // pool, with team a's share of the reservation half and b's a quarter.
 func sharedFleet(nodes int) *fleet.Settings {
 	set := fleet.DefaultSettings()
-	pool := func(name string, c fleet.CapacityType, price float64, lo, hi int) fleet.Pool {
-		return fleet.Pool{Name: name, Provider: "sim", InstanceType: "gpu8", GPUsPerNode: 8, Capacity: c,
-			PricePerHour: price, LeadTime: 10 * time.Minute, ProvisionTimeout: 30 * time.Minute, Min: lo, Max: hi}
-	}
-	set.Pools = []fleet.Pool{pool("res", fleet.Reserved, 20, nodes, nodes), pool("od", fleet.OnDemand, 55, 0, 30)}
+	set.Pools = []fleet.Pool{teamPool("res", fleet.Reserved, 8, 20, nodes, nodes), teamPool("od", fleet.OnDemand, 8, 55, 0, 30)}
 	set.Teams = []fleet.Team{{Name: "a", ReservedShare: 0.5}, {Name: "b", ReservedShare: 0.25}}
 	return &set
 }
@@ -69,13 +90,8 @@ func TestShareReclaimed(t *testing.T) {
 func TestSharesKept(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 5))
-		var jobs []trace.Job
-		for i := range 400 {
-			jobs = append(jobs, trace.Job{Submit: time.Duration(i)*5*time.Minute + time.Duration(rng.IntN(300))*time.Second,
-				GPUs: []int{1, 2, 4, 8, 16}[rng.IntN(5)], Duration: time.Duration(rng.IntN(180)+10) * time.Minute,
-				Team: []string{"a", "b", "c", "c"}[rng.IntN(4)], CheckpointInterval: time.Duration(rng.IntN(60)+5) * time.Minute})
-		}
-		slices.SortStableFunc(jobs, func(a, b trace.Job) int { return int(a.Submit - b.Submit) })
+		jobs := teamJobs(rng, 400, 5*time.Minute, 190*time.Minute, []string{"a", "b", "c", "c"},
+			func(j *trace.Job) { j.CheckpointInterval = time.Duration(rng.IntN(60)+5) * time.Minute })
 		set := sharedFleet(4)
 		starts, checked := 0, 0
 		// One policy a run: the hooks run in the policy's goroutine.
@@ -217,13 +233,7 @@ func TestShareReclaimCases(t *testing.T) {
 func TestSharesReturned(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 9))
-		var jobs []trace.Job
-		for i := range 400 {
-			jobs = append(jobs, trace.Job{Submit: time.Duration(i)*5*time.Minute + time.Duration(rng.IntN(300))*time.Second,
-				GPUs: []int{1, 2, 4, 8, 16}[rng.IntN(5)], Duration: time.Duration(rng.IntN(180)+10) * time.Minute,
-				Team: []string{"a", "b", "c", "c"}[rng.IntN(4)]})
-		}
-		slices.SortStableFunc(jobs, func(a, b trace.Job) int { return int(a.Submit - b.Submit) })
+		jobs := teamJobs(rng, 400, 5*time.Minute, 190*time.Minute, []string{"a", "b", "c", "c"}, nil)
 		set := sharedFleet(4)
 		ckpt := 2 * time.Minute
 		late := int64((preemptEvery*time.Second + 2*ckpt + time.Minute) / time.Second)
