@@ -118,8 +118,9 @@ for n in $(scontrol show hostnames "$1"); do suspend_slurmd "$n"; done`)
 
 	// A job on it, whose handler of SIGUSR1 writes a checkpoint and
 	// ends the job: sent it by Signal.
-	ckpt := filepath.Join(dir, "checkpoint")
+	ckpt, ready := filepath.Join(dir, "checkpoint"), filepath.Join(dir, "ready")
 	job := slurmtest.Script(t, dir, "job", `trap 'echo "$SLURM_JOB_ID" > `+ckpt+`; exit 0' USR1
+touch `+ready+`
 sleep 3600 &
 wait $!`)
 	out, err := c.Command(ctx, "sbatch", "--parsable", "-w", "cloud-1", "--gres=gpu:1", "-o", "/dev/null", job).CombinedOutput()
@@ -128,6 +129,16 @@ wait $!`)
 	}
 	id := strings.TrimSpace(string(out))
 	waitNode("cloud-1", "running the job", func(n Node) bool { return n.State == "MIXED" })
+	// The node runs the job before its script has set its trap: signal
+	// it once the script says it has.
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatal("the job's script did not start within a minute")
+		}
+	}
 	if err := ctl.Signal(ctx, []string{id}, "USR1"); err != nil {
 		t.Fatal(err)
 	}
