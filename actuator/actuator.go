@@ -68,6 +68,9 @@ type Actuator struct {
 	// Rand, if set, is where the keys' random bits come from (the
 	// simulator's seed: a run is a function of it); crypto/rand if not.
 	Rand io.Reader
+	// Term, if set, is the leader's term (a controller run highly
+	// available), carried in every idempotency key it makes.
+	Term func() int64
 }
 
 // NewActuator makes an Actuator over the pools, each driven by
@@ -94,9 +97,11 @@ func (a *Actuator) pool(name string) (fleet.Pool, providers.Provider, error) {
 	return p, a.clouds[name], nil
 }
 
-// newKey returns a fresh idempotency key: the pool, the kind and 64 random
-// bits (from Rand, if set), short enough for an EC2 client token (64
-// characters).
+// newKey returns a fresh idempotency key: the kind, the pool, the
+// leader's term where the controller runs highly available, and 64
+// random bits (from Rand, if set), the pool cut so the key fits an EC2
+// client token (64 characters). A deposed leader's key never names the
+// term of the leader after it (docs/design.md rule 12).
 func (a *Actuator) newKey(kind state.IntentKind, pool string) string {
 	var b [8]byte
 	if a.Rand != nil {
@@ -104,11 +109,21 @@ func (a *Actuator) newKey(kind state.IntentKind, pool string) string {
 	} else {
 		rand.Read(b[:])
 	}
-	if len(pool) > 32 {
-		pool = pool[:32]
+	term := ""
+	if a.Term != nil {
+		if t := a.Term(); t > 0 {
+			term = fmt.Sprintf("-t%d", t)
+		}
 	}
-	return fmt.Sprintf("fc-%s-%s-%s", kind, pool, hex.EncodeToString(b[:]))
+	room := maxKey - len("fc-") - len(kind) - len("-") - len(term) - len("-") - 2*len(b)
+	if len(pool) > room {
+		pool = pool[:max(room, 0)]
+	}
+	return fmt.Sprintf("fc-%s-%s%s-%s", kind, pool, term, hex.EncodeToString(b[:]))
 }
+
+// maxKey is the longest idempotency key: an EC2 client token's limit.
+const maxKey = 64
 
 // Launch adds count instances to the pool's group: it reads the group's
 // target size, journals the launch to target+count, asks the cloud, and

@@ -301,3 +301,25 @@ func TestLaunchNamed(t *testing.T) {
 		t.Errorf("a launch of 1 with 2 names: %v", err)
 	}
 }
+
+// TestKeyCarriesTerm: a key carries the leader's term and fits an EC2
+// client token, whatever the pool's name and the term.
+func TestKeyCarriesTerm(t *testing.T) {
+	long := strings.Repeat("p", 80)
+	for _, tt := range []struct {
+		pool string
+		term int64
+		want string
+	}{
+		{"a100", 0, "fc-terminate-a100-"},
+		{"a100", 7, "fc-terminate-a100-t7-"},
+		{long, 9223372036854775807, "fc-terminate-ppppppppppppp-t9223372036854775807-"},
+		{long, 0, "fc-terminate-" + strings.Repeat("p", 34) + "-"},
+	} {
+		a := &Actuator{Term: func() int64 { return tt.term }}
+		k := a.newKey(state.IntentTerminate, tt.pool)
+		if !strings.HasPrefix(k, tt.want) || len(k) != len(tt.want)+16 || len(k) > 64 {
+			t.Errorf("pool %.8s…, term %d: key %q (%d characters); want %q and 16 hex digits, at most 64", tt.pool, tt.term, k, len(k), tt.want)
+		}
+	}
+}

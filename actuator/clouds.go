@@ -86,6 +86,9 @@ type Options struct {
 	// Rand, if set, is where launch keys' random bits come from
 	// (Actuator.Rand).
 	Rand io.Reader
+	// Term, if set, is the leader's term, carried in every idempotency
+	// key (Actuator.Term).
+	Term func() int64
 }
 
 // New makes Clouds over the pools and reads the journal's first
@@ -95,7 +98,7 @@ func New(o Options) (*Clouds, error) {
 	if err != nil {
 		return nil, err
 	}
-	act.Fleet, act.Rand = o.Fleet, o.Rand
+	act.Fleet, act.Rand, act.Term = o.Fleet, o.Rand, o.Term
 	c := &Clouds{act: act, journal: o.Journal, pools: o.Pools, fleet: o.Fleet, log: act.log, dryRun: o.DryRun, serial: o.Serial,
 		started: o.Now(), seen: map[string]seenGroup{}, firstSeen: map[string]time.Time{}, standIns: map[string]string{}}
 	seen, err := o.Journal.SeenNodes()

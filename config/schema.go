@@ -108,17 +108,18 @@ type limitsBody struct {
 }
 
 type controllerBody struct {
-	Interval                string `hcl:"interval,optional"`
-	Listen                  string `hcl:"listen,optional"`
-	StateDir                string `hcl:"state_dir,optional"`
-	AgentTimeout            string `hcl:"agent_timeout,optional"`
-	Fleet                   string `hcl:"fleet,optional"`
-	TLSCertFile             string `hcl:"tls_cert_file,optional"`
-	TLSKeyFile              string `hcl:"tls_key_file,optional"`
-	Insecure                bool   `hcl:"insecure,optional"`
-	BootstrapTokenFile      string `hcl:"bootstrap_token_file,optional"`
-	AWSIdentityCertificates string `hcl:"aws_identity_certificates,optional"`
-	GCPIdentityAudience     string `hcl:"gcp_identity_audience,optional"`
+	Interval                string  `hcl:"interval,optional"`
+	Listen                  string  `hcl:"listen,optional"`
+	StateDir                string  `hcl:"state_dir,optional"`
+	AgentTimeout            string  `hcl:"agent_timeout,optional"`
+	Fleet                   string  `hcl:"fleet,optional"`
+	TLSCertFile             string  `hcl:"tls_cert_file,optional"`
+	TLSKeyFile              string  `hcl:"tls_key_file,optional"`
+	Insecure                bool    `hcl:"insecure,optional"`
+	BootstrapTokenFile      string  `hcl:"bootstrap_token_file,optional"`
+	AWSIdentityCertificates string  `hcl:"aws_identity_certificates,optional"`
+	GCPIdentityAudience     string  `hcl:"gcp_identity_audience,optional"`
+	HA                      *haBody `hcl:"ha,block"`
 
 	IntervalAt                hcl.Range `hcl:"interval,attr_value_range"`
 	ListenAt                  hcl.Range `hcl:"listen,attr_value_range"`

@@ -253,6 +253,9 @@ func (c *controllerBody) Validate(d *decoder, out *fleet.ControllerSettings, age
 			d.invalid(c.ListenAt, "%s.", err)
 		}
 	}
+	if c.HA != nil {
+		out.HA = c.HA.Validate(d)
+	}
 }
 
 // Validate checks the demand block and fills out: an http(s) Prometheus URL

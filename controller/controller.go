@@ -146,6 +146,9 @@ type Options struct {
 	// Usage is how who used what is kept (the usage block); the zero
 	// value is fleet.DefaultUsageSettings.
 	Usage fleet.UsageSettings
+	// Term, if set, is the leader's term, when the controller is one of
+	// several replicas: every idempotency key carries it.
+	Term func() int64
 }
 
 // New makes a controller. Call Recover before the first Cycle.
@@ -166,7 +169,7 @@ func New(o Options) (*Controller, error) {
 		log = hclog.NewNullLogger()
 	}
 	act, err := actuator.New(actuator.Options{Journal: o.Store, Pools: o.Settings.Pools, Providers: o.Clouds,
-		Fleet: o.Controller.Fleet, Now: o.Now, Log: log, DryRun: o.DryRun})
+		Fleet: o.Controller.Fleet, Now: o.Now, Log: log, DryRun: o.DryRun, Term: o.Term})
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,10 @@ type RunOptions struct {
 	// After, if set, is given each cycle's time (as the cycle began),
 	// result and error.
 	After func(now time.Time, r loop.CycleResult, err error)
+	// StopAtOnce ends the cycle in progress when ctx ends, rather than
+	// letting it finish: a leader whose lease has lapsed stops acting at
+	// once (its writes are refused by then in any case).
+	StopAtOnce bool
 }
 
 // Run runs cycles until ctx is done or o.For has passed, and returns nil
@@ -53,7 +57,11 @@ func (c *Controller) Run(ctx context.Context, o RunOptions) error {
 			case <-tick.C:
 			}
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CycleTimeout(c.ctl.Interval))
+		parent := context.WithoutCancel(ctx)
+		if o.StopAtOnce {
+			parent = ctx
+		}
+		cctx, cancel := context.WithTimeout(parent, CycleTimeout(c.ctl.Interval))
 		if o.Before != nil {
 			if err := o.Before(cctx); err != nil {
 				cancel()

@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -59,8 +60,13 @@ type Options struct {
 	// is a loopback address.
 	LoopbackReads bool
 	// RootToken is the operator's API token (FLEETCAST_API_TOKEN); empty:
-	// the one in the state directory, created at first start.
+	// the one in the state directory, created at first start. Replicas
+	// run highly available must share one: it is required then.
 	RootToken string
+	// Clouds, if set, are the providers to drive, by pool, instead of
+	// those the config opens: replicas in one test sharing one simulated
+	// cloud.
+	Clouds map[string]providers.Provider
 }
 
 // Info is what a started daemon tells its operator.
@@ -80,26 +86,49 @@ type Info struct {
 	// StatePath is the state's file; RootTokenSource where the root
 	// token came from (FLEETCAST_API_TOKEN, or its file).
 	StatePath, RootTokenSource string
+	// Replica is this replica's address among several (controller.ha),
+	// empty for one replica.
+	Replica string
 }
 
 // Daemon is a started controller with its API and, on the simulated
 // cloud, its simulated world.
 type Daemon struct {
 	o        Options
+	cfg      *config.Config
 	ctl      fleet.ControllerSettings
 	info     Info
 	store    *state.Store
 	clouds   map[string]providers.Provider
-	c        *controller.Controller
-	srv      *http.Server
 	clock    func() time.Time
 	sim      *simMode
 	jobs     *simfleet.Fleet
-	slurm    *controller.SlurmSource
 	started  time.Time
 	closers  []func()
 	backfill controller.Backfilled
 	filled   bool
+	// What the parts are built from.
+	root        string
+	rootSource  string
+	awsRoots    []*x509.Certificate
+	gcpIdentity *nodeauth.GCPVerifier
+	agents      *controller.Agents
+	pending     *controller.Pending
+	source      controller.DemandSource
+	// one are the parts of a single replica, built at Start; with
+	// controller.ha, ha elects and builds them at each term's start.
+	one *parts
+	ha  *haMode
+	srv *http.Server
+}
+
+// parts are what reads the state as it starts: the API tokens, the node
+// credentials, the Slurm source and the controller, recovered, and the
+// API's handler over them.
+type parts struct {
+	c       *controller.Controller
+	slurm   *controller.SlurmSource
+	handler http.Handler
 }
 
 // firstRead bounds the read of the Slurm cluster Start makes, so that a
@@ -107,14 +136,18 @@ type Daemon struct {
 const firstRead = 10 * time.Second
 
 // Start opens the state, the clouds and the credentials, makes the
-// controller and recovers its journal, and serves the API. Close it.
+// controller and recovers its journal, and serves the API. With
+// controller.ha it opens the state on etcd and serves the API, and the
+// controller is made when this replica is elected (Run). Close it.
 func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 	cfg := o.Config
 	if cfg == nil || len(cfg.Pools) == 0 {
 		return nil, errors.New("daemon: no config, or a config without pools")
 	}
-	if err := registry.Check(cfg); err != nil {
-		return nil, err
+	if o.Clouds == nil {
+		if err := registry.Check(cfg); err != nil {
+			return nil, err
+		}
 	}
 	if o.Log == nil {
 		o.Log = hclog.NewNullLogger()
@@ -126,65 +159,63 @@ func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 	if o.StateDir != "" {
 		ctl.StateDir = o.StateDir
 	}
-	live := !registry.Simulated(cfg.Pools)
+	live := !registry.Simulated(cfg.Pools) || o.Clouds != nil
 	if live {
 		o.Speed = 0 // real clouds run on real time
 	} else if !(o.Speed > 0) {
 		return nil, fmt.Errorf("simulated speed %v: want a number above 0", o.Speed)
 	}
-	d := &Daemon{o: o, ctl: ctl}
+	d := &Daemon{o: o, cfg: cfg, ctl: ctl}
 	defer func() {
 		if err != nil {
 			d.Close()
 		}
 	}()
 	log := o.Log
-	if d.store, err = state.Open(ctl.StateDir); err != nil {
-		return nil, err
+	if ctl.HA != nil {
+		if err := d.openHA(ctx, live); err != nil {
+			return nil, err
+		}
+	} else {
+		if d.store, err = state.Open(ctl.StateDir); err != nil {
+			return nil, err
+		}
+		d.closers = append(d.closers, func() { d.store.Close() })
 	}
-	d.closers = append(d.closers, func() { d.store.Close() })
 	if err := ctl.CheckListen(o.Listen); err != nil {
 		return nil, err
 	}
 	// The root token, an operator's: Options.RootToken, else the one in
 	// the state directory. Schedulers and monitoring get tokens of their
 	// own scopes (`api-token create`).
-	rootToken, rootSource := o.RootToken, "FLEETCAST_API_TOKEN"
-	if rootToken == "" {
-		rootSource = filepath.Join(ctl.StateDir, "api-token")
-		if rootToken, err = secretFile(rootSource, 24); err != nil {
+	d.root, d.rootSource = o.RootToken, "FLEETCAST_API_TOKEN"
+	if d.root == "" {
+		d.rootSource = filepath.Join(ctl.StateDir, "api-token")
+		if d.root, err = secretFile(d.rootSource, 24); err != nil {
 			return nil, err
 		}
 	}
-	tokens, err := apiauth.NewTokens(d.store, nil, log.Named("api-tokens"))
-	if err != nil {
-		return nil, err
-	}
-	if err := tokens.SetRoot(rootToken, rootSource); err != nil {
-		return nil, err
-	}
 
-	if live {
+	switch {
+	case o.Clouds != nil:
+		d.clock, d.clouds = func() time.Time { return time.Now().UTC() }, o.Clouds
+	case live:
 		d.clock = func() time.Time { return time.Now().UTC() }
 		if d.clouds, err = registry.OpenConfig(ctx, log, cfg); err != nil {
 			return nil, err
 		}
 		d.closers = append(d.closers, func() { registry.Close(d.clouds) }) // the plugins stopped, with their processes
-	} else {
+	default:
 		if d.sim, err = newSimMode(cfg, ctl, d.store, o.SimStart); err != nil {
 			return nil, err
 		}
 		d.clock, d.clouds = d.sim.clock.Now, d.sim.clouds
 	}
-	creds, err := nodeauth.NewRegistry(d.store, nil, log.Named("credentials"))
-	if err != nil {
-		return nil, err
-	}
 	awsRoots, certs, err := loadStartFiles(cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	var gcpIdentity *nodeauth.GCPVerifier
+	d.awsRoots = awsRoots
 	if aud := ctl.GCPIdentityAudience; aud != "" {
 		// Google's keys, fetched when first needed and cached as long as
 		// Google says.
@@ -192,43 +223,25 @@ func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("controller.gcp_identity_audience: %w", err)
 		}
-		gcpIdentity = &nodeauth.GCPVerifier{Audience: aud, Validator: v}
+		d.gcpIdentity = &nodeauth.GCPVerifier{Audience: aud, Validator: v}
 	}
-	agents, pending := controller.NewAgents(d.clock), &controller.Pending{Budgeted: fleet.BudgetedTeams(cfg.Teams)}
-	var source controller.DemandSource
+	d.agents, d.pending = controller.NewAgents(d.clock), &controller.Pending{Budgeted: fleet.BudgetedTeams(cfg.Teams)}
 	if dm := cfg.Demand; dm.PrometheusURL != "" {
-		if source, err = controller.NewPrometheusDemand(dm.PrometheusURL, dm.PrometheusQuery, dm.PrometheusTimeout); err != nil {
+		if d.source, err = controller.NewPrometheusDemand(dm.PrometheusURL, dm.PrometheusQuery, dm.PrometheusTimeout); err != nil {
 			return nil, err
 		}
 		log.Info("demand source", "prometheus", dm.PrometheusURL, "query", dm.PrometheusQuery)
 	}
-	set := cfg.Settings()
-	if cfg.Slurm != nil {
-		if d.slurm, err = controller.NewSlurmSource(controller.SlurmOptions{Settings: *cfg.Slurm, Pools: cfg.Pools, Pending: pending,
-			Now: d.clock, Log: log.Named("slurm"), Act: !o.DryRun}); err != nil {
+	if d.ha == nil {
+		if d.one, err = d.build(ctx, nil); err != nil {
 			return nil, err
 		}
-		// The first plan has the queue: a read now, of at most
-		// firstRead; one that fails or is cut short leaves the source
-		// degraded, and Run reads again.
-		rctx, cancel := context.WithTimeout(ctx, firstRead)
-		err := d.slurm.Read(rctx)
-		cancel()
-		log.Info("demand source", "slurm", cmp.Or(cfg.Slurm.Conf, "the commands' default slurm.conf"), "read", err == nil)
+		d.backfill, d.filled = d.one.c.Backfilled()
 	}
-	d.c, err = controller.New(controller.Options{Settings: &set, Controller: ctl, Backfill: cfg.Demand.Backfill, Store: d.store,
-		Clouds: d.clouds, Agents: agents, Pending: pending, Demand: source, Slurm: d.slurm, Now: d.clock, Log: log, DryRun: o.DryRun, Credentials: creds, Usage: cfg.Usage})
-	if err != nil {
-		return nil, err
-	}
-	if err := d.c.Recover(ctx); err != nil {
-		return nil, err
-	}
-	d.backfill, d.filled = d.c.Backfilled()
 	if d.sim != nil {
 		d.jobs, err = simfleet.New(simfleet.Options{Pools: cfg.Pools, Cloud: d.sim.cloud, Workload: d.sim.workload, Start: d.clock(),
 			CheckpointDuration: cfg.Simulate.CheckpointDuration, CheckpointEvery: cfg.Simulate.CheckpointInterval,
-			Reports: agents, Pending: pendingTo(pending), Seed: cfg.Synthetic.Seed})
+			Reports: d.agents, Pending: pendingTo(d.pending), Seed: cfg.Synthetic.Seed})
 		if err != nil {
 			return nil, err
 		}
@@ -238,16 +251,9 @@ func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("HTTP API on %s: %w (set controller.listen or -listen)", o.Listen, err)
 	}
-	api := controller.APIOptions{Credentials: creds, Tokens: tokens, OpenReads: o.LoopbackReads && fleet.Loopback(o.Listen),
-		Auth: &nodeauth.Server{Registry: creds, BootstrapFile: ctl.BootstrapTokenFile, AWSRoots: awsRoots, GCP: gcpIdentity,
-			Live: d.c.LivePool, Machine: d.c.MachineOf, Log: log.Named("credentials")},
-		Demand: &controller.DemandReceiver{Pools: cfg.Pools, Pending: pending, Now: d.clock, Log: log}}
-	if plugins := registry.Plugins(d.clouds); plugins != nil {
-		api.Plugins, api.Auth.Plugins = plugins, plugins
-	}
 	// Bounded reads and idle connections: a peer that opens connections
 	// and sends nothing cannot hold them (or the process's files).
-	d.srv = &http.Server{Handler: d.c.Handler(api), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+	d.srv = &http.Server{Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	scheme := "http"
 	if certs != nil {
@@ -264,8 +270,71 @@ func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 	})
 	d.started = d.clock()
 	d.info = Info{Live: live, Pools: len(cfg.Pools), FirstPool: cfg.Pools[0].Name, Interval: ctl.Interval, Speed: o.Speed,
-		Scheme: scheme, Addr: ln.Addr().String(), StatePath: d.store.Path(), RootTokenSource: rootSource}
+		Scheme: scheme, Addr: ln.Addr().String(), StatePath: d.store.Path(), RootTokenSource: d.rootSource}
+	if ctl.HA != nil {
+		d.info.Replica = ctl.HA.Advertise
+	}
 	return d, nil
+}
+
+// build makes the parts that read the state as they start, and recovers
+// the controller's journal; term, if set, is the leader's.
+func (d *Daemon) build(ctx context.Context, term func() int64) (*parts, error) {
+	cfg, ctl, log := d.cfg, d.ctl, d.o.Log
+	tokens, err := apiauth.NewTokens(d.store, nil, log.Named("api-tokens"))
+	if err != nil {
+		return nil, err
+	}
+	if err := tokens.SetRoot(d.root, d.rootSource); err != nil {
+		return nil, err
+	}
+	creds, err := nodeauth.NewRegistry(d.store, nil, log.Named("credentials"))
+	if err != nil {
+		return nil, err
+	}
+	p := &parts{}
+	set := cfg.Settings()
+	if cfg.Slurm != nil {
+		if p.slurm, err = controller.NewSlurmSource(controller.SlurmOptions{Settings: *cfg.Slurm, Pools: cfg.Pools, Pending: d.pending,
+			Now: d.clock, Log: log.Named("slurm"), Act: !d.o.DryRun}); err != nil {
+			return nil, err
+		}
+		// The first plan has the queue: a read now, of at most
+		// firstRead; one that fails or is cut short leaves the source
+		// degraded, and Run reads again.
+		rctx, cancel := context.WithTimeout(ctx, firstRead)
+		err := p.slurm.Read(rctx)
+		cancel()
+		log.Info("demand source", "slurm", cmp.Or(cfg.Slurm.Conf, "the commands' default slurm.conf"), "read", err == nil)
+	}
+	p.c, err = controller.New(controller.Options{Settings: &set, Controller: ctl, Backfill: cfg.Demand.Backfill, Store: d.store,
+		Clouds: d.clouds, Agents: d.agents, Pending: d.pending, Demand: d.source, Slurm: p.slurm, Now: d.clock, Log: log, DryRun: d.o.DryRun,
+		Credentials: creds, Usage: cfg.Usage, Term: term})
+	if err != nil {
+		return nil, err
+	}
+	if err := p.c.Recover(ctx); err != nil {
+		return nil, err
+	}
+	api := controller.APIOptions{Credentials: creds, Tokens: tokens, OpenReads: d.o.LoopbackReads && fleet.Loopback(d.o.Listen),
+		Auth: &nodeauth.Server{Registry: creds, BootstrapFile: ctl.BootstrapTokenFile, AWSRoots: d.awsRoots, GCP: d.gcpIdentity,
+			Live: p.c.LivePool, Machine: p.c.MachineOf, Log: log.Named("credentials")},
+		Demand: &controller.DemandReceiver{Pools: cfg.Pools, Pending: d.pending, Now: d.clock, Log: log}}
+	if plugins := registry.Plugins(d.clouds); plugins != nil {
+		api.Plugins, api.Auth.Plugins = plugins, plugins
+	}
+	p.handler = p.c.Handler(api)
+	return p, nil
+}
+
+// handler serves the API: a single replica's parts', or, with
+// controller.ha, the leader's own or, on a follower, forwarded to the
+// leader.
+func (d *Daemon) handler() http.Handler {
+	if d.ha == nil {
+		return d.one.handler
+	}
+	return http.HandlerFunc(d.ha.serve)
 }
 
 // Info is what the daemon tells its operator at start.
@@ -279,9 +348,19 @@ func (d *Daemon) Backfilled() (controller.Backfilled, bool) { return d.backfill,
 // much (simulated) time has passed: on real clouds one at once and then
 // every interval; on the simulated cloud every interval divided by the
 // speed, each moving simulated time on by an interval and the workload's
-// jobs with it. After, if set, is given every cycle's result.
+// jobs with it. With controller.ha it campaigns, and runs cycles while
+// this replica leads. After, if set, is given every cycle's result.
 func (d *Daemon) Run(ctx context.Context, runFor time.Duration, after func(now time.Time, r loop.CycleResult)) error {
-	ro := controller.RunOptions{For: runFor, Immediately: d.sim == nil}
+	if d.ha != nil {
+		return d.ha.run(ctx, runFor, after)
+	}
+	return d.cycles(ctx, d.one, runFor, after, false)
+}
+
+// cycles runs the control cycles of p's controller (see Run); stopAtOnce
+// ends a cycle in progress when ctx ends.
+func (d *Daemon) cycles(ctx context.Context, p *parts, runFor time.Duration, after func(now time.Time, r loop.CycleResult), stopAtOnce bool) error {
+	ro := controller.RunOptions{For: runFor, Immediately: d.sim == nil, StopAtOnce: stopAtOnce}
 	if d.sim != nil {
 		ro.Every = max(time.Millisecond, time.Duration(float64(d.ctl.Interval)/d.o.Speed))
 		ro.Before = func(ctx context.Context) error {
@@ -292,14 +371,14 @@ func (d *Daemon) Run(ctx context.Context, runFor time.Duration, after func(now t
 	if after != nil {
 		ro.After = func(now time.Time, r loop.CycleResult, _ error) { after(now, r) }
 	}
-	if d.slurm != nil {
+	if p.slurm != nil {
 		// Read in the background, never waited for by a cycle.
 		sctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); d.slurm.Run(sctx) }()
+		go func() { defer close(done); p.slurm.Run(sctx) }()
 		defer func() { cancel(); <-done }()
 	}
-	return d.c.Run(ctx, ro)
+	return p.c.Run(ctx, ro)
 }
 
 // Started is the (simulated) time Start finished at; Elapsed the time

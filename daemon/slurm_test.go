@@ -84,7 +84,7 @@ func TestStartSlurmReadBounded(t *testing.T) {
 	if took := time.Since(start); took > firstRead+5*time.Second {
 		t.Errorf("Start took %v with squeue hung; it bounds its read to %v", took, firstRead)
 	}
-	if q := d.slurm.Queue(d.clock()); q.Degraded == "" || !q.ReadAt.IsZero() {
+	if q := d.one.slurm.Queue(d.clock()); q.Degraded == "" || !q.ReadAt.IsZero() {
 		t.Errorf("the queue after a read cut short: %+v", q)
 	}
 	// Slurm answers now: Run reads at once, not an interval (30 s) on.
@@ -92,7 +92,7 @@ func TestStartSlurmReadBounded(t *testing.T) {
 	if err := d.Run(context.Background(), 30*time.Minute, nil); err != nil {
 		t.Fatal(err)
 	}
-	if q := d.slurm.Queue(d.clock()); q.Degraded != "" || q.ReadAt.IsZero() {
+	if q := d.one.slurm.Queue(d.clock()); q.Degraded != "" || q.ReadAt.IsZero() {
 		t.Errorf("the queue after Run: %+v", q)
 	}
 }

@@ -42,6 +42,9 @@ type ControllerSettings struct {
 	// nodes bootstrap with the identity token the metadata server signs
 	// for it, and need no bootstrap secret. Empty: they cannot bootstrap.
 	GCPIdentityAudience string
+	// HA, when set, runs the controller as one of several replicas on
+	// etcd; nil: one replica, its state in StateDir.
+	HA *HASettings
 }
 
 // TLS reports whether the API serves HTTPS.
@@ -177,4 +180,41 @@ type UsageSettings struct {
 func DefaultUsageSettings() UsageSettings {
 	return UsageSettings{JobRetention: 30 * 24 * time.Hour, HourRetention: 365 * 24 * time.Hour, MaxTeams: 100, MaxTiers: 20,
 		IdleThreshold: 5, IdleWindow: 10 * time.Minute}
+}
+
+// HASettings run the controller highly available on etcd
+// (`controller { ha { ... } }`): replicas elect a leader, which alone
+// acts, and keep the state in etcd (designs/ha-etcd.md).
+type HASettings struct {
+	// Etcd are the etcd members' client URLs.
+	Etcd []string
+	// LeaseTTL is the leader's lease: a leader cut off from etcd for this
+	// long stops acting, and another is elected. Whole seconds.
+	LeaseTTL time.Duration
+	// Prefix is where the fleet's keys live in etcd: "/fleetcast/FLEET/"
+	// by default.
+	Prefix string
+	// Advertise is this replica's API URL as the other replicas reach
+	// it: followers forward writes to the leader's.
+	Advertise string
+	// TLSCAFile verifies the etcd members' certificates (the system's
+	// roots when empty); TLSCertFile and TLSKeyFile are this replica's
+	// client certificate and key, both or neither.
+	TLSCAFile, TLSCertFile, TLSKeyFile string
+}
+
+// DefaultLeaseTTL is the leader's lease when ha.lease_ttl is not set.
+const DefaultLeaseTTL = 10 * time.Second
+
+// HAPrefix is the fleet's prefix in etcd: ha.prefix, or
+// "/fleetcast/FLEET/" ("default" for an unnamed fleet).
+func (c ControllerSettings) HAPrefix() string {
+	if c.HA != nil && c.HA.Prefix != "" {
+		return c.HA.Prefix
+	}
+	name := c.Fleet
+	if name == "" {
+		name = "default"
+	}
+	return "/fleetcast/" + name + "/"
 }

@@ -3,8 +3,6 @@ package state
 import (
 	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 var bucketAPITokens = []byte("api-tokens")
@@ -37,7 +35,7 @@ func (s *Store) PutAPIToken(t APIToken) error {
 	if err := checkAPIToken(t); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketAPITokens), t.Name, t) })
+	return s.kv.update(func(tx kvTx) error { return putJSON(tx.Bucket(bucketAPITokens), t.Name, t) })
 }
 
 // checkAPIToken checks the fields an API token's record must have.

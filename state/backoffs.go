@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Backoff is a pool its cloud refused capacity: backed off after capacity
@@ -35,7 +33,7 @@ func (s *Store) PutBackoff(b Backoff) error {
 	if err := checkBackoff(b); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketBackoffs), b.Pool, b) })
+	return s.kv.update(func(tx kvTx) error { return putJSON(tx.Bucket(bucketBackoffs), b.Pool, b) })
 }
 
 // checkBackoff checks the fields a back-off record must have.

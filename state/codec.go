@@ -8,8 +8,6 @@ import (
 	"hash/crc32"
 	"math"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // timeKey orders times as bytes: big-endian nanoseconds since 1970 (times
@@ -26,7 +24,7 @@ func floatValue(v float64) []byte {
 	return b
 }
 
-func putJSON(b *bolt.Bucket, key string, v any) error {
+func putJSON(b kvBucket, key string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("state: encoding %s: %w", key, err)
@@ -67,7 +65,7 @@ func unseal(key, v []byte) ([]byte, error) {
 // decode is an error naming the file, bucket and key: never skipped.
 func all[T any](s *Store, bucket []byte) ([]T, error) {
 	var out []T
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.kv.view(func(tx kvTx) error {
 		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
 			x, err := decode[T](s, bucket, k, v)
 			out = append(out, x)

@@ -3,8 +3,6 @@ package state
 import (
 	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Credential is a node's credential as the controller keeps it: never the
@@ -56,7 +54,7 @@ func (s *Store) PutCredential(c Credential) error {
 	if c.Node == "" || c.Hash == "" {
 		return fmt.Errorf("state: credential with no node or hash: %+v", c)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx.Bucket(bucketCreds), c.Node, c) })
+	return s.kv.update(func(tx kvTx) error { return putJSON(tx.Bucket(bucketCreds), c.Node, c) })
 }
 
 // DeleteCredentials forgets nodes' credentials, in one transaction.

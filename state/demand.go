@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Sample is one demand observation.
@@ -29,7 +27,7 @@ func (s *Store) AppendDemand(series string, samples ...Sample) error {
 			return fmt.Errorf("state: demand %s at %s is %v", series, x.Time.UTC().Format(time.RFC3339), x.Value)
 		}
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.kv.update(func(tx kvTx) error {
 		b, err := tx.Bucket(bucketDemand).CreateBucketIfNotExists([]byte(series))
 		if err != nil {
 			return fmt.Errorf("state: demand %s: %w", series, err)
@@ -48,7 +46,7 @@ func (s *Store) AppendDemand(series string, samples ...Sample) error {
 // first; none if the series was never recorded.
 func (s *Store) Demand(series string, since time.Time) ([]Sample, error) {
 	var out []Sample
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.kv.view(func(tx kvTx) error {
 		b := tx.Bucket(bucketDemand).Bucket([]byte(series))
 		if b == nil {
 			return nil
@@ -69,7 +67,7 @@ func (s *Store) Demand(series string, since time.Time) ([]Sample, error) {
 // LatestDemand returns the named series' newest sample; ok is false when
 // the series holds none.
 func (s *Store) LatestDemand(series string) (x Sample, ok bool, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = s.kv.view(func(tx kvTx) error {
 		b := tx.Bucket(bucketDemand).Bucket([]byte(series))
 		if b == nil {
 			return nil
@@ -103,7 +101,7 @@ func (s *Store) sample(series string, k, v []byte) (Sample, error) {
 // DemandSeries lists the names of the recorded demand series, sorted.
 func (s *Store) DemandSeries() ([]string, error) {
 	var out []string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.kv.view(func(tx kvTx) error {
 		return tx.Bucket(bucketDemand).ForEachBucket(func(k []byte) error {
 			out = append(out, string(k))
 			return nil
@@ -117,15 +115,12 @@ func (s *Store) DemandSeries() ([]string, error) {
 // deleted.
 func (s *Store) PruneDemand(before time.Time) (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.kv.update(func(tx kvTx) error {
 		return tx.Bucket(bucketDemand).ForEachBucket(func(name []byte) error {
-			c := tx.Bucket(bucketDemand).Bucket(name).Cursor()
-			end := timeKey(before)
-			for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0; k, _ = c.First() {
-				if err := c.Delete(); err != nil {
-					return fmt.Errorf("state: pruning demand %s: %w", name, err)
-				}
-				n++
+			d, err := tx.Bucket(bucketDemand).Bucket(name).DeleteBefore(timeKey(before))
+			n += d
+			if err != nil {
+				return fmt.Errorf("state: pruning demand %s: %w", name, err)
 			}
 			return nil
 		})
@@ -153,7 +148,7 @@ func (s *Store) FillDemand(series string, step time.Duration, samples ...Sample)
 			return nil, 0, fmt.Errorf("state: demand %s at %s is %v", series, x.Time.UTC().Format(time.RFC3339), x.Value)
 		}
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.kv.update(func(tx kvTx) error {
 		added, kept = nil, 0
 		b, err := tx.Bucket(bucketDemand).CreateBucketIfNotExists([]byte(series))
 		if err != nil {

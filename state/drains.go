@@ -1,12 +1,9 @@
 package state
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // logKey orders times as text of a fixed width (UTC, to the nanosecond),
@@ -30,7 +27,7 @@ func (s *Store) PutDrain(d Drain) error {
 	if err := checkDrain(d); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.kv.update(func(tx kvTx) error {
 		if err := putJSON(tx.Bucket(bucketDrains), d.Node, d); err != nil {
 			return err
 		}
@@ -58,7 +55,7 @@ func checkDrain(d Drain) error {
 // oldest first.
 func (s *Store) DrainLog(since time.Time) ([]Drain, error) {
 	var out []Drain
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.kv.view(func(tx kvTx) error {
 		c := tx.Bucket(bucketDrainLog).Cursor()
 		for k, v := c.Seek([]byte(logKey(since))); k != nil; k, v = c.Next() {
 			d, err := decode[Drain](s, bucketDrainLog, k, v)
@@ -76,14 +73,11 @@ func (s *Store) DrainLog(since time.Time) ([]Drain, error) {
 // how many it deleted.
 func (s *Store) PruneDrainLog(before time.Time) (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketDrainLog).Cursor()
-		end := []byte(logKey(before))
-		for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0; k, _ = c.First() {
-			if err := c.Delete(); err != nil {
-				return fmt.Errorf("state: pruning the drain log: %w", err)
-			}
-			n++
+	err := s.kv.update(func(tx kvTx) error {
+		d, err := tx.Bucket(bucketDrainLog).DeleteBefore([]byte(logKey(before)))
+		n += d
+		if err != nil {
+			return fmt.Errorf("state: pruning the drain log: %w", err)
 		}
 		return nil
 	})

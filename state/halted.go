@@ -3,8 +3,6 @@ package state
 import (
 	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 var keyHalted = []byte("halted")
@@ -12,7 +10,7 @@ var keyHalted = []byte("halted")
 // PutHalted records that scale-in was found halted at t (too many agents
 // silent at once).
 func (s *Store) PutHalted(t time.Time) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.kv.update(func(tx kvTx) error {
 		return tx.Bucket(bucketMeta).Put(keyHalted, []byte(t.UTC().Format(time.RFC3339Nano)))
 	})
 }
@@ -20,7 +18,7 @@ func (s *Store) PutHalted(t time.Time) error {
 // Halted is when scale-in was last found halted; zero if never.
 func (s *Store) Halted() (time.Time, error) {
 	var t time.Time
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.kv.view(func(tx kvTx) error {
 		v := tx.Bucket(bucketMeta).Get(keyHalted)
 		if v == nil {
 			return nil

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // IntentKind is the cloud change an intent announces.
@@ -94,7 +92,7 @@ func (s *Store) PutIntent(in Intent) error {
 	if err := in.Validate(); err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.kv.update(func(tx kvTx) error {
 		b := tx.Bucket(bucketIntents)
 		if b.Get([]byte(in.Key)) != nil {
 			return fmt.Errorf("state: intent %s is already journaled", in.Key)
@@ -107,7 +105,7 @@ func (s *Store) PutIntent(in Intent) error {
 // Removing one that is not there is not an error (it may have been removed
 // before a restart).
 func (s *Store) DoneIntent(key string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.kv.update(func(tx kvTx) error {
 		return tx.Bucket(bucketIntents).Delete([]byte(key))
 	})
 }

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Launch is a launch this controller made and the cloud took: the
@@ -57,7 +55,7 @@ func (s *Store) SettleLaunch(l Launch) error {
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("state: %w", err)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.kv.update(func(tx kvTx) error {
 		if err := putJSON(tx.Bucket(bucketLaunches), l.Key, l); err != nil {
 			return err
 		}
@@ -72,7 +70,7 @@ func (s *Store) PutLaunches(ls ...Launch) error {
 			return fmt.Errorf("state: %w", err)
 		}
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.kv.update(func(tx kvTx) error {
 		for _, l := range ls {
 			if err := putJSON(tx.Bucket(bucketLaunches), l.Key, l); err != nil {
 				return err

@@ -3,8 +3,6 @@ package state
 import (
 	"fmt"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // NodeTime is a time recorded for a node.
@@ -26,7 +24,7 @@ func (s *Store) putNodeTime(bucket []byte, what string, t time.Time, nodes ...st
 			return fmt.Errorf("state: %s of %q at %v: want a node and a time", what, node, t)
 		}
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.kv.update(func(tx kvTx) error {
 		for _, node := range nodes {
 			if err := putJSON(tx.Bucket(bucket), node, NodeTime{Node: node, At: t}); err != nil {
 				return err

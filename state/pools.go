@@ -3,8 +3,6 @@ package state
 import (
 	"fmt"
 	"math"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 var bucketPools = []byte("pools")
@@ -28,7 +26,7 @@ func (s *Store) PutPools(pools ...PoolRecord) error {
 			return err
 		}
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.kv.update(func(tx kvTx) error {
 		for _, p := range pools {
 			if err := putJSON(tx.Bucket(bucketPools), p.Name, p); err != nil {
 				return err

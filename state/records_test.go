@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetcast/autoscaler/internal/etcdtest"
 	"pgregory.net/rapid"
 )
 
@@ -56,6 +58,7 @@ func minute(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 // errors (the Store's naming its file where the Memory's names
 // "memory"), and, where a step says, what they must be.
 func TestRecordsConform(t *testing.T) {
+	etcd := etcdtest.Start(t).Client(t)
 	east := time.FixedZone("UTC+1", 3600)
 	now := time.Now() // with a monotonic clock reading, in the local zone
 	at := func(m int, v float64) Sample { return Sample{minute(m), v} }
@@ -465,30 +468,32 @@ func TestRecordsConform(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t, t.TempDir())
 			defer s.Close()
+			e := openEtcd(t, etcd, "/conform/"+tt.name+"/", nil)
 			m := &Memory{}
 			for i, st := range tt.steps {
-				var res [2]pair
-				for j, r := range []Records{s, m} {
-					res[j].got, res[j].err = st.do(r)
-				}
 				where := fmt.Sprintf("step %d (%s)", i, st.op)
-				got, mem := fmt.Sprintf("%+v", res[0].got), fmt.Sprintf("%+v", res[1].got)
-				if got != mem {
-					t.Errorf("%s: store %s, memory %s", where, got, mem)
-				}
-				if st.want != nil {
-					if want := fmt.Sprintf("%+v", st.want); got != want {
-						t.Errorf("%s: store %s; want %s", where, got, want)
+				mgot, merr := st.do(m)
+				mem, merrText := fmt.Sprintf("%+v", mgot), errText(merr, m.Path())
+				for _, r := range []*Store{s, e} {
+					res, err := st.do(r)
+					got := fmt.Sprintf("%+v", res)
+					if got != mem {
+						t.Errorf("%s: %s %s, memory %s", where, r.Path(), got, mem)
 					}
-				}
-				serr, merr := errText(res[0].err, s.Path()), errText(res[1].err, m.Path())
-				switch {
-				case serr != merr:
-					t.Errorf("%s: store error %q, memory error %q", where, serr, merr)
-				case st.err == "" && serr != "":
-					t.Errorf("%s: %s; want no error", where, serr)
-				case st.err != "" && !strings.Contains(serr, st.err):
-					t.Errorf("%s: error %q; want one containing %q", where, serr, st.err)
+					if st.want != nil {
+						if want := fmt.Sprintf("%+v", st.want); got != want {
+							t.Errorf("%s: %s %s; want %s", where, r.Path(), got, want)
+						}
+					}
+					serr := errText(err, r.Path())
+					switch {
+					case serr != merrText:
+						t.Errorf("%s: %s error %q, memory error %q", where, r.Path(), serr, merrText)
+					case st.err == "" && serr != "":
+						t.Errorf("%s: %s; want no error", where, serr)
+					case st.err != "" && !strings.Contains(serr, st.err):
+						t.Errorf("%s: error %q; want one containing %q", where, serr, st.err)
+					}
 				}
 			}
 		})
@@ -531,7 +536,17 @@ func nodesOf(read func(r Records) (any, error)) func(r Records) (any, error) {
 // it alike, and at the end that every record reads back the same from
 // both.
 func TestRecordsConformRandomly(t *testing.T) {
+	etcd := etcdtest.Start(t).Client(t)
+	run := 0
 	rapid.Check(t, func(rt *rapid.T) {
+		run++
+		// Small transactions and pages, so that writes are split and reads
+		// paged.
+		e, err := OpenEtcd(context.Background(), EtcdOptions{Client: etcd, Prefix: fmt.Sprintf("/random/%d/", run), MaxTxnOps: 2})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		e.kv.(*etcdKV).page = 2
 		dir, err := os.MkdirTemp("", "fleetcast-records-")
 		if err != nil {
 			rt.Fatal(err)
@@ -603,13 +618,15 @@ func TestRecordsConformRandomly(t *testing.T) {
 				t := at("t")
 				op = func(r Records) (any, error) { return nil, r.PutReady(t, nodes...) }
 			}
-			sgot, serr := op(s)
 			mgot, merr := op(m)
-			if a, b := fmt.Sprintf("%+v", sgot), fmt.Sprintf("%+v", mgot); a != b {
-				rt.Fatalf("step %d: store %s, memory %s", i, a, b)
-			}
-			if a, b := errText(serr, s.Path()), errText(merr, m.Path()); a != b {
-				rt.Fatalf("step %d: store error %q, memory error %q", i, a, b)
+			for _, r := range []*Store{s, e} {
+				sgot, serr := op(r)
+				if a, b := fmt.Sprintf("%+v", sgot), fmt.Sprintf("%+v", mgot); a != b {
+					rt.Fatalf("step %d: %s %s, memory %s", i, r.Path(), a, b)
+				}
+				if a, b := errText(serr, r.Path()), errText(merr, m.Path()); a != b {
+					rt.Fatalf("step %d: %s error %q, memory error %q", i, r.Path(), a, b)
+				}
 			}
 		}
 		for name, read := range map[string]func(r Records) (any, error){
@@ -626,13 +643,15 @@ func TestRecordsConformRandomly(t *testing.T) {
 			"launches":  func(r Records) (any, error) { return r.Launches() },
 			"ready":     func(r Records) (any, error) { return r.ReadyNodes() },
 		} {
-			sgot, serr := read(s)
 			mgot, merr := read(m)
-			if serr != nil || merr != nil {
-				rt.Fatalf("%s: store %v, memory %v", name, serr, merr)
-			}
-			if a, b := fmt.Sprintf("%+v", sgot), fmt.Sprintf("%+v", mgot); a != b {
-				rt.Fatalf("%s: store %s, memory %s", name, a, b)
+			for _, r := range []*Store{s, e} {
+				sgot, serr := read(r)
+				if serr != nil || merr != nil {
+					rt.Fatalf("%s: %s %v, memory %v", name, r.Path(), serr, merr)
+				}
+				if a, b := fmt.Sprintf("%+v", sgot), fmt.Sprintf("%+v", mgot); a != b {
+					rt.Fatalf("%s: %s %s, memory %s", name, r.Path(), a, b)
+				}
 			}
 		}
 	})

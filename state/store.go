@@ -52,18 +52,21 @@ var (
 	bucketLaunches = []byte("launches")
 	bucketSeen     = []byte("seen")
 	bucketCreds    = []byte("credentials")
-	keyFormat      = []byte("format")
-	keyVersion     = []byte("version")
-	keyFleet       = []byte("fleet")
+	// buckets are the top-level buckets, meta first.
+	buckets    = [][]byte{bucketMeta, bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels, bucketDrainLog, bucketReady, bucketLaunches, bucketSeen, bucketCreds, bucketAPITokens, bucketPools, bucketUsageHours, bucketUsageJobs}
+	keyFormat  = []byte("format")
+	keyVersion = []byte("version")
+	keyFleet   = []byte("fleet")
 )
 
 // ErrInUse is returned by Open when another process holds the state file:
 // two controllers must never share one state.
 var ErrInUse = errors.New("state file in use by another process")
 
-// Store is an open state file. Its methods are safe for concurrent use.
+// Store is an open state: a bbolt file (Open) or a prefix in etcd
+// (OpenEtcd). Its methods are safe for concurrent use.
 type Store struct {
-	db   *bolt.DB
+	kv   kv
 	path string
 }
 
@@ -89,12 +92,11 @@ func Open(dir string) (*Store, error) {
 	case err != nil:
 		return nil, corrupted(path, err)
 	}
-	s := &Store{db: db, path: path}
-	if err := s.init(); err != nil {
+	if err := initBolt(db, path); err != nil {
 		db.Close()
 		return nil, err
 	}
-	return s, nil
+	return &Store{kv: boltKV{db}, path: path}, nil
 }
 
 // corrupted wraps an error reading the file with what to do about it.
@@ -103,23 +105,23 @@ func corrupted(path string, err error) error {
 		"(the controller then rebuilds its view from the cloud's ownership tags, but loses its demand history)", path, err)
 }
 
-// init checks the file's consistency and marker, and writes the marker and
-// buckets into a new file.
-func (s *Store) init() (err error) {
+// initBolt checks the file's consistency and marker, and writes the marker
+// and buckets into a new file.
+func initBolt(db *bolt.DB, path string) (err error) {
 	// bbolt panics on some damaged pages its check passes (a key's length
 	// beyond its page): such a file is corrupted too, never a crash.
 	defer func() {
 		if r := recover(); r != nil {
-			err = corrupted(s.path, fmt.Errorf("%v", r))
+			err = corrupted(path, fmt.Errorf("%v", r))
 		}
 	}()
-	err = s.db.View(func(tx *bolt.Tx) error {
+	err = db.View(func(tx *bolt.Tx) error {
 		// Read every error: the check's goroutine stops only when the
 		// channel is drained.
 		var first error
 		for err := range tx.Check() {
 			if first == nil {
-				first = corrupted(s.path, err)
+				first = corrupted(path, err)
 			}
 		}
 		return first
@@ -127,13 +129,13 @@ func (s *Store) init() (err error) {
 	if err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
 			empty := true
 			tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
 			if !empty {
-				return fmt.Errorf("state: %s is a bbolt file but not a Fleetcast state file (no %q bucket); refusing to change it", s.path, bucketMeta)
+				return fmt.Errorf("state: %s is a bbolt file but not a Fleetcast state file (no %q bucket); refusing to change it", path, bucketMeta)
 			}
 			meta, err := tx.CreateBucket(bucketMeta)
 			if err != nil {
@@ -145,36 +147,43 @@ func (s *Store) init() (err error) {
 			if err := meta.Put(keyVersion, []byte(strconv.Itoa(Version))); err != nil {
 				return err
 			}
-		} else {
-			if f := meta.Get(keyFormat); !bytes.Equal(f, []byte(format)) {
-				return fmt.Errorf("state: %s: meta.format is %q, expected %q: not a Fleetcast state file", s.path, f, format)
-			}
-			v, err := strconv.Atoi(string(meta.Get(keyVersion)))
-			if err != nil || v < 1 {
-				return fmt.Errorf("state: %s: meta.version is %q, expected a positive integer", s.path, meta.Get(keyVersion))
-			}
-			if v > Version {
-				return fmt.Errorf("state: %s: written by a newer Fleetcast (state version %d; this one reads up to %d)", s.path, v, Version)
-			}
+		} else if err := checkMarker(path, meta.Get(keyFormat), meta.Get(keyVersion)); err != nil {
+			return err
 		}
-		for _, b := range [][]byte{bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels, bucketDrainLog, bucketReady, bucketLaunches, bucketSeen, bucketCreds, bucketAPITokens, bucketPools, bucketUsageHours, bucketUsageJobs} {
+		for _, b := range buckets[1:] {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return fmt.Errorf("state: %s: creating bucket %s: %w", s.path, b, err)
+				return fmt.Errorf("state: %s: creating bucket %s: %w", path, b, err)
 			}
 		}
 		return nil
 	})
 }
 
+// checkMarker refuses a state whose marker is not a Fleetcast state's or
+// is a newer version's.
+func checkMarker(path string, f, version []byte) error {
+	if !bytes.Equal(f, []byte(format)) {
+		return fmt.Errorf("state: %s: meta.format is %q, expected %q: not a Fleetcast state file", path, f, format)
+	}
+	v, err := strconv.Atoi(string(version))
+	if err != nil || v < 1 {
+		return fmt.Errorf("state: %s: meta.version is %q, expected a positive integer", path, version)
+	}
+	if v > Version {
+		return fmt.Errorf("state: %s: written by a newer Fleetcast (state version %d; this one reads up to %d)", path, v, Version)
+	}
+	return nil
+}
+
 // Path is the state file's path.
 func (s *Store) Path() string { return s.path }
 
 // Close flushes and closes the file.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return s.kv.close() }
 
 // deleteKeys deletes keys from a bucket, in one transaction.
 func (s *Store) deleteKeys(bucket []byte, keys ...string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.kv.update(func(tx kvTx) error {
 		for _, k := range keys {
 			if err := tx.Bucket(bucket).Delete([]byte(k)); err != nil {
 				return err
@@ -190,7 +199,7 @@ func (s *Store) deleteKeys(bucket []byte, keys ...string) error {
 // renamed would count none of its instances (they carry the old name) and
 // launch the whole fleet again. The error says how to go on.
 func (s *Store) ClaimFleet(name string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.kv.update(func(tx kvTx) error {
 		meta := tx.Bucket(bucketMeta)
 		switch got := meta.Get(keyFleet); {
 		case got == nil:

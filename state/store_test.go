@@ -245,7 +245,7 @@ func TestRefusesForeignAndDamagedFiles(t *testing.T) {
 		}, `meta.format is "something-else"`},
 		{"newer version", func(t *testing.T, path string) {
 			s := open(t, filepath.Dir(path))
-			s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyVersion, []byte("7")) })
+			s.kv.update(func(tx kvTx) error { return tx.Bucket(bucketMeta).Put(keyVersion, []byte("7")) })
 			s.Close()
 		}, "newer Fleetcast (state version 7"},
 	}
@@ -313,7 +313,7 @@ func TestDrainLog(t *testing.T) {
 func TestUndecodableRecordNamed(t *testing.T) {
 	s := open(t, t.TempDir())
 	defer s.Close()
-	s.db.Update(func(tx *bolt.Tx) error {
+	s.kv.update(func(tx kvTx) error {
 		return tx.Bucket(bucketDrains).Put([]byte("i-9"), sealed([]byte("i-9"), []byte(`{"node": 7}`)))
 	})
 	_, err := s.Drains()

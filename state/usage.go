@@ -8,8 +8,6 @@ import (
 	"math"
 	"slices"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 var (
@@ -138,7 +136,7 @@ func (s *Store) PutUsage(hours []UsageHour, jobs []UsageJob) error {
 	if err := checkUsage(hours, jobs); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.kv.update(func(tx kvTx) error {
 		hb, jb := tx.Bucket(bucketUsageHours), tx.Bucket(bucketUsageJobs)
 		for _, h := range hours {
 			if err := putJSON(hb, usageHourKey(h), h); err != nil {
@@ -166,7 +164,7 @@ func (s *Store) UsageHours(from, to time.Time) ([]UsageHour, error) {
 func (s *Store) UsageJobs(from, to time.Time) ([]UsageJob, error) {
 	var out []UsageJob
 	end := []byte(logKey(to))
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.kv.view(func(tx kvTx) error {
 		c := tx.Bucket(bucketUsageJobs).Cursor()
 		for k, v := c.Seek([]byte(logKey(from))); k != nil; k, v = c.Next() {
 			if !to.IsZero() && bytes.Compare(k, end) >= 0 {
@@ -188,7 +186,7 @@ func (s *Store) UsageJobs(from, to time.Time) ([]UsageJob, error) {
 func rangeOf[T any](s *Store, bucket []byte, from, to time.Time) ([]T, error) {
 	var out []T
 	end := []byte(logKey(to))
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.kv.view(func(tx kvTx) error {
 		c := tx.Bucket(bucket).Cursor()
 		for k, v := c.Seek([]byte(logKey(from))); k != nil; k, v = c.Next() {
 			if !to.IsZero() && bytes.Compare(k, end) >= 0 {
@@ -210,17 +208,14 @@ func rangeOf[T any](s *Store, bucket []byte, from, to time.Time) ([]T, error) {
 // records it deleted. A job record still running is kept.
 func (s *Store) PruneUsage(hoursBefore, jobsBefore time.Time) (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketUsageHours).Cursor()
-		end := []byte(logKey(hoursBefore))
-		for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0; k, _ = c.First() {
-			if err := c.Delete(); err != nil {
-				return fmt.Errorf("state: pruning usage hours: %w", err)
-			}
-			n++
+	err := s.kv.update(func(tx kvTx) error {
+		d, err := tx.Bucket(bucketUsageHours).DeleteBefore([]byte(logKey(hoursBefore)))
+		n += d
+		if err != nil {
+			return fmt.Errorf("state: pruning usage hours: %w", err)
 		}
 		jc := tx.Bucket(bucketUsageJobs).Cursor()
-		end = []byte(logKey(jobsBefore))
+		end := []byte(logKey(jobsBefore))
 		var dead [][]byte
 		for k, v := jc.First(); k != nil && bytes.Compare(k, end) < 0; k, v = jc.Next() {
 			j, err := s.decodeUsageJob(k, v)

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // FuzzUsageJob: any bytes read as a job record either are refused or
@@ -47,7 +45,7 @@ func TestUsageJobDamaged(t *testing.T) {
 	if err := s.PutUsage(nil, []UsageJob{j}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.db.Update(func(tx *bolt.Tx) error {
+	if err := s.kv.update(func(tx kvTx) error {
 		b := tx.Bucket(bucketUsageJobs)
 		k := []byte(usageJobKey(j))
 		v := append([]byte(nil), b.Get(k)...)

@@ -61,6 +61,7 @@ func commands() []command {
 		{"forecast", "forecast a demand series, or backtest the forecasting models on it", runForecast},
 		{"history", "import a demand series into the controller's history, so a new controller forecasts from its start", runHistory},
 		{"agent", "run the in-instance agent, or tell it about a job (register, checkpoint, done)", runAgent},
+		{"state", "export the controller's state to a file (a backup), or import one into a new state: between a state file and etcd", runState},
 		{"report", "who used what: cost, GPU-hours and queue times by team, tier, pool or job, from the running controller or its state", runReport},
 		{"simulate", "replay a workload trace through static, reactive, headroom, predictive and oracle fleets, or draw the cost-against-waiting frontier", runSimulate},
 		{"token", "list, issue or revoke node credentials on the running controller", runToken},

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fleetcast/autoscaler/daemon"
+	"github.com/fleetcast/autoscaler/election"
+	"github.com/fleetcast/autoscaler/internal/secretfile"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// stateTimeout bounds a state command's work with etcd.
+const stateTimeout = 2 * time.Minute
+
+// runState is `autoscaler state export|import`: a backup of the
+// controller's state, a restore, and the way between a state file and
+// etcd.
+func runState(e *env, args []string) int {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprintln(e.stderr, "state: want a command: export or import")
+		return exitUsage
+	}
+	switch args[0] {
+	case "export":
+		return runStateExport(e, args[1:])
+	case "import":
+		return runStateImport(e, args[1:])
+	}
+	fmt.Fprintf(e.stderr, "state: unknown command %q; want export or import\n", args[0])
+	return exitUsage
+}
+
+// runStateExport writes every record of the state the config names to a
+// file (mode 0600: it holds the hashes of the credentials and tokens), or
+// to standard output.
+func runStateExport(e *env, args []string) int {
+	fs := newFlagSet(e, "state export", "state export -config FILE [-out FILE] [-state-dir DIR]")
+	path := fs.String("config", "", "fleet config file (HCL): its controller.state_dir, or controller.ha for etcd")
+	out := fs.String("out", "-", "the export file to write (- for standard output)")
+	stateDir := fs.String("state-dir", "", "export the state file in this directory, whatever the config says")
+	log, code, ok := setup(e, fs, args)
+	if !ok {
+		return code
+	}
+	cfg, ok := loadConfig(e, log, *path)
+	if !ok {
+		return exitError
+	}
+	ctl := cfg.Controller
+	if *stateDir != "" {
+		ctl.StateDir, ctl.HA = *stateDir, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
+	store, closeStore, err := daemon.OpenState(ctx, ctl, nil)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "state export: %v%s\n", err, stopFirst(err))
+		return exitError
+	}
+	defer closeStore()
+	var buf bytes.Buffer
+	n, err := store.Export(&buf)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "state export:", err)
+		return exitError
+	}
+	if *out == "-" {
+		e.stdout.Write(buf.Bytes())
+		return exitOK
+	}
+	// Written as the secrets are (0600, synced, renamed into place): it
+	// holds the hashes of the credentials and tokens. Write ends it with
+	// the line break taken off here.
+	if err := secretfile.Write(*out, strings.TrimSuffix(buf.String(), "\n")); err != nil {
+		fmt.Fprintln(e.stderr, "state export:", err)
+		return exitError
+	}
+	fmt.Fprintf(e.stdout, "exported %d records from %s to %s (sha256 %x)\n", n, store.Path(), *out, sha256.Sum256(buf.Bytes()))
+	return exitOK
+}
+
+// runStateImport restores an export into a state that holds no records:
+// with no controller running on it.
+func runStateImport(e *env, args []string) int {
+	fs := newFlagSet(e, "state import", "state import -config FILE -in FILE [-state-dir DIR]")
+	path := fs.String("config", "", "fleet config file (HCL): its controller.state_dir, or controller.ha for etcd")
+	in := fs.String("in", "", "the export file to read")
+	stateDir := fs.String("state-dir", "", "import into the state file in this directory, whatever the config says")
+	log, code, ok := setup(e, fs, args)
+	if !ok {
+		return code
+	}
+	if *in == "" {
+		fmt.Fprintln(e.stderr, "state import: -in FILE is required")
+		return exitUsage
+	}
+	cfg, ok := loadConfig(e, log, *path)
+	if !ok {
+		return exitError
+	}
+	ctl := cfg.Controller
+	if *stateDir != "" {
+		ctl.StateDir, ctl.HA = *stateDir, nil
+	}
+	f, err := os.Open(*in)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "state import:", err)
+		return exitError
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+	defer cancel()
+	if ctl.HA != nil {
+		// A running replica would act on what the restore has not yet
+		// written.
+		c, err := election.Dial(*ctl.HA)
+		if err != nil {
+			fmt.Fprintln(e.stderr, "state import:", err)
+			return exitError
+		}
+		name, term, err := election.Leader(ctx, c, ctl.HAPrefix())
+		c.Close()
+		switch {
+		case err == nil:
+			fmt.Fprintf(e.stderr, "state import: %s leads the fleet (term %d): stop every replica first, import, and start them again\n", name, term)
+			return exitError
+		case !errors.Is(err, election.ErrNoLeader):
+			fmt.Fprintln(e.stderr, "state import:", err)
+			return exitError
+		}
+	}
+	store, closeStore, err := daemon.OpenState(ctx, ctl, nil)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "state import: %v%s\n", err, stopFirst(err))
+		return exitError
+	}
+	defer closeStore()
+	n, err := store.LoadExport(f, filepath.Clean(*in))
+	if err != nil {
+		fmt.Fprintln(e.stderr, "state import:", err)
+		return exitError
+	}
+	fmt.Fprintf(e.stdout, "imported %d records from %s into %s\n", n, *in, store.Path())
+	return exitOK
+}
+
+// stopFirst is what to do about a state file another process holds.
+func stopFirst(err error) string {
+	if errors.Is(err, state.ErrInUse) {
+		return ": stop the controller first (it holds its state file while it runs)"
+	}
+	return ""
+}

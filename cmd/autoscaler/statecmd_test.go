@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetcast/autoscaler/election"
+	"github.com/fleetcast/autoscaler/internal/etcdtest"
+)
+
+// haConfigIn writes the local example with an ha block on the etcd at
+// endpoint into dir.
+func haConfigIn(t *testing.T, dir, endpoint string) string {
+	t.Helper()
+	src, err := os.ReadFile(localConfigIn(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(string(src), `agent_timeout = "3m"`, `agent_timeout = "3m"
+  ha {
+    etcd      = ["`+endpoint+`"]
+    advertise = "http://127.0.0.1:8790"
+  }`, 1)
+	path := filepath.Join(dir, "ha.hcl")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestStateExportImport: a state file's history, exported, imports into
+// etcd and exports from there the same, byte for byte; a second import
+// over it is refused, as is an import while a replica leads; a damaged
+// file is refused with what is wrong.
+func TestStateExportImport(t *testing.T) {
+	dir := t.TempDir()
+	srv := etcdtest.Start(t)
+	conf := haConfigIn(t, dir, srv.Endpoints[0])
+	stateDir := filepath.Join(dir, "file-state")
+	series := filepath.Join(dir, "series.csv")
+	var csv strings.Builder
+	csv.WriteString("time,gpus\n")
+	now := time.Now().UTC().Truncate(time.Hour)
+	for h := 48; h > 0; h-- {
+		csv.WriteString(now.Add(-time.Duration(h)*time.Hour).Format(time.RFC3339) + ",16\n")
+	}
+	os.WriteFile(series, []byte(csv.String()), 0o600)
+	if code, _, errOut := cli("history", "import", "-config", localConfig, "-state-dir", stateDir, "-series", series); code != exitOK {
+		t.Fatalf("history import: %s", errOut)
+	}
+	backup := filepath.Join(dir, "backup")
+	code, out, errOut := cli("state", "export", "-config", conf, "-state-dir", stateDir, "-out", backup)
+	if code != exitOK || !strings.Contains(out, "exported ") || !strings.Contains(out, " to "+backup+" (sha256 ") {
+		t.Fatalf("export: exit %d, %q %q", code, out, errOut)
+	}
+	if fi, err := os.Stat(backup); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("backup: %v, %v; want mode 0600", fi, err)
+	}
+	code, out, errOut = cli("state", "import", "-config", conf, "-in", backup)
+	if code != exitOK || !strings.Contains(out, "into etcd:/fleetcast/default/state/") {
+		t.Fatalf("import into etcd: exit %d, %q %q", code, out, errOut)
+	}
+	_, fromEtcd, _ := cli("state", "export", "-config", conf)
+	original, _ := os.ReadFile(backup)
+	if !bytes.Equal([]byte(fromEtcd), original) {
+		t.Errorf("etcd's export differs from the file's:\n%s\n---\n%s", fromEtcd, original)
+	}
+	if code, _, errOut := cli("state", "import", "-config", conf, "-in", backup); code != exitError || !strings.Contains(errOut, "holds records already") {
+		t.Errorf("second import: exit %d, %q", code, errOut)
+	}
+	os.WriteFile(backup+".bad", bytes.Replace(original, []byte("fleet"), []byte("fleex"), 1), 0o600)
+	if code, _, errOut := cli("state", "import", "-config", conf, "-state-dir", filepath.Join(dir, "other"), "-in", backup+".bad"); code != exitError || !strings.Contains(errOut, "the file is damaged") {
+		t.Errorf("damaged import: exit %d, %q", code, errOut)
+	}
+
+	el, err := election.New(election.Config{Client: srv.Client(t), Prefix: "/fleetcast/default/", TTL: 2 * time.Second, Name: "http://c1:8790"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		el.Run(ctx, func(ctx context.Context, _ int64) error { <-ctx.Done(); return nil })
+	}()
+	defer func() { cancel(); <-done }()
+	for el.Leading() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, _, errOut := cli("state", "import", "-config", conf, "-in", backup); code != exitError || !strings.Contains(errOut, "http://c1:8790 leads the fleet") {
+		t.Errorf("import while a replica leads: exit %d, %q", code, errOut)
+	}
+}

@@ -1,0 +1,127 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fleetcast/autoscaler/election"
+	"github.com/fleetcast/autoscaler/loop"
+	"github.com/fleetcast/autoscaler/state"
+)
+
+// forwardedHeader marks a request a follower forwarded to the leader: one
+// that reaches a follower again (leadership moved on the way) is answered
+// 503, never forwarded twice.
+const forwardedHeader = "Fleetcast-Forwarded-By"
+
+// haMode is a replica of several (controller.ha): it campaigns on etcd;
+// while it leads, it builds the parts afresh from the shared state and
+// runs the cycles; while it follows, it forwards the API to the leader.
+type haMode struct {
+	d         *Daemon
+	client    *clientv3.Client
+	el        *election.Elector
+	prefix    string
+	advertise string
+	// leading are the parts while this replica leads; lastTerm is the
+	// term it led last.
+	leading  atomic.Pointer[parts]
+	lastTerm atomic.Int64
+}
+
+// openHA dials etcd and opens the state there, fenced by this replica's
+// elector.
+func (d *Daemon) openHA(ctx context.Context, live bool) error {
+	ha := d.ctl.HA
+	switch {
+	case !live:
+		return errors.New("controller.ha: the simulated cloud lives in one process's memory: run one replica on it (drop the ha block), or pools on a real cloud")
+	case d.o.RootToken == "":
+		return errors.New("controller.ha: the replicas must share the root API token: set FLEETCAST_API_TOKEN to the same secret on each")
+	}
+	client, err := election.Dial(*ha)
+	if err != nil {
+		return err
+	}
+	d.closers = append(d.closers, func() { client.Close() })
+	prefix := d.ctl.HAPrefix()
+	el, err := election.New(election.Config{Client: client, Prefix: prefix, TTL: ha.LeaseTTL, Name: ha.Advertise, Log: d.o.Log.Named("election")})
+	if err != nil {
+		return err
+	}
+	if d.store, err = state.OpenEtcd(ctx, state.EtcdOptions{Client: client, Prefix: prefix + "state/", Fence: el}); err != nil {
+		return err
+	}
+	d.ha = &haMode{d: d, client: client, el: el, prefix: prefix, advertise: ha.Advertise}
+	return nil
+}
+
+// run campaigns until ctx ends (or runFor has passed); each time this
+// replica is elected it builds the parts from the state (recovering the
+// journal as a restart does) and runs cycles until its lease is lost.
+func (h *haMode) run(ctx context.Context, runFor time.Duration, after func(now time.Time, r loop.CycleResult)) error {
+	if runFor > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, runFor)
+		defer cancel()
+	}
+	err := h.el.Run(ctx, func(lctx context.Context, term int64) error {
+		h.lastTerm.Store(term)
+		p, err := h.d.build(lctx, h.el.Leading)
+		if err != nil {
+			return fmt.Errorf("term %d: starting: %w", term, err)
+		}
+		h.leading.Store(p)
+		defer h.leading.Store(nil)
+		return h.d.cycles(lctx, p, 0, after, true)
+	})
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// serve answers the API: the leader's own handler while this replica
+// leads; otherwise /healthz here, and everything else forwarded to the
+// leader.
+func (h *haMode) serve(w http.ResponseWriter, r *http.Request) {
+	if p := h.leading.Load(); p != nil {
+		p.handler.ServeHTTP(w, r)
+		return
+	}
+	if r.URL.Path == "/healthz" {
+		// A follower is alive while it can campaign: its probes must not
+		// restart it for not leading.
+		fmt.Fprintf(w, "ok\nfollower: %s\n", h.advertise)
+		return
+	}
+	if by := r.Header.Get(forwardedHeader); by != "" {
+		http.Error(w, "not the leader either (forwarded by "+by+"): leadership is changing, retry", http.StatusServiceUnavailable)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	name, _, err := election.Leader(ctx, h.client, h.prefix)
+	cancel()
+	if err != nil || name == h.advertise {
+		// This replica, elected a moment ago, is still starting; or none
+		// leads yet.
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "no leader elected yet: retry", http.StatusServiceUnavailable)
+		return
+	}
+	to, err := url.Parse(name)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("the leader's address %q: %v", name, err), http.StatusBadGateway)
+		return
+	}
+	r.Header.Set(forwardedHeader, h.advertise)
+	httputil.NewSingleHostReverseProxy(to).ServeHTTP(w, r)
+}
