@@ -71,6 +71,21 @@ type Actuator struct {
 	// Term, if set, is the leader's term (a controller run highly
 	// available), carried in every idempotency key it makes.
 	Term func() int64
+	// Journaled, if set, is called with each intent once it is journaled,
+	// before the cloud is called: the fault hook of the end-to-end tests,
+	// which kill the process there.
+	Journaled func(state.Intent)
+}
+
+// journal writes an intent, then tells Journaled.
+func (a *Actuator) journal(in state.Intent) error {
+	if err := a.store.PutIntent(in); err != nil {
+		return err
+	}
+	if a.Journaled != nil {
+		a.Journaled(in)
+	}
+	return nil
 }
 
 // NewActuator makes an Actuator over the pools, each driven by
@@ -153,7 +168,7 @@ func (a *Actuator) LaunchNamed(ctx context.Context, poolName string, count int, 
 	}
 	in := state.Intent{Key: a.newKey(state.IntentLaunch, poolName), Kind: state.IntentLaunch, Pool: poolName,
 		Count: count, Target: g.Target + count, Names: strings.Join(names, ","), Created: a.now()}
-	if err := a.store.PutIntent(in); err != nil {
+	if err := a.journal(in); err != nil {
 		return fmt.Errorf("actuator: launch in pool %s not made: %w", poolName, err)
 	}
 	a.log.Info("launching", "pool", poolName, "count", count, "from", g.Target, "to", in.Target, "key", in.Key)
@@ -226,7 +241,7 @@ func (a *Actuator) Terminate(ctx context.Context, poolName, node string) error {
 	}
 	in := state.Intent{Key: a.newKey(state.IntentTerminate, poolName), Kind: state.IntentTerminate, Pool: poolName,
 		Node: node, Created: a.now()}
-	if err := a.store.PutIntent(in); err != nil {
+	if err := a.journal(in); err != nil {
 		return fmt.Errorf("actuator: termination of %s not made: %w", node, err)
 	}
 	a.log.Info("terminating", "pool", poolName, "node", node, "key", in.Key)
@@ -266,7 +281,7 @@ func (r Recovered) Err() error {
 // before the cloud is asked, and cleared once it has answered.
 func (a *Actuator) Reap(ctx context.Context, r providers.Reaper, fleetName string, o providers.Orphan) error {
 	in := state.Intent{Key: a.newKey(state.IntentReap, o.Pool), Kind: state.IntentReap, Pool: o.Pool, Node: o.ID, Created: a.now()}
-	if err := a.store.PutIntent(in); err != nil {
+	if err := a.journal(in); err != nil {
 		return fmt.Errorf("actuator: reaping %s not made: %w", o.ID, err)
 	}
 	a.log.Info("reaping an orphan", "pool", o.Pool, "node", o.ID, "fleet", fleetName, "key", in.Key)

@@ -89,6 +89,9 @@ type Options struct {
 	// Term, if set, is the leader's term, carried in every idempotency
 	// key (Actuator.Term).
 	Term func() int64
+	// Journaled, if set, is told of each intent journaled, before its
+	// call (Actuator.Journaled).
+	Journaled func(state.Intent)
 }
 
 // New makes Clouds over the pools and reads the journal's first
@@ -98,7 +101,7 @@ func New(o Options) (*Clouds, error) {
 	if err != nil {
 		return nil, err
 	}
-	act.Fleet, act.Rand, act.Term = o.Fleet, o.Rand, o.Term
+	act.Fleet, act.Rand, act.Term, act.Journaled = o.Fleet, o.Rand, o.Term, o.Journaled
 	c := &Clouds{act: act, journal: o.Journal, pools: o.Pools, fleet: o.Fleet, log: act.log, dryRun: o.DryRun, serial: o.Serial,
 		started: o.Now(), seen: map[string]seenGroup{}, firstSeen: map[string]time.Time{}, standIns: map[string]string{}}
 	seen, err := o.Journal.SeenNodes()

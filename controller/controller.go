@@ -149,6 +149,9 @@ type Options struct {
 	// Term, if set, is the leader's term, when the controller is one of
 	// several replicas: every idempotency key carries it.
 	Term func() int64
+	// Journaled, if set, is told of each intent journaled, before the
+	// cloud is called (the end-to-end tests' fault hook).
+	Journaled func(state.Intent)
 }
 
 // New makes a controller. Call Recover before the first Cycle.
@@ -169,7 +172,7 @@ func New(o Options) (*Controller, error) {
 		log = hclog.NewNullLogger()
 	}
 	act, err := actuator.New(actuator.Options{Journal: o.Store, Pools: o.Settings.Pools, Providers: o.Clouds,
-		Fleet: o.Controller.Fleet, Now: o.Now, Log: log, DryRun: o.DryRun, Term: o.Term})
+		Fleet: o.Controller.Fleet, Now: o.Now, Log: log, DryRun: o.DryRun, Term: o.Term, Journaled: o.Journaled})
 	if err != nil {
 		return nil, err
 	}

@@ -67,6 +67,11 @@ type Options struct {
 	// those the config opens: replicas in one test sharing one simulated
 	// cloud.
 	Clouds map[string]providers.Provider
+	// CrashAfterJournal, if set, ends the process at once, as if killed,
+	// as soon as an intent of this kind is journaled, before the cloud is
+	// called:
+	// the end-to-end tests' fault hook (FLEETCAST_CRASH_AFTER_JOURNAL).
+	CrashAfterJournal state.IntentKind
 }
 
 // Info is what a started daemon tells its operator.
@@ -309,7 +314,7 @@ func (d *Daemon) build(ctx context.Context, term func() int64) (*parts, error) {
 	}
 	p.c, err = controller.New(controller.Options{Settings: &set, Controller: ctl, Backfill: cfg.Demand.Backfill, Store: d.store,
 		Clouds: d.clouds, Agents: d.agents, Pending: d.pending, Demand: d.source, Slurm: p.slurm, Now: d.clock, Log: log, DryRun: d.o.DryRun,
-		Credentials: creds, Usage: cfg.Usage, Term: term})
+		Credentials: creds, Usage: cfg.Usage, Term: term, Journaled: d.crashHook()})
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +330,23 @@ func (d *Daemon) build(ctx context.Context, term func() int64) (*parts, error) {
 	}
 	p.handler = p.c.Handler(api)
 	return p, nil
+}
+
+// crashHook is the controller's Journaled hook: with CrashAfterJournal,
+// the process exits at once (status 137, as if killed: nothing deferred
+// runs, the lease is left to lapse) once such an intent is journaled. Not
+// a signal: a container's first process ignores its own SIGKILL.
+func (d *Daemon) crashHook() func(state.Intent) {
+	kind := d.o.CrashAfterJournal
+	if kind == "" {
+		return nil
+	}
+	return func(in state.Intent) {
+		if in.Kind == kind {
+			d.o.Log.Warn("killing the process after journaling, as FLEETCAST_CRASH_AFTER_JOURNAL asks", "intent", in.Key)
+			os.Exit(137)
+		}
+	}
 }
 
 // handler serves the API: a single replica's parts', or, with

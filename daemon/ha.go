@@ -81,6 +81,11 @@ func (h *haMode) run(ctx context.Context, runFor time.Duration, after func(now t
 		}
 		h.leading.Store(p)
 		defer h.leading.Store(nil)
+		// Follows the moment the term ends, while the cycle in progress
+		// winds down (its reads of etcd may wait out their timeout in a
+		// partition; its writes are refused already).
+		stop := context.AfterFunc(lctx, func() { h.leading.CompareAndSwap(p, nil) })
+		defer stop()
 		return h.d.cycles(lctx, p, 0, after, true)
 	})
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {

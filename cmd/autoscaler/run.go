@@ -14,6 +14,7 @@ import (
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/simfleet"
+	"github.com/fleetcast/autoscaler/state"
 )
 
 // defaultSimSpeed runs a simulated day in two minutes.
@@ -53,7 +54,8 @@ func runRun(e *env, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	d, err := daemon.Start(ctx, daemon.Options{Config: cfg, Log: log, DryRun: *dryRun, Speed: *speed, SimStart: start,
-		Listen: *listen, StateDir: *stateDir, LoopbackReads: *loopbackReads, RootToken: os.Getenv("FLEETCAST_API_TOKEN")})
+		Listen: *listen, StateDir: *stateDir, LoopbackReads: *loopbackReads, RootToken: os.Getenv("FLEETCAST_API_TOKEN"),
+		CrashAfterJournal: state.IntentKind(os.Getenv("FLEETCAST_CRASH_AFTER_JOURNAL"))})
 	if err != nil {
 		reportError(e, "run", cfg.Origin, err)
 		return exitError
