@@ -45,10 +45,11 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-## fuzz: the parsers' fuzzers (config, state snapshots, usage job records, traces, series, agent reports, spot notices, bootstrap requests, demand pushes, Prometheus range answers, imported histories, plugins' groups, the example plugin's listings, Slurm's JSON and hostlists), FUZZTIME each
+## fuzz: the parsers' fuzzers (config, state snapshots, state exports, usage job records, traces, series, agent reports, spot notices, bootstrap requests, demand pushes, Prometheus range answers, imported histories, plugins' groups, the example plugin's listings, Slurm's JSON and hostlists), FUZZTIME each
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./config
 	$(GO) test -run '^$$' -fuzz '^FuzzParseState$$' -fuzztime $(FUZZTIME) ./fleet
+	$(GO) test -run '^$$' -fuzz '^FuzzParseExport$$' -fuzztime $(FUZZTIME) ./state
 	$(GO) test -run '^$$' -fuzz '^FuzzUsageJob$$' -fuzztime $(FUZZTIME) ./state
 	$(GO) test -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME) ./trace
 	$(GO) test -run '^$$' -fuzz '^FuzzReadSeries$$' -fuzztime $(FUZZTIME) ./trace

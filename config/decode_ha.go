@@ -16,12 +16,14 @@ type haBody struct {
 	LeaseTTL  string     `hcl:"lease_ttl,optional"`
 	Prefix    string     `hcl:"prefix,optional"`
 	Advertise string     `hcl:"advertise"`
+	APICA     string     `hcl:"api_ca,optional"`
 	TLS       *haTLSBody `hcl:"tls,block"`
 
 	EtcdAt      hcl.Range `hcl:"etcd,attr_value_range"`
 	LeaseTTLAt  hcl.Range `hcl:"lease_ttl,attr_value_range"`
 	PrefixAt    hcl.Range `hcl:"prefix,attr_value_range"`
 	AdvertiseAt hcl.Range `hcl:"advertise,attr_value_range"`
+	APICAAt     hcl.Range `hcl:"api_ca,attr_value_range"`
 }
 
 // haTLSBody is the ha block's `tls { ... }`: how to reach etcd.
@@ -40,10 +42,10 @@ const maxLeaseTTL = 10 * time.Minute
 
 // Validate checks the ha block: etcd members' http(s) URLs, a lease of
 // whole seconds from 1s to 10m, a prefix that is an absolute key path
-// ending in "/", this replica's http(s) URL, and TLS files, the client's
-// certificate and key in a pair. Every error points at the value it
-// refuses.
-func (h *haBody) Validate(d *decoder) *fleet.HASettings {
+// ending in "/", this replica's URL (https where the API serves TLS,
+// http where it does not), and TLS files, the client's certificate and
+// key in a pair. Every error points at the value it refuses.
+func (h *haBody) Validate(d *decoder, apiTLS bool) *fleet.HASettings {
 	out := &fleet.HASettings{LeaseTTL: fleet.DefaultLeaseTTL}
 	if len(h.Etcd) == 0 {
 		d.invalid(h.EtcdAt, "etcd must list the etcd members' client URLs, such as [\"https://10.0.0.5:2379\"].")
@@ -65,7 +67,17 @@ func (h *haBody) Validate(d *decoder) *fleet.HASettings {
 		out.Prefix = h.Prefix
 	}
 	if d.check(h.AdvertiseAt, httpURL(h.Advertise), "advertise must be this replica's API URL as the other replicas reach it (https://HOST:PORT), got %q.", h.Advertise) == set {
-		out.Advertise = strings.TrimSuffix(h.Advertise, "/")
+		scheme := "http"
+		if apiTLS {
+			scheme = "https"
+		}
+		if d.check(h.AdvertiseAt, strings.HasPrefix(h.Advertise, scheme+"://"), "advertise must be an %s URL: the API serves %s here (tls_cert_file %s), got %q.",
+			scheme, strings.ToUpper(scheme), map[bool]string{true: "set", false: "not set"}[apiTLS], h.Advertise) == set {
+			out.Advertise = strings.TrimSuffix(h.Advertise, "/")
+		}
+	}
+	if d.nonEmpty("api_ca", h.APICA, h.APICAAt) == set {
+		out.APICAFile = h.APICA
 	}
 	if t := h.TLS; t != nil {
 		out.TLSCAFile, out.TLSCertFile, out.TLSKeyFile = t.CA, t.Cert, t.Key

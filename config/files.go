@@ -40,8 +40,8 @@ type InputFile struct {
 // InputFiles are the files the config names that `run` reads and does
 // not make itself, in the order of the config's fields: the API's TLS
 // certificate and key, the bootstrap secrets, the AWS identity
-// certificates, the Slurm cluster's slurm.conf, and the executable of
-// each plugin a pool names.
+// certificates, the ha block's CAs, certificate and key, the Slurm
+// cluster's slurm.conf, and the executable of each plugin a pool names.
 func (c *Config) InputFiles() []InputFile {
 	var out []InputFile
 	add := func(f InputFile, path ...string) {
@@ -59,6 +59,16 @@ func (c *Config) InputFiles() []InputFile {
 		Why: "the fleet's bootstrap secrets, read at each node's bootstrap (and refused unless only its owner may read it)"}, "controller", "bootstrap_token_file")
 	add(InputFile{Field: "controller.aws_identity_certificates", Path: ct.AWSIdentityCertificates,
 		Why: "the certificates that sign EC2 instance identity documents (the trust root of AWS nodes' bootstrap), read at start"}, "controller", "aws_identity_certificates")
+	if ha := ct.HA; ha != nil {
+		add(InputFile{Field: "controller.ha.api_ca", Path: ha.APICAFile,
+			Why: "the CA of the replicas' API certificates, with which a follower checks the leader's as it forwards, read at start"}, "controller", "ha", "api_ca")
+		add(InputFile{Field: "controller.ha.tls.ca", Path: ha.TLSCAFile,
+			Why: "the CA of the etcd members' certificates, read at start"}, "controller", "ha", "tls", "ca")
+		add(InputFile{Field: "controller.ha.tls.cert", Path: ha.TLSCertFile,
+			Why: "this replica's client certificate for etcd, read at start"}, "controller", "ha", "tls", "cert")
+		add(InputFile{Field: "controller.ha.tls.key", Path: ha.TLSKeyFile, Refused: 0o004,
+			Why: "the etcd client certificate's private key, read at start (and refused if everyone may read it)"}, "controller", "ha", "tls", "key")
+	}
 	if c.Slurm != nil {
 		add(InputFile{Field: "slurm.conf", Path: c.Slurm.Conf,
 			Why: "the Slurm cluster's slurm.conf, given to squeue and sinfo as SLURM_CONF at each read"}, "slurm", "conf")

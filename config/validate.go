@@ -254,7 +254,7 @@ func (c *controllerBody) Validate(d *decoder, out *fleet.ControllerSettings, age
 		}
 	}
 	if c.HA != nil {
-		out.HA = c.HA.Validate(d)
+		out.HA = c.HA.Validate(d, out.TLS())
 	}
 }
 

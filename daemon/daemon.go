@@ -238,7 +238,7 @@ func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 		log.Info("demand source", "prometheus", dm.PrometheusURL, "query", dm.PrometheusQuery)
 	}
 	if d.ha == nil {
-		if d.one, err = d.build(ctx, nil); err != nil {
+		if d.one, err = d.build(ctx, d.store, d.agents, d.pending, nil); err != nil {
 			return nil, err
 		}
 		d.backfill, d.filled = d.one.c.Backfilled()
@@ -282,25 +282,26 @@ func Start(ctx context.Context, o Options) (_ *Daemon, err error) {
 	return d, nil
 }
 
-// build makes the parts that read the state as they start, and recovers
-// the controller's journal; term, if set, is the leader's.
-func (d *Daemon) build(ctx context.Context, term func() int64) (*parts, error) {
+// build makes the parts that read the state as they start, over store,
+// the agents' reports and the pending demand, and recovers the
+// controller's journal; term, if set, is the leader's.
+func (d *Daemon) build(ctx context.Context, store *state.Store, agents *controller.Agents, pending *controller.Pending, term func() int64) (*parts, error) {
 	cfg, ctl, log := d.cfg, d.ctl, d.o.Log
-	tokens, err := apiauth.NewTokens(d.store, nil, log.Named("api-tokens"))
+	tokens, err := apiauth.NewTokens(store, nil, log.Named("api-tokens"))
 	if err != nil {
 		return nil, err
 	}
 	if err := tokens.SetRoot(d.root, d.rootSource); err != nil {
 		return nil, err
 	}
-	creds, err := nodeauth.NewRegistry(d.store, nil, log.Named("credentials"))
+	creds, err := nodeauth.NewRegistry(store, nil, log.Named("credentials"))
 	if err != nil {
 		return nil, err
 	}
 	p := &parts{}
 	set := cfg.Settings()
 	if cfg.Slurm != nil {
-		if p.slurm, err = controller.NewSlurmSource(controller.SlurmOptions{Settings: *cfg.Slurm, Pools: cfg.Pools, Pending: d.pending,
+		if p.slurm, err = controller.NewSlurmSource(controller.SlurmOptions{Settings: *cfg.Slurm, Pools: cfg.Pools, Pending: pending,
 			Now: d.clock, Log: log.Named("slurm"), Act: !d.o.DryRun}); err != nil {
 			return nil, err
 		}
@@ -312,8 +313,8 @@ func (d *Daemon) build(ctx context.Context, term func() int64) (*parts, error) {
 		cancel()
 		log.Info("demand source", "slurm", cmp.Or(cfg.Slurm.Conf, "the commands' default slurm.conf"), "read", err == nil)
 	}
-	p.c, err = controller.New(controller.Options{Settings: &set, Controller: ctl, Backfill: cfg.Demand.Backfill, Store: d.store,
-		Clouds: d.clouds, Agents: d.agents, Pending: d.pending, Demand: d.source, Slurm: p.slurm, Now: d.clock, Log: log, DryRun: d.o.DryRun,
+	p.c, err = controller.New(controller.Options{Settings: &set, Controller: ctl, Backfill: cfg.Demand.Backfill, Store: store,
+		Clouds: d.clouds, Agents: agents, Pending: pending, Demand: d.source, Slurm: p.slurm, Now: d.clock, Log: log, DryRun: d.o.DryRun,
 		Credentials: creds, Usage: cfg.Usage, Term: term, Journaled: d.crashHook()})
 	if err != nil {
 		return nil, err
@@ -324,7 +325,7 @@ func (d *Daemon) build(ctx context.Context, term func() int64) (*parts, error) {
 	api := controller.APIOptions{Credentials: creds, Tokens: tokens, OpenReads: d.o.LoopbackReads && fleet.Loopback(d.o.Listen),
 		Auth: &nodeauth.Server{Registry: creds, BootstrapFile: ctl.BootstrapTokenFile, AWSRoots: d.awsRoots, GCP: d.gcpIdentity,
 			Live: p.c.LivePool, Machine: p.c.MachineOf, Log: log.Named("credentials")},
-		Demand: &controller.DemandReceiver{Pools: cfg.Pools, Pending: d.pending, Now: d.clock, Log: log}}
+		Demand: &controller.DemandReceiver{Pools: cfg.Pools, Pending: pending, Now: d.clock, Log: log}}
 	if plugins := registry.Plugins(d.clouds); plugins != nil {
 		api.Plugins, api.Auth.Plugins = plugins, plugins
 	}

@@ -2,17 +2,23 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/election"
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/state"
 )
@@ -31,6 +37,11 @@ type haMode struct {
 	el        *election.Elector
 	prefix    string
 	advertise string
+	// forward carries requests to the leader (trusting ha.api_ca where
+	// set); proxies are the reverse proxies by leader address.
+	forward http.RoundTripper
+	mu      sync.Mutex
+	proxies map[string]*httputil.ReverseProxy
 	// leading are the parts while this replica leads; lastTerm is the
 	// term it led last.
 	leading  atomic.Pointer[parts]
@@ -60,8 +71,39 @@ func (d *Daemon) openHA(ctx context.Context, live bool) error {
 	if d.store, err = state.OpenEtcd(ctx, state.EtcdOptions{Client: client, Prefix: prefix + "state/", Fence: el}); err != nil {
 		return err
 	}
-	d.ha = &haMode{d: d, client: client, el: el, prefix: prefix, advertise: ha.Advertise}
+	forward := http.DefaultTransport.(*http.Transport).Clone()
+	if ha.APICAFile != "" {
+		pem, err := os.ReadFile(ha.APICAFile)
+		if err != nil {
+			return fmt.Errorf("controller.ha.api_ca: %w", err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("controller.ha.api_ca: %s holds no PEM certificate", ha.APICAFile)
+		}
+		forward.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	}
+	d.ha = &haMode{d: d, client: client, el: el, prefix: prefix, advertise: ha.Advertise, forward: forward, proxies: map[string]*httputil.ReverseProxy{}}
 	return nil
+}
+
+// proxy is the reverse proxy to the leader at to.
+func (h *haMode) proxy(to *url.URL) *httputil.ReverseProxy {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.proxies[to.String()]
+	if p == nil {
+		p = httputil.NewSingleHostReverseProxy(to)
+		p.Transport = h.forward
+		p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+			// The leader went, or is out of reach: leadership may be
+			// moving; the caller tries again.
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "forwarding to the leader "+to.String()+": "+err.Error(), http.StatusBadGateway)
+		}
+		h.proxies[to.String()] = p
+	}
+	return p
 }
 
 // run campaigns until ctx ends (or runFor has passed); each time this
@@ -75,7 +117,18 @@ func (h *haMode) run(ctx context.Context, runFor time.Duration, after func(now t
 	}
 	err := h.el.Run(ctx, func(lctx context.Context, term int64) error {
 		h.lastTerm.Store(term)
-		p, err := h.d.build(lctx, h.el.Leading)
+		// Everything of the term is the term's own: its writes are fenced
+		// by this term alone (not a later one this replica may win while
+		// a request of this one is still under way), and the agents'
+		// reports and pending demand start empty, rebuilt within an
+		// interval, never carried over from an earlier term.
+		store, err := state.OpenEtcd(lctx, state.EtcdOptions{Client: h.client, Prefix: h.prefix + "state/", Fence: h.el.Of(term)})
+		if err != nil {
+			return fmt.Errorf("term %d: opening the state: %w", term, err)
+		}
+		d := h.d
+		pending := &controller.Pending{Budgeted: fleet.BudgetedTeams(d.cfg.Teams)}
+		p, err := d.build(lctx, store, controller.NewAgents(d.clock), pending, func() int64 { return term })
 		if err != nil {
 			return fmt.Errorf("term %d: starting: %w", term, err)
 		}
@@ -128,5 +181,5 @@ func (h *haMode) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Header.Set(forwardedHeader, h.advertise)
-	httputil.NewSingleHostReverseProxy(to).ServeHTTP(w, r)
+	h.proxy(to).ServeHTTP(w, r)
 }

@@ -85,6 +85,24 @@ func (e *Elector) Term() (key string, rev int64, ok bool) {
 	return e.key, e.rev, true
 }
 
+// Of is a fence of one term: its Term holds while this replica leads that
+// term, never a later one it may win after (a request of the earlier term
+// still under way then writes nothing).
+func (e *Elector) Of(term int64) TermFence { return TermFence{e, term} }
+
+// TermFence is Elector.Of's fence.
+type TermFence struct {
+	e    *Elector
+	term int64
+}
+
+// Term returns the election key and the term while this replica leads
+// the fence's term.
+func (f TermFence) Term() (key string, rev int64, ok bool) {
+	key, rev, ok = f.e.Term()
+	return key, rev, ok && rev == f.term
+}
+
 // Leading is the term while this replica leads, and 0 while it does not.
 func (e *Elector) Leading() int64 {
 	_, rev, _ := e.Term()
@@ -167,13 +185,38 @@ func (e *Elector) once(ctx context.Context, lead func(ctx context.Context, term 
 // server's own expiry comes no sooner (it renewed after the request was
 // sent), so a leader cut off from etcd stops acting no later than etcd
 // lets another be elected. The session's end (the lease revoked or
-// expired as etcd says) ends it too.
+// expired as etcd says) ends it too. The renewals are sent by a goroutine
+// of their own, so that one waiting on etcd never delays the end.
 func (e *Elector) renew(live context.Context, cancel context.CancelFunc, id clientv3.LeaseID, granted time.Time, sessionDone <-chan struct{}) {
-	deadline := granted.Add(e.cfg.TTL)
 	every := e.cfg.TTL / 4
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	expire := time.NewTimer(time.Until(deadline))
+	renewed := make(chan time.Time, 1)
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-live.Done():
+				return
+			case <-tick.C:
+			}
+			sent := time.Now()
+			rctx, rcancel := context.WithTimeout(live, every)
+			_, err := e.cfg.Client.KeepAliveOnce(rctx, id)
+			rcancel()
+			switch {
+			case errors.Is(err, rpctypes.ErrLeaseNotFound):
+				cancel()
+				return
+			case err == nil:
+				select {
+				case <-renewed: // a later renewal replaces one not yet taken
+				default:
+				}
+				renewed <- sent
+			}
+		}
+	}()
+	expire := time.NewTimer(time.Until(granted.Add(e.cfg.TTL)))
 	defer expire.Stop()
 	for {
 		select {
@@ -186,22 +229,12 @@ func (e *Elector) renew(live context.Context, cancel context.CancelFunc, id clie
 			e.cfg.Log.Warn("election: lease not renewed within its TTL: stopping", "ttl", e.cfg.TTL)
 			cancel()
 			return
-		case <-tick.C:
-			sent := time.Now()
-			rctx, rcancel := context.WithTimeout(live, every)
-			_, err := e.cfg.Client.KeepAliveOnce(rctx, id)
-			rcancel()
-			switch {
-			case errors.Is(err, rpctypes.ErrLeaseNotFound):
-				cancel()
-				return
-			case err == nil:
-				deadline = sent.Add(e.cfg.TTL)
-				expire.Reset(time.Until(deadline))
-				e.mu.Lock()
-				e.until = deadline
-				e.mu.Unlock()
-			}
+		case sent := <-renewed:
+			deadline := sent.Add(e.cfg.TTL)
+			e.mu.Lock()
+			e.until = deadline
+			e.mu.Unlock()
+			expire.Reset(time.Until(deadline))
 		}
 	}
 }

@@ -201,9 +201,11 @@ func (c *cloud) call(key string) {
 // stalled between their journal's write and their call: every replica
 // leads by journaling an intent (its key carries the term) and then
 // calling the cloud. From etcd's own history (every revision of every
-// key, read after), no intent written under term T was accepted at a
-// revision after a later term T' began, and every call the cloud took was
-// journaled first.
+// key, read after), every intent etcd accepted was written while its
+// term led: none under term T once a later term T' began. The calls the
+// cloud took are those intents' (a stalled leader's call may come after
+// its term ended: the bounded case, which the next leader settles from
+// the journal).
 func TestFencedOverSchedules(t *testing.T) {
 	srv := etcdtest.Start(t)
 	refused := 0
@@ -379,5 +381,38 @@ func checkHistory(t *testing.T, c *clientv3.Client, prefix string, cl *cloud) {
 	}
 	if len(cl.calls) == 0 {
 		t.Error("no call reached the cloud")
+	}
+}
+
+// TestTermFenceHoldsOneTerm: a replica that loses its lease and wins again
+// leads a new term; the fence of its first term holds no more.
+func TestTermFenceHoldsOneTerm(t *testing.T) {
+	srv := etcdtest.Start(t)
+	r := newReplica(t, srv, "a:1")
+	r.start(idle)
+	defer r.stop()
+	leaderOf(t, 5*time.Second, r)
+	key, first, _ := r.el.Term()
+	fence := r.el.Of(first)
+	if _, rev, ok := fence.Term(); !ok || rev != first {
+		t.Fatalf("the term's fence: %d, %v; want %d", rev, ok, first)
+	}
+	resp, err := r.client.Get(context.Background(), key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatal(err)
+	}
+	if _, err := srv.Client(t).Revoke(context.Background(), clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); r.el.Leading() == 0 || r.el.Leading() == first; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not elected again")
+		}
+	}
+	if _, _, ok := fence.Term(); ok {
+		t.Errorf("term %d's fence holds while the replica leads term %d", first, r.el.Leading())
+	}
+	if _, rev, ok := r.el.Of(r.el.Leading()).Term(); !ok || rev == first {
+		t.Errorf("the new term's fence: %d, %v", rev, ok)
 	}
 }

@@ -201,6 +201,9 @@ type HASettings struct {
 	// roots when empty); TLSCertFile and TLSKeyFile are this replica's
 	// client certificate and key, both or neither.
 	TLSCAFile, TLSCertFile, TLSKeyFile string
+	// APICAFile verifies the leader's API certificate when a follower
+	// forwards to it (the system's roots when empty).
+	APICAFile string
 }
 
 // DefaultLeaseTTL is the leader's lease when ha.lease_ttl is not set.

@@ -50,11 +50,16 @@ type EtcdOptions struct {
 	Timeout time.Duration
 	// MaxTxnOps is the most operations one transaction may hold (etcd's
 	// --max-txn-ops, 128 when zero). A write of more records is committed
-	// in several transactions, in key order, each fenced: every such write
-	// (demand imports, usage flushes, prunes, lists of nodes) is redone
-	// whole by whoever leads next, so a part written is never a record
-	// half-changed.
+	// in several transactions, each fenced, ranges deleted first and then
+	// records in the order written: every write that large (demand
+	// imports, usage flushes, prunes, lists of nodes, a restore) is redone
+	// whole by whoever leads next, or marked until it is whole (a
+	// restore), so a part written is never a record half-changed.
 	MaxTxnOps int
+	// Existing opens a state that must be there already: nothing is
+	// written at open, and a prefix with no state is refused (`state
+	// export`).
+	Existing bool
 }
 
 // maxTxnBytes keeps one transaction well under etcd's request limit
@@ -81,26 +86,41 @@ func OpenEtcd(ctx context.Context, o EtcdOptions) (*Store, error) {
 	}
 	e := &etcdKV{o: o, ctx: ctx, page: etcdPage}
 	path := "etcd:" + o.Prefix
-	fk, vk := e.recordKey(bucketMeta, keyFormat), e.recordKey(bucketMeta, keyVersion)
+	fk := e.recordKey(bucketMeta, keyFormat)
+	meta := e.recordKey(bucketMeta, nil)
 	rctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
+	create := []clientv3.Op{clientv3.OpPut(fk, format), clientv3.OpPut(e.recordKey(bucketMeta, keyVersion), strconv.Itoa(Version))}
+	if o.Existing {
+		create = nil
+	}
 	resp, err := o.Client.Txn(rctx).
 		If(clientv3.Compare(clientv3.Version(fk), "=", 0)).
-		Then(clientv3.OpPut(fk, format), clientv3.OpPut(vk, strconv.Itoa(Version))).
-		Else(clientv3.OpGet(fk), clientv3.OpGet(vk)).
+		Then(create...).
+		Else(clientv3.OpGet(meta, clientv3.WithPrefix())).
 		Commit()
 	if err != nil {
 		return nil, fmt.Errorf("state: %s: reading the state's marker: %w", path, err)
 	}
+	if resp.Succeeded && o.Existing {
+		return nil, fmt.Errorf("state: %s: no state there (is controller.ha.prefix right?)", path)
+	}
 	if !resp.Succeeded {
-		var f, v []byte
-		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
-			f = kvs[0].Value
-		}
-		if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {
-			v = kvs[0].Value
+		var f, v, restoring []byte
+		for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
+			switch strings.TrimPrefix(string(kv.Key), meta) {
+			case string(keyFormat):
+				f = kv.Value
+			case string(keyVersion):
+				v = kv.Value
+			case string(keyRestoring):
+				restoring = kv.Value
+			}
 		}
 		if err := checkMarker(path, f, v); err != nil {
+			return nil, err
+		}
+		if err := checkRestored(path, restoring); err != nil {
 			return nil, err
 		}
 	}
@@ -147,6 +167,12 @@ func (e *etcdKV) view(fn func(tx kvTx) error) error {
 }
 
 func (e *etcdKV) update(fn func(tx kvTx) error) error {
+	// Refused at once while this replica does not lead, without waiting
+	// on etcd (which a deposed leader may not reach); checked again as
+	// the transaction commits.
+	if _, err := e.fence(); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	tx := &etcdTx{kv: e, writable: true, over: map[string]*[]byte{}}
@@ -156,6 +182,21 @@ func (e *etcdKV) update(fn func(tx kvTx) error) error {
 		return err
 	}
 	return tx.commit()
+}
+
+// fence is what a write is conditioned on: the leader's term, or nothing
+// without a Fence. It refuses with ErrNotLeader while this replica does
+// not lead.
+func (e *etcdKV) fence() ([]clientv3.Cmp, error) {
+	f := e.o.Fence
+	if f == nil {
+		return nil, nil
+	}
+	key, rev, ok := f.Term()
+	if !ok {
+		return nil, fmt.Errorf("state: etcd:%s: %w", e.o.Prefix, ErrNotLeader)
+	}
+	return []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", rev)}, nil
 }
 
 // request is a context for one request to etcd.
@@ -174,6 +215,10 @@ type etcdTx struct {
 	// keys is over's keys, sorted.
 	over map[string]*[]byte
 	keys []string
+	// order is over's keys in the order first written: the order they are
+	// committed in, so a write split over several transactions leaves
+	// what the method wrote first.
+	order []string
 	// cut are the key ranges [from, to) deleted whole.
 	cut [][2]string
 	err error
@@ -222,6 +267,7 @@ func (t *etcdTx) write(key string, v []byte) error {
 	if _, ok := t.over[key]; !ok {
 		i, _ := slices.BinarySearch(t.keys, key)
 		t.keys = slices.Insert(t.keys, i, key)
+		t.order = append(t.order, key)
 	}
 	if v == nil {
 		t.over[key] = nil
@@ -233,7 +279,7 @@ func (t *etcdTx) write(key string, v []byte) error {
 }
 
 // overAfter is this transaction's first written record at or after key
-// and before end; deleted is whether the transaction deleted it.
+// and before end; v is nil where the transaction deleted it.
 func (t *etcdTx) overAfter(key, end string) (k string, v *[]byte, found bool) {
 	i, _ := slices.BinarySearch(t.keys, key)
 	if i < len(t.keys) && t.keys[i] < end {
@@ -264,7 +310,7 @@ func (t *etcdTx) commit() error {
 			ops, sizes = append(ops, clientv3.OpDelete(from, clientv3.WithRange(r[1]))), append(sizes, len(from)+len(r[1]))
 		}
 	}
-	for _, k := range t.keys {
+	for _, k := range t.order {
 		switch v := t.over[k]; {
 		case v != nil:
 			ops, sizes = append(ops, clientv3.OpPut(k, string(*v))), append(sizes, len(k)+len(*v))
@@ -275,13 +321,9 @@ func (t *etcdTx) commit() error {
 	if len(ops) == 0 {
 		return nil
 	}
-	var cmps []clientv3.Cmp
-	if f := t.kv.o.Fence; f != nil {
-		key, rev, ok := f.Term()
-		if !ok {
-			return fmt.Errorf("state: etcd:%s: %w", t.kv.o.Prefix, ErrNotLeader)
-		}
-		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", rev))
+	cmps, err := t.kv.fence()
+	if err != nil {
+		return err
 	}
 	for len(ops) > 0 {
 		n, size := 0, 0

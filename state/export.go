@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // exportHeader begins an export file; the number is Version.
@@ -82,38 +84,14 @@ func (s *Store) LoadExport(r io.Reader, name string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("state: reading %s: %w", name, err)
 	}
-	body, sum, ok := cutLastLine(data)
-	if !ok || !strings.HasPrefix(sum, "sha256 ") {
-		return 0, fmt.Errorf("state: %s: no checksum line at its end: not a whole export (cut short?)", name)
+	records, n, err := parseExport(data, name)
+	if err != nil {
+		return 0, err
 	}
-	if got := sha256.Sum256(body); hex.EncodeToString(got[:]) != strings.TrimPrefix(sum, "sha256 ") {
-		return 0, fmt.Errorf("state: %s: checksum %x, the file says %s: the file is damaged", name, got, strings.TrimPrefix(sum, "sha256 "))
-	}
-	lines := bytes.Split(bytes.TrimSuffix(body, []byte("\n")), []byte("\n"))
-	head, version, _ := strings.Cut(string(lines[0]), " ")
-	v, err := strconv.Atoi(version)
-	switch {
-	case head != exportHeader || err != nil || v < 1:
-		return 0, fmt.Errorf("state: %s:1: %q, expected %q and a version: not a Fleetcast state export", name, lines[0], exportHeader+" 1")
-	case v > Version:
-		return 0, fmt.Errorf("state: %s:1: written by a newer Fleetcast (state version %d; this one reads up to %d)", name, v, Version)
-	}
-	var records []exported
-	for i, line := range lines[1:] {
-		var x exported
-		d := json.NewDecoder(bytes.NewReader(line))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&x); err != nil {
-			return 0, fmt.Errorf("state: %s:%d: %w", name, i+2, err)
-		}
-		if err := checkExported(x); err != nil {
-			return 0, fmt.Errorf("state: %s:%d: %s/%q: %w", name, i+2, strings.Join(x.Bucket, "/"), x.Key, err)
-		}
-		if isMarker([]byte(x.Bucket[0]), x.Key) {
-			continue // s has its own
-		}
-		records = append(records, x)
-	}
+	// Marked first, unmarked last: a restore cut short (the process
+	// killed, etcd lost) leaves a state that is refused at open, never
+	// one that looks whole.
+	at := []byte(time.Now().UTC().Format(time.RFC3339))
 	err = s.kv.update(func(tx kvTx) error {
 		for _, name := range buckets {
 			empty := true
@@ -127,30 +105,82 @@ func (s *Store) LoadExport(r io.Reader, name string) (int, error) {
 				return fmt.Errorf("it holds records already (bucket %s): import into a new state, never over one", name)
 			}
 		}
-		for _, x := range records {
-			b := tx.Bucket([]byte(x.Bucket[0]))
-			for _, nested := range x.Bucket[1:] {
-				var err error
-				if b, err = b.CreateBucketIfNotExists([]byte(nested)); err != nil {
+		return tx.Bucket(bucketMeta).Put(keyRestoring, at)
+	})
+	if err == nil {
+		err = s.kv.update(func(tx kvTx) error {
+			for _, x := range records {
+				b := tx.Bucket([]byte(x.Bucket[0]))
+				for _, nested := range x.Bucket[1:] {
+					var err error
+					if b, err = b.CreateBucketIfNotExists([]byte(nested)); err != nil {
+						return err
+					}
+				}
+				if x.Key == nil {
+					continue
+				}
+				if x.Value == nil {
+					x.Value = []byte{}
+				}
+				if err := b.Put(x.Key, x.Value); err != nil {
 					return err
 				}
 			}
-			if x.Key == nil {
-				continue
-			}
-			if x.Value == nil {
-				x.Value = []byte{}
-			}
-			if err := b.Put(x.Key, x.Value); err != nil {
-				return err
-			}
+			return nil
+		})
+		if err == nil {
+			err = s.kv.update(func(tx kvTx) error { return tx.Bucket(bucketMeta).Delete(keyRestoring) })
 		}
-		return nil
-	})
+	}
 	if err != nil {
 		return 0, fmt.Errorf("state: importing %s into %s: %w", name, s.path, err)
 	}
-	return len(records), nil
+	return n, nil
+}
+
+// parseExport reads an export file's records (the marker records, which
+// every state has its own of, left out), checking the file's checksum,
+// its version and each record; n counts the file's records.
+func parseExport(data []byte, name string) (records []exported, n int, err error) {
+	body, sum, ok := cutLastLine(data)
+	if !ok || !strings.HasPrefix(sum, "sha256 ") {
+		return nil, 0, fmt.Errorf("state: %s: no checksum line at its end: not a whole export (cut short?)", name)
+	}
+	if got := sha256.Sum256(body); hex.EncodeToString(got[:]) != strings.TrimPrefix(sum, "sha256 ") {
+		return nil, 0, fmt.Errorf("state: %s: checksum %x, the file says %s: the file is damaged", name, got, strings.TrimPrefix(sum, "sha256 "))
+	}
+	lines := bytes.Split(bytes.TrimSuffix(body, []byte("\n")), []byte("\n"))
+	head, version, _ := strings.Cut(string(lines[0]), " ")
+	v, err := strconv.Atoi(version)
+	switch {
+	case head != exportHeader || err != nil || v < 1:
+		return nil, 0, fmt.Errorf("state: %s:1: %q, expected %q and a version: not a Fleetcast state export", name, lines[0], exportHeader+" 1")
+	case v > Version:
+		return nil, 0, fmt.Errorf("state: %s:1: written by a newer Fleetcast (state version %d; this one reads up to %d)", name, v, Version)
+	}
+	for i, line := range lines[1:] {
+		var x exported
+		d := json.NewDecoder(bytes.NewReader(line))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&x); err != nil {
+			return nil, 0, fmt.Errorf("state: %s:%d: %w", name, i+2, err)
+		}
+		if _, err := d.Token(); err != io.EOF {
+			return nil, 0, fmt.Errorf("state: %s:%d: more after the record", name, i+2)
+		}
+		if err := checkExported(x); err != nil {
+			return nil, 0, fmt.Errorf("state: %s:%d: %s/%q: %w", name, i+2, strings.Join(x.Bucket, "/"), x.Key, err)
+		}
+		if x.Key != nil {
+			n++
+		}
+		if isMarker([]byte(x.Bucket[0]), x.Key) {
+			continue // s has its own
+		}
+		records = append(records, x)
+	}
+	return records, n, nil
 }
 
 // isMarker reports whether k is one of the meta bucket's marker records,
@@ -164,11 +194,15 @@ func isMarker(bucket, k []byte) bool {
 func checkExported(x exported) error {
 	known := false
 	for _, b := range buckets {
-		known = known || x.Bucket != nil && x.Bucket[0] == string(b)
+		known = known || len(x.Bucket) > 0 && x.Bucket[0] == string(b)
 	}
 	switch {
+	case len(x.Bucket) == 0:
+		return errors.New("no bucket")
 	case !known:
 		return errors.New("no such bucket")
+	case slices.Contains(x.Bucket[1:], ""):
+		return errors.New("a nested bucket with no name")
 	case x.Key == nil && len(x.Bucket) > 1 && x.Value == nil:
 		return nil // a nested bucket
 	case len(x.Key) == 0:

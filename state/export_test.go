@@ -2,17 +2,20 @@ package state
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fleetcast/autoscaler/internal/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // fill writes one of every record into r.
-func fill(t *testing.T, r Records) {
+func fill(t testing.TB, r Records) {
 	t.Helper()
 	for _, err := range []error{
 		r.ClaimFleet(""),
@@ -49,8 +52,8 @@ func TestExportImport(t *testing.T) {
 		t.Fatalf("export: %d records, %v", n, err)
 	}
 	e := openEtcd(t, etcd, "/imported/", nil)
-	if _, err := e.LoadExport(bytes.NewReader(first.Bytes()), "backup"); err != nil {
-		t.Fatal(err)
+	if m, err := e.LoadExport(bytes.NewReader(first.Bytes()), "backup"); err != nil || m != n {
+		t.Fatalf("import: %d records, %v; exported %d", m, err, n)
 	}
 	var second bytes.Buffer
 	if _, err := e.Export(&second); err != nil {
@@ -109,6 +112,7 @@ func TestImportRefuses(t *testing.T) {
 		{"a record damaged", resum(body + `{"b":["intents"],"k":"YQ==","v":"YWJjZGVm"}` + "\n"),
 			fmt.Sprintf("backup:%d: intents/\"a\": checksum", strings.Count(body, "\n")+1)},
 		{"an unknown bucket", resum(body + `{"b":["nope"],"k":"YQ==","v":"YQ=="}` + "\n"), "no such bucket"},
+		{"no bucket", resum(body + `{"b":[]}` + "\n"), "no bucket"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dst := open(t, t.TempDir())
@@ -125,4 +129,66 @@ func TestImportRefuses(t *testing.T) {
 	if _, err := src.LoadExport(strings.NewReader(good), "backup"); err == nil || !strings.Contains(err.Error(), "holds records already") {
 		t.Errorf("import over records: %v", err)
 	}
+}
+
+// TestRestoreCutShort: a state a restore was cut short in (its marker
+// left) is refused at open, as a bbolt file and on etcd; and a state that
+// must exist is not made where there is none.
+func TestRestoreCutShort(t *testing.T) {
+	etcd := etcdtest.Start(t).Client(t)
+	dir := t.TempDir()
+	b := open(t, dir)
+	e := openEtcd(t, etcd, "/cut-short/", nil)
+	for _, s := range []*Store{b, e} {
+		if err := s.kv.update(func(tx kvTx) error { return tx.Bucket(bucketMeta).Put(keyRestoring, []byte("2026-12-07T10:00:00Z")) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "was cut short at 2026-12-07T10:00:00Z") {
+		t.Errorf("bbolt: %v", err)
+	}
+	if _, err := OpenEtcd(context.Background(), EtcdOptions{Client: etcd, Prefix: "/cut-short/"}); err == nil || !strings.Contains(err.Error(), "was cut short") {
+		t.Errorf("etcd: %v", err)
+	}
+	if _, err := OpenEtcd(context.Background(), EtcdOptions{Client: etcd, Prefix: "/nothing/", Existing: true}); err == nil || !strings.Contains(err.Error(), "no state there") {
+		t.Errorf("an existing state where there is none: %v", err)
+	}
+	if resp, _ := etcd.Get(context.Background(), "/nothing/", clientv3.WithPrefix(), clientv3.WithCountOnly()); resp.Count != 0 {
+		t.Errorf("%d keys written opening a state that must exist", resp.Count)
+	}
+}
+
+// FuzzParseExport: whatever an export file holds, reading it never
+// panics, and what it accepts names known buckets and carries each
+// record's own checksum.
+func FuzzParseExport(f *testing.F) {
+	dir, err := os.MkdirTemp("", "fleetcast-fuzz-")
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	s, err := Open(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	fill(f, s)
+	var buf bytes.Buffer
+	s.Export(&buf)
+	s.Close()
+	f.Add(buf.Bytes())
+	f.Add([]byte("fleetcast-state-export 1\nsha256 x\n"))
+	body := "fleetcast-state-export 1\n{\"b\":[]}\n"
+	f.Add([]byte(body + fmt.Sprintf("sha256 %x\n", sha256.Sum256([]byte(body)))))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		records, _, err := parseExport(data, "fuzz")
+		if err != nil {
+			return
+		}
+		for _, x := range records {
+			if err := checkExported(x); err != nil {
+				t.Errorf("accepted %+v: %v", x, err)
+			}
+		}
+	})
 }

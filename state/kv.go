@@ -28,8 +28,10 @@ type kvTx interface {
 }
 
 // kvBucket is a bucket within a transaction: records by key, in key
-// order, and buckets nested in it. Keys are never empty. A value read is
-// valid until the transaction ends.
+// order, or buckets nested in it, never both (bbolt refuses a record and
+// a nested bucket of one name; etcd would keep both, so the Store never
+// makes either). Keys are never empty. A value read is valid until the
+// transaction ends.
 type kvBucket interface {
 	Get(k []byte) []byte
 	Put(k, v []byte) error

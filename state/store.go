@@ -57,6 +57,8 @@ var (
 	keyFormat  = []byte("format")
 	keyVersion = []byte("version")
 	keyFleet   = []byte("fleet")
+	// keyRestoring marks a state a restore is being written into.
+	keyRestoring = []byte("restoring")
 )
 
 // ErrInUse is returned by Open when another process holds the state file:
@@ -149,6 +151,8 @@ func initBolt(db *bolt.DB, path string) (err error) {
 			}
 		} else if err := checkMarker(path, meta.Get(keyFormat), meta.Get(keyVersion)); err != nil {
 			return err
+		} else if err := checkRestored(path, meta.Get(keyRestoring)); err != nil {
+			return err
 		}
 		for _, b := range buckets[1:] {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -173,6 +177,15 @@ func checkMarker(path string, f, version []byte) error {
 		return fmt.Errorf("state: %s: written by a newer Fleetcast (state version %d; this one reads up to %d)", path, v, Version)
 	}
 	return nil
+}
+
+// checkRestored refuses a state a restore into was cut short (restoring
+// is its marker, nil for none).
+func checkRestored(path string, restoring []byte) error {
+	if restoring == nil {
+		return nil
+	}
+	return fmt.Errorf("state: %s: a restore into it (autoscaler state import) was cut short at %s: it holds part of the records; empty it (a new state directory, or delete the etcd prefix) and import again", path, restoring)
 }
 
 // Path is the state file's path.

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/daemon"
 	"github.com/fleetcast/autoscaler/election"
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/secretfile"
 	"github.com/fleetcast/autoscaler/state"
 )
@@ -60,7 +62,7 @@ func runStateExport(e *env, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 	defer cancel()
-	store, closeStore, err := daemon.OpenState(ctx, ctl, nil)
+	store, closeStore, err := daemon.OpenState(ctx, ctl, nil, true)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "state export: %v%s\n", err, stopFirst(err))
 		return exitError
@@ -119,25 +121,9 @@ func runStateImport(e *env, args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 	defer cancel()
 	if ctl.HA != nil {
-		// A running replica would act on what the restore has not yet
-		// written.
-		c, err := election.Dial(*ctl.HA)
-		if err != nil {
-			fmt.Fprintln(e.stderr, "state import:", err)
-			return exitError
-		}
-		name, term, err := election.Leader(ctx, c, ctl.HAPrefix())
-		c.Close()
-		switch {
-		case err == nil:
-			fmt.Fprintf(e.stderr, "state import: %s leads the fleet (term %d): stop every replica first, import, and start them again\n", name, term)
-			return exitError
-		case !errors.Is(err, election.ErrNoLeader):
-			fmt.Fprintln(e.stderr, "state import:", err)
-			return exitError
-		}
+		return importLeading(ctx, e, ctl, f, *in)
 	}
-	store, closeStore, err := daemon.OpenState(ctx, ctl, nil)
+	store, closeStore, err := daemon.OpenState(ctx, ctl, nil, false)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "state import: %v%s\n", err, stopFirst(err))
 		return exitError
@@ -149,6 +135,62 @@ func runStateImport(e *env, args []string) int {
 		return exitError
 	}
 	fmt.Fprintf(e.stdout, "imported %d records from %s into %s\n", n, *in, store.Path())
+	return exitOK
+}
+
+// importLeading restores into etcd as the fleet's leader: it campaigns
+// as a replica would, and writes under its term, so that no replica
+// started meanwhile leads (and acts on a state half restored) until it is
+// done. A replica that leads already is named, and nothing is written.
+func importLeading(ctx context.Context, e *env, ctl fleet.ControllerSettings, r io.Reader, in string) int {
+	c, err := election.Dial(*ctl.HA)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "state import:", err)
+		return exitError
+	}
+	defer c.Close()
+	leader := func() int {
+		if name, term, err := election.Leader(ctx, c, ctl.HAPrefix()); err == nil {
+			fmt.Fprintf(e.stderr, "state import: %s leads the fleet (term %d): stop every replica first, import, and start them again\n", name, term)
+		} else {
+			fmt.Fprintln(e.stderr, "state import:", err)
+		}
+		return exitError
+	}
+	if _, _, err := election.Leader(ctx, c, ctl.HAPrefix()); !errors.Is(err, election.ErrNoLeader) {
+		return leader()
+	}
+	el, err := election.New(election.Config{Client: c, Prefix: ctl.HAPrefix(), TTL: ctl.HA.LeaseTTL, Name: "autoscaler state import"})
+	if err != nil {
+		fmt.Fprintln(e.stderr, "state import:", err)
+		return exitError
+	}
+	// Elected at once where none leads; a replica that won meanwhile
+	// holds it, and the campaign is given up.
+	cctx, cancel := context.WithTimeout(ctx, ctl.HA.LeaseTTL+5*time.Second)
+	defer cancel()
+	var n int
+	var path string
+	ran, ierr := false, error(nil)
+	el.Run(cctx, func(lctx context.Context, _ int64) error {
+		defer cancel()
+		ran = true
+		store, err := state.OpenEtcd(lctx, state.EtcdOptions{Client: c, Prefix: ctl.HAPrefix() + "state/", Fence: el})
+		if err == nil {
+			path = store.Path()
+			n, err = store.LoadExport(r, filepath.Clean(in))
+		}
+		ierr = err
+		return err
+	})
+	switch {
+	case !ran:
+		return leader()
+	case ierr != nil:
+		fmt.Fprintln(e.stderr, "state import:", ierr)
+		return exitError
+	}
+	fmt.Fprintf(e.stdout, "imported %d records from %s into %s\n", n, in, path)
 	return exitOK
 }
 
