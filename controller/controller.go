@@ -29,7 +29,9 @@ type Controller struct {
 	ctl            fleet.ControllerSettings
 	demandBackfill bool
 	store          state.Records
-	clouds         map[string]providers.Provider
+	// shareViews writes the reads' answers after each cycle (putViews).
+	shareViews bool
+	clouds     map[string]providers.Provider
 	// act is the clouds as this controller reads and changes them: which
 	// instances are its own, and every change journaled.
 	act     *actuator.Clouds
@@ -152,6 +154,9 @@ type Options struct {
 	// Journaled, if set, is told of each intent journaled, before the
 	// cloud is called (the end-to-end tests' fault hook).
 	Journaled func(state.Intent)
+	// ShareViews writes the plan, fleet and forecast reads' answers to
+	// the store after each cycle, for the other replicas to serve.
+	ShareViews bool
 }
 
 // New makes a controller. Call Recover before the first Cycle.
@@ -177,7 +182,7 @@ func New(o Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{set: o.Settings, ctl: o.Controller, demandBackfill: o.Backfill, store: o.Store, clouds: o.Clouds, act: act, agents: o.Agents, pending: o.Pending, source: o.Demand, slurm: o.Slurm, creds: o.Credentials,
-		now: o.Now, log: log, dryRun: o.DryRun, cancelled: map[string]time.Time{}, ready: map[string]time.Time{},
+		now: o.Now, log: log, dryRun: o.DryRun, shareViews: o.ShareViews, cancelled: map[string]time.Time{}, ready: map[string]time.Time{},
 		reused: map[string]bool{}, orphanLists: map[providers.Reaper][]providers.Orphan{}, metrics: newMetrics(),
 		missing: map[string]time.Time{}, going: map[string]time.Time{}, terminated: map[string]time.Time{}}
 	c.started = act.Started()

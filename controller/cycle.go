@@ -76,6 +76,9 @@ func (c *Controller) RunCycle(ctx context.Context) (loop.CycleResult, error) {
 	}
 	c.countActions(plan, r.Outcomes)
 	c.keepUsage(now, &r)
+	if c.shareViews {
+		c.putViews()
+	}
 	return r, err
 }
 

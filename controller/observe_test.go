@@ -163,6 +163,11 @@ func (w guardedStore) DeleteAPIToken(name string) error {
 	return w.s.DeleteAPIToken(name)
 }
 func (w guardedStore) APITokens() ([]state.APIToken, error) { return w.s.APITokens() }
+func (w guardedStore) PutViews(views ...state.View) error {
+	w.g.write("PutViews")
+	return w.s.PutViews(views...)
+}
+func (w guardedStore) Views() ([]state.View, error) { return w.s.Views() }
 
 // guardedCloud is a provider (and protector, and reaper of orphans) with
 // every change reported to its guard.

@@ -315,7 +315,7 @@ func (d *Daemon) build(ctx context.Context, store *state.Store, agents *controll
 	}
 	p.c, err = controller.New(controller.Options{Settings: &set, Controller: ctl, Backfill: cfg.Demand.Backfill, Store: store,
 		Clouds: d.clouds, Agents: agents, Pending: pending, Demand: d.source, Slurm: p.slurm, Now: d.clock, Log: log, DryRun: d.o.DryRun,
-		Credentials: creds, Usage: cfg.Usage, Term: term, Journaled: d.crashHook()})
+		Credentials: creds, Usage: cfg.Usage, Term: term, Journaled: d.crashHook(), ShareViews: d.ha != nil})
 	if err != nil {
 		return nil, err
 	}

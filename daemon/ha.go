@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/election"
 	"github.com/fleetcast/autoscaler/fleet"
@@ -85,6 +88,50 @@ func (d *Daemon) openHA(ctx context.Context, live bool) error {
 	}
 	d.ha = &haMode{d: d, client: client, el: el, prefix: prefix, advertise: ha.Advertise, forward: forward, proxies: map[string]*httputil.ReverseProxy{}}
 	return nil
+}
+
+// reads serves the reads the leader shares (controller.SharedViews) from
+// the store, to callers the store's tokens let read: the tokens are read
+// afresh for each request, so one created or revoked on the leader counts
+// here at once.
+func (h *haMode) reads() http.Handler {
+	d := h.d
+	rt := &apiauth.Router{OpenReads: d.o.LoopbackReads && fleet.Loopback(d.o.Listen), Log: d.o.Log.Named("api")}
+	tokens, err := apiauth.NewTokens(d.store, nil, d.o.Log.Named("api-tokens"))
+	if err == nil {
+		err = tokens.SetRoot(d.root, d.rootSource)
+	}
+	if err != nil {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "reading the API tokens: "+err.Error(), http.StatusServiceUnavailable)
+		})
+	}
+	rt.Tokens = tokens
+	for path, name := range controller.SharedViews {
+		rt.HandleFunc("GET "+path, apiauth.NeedRead, func(w http.ResponseWriter, r *http.Request) {
+			views, err := d.store.Views()
+			if err != nil {
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "reading the leader's views: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			for _, v := range views {
+				if v.Name == name {
+					var out bytes.Buffer
+					json.Indent(&out, v.JSON, "", "  ")
+					out.WriteByte('\n')
+					w.Header().Set("Content-Type", "application/json")
+					w.Header().Set("Fleetcast-Served-By", "follower "+h.advertise)
+					w.Header().Set("Fleetcast-View-Of", v.At.UTC().Format(time.RFC3339Nano))
+					w.Write(out.Bytes())
+					return
+				}
+			}
+			http.Error(w, "no control cycle has shared its "+name+" yet", http.StatusServiceUnavailable)
+		})
+	}
+	return rt
 }
 
 // proxy is the reverse proxy to the leader at to.
@@ -159,6 +206,10 @@ func (h *haMode) serve(w http.ResponseWriter, r *http.Request) {
 		// A follower is alive while it can campaign: its probes must not
 		// restart it for not leading.
 		fmt.Fprintf(w, "ok\nfollower: %s\n", h.advertise)
+		return
+	}
+	if _, shared := controller.SharedViews[r.URL.Path]; shared && r.Method == http.MethodGet {
+		h.reads().ServeHTTP(w, r)
 		return
 	}
 	if by := r.Header.Get(forwardedHeader); by != "" {

@@ -3,8 +3,10 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -332,3 +334,66 @@ type oldTerm struct {
 }
 
 func (f oldTerm) Term() (string, int64, bool) { return f.key, f.rev, true }
+
+// TestHAFollowerReads: a follower serves the plan, the fleet and the
+// forecast as the leader last wrote them, to the callers the shared
+// tokens let read, a token created through it (on the leader) at once;
+// and refuses an unknown token.
+func TestHAFollowerReads(t *testing.T) {
+	srv := etcdtest.Start(t)
+	g := newHARig(t, 2, func(int) []string { return srv.Endpoints })
+	follower := g.rs[1]
+	g.leader(t, nil)
+	do := func(method, path, token, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+follower.d.Info().Addr+path, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	var plan struct {
+		At time.Time `json:"at"`
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, body := do("GET", "/v1/plan", root, "")
+		if resp.StatusCode == http.StatusOK {
+			if by := resp.Header.Get("Fleetcast-Served-By"); by != "follower "+follower.d.Info().Replica {
+				t.Errorf("served by %q", by)
+			}
+			if err := json.Unmarshal([]byte(body), &plan); err != nil || plan.At.IsZero() {
+				t.Fatalf("plan %s: %v", body, err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /v1/plan from a follower: %d %s", resp.StatusCode, body)
+		}
+	}
+	if resp, body := do("GET", "/v1/fleet", root, ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"pools"`) {
+		t.Errorf("GET /v1/fleet from a follower: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := do("GET", "/v1/plan", "fct_nothing", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /v1/plan with an unknown token: %d", resp.StatusCode)
+	}
+	resp, body := do("POST", "/v1/api-tokens", root, `{"name": "grafana", "scope": "read"}`)
+	var created struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal([]byte(body), &created); resp.StatusCode != http.StatusOK || err != nil || created.Token == "" {
+		t.Fatalf("creating a read token through the follower: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do("GET", "/v1/plan", created.Token, ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /v1/plan with the new read token: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := do("POST", "/v1/demand", created.Token, `{"source": "x", "pending": []}`); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a read token's push, forwarded: %d, want 403", resp.StatusCode)
+	}
+}

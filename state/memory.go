@@ -24,7 +24,8 @@ import (
 // survives the process. Its methods are safe for concurrent use. The zero
 // value is empty and ready to use.
 type Memory struct {
-	mu sync.Mutex
+	mu    sync.Mutex
+	views map[string]View
 	// demand is each series' samples, by time, with their times as the
 	// Store reads them back (sampleTime); a series pruned empty stays
 	// named, as the Store's bucket does.

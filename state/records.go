@@ -93,6 +93,11 @@ type Records interface {
 	UsageJobs(from, to time.Time) ([]UsageJob, error)
 	PruneUsage(hoursBefore, jobsBefore time.Time) (int, error)
 
+	// What the leader last showed of its reads, for the other replicas
+	// to serve: owned by package controller.
+	PutViews(views ...View) error
+	Views() ([]View, error)
+
 	// The API tokens: owned by package apiauth.
 	PutAPIToken(t APIToken) error
 	DeleteAPIToken(name string) error

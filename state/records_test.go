@@ -459,6 +459,24 @@ func TestRecordsConform(t *testing.T) {
 				return ids, err
 			}),
 		}},
+		{"views", []step{
+			ok("plan and fleet", func(r Records) error {
+				return r.PutViews(View{Name: "plan", At: minute(1), JSON: []byte(`{"at":"x"}`)}, View{Name: "fleet", At: minute(1).In(east), JSON: []byte(`[]`)})
+			}),
+			ok("plan again", func(r Records) error {
+				return r.PutViews(View{Name: "plan", At: minute(2), JSON: []byte(`{"at":"y"}`)})
+			}),
+			fails("not JSON", "want a name, a time and JSON", func(r Records) error { return r.PutViews(View{Name: "plan", At: minute(3), JSON: []byte(`{`)}) }),
+			fails("no time", "want a name, a time and JSON", func(r Records) error { return r.PutViews(View{Name: "plan", JSON: []byte(`{}`)}) }),
+			read("by name", nil, func(r Records) (any, error) {
+				vs, err := r.Views()
+				var out []string
+				for _, v := range vs {
+					out = append(out, v.Name+" "+v.At.UTC().Format(time.RFC3339)+" "+string(v.JSON))
+				}
+				return out, err
+			}),
+		}},
 		{"the fleet's empty name", []step{
 			ok("claim no name", func(r Records) error { return r.ClaimFleet("") }),
 			ok("again", func(r Records) error { return r.ClaimFleet("") }),

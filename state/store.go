@@ -53,7 +53,7 @@ var (
 	bucketSeen     = []byte("seen")
 	bucketCreds    = []byte("credentials")
 	// buckets are the top-level buckets, meta first.
-	buckets    = [][]byte{bucketMeta, bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels, bucketDrainLog, bucketReady, bucketLaunches, bucketSeen, bucketCreds, bucketAPITokens, bucketPools, bucketUsageHours, bucketUsageJobs}
+	buckets    = [][]byte{bucketMeta, bucketDemand, bucketIntents, bucketDrains, bucketBackoffs, bucketCancels, bucketDrainLog, bucketReady, bucketLaunches, bucketSeen, bucketCreds, bucketAPITokens, bucketPools, bucketUsageHours, bucketUsageJobs, bucketViews}
 	keyFormat  = []byte("format")
 	keyVersion = []byte("version")
 	keyFleet   = []byte("fleet")

@@ -53,6 +53,7 @@ var writeOwners = map[string]owned{
 	"PutUsage":          {"usage", "controller"},
 	"PruneUsage":        {"usage", "controller"},
 	"DeleteAPIToken":    {"API tokens", "apiauth"},
+	"PutViews":          {"views", "controller"},
 	// A restore writes every record, into a state that holds none, with
 	// no controller running: `autoscaler state import`.
 	"LoadExport": {"every record (a restore)", "cmd/autoscaler"},
@@ -61,7 +62,7 @@ var writeOwners = map[string]owned{
 // reads are the exported methods of the record types that change nothing:
 // every other exported method is a write, and must be in the table, so a
 // write of any name (Set, Record, Forget, ...) cannot pass unowned.
-var reads = []string{"Path", "Close", "Export", "Demand", "LatestDemand", "DemandSeries", "Backoffs", "Drains", "DrainLog", "Halted",
+var reads = []string{"Path", "Close", "Export", "Views", "Demand", "LatestDemand", "DemandSeries", "Backoffs", "Drains", "DrainLog", "Halted",
 	"Intents", "Launches", "SeenNodes", "ReadyNodes", "CancelledDrains", "Pools", "Credentials", "APITokens", "UsageHours", "UsageJobs"}
 
 // recordTypes are the receiver types whose write methods the table must cover.
