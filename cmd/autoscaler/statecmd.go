@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -45,20 +46,10 @@ func runState(e *env, args []string) int {
 // to standard output.
 func runStateExport(e *env, args []string) int {
 	fs := newFlagSet(e, "state export", "state export -config FILE [-out FILE] [-state-dir DIR]")
-	path := fs.String("config", "", "fleet config file (HCL): its controller.state_dir, or controller.ha for etcd")
 	out := fs.String("out", "-", "the export file to write (- for standard output)")
-	stateDir := fs.String("state-dir", "", "export the state file in this directory, whatever the config says")
-	log, code, ok := setup(e, fs, args)
+	ctl, code, ok := stateSetup(e, fs, args, func() bool { return true })
 	if !ok {
 		return code
-	}
-	cfg, ok := loadConfig(e, log, *path)
-	if !ok {
-		return exitError
-	}
-	ctl := cfg.Controller
-	if *stateDir != "" {
-		ctl.StateDir, ctl.HA = *stateDir, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 	defer cancel()
@@ -89,28 +80,45 @@ func runStateExport(e *env, args []string) int {
 	return exitOK
 }
 
+// stateSetup adds -config and -state-dir to a state command's flags,
+// parses args, checks the command's own flags with flagsOK (which says
+// what is wrong), and returns the controller settings that name the
+// state: the config's, or a state file in -state-dir whatever the config
+// says.
+func stateSetup(e *env, fs *flag.FlagSet, args []string, flagsOK func() bool) (ctl fleet.ControllerSettings, code int, ok bool) {
+	path := fs.String("config", "", "fleet config file (HCL): its controller.state_dir, or controller.ha for etcd")
+	stateDir := fs.String("state-dir", "", "the state file in this directory, whatever the config says")
+	log, code, ok := setup(e, fs, args)
+	if !ok {
+		return ctl, code, false
+	}
+	if !flagsOK() {
+		return ctl, exitUsage, false
+	}
+	cfg, ok := loadConfig(e, log, *path)
+	if !ok {
+		return ctl, exitError, false
+	}
+	ctl = cfg.Controller
+	if *stateDir != "" {
+		ctl.StateDir, ctl.HA = *stateDir, nil
+	}
+	return ctl, exitOK, true
+}
+
 // runStateImport restores an export into a state that holds no records:
 // with no controller running on it.
 func runStateImport(e *env, args []string) int {
 	fs := newFlagSet(e, "state import", "state import -config FILE -in FILE [-state-dir DIR]")
-	path := fs.String("config", "", "fleet config file (HCL): its controller.state_dir, or controller.ha for etcd")
 	in := fs.String("in", "", "the export file to read")
-	stateDir := fs.String("state-dir", "", "import into the state file in this directory, whatever the config says")
-	log, code, ok := setup(e, fs, args)
+	ctl, code, ok := stateSetup(e, fs, args, func() bool {
+		if *in == "" {
+			fmt.Fprintln(e.stderr, "state import: -in FILE is required")
+		}
+		return *in != ""
+	})
 	if !ok {
 		return code
-	}
-	if *in == "" {
-		fmt.Fprintln(e.stderr, "state import: -in FILE is required")
-		return exitUsage
-	}
-	cfg, ok := loadConfig(e, log, *path)
-	if !ok {
-		return exitError
-	}
-	ctl := cfg.Controller
-	if *stateDir != "" {
-		ctl.StateDir, ctl.HA = *stateDir, nil
 	}
 	f, err := os.Open(*in)
 	if err != nil {
