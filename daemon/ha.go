@@ -18,12 +18,14 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/election"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/state"
+	"github.com/fleetcast/autoscaler/usage"
 )
 
 // forwardedHeader marks a request a follower forwarded to the leader: one
@@ -90,8 +92,8 @@ func (d *Daemon) openHA(ctx context.Context, live bool) error {
 	return nil
 }
 
-// reads serves the reads the leader shares (controller.SharedViews) from
-// the store, to callers the store's tokens let read: the tokens are read
+// reads serves the reads the leader shares (controller.SharedViews), and
+// who used what as the leader's books last wrote it, from the store, to callers the store's tokens let read: the tokens are read
 // afresh for each request, so one created or revoked on the leader counts
 // here at once.
 func (h *haMode) reads() http.Handler {
@@ -108,6 +110,22 @@ func (h *haMode) reads() http.Handler {
 		})
 	}
 	rt.Tokens = tokens
+	// Who used what, from the books the leader writes every 30 cycles.
+	rt.HandleFunc(controller.UsagePattern, apiauth.NeedRead, func(w http.ResponseWriter, r *http.Request) {
+		q, err := controller.ParseUsageQuery(r.URL.Query().Get, d.clock(), d.cfg.Usage.ShareIdle)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rep, err := controller.BuildUsageReport(d.store, q, usage.Live{})
+		if err != nil {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "reading the usage records: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Fleetcast-Served-By", "follower "+h.advertise)
+		report.WriteJSON(w, rep)
+	})
 	for path, name := range controller.SharedViews {
 		rt.HandleFunc("GET "+path, apiauth.NeedRead, func(w http.ResponseWriter, r *http.Request) {
 			views, err := d.store.Views()
@@ -208,7 +226,7 @@ func (h *haMode) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "ok\nfollower: %s\n", h.advertise)
 		return
 	}
-	if _, shared := controller.SharedViews[r.URL.Path]; shared && r.Method == http.MethodGet {
+	if _, shared := controller.SharedViews[r.URL.Path]; (shared || "GET "+r.URL.Path == controller.UsagePattern) && r.Method == http.MethodGet {
 		h.reads().ServeHTTP(w, r)
 		return
 	}

@@ -336,7 +336,8 @@ type oldTerm struct {
 func (f oldTerm) Term() (string, int64, bool) { return f.key, f.rev, true }
 
 // TestHAFollowerReads: a follower serves the plan, the fleet and the
-// forecast as the leader last wrote them, to the callers the shared
+// forecast as the leader last wrote them, and who used what from the
+// books, to the callers the shared
 // tokens let read, a token created through it (on the leader) at once;
 // and refuses an unknown token.
 func TestHAFollowerReads(t *testing.T) {
@@ -379,6 +380,12 @@ func TestHAFollowerReads(t *testing.T) {
 	}
 	if resp, body := do("GET", "/v1/fleet", root, ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"pools"`) {
 		t.Errorf("GET /v1/fleet from a follower: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do("GET", "/v1/usage?by=pool", root, ""); resp.StatusCode != http.StatusOK || resp.Header.Get("Fleetcast-Served-By") == "" || !strings.Contains(body, `"by": "pool"`) && !strings.Contains(body, `"by":"pool"`) {
+		t.Errorf("GET /v1/usage from a follower: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	if resp, _ := do("GET", "/v1/usage?from=yesterday", root, ""); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("GET /v1/usage with a bad window from a follower: %d", resp.StatusCode)
 	}
 	if resp, _ := do("GET", "/v1/plan", "fct_nothing", ""); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("GET /v1/plan with an unknown token: %d", resp.StatusCode)
