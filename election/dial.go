@@ -9,6 +9,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/fleetcast/autoscaler/fleet"
 )
@@ -20,7 +22,16 @@ const dialTimeout = 5 * time.Second
 // files where it gives them. The client connects lazily; its requests fail
 // while no member answers.
 func Dial(ha fleet.HASettings) (*clientv3.Client, error) {
-	cfg := clientv3.Config{Endpoints: ha.Etcd, DialTimeout: dialTimeout, Logger: zap.NewNop()}
+	cfg := clientv3.Config{Endpoints: ha.Etcd, DialTimeout: dialTimeout, Logger: zap.NewNop(),
+		// A connection that dies (a partition) is found within seconds,
+		// and dialled again within seconds of the network's return, not
+		// after gRPC's default back-off of up to two minutes: a replica
+		// cut off campaigns again as soon as it can.
+		DialKeepAliveTime: 5 * time.Second, DialKeepAliveTimeout: 2 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 500 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second},
+			MinConnectTimeout: 3 * time.Second,
+		})}}
 	if ha.TLSCAFile != "" || ha.TLSCertFile != "" {
 		t := &tls.Config{MinVersion: tls.VersionTLS12}
 		if ha.TLSCAFile != "" {

@@ -107,7 +107,8 @@ type haCluster struct {
 // leader runs a cycle within the lease's TTL and a second, and the group
 // holds exactly the nodes the demand needs. Then the new leader is cut off
 // from etcd (docker network disconnect), not from the cloud: it stops
-// leading within its TTL, and the third replica leads.
+// leading within its TTL, and the third replica leads. Last, the network
+// heals and the third is killed (docker kill): the second leads again.
 func TestHAContainers(t *testing.T) {
 	requireDocker(t)
 	moto := mototest.Require(t)
@@ -234,6 +235,24 @@ func TestHAContainers(t *testing.T) {
 	if n := c.desired("fleetcast-ondemand-a100"); n != 2 {
 		t.Errorf("the group's desired capacity is %d after the partition; want 2", n)
 	}
+
+	// The partition heals, and the third replica is killed (docker kill:
+	// SIGKILL): the healed one leads.
+	dockerCmd(t, "network", "connect", c.etcdNet, c.id+"-"+second)
+	c.waitReadsState(second)
+	killedAt := time.Now()
+	dockerCmd(t, "kill", c.id+"-"+third)
+	c.waitLeader(10*time.Second, second)
+	c.push(second)
+	at = c.firstPlanAfter(second, killedAt, 10*time.Second)
+	if took := at.Sub(killedAt); took > 3*time.Second {
+		t.Errorf("%s's first cycle %v after docker kill %s; want within the TTL (2s) and a second", second, took, third)
+	}
+	t.Logf("docker kill %s; %s's first cycle %v after", third, second, at.Sub(killedAt).Round(time.Millisecond))
+	time.Sleep(2 * time.Second)
+	if n := c.desired("fleetcast-ondemand-a100"); n != 2 {
+		t.Errorf("the group's desired capacity is %d after the last failover; want 2", n)
+	}
 }
 
 // startReplica runs replica name, on both networks, with env added.
@@ -317,6 +336,23 @@ func (c *haCluster) waitFollower(name string) {
 		}
 	}
 	c.t.Fatalf("%s does not follow:\n%s", name, c.logs(name))
+}
+
+// waitReadsState waits for follower name to serve the plan from the
+// state: its client reaches etcd again.
+func (c *haCluster) waitReadsState(name string) {
+	c.t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", "http://"+c.replicaIPs[name]+":8790/v1/plan", nil)
+		req.Header.Set("Authorization", "Bearer "+strings.Repeat("ab", 24))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Fleetcast-Served-By"), "follower") {
+				return
+			}
+		}
+	}
+	c.t.Fatalf("%s does not read the state:\n%s", name, c.logs(name))
 }
 
 // waitExit waits for replica name's process to end and returns when it
