@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,9 @@ type haMode struct {
 	forward http.RoundTripper
 	mu      sync.Mutex
 	proxies map[string]*httputil.ReverseProxy
+	// readers serve a follower's reads, made at readAt (reads).
+	readers http.Handler
+	readAt  time.Time
 	// leading are the parts while this replica leads; lastTerm is the
 	// term it led last.
 	leading  atomic.Pointer[parts]
@@ -73,7 +77,9 @@ func (d *Daemon) openHA(ctx context.Context, live bool) error {
 	if err != nil {
 		return err
 	}
-	if d.store, err = state.OpenEtcd(ctx, state.EtcdOptions{Client: client, Prefix: prefix + "state/", Fence: el}); err != nil {
+	// The replica's own store only reads (the tokens, the views, the
+	// books, for a follower's reads); each term opens its own to write.
+	if d.store, err = state.OpenEtcd(ctx, state.EtcdOptions{Client: client, Prefix: prefix + "state/", Fence: readOnly{}}); err != nil {
 		return err
 	}
 	forward := http.DefaultTransport.(*http.Transport).Clone()
@@ -93,10 +99,17 @@ func (d *Daemon) openHA(ctx context.Context, live bool) error {
 }
 
 // reads serves the reads the leader shares (controller.SharedViews), and
-// who used what as the leader's books last wrote it, from the store, to callers the store's tokens let read: the tokens are read
-// afresh for each request, so one created or revoked on the leader counts
-// here at once.
+// who used what as the leader's books last wrote it, from the store, to
+// callers the store's tokens let read. The tokens are read again at most
+// a second after the last reading, so one created or revoked on the
+// leader counts here within a second, and callers without a token cannot
+// make a follower read etcd at will.
 func (h *haMode) reads() http.Handler {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.readers != nil && time.Since(h.readAt) < time.Second {
+		return h.readers
+	}
 	d := h.d
 	rt := &apiauth.Router{OpenReads: d.o.LoopbackReads && fleet.Loopback(d.o.Listen), Log: d.o.Log.Named("api")}
 	tokens, err := apiauth.NewTokens(d.store, nil, d.o.Log.Named("api-tokens"))
@@ -127,30 +140,50 @@ func (h *haMode) reads() http.Handler {
 		report.WriteJSON(w, rep)
 	})
 	for path, name := range controller.SharedViews {
-		rt.HandleFunc("GET "+path, apiauth.NeedRead, func(w http.ResponseWriter, r *http.Request) {
-			views, err := d.store.Views()
-			if err != nil {
-				w.Header().Set("Retry-After", "1")
-				http.Error(w, "reading the leader's views: "+err.Error(), http.StatusServiceUnavailable)
-				return
-			}
-			for _, v := range views {
-				if v.Name == name {
-					var out bytes.Buffer
-					json.Indent(&out, v.JSON, "", "  ")
-					out.WriteByte('\n')
-					w.Header().Set("Content-Type", "application/json")
-					w.Header().Set("Fleetcast-Served-By", "follower "+h.advertise)
-					w.Header().Set("Fleetcast-View-Of", v.At.UTC().Format(time.RFC3339Nano))
-					w.Write(out.Bytes())
-					return
-				}
-			}
-			http.Error(w, "no control cycle has shared its "+name+" yet", http.StatusServiceUnavailable)
-		})
+		rt.HandleFunc("GET "+path, apiauth.NeedRead, func(w http.ResponseWriter, r *http.Request) { h.serveView(w, r, name) })
 	}
+	h.readers, h.readAt = rt, time.Now()
 	return rt
 }
+
+// serveView answers a read from the view the leader last wrote of it: as
+// the leader would (404 where its last cycle made none), or, for one too
+// large to keep, forwarded to the leader.
+func (h *haMode) serveView(w http.ResponseWriter, r *http.Request, name string) {
+	views, err := h.d.store.Views()
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "reading the leader's views: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	i := slices.IndexFunc(views, func(v state.View) bool { return v.Name == name })
+	switch {
+	case i < 0:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "no control cycle has shared its "+name+" yet", http.StatusServiceUnavailable)
+		return
+	case views[i].Forward:
+		h.toLeader(w, r)
+		return
+	}
+	v := views[i]
+	w.Header().Set("Fleetcast-Served-By", "follower "+h.advertise)
+	w.Header().Set("Fleetcast-View-Of", v.At.UTC().Format(time.RFC3339Nano))
+	if string(v.JSON) == "null" {
+		http.Error(w, "the last cycle made none (no demand history to forecast from)", http.StatusNotFound)
+		return
+	}
+	var out bytes.Buffer
+	json.Indent(&out, v.JSON, "", "  ")
+	out.WriteByte('\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(out.Bytes())
+}
+
+// readOnly is a fence that never holds: a store that only reads.
+type readOnly struct{}
+
+func (readOnly) Term() (string, int64, bool) { return "", 0, false }
 
 // proxy is the reverse proxy to the leader at to.
 func (h *haMode) proxy(to *url.URL) *httputil.ReverseProxy {
@@ -187,7 +220,9 @@ func (h *haMode) run(ctx context.Context, runFor time.Duration, after func(now t
 		// a request of this one is still under way), and the agents'
 		// reports and pending demand start empty, rebuilt within an
 		// interval, never carried over from an earlier term.
-		store, err := state.OpenEtcd(lctx, state.EtcdOptions{Client: h.client, Prefix: h.prefix + "state/", Fence: h.el.Of(term)})
+		// Existing: a leader never makes a state, where one was deleted
+		// under the running replicas (state import restores one).
+		store, err := state.OpenEtcd(lctx, state.EtcdOptions{Client: h.client, Prefix: h.prefix + "state/", Fence: h.el.Of(term), Existing: true})
 		if err != nil {
 			return fmt.Errorf("term %d: opening the state: %w", term, err)
 		}
@@ -230,6 +265,11 @@ func (h *haMode) serve(w http.ResponseWriter, r *http.Request) {
 		h.reads().ServeHTTP(w, r)
 		return
 	}
+	h.toLeader(w, r)
+}
+
+// toLeader forwards a request to the leader.
+func (h *haMode) toLeader(w http.ResponseWriter, r *http.Request) {
 	if by := r.Header.Get(forwardedHeader); by != "" {
 		http.Error(w, "not the leader either (forwarded by "+by+"): leadership is changing, retry", http.StatusServiceUnavailable)
 		return
@@ -242,6 +282,11 @@ func (h *haMode) serve(w http.ResponseWriter, r *http.Request) {
 		// leads yet.
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "no leader elected yet: retry", http.StatusServiceUnavailable)
+		return
+	}
+	if name == election.ImportName {
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, "the state is being restored (autoscaler state import): no replica leads until it is done", http.StatusServiceUnavailable)
 		return
 	}
 	to, err := url.Parse(name)

@@ -239,6 +239,12 @@ func (e *Elector) renew(live context.Context, cancel context.CancelFunc, id clie
 	}
 }
 
+// ImportName is the name `autoscaler state import` campaigns with: it
+// leads while it restores, so that no replica acts on a state half
+// restored; replicas that find it leading say so rather than forward to
+// it.
+const ImportName = "autoscaler state import"
+
 // ErrNoLeader is Leader's answer while no replica leads.
 var ErrNoLeader = concurrency.ErrElectionNoLeader
 

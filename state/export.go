@@ -129,8 +129,9 @@ func (s *Store) LoadExport(r io.Reader, name string) (int, error) {
 			}
 			return nil
 		})
-		if err == nil {
-			err = s.kv.update(func(tx kvTx) error { return tx.Bucket(bucketMeta).Delete(keyRestoring) })
+		if _, atomic := s.kv.(boltKV); err == nil || atomic {
+			// Whole, or (a bbolt file's one transaction) none of it.
+			err = errors.Join(err, s.kv.update(func(tx kvTx) error { return tx.Bucket(bucketMeta).Delete(keyRestoring) }))
 		}
 	}
 	if err != nil {
@@ -159,6 +160,9 @@ func parseExport(data []byte, name string) (records []exported, n int, err error
 	case v > Version:
 		return nil, 0, fmt.Errorf("state: %s:1: written by a newer Fleetcast (state version %d; this one reads up to %d)", name, v, Version)
 	}
+	// Each record once, and no record where a nested bucket of its name
+	// is (bbolt refuses one; etcd would keep both).
+	seen := map[string]bool{}
 	for i, line := range lines[1:] {
 		var x exported
 		d := json.NewDecoder(bytes.NewReader(line))
@@ -172,6 +176,15 @@ func parseExport(data []byte, name string) (records []exported, n int, err error
 		if err := checkExported(x); err != nil {
 			return nil, 0, fmt.Errorf("state: %s:%d: %s/%q: %w", name, i+2, strings.Join(x.Bucket, "/"), x.Key, err)
 		}
+		path := x.Bucket
+		if x.Key != nil {
+			path = append(slices.Clone(x.Bucket), string(x.Key))
+		}
+		at := strings.Join(path, "\x00")
+		if seen[at] {
+			return nil, 0, fmt.Errorf("state: %s:%d: %s: a second record or bucket of this name", name, i+2, strings.Join(path, "/"))
+		}
+		seen[at] = true
 		if x.Key != nil {
 			n++
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"strings"
@@ -113,6 +114,9 @@ func TestImportRefuses(t *testing.T) {
 			fmt.Sprintf("backup:%d: intents/\"a\": checksum", strings.Count(body, "\n")+1)},
 		{"an unknown bucket", resum(body + `{"b":["nope"],"k":"YQ==","v":"YQ=="}` + "\n"), "no such bucket"},
 		{"no bucket", resum(body + `{"b":[]}` + "\n"), "no bucket"},
+		{"a record twice", resum(body + `{"b":["meta"],"k":"ZmxlZXQ="}` + "\n"), "a second record or bucket of this name"},
+		{"a record where a bucket is", resum(body + `{"b":["demand"],"k":"ZmxlZXQ=","v":"` + base64.StdEncoding.EncodeToString(sealed([]byte("fleet"), []byte("1"))) + `"}` + "\n"),
+			"demand/fleet: a second record or bucket"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dst := open(t, t.TempDir())

@@ -185,7 +185,7 @@ func checkRestored(path string, restoring []byte) error {
 	if restoring == nil {
 		return nil
 	}
-	return fmt.Errorf("state: %s: a restore into it (autoscaler state import) was cut short at %s: it holds part of the records; empty it (a new state directory, or delete the etcd prefix) and import again", path, restoring)
+	return fmt.Errorf("state: %s: a restore into it (autoscaler state import) was cut short at %s: it may hold part of the records: stop every controller on it, empty it (a new state directory, or delete the etcd prefix), import again, and start them", path, restoring)
 }
 
 // Path is the state file's path.

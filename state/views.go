@@ -19,8 +19,11 @@ type View struct {
 	Name string `json:"name"`
 	// At is the cycle it is of.
 	At time.Time `json:"at"`
-	// JSON is the read's answer.
+	// JSON is the read's answer: null where the cycle made none.
 	JSON json.RawMessage `json:"json"`
+	// Forward says the answer was too large to keep: the other replicas
+	// ask the leader for it.
+	Forward bool `json:"forward,omitempty"`
 }
 
 // checkView checks a view's fields.

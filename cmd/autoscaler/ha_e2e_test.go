@@ -80,7 +80,7 @@ func scratchImage(t *testing.T, tag, bin string) {
 		}
 		fmt.Fprintf(&docker, "COPY %s %s\n", name, dst)
 	}
-	fmt.Fprintf(&docker, "ENTRYPOINT [\"/bin/%s\"]\n", filepath.Base(bin))
+	fmt.Fprintf(&docker, "LABEL fleetcast-test=ha\nENTRYPOINT [\"/bin/%s\"]\n", filepath.Base(bin))
 	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte(docker.String()), 0o644)
 	dockerCmd(t, "build", "-q", "-t", tag, ctx)
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag).Run() })
@@ -115,6 +115,7 @@ func TestHAContainers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds images and runs six containers")
 	}
+	sweep(t)
 	c := &haCluster{t: t, replicaIPs: map[string]string{}}
 	b := make([]byte, 4)
 	rand.Read(b)
@@ -140,11 +141,9 @@ func TestHAContainers(t *testing.T) {
 	scratchImage(t, c.id+"-etcd", member)
 
 	// Two networks: etcd's, which nothing else reaches, and the cloud's,
-	// from which the host's moto_server is reached at the gateway.
+	// from which moto_server is reached at the gateway, where it listens.
 	c.etcdNet = c.id + "-etcd"
 	cloudNet := c.id + "-cloud"
-	dockerCmd(t, "network", "create", "--internal", c.etcdNet)
-	dockerCmd(t, "network", "create", cloudNet)
 	t.Cleanup(func() {
 		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "name="+c.id).Output()
 		if ids := strings.Fields(string(out)); len(ids) > 0 {
@@ -152,14 +151,16 @@ func TestHAContainers(t *testing.T) {
 		}
 		exec.Command("docker", "network", "rm", c.etcdNet, cloudNet).Run()
 	})
+	dockerCmd(t, "network", "create", "--internal", "--label", "fleetcast-test=ha", c.etcdNet)
+	dockerCmd(t, "network", "create", "--label", "fleetcast-test=ha", cloudNet)
 	gateway := dockerCmd(t, "network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}", cloudNet)
-	port := freePort(t)
-	motoCmd := exec.Command(moto, "-H", "0.0.0.0", "-p", port)
+	port := freePort(t, gateway)
+	motoCmd := exec.Command(moto, "-H", gateway, "-p", port)
 	if err := motoCmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { motoCmd.Process.Kill(); motoCmd.Wait() })
-	local := "http://127.0.0.1:" + port
+	local := "http://" + gateway + ":" + port
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if resp, err := http.Get(local + "/moto-api/"); err == nil {
 			resp.Body.Close()
@@ -173,7 +174,7 @@ func TestHAContainers(t *testing.T) {
 	if err := mototest.CreateExample(context.Background(), ec, as); err != nil {
 		t.Fatal(err)
 	}
-	c.asg, c.motoURL = as, "http://"+gateway+":"+port
+	c.asg, c.motoURL = as, local
 
 	// etcd: three members.
 	var cluster []string
@@ -223,8 +224,9 @@ func TestHAContainers(t *testing.T) {
 	if second == "c2" {
 		third = "c3"
 	}
-	cut := time.Now()
+	// Timed from the command's return: the cut is made by then.
 	dockerCmd(t, "network", "disconnect", c.etcdNet, c.id+"-"+second)
+	cut := time.Now()
 	c.waitFollower(second)
 	if took := time.Since(cut); took > 2500*time.Millisecond {
 		t.Errorf("%s, cut off from etcd, stopped leading %v after the cut; want within its TTL (2s)", second, took)
@@ -433,10 +435,29 @@ func (c *haCluster) logs(names ...string) string {
 	return b.String()
 }
 
-// freePort is a port on every interface that was free a moment ago.
-func freePort(t *testing.T) string {
+// sweep removes what an earlier run of the test left, killed before its
+// clean-up ran (a go test timeout): its containers, networks and images.
+func sweep(t *testing.T) {
 	t.Helper()
-	l, err := net.Listen("tcp", "0.0.0.0:0")
+	for _, args := range [][]string{
+		{"ps", "-aq", "--filter", "name=fcha-"},
+		{"network", "ls", "-q", "--filter", "label=fleetcast-test=ha"},
+		{"images", "-q", "--filter", "label=fleetcast-test=ha"},
+	} {
+		out, _ := exec.Command("docker", args...).Output()
+		ids := strings.Fields(string(out))
+		if len(ids) == 0 {
+			continue
+		}
+		rm := map[string][]string{"ps": {"rm", "-f"}, "network": {"network", "rm"}, "images": {"rmi", "-f"}}[args[0]]
+		exec.Command("docker", append(rm, ids...)...).Run()
+	}
+}
+
+// freePort is a port on host that was free a moment ago.
+func freePort(t *testing.T, host string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,15 @@ func runRun(e *env, args []string) int {
 			return exitUsage
 		}
 	}
+	crash := state.IntentKind(os.Getenv("FLEETCAST_CRASH_AFTER_JOURNAL"))
+	switch crash {
+	case "":
+	case state.IntentLaunch, state.IntentTerminate, state.IntentReap:
+		log.Warn("FLEETCAST_CRASH_AFTER_JOURNAL is set: this process exits at once after journaling its first such change, as the end-to-end tests ask; unset it", "kind", crash)
+	default:
+		fmt.Fprintf(e.stderr, "run: FLEETCAST_CRASH_AFTER_JOURNAL=%q: a test's fault hook, one of launch, terminate or reap; unset it\n", crash)
+		return exitUsage
+	}
 	cfg, ok := loadConfig(e, log, *path)
 	if !ok {
 		return exitError
@@ -55,7 +64,7 @@ func runRun(e *env, args []string) int {
 	defer stop()
 	d, err := daemon.Start(ctx, daemon.Options{Config: cfg, Log: log, DryRun: *dryRun, Speed: *speed, SimStart: start,
 		Listen: *listen, StateDir: *stateDir, LoopbackReads: *loopbackReads, RootToken: os.Getenv("FLEETCAST_API_TOKEN"),
-		CrashAfterJournal: state.IntentKind(os.Getenv("FLEETCAST_CRASH_AFTER_JOURNAL"))})
+		CrashAfterJournal: crash})
 	if err != nil {
 		reportError(e, "run", cfg.Origin, err)
 		return exitError

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fleetcast/autoscaler/daemon"
@@ -18,10 +19,11 @@ import (
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/internal/secretfile"
 	"github.com/fleetcast/autoscaler/state"
+	"github.com/hashicorp/go-hclog"
 )
 
 // stateTimeout bounds a state command's work with etcd.
-const stateTimeout = 2 * time.Minute
+const stateTimeout = 10 * time.Minute
 
 // runState is `autoscaler state export|import`: a backup of the
 // controller's state, a restore, and the way between a state file and
@@ -168,20 +170,30 @@ func importLeading(ctx context.Context, e *env, ctl fleet.ControllerSettings, r 
 	if _, _, err := election.Leader(ctx, c, ctl.HAPrefix()); !errors.Is(err, election.ErrNoLeader) {
 		return leader()
 	}
-	el, err := election.New(election.Config{Client: c, Prefix: ctl.HAPrefix(), TTL: ctl.HA.LeaseTTL, Name: "autoscaler state import"})
+	el, err := election.New(election.Config{Client: c, Prefix: ctl.HAPrefix(), TTL: ctl.HA.LeaseTTL, Name: election.ImportName,
+		Log: hclog.New(&hclog.LoggerOptions{Name: "state import", Level: hclog.Warn, Output: e.stderr})})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "state import:", err)
 		return exitError
 	}
 	// Elected at once where none leads; a replica that won meanwhile
-	// holds it, and the campaign is given up.
-	cctx, cancel := context.WithTimeout(ctx, ctl.HA.LeaseTTL+5*time.Second)
+	// holds it, and the campaign is given up. The restore itself may take
+	// as long as the command does.
+	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var started atomic.Bool
+	giveUp := time.AfterFunc(ctl.HA.LeaseTTL+5*time.Second, func() {
+		if !started.Load() {
+			cancel()
+		}
+	})
+	defer giveUp.Stop()
 	var n int
 	var path string
 	ran, ierr := false, error(nil)
 	el.Run(cctx, func(lctx context.Context, _ int64) error {
 		defer cancel()
+		started.Store(true)
 		ran = true
 		store, err := state.OpenEtcd(lctx, state.EtcdOptions{Client: c, Prefix: ctl.HAPrefix() + "state/", Fence: el})
 		if err == nil {
