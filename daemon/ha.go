@@ -284,9 +284,9 @@ func (h *haMode) toLeader(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no leader elected yet: retry", http.StatusServiceUnavailable)
 		return
 	}
-	if name == election.ImportName {
+	if name == election.CommandName {
 		w.Header().Set("Retry-After", "10")
-		http.Error(w, "the state is being restored (autoscaler state import): no replica leads until it is done", http.StatusServiceUnavailable)
+		http.Error(w, "an autoscaler command (state import, history import) is writing the state: no replica leads until it is done", http.StatusServiceUnavailable)
 		return
 	}
 	to, err := url.Parse(name)

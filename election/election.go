@@ -239,11 +239,11 @@ func (e *Elector) renew(live context.Context, cancel context.CancelFunc, id clie
 	}
 }
 
-// ImportName is the name `autoscaler state import` campaigns with: it
-// leads while it restores, so that no replica acts on a state half
-// restored; replicas that find it leading say so rather than forward to
-// it.
-const ImportName = "autoscaler state import"
+// CommandName is the name a command that writes the state (`autoscaler
+// state import`, `history import`) campaigns with: it leads while it
+// writes, so that no replica acts on a state half written; replicas that
+// find it leading say so rather than forward to it.
+const CommandName = "an autoscaler command writing the state"
 
 // ErrNoLeader is Leader's answer while no replica leads.
 var ErrNoLeader = concurrency.ErrElectionNoLeader

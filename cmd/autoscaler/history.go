@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -74,6 +75,19 @@ func runHistoryImport(e *env, args []string) int {
 	}
 	// The series is checked before the store is opened: a bad file
 	// changes nothing, not even a state directory that did not exist.
+	if cfg.Controller.HA != nil && *stateDir == "" {
+		// Into etcd, as the fleet's leader while it writes.
+		ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+		defer cancel()
+		return asLeader(ctx, e, "history import", cfg.Controller, func(store *state.Store) error {
+			added, kept, err := loop.Import(store, step, im.samples...)
+			if err == nil {
+				log.Info("history imported", "series", *seriesPath, "state", store.Path(), "added", len(added), "kept", kept)
+				printImport(e, raw, im, added, kept, store.Path(), step, length)
+			}
+			return err
+		})
+	}
 	store, err := state.Open(cfg.Controller.StateDir)
 	if errors.Is(err, state.ErrInUse) {
 		fmt.Fprintf(e.stderr, "history import: %v: stop the controller first (it holds its state while it runs, and reads the history at its start), import, and start it again\n", err)

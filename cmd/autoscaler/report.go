@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/daemon"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/state"
 	"github.com/fleetcast/autoscaler/usage"
@@ -102,7 +103,15 @@ func runReport(e *env, args []string) int {
 			fmt.Fprintln(e.stderr, "report:", err)
 			return exitUsage
 		}
-		store, err := state.Open(cfg.Controller.StateDir)
+		// With controller.ha, the books in etcd, read while the replicas
+		// run; else the state file, while the controller is stopped.
+		ctl := cfg.Controller
+		if *stateDir != "" {
+			ctl.HA = nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout.d)
+		defer cancel()
+		store, closeStore, err := daemon.OpenState(ctx, ctl, nil, ctl.HA != nil)
 		if errors.Is(err, state.ErrInUse) {
 			fmt.Fprintf(e.stderr, "report: %v: the controller holds its state while it runs; ask it instead (-addr URL)\n", err)
 			return exitError
@@ -111,7 +120,7 @@ func runReport(e *env, args []string) int {
 			fmt.Fprintln(e.stderr, "report:", err)
 			return exitError
 		}
-		defer store.Close()
+		defer closeStore()
 		if rep, err = controller.BuildUsageReport(store, q, usage.Live{}); err != nil {
 			fmt.Fprintln(e.stderr, "report:", err)
 			return exitError

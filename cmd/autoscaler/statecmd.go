@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,7 +130,16 @@ func runStateImport(e *env, args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
 	defer cancel()
 	if ctl.HA != nil {
-		return importLeading(ctx, e, ctl, f, *in)
+		var n int
+		var path string
+		return asLeader(ctx, e, "state import", ctl, func(store *state.Store) error {
+			var err error
+			path = store.Path()
+			if n, err = store.LoadExport(f, filepath.Clean(*in)); err == nil {
+				fmt.Fprintf(e.stdout, "imported %d records from %s into %s\n", n, *in, path)
+			}
+			return err
+		})
 	}
 	store, closeStore, err := daemon.OpenState(ctx, ctl, nil, false)
 	if err != nil {
@@ -148,36 +156,37 @@ func runStateImport(e *env, args []string) int {
 	return exitOK
 }
 
-// importLeading restores into etcd as the fleet's leader: it campaigns
-// as a replica would, and writes under its term, so that no replica
-// started meanwhile leads (and acts on a state half restored) until it is
-// done. A replica that leads already is named, and nothing is written.
-func importLeading(ctx context.Context, e *env, ctl fleet.ControllerSettings, r io.Reader, in string) int {
+// asLeader runs write on the fleet's state in etcd as the fleet's leader:
+// it campaigns as a replica would, and writes under its term, so that no
+// replica started meanwhile leads (and acts on a state half written)
+// until it is done. A replica that leads already is named, and nothing is
+// written. cmd names the command, in its messages.
+func asLeader(ctx context.Context, e *env, cmd string, ctl fleet.ControllerSettings, write func(*state.Store) error) int {
 	c, err := election.Dial(*ctl.HA)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "state import:", err)
+		fmt.Fprintf(e.stderr, "%s: %v\n", cmd, err)
 		return exitError
 	}
 	defer c.Close()
 	leader := func() int {
 		if name, term, err := election.Leader(ctx, c, ctl.HAPrefix()); err == nil {
-			fmt.Fprintf(e.stderr, "state import: %s leads the fleet (term %d): stop every replica first, import, and start them again\n", name, term)
+			fmt.Fprintf(e.stderr, "%s: %s leads the fleet (term %d): stop every replica first, run it again, and start them\n", cmd, name, term)
 		} else {
-			fmt.Fprintln(e.stderr, "state import:", err)
+			fmt.Fprintf(e.stderr, "%s: %v\n", cmd, err)
 		}
 		return exitError
 	}
 	if _, _, err := election.Leader(ctx, c, ctl.HAPrefix()); !errors.Is(err, election.ErrNoLeader) {
 		return leader()
 	}
-	el, err := election.New(election.Config{Client: c, Prefix: ctl.HAPrefix(), TTL: ctl.HA.LeaseTTL, Name: election.ImportName,
-		Log: hclog.New(&hclog.LoggerOptions{Name: "state import", Level: hclog.Warn, Output: e.stderr})})
+	el, err := election.New(election.Config{Client: c, Prefix: ctl.HAPrefix(), TTL: ctl.HA.LeaseTTL, Name: election.CommandName,
+		Log: hclog.New(&hclog.LoggerOptions{Name: cmd, Level: hclog.Warn, Output: e.stderr})})
 	if err != nil {
-		fmt.Fprintln(e.stderr, "state import:", err)
+		fmt.Fprintf(e.stderr, "%s: %v\n", cmd, err)
 		return exitError
 	}
 	// Elected at once where none leads; a replica that won meanwhile
-	// holds it, and the campaign is given up. The restore itself may take
+	// holds it, and the campaign is given up. The writing itself may take
 	// as long as the command does.
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -188,29 +197,25 @@ func importLeading(ctx context.Context, e *env, ctl fleet.ControllerSettings, r 
 		}
 	})
 	defer giveUp.Stop()
-	var n int
-	var path string
-	ran, ierr := false, error(nil)
+	ran, werr := false, error(nil)
 	el.Run(cctx, func(lctx context.Context, _ int64) error {
 		defer cancel()
 		started.Store(true)
 		ran = true
 		store, err := state.OpenEtcd(lctx, state.EtcdOptions{Client: c, Prefix: ctl.HAPrefix() + "state/", Fence: el})
 		if err == nil {
-			path = store.Path()
-			n, err = store.LoadExport(r, filepath.Clean(in))
+			err = write(store)
 		}
-		ierr = err
+		werr = err
 		return err
 	})
 	switch {
 	case !ran:
 		return leader()
-	case ierr != nil:
-		fmt.Fprintln(e.stderr, "state import:", ierr)
+	case werr != nil:
+		fmt.Fprintf(e.stderr, "%s: %v\n", cmd, werr)
 		return exitError
 	}
-	fmt.Fprintf(e.stdout, "imported %d records from %s into %s\n", n, in, path)
 	return exitOK
 }
 

@@ -96,3 +96,50 @@ func TestStateExportImport(t *testing.T) {
 		t.Errorf("import while a replica leads: exit %d, %q", code, errOut)
 	}
 }
+
+// TestHAHistoryAndReport: with an ha block, history import writes the
+// history into etcd as the fleet's leader (refused while a replica
+// leads), and report reads the books from etcd while replicas run.
+func TestHAHistoryAndReport(t *testing.T) {
+	dir := t.TempDir()
+	srv := etcdtest.Start(t)
+	conf := haConfigIn(t, dir, srv.Endpoints[0])
+	series := filepath.Join(dir, "series.csv")
+	var csv strings.Builder
+	csv.WriteString("time,gpus\n")
+	now := time.Now().UTC().Truncate(time.Hour)
+	for h := 24; h > 0; h-- {
+		csv.WriteString(now.Add(-time.Duration(h)*time.Hour).Format(time.RFC3339) + ",8\n")
+	}
+	os.WriteFile(series, []byte(csv.String()), 0o600)
+	code, out, errOut := cli("history", "import", "-config", conf, "-series", series)
+	if code != exitOK || !strings.Contains(out, "etcd:/fleetcast/default/state/") {
+		t.Fatalf("history import into etcd: exit %d, %q %q", code, out, errOut)
+	}
+	if _, exported, _ := cli("state", "export", "-config", conf); !strings.Contains(exported, `"b":["demand","fleet"]`) {
+		t.Errorf("the history is not in etcd's state:\n%s", exported)
+	}
+	if code, out, errOut := cli("report", "-config", conf, "-json"); code != exitOK || !strings.Contains(out, `"rows"`) {
+		t.Errorf("report from etcd: exit %d, %q %q", code, out, errOut)
+	}
+	el, err := election.New(election.Config{Client: srv.Client(t), Prefix: "/fleetcast/default/", TTL: 2 * time.Second, Name: "http://c1:8790"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		el.Run(ctx, func(ctx context.Context, _ int64) error { <-ctx.Done(); return nil })
+	}()
+	defer func() { cancel(); <-done }()
+	for el.Leading() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, _, errOut := cli("history", "import", "-config", conf, "-series", series); code != exitError || !strings.Contains(errOut, "http://c1:8790 leads the fleet") {
+		t.Errorf("history import while a replica leads: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := cli("report", "-config", conf); code != exitOK {
+		t.Errorf("report while a replica leads: exit %d, %q", code, errOut)
+	}
+}
