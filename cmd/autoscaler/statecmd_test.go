@@ -78,20 +78,7 @@ func TestStateExportImport(t *testing.T) {
 		t.Errorf("damaged import: exit %d, %q", code, errOut)
 	}
 
-	el, err := election.New(election.Config{Client: srv.Client(t), Prefix: "/fleetcast/default/", TTL: 2 * time.Second, Name: "http://c1:8790"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		el.Run(ctx, func(ctx context.Context, _ int64) error { <-ctx.Done(); return nil })
-	}()
-	defer func() { cancel(); <-done }()
-	for el.Leading() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	leadAs(t, srv, "http://c1:8790")
 	if code, _, errOut := cli("state", "import", "-config", conf, "-in", backup); code != exitError || !strings.Contains(errOut, "http://c1:8790 leads the fleet") {
 		t.Errorf("import while a replica leads: exit %d, %q", code, errOut)
 	}
@@ -122,7 +109,20 @@ func TestHAHistoryAndReport(t *testing.T) {
 	if code, out, errOut := cli("report", "-config", conf, "-json"); code != exitOK || !strings.Contains(out, `"rows"`) {
 		t.Errorf("report from etcd: exit %d, %q %q", code, out, errOut)
 	}
-	el, err := election.New(election.Config{Client: srv.Client(t), Prefix: "/fleetcast/default/", TTL: 2 * time.Second, Name: "http://c1:8790"})
+	leadAs(t, srv, "http://c1:8790")
+	if code, _, errOut := cli("history", "import", "-config", conf, "-series", series); code != exitError || !strings.Contains(errOut, "http://c1:8790 leads the fleet") {
+		t.Errorf("history import while a replica leads: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := cli("report", "-config", conf); code != exitOK {
+		t.Errorf("report while a replica leads: exit %d, %q", code, errOut)
+	}
+}
+
+// leadAs makes a replica named name lead the default fleet on srv until
+// the test ends.
+func leadAs(t *testing.T, srv *etcdtest.Server, name string) {
+	t.Helper()
+	el, err := election.New(election.Config{Client: srv.Client(t), Prefix: "/fleetcast/default/", TTL: 2 * time.Second, Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,14 +132,8 @@ func TestHAHistoryAndReport(t *testing.T) {
 		defer close(done)
 		el.Run(ctx, func(ctx context.Context, _ int64) error { <-ctx.Done(); return nil })
 	}()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done })
 	for el.Leading() == 0 {
 		time.Sleep(10 * time.Millisecond)
-	}
-	if code, _, errOut := cli("history", "import", "-config", conf, "-series", series); code != exitError || !strings.Contains(errOut, "http://c1:8790 leads the fleet") {
-		t.Errorf("history import while a replica leads: exit %d, %q", code, errOut)
-	}
-	if code, _, errOut := cli("report", "-config", conf); code != exitOK {
-		t.Errorf("report while a replica leads: exit %d, %q", code, errOut)
 	}
 }
