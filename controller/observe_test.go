@@ -292,7 +292,7 @@ func TestGuardSeesEveryWrite(t *testing.T) {
 	g := &guard{writes: map[string]int{}}
 	w := guardedStore{g: g, s: &state.Memory{}}
 	reads := []string{"Path", "Demand", "LatestDemand", "DemandSeries", "Backoffs", "Drains", "DrainLog", "Halted",
-		"Intents", "Launches", "SeenNodes", "ReadyNodes", "CancelledDrains", "Pools", "Credentials", "APITokens", "UsageHours", "UsageJobs"}
+		"Intents", "Launches", "SeenNodes", "ReadyNodes", "CancelledDrains", "Pools", "Credentials", "APITokens", "UsageHours", "UsageJobs", "Views"}
 	rt := reflect.TypeOf((*state.Records)(nil)).Elem()
 	for i := range rt.NumMethod() {
 		m := rt.Method(i)
