@@ -69,8 +69,8 @@ type Options struct {
 	Clouds map[string]providers.Provider
 	// CrashAfterJournal, if set, ends the process at once, as if killed,
 	// as soon as an intent of this kind is journaled, before the cloud is
-	// called:
-	// the end-to-end tests' fault hook (FLEETCAST_CRASH_AFTER_JOURNAL).
+	// called: the end-to-end tests' fault hook
+	// (FLEETCAST_CRASH_AFTER_JOURNAL).
 	CrashAfterJournal state.IntentKind
 }
 
@@ -127,9 +127,9 @@ type Daemon struct {
 	srv *http.Server
 }
 
-// parts are what reads the state as it starts: the API tokens, the node
-// credentials, the Slurm source and the controller, recovered, and the
-// API's handler over them.
+// parts are what reads the state as it starts: the controller,
+// recovered, the Slurm source, and the API's handler over them and the
+// API tokens and node credentials.
 type parts struct {
 	c       *controller.Controller
 	slurm   *controller.SlurmSource
