@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bytes"
 	"net/url"
 	"slices"
 	"sort"
@@ -89,15 +88,11 @@ func (b *etcdBucket) DeleteBefore(end []byte) (int, error) {
 		wrote = wrote || (r[0] < to && from < r[1])
 	}
 	if wrote {
-		n := 0
-		c := b.Cursor()
-		for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0; k, _ = c.First() {
-			if err := c.Delete(); err != nil {
-				return n, err
-			}
-			n++
+		n, err := deleteBefore(b.Cursor(), end)
+		if err == nil {
+			err = b.tx.err
 		}
-		return n, b.tx.err
+		return n, err
 	}
 	resp, err := b.tx.get(from, clientv3.WithRange(to), clientv3.WithCountOnly())
 	if err != nil {

@@ -137,8 +137,13 @@ func (c boltCursor) skip(k, v []byte) ([]byte, []byte) {
 }
 
 func (b boltBucket) DeleteBefore(end []byte) (int, error) {
+	return deleteBefore(boltCursor{b.b.Cursor()}, end)
+}
+
+// deleteBefore deletes, one by one, the records before end that c walks,
+// and returns how many it deleted.
+func deleteBefore(c kvCursor, end []byte) (int, error) {
 	n := 0
-	c := boltCursor{b.b.Cursor()}
 	for k, _ := c.First(); k != nil && bytes.Compare(k, end) < 0; k, _ = c.First() {
 		if err := c.Delete(); err != nil {
 			return n, err

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,14 +43,7 @@ func TestStateExportImport(t *testing.T) {
 	srv := etcdtest.Start(t)
 	conf := haConfigIn(t, dir, srv.Endpoints[0])
 	stateDir := filepath.Join(dir, "file-state")
-	series := filepath.Join(dir, "series.csv")
-	var csv strings.Builder
-	csv.WriteString("time,gpus\n")
-	now := time.Now().UTC().Truncate(time.Hour)
-	for h := 48; h > 0; h-- {
-		csv.WriteString(now.Add(-time.Duration(h)*time.Hour).Format(time.RFC3339) + ",16\n")
-	}
-	os.WriteFile(series, []byte(csv.String()), 0o600)
+	series := hourlySeries(t, dir, 48, 16)
 	if code, _, errOut := cli("history", "import", "-config", localConfig, "-state-dir", stateDir, "-series", series); code != exitOK {
 		t.Fatalf("history import: %s", errOut)
 	}
@@ -91,14 +85,7 @@ func TestHAHistoryAndReport(t *testing.T) {
 	dir := t.TempDir()
 	srv := etcdtest.Start(t)
 	conf := haConfigIn(t, dir, srv.Endpoints[0])
-	series := filepath.Join(dir, "series.csv")
-	var csv strings.Builder
-	csv.WriteString("time,gpus\n")
-	now := time.Now().UTC().Truncate(time.Hour)
-	for h := 24; h > 0; h-- {
-		csv.WriteString(now.Add(-time.Duration(h)*time.Hour).Format(time.RFC3339) + ",8\n")
-	}
-	os.WriteFile(series, []byte(csv.String()), 0o600)
+	series := hourlySeries(t, dir, 24, 8)
 	code, out, errOut := cli("history", "import", "-config", conf, "-series", series)
 	if code != exitOK || !strings.Contains(out, "etcd:/fleetcast/default/state/") {
 		t.Fatalf("history import into etcd: exit %d, %q %q", code, out, errOut)
@@ -136,4 +123,21 @@ func leadAs(t *testing.T, srv *etcdtest.Server, name string) {
 	for el.Leading() == 0 {
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// hourlySeries writes a demand series of gpus GPUs an hour for the hours
+// before now into dir, and returns its path.
+func hourlySeries(t *testing.T, dir string, hours, gpus int) string {
+	t.Helper()
+	var csv strings.Builder
+	csv.WriteString("time,gpus\n")
+	now := time.Now().UTC().Truncate(time.Hour)
+	for h := hours; h > 0; h-- {
+		fmt.Fprintf(&csv, "%s,%d\n", now.Add(-time.Duration(h)*time.Hour).Format(time.RFC3339), gpus)
+	}
+	path := filepath.Join(dir, "series.csv")
+	if err := os.WriteFile(path, []byte(csv.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
