@@ -4,18 +4,31 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 FUZZTIME ?= 30s
 # go-nvml's cgo prologue uses NVML functions the header marks deprecated:
-# without this gcc prints some 150 lines of warnings on a first build. Go
-# has no per-module setting for it, so every build the docs give goes
-# through make (bin/autoscaler).
+# without this gcc prints some 150 lines of warnings on a first build of
+# the agent (or of the tests). Go has no per-module setting for it, so
+# every build the docs give goes through make.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build run test bench lint fuzz mutants proto clean
+.PHONY: all build run test bench lint fuzz mutants proto release image clean
 
 all: lint test build
 
-## build: the autoscaler binary in bin/
+## build: bin/autoscaler (the controller and its tools, without cgo) and
+## bin/autoscaler-agent (the node's agent, with cgo for NVML), for this machine
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/autoscaler ./cmd/autoscaler
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/autoscaler ./cmd/autoscaler
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/autoscaler-agent ./cmd/autoscaler-agent
+
+## release: both binaries for linux/amd64 and linux/arm64, their tarballs and
+## SHA256SUMS in dist/; the agent runs on glibc 2.28 or later
+## (scripts/release/release.sh; arm64 needs gcc-aarch64-linux-gnu)
+release:
+	VERSION=$(VERSION) scripts/release/release.sh
+
+## image: the controller's container image from scratch, from dist/'s
+## binary for this machine (scripts/release/image.sh; make release first)
+image:
+	VERSION=$(VERSION) scripts/release/image.sh
 
 ## run: bin/autoscaler, then the controller on the built-in simulated
 ## cloud (examples/local.hcl); ARGS adds flags, e.g. make run ARGS='-for 24h'
@@ -73,4 +86,4 @@ mutants:
 	$(GO) run ./scripts/mutants -only '$(ONLY)'
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -204,7 +204,7 @@ func ListenUnixAccess(path string, access SocketAccess) (net.Listener, error) {
 }
 
 // Client talks to an agent's local API over its unix socket: what
-// `autoscaler agent checkpoint` and job launchers use.
+// `autoscaler-agent checkpoint` and job launchers use.
 type Client struct {
 	http *http.Client
 }

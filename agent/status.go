@@ -11,7 +11,7 @@ import (
 )
 
 // Link is how the agent's reports to its controller are going, as its
-// reporter last found: what `autoscaler agent status` shows beside the
+// reporter last found: what `autoscaler-agent status` shows beside the
 // report.
 type Link struct {
 	// Controller is the controller's URL; empty before the reporter runs.

@@ -54,7 +54,7 @@ type DemandPush struct {
 }
 
 // RunningJob is one line of a push's running jobs: the job of this ID (as
-// its agent registered it: `agent register -job`), on Node when set (the
+// its agent registered it: `autoscaler-agent register -job`), on Node when set (the
 // node's ID as the controller names it; otherwise on every node that
 // reports it, as a multi-node job's do), is expected to end by
 // ExpectedEnd, on the controller's clock. Of the schedulers' ends and the

@@ -33,7 +33,7 @@ publish() {
     mv "$scratch"/img/*.svg docs/img/
   fi
 }
-go build -o bin/autoscaler ./cmd/autoscaler
+make build >/dev/null
 
 cat >"$out" <<'EOF'
 # Benchmarks
@@ -107,7 +107,7 @@ if [ "${BENCH_GO:-1}" != 0 ]; then
   # Its socket and marker in the scratch folder, not /run/fleetcast.
   tok=$scratch/token
   (umask 077 && echo 0123456789abcdef0123 >"$tok")
-  bin/autoscaler agent -no-gpu -interval 1s -metrics '' -state '' -notices none \
+  bin/autoscaler-agent -no-gpu -interval 1s -metrics '' -state '' -notices none \
     -socket "$scratch/agent.sock" -marker "$scratch/draining" \
     -controller http://127.0.0.1:1 -token-file "$tok" -node n1 >"$scratch/agent.log" 2>&1 &
   agent=$!
@@ -124,7 +124,7 @@ if [ "${BENCH_GO:-1}" != 0 ]; then
     echo "The agent's memory, resident (VmRSS) after 5 s of one-second samples without GPUs, reporting to a controller that refuses connections; the target is 30 MB (the agent is the controller's $(du -m bin/autoscaler | cut -f1) MB binary, cloud SDKs included; NVML's library adds its share on a GPU machine):"
     echo
     echo '```text'
-    echo "\$ autoscaler agent -no-gpu -interval 1s -metrics '' -state '' -notices none -socket DIR/agent.sock -marker DIR/draining -controller http://127.0.0.1:1 -token-file FILE -node n1"
+    echo "\$ autoscaler-agent -no-gpu -interval 1s -metrics '' -state '' -notices none -socket DIR/agent.sock -marker DIR/draining -controller http://127.0.0.1:1 -token-file FILE -node n1"
     echo "VmRSS after 5 s: $rss"
     echo '```'
     echo

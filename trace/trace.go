@@ -16,7 +16,7 @@
 //     checkpoint_interval_s, priority, team, tier and job_id are optional
 //     (the ID defaults to the line number; team and tier are free text,
 //     trimmed, empty for none: the job's owner and its class of service,
-//     such as "batch" or "prod", as `autoscaler agent register -team
+//     such as "batch" or "prod", as `autoscaler-agent register -team
 //     -tier` label a live job); other columns are ignored. Seconds may be
 //     fractional.
 //   - "openb": Alibaba's GPU-sharing cluster's pod list (cluster-trace-gpu-

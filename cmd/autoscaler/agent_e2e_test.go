@@ -28,7 +28,6 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/fleetcast/autoscaler/agent"
-	"github.com/fleetcast/autoscaler/agent/gpu"
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/controller"
@@ -45,21 +44,16 @@ import (
 )
 
 // TestMain doubles as a training job when FLEETCAST_TEST_JOB is set
-// ("SOCKET ID"): it registers with `autoscaler agent register` and, on
-// SIGUSR1, writes a checkpoint file and runs `autoscaler agent checkpoint`.
+// ("SOCKET ID"): it registers with `autoscaler-agent register` and, on
+// SIGUSR1, writes a checkpoint file and runs `autoscaler-agent checkpoint`.
 //
-// With FLEETCAST_TEST_CLI set, it is the autoscaler command itself, run with
-// the arguments in that variable (separated by spaces); with
-// FLEETCAST_TEST_NVML=dgxa100 too, its agent reads go-nvml's mock DGX A100
-// (eight idle A100s) for the machine's GPUs; with FLEETCAST_TEST_HWM=FILE,
+// With FLEETCAST_TEST_CLI set, it is the autoscaler command itself, or the
+// agent's with "agent" first (testRun), run with the arguments in that
+// variable (separated by spaces); with FLEETCAST_TEST_HWM=FILE,
 // it writes its peak resident set (KiB) to FILE before it exits.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv("FLEETCAST_TEST_CLI"); spec != "" {
-		e := &env{stdout: os.Stdout, stderr: os.Stderr}
-		if os.Getenv("FLEETCAST_TEST_NVML") == "dgxa100" {
-			e.openGPUs = func() (*gpu.Reader, error) { return gpu.Open(idleDGXA100()) }
-		}
-		code := runEnv(e, strings.Fields(spec))
+		code := testRun(strings.Fields(spec), os.Stdout, os.Stderr)
 		if path := os.Getenv("FLEETCAST_TEST_HWM"); path != "" {
 			// The process's own peak resident set since its exec (VmHWM,
 			// per address space): its rusage would start from the peak
@@ -103,7 +97,7 @@ func idleDGXA100() *server.Server {
 func trainingJob(socket, id string) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGUSR1)
-	if code := run([]string{"agent", "register", "-job", id, "-gpus", "0", "-pid", strconv.Itoa(os.Getpid()), "-socket", socket}, io.Discard, os.Stderr); code != 0 {
+	if code := testRun([]string{"agent", "register", "-job", id, "-gpus", "0", "-pid", strconv.Itoa(os.Getpid()), "-socket", socket}, io.Discard, os.Stderr); code != 0 {
 		return code
 	}
 	os.Stdout.WriteString("ready\n")
@@ -111,7 +105,7 @@ func trainingJob(socket, id string) int {
 		if err := os.WriteFile(filepath.Join(filepath.Dir(socket), id+".ckpt"), []byte("weights"), 0o600); err != nil {
 			return 1
 		}
-		if code := run([]string{"agent", "checkpoint", "-job", id, "-step", "1000", "-socket", socket}, io.Discard, os.Stderr); code != 0 {
+		if code := testRun([]string{"agent", "checkpoint", "-job", id, "-step", "1000", "-socket", socket}, io.Discard, os.Stderr); code != 0 {
 			return code
 		}
 	}
@@ -151,7 +145,7 @@ func (c *drainingController) Accept(_ context.Context, r *report.Report) (report
 }
 
 // TestAgentCLIDrain drains a node whose jobs are real processes that
-// checkpoint with `autoscaler agent checkpoint` when signalled.
+// checkpoint with `autoscaler-agent checkpoint` when signalled.
 func TestAgentCLIDrain(t *testing.T) {
 	dir, err := os.MkdirTemp("", "fc")
 	if err != nil {
@@ -281,7 +275,7 @@ func TestAgentSpotNotice(t *testing.T) {
 	// answers 409 Conflict (a draining node's refusal); the command fails,
 	// naming the node, in the words of testdata/register-draining.golden.
 	var stderr bytes.Buffer
-	if code := run([]string{"agent", "register", "-job", "late", "-gpus", "0", "-pid", strconv.Itoa(os.Getpid()), "-socket", socket}, io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), "node i-1 ") {
+	if code := testRun([]string{"agent", "register", "-job", "late", "-gpus", "0", "-pid", strconv.Itoa(os.Getpid()), "-socket", socket}, io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), "node i-1 ") {
 		t.Errorf("register on the node under notice: exit %d, %q", code, stderr.String())
 	}
 	pinned(t, "register-draining.golden", regexp.MustCompile(`\(drain [^)]*\)`).ReplaceAllString(stderr.String(), "(drain $$DRAIN)"))

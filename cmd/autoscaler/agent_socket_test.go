@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent"
+	"github.com/fleetcast/autoscaler/internal/agentcmd"
+	"github.com/fleetcast/autoscaler/internal/cli"
 )
 
 // nobody is the user (and group) the job runs as in the tests below.
@@ -27,7 +29,7 @@ const nobody = 65534
 
 // TestRegisterAsJobUser runs the agent command as a process (this test
 // binary as the autoscaler, as root) with -socket-group naming an existing
-// group, and `autoscaler agent register` as an unprivileged user (uid and
+// group, and `autoscaler-agent register` as an unprivileged user (uid and
 // gid 65534): with the socket's group among its groups the job registers,
 // without it the socket refuses it. The agent with the default group,
 // where the machine has no such group, keeps the socket owner-only and
@@ -41,8 +43,8 @@ func TestRegisterAsJobUser(t *testing.T) {
 	dir, bin := shareTestBinary(t)
 
 	t.Run("default group missing", func(t *testing.T) {
-		if _, err := user.LookupGroup(defaultSocketGroup); err == nil {
-			t.Skipf("this machine has a group %s", defaultSocketGroup)
+		if _, err := user.LookupGroup(agentcmd.DefaultSocketGroup); err == nil {
+			t.Skipf("this machine has a group %s", agentcmd.DefaultSocketGroup)
 		}
 		socket, log := startAgentProcess(t, bin, dir, "a")
 		st := socketStat(t, socket)
@@ -50,9 +52,9 @@ func TestRegisterAsJobUser(t *testing.T) {
 			t.Errorf("socket mode %#o; want 0600 (owner only) when the default group is missing", st.Mode&0o777)
 		}
 		// The warning names the group (its words: the "default group
-		// missing" case of testdata/socket-access.golden).
+		// missing" case of internal/agentcmd/testdata/socket-access.golden).
 		waitFor(t, log, "[WARN]")
-		waitFor(t, log, strconv.Quote(defaultSocketGroup))
+		waitFor(t, log, strconv.Quote(agentcmd.DefaultSocketGroup))
 		if code, out := registerAs(t, bin, socket, "j0", nobody, []uint32{uint32(gid)}); code == 0 || !strings.Contains(out, "permission denied") {
 			t.Errorf("register as uid %d: exit %d: %s; want permission denied", nobody, code, out)
 		}
@@ -111,7 +113,7 @@ func TestRegisterAsJobUser(t *testing.T) {
 		if code == 0 || !refused(out, "process "+strconv.Itoa(os.Getpid()), "user 0", strconv.Itoa(nobody)) {
 			t.Errorf("%s as uid %d: exit %d: %s; want refused: another user's process", args, nobody, code, out)
 		}
-		if code, _, errOut := cli("agent", "register", "-job", "roots", "-pid", strconv.Itoa(os.Getpid()), "-socket", socket); code != 0 {
+		if code, _, errOut := cmdline("agent", "register", "-job", "roots", "-pid", strconv.Itoa(os.Getpid()), "-socket", socket); code != 0 {
 			t.Fatalf("register as root: exit %d: %s", code, errOut)
 		}
 		for _, cmd := range []string{"done", "checkpoint"} {
@@ -156,92 +158,17 @@ func TestSocketGroupFlag(t *testing.T) {
 	tr := &transcript{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, errOut := cli(append(base, tt.args...)...)
+			code, _, errOut := cmdline(append(base, tt.args...)...)
 			tr.add(tt.name, code, "", errOut)
-			if code != exitUsage || !strings.Contains(errOut, tt.want) {
-				t.Fatalf("exit %d: %s\nwant exit %d and %q", code, errOut, exitUsage, tt.want)
+			if code != cli.ExitUsage || !strings.Contains(errOut, tt.want) {
+				t.Fatalf("exit %d: %s\nwant exit %d and %q", code, errOut, cli.ExitUsage, tt.want)
 			}
 		})
 	}
 	tr.check(t, "socket-flags.golden", len(tests))
 }
 
-// TestSocketAccess: how -socket-group and -socket-mode become the socket's
-// mode and group, with a lookup that knows one group, "jobs" (gid 1500).
-func TestSocketAccess(t *testing.T) {
-	lookup := func(g string) (int, error) {
-		switch g {
-		case "jobs", "1500":
-			return 1500, nil
-		case "broken":
-			return -1, errors.New("nss: connection refused")
-		}
-		if _, err := strconv.Atoi(g); err == nil {
-			return -1, user.UnknownGroupIdError(g)
-		}
-		return -1, user.UnknownGroupError(g)
-	}
-	tr, n := &transcript{}, 0
-	for _, tt := range []struct {
-		name, group string
-		given       bool
-		mode        string
-		wantMode    os.FileMode
-		wantGID     int
-		// warning and err are what the warning or the error names (a
-		// group, a mode, a flag and its value); "" for none. The words
-		// are those of testdata/socket-access.golden.
-		warning string
-		err     string
-	}{
-		{name: "default group exists", group: "jobs", mode: "0660", wantMode: 0o660, wantGID: 1500},
-		{name: "default group missing", group: "fleetcast", mode: "0660", wantMode: 0o600, wantGID: -1,
-			warning: `"fleetcast"`},
-		{name: "default group cannot be looked up", group: "broken", mode: "0660", wantMode: 0o600, wantGID: -1,
-			warning: `"broken"`},
-		{name: "default group missing, wider mode", group: "fleetcast", mode: "0666", wantMode: 0o606, wantGID: -1, warning: "0606"},
-		{name: "group given by number", group: "1500", given: true, mode: "660", wantMode: 0o660, wantGID: 1500},
-		{name: "group given, missing", group: "gpu-users", given: true, mode: "0660",
-			err: `-socket-group "gpu-users": `},
-		{name: "gid given, missing", group: "4000123", given: true, mode: "0660", err: `-socket-group "4000123": `},
-		{name: "group database fails", group: "broken", given: true, mode: "0660", err: `-socket-group "broken": nss: connection refused`},
-		{name: "no group", group: "", given: true, mode: "0o640", wantMode: 0o640, wantGID: -1},
-		{name: "owner only", group: "jobs", mode: "0600", wantMode: 0o600, wantGID: 1500},
-		{name: "mode not octal", group: "jobs", mode: "0680", err: `-socket-mode "0680": `},
-		{name: "mode too wide", group: "jobs", mode: "1660", err: `-socket-mode "1660": `},
-		{name: "owner cannot write", group: "jobs", mode: "0460", err: `-socket-mode "0460": `},
-	} {
-		n++
-		t.Run(tt.name, func(t *testing.T) {
-			access, warning, err := socketAccess(tt.group, tt.given, tt.mode, lookup)
-			if err != nil {
-				tr.add(tt.name+": error", -1, err.Error(), "")
-			} else if warning != "" {
-				tr.add(tt.name+": warning", -1, warning, "")
-			} else {
-				tr.add(tt.name, -1, "", "")
-			}
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("error %v; want %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if access.Mode != tt.wantMode || access.GID != tt.wantGID {
-				t.Errorf("mode %#o, gid %d; want %#o, gid %d", access.Mode, access.GID, tt.wantMode, tt.wantGID)
-			}
-			if (tt.warning == "") != (warning == "") || !strings.Contains(warning, tt.warning) {
-				t.Errorf("warning %q; want %q", warning, tt.warning)
-			}
-		})
-	}
-	tr.check(t, "socket-access.golden", n)
-}
-
-// TestRegisterMissingProcess: `agent register -pid N` for a process that
+// TestRegisterMissingProcess: `autoscaler-agent register -pid N` for a process that
 // does not exist is refused by the agent, and the command says why.
 func TestRegisterMissingProcess(t *testing.T) {
 	socket := startTestAgent(t)
@@ -250,12 +177,12 @@ func TestRegisterMissingProcess(t *testing.T) {
 		t.Skip("no true(1) to start and reap:", err)
 	}
 	pid := gone.Process.Pid
-	code, _, errOut := cli("agent", "register", "-job", "train-7", "-pid", strconv.Itoa(pid), "-socket", socket)
+	code, _, errOut := cmdline("agent", "register", "-job", "train-7", "-pid", strconv.Itoa(pid), "-socket", socket)
 	// It names the job and the process; the words are those of
 	// testdata/register-missing-process.golden.
 	want := fmt.Sprintf("job train-7: process %d ", pid)
-	if code != exitError || !strings.Contains(errOut, want) {
-		t.Fatalf("exit %d: %s\nwant exit %d and %q", code, errOut, exitError, want)
+	if code != cli.ExitError || !strings.Contains(errOut, want) {
+		t.Fatalf("exit %d: %s\nwant exit %d and %q", code, errOut, cli.ExitError, want)
 	}
 	pinned(t, "register-missing-process.golden", strings.ReplaceAll(errOut, strconv.Itoa(pid), "$PID"))
 }
@@ -418,7 +345,7 @@ func reportedJobs(t *testing.T, socket string) []string {
 	return ids
 }
 
-// registerAs runs `autoscaler agent register` (bin) as uid and gid uid
+// registerAs runs `autoscaler-agent register` (bin) as uid and gid uid
 // with the supplementary groups given, registering job id with this
 // process's PID, and returns its exit status and output.
 func registerAs(t *testing.T, bin, socket, id string, uid int, groups []uint32) (int, string) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/internal/agentcmd"
 )
 
 func TestAgentCommands(t *testing.T) {
@@ -48,7 +49,7 @@ func TestAgentCommands(t *testing.T) {
 	tr := &transcript{normalize: func(s string) string { return strings.ReplaceAll(s, tmp, "$TMP") }}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, errOut := cli(tt.args...)
+			code, _, errOut := cmdline(tt.args...)
 			tr.add(tt.name, code, "", errOut)
 			if code != tt.code || !strings.Contains(errOut, tt.want) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
@@ -58,28 +59,14 @@ func TestAgentCommands(t *testing.T) {
 	tr.check(t, "agent-errors.golden", len(tests))
 }
 
-// TestExpectedEndFlag: -expected-end takes a time or a duration from now.
-func TestExpectedEndFlag(t *testing.T) {
-	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	for in, want := range map[string]time.Time{
-		"6h":                   now.Add(6 * time.Hour),
-		"2d":                   now.Add(48 * time.Hour),
-		"2026-12-03T00:00:00Z": time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC),
-	} {
-		if got, err := expectedEnd(in, now); err != nil || !got.Equal(want) {
-			t.Errorf("expectedEnd(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-}
-
-// TestRegisterExpectedEnd: `agent register -expected-end` reaches the
+// TestRegisterExpectedEnd: `autoscaler-agent register -expected-end` reaches the
 // agent, whose report carries it; so do -team, -tier, -name and
 // -submitted.
 func TestRegisterExpectedEnd(t *testing.T) {
 	socket := startTestAgent(t)
 	before := time.Now()
 	submitted := before.Add(-time.Hour).UTC().Truncate(time.Second)
-	if code, _, errOut := cli("agent", "register", "-job", "train", "-pid", strconv.Itoa(os.Getpid()), "-expected-end", "6h",
+	if code, _, errOut := cmdline("agent", "register", "-job", "train", "-pid", strconv.Itoa(os.Getpid()), "-expected-end", "6h",
 		"-team", "ml-research", "-tier", "batch", "-name", "llama-ft.7", "-submitted", submitted.Format(time.RFC3339), "-socket", socket); code != 0 {
 		t.Fatalf("register: exit %d: %s", code, errOut)
 	}
@@ -112,29 +99,11 @@ func TestAgentWithoutNVML(t *testing.T) {
 		}
 	}
 	token := writeFile(t, "token", "x")
-	code, _, errOut := cli("agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "i-1", "-socket", filepath.Join(t.TempDir(), "a.sock"))
+	code, _, errOut := cmdline("agent", "-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "i-1", "-socket", filepath.Join(t.TempDir(), "a.sock"))
 	// It names the library and the flag to run without it; the words are
 	// those of testdata/agent-no-nvml.golden (the log's lines left out).
-	if code != exitNoNVML || !strings.Contains(errOut, "libnvidia-ml.so") || !strings.Contains(errOut, "-no-gpu") {
+	if code != agentcmd.ExitNoNVML || !strings.Contains(errOut, "libnvidia-ml.so") || !strings.Contains(errOut, "-no-gpu") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	pinned(t, "agent-no-nvml.golden", withoutLogs(errOut))
-}
-
-// TestCommandIdentity: -identity-command's output is the node's identity
-// document, trimmed; a command that fails, prints nothing or too much is
-// an error naming it.
-func TestCommandIdentity(t *testing.T) {
-	ctx := context.Background()
-	r, err := commandIdentity(ctx, []string{"/bin/echo", " host-key-signature "})
-	if err != nil || r.Plugin == nil || r.Plugin.Document != "host-key-signature" || r.AWS != nil || r.GCP != nil {
-		t.Fatalf("commandIdentity(echo) = %+v, %v", r, err)
-	}
-	big := writeFile(t, "big", strings.Repeat("x", 17<<10))
-	binary := writeFile(t, "binary", "\xff\xfe signature")
-	for _, argv := range [][]string{{"/bin/false"}, {"/bin/true"}, {"/bin/cat", big}, {"/bin/cat", binary}, {"/nonexistent/identity"}} {
-		if _, err := commandIdentity(ctx, argv); err == nil || !strings.Contains(err.Error(), "-identity-command "+argv[0]) {
-			t.Errorf("commandIdentity(%v): %v; want an error naming it", argv, err)
-		}
-	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 )
 
 // runAPIToken is `autoscaler api-token create|list|rotate|revoke`: the API
@@ -20,18 +21,18 @@ func runAPIToken(e *env, args []string) int {
 	subs := map[string]string{"create": " -scope demand|read|operator NAME", "list": "", "rotate": " [-grace DURATION] NAME", "revoke": " NAME"}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintln(e.stderr, "api-token: want a command: create, list, rotate or revoke")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	sub := args[0]
 	synopsis, ok := subs[sub]
 	if !ok {
 		fmt.Fprintf(e.stderr, "api-token: unknown command %q; want create, list, rotate or revoke\n", sub)
-		return exitUsage
+		return cli.ExitUsage
 	}
-	fs := newFlagSet(e, "api-token "+sub, "api-token "+sub+" -config FILE [-addr URL] [-ca-file FILE]"+synopsis)
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "api-token "+sub, "api-token "+sub+" -config FILE [-addr URL] [-ca-file FILE]"+synopsis)
 	c := controllerFlags(fs)
 	var scope string
-	var grace durationFlag
+	var grace cli.Duration
 	switch sub {
 	case "create":
 		fs.StringVar(&scope, "scope", "", "what the token may do: demand (a scheduler's pushes), read (plans, fleet, forecast, plugins) or operator (node credentials, API tokens, and what the others may)")
@@ -42,19 +43,19 @@ func runAPIToken(e *env, args []string) int {
 	if sub == "list" {
 		what = ""
 	}
-	log, name, code, ok := setupNamed(e, fs, args[1:], what)
+	log, name, code, ok := cli.SetupNamed(e.stderr, fs, args[1:], what)
 	if !ok {
 		return code
 	}
 	if sub == "create" {
 		if _, err := apiauth.ParseScope(scope); err != nil {
 			fmt.Fprintf(e.stderr, "api-token create: -scope %v\n", err)
-			return exitUsage
+			return cli.ExitUsage
 		}
 	}
 	cfg, ok := loadConfig(e, log, c.path)
 	if !ok {
-		return exitError
+		return cli.ExitError
 	}
 	var (
 		method, route = "GET", "/v1/api-tokens"
@@ -64,7 +65,7 @@ func runAPIToken(e *env, args []string) int {
 	case "create":
 		method, req = "POST", apiauth.CreateRequest{Name: name, Scope: apiauth.Scope(scope)}
 	case "rotate":
-		method, route, req = "POST", route+"/"+url.PathEscape(name)+"/rotate", apiauth.RotateRequest{Grace: fleet.FormatDuration(grace.d)}
+		method, route, req = "POST", route+"/"+url.PathEscape(name)+"/rotate", apiauth.RotateRequest{Grace: fleet.FormatDuration(grace.D)}
 	case "revoke":
 		method, route = "DELETE", route+"/"+url.PathEscape(name)
 	}
@@ -80,7 +81,7 @@ func runAPIToken(e *env, args []string) int {
 		var a apiauth.Answer
 		if err := json.Unmarshal(body, &a); err != nil {
 			fmt.Fprintf(e.stderr, "api-token %s: the controller's answer: %v\n", sub, err)
-			return exitError
+			return cli.ExitError
 		}
 		done := "created"
 		if sub == "rotate" {
@@ -97,7 +98,7 @@ func runAPIToken(e *env, args []string) int {
 		var list []apiauth.Listed
 		if err := json.Unmarshal(body, &list); err != nil {
 			fmt.Fprintln(e.stderr, "api-token list: the controller's answer:", err)
-			return exitError
+			return cli.ExitError
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tSCOPE\tCREATED\tROTATED\tLAST USED\tNOTE")
@@ -119,5 +120,5 @@ func runAPIToken(e *env, args []string) int {
 		}
 		tw.Flush()
 	}
-	return exitOK
+	return cli.ExitOK
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fleetcast/autoscaler/internal/cli"
 )
 
 // tokenRun is a controller (`run` as a process, on the simulated cloud)
@@ -36,8 +38,8 @@ func TestAPITokensCLI(t *testing.T) {
 	t.Setenv("FLEETCAST_API_TOKEN", "")
 	create := func(scope, name string) string {
 		t.Helper()
-		code, out, errOut := cli("api-token", "create", "-config", conf, "-scope", scope, name)
-		if code != exitOK || !strings.Contains(errOut, "API token "+name+" (scope "+scope+") created") {
+		code, out, errOut := cmdline("api-token", "create", "-config", conf, "-scope", scope, name)
+		if code != cli.ExitOK || !strings.Contains(errOut, "API token "+name+" (scope "+scope+") created") {
 			t.Fatalf("api-token create %s %s: exit %d %q %q", scope, name, code, out, errOut)
 		}
 		return strings.TrimSpace(out)
@@ -55,23 +57,23 @@ func TestAPITokensCLI(t *testing.T) {
 	}
 	// The scheduler's token in FLEETCAST_API_TOKEN gets the CLI nowhere.
 	t.Setenv("FLEETCAST_API_TOKEN", sched)
-	if code, _, errOut := cli("token", "issue", "-config", conf, "rack-7"); code != exitError || !strings.Contains(errOut, "403 Forbidden") {
+	if code, _, errOut := cmdline("token", "issue", "-config", conf, "rack-7"); code != cli.ExitError || !strings.Contains(errOut, "403 Forbidden") {
 		t.Errorf("token issue with a demand token: exit %d %q", code, errOut)
 	}
-	if code, _, errOut := cli("api-token", "create", "-config", conf, "-scope", "operator", "mine"); code != exitError || !strings.Contains(errOut, "403 Forbidden") {
+	if code, _, errOut := cmdline("api-token", "create", "-config", conf, "-scope", "operator", "mine"); code != cli.ExitError || !strings.Contains(errOut, "403 Forbidden") {
 		t.Errorf("api-token create with a demand token: exit %d %q", code, errOut)
 	}
 	t.Setenv("FLEETCAST_API_TOKEN", "")
 
 	// Node credentials: a second issue for a node with a good credential
 	// needs -replace and a reason.
-	if code, out, errOut := cli("token", "issue", "-config", conf, "rack-7"); code != exitOK || strings.TrimSpace(out) == "" {
+	if code, out, errOut := cmdline("token", "issue", "-config", conf, "rack-7"); code != cli.ExitOK || strings.TrimSpace(out) == "" {
 		t.Fatalf("token issue: exit %d %q %q", code, out, errOut)
 	}
-	if code, _, errOut := cli("token", "issue", "rack-7", "-config", conf); code != exitError || !strings.Contains(errOut, "409 Conflict") || !strings.Contains(errOut, "token issue -replace REASON rack-7") {
+	if code, _, errOut := cmdline("token", "issue", "rack-7", "-config", conf); code != cli.ExitError || !strings.Contains(errOut, "409 Conflict") || !strings.Contains(errOut, "token issue -replace REASON rack-7") {
 		t.Errorf("a second issue without -replace: exit %d %q", code, errOut)
 	}
-	if code, out, errOut := cli("token", "issue", "-config", conf, "-replace", "its disk was replaced", "rack-7"); code != exitOK || strings.TrimSpace(out) == "" || !strings.Contains(errOut, "credential replaced for rack-7") {
+	if code, out, errOut := cmdline("token", "issue", "-config", conf, "-replace", "its disk was replaced", "rack-7"); code != cli.ExitOK || strings.TrimSpace(out) == "" || !strings.Contains(errOut, "credential replaced for rack-7") {
 		t.Errorf("token issue -replace: exit %d %q %q", code, out, errOut)
 	}
 	if _, body := r.call("GET", "/metrics", "", ""); !strings.Contains(body, "fleetcast_credential_replacements_total 1\n") {
@@ -84,8 +86,8 @@ func TestAPITokensCLI(t *testing.T) {
 
 	// The list: root from the state directory, the two tokens, who used
 	// them.
-	code, out, errOut := cli("api-token", "list", "-config", conf)
-	if code != exitOK {
+	code, out, errOut := cmdline("api-token", "list", "-config", conf)
+	if code != cli.ExitOK {
 		t.Fatalf("api-token list: exit %d %q", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -96,9 +98,9 @@ func TestAPITokensCLI(t *testing.T) {
 
 	// Rotation with a grace keeps the old secret good for it; revocation
 	// ends both at once.
-	code, out, errOut = cli("api-token", "rotate", "-config", conf, "-grace", "1h", "slurm-prod")
+	code, out, errOut = cmdline("api-token", "rotate", "-config", conf, "-grace", "1h", "slurm-prod")
 	next := strings.TrimSpace(out)
-	if code != exitOK || next == "" || next == sched || !strings.Contains(errOut, "the old secret is good until") {
+	if code != cli.ExitOK || next == "" || next == sched || !strings.Contains(errOut, "the old secret is good until") {
 		t.Fatalf("api-token rotate: exit %d %q %q", code, out, errOut)
 	}
 	for _, s := range []string{sched, next} {
@@ -106,7 +108,7 @@ func TestAPITokensCLI(t *testing.T) {
 			t.Errorf("a push after the rotation: %d", code)
 		}
 	}
-	if code, out, errOut := cli("api-token", "revoke", "-config", conf, "slurm-prod"); code != exitOK || !strings.Contains(out, "revoked API token slurm-prod") {
+	if code, out, errOut := cmdline("api-token", "revoke", "-config", conf, "slurm-prod"); code != cli.ExitOK || !strings.Contains(out, "revoked API token slurm-prod") {
 		t.Fatalf("api-token revoke: exit %d %q %q", code, out, errOut)
 	}
 	for _, s := range []string{sched, next} {
@@ -114,15 +116,15 @@ func TestAPITokensCLI(t *testing.T) {
 			t.Errorf("a push with a revoked token: %d, want 401", code)
 		}
 	}
-	if code, _, errOut := cli("api-token", "revoke", "-config", conf, "root"); code != exitError || !strings.Contains(errOut, "409 Conflict") {
+	if code, _, errOut := cmdline("api-token", "revoke", "-config", conf, "root"); code != cli.ExitError || !strings.Contains(errOut, "409 Conflict") {
 		t.Errorf("revoking root: exit %d %q", code, errOut)
 	}
 	for _, args := range [][]string{
 		{"api-token"}, {"api-token", "make"}, {"api-token", "create", "-config", conf, "x"}, {"api-token", "create", "-config", conf, "-scope", "admin", "x"},
 		{"api-token", "rotate", "-config", conf}, {"token", "issue", "-config", conf},
 	} {
-		if code, _, _ := cli(args...); code != exitUsage {
-			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
+		if code, _, _ := cmdline(args...); code != cli.ExitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, cli.ExitUsage)
 		}
 	}
 }
@@ -139,8 +141,8 @@ func TestLoopbackReadsFlag(t *testing.T) {
 		t.Errorf("GET /v1/fleet with -loopback-reads=false and no token: %d, want 401", code)
 	}
 	t.Setenv("FLEETCAST_API_TOKEN", "")
-	code, out, errOut := cli("api-token", "create", "-config", conf, "-scope", "read", "grafana")
-	if code != exitOK {
+	code, out, errOut := cmdline("api-token", "create", "-config", conf, "-scope", "read", "grafana")
+	if code != cli.ExitOK {
 		t.Fatalf("api-token create: exit %d %q", code, errOut)
 	}
 	if code, _ := closed.call("GET", "/v1/fleet", strings.TrimSpace(out), ""); code != http.StatusOK {

@@ -54,7 +54,7 @@ func TestPlanAgainstMoto(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := localExample(t, string(src))
-	code, out, errOut := cli("run", "-config", conf, "-dry-run", "-for", "1ms", "-listen", "127.0.0.1:0")
+	code, out, errOut := cmdline("run", "-config", conf, "-dry-run", "-for", "1ms", "-listen", "127.0.0.1:0")
 	if code != 0 || !strings.Contains(out, "Fleetcast controller (dry run: planning only) on 4 pools, a cycle every 1m") {
 		t.Fatalf("run -dry-run: exit %d\n%s\n%s", code, out, errOut)
 	}

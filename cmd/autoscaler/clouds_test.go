@@ -94,7 +94,7 @@ func TestPlanAcrossClouds(t *testing.T) {
 	if f.Count("get") == 0 || f.Count("list") == 0 || f.Count("machineType") != 1 || f.Count("template") != 1 {
 		t.Errorf("plan read the GCP group %d times, its instances %d, its machine type %d, its template %d", f.Count("get"), f.Count("list"), f.Count("machineType"), f.Count("template"))
 	}
-	code, out, errOut := cli("run", "-config", conf, "-dry-run", "-for", "1ms", "-listen", "127.0.0.1:0")
+	code, out, errOut := cmdline("run", "-config", conf, "-dry-run", "-for", "1ms", "-listen", "127.0.0.1:0")
 	if code != 0 || !strings.Contains(out, "Fleetcast controller (dry run: planning only) on 4 pools") {
 		t.Fatalf("run -dry-run: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/agentcmd"
 	"github.com/fleetcast/autoscaler/internal/identitytest"
 	"github.com/fleetcast/autoscaler/internal/metadatamock"
 	"github.com/fleetcast/autoscaler/internal/mototest"
@@ -190,9 +191,9 @@ controller {
 	}
 
 	// The agent binary the script downloads: this test binary as the
-	// autoscaler command, checked by its SHA-256 as a release would be.
-	agentBin := filepath.Join(dir, "autoscaler-linux-amd64")
-	if err := os.WriteFile(agentBin, []byte("#!/bin/sh\nFLEETCAST_TEST_CLI=\"$*\" exec "+os.Args[0]+" -test.run='^$'\n"), 0o755); err != nil {
+	// agent's command, checked by its SHA-256 as a release would be.
+	agentBin := filepath.Join(dir, "autoscaler-agent-linux-amd64")
+	if err := os.WriteFile(agentBin, []byte("#!/bin/sh\nFLEETCAST_TEST_CLI=\"agent $*\" exec "+os.Args[0]+" -test.run='^$'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := os.ReadFile(agentBin)
@@ -318,7 +319,7 @@ controller {
 	// Revocation, by the operator's command: A's credential is refused
 	// at once, and its agent bootstraps again and reports on.
 	credA = credOf(idA)
-	code, out, errOut := cli("token", "revoke", "-config", conf, idA)
+	code, out, errOut := cmdline("token", "revoke", "-config", conf, idA)
 	if code != 0 || !strings.Contains(out, "revoked "+idA) {
 		t.Fatalf("token revoke: exit %d %s %s", code, out, errOut)
 	}
@@ -329,14 +330,14 @@ controller {
 	waitFor("node A bootstrapping again after its revocation and reporting", 60*time.Second, reported(idA, revoked.Add(time.Second)))
 	// ... which a copy of its identity document with the secret could not
 	// have done: only the agent that registered the node (its nonce) may.
-	code, out, errOut = cli("token", "revoke", "-config", conf, idA)
+	code, out, errOut = cmdline("token", "revoke", "-config", conf, idA)
 	if code != 0 {
 		t.Fatalf("token revoke: exit %d %s %s", code, out, errOut)
 	}
 	if code, msg := post("/v1/agents/"+idA+"/credential", secret, again); code != 409 {
 		t.Errorf("a copy of revoked node A's identity with the secret: %d %s, want 409", code, msg)
 	}
-	code, out, errOut = cli("token", "list", "-config", conf)
+	code, out, errOut = cmdline("token", "list", "-config", conf)
 	if code != 0 || !strings.Contains(out, idA) || !strings.Contains(out, idB) || !strings.Contains(out, "bootstrap") {
 		t.Errorf("token list: exit %d\n%s%s", code, out, errOut)
 	}
@@ -399,7 +400,7 @@ func TestNodeSetupUnit(t *testing.T) {
 		}
 	}
 	args := systemdSplit(t, execStart)
-	want := []string{filepath.Join(root, "usr/local/bin/autoscaler"), "agent", "-controller", "https://fleetcast.internal:8790"}
+	want := []string{filepath.Join(root, "usr/local/bin/autoscaler-agent"), "-controller", "https://fleetcast.internal:8790"}
 	if len(args) < len(want) || !slices.Equal(args[:len(want)], want) {
 		t.Fatalf("ExecStart %q splits to %q", execStart, args)
 	}
@@ -420,8 +421,8 @@ func TestNodeSetupUnit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := strings.Count("\n"+string(groups), "\n"+defaultSocketGroup+":x:"); n != 1 {
-			t.Errorf("the node's /etc/group has %d %s groups; want 1, for the agent's socket:\n%s", n, defaultSocketGroup, groups)
+		if n := strings.Count("\n"+string(groups), "\n"+agentcmd.DefaultSocketGroup+":x:"); n != 1 {
+			t.Errorf("the node's /etc/group has %d %s groups; want 1, for the agent's socket:\n%s", n, agentcmd.DefaultSocketGroup, groups)
 		}
 		if now, _ := os.ReadFile("/etc/group"); !bytes.Equal(now, hostGroups) {
 			t.Errorf("node-setup.sh --root changed this machine's /etc/group")

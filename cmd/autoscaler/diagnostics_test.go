@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/internal/gcptest"
 )
 
@@ -42,8 +43,8 @@ func TestValidateSourceLines(t *testing.T) {
 		{"mixed pools", "test-fixtures/mixed-pools.hcl", "validate-mixed-pools.golden"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errOut := cli("validate", "-config", tt.config)
-			if code != exitError || out != "" {
+			code, out, errOut := cmdline("validate", "-config", tt.config)
+			if code != cli.ExitError || out != "" {
 				t.Errorf("exit %d, stdout %q; want 1 and nothing", code, out)
 			}
 			fixture(t, tt.golden, errOut)
@@ -56,20 +57,20 @@ func TestValidateSourceLines(t *testing.T) {
 // warnings, and each diagnostic with its range; exit 1 when it is not
 // valid.
 func TestValidateJSON(t *testing.T) {
-	code, out, errOut := cli("validate", "-json", "-config", "test-fixtures/three-errors.hcl")
-	if code != exitError || errOut != "" {
+	code, out, errOut := cmdline("validate", "-json", "-config", "test-fixtures/three-errors.hcl")
+	if code != cli.ExitError || errOut != "" {
 		t.Errorf("exit %d, stderr %q; want 1 and nothing", code, errOut)
 	}
 	fixture(t, "validate-three-errors.json", out)
 
-	code, out, errOut = cli("validate", "-json", "-config", localConfig)
+	code, out, errOut = cmdline("validate", "-json", "-config", localConfig)
 	var v struct {
 		Valid        *bool `json:"valid"`
 		ErrorCount   *int  `json:"error_count"`
 		WarningCount *int  `json:"warning_count"`
 		Diagnostics  []any `json:"diagnostics"`
 	}
-	if err := json.Unmarshal([]byte(out), &v); err != nil || code != exitOK {
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != cli.ExitOK {
 		t.Fatalf("exit %d, %v:\n%s%s", code, err, out, errOut)
 	}
 	if v.Valid == nil || !*v.Valid || v.ErrorCount == nil || *v.ErrorCount != 0 || v.WarningCount == nil || *v.WarningCount != 0 || v.Diagnostics == nil || len(v.Diagnostics) != 0 {
@@ -115,8 +116,8 @@ plugin "racks" {
 		{[]string{"plan", "-config", conf}, "checksum-plan.golden"},
 	} {
 		t.Run(strings.Join(tt.args[:len(tt.args)-2], " "), func(t *testing.T) {
-			code, _, errOut := cli(tt.args...)
-			if code != exitError {
+			code, _, errOut := cmdline(tt.args...)
+			if code != cli.ExitError {
 				t.Errorf("exit %d, want 1", code)
 			}
 			fixture(t, tt.golden, renameDir(errOut, dir, "$DIR"))
@@ -157,8 +158,8 @@ func TestNoCloudCredentials(t *testing.T) {
 		{"run gcp", []string{"run", "-config", "test-fixtures/gcp.hcl", "-for", "1ms", "-listen", "127.0.0.1:0", "-state-dir", t.TempDir()}, "run: " + noGCP},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, errOut := cli(append(tt.args, "-log-level", "error")...)
-			if code != exitError || errOut != tt.want {
+			code, _, errOut := cmdline(append(tt.args, "-log-level", "error")...)
+			if code != cli.ExitError || errOut != tt.want {
 				t.Errorf("exit %d, stderr:\n%s\nwant 1 and:\n%s", code, errOut, tt.want)
 			}
 		})
@@ -191,8 +192,8 @@ func TestCloudErrorsAtTheirPlace(t *testing.T) {
 				t.Fatal("cannot write the config")
 			}
 			for _, cmd := range [][]string{{"plan"}, {"run", "-for", "1ms", "-listen", "127.0.0.1:0", "-state-dir", t.TempDir()}} {
-				code, _, errOut := cli(append(cmd, "-config", conf, "-log-level", "error")...)
-				if code != exitError {
+				code, _, errOut := cmdline(append(cmd, "-config", conf, "-log-level", "error")...)
+				if code != cli.ExitError {
 					t.Errorf("%s: exit %d, want 1", cmd[0], code)
 				}
 				fixture(t, tt.golden, renameDir(strings.ReplaceAll(errOut, f.URL(), "$URL"), dir, "$DIR"))

@@ -16,20 +16,21 @@ import (
 
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/forecast"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
 func runForecast(e *env, args []string) int {
-	fs := newFlagSet(e, "forecast", "forecast -series FILE [-value-column a+b] [-where column=value] [-step 10m] [-horizon 1h] [-quantile 0.9] [-backtest [-per-origin FILE | -tiers a,b,c [-share-over 1h]]] [-json] [-plot FILE]")
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "forecast", "forecast -series FILE [-value-column a+b] [-where column=value] [-step 10m] [-horizon 1h] [-quantile 0.9] [-backtest [-per-origin FILE | -tiers a,b,c [-share-over 1h]]] [-json] [-plot FILE]")
 	path := fs.String("series", "", "demand series (CSV with a time column and value columns)")
 	valueCol := fs.String("value-column", "", "the value column, or columns to sum as a+b")
 	scale := fs.Float64("scale", 1, "multiply values by this")
 	skipBad := fs.Bool("skip-bad-rows", false, "skip rows that do not parse, and count them, instead of failing")
 	var where whereFlag
 	fs.Var(&where, "where", "read only the rows whose column has this value, column=value (repeat for several): one series of a file holding several, such as model=m-large")
-	stepFlag := durationFlag{positive: true}
-	horizonFlag := durationFlag{d: time.Hour, positive: true}
-	trainFlag := durationFlag{d: 14 * forecast.Day, positive: true}
+	stepFlag := cli.Duration{Positive: true}
+	horizonFlag := cli.Duration{D: time.Hour, Positive: true}
+	trainFlag := cli.Duration{D: 14 * forecast.Day, Positive: true}
 	fs.Var(&stepFlag, "step", "resample to this step (default: the series' own median step)")
 	fs.Var(&horizonFlag, "horizon", "how far ahead to forecast")
 	quantile := fs.Float64("quantile", 0.9, "the quantile for the pinball loss and the forecast's upper line")
@@ -39,47 +40,47 @@ func runForecast(e *env, args []string) int {
 	asJSON := fs.Bool("json", false, "print JSON")
 	plotPath := fs.String("plot", "", "draw history, forecast and 80% band to this file (.svg, .png or .pdf)")
 	perOrigin := fs.String("per-origin", "", "with -backtest, write every model's figures at every origin to this CSV file (for paired comparisons)")
-	shareOver := durationFlag{positive: true}
+	shareOver := cli.Duration{Positive: true}
 	fs.Var(&shareOver, "share-over", "with -tiers, the time before each origin over which a tier's share of the total is taken (default: one step)")
 	tiers := fs.String("tiers", "", "with -backtest, the value columns holding each tier's own demand, in rank order, such as critical,standard,best_effort: backtest each tier's demand with the higher tiers' forecast by itself and as its share of the total")
-	log, code, ok := setup(e, fs, args)
+	log, code, ok := cli.Setup(e.stderr, fs, args)
 	if !ok {
 		return code
 	}
 	if *path == "" {
 		fmt.Fprintln(e.stderr, "forecast: -series FILE is required")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if !(*quantile > 0 && *quantile < 1) {
 		fmt.Fprintf(e.stderr, "forecast: -quantile %v: want a number in (0, 1)\n", *quantile)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if *perOrigin != "" && !*backtest {
 		fmt.Fprintln(e.stderr, "forecast: -per-origin needs -backtest")
-		return exitUsage
+		return cli.ExitUsage
 	}
-	step, horizon, train := stepFlag.d, horizonFlag.d, trainFlag.d
-	if shareOver.d > 0 && *tiers == "" {
+	step, horizon, train := stepFlag.D, horizonFlag.D, trainFlag.D
+	if shareOver.D > 0 && *tiers == "" {
 		fmt.Fprintln(e.stderr, "forecast: -share-over needs -tiers")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if *tiers != "" {
 		if !*backtest || *valueCol != "" || *perOrigin != "" || *plotPath != "" {
 			fmt.Fprintln(e.stderr, "forecast: -tiers needs -backtest, and takes no -value-column, -per-origin or -plot")
-			return exitUsage
+			return cli.ExitUsage
 		}
 		cols := strings.Split(*tiers, ",")
 		if len(cols) < 2 || slices.Contains(cols, "") {
 			fmt.Fprintf(e.stderr, "forecast: -tiers %q: want two or more value columns, comma-separated\n", *tiers)
-			return exitUsage
+			return cli.ExitUsage
 		}
-		return runTierBacktest(e, tierBacktest{path: *path, columns: cols, step: step, horizon: horizon, shareOver: shareOver.d, json: *asJSON,
+		return runTierBacktest(e, tierBacktest{path: *path, columns: cols, step: step, horizon: horizon, shareOver: shareOver.D, json: *asJSON,
 			opt:      trace.Options{Scale: *scale, SkipBadRows: *skipBad, Where: where},
 			backtest: forecast.BacktestOptions{Origins: *origins, TrainDays: train.Hours() / 24, Quantile: *quantile}})
 	}
 
 	raw, series, step, code := openResampled(e, *path, trace.Options{ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Where: where}, step, "forecast:")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		return code
 	}
 	skipped(e, raw)
@@ -97,7 +98,7 @@ func runForecast(e *env, args []string) int {
 			// long backtest rather than after it.
 			if perOriginFile, err = os.Create(*perOrigin); err != nil {
 				fmt.Fprintln(e.stderr, "forecast: -per-origin:", err)
-				return exitError
+				return cli.ExitError
 			}
 		}
 		rep, err := forecast.Backtest(series.Values, forecast.DefaultModels(), forecast.BacktestOptions{
@@ -108,7 +109,7 @@ func runForecast(e *env, args []string) int {
 				os.Remove(*perOrigin) // nothing to write
 			}
 			fmt.Fprintln(e.stderr, "forecast:", err)
-			return exitError
+			return cli.ExitError
 		}
 		if perOriginFile != nil {
 			err := writePerOrigin(perOriginFile, rep.PerOrigin, step)
@@ -117,7 +118,7 @@ func runForecast(e *env, args []string) int {
 			}
 			if err != nil {
 				fmt.Fprintf(e.stderr, "forecast: -per-origin %s: %v\n", *perOrigin, err)
-				return exitError
+				return cli.ExitError
 			}
 		}
 		out := backtestJSON{backtestHead: backtestHead{Series: raw.Name, StepS: step.Seconds(), HorizonS: (time.Duration(h) * step).Seconds(), Origins: rep.Origins},
@@ -131,7 +132,7 @@ func runForecast(e *env, args []string) int {
 			return writeJSON(e, out)
 		}
 		writeBacktest(e.stdout, out, rep)
-		return exitOK
+		return cli.ExitOK
 	}
 
 	levels, _ := forecast.Levels(*quantile)
@@ -139,12 +140,12 @@ func runForecast(e *env, args []string) int {
 	f, err := forecast.AutoWith(series.Series, time.Duration(h)*step, levels, forecast.Options{FewChangesBand: true})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "forecast:", err)
-		return exitError
+		return cli.ExitError
 	}
 	if *plotPath != "" {
 		if err := plotForecast(*plotPath, raw.Name, series.Series, f); err != nil {
 			fmt.Fprintln(e.stderr, "forecast:", err)
-			return exitError
+			return cli.ExitError
 		}
 	}
 	if *asJSON {
@@ -157,7 +158,7 @@ func runForecast(e *env, args []string) int {
 		return writeJSON(e, controller.NewForecastView(&f))
 	}
 	writeForecast(e.stdout, raw.Name, f, *quantile, !raw.Start.IsZero())
-	return exitOK
+	return cli.ExitOK
 }
 
 // openResampled reads a series file as forecast does and resamples it to
@@ -167,21 +168,21 @@ func openResampled(e *env, path string, opt trace.Options, step time.Duration, p
 	raw, err := trace.OpenSeries(path, opt)
 	if err != nil {
 		fmt.Fprintln(e.stderr, prefix, err)
-		return nil, forecast.Resampled{}, 0, exitError
+		return nil, forecast.Resampled{}, 0, cli.ExitError
 	}
 	if step == 0 {
 		step = raw.Step
 	}
 	if forecast.Day%step != 0 {
 		fmt.Fprintf(e.stderr, "forecast: step %v does not divide a day; resample with -step (e.g. 10m)\n", step)
-		return nil, forecast.Resampled{}, 0, exitUsage
+		return nil, forecast.Resampled{}, 0, cli.ExitUsage
 	}
 	series, err := forecast.Resample(raw.Start, raw.Offsets, raw.Values, step, 6)
 	if err != nil {
 		fmt.Fprintln(e.stderr, prefix, err)
-		return nil, forecast.Resampled{}, 0, exitError
+		return nil, forecast.Resampled{}, 0, cli.ExitError
 	}
-	return raw, series, step, exitOK
+	return raw, series, step, cli.ExitOK
 }
 
 // skipped says how many bad rows reading the series skipped, if any
@@ -221,9 +222,9 @@ func writeJSON(e *env, v any) int {
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		fmt.Fprintln(e.stderr, err)
-		return exitError
+		return cli.ExitError
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // writePerOrigin writes the backtest's per-origin figures to out as CSV:

@@ -27,7 +27,7 @@ func daysCSV(days int) string {
 
 func TestForecastBacktestJSON(t *testing.T) {
 	series := writeFile(t, "demand.csv", daysCSV(21))
-	code, out, errOut := cli("forecast", "-series", series, "-value-column", "running+pending", "-horizon", "1h", "-backtest", "-json")
+	code, out, errOut := cmdline("forecast", "-series", series, "-value-column", "running+pending", "-horizon", "1h", "-backtest", "-json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -67,7 +67,7 @@ func TestForecastBacktestJSON(t *testing.T) {
 func TestForecastPerOrigin(t *testing.T) {
 	series := writeFile(t, "demand.csv", daysCSV(21))
 	path := filepath.Join(t.TempDir(), "origins.csv")
-	code, out, errOut := cli("forecast", "-series", series, "-value-column", "running", "-backtest", "-json", "-origins", "12", "-per-origin", path)
+	code, out, errOut := cmdline("forecast", "-series", series, "-value-column", "running", "-backtest", "-json", "-origins", "12", "-per-origin", path)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -116,7 +116,7 @@ func TestForecastPerOrigin(t *testing.T) {
 func TestForecastFromTheEnd(t *testing.T) {
 	series := writeFile(t, "demand.csv", daysCSV(8))
 	pic := filepath.Join(t.TempDir(), "f.png")
-	code, out, errOut := cli("forecast", "-series", series, "-value-column", "running", "-horizon", "30m", "-quantile", "0.95", "-plot", pic)
+	code, out, errOut := cmdline("forecast", "-series", series, "-value-column", "running", "-horizon", "30m", "-quantile", "0.95", "-plot", pic)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -133,7 +133,7 @@ func TestForecastFromTheEnd(t *testing.T) {
 	csv := daysCSV(8)
 	csv = csv[:strings.LastIndex(strings.TrimSuffix(csv, "\n"), "\n")+1] + fmt.Sprintf("%d,0,0\n", (8*144-1)*600)
 	zero := writeFile(t, "zero.csv", csv)
-	code, out, errOut = cli("forecast", "-series", zero, "-value-column", "running", "-horizon", "30m")
+	code, out, errOut = cmdline("forecast", "-series", zero, "-value-column", "running", "-horizon", "30m")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -159,7 +159,7 @@ type forecastOut struct {
 // forecast it prints.
 func forecastJSON(t *testing.T, args ...string) forecastOut {
 	t.Helper()
-	code, out, errOut := cli(append(append([]string{"forecast"}, args...), "-json")...)
+	code, out, errOut := cmdline(append(append([]string{"forecast"}, args...), "-json")...)
 	var f forecastOut
 	if err := json.Unmarshal([]byte(out), &f); code != 0 || err != nil {
 		t.Fatalf("forecast -json: exit %d, %v: %s%s", code, err, out, errOut)
@@ -197,7 +197,7 @@ func TestForecastErrors(t *testing.T) {
 	tr := &transcript{normalize: func(s string) string { return strings.ReplaceAll(s, tmp, "$TMP") }}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errOut := cli(tt.args...)
+			code, out, errOut := cmdline(tt.args...)
 			tr.add(tt.name, code, out, errOut)
 			if code != tt.code || !strings.Contains(errOut, tt.want) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
@@ -223,7 +223,7 @@ func TestForecastWhere(t *testing.T) {
 	series := writeFile(t, "rates.csv", b.String())
 	// Refused at the first row out of order (the words:
 	// testdata/forecast-where.golden).
-	code, _, errOut := cli("forecast", "-series", series, "-value-column", "rate")
+	code, _, errOut := cmdline("forecast", "-series", series, "-value-column", "rate")
 	if code != 1 || !strings.Contains(errOut, series+":") {
 		t.Fatalf("without -where: exit %d: %s", code, errOut)
 	}
@@ -232,7 +232,7 @@ func TestForecastWhere(t *testing.T) {
 		name   string
 		lo, hi float64
 	}{{"m-large", 90, 310}, {"m-small", 9, 31}} {
-		code, out, errOut := cli("forecast", "-series", series, "-value-column", "rate", "-where", "model="+m.name, "-json")
+		code, out, errOut := cmdline("forecast", "-series", series, "-value-column", "rate", "-where", "model="+m.name, "-json")
 		if code != 0 {
 			t.Fatalf("-where model=%s: exit %d: %s", m.name, code, errOut)
 		}
@@ -269,7 +269,7 @@ func TestForecastTimes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errOut := cli("forecast", "-series", writeFile(t, "s.csv", tt.csv), "-value-column", "running")
+			code, out, errOut := cmdline("forecast", "-series", writeFile(t, "s.csv", tt.csv), "-value-column", "running")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
@@ -281,7 +281,7 @@ func TestForecastTimes(t *testing.T) {
 			if strings.Contains(out, "0001-") {
 				t.Errorf("a year-1 date:\n%s", out)
 			}
-			code, out, errOut = cli("forecast", "-series", writeFile(t, "s.csv", tt.csv), "-value-column", "running", "-json")
+			code, out, errOut = cmdline("forecast", "-series", writeFile(t, "s.csv", tt.csv), "-value-column", "running", "-json")
 			if code != 0 || strings.Contains(out, "0001-") {
 				t.Errorf("-json: exit %d %s, a year-1 date or none:\n%s", code, errOut, out)
 			}
@@ -329,7 +329,7 @@ func TestForecastShortHistory(t *testing.T) {
 				csv += fmt.Sprintf("%d,%.1f\n", i*600, v)
 			}
 			series := writeFile(t, "s.csv", csv)
-			code, out, errOut := cli("forecast", "-series", series, "-value-column", "running")
+			code, out, errOut := cmdline("forecast", "-series", series, "-value-column", "running")
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/forecast"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
@@ -43,7 +44,7 @@ func runTierBacktest(e *env, tb tierBacktest) int {
 		opt := tb.opt
 		opt.ValueColumns = []string{col}
 		raw, s, st, code := openResampled(e, tb.path, opt, step, fmt.Sprintf("forecast: tier %q:", col))
-		if code != exitOK {
+		if code != cli.ExitOK {
 			return code
 		}
 		if k == 0 {
@@ -54,7 +55,7 @@ func runTierBacktest(e *env, tb tierBacktest) int {
 			prev := cum[k-1]
 			if len(prev) != len(s.Values) {
 				fmt.Fprintf(e.stderr, "forecast: tier %q has %d steps, tier %q %d\n", col, len(s.Values), tb.columns[0], len(prev))
-				return exitError
+				return cli.ExitError
 			}
 			for i := range s.Values {
 				s.Values[i] += prev[i]
@@ -69,12 +70,12 @@ func runTierBacktest(e *env, tb tierBacktest) int {
 	scores, origins, err := forecast.BacktestShares(tb.columns, cum, over, forecast.DefaultModels(), opt)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "forecast:", err)
-		return exitError
+		return cli.ExitError
 	}
 	for _, t := range scores {
 		if math.IsNaN(t.Cumulative.MASE) || math.IsNaN(t.Share.MASE) {
 			fmt.Fprintf(e.stderr, "forecast: tier %q: no model forecast at any origin\n", t.Tier)
-			return exitError
+			return cli.ExitError
 		}
 	}
 	out := tierBacktestJSON{backtestHead: backtestHead{Series: name, StepS: step.Seconds(), HorizonS: (time.Duration(h) * step).Seconds(), Origins: origins},
@@ -83,7 +84,7 @@ func runTierBacktest(e *env, tb tierBacktest) int {
 		return writeJSON(e, out)
 	}
 	writeTierBacktest(e.stdout, out)
-	return exitOK
+	return cli.ExitOK
 }
 
 func writeTierBacktest(w io.Writer, out tierBacktestJSON) {

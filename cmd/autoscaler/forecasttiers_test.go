@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/fleetcast/autoscaler/internal/cli"
 )
 
 // TestForecastTiers: -backtest -tiers scores each tier's demand with the
@@ -12,7 +14,7 @@ import (
 // backtest of the summed columns scores alike.
 func TestForecastTiers(t *testing.T) {
 	series := writeFile(t, "tiers.csv", daysCSV(21))
-	code, out, errOut := cli("forecast", "-series", series, "-tiers", "pending,running", "-horizon", "1h", "-backtest", "-share-over", "1h", "-json")
+	code, out, errOut := cmdline("forecast", "-series", series, "-tiers", "pending,running", "-horizon", "1h", "-backtest", "-share-over", "1h", "-json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -28,7 +30,7 @@ func TestForecastTiers(t *testing.T) {
 	if total.Cumulative != total.Share {
 		t.Errorf("the total scores %+v by itself, %+v as its own share", total.Cumulative, total.Share)
 	}
-	code, out, errOut = cli("forecast", "-series", series, "-value-column", "pending+running", "-horizon", "1h", "-backtest", "-json")
+	code, out, errOut = cmdline("forecast", "-series", series, "-value-column", "pending+running", "-horizon", "1h", "-backtest", "-json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -41,7 +43,7 @@ func TestForecastTiers(t *testing.T) {
 		t.Errorf("the total: %+v; the summed columns' backtest: %+v", total.Cumulative, auto)
 	}
 
-	code, out, errOut = cli("forecast", "-series", series, "-tiers", "pending,running", "-horizon", "1h", "-backtest")
+	code, out, errOut = cmdline("forecast", "-series", series, "-tiers", "pending,running", "-horizon", "1h", "-backtest")
 	if code != 0 || !strings.Contains(out, "tiers.csv: 30 origins, step 10m0s, horizon 1h0m0s; each tier's demand with the higher tiers' (pending, running)") ||
 		!strings.Contains(out, "over the 10m0s before each origin") || !strings.Contains(out, "tier  MASE itself  MASE share") ||
 		!strings.Contains(out, "running") || !strings.Contains(out, "alike") {
@@ -52,15 +54,15 @@ func TestForecastTiers(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"-tiers", "pending,running"}, exitUsage, "-tiers needs -backtest"},
-		{[]string{"-tiers", "pending,running", "-backtest", "-value-column", "running"}, exitUsage, "takes no -value-column"},
-		{[]string{"-tiers", "running", "-backtest"}, exitUsage, `-tiers "running": want two or more value columns`},
-		{[]string{"-tiers", "pending,,running", "-backtest"}, exitUsage, "want two or more value columns"},
-		{[]string{"-tiers", "pending,gold", "-backtest"}, exitError, `forecast: tier "gold": `},
-		{[]string{"-backtest", "-share-over", "1h", "-value-column", "running"}, exitUsage, "-share-over needs -tiers"},
+		{[]string{"-tiers", "pending,running"}, cli.ExitUsage, "-tiers needs -backtest"},
+		{[]string{"-tiers", "pending,running", "-backtest", "-value-column", "running"}, cli.ExitUsage, "takes no -value-column"},
+		{[]string{"-tiers", "running", "-backtest"}, cli.ExitUsage, `-tiers "running": want two or more value columns`},
+		{[]string{"-tiers", "pending,,running", "-backtest"}, cli.ExitUsage, "want two or more value columns"},
+		{[]string{"-tiers", "pending,gold", "-backtest"}, cli.ExitError, `forecast: tier "gold": `},
+		{[]string{"-backtest", "-share-over", "1h", "-value-column", "running"}, cli.ExitUsage, "-share-over needs -tiers"},
 	} {
 		args := append([]string{"forecast", "-series", series}, tt.args...)
-		if code, _, errOut := cli(args...); code != tt.code || !strings.Contains(errOut, tt.want) {
+		if code, _, errOut := cmdline(args...); code != tt.code || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%v: exit %d, %q; want %d, %q", tt.args, code, errOut, tt.code, tt.want)
 		}
 	}

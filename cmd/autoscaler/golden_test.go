@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/internal/golden"
 	"github.com/fleetcast/autoscaler/planner"
 )
@@ -109,8 +110,8 @@ var sha256Hex = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
 // planJSON runs plan with args and -json, and returns the plan it prints.
 func planJSON(t *testing.T, args ...string) planner.Plan {
 	t.Helper()
-	code, out, errOut := cli(append(append([]string{"plan"}, args...), "-json")...)
-	if code != exitOK {
+	code, out, errOut := cmdline(append(append([]string{"plan"}, args...), "-json")...)
+	if code != cli.ExitOK {
 		t.Fatalf("plan %s -json: exit %d: %s", strings.Join(args, " "), code, errOut)
 	}
 	var v controller.PlanView

@@ -21,35 +21,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 
+	"github.com/fleetcast/autoscaler/internal/dockertest"
 	"github.com/fleetcast/autoscaler/internal/mototest"
 )
-
-// requireDockerEnv makes a missing Docker engine fail the test rather than
-// skip it (.ci/run sets it).
-const requireDockerEnv = "FLEETCAST_REQUIRE_DOCKER"
-
-// dockerCmd runs the docker command and returns its output; a failure
-// fails the test.
-func dockerCmd(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("docker", args...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// requireDocker skips the test where no Docker engine answers (fails it
-// where requireDockerEnv is set).
-func requireDocker(t *testing.T) {
-	t.Helper()
-	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
-		if os.Getenv(requireDockerEnv) == "" {
-			t.Skipf("no Docker engine: %v %s", err, out)
-		}
-		t.Fatalf("no Docker engine (%s is set): %v %s", requireDockerEnv, err, out)
-	}
-}
 
 // scratchImage builds an image from scratch holding the executable bin
 // (and, for one linked dynamically, the libraries ldd names), started as
@@ -82,7 +56,7 @@ func scratchImage(t *testing.T, tag, bin string) {
 	}
 	fmt.Fprintf(&docker, "LABEL fleetcast-test=ha\nENTRYPOINT [\"/bin/%s\"]\n", filepath.Base(bin))
 	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte(docker.String()), 0o644)
-	dockerCmd(t, "build", "-q", "-t", tag, ctx)
+	dockertest.Run(t, "build", "-q", "-t", tag, ctx)
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag).Run() })
 }
 
@@ -110,7 +84,7 @@ type haCluster struct {
 // leading within its TTL, and the third replica leads. Last, the network
 // heals and the third is killed (docker kill): the second leads again.
 func TestHAContainers(t *testing.T) {
-	requireDocker(t)
+	dockertest.Require(t)
 	moto := mototest.Require(t)
 	if testing.Short() {
 		t.Skip("builds images and runs six containers")
@@ -151,9 +125,9 @@ func TestHAContainers(t *testing.T) {
 		}
 		exec.Command("docker", "network", "rm", c.etcdNet, cloudNet).Run()
 	})
-	dockerCmd(t, "network", "create", "--internal", "--label", "fleetcast-test=ha", c.etcdNet)
-	dockerCmd(t, "network", "create", "--label", "fleetcast-test=ha", cloudNet)
-	gateway := dockerCmd(t, "network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}", cloudNet)
+	dockertest.Run(t, "network", "create", "--internal", "--label", "fleetcast-test=ha", c.etcdNet)
+	dockertest.Run(t, "network", "create", "--label", "fleetcast-test=ha", cloudNet)
+	gateway := dockertest.Run(t, "network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}", cloudNet)
 	port := freePort(t, gateway)
 	motoCmd := exec.Command(moto, "-H", gateway, "-p", port)
 	if err := motoCmd.Start(); err != nil {
@@ -182,7 +156,7 @@ func TestHAContainers(t *testing.T) {
 		cluster = append(cluster, m+"=http://"+m+":2380")
 	}
 	for _, m := range []string{"e1", "e2", "e3"} {
-		dockerCmd(t, "run", "-d", "--name", c.id+"-"+m, "--network", c.etcdNet, "--network-alias", m, c.id+"-etcd",
+		dockertest.Run(t, "run", "-d", "--name", c.id+"-"+m, "--network", c.etcdNet, "--network-alias", m, c.id+"-etcd",
 			"-name", m, "-data", "/data", "-advertise-client", "http://"+m+":2379", "-advertise-peer", "http://"+m+":2380",
 			"-cluster", strings.Join(cluster, ","))
 	}
@@ -225,7 +199,7 @@ func TestHAContainers(t *testing.T) {
 		third = "c3"
 	}
 	// Timed from the command's return: the cut is made by then.
-	dockerCmd(t, "network", "disconnect", c.etcdNet, c.id+"-"+second)
+	dockertest.Run(t, "network", "disconnect", c.etcdNet, c.id+"-"+second)
 	cut := time.Now()
 	c.waitFollower(second)
 	if took := time.Since(cut); took > 2500*time.Millisecond {
@@ -240,10 +214,10 @@ func TestHAContainers(t *testing.T) {
 
 	// The partition heals, and the third replica is killed (docker kill:
 	// SIGKILL): the healed one leads.
-	dockerCmd(t, "network", "connect", c.etcdNet, c.id+"-"+second)
+	dockertest.Run(t, "network", "connect", c.etcdNet, c.id+"-"+second)
 	c.waitReadsState(second)
 	killedAt := time.Now()
-	dockerCmd(t, "kill", c.id+"-"+third)
+	dockertest.Run(t, "kill", c.id+"-"+third)
 	c.waitLeader(10*time.Second, second)
 	c.push(second)
 	at = c.firstPlanAfter(second, killedAt, 10*time.Second)
@@ -297,10 +271,10 @@ controller {
 		args = append(args, "-e", e)
 	}
 	args = append(args, c.ctl, "run", "-config", "/conf/"+name+".hcl", "-log-level", "info")
-	dockerCmd(t, args...)
-	dockerCmd(t, "network", "connect", c.etcdNet, c.id+"-"+name)
-	dockerCmd(t, "start", c.id+"-"+name)
-	c.replicaIPs[name] = dockerCmd(t, "inspect", "-f", "{{(index .NetworkSettings.Networks \""+c.id+"-cloud\").IPAddress}}", c.id+"-"+name)
+	dockertest.Run(t, args...)
+	dockertest.Run(t, "network", "connect", c.etcdNet, c.id+"-"+name)
+	dockertest.Run(t, "start", c.id+"-"+name)
+	c.replicaIPs[name] = dockertest.Run(t, "inspect", "-f", "{{(index .NetworkSettings.Networks \""+c.id+"-cloud\").IPAddress}}", c.id+"-"+name)
 }
 
 // healthz is replica name's /healthz body, "" if it does not answer.
@@ -362,8 +336,8 @@ func (c *haCluster) waitReadsState(name string) {
 func (c *haCluster) waitExit(name string, within time.Duration) time.Time {
 	c.t.Helper()
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if dockerCmd(c.t, "inspect", "-f", "{{.State.Running}}", c.id+"-"+name) == "false" {
-			at, err := time.Parse(time.RFC3339Nano, dockerCmd(c.t, "inspect", "-f", "{{.State.FinishedAt}}", c.id+"-"+name))
+		if dockertest.Run(c.t, "inspect", "-f", "{{.State.Running}}", c.id+"-"+name) == "false" {
+			at, err := time.Parse(time.RFC3339Nano, dockertest.Run(c.t, "inspect", "-f", "{{.State.FinishedAt}}", c.id+"-"+name))
 			if err != nil {
 				c.t.Fatal(err)
 			}

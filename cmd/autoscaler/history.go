@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/state"
 	"github.com/fleetcast/autoscaler/trace"
@@ -24,11 +25,11 @@ const maxInterpolatedSteps = 6
 func runHistory(e *env, args []string) int {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintln(e.stderr, "history: want a command: import")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if args[0] != "import" {
 		fmt.Fprintf(e.stderr, "history: unknown command %q; want import\n", args[0])
-		return exitUsage
+		return cli.ExitUsage
 	}
 	return runHistoryImport(e, args[1:])
 }
@@ -37,7 +38,7 @@ func runHistory(e *env, args []string) int {
 // in the controller's state store, one sample per forecast step, within
 // forecast.history before now; what the store holds already wins.
 func runHistoryImport(e *env, args []string) int {
-	fs := newFlagSet(e, "history import", "history import -config FILE -series FILE [-value-column a+b] [-where column=value] [-scale X] [-skip-bad-rows] [-state-dir DIR]")
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "history import", "history import -config FILE -series FILE [-value-column a+b] [-where column=value] [-scale X] [-skip-bad-rows] [-state-dir DIR]")
 	path := fs.String("config", "", "fleet config file (HCL): its forecast.step, forecast.history and controller.state_dir")
 	seriesPath := fs.String("series", "", "demand series to import: CSV with a time column of dates and value columns, as the forecast command reads it")
 	valueCol := fs.String("value-column", "", "the value column, or columns to sum as a+b (e.g. running+pending)")
@@ -46,17 +47,17 @@ func runHistoryImport(e *env, args []string) int {
 	var where whereFlag
 	fs.Var(&where, "where", "read only the rows whose column has this value, column=value (repeat for several), as forecast does")
 	stateDir := fs.String("state-dir", "", "directory of the controller's state (default: controller.state_dir)")
-	log, code, ok := setup(e, fs, args)
+	log, code, ok := cli.Setup(e.stderr, fs, args)
 	if !ok {
 		return code
 	}
 	if *seriesPath == "" {
 		fmt.Fprintln(e.stderr, "history import: -series FILE is required")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	cfg, ok := loadConfig(e, log, *path)
 	if !ok {
-		return exitError
+		return cli.ExitError
 	}
 	if *stateDir != "" {
 		cfg.Controller.StateDir = *stateDir
@@ -64,14 +65,14 @@ func runHistoryImport(e *env, args []string) int {
 	raw, err := trace.OpenSeries(*seriesPath, trace.Options{ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Where: where})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "history import:", err)
-		return exitError
+		return cli.ExitError
 	}
 	step, length := cfg.Forecast.Step, cfg.Forecast.History
 	now := time.Now().UTC()
 	im, err := importSteps(raw, *seriesPath, now, step, length)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "history import:", err)
-		return exitError
+		return cli.ExitError
 	}
 	// The series is checked before the store is opened: a bad file
 	// changes nothing, not even a state directory that did not exist.
@@ -91,21 +92,21 @@ func runHistoryImport(e *env, args []string) int {
 	store, err := state.Open(cfg.Controller.StateDir)
 	if errors.Is(err, state.ErrInUse) {
 		fmt.Fprintf(e.stderr, "history import: %v: stop the controller first (it holds its state while it runs, and reads the history at its start), import, and start it again\n", err)
-		return exitError
+		return cli.ExitError
 	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "history import:", err)
-		return exitError
+		return cli.ExitError
 	}
 	defer store.Close()
 	added, kept, err := loop.Import(store, step, im.samples...)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "history import:", err)
-		return exitError
+		return cli.ExitError
 	}
 	log.Info("history imported", "series", *seriesPath, "state", store.Path(), "added", len(added), "kept", kept)
 	printImport(e, raw, im, added, kept, store.Path(), step, length)
-	return exitOK
+	return cli.ExitOK
 }
 
 // imported is what an import offers the store: a sample per step within

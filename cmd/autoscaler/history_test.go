@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/state"
 )
@@ -110,7 +111,7 @@ func TestHistoryImport(t *testing.T) {
 				s.Close()
 			}
 			series := writeFile(t, "demand.csv", tt.csv)
-			code, out, errOut := cli(append([]string{"history", "import", "-config", localConfig, "-state-dir", dir, "-series", series}, tt.args...)...)
+			code, out, errOut := cmdline(append([]string{"history", "import", "-config", localConfig, "-state-dir", dir, "-series", series}, tt.args...)...)
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d:\n%s%s", code, tt.code, out, errOut)
 			}
@@ -154,7 +155,7 @@ func TestHistoryImport(t *testing.T) {
 				}
 			}
 			// Again: everything is recorded now, and nothing changes.
-			code, out, errOut = cli(append([]string{"history", "import", "-config", localConfig, "-state-dir", dir, "-series", series}, tt.args...)...)
+			code, out, errOut = cmdline(append([]string{"history", "import", "-config", localConfig, "-state-dir", dir, "-series", series}, tt.args...)...)
 			if again := recorded(t, dir); code != 0 || len(again) != len(got) {
 				t.Errorf("a second import: exit %d, %d samples, want %d:\n%s%s", code, len(again), len(got), out, errOut)
 			}
@@ -182,7 +183,7 @@ func TestHistoryImportRefusedWhileRunning(t *testing.T) {
 	defer s.Close()
 	end := time.Now().UTC().Add(-time.Hour)
 	series := writeFile(t, "demand.csv", historyCSV(end.Add(-time.Hour), end, 10*time.Minute, func(time.Time) float64 { return 3 }))
-	code, out, errOut := cli("history", "import", "-config", localConfig, "-state-dir", dir, "-series", series, "-value-column", "running+pending")
+	code, out, errOut := cmdline("history", "import", "-config", localConfig, "-state-dir", dir, "-series", series, "-value-column", "running+pending")
 	// The error names the store; its words (in use, what to do) are those
 	// of testdata/history-in-use.golden.
 	if code != 1 || !strings.Contains(errOut, dir) {
@@ -208,10 +209,10 @@ func TestHistoryUsage(t *testing.T) {
 	}
 	tr := &transcript{}
 	for _, tt := range tests {
-		code, out, errOut := cli(append([]string{"history"}, tt.args...)...)
+		code, out, errOut := cmdline(append([]string{"history"}, tt.args...)...)
 		tr.add(strings.TrimSpace("history "+strings.Join(tt.args, " ")), code, out, errOut)
-		if code != exitUsage || !strings.Contains(errOut, tt.want) {
-			t.Errorf("history %s: exit %d, %q; want %d with %q", strings.Join(tt.args, " "), code, errOut, exitUsage, tt.want)
+		if code != cli.ExitUsage || !strings.Contains(errOut, tt.want) {
+			t.Errorf("history %s: exit %d, %q; want %d with %q", strings.Join(tt.args, " "), code, errOut, cli.ExitUsage, tt.want)
 		}
 	}
 	tr.check(t, "history-usage.golden", len(tests))
@@ -242,7 +243,7 @@ func readmeHistoryImport(t *testing.T, args []string, shown string) {
 	t.Chdir(dir)
 	stateDir := filepath.Join(dir, "state")
 	args = append(args, "-state-dir", stateDir)
-	code, out, errOut := cli(args...)
+	code, out, errOut := cmdline(args...)
 	if code != 0 {
 		t.Fatalf("autoscaler %s: exit %d: %s", strings.Join(args, " "), code, errOut)
 	}
@@ -254,7 +255,7 @@ func readmeHistoryImport(t *testing.T, args []string, shown string) {
 	if shape(out) != shape(shown) {
 		t.Errorf("the docs show\n%s\nthe command now prints\n%s", shown, out)
 	}
-	code, out, errOut = cli(args...)
+	code, out, errOut = cmdline(args...)
 	if code != 0 || !strings.Contains(out, "Imported nothing") || !strings.Contains(out, "steps the store had recorded already (its samples kept)") {
 		t.Errorf("the same import again: exit %d, want it to add nothing:\n%s%s", code, out, errOut)
 	}

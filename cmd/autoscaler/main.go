@@ -1,43 +1,28 @@
 // Command autoscaler is Fleetcast, a predictive autoscaler for cloud GPU
-// fleets: one binary with a subcommand per job.
+// fleets: the controller and its tools, one subcommand per job. The
+// node's agent is its own command, autoscaler-agent (cmd/autoscaler-agent):
+// it alone reads NVML and so needs cgo; this one needs neither.
 //
 //	autoscaler run      -config FILE [-dry-run]               the controller (on a simulated cloud: accelerated)
 //	autoscaler plan     -config FILE [-state FILE] [-json]   show what the controller would do now, and why
 //	autoscaler simulate -config FILE -trace FILE [-json]      replay a trace under each policy and compare
 //	autoscaler forecast -series FILE [-backtest] [-json]      forecast demand, or backtest the models
 //	autoscaler history import -config FILE -series FILE       import a demand series into the controller's history
-//	autoscaler agent -controller URL -token-file FILE         the in-instance agent
-//	autoscaler agent checkpoint -job ID                       a job reports a checkpoint
 //	autoscaler validate -config FILE [-files] [-json]         check a config file (and the files it names)
 //	autoscaler version                                        print the version
 package main
 
 import (
-	"github.com/fleetcast/autoscaler/agent/gpu"
-	"github.com/fleetcast/autoscaler/fleet"
-
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"runtime/debug"
 	"strings"
-	"time"
 
-	"github.com/hashicorp/go-hclog"
+	"github.com/fleetcast/autoscaler/internal/cli"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
-
-// Exit statuses.
-const (
-	exitOK    = 0
-	exitError = 1 // the command failed: bad config, bad state, a cloud error
-	exitUsage = 2 // the command line was wrong
-)
 
 // command is one subcommand.
 type command struct {
@@ -45,13 +30,9 @@ type command struct {
 	run           func(env *env, args []string) int
 }
 
-// env is what a command runs with: its output streams, and the machine's
-// GPUs for the agent.
+// env is what a command runs with: its output streams.
 type env struct {
 	stdout, stderr io.Writer
-	// openGPUs opens the GPUs' NVML (gpu.OpenSystem when nil; tests give
-	// go-nvml's mock machines).
-	openGPUs func() (*gpu.Reader, error)
 }
 
 func commands() []command {
@@ -60,7 +41,6 @@ func commands() []command {
 		{"plan", "show what the controller would do now, and why (a dry run)", runPlan},
 		{"forecast", "forecast a demand series, or backtest the forecasting models on it", runForecast},
 		{"history", "import a demand series into the controller's history, so a new controller forecasts from its start", runHistory},
-		{"agent", "run the in-instance agent, or tell it about a job (register, checkpoint, done)", runAgent},
 		{"state", "export the controller's state to a file (a backup), or import one into a new state: between a state file and etcd", runState},
 		{"report", "who used what: cost, GPU-hours and queue times by team, tier, pool or job, from the running controller or its state", runReport},
 		{"simulate", "replay a workload trace through static, reactive, headroom, predictive and oracle fleets, or draw the cost-against-waiting frontier", runSimulate},
@@ -88,18 +68,24 @@ func runEnv(e *env, args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
 		printUsage(stderr)
 		if len(args) == 0 {
-			return exitUsage
+			return cli.ExitUsage
 		}
-		return exitOK
+		return cli.ExitOK
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
 			return c.run(e, args[1:])
 		}
 	}
+	if args[0] == "agent" {
+		// The agent was `autoscaler agent` before it became its own
+		// command: say where it went.
+		fmt.Fprintln(stderr, "autoscaler: the agent is its own command:", strings.TrimSpace("autoscaler-agent "+strings.Join(args[1:], " ")))
+		return cli.ExitUsage
+	}
 	fmt.Fprintf(stderr, "autoscaler: unknown command %q\n\n", args[0])
 	printUsage(stderr)
-	return exitUsage
+	return cli.ExitUsage
 }
 
 // printUsage prints the commands.
@@ -112,102 +98,11 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'autoscaler COMMAND -h' for a command's flags.")
 }
 
-// setup adds the logging flags every command takes (-log-level,
-// -log-json) to fs, parses args and makes the command's logger, writing to
-// stderr. When ok is false the command stops with the exit status code:
-// help was asked for, or the command line is wrong.
-func setup(e *env, fs *flag.FlagSet, args []string) (log hclog.Logger, code int, ok bool) {
-	log, _, code, ok = setupNamed(e, fs, args, "")
-	return log, code, ok
-}
-
-// setupNamed is setup for a command that takes one name (a node, a
-// token) besides its flags, first or last: `token issue NODE -config F`
-// or `token issue -config F NODE`. what says what the name is, for the
-// error when it is missing; "" takes none.
-func setupNamed(e *env, fs *flag.FlagSet, args []string, what string) (log hclog.Logger, name string, code int, ok bool) {
-	level := fs.String("log-level", "warn", "log level: trace, debug, info, warn or error")
-	asJSON := fs.Bool("log-json", false, "write logs as JSON lines")
-	if what != "" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		name, args = args[0], args[1:]
-	}
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return nil, "", exitOK, false
-	case err != nil:
-		return nil, "", exitUsage, false
-	case what != "" && name == "" && fs.NArg() == 1:
-		name = fs.Arg(0)
-	case fs.NArg() > 0:
-		fmt.Fprintf(e.stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return nil, "", exitUsage, false
-	}
-	if what != "" && name == "" {
-		config := ""
-		if fs.Lookup("config") != nil {
-			config = " -config FILE"
-		}
-		fmt.Fprintf(e.stderr, "%s: name the %s: %s%s %s\n", fs.Name(), what, fs.Name(), config, strings.ToUpper(what))
-		return nil, "", exitUsage, false
-	}
-	lvl := hclog.LevelFromString(*level)
-	if lvl == hclog.NoLevel {
-		fmt.Fprintf(e.stderr, "%s: -log-level %q: want trace, debug, info, warn or error\n", fs.Name(), *level)
-		return nil, "", exitUsage, false
-	}
-	return hclog.New(&hclog.LoggerOptions{
-		Name:       "autoscaler",
-		Level:      lvl,
-		JSONFormat: *asJSON,
-		Output:     e.stderr,
-	}), name, exitOK, true
-}
-
-// durationFlag is a flag holding a duration in the config's syntax
-// ("90s", "10m", "14d"), never negative, and positive when it must be.
-type durationFlag struct {
-	d        time.Duration
-	positive bool
-	set      bool // given on the command line, 0 included
-}
-
-func (f *durationFlag) String() string {
-	if f == nil || f.d == 0 {
-		return ""
-	}
-	return fleet.FormatDuration(f.d)
-}
-
-func (f *durationFlag) Set(s string) error {
-	d, err := fleet.ParseDuration(s)
-	switch {
-	case err != nil, d < 0, f.positive && d == 0:
-		return fmt.Errorf("want a duration such as 10m, 1h30m or 14d")
-	}
-	f.d, f.set = d, true
-	return nil
-}
-
-func newFlagSet(e *env, name, synopsis string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "Usage: autoscaler %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
 func runVersion(e *env, args []string) int {
-	fs := newFlagSet(e, "version", "version")
-	if _, code, ok := setup(e, fs, args); !ok {
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "version", "version")
+	if _, code, ok := cli.Setup(e.stderr, fs, args); !ok {
 		return code
 	}
-	v := version
-	if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v = bi.Main.Version
-	}
-	fmt.Fprintf(e.stdout, "autoscaler %s (%s, %s/%s)\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	return exitOK
+	fmt.Fprintln(e.stdout, cli.Version("autoscaler", version))
+	return cli.ExitOK
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,16 +12,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetcast/autoscaler/agent/gpu"
 	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/internal/agentcmd"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/planner"
 )
 
 const localConfig = "../../examples/local.hcl"
 
-// cli runs the command line and returns its exit status and output.
-func cli(args ...string) (int, string, string) {
+// testRun runs the command line args: the autoscaler command's, or with
+// "agent" first the agent's (autoscaler-agent, internal/agentcmd), so that
+// the tests run controllers and agents from this one test binary. With
+// FLEETCAST_TEST_NVML=dgxa100 the agent reads go-nvml's mock DGX A100
+// (eight idle A100s) for the machine's GPUs; without, it has no NVML.
+func testRun(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "agent" {
+		return run(args, stdout, stderr)
+	}
+	e := &agentcmd.Env{Stdout: stdout, Stderr: stderr, Version: version}
+	if os.Getenv("FLEETCAST_TEST_NVML") == "dgxa100" {
+		e.OpenGPUs = func() (agentcmd.GPUs, error) { return gpu.Open(idleDGXA100()) }
+	}
+	return agentcmd.Run(e, args[1:])
+}
+
+// cmdline runs the command line and returns its exit status and output.
+func cmdline(args ...string) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := run(args, &out, &errOut)
+	code := testRun(args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -29,7 +49,7 @@ func cli(args ...string) (int, string, string) {
 // testdata/plan-local.golden.
 func TestPlanLocalExample(t *testing.T) {
 	args := []string{"-config", localConfig, "-at", "2026-11-30T14:11:00Z"}
-	code, out, errOut := cli(append([]string{"plan"}, args...)...)
+	code, out, errOut := cmdline(append([]string{"plan"}, args...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -52,7 +72,7 @@ func TestPlanLocalExampleAllDay(t *testing.T) {
 	start := time.Date(2026, 11, 30, 0, 7, 0, 0, time.UTC)
 	for h := 0; h < 7*24; h += 5 {
 		at := start.Add(time.Duration(h) * time.Hour).Format(time.RFC3339)
-		code, out, errOut := cli("plan", "-config", localConfig, "-at", at, "-json")
+		code, out, errOut := cmdline("plan", "-config", localConfig, "-at", at, "-json")
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", at, code, errOut)
 		}
@@ -88,7 +108,7 @@ func TestPlanLocalExampleAllDay(t *testing.T) {
 // words are those of testdata/plan-state.golden.
 func TestPlanFromState(t *testing.T) {
 	args := []string{"-config", localConfig, "-state", "../../examples/state.json"}
-	code, out, errOut := cli(append([]string{"plan"}, args...)...)
+	code, out, errOut := cmdline(append([]string{"plan"}, args...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -144,16 +164,18 @@ plugin "racks" {
 		{"bad log level", []string{"plan", "-config", localConfig, "-log-level", "loud"}, 2, `-log-level "loud"`},
 		{"extra argument", []string{"plan", "-config", localConfig, "now"}, 2, `"now"`},
 		{"unknown command", []string{"frobnicate"}, 2, `"frobnicate"`},
+		{"the agent, now its own command", []string{"agent", "-controller", "https://fleetcast.internal:8790"}, 2, "autoscaler-agent -controller https://fleetcast.internal:8790"},
 		{"no command", nil, 2, "autoscaler COMMAND"},
 	}
 	// The checksum /bin/true has differs from machine to machine.
 	tr := &transcript{normalize: func(s string) string { return sha256Hex.ReplaceAllString(renameDir(s, dir, "$DIR"), "$$SHA256") }}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errOut := cli(tt.args...)
-			tr.add(tt.name, code, out, errOut)
-			if code != tt.code || !strings.Contains(errOut, tt.want) {
-				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
+			var out, errOut strings.Builder
+			code := run(tt.args, &out, &errOut) // the autoscaler command's own: "agent" too
+			tr.add(tt.name, code, out.String(), errOut.String())
+			if code != tt.code || !strings.Contains(errOut.String(), tt.want) {
+				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut.String(), tt.code, tt.want)
 			}
 		})
 	}
@@ -161,13 +183,13 @@ plugin "racks" {
 }
 
 func TestValidate(t *testing.T) {
-	code, out, errOut := cli("validate", "-config", localConfig)
+	code, out, errOut := cmdline("validate", "-config", localConfig)
 	if code != 0 || !strings.Contains(out, "valid: 4 pool(s), up to 4000 GPUs") {
 		t.Fatalf("exit %d: %s%s", code, out, errOut)
 	}
 	// The acceptance case: an unknown attribute, a bad duration and
 	// min > max, each with file:line:column, exit status 1.
-	code, _, errOut = cli("validate", "-config", "test-fixtures/three-errors.hcl")
+	code, _, errOut = cmdline("validate", "-config", "test-fixtures/three-errors.hcl")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
@@ -186,11 +208,11 @@ func TestValidate(t *testing.T) {
 }
 
 func TestVersionAndLogging(t *testing.T) {
-	code, out, _ := cli("version")
+	code, out, _ := cmdline("version")
 	if code != 0 || !strings.HasPrefix(out, "autoscaler dev (go") {
 		t.Fatalf("version: exit %d %q", code, out)
 	}
-	code, _, errOut := cli("plan", "-config", localConfig, "-at", "2026-11-30T14:11:00Z", "-log-level", "debug", "-log-json")
+	code, _, errOut := cmdline("plan", "-config", localConfig, "-at", "2026-11-30T14:11:00Z", "-log-level", "debug", "-log-json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -228,7 +250,7 @@ func TestPlanShowsOrphans(t *testing.T) {
 	}
 	// The words of both plans are those of testdata/plan-orphans.golden.
 	tr := &transcript{normalize: func(s string) string { return strings.ReplaceAll(s, path, "$STATE") }}
-	code, out, errOut := cli("plan", "-config", localConfig, "-state", path)
+	code, out, errOut := cmdline("plan", "-config", localConfig, "-state", path)
 	tr.add("an idle orphan", code, out, errOut)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -244,9 +266,9 @@ func TestPlanShowsOrphans(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = cli("plan", "-config", localConfig, "-state", path)
+	code, out, errOut = cmdline("plan", "-config", localConfig, "-state", path)
 	tr.add("an orphan of a configured pool", code, out, errOut)
-	if code != exitError || !strings.Contains(errOut, `orphan i-0old names pool "aws-ondemand-a100"`) {
+	if code != cli.ExitError || !strings.Contains(errOut, `orphan i-0old names pool "aws-ondemand-a100"`) {
 		t.Errorf("an orphan of a configured pool: exit %d, %s", code, errOut)
 	}
 	tr.check(t, "plan-orphans.golden", 2)

@@ -189,7 +189,7 @@ func TestRunOnPremAndAWS(t *testing.T) {
 	_, awsNodes := group()
 
 	// The running controller's plugins, and their health.
-	code, out, errOut := cli("plugins", "-addr", base)
+	code, out, errOut := cmdline("plugins", "-addr", base)
 	if ok := regexp.MustCompile(`(?m)^racks +fleetcast-commands 0\.1\.0 +1 +onprem-a100 +ok$`); code != 0 || !ok.MatchString(out) {
 		t.Errorf("plugins -addr: exit %d, want %s\n%s\n%s", code, ok, out, errOut)
 	}
@@ -238,7 +238,7 @@ func TestRunOnPremAndAWS(t *testing.T) {
 			}
 			how = " -bootstrap-token-file " + filepath.Join(nd, "bootstrap") + " -identity command -identity-command " + filepath.Join(nd, "identity.sh")
 		} else {
-			code, out, errOut := cli("token", "issue", node, "-config", conf)
+			code, out, errOut := cmdline("token", "issue", node, "-config", conf)
 			if code != 0 {
 				t.Fatalf("token issue %s: exit %d: %s", node, code, errOut)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/forecast"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/registry"
@@ -22,12 +23,12 @@ import (
 )
 
 func runPlan(e *env, args []string) int {
-	fs := newFlagSet(e, "plan", "plan -config FILE [-state FILE] [-json] [-at TIME]")
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "plan", "plan -config FILE [-state FILE] [-json] [-at TIME]")
 	path := fs.String("config", "", "fleet config file (HCL)")
 	statePath := fs.String("state", "", "fleet state snapshot (JSON); default: read the pools' providers (the simulated cloud generates its fleet) and, with a slurm block, Slurm's queue")
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
 	at := fs.String("at", "", "plan as of this RFC 3339 time (default: the snapshot's captured_at, else now)")
-	log, code, ok := setup(e, fs, args)
+	log, code, ok := cli.Setup(e.stderr, fs, args)
 	if !ok {
 		return code
 	}
@@ -36,19 +37,19 @@ func runPlan(e *env, args []string) int {
 	if *at != "" {
 		if now, err = time.Parse(time.RFC3339, *at); err != nil {
 			fmt.Fprintf(e.stderr, "plan: -at %q: want an RFC 3339 time such as 2026-11-30T14:00:00Z\n", *at)
-			return exitUsage
+			return cli.ExitUsage
 		}
 	}
 	cfg, ok := loadConfig(e, log, *path)
 	if !ok {
-		return exitError
+		return cli.ExitError
 	}
 
 	var state fleet.State
 	if *statePath != "" {
 		if state, err = readState(*statePath, cfg); err != nil {
 			fmt.Fprintln(e.stderr, "plan:", err)
-			return exitError
+			return cli.ExitError
 		}
 		if now.IsZero() {
 			now = state.CapturedAt
@@ -60,17 +61,17 @@ func runPlan(e *env, args []string) int {
 	if *statePath == "" {
 		if err := registry.Check(cfg); err != nil {
 			reportError(e, "plan", cfg.Origin, err)
-			return exitError
+			return cli.ExitError
 		}
 		if state, err = observe(context.Background(), log, cfg, now); err != nil {
 			reportError(e, "plan", cfg.Origin, err)
-			return exitError
+			return cli.ExitError
 		}
 		log.Debug("state read from the pools' providers", "nodes", len(state.Nodes), "pending_gpus", state.PendingGPUs)
 		if cfg.Slurm != nil {
 			if err := readQueue(context.Background(), log, cfg, &state, now); err != nil {
 				reportError(e, "plan", cfg.Origin, err)
-				return exitError
+				return cli.ExitError
 			}
 		}
 	}
@@ -90,12 +91,12 @@ func runPlan(e *env, args []string) int {
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(controller.NewPlanView(&p)); err != nil {
 			fmt.Fprintln(e.stderr, "plan:", err)
-			return exitError
+			return cli.ExitError
 		}
-		return exitOK
+		return cli.ExitOK
 	}
 	writePlan(e.stdout, cfg, &p)
-	return exitOK
+	return cli.ExitOK
 }
 
 // makeForecast forecasts demand from history over the config's horizon,

@@ -94,7 +94,7 @@ controller {
 	if _, err := os.Stat(state); err == nil {
 		t.Fatal("plan launched through the plugin")
 	}
-	code, out, errOut := cli("run", "-config", good, "-for", "1ms")
+	code, out, errOut := cmdline("run", "-config", good, "-for", "1ms")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -111,10 +111,10 @@ controller {
 
 	// `validate` has the plugin check its config; `plugins -config`
 	// starts it and asks after its pools.
-	if code, out, errOut := cli("validate", "-config", good); code != 0 || !strings.Contains(out, "valid: 1 pool(s)") {
+	if code, out, errOut := cmdline("validate", "-config", good); code != 0 || !strings.Contains(out, "valid: 1 pool(s)") {
 		t.Errorf("validate: exit %d\n%s\n%s", code, out, errOut)
 	}
-	code, out, errOut = cli("plugins", "-config", good)
+	code, out, errOut = cmdline("plugins", "-config", good)
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^PLUGIN +IS +PROTOCOL +POOLS +HEALTH$`),
 		regexp.MustCompile(`(?m)^racks +test-racks 0\.0\.1 +1 +onprem-a100 +ok$`),
@@ -138,7 +138,7 @@ controller {
 		{bad + ":10:3: error: ", " (plugin racks, pool.onprem-a100.target.rack)\n"},
 	}
 	for _, cmd := range []string{"plan", "validate"} {
-		code, out, errOut = cli(cmd, "-config", bad)
+		code, out, errOut = cmdline(cmd, "-config", bad)
 		tr.add(cmd, code, out, errOut)
 		for _, want := range wants {
 			if i := strings.Index(errOut, want[0]); code == 0 || i < 0 || !strings.Contains(errOut[i:], want[1]) {
@@ -149,7 +149,7 @@ controller {
 	if !strings.Contains(errOut, bad+": 2 error(s)\n") {
 		t.Errorf("validate does not count the plugin's errors: %q", errOut)
 	}
-	code, out, errOut = cli("plugins", "-config", bad)
+	code, out, errOut = cmdline("plugins", "-config", bad)
 	tr.add("plugins", code, out, errOut)
 	if code == 0 || !regexp.MustCompile(`(?m)^racks +.* DOWN: .*`+regexp.QuoteMeta(bad+":15:1: ")).MatchString(out) {
 		t.Errorf("plugins -config with what the plugin refuses: exit %d\n%s", code, out)
@@ -164,14 +164,14 @@ controller {
 	}
 	// The error names the executable, its checksum and the one expected
 	// (the words: test-fixtures/checksum-validate.golden).
-	code, out, errOut = cli("validate", "-config", wrong)
+	code, out, errOut = cmdline("validate", "-config", wrong)
 	tr.add("validate with a wrong checksum", code, out, renameDir(errOut, filepath.Dir(wrong), "$DIR"))
 	if i := strings.Index(errOut, ": error: "); code == 0 || i < 0 || !strings.Contains(errOut[i:], " racks: "+bin+" ") ||
 		!strings.Contains(errOut[i:], " "+sum+", ") || !strings.Contains(errOut[i:], " "+strings.Repeat("0", 64)+":") {
 		t.Errorf("validate with a wrong checksum: exit %d, %q", code, errOut)
 	}
 	tr.check(t, "plugin-errors.golden", 4)
-	if code, out, errOut := cli("validate", "-config", wrong, "-skip-plugins"); code != 0 || !strings.Contains(out, "valid") {
+	if code, out, errOut := cmdline("validate", "-config", wrong, "-skip-plugins"); code != 0 || !strings.Contains(out, "valid") {
 		t.Errorf("validate -skip-plugins with a wrong checksum: exit %d\n%s\n%s", code, out, errOut)
 	}
 }

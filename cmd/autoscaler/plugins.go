@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/providers"
 	"github.com/fleetcast/autoscaler/providers/plugin"
 	"github.com/fleetcast/autoscaler/providers/plugin/pluginconfig"
@@ -20,28 +21,28 @@ import (
 // their versions and health, as the running controller sees them (-addr),
 // or by starting each briefly (-config alone).
 func runPlugins(e *env, args []string) int {
-	fs := newFlagSet(e, "plugins", "plugins -config FILE | -addr URL [-config FILE] [-ca-file FILE] [-json]")
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "plugins", "plugins -config FILE | -addr URL [-config FILE] [-ca-file FILE] [-json]")
 	path := fs.String("config", "", "the fleet config: without -addr, each of its plugins is started (its checksum checked), asked to check its config and describe its pools, and stopped; with -addr, it gives the controller's certificate and state directory (its API token)")
 	addr := fs.String("addr", "", "the running controller's API URL, such as https://fleetcast.internal:8790: its plugins' health as it sees them (a token of scope read from FLEETCAST_API_TOKEN, else the root token in -config's state directory)")
 	caFile := fs.String("ca-file", "", "PEM file of the CA(s) of the controller's certificate (default: controller.tls_cert_file itself)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	timeout := durationFlag{d: 30 * time.Second, positive: true}
+	timeout := cli.Duration{D: 30 * time.Second, Positive: true}
 	fs.Var(&timeout, "timeout", "how long the answer may take, all told")
-	log, code, ok := setup(e, fs, args)
+	log, code, ok := cli.Setup(e.stderr, fs, args)
 	if !ok {
 		return code
 	}
 	if *path == "" && *addr == "" {
 		fmt.Fprintln(e.stderr, "plugins: want -addr URL (ask the running controller) or -config FILE (start each plugin briefly)")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	cfg := &config.Config{Controller: config.Defaults().Controller}
 	if *path != "" {
 		if cfg, ok = loadConfig(e, log, *path); !ok {
-			return exitError
+			return cli.ExitError
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout.d)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout.D)
 	defer cancel()
 	var status []pluginStatus
 	if *addr != "" {
@@ -53,7 +54,7 @@ func runPlugins(e *env, args []string) int {
 		var list []plugin.Status
 		if err := json.Unmarshal(body, &list); err != nil {
 			fmt.Fprintln(e.stderr, "plugins: the controller's answer:", err)
-			return exitError
+			return cli.ExitError
 		}
 		for _, s := range list {
 			status = append(status, pluginStatus{Status: s})
@@ -73,15 +74,15 @@ func runPlugins(e *env, args []string) int {
 		}
 		if err := enc.Encode(status); err != nil {
 			fmt.Fprintln(e.stderr, "plugins:", err)
-			return exitError
+			return cli.ExitError
 		}
 	} else {
 		writePlugins(e, status)
 	}
 	if !healthy {
-		return exitError
+		return cli.ExitError
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // pluginStatus is a plugin's health and, started briefly, its pools'.

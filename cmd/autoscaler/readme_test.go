@@ -54,14 +54,15 @@ type readmeCommand struct {
 
 // readmeCommands extracts the command lines of a page (its path from the
 // repository's root): every line of a ```sh block (or bash, shell), and in
-// any other fenced block the lines that start with "autoscaler ", "go run
+// any other fenced block the lines that start with "autoscaler ",
+// "autoscaler-agent ", "go run
 // ./cmd/autoscaler" or a "$ " prompt. A line ending in a backslash
 // continues on the next. A block with no language whose lines look like
 // commands is an error: tag it sh, or text if it is not run.
 // shellCommands are the first words of command lines a block with no
 // language must not hold unchecked.
 var shellCommands = map[string]bool{"go": true, "make": true, "cp": true, "mkdir": true, "sha256sum": true, "curl": true,
-	"terraform": true, "sudo": true, "systemctl": true, "docker": true, "pip": true, "apt-get": true, "autoscaler": true,
+	"terraform": true, "sudo": true, "systemctl": true, "docker": true, "pip": true, "apt-get": true, "autoscaler": true, "autoscaler-agent": true,
 	"scripts/try-moto.sh": true, "export": true, "cd": true, "git": true}
 
 func readmeCommands(t *testing.T, page string) []readmeCommand {
@@ -113,7 +114,7 @@ func readmeCommands(t *testing.T, page string) []readmeCommand {
 			}
 			prompted := strings.HasPrefix(line, "$ ")
 			isCmd := lang == "sh" && trimmed != "" && !strings.HasPrefix(trimmed, "#") ||
-				prompted || strings.HasPrefix(line, "autoscaler ") || strings.HasPrefix(line, "bin/autoscaler ") || strings.HasPrefix(line, "go run ./cmd/autoscaler")
+				prompted || strings.HasPrefix(line, "autoscaler ") || strings.HasPrefix(line, "autoscaler-agent ") || strings.HasPrefix(line, "bin/autoscaler ") || strings.HasPrefix(line, "go run ./cmd/autoscaler")
 			if !isCmd {
 				if out >= 0 {
 					outBuf = append(outBuf, line)
@@ -251,18 +252,18 @@ func readmeCoverages() []readmeCoverage {
 			tests: []testRef{{"cmd/autoscaler", "TestReportStateDir"}, {"controller", "TestUsageThreeTeams"}}},
 		{prefix: "autoscaler validate -config onprem.hcl", run: readmeOnPrem},
 		{prefix: "autoscaler plugins -config onprem.hcl", run: readmeOnPrem},
-		{prefix: "autoscaler agent register ", run: readmeAgentJob},
-		{prefix: "autoscaler agent checkpoint ", run: readmeAgentJob},
-		{prefix: "autoscaler agent done ", run: readmeAgentJob},
-		{prefix: "autoscaler agent status ", why: "asks a running agent over its socket; its words are pinned in test-fixtures/agent-status.txt",
-			tests: []testRef{{"cmd/autoscaler", "TestAgentStatus"}, {"cmd/autoscaler", "TestPrintAgentStatus"}}},
+		{prefix: "autoscaler-agent register ", run: readmeAgentJob},
+		{prefix: "autoscaler-agent checkpoint ", run: readmeAgentJob},
+		{prefix: "autoscaler-agent done ", run: readmeAgentJob},
+		{prefix: "autoscaler-agent status ", why: "asks a running agent over its socket; its words are pinned in internal/agentcmd/testdata/agent-status.txt",
+			tests: []testRef{{"cmd/autoscaler", "TestAgentStatus"}, {"internal/agentcmd", "TestPrintAgentStatus"}}},
 		{prefix: "go build -o /tmp/ex/fleetcast-commands ", why: onPremSetupWhy, tests: onPremSetupTests},
 		{prefix: "cp examples/plugins/commands/racks.sh /tmp/ex/", why: onPremSetupWhy, tests: onPremSetupTests},
 		{prefix: "mkdir -p /tmp/ex/racks ", why: onPremSetupWhy, tests: onPremSetupTests},
 		{prefix: "sha256sum /tmp/ex/fleetcast-commands", why: onPremSetupWhy, tests: onPremSetupTests},
 		{prefix: "make test", why: "CI runs it (.ci/run)", tests: []testRef{{".ci", "run"}}},
 		{prefix: "scripts/try-moto.sh", why: "runs the script against moto_server", tests: []testRef{{"scripts/trymoto", "TestTryMotoScript"}}},
-		{prefix: "autoscaler agent -controller ", why: "the agent command on a node: run as a process against a controller, on AWS's metadata mock and on moto's instances, and on a stand-in for Compute Engine's metadata server",
+		{prefix: "autoscaler-agent -controller ", why: "the agent command on a node: run as a process against a controller, on AWS's metadata mock and on moto's instances, and on a stand-in for Compute Engine's metadata server",
 			tests: []testRef{{"cmd/autoscaler", "TestAgentSpotNotice"}, {"cmd/autoscaler", "TestDeployOnAWS"}, {"cmd/autoscaler", "TestAgentCLIDrain"}, {"cmd/autoscaler", "TestAgentGCPBootstrap"}}},
 		{prefix: "exec /usr/local/bin/autoscaler slurm ", why: "Slurm's resume and suspend programs: slurmctld runs them in TestRunSlurmNodes; their routes are TestSlurmProgramRoutes'",
 			tests: []testRef{{"cmd/autoscaler", "TestRunSlurmNodes"}, {"controller", "TestSlurmProgramRoutes"}}},
@@ -282,7 +283,7 @@ func readmeCoverages() []readmeCoverage {
 		{prefix: "go test ./agent/gpu -run ^$ -bench ^BenchmarkRead ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"agent/gpu", "BenchmarkRead"}}},
 		{prefix: "go test ./controller/reports -run ^$ -bench ^BenchmarkReceiver ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"controller/reports", "BenchmarkReceiver"}}},
 		{prefix: "go test ./agent -run ^$ -bench ^BenchmarkSample ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"agent", "BenchmarkSample"}}},
-		{prefix: "autoscaler agent -no-gpu -interval 1s ", why: "the agent's memory, measured by make bench; the agent without GPUs runs as a process in these tests",
+		{prefix: "autoscaler-agent -no-gpu -interval 1s ", why: "the agent's memory, measured by make bench; the agent without GPUs runs as a process in these tests",
 			tests: []testRef{{"cmd/autoscaler", "TestAgentSpotNotice"}, {"cmd/autoscaler", "TestAgentGCEPreemption"}}},
 		{prefix: "go test ./forecast -run ^$ -bench ^BenchmarkAuto ", why: "a benchmark, re-measured by hand or make bench", tests: []testRef{{"forecast", "BenchmarkAuto14d10m"}, {"forecast", "BenchmarkAuto90d1m"}}},
 		{prefix: "autoscaler forecast -series ../shared/traces/servegen_bailian/servegen_aggregate_rate_10min.csv -value-column total_rate_rps -where model=", why: "one model's series of the shared ServeGen file, chosen by a column",
@@ -413,7 +414,7 @@ func fromRoot(args []string) []string {
 func readmeRun(t *testing.T, args []string, _ string) {
 	args = append(fromRoot(args), "-for", "2h", "-sim-speed", "1e9", "-sim-start", "2026-11-30T09:00:00Z",
 		"-listen", "127.0.0.1:0", "-state-dir", t.TempDir())
-	code, out, errOut := cli(args...)
+	code, out, errOut := cmdline(args...)
 	if code != 0 {
 		t.Fatalf("autoscaler %s: exit %d: %s", strings.Join(args, " "), code, errOut)
 	}
@@ -428,7 +429,7 @@ func readmeRun(t *testing.T, args []string, _ string) {
 // one shown, line for line (-at makes it reproducible), when the page
 // shows one.
 func readmePlan(t *testing.T, args []string, shown string) {
-	code, out, errOut := cli(fromRoot(args)...)
+	code, out, errOut := cmdline(fromRoot(args)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -489,7 +490,7 @@ func readmeOnPrem(t *testing.T, args []string, shown string) {
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
-	code, out, errOut := cli(args...)
+	code, out, errOut := cmdline(args...)
 	if code != 0 || strings.TrimRight(out, "\n") != strings.TrimRight(shown, "\n") {
 		t.Errorf("autoscaler %s: exit %d; the docs show\n%s\nnow\n%s\n%s", strings.Join(args, " "), code, shown, out, errOut)
 	}
@@ -500,7 +501,7 @@ func readmeOnPrem(t *testing.T, args []string, shown string) {
 	if err := os.WriteFile("onprem.hcl", []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := cli(args...); code == 0 || strings.TrimRight(renameDir(errOut, dir, "/tmp/ex"), "\n") != strings.TrimRight(want, "\n") {
+	if code, _, errOut := cmdline(args...); code == 0 || strings.TrimRight(renameDir(errOut, dir, "/tmp/ex"), "\n") != strings.TrimRight(want, "\n") {
 		t.Errorf("validate with the docs' mistakes: exit %d; the docs show\n%s\nnow\n%s", code, want, errOut)
 	}
 }
@@ -562,7 +563,7 @@ func readmeSimulate(t *testing.T, args []string, shown string) {
 // temporary socket; register's -pid is this process, a live one.
 func readmeAgentJob(t *testing.T, args []string, _ string) {
 	socket := startTestAgent(t)
-	var run []string
+	run := []string{"agent"} // autoscaler-agent's words, as testRun takes them
 	for i := 0; i < len(args); i++ {
 		a := strings.Trim(args[i], "[]")
 		run = append(run, a)
@@ -572,13 +573,13 @@ func readmeAgentJob(t *testing.T, args []string, _ string) {
 		}
 	}
 	if run[1] != "register" { // checkpoint and done need the job registered
-		if code, _, errOut := cli("agent", "register", "-job", "train-7", "-gpus", "0", "-pid", strconv.Itoa(os.Getpid()), "-socket", socket); code != 0 {
+		if code, _, errOut := cmdline("agent", "register", "-job", "train-7", "-gpus", "0", "-pid", strconv.Itoa(os.Getpid()), "-socket", socket); code != 0 {
 			t.Fatalf("agent register: exit %d: %s", code, errOut)
 		}
 	}
 	run = append(run, "-socket", socket)
-	if code, _, errOut := cli(run...); code != 0 {
-		t.Fatalf("autoscaler %s: exit %d: %s", strings.Join(run, " "), code, errOut)
+	if code, _, errOut := cmdline(run...); code != 0 {
+		t.Fatalf("autoscaler-agent %s: exit %d: %s", strings.Join(run[1:], " "), code, errOut)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/fleetcast/autoscaler/controller"
 	"github.com/fleetcast/autoscaler/daemon"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/state"
 	"github.com/fleetcast/autoscaler/usage"
 )
@@ -25,7 +26,7 @@ import (
 // tier, pool or job, from the running controller (-addr) or a state
 // directory (-state-dir, or -config's controller.state_dir).
 func runReport(e *env, args []string) int {
-	fs := newFlagSet(e, "report", "report -addr URL [-config FILE] [-ca-file FILE] | -state-dir DIR | -config FILE  [-from TIME|DURATION] [-to TIME] [-by team|tier|pool|job] [-share-idle] [-json|-csv]")
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "report", "report -addr URL [-config FILE] [-ca-file FILE] | -state-dir DIR | -config FILE  [-from TIME|DURATION] [-to TIME] [-by team|tier|pool|job] [-share-idle] [-json|-csv]")
 	path := fs.String("config", "", "the fleet config: its controller.state_dir (without -addr), or its certificate and state directory (API token) with -addr")
 	addr := fs.String("addr", "", "the running controller's API URL, such as https://fleetcast.internal:8790 (a token of scope read from FLEETCAST_API_TOKEN, else the root token in -config's state directory)")
 	caFile := fs.String("ca-file", "", "PEM file of the CA(s) of the controller's certificate (default: controller.tls_cert_file itself)")
@@ -36,19 +37,19 @@ func runReport(e *env, args []string) int {
 	shareIdle := fs.Bool("share-idle", false, "share each pool's idle cost among the teams that used it, in proportion to their use (default: the usage block's share_idle)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	asCSV := fs.Bool("csv", false, "print CSV")
-	timeout := durationFlag{d: 30 * time.Second, positive: true}
+	timeout := cli.Duration{D: 30 * time.Second, Positive: true}
 	fs.Var(&timeout, "timeout", "how long the answer may take, all told")
-	log, code, ok := setup(e, fs, args)
+	log, code, ok := cli.Setup(e.stderr, fs, args)
 	if !ok {
 		return code
 	}
 	if *asJSON && *asCSV {
 		fmt.Fprintln(e.stderr, "report: -json and -csv: want one of them")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if *addr == "" && *stateDir == "" && *path == "" {
 		fmt.Fprintln(e.stderr, "report: want -addr URL (ask the running controller), -state-dir DIR or -config FILE (read a stopped controller's state)")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	shared := false
 	fs.Visit(func(f *flag.Flag) {
@@ -59,19 +60,19 @@ func runReport(e *env, args []string) int {
 	cfg := &config.Config{Controller: config.Defaults().Controller, Usage: config.Defaults().Usage}
 	if *path != "" {
 		if cfg, ok = loadConfig(e, log, *path); !ok {
-			return exitError
+			return cli.ExitError
 		}
 	}
 	if _, err := usage.ParseBy(*by); err != nil {
 		fmt.Fprintf(e.stderr, "report: -by %v\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	params := map[string]string{"by": *by}
 	now := time.Now().UTC()
 	q, err := reportWindow(*from, *to, now)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "report:", err)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	params["from"], params["to"] = q.From.Format(time.RFC3339), q.To.Format(time.RFC3339)
 	if shared {
@@ -79,7 +80,7 @@ func runReport(e *env, args []string) int {
 	}
 	var rep usage.Report
 	if *addr != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout.d)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout.D)
 		defer cancel()
 		v := url.Values{}
 		for k, x := range params {
@@ -92,7 +93,7 @@ func runReport(e *env, args []string) int {
 		}
 		if err := json.Unmarshal(body, &rep); err != nil {
 			fmt.Fprintln(e.stderr, "report: the controller's answer:", err)
-			return exitError
+			return cli.ExitError
 		}
 	} else {
 		if *stateDir != "" {
@@ -101,7 +102,7 @@ func runReport(e *env, args []string) int {
 		q, err := controller.ParseUsageQuery(func(k string) string { return params[k] }, now, cfg.Usage.ShareIdle)
 		if err != nil {
 			fmt.Fprintln(e.stderr, "report:", err)
-			return exitUsage
+			return cli.ExitUsage
 		}
 		// With controller.ha, the books in etcd, read while the replicas
 		// run; else the state file, while the controller is stopped.
@@ -109,21 +110,21 @@ func runReport(e *env, args []string) int {
 		if *stateDir != "" {
 			ctl.HA = nil
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout.d)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout.D)
 		defer cancel()
 		store, closeStore, err := daemon.OpenState(ctx, ctl, nil, ctl.HA != nil)
 		if errors.Is(err, state.ErrInUse) {
 			fmt.Fprintf(e.stderr, "report: %v: the controller holds its state while it runs; ask it instead (-addr URL)\n", err)
-			return exitError
+			return cli.ExitError
 		}
 		if err != nil {
 			fmt.Fprintln(e.stderr, "report:", err)
-			return exitError
+			return cli.ExitError
 		}
 		defer closeStore()
 		if rep, err = controller.BuildUsageReport(store, q, usage.Live{}); err != nil {
 			fmt.Fprintln(e.stderr, "report:", err)
-			return exitError
+			return cli.ExitError
 		}
 	}
 	switch {
@@ -141,9 +142,9 @@ func runReport(e *env, args []string) int {
 	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "report:", err)
-		return exitError
+		return cli.ExitError
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // reportWindow reads -from (a time, or a duration before the end) and

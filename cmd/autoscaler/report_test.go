@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/state"
 	"github.com/fleetcast/autoscaler/usage"
 )
@@ -61,16 +62,16 @@ func TestReportStateDir(t *testing.T) {
 	tr := &transcript{normalize: func(s string) string { return strings.ReplaceAll(s, dir, "$DIR") }}
 	for _, extra := range [][]string{nil, {"-share-idle"}, {"-by", "tier"}, {"-by", "pool"}, {"-by", "job"}, {"-csv"}} {
 		args := append(append([]string{"report"}, window...), extra...)
-		code, out, errOut := cli(args...)
+		code, out, errOut := cmdline(args...)
 		tr.add(strings.Join(args, " "), code, out, errOut)
-		if code != exitOK {
+		if code != cli.ExitOK {
 			t.Errorf("%s: exit %d: %s", strings.Join(args, " "), code, errOut)
 		}
 	}
 	tr.check(t, "report.golden", 6)
 
-	code, out, errOut := cli(append(append([]string{"report"}, window...), "-json", "-share-idle")...)
-	if code != exitOK {
+	code, out, errOut := cmdline(append(append([]string{"report"}, window...), "-json", "-share-idle")...)
+	if code != cli.ExitOK {
 		t.Fatalf("report -json: exit %d: %s", code, errOut)
 	}
 	var rep usage.Report
@@ -104,14 +105,14 @@ func TestReportErrors(t *testing.T) {
 		args []string
 		code int
 	}{
-		{[]string{"report"}, exitUsage},
-		{[]string{"report", "-state-dir", dir, "-by", "user"}, exitUsage},
-		{[]string{"report", "-state-dir", dir, "-from", "yesterday"}, exitUsage},
-		{[]string{"report", "-state-dir", dir, "-from", "2026-12-01T00:00:00Z", "-to", "2026-11-30T00:00:00Z"}, exitUsage},
-		{[]string{"report", "-state-dir", dir, "-json", "-csv"}, exitUsage},
-		{[]string{"report", "-state-dir", busy}, exitError},
+		{[]string{"report"}, cli.ExitUsage},
+		{[]string{"report", "-state-dir", dir, "-by", "user"}, cli.ExitUsage},
+		{[]string{"report", "-state-dir", dir, "-from", "yesterday"}, cli.ExitUsage},
+		{[]string{"report", "-state-dir", dir, "-from", "2026-12-01T00:00:00Z", "-to", "2026-11-30T00:00:00Z"}, cli.ExitUsage},
+		{[]string{"report", "-state-dir", dir, "-json", "-csv"}, cli.ExitUsage},
+		{[]string{"report", "-state-dir", busy}, cli.ExitError},
 	} {
-		code, out, errOut := cli(tt.args...)
+		code, out, errOut := cmdline(tt.args...)
 		tr.add(strings.Join(tt.args, " "), code, out, errOut)
 		if code != tt.code {
 			t.Errorf("%s: exit %d, want %d: %s", strings.Join(tt.args, " "), code, tt.code, errOut)
@@ -126,15 +127,15 @@ func TestReportErrors(t *testing.T) {
 func TestReportLive(t *testing.T) {
 	conf, r := tokenRun(t, "")
 	t.Setenv("FLEETCAST_API_TOKEN", "")
-	code, tok, errOut := cli("api-token", "create", "-config", conf, "-scope", "read", "finance")
-	if code != exitOK {
+	code, tok, errOut := cmdline("api-token", "create", "-config", conf, "-scope", "read", "finance")
+	if code != cli.ExitOK {
 		t.Fatalf("api-token create: exit %d %s", code, errOut)
 	}
 	t.Setenv("FLEETCAST_API_TOKEN", strings.TrimSpace(tok))
 	var rep usage.Report
 	r.waitFor("a report with a cost", time.Minute, func() bool {
-		code, out, errOut := cli("report", "-addr", r.base, "-json", "-by", "pool")
-		if code != exitOK {
+		code, out, errOut := cmdline("report", "-addr", r.base, "-json", "-by", "pool")
+		if code != cli.ExitOK {
 			t.Fatalf("report -addr: exit %d: %s", code, errOut)
 		}
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
@@ -149,7 +150,7 @@ func TestReportLive(t *testing.T) {
 	if sum != rep.Total.CostMicros || rep.By != usage.ByPool {
 		t.Errorf("rows add up to %d, total %d, by %s; want the total, by pool", sum, rep.Total.CostMicros, rep.By)
 	}
-	if code, out, errOut := cli("report", "-addr", r.base); code != exitOK || !strings.Contains(out, "by team") || !strings.Contains(out, "\n total ") && !strings.Contains(out, "total") {
+	if code, out, errOut := cmdline("report", "-addr", r.base); code != cli.ExitOK || !strings.Contains(out, "by team") || !strings.Contains(out, "\n total ") && !strings.Contains(out, "total") {
 		t.Errorf("report -addr as a table: exit %d\n%s%s", code, out, errOut)
 	}
 	if _, body := r.call("GET", "/metrics", "", ""); !strings.Contains(body, "fleetcast_usage_cost_dollars_total{") {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/daemon"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/simfleet"
@@ -21,30 +22,30 @@ import (
 const defaultSimSpeed = 720
 
 func runRun(e *env, args []string) int {
-	fs := newFlagSet(e, "run", "run -config FILE [-dry-run] [-sim-speed N] [-sim-start TIME] [-for DURATION] [-listen ADDR] [-state-dir DIR] [-loopback-reads=false]")
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "run", "run -config FILE [-dry-run] [-sim-speed N] [-sim-start TIME] [-for DURATION] [-listen ADDR] [-state-dir DIR] [-loopback-reads=false]")
 	path := fs.String("config", "", "fleet config file (HCL)")
 	dryRun := fs.Bool("dry-run", false, "plan every cycle and serve the plan, but change nothing")
 	speed := fs.Float64("sim-speed", defaultSimSpeed, "simulated seconds per real second, for a simulated cloud")
 	simStart := fs.String("sim-start", "", "simulated time to start at, RFC 3339, for a simulated cloud (default: now; a restarted run resumes where it stopped)")
-	var runFor durationFlag
+	var runFor cli.Duration
 	fs.Var(&runFor, "for", "stop after this much (simulated) time; default: run until SIGINT or SIGTERM")
 	listen := fs.String("listen", "", "address of the HTTP API (default: controller.listen)")
 	stateDir := fs.String("state-dir", "", "directory of the durable state and secrets (default: controller.state_dir)")
 	loopbackReads := fs.Bool("loopback-reads", true, "on a loopback listen address, serve the GET /v1/ reads without a token (false: a token of scope read is needed there too)")
-	log, code, ok := setup(e, fs, args)
+	log, code, ok := cli.Setup(e.stderr, fs, args)
 	if !ok {
 		return code
 	}
 	if !(*speed > 0) {
 		fmt.Fprintf(e.stderr, "run: -sim-speed %v: want a number above 0\n", *speed)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	var start time.Time
 	if *simStart != "" {
 		var err error
 		if start, err = time.Parse(time.RFC3339, *simStart); err != nil {
 			fmt.Fprintf(e.stderr, "run: -sim-start %q: want an RFC 3339 time such as 2026-11-30T09:00:00Z\n", *simStart)
-			return exitUsage
+			return cli.ExitUsage
 		}
 	}
 	crash := state.IntentKind(os.Getenv("FLEETCAST_CRASH_AFTER_JOURNAL"))
@@ -54,11 +55,11 @@ func runRun(e *env, args []string) int {
 		log.Warn("FLEETCAST_CRASH_AFTER_JOURNAL is set: this process exits at once after journaling its first such change, as the end-to-end tests ask; unset it", "kind", crash)
 	default:
 		fmt.Fprintf(e.stderr, "run: FLEETCAST_CRASH_AFTER_JOURNAL=%q: a test's fault hook, one of launch, terminate or reap; unset it\n", crash)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	cfg, ok := loadConfig(e, log, *path)
 	if !ok {
-		return exitError
+		return cli.ExitError
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -67,14 +68,14 @@ func runRun(e *env, args []string) int {
 		CrashAfterJournal: crash})
 	if err != nil {
 		reportError(e, "run", cfg.Origin, err)
-		return exitError
+		return cli.ExitError
 	}
 	defer d.Close()
-	if err := runDaemon(ctx, e, d, *dryRun, runFor.d, *path); err != nil {
+	if err := runDaemon(ctx, e, d, *dryRun, runFor.D, *path); err != nil {
 		reportError(e, "run", cfg.Origin, err)
-		return exitError
+		return cli.ExitError
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // runDaemon prints what the started daemon d serves and where, runs it

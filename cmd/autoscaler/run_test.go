@@ -23,6 +23,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/daemon"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/loop"
 	"github.com/fleetcast/autoscaler/planner"
 	"github.com/fleetcast/autoscaler/providers"
@@ -57,7 +58,7 @@ func TestRunLocalExample(t *testing.T) {
 	for i := range 2 { // the second run restarts on the first's state
 		// From 9:00, simulated: demand rises through both runs, whatever
 		// the time of day the test runs at.
-		code, out, errOut := cli("run", "-config", cfg, "-for", "3h", "-sim-speed", "1e9", "-sim-start", "2026-11-30T09:00:00Z", "-listen", "127.0.0.1:0")
+		code, out, errOut := cmdline("run", "-config", cfg, "-for", "3h", "-sim-speed", "1e9", "-sim-start", "2026-11-30T09:00:00Z", "-listen", "127.0.0.1:0")
 		if code != 0 {
 			t.Fatalf("run %d: exit %d: %s", i, code, errOut)
 		}
@@ -104,16 +105,16 @@ func TestRunErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"-config", cfg, "-sim-speed", "0"}, exitUsage, "-sim-speed 0"},
-		{[]string{"-config", cfg, "-for", "soon"}, exitUsage, `"soon"`},
-		{[]string{"-config", cfg, "-sim-start", "9am"}, exitUsage, `-sim-start "9am"`},
-		{[]string{"-config", cfg, "-listen", busy.Addr().String()}, exitError, busy.Addr().String()},
+		{[]string{"-config", cfg, "-sim-speed", "0"}, cli.ExitUsage, "-sim-speed 0"},
+		{[]string{"-config", cfg, "-for", "soon"}, cli.ExitUsage, `"soon"`},
+		{[]string{"-config", cfg, "-sim-start", "9am"}, cli.ExitUsage, `-sim-start "9am"`},
+		{[]string{"-config", cfg, "-listen", busy.Addr().String()}, cli.ExitError, busy.Addr().String()},
 	}
 	tr := &transcript{normalize: func(s string) string {
 		return strings.ReplaceAll(renameDir(s, dir, "$DIR"), busy.Addr().String(), "$ADDR")
 	}}
 	for _, tt := range tests {
-		code, out, errOut := cli(append([]string{"run"}, tt.args...)...)
+		code, out, errOut := cmdline(append([]string{"run"}, tt.args...)...)
 		tr.add(strings.Join(tt.args[2:], " "), code, "", errOut)
 		if code != tt.code || !strings.Contains(errOut, tt.want) {
 			t.Errorf("run %v: exit %d %q; want %d with %q", tt.args, code, errOut, tt.code, tt.want)
@@ -124,9 +125,9 @@ func TestRunErrors(t *testing.T) {
 	}
 	token := filepath.Join(dir, "state", "api-token")
 	if err := os.Chmod(token, 0o644); err == nil {
-		code, _, errOut := cli("run", "-config", cfg, "-for", "1m", "-listen", "127.0.0.1:0")
+		code, _, errOut := cmdline("run", "-config", cfg, "-for", "1m", "-listen", "127.0.0.1:0")
 		tr.add("a token file others may read", code, "", errOut)
-		if code != exitError || !strings.Contains(errOut, token) {
+		if code != cli.ExitError || !strings.Contains(errOut, token) {
 			t.Errorf("readable token file: exit %d %q", code, errOut)
 		}
 		tr.check(t, "run-errors.golden", len(tests)+1)
@@ -244,7 +245,7 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 	}
-	code, out, errOut := cli("run", "-config", cfg, "-for", "30m", "-sim-speed", "1e9", "-listen", "127.0.0.1:0")
+	code, out, errOut := cmdline("run", "-config", cfg, "-for", "30m", "-sim-speed", "1e9", "-listen", "127.0.0.1:0")
 	if code != 0 {
 		t.Fatalf("run after the kills: exit %d: %s\n%s", code, errOut, out)
 	}
@@ -298,7 +299,7 @@ func TestRunStateDir(t *testing.T) {
 	cwd := t.TempDir()
 	t.Chdir(cwd) // examples/local.hcl's state_dir is relative: ./fleetcast-state
 	dir := filepath.Join(t.TempDir(), "elsewhere")
-	code, out, errOut := cli("run", "-config", config, "-state-dir", dir, "-for", "1h", "-sim-speed", "1e9", "-sim-start", "2026-11-30T09:00:00Z", "-listen", "127.0.0.1:0")
+	code, out, errOut := cmdline("run", "-config", config, "-state-dir", dir, "-for", "1h", "-sim-speed", "1e9", "-sim-start", "2026-11-30T09:00:00Z", "-listen", "127.0.0.1:0")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -409,7 +410,7 @@ func TestRunOutputAddsUp(t *testing.T) {
 		if dry {
 			args = append(args, "-dry-run")
 		}
-		code, out, errOut := cli(args...)
+		code, out, errOut := cmdline(args...)
 		if code != 0 {
 			t.Fatalf("dry run %v: exit %d: %s", dry, code, errOut)
 		}
@@ -455,7 +456,7 @@ var runActionLine = regexp.MustCompile(`^(\w{3} \d\d:\d\d)  (launch|drain) +(?:(
 // on.
 func TestRunScaleInWaits(t *testing.T) {
 	cfg := localConfigIn(t, t.TempDir())
-	code, out, errOut := cli("run", "-config", cfg, "-for", "24h", "-sim-speed", "1e9", "-sim-start", "2026-11-30T00:00:00Z", "-listen", "127.0.0.1:0")
+	code, out, errOut := cmdline("run", "-config", cfg, "-for", "24h", "-sim-speed", "1e9", "-sim-start", "2026-11-30T00:00:00Z", "-listen", "127.0.0.1:0")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

@@ -16,19 +16,20 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/simulate"
 	"github.com/fleetcast/autoscaler/trace"
 )
 
 func runSimulate(e *env, args []string) int {
-	fs := newFlagSet(e, "simulate", "simulate -config FILE -trace FILE [flags]")
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "simulate", "simulate -config FILE -trace FILE [flags]")
 	path := fs.String("config", "", "fleet config file (HCL)")
 	tracePath := fs.String("trace", "", "workload trace (CSV): jobs, philly, openb or series")
 	format := fs.String("trace-format", "", "trace format: jobs, philly, openb or series (default: detected from the header)")
 	valueCol := fs.String("value-column", "", "series: the value column, or columns to sum as a+b")
 	scale := fs.Float64("scale", 1, "series: multiply values by this (e.g. requests/s to GPUs)")
 	skipBad := fs.Bool("skip-bad-rows", false, "skip rows that do not parse, and count them, instead of failing")
-	var from, interval, ckpt, spotNotice, ckptDur durationFlag
+	var from, interval, ckpt, spotNotice, ckptDur cli.Duration
 	fs.Var(&from, "from", "start the window this long after the trace start, e.g. 40d")
 	days := fs.Float64("days", 0, "window length in days (default: to the end)")
 	seed := fs.Int64("seed", 1, "random seed (capacity errors)")
@@ -36,12 +37,12 @@ func runSimulate(e *env, args []string) int {
 	headroom := fs.Int("headroom", -1, "the headroom policy's buffer: GPUs kept free as whole empty nodes (default: simulate.headroom_gpus, 128)")
 	placeholders := fs.String("headroom-placeholders", "", "the headroom policy's placeholders: node (each as wide as a node: the buffer is whole empty nodes) or gpu (one GPU each: it also fills busy nodes' fragments) (default: simulate.headroom_placeholders, node)")
 	reservations := fs.String("reservations", "", "how policies hold reservations: configured (every policy the configured ones) or advised (predictive follows the baseline advice; default: simulate.reservations, configured)")
-	adviceAfter := durationFlag{positive: true}
+	adviceAfter := cli.Duration{Positive: true}
 	fs.Var(&adviceAfter, "advice-after", "history before the advised reservation's first review (default: simulate.advice_after, 14d)")
 	var margins marginsFlag
 	fs.Var(&margins, "perfect-margin", "the perfect policy's margin over the true demand, as a share, e.g. 0.05; with -frontier, a comma-separated list of margins to run the perfect ablation at beside the frontier, e.g. 0,0.05,0.1")
 	announceShare := fs.Float64("announce-share", 0, "share of jobs, 0 to 1, a scheduler announces ahead of their submission (predictive and perfect see them as announced demand)")
-	announceAhead := durationFlag{positive: true}
+	announceAhead := cli.Duration{Positive: true}
 	fs.Var(&announceAhead, "announce-ahead", "how long before its submission an announced job is announced (default 30m)")
 	estimates := fs.String("runtime-estimates", "", "what the scheduler tells of running jobs' ends, which predictive and perfect read as a hint: none, exact (their true ends) or limits (time limits: the true runtime times 1 + e^N(0,1), never less) (default none)")
 	adviceCheck := fs.Bool("advice-check", false, "weigh the reservation advice against hindsight: predictive following the advice, and at fixed reservations committed at its first review (-advice-after), instead of the policy table (implies -reservations advised)")
@@ -57,45 +58,45 @@ func runSimulate(e *env, args []string) int {
 	labelTeams := fs.Int("label-teams", 0, fmt.Sprintf("label each job the trace gives no team as one of team-01 .. team-N, drawn from its ID and -seed with Zipf weights (team k's weight 1/k), for the report's split by team; 0 (off) to %d", simulate.MaxLabelTeams))
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	plotPath := fs.String("plot", "", "draw demand and each policy's capacity over time (with -frontier: cost against waiting) to this file (.svg, .png or .pdf)")
-	log, code, ok := setup(e, fs, args)
+	log, code, ok := cli.Setup(e.stderr, fs, args)
 	if !ok {
 		return code
 	}
 	if *tracePath == "" {
 		fmt.Fprintln(e.stderr, "simulate: -trace FILE is required")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	opt := simulate.Options{Seed: *seed, SpotInterruptionsPerHour: *spotRate,
-		Interval: interval.d, CheckpointInterval: ckpt.d, SpotNotice: spotNotice.d,
-		Reservations: *reservations, AdviceAfter: adviceAfter.d,
-		AnnounceShare: *announceShare, AnnounceAhead: announceAhead.d, RuntimeEstimates: *estimates}
+		Interval: interval.D, CheckpointInterval: ckpt.D, SpotNotice: spotNotice.D,
+		Reservations: *reservations, AdviceAfter: adviceAfter.D,
+		AnnounceShare: *announceShare, AnnounceAhead: announceAhead.D, RuntimeEstimates: *estimates}
 	if *estimates != "" && !slices.Contains(simulate.RuntimeEstimateModes, *estimates) {
 		fmt.Fprintf(e.stderr, "simulate: -runtime-estimates %q: want one of %s\n", *estimates, strings.Join(simulate.RuntimeEstimateModes, ", "))
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if *headroom < -1 || (*headroom == -1 && flagSet(fs, "headroom")) || *headroom > simulate.MaxHeadroomGPUs {
 		fmt.Fprintf(e.stderr, "simulate: -headroom %d: want GPUs from 0 to %d\n", *headroom, simulate.MaxHeadroomGPUs)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if *placeholders != "" && !slices.Contains(fleet.PlaceholderSizes, *placeholders) {
 		fmt.Fprintf(e.stderr, "simulate: -headroom-placeholders %q: want one of %s\n", *placeholders, strings.Join(fleet.PlaceholderSizes, ", "))
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if a := *announceShare; !(a >= 0 && a <= 1) {
 		fmt.Fprintf(e.stderr, "simulate: -announce-share %v: want a share of jobs from 0 to 1\n", a)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if *reservations != "" && !slices.Contains(fleet.ReservationModes, *reservations) {
 		fmt.Fprintf(e.stderr, "simulate: -reservations %q: want one of %s\n", *reservations, strings.Join(fleet.ReservationModes, ", "))
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if *spotRate < 0 && *spotRate != -1 {
 		fmt.Fprintf(e.stderr, "simulate: -spot-interruptions %v: want a rate >= 0\n", *spotRate)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if n := *labelTeams; n < 0 || n > simulate.MaxLabelTeams {
 		fmt.Fprintf(e.stderr, "simulate: -label-teams %d: want a number of teams from 0 (off) to %d\n", n, simulate.MaxLabelTeams)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	opt.LabelTeams = *labelTeams
 	opt.Untiered = *untiered
@@ -103,33 +104,33 @@ func runSimulate(e *env, args []string) int {
 		shares, err := simulate.ParseLabelTiers(*labelTiers)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "simulate: -label-tiers: %v\n", err)
-			return exitUsage
+			return cli.ExitUsage
 		}
 		opt.LabelTiers = shares
 	}
 	if u := *unresponsive; u != -1 && !(u >= 0 && u <= 1) {
 		fmt.Fprintf(e.stderr, "simulate: -unresponsive-jobs %v: want a share of jobs from 0 to 1\n", u)
-		return exitUsage
+		return cli.ExitUsage
 	}
-	topt := trace.Options{Format: *format, ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Days: *days, From: from.d}
+	topt := trace.Options{Format: *format, ValueColumns: trace.ParseValueColumns(*valueCol), Scale: *scale, SkipBadRows: *skipBad, Days: *days, From: from.D}
 	if *policies != "" {
 		opt.Policies = strings.Split(*policies, ",")
 	}
 	if *frontier && *adviceCheck {
 		fmt.Fprintln(e.stderr, "simulate: -frontier and -advice-check are two reports; run them apart")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if *adviceCheck {
 		// The check runs the predictive policy only, with advised reservations.
 		for _, name := range []string{"policies", "headroom", "perfect-margin"} {
 			if flagSet(fs, name) {
 				fmt.Fprintf(e.stderr, "simulate: -%s does not apply to -advice-check, which runs only the predictive policy\n", name)
-				return exitUsage
+				return cli.ExitUsage
 			}
 		}
 		if *reservations == fleet.ReservationsConfigured {
 			fmt.Fprintln(e.stderr, "simulate: -advice-check weighs the advice, so it needs -reservations advised (or none)")
-			return exitUsage
+			return cli.ExitUsage
 		}
 		*reservations = fleet.ReservationsAdvised
 	}
@@ -139,7 +140,7 @@ func runSimulate(e *env, args []string) int {
 			if flagSet(fs, name) {
 				fmt.Fprintf(e.stderr, "simulate: -%s does not apply to -frontier, which runs headroom over %v GPUs and predictive over the quantiles %v\n",
 					name, simulate.FrontierBuffers, simulate.FrontierQuantiles)
-				return exitUsage
+				return cli.ExitUsage
 			}
 		}
 	}
@@ -148,13 +149,13 @@ func runSimulate(e *env, args []string) int {
 		opt.FrontierPerfect = margins.m
 	case len(margins.m) > 1:
 		fmt.Fprintf(e.stderr, "simulate: -perfect-margin %s: one margin, except with -frontier\n", margins.String())
-		return exitUsage
+		return cli.ExitUsage
 	case len(margins.m) == 1:
 		opt.PerfectMargin = margins.m[0]
 	}
 	cfg, ok := loadConfig(e, log, *path)
 	if !ok {
-		return exitError
+		return cli.ExitError
 	}
 	// The config's simulate and controller blocks, where no flag
 	// overrides them.
@@ -187,7 +188,7 @@ func runSimulate(e *env, args []string) int {
 	}
 	if *frontier && opt.Reservations == fleet.ReservationsAdvised {
 		fmt.Fprintln(e.stderr, "simulate: -frontier compares policies holding the configured reservations: the headroom policy does not follow the baseline advice; use -reservations configured")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	opt.HeadroomPlaceholders = cfg.Simulate.HeadroomPlaceholders
 	if *placeholders != "" {
@@ -196,7 +197,7 @@ func runSimulate(e *env, args []string) int {
 	tr, err := trace.Open(*tracePath, topt)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "simulate:", err)
-		return exitError
+		return cli.ExitError
 	}
 	if tr.SkippedRows > 0 {
 		fmt.Fprintf(e.stderr, "simulate: skipped %d bad row(s) of %s\n", tr.SkippedRows, tr.Name)
@@ -222,7 +223,7 @@ func runSimulate(e *env, args []string) int {
 	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, err)
-		return exitError
+		return cli.ExitError
 	}
 	return writeSimulated(e, log, out, *asJSON, *plotPath)
 }
@@ -276,7 +277,7 @@ func writeSimulated(e *env, log hclog.Logger, out simulateOutput, asJSON bool, p
 	if plotPath != "" {
 		if err := out.Plot(plotPath); err != nil {
 			fmt.Fprintln(e.stderr, "simulate:", err)
-			return exitError
+			return cli.ExitError
 		}
 		log.Info("picture written", "path", plotPath)
 	}
@@ -285,25 +286,25 @@ func writeSimulated(e *env, log hclog.Logger, out simulateOutput, asJSON bool, p
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
 			fmt.Fprintln(e.stderr, "simulate:", err)
-			return exitError
+			return cli.ExitError
 		}
-		return exitOK
+		return cli.ExitOK
 	}
 	if err := out.WriteTable(e.stdout); err != nil {
 		fmt.Fprintln(e.stderr, "simulate:", err)
-		return exitError
+		return cli.ExitError
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // drainModel is the checkpoint duration and the share of unresponsive jobs
 // for simulate.Options: the flags where given (unresponsive -1: not
 // given), else the config's simulate block; a 0 becomes the Options' "at
 // once" or "none" (negative), where zero would take the default.
-func drainModel(cfg fleet.SimulateSettings, ckptDur durationFlag, unresponsive float64) (time.Duration, float64) {
+func drainModel(cfg fleet.SimulateSettings, ckptDur cli.Duration, unresponsive float64) (time.Duration, float64) {
 	d, u := cfg.CheckpointDuration, cfg.UnresponsiveJobs
-	if ckptDur.set {
-		d = ckptDur.d
+	if ckptDur.Given {
+		d = ckptDur.D
 	}
 	if unresponsive != -1 {
 		u = unresponsive

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 )
 
 // jobsCSV is a small jobs trace: a burst at 0 and another at 4h.
@@ -34,7 +35,7 @@ func writeFile(t *testing.T, name, body string) string {
 func TestSimulateJSON(t *testing.T) {
 	tr := writeFile(t, "jobs.csv", jobsCSV)
 	pic := filepath.Join(t.TempDir(), "where.svg")
-	code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-json", "-plot", pic)
+	code, out, errOut := cmdline("simulate", "-config", localConfig, "-trace", tr, "-json", "-plot", pic)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -91,7 +92,7 @@ func TestSimulateJSON(t *testing.T) {
 
 func TestSimulateTable(t *testing.T) {
 	tr := writeFile(t, "jobs.csv", jobsCSV)
-	code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-policies", "reactive,predictive")
+	code, out, errOut := cmdline("simulate", "-config", localConfig, "-trace", tr, "-policies", "reactive,predictive")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -135,12 +136,12 @@ type simulatedTeams struct {
 // GPU-hours, jobs.
 func TestSimulateTeams(t *testing.T) {
 	args := []string{"simulate", "-config", localConfig, "-trace", teamsFixture, "-policies", "static,reactive,oracle"}
-	code, out, errOut := cli(args...)
+	code, out, errOut := cmdline(args...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	pinned(t, "simulate-teams.golden", out)
-	code, out, errOut = cli(append(args, "-json")...)
+	code, out, errOut = cmdline(append(args, "-json")...)
 	var rep simulatedTeams
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Policies) != 3 || rep.LabelTeams != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
@@ -170,7 +171,7 @@ func TestSimulateLabelTeams(t *testing.T) {
 	tr := writeFile(t, "jobs.csv", "submit_s,gpus,duration_s\n"+strings.Repeat("0,1,3600\n600,2,1800\n", 20))
 	run := func() simulatedTeams {
 		t.Helper()
-		code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-policies", "reactive", "-label-teams", "4", "-seed", "3", "-json")
+		code, out, errOut := cmdline("simulate", "-config", localConfig, "-trace", tr, "-policies", "reactive", "-label-teams", "4", "-seed", "3", "-json")
 		var rep simulatedTeams
 		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Policies) != 1 {
 			t.Fatalf("exit %d: %s\n%s", code, errOut, out)
@@ -245,7 +246,7 @@ func TestSimulateErrors(t *testing.T) {
 	tr := &transcript{normalize: func(s string) string { return strings.ReplaceAll(s, tmp, "$TMP") }}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, errOut := cli(tt.args...)
+			code, _, errOut := cmdline(tt.args...)
 			tr.add(tt.name, code, "", errOut)
 			if code != tt.code || !strings.Contains(errOut, tt.want) {
 				t.Fatalf("exit %d, stderr:\n%s\nwant exit %d and %q", code, errOut, tt.code, tt.want)
@@ -253,7 +254,7 @@ func TestSimulateErrors(t *testing.T) {
 		})
 	}
 	// Skipping bad rows says how many, of which file.
-	code, _, errOut := cli("simulate", "-config", localConfig, "-trace", bad, "-skip-bad-rows", "-policies", "static")
+	code, _, errOut := cmdline("simulate", "-config", localConfig, "-trace", bad, "-skip-bad-rows", "-policies", "static")
 	tr.add("skip bad rows", code, "", errOut)
 	if code != 0 || !regexp.MustCompile(`\b1\b.*\bbad\.csv\b`).MatchString(errOut) {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -267,7 +268,7 @@ func TestSimulateErrors(t *testing.T) {
 func TestSimulateFrontier(t *testing.T) {
 	tr := writeFile(t, "jobs.csv", jobsCSV)
 	pic := filepath.Join(t.TempDir(), "frontier.svg")
-	code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-frontier", "-json", "-plot", pic)
+	code, out, errOut := cmdline("simulate", "-config", localConfig, "-trace", tr, "-frontier", "-json", "-plot", pic)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -291,14 +292,14 @@ func TestSimulateFrontier(t *testing.T) {
 	if b, err := os.ReadFile(pic); err != nil || !strings.Contains(string(b), "<svg") {
 		t.Errorf("picture %s: %v", pic, err)
 	}
-	code, out, errOut = cli("simulate", "-config", localConfig, "-trace", tr, "-frontier", "-headroom-placeholders", "gpu")
+	code, out, errOut = cmdline("simulate", "-config", localConfig, "-trace", tr, "-frontier", "-headroom-placeholders", "gpu")
 	if code != 0 || !strings.Contains(out, "headroom in gpu-wide placeholders") || !strings.Contains(out, "headroom  512 GPUs") || !strings.Contains(out, "predictive       p50") ||
 		!strings.Contains(out, "at each buffer's waiting") || !strings.Contains(out, "predictive by cost: ") || strings.Contains(out, "perfect") {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 	}
 	// With -perfect-margin, the perfect ablation at each margin, read at
 	// each buffer's waiting too.
-	code, out, errOut = cli("simulate", "-config", localConfig, "-trace", tr, "-frontier", "-perfect-margin", "0,0.05")
+	code, out, errOut = cmdline("simulate", "-config", localConfig, "-trace", tr, "-frontier", "-perfect-margin", "0,0.05")
 	if code != 0 || !strings.Contains(out, "perfect       +0%") || !strings.Contains(out, "perfect       +5%") || !strings.Contains(out, "perfect $") {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 	}
@@ -312,7 +313,7 @@ func TestSimulatePerfectMargin(t *testing.T) {
 	tr := writeFile(t, "jobs.csv", "submit_s,gpus,duration_s\n"+strings.Repeat("3600,8,7200\n", 12))
 	cost := func(margin string) float64 {
 		t.Helper()
-		code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-policies", "perfect", "-perfect-margin", margin, "-json")
+		code, out, errOut := cmdline("simulate", "-config", localConfig, "-trace", tr, "-policies", "perfect", "-perfect-margin", margin, "-json")
 		var rep struct {
 			Policies []struct {
 				Cost float64 `json:"cost_usd"`
@@ -334,7 +335,7 @@ func TestSimulatePerfectMargin(t *testing.T) {
 func TestSimulateAdviceCheck(t *testing.T) {
 	tr := writeFile(t, "jobs.csv", jobsCSV)
 	pic := filepath.Join(t.TempDir(), "advice.svg")
-	code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-advice-check", "-advice-after", "1h", "-json", "-plot", pic)
+	code, out, errOut := cmdline("simulate", "-config", localConfig, "-trace", tr, "-advice-check", "-advice-after", "1h", "-json", "-plot", pic)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -352,7 +353,7 @@ func TestSimulateAdviceCheck(t *testing.T) {
 	if b, err := os.ReadFile(pic); err != nil || !strings.Contains(string(b), "<svg") {
 		t.Errorf("picture %s: %v", pic, err)
 	}
-	code, out, errOut = cli("simulate", "-config", localConfig, "-trace", tr, "-advice-check", "-advice-after", "1h")
+	code, out, errOut = cmdline("simulate", "-config", localConfig, "-trace", tr, "-advice-check", "-advice-after", "1h")
 	if code != 0 || !strings.Contains(out, "advice vs the best fixed reservation") || !strings.Contains(out, "fixed reserved GPUs") {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 	}
@@ -368,19 +369,19 @@ func TestSimulateAdviceCheck(t *testing.T) {
 		{[]string{"-reservations", "configured"}, []string{"-reservations advised"}},
 	} {
 		args := append([]string{"simulate", "-config", localConfig, "-trace", tr, "-advice-check"}, tc.args...)
-		code, _, errOut := cli(args...)
+		code, _, errOut := cmdline(args...)
 		words.add(strings.Join(tc.args, " "), code, "", errOut)
 		for _, want := range tc.want {
-			if code != exitUsage || !strings.Contains(errOut, want) {
+			if code != cli.ExitUsage || !strings.Contains(errOut, want) {
 				t.Errorf("%v: exit %d, %q; want usage, %q", tc.args, code, errOut, want)
 			}
 		}
 	}
 	// The advice's first commitment after the trace's end: nothing to
 	// weigh (the default advice_after, 14d, against a 5-hour trace).
-	code, _, errOut = cli("simulate", "-config", localConfig, "-trace", tr, "-advice-check")
+	code, _, errOut = cmdline("simulate", "-config", localConfig, "-trace", tr, "-advice-check")
 	words.add("the default advice_after", code, "", errOut)
-	if code != exitError || !strings.Contains(errOut, " 14d ") || !strings.Contains(errOut, "(0.2 days)") {
+	if code != cli.ExitError || !strings.Contains(errOut, " 14d ") || !strings.Contains(errOut, "(0.2 days)") {
 		t.Errorf("default advice_after on a 5-hour trace: exit %d, %q; want exit 1 naming 14d and the trace's 0.2 days", code, errOut)
 	}
 	words.check(t, "simulate-advice-errors.golden", 4)
@@ -390,7 +391,7 @@ func TestSimulateAdviceCheck(t *testing.T) {
 // headroom policy is then reactive, figure for figure).
 func TestSimulateHeadroomFlag(t *testing.T) {
 	tr := writeFile(t, "jobs.csv", jobsCSV)
-	code, out, errOut := cli("simulate", "-config", localConfig, "-trace", tr, "-policies", "reactive,headroom", "-headroom", "0", "-json")
+	code, out, errOut := cmdline("simulate", "-config", localConfig, "-trace", tr, "-policies", "reactive,headroom", "-headroom", "0", "-json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -404,7 +405,7 @@ func TestSimulateHeadroomFlag(t *testing.T) {
 	if a, b := rep.Policies[0]["cost_usd"], rep.Policies[1]["cost_usd"]; a != b {
 		t.Errorf("reactive costs %v, headroom with no buffer %v", a, b)
 	}
-	code, out, _ = cli("simulate", "-config", localConfig, "-trace", tr, "-policies", "headroom", "-headroom", "64")
+	code, out, _ = cmdline("simulate", "-config", localConfig, "-trace", tr, "-policies", "headroom", "-headroom", "64")
 	if code != 0 || !strings.Contains(out, "headroom 64 GPUs") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
@@ -416,17 +417,17 @@ func TestSimulateHeadroomFlag(t *testing.T) {
 func TestDrainModel(t *testing.T) {
 	cfg := config.Defaults().Simulate // 2m, 0.02
 	zero := fleet.SimulateSettings{}
-	flag := func(d time.Duration) durationFlag { return durationFlag{d: d, set: true} }
+	flag := func(d time.Duration) cli.Duration { return cli.Duration{D: d, Given: true} }
 	tests := []struct {
 		name         string
 		cfg          fleet.SimulateSettings
-		ckptDur      durationFlag
+		ckptDur      cli.Duration
 		unresponsive float64
 		wantDur      time.Duration
 		wantShare    float64
 	}{
-		{"the config's defaults", cfg, durationFlag{}, -1, 2 * time.Minute, 0.02},
-		{"the config's zeros", zero, durationFlag{}, -1, -1, -1},
+		{"the config's defaults", cfg, cli.Duration{}, -1, 2 * time.Minute, 0.02},
+		{"the config's zeros", zero, cli.Duration{}, -1, -1, -1},
 		{"flags", cfg, flag(5 * time.Minute), 0.2, 5 * time.Minute, 0.2},
 		{"zero flags", cfg, flag(0), 0, -1, -1},
 		{"all jobs unresponsive", zero, flag(time.Hour), 1, time.Hour, 1},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/controller"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/internal/secretfile"
 )
 
@@ -20,36 +21,36 @@ import (
 func runSlurm(e *env, args []string) int {
 	if len(args) == 0 || (args[0] != "resume" && args[0] != "suspend") {
 		fmt.Fprintln(e.stderr, "slurm: want resume or suspend: autoscaler slurm resume|suspend -addr URL -token-file FILE HOSTLIST")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	program, args := args[0], args[1:]
-	fs := newFlagSet(e, "slurm "+program, "slurm "+program+" -addr URL -token-file FILE [-ca-file FILE] HOSTLIST")
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "slurm "+program, "slurm "+program+" -addr URL -token-file FILE [-ca-file FILE] HOSTLIST")
 	addr := fs.String("addr", "", "the running controller's API URL, such as https://fleetcast.internal:8790")
 	tokenFile := fs.String("token-file", "", "file holding an API token of scope demand, mode 0600 (default: FLEETCAST_API_TOKEN)")
 	caFile := fs.String("ca-file", "", "PEM file of the CA(s) of the controller's certificate (default: the system's)")
-	timeout := durationFlag{d: 10 * time.Second, positive: true}
+	timeout := cli.Duration{D: 10 * time.Second, Positive: true}
 	fs.Var(&timeout, "timeout", "how long the controller may take to answer")
-	_, hosts, code, ok := setupNamed(e, fs, args, "hostlist")
+	_, hosts, code, ok := cli.SetupNamed(e.stderr, fs, args, "hostlist")
 	if !ok {
 		return code
 	}
 	if *addr == "" {
 		fmt.Fprintf(e.stderr, "slurm %s: -addr is required: the controller's API URL\n", program)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	token := os.Getenv("FLEETCAST_API_TOKEN")
 	if *tokenFile != "" {
 		var err error
 		if token, err = secretfile.Read(*tokenFile); err != nil {
 			fmt.Fprintf(e.stderr, "slurm %s: the API token: %v\n", program, err)
-			return exitError
+			return cli.ExitError
 		}
 	}
 	if token == "" {
 		fmt.Fprintf(e.stderr, "slurm %s: no API token: give -token-file, a token of scope demand (autoscaler api-token create -scope demand slurm)\n", program)
-		return exitUsage
+		return cli.ExitUsage
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout.d)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout.D)
 	defer cancel()
 	body, code, err := callControllerAs(ctx, config.Defaults().Controller, *addr, *caFile, token, "POST", "/v1/slurm/"+program, controller.SlurmRequest{Nodes: hosts})
 	if err != nil {
@@ -59,8 +60,8 @@ func runSlurm(e *env, args []string) int {
 	var ans controller.SlurmAnswer
 	if err := json.Unmarshal(body, &ans); err != nil {
 		fmt.Fprintf(e.stderr, "slurm %s: the controller's answer: %v\n", program, err)
-		return exitError
+		return cli.ExitError
 	}
 	fmt.Fprintf(e.stdout, "%s %s: %s\n", program, strings.Join(ans.Nodes, ","), ans.Note)
-	return exitOK
+	return cli.ExitOK
 }

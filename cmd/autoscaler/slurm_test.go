@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/internal/slurmtest"
 	"github.com/fleetcast/autoscaler/planner"
 )
@@ -62,9 +63,9 @@ func TestPlanSlurm(t *testing.T) {
 		path := slurmConfig(t, failing)
 		tr.normalize = func(s string) string { return strings.ReplaceAll(s, filepath.Dir(path), "$TMP") }
 		args := []string{"-config", path, "-at", at}
-		code, out, errOut := cli(append([]string{"plan"}, args...)...)
+		code, out, errOut := cmdline(append([]string{"plan"}, args...)...)
 		tr.add("plan with squeue failing="+map[bool]string{false: "no", true: "yes"}[failing], code, out, "")
-		if code != exitOK {
+		if code != cli.ExitOK {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		p := planJSON(t, args...)
@@ -163,14 +164,14 @@ func TestSlurmProgramUsage(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"slurm"}, exitUsage, "slurm: want resume or suspend"},
-		{[]string{"slurm", "restart", "dgx-1"}, exitUsage, "slurm: want resume or suspend"},
-		{[]string{"slurm", "resume", "-addr", "http://127.0.0.1:1", "-token-file", token}, exitUsage, "slurm resume: name the hostlist: slurm resume HOSTLIST"},
-		{[]string{"slurm", "suspend", "-token-file", token, "dgx-1"}, exitUsage, "slurm suspend: -addr is required"},
-		{[]string{"slurm", "resume", "-addr", "http://127.0.0.1:1", "dgx-1"}, exitUsage, "slurm resume: no API token: give -token-file"},
-		{[]string{"slurm", "resume", "-addr", "http://127.0.0.1:1", "-token-file", token, "dgx-[1-2]"}, exitError, "slurm resume dgx-[1-2]: "},
+		{[]string{"slurm"}, cli.ExitUsage, "slurm: want resume or suspend"},
+		{[]string{"slurm", "restart", "dgx-1"}, cli.ExitUsage, "slurm: want resume or suspend"},
+		{[]string{"slurm", "resume", "-addr", "http://127.0.0.1:1", "-token-file", token}, cli.ExitUsage, "slurm resume: name the hostlist: slurm resume HOSTLIST"},
+		{[]string{"slurm", "suspend", "-token-file", token, "dgx-1"}, cli.ExitUsage, "slurm suspend: -addr is required"},
+		{[]string{"slurm", "resume", "-addr", "http://127.0.0.1:1", "dgx-1"}, cli.ExitUsage, "slurm resume: no API token: give -token-file"},
+		{[]string{"slurm", "resume", "-addr", "http://127.0.0.1:1", "-token-file", token, "dgx-[1-2]"}, cli.ExitError, "slurm resume dgx-[1-2]: "},
 	} {
-		code, _, errOut := cli(tt.args...)
+		code, _, errOut := cmdline(tt.args...)
 		if code != tt.code || !strings.Contains(errOut, tt.want) {
 			t.Errorf("%q: exit %d, %q; want %d with %q", tt.args, code, errOut, tt.code, tt.want)
 		}

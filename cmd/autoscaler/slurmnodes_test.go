@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/internal/slurmtest"
 	"github.com/fleetcast/autoscaler/slurm"
 )
@@ -232,13 +233,13 @@ controller {
 	if err := os.WriteFile(filepath.Join(dir, "history.csv"), []byte(series.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := cli("history", "import", "-config", conf, "-series", filepath.Join(dir, "history.csv")); code != exitOK {
+	if code, _, errOut := cmdline("history", "import", "-config", conf, "-series", filepath.Join(dir, "history.csv")); code != cli.ExitOK {
 		t.Fatalf("history import: exit %d: %s", code, errOut)
 	}
 	ctl, stop := startRunCLI(t, filepath.Join(dir, "controller.log"), conf, addr, filepath.Join(dir, "state"))
 	base := ctl.base
 	t.Setenv("FLEETCAST_API_TOKEN", "")
-	if code, out, errOut := cli("api-token", "create", "-config", conf, "-scope", "demand", "slurm"); code != exitOK {
+	if code, out, errOut := cmdline("api-token", "create", "-config", conf, "-scope", "demand", "slurm"); code != cli.ExitOK {
 		t.Fatalf("api-token create: exit %d: %s", code, errOut)
 	} else if err := os.WriteFile(filepath.Join(dir, "slurm-token"), []byte(out), 0o600); err != nil {
 		t.Fatal(err)
@@ -250,7 +251,7 @@ controller {
 		if err := os.Mkdir(nd, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		code, out, errOut := cli("token", "issue", node, "-config", conf)
+		code, out, errOut := cmdline("token", "issue", node, "-config", conf)
 		if code != 0 {
 			t.Fatalf("token issue %s: exit %d: %s", node, code, errOut)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetcast/autoscaler/daemon"
 	"github.com/fleetcast/autoscaler/election"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/internal/secretfile"
 	"github.com/fleetcast/autoscaler/state"
 	"github.com/hashicorp/go-hclog"
@@ -30,7 +31,7 @@ const stateTimeout = 10 * time.Minute
 func runState(e *env, args []string) int {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintln(e.stderr, "state: want a command: export or import")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	switch args[0] {
 	case "export":
@@ -39,14 +40,14 @@ func runState(e *env, args []string) int {
 		return runStateImport(e, args[1:])
 	}
 	fmt.Fprintf(e.stderr, "state: unknown command %q; want export or import\n", args[0])
-	return exitUsage
+	return cli.ExitUsage
 }
 
 // runStateExport writes every record of the state the config names to a
 // file (mode 0600: it holds the hashes of the credentials and tokens), or
 // to standard output.
 func runStateExport(e *env, args []string) int {
-	fs := newFlagSet(e, "state export", "state export -config FILE [-out FILE] [-state-dir DIR]")
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "state export", "state export -config FILE [-out FILE] [-state-dir DIR]")
 	out := fs.String("out", "-", "the export file to write (- for standard output)")
 	ctl, code, ok := stateSetup(e, fs, args, func() bool { return true })
 	if !ok {
@@ -57,28 +58,28 @@ func runStateExport(e *env, args []string) int {
 	store, closeStore, err := daemon.OpenState(ctx, ctl, nil, true)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "state export: %v%s\n", err, stopFirst(err))
-		return exitError
+		return cli.ExitError
 	}
 	defer closeStore()
 	var buf bytes.Buffer
 	n, err := store.Export(&buf)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "state export:", err)
-		return exitError
+		return cli.ExitError
 	}
 	if *out == "-" {
 		e.stdout.Write(buf.Bytes())
-		return exitOK
+		return cli.ExitOK
 	}
 	// Written as the secrets are (0600, synced, renamed into place): it
 	// holds the hashes of the credentials and tokens. Write ends it with
 	// the line break taken off here.
 	if err := secretfile.Write(*out, strings.TrimSuffix(buf.String(), "\n")); err != nil {
 		fmt.Fprintln(e.stderr, "state export:", err)
-		return exitError
+		return cli.ExitError
 	}
 	fmt.Fprintf(e.stdout, "exported %d records from %s to %s (sha256 %x)\n", n, store.Path(), *out, sha256.Sum256(buf.Bytes()))
-	return exitOK
+	return cli.ExitOK
 }
 
 // stateSetup adds -config and -state-dir to a state command's flags,
@@ -89,28 +90,28 @@ func runStateExport(e *env, args []string) int {
 func stateSetup(e *env, fs *flag.FlagSet, args []string, flagsOK func() bool) (ctl fleet.ControllerSettings, code int, ok bool) {
 	path := fs.String("config", "", "fleet config file (HCL): its controller.state_dir, or controller.ha for etcd")
 	stateDir := fs.String("state-dir", "", "the state file in this directory, whatever the config says")
-	log, code, ok := setup(e, fs, args)
+	log, code, ok := cli.Setup(e.stderr, fs, args)
 	if !ok {
 		return ctl, code, false
 	}
 	if !flagsOK() {
-		return ctl, exitUsage, false
+		return ctl, cli.ExitUsage, false
 	}
 	cfg, ok := loadConfig(e, log, *path)
 	if !ok {
-		return ctl, exitError, false
+		return ctl, cli.ExitError, false
 	}
 	ctl = cfg.Controller
 	if *stateDir != "" {
 		ctl.StateDir, ctl.HA = *stateDir, nil
 	}
-	return ctl, exitOK, true
+	return ctl, cli.ExitOK, true
 }
 
 // runStateImport restores an export into a state that holds no records:
 // with no controller running on it.
 func runStateImport(e *env, args []string) int {
-	fs := newFlagSet(e, "state import", "state import -config FILE -in FILE [-state-dir DIR]")
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "state import", "state import -config FILE -in FILE [-state-dir DIR]")
 	in := fs.String("in", "", "the export file to read")
 	ctl, code, ok := stateSetup(e, fs, args, func() bool {
 		if *in == "" {
@@ -124,7 +125,7 @@ func runStateImport(e *env, args []string) int {
 	f, err := os.Open(*in)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "state import:", err)
-		return exitError
+		return cli.ExitError
 	}
 	defer f.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
@@ -144,16 +145,16 @@ func runStateImport(e *env, args []string) int {
 	store, closeStore, err := daemon.OpenState(ctx, ctl, nil, false)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "state import: %v%s\n", err, stopFirst(err))
-		return exitError
+		return cli.ExitError
 	}
 	defer closeStore()
 	n, err := store.LoadExport(f, filepath.Clean(*in))
 	if err != nil {
 		fmt.Fprintln(e.stderr, "state import:", err)
-		return exitError
+		return cli.ExitError
 	}
 	fmt.Fprintf(e.stdout, "imported %d records from %s into %s\n", n, *in, store.Path())
-	return exitOK
+	return cli.ExitOK
 }
 
 // asLeader runs write on the fleet's state in etcd as the fleet's leader:
@@ -165,7 +166,7 @@ func asLeader(ctx context.Context, e *env, cmd string, ctl fleet.ControllerSetti
 	c, err := election.Dial(*ctl.HA)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "%s: %v\n", cmd, err)
-		return exitError
+		return cli.ExitError
 	}
 	defer c.Close()
 	leader := func() int {
@@ -174,7 +175,7 @@ func asLeader(ctx context.Context, e *env, cmd string, ctl fleet.ControllerSetti
 		} else {
 			fmt.Fprintf(e.stderr, "%s: %v\n", cmd, err)
 		}
-		return exitError
+		return cli.ExitError
 	}
 	if _, _, err := election.Leader(ctx, c, ctl.HAPrefix()); !errors.Is(err, election.ErrNoLeader) {
 		return leader()
@@ -183,7 +184,7 @@ func asLeader(ctx context.Context, e *env, cmd string, ctl fleet.ControllerSetti
 		Log: hclog.New(&hclog.LoggerOptions{Name: cmd, Level: hclog.Warn, Output: e.stderr})})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "%s: %v\n", cmd, err)
-		return exitError
+		return cli.ExitError
 	}
 	// Elected at once where none leads; a replica that won meanwhile
 	// holds it, and the campaign is given up. The writing itself may take
@@ -214,9 +215,9 @@ func asLeader(ctx context.Context, e *env, cmd string, ctl fleet.ControllerSetti
 		return leader()
 	case werr != nil:
 		fmt.Fprintf(e.stderr, "%s: %v\n", cmd, werr)
-		return exitError
+		return cli.ExitError
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // stopFirst is what to do about a state file another process holds.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fleetcast/autoscaler/election"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/internal/etcdtest"
 )
 
@@ -44,36 +45,36 @@ func TestStateExportImport(t *testing.T) {
 	conf := haConfigIn(t, dir, srv.Endpoints[0])
 	stateDir := filepath.Join(dir, "file-state")
 	series := hourlySeries(t, dir, 48, 16)
-	if code, _, errOut := cli("history", "import", "-config", localConfig, "-state-dir", stateDir, "-series", series); code != exitOK {
+	if code, _, errOut := cmdline("history", "import", "-config", localConfig, "-state-dir", stateDir, "-series", series); code != cli.ExitOK {
 		t.Fatalf("history import: %s", errOut)
 	}
 	backup := filepath.Join(dir, "backup")
-	code, out, errOut := cli("state", "export", "-config", conf, "-state-dir", stateDir, "-out", backup)
-	if code != exitOK || !strings.Contains(out, "exported ") || !strings.Contains(out, " to "+backup+" (sha256 ") {
+	code, out, errOut := cmdline("state", "export", "-config", conf, "-state-dir", stateDir, "-out", backup)
+	if code != cli.ExitOK || !strings.Contains(out, "exported ") || !strings.Contains(out, " to "+backup+" (sha256 ") {
 		t.Fatalf("export: exit %d, %q %q", code, out, errOut)
 	}
 	if fi, err := os.Stat(backup); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("backup: %v, %v; want mode 0600", fi, err)
 	}
-	code, out, errOut = cli("state", "import", "-config", conf, "-in", backup)
-	if code != exitOK || !strings.Contains(out, "into etcd:/fleetcast/default/state/") {
+	code, out, errOut = cmdline("state", "import", "-config", conf, "-in", backup)
+	if code != cli.ExitOK || !strings.Contains(out, "into etcd:/fleetcast/default/state/") {
 		t.Fatalf("import into etcd: exit %d, %q %q", code, out, errOut)
 	}
-	_, fromEtcd, _ := cli("state", "export", "-config", conf)
+	_, fromEtcd, _ := cmdline("state", "export", "-config", conf)
 	original, _ := os.ReadFile(backup)
 	if !bytes.Equal([]byte(fromEtcd), original) {
 		t.Errorf("etcd's export differs from the file's:\n%s\n---\n%s", fromEtcd, original)
 	}
-	if code, _, errOut := cli("state", "import", "-config", conf, "-in", backup); code != exitError || !strings.Contains(errOut, "holds records already") {
+	if code, _, errOut := cmdline("state", "import", "-config", conf, "-in", backup); code != cli.ExitError || !strings.Contains(errOut, "holds records already") {
 		t.Errorf("second import: exit %d, %q", code, errOut)
 	}
 	os.WriteFile(backup+".bad", bytes.Replace(original, []byte("fleet"), []byte("fleex"), 1), 0o600)
-	if code, _, errOut := cli("state", "import", "-config", conf, "-state-dir", filepath.Join(dir, "other"), "-in", backup+".bad"); code != exitError || !strings.Contains(errOut, "the file is damaged") {
+	if code, _, errOut := cmdline("state", "import", "-config", conf, "-state-dir", filepath.Join(dir, "other"), "-in", backup+".bad"); code != cli.ExitError || !strings.Contains(errOut, "the file is damaged") {
 		t.Errorf("damaged import: exit %d, %q", code, errOut)
 	}
 
 	leadAs(t, srv, "http://c1:8790")
-	if code, _, errOut := cli("state", "import", "-config", conf, "-in", backup); code != exitError || !strings.Contains(errOut, "http://c1:8790 leads the fleet") {
+	if code, _, errOut := cmdline("state", "import", "-config", conf, "-in", backup); code != cli.ExitError || !strings.Contains(errOut, "http://c1:8790 leads the fleet") {
 		t.Errorf("import while a replica leads: exit %d, %q", code, errOut)
 	}
 }
@@ -86,21 +87,21 @@ func TestHAHistoryAndReport(t *testing.T) {
 	srv := etcdtest.Start(t)
 	conf := haConfigIn(t, dir, srv.Endpoints[0])
 	series := hourlySeries(t, dir, 24, 8)
-	code, out, errOut := cli("history", "import", "-config", conf, "-series", series)
-	if code != exitOK || !strings.Contains(out, "etcd:/fleetcast/default/state/") {
+	code, out, errOut := cmdline("history", "import", "-config", conf, "-series", series)
+	if code != cli.ExitOK || !strings.Contains(out, "etcd:/fleetcast/default/state/") {
 		t.Fatalf("history import into etcd: exit %d, %q %q", code, out, errOut)
 	}
-	if _, exported, _ := cli("state", "export", "-config", conf); !strings.Contains(exported, `"b":["demand","fleet"]`) {
+	if _, exported, _ := cmdline("state", "export", "-config", conf); !strings.Contains(exported, `"b":["demand","fleet"]`) {
 		t.Errorf("the history is not in etcd's state:\n%s", exported)
 	}
-	if code, out, errOut := cli("report", "-config", conf, "-json"); code != exitOK || !strings.Contains(out, `"rows"`) {
+	if code, out, errOut := cmdline("report", "-config", conf, "-json"); code != cli.ExitOK || !strings.Contains(out, `"rows"`) {
 		t.Errorf("report from etcd: exit %d, %q %q", code, out, errOut)
 	}
 	leadAs(t, srv, "http://c1:8790")
-	if code, _, errOut := cli("history", "import", "-config", conf, "-series", series); code != exitError || !strings.Contains(errOut, "http://c1:8790 leads the fleet") {
+	if code, _, errOut := cmdline("history", "import", "-config", conf, "-series", series); code != cli.ExitError || !strings.Contains(errOut, "http://c1:8790 leads the fleet") {
 		t.Errorf("history import while a replica leads: exit %d, %q", code, errOut)
 	}
-	if code, _, errOut := cli("report", "-config", conf); code != exitOK {
+	if code, _, errOut := cmdline("report", "-config", conf); code != cli.ExitOK {
 		t.Errorf("report while a replica leads: exit %d, %q", code, errOut)
 	}
 }

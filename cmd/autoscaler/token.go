@@ -20,6 +20,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/internal/secretfile"
 	"github.com/fleetcast/autoscaler/state"
 )
@@ -30,14 +31,14 @@ import (
 func runToken(e *env, args []string) int {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprintln(e.stderr, "token: want a command: list, issue NODE or revoke NODE")
-		return exitUsage
+		return cli.ExitUsage
 	}
 	sub := args[0]
 	if sub != "list" && sub != "issue" && sub != "revoke" {
 		fmt.Fprintf(e.stderr, "token: unknown command %q; want list, issue or revoke\n", sub)
-		return exitUsage
+		return cli.ExitUsage
 	}
-	fs := newFlagSet(e, "token "+sub, "token "+sub+" -config FILE [-addr URL] [-ca-file FILE]"+map[string]string{"list": "", "issue": " [-replace REASON] NODE", "revoke": " [-forget] NODE"}[sub])
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "token "+sub, "token "+sub+" -config FILE [-addr URL] [-ca-file FILE]"+map[string]string{"list": "", "issue": " [-replace REASON] NODE", "revoke": " [-forget] NODE"}[sub])
 	c := controllerFlags(fs)
 	forget, replace := false, ""
 	switch sub {
@@ -50,13 +51,13 @@ func runToken(e *env, args []string) int {
 	if sub == "list" {
 		what = ""
 	}
-	log, node, code, ok := setupNamed(e, fs, args[1:], what)
+	log, node, code, ok := cli.SetupNamed(e.stderr, fs, args[1:], what)
 	if !ok {
 		return code
 	}
 	cfg, ok := loadConfig(e, log, c.path)
 	if !ok {
-		return exitError
+		return cli.ExitError
 	}
 	method, route := map[string]string{"list": "GET", "issue": "POST", "revoke": "DELETE"}[sub], "/v1/credentials"
 	if sub != "list" {
@@ -81,7 +82,7 @@ func runToken(e *env, args []string) int {
 		var a report.CredentialAnswer
 		if err := json.Unmarshal(body, &a); err != nil {
 			fmt.Fprintln(e.stderr, "token issue: the controller's answer:", err)
-			return exitError
+			return cli.ExitError
 		}
 		if replace != "" {
 			fmt.Fprintln(e.stderr, "credential replaced for", node, "(shown once; put it in the agent's -token-file, mode 0600; the agent that held the old one is refused from now on)")
@@ -99,7 +100,7 @@ func runToken(e *env, args []string) int {
 		var list []state.Credential
 		if err := json.Unmarshal(body, &list); err != nil {
 			fmt.Fprintln(e.stderr, "token list: the controller's answer:", err)
-			return exitError
+			return cli.ExitError
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NODE\tPOOL\tVIA\tREGISTERED\tISSUED\tROTATIONS\tREVOKED")
@@ -116,7 +117,7 @@ func runToken(e *env, args []string) int {
 		}
 		tw.Flush()
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // apiFlags are the flags of a command that calls the running controller.
@@ -142,7 +143,7 @@ func callController(ctx context.Context, ctrl fleet.ControllerSettings, addr, ca
 	if apiToken == "" && (needed || ctrl.StateDir != "") {
 		var err error
 		if apiToken, err = secretfile.Read(filepath.Join(ctrl.StateDir, "api-token")); err != nil && needed {
-			return nil, exitError, fmt.Errorf("the API token: %w (set FLEETCAST_API_TOKEN to a token of the scope this needs, or run where the controller's state directory is, for its root token)", err)
+			return nil, cli.ExitError, fmt.Errorf("the API token: %w (set FLEETCAST_API_TOKEN to a token of the scope this needs, or run where the controller's state directory is, for its root token)", err)
 		}
 	}
 	return callControllerAs(ctx, ctrl, addr, caFile, apiToken, method, route, req)
@@ -153,19 +154,19 @@ func callController(ctx context.Context, ctrl fleet.ControllerSettings, addr, ca
 func callControllerAs(ctx context.Context, ctrl fleet.ControllerSettings, addr, caFile, apiToken, method, route string, req any) ([]byte, int, error) {
 	base, client, err := apiClient(ctrl, addr, caFile)
 	if err != nil {
-		return nil, exitUsage, err
+		return nil, cli.ExitUsage, err
 	}
 	var payload io.Reader
 	if req != nil {
 		b, err := json.Marshal(req)
 		if err != nil {
-			return nil, exitError, err
+			return nil, cli.ExitError, err
 		}
 		payload = bytes.NewReader(b)
 	}
 	hreq, err := http.NewRequestWithContext(ctx, method, base+route, payload)
 	if err != nil {
-		return nil, exitError, err
+		return nil, cli.ExitError, err
 	}
 	if apiToken != "" {
 		hreq.Header.Set("Authorization", "Bearer "+apiToken)
@@ -173,14 +174,14 @@ func callControllerAs(ctx context.Context, ctrl fleet.ControllerSettings, addr, 
 	hreq.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(hreq)
 	if err != nil {
-		return nil, exitError, err
+		return nil, cli.ExitError, err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if resp.StatusCode != http.StatusOK {
-		return nil, exitError, fmt.Errorf("the controller answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+		return nil, cli.ExitError, fmt.Errorf("the controller answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
-	return body, exitOK, nil
+	return body, cli.ExitOK, nil
 }
 
 // apiClient returns the controller API's base URL and a client for it.
@@ -212,7 +213,7 @@ func apiClient(c fleet.ControllerSettings, addr, caFile string) (string, *http.C
 	if caFile == "" {
 		caFile = c.TLSCertFile
 	}
-	tr, data, err := tlsTransport(caFile)
+	tr, data, err := cli.TLSTransport(caFile)
 	if err != nil {
 		return "", nil, fmt.Errorf("the controller's certificate: %w", err)
 	}

@@ -13,31 +13,32 @@ import (
 	"github.com/fleetcast/autoscaler/config"
 	"github.com/fleetcast/autoscaler/daemon"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/providers/plugin"
 	"github.com/fleetcast/autoscaler/providers/registry"
 )
 
 func runValidate(e *env, args []string) int {
-	fs := newFlagSet(e, "validate", "validate -config FILE [-files] [-json] [-skip-plugins] [-plugin-timeout DURATION]")
+	fs := cli.NewFlagSet(e.stderr, "autoscaler", "validate", "validate -config FILE [-files] [-json] [-skip-plugins] [-plugin-timeout DURATION]")
 	path := fs.String("config", "", "fleet config file (HCL)")
 	files := fs.Bool("files", false, "also check that each file the config names for run to read exists and can be read: the TLS certificate and key, the bootstrap secrets, the AWS identity certificates, the plugins' executables (and their checksums)")
 	asJSON := fs.Bool("json", false, "print one JSON object (valid, error_count, warning_count and the diagnostics with their ranges), for editors and CI")
 	skipPlugins := fs.Bool("skip-plugins", false, "do not start the config's plugins to have them check their config and pools' targets (where their executables are not at hand)")
-	pluginTimeout := durationFlag{d: 30 * time.Second, positive: true}
+	pluginTimeout := cli.Duration{D: 30 * time.Second, Positive: true}
 	fs.Var(&pluginTimeout, "plugin-timeout", "how long the plugins have to start and check the config, all told")
-	log, code, ok := setup(e, fs, args)
+	log, code, ok := cli.Setup(e.stderr, fs, args)
 	if !ok {
 		return code
 	}
 	if *path == "" {
 		fmt.Fprintln(e.stderr, "autoscaler: -config FILE is required (try examples/local.hcl)")
-		return exitError
+		return cli.ExitError
 	}
 	cfg, src, diags := readConfig(*path)
 	var checked, unchecked []config.InputFile
 	if cfg != nil {
 		var more hcl.Diagnostics
-		more, checked, unchecked = validateConfig(log, cfg, validateOptions{files: *files, plugins: !*skipPlugins, pluginTimeout: pluginTimeout.d})
+		more, checked, unchecked = validateConfig(log, cfg, validateOptions{files: *files, plugins: !*skipPlugins, pluginTimeout: pluginTimeout.D})
 		config.SortDiagnostics(more)
 		diags = append(diags, more...)
 	}
@@ -46,17 +47,17 @@ func runValidate(e *env, args []string) int {
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(newValidateJSON(diags)); err != nil {
 			fmt.Fprintln(e.stderr, "validate:", err)
-			return exitError
+			return cli.ExitError
 		}
 		if diags.HasErrors() {
-			return exitError
+			return cli.ExitError
 		}
-		return exitOK
+		return cli.ExitOK
 	}
 	writeDiagnostics(e.stderr, src, diags)
 	if diags.HasErrors() {
 		fmt.Fprintf(e.stderr, "%s: %d error(s)\n", *path, config.ErrorCount(diags))
-		return exitError
+		return cli.ExitError
 	}
 	fmt.Fprintf(e.stdout, "%s: valid: %d pool(s), up to %d GPUs\n", *path, len(cfg.Pools), cfg.MaxFleetGPUs())
 	if *files && len(checked) > 0 {
@@ -70,7 +71,7 @@ func runValidate(e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "%s: %d file(s) not checked (%s): run validate -files to check that they exist and can be read\n",
 			*path, len(unchecked), strings.Join(fields, ", "))
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // validateOptions are what validate checks beyond the config's text.

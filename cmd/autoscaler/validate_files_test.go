@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/internal/testpki"
 )
 
@@ -25,11 +26,11 @@ func TestValidateExampleFiles(t *testing.T) {
 	// attributes, each missing file at its place with its path; the words
 	// are those of testdata/validate-example-files.golden.
 	tr := &transcript{}
-	code, out, errOut := cli("validate", "-config", example)
+	code, out, errOut := cmdline("validate", "-config", example)
 	tr.add("validate", code, out, errOut)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	last := lines[len(lines)-1]
-	if code != exitOK || !strings.HasPrefix(last, example+": 4 file(s) ") ||
+	if code != cli.ExitOK || !strings.HasPrefix(last, example+": 4 file(s) ") ||
 		!strings.Contains(last, "(controller.tls_cert_file, controller.tls_key_file, controller.bootstrap_token_file, controller.aws_identity_certificates)") {
 		t.Errorf("validate: exit %d, stdout:\n%s\nwant 0 and a last line naming the 4 files not checked%s", code, out, errOut)
 	}
@@ -38,9 +39,9 @@ func TestValidateExampleFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = cli("validate", "-files", "-config", example)
+	code, out, errOut = cmdline("validate", "-files", "-config", example)
 	tr.add("validate -files", code, out, errOut)
-	if code != exitError || !strings.HasSuffix(errOut, example+": 4 error(s)\n") {
+	if code != cli.ExitError || !strings.HasSuffix(errOut, example+": 4 error(s)\n") {
 		t.Errorf("validate -files: exit %d, want 1 and 4 errors:\n%s", code, errOut)
 	}
 	for _, f := range []struct{ attr, path string }{
@@ -58,10 +59,10 @@ func TestValidateExampleFiles(t *testing.T) {
 	}
 
 	local := localExample(t, string(src))
-	code, out, errOut = cli("validate", "-files", "-config", local)
+	code, out, errOut = cmdline("validate", "-files", "-config", local)
 	tr.normalize = func(s string) string { return strings.ReplaceAll(s, local, "$LOCAL") }
 	tr.add("validate -files, the files at hand", code, out, errOut)
-	if lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); code != exitOK || !strings.HasPrefix(lines[len(lines)-1], local+": 4 file(s) ") {
+	if lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); code != cli.ExitOK || !strings.HasPrefix(lines[len(lines)-1], local+": 4 file(s) ") {
 		t.Errorf("validate -files with the files at hand: exit %d, stdout:\n%s\nwant a last line of the 4 files checked%s", code, out, errOut)
 	}
 	tr.check(t, "validate-example-files.golden", 3)
@@ -151,17 +152,17 @@ controller {
 		code   int
 		golden string // of stdout when it exits 0, else of stderr
 	}{
-		{"all good", []string{"validate", "-files", "-skip-plugins", "-config", conf("good.hcl", good)}, exitOK, "validate-files-good.golden"},
-		{"not checked", []string{"validate", "-skip-plugins", "-config", conf("good.hcl", good)}, exitOK, "validate-files-unchecked.golden"},
-		{"all bad", []string{"validate", "-files", "-config", conf("bad.hcl", bad)}, exitError, "validate-files-bad.golden"},
-		{"wrong checksum", []string{"validate", "-files", "-config", conf("sum.hcl", wrongSum)}, exitError, "validate-files-checksum.golden"},
+		{"all good", []string{"validate", "-files", "-skip-plugins", "-config", conf("good.hcl", good)}, cli.ExitOK, "validate-files-good.golden"},
+		{"not checked", []string{"validate", "-skip-plugins", "-config", conf("good.hcl", good)}, cli.ExitOK, "validate-files-unchecked.golden"},
+		{"all bad", []string{"validate", "-files", "-config", conf("bad.hcl", bad)}, cli.ExitError, "validate-files-bad.golden"},
+		{"wrong checksum", []string{"validate", "-files", "-config", conf("sum.hcl", wrongSum)}, cli.ExitError, "validate-files-checksum.golden"},
 		// Files that are there but that run could not load at start.
-		{"unusable", []string{"validate", "-files", "-skip-plugins", "-config", conf("unusable.hcl", unusable)}, exitError, "validate-files-unusable.golden"},
+		{"unusable", []string{"validate", "-files", "-skip-plugins", "-config", conf("unusable.hcl", unusable)}, cli.ExitError, "validate-files-unusable.golden"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errOut := cli(tt.args...)
+			code, out, errOut := cmdline(tt.args...)
 			got := errOut
-			if tt.code == exitOK {
+			if tt.code == cli.ExitOK {
 				got = out
 			}
 			if code != tt.code {

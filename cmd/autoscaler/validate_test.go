@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/internal/cli"
 )
 
 // badInputs writes the files validate must refuse quickly and in little
@@ -98,8 +99,8 @@ func TestValidateBounded(t *testing.T) {
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			err := cmd.Run()
-			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitError {
-				t.Fatalf("exit: %v, want status %d\n%.2000s", err, exitError, out.String())
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != cli.ExitError {
+				t.Fatalf("exit: %v, want status %d\n%.2000s", err, cli.ExitError, out.String())
 			}
 			lines := strings.Count(out.String(), "\n")
 			// The child's own peak (VmHWM, KiB): its rusage would start
@@ -143,10 +144,10 @@ func TestValidateCapsDiagnostics(t *testing.T) {
 	if err := os.WriteFile(path, bytes.Repeat([]byte("x = = 1\n"), 1000), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := cli("validate", "-config", path)
+	code, _, errOut := cmdline("validate", "-config", path)
 	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
-	if code != exitError || len(lines) != 3*config.MaxDiagnostics+2 {
-		t.Fatalf("exit %d, %d lines, want %d and %d:\n%s", code, len(lines), exitError, 3*config.MaxDiagnostics+2, errOut)
+	if code != cli.ExitError || len(lines) != 3*config.MaxDiagnostics+2 {
+		t.Fatalf("exit %d, %d lines, want %d and %d:\n%s", code, len(lines), cli.ExitError, 3*config.MaxDiagnostics+2, errOut)
 	}
 	if got := lines[len(lines)-2:]; got[0] != "... and 970 more errors" || got[1] != path+": 1000 error(s)" {
 		t.Errorf("last lines %q", got)
@@ -160,7 +161,7 @@ func BenchmarkValidate(b *testing.B) {
 	for _, name := range []string{"random-100MB.bin", "bad-hcl-100MB.hcl", "bad-hcl-at-limit.hcl", "bad-pools-at-limit.hcl", "nested-at-limit.hcl", "long-line.hcl"} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				if code := run([]string{"validate", "-config", paths[name]}, io.Discard, io.Discard); code != exitError {
+				if code := run([]string{"validate", "-config", paths[name]}, io.Discard, io.Discard); code != cli.ExitError {
 					b.Fatalf("exit %d", code)
 				}
 			}
@@ -189,12 +190,12 @@ func TestValidateRefusesWhatRunCannotDrive(t *testing.T) {
 	// test-fixtures/validate-mixed-pools.golden (TestValidateSourceLines).
 	names := regexp.MustCompile(`: error: .*\bpool reserved-a100 .*"sim".* pool onprem .*"plugin"`)
 	for _, path := range []string{plugin} {
-		code, out, errOut := cli("validate", "-config", path)
-		if code != exitError || !strings.HasPrefix(errOut, path+":") || !names.MatchString(errOut) || strings.Contains(out, "valid") {
+		code, out, errOut := cmdline("validate", "-config", path)
+		if code != cli.ExitError || !strings.HasPrefix(errOut, path+":") || !names.MatchString(errOut) || strings.Contains(out, "valid") {
 			t.Errorf("validate %s: exit %d, stdout %q, stderr %q; want 1 and %s", path, code, out, errOut, names)
 		}
 		for _, cmd := range [][]string{{"plan", "-config", path}, {"run", "-config", path, "-for", "1ms"}} {
-			if code, _, errOut := cli(cmd...); code != exitError || !strings.Contains(errOut, path+":") || !names.MatchString(errOut) {
+			if code, _, errOut := cmdline(cmd...); code != cli.ExitError || !strings.Contains(errOut, path+":") || !names.MatchString(errOut) {
 				t.Errorf("%s %s: exit %d, stderr %q; want 1 and %s", cmd[0], path, code, errOut, names)
 			}
 		}

@@ -30,7 +30,7 @@
 #   PrivateData=cloud
 #
 # Each server's slurmd starts at boot as its node (slurmd -N dgx-07), and
-# its agent too (autoscaler agent): jobs register with it from their batch
+# its agent too (autoscaler-agent): jobs register with it from their batch
 # scripts (docs/slurm.md).
 
 plugin "racks" {

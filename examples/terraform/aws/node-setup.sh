@@ -79,7 +79,7 @@ retry() {
 }
 
 etc="$root/etc/fleetcast"
-bin="$root/usr/local/bin/autoscaler"
+bin="$root/usr/local/bin/autoscaler-agent"
 install -d -m 0700 "$etc" "$root/var/lib/fleetcast"
 install -d -m 0755 "$root/usr/local/bin" "$root/run/fleetcast"
 
@@ -107,7 +107,7 @@ if [ "$ca_file" != "$etc/controller-ca.pem" ]; then
   install -m 0644 "$ca_file" "$etc/controller-ca.pem"
 fi
 
-# The agent: the autoscaler binary, checked against its published SHA-256.
+# The agent: the autoscaler-agent binary, checked against its published SHA-256.
 if ! echo "$agent_sha256  $bin" | sha256sum --check --status 2>/dev/null; then
   download="$(mktemp)"
   retry curl --fail --silent --show-error --location --output "$download" "$agent_url"
@@ -130,7 +130,7 @@ log "node $node joins pool $pool at $controller"
 
 # The agent's command. Its credential (-token-file) does not exist yet: the
 # agent bootstraps it, and bootstraps again if the controller revokes it.
-args=(agent -controller "$controller" -node "$node" -pool "$pool"
+args=(-controller "$controller" -node "$node" -pool "$pool"
   -token-file "$etc/credential" -bootstrap-token-file "$etc/bootstrap-token"
   -ca-file "$etc/controller-ca.pem" -identity aws -imds-endpoint "$metadata_url"
   -notices aws -state "$root/var/lib/fleetcast/agent-state.json"

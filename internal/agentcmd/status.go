@@ -1,4 +1,4 @@
-package main
+package agentcmd
 
 import (
 	"context"
@@ -11,17 +11,18 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 )
 
-// runAgentStatus is `autoscaler agent status`: what the node's agent
+// runAgentStatus is `autoscaler-agent status`: what the node's agent
 // knows (its jobs and their checkpoints, the drain, the GPUs, how its
 // reports to the controller go, its credential's age), read over its
 // socket.
-func runAgentStatus(e *env, args []string) int {
-	fs := newFlagSet(e, "agent status", "agent status [-socket PATH] [-json]")
+func runAgentStatus(e *Env, args []string) int {
+	fs := cli.NewFlagSet(e.Stderr, Prog, "agent status", "status [-socket PATH] [-json]")
 	socket := fs.String("socket", defaultSocket, "the agent's unix socket")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
-	_, code, ok := setup(e, fs, args)
+	_, code, ok := cli.Setup(e.Stderr, fs, args)
 	if !ok {
 		return code
 	}
@@ -29,17 +30,17 @@ func runAgentStatus(e *env, args []string) int {
 	defer cancel()
 	s, err := agent.Dial(*socket).Status(ctx)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "agent status: %v (is the agent running, and may you use %s?)\n", err, *socket)
-		return exitError
+		fmt.Fprintf(e.Stderr, "agent status: %v (is the agent running, and may you use %s?)\n", err, *socket)
+		return cli.ExitError
 	}
 	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
+		enc := json.NewEncoder(e.Stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(s)
-		return exitOK
+		return cli.ExitOK
 	}
-	printAgentStatus(e.stdout, s)
-	return exitOK
+	printAgentStatus(e.Stdout, s)
+	return cli.ExitOK
 }
 
 // printAgentStatus writes s for a person: times as ages, by the agent's

@@ -1,4 +1,4 @@
-package main
+package agentcmd
 
 import (
 	"bytes"
@@ -26,38 +26,85 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 
 	"github.com/fleetcast/autoscaler/agent"
-	"github.com/fleetcast/autoscaler/agent/gpu"
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/agent/spot"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/internal/cli"
 	"github.com/fleetcast/autoscaler/providers/plugin"
 )
 
-// exitNoNVML is the agent's exit status when NVML's library is missing and
+// Prog is the agent's command: autoscaler-agent.
+const Prog = "autoscaler-agent"
+
+// ExitNoNVML is the agent's exit status when NVML's library is missing and
 // it was not told to run without GPU data.
-const exitNoNVML = 3
+const ExitNoNVML = 3
 
 const defaultSocket = "/run/fleetcast/agent.sock"
 
-// defaultSocketGroup is the group whose members may use the agent's local
+// DefaultSocketGroup is the group whose members may use the agent's local
 // API (register jobs, report checkpoints) when the machine has it; the
 // Terraform examples' node setup makes it.
-const defaultSocketGroup = "fleetcast"
+const DefaultSocketGroup = "fleetcast"
 
-// runAgent is `autoscaler agent` (the daemon) and its job-side commands:
-// `agent register`, `agent checkpoint`, `agent done`.
-func runAgent(e *env, args []string) int {
+// Env is what the agent's command runs with: its output streams, its
+// version, and the machine's GPUs.
+type Env struct {
+	Stdout, Stderr io.Writer
+	// Version is the build's version (autoscaler-agent version).
+	Version string
+	// OpenGPUs opens the machine's GPUs: NVML's library in the agent's
+	// binary, go-nvml's mock machines in tests. Nil, or a *NoNVMLError,
+	// means the machine (or the build) has no NVML: the agent says so and
+	// exits with ExitNoNVML, unless told to run without GPU data.
+	OpenGPUs func() (GPUs, error)
+}
+
+// GPUs is a machine's GPUs, open: read them, then close them.
+type GPUs interface {
+	agent.GPUReader
+	Close() error
+}
+
+// NoNVMLError is OpenGPUs's error when NVML's library is not installed.
+type NoNVMLError struct{ Err error }
+
+func (e *NoNVMLError) Error() string { return e.Err.Error() }
+func (e *NoNVMLError) Unwrap() error { return e.Err }
+
+// errNoNVML is NoNVMLError's words when no library could be asked.
+var errNoNVML = errors.New("NVML library (libnvidia-ml.so) not found: install the NVIDIA driver, or run the agent without GPU data (-no-gpu)")
+
+// Run runs the agent's command line (the words after autoscaler-agent) and
+// returns its exit status: flags alone run the agent, the node's daemon;
+// register, checkpoint and done are a job's reports to it, status asks it
+// what it knows, version prints the build's.
+func Run(e *Env, args []string) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		switch args[0] {
 		case "register", "checkpoint", "done":
 			return runAgentJob(e, args[0], args[1:])
 		case "status":
 			return runAgentStatus(e, args[1:])
+		case "version":
+			fs := cli.NewFlagSet(e.Stderr, Prog, "version", "version")
+			if _, code, ok := cli.Setup(e.Stderr, fs, args[1:]); !ok {
+				return code
+			}
+			fmt.Fprintln(e.Stdout, cli.Version(Prog, e.Version))
+			return cli.ExitOK
+		case "help":
+			printUsage(e.Stderr)
+			return cli.ExitOK
 		}
-		fmt.Fprintf(e.stderr, "agent: unknown command %q; want register, checkpoint, done or status (or flags to run the agent)\n", args[0])
-		return exitUsage
+		fmt.Fprintf(e.Stderr, "%s: unknown command %q; want register, checkpoint, done, status or version (or flags to run the agent)\n", Prog, args[0])
+		return cli.ExitUsage
 	}
-	fs := newFlagSet(e, "agent", "agent -controller URL -token-file FILE [-bootstrap-token-file FILE] [-ca-file FILE] -node NAME [flags]")
+	if len(args) == 0 {
+		printUsage(e.Stderr)
+		return cli.ExitUsage
+	}
+	fs := cli.NewFlagSet(e.Stderr, Prog, "agent", "-controller URL -token-file FILE [-bootstrap-token-file FILE] [-ca-file FILE] -node NAME [flags]")
 	controller := fs.String("controller", "", "the controller's URL, e.g. https://fleetcast.internal:8790 (plain http only to a loopback address, or with -insecure)")
 	tokenFile := fs.String("token-file", "", "file holding this node's credential, mode 0600 (never logged); written by a bootstrap or a rotation")
 	bootstrapFile := fs.String("bootstrap-token-file", "", "file holding the fleet's bootstrap secret, mode 0600: with the instance's signed identity it gets the node its credential when -token-file holds none or the controller refuses it (empty: no bootstrap)")
@@ -66,13 +113,13 @@ func runAgent(e *env, args []string) int {
 	gcpAudience := fs.String("gcp-audience", "", "the audience of the identity token for -identity gcp: the controller's controller.gcp_identity_audience (empty: -controller)")
 	caFile := fs.String("ca-file", "", "PEM file of the CA(s) that sign the controller's certificate (default: the system's)")
 	insecure := fs.Bool("insecure", false, "allow plain http to a controller that is not on loopback (the credential then crosses the network in the clear)")
-	rotateEvery := durationFlag{d: 24 * time.Hour}
+	rotateEvery := cli.Duration{D: 24 * time.Hour}
 	fs.Var(&rotateEvery, "rotate-every", "rotate the node credential once it is this old (0: never)")
 	host, _ := os.Hostname()
 	node := fs.String("node", host, "this node's name as the controller knows it (the instance ID)")
 	pool := fs.String("pool", "", "the pool the node belongs to (for logs)")
 	socket := fs.String("socket", defaultSocket, "the local API's unix socket, for jobs (who may use it: -socket-group, -socket-mode)")
-	socketGroup := fs.String("socket-group", defaultSocketGroup, "group (name or number) whose members may use the socket: jobs' users must be in it; a group named here must exist, while the default, when missing, leaves the socket to its owner with a warning (empty: the agent's own group)")
+	socketGroup := fs.String("socket-group", DefaultSocketGroup, "group (name or number) whose members may use the socket: jobs' users must be in it; a group named here must exist, while the default, when missing, leaves the socket to its owner with a warning (empty: the agent's own group)")
 	socketMode := fs.String("socket-mode", "0660", "the socket's permission bits, in octal: 0660 lets -socket-group's members register jobs, 0600 the agent's own user alone")
 	marker := fs.String("marker", "/run/fleetcast/draining", "file that exists while the node drains, for a local scheduler")
 	hook := fs.String("drain-hook", "", "command (split at spaces; use a script for anything more) run when a drain starts (FLEETCAST_DRAIN=start) and when it fails or is cancelled (=stop)")
@@ -83,43 +130,43 @@ func runAgent(e *env, args []string) int {
 	imdsEndpoint := fs.String("imds-endpoint", "", "the instance metadata service's URL (default the SDK's, http://169.254.169.254)")
 	gceEndpoint := fs.String("gce-metadata-endpoint", spot.GCEMetadataEndpoint, "Compute Engine's metadata server's base URL, for -notices gcp and -identity gcp")
 	noticeSignal := fs.String("notice-signal", "SIGUSR1", "signal sent to every job on a spot interruption notice or rebalance recommendation")
-	noticeInterval := durationFlag{d: spot.DefaultInterval, positive: true}
+	noticeInterval := cli.Duration{D: spot.DefaultInterval, Positive: true}
 	fs.Var(&noticeInterval, "notice-interval", "time between polls of the metadata service")
-	interval := durationFlag{d: 10 * time.Second, positive: true}
-	longRunning := durationFlag{d: time.Hour, positive: true}
+	interval := cli.Duration{D: 10 * time.Second, Positive: true}
+	longRunning := cli.Duration{D: time.Hour, Positive: true}
 	fs.Var(&interval, "interval", "time between reports")
 	fs.Var(&longRunning, "long-running-after", "a job older than this is reported long-running, a label (every job must checkpoint or exit before its node may go); drain.long_running_after")
-	log, code, ok := setup(e, fs, args)
+	log, code, ok := cli.Setup(e.Stderr, fs, args)
 	if !ok {
 		return code
 	}
 	if *controller == "" || *tokenFile == "" || *node == "" {
-		fmt.Fprintln(e.stderr, "agent: -controller, -token-file and -node are required")
-		return exitUsage
+		fmt.Fprintln(e.Stderr, "agent: -controller, -token-file and -node are required")
+		return cli.ExitUsage
 	}
 	client, err := controllerClient(*controller, *caFile, *insecure)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "agent:", err)
-		return exitUsage
+		fmt.Fprintln(e.Stderr, "agent:", err)
+		return cli.ExitUsage
 	}
 	if *identity != "aws" && *identity != "gcp" && *identity != "command" {
-		fmt.Fprintf(e.stderr, "agent: -identity %q, want aws, gcp or command\n", *identity)
-		return exitUsage
+		fmt.Fprintf(e.Stderr, "agent: -identity %q, want aws, gcp or command\n", *identity)
+		return cli.ExitUsage
 	}
 	if (*identity == "command") != (strings.TrimSpace(*identityCommand) != "") || *identity == "command" && *bootstrapFile == "" {
-		fmt.Fprintln(e.stderr, "agent: -identity command, -identity-command and -bootstrap-token-file go together")
-		return exitUsage
+		fmt.Fprintln(e.Stderr, "agent: -identity command, -identity-command and -bootstrap-token-file go together")
+		return cli.ExitUsage
 	}
 	if *notices != "aws" && *notices != "gcp" && *notices != "none" {
-		fmt.Fprintf(e.stderr, "agent: -notices %q, want aws, gcp or none\n", *notices)
-		return exitUsage
+		fmt.Fprintf(e.Stderr, "agent: -notices %q, want aws, gcp or none\n", *notices)
+		return cli.ExitUsage
 	}
 	groupGiven := false
 	fs.Visit(func(f *flag.Flag) { groupGiven = groupGiven || f.Name == "socket-group" })
 	access, warning, err := socketAccess(*socketGroup, groupGiven, *socketMode, lookupGroup)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "agent:", err)
-		return exitUsage
+		fmt.Fprintln(e.Stderr, "agent:", err)
+		return cli.ExitUsage
 	}
 	if warning != "" {
 		log.Warn(warning)
@@ -139,45 +186,45 @@ func runAgent(e *env, args []string) int {
 		cred.Identity = func(ctx context.Context) (*report.CredentialRequest, error) { return awsIdentity(ctx, md) }
 	} else if _, err := cred.Token(context.Background()); err != nil {
 		// No way to get one: say so now rather than retry forever.
-		fmt.Fprintln(e.stderr, "agent:", err)
-		return exitError
+		fmt.Fprintln(e.Stderr, "agent:", err)
+		return cli.ExitError
 	}
-	cfg := agent.Config{Node: *node, LongRunningAfter: longRunning.d, MarkerFile: *marker, NoticeSignal: *noticeSignal, StateFile: *stateFile}
+	cfg := agent.Config{Node: *node, LongRunningAfter: longRunning.D, MarkerFile: *marker, NoticeSignal: *noticeSignal, StateFile: *stateFile}
 	if *hook != "" {
 		cfg.DrainHook = strings.Fields(*hook)
 	}
 	if !*noGPU {
-		open := e.openGPUs
-		if open == nil {
-			open = gpu.OpenSystem
+		var r GPUs
+		err := error(&NoNVMLError{Err: errNoNVML})
+		if e.OpenGPUs != nil {
+			r, err = e.OpenGPUs()
 		}
-		r, err := open()
-		if errors.Is(err, gpu.ErrNoLibrary) {
-			fmt.Fprintln(e.stderr, "agent:", err)
-			return exitNoNVML
+		if noLib := (*NoNVMLError)(nil); errors.As(err, &noLib) {
+			fmt.Fprintln(e.Stderr, "agent:", err)
+			return ExitNoNVML
 		}
 		if err != nil {
-			fmt.Fprintln(e.stderr, "agent:", err)
-			return exitError
+			fmt.Fprintln(e.Stderr, "agent:", err)
+			return cli.ExitError
 		}
 		defer r.Close()
 		cfg.GPUs = r
 	}
 	if *stateFile != "" {
 		if err := os.MkdirAll(filepath.Dir(*stateFile), 0o700); err != nil {
-			fmt.Fprintln(e.stderr, "agent: state:", err)
-			return exitError
+			fmt.Fprintln(e.Stderr, "agent: state:", err)
+			return cli.ExitError
 		}
 	}
 	a, err := agent.New(cfg)
 	if err != nil {
-		fmt.Fprintln(e.stderr, err)
-		return exitError
+		fmt.Fprintln(e.Stderr, err)
+		return cli.ExitError
 	}
 	l, err := agent.ListenUnixAccess(*socket, access)
 	if err != nil {
-		fmt.Fprintln(e.stderr, err)
-		return exitError
+		fmt.Fprintln(e.Stderr, err)
+		return cli.ExitError
 	}
 	api := agent.NewLocalServer(a)
 	go api.Serve(l)
@@ -199,7 +246,7 @@ func runAgent(e *env, args []string) int {
 	log.Info("agent started", "node", *node, "pool", *pool, "controller", *controller, "socket", *socket,
 		"socket_mode", fmt.Sprintf("%#o", uint32(access.Mode)), "socket_gid", access.GID, "gpus", cfg.GPUs != nil, "notices", *notices)
 	if *notices != "none" {
-		w := &spot.Watcher{Client: imds.New(imds.Options{Endpoint: *imdsEndpoint}), Interval: noticeInterval.d, Log: log.Named("notices"), Gone: a.Withdraw}
+		w := &spot.Watcher{Client: imds.New(imds.Options{Endpoint: *imdsEndpoint}), Interval: noticeInterval.D, Log: log.Named("notices"), Gone: a.Withdraw}
 		if *notices == "gcp" {
 			w.Source = &spot.GCE{Endpoint: *gceEndpoint}
 		}
@@ -209,20 +256,20 @@ func runAgent(e *env, args []string) int {
 			}
 		})
 	}
-	rep := &agent.Reporter{Agent: a, Controller: *controller, Credential: cred, Interval: interval.d, RotateEvery: rotateEvery.d,
+	rep := &agent.Reporter{Agent: a, Controller: *controller, Credential: cred, Interval: interval.D, RotateEvery: rotateEvery.D,
 		Client: client, Log: log, Notify: sdNotify}
 	if err := rep.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintln(e.stderr, "agent:", err)
-		return exitError
+		fmt.Fprintln(e.Stderr, "agent:", err)
+		return cli.ExitError
 	}
 	log.Info("agent stopped")
-	return exitOK
+	return cli.ExitOK
 }
 
 // runAgentJob is what a job (or its launcher) runs to tell the agent about
 // itself.
-func runAgentJob(e *env, cmd string, args []string) int {
-	fs := newFlagSet(e, "agent "+cmd, "agent "+cmd+" -job ID [flags]")
+func runAgentJob(e *Env, cmd string, args []string) int {
+	fs := cli.NewFlagSet(e.Stderr, Prog, "agent "+cmd, cmd+" -job ID [flags]")
 	id := fs.String("job", "", "the job's ID")
 	socket := fs.String("socket", defaultSocket, "the agent's unix socket")
 	var gpus, pids, watch, ends, team, tier, name, submitted string
@@ -237,13 +284,13 @@ func runAgentJob(e *env, cmd string, args []string) int {
 		fs.StringVar(&pids, "pid", "", "comma-separated IDs of the job's processes that use the GPUs (required: a launcher that exits is not the job)")
 	}
 	fs.Int("step", 0, "the training step checkpointed (informational)")
-	_, code, ok := setup(e, fs, args)
+	_, code, ok := cli.Setup(e.Stderr, fs, args)
 	if !ok {
 		return code
 	}
 	if *id == "" {
-		fmt.Fprintf(e.stderr, "agent %s: -job ID is required\n", cmd)
-		return exitUsage
+		fmt.Fprintf(e.Stderr, "agent %s: -job ID is required\n", cmd)
+		return cli.ExitUsage
 	}
 	c := agent.Dial(*socket)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -269,8 +316,8 @@ func runAgentJob(e *env, cmd string, args []string) int {
 			req.Submitted, err = submittedAt(submitted, time.Now())
 		}
 		if err != nil {
-			fmt.Fprintf(e.stderr, "agent register: %v\n", err)
-			return exitUsage
+			fmt.Fprintf(e.Stderr, "agent register: %v\n", err)
+			return cli.ExitUsage
 		}
 		err = c.Register(ctx, req)
 	case "checkpoint":
@@ -279,10 +326,10 @@ func runAgentJob(e *env, cmd string, args []string) int {
 		err = c.Unregister(ctx, *id)
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "agent %s: %v\n", cmd, err)
-		return exitError
+		fmt.Fprintf(e.Stderr, "agent %s: %v\n", cmd, err)
+		return cli.ExitError
 	}
-	return exitOK
+	return cli.ExitOK
 }
 
 // socketAccess is who may use the agent's local API, from -socket-group
@@ -412,7 +459,7 @@ func controllerClient(controller, caFile string, insecure bool) (*http.Client, e
 			return nil, fmt.Errorf("-controller %s is plain http to a host other than loopback: the node's credential would cross the network in the clear; use https (and -ca-file), or -insecure to accept it", controller)
 		}
 	}
-	tr, _, err := tlsTransport(caFile)
+	tr, _, err := cli.TLSTransport(caFile)
 	if err != nil {
 		return nil, fmt.Errorf("-ca-file: %w", err)
 	}
@@ -494,4 +541,23 @@ func sdNotify(state string) {
 	}
 	defer conn.Close()
 	conn.Write([]byte(state))
+}
+
+// printUsage prints the agent's commands.
+func printUsage(w io.Writer) {
+	fmt.Fprintf(w, `Usage: %[1]s -controller URL -token-file FILE -node NAME [flags]
+       %[1]s COMMAND [flags]
+
+The Fleetcast agent: it runs on every node, reads the GPUs through NVML,
+knows the node's jobs and their checkpoints, and reports to the controller.
+
+Commands (a job's, on its node):
+  register    a job tells the agent it runs here (its GPUs, its process)
+  checkpoint  a job reports a checkpoint it wrote
+  done        a job tells the agent it ended
+  status      what the agent knows: jobs, checkpoints, drain, GPUs, reports
+  version     print the version
+
+Run '%[1]s -h' for the agent's flags, '%[1]s COMMAND -h' for a command's.
+`, Prog)
 }

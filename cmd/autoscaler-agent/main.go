@@ -1,0 +1,43 @@
+// Command autoscaler-agent is Fleetcast's agent, run on every node: it
+// reads the GPUs through NVML, knows the node's jobs and their
+// checkpoints, and reports to the controller; jobs tell it about
+// themselves with its register, checkpoint and done commands.
+//
+//	autoscaler-agent -controller URL -token-file FILE -node NAME   the agent
+//	autoscaler-agent register -job ID -gpus 0,1                    a job starts
+//	autoscaler-agent checkpoint -job ID                            a job reports a checkpoint
+//	autoscaler-agent done -job ID                                  a job ends
+//	autoscaler-agent status                                        what the agent knows
+//	autoscaler-agent version                                       print the version
+//
+// It is the only command that needs cgo: NVML's library is loaded at run
+// time (dlopen), so one binary runs on machines with and without it. The
+// controller's command, autoscaler, is built without cgo.
+package main
+
+import (
+	"errors"
+	"os"
+
+	"github.com/fleetcast/autoscaler/agent/gpu"
+	"github.com/fleetcast/autoscaler/internal/agentcmd"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(agentcmd.Run(&agentcmd.Env{Stdout: os.Stdout, Stderr: os.Stderr, Version: version, OpenGPUs: openGPUs}, os.Args[1:]))
+}
+
+// openGPUs opens the machine's GPUs through NVML's library.
+func openGPUs() (agentcmd.GPUs, error) {
+	r, err := gpu.OpenSystem()
+	if errors.Is(err, gpu.ErrNoLibrary) {
+		return nil, &agentcmd.NoNVMLError{Err: err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}

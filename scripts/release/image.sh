@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# make image: the controller's container image from scratch
+# (scripts/release/Dockerfile), from make release's static controller
+# binary for this machine's architecture (ARCH overrides it), tagged
+# IMAGE:VERSION (fleetcast/autoscaler, git describe's version). It pulls
+# nothing: the context holds the binary, this machine's CA roots
+# (Debian's ca-certificates) and the user the controller runs as.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+version="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
+dist="${OUT:-dist}"
+arch="${ARCH:-$(go env GOARCH)}"
+image="${IMAGE:-fleetcast/autoscaler}"
+roots="${CA_ROOTS:-/etc/ssl/certs/ca-certificates.crt}"
+bin="$dist/autoscaler-linux-$arch"
+[ -x "$bin" ] || { echo "image: $bin is missing: make release first" >&2; exit 1; }
+[ -s "$roots" ] || { echo "image: no CA roots at $roots (apt-get install ca-certificates, or set CA_ROOTS)" >&2; exit 1; }
+ctx="$(mktemp -d)"
+trap 'rm -rf "$ctx"' EXIT
+cp scripts/release/Dockerfile "$bin" "$ctx/"
+cp "$roots" "$ctx/ca-certificates.crt"
+echo "fleetcast:x:65532:65532:Fleetcast controller:/var/lib/fleetcast:/sbin/nologin" > "$ctx/passwd"
+echo "fleetcast:x:65532:" > "$ctx/group"
+mkdir "$ctx/state"
+docker build -q --build-arg "ARCH=$arch" --label "org.opencontainers.image.version=$version" \
+  -t "$image:$version" "$ctx" >&2
+echo "$image:$version"
