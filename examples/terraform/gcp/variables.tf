@@ -38,7 +38,7 @@ variable "boot_disk_size_gb" {
 }
 
 variable "agent_url" {
-  description = "HTTPS URL of the linux/amd64 autoscaler binary that the nodes run as the Fleetcast agent, fetched without credentials: an internal mirror, or a Cloud Storage signed URL."
+  description = "HTTPS URL of the linux/amd64 agent binary the nodes run (make release's autoscaler-agent-linux-amd64), fetched without credentials: an internal mirror, or a Cloud Storage signed URL."
   type        = string
 }
 
