@@ -144,6 +144,18 @@ func TestControllerSetupRenders(t *testing.T) {
 				if cfg.Controller.TLSCertFile == "" {
 					t.Errorf("the controller block names no TLS certificate: %+v", cfg.Controller)
 				}
+				// The controller runs as fleetcast: every file its block
+				// names is made its own or its group's, and the set-up
+				// checks the config as that user, so a file it could not
+				// read stops the set-up at once.
+				for _, path := range regexp.MustCompile(`"(/etc/fleetcast/[^"]+)"`).FindAllStringSubmatch(hclDocs[0], -1) {
+					if !regexp.MustCompile(`(?m)^(chgrp fleetcast|chown fleetcast:fleetcast) .*` + regexp.QuoteMeta(path[1])).MatchString(script) {
+						t.Errorf("%s, named in the controller block, is not made readable by the fleetcast user (chgrp fleetcast, or chown fleetcast:fleetcast)", path[1])
+					}
+				}
+				if !strings.Contains(script, "runuser -u fleetcast -- /usr/local/bin/autoscaler validate -config /etc/fleetcast/fleet.hcl -files") {
+					t.Error("the set-up does not check the config as the controller's user (runuser -u fleetcast -- autoscaler validate -files)")
+				}
 			})
 		}
 	}

@@ -157,7 +157,7 @@ func unformatted(path string, src []byte) string {
 // variable it uses; and every .tftpl file is used.
 func TestExamplesTerraformTemplates(t *testing.T) {
 	for _, m := range loadModules(t) {
-		t.Run(filepath.Base(m.dir), func(t *testing.T) {
+		t.Run(moduleName(m.dir), func(t *testing.T) {
 			used := map[string]bool{}
 			for _, call := range m.calls("templatefile") {
 				if len(call.Args) != 2 {
@@ -942,4 +942,14 @@ func TestSlurmExample(t *testing.T) {
 	if msg := unformatted(path, src); msg != "" {
 		t.Error(msg)
 	}
+}
+
+// moduleName is a Terraform module's directory under terraformDir
+// ("aws", "aws/controller"), a subtest's name.
+func moduleName(dir string) string {
+	rel, err := filepath.Rel(terraformDir, dir)
+	if err != nil {
+		return filepath.Base(dir)
+	}
+	return filepath.ToSlash(rel)
 }

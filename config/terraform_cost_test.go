@@ -45,7 +45,7 @@ var sizeAttrs = map[string][]string{
 func TestExamplesTerraformDefaultsBuyNothing(t *testing.T) {
 	mods := loadModules(t)
 	for _, m := range mods {
-		t.Run(filepath.Base(m.dir), func(t *testing.T) {
+		t.Run(moduleName(m.dir), func(t *testing.T) {
 			for _, r := range m.resources {
 				attr, isReservation := reservationKinds[r.typ]
 				attrs, isGroup := sizeAttrs[r.typ]
@@ -182,7 +182,7 @@ func (m *tfModule) instanceType(r *tfResource) string {
 // applies it without knowing what it bills.
 func TestExamplesTerraformCostsDocumented(t *testing.T) {
 	for _, m := range loadModules(t) {
-		t.Run(filepath.Base(m.dir), func(t *testing.T) {
+		t.Run(moduleName(m.dir), func(t *testing.T) {
 			readme := filepath.Join(m.dir, "README.md")
 			src, err := os.ReadFile(readme)
 			if err != nil {

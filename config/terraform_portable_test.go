@@ -42,7 +42,7 @@ func TestExamplesTerraformSelfContained(t *testing.T) {
 		t.Fatalf("no Terraform modules under %s", terraformDir)
 	}
 	for _, dir := range slices.Sorted(maps.Keys(byDir)) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
+		t.Run(moduleName(dir), func(t *testing.T) {
 			copyDir := filepath.Join(t.TempDir(), filepath.Base(dir))
 			if err := copyModule(dir, copyDir); err != nil {
 				t.Fatal(err)

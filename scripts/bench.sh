@@ -121,7 +121,7 @@ if [ "${BENCH_GO:-1}" != 0 ]; then
   kill "$agent"; wait "$agent" 2>/dev/null || true
   agent=
   {
-    echo "The agent's memory, resident (VmRSS) after 5 s of one-second samples without GPUs, reporting to a controller that refuses connections; the target is 30 MB (the agent is the controller's $(du -m bin/autoscaler | cut -f1) MB binary, cloud SDKs included; NVML's library adds its share on a GPU machine):"
+    echo "The agent's memory, resident (VmRSS) after 5 s of one-second samples without GPUs, reporting to a controller that refuses connections; the target is 30 MB (the agent's binary is $(du -m bin/autoscaler-agent | cut -f1) MB, from make build; NVML's library adds its share on a GPU machine):"
     echo
     echo '```text'
     echo "\$ autoscaler-agent -no-gpu -interval 1s -metrics '' -state '' -notices none -socket DIR/agent.sock -marker DIR/draining -controller http://127.0.0.1:1 -token-file FILE -node n1"

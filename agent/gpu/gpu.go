@@ -10,7 +10,6 @@
 package gpu
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -22,8 +21,20 @@ import (
 	"github.com/fleetcast/autoscaler/agent/report"
 )
 
-// ErrNoLibrary means NVML's library (libnvidia-ml.so) is not installed.
-var ErrNoLibrary = errors.New("NVML library (libnvidia-ml.so) not found: install the NVIDIA driver, or run the agent without GPU data (-no-gpu)")
+// ErrNoLibrary means NVML's library (libnvidia-ml.so) is not installed. Its
+// NoLibrary method says so to callers that do not import this package (the
+// agent's command line, internal/agentcmd, which imports no NVML).
+var ErrNoLibrary error = noLibrary{}
+
+// noLibrary is ErrNoLibrary's type.
+type noLibrary struct{}
+
+func (noLibrary) Error() string {
+	return "NVML library (libnvidia-ml.so) not found: install the NVIDIA driver, or run the agent without GPU data (-no-gpu)"
+}
+
+// NoLibrary reports that NVML's library is missing.
+func (noLibrary) NoLibrary() bool { return true }
 
 // Reader reads the GPUs of a machine. Create it with Open, release it with
 // Close. It is safe for concurrent use: NVML's calls are, and the state it

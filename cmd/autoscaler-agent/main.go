@@ -16,7 +16,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 
 	"github.com/fleetcast/autoscaler/agent/gpu"
@@ -27,17 +26,6 @@ import (
 var version = "dev"
 
 func main() {
-	os.Exit(agentcmd.Run(&agentcmd.Env{Stdout: os.Stdout, Stderr: os.Stderr, Version: version, OpenGPUs: openGPUs}, os.Args[1:]))
-}
-
-// openGPUs opens the machine's GPUs through NVML's library.
-func openGPUs() (agentcmd.GPUs, error) {
-	r, err := gpu.OpenSystem()
-	if errors.Is(err, gpu.ErrNoLibrary) {
-		return nil, &agentcmd.NoNVMLError{Err: err}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	e := &agentcmd.Env{Stdout: os.Stdout, Stderr: os.Stderr, Version: version, OpenGPUs: agentcmd.OpenWith(gpu.OpenSystem)}
+	os.Exit(agentcmd.Run(e, os.Args[1:]))
 }

@@ -25,14 +25,15 @@ const localConfig = "../../examples/local.hcl"
 // "agent" first the agent's (autoscaler-agent, internal/agentcmd), so that
 // the tests run controllers and agents from this one test binary. With
 // FLEETCAST_TEST_NVML=dgxa100 the agent reads go-nvml's mock DGX A100
-// (eight idle A100s) for the machine's GPUs; without, it has no NVML.
+// (eight idle A100s) for the machine's GPUs; without, the machine's NVML,
+// as the agent's binary does.
 func testRun(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "agent" {
 		return run(args, stdout, stderr)
 	}
-	e := &agentcmd.Env{Stdout: stdout, Stderr: stderr, Version: version}
+	e := &agentcmd.Env{Stdout: stdout, Stderr: stderr, Version: version, OpenGPUs: agentcmd.OpenWith(gpu.OpenSystem)}
 	if os.Getenv("FLEETCAST_TEST_NVML") == "dgxa100" {
-		e.OpenGPUs = func() (agentcmd.GPUs, error) { return gpu.Open(idleDGXA100()) }
+		e.OpenGPUs = agentcmd.OpenWith(func() (*gpu.Reader, error) { return gpu.Open(idleDGXA100()) })
 	}
 	return agentcmd.Run(e, args[1:])
 }

@@ -54,9 +54,11 @@ type Env struct {
 	// Version is the build's version (autoscaler-agent version).
 	Version string
 	// OpenGPUs opens the machine's GPUs: NVML's library in the agent's
-	// binary, go-nvml's mock machines in tests. Nil, or a *NoNVMLError,
-	// means the machine (or the build) has no NVML: the agent says so and
-	// exits with ExitNoNVML, unless told to run without GPU data.
+	// binary (OpenWith(gpu.OpenSystem)), go-nvml's mock machines in tests.
+	// An error whose NoLibrary method returns true (agent/gpu's
+	// ErrNoLibrary), or a nil OpenGPUs, means the machine (or the build)
+	// has no NVML: the agent says so and exits with ExitNoNVML, unless told
+	// to run without GPU data.
 	OpenGPUs func() (GPUs, error)
 }
 
@@ -66,14 +68,30 @@ type GPUs interface {
 	Close() error
 }
 
-// NoNVMLError is OpenGPUs's error when NVML's library is not installed.
-type NoNVMLError struct{ Err error }
+// OpenWith is an Env's OpenGPUs from a function that opens a reader of
+// its own type (gpu.OpenSystem, gpu.Open of a mock).
+func OpenWith[R GPUs](open func() (R, error)) func() (GPUs, error) {
+	return func() (GPUs, error) {
+		r, err := open()
+		if err != nil {
+			return nil, err // not r: a nil *gpu.Reader in an interface is not nil
+		}
+		return r, nil
+	}
+}
 
-func (e *NoNVMLError) Error() string { return e.Err.Error() }
-func (e *NoNVMLError) Unwrap() error { return e.Err }
+// noLibrary is the error that says NVML's library is missing
+// (agent/gpu.ErrNoLibrary).
+type noLibrary interface{ NoLibrary() bool }
 
-// errNoNVML is NoNVMLError's words when no library could be asked.
-var errNoNVML = errors.New("NVML library (libnvidia-ml.so) not found: install the NVIDIA driver, or run the agent without GPU data (-no-gpu)")
+// errNoGPUReader is the agent's error when its build reads no GPUs.
+var errNoGPUReader = errors.New("this build of the agent reads no GPUs (no NVML): run autoscaler-agent from a release, or without GPU data (-no-gpu)")
+
+// missingLibrary reports whether err says NVML's library is missing.
+func missingLibrary(err error) bool {
+	var nl noLibrary
+	return err == errNoGPUReader || errors.As(err, &nl) && nl.NoLibrary()
+}
 
 // Run runs the agent's command line (the words after autoscaler-agent) and
 // returns its exit status: flags alone run the agent, the node's daemon;
@@ -195,11 +213,11 @@ func Run(e *Env, args []string) int {
 	}
 	if !*noGPU {
 		var r GPUs
-		err := error(&NoNVMLError{Err: errNoNVML})
+		err := errNoGPUReader
 		if e.OpenGPUs != nil {
 			r, err = e.OpenGPUs()
 		}
-		if noLib := (*NoNVMLError)(nil); errors.As(err, &noLib) {
+		if missingLibrary(err) {
 			fmt.Fprintln(e.Stderr, "agent:", err)
 			return ExitNoNVML
 		}

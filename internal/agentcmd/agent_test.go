@@ -1,6 +1,7 @@
 package agentcmd
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"os"
@@ -98,4 +99,17 @@ func writeFile(t *testing.T, name, body string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestNoGPUReader: an agent whose build reads no GPUs (no OpenGPUs) says
+// so and exits with ExitNoNVML, unless told to run without GPU data.
+func TestNoGPUReader(t *testing.T) {
+	dir := t.TempDir()
+	token := writeFile(t, "credential", "x")
+	var stdout, stderr bytes.Buffer
+	code := Run(&Env{Stdout: &stdout, Stderr: &stderr}, []string{"-controller", "http://127.0.0.1:1", "-token-file", token, "-node", "i-1",
+		"-socket", filepath.Join(dir, "a.sock"), "-marker", filepath.Join(dir, "draining"), "-state", ""})
+	if code != ExitNoNVML || !strings.Contains(stderr.String(), "-no-gpu") {
+		t.Fatalf("exit %d: %s; want %d and -no-gpu", code, stderr.String(), ExitNoNVML)
+	}
 }

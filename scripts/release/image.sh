@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # make image: the controller's container image from scratch
 # (scripts/release/Dockerfile), from make release's static controller
-# binary for this machine's architecture (ARCH overrides it), tagged
-# IMAGE:VERSION (fleetcast/autoscaler, git describe's version). It pulls
+# binary for this machine's architecture, tagged IMAGE:VERSION
+# (fleetcast/autoscaler, git describe's version): Docker's builder here
+# makes images of its own platform, so the arm64 image is built on an
+# arm64 machine (from the same release). It pulls
 # nothing: the context holds the binary, this machine's CA roots
 # (Debian's ca-certificates) and the user the controller runs as.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 version="${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}"
 dist="${OUT:-dist}"
-arch="${ARCH:-$(go env GOARCH)}"
+arch="$(go env GOARCH)"
+[ -z "${ARCH:-}" ] || [ "$ARCH" = "$arch" ] || { echo "image: this machine builds linux/$arch images; build the $ARCH one on a $ARCH machine" >&2; exit 1; }
 image="${IMAGE:-fleetcast/autoscaler}"
 roots="${CA_ROOTS:-/etc/ssl/certs/ca-certificates.crt}"
 bin="$dist/autoscaler-linux-$arch"

@@ -28,7 +28,7 @@ import (
 const requireEnv = "FLEETCAST_REQUIRE_RELEASE"
 
 // glibcFloor is the oldest glibc the agent runs on: Rocky and RHEL 8's.
-var glibcFloor = [2]int{2, 28}
+var glibcFloor = [3]int{2, 28, 0}
 
 // version is the release's version in these tests.
 const version = "v0.0.0-test"
@@ -36,6 +36,38 @@ const version = "v0.0.0-test"
 // sysroot is where Debian's libc6-arm64-cross keeps AArch64's glibc, for
 // qemu-aarch64-static -L.
 const sysroot = "/usr/aarch64-linux-gnu"
+
+// arches are the release's architectures: their C compiler here and their
+// glibc's base symbol version.
+var arches = []struct{ arch, cc, base string }{
+	{"amd64", "gcc", "GLIBC_2.2.5"},
+	{"arm64", "aarch64-linux-gnu-gcc", "GLIBC_2.17"},
+}
+
+// onAMD64 skips a test off linux/amd64, where the release is made here
+// (fails it where requireEnv is set).
+func onAMD64(t *testing.T) {
+	t.Helper()
+	if runtime.GOARCH != "amd64" {
+		if os.Getenv(requireEnv) != "" {
+			t.Fatalf("the release's tests build on linux/amd64 (%s is set)", requireEnv)
+		}
+		t.Skip("the release is made on linux/amd64 here")
+	}
+}
+
+// shim builds testdata/start-shim.c for arch and returns its path: a
+// library to preload that fails a program whose start passes glibc no
+// init function.
+func shim(t *testing.T, dir, cc, base string) string {
+	t.Helper()
+	out := filepath.Join(dir, "start-shim-"+cc+".so")
+	args := []string{"-O2", "-shared", "-fPIC", "-DBASE=\"" + base + "\"", "-o", out, "testdata/start-shim.c", "-ldl"}
+	if msg, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", cc, args, err, msg)
+	}
+	return out
+}
 
 // need skips the test where a command is missing (fails it where
 // requireEnv is set).
@@ -62,9 +94,7 @@ var (
 func release(t *testing.T) string {
 	t.Helper()
 	need(t, "gcc", "aarch64-linux-gnu-gcc", "qemu-aarch64-static", "objdump", "tar", "sha256sum")
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the release is made on linux/amd64 here")
-	}
+	onAMD64(t)
 	releaseOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "fleetcast-release")
 		if err != nil {
@@ -111,17 +141,25 @@ func glibcVersions(t *testing.T, bin string) map[string][]string {
 	return versions
 }
 
-// parseGlibc is GLIBC_2.3.4's (2, 3).
-func parseGlibc(v string) [2]int {
+// parseGlibc is GLIBC_2.3.4's (2, 3, 4).
+func parseGlibc(v string) [3]int {
 	parts := strings.Split(strings.TrimPrefix(v, "GLIBC_"), ".")
-	var n [2]int
-	for i := 0; i < 2 && i < len(parts); i++ {
+	var n [3]int
+	for i := 0; i < 3 && i < len(parts); i++ {
 		n[i], _ = strconv.Atoi(parts[i])
 	}
 	return n
 }
 
-func newer(a, b [2]int) bool { return a[0] > b[0] || a[0] == b[0] && a[1] > b[1] }
+// newer reports whether version a is after b.
+func newer(a, b [3]int) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] > b[i]
+		}
+	}
+	return false
+}
 
 // needed is the shared libraries objdump -p says bin needs.
 func needed(t *testing.T, bin string) []string {
@@ -143,13 +181,22 @@ func needed(t *testing.T, bin string) []string {
 // qemu-aarch64-static with AArch64's glibc for arm64.
 func runBin(t *testing.T, arch, bin string, args ...string) (int, string) {
 	t.Helper()
+	return runBinEnv(t, arch, nil, bin, args...)
+}
+
+// runBinEnv is runBin with env added to the test's environment (qemu
+// hands it to the program).
+func runBinEnv(t *testing.T, arch string, env []string, bin string, args ...string) (int, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	argv := append([]string{bin}, args...)
 	if arch == "arm64" {
 		argv = append([]string{"qemu-aarch64-static", "-L", sysroot}, argv...)
 	}
-	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
@@ -194,7 +241,8 @@ func TestRelease(t *testing.T) {
 		t.Errorf("SHA256SUMS lists %v; want %v", listed, want)
 	}
 
-	for _, arch := range []string{"amd64", "arm64"} {
+	for _, a := range arches {
+		arch := a.arch
 		t.Run(arch, func(t *testing.T) {
 			ctl := filepath.Join(dir, "autoscaler-linux-"+arch)
 			if libs := needed(t, ctl); len(libs) > 0 {
@@ -208,10 +256,10 @@ func TestRelease(t *testing.T) {
 			}
 
 			agent := filepath.Join(dir, "autoscaler-agent-linux-"+arch)
-			highest, highestName := [2]int{}, ""
+			highest, highestName := [3]int{}, ""
 			for v, syms := range glibcVersions(t, agent) {
 				n := parseGlibc(v)
-				if newer(n, highest) || n == highest && len(v) > len(highestName) {
+				if newer(n, highest) {
 					highest, highestName = n, v
 				}
 				if newer(n, glibcFloor) {
@@ -230,6 +278,12 @@ func TestRelease(t *testing.T) {
 			}
 			if code, out := runBin(t, arch, agent, "version"); code != 0 || !strings.HasPrefix(out, "autoscaler-agent "+version+" (") || !strings.Contains(out, "linux/"+arch) {
 				t.Errorf("autoscaler-agent version: exit %d: %q", code, out)
+			}
+			// Its start hands glibc an init function, as glibc 2.28 needs
+			// to run the constructors.
+			preload := "LD_PRELOAD=" + shim(t, t.TempDir(), a.cc, a.base)
+			if code, out := runBinEnv(t, arch, []string{preload}, agent, "version"); code != 0 {
+				t.Errorf("autoscaler-agent version with start-shim.so: exit %d (42: its start passes no init function): %s", code, out)
 			}
 			tmp := t.TempDir()
 			token := filepath.Join(tmp, "credential")
@@ -258,15 +312,16 @@ func TestRelease(t *testing.T) {
 	}
 }
 
-// TestStartFile: a C program with a constructor, built as the agent is
-// (the forced include, glibc-start.c, --wrap=__libc_start_main), runs its
-// constructor before main on both architectures, and asks for no glibc
-// over 2.28.
+// TestStartFile: a C program with a constructor, built and linked as
+// release.sh builds the agent (the forced include, glibc-start.c,
+// --wrap=__libc_start_main, libpthread and libdl named), runs its
+// constructor before main on both architectures, hands glibc an init
+// function (start-shim.so, preloaded, fails it otherwise: the same program
+// with the compiler's own start file shows it does), needs libpthread and
+// libdl, and asks for no glibc over 2.28.
 func TestStartFile(t *testing.T) {
 	need(t, "gcc", "aarch64-linux-gnu-gcc", "qemu-aarch64-static", "objdump")
-	if runtime.GOARCH != "amd64" {
-		t.Skip("built on linux/amd64 here")
-	}
+	onAMD64(t)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "ctor.c")
 	os.WriteFile(src, []byte(`#include <pthread.h>
@@ -279,19 +334,42 @@ int main(void) {
 	return ran ? 0 : 2;
 }
 `), 0o644)
-	for arch, cc := range map[string]string{"amd64": "gcc", "arm64": "aarch64-linux-gnu-gcc"} {
-		bin := filepath.Join(dir, "ctor-"+arch)
-		args := []string{"-O2", "-include", "glibc/glibc-compat.h", "-o", bin, src, "glibc/glibc-start.c", "-Wl,--wrap=__libc_start_main", "-lpthread"}
-		if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-			t.Fatalf("%s %v: %v\n%s", cc, args, err, out)
+	for _, a := range arches {
+		// As release.sh links the agent.
+		libs := []string{"-Wl,--no-as-needed"}
+		for _, lib := range []string{"libpthread.so.0", "libdl.so.2"} {
+			out, err := exec.Command(a.cc, "-print-file-name="+lib).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			libs = append(libs, strings.TrimSpace(string(out)))
 		}
-		if code, out := runBin(t, arch, bin); code != 0 {
-			t.Errorf("%s: exit %d (2: its constructor did not run): %s", arch, code, out)
+		bin := filepath.Join(dir, "ctor-"+a.arch)
+		args := append([]string{"-O2", "-include", "glibc/glibc-compat.h", "-o", bin, src, "glibc/glibc-start.c", "-Wl,--wrap=__libc_start_main"}, libs...)
+		if out, err := exec.Command(a.cc, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", a.cc, args, err, out)
+		}
+		preload := "LD_PRELOAD=" + shim(t, dir, a.cc, a.base)
+		if code, out := runBinEnv(t, a.arch, []string{preload}, bin); code != 0 {
+			t.Errorf("%s: exit %d (2: its constructor did not run; 42: no init function reached glibc): %s", a.arch, code, out)
 		}
 		for v, syms := range glibcVersions(t, bin) {
 			if newer(parseGlibc(v), glibcFloor) {
-				t.Errorf("%s: asks for %s (%s)", arch, v, strings.Join(syms, ", "))
+				t.Errorf("%s: asks for %s (%s)", a.arch, v, strings.Join(syms, ", "))
 			}
+		}
+		if libs := needed(t, bin); !slices.Contains(libs, "libpthread.so.0") || !slices.Contains(libs, "libdl.so.2") {
+			t.Errorf("%s: needs %v; want libpthread.so.0 and libdl.so.2, where glibc 2.28 keeps the pinned functions", a.arch, libs)
+		}
+
+		// The shim can fail: with the compiler's start file (glibc 2.34's
+		// crt1, no init function) the same program exits 42 under it.
+		plain := filepath.Join(dir, "plain-"+a.arch)
+		if out, err := exec.Command(a.cc, "-O2", "-o", plain, src, "-lpthread").CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", a.cc, err, out)
+		}
+		if code, out := runBinEnv(t, a.arch, []string{preload}, plain); code != 42 {
+			t.Errorf("%s: the program with the compiler's start file exits %d under start-shim.so; want 42 (no init function): %s", a.arch, code, out)
 		}
 	}
 }
@@ -330,7 +408,7 @@ func TestImage(t *testing.T) {
 	name := strings.NewReplacer("/", "-", ":", "-").Replace(tag)
 	dockertest.Run(t, "run", "-d", "--name", name, "-v", conf+":/etc/fleetcast:ro", tag)
 	t.Cleanup(func() { exec.Command("docker", "rm", "-f", "-v", name).Run() })
-	ip := dockertest.Run(t, "inspect", "-f", "{{.NetworkSettings.IPAddress}}", name)
+	ip := dockertest.Run(t, "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name)
 	url := "http://" + ip + ":8790/healthz"
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -6,11 +6,13 @@
  * which runs the program's constructors itself; before, it called the
  * base version, passing __libc_csu_init, which ran them. This file defines
  * __wrap___libc_start_main, where the link's --wrap sends crt1's call
- * rather than to libc, and calls libc's base version with an init function of its own
- * that runs the constructors as __libc_csu_init did (preinit_array, _init,
- * init_array). Every glibc from 2.17 on takes that call: a newer one sees
- * a non-null init and runs it, as it does for any binary built before
- * 2.34. Destructors (fini_array) the dynamic linker runs on every glibc.
+ * rather than to libc, and calls libc's base version with an init
+ * function of its own that runs the constructors as __libc_csu_init did
+ * for a dynamic program (_init, then init_array; the dynamic linker runs
+ * preinit_array itself). Every glibc from 2.17 on takes that call: a newer
+ * one sees a non-null init and runs it, as it does for any binary built
+ * before 2.34. Destructors (fini_array) the dynamic linker runs on every
+ * glibc.
  */
 #include <stddef.h>
 
@@ -26,8 +28,6 @@ typedef int (*main_fn)(int, char **, char **);
 typedef void (*init_fn)(int, char **, char **);
 
 /* The linker defines these around the sections. */
-extern init_fn __preinit_array_start[] __attribute__((visibility("hidden")));
-extern init_fn __preinit_array_end[] __attribute__((visibility("hidden")));
 extern init_fn __init_array_start[] __attribute__((visibility("hidden")));
 extern init_fn __init_array_end[] __attribute__((visibility("hidden")));
 /* crti.o and crtn.o make _init from the .init sections. */
@@ -39,11 +39,8 @@ extern int fc_libc_start_main(main_fn main, int argc, char **argv, void (*init)(
 __asm__(".symver fc_libc_start_main,__libc_start_main@" FC_GLIBC_BASE);
 
 static void fc_init(int argc, char **argv, char **envp) {
-	size_t n = (size_t)(__preinit_array_end - __preinit_array_start);
-	for (size_t i = 0; i < n; i++)
-		__preinit_array_start[i](argc, argv, envp);
 	_init();
-	n = (size_t)(__init_array_end - __init_array_start);
+	size_t n = (size_t)(__init_array_end - __init_array_start);
 	for (size_t i = 0; i < n; i++)
 		__init_array_start[i](argc, argv, envp);
 }

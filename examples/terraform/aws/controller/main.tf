@@ -168,11 +168,14 @@ resource "aws_instance" "controller" {
     secret_tls_key      = local.secrets.tls_key
     secret_root_token   = local.secrets.root_token
   })
-  user_data_replace_on_change = true
 
   tags = { Name = "${var.name}-controller-${count.index}", "fleetcast/role" = "controller" }
 
+  # An instance holds an etcd member's data and a replica: a new AMI or
+  # set-up must never replace all three at once. Upgrade one instance at a
+  # time (README.md, "Upgrading").
   lifecycle {
+    ignore_changes = [ami, user_data]
     precondition {
       condition     = !local.run_etcd || (var.etcd_url != "" && can(regex("^[0-9a-f]{64}$", var.etcd_sha256)))
       error_message = "Three replicas on their own etcd need etcd_url and etcd_sha256 (or name your etcd in etcd_endpoints)."

@@ -50,11 +50,31 @@ resource "google_compute_address" "controller" {
   region       = var.region
 }
 
+# The network's own rules may allow more (the default network's
+# default-allow-internal allows every port from inside it): this denies the
+# controller's ports to everyone first (priority 1000), and the two rules
+# below allow them from the fleet's nodes, the operators and the other
+# replicas (900, which comes first).
+resource "google_compute_firewall" "deny" {
+  name        = "${var.name}-controller-deny"
+  network     = var.network
+  description = "Fleetcast API and etcd: nobody but the rules of priority 900"
+  direction   = "INGRESS"
+  priority    = 1000
+  deny {
+    protocol = "tcp"
+    ports    = [tostring(var.api_port), "2379-2380"]
+  }
+  source_ranges = ["0.0.0.0/0"]
+  target_tags   = [local.tag]
+}
+
 resource "google_compute_firewall" "api" {
   name        = "${var.name}-controller-api"
   network     = var.network
   description = "Fleetcast API from the fleet's nodes and the operators only"
   direction   = "INGRESS"
+  priority    = 900
   allow {
     protocol = "tcp"
     ports    = [tostring(var.api_port)]
@@ -69,6 +89,7 @@ resource "google_compute_firewall" "replicas" {
   network     = var.network
   description = "Fleetcast API and etcd between the controller's instances"
   direction   = "INGRESS"
+  priority    = 900
   allow {
     protocol = "tcp"
     ports    = [tostring(var.api_port), "2379-2380"]
@@ -157,7 +178,12 @@ resource "google_compute_instance" "controller" {
     })
   }
 
+  # An instance holds an etcd member's data and a replica: a new image
+  # must never replace all three at once. The startup script, changed,
+  # runs at each instance's next boot: upgrade one at a time (README.md,
+  # "Upgrading").
   lifecycle {
+    ignore_changes = [boot_disk[0].initialize_params[0].image]
     precondition {
       condition     = !local.run_etcd || (var.etcd_url != "" && can(regex("^[0-9a-f]{64}$", var.etcd_sha256)))
       error_message = "Three replicas on their own etcd need etcd_url and etcd_sha256 (or name your etcd in etcd_endpoints)."
