@@ -234,3 +234,41 @@ func group(p fleet.Pool) string {
 	}
 	return aws.SettingsOf(p).ASG
 }
+
+// TestControllerSetupHelpersAgree: the controller modules' set-ups, each a
+// copy in its own module so that the module can be copied out alone, share
+// their helpers (retrying, waiting, checked downloads, whole writes) word
+// for word, so that a fix to one reaches the other.
+func TestControllerSetupHelpersAgree(t *testing.T) {
+	helpers := []string{"log", "retry", "wait_for", "install_checked", "put"}
+	var first map[string]string
+	for _, mod := range controllerModules {
+		src, err := os.ReadFile(mod.dir + mod.setup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, name := range helpers {
+			start := strings.Index(string(src), "\n"+name+"() {")
+			if start < 0 {
+				t.Fatalf("%s%s has no %s()", mod.dir, mod.setup, name)
+			}
+			body := string(src[start+1:])
+			if line, _, _ := strings.Cut(body, "\n"); strings.HasSuffix(line, "}") {
+				body = line // a one-line function
+			} else if end := strings.Index(body, "\n}\n"); end >= 0 {
+				body = body[:end]
+			}
+			got[name] = body
+		}
+		if first == nil {
+			first = got
+			continue
+		}
+		for _, name := range helpers {
+			if got[name] != first[name] {
+				t.Errorf("%s%s's %s() differs from %s%s's: keep the copies the same", mod.dir, mod.setup, name, controllerModules[0].dir, controllerModules[0].setup)
+			}
+		}
+	}
+}
