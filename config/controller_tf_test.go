@@ -145,16 +145,25 @@ func TestControllerSetupRenders(t *testing.T) {
 					t.Errorf("the controller block names no TLS certificate: %+v", cfg.Controller)
 				}
 				// The controller runs as fleetcast: every file its block
-				// names is made its own or its group's, and the set-up
-				// checks the config as that user, so a file it could not
-				// read stops the set-up at once.
+				// names is written readable by that user (its own, or its
+				// group's and not everyone's), and the set-up checks the
+				// config as that user before putting it in place, so a file
+				// it could not read stops the set-up at once.
 				for _, path := range regexp.MustCompile(`"(/etc/fleetcast/[^"]+)"`).FindAllStringSubmatch(hclDocs[0], -1) {
-					if !regexp.MustCompile(`(?m)^(chgrp fleetcast|chown fleetcast:fleetcast) .*` + regexp.QuoteMeta(path[1])).MatchString(script) {
-						t.Errorf("%s, named in the controller block, is not made readable by the fleetcast user (chgrp fleetcast, or chown fleetcast:fleetcast)", path[1])
+					put := regexp.MustCompile(`(?m)^put ` + regexp.QuoteMeta(path[1]) + ` (0[0-7]{3}) (root|fleetcast):(\S+) `).FindStringSubmatch(script)
+					switch {
+					case put == nil:
+						t.Errorf("%s, named in the controller block, is not written by put FILE MODE OWNER", path[1])
+					case put[1][3] != '0':
+						t.Errorf("%s is written mode %s: readable by everyone", path[1], put[1])
+					case !(put[2] == "fleetcast" && put[1][1] >= '4') && !(put[3] == "fleetcast" && put[1][2] >= '4'):
+						t.Errorf("%s is written mode %s, %s:%s: the fleetcast user cannot read it", path[1], put[1], put[2], put[3])
 					}
 				}
-				if !strings.Contains(script, "runuser -u fleetcast -- /usr/local/bin/autoscaler validate -config /etc/fleetcast/fleet.hcl -files") {
-					t.Error("the set-up does not check the config as the controller's user (runuser -u fleetcast -- autoscaler validate -files)")
+				validate := strings.Index(script, `runuser -u fleetcast -- /usr/local/bin/autoscaler validate -config "$config" -files`)
+				placed := strings.Index(script, `mv -f "$config" /etc/fleetcast/fleet.hcl`)
+				if validate < 0 || placed < validate {
+					t.Error("the set-up does not check the config as the controller's user (runuser -u fleetcast -- autoscaler validate -files) before it puts it in place")
 				}
 			})
 		}

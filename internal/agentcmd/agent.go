@@ -90,7 +90,7 @@ var errNoGPUReader = errors.New("this build of the agent reads no GPUs (no NVML)
 // missingLibrary reports whether err says NVML's library is missing.
 func missingLibrary(err error) bool {
 	var nl noLibrary
-	return err == errNoGPUReader || errors.As(err, &nl) && nl.NoLibrary()
+	return errors.Is(err, errNoGPUReader) || errors.As(err, &nl) && nl.NoLibrary()
 }
 
 // Run runs the agent's command line (the words after autoscaler-agent) and

@@ -33,7 +33,7 @@ variable "instance_type" {
 }
 
 variable "ami_id" {
-  description = "AMI of the controller's instances; null takes the newest Amazon Linux 2023 (x86-64). It needs systemd, curl, python3 and the AWS CLI."
+  description = "AMI of the controller's instances; null takes the newest Amazon Linux 2023 (x86-64). It needs systemd, curl, runuser (util-linux) and the AWS CLI."
   type        = string
   default     = null
 }
@@ -51,6 +51,10 @@ variable "subnet_ids" {
 variable "fleet_cidrs" {
   description = "Address ranges of the fleet's nodes: their agents report to the API (and schedulers push demand from them)."
   type        = list(string)
+  validation {
+    condition     = length(var.fleet_cidrs) > 0
+    error_message = "fleet_cidrs names at least one range: the nodes' agents report to the API (and an empty source list would open a GCP firewall rule to everyone)."
+  }
 }
 
 variable "operator_cidrs" {

@@ -44,7 +44,7 @@ variable "machine_type" {
 }
 
 variable "source_image" {
-  description = "Boot image of the controller's instances: it needs systemd, curl and python3."
+  description = "Boot image of the controller's instances: it needs systemd, curl 7.76 or later, runuser (util-linux) and python3."
   type        = string
   default     = "projects/debian-cloud/global/images/family/debian-12"
 }
@@ -62,6 +62,10 @@ variable "subnetwork" {
 variable "fleet_cidrs" {
   description = "Address ranges of the fleet's nodes: their agents report to the API (and schedulers push demand from them)."
   type        = list(string)
+  validation {
+    condition     = length(var.fleet_cidrs) > 0
+    error_message = "fleet_cidrs names at least one range: the nodes' agents report to the API (and an empty source list would open a GCP firewall rule to everyone)."
+  }
 }
 
 variable "operator_cidrs" {
