@@ -16,6 +16,7 @@
 package main
 
 import (
+	"io"
 	"os"
 
 	"github.com/fleetcast/autoscaler/agent/gpu"
@@ -26,6 +27,11 @@ import (
 var version = "dev"
 
 func main() {
-	e := &agentcmd.Env{Stdout: os.Stdout, Stderr: os.Stderr, Version: version, OpenGPUs: agentcmd.OpenWith(gpu.OpenSystem)}
-	os.Exit(agentcmd.Run(e, os.Args[1:]))
+	os.Exit(agentcmd.Run(newEnv(os.Stdout, os.Stderr), os.Args[1:]))
+}
+
+// newEnv is the agent's environment: its output streams, this build's
+// version, and the machine's GPUs through NVML's library.
+func newEnv(stdout, stderr io.Writer) *agentcmd.Env {
+	return &agentcmd.Env{Stdout: stdout, Stderr: stderr, Version: version, OpenGPUs: agentcmd.OpenWith(gpu.OpenSystem)}
 }

@@ -146,35 +146,35 @@ func TestPartsTakeSettings(t *testing.T) {
 }
 
 // TestOnlyTheAgentNeedsCgo: of the binaries, only the agent's depends on a
-// package with cgo (go-nvml, and runtime/cgo); the controller's builds
-// with CGO_ENABLED=0 into a static binary (make release).
+// package with cgo (go-nvml) beyond the standard library's optional ones;
+// the controller's builds with CGO_ENABLED=0 into a static binary (make
+// release).
 func TestOnlyTheAgentNeedsCgo(t *testing.T) {
-	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{len .CgoFiles}}", "./cmd/autoscaler", "./cmd/autoscaler-agent")
-	cmd.Dir = filepath.Join("..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	all, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	cmd = exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{len .CgoFiles}}", "./cmd/autoscaler")
-	cmd.Dir = filepath.Join("..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
-	ctl, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	cgo := func(out []byte) (pkgs []string) {
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			if p, n, _ := strings.Cut(line, " "); n != "0" && !strings.HasPrefix(p, "runtime/cgo") && !strings.HasPrefix(p, "net") && !strings.HasPrefix(p, "os/user") {
-				pkgs = append(pkgs, p)
-			}
-		}
-		return pkgs
-	}
-	if pkgs := cgo(ctl); len(pkgs) > 0 {
+	if pkgs := cgoDeps(t, "./cmd/autoscaler"); len(pkgs) > 0 {
 		t.Errorf("cmd/autoscaler depends on packages with cgo: %v; only the agent (cmd/autoscaler-agent) may", pkgs)
 	}
-	if pkgs := cgo(all); !slices.Contains(pkgs, "github.com/NVIDIA/go-nvml/pkg/nvml") {
-		t.Errorf("the binaries' cgo packages are %v; want go-nvml's among them (the agent's): is this test still looking?", pkgs)
+	if pkgs := cgoDeps(t, "./cmd/autoscaler-agent"); !slices.Contains(pkgs, "github.com/NVIDIA/go-nvml/pkg/nvml") {
+		t.Errorf("the agent's cgo packages are %v; want go-nvml's among them: is this test still looking?", pkgs)
 	}
+}
+
+// cgoDeps are the packages pkg depends on that have cgo files, but for
+// the standard library's, which build without cgo too (runtime/cgo, net,
+// os/user).
+func cgoDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{len .CgoFiles}}", pkg)
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	var pkgs []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if p, n, _ := strings.Cut(line, " "); n != "0" && !strings.HasPrefix(p, "runtime/cgo") && !strings.HasPrefix(p, "net") && !strings.HasPrefix(p, "os/user") {
+			pkgs = append(pkgs, p)
+		}
+	}
+	return pkgs
 }
