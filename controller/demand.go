@@ -164,12 +164,12 @@ func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 			return fmt.Errorf("%s.nodes: %d, want 0 to its gpus (%d): whole nodes, each of at least one GPU", at, p.Nodes, p.GPUs)
 		case p.Pool != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.Name == p.Pool }):
 			return fmt.Errorf("%s.pool: unknown pool %q", at, p.Pool)
-		case p.GPUModel != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return strings.EqualFold(q.GPUModel, p.GPUModel) }):
+		case p.GPUModel != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.ServesModel(p.GPUModel) }):
 			return fmt.Errorf("%s.gpu_model: no pool has GPU model %q", at, p.GPUModel)
 		case p.Partition != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.ServesPartition(p.Partition) }):
 			return fmt.Errorf("%s.partition: no pool serves partition %q (a slurm block's partition blocks name each partition's pools)", at, p.Partition)
 		case p.Partition != "" && p.GPUModel != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool {
-			return q.ServesPartition(p.Partition) && strings.EqualFold(q.GPUModel, p.GPUModel)
+			return q.ServesPartition(p.Partition) && q.ServesModel(p.GPUModel)
 		}):
 			return fmt.Errorf("%s: no pool of partition %q has GPU model %q", at, p.Partition, p.GPUModel)
 		case p.scope() != (fleet.ScopedDemand{}) && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return p.scope().Serves(&q) }):

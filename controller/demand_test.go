@@ -75,6 +75,19 @@ func TestDemandPushes(t *testing.T) {
 	}
 }
 
+// TestDemandModelList: a line for jobs that accept several GPU types
+// names them all, '|' between them; any pool of one of them serves it.
+func TestDemandModelList(t *testing.T) {
+	dr, pending, now := demandRig()
+	if w := push(t, dr, "", "application/json", `{"source": "slurm", "pending": [{"gpu_model": "b200|h100", "gpus": 8}]}`); w.Code != http.StatusNoContent {
+		t.Fatalf("push: %d %s", w.Code, w.Body)
+	}
+	total, scoped := pending.Demand(*now)
+	if want := []fleet.ScopedDemand{{GPUModel: "B200|H100", GPUs: 8}}; total != 8 || !slices.Equal(scoped, want) {
+		t.Errorf("pending = %d %v, want 8 %v", total, scoped, want)
+	}
+}
+
 // TestDemandRunningEnds: a push's running lines tell when jobs are
 // expected to end (a scheduler's time limits). They replace the source's
 // earlier ones, a push of them alone leaves its pending demand (and one of
@@ -193,6 +206,7 @@ func TestDemandRefusals(t *testing.T) {
 		{"no source", "", "application/json", `{"pending": []}`, 422, "source"},
 		{"unknown pool", "", "application/json", `{"source": "s", "pending": [{"pool": "v100", "gpus": 1}]}`, 422, `pending[0].pool: unknown pool "v100"`},
 		{"unknown model", "", "application/json", `{"source": "s", "pending": [{"gpu_model": "B200", "gpus": 1}]}`, 422, `no pool has GPU model "B200"`},
+		{"unknown models", "", "application/json", `{"source": "s", "pending": [{"gpu_model": "B200|V100", "gpus": 1}]}`, 422, `no pool has GPU model "B200|V100"`},
 		{"pool and model", "", "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "gpu_model": "A100", "gpus": 1}]}`, 422, "a pool is a scope of its own"},
 		{"pool and partition", "", "application/json", `{"source": "s", "pending": [{"pool": "a100-od", "partition": "train", "gpus": 1}]}`, 422, "a pool is a scope of its own"},
 		{"the controller's own source", "", "application/json", `{"source": "fleetcast:slurm", "pending": [{"gpus": 1}]}`, 422, `source: "fleetcast:slurm": names beginning "fleetcast:" are the controller's own`},

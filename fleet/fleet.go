@@ -230,13 +230,31 @@ type Node struct {
 	Machine string `json:"machine,omitempty"`
 }
 
-// UsedGPUs is the number of GPUs the node's jobs hold.
+// UsedGPUs is the number of GPUs the node's jobs hold: their whole GPUs,
+// and each GPU shares are held on once (Holds).
 func (n *Node) UsedGPUs() int {
 	used := 0
 	for i := range n.Jobs {
-		used += n.Jobs[i].GPUs
+		used += n.Holds(i)
 	}
 	return used
+}
+
+// Holds is the GPUs the node's job i holds, each counted once: its whole
+// GPUs, or for a share of one GPU 1 if it is the first of the node's jobs
+// to name that GPU (Job.SharedGPU) and 0 for the others, so that the
+// node's jobs' Holds add up to UsedGPUs.
+func (n *Node) Holds(i int) int {
+	j := &n.Jobs[i]
+	if j.GPUMilli <= 0 {
+		return j.GPUs
+	}
+	for k := range i {
+		if n.Jobs[k].GPUMilli > 0 && n.Jobs[k].SharedGPU == j.SharedGPU {
+			return 0
+		}
+	}
+	return 1
 }
 
 // PoolStatus is what the controller knows about a pool beyond its config.
@@ -534,7 +552,7 @@ func (s *State) Validate(pools []Pool) error {
 			return fmt.Errorf("scoped[%d].nodes: %d is negative", i, d.Nodes)
 		case d.Pool != "" && !known[d.Pool]:
 			return fmt.Errorf("scoped[%d].pool: unknown pool %q", i, d.Pool)
-		case d.GPUModel != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return strings.EqualFold(p.GPUModel, d.GPUModel) }):
+		case d.GPUModel != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return p.ServesModel(d.GPUModel) }):
 			return fmt.Errorf("scoped[%d].gpu_model: no pool has GPU model %q", i, d.GPUModel)
 		case d.Partition != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return p.ServesPartition(d.Partition) }):
 			return fmt.Errorf("scoped[%d].partition: no pool serves partition %q", i, d.Partition)
@@ -593,8 +611,13 @@ func (s *State) Validate(pools []Pool) error {
 		}
 		seen[n.ID] = true
 		for j := range n.Jobs {
-			if n.Jobs[j].GPUs < 0 {
-				return fmt.Errorf("nodes[%d].jobs[%d].gpus: job %s has %d GPUs", i, j, n.Jobs[j].ID, n.Jobs[j].GPUs)
+			switch jb := &n.Jobs[j]; {
+			case jb.GPUs < 0:
+				return fmt.Errorf("nodes[%d].jobs[%d].gpus: job %s has %d GPUs", i, j, jb.ID, jb.GPUs)
+			case jb.GPUMilli < 0 || jb.GPUMilli > 999:
+				return fmt.Errorf("nodes[%d].jobs[%d].gpu_milli: job %s has %d, want 1 to 999 thousandths of one GPU (0: whole GPUs)", i, j, jb.ID, jb.GPUMilli)
+			case jb.GPUMilli > 0 && (jb.GPUs != 0 || jb.SharedGPU == ""):
+				return fmt.Errorf("nodes[%d].jobs[%d]: job %s holds a share of a GPU (gpu_milli %d): want gpus 0 and the shared GPU named (shared_gpu)", i, j, jb.ID, jb.GPUMilli)
 			}
 		}
 	}

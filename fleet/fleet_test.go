@@ -3,6 +3,7 @@ package fleet
 import (
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +147,12 @@ func TestValidate(t *testing.T) {
 		{"bad state", node(func(n *Node) { n.State = "running" }), `nodes[0].state: node i-1 has state "running"`},
 		{"drain without start", node(func(n *Node) { n.State = Draining }), "nodes[0].drain_started_at"},
 		{"negative GPUs", node(func(n *Node) { n.Jobs = []Job{{ID: "j", GPUs: -2}} }), "nodes[0].jobs[0].gpus: job j has -2 GPUs"},
+		{"a whole share", node(func(n *Node) { n.Jobs = []Job{{ID: "j", GPUMilli: 1000, SharedGPU: "0"}} }),
+			"nodes[0].jobs[0].gpu_milli: job j has 1000, want 1 to 999 thousandths of one GPU (0: whole GPUs)"},
+		{"a share and GPUs", node(func(n *Node) { n.Jobs = []Job{{ID: "j", GPUs: 1, GPUMilli: 250, SharedGPU: "0"}} }),
+			"nodes[0].jobs[0]: job j holds a share of a GPU (gpu_milli 250): want gpus 0 and the shared GPU named (shared_gpu)"},
+		{"a share of no GPU", node(func(n *Node) { n.Jobs = []Job{{ID: "j", GPUMilli: 250}} }),
+			"nodes[0].jobs[0]: job j holds a share of a GPU (gpu_milli 250): want gpus 0 and the shared GPU named (shared_gpu)"},
 		{"duplicate", State{Nodes: []Node{{ID: "a", Pool: "reserved-a100", State: Ready}, {ID: "a", Pool: "reserved-a100", State: Ready}}}, `nodes[1].id: duplicate node "a"`},
 	}
 	for _, tt := range tests {
@@ -234,6 +241,28 @@ func TestQuantileFor(t *testing.T) {
 	}
 }
 
+// TestUsedGPUsShares: shares of one GPU hold it once, whoever holds the
+// rest; Holds gives it to the first of them, so the jobs' Holds add up to
+// UsedGPUs.
+func TestUsedGPUsShares(t *testing.T) {
+	n := Node{Jobs: []Job{
+		{ID: "a", GPUMilli: 500, SharedGPU: "0"},
+		{ID: "b", GPUs: 2},
+		{ID: "c", GPUMilli: 250, SharedGPU: "0"},
+		{ID: "d", GPUMilli: 250, SharedGPU: "GPU-3f"},
+	}}
+	var holds []int
+	for i := range n.Jobs {
+		holds = append(holds, n.Holds(i))
+	}
+	if got := n.UsedGPUs(); got != 4 || !slices.Equal(holds, []int{1, 2, 0, 1}) {
+		t.Errorf("UsedGPUs %d, Holds %v; want 4, [1 2 0 1]", got, holds)
+	}
+	if e := n.Jobs[2].Equivalents(); e != 0.25 {
+		t.Errorf("a share's Equivalents = %v, want 0.25", e)
+	}
+}
+
 func TestScopedDemandServes(t *testing.T) {
 	for _, tt := range []struct {
 		scope ScopedDemand
@@ -249,6 +278,8 @@ func TestScopedDemandServes(t *testing.T) {
 		{ScopedDemand{Partition: "gpu"}, "", "partition gpu"},
 		{ScopedDemand{Partition: "train", GPUModel: "A100"}, "reserved-a100 aws-spot-a100", "partition train, GPU model A100"},
 		{ScopedDemand{Partition: "train", GPUModel: "H100"}, "", "partition train, GPU model H100"},
+		{ScopedDemand{Partition: "train", GPUModel: "H100|a100"}, "reserved-a100 aws-spot-a100", "partition train, GPU model H100|a100"},
+		{ScopedDemand{GPUModel: "H100|V100"}, "", "GPU model H100|V100"},
 		{ScopedDemand{Pool: "aws-ondemand-a100", Partition: "train"}, "", "pool aws-ondemand-a100, partition train"},
 		{ScopedDemand{Partition: "train", MinGPUsPerNode: 8}, "reserved-a100 aws-spot-a100", "partition train, nodes of 8+ GPUs"},
 		{ScopedDemand{Partition: "train", MinGPUsPerNode: 9}, "", "partition train, nodes of 9+ GPUs"},

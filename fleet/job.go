@@ -8,8 +8,16 @@ import (
 
 // Job is a unit of work on a node.
 type Job struct {
-	ID   string `json:"id"`
-	GPUs int    `json:"gpus"`
+	ID string `json:"id"`
+	// GPUs is the whole GPUs the job holds; 0 for a share of one.
+	GPUs int `json:"gpus"`
+	// GPUMilli, when above 0, says the job holds a share of one GPU
+	// (time-slicing or MPS): that many thousandths of it (1 to 999), of
+	// the GPU its node calls SharedGPU (an index or a UUID); GPUs is then
+	// 0. Jobs sharing one GPU name the same SharedGPU: the node holds it
+	// once (Node.UsedGPUs).
+	GPUMilli  int    `json:"gpu_milli,omitempty"`
+	SharedGPU string `json:"shared_gpu,omitempty"`
 	// Start is when the job started on the node.
 	Start time.Time `json:"start"`
 	// LongRunning is set by the agent or scheduler for jobs known to run long;
@@ -48,6 +56,15 @@ type Job struct {
 	// reports: a hint, never a reason to drain (docs/design.md rule 11).
 	IdleSince time.Time `json:"idle_since,omitzero"`
 	FirstBusy time.Time `json:"first_busy,omitzero"`
+}
+
+// Equivalents is what the job asks for in GPUs: its whole GPUs, or its
+// share of one.
+func (j *Job) Equivalents() float64 {
+	if j.GPUMilli > 0 {
+		return float64(j.GPUMilli) / 1000
+	}
+	return float64(j.GPUs)
 }
 
 // AllocatedIdle reports whether the job's GPUs are allocated-idle at now:

@@ -8,7 +8,8 @@ import (
 
 // ScopedDemand is pending demand that only some pools serve: the pool
 // named (Pool), the pools of a GPU model (GPUModel, matched without
-// regard to case), the pools serving a scheduler's partition (Partition:
+// regard to case; several separated by '|', any of which will do: jobs
+// that accept some GPU types), the pools serving a scheduler's partition (Partition:
 // pools whose Partitions name it; a comma-separated list for jobs pending
 // in several partitions, any of which will do), the pools whose nodes
 // have at least MinGPUsPerNode GPUs (jobs that ask so much of one node),
@@ -52,7 +53,7 @@ func (d ScopedDemand) Serves(p *Pool) bool {
 	}
 	return (d.Pool == "" || p.Name == d.Pool) &&
 		(d.SlurmNode == "" || slices.Contains(p.SlurmNodes, d.SlurmNode)) &&
-		(d.GPUModel == "" || strings.EqualFold(p.GPUModel, d.GPUModel)) &&
+		(d.GPUModel == "" || p.ServesModel(d.GPUModel)) &&
 		(d.Partition == "" || p.ServesPartition(d.Partition)) &&
 		p.GPUsPerNode >= d.MinGPUsPerNode
 }
@@ -71,6 +72,17 @@ func (d ScopedDemand) ServesAll(pools []Pool) bool {
 		}
 	}
 	return true
+}
+
+// ServesModel reports whether the pool's GPUs are of one of the models of
+// a list separated by '|' (A100|H100), compared without regard to case.
+func (p *Pool) ServesModel(list string) bool {
+	for m := range strings.SplitSeq(list, "|") {
+		if strings.EqualFold(p.GPUModel, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // ServesPartition reports whether the pool serves one of the partitions

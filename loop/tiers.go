@@ -113,7 +113,7 @@ func TierDemand(pools []fleet.Pool, tiers []fleet.Tier, st *fleet.State, now tim
 			continue
 		}
 		for j := range n.Jobs {
-			used[fleet.TierIndex(tiers, n.Jobs[j].Tier)] += n.Jobs[j].GPUs
+			used[fleet.TierIndex(tiers, n.Jobs[j].Tier)] += n.Holds(j)
 		}
 	}
 	counted := countedFragments(pools, st, frag, now)

@@ -60,7 +60,7 @@ func (p *planner) countBudgets() {
 		}
 		left := pp.spec.GPUsPerNode
 		for j := range n.Jobs {
-			g := min(max(n.Jobs[j].GPUs, 0), left)
+			g := min(max(n.Holds(j), 0), left)
 			left -= g
 			team := n.Jobs[j].Team
 			if pp.spec.Capacity == fleet.Reserved {

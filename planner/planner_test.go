@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -514,6 +515,30 @@ func TestBaselineBurstyStart(t *testing.T) {
 // 50 pools: the target is at most 50 ms and 256 MB per cycle.
 func BenchmarkPlan(b *testing.B) {
 	in := bigInput(10000, 100000, 50)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		Make(in)
+	}
+}
+
+// BenchmarkPlanShares is BenchmarkPlan with a third of the jobs shares of
+// one GPU (up to four on a GPU): the target is at most twice
+// BenchmarkPlan's time, measured side by side.
+func BenchmarkPlanShares(b *testing.B) {
+	in := bigInput(10000, 100000, 50)
+	k := 0
+	for i := range in.State.Nodes {
+		jobs := in.State.Nodes[i].Jobs
+		for j := range jobs {
+			if k++; k%3 == 0 {
+				jobs[j].GPUs, jobs[j].GPUMilli, jobs[j].SharedGPU = 0, 100+k%4*200, strconv.Itoa(k/3%4)
+			}
+		}
+	}
+	if err := in.State.Validate(in.Settings.Pools); err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

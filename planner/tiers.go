@@ -251,7 +251,7 @@ func (p *planner) countTiers() {
 		held, left := 0, pp.spec.GPUsPerNode
 		for j := range n.Jobs {
 			k := fleet.TierIndex(tiers, n.Jobs[j].Tier)
-			g := min(n.Jobs[j].GPUs, left)
+			g := min(n.Holds(j), left)
 			left -= g
 			running[k] += g
 			c := slices.Index(capacityTypes, pp.spec.Capacity)
@@ -356,7 +356,7 @@ func (p *planner) yieldingOn(n *fleet.Node, gpn int) int {
 	}
 	y, left := 0, gpn
 	for i := range n.Jobs {
-		g := min(n.Jobs[i].GPUs, left)
+		g := min(n.Holds(i), left)
 		left -= g
 		if Preemptible(&p.cfg.Tiers[fleet.TierIndex(p.cfg.Tiers, n.Jobs[i].Tier)]) {
 			y += g

@@ -111,9 +111,9 @@ func (e *engine) chargeRate(j *job, sign float64) {
 	}
 	b.advance(e.now)
 	k := j.group[byTeam]
-	e.onNodes(j, func(n *node, g int) {
+	e.onNodes(j, func(n *node, m int) {
 		if p := &e.pools[n.pool].spec; p.Capacity != fleet.Reserved {
-			b.rate[k] += sign * float64(g) * p.PricePerGPUHour() / 3600
+			b.rate[k] += sign * float64(m) / shareMilli * p.PricePerGPUHour() / 3600
 		}
 	})
 	if b.rate[k] < 1e-12 {

@@ -168,7 +168,7 @@ func (c *Cluster) Submit(j ClusterJob) (Job, error) {
 	}
 	id := int32(len(e.jobs))
 	e.jobs = append(e.jobs, job{id: j.ID, gpus: gpus, order: int(id), submit: e.now, remaining: remaining,
-		ckpt: secs(ckpt), start: -1, first: -1, saveAt: -1})
+		ckpt: secs(ckpt), start: -1, first: -1, saveAt: -1, ask: int32(gpus) * shareMilli, part: noPart})
 	for _, h := range e.classes { // the queues order by the jobs' slice
 		h.jobs = e.jobs
 	}
@@ -193,7 +193,7 @@ func (c *Cluster) Finish(j Job) {
 		if i := slices.Index(h.ids, int32(j)); i >= 0 {
 			heap.Remove(h, i)
 			e.queue(x, -x.gpus)
-			e.st.waitGPUs += float64((e.now - x.queuedAt) * int64(x.gpus))
+			e.st.waitGPUs += x.eqSeconds(e.now - x.queuedAt)
 		}
 		x.done = true
 		e.left--
@@ -247,7 +247,7 @@ func (c *Cluster) Stats() ClusterStats {
 	for _, h := range e.classes {
 		for _, id := range h.ids {
 			j := &e.jobs[id]
-			wait += float64((e.now - j.queuedAt) * int64(j.gpus))
+			wait += j.eqSeconds(e.now - j.queuedAt)
 		}
 	}
 	return ClusterStats{Started: len(e.st.waits), Completed: e.st.completed, Moved: e.st.saved,

@@ -55,8 +55,12 @@ type stats struct {
 	abandonedGPUs float64
 	waits         []float64
 	// waitGPUs is GPU-seconds spent queued: every interval a job waits,
-	// first or again after a requeue, times its GPUs.
+	// first or again after a requeue, times its GPUs (a share's: its
+	// share).
 	waitGPUs float64
+	// strandedGPUs is GPU-seconds the GPUs that shares hold left unused:
+	// what is left on each, over time (engine.strandedNow).
+	strandedGPUs float64
 	// limitedCycles counts the control cycles in which a fleet limit
 	// (limits.max_gpus, limits.max_spend_per_hour) held a launch back.
 	limitedCycles int
@@ -143,6 +147,31 @@ type engine struct {
 	poolVer   []uint32
 	trackGone bool
 	gone      []string
+	// models are the pools' GPU types (gpushare.go). sharedNodes are the
+	// nodes whose GPUs shares hold; partFree[m][f] counts the shared GPUs
+	// of up, non-draining nodes of type m with f thousandths left, and
+	// freeModel[m][f] those nodes of type m with f free GPUs; maxPartAt[m]
+	// is the most one of type m has left, while maxPartOK[m]. strandedNow
+	// is the thousandths of a GPU the shared GPUs leave, now.
+	models      *modelTable
+	sharedNodes []*node
+	partFree    [][shareMilli]int32
+	freeModel   [][]int32
+	maxPartAt   []int32
+	maxPartOK   []bool
+	strandedNow int64
+	// fragCost is the fragmentation of a shared GPU by what it has left,
+	// for fragmentation-aware placement of shares (fragCosts); nil for
+	// best fit.
+	fragCost []float64
+	// shareQ are the queued shares of one GPU of any GPU type, by tier
+	// (one without); queuedShares counts every queued share. typed is the
+	// queued demand of the jobs of some GPU types only (gputypes.go), by
+	// types and tier, typedKeys its keys in order.
+	shareQ       []shareQueue
+	queuedShares int
+	typed        map[typedKey]*typedDemand
+	typedKeys    []typedKey
 }
 
 func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*engine, error) {
@@ -160,6 +189,18 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 		e.buckets[t] = make([][]*node, e.maxGPN+1)
 	}
 	e.others = make([][2]int, e.maxGPN+1)
+	models, err := newModelTable(pools)
+	if err != nil {
+		return nil, err
+	}
+	e.models = models
+	e.partFree = make([][shareMilli]int32, len(models.names))
+	e.freeModel = make([][]int32, len(models.names))
+	for m := range e.freeModel {
+		e.freeModel[m] = make([]int32, e.maxGPN+1)
+	}
+	e.maxPartAt, e.maxPartOK = make([]int32, len(models.names)), make([]bool, len(models.names))
+	typeMasks := map[string]uint64{}
 	e.jobs = make([]job, len(tr.Jobs))
 	// Which jobs ignore drains is drawn from the seed, one draw per job in
 	// trace order, from a stream of its own: the same jobs for every policy,
@@ -177,6 +218,12 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 		e.jobs[i] = job{id: tj.ID, gpus: tj.GPUs, order: i, submit: secs(tj.Submit), remaining: secs(tj.Duration),
 			ckpt: secs(ck), start: -1, first: -1, saveAt: -1, unresponsive: pick.Float64() < opt.UnresponsiveJobs,
 			announced: tell.Float64() < opt.AnnounceShare, duration: secs(tj.Duration)}
+		jobAsk(&e.jobs[i], &tr.Jobs[i], opt.WholeGPUs)
+		if !opt.IgnoreGPUTypes {
+			if e.jobs[i].types, err = models.maskOf(tj.GPUTypes, typeMasks); err != nil {
+				return nil, fmt.Errorf("simulate: job %s %w", tj.ID, err)
+			}
+		}
 		switch opt.RuntimeEstimates {
 		case EstimatesExact:
 			e.jobs[i].exact = true
@@ -184,7 +231,7 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 			e.jobs[i].limit = int64(math.Ceil(float64(secs(tj.Duration)) * timeLimitFactor(guess)))
 		}
 	}
-	for g, t := range [groupKinds]*teamTable{byTeam: opt.teams, byTier: opt.tiers} {
+	for g, t := range [groupKinds]*teamTable{byTeam: opt.teams, byTier: opt.tiers, byType: opt.types} {
 		if t == nil || len(t.of) != len(e.jobs) {
 			continue
 		}
@@ -221,6 +268,14 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 				}
 			}
 		}
+	}
+	e.typed = map[typedKey]*typedDemand{}
+	if opt.SharePlacement == PlaceFragmentation {
+		e.fragCost = fragCosts(e.jobs)
+	}
+	e.shareQ = make([]shareQueue, 1)
+	if t := e.groups[byTier].table; t != nil {
+		e.shareQ = make([]shareQueue, max(len(t.names), 1))
 	}
 	e.left = len(e.jobs)
 	e.st.waits = make([]float64, 0, len(e.jobs))
@@ -332,6 +387,7 @@ func (e *engine) advance(t int64) {
 		e.nextSample += e.sampleStep
 	}
 	dt := float64(t - e.now)
+	e.st.strandedGPUs += float64(e.strandedNow) * dt / shareMilli
 	for i := range e.pools {
 		p := &e.pools[i]
 		if p.reserved > 0 {

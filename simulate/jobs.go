@@ -9,7 +9,8 @@ import (
 
 // job is a trace job as the engine runs it.
 type job struct {
-	id        string
+	id string
+	// gpus is the whole GPUs it holds; 1 for a share of one.
 	gpus      int
 	order     int   // position in the trace: the FIFO order
 	submit    int64 // when it arrives
@@ -47,6 +48,15 @@ type job struct {
 	// queuedAt is when the job last joined the queue: on submission, and
 	// again when a drain or a reclaim requeues it.
 	queuedAt int64
+	// milli is the share of one GPU it is placed as, in thousandths (0:
+	// whole GPUs; gpushare.go), ask what it asks for in thousandths of a
+	// GPU (its share, or its GPUs times 1000), whether placed as a share
+	// or rounded up to a whole GPU (Options.WholeGPUs): the unit of its
+	// work and waiting; part is its node's shared GPU it holds part of
+	// (noPart: none).
+	milli, ask, part int32
+	// types are the GPU types it accepts (modelTable bits); 0: any.
+	types uint64
 }
 
 // checkpointed is the work of the current run saved by its periodic
@@ -110,14 +120,14 @@ func (e *engine) stop(id int32, why stopCause) {
 		e.st.saved++
 	} else {
 		kept = j.checkpointed(e.now)
-		lost := float64((run - kept) * int64(j.gpus))
+		lost := j.eqSeconds(run - kept)
 		if why == stopScaleIn {
 			e.st.lostScaleIn += lost
 		} else {
 			e.st.lostReclaim += lost
 		}
 	}
-	e.st.usedGPUs += float64(kept * int64(j.gpus))
+	e.st.usedGPUs += j.eqSeconds(kept)
 	e.chargeRun(j, kept)
 	e.unpreempt(j)
 	j.remaining -= kept
@@ -131,7 +141,7 @@ func (e *engine) stop(id int32, why stopCause) {
 // finish ends a job's run at its end of work.
 func (e *engine) finish(id int32) {
 	j := &e.jobs[id]
-	e.st.usedGPUs += float64((e.now - j.start) * int64(j.gpus))
+	e.st.usedGPUs += j.eqSeconds(e.now - j.start)
 	e.chargeRun(j, e.now-j.start)
 	e.unpreempt(j)
 	j.remaining = 0
@@ -149,6 +159,14 @@ func (e *engine) release(id int32) {
 	e.holdShare(j, -1)
 	if e.opt.stopped != nil {
 		e.opt.stopped(e, id)
+	}
+	if j.isShare() {
+		n := e.nodes[j.nodes[0]]
+		n.jobs = slices.DeleteFunc(n.jobs, func(x int32) bool { return x == id })
+		n.jobsVer++
+		e.releaseShare(j, n)
+		j.nodes = j.nodes[:0]
+		return
 	}
 	per := j.gpus
 	if len(j.nodes) > 1 {

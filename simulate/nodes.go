@@ -52,6 +52,13 @@ type node struct {
 	bucketPos int    // index in its free-GPU bucket; -1 when in none
 	tier      uint8  // its buckets' tier: 0 reserved, 1 the others
 	kind      uint8  // its capacity type's bit (onReserved, onDemand, onSpot)
+	// parts are the thousandths of a GPU left on each of its GPUs that
+	// shares hold (gpushare.go), by slot; noPart for a slot that is none.
+	// shared counts those GPUs (they are not in free); sharedPos is the
+	// node's index in engine.sharedNodes while shared > 0.
+	parts     []int32
+	shared    int
+	sharedPos int
 }
 
 // holdReservations commits every reserved pool to its configured
@@ -299,6 +306,9 @@ func (e *engine) reported(n *node) []fleet.Job {
 	for _, jid := range n.jobs {
 		j := &e.jobs[jid]
 		fj := fleet.Job{ID: j.id, GPUs: j.gpus, Start: e.at(j.start)}
+		if j.isShare() {
+			fj.GPUs, fj.GPUMilli, fj.SharedGPU = 0, int(j.milli), sharedGPUName(j.part)
+		}
 		if t := e.groups[byTier].table; t != nil {
 			fj.Tier = t.names[j.group[byTier]]
 		}

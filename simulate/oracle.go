@@ -16,16 +16,24 @@ type segment struct {
 }
 
 // demandSegments is the trace's demand if every job ran from its submit:
-// a step function, in order, covering [0, span).
-func demandSegments(tr *trace.Trace) []segment {
+// a step function, in order, covering [0, span). Shares of one GPU are
+// packed perfectly (the GPUs their thousandths need, rounded up), unless
+// whole rounds each up to a whole GPU (Options.WholeGPUs).
+func demandSegments(tr *trace.Trace, whole bool) []segment {
 	type edge struct {
 		t int64
 		d int
 	}
 	edges := make([]edge, 0, 2*len(tr.Jobs))
-	for _, j := range tr.Jobs {
-		s := secs(j.Submit)
-		edges = append(edges, edge{s, j.GPUs}, edge{s + max(secs(j.Duration), 1), -j.GPUs})
+	for i := range tr.Jobs {
+		var j job
+		jobAsk(&j, &tr.Jobs[i], whole)
+		d := tr.Jobs[i].GPUs * shareMilli
+		if j.isShare() {
+			d = int(j.milli)
+		}
+		s := secs(tr.Jobs[i].Submit)
+		edges = append(edges, edge{s, d}, edge{s + max(secs(tr.Jobs[i].Duration), 1), -d})
 	}
 	slices.SortFunc(edges, func(a, b edge) int {
 		switch {
@@ -40,7 +48,7 @@ func demandSegments(tr *trace.Trace) []segment {
 	cur, last := 0, int64(0)
 	for _, e := range edges {
 		if e.t > last {
-			segs = append(segs, segment{last, e.t, cur})
+			segs = append(segs, segment{last, e.t, (cur + shareMilli - 1) / shareMilli})
 			last = e.t
 		}
 		cur += e.d
@@ -69,8 +77,8 @@ func demandSegments(tr *trace.Trace) []segment {
 // Jobs never wait and no work is lost. Demand beyond what the pools and
 // limits allow goes unserved (Run warns of it), so the oracle stays a
 // lower bound.
-func oracle(tr *trace.Trace, pools []simPool, sample, advice int64, lim fleet.Limits) Result {
-	segs := demandSegments(tr)
+func oracle(tr *trace.Trace, whole bool, pools []simPool, sample, advice int64, lim fleet.Limits) Result {
+	segs := demandSegments(tr, whole)
 	res := -1
 	baseGPUs, basePrice := 0, 0.0 // the configured reservations
 	for i := range pools {

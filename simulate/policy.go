@@ -96,6 +96,9 @@ func reservedGPUs(e *engine) int {
 type static struct {
 	ignoreNotices
 	peakGPUs int
+	// typed are, when some jobs accept some GPU types only, the peak of
+	// each set's demand: the fleet holds that much of those types too.
+	typed []typedPeak
 }
 
 func (s static) start(e *engine) { s.fill(e, 0) }
@@ -126,14 +129,16 @@ func (s static) fill(e *engine, lead int64) {
 	}
 	gpn := e.pools[order[0]].spec.GPUsPerNode
 	want := (max(0, s.peakGPUs-reservedGPUs(e))+gpn-1)/gpn - burst
-	if want > 0 {
-		launchAcross(e, order, want, func(pi int) int64 {
-			if lead >= 0 {
-				return lead
-			}
-			return secs(e.pools[pi].spec.LeadTime)
-		})
+	leads := func(pi int) int64 {
+		if lead >= 0 {
+			return lead
+		}
+		return secs(e.pools[pi].spec.LeadTime)
 	}
+	if want > 0 {
+		launchAcross(e, order, want, leads)
+	}
+	s.fillTyped(e, order, leads)
 }
 
 // reactive is the Kubernetes Cluster Autoscaler with its published
@@ -208,7 +213,8 @@ func (r *reactive) tick(e *engine) error {
 		}
 	}
 	queued := e.queuedBought()
-	if r.scaleUp(e, order, empty, max(0, r.buffer-max(0, empty-queued)-frag)) {
+	up := r.scaleUp(e, order, empty, max(0, r.buffer-max(0, empty-queued)-frag))
+	if r.scaleUpTyped(e, order) || up {
 		return nil
 	}
 	if e.now-r.lastUp < caDelayAfterAdd {
@@ -250,9 +256,10 @@ func (r *reactive) unneeded(e *engine, n *node) bool {
 }
 
 // fitsElsewhere reports whether every job on n fits in the free GPUs of
-// the other up nodes that are not being removed (first fit, as the
-// scheduler would place the moved jobs), displacing at most spare GPUs of
-// placeholders (with no buffer every free GPU is spare).
+// the other up nodes that are not being removed, of a GPU type it accepts
+// (first fit, as the scheduler would place the moved jobs; a share of one
+// GPU on a free GPU), displacing at most spare GPUs of placeholders (with
+// no buffer every free GPU is spare).
 func (r *reactive) fitsElsewhere(e *engine, n *node, removed map[int32]bool, spare int) bool {
 	taken := map[int32]int{}
 	for _, jid := range n.jobs {
@@ -265,7 +272,7 @@ func (r *reactive) fitsElsewhere(e *engine, n *node, removed map[int32]bool, spa
 			for t := 0; t < len(e.buckets) && !placed; t++ { // reserved nodes first, as the scheduler
 				for _, m := range e.buckets[t][f] {
 					free := m.free - taken[m.idx]
-					if m == n || removed[m.idx] || free < j.gpus {
+					if m == n || removed[m.idx] || free < j.gpus || !e.accepts(j, m, 0) {
 						continue
 					}
 					if r.buffer > 0 {

@@ -106,7 +106,7 @@ func newPredictive(set *fleet.Settings, opt Options) (*predictive, error) {
 // newPerfect is the predictive policy fed the true future demand of tr.
 func newPerfect(set *fleet.Settings, tr *trace.Trace, opt Options) (*predictive, error) {
 	p := newLoopPolicy(set, opt, "perfect")
-	p.truth, p.margin = stepPeaks(demandSegments(tr), secs(set.Forecast.Step)), opt.PerfectMargin
+	p.truth, p.margin = stepPeaks(demandSegments(tr, opt.WholeGPUs), secs(set.Forecast.Step)), opt.PerfectMargin
 	var err error
 	p.loop, err = loop.New(loop.Options{Settings: &p.run, Books: &p.books, Forecast: p.perfectForecast})
 	return p, err

@@ -148,7 +148,7 @@ func (e *engine) unpreempt(j *job) { j.preempted = false }
 // waiting counted to now, their work left counted apart. It reports
 // whether it ended the run.
 func (e *engine) stranded() bool {
-	if e.queuedTier == nil || e.nextArr < len(e.jobs) || e.runningGPUs > 0 || e.queuedGPUs == 0 || e.queuedBought() > 0 {
+	if e.queuedTier == nil || e.nextArr < len(e.jobs) || e.runningGPUs > 0 || e.queuedGPUs == 0 || e.queuedBought() > 0 || e.typedBought() > 0 {
 		return false
 	}
 	for _, n := range e.live {
@@ -161,12 +161,15 @@ func (e *engine) stranded() bool {
 			j := &e.jobs[id]
 			e.leaveQueue(j)
 			e.st.abandoned++
-			e.st.abandonedGPUs += float64(j.remaining * int64(j.gpus))
+			e.st.abandonedGPUs += j.eqSeconds(j.remaining)
 			e.left--
 		}
 		e.classes[k].ids = e.classes[k].ids[:0]
 	}
-	e.queuedGPUs = 0
+	e.queuedGPUs, e.queuedShares = 0, 0
 	clear(e.queuedTier)
+	clear(e.shareQ)
+	clear(e.typed)
+	e.typedKeys = e.typedKeys[:0]
 	return true
 }

@@ -33,6 +33,11 @@ type Result struct {
 	// WaitGPUHours is every interval a job spent queued, times its GPUs:
 	// the first wait and the waits after a drain or a reclaim requeued it.
 	WaitGPUHours float64 `json:"wait_gpu_hours"`
+	// StrandedGPUHours is what the GPUs that shares of one GPU hold left
+	// unused, over the run: fragments no whole-GPU job may take, and only
+	// a share small enough may (0 without shares, or with
+	// Options.WholeGPUs). UsedGPUHours counts a share's work at its share.
+	StrandedGPUHours float64 `json:"gpu_hours_stranded,omitempty"`
 	// LostGPUHours is work since the last checkpoint destroyed by
 	// terminations, LostScaleInGPUHours plus LostReclaimGPUHours.
 	LostGPUHours float64 `json:"lost_gpu_hours"`
@@ -95,6 +100,10 @@ type Result struct {
 	// Tiers split the run among the jobs' tiers the same way, by rank,
 	// when the config has tiers (Options.Tiers); each row's Tier names it.
 	Tiers []TeamResult `json:"tiers,omitempty"`
+	// GPUTypes split it the same way among the sets of GPU types the
+	// jobs accept, when some jobs accept some types only (trace.Job.GPUTypes):
+	// each row's GPUTypes names its set, AnyGPUType the jobs of any.
+	GPUTypes []TeamResult `json:"gpu_types,omitempty"`
 
 	// Capacity is the GPUs bought (reservations and nodes), sampled every
 	// Report.Demand step from the trace start; for the picture.
@@ -190,7 +199,25 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := r.writeGroups(w, byTeam); err != nil {
 		return err
 	}
+	if err := r.writeGroups(w, byType); err != nil {
+		return err
+	}
+	r.writeStranded(w)
 	return r.writeBudgets(w)
+}
+
+// writeStranded writes, when shares of one GPU left some unused, each
+// policy's GPU-hours the GPUs that shares held left unused.
+func (r *Report) writeStranded(w io.Writer) {
+	if !slices.ContainsFunc(r.Policies, func(p Result) bool { return p.StrandedGPUHours > 0 }) {
+		return
+	}
+	fmt.Fprintf(w, "\nshares of one GPU: GPU-h used counts a share's work at its share; stranded: what the GPUs that shares held left unused\n")
+	for _, p := range r.Policies {
+		if p.StrandedGPUHours > 0 {
+			fmt.Fprintf(w, "%s: %.0f GPU-h stranded (%.1f%% of the GPU-h bought)\n", p.Policy, p.StrandedGPUHours, 100*p.StrandedGPUHours/p.ProvisionedGPUHours)
+		}
+	}
 }
 
 // writeBudgets writes, with team budgets, each policy's budgeted teams:
@@ -227,8 +254,11 @@ const maxTableTeams = 20
 // tiers by rank (its teams, the costliest first).
 func (r *Report) writeGroups(w io.Writer, g groupKind) error {
 	rows := func(p *Result) []TeamResult {
-		if g == byTier {
+		switch g {
+		case byTier:
 			return p.Tiers
+		case byType:
+			return p.GPUTypes
 		}
 		return p.Teams
 	}
@@ -237,6 +267,8 @@ func (r *Report) writeGroups(w io.Writer, g groupKind) error {
 	}
 	word, labelled := "team", ""
 	switch {
+	case g == byType:
+		word = "GPU types"
 	case g == byTier:
 		word = "tier"
 		if len(r.LabelTiers) > 0 {
@@ -261,7 +293,7 @@ func (r *Report) writeGroups(w io.Writer, g groupKind) error {
 		if waits {
 			p50, p95, p99 = waitText(t.WaitP50), waitText(t.WaitP95), waitText(t.WaitP99)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%.0f\t%s\t%s\t%s\t\n", policy, t.Team+t.Tier, t.Jobs, t.UsedGPUHours,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%s\t%.0f\t%s\t%s\t%s\t\n", policy, t.Team+t.Tier+t.GPUTypes, t.Jobs, t.UsedGPUHours,
 			t.UsedUSD, t.IdleShareUSD, t.CostUSD, share, t.WaitGPUHours, p50, p95, p99)
 	}
 	for _, p := range r.Policies {

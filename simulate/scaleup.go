@@ -25,6 +25,7 @@ func (r *reactive) scaleUp(e *engine, order []int, empty, bufNeed int) bool {
 		demand[0], spare[0] = e.queuedBought(), empty
 	} else {
 		top := ws[len(ws)-1]
+		demand[0] += e.sharesBought() // each on one GPU
 		for w, g := range e.boughtWidth {
 			k := 0
 			for k < len(ws)-1 && ws[k] < w {

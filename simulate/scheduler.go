@@ -35,17 +35,20 @@ func (h *orderHeap) Pop() any {
 	return x
 }
 
-// classKey is a queue of the scheduler's: the queued jobs of one width,
-// and, where teams are held to budgets or shares of the reservation, of
-// one such team (slot: its index plus 1; 0 for the other teams).
+// classKey is a queue of the scheduler's: the queued jobs of one width
+// (and share of one GPU: milli) and of the same GPU types, and, where
+// teams are held to budgets or shares of the reservation, of one such
+// team (slot: its index plus 1; 0 for the other teams).
 type classKey struct {
-	gpus int
-	slot int32
+	gpus  int
+	milli int32
+	slot  int32
+	types uint64
 }
 
 // classOf is job j's queue.
 func (e *engine) classOf(j *job) classKey {
-	k := classKey{gpus: j.gpus}
+	k := classKey{gpus: j.gpus, milli: j.milli, types: j.types}
 	if e.slots != nil {
 		k.slot = e.slots[j.group[byTeam]]
 	}
@@ -61,7 +64,9 @@ func (e *engine) enqueue(id int32) {
 		h = &orderHeap{jobs: e.jobs}
 		e.classes[k] = h
 		e.keys = append(e.keys, k)
-		slices.SortFunc(e.keys, func(a, b classKey) int { return cmp.Or(cmp.Compare(a.gpus, b.gpus), cmp.Compare(a.slot, b.slot)) })
+		slices.SortFunc(e.keys, func(a, b classKey) int {
+			return cmp.Or(cmp.Compare(a.gpus, b.gpus), cmp.Compare(a.milli, b.milli), cmp.Compare(a.types, b.types), cmp.Compare(a.slot, b.slot))
+		})
 	}
 	heap.Push(h, id)
 	e.queue(j, j.gpus)
@@ -101,16 +106,27 @@ func (e *engine) schedule() {
 
 // queue counts gpus more queued (fewer, negative) for job j: in all, in
 // its tier, and, where the reactive policies buy for its tier, by its
-// width.
+// width; a share of one GPU counts 1 in all, and in its tier's shares
+// (shareQ), which count what it needs by packing.
 func (e *engine) queue(j *job, gpus int) {
 	e.queuedGPUs += gpus
+	e.queueTeam(j, gpus)
+	if j.types != 0 {
+		e.queueTyped(j, gpus) // bought for apart, in the pools of its types
+	}
+	if j.isShare() {
+		e.queuedShares += gpus
+		if j.types == 0 {
+			e.shareQ[j.group[byTier]].add(j.milli, gpus)
+		}
+		return
+	}
 	if e.queuedTier != nil {
 		e.queuedTier[j.group[byTier]] += gpus
 	}
-	if e.buysFor == nil || e.buysFor[j.group[byTier]] {
+	if j.types == 0 && (e.buysFor == nil || e.buysFor[j.group[byTier]]) {
 		e.boughtWidth[j.gpus] += gpus
 	}
-	e.queueTeam(j, gpus)
 }
 
 // pendingTiers are the queued GPUs by tier (fleet.State.PendingTiers),
@@ -118,7 +134,7 @@ func (e *engine) queue(j *job, gpus int) {
 func (e *engine) pendingTiers(out []fleet.TierGPUs) []fleet.TierGPUs {
 	out = out[:0]
 	for k, g := range e.queuedTier {
-		if g > 0 {
+		if g += e.sharesOfTier(k); g > 0 {
 			out = append(out, fleet.TierGPUs{Tier: e.groups[byTier].table.names[k], GPUs: g})
 		}
 	}
@@ -127,9 +143,16 @@ func (e *engine) pendingTiers(out []fleet.TierGPUs) []fleet.TierGPUs {
 
 // pendingGPUs is what the simulated scheduler reports as pending, in
 // `simulate` and in the `run` demo alike: the queued GPUs, as a real
-// scheduler reports its queue. (The planner itself counts the free GPUs
+// scheduler reports its queue, its shares of one GPU as the GPUs they need
+// (shareQueue.packed). (The planner itself counts the free GPUs
 // of busy nodes as held while jobs are pending.)
-func (e *engine) pendingGPUs() int { return e.queuedGPUs }
+func (e *engine) pendingGPUs() int {
+	n := e.queuedGPUs - e.queuedShares
+	for k := range e.shareQ {
+		n += e.sharesOfTier(k)
+	}
+	return n
+}
 
 // fits reports whether a job of w GPUs can start now.
 func (e *engine) fits(w int) bool {
@@ -162,10 +185,10 @@ func (e *engine) pick(f int) *node {
 // leaves it: in all and for its team and tier, and, the first time, its
 // wait from submission.
 func (e *engine) leaveQueue(j *job) {
-	e.st.waitGPUs += float64((e.now - j.queuedAt) * int64(j.gpus))
+	e.st.waitGPUs += j.eqSeconds(e.now - j.queuedAt)
 	for g := range e.groups {
 		if w := e.groups[g].wait; w != nil {
-			w[j.group[g]] += (e.now - j.queuedAt) * int64(j.gpus)
+			w[j.group[g]] += (e.now - j.queuedAt) * int64(j.ask)
 		}
 	}
 	if j.first < 0 {
@@ -181,9 +204,13 @@ func (e *engine) start(id int32) {
 	mask := e.maskFor(j)
 	j.start = e.now
 	e.leaveQueue(j)
-	if j.gpus <= e.maxGPN {
+	switch {
+	case j.isShare():
+		e.startShare(id, mask) // counts the GPU it shares as running, if new
+	case j.gpus <= e.maxGPN:
+		e.runningGPUs += j.gpus
 		for f := j.gpus; f <= e.maxGPN; f++ {
-			if n := e.pickFor(f, mask); n != nil {
+			if n := e.pickOf(j, f, mask); n != nil {
 				j.nodes = append(j.nodes, n.idx)
 				n.jobs = append(n.jobs, id)
 				n.jobsVer++
@@ -191,16 +218,16 @@ func (e *engine) start(id int32) {
 				break
 			}
 		}
-	} else {
+	default:
+		e.runningGPUs += j.gpus
 		for need := j.gpus; need > 0; need -= e.maxGPN {
-			n := e.pickFor(e.maxGPN, mask)
+			n := e.pickOf(j, e.maxGPN, mask)
 			j.nodes = append(j.nodes, n.idx)
 			n.jobs = append(n.jobs, id)
 			n.jobsVer++
 			e.setFree(n, 0)
 		}
 	}
-	e.runningGPUs += j.gpus
 	e.chargeRate(j, 1)
 	e.holdShare(j, 1)
 	if e.opt.started != nil {
@@ -244,6 +271,7 @@ func (e *engine) bucketAdd(n *node) {
 	n.bucketPos = len(b)
 	e.buckets[n.tier][n.free] = append(b, n)
 	e.countOther(n, 1)
+	e.countParts(n, 1)
 }
 
 func (e *engine) bucketRemove(n *node) {
@@ -257,6 +285,7 @@ func (e *engine) bucketRemove(n *node) {
 	e.buckets[n.tier][n.free] = b[:len(b)-1]
 	n.bucketPos = -1
 	e.countOther(n, -1)
+	e.countParts(n, -1)
 }
 
 // The capacity types as bits: of a node (node.kind), and of the types a
@@ -323,9 +352,15 @@ func (e *engine) freeOn(f int, mask uint8) int {
 }
 
 // fitsJob reports whether job j can start now, on the capacity types its
-// tier runs on.
+// tier runs on and the GPU types it accepts.
 func (e *engine) fitsJob(j *job) bool {
 	m := e.maskFor(j)
+	if j.isShare() {
+		return e.fitsShare(j, m)
+	}
+	if j.types != 0 {
+		return e.fitsTyped(j, m)
+	}
 	if m == 0 {
 		return e.fits(j.gpus)
 	}
@@ -373,7 +408,7 @@ func (e *engine) pickFor(f int, mask uint8) *node {
 // of its own): nothing is bought for it while the team is over budget.
 // Written over out; none when every node is as wide.
 func (e *engine) pendingShapes(out []fleet.ScopedDemand) []fleet.ScopedDemand {
-	out = out[:0]
+	out = e.pendingTyped(out[:0])
 	if e.minGPN == e.maxGPN {
 		return out
 	}
@@ -412,6 +447,9 @@ func (e *engine) pendingShapes(out []fleet.ScopedDemand) []fleet.ScopedDemand {
 		clear(gpus)
 		clear(jobs)
 		for _, ck := range keys {
+			if ck.types != 0 {
+				continue // pendingTyped's
+			}
 			for _, id := range e.classes[ck].ids {
 				k := 0
 				if names != nil {

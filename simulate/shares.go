@@ -117,9 +117,9 @@ func (e *engine) holdShare(j *job, sign int) {
 	if e.shares == nil {
 		return
 	}
-	e.onNodes(j, func(n *node, g int) {
-		if n.tier == 0 {
-			e.shares.onRes[j.group[byTeam]] += sign * g
+	e.onNodes(j, func(n *node, m int) {
+		if n.tier == 0 { // a share of a GPU holds it
+			e.shares.onRes[j.group[byTeam]] += sign * ((m + shareMilli - 1) / shareMilli)
 		}
 	})
 }

@@ -186,10 +186,26 @@ type Options struct {
 	// tiers' jobs first and preempts the zero-value tiers', and the
 	// reactive and headroom policies still buy nothing for those.
 	Untiered bool
+	// WholeGPUs rounds each job's share of one GPU (trace.Job.Milli) up to
+	// a whole GPU, as a fleet that does not share GPUs runs it (the
+	// comparison for sharing); the jobs' work and waiting are still
+	// counted at their share. By default shares are honoured: the
+	// simulated scheduler places them on GPUs other shares hold part of
+	// (gpushare.go).
+	WholeGPUs bool
+	// IgnoreGPUTypes runs every job on any GPU type, whatever types it
+	// accepts (trace.Job.GPUTypes): the comparison for the constraints.
+	IgnoreGPUTypes bool
+	// SharePlacement is how the simulated scheduler places shares of one
+	// GPU: PlaceBestFit (the default, "") or PlaceFragmentation.
+	SharePlacement string
 	// tiers is the tier of each job, made by resolve; nil without tiers.
 	// tierSpecs are the config's tiers (fleet.Settings.Tiers), by rank.
 	tiers     *teamTable
 	tierSpecs []fleet.Tier
+	// types are the GPU types each job accepts (newTypeTable); nil when
+	// every job accepts any.
+	types *teamTable
 	// started and stopped, for tests, are called as each job's run
 	// starts, its nodes taken, and as it ends, its nodes not yet given
 	// back, with the engine as it then is.
@@ -416,8 +432,16 @@ func (opt Options) resolve(set *fleet.Settings, tr *trace.Trace) (Options, error
 		opt.tiers = newTierTable(tr, set.Tiers, opt.LabelTiers, opt.Seed)
 	}
 	opt.tierSpecs = set.Tiers
+	if opt.IgnoreGPUTypes {
+		opt.types = nil
+	} else if opt.types == nil || len(opt.types.of) != len(tr.Jobs) {
+		opt.types = newTypeTable(tr)
+	}
 	opt.teamSpecs = set.Teams
 	if err := checkTiersRun(set, opt); err != nil {
+		return Options{}, err
+	}
+	if err := checkTypesRun(set.Pools, tr); err != nil && !opt.IgnoreGPUTypes {
 		return Options{}, err
 	}
 	opt.sample = sampleStep(tr.Span())
@@ -460,9 +484,10 @@ func runPolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name string) (
 		if opt.Reservations == Advised {
 			advice = secs(opt.AdviceAfter)
 		}
-		r := oracle(tr, e.pools, secs(opt.sample), advice, set.Limits)
+		r := oracle(tr, opt.WholeGPUs, e.pools, secs(opt.sample), advice, set.Limits)
 		r.Teams = oracleTeams(opt.teams, tr, &r)
 		r.Tiers = asTiers(oracleTeams(opt.tiers, tr, &r))
+		r.GPUTypes = asTypes(oracleTeams(opt.types, tr, &r))
 		return r, nil
 	}
 	pol, err := newPolicy(set, tr, opt, name)
@@ -477,7 +502,7 @@ func runPolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name string) (
 func newPolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name string) (policy, error) {
 	switch name {
 	case "static":
-		return static{peakGPUs: tr.PeakGPUs()}, nil
+		return newStatic(tr, opt.WholeGPUs, opt.IgnoreGPUTypes), nil
 	case "reactive":
 		return &reactive{}, nil
 	case "headroom":
@@ -515,6 +540,7 @@ func simulatePolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name stri
 		LostReclaimGPUHours: e.st.lostReclaim / 3600,
 		UnsafeTerminations:  e.st.unsafe,
 		WaitGPUHours:        e.st.waitGPUs / 3600,
+		StrandedGPUHours:    e.st.strandedGPUs / 3600,
 		LimitedCycles:       e.st.limitedCycles,
 		Launches:            e.st.launches,
 		Drains:              e.st.drains,
@@ -531,6 +557,7 @@ func simulatePolicy(set *fleet.Settings, tr *trace.Trace, opt Options, name stri
 	r.Teams = e.groupResults(byTeam, e.st.cost)
 	e.budgetResults(r.Teams)
 	r.Tiers = asTiers(e.groupResults(byTier, e.st.cost))
+	r.GPUTypes = asTypes(e.groupResults(byType, e.st.cost))
 	for _, p := range e.pools {
 		r.Pools = append(r.Pools, PoolUse{Pool: p.spec.Name, CostUSD: p.cost, ProvisionedGPUHours: p.gpuSeconds / 3600})
 	}

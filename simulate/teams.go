@@ -25,6 +25,9 @@ type TeamResult struct {
 	Team string `json:"team,omitempty"`
 	// Tier is the jobs' tier, in a tier's row (Result.Tiers).
 	Tier string `json:"tier,omitempty"`
+	// GPUTypes are the GPU types the jobs accept, in a row of
+	// Result.GPUTypes: separated by '|', or AnyGPUType.
+	GPUTypes string `json:"gpu_types,omitempty"`
 	// Jobs counts the team's jobs.
 	Jobs int `json:"jobs"`
 	// UsedGPUHours is the team's useful work (work lost to a scale-in or
@@ -184,7 +187,7 @@ type teamTally struct {
 	jobs     int
 	usedSecs float64 // GPU-seconds of useful work
 	used     usage.Micros
-	waitSecs int64 // GPU-seconds queued
+	waitSecs float64 // GPU-seconds queued
 	waits    []float64
 }
 
@@ -210,17 +213,17 @@ func splitTeams(names []string, tallies []teamTally, total usage.Micros) []TeamR
 		q := usage.QuantilesOf(t.waits)
 		out[i] = TeamResult{Team: names[i], Jobs: t.jobs, UsedGPUHours: t.usedSecs / 3600,
 			UsedUSD: t.used.Dollars(), IdleShareUSD: shares[i].Dollars(), CostUSD: (t.used + shares[i]).Dollars(),
-			WaitP50: q.P50, WaitP95: q.P95, WaitP99: q.P99, WaitGPUHours: float64(t.waitSecs) / 3600}
+			WaitP50: q.P50, WaitP95: q.P95, WaitP99: q.P99, WaitGPUHours: t.waitSecs / 3600}
 	}
 	return out
 }
 
-// onNodes calls f with each node running job j holds and the GPUs it
-// holds there: all of them on one node; a wide job's node by node, whole
-// nodes first.
-func (e *engine) onNodes(j *job, f func(n *node, gpus int)) {
+// onNodes calls f with each node running job j holds and what it holds
+// there, in thousandths of a GPU: all of its ask on one node (a share's,
+// or its GPUs'); a wide job's node by node, whole nodes first.
+func (e *engine) onNodes(j *job, f func(n *node, milli int)) {
 	if len(j.nodes) == 1 {
-		f(e.nodes[j.nodes[0]], j.gpus)
+		f(e.nodes[j.nodes[0]], int(j.ask))
 		return
 	}
 	left := j.gpus
@@ -228,7 +231,7 @@ func (e *engine) onNodes(j *job, f func(n *node, gpus int)) {
 		n := e.nodes[ni]
 		g := min(left, n.gpn)
 		left -= g
-		f(n, g)
+		f(n, g*shareMilli)
 	}
 }
 
@@ -245,18 +248,21 @@ func (e *engine) chargeRun(j *job, kept int64) {
 	}
 }
 
-// groupKind is a way the jobs are grouped: by team or by tier.
+// groupKind is a way the jobs are grouped: by team, by tier, or by the
+// GPU types they accept.
 type groupKind int
 
 const (
 	byTeam groupKind = iota
 	byTier
+	byType
 	groupKinds
 )
 
 // groupBooks count, when the jobs have teams (or tiers), each group's
-// GPU-seconds of useful work in each pool (used[group*len(pools) +
-// pool]) and each group's GPU-seconds queued (wait); nil without.
+// useful work in each pool (used[group*len(pools) + pool]) and each
+// group's time queued (wait), in thousandths of a GPU-second (a share's
+// work is its share); nil without.
 type groupBooks struct {
 	table      *teamTable
 	used, wait []int64
@@ -294,10 +300,11 @@ func (e *engine) groupResults(g groupKind, cost float64) []TeamResult {
 				continue
 			}
 			p := &e.pools[pi].spec
-			tallies[k].usedSecs += float64(secs)
-			tallies[k].used += usage.MicrosOf(float64(secs) / 3600 * p.PricePerHour / float64(max(p.GPUsPerNode, 1)))
+			s := float64(secs) / shareMilli
+			tallies[k].usedSecs += s
+			tallies[k].used += usage.MicrosOf(s / 3600 * p.PricePerHour / float64(max(p.GPUsPerNode, 1)))
 		}
-		tallies[k].waitSecs = b.wait[k]
+		tallies[k].waitSecs = float64(b.wait[k]) / shareMilli
 	}
 	return splitTeams(t.names, tallies, usage.MicrosOf(cost))
 }
@@ -313,10 +320,12 @@ func oracleTeams(t *teamTable, tr *trace.Trace, r *Result) []TeamResult {
 	}
 	tallies := make([]teamTally, len(t.names))
 	var all float64
-	for i, j := range tr.Jobs {
+	for i := range tr.Jobs {
 		k := t.of[i]
 		tallies[k].jobs++
-		s := float64(secs(j.Duration)) * float64(j.GPUs)
+		var j job
+		jobAsk(&j, &tr.Jobs[i], true)
+		s := j.eqSeconds(secs(tr.Jobs[i].Duration)) // a share's at its share
 		tallies[k].usedSecs += s
 		all += s
 	}

@@ -140,14 +140,29 @@ func boughtFor(t *fleet.Tier) bool {
 
 // queuedBought is the queued GPUs the reactive policies buy for: all of
 // them without tiers, else those of the tiers they buy for (boughtFor).
+// Shares of one GPU count as the GPUs they need (shareQueue.packed); the
+// jobs of some GPU types only are bought for apart (typedBought), in the
+// pools of their types.
 func (e *engine) queuedBought() int {
 	if e.queuedTier == nil {
-		return e.queuedGPUs
+		return e.queuedGPUs - e.queuedShares + e.shareQ[0].packed() - e.typedWhole(-1)
 	}
 	n := 0
 	for k, g := range e.queuedTier {
 		if e.buysFor[k] {
-			n += g
+			n += g + e.shareQ[k].packed() - e.typedWhole(k)
+		}
+	}
+	return n
+}
+
+// sharesBought is the GPUs the queued shares of one GPU of any type need
+// (packed) that the reactive policies buy for (queuedBought).
+func (e *engine) sharesBought() int {
+	n := 0
+	for k := range e.shareQ {
+		if e.buysFor == nil || e.buysFor[k] {
+			n += e.shareQ[k].packed()
 		}
 	}
 	return n

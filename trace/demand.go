@@ -8,11 +8,17 @@ import (
 	"github.com/fleetcast/autoscaler/fleet"
 )
 
-// GPUHours is the work in the trace: the sum of GPUs times Duration, in hours.
+// GPUHours is the work in the trace: the sum of GPUs times Duration, in
+// hours, a share of one GPU (Job.Milli) counted at its share.
 func (t *Trace) GPUHours() float64 {
 	h := 0.0
 	for i := range t.Jobs {
-		h += float64(t.Jobs[i].GPUs) * t.Jobs[i].Duration.Hours()
+		j := &t.Jobs[i]
+		g := float64(j.GPUs)
+		if j.Milli > 0 {
+			g = float64(j.Milli) / 1000
+		}
+		h += g * j.Duration.Hours()
 	}
 	return h
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,14 +14,17 @@ import (
 // jobColumns are the indices of a job trace's columns, -1 when absent, and
 // the names used in errors.
 type jobColumns struct {
-	id, submit, gpus, duration, checkpoint, priority, team, tier int
-	submitName, gpusName, durationName, checkpointName           string
+	id, submit, gpus, duration, checkpoint, priority, team, tier, types int
+	submitName, gpusName, durationName, checkpointName                  string
 	// need is the number of fields a row needs for its required columns.
 	need int
 	// An openb pod list's: its share of one GPU and its QOS (its
 	// duration column is its deletion time).
 	openb      bool
 	milli, qos int
+	// typeLists interns the GPU type lists read, by their text: a
+	// million jobs of a few lists hold a few strings.
+	typeLists map[string]string
 }
 
 func findJobColumns(header []string, format string) (jobColumns, error) {
@@ -30,11 +34,12 @@ func findJobColumns(header []string, format string) (jobColumns, error) {
 	case formatPhilly:
 		required = []string{"arrival time (sec)", "size", "duration (sec)"}
 		c.id = column(header, "job id", "job_id", "jobid")
-		c.checkpoint, c.priority, c.team, c.tier = -1, -1, -1, -1
+		c.checkpoint, c.priority, c.team, c.tier, c.types = -1, -1, -1, -1, -1
 	case formatOpenb:
 		required = []string{"creation_time", "num_gpu", "deletion_time", "qos"}
 		c.openb, c.id, c.milli = true, column(header, "name"), column(header, "gpu_milli")
 		c.checkpoint, c.priority, c.team, c.tier = -1, -1, -1, -1
+		c.types = column(header, "gpu_spec")
 	default:
 		required = []string{"submit_s", "gpus", "duration_s"}
 		c.id = column(header, "job_id")
@@ -42,7 +47,9 @@ func findJobColumns(header []string, format string) (jobColumns, error) {
 		c.priority = column(header, "priority")
 		c.team = column(header, "team")
 		c.tier = column(header, "tier")
+		c.types = column(header, "gpu_types")
 	}
+	c.typeLists = map[string]string{}
 	idx := make([]int, len(required))
 	for i, name := range required {
 		if idx[i] = column(header, name); idx[i] < 0 {
@@ -83,11 +90,8 @@ func (c *jobColumns) parseJob(rec []string, line int, labels map[string]string, 
 	if j.Submit, why = seconds(rec[c.submit], c.submitName); why != "" {
 		return why
 	}
-	if j.GPUs, why = wholeNumber(rec[c.gpus], c.gpusName); why != "" {
+	if j.GPUs, j.Milli, why = gpusOrShare(rec[c.gpus], c.gpusName); why != "" {
 		return why
-	}
-	if j.GPUs < 1 {
-		return fmt.Sprintf("%s %d is less than 1", c.gpusName, j.GPUs)
 	}
 	if j.GPUs > maxGPUs {
 		return fmt.Sprintf("%s %d is more than %d", c.gpusName, j.GPUs, maxGPUs)
@@ -111,6 +115,9 @@ func (c *jobColumns) parseJob(rec []string, line int, labels map[string]string, 
 	}
 	j.Team = intern(labels, field(rec, c.team))
 	j.Tier = intern(labels, field(rec, c.tier))
+	if j.GPUTypes, why = c.gpuTypes(field(rec, c.types)); why != "" {
+		return why
+	}
 	if s := field(rec, c.id); s != "" {
 		j.ID = s
 	} else {
@@ -140,7 +147,6 @@ func (c *jobColumns) parsePod(rec []string, labels map[string]string, j *Job) st
 		return fmt.Sprintf("%s %d is more than %d", c.gpusName, j.GPUs, maxGPUs)
 	}
 	if s := field(rec, c.milli); s != "" {
-		// A share of one GPU counts as a whole one (until GPU shares).
 		m, why := wholeNumber(s, "gpu_milli")
 		if why != "" {
 			return why
@@ -148,6 +154,14 @@ func (c *jobColumns) parsePod(rec []string, labels map[string]string, j *Job) st
 		if m < 0 || m > 1000 {
 			return fmt.Sprintf("gpu_milli %d, want 0 to 1000 (thousandths of a GPU)", m)
 		}
+		// A pod of one GPU asks for that share of it; a wider pod's
+		// gpu_milli is of each of its GPUs, whole in the trace.
+		if j.GPUs == 1 && m > 0 && m < 1000 {
+			j.Milli = m
+		}
+	}
+	if j.GPUTypes, why = c.gpuTypes(field(rec, c.types)); why != "" {
+		return why
 	}
 	tier, ok := openbTiers[field(rec, c.qos)]
 	if !ok {
@@ -170,6 +184,56 @@ func (c *jobColumns) parsePod(rec []string, labels map[string]string, j *Job) st
 		return "name is empty"
 	}
 	return ""
+}
+
+// gpusOrShare parses a job's GPUs: a whole number of at least 1, or a
+// share of one GPU above 0 and below 1 in thousandths at most (0.25),
+// returned as GPUs 1 and its thousandths.
+func gpusOrShare(s, col string) (gpus, milli int, why string) {
+	if n, why := wholeNumber(s, col); why == "" {
+		switch {
+		case n < 1:
+			return 0, 0, fmt.Sprintf("%s %d is less than 1 (a share of one GPU is above 0 and below 1)", col, n)
+		case n > maxGPUs:
+			return 0, 0, fmt.Sprintf("%s %d is more than %d", col, n, maxGPUs)
+		}
+		return n, 0, ""
+	}
+	s = strings.TrimSpace(s)
+	f, err := strconv.ParseFloat(s, 64)
+	m := math.Round(f * 1000)
+	switch {
+	case err != nil || math.IsNaN(f) || f <= 0 || f >= 1:
+		return 0, 0, fmt.Sprintf("%s %q: want a whole number of GPUs, or a share of one GPU above 0 and below 1", col, s)
+	case math.Abs(f*1000-m) > 1e-6:
+		return 0, 0, fmt.Sprintf("%s %s: a share of one GPU is in thousandths at most", col, s)
+	}
+	return 1, int(m), ""
+}
+
+// gpuTypes parses a job's list of the GPU types it accepts, separated by
+// '|' (openb's gpu_spec), into Job.GPUTypes: each trimmed, once; "" for
+// an empty field, any.
+func (c *jobColumns) gpuTypes(s string) (string, string) {
+	if s == "" {
+		return "", ""
+	}
+	if l, ok := c.typeLists[s]; ok {
+		return l, ""
+	}
+	var l []string
+	for t := range strings.SplitSeq(s, "|") {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			return "", fmt.Sprintf("GPU types %q has an empty type: want types separated by '|', such as V100M16|V100M32", s)
+		}
+		if !slices.Contains(l, t) {
+			l = append(l, t)
+		}
+	}
+	j := strings.Join(l, "|")
+	c.typeLists[strings.Clone(s)] = j
+	return j, ""
 }
 
 // intern is s as kept in labels, added when new; "" stays "".

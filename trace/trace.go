@@ -13,21 +13,24 @@
 //     `size` is the job's GPUs. Rows with size 0 or duration 0 are bad rows.
 //   - "jobs": Fleetcast's own job list. Columns are found by name:
 //     submit_s, gpus and duration_s are required (detection needs all three);
-//     checkpoint_interval_s, priority, team, tier and job_id are optional
-//     (the ID defaults to the line number; team and tier are free text,
-//     trimmed, empty for none: the job's owner and its class of service,
-//     such as "batch" or "prod", as `autoscaler-agent register -team
-//     -tier` label a live job); other columns are ignored. Seconds may be
-//     fractional.
+//     checkpoint_interval_s, priority, team, tier, gpu_types and job_id are
+//     optional (the ID defaults to the line number; team and tier are free
+//     text, trimmed, empty for none: the job's owner and its class of
+//     service, such as "batch" or "prod", as `autoscaler-agent register
+//     -team -tier` label a live job; gpu_types lists the GPU types the job
+//     accepts, separated by '|', empty for any); other columns are
+//     ignored. Seconds may be fractional; gpus is a whole number, or a
+//     share of one GPU below 1 (0.25: thousandths at most).
 //   - "openb": Alibaba's GPU-sharing cluster's pod list (cluster-trace-gpu-
 //     v2023, "openb"), as published: detected by the columns num_gpu,
 //     creation_time and deletion_time. Each pod asking for GPUs is a job of
-//     num_gpu GPUs (a share of one GPU, gpu_milli under 1000, counts as a
-//     whole one) from its creation to its deletion (to the trace's last
-//     time while it is still alive: deletion_time empty), named by name;
-//     its qos is its tier: LS and Guaranteed "critical", Burstable
-//     "standard", BE "best_effort". Pods asking for no GPU are counted in
-//     Trace.IgnoredRows; the GPU types a pod accepts (gpu_spec) are not read.
+//     num_gpu GPUs (a pod of one GPU with gpu_milli under 1000 asks for
+//     that share of it: Job.Milli) from its creation to its deletion (to
+//     the trace's last time while it is still alive: deletion_time empty),
+//     named by name; its qos is its tier: LS and Guaranteed "critical",
+//     Burstable "standard", BE "best_effort"; its gpu_spec, when set, the
+//     GPU types it accepts ('|' between them). Pods asking for no GPU are
+//     counted in Trace.IgnoredRows.
 //   - "series": a demand series, GPUs per time step, such as the Helios
 //     per-minute cluster sequence. It needs a time column, named time,
 //     timestamp, date, datetime, t, t_start_s or window_start_s, or else a
@@ -91,8 +94,17 @@ type Job struct {
 	// Submit is when the job is submitted, from the trace start (the window
 	// start when Options.From is used).
 	Submit time.Duration
-	// GPUs is the number of GPUs the job holds, at least 1.
+	// GPUs is the number of GPUs the job holds, at least 1: 1 for a
+	// share of one GPU (Milli).
 	GPUs int
+	// Milli, when above 0, says the job asks for a share of one GPU
+	// (time-slicing or MPS), in thousandths of it: 1 to 999; 0 for whole
+	// GPUs.
+	Milli int
+	// GPUTypes are the GPU types (pools' gpu_model, compared without
+	// regard to case) the job may run on, separated by '|' (V100M16|V100M32);
+	// empty for any. Types lists them.
+	GPUTypes string
 	// Duration is how long the job runs once started, more than 0.
 	Duration time.Duration
 	// CheckpointInterval is how often the job saves its state; 0 means the
@@ -105,6 +117,14 @@ type Job struct {
 	// Tier is the job's class of service (such as "batch" or "prod"),
 	// if the trace says.
 	Tier string
+}
+
+// Types are the GPU types the job accepts (GPUTypes), nil for any.
+func (j *Job) Types() []string {
+	if j.GPUTypes == "" {
+		return nil
+	}
+	return strings.Split(j.GPUTypes, "|")
 }
 
 // Trace is a workload read from a trace file.
@@ -194,7 +214,7 @@ var maxSeriesJobs = 20_000_000
 
 // acceptedHeaders is listed when a file's format is not recognised.
 const acceptedHeaders = `accepted headers: philly ("#job id,arrival time (sec),topology,shape,size,duration (sec)"), ` +
-	`jobs ("submit_s,gpus,duration_s" plus optional "checkpoint_interval_s,priority,team,tier,job_id"), ` +
+	`jobs ("submit_s,gpus,duration_s" plus optional "checkpoint_interval_s,priority,team,tier,gpu_types,job_id"), ` +
 	`openb ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time"), ` +
 	`series (a time column named time, timestamp, date, datetime, t, t_start_s or window_start_s, ` +
 	`or a first column of dates, and numeric value columns)`

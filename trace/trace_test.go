@@ -142,6 +142,26 @@ func TestJobLabels(t *testing.T) {
 	}
 }
 
+// TestJobsSharesAndTypes: a job list's gpus may be a share of one GPU,
+// and its gpu_types the types it accepts, each once, trimmed.
+func TestJobsSharesAndTypes(t *testing.T) {
+	tr := mustRead(t, "submit_s,gpus,duration_s,gpu_types\n0,0.25,60, A100 |H100|A100\n1,2,60,\n2,0.001,60,T4\n", Options{})
+	want := []Job{
+		{ID: "2", GPUs: 1, Milli: 250, GPUTypes: "A100|H100", Duration: time.Minute},
+		{ID: "3", Submit: time.Second, GPUs: 2, Duration: time.Minute},
+		{ID: "4", Submit: 2 * time.Second, GPUs: 1, Milli: 1, GPUTypes: "T4", Duration: time.Minute},
+	}
+	if !slices.Equal(tr.Jobs, want) {
+		t.Errorf("jobs:\n%+v\nwant\n%+v", tr.Jobs, want)
+	}
+	if got := tr.Jobs[0].Types(); !slices.Equal(got, []string{"A100", "H100"}) {
+		t.Errorf("Types() = %q", got)
+	}
+	if got := tr.Jobs[1].Types(); got != nil {
+		t.Errorf("Types() of a job of any type = %q, want nil", got)
+	}
+}
+
 func TestOpenSeriesFixture(t *testing.T) {
 	tr, err := Open(filepath.Join("test-fixtures", "series.csv"), Options{ValueColumns: ParseValueColumns("running+pending")})
 	if err != nil {
@@ -325,7 +345,10 @@ func TestErrors(t *testing.T) {
 		{"philly zero size", philly + "0,0,CLOS,1,1,1\n1,0,CLOS,0,0,1\n", Options{}, `in.csv:3: size 0 is less than 1`},
 		{"philly short row", philly + "0,0,CLOS\n", Options{}, `in.csv:2: has 3 fields, want at least 6`},
 		{"jobs negative submit", jobs + "0,1,1\n\n-5,1,1\n", Options{}, `in.csv:4: submit_s -5 is negative`},
-		{"jobs fractional gpus", jobs + "0,1.5,1\n", Options{}, `in.csv:2: gpus "1.5" is not a whole number`},
+		{"jobs fractional gpus", jobs + "0,1.5,1\n", Options{}, `in.csv:2: gpus "1.5": want a whole number of GPUs, or a share of one GPU above 0 and below 1`},
+		{"jobs zero gpus", jobs + "0,0,1\n", Options{}, `in.csv:2: gpus 0 is less than 1 (a share of one GPU is above 0 and below 1)`},
+		{"jobs share too fine", jobs + "0,0.2505,1\n", Options{}, `in.csv:2: gpus 0.2505: a share of one GPU is in thousandths at most`},
+		{"jobs empty gpu type", "submit_s,gpus,duration_s,gpu_types\n0,1,1,A100||H100\n", Options{}, `in.csv:2: GPU types "A100||H100" has an empty type: want types separated by '|', such as V100M16|V100M32`},
 		{"jobs huge gpus", jobs + "0,99999999,1\n", Options{}, `in.csv:2: gpus 99999999 is more than 1048576`},
 		{"jobs NaN duration", jobs + "0,1,NaN\n", Options{}, `in.csv:2: duration_s "NaN" is not a finite number`},
 		{"jobs too long", jobs + "0,1,1e12\n", Options{}, `in.csv:2: duration_s 1e12 is more than 100 years`},
@@ -542,8 +565,9 @@ func realTrace(t testing.TB, rel string) string {
 }
 
 // TestOpenbPods: an openb pod list as published: each GPU pod a job of
-// its GPUs (a share counting whole) from creation to deletion, or to the
-// trace's last time while alive, its tier its QOS's; CPU pods ignored.
+// its GPUs (a one-GPU pod's share of it kept) from creation to deletion,
+// or to the trace's last time while alive, its tier its QOS's, its GPU
+// types its gpu_spec's; CPU pods ignored.
 func TestOpenbPods(t *testing.T) {
 	tr := mustRead(t, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"+
 		"openb-pod-0000,12000,16384,1,1000,,LS,Running,0,3600,0\n"+
@@ -556,9 +580,9 @@ func TestOpenbPods(t *testing.T) {
 	}
 	want := []Job{
 		{ID: "openb-pod-0000", Submit: 0, GPUs: 1, Duration: time.Hour, Tier: "critical"},
-		{ID: "openb-pod-0001", Submit: time.Minute, GPUs: 1, Duration: 2 * time.Hour, Tier: "best_effort"},
+		{ID: "openb-pod-0001", Submit: time.Minute, GPUs: 1, Milli: 460, GPUTypes: "V100M16|V100M32", Duration: 2 * time.Hour, Tier: "best_effort"},
 		{ID: "openb-pod-0002", Submit: 2 * time.Minute, GPUs: 8, Duration: 3*time.Hour - 2*time.Minute, Tier: "standard"}, // alive: to 10800 s
-		{ID: "openb-pod-0004", Submit: 9000 * time.Second, GPUs: 2, Duration: 1800 * time.Second, Tier: "critical"},
+		{ID: "openb-pod-0004", Submit: 9000 * time.Second, GPUs: 2, GPUTypes: "G2", Duration: 1800 * time.Second, Tier: "critical"},
 	}
 	if !slices.Equal(tr.Jobs, want) {
 		t.Errorf("jobs:\n%+v\nwant\n%+v", tr.Jobs, want)
@@ -582,6 +606,33 @@ func TestRealOpenb(t *testing.T) {
 	// LS 4,011 and Guaranteed 6; Burstable 99; BE 2,948 (SOURCE.md).
 	if want := map[string]int{"critical": 4017, "standard": 99, "best_effort": 2948}; !maps.Equal(tiers, want) {
 		t.Errorf("jobs by tier %v, want %v", tiers, want)
+	}
+	shares, typed := 0, 0
+	for _, j := range tr.Jobs {
+		if j.Milli > 0 {
+			shares++
+		}
+		if j.GPUTypes != "" {
+			typed++
+		}
+	}
+	// 3,078 of 7,064 GPU pods ask for less than a GPU; the default list
+	// binds none to a type (SOURCE.md).
+	if shares != 3078 || typed != 0 {
+		t.Errorf("%d shares, %d typed; want 3,078 and 0", shares, typed)
+	}
+	spec, err := Open(realTrace(t, "alibaba_openb_v2023/openb_pod_list_gpuspec33.csv"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typed = 0
+	for _, j := range spec.Jobs {
+		if j.GPUTypes != "" {
+			typed++
+		}
+	}
+	if typed != 2388 { // a third of the 7,064 GPU pods
+		t.Errorf("gpuspec33: %d jobs bound to GPU types, want 2,388", typed)
 	}
 }
 

@@ -219,6 +219,8 @@ type readmeCoverage struct {
 // readmeCoverages accounts for every command in README.md and docs/. A command
 // matches the entry with the longest prefix of its normalised form.
 func readmeCoverages() []readmeCoverage {
+	sharesTests := []testRef{{"trace", "TestRealOpenb"}, {"simulate", "TestSharesPackOnOneGPU"}, {"simulate", "TestShareQueuePacked"},
+		{"simulate", "TestSharesAndTypesProperty"}, {"simulate", "TestTypedJobsBuyTheirType"}}
 	return []readmeCoverage{
 		{prefix: "autoscaler run -config examples/local.hcl", run: readmeRun},
 		{prefix: "autoscaler history import -config examples/cloud.hcl -series demand.csv", run: readmeHistoryImport},
@@ -236,6 +238,12 @@ func readmeCoverages() []readmeCoverage {
 		{prefix: "autoscaler simulate -config examples/openb.hcl -trace ../shared/traces/alibaba_openb_v2023/openb_pod_list_default.csv -policies predictive",
 			why:   "the whole openb pod list (a minute a run); the trace's reading and the tiers' workings are tested on it and on small traces",
 			tests: []testRef{{"trace", "TestRealOpenb"}, {"simulate", "TestTiersOrderTheQueue"}, {"simulate", "TestBestEffortBuysNoOnDemand"}, {"simulate", "TestPendingShapes"}}},
+		{prefix: "autoscaler simulate -config examples/openb.hcl -trace ../shared/traces/alibaba_openb_v2023/openb_pod_list_default.csv -policies reactive,predictive",
+			why:   "GPU shares on the whole openb pod list (20 seconds a run); placement, packing and the report are tested on small and generated traces",
+			tests: sharesTests},
+		{prefix: "autoscaler simulate -config examples/openb.hcl -trace ../shared/traces/alibaba_openb_v2023/openb_pod_list_gpuspec33.csv -policies reactive,predictive",
+			why:   "GPU types on the whole openb pod list (20 seconds a run); that every job runs on a type it accepts is a property over generated runs",
+			tests: sharesTests},
 		{prefix: "autoscaler simulate -config philly-budgets.hcl -trace ../shared/traces/philly_rfold/philly_trace.csv -policies predictive -label-teams 16",
 			why:   "team budgets on the whole Philly trace (philly-fair.hcl with the page's team blocks appended; 15 seconds a run); budgets, shares and their report are tested on generated traces",
 			tests: []testRef{{"simulate", "TestBudgetsHeld"}, {"simulate", "TestSharesKept"}, {"simulate", "TestBudgetBook"}, {"controller", "TestTeamOverBudget"}}},

@@ -54,6 +54,9 @@ func runSimulate(e *env, args []string) int {
 	fs.Var(&ckptDur, "checkpoint-duration", "how long a checkpoint asked for by a drain or a spot notice takes to be durable, 0 for at once (default: simulate.checkpoint_duration, 2m)")
 	unresponsive := fs.Float64("unresponsive-jobs", -1, "share of jobs, 0 to 1, that ignore drains and checkpoint only on their own schedule (default: simulate.unresponsive_jobs, 0.02)")
 	labelTiers := fs.String("label-tiers", "", "label each job the trace gives no tier with one of the config's tiers, drawn from its ID and -seed with these shares, such as critical=0.2,standard=0.5,best_effort=0.3 (the examples'); empty (off): such a job is the default tier's")
+	wholeGPUs := fs.Bool("whole-gpus", false, "round each job's share of one GPU (a trace's gpu_milli, gpus below 1) up to a whole GPU, as a fleet that does not share GPUs runs it: what sharing is compared with (the work and waiting are still counted at each job's share)")
+	anyType := fs.Bool("ignore-gpu-types", false, "run every job on any GPU type, whatever types it accepts (a trace's gpu_types or gpu_spec): what the constraints are compared with")
+	placement := fs.String("share-placement", simulate.PlaceBestFit, "how the simulated scheduler places shares of one GPU: best-fit (the shared GPU with the least left that holds it) or fragmentation (where the fragmentation the trace's jobs would leave grows the least, as Alibaba's scheduler does)")
 	untiered := fs.Bool("untiered", false, "predictive provisions as if the config had no tiers (all demand alike, at forecast.wait_value_per_gpu_hour, on any capacity type), the scheduler still favouring the higher tiers: what tiered provisioning is compared with")
 	labelTeams := fs.Int("label-teams", 0, fmt.Sprintf("label each job the trace gives no team as one of team-01 .. team-N, drawn from its ID and -seed with Zipf weights (team k's weight 1/k), for the report's split by team; 0 (off) to %d", simulate.MaxLabelTeams))
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -100,6 +103,13 @@ func runSimulate(e *env, args []string) int {
 	}
 	opt.LabelTeams = *labelTeams
 	opt.Untiered = *untiered
+	opt.WholeGPUs = *wholeGPUs
+	opt.IgnoreGPUTypes = *anyType
+	if *placement != simulate.PlaceBestFit && *placement != simulate.PlaceFragmentation {
+		fmt.Fprintf(e.stderr, "simulate: -share-placement %q: want %s or %s\n", *placement, simulate.PlaceBestFit, simulate.PlaceFragmentation)
+		return cli.ExitUsage
+	}
+	opt.SharePlacement = *placement
 	if *labelTiers != "" {
 		shares, err := simulate.ParseLabelTiers(*labelTiers)
 		if err != nil {
