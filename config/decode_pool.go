@@ -133,7 +133,7 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 			schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: kind.Attribute})
 		}
 	}
-	schema.Blocks = append(schema.Blocks, poolSlurmSchema)
+	schema.Blocks = append(schema.Blocks, poolSlurmSchema, poolMIGSchema)
 	content, diags := b.Rest.Content(schema)
 	d.decoded(diags)
 	var in ProviderInput
@@ -153,13 +153,17 @@ func (d *decoder) decodePool(b *poolBody) fleet.Pool {
 	for _, pb := range content.Blocks {
 		if prev, dup := seen[pb.Type]; dup {
 			d.errorf(pb.DefRange, "Duplicate "+pb.Type+" block",
-				"A %s block was already defined at %s; a pool has one provider block.", pb.Type, defPos(prev.DefRange))
+				"A %s block was already defined at %s; a pool has one.", pb.Type, defPos(prev.DefRange))
 			continue
 		}
 		seen[pb.Type] = pb
-		if pb.Type == poolSlurmSchema.Type {
+		switch pb.Type {
+		case poolSlurmSchema.Type:
 			b.slurm = pb
 			p.SlurmNodes, b.slurmNodesAt = d.decodePoolSlurm(pb, p)
+			continue
+		case poolMIGSchema.Type:
+			p.MIG = d.decodeMIG(pb, p)
 			continue
 		}
 		if provSt == set && pb.Type != kind.blockType() {

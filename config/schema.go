@@ -233,6 +233,15 @@ var partitionSchema = hcl.BlockHeaderSchema{Type: "partition", LabelNames: []str
 // poolSlurmSchema is a pool's slurm block, decoded into a poolSlurmBody.
 var poolSlurmSchema = hcl.BlockHeaderSchema{Type: "slurm"}
 
+// poolMIGSchema is a pool's MIG layout's block.
+var poolMIGSchema = hcl.BlockHeaderSchema{Type: "mig"}
+
+type migBody struct {
+	Layout []string `hcl:"layout"`
+
+	LayoutAt hcl.Range `hcl:"layout,attr_value_range"`
+}
+
 type poolSlurmBody struct {
 	Nodes string `hcl:"nodes"`
 

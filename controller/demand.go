@@ -104,7 +104,10 @@ const (
 // not served by 4-GPU nodes). Nodes, if set, asks for that many whole
 // empty nodes of the scope's pools, whatever their width (jobs on several
 // nodes: -N 2 runs on two nodes, not on one twice as wide); GPUs is then
-// their GPUs, for the totals (fleet.ScopedDemand.Nodes).
+// their GPUs, for the totals (fleet.ScopedDemand.Nodes). MIG, if set, is
+// a MIG profile its jobs each ask one GPU instance of, Instances of them,
+// served by the pools whose layout has it; GPUs is then the GPUs they
+// need at least, for the totals (fleet.ScopedDemand.MIG).
 type PendingDemand struct {
 	Pool           string `json:"pool,omitempty"`
 	GPUModel       string `json:"gpu_model,omitempty"`
@@ -112,6 +115,8 @@ type PendingDemand struct {
 	SlurmNode      string `json:"slurm_node,omitempty"`
 	MinGPUsPerNode int    `json:"min_gpus_per_node,omitempty"`
 	Nodes          int    `json:"nodes,omitempty"`
+	MIG            string `json:"mig,omitempty"`
+	Instances      int    `json:"instances,omitempty"`
 	GPUs           int    `json:"gpus"`
 	// Team and Tier are who the line's jobs belong to and their tier
 	// (fleet.ValidLabel), for the report of who used what: the teams a
@@ -160,11 +165,19 @@ func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 			return fmt.Errorf("%s.tier: %s", at, fleet.ValidLabel(p.Tier))
 		case p.Jobs < 0 || p.Jobs > fleet.MaxDemandGPUs:
 			return fmt.Errorf("%s.jobs: %d, want 0 to %d", at, p.Jobs, fleet.MaxDemandGPUs)
+		case p.MIG != "" && (p.Instances < 1 || p.Instances > fleet.MaxDemandGPUs):
+			return fmt.Errorf("%s.instances: %d, want 1 to %d GPU instances of profile %s", at, p.Instances, fleet.MaxDemandGPUs, p.MIG)
+		case p.MIG == "" && p.Instances != 0:
+			return fmt.Errorf("%s.instances: %d, but no MIG profile is named (mig)", at, p.Instances)
+		case p.MIG != "" && p.Nodes != 0:
+			return fmt.Errorf("%s.nodes: a line for a MIG profile counts instances, not whole nodes", at)
+		case p.MIG != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.MIGInstances(p.MIG) > 0 }):
+			return fmt.Errorf("%s.mig: no pool's MIG layout has profile %q", at, p.MIG)
 		case p.Nodes < 0 || p.Nodes > p.GPUs:
 			return fmt.Errorf("%s.nodes: %d, want 0 to its gpus (%d): whole nodes, each of at least one GPU", at, p.Nodes, p.GPUs)
 		case p.Pool != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.Name == p.Pool }):
 			return fmt.Errorf("%s.pool: unknown pool %q", at, p.Pool)
-		case p.GPUModel != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.ServesModel(p.GPUModel) }):
+		case p.GPUModel != "" && (slices.Contains(strings.Split(p.GPUModel, "|"), "") || !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.ServesModel(p.GPUModel) })):
 			return fmt.Errorf("%s.gpu_model: no pool has GPU model %q", at, p.GPUModel)
 		case p.Partition != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.ServesPartition(p.Partition) }):
 			return fmt.Errorf("%s.partition: no pool serves partition %q (a slurm block's partition blocks name each partition's pools)", at, p.Partition)
@@ -463,18 +476,19 @@ func (p *Pending) Demand(now time.Time) (int, []fleet.ScopedDemand) {
 			sum := byScope[k]
 			sum.GPUs += l.GPUs
 			sum.Nodes += l.Nodes
+			sum.Instances += l.Instances
 			byScope[k] = sum
 		}
 	}
 	scoped := make([]fleet.ScopedDemand, 0, len(byScope))
 	for k, sum := range byScope {
 		d := k.scope
-		d.GPUs, d.Nodes = sum.GPUs, sum.Nodes
+		d.GPUs, d.Nodes, d.Instances = sum.GPUs, sum.Nodes, sum.Instances
 		scoped = append(scoped, d)
 	}
 	slices.SortFunc(scoped, func(a, b fleet.ScopedDemand) int {
 		return cmp.Or(strings.Compare(a.Pool, b.Pool), strings.Compare(a.Partition, b.Partition), strings.Compare(a.SlurmNode, b.SlurmNode), strings.Compare(a.GPUModel, b.GPUModel),
-			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), cmp.Compare(a.Nodes, b.Nodes), strings.Compare(a.Tier, b.Tier),
+			cmp.Compare(a.MinGPUsPerNode, b.MinGPUsPerNode), strings.Compare(a.MIG, b.MIG), cmp.Compare(a.Nodes, b.Nodes), strings.Compare(a.Tier, b.Tier),
 			strings.Compare(a.Team, b.Team), strings.Compare(strconv.FormatBool(a.Requested), strconv.FormatBool(b.Requested)))
 	})
 	return total, scoped
@@ -565,7 +579,7 @@ func (p *Pending) Waiting(now time.Time) []usage.Waiting {
 // nodes and GPUs out.
 func (p PendingDemand) scope() fleet.ScopedDemand {
 	return fleet.ScopedDemand{Pool: p.Pool, GPUModel: strings.ToUpper(p.GPUModel), Partition: p.Partition, SlurmNode: p.SlurmNode,
-		MinGPUsPerNode: p.MinGPUsPerNode}
+		MinGPUsPerNode: p.MinGPUsPerNode, MIG: strings.ToLower(p.MIG)}
 }
 
 // ttl is how long a push counts.

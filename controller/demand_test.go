@@ -88,6 +88,37 @@ func TestDemandModelList(t *testing.T) {
 	}
 }
 
+// TestDemandMIG: a line of MIG instances is summed by profile (without
+// regard to case), its instances and GPUs added up; a profile no pool's
+// layout has, or a line of no instances, is refused.
+func TestDemandMIG(t *testing.T) {
+	dr, pending, now := demandRig()
+	dr.Pools[0].GPUModel, dr.Pools[0].MIG = "A100-80GB", []string{"3g.40gb", "3g.40gb"}
+	for _, body := range []string{
+		`{"source": "a", "pending": [{"mig": "3g.40gb", "instances": 3, "gpus": 2}]}`,
+		`{"source": "b", "pending": [{"mig": "3G.40GB", "instances": 1, "gpus": 1}]}`,
+	} {
+		if w := push(t, dr, "", "application/json", body); w.Code != http.StatusNoContent {
+			t.Fatalf("push: %d %s", w.Code, w.Body)
+		}
+	}
+	total, scoped := pending.Demand(*now)
+	if want := []fleet.ScopedDemand{{MIG: "3g.40gb", Instances: 4, GPUs: 3}}; total != 3 || !slices.Equal(scoped, want) {
+		t.Errorf("pending = %d %v, want 3 %v", total, scoped, want)
+	}
+	for body, reason := range map[string]string{
+		`{"source": "s", "pending": [{"mig": "1g.10gb", "instances": 1, "gpus": 1}]}`:             `pending[0].mig: no pool's MIG layout has profile "1g.10gb"`,
+		`{"source": "s", "pending": [{"mig": "3g.40gb", "gpus": 1}]}`:                             "pending[0].instances: 0, want 1 to",
+		`{"source": "s", "pending": [{"instances": 2, "gpus": 1}]}`:                               "pending[0].instances: 2, but no MIG profile is named (mig)",
+		`{"source": "s", "pending": [{"mig": "3g.40gb", "instances": 2, "nodes": 1, "gpus": 8}]}`: "pending[0].nodes: a line for a MIG profile counts instances, not whole nodes",
+	} {
+		w := push(t, dr, "", "application/json", body)
+		if w.Code != 422 || !strings.Contains(w.Body.String(), reason) {
+			t.Errorf("%s: %d %s, want 422 %q", body, w.Code, w.Body, reason)
+		}
+	}
+}
+
 // TestDemandRunningEnds: a push's running lines tell when jobs are
 // expected to end (a scheduler's time limits). They replace the source's
 // earlier ones, a push of them alone leaves its pending demand (and one of

@@ -64,6 +64,10 @@ type Pool struct {
 	Max int `json:"max"`
 	// Priority breaks ties between pools of equal price per GPU: higher first.
 	Priority int `json:"priority"`
+	// MIG, when set, is the GPU instances each of the pool's GPUs is
+	// partitioned into, by MIG profile (its mig { layout }: package mig
+	// checks that the GPU model holds it); none: whole GPUs.
+	MIG []string `json:"mig,omitempty"`
 	// Partitions are the scheduler's partitions (Slurm's) whose jobs the
 	// pool's nodes serve: demand pending in a partition is bought for in
 	// its pools only (ScopedDemand.Partition). Empty for none.
@@ -230,6 +234,28 @@ type Node struct {
 	Machine string `json:"machine,omitempty"`
 }
 
+// validShares checks that the shares of one GPU that jobs name (Job.SharedGPU)
+// add up to at most the whole GPU, and that only shares name one.
+func validShares(jobs []Job) error {
+	var held map[string]int
+	for i := range jobs {
+		j := &jobs[i]
+		switch {
+		case j.GPUMilli == 0 && j.SharedGPU != "":
+			return fmt.Errorf("jobs[%d].shared_gpu: job %s names shared GPU %q but holds no share of it (gpu_milli)", i, j.ID, j.SharedGPU)
+		case j.GPUMilli <= 0:
+			continue
+		}
+		if held == nil {
+			held = map[string]int{}
+		}
+		if held[j.SharedGPU] += j.GPUMilli; held[j.SharedGPU] > 1000 {
+			return fmt.Errorf("jobs[%d].gpu_milli: the jobs sharing GPU %q hold %d thousandths of it, more than all of it", i, j.SharedGPU, held[j.SharedGPU])
+		}
+	}
+	return nil
+}
+
 // UsedGPUs is the number of GPUs the node's jobs hold: their whole GPUs,
 // and each GPU shares are held on once (Holds).
 func (n *Node) UsedGPUs() int {
@@ -244,13 +270,16 @@ func (n *Node) UsedGPUs() int {
 // GPUs, or for a share of one GPU 1 if it is the first of the node's jobs
 // to name that GPU (Job.SharedGPU) and 0 for the others, so that the
 // node's jobs' Holds add up to UsedGPUs.
-func (n *Node) Holds(i int) int {
-	j := &n.Jobs[i]
+func (n *Node) Holds(i int) int { return Holds(n.Jobs, i) }
+
+// Holds is Node.Holds of a node's jobs.
+func Holds(jobs []Job, i int) int {
+	j := &jobs[i]
 	if j.GPUMilli <= 0 {
 		return j.GPUs
 	}
 	for k := range i {
-		if n.Jobs[k].GPUMilli > 0 && n.Jobs[k].SharedGPU == j.SharedGPU {
+		if jobs[k].GPUMilli > 0 && jobs[k].SharedGPU == j.SharedGPU {
 			return 0
 		}
 	}
@@ -542,8 +571,16 @@ func (s *State) Validate(pools []Pool) error {
 	scoped := 0
 	for i, d := range s.Scoped {
 		switch {
-		case d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.SlurmNode == "" && d.MinGPUsPerNode == 0 && d.Nodes == 0:
-			return fmt.Errorf("scoped[%d]: want a pool, a gpu_model, a partition, a slurm_node, GPUs per node or nodes", i)
+		case d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.SlurmNode == "" && d.MinGPUsPerNode == 0 && d.Nodes == 0 && d.MIG == "":
+			return fmt.Errorf("scoped[%d]: want a pool, a gpu_model, a partition, a slurm_node, GPUs per node, nodes or a MIG profile", i)
+		case d.MIG != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return p.MIGInstances(d.MIG) > 0 }):
+			return fmt.Errorf("scoped[%d].mig: no pool's MIG layout has profile %q", i, d.MIG)
+		case d.MIG != "" && d.Instances <= 0:
+			return fmt.Errorf("scoped[%d].instances: %d; a line for a MIG profile counts its instances, at least 1", i, d.Instances)
+		case d.MIG == "" && d.Instances != 0:
+			return fmt.Errorf("scoped[%d].instances: %d, but no MIG profile is named (mig)", i, d.Instances)
+		case d.MIG != "" && d.Nodes != 0:
+			return fmt.Errorf("scoped[%d].nodes: a line for a MIG profile counts instances, not whole nodes", i)
 		case d.SlurmNode != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return slices.Contains(p.SlurmNodes, d.SlurmNode) }):
 			return fmt.Errorf("scoped[%d].slurm_node: no pool has Slurm node %q", i, d.SlurmNode)
 		case d.MinGPUsPerNode < 0:
@@ -552,7 +589,7 @@ func (s *State) Validate(pools []Pool) error {
 			return fmt.Errorf("scoped[%d].nodes: %d is negative", i, d.Nodes)
 		case d.Pool != "" && !known[d.Pool]:
 			return fmt.Errorf("scoped[%d].pool: unknown pool %q", i, d.Pool)
-		case d.GPUModel != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return p.ServesModel(d.GPUModel) }):
+		case d.GPUModel != "" && (slices.Contains(strings.Split(d.GPUModel, "|"), "") || !slices.ContainsFunc(pools, func(p Pool) bool { return p.ServesModel(d.GPUModel) })):
 			return fmt.Errorf("scoped[%d].gpu_model: no pool has GPU model %q", i, d.GPUModel)
 		case d.Partition != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return p.ServesPartition(d.Partition) }):
 			return fmt.Errorf("scoped[%d].partition: no pool serves partition %q", i, d.Partition)
@@ -610,6 +647,9 @@ func (s *State) Validate(pools []Pool) error {
 			return fmt.Errorf("nodes[%d].drain_started_at: draining node %s has no drain start time", i, n.ID)
 		}
 		seen[n.ID] = true
+		if err := validShares(n.Jobs); err != nil {
+			return fmt.Errorf("nodes[%d]: node %s: %w", i, n.ID, err)
+		}
 		for j := range n.Jobs {
 			switch jb := &n.Jobs[j]; {
 			case jb.GPUs < 0:

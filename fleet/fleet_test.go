@@ -116,7 +116,7 @@ func TestValidate(t *testing.T) {
 		{"negative pending", State{PendingGPUs: -1}, "pending_gpus: -1 is negative"},
 		{"scoped", State{PendingGPUs: 9, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUs: 8}, {GPUModel: "a100", GPUs: 1}}}, ""},
 		{"scoped beyond pending", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUs: 8}}}, "scoped: 8 GPUs, more than pending_gpus (4)"},
-		{"scoped to nothing", State{PendingGPUs: 4, Scoped: []ScopedDemand{{GPUs: 4}}}, "scoped[0]: want a pool, a gpu_model, a partition, a slurm_node, GPUs per node or nodes"},
+		{"scoped to nothing", State{PendingGPUs: 4, Scoped: []ScopedDemand{{GPUs: 4}}}, "scoped[0]: want a pool, a gpu_model, a partition, a slurm_node, GPUs per node, nodes or a MIG profile"},
 		{"scoped to a Slurm node", State{PendingGPUs: 8, Scoped: []ScopedDemand{{SlurmNode: "dgx-2", Nodes: 1, GPUs: 8}}}, ""},
 		{"scoped to an unknown Slurm node", State{PendingGPUs: 8, Scoped: []ScopedDemand{{SlurmNode: "dgx-9", GPUs: 8}}}, `scoped[0].slurm_node: no pool has Slurm node "dgx-9"`},
 		{"scoped to a pool and its model", State{PendingGPUs: 4, Scoped: []ScopedDemand{{Pool: "reserved-a100", GPUModel: "A100", GPUs: 4}}}, ""},
@@ -298,5 +298,28 @@ func TestScopedDemandServes(t *testing.T) {
 		if strings.Join(got, " ") != tt.pools || tt.scope.String() != tt.words {
 			t.Errorf("%+v serves %q, says %q; want %q, %q", tt.scope, got, tt.scope.String(), tt.pools, tt.words)
 		}
+	}
+}
+
+// TestServesModelEmptyElement: a model list's empty element names no pool,
+// not the pools without a GPU model.
+func TestServesModelEmptyElement(t *testing.T) {
+	p := Pool{Name: "cpuish"} // no gpu_model
+	if p.ServesModel("H100|") {
+		t.Errorf(`pool without gpu_model serves "H100|"`)
+	}
+	st := State{Scoped: []ScopedDemand{{GPUModel: "H100|", GPUs: 8}}}
+	if err := st.Validate([]Pool{{Name: "p", Provider: "sim", GPUsPerNode: 8, Max: 1}}); err == nil {
+		t.Errorf(`Validate accepts gpu_model "H100|" though no pool has H100`)
+	}
+}
+
+// TestValidateOvercommittedShare: shares of one GPU adding up to more than
+// it are refused.
+func TestValidateOvercommittedShare(t *testing.T) {
+	st := State{Nodes: []Node{{ID: "n", Pool: "p", State: Ready, Jobs: []Job{
+		{ID: "a", GPUMilli: 900, SharedGPU: "0"}, {ID: "b", GPUMilli: 600, SharedGPU: "0"}}}}}
+	if err := st.Validate([]Pool{{Name: "p", Provider: "sim", GPUsPerNode: 8, Max: 1}}); err == nil {
+		t.Errorf("Validate accepts 1500 thousandths on one shared GPU")
 	}
 }

@@ -23,6 +23,12 @@ import (
 // narrowest such nodes, for the totals. A line of Nodes alone is served
 // by every pool, in whole nodes.
 //
+// MIG, when set, is a MIG profile (3g.40gb): the line's jobs each ask for
+// one GPU instance of it, Instances of them, which only the pools whose
+// GPUs are partitioned into it serve (Pool.MIG), each GPU as many as its
+// layout has; GPUs is then the GPUs they need at least (on the pools
+// whose layout has the most of the profile), for the totals.
+//
 // Tier, when set, is the tier of the line's jobs (TierIndex: a name the
 // config does not define is the default tier's); it is not part of the
 // scope: the planner buys nothing for a tier whose waiting is worth
@@ -39,6 +45,8 @@ type ScopedDemand struct {
 	SlurmNode      string `json:"slurm_node,omitempty"`
 	MinGPUsPerNode int    `json:"min_gpus_per_node,omitempty"`
 	Nodes          int    `json:"nodes,omitempty"`
+	MIG            string `json:"mig,omitempty"`
+	Instances      int    `json:"instances,omitempty"`
 	GPUs           int    `json:"gpus"`
 	Tier           string `json:"tier,omitempty"`
 	Team           string `json:"team,omitempty"`
@@ -48,12 +56,13 @@ type ScopedDemand struct {
 // Serves reports whether a pool serves the demand: it meets every part of
 // the scope that is set (and a scope with none set, no pool).
 func (d ScopedDemand) Serves(p *Pool) bool {
-	if d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.SlurmNode == "" && d.MinGPUsPerNode == 0 && d.Nodes == 0 {
+	if d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.SlurmNode == "" && d.MinGPUsPerNode == 0 && d.Nodes == 0 && d.MIG == "" {
 		return false
 	}
 	return (d.Pool == "" || p.Name == d.Pool) &&
 		(d.SlurmNode == "" || slices.Contains(p.SlurmNodes, d.SlurmNode)) &&
 		(d.GPUModel == "" || p.ServesModel(d.GPUModel)) &&
+		(d.MIG == "" || p.MIGInstances(d.MIG) > 0) &&
 		(d.Partition == "" || p.ServesPartition(d.Partition)) &&
 		p.GPUsPerNode >= d.MinGPUsPerNode
 }
@@ -63,7 +72,7 @@ func (d ScopedDemand) Serves(p *Pool) bool {
 // line of whole nodes never is: free GPUs on busy nodes do not serve
 // it).
 func (d ScopedDemand) ServesAll(pools []Pool) bool {
-	if d.Nodes > 0 {
+	if d.Nodes > 0 || d.MIG != "" {
 		return false
 	}
 	for i := range pools {
@@ -74,11 +83,23 @@ func (d ScopedDemand) ServesAll(pools []Pool) bool {
 	return true
 }
 
+// MIGInstances is how many GPU instances of MIG profile name each of the
+// pool's GPUs has (its MIG layout's), compared without regard to case.
+func (p *Pool) MIGInstances(name string) int {
+	n := 0
+	for _, m := range p.MIG {
+		if strings.EqualFold(m, name) {
+			n++
+		}
+	}
+	return n
+}
+
 // ServesModel reports whether the pool's GPUs are of one of the models of
 // a list separated by '|' (A100|H100), compared without regard to case.
 func (p *Pool) ServesModel(list string) bool {
 	for m := range strings.SplitSeq(list, "|") {
-		if strings.EqualFold(p.GPUModel, m) {
+		if m != "" && strings.EqualFold(p.GPUModel, m) {
 			return true
 		}
 	}
@@ -115,6 +136,9 @@ func (d ScopedDemand) String() string {
 	}
 	if d.MinGPUsPerNode > 0 {
 		parts = append(parts, fmt.Sprintf("nodes of %d+ GPUs", d.MinGPUsPerNode))
+	}
+	if d.MIG != "" {
+		parts = append(parts, "MIG "+d.MIG)
 	}
 	if len(parts) == 0 && d.Nodes > 0 {
 		return "any pool"

@@ -211,6 +211,10 @@ func (p *planner) serveScoped(t *tally, order []*poolPlan) {
 // run on that many nodes whatever their width) counts free GPUs only in
 // whole empty nodes, and launches nodes, not GPUs.
 func (p *planner) serveScope(t *tally, d fleet.ScopedDemand, scope []*poolPlan, free int) {
+	if d.MIG != "" {
+		p.serveMIG(t, d, scope, free)
+		return
+	}
 	whole := d.Nodes > 0
 	left, what := d.GPUs, "GPUs"
 	if whole {
@@ -228,10 +232,8 @@ func (p *planner) serveScope(t *tally, d fleet.ScopedDemand, scope []*poolPlan, 
 		u := unit(pp)
 		// The preemptible tiers' jobs leave for it (serveScoped buys
 		// nothing for theirs).
-		c := min(left, max(pp.supply-(pp.used-pp.yielding)-pp.stranded-pp.claimedSupply, 0)/u) * u
-		pp.claimed += c
-		pp.claimedSupply += c
-		t.scopedFree += c
+		c := min(left, pp.unclaimed()/u) * u
+		t.claimFree(pp, c)
 		setAside += c
 		left -= c / u
 		for i := range t.launches {
@@ -263,6 +265,76 @@ func (p *planner) serveScope(t *tally, d fleet.ScopedDemand, scope []*poolPlan, 
 	p.servedApart(d, max(d.GPUs, setAside))
 	if left > 0 {
 		p.note(ReasonUnmetDemand, unmetScopedNote(left, what, d))
+	}
+}
+
+// unclaimed is the free GPUs of the pool's ready nodes that scoped demand
+// has not claimed yet: the GPUs the preemptible tiers' jobs hold count as
+// free (serveScoped buys nothing for theirs), the stranded ones do not.
+func (pp *poolPlan) unclaimed() int {
+	return max(pp.supply-(pp.used-pp.yielding)-pp.stranded-pp.claimedSupply, 0)
+}
+
+// claimFree claims c free GPUs of pp for scoped demand, which the
+// fleet-wide demand then does not count on again.
+func (t *tally) claimFree(pp *poolPlan, c int) {
+	pp.claimed += c
+	pp.claimedSupply += c
+	t.scopedFree += c
+}
+
+// serveMIG serves a line of MIG instances (fleet.ScopedDemand.MIG) in its
+// pools, cheapest first, each GPU of a pool holding as many instances of
+// the profile as its layout has: it claims free GPUs, then GPUs being
+// launched, then launches nodes for the rest. The GPUs it takes are set
+// aside from the fleet-wide demand (at least the line's GPUs).
+func (p *planner) serveMIG(t *tally, d fleet.ScopedDemand, scope []*poolPlan, free int) {
+	left, setAside := d.Instances, 0
+	// take counts up to gpus GPUs of pp for the line, as many as its
+	// instances left need, and returns them.
+	take := func(pp *poolPlan, gpus int) int {
+		k := pp.spec.MIGInstances(d.MIG)
+		n := min(left, gpus*k)
+		left -= n
+		g := (n + k - 1) / k
+		setAside += g
+		return g
+	}
+	for _, pp := range scope {
+		if left <= 0 {
+			break
+		}
+		if pp.spec.MIGInstances(d.MIG) == 0 {
+			continue // not of the scope (Serves): never so
+		}
+		t.claimFree(pp, take(pp, pp.unclaimed()))
+		for i := range t.launches {
+			if l := &t.launches[i]; l.pool == pp && left > 0 {
+				c := take(pp, l.gpus-l.scoped)
+				l.scoped += c
+				pp.claimed += c
+			}
+		}
+	}
+	for _, pp := range scope {
+		if left <= 0 {
+			break
+		}
+		per := pp.spec.GPUsPerNode * pp.spec.MIGInstances(d.MIG)
+		if per == 0 {
+			continue
+		}
+		got := p.launchIn(t, pp, (left+per-1)/per, fmt.Sprintf("%d %s instances pending for %s", left, d.MIG, d), ReasonScopedDemand,
+			fmt.Sprintf("%d instances pending for %s, which has %d GPUs free; only it serves them (%d a node)", d.Instances, d, free, per))
+		if got > 0 {
+			c := take(pp, got*pp.spec.GPUsPerNode)
+			t.launches[len(t.launches)-1].scoped = c
+			pp.claimed += c
+		}
+	}
+	p.servedApart(d, max(d.GPUs, setAside))
+	if left > 0 {
+		p.note(ReasonUnmetDemand, unmetScopedNote(left, d.MIG+" instances", d))
 	}
 }
 

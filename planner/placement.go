@@ -84,7 +84,7 @@ func (pl *placement) fits(own int, jobs []fleet.Job, busyOnly bool) bool {
 	}
 	pl.jobs = pl.jobs[:0]
 	for i := range jobs {
-		if g := jobs[i].GPUs; g > 0 {
+		if g := fleet.Holds(jobs, i); g > 0 { // the GPU shares hold, once
 			pl.jobs = append(pl.jobs, g)
 		}
 	}

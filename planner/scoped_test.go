@@ -29,6 +29,12 @@ func TestScopedDemand(t *testing.T) {
 	x.Partitions, y.Partitions = []string{"dev", "train"}, []string{"dev2", "train"}
 	wide := pool("wide", fleet.OnDemand, 60, 5*time.Minute, 0, 10)
 	wide.GPUsPerNode, wide.Partitions = 16, []string{"train"}
+	// MIG: 80 GB A100s of two 3g.40gb a GPU (16 a node), and dearer ones
+	// of seven 1g.10gb (56 a node).
+	mig3g, mig1g := pool("mig-3g", fleet.OnDemand, 32, 9*time.Minute, 0, 10), pool("mig-1g", fleet.OnDemand, 33, 9*time.Minute, 0, 10)
+	mig3g.GPUModel, mig1g.GPUModel = "A100-80GB", "A100-80GB"
+	mig3g.MIG = []string{"3g.40gb", "3g.40gb"}
+	mig1g.MIG = []string{"1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb", "1g.10gb"}
 	// timedOut is a node draining past drain.timeout, with a 1-GPU job
 	// that never checkpointed: its drain is cancelled.
 	timedOut := func(id, pool string) fleet.Node {
@@ -71,6 +77,22 @@ func TestScopedDemand(t *testing.T) {
 		scoped: []fleet.ScopedDemand{{Pool: od.Name, GPUs: 16}},
 		// 8 free on od-1, 7 on od-2: one more node for the last GPU.
 		want: []launch{{od.Name, 1, ReasonScopedDemand}},
+	}, {
+		name:   "MIG instances go to the pools whose layout has their profile",
+		pools:  []fleet.Pool{od, mig1g, mig3g},
+		scoped: []fleet.ScopedDemand{{MIG: "3g.40gb", Instances: 20, GPUs: 10}, {MIG: "1g.10gb", Instances: 4, GPUs: 1}},
+		// 20 of 16 a node: two; 4 of 56 a node: one.
+		want: []launch{{mig3g.Name, 2, ReasonScopedDemand}, {mig1g.Name, 1, ReasonScopedDemand}},
+	}, {
+		name:   "free GPUs of a MIG pool serve its instances first",
+		pools:  []fleet.Pool{od, mig3g},
+		nodes:  []fleet.Node{ready("mig-1", mig3g.Name), ready("od-1", od.Name)},
+		scoped: []fleet.ScopedDemand{{MIG: "3g.40gb", Instances: 20, GPUs: 10}},
+		fc:     flat(10),
+		// mig-1's 8 free GPUs hold 16: one node for the other 4. The
+		// whole-GPU node is spare.
+		want:   []launch{{mig3g.Name, 1, ReasonScopedDemand}},
+		drains: []string{"od-1"},
 	}, {
 		name:   "free GPUs elsewhere do not serve it",
 		pools:  []fleet.Pool{spot, od},

@@ -354,11 +354,17 @@ func (p *planner) yieldingOn(n *fleet.Node, gpn int) int {
 	if len(p.cfg.Tiers) == 0 {
 		return 0
 	}
+	preemptible := func(j *fleet.Job) bool { return Preemptible(&p.cfg.Tiers[fleet.TierIndex(p.cfg.Tiers, j.Tier)]) }
 	y, left := 0, gpn
 	for i := range n.Jobs {
-		g := min(n.Holds(i), left)
+		j := &n.Jobs[i]
+		g := min(n.Holds(i), left) // a shared GPU counted at its first share
 		left -= g
-		if Preemptible(&p.cfg.Tiers[fleet.TierIndex(p.cfg.Tiers, n.Jobs[i].Tier)]) {
+		// A share's leaving frees no GPU while another share holds it:
+		// a shared GPU yields only if all its shares do.
+		if preemptible(j) && (j.GPUMilli == 0 || !slices.ContainsFunc(n.Jobs, func(k fleet.Job) bool {
+			return k.GPUMilli > 0 && k.SharedGPU == j.SharedGPU && !preemptible(&k)
+		})) {
 			y += g
 		}
 	}

@@ -189,10 +189,8 @@ func newEngine(tr *trace.Trace, pools []fleet.Pool, opt Options, pol policy) (*e
 		e.buckets[t] = make([][]*node, e.maxGPN+1)
 	}
 	e.others = make([][2]int, e.maxGPN+1)
-	models, err := newModelTable(pools)
-	if err != nil {
-		return nil, err
-	}
+	models := newModelTable(pools)
+	var err error
 	e.models = models
 	e.partFree = make([][shareMilli]int32, len(models.names))
 	e.freeModel = make([][]int32, len(models.names))

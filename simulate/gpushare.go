@@ -37,41 +37,70 @@ func (j *job) eqSeconds(s int64) float64 { return float64(s*int64(j.ask)) / shar
 func (j *job) isShare() bool { return j.milli > 0 }
 
 // modelTable is the GPU types of a run: the pools' gpu_model, each once,
-// compared without regard to case, by index (at most 64: a job's types
-// are a bit mask).
+// compared without regard to case, by index (a job's types are a bit mask:
+// a job may accept only the first maxTypes).
 type modelTable struct {
 	names []string // as the first pool spells it; "" for a pool without one
-	of    []uint8  // each pool's index
+	of    []int    // each pool's index
 }
 
+// maxTypes is how many GPU types a job's types may be among.
+const maxTypes = 64
+
 // newModelTable is the run's GPU types, from its pools.
-func newModelTable(pools []fleet.Pool) (*modelTable, error) {
-	t := &modelTable{of: make([]uint8, len(pools))}
+func newModelTable(pools []fleet.Pool) *modelTable {
+	t := &modelTable{of: make([]int, len(pools))}
 	for i := range pools {
 		k := slices.IndexFunc(t.names, func(s string) bool { return strings.EqualFold(s, pools[i].GPUModel) })
 		if k < 0 {
-			if len(t.names) == 64 {
-				return nil, fmt.Errorf("simulate: the pools have more than 64 GPU models")
-			}
 			k = len(t.names)
 			t.names = append(t.names, pools[i].GPUModel)
 		}
-		t.of[i] = uint8(k)
+		t.of[i] = k
 	}
-	return t, nil
+	return t
 }
 
-// checkTypesRun refuses a trace with a job that accepts only GPU types no
-// pool has, naming its first such job: it could never run.
+// checkTypesRun refuses a trace with a job that could never run for its
+// GPU types, naming the first: it accepts only types no pool has, or it is
+// wider than every node of its types and their widest pools are not the
+// fleet's widest (a job wider than a node takes whole nodes of the
+// widest pools), or than all of those together.
 func checkTypesRun(pools []fleet.Pool, tr *trace.Trace) error {
-	t, err := newModelTable(pools)
-	if err != nil {
-		return err
-	}
+	t := newModelTable(pools)
 	cache := map[string]uint64{}
+	widest := 0
+	for i := range pools {
+		widest = max(widest, pools[i].GPUsPerNode)
+	}
+	type shape struct {
+		types string
+		gpus  int
+	}
+	checked := map[shape]bool{}
 	for i := range tr.Jobs {
-		if _, err := t.maskOf(tr.Jobs[i].GPUTypes, cache); err != nil {
-			return fmt.Errorf("simulate: job %s %w", tr.Jobs[i].ID, err)
+		j := &tr.Jobs[i]
+		mask, err := t.maskOf(j.GPUTypes, cache)
+		if err != nil {
+			return fmt.Errorf("simulate: job %s %w", j.ID, err)
+		}
+		if mask == 0 || checked[shape{j.GPUTypes, j.GPUs}] {
+			continue
+		}
+		checked[shape{j.GPUTypes, j.GPUs}] = true
+		most, whole := 0, 0 // the widest node of its types; the GPUs of its types' widest pools
+		for p := range pools {
+			if mask&(1<<t.of[p]) == 0 || t.of[p] >= maxTypes {
+				continue
+			}
+			most = max(most, pools[p].GPUsPerNode)
+			if pools[p].GPUsPerNode == widest {
+				whole = fleet.SatAdd(whole, fleet.SatMul(pools[p].Max, widest))
+			}
+		}
+		if j.GPUs > most && j.GPUs > whole {
+			return fmt.Errorf("simulate: job %s of %d GPUs accepts GPU types %s, whose nodes hold at most %d GPUs each, and whose pools hold %d GPUs of the fleet's widest nodes (%d GPUs), which a job wider than a node takes whole: it could never run",
+				j.ID, j.GPUs, strings.ReplaceAll(j.GPUTypes, "|", ", "), most, whole, widest)
 		}
 	}
 	return nil
@@ -88,7 +117,11 @@ func (t *modelTable) maskOf(list string, cache map[string]uint64) (uint64, error
 	}
 	var m uint64
 	for typ := range strings.SplitSeq(list, "|") {
-		if k := slices.IndexFunc(t.names, func(s string) bool { return s != "" && strings.EqualFold(s, typ) }); k >= 0 {
+		k := slices.IndexFunc(t.names, func(s string) bool { return s != "" && strings.EqualFold(s, typ) })
+		if k >= maxTypes {
+			return 0, fmt.Errorf("accepts GPU type %s, the %dth of the pools' GPU models: a job's types are among the first %d", typ, k+1, maxTypes)
+		}
+		if k >= 0 {
 			m |= 1 << k
 		}
 	}
@@ -302,15 +335,7 @@ func (e *engine) fitsShare(j *job, mask uint8) bool {
 // can start now on the capacity types in mask.
 func (e *engine) fitsTyped(j *job, mask uint8) bool {
 	if j.gpus > e.maxGPN {
-		whole := 0
-		for t := range e.buckets {
-			for _, n := range e.buckets[t][e.maxGPN] {
-				if e.accepts(j, n, mask) {
-					whole++
-				}
-			}
-		}
-		return whole*e.maxGPN >= j.gpus
+		return e.freeNodesFor(j, e.maxGPN, mask)*e.maxGPN >= j.gpus
 	}
 	for f := j.gpus; f <= e.maxGPN; f++ {
 		if mask != 0 {
@@ -326,6 +351,23 @@ func (e *engine) fitsTyped(j *job, mask uint8) bool {
 		}
 	}
 	return false
+}
+
+// freeNodesFor is how many up, non-draining nodes with f free GPUs are of
+// the capacity types in mask and of a GPU type job j accepts (freeOn).
+func (e *engine) freeNodesFor(j *job, f int, mask uint8) int {
+	if j.types == 0 {
+		return e.freeOn(f, mask)
+	}
+	n := 0
+	for t := range e.buckets {
+		for _, x := range e.buckets[t][f] {
+			if e.accepts(j, x, mask) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // pickOf is a node with f free GPUs of the capacity types in mask and of

@@ -137,13 +137,12 @@ func (e *engine) pendingTyped(out []fleet.ScopedDemand) []fleet.ScopedDemand {
 // its jobs of the tiers it buys for need less the GPUs of the empty nodes
 // (booting ones included) of those types not counted for another set, in
 // the cheapest pool of order of those types whose nodes hold its widest
-// job. It reports whether anything was wanted.
-func (r *reactive) scaleUpTyped(e *engine, order []int) bool {
+// job. It reports whether anything was wanted (and could be bought), and
+// the GPUs of the empty nodes it counted on, which scaleUp leaves to it.
+func (r *reactive) scaleUpTyped(e *engine, order []int) (wanted bool, counted map[int32]bool, countedGPUs int) {
 	if len(e.typedKeys) == 0 {
-		return false
+		return false, nil, 0
 	}
-	var counted map[int32]bool // empty nodes counted for a set already
-	wanted := false
 	for i := 0; i < len(e.typedKeys); {
 		mask := e.typedKeys[i].types
 		need, widest := 0, 1
@@ -165,6 +164,7 @@ func (r *reactive) scaleUpTyped(e *engine, order []int) bool {
 					counted = map[int32]bool{}
 				}
 				counted[n.idx] = true
+				countedGPUs += n.gpn
 				need -= n.gpn
 				if need <= 0 {
 					break
@@ -174,19 +174,19 @@ func (r *reactive) scaleUpTyped(e *engine, order []int) bool {
 		if need <= 0 {
 			continue
 		}
-		wanted = true
 		eligible := slices.DeleteFunc(slices.Clone(order), func(pi int) bool {
 			return mask&(1<<e.models.of[pi]) == 0 || e.pools[pi].spec.GPUsPerNode < widest
 		})
 		if len(eligible) == 0 {
 			continue // no pool of its types holds it: it waits
 		}
+		wanted = true
 		gpn := e.pools[eligible[0]].spec.GPUsPerNode
 		if launchAcross(e, eligible, (need+gpn-1)/gpn, leadTime(e)) > 0 {
 			r.lastUp = e.now
 		}
 	}
-	return wanted
+	return wanted, counted, countedGPUs
 }
 
 // AnyGPUType names, in Result.GPUTypes, the jobs that accept any GPU type.
@@ -286,9 +286,13 @@ func (s static) fillTyped(e *engine, order []int, lead func(pi int) int64) {
 				have += n.gpn
 			}
 		}
-		eligible := slices.DeleteFunc(slices.Clone(order), func(pi int) bool {
+		fits := func(pi int) bool {
 			return mask&(1<<e.models.of[pi]) == 0 || e.pools[pi].spec.GPUsPerNode < min(p.widestGPU, e.maxGPN)
-		})
+		}
+		eligible := slices.DeleteFunc(slices.Clone(order), fits)
+		if len(eligible) == 0 { // its types come only in pools static does not buy first (spot)
+			eligible = slices.DeleteFunc(burstOrder(e.pools, false), fits)
+		}
 		if have >= p.gpus || len(eligible) == 0 {
 			continue
 		}

@@ -213,8 +213,10 @@ func (r *reactive) tick(e *engine) error {
 		}
 	}
 	queued := e.queuedBought()
-	up := r.scaleUp(e, order, empty, max(0, r.buffer-max(0, empty-queued)-frag))
-	if r.scaleUpTyped(e, order) || up {
+	// The jobs of some GPU types first: the empty nodes of their types
+	// they count on are not the others'.
+	typedUp, typedOn, typedGPUs := r.scaleUpTyped(e, order)
+	if r.scaleUp(e, order, empty-typedGPUs, max(0, r.buffer-max(0, empty-typedGPUs-queued)-frag), typedOn) || typedUp {
 		return nil
 	}
 	if e.now-r.lastUp < caDelayAfterAdd {

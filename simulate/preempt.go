@@ -58,9 +58,9 @@ func (e *engine) preempt() bool {
 		if n.state != up || n.bucketPos < 0 {
 			continue
 		}
-		room := 0
+		room := e.yieldingParts(n, nil) // each shared GPU all of whose shares yield
 		for _, id := range n.jobs {
-			if e.yielding(&e.jobs[id]) {
+			if v := &e.jobs[id]; e.yielding(v) && !v.isShare() {
 				room += min(e.jobs[id].gpus, n.gpn) // a wide job holds the whole node
 			}
 		}
@@ -75,11 +75,11 @@ func (e *engine) preempt() bool {
 			// Whole nodes of the widest size, each emptied.
 			var whole []int
 			for i := range cands {
-				if c := &cands[i]; c.n.gpn == e.maxGPN && c.room == e.maxGPN && (j.runsOn == 0 || c.n.kind&j.runsOn != 0) && len(whole)*e.maxGPN < j.gpus {
+				if c := &cands[i]; c.n.gpn == e.maxGPN && c.room == e.maxGPN && e.accepts(j, c.n, j.runsOn) && len(whole)*e.maxGPN < j.gpus {
 					whole = append(whole, i)
 				}
 			}
-			if len(whole)*e.maxGPN+e.freeOn(e.maxGPN, j.runsOn)*e.maxGPN < j.gpus {
+			if len(whole)*e.maxGPN+e.freeNodesFor(j, e.maxGPN, j.runsOn)*e.maxGPN < j.gpus {
 				continue
 			}
 			for _, i := range whole {
@@ -92,7 +92,7 @@ func (e *engine) preempt() bool {
 		best := -1
 		for i := range cands {
 			c := &cands[i]
-			if c.room >= j.gpus && (j.runsOn == 0 || c.n.kind&j.runsOn != 0) && (best < 0 || c.room < cands[best].room) {
+			if c.room >= j.gpus && e.accepts(j, c.n, j.runsOn) && (best < 0 || c.room < cands[best].room) {
 				best = i
 			}
 		}
@@ -111,24 +111,73 @@ func (e *engine) preempt() bool {
 }
 
 // evict asks preemptible jobs on node n to leave until it has gpus free
-// GPUs, or will once their checkpoints are durable; it reports whether it
-// asked any, and whether one left at once.
+// GPUs, or will once their checkpoints are durable: jobs of whole GPUs
+// first, then the shares of each GPU all of whose shares yield (a share's
+// leaving frees no GPU while another share holds it); it reports whether
+// it asked any, and whether one left at once.
 func (e *engine) evict(n *node, gpus int) (asked, now bool) {
 	need := gpus - n.free
-	for i := 0; i < len(n.jobs) && need > 0; i++ {
-		v := &e.jobs[n.jobs[i]]
-		if !e.yielding(v) {
-			continue
-		}
-		need -= min(v.gpus, n.gpn)
+	ask := func(id int32) {
 		e.st.preempted++
 		asked = true
-		if e.askToLeave(n.jobs[i]) {
+		if e.askToLeave(id) {
 			now = true
-			i-- // it left the node's jobs
 		}
 	}
+	var leave []int32
+	for _, id := range n.jobs {
+		if v := &e.jobs[id]; need > 0 && e.yielding(v) && !v.isShare() {
+			need -= min(v.gpus, n.gpn)
+			leave = append(leave, id)
+		}
+	}
+	if need > 0 {
+		var parts []int32
+		e.yieldingParts(n, func(s int32) {
+			if need > 0 {
+				parts = append(parts, s)
+				need--
+			}
+		})
+		for _, id := range n.jobs {
+			if v := &e.jobs[id]; v.isShare() && slices.Contains(parts, v.part) {
+				leave = append(leave, id)
+			}
+		}
+	}
+	for _, id := range leave { // n.jobs changes as they leave
+		ask(id)
+	}
 	return asked, now
+}
+
+// yieldingParts is how many of node n's shared GPUs would be freed by a
+// preemption: every share on it yields (yielding). It calls each, when
+// not nil, with each such GPU's slot.
+func (e *engine) yieldingParts(n *node, each func(slot int32)) int {
+	if n.shared == 0 {
+		return 0
+	}
+	count := 0
+	for s, left := range n.parts {
+		if left < 0 {
+			continue
+		}
+		all := true
+		for _, id := range n.jobs {
+			if v := &e.jobs[id]; v.isShare() && v.part == int32(s) && !e.yielding(v) {
+				all = false
+				break
+			}
+		}
+		if all {
+			count++
+			if each != nil {
+				each(int32(s))
+			}
+		}
+	}
+	return count
 }
 
 // yielding reports whether running job j would leave for a preemption: its

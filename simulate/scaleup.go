@@ -18,7 +18,10 @@ import "slices"
 // narrowest class, in the cheapest pools of any width. Empty nodes
 // narrower than every burst pool's (reserved ones) are not counted: the
 // jobs they can hold have started on them.
-func (r *reactive) scaleUp(e *engine, order []int, empty, bufNeed int) bool {
+//
+// Empty nodes in skip are left out: the queued jobs of some GPU types
+// count on them (scaleUpTyped).
+func (r *reactive) scaleUp(e *engine, order []int, empty, bufNeed int, skip map[int32]bool) bool {
 	ws := burstWidths(e, order)
 	demand, spare := make([]int, len(ws)), make([]int, len(ws))
 	if len(ws) == 1 {
@@ -37,7 +40,7 @@ func (r *reactive) scaleUp(e *engine, order []int, empty, bufNeed int) bool {
 			demand[k] += g
 		}
 		for _, n := range e.live {
-			if (n.state == booting || (n.state == up && n.free == n.gpn)) && n.gpn >= ws[0] {
+			if (n.state == booting || (n.state == up && n.free == n.gpn)) && n.gpn >= ws[0] && !skip[n.idx] {
 				k := 0 // the widest class the node can serve
 				for k < len(ws)-1 && ws[k+1] <= n.gpn {
 					k++

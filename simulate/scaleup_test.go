@@ -34,15 +34,15 @@ func TestScaleUpByWidth(t *testing.T) {
 	order := burstOrder(e.pools, false)
 	// The 4- and 16-GPU jobs need 8-GPU nodes: 8 + 16 GPUs, 3 nodes; the
 	// 1-GPU job one 2-GPU node; nothing for the best-effort job.
-	if !r.scaleUp(e, order, 0, 0) || e.pools[0].count != 1 || e.pools[1].count != 3 {
+	if !r.scaleUp(e, order, 0, 0, nil) || e.pools[0].count != 1 || e.pools[1].count != 3 {
 		t.Fatalf("small %d, big %d nodes; want 1 and 3", e.pools[0].count, e.pools[1].count)
 	}
 	// The same queue again: the booting nodes hold it.
-	if r.scaleUp(e, order, 0, 0) || e.pools[0].count != 1 || e.pools[1].count != 3 {
+	if r.scaleUp(e, order, 0, 0, nil) || e.pools[0].count != 1 || e.pools[1].count != 3 {
 		t.Fatalf("again: small %d, big %d nodes; want 1 and 3", e.pools[0].count, e.pools[1].count)
 	}
 	// A buffer of 4 GPUs: two more of the cheapest nodes.
-	if !r.scaleUp(e, order, 0, 4) || e.pools[0].count != 3 || e.pools[1].count != 3 {
+	if !r.scaleUp(e, order, 0, 4, nil) || e.pools[0].count != 3 || e.pools[1].count != 3 {
 		t.Fatalf("a buffer: small %d, big %d nodes; want 3 and 3", e.pools[0].count, e.pools[1].count)
 	}
 }
@@ -89,7 +89,7 @@ func TestScaleUpCarries(t *testing.T) {
 				t.Fatalf("%s: launched %d, %v", tt.name, n, err)
 			}
 		}
-		(&reactive{}).scaleUp(e, burstOrder(e.pools, false), 0, 0)
+		(&reactive{}).scaleUp(e, burstOrder(e.pools, false), 0, 0, nil)
 		if e.pools[0].count != tt.small || e.pools[1].count != tt.big {
 			t.Errorf("%s: small %d, big %d nodes; want %d and %d", tt.name, e.pools[0].count, e.pools[1].count, tt.small, tt.big)
 		}
@@ -105,7 +105,7 @@ func TestScaleUpCarries(t *testing.T) {
 	if n, err := e.launch(2, 2, 0); n != 2 || err != nil {
 		t.Fatalf("reserved: launched %d, %v", n, err)
 	}
-	if !(&reactive{}).scaleUp(e, burstOrder(e.pools, false), 0, 0) || e.pools[0].count != 1 {
+	if !(&reactive{}).scaleUp(e, burstOrder(e.pools, false), 0, 0, nil) || e.pools[0].count != 1 {
 		t.Errorf("a 2-GPU job beside two empty 1-GPU nodes: %d 4-GPU nodes, want 1", e.pools[0].count)
 	}
 }

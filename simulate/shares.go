@@ -113,15 +113,35 @@ func without(m, drop uint8) uint8 {
 
 // holdShare counts what running job j holds on reserved nodes into its
 // team's (sign 1, as it starts) or out of it (-1, as it stops).
+// A team's shares of one GPU hold it once: the first to start on it counts
+// it, the last to leave gives it back.
 func (e *engine) holdShare(j *job, sign int) {
 	if e.shares == nil {
 		return
 	}
+	if j.isShare() {
+		n := e.nodes[j.nodes[0]]
+		if n.tier == 0 && !e.teamSharesGPU(j, n) {
+			e.shares.onRes[j.group[byTeam]] += sign
+		}
+		return
+	}
 	e.onNodes(j, func(n *node, m int) {
-		if n.tier == 0 { // a share of a GPU holds it
-			e.shares.onRes[j.group[byTeam]] += sign * ((m + shareMilli - 1) / shareMilli)
+		if n.tier == 0 {
+			e.shares.onRes[j.group[byTeam]] += sign * m / shareMilli
 		}
 	})
+}
+
+// teamSharesGPU reports whether another share of job j's team holds part
+// of the GPU share j holds on node n.
+func (e *engine) teamSharesGPU(j *job, n *node) bool {
+	for _, id := range n.jobs {
+		if v := &e.jobs[id]; v != j && v.isShare() && v.part == j.part && v.group[byTeam] == j.group[byTeam] {
+			return true
+		}
+	}
+	return false
 }
 
 // reclaim gives the teams with jobs queued their shares back: for each
@@ -155,7 +175,7 @@ func (e *engine) reclaim() bool {
 		}
 		unused := e.unusedShare(k)
 		j := e.firstFitting(k, unused)
-		if j == nil || e.fitsReservedSomewhere(j.gpus) {
+		if j == nil || e.fitsReservedSomewhere(j) {
 			continue
 		}
 		if !overSet {
@@ -164,13 +184,16 @@ func (e *engine) reclaim() bool {
 			}
 			overSet = true
 		}
-		n := e.reclaimNode(j.gpus)
+		n := e.reclaimNode(j)
 		if n == nil {
 			continue
 		}
 		room := n.free
 		for i := 0; i < len(n.jobs) && room < j.gpus; i++ {
 			v := &e.jobs[n.jobs[i]]
+			if v.isShare() {
+				continue // its leaving frees no GPU while another share holds it
+			}
 			if v.preempted || v.saveAt >= 0 {
 				room += min(v.gpus, n.gpn) // leaving already
 				continue
@@ -214,31 +237,39 @@ func (e *engine) firstFitting(k int, gpus int) *job {
 	return best
 }
 
-// fitsReservedSomewhere reports whether a job of gpus GPUs fits on an up
-// reserved node now.
-func (e *engine) fitsReservedSomewhere(gpus int) bool {
-	for f := gpus; f < len(e.buckets[0]); f++ {
-		if len(e.buckets[0][f]) > 0 {
-			return true
+// fitsReservedSomewhere reports whether job j fits on an up reserved node
+// of a GPU type it accepts now.
+func (e *engine) fitsReservedSomewhere(j *job) bool {
+	for f := j.gpus; f < len(e.buckets[0]); f++ {
+		for _, n := range e.buckets[0][f] {
+			if e.accepts(j, n, 0) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// reclaimNode is the up reserved node (taking work) where a job of gpus
-// GPUs fits once the borrowers there give back the fewest GPUs: its free
-// GPUs, those of its jobs leaving already, and those of its borrowers'
-// jobs (teams over their shares, by what they hold there); nil for none.
-func (e *engine) reclaimNode(gpus int) *node {
+// reclaimNode is the up reserved node (taking work) of a GPU type job j
+// accepts where it fits once the borrowers there give back the fewest
+// GPUs: its free GPUs, those of its jobs leaving already, and those of its
+// borrowers' jobs (teams over their shares, by what they hold there; a
+// share of a GPU frees none); nil for none.
+func (e *engine) reclaimNode(j *job) *node {
+	gpus := j.gpus
 	var best *node
 	bestAsk := 0
 	for f, b := range e.buckets[0] {
 		for _, n := range b {
+			if !e.accepts(j, n, 0) {
+				continue
+			}
 			room, ask := f, 0
 			for _, id := range n.jobs {
 				v := &e.jobs[id]
 				g := min(v.gpus, n.gpn)
 				switch {
+				case v.isShare():
 				case v.preempted || v.saveAt >= 0:
 					room += g
 				case !v.unresponsive && e.shares.over[v.group[byTeam]] >= e.reservedHeld(v):

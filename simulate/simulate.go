@@ -444,6 +444,11 @@ func (opt Options) resolve(set *fleet.Settings, tr *trace.Trace) (Options, error
 	if err := checkTypesRun(set.Pools, tr); err != nil && !opt.IgnoreGPUTypes {
 		return Options{}, err
 	}
+	switch opt.SharePlacement {
+	case "", PlaceBestFit, PlaceFragmentation:
+	default:
+		return Options{}, fmt.Errorf("simulate: share placement %q: want %q or %q", opt.SharePlacement, PlaceBestFit, PlaceFragmentation)
+	}
 	opt.sample = sampleStep(tr.Span())
 	return opt, nil
 }

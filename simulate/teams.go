@@ -219,11 +219,16 @@ func splitTeams(names []string, tallies []teamTally, total usage.Micros) []TeamR
 }
 
 // onNodes calls f with each node running job j holds and what it holds
-// there, in thousandths of a GPU: all of its ask on one node (a share's,
-// or its GPUs'); a wide job's node by node, whole nodes first.
+// there, in thousandths of a GPU: all of it on one node (a share's part of
+// its GPU, or its GPUs: a share rounded up to a whole GPU holds it); a
+// wide job's node by node, whole nodes first.
 func (e *engine) onNodes(j *job, f func(n *node, milli int)) {
 	if len(j.nodes) == 1 {
-		f(e.nodes[j.nodes[0]], int(j.ask))
+		held := j.gpus * shareMilli
+		if j.isShare() {
+			held = int(j.milli)
+		}
+		f(e.nodes[j.nodes[0]], held)
 		return
 	}
 	left := j.gpus
@@ -244,6 +249,10 @@ func (e *engine) chargeRun(j *job, kept int64) {
 			continue
 		}
 		row := e.groups[g].used[int(j.group[g])*len(e.pools):][:len(e.pools)]
+		if len(j.nodes) == 1 { // its work: its ask (a share's, even rounded up)
+			row[e.nodes[j.nodes[0]].pool] += kept * int64(j.ask)
+			continue
+		}
 		e.onNodes(j, func(n *node, w int) { row[n.pool] += kept * int64(w) })
 	}
 }

@@ -15,7 +15,7 @@ func (t *Trace) GPUHours() float64 {
 	for i := range t.Jobs {
 		j := &t.Jobs[i]
 		g := float64(j.GPUs)
-		if j.Milli > 0 {
+		if j.Milli > 0 && j.GPUs == 1 {
 			g = float64(j.Milli) / 1000
 		}
 		h += g * j.Duration.Hours()

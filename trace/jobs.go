@@ -212,8 +212,8 @@ func gpusOrShare(s, col string) (gpus, milli int, why string) {
 }
 
 // gpuTypes parses a job's list of the GPU types it accepts, separated by
-// '|' (openb's gpu_spec), into Job.GPUTypes: each trimmed, once; "" for
-// an empty field, any.
+// '|' (openb's gpu_spec), into Job.GPUTypes: each trimmed, once, sorted;
+// "" for an empty field, any.
 func (c *jobColumns) gpuTypes(s string) (string, string) {
 	if s == "" {
 		return "", ""
@@ -231,6 +231,7 @@ func (c *jobColumns) gpuTypes(s string) (string, string) {
 			l = append(l, t)
 		}
 	}
+	slices.Sort(l) // one spelling of each set: B|A is A|B
 	j := strings.Join(l, "|")
 	c.typeLists[strings.Clone(s)] = j
 	return j, ""

@@ -102,8 +102,8 @@ type Job struct {
 	// GPUs.
 	Milli int
 	// GPUTypes are the GPU types (pools' gpu_model, compared without
-	// regard to case) the job may run on, separated by '|' (V100M16|V100M32);
-	// empty for any. Types lists them.
+	// regard to case) the job may run on, separated by '|', sorted
+	// (V100M16|V100M32); empty for any. Types lists them.
 	GPUTypes string
 	// Duration is how long the job runs once started, more than 0.
 	Duration time.Duration

@@ -145,7 +145,7 @@ func TestJobLabels(t *testing.T) {
 // TestJobsSharesAndTypes: a job list's gpus may be a share of one GPU,
 // and its gpu_types the types it accepts, each once, trimmed.
 func TestJobsSharesAndTypes(t *testing.T) {
-	tr := mustRead(t, "submit_s,gpus,duration_s,gpu_types\n0,0.25,60, A100 |H100|A100\n1,2,60,\n2,0.001,60,T4\n", Options{})
+	tr := mustRead(t, "submit_s,gpus,duration_s,gpu_types\n0,0.25,60, H100 |A100|H100\n1,2,60,\n2,0.001,60,T4\n", Options{})
 	want := []Job{
 		{ID: "2", GPUs: 1, Milli: 250, GPUTypes: "A100|H100", Duration: time.Minute},
 		{ID: "3", Submit: time.Second, GPUs: 2, Duration: time.Minute},
