@@ -17,6 +17,7 @@ import (
 	"github.com/fleetcast/autoscaler/agent/report"
 	"github.com/fleetcast/autoscaler/apiauth"
 	"github.com/fleetcast/autoscaler/fleet"
+	"github.com/fleetcast/autoscaler/mig"
 	"github.com/fleetcast/autoscaler/usage"
 )
 
@@ -171,8 +172,8 @@ func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 			return fmt.Errorf("%s.instances: %d, but no MIG profile is named (mig)", at, p.Instances)
 		case p.MIG != "" && p.Nodes != 0:
 			return fmt.Errorf("%s.nodes: a line for a MIG profile counts instances, not whole nodes", at)
-		case p.MIG != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.MIGInstances(p.MIG) > 0 }):
-			return fmt.Errorf("%s.mig: no pool's MIG layout has profile %q", at, p.MIG)
+		case p.MIG != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return hasProfile(q, p.MIG) }):
+			return fmt.Errorf("%s.mig: no pool's GPU model has MIG profile %q", at, p.MIG)
 		case p.Nodes < 0 || p.Nodes > p.GPUs:
 			return fmt.Errorf("%s.nodes: %d, want 0 to its gpus (%d): whole nodes, each of at least one GPU", at, p.Nodes, p.GPUs)
 		case p.Pool != "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return q.Name == p.Pool }):
@@ -185,7 +186,7 @@ func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 			return q.ServesPartition(p.Partition) && q.ServesModel(p.GPUModel)
 		}):
 			return fmt.Errorf("%s: no pool of partition %q has GPU model %q", at, p.Partition, p.GPUModel)
-		case p.scope() != (fleet.ScopedDemand{}) && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return p.scope().Serves(&q) }):
+		case p.scope() != (fleet.ScopedDemand{}) && p.MIG == "" && !slices.ContainsFunc(pools, func(q fleet.Pool) bool { return p.scope().Serves(&q) }):
 			return fmt.Errorf("%s: no pool serves %s", at, p.scope())
 		}
 	}
@@ -572,6 +573,14 @@ func (p *Pending) Waiting(now time.Time) []usage.Waiting {
 		}
 	}
 	return out
+}
+
+// hasProfile reports whether pool p's GPU model has MIG profile name (its
+// layout may not name it: demand for it is then unmet, and the plan says
+// so).
+func hasProfile(p fleet.Pool, name string) bool {
+	m, err := mig.Lookup(p.GPUModel)
+	return err == nil && m.Profile(name) != nil
 }
 
 // scope is the line's scope, GPU models in upper case (they match

@@ -89,8 +89,10 @@ func TestDemandModelList(t *testing.T) {
 }
 
 // TestDemandMIG: a line of MIG instances is summed by profile (without
-// regard to case), its instances and GPUs added up; a profile no pool's
-// layout has, or a line of no instances, is refused.
+// regard to case), its instances and GPUs added up; a profile of no
+// pool's GPU model, or a line of no instances, is refused (one the GPUs
+// have but no pool's layout names is taken: the plan says it is not
+// served).
 func TestDemandMIG(t *testing.T) {
 	dr, pending, now := demandRig()
 	dr.Pools[0].GPUModel, dr.Pools[0].MIG = "A100-80GB", []string{"3g.40gb", "3g.40gb"}
@@ -107,7 +109,7 @@ func TestDemandMIG(t *testing.T) {
 		t.Errorf("pending = %d %v, want 3 %v", total, scoped, want)
 	}
 	for body, reason := range map[string]string{
-		`{"source": "s", "pending": [{"mig": "1g.10gb", "instances": 1, "gpus": 1}]}`:             `pending[0].mig: no pool's MIG layout has profile "1g.10gb"`,
+		`{"source": "s", "pending": [{"mig": "2g.12gb", "instances": 1, "gpus": 1}]}`:             `pending[0].mig: no pool's GPU model has MIG profile "2g.12gb"`,
 		`{"source": "s", "pending": [{"mig": "3g.40gb", "gpus": 1}]}`:                             "pending[0].instances: 0, want 1 to",
 		`{"source": "s", "pending": [{"instances": 2, "gpus": 1}]}`:                               "pending[0].instances: 2, but no MIG profile is named (mig)",
 		`{"source": "s", "pending": [{"mig": "3g.40gb", "instances": 2, "nodes": 1, "gpus": 8}]}`: "pending[0].nodes: a line for a MIG profile counts instances, not whole nodes",

@@ -573,8 +573,8 @@ func (s *State) Validate(pools []Pool) error {
 		switch {
 		case d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.SlurmNode == "" && d.MinGPUsPerNode == 0 && d.Nodes == 0 && d.MIG == "":
 			return fmt.Errorf("scoped[%d]: want a pool, a gpu_model, a partition, a slurm_node, GPUs per node, nodes or a MIG profile", i)
-		case d.MIG != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return p.MIGInstances(d.MIG) > 0 }):
-			return fmt.Errorf("scoped[%d].mig: no pool's MIG layout has profile %q", i, d.MIG)
+		case len(d.MIG) > 32:
+			return fmt.Errorf("scoped[%d].mig: %q, want a MIG profile's name (3g.40gb)", i, d.MIG)
 		case d.MIG != "" && d.Instances <= 0:
 			return fmt.Errorf("scoped[%d].instances: %d; a line for a MIG profile counts its instances, at least 1", i, d.Instances)
 		case d.MIG == "" && d.Instances != 0:
@@ -593,7 +593,8 @@ func (s *State) Validate(pools []Pool) error {
 			return fmt.Errorf("scoped[%d].gpu_model: no pool has GPU model %q", i, d.GPUModel)
 		case d.Partition != "" && !slices.ContainsFunc(pools, func(p Pool) bool { return p.ServesPartition(d.Partition) }):
 			return fmt.Errorf("scoped[%d].partition: no pool serves partition %q", i, d.Partition)
-		case !slices.ContainsFunc(pools, func(p Pool) bool { return d.Serves(&p) }):
+		case d.MIG == "" && !slices.ContainsFunc(pools, func(p Pool) bool { return d.Serves(&p) }):
+			// (A MIG profile no pool's layout has is the planner's to say.)
 			return fmt.Errorf("scoped[%d]: no pool serves %s", i, d)
 		case d.GPUs < 0:
 			return fmt.Errorf("scoped[%d].gpus: %d is negative", i, d.GPUs)

@@ -301,6 +301,41 @@ func TestScopedDemandServes(t *testing.T) {
 	}
 }
 
+// TestScopedMIG: a line of MIG instances is served by the pools whose
+// layout has its profile (without regard to case), never fleet-wide, and
+// counts instances.
+func TestScopedMIG(t *testing.T) {
+	a := Pool{Name: "a", GPUModel: "A100-80GB", GPUsPerNode: 8, MIG: []string{"3g.40gb", "3g.40gb"}}
+	b := Pool{Name: "b", GPUModel: "A100-80GB", GPUsPerNode: 8}
+	d := ScopedDemand{MIG: "3G.40GB", Instances: 3, GPUs: 2}
+	if !d.Serves(&a) || d.Serves(&b) || d.ServesAll([]Pool{a}) || a.MIGInstances("3g.40gb") != 2 || d.String() != "MIG 3G.40GB" {
+		t.Errorf("serves a %v, b %v, all %v; %d instances a GPU; says %q", d.Serves(&a), d.Serves(&b), d.ServesAll([]Pool{a}), a.MIGInstances("3g.40gb"), d)
+	}
+	pools := []Pool{{Name: "a", Provider: "sim", GPUModel: "A100-80GB", GPUsPerNode: 8, Max: 1, MIG: []string{"3g.40gb", "3g.40gb"}}}
+	for _, tt := range []struct {
+		d   ScopedDemand
+		err string
+	}{
+		{ScopedDemand{MIG: "3g.40gb", Instances: 3, GPUs: 2}, ""},
+		{ScopedDemand{MIG: "1g.10gb", Instances: 3, GPUs: 1}, ""}, // no layout has it: the planner says so
+		{ScopedDemand{MIG: "3g.40gb", GPUs: 2}, "scoped[0].instances: 0; a line for a MIG profile counts its instances, at least 1"},
+		{ScopedDemand{Pool: "a", Instances: 3, GPUs: 2}, "scoped[0].instances: 3, but no MIG profile is named (mig)"},
+		{ScopedDemand{MIG: "3g.40gb", Instances: 3, Nodes: 1, GPUs: 8}, "scoped[0].nodes: a line for a MIG profile counts instances, not whole nodes"},
+	} {
+		st := State{PendingGPUs: tt.d.GPUs, Scoped: []ScopedDemand{tt.d}}
+		if err := st.Validate(pools); errString(err) != tt.err {
+			t.Errorf("%+v: %v, want %q", tt.d, err, tt.err)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
 // TestServesModelEmptyElement: a model list's empty element names no pool,
 // not the pools without a GPU model.
 func TestServesModelEmptyElement(t *testing.T) {

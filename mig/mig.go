@@ -120,6 +120,8 @@ func key(s string) string {
 // profiles differ), and a model without MIG lists those with it.
 func Lookup(gpuModel string) (*Model, error) {
 	k := key(gpuModel)
+	// As NVML names a GPU: "NVIDIA A100-SXM4-80GB" (a mock's "Mock NVIDIA ...").
+	k = strings.TrimPrefix(strings.TrimPrefix(k, "mock"), "nvidia")
 	for i := range Models {
 		m := &Models[i]
 		if key(m.Name) == k || slices.ContainsFunc(m.Aliases, func(a string) bool { return key(a) == k }) {
@@ -147,6 +149,31 @@ func (m *Model) Profile(name string) *Profile {
 		}
 	}
 	return nil
+}
+
+// ProfileByID is the model's profile of NVML's GPU instance profile ID
+// id, or nil.
+func (m *Model) ProfileByID(id int) *Profile {
+	for i := range m.Profiles {
+		if m.Profiles[i].ID == id {
+			return &m.Profiles[i]
+		}
+	}
+	return nil
+}
+
+// ProfileName is the name of the GPU instance profile id of the GPU NVML
+// calls gpuName ("NVIDIA A100-SXM4-80GB", profile 2: "3g.40gb"); "" when
+// the project does not know them.
+func ProfileName(gpuName string, id int) string {
+	m, err := Lookup(gpuName)
+	if err != nil {
+		return ""
+	}
+	if p := m.ProfileByID(id); p != nil {
+		return p.Name
+	}
+	return ""
 }
 
 // profileNames are the model's profiles' names, for errors.

@@ -103,11 +103,34 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// TestProfileName: a GPU instance profile's name, from the GPU's name as
+// NVML gives it and NVML's profile ID; none for what the tables lack.
+func TestProfileName(t *testing.T) {
+	for _, tt := range []struct {
+		gpu  string
+		id   int
+		want string
+	}{
+		{gpus.A100_SXM4_80GB.Name, 2, "3g.40gb"},
+		{gpus.A100_SXM4_40GB.Name, 2, "3g.20gb"},
+		{gpus.A100_SXM4_80GB.Name, 7, "1g.10gb+me"},
+		{gpus.H200_SXM5_141GB.Name, 4, "7g.141gb"},
+		{gpus.A100_SXM4_80GB.Name, 5, ""},
+		{"Tesla T4", 0, ""},
+	} {
+		if got := ProfileName(tt.gpu, tt.id); got != tt.want {
+			t.Errorf("ProfileName(%q, %d) = %q, want %q", tt.gpu, tt.id, got, tt.want)
+		}
+	}
+}
+
 // TestLookup: a model without MIG, an A100 of unnamed memory and no model
 // are refused, saying what would do.
 func TestLookup(t *testing.T) {
 	for _, tt := range []struct{ model, err string }{
 		{"H100-SXM5-80GB", ""},
+		{"NVIDIA A100-SXM4-80GB", ""},
+		{"Mock NVIDIA A100-SXM4-40GB", ""},
 		{"A100", `gpu_model "A100": an A100's MIG profiles depend on its memory: write A100-40GB or A100-80GB`},
 		{"T4", `gpu_model "T4" has no MIG profiles the project knows; the GPUs with MIG are A100-40GB, A100-80GB, A30, H100-80GB, H200-141GB, B200-180GB`},
 		{"", "a pool with MIG needs its gpu_model, one of A100-40GB, A100-80GB, A30, H100-80GB, H200-141GB, B200-180GB"},

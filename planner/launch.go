@@ -289,6 +289,11 @@ func (t *tally) claimFree(pp *poolPlan, c int) {
 // launched, then launches nodes for the rest. The GPUs it takes are set
 // aside from the fleet-wide demand (at least the line's GPUs).
 func (p *planner) serveMIG(t *tally, d fleet.ScopedDemand, scope []*poolPlan, free int) {
+	if len(scope) == 0 {
+		p.servedApart(d, d.GPUs)
+		p.note(ReasonUnmetDemand, fmt.Sprintf("%d %s instances pending: no pool's MIG layout has the profile, so none is bought for them (a pool serves them once its mig { layout } names it)", d.Instances, d.MIG))
+		return
+	}
 	left, setAside := d.Instances, 0
 	// take counts up to gpus GPUs of pp for the line, as many as its
 	// instances left need, and returns them.

@@ -80,9 +80,11 @@ func TestScopedDemand(t *testing.T) {
 	}, {
 		name:   "MIG instances go to the pools whose layout has their profile",
 		pools:  []fleet.Pool{od, mig1g, mig3g},
-		scoped: []fleet.ScopedDemand{{MIG: "3g.40gb", Instances: 20, GPUs: 10}, {MIG: "1g.10gb", Instances: 4, GPUs: 1}},
-		// 20 of 16 a node: two; 4 of 56 a node: one.
-		want: []launch{{mig3g.Name, 2, ReasonScopedDemand}, {mig1g.Name, 1, ReasonScopedDemand}},
+		scoped: []fleet.ScopedDemand{{MIG: "3g.40gb", Instances: 20, GPUs: 10}, {MIG: "1g.10gb", Instances: 4, GPUs: 1}, {MIG: "2g.20gb", Instances: 3, GPUs: 1}},
+		// 20 of 16 a node: two; 4 of 56 a node: one; no layout has
+		// 2g.20gb: nothing is bought for it, and the plan says so.
+		want:  []launch{{mig3g.Name, 2, ReasonScopedDemand}, {mig1g.Name, 1, ReasonScopedDemand}},
+		unmet: 1,
 	}, {
 		name:   "free GPUs of a MIG pool serve its instances first",
 		pools:  []fleet.Pool{od, mig3g},

@@ -19,6 +19,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/fleetcast/autoscaler/agent/report"
+	"github.com/fleetcast/autoscaler/mig"
 )
 
 // ErrNoLibrary means NVML's library (libnvidia-ml.so) is not installed. Its
@@ -210,7 +211,8 @@ func (r *Reader) read(i int) (report.GPU, error) {
 		return g, fmt.Errorf("MIG mode: %s", errorString(ret))
 	case mode == nvml.DEVICE_MIG_ENABLE:
 		g.MIG = true
-		g.Instances = r.migInstances(dev)
+		g.MIGDevices = migDevices(dev, g.Name, i, procs)
+		g.Instances = len(g.MIGDevices)
 	}
 	g.SMActive = r.smActive(dev, g.UUID, g.MIG)
 	return g, nil
@@ -294,21 +296,37 @@ func gpmCapable(dev nvml.Device) bool {
 	return ret == nvml.SUCCESS && support.IsSupportedDevice != 0
 }
 
-// migInstances counts a MIG-enabled GPU's GPU instances, over every
-// profile the GPU supports.
-func (r *Reader) migInstances(dev nvml.Device) int {
-	n := 0
+// migDevices are a MIG-enabled GPU's GPU instances, over every profile
+// the GPU supports, by instance ID: each its profile (named from the GPU's
+// name, package mig), memory, and the processes of procs (the GPU's, GPU
+// index gpu) that run in it (NVML gives each process its GPU instance).
+func migDevices(dev nvml.Device, name string, gpu int, procs []nvml.ProcessInfo) []report.MIGDevice {
+	var out []report.MIGDevice
 	for profile := range nvml.GPU_INSTANCE_PROFILE_COUNT {
 		info, ret := dev.GetGpuInstanceProfileInfo(profile)
 		if ret != nvml.SUCCESS {
 			continue // a profile this GPU lacks
 		}
 		gis, ret := dev.GetGpuInstances(&info)
-		if ret == nvml.SUCCESS {
-			n += len(gis)
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		for _, gi := range gis {
+			gii, ret := gi.GetInfo()
+			if ret != nvml.SUCCESS {
+				continue
+			}
+			d := report.MIGDevice{ID: int(gii.Id), ProfileID: profile, Profile: mig.ProfileName(name, profile), MemoryTotal: info.MemorySizeMB << 20}
+			for _, p := range procs {
+				if p.GpuInstanceId == gii.Id {
+					d.Processes = append(d.Processes, report.Process{PID: int(p.Pid), GPU: gpu, UsedMemory: p.UsedGpuMemory})
+				}
+			}
+			out = append(out, d)
 		}
 	}
-	return n
+	slices.SortFunc(out, func(a, b report.MIGDevice) int { return a.ID - b.ID })
+	return out
 }
 
 // errorString names an NVML return code without calling NVML (whose

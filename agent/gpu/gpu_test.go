@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxb200"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/fleetcast/autoscaler/agent/report"
@@ -94,6 +96,55 @@ func TestReadMIG(t *testing.T) {
 	}
 	if g := gpus[3]; !g.MIG || g.Instances != 2 {
 		t.Fatalf("GPU 3: MIG %v with %d instances, want 2", g.MIG, g.Instances)
+	}
+}
+
+// TestReadMIGDevices: the 80 GB A100 in a 3g.40gb x2 layout reports each
+// GPU instance, its profile by NVIDIA's name, its memory and the processes
+// that run in it (NVML gives each process its GPU instance), by instance
+// ID; the GPU's processes are all of them.
+func TestReadMIGDevices(t *testing.T) {
+	srv, err := server.New(server.WithGPUs(gpus.A100_SXM4_80GB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := srv.Devices[0].(*server.Device)
+	if ret, _ := dev.SetMigMode(nvml.DEVICE_MIG_ENABLE); ret != nvml.SUCCESS {
+		t.Fatalf("enable MIG: %v", ret)
+	}
+	info, ret := dev.GetGpuInstanceProfileInfo(nvml.GPU_INSTANCE_PROFILE_3_SLICE)
+	if ret != nvml.SUCCESS {
+		t.Fatalf("profile: %v", ret)
+	}
+	for range 2 {
+		if _, ret := dev.CreateGpuInstance(&info); ret != nvml.SUCCESS {
+			t.Fatalf("create GPU instance: %v", ret)
+		}
+	}
+	dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
+		return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED // as NVML under MIG
+	}
+	dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		return []nvml.ProcessInfo{{Pid: 11, UsedGpuMemory: 5 << 30, GpuInstanceId: 1}, {Pid: 10, UsedGpuMemory: 7 << 30, GpuInstanceId: 0},
+			{Pid: 12, UsedGpuMemory: 1 << 30, GpuInstanceId: 1}}, nvml.SUCCESS
+	}
+	r := openTicking(t, srv)
+	read, err := r.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := read[0]
+	want := []report.MIGDevice{
+		{ID: 0, ProfileID: 2, Profile: "3g.40gb", MemoryTotal: 40192 << 20, Processes: []report.Process{{PID: 10, UsedMemory: 7 << 30}}},
+		{ID: 1, ProfileID: 2, Profile: "3g.40gb", MemoryTotal: 40192 << 20, Processes: []report.Process{{PID: 11, UsedMemory: 5 << 30}, {PID: 12, UsedMemory: 1 << 30}}},
+	}
+	if !g.MIG || g.Instances != 2 || !reflect.DeepEqual(g.MIGDevices, want) || len(g.Processes) != 3 {
+		t.Errorf("GPU 0: MIG %v, %d instances %+v, %d processes; want 2 instances %+v and 3 processes", g.MIG, g.Instances, g.MIGDevices, len(g.Processes), want)
+	}
+	now := time.Now()
+	rep := report.Report{Node: "n", SentAt: now, Healthy: true, GPUs: read}
+	if err := rep.Validate(now, time.Minute, 1); err != nil {
+		t.Errorf("the report does not validate: %v", err)
 	}
 }
 

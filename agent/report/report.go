@@ -87,10 +87,29 @@ type GPU struct {
 	// UtilGPU as the GPU's activity (Activity).
 	SMActive  *int      `json:"sm_active,omitempty"`
 	Processes []Process `json:"processes,omitempty"`
-	// MIG is set when MIG mode is enabled; Instances counts its GPU instances.
-	MIG       bool `json:"mig,omitempty"`
-	Instances int  `json:"mig_instances,omitempty"`
+	// MIG is set when MIG mode is enabled; Instances counts its GPU
+	// instances, and MIGDevices are they, each with its processes (those of
+	// Processes that run in it).
+	MIG        bool        `json:"mig,omitempty"`
+	Instances  int         `json:"mig_instances,omitempty"`
+	MIGDevices []MIGDevice `json:"mig_devices,omitempty"`
 }
+
+// MIGDevice is one GPU instance of a MIG-enabled GPU.
+type MIGDevice struct {
+	// ID is NVML's GPU instance ID on its GPU; ProfileID NVML's GPU
+	// instance profile ID, and Profile NVIDIA's name for it (3g.40gb),
+	// empty when the agent does not know the GPU's profiles (package mig).
+	ID        int    `json:"id"`
+	ProfileID int    `json:"profile_id"`
+	Profile   string `json:"profile,omitempty"`
+	// MemoryTotal is the instance's memory, in bytes.
+	MemoryTotal uint64    `json:"memory_total"`
+	Processes   []Process `json:"processes,omitempty"`
+}
+
+// maxMIGDevices bounds a GPU's GPU instances (seven on every GPU with MIG).
+const maxMIGDevices = 8
 
 // Activity is how busy the GPU was at its reading, 0-100, and what says
 // so: SMActive where the GPU reports it (ActivitySM), else NVML's
@@ -263,11 +282,28 @@ func (r *Report) Validate(now time.Time, skew time.Duration, nodeGPUs int) error
 			return fmt.Errorf("gpus[%d].processes: %d processes, at most %d", i, len(g.Processes), maxProcesses)
 		case g.Instances < 0 || (!g.MIG && g.Instances > 0):
 			return fmt.Errorf("gpus[%d].mig_instances: %d with mig %v", i, g.Instances, g.MIG)
+		case len(g.MIGDevices) > 0 && len(g.MIGDevices) != g.Instances, len(g.MIGDevices) > maxMIGDevices:
+			return fmt.Errorf("gpus[%d].mig_devices: %d, with mig_instances %d (at most %d)", i, len(g.MIGDevices), g.Instances, maxMIGDevices)
 		}
 		gpus[g.Index] = true
 		for j, p := range g.Processes {
 			if err := p.check(gpus, g.Index); err != nil {
 				return fmt.Errorf("gpus[%d].processes[%d].%w", i, j, err)
+			}
+		}
+		for k, d := range g.MIGDevices {
+			switch {
+			case d.ID < 0 || d.ProfileID < 0 || len(d.Profile) > 32:
+				return fmt.Errorf("gpus[%d].mig_devices[%d]: id %d, profile_id %d, profile %q: want IDs of 0 or more and a profile name of at most 32 bytes", i, k, d.ID, d.ProfileID, d.Profile)
+			case d.MemoryTotal > g.MemoryTotal:
+				return fmt.Errorf("gpus[%d].mig_devices[%d].memory_total: %d is more than the GPU's %d", i, k, d.MemoryTotal, g.MemoryTotal)
+			case len(d.Processes) > maxProcesses:
+				return fmt.Errorf("gpus[%d].mig_devices[%d].processes: %d processes, at most %d", i, k, len(d.Processes), maxProcesses)
+			}
+			for j, p := range d.Processes {
+				if err := p.check(gpus, g.Index); err != nil {
+					return fmt.Errorf("gpus[%d].mig_devices[%d].processes[%d].%w", i, k, j, err)
+				}
 			}
 		}
 	}

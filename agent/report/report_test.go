@@ -181,3 +181,38 @@ func TestValidateSMActive(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateMIGDevices: a MIG GPU's instances are as many as it counts,
+// at most eight, each within the GPU's memory, its processes on the GPU.
+func TestValidateMIGDevices(t *testing.T) {
+	inst := func(id int) MIGDevice {
+		return MIGDevice{ID: id, ProfileID: 2, Profile: "3g.40gb", MemoryTotal: 40 << 30, Processes: []Process{{PID: 100 + id, GPU: 1}}}
+	}
+	for _, tt := range []struct {
+		name      string
+		instances int
+		devices   []MIGDevice
+		reason    string // empty: valid
+	}{
+		{"two", 2, []MIGDevice{inst(0), inst(1)}, ""},
+		{"counted, not listed", 2, nil, ""},
+		{"fewer than counted", 2, []MIGDevice{inst(0)}, "gpus[1].mig_devices: 1, with mig_instances 2"},
+		{"too many", 9, []MIGDevice{inst(0), inst(1), inst(2), inst(3), inst(4), inst(5), inst(6), inst(7), inst(8)}, "gpus[1].mig_devices: 9, with mig_instances 9 (at most 8)"},
+		{"bigger than the GPU", 1, []MIGDevice{{ID: 0, MemoryTotal: 1 << 50}}, "gpus[1].mig_devices[0].memory_total"},
+		{"a process elsewhere", 1, []MIGDevice{{ID: 0, Processes: []Process{{PID: 1, GPU: 0}}}}, "gpus[1].mig_devices[0].processes[0].gpu"},
+		{"a negative ID", 1, []MIGDevice{{ID: -1}}, "gpus[1].mig_devices[0]: id -1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := good("i-1")
+			r.GPUs[1].MIG, r.GPUs[1].Instances, r.GPUs[1].MIGDevices = true, tt.instances, tt.devices
+			r.GPUs[1].MemoryTotal = 80 << 30
+			err := r.Validate(now, 5*time.Minute, 8)
+			switch {
+			case tt.reason == "" && err != nil:
+				t.Fatalf("Validate: %v; want nil", err)
+			case tt.reason != "" && (err == nil || !strings.Contains(err.Error(), tt.reason)):
+				t.Fatalf("Validate: %v; want %q", err, tt.reason)
+			}
+		})
+	}
+}
