@@ -168,6 +168,8 @@ func (d *DemandPush) Validate(pools []fleet.Pool, now time.Time) error {
 			return fmt.Errorf("%s.jobs: %d, want 0 to %d", at, p.Jobs, fleet.MaxDemandGPUs)
 		case p.MIG != "" && (p.Instances < 1 || p.Instances > fleet.MaxDemandGPUs):
 			return fmt.Errorf("%s.instances: %d, want 1 to %d GPU instances of profile %s", at, p.Instances, fleet.MaxDemandGPUs, p.MIG)
+		case p.MIG != "" && p.GPUs < 1:
+			return fmt.Errorf("%s.gpus: %d; a line of MIG instances counts the GPUs they need at least (its instances over the most a GPU of its pools holds), 1 or more", at, p.GPUs)
 		case p.MIG == "" && p.Instances != 0:
 			return fmt.Errorf("%s.instances: %d, but no MIG profile is named (mig)", at, p.Instances)
 		case p.MIG != "" && p.Nodes != 0:

@@ -575,8 +575,10 @@ func (s *State) Validate(pools []Pool) error {
 			return fmt.Errorf("scoped[%d]: want a pool, a gpu_model, a partition, a slurm_node, GPUs per node, nodes or a MIG profile", i)
 		case len(d.MIG) > 32:
 			return fmt.Errorf("scoped[%d].mig: %q, want a MIG profile's name (3g.40gb)", i, d.MIG)
-		case d.MIG != "" && d.Instances <= 0:
-			return fmt.Errorf("scoped[%d].instances: %d; a line for a MIG profile counts its instances, at least 1", i, d.Instances)
+		case d.MIG != "" && (d.Instances <= 0 || d.Instances > MaxDemandGPUs):
+			return fmt.Errorf("scoped[%d].instances: %d; a line for a MIG profile counts its instances, 1 to %d", i, d.Instances, MaxDemandGPUs)
+		case d.MIG != "" && d.GPUs < 1:
+			return fmt.Errorf("scoped[%d].gpus: %d; a line of MIG instances counts the GPUs they need at least, 1 or more", i, d.GPUs)
 		case d.MIG == "" && d.Instances != 0:
 			return fmt.Errorf("scoped[%d].instances: %d, but no MIG profile is named (mig)", i, d.Instances)
 		case d.MIG != "" && d.Nodes != 0:

@@ -311,6 +311,11 @@ func TestScopedMIG(t *testing.T) {
 	if !d.Serves(&a) || d.Serves(&b) || d.ServesAll([]Pool{a}) || a.MIGInstances("3g.40gb") != 2 || d.String() != "MIG 3G.40GB" {
 		t.Errorf("serves a %v, b %v, all %v; %d instances a GPU; says %q", d.Serves(&a), d.Serves(&b), d.ServesAll([]Pool{a}), a.MIGInstances("3g.40gb"), d)
 	}
+	// A partitioned GPU runs no whole-GPU job: whole-GPU demand is not
+	// the MIG pool's.
+	if whole := (ScopedDemand{GPUModel: "A100-80GB", GPUs: 8}); whole.Serves(&a) || !whole.Serves(&b) {
+		t.Errorf("whole-GPU demand served by the MIG pool %v, by the whole one %v; want false, true", whole.Serves(&a), whole.Serves(&b))
+	}
 	pools := []Pool{{Name: "a", Provider: "sim", GPUModel: "A100-80GB", GPUsPerNode: 8, Max: 1, MIG: []string{"3g.40gb", "3g.40gb"}}}
 	for _, tt := range []struct {
 		d   ScopedDemand
@@ -318,7 +323,8 @@ func TestScopedMIG(t *testing.T) {
 	}{
 		{ScopedDemand{MIG: "3g.40gb", Instances: 3, GPUs: 2}, ""},
 		{ScopedDemand{MIG: "1g.10gb", Instances: 3, GPUs: 1}, ""}, // no layout has it: the planner says so
-		{ScopedDemand{MIG: "3g.40gb", GPUs: 2}, "scoped[0].instances: 0; a line for a MIG profile counts its instances, at least 1"},
+		{ScopedDemand{MIG: "3g.40gb", GPUs: 2}, "scoped[0].instances: 0; a line for a MIG profile counts its instances, 1 to 1000000"},
+		{ScopedDemand{MIG: "3g.40gb", Instances: 3}, "scoped[0].gpus: 0; a line of MIG instances counts the GPUs they need at least, 1 or more"},
 		{ScopedDemand{Pool: "a", Instances: 3, GPUs: 2}, "scoped[0].instances: 3, but no MIG profile is named (mig)"},
 		{ScopedDemand{MIG: "3g.40gb", Instances: 3, Nodes: 1, GPUs: 8}, "scoped[0].nodes: a line for a MIG profile counts instances, not whole nodes"},
 	} {

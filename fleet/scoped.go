@@ -62,7 +62,7 @@ func (d ScopedDemand) Serves(p *Pool) bool {
 	return (d.Pool == "" || p.Name == d.Pool) &&
 		(d.SlurmNode == "" || slices.Contains(p.SlurmNodes, d.SlurmNode)) &&
 		(d.GPUModel == "" || p.ServesModel(d.GPUModel)) &&
-		(d.MIG == "" || p.MIGInstances(d.MIG) > 0) &&
+		(d.MIG == "" && len(p.MIG) == 0 || d.MIG != "" && p.MIGInstances(d.MIG) > 0) && // a partitioned GPU runs no whole-GPU job
 		(d.Partition == "" || p.ServesPartition(d.Partition)) &&
 		p.GPUsPerNode >= d.MinGPUsPerNode
 }
@@ -70,7 +70,7 @@ func (d ScopedDemand) Serves(p *Pool) bool {
 // ServesAll reports whether every one of pools serves the demand, in
 // GPUs: the whole fleet's demand, which fleet-wide capacity serves (a
 // line of whole nodes never is: free GPUs on busy nodes do not serve
-// it).
+// it; nor one that a MIG pool does not, or of MIG instances).
 func (d ScopedDemand) ServesAll(pools []Pool) bool {
 	if d.Nodes > 0 || d.MIG != "" {
 		return false

@@ -2,8 +2,10 @@
 // that have them, and whether a layout of GPU instances fits on one GPU:
 // what `validate` checks a pool's `mig { layout }` against and the planner
 // counts a layout's instances by. The tables are NVIDIA's (the MIG user
-// guide's profiles, the NVML placements); a test holds them equal to the
-// profiles of go-nvml's mock GPUs, which only tests and the agent import,
+// guide's profiles; the placements of go-nvml's mock GPUs, which for the
+// H100, H200 and B200 differ from the A100's, and the memory check keeps
+// the answers alike); a test holds them equal to the profiles of go-nvml's
+// mock GPUs, which only tests and the agent import,
 // so that the controller stays free of cgo.
 package mig
 
@@ -67,7 +69,8 @@ func a100Profiles(unit int, mem [5]int) []Profile {
 }
 
 // hopperProfiles are the profiles of the H100, H200 and B200, named by
-// their memory (gb: 1g, 1g double, 3g, 7g), as NVML places them.
+// their memory (gb: 1g, 1g double, 3g, 7g), placed as go-nvml's mocks of
+// them place them (the test holds them equal).
 func hopperProfiles(gb [4]int, mem [5]int) []Profile {
 	n := func(g, gb int) string { return fmt.Sprintf("%dg.%dgb", g, gb) }
 	return []Profile{
@@ -195,11 +198,17 @@ func (m *Model) Fit(layout []string) error {
 	}
 	profiles := make([]*Profile, len(layout))
 	count := map[*Profile]int{}
-	mem := 0
+	mem, media := 0, 0
 	for i, name := range layout {
 		p := m.Profile(name)
 		if p == nil {
 			return fmt.Errorf("%q is no MIG profile of the %s; its profiles are %s", name, m.Name, m.profileNames())
+		}
+		// The GPU's media engines (JPEG, OFA) go to one "+me" instance.
+		if strings.HasSuffix(p.Name, "+me") {
+			if media++; media > 1 {
+				return fmt.Errorf("two instances with the media engines (+me): one %s has them for one", m.Name)
+			}
 		}
 		if count[p]++; count[p] > p.Instances {
 			return fmt.Errorf("%d instances of %s: one %s holds at most %d", count[p], p.Name, m.Name, p.Instances)

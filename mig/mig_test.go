@@ -141,3 +141,43 @@ func TestLookup(t *testing.T) {
 		}
 	}
 }
+
+// TestH100AgreesWithA100_80GB: the H100 80GB has the A100 80GB's profile
+// names and geometry (its mock's placements differ: the memory check
+// keeps the answers alike). Fit agrees on both for every layout of up to
+// eight instances.
+func TestH100AgreesWithA100_80GB(t *testing.T) {
+	h, _ := Lookup("H100")
+	a, _ := Lookup("A100-80GB")
+	names := []string{"1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"}
+	var rec func(start int, layout []string)
+	diffs := 0
+	rec = func(start int, layout []string) {
+		if len(layout) > 0 {
+			he, ae := h.Fit(layout), a.Fit(layout)
+			if (he == nil) != (ae == nil) {
+				diffs++
+				if diffs <= 6 {
+					t.Errorf("%v: H100 %v; A100-80GB %v", layout, he, ae)
+				}
+			}
+		}
+		if len(layout) == 8 {
+			return
+		}
+		for i := start; i < len(names); i++ {
+			rec(i, append(append([]string(nil), layout...), names[i]))
+		}
+	}
+	rec(0, nil)
+	t.Logf("%d layouts differ", diffs)
+}
+
+// TestOneMediaInstance: the A30 has one JPEG decoder and one OFA, which
+// each +me profile takes: two +me instances never fit together.
+func TestOneMediaInstance(t *testing.T) {
+	m, _ := Lookup("A30")
+	if err := m.Fit([]string{"1g.6gb+me", "2g.12gb+me"}); err == nil {
+		t.Errorf("A30 accepts 1g.6gb+me with 2g.12gb+me")
+	}
+}

@@ -313,8 +313,13 @@ type change struct {
 // faster pool.
 func (p *planner) have(t *tally, at time.Time) int {
 	n := t.supply - t.scopedFree
+	for _, pp := range p.pools {
+		if len(pp.spec.MIG) > 0 {
+			n -= pp.unclaimed() // a partitioned GPU runs no whole-GPU job
+		}
+	}
 	for _, l := range t.launches {
-		if !l.ready.After(at.Add(p.cfg.Forecast.Step)) {
+		if !l.ready.After(at.Add(p.cfg.Forecast.Step)) && len(l.pool.spec.MIG) == 0 {
 			n += l.gpus - l.scoped
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fleetcast/autoscaler/fleet"
@@ -41,6 +42,9 @@ func (p *planner) launch(t *tally) {
 	for _, pp := range order {
 		if pp.spec.Capacity == fleet.Reserved {
 			continue
+		}
+		if len(pp.spec.MIG) > 0 {
+			continue // bought for lines of MIG instances only (serveMIG)
 		}
 		at := p.now.Add(pp.spec.LeadTime)
 		if p.unavailable(pp).none() && at.After(p.waitUntil) {
@@ -108,7 +112,7 @@ func (p *planner) leftToFaster(t *tally, order []*poolPlan, pp *poolPlan, gap in
 		if left >= gap || c == pp {
 			break
 		}
-		if c.spec.Capacity == fleet.Reserved || c.spec.LeadTime >= pp.spec.LeadTime ||
+		if c.spec.Capacity == fleet.Reserved || len(c.spec.MIG) > 0 || c.spec.LeadTime >= pp.spec.LeadTime ||
 			c.spec.PricePerGPUHour() >= pp.spec.PricePerGPUHour() || !p.unavailable(c).none() || !c.level.covers(pp.level) {
 			continue
 		}
@@ -285,31 +289,44 @@ func (t *tally) claimFree(pp *poolPlan, c int) {
 
 // serveMIG serves a line of MIG instances (fleet.ScopedDemand.MIG) in its
 // pools, cheapest first, each GPU of a pool holding as many instances of
-// the profile as its layout has: it claims free GPUs, then GPUs being
-// launched, then launches nodes for the rest. The GPUs it takes are set
-// aside from the fleet-wide demand (at least the line's GPUs).
+// the profile as its layout has: first on the GPUs the pool set aside for
+// other profiles' lines already (a GPU of a mixed layout serves an
+// instance of each of its profiles), then on free GPUs, GPUs being
+// launched, and new nodes. The fleet-wide demand counts the line's GPUs
+// as served apart; the GPUs it takes beyond them are claimed, not served.
 func (p *planner) serveMIG(t *tally, d fleet.ScopedDemand, scope []*poolPlan, free int) {
 	if len(scope) == 0 {
 		p.servedApart(d, d.GPUs)
 		p.note(ReasonUnmetDemand, fmt.Sprintf("%d %s instances pending: no pool's MIG layout has the profile, so none is bought for them (a pool serves them once its mig { layout } names it)", d.Instances, d.MIG))
 		return
 	}
-	left, setAside := d.Instances, 0
-	// take counts up to gpus GPUs of pp for the line, as many as its
-	// instances left need, and returns them.
+	left := d.Instances
+	name := strings.ToLower(d.MIG)
+	// take counts up to gpus more GPUs of pp for the line, as many as its
+	// instances left need beyond what pp's MIG GPUs hold, and returns them.
 	take := func(pp *poolPlan, gpus int) int {
-		k := pp.spec.MIGInstances(d.MIG)
+		k := pp.spec.MIGInstances(name)
+		if pp.migClaimed == nil {
+			pp.migClaimed = map[string]int{}
+		}
+		// What the GPUs set aside already hold of this profile.
+		if spare := pp.migGPUs*k - pp.migClaimed[name]; spare > 0 {
+			n := min(left, spare)
+			left -= n
+			pp.migClaimed[name] += n
+		}
 		n := min(left, gpus*k)
 		left -= n
+		pp.migClaimed[name] += n
 		g := (n + k - 1) / k
-		setAside += g
+		pp.migGPUs += g
 		return g
 	}
 	for _, pp := range scope {
 		if left <= 0 {
 			break
 		}
-		if pp.spec.MIGInstances(d.MIG) == 0 {
+		if pp.spec.MIGInstances(name) == 0 {
 			continue // not of the scope (Serves): never so
 		}
 		t.claimFree(pp, take(pp, pp.unclaimed()))
@@ -325,7 +342,7 @@ func (p *planner) serveMIG(t *tally, d fleet.ScopedDemand, scope []*poolPlan, fr
 		if left <= 0 {
 			break
 		}
-		per := pp.spec.GPUsPerNode * pp.spec.MIGInstances(d.MIG)
+		per := pp.spec.GPUsPerNode * pp.spec.MIGInstances(name)
 		if per == 0 {
 			continue
 		}
@@ -337,7 +354,7 @@ func (p *planner) serveMIG(t *tally, d fleet.ScopedDemand, scope []*poolPlan, fr
 			pp.claimed += c
 		}
 	}
-	p.servedApart(d, max(d.GPUs, setAside))
+	p.servedApart(d, d.GPUs)
 	if left > 0 {
 		p.note(ReasonUnmetDemand, unmetScopedNote(left, d.MIG+" instances", d))
 	}

@@ -48,6 +48,11 @@ type Input struct {
 type poolPlan struct {
 	spec   *fleet.Pool
 	status fleet.PoolStatus
+	// migGPUs are the pool's GPUs set aside for lines of MIG instances
+	// (serveMIG), and migClaimed the instances of each profile they hold:
+	// a GPU of a mixed layout serves an instance of each of its profiles.
+	migGPUs    int
+	migClaimed map[string]int
 	// q is the forecast quantile launch buys the pool for
 	// (fleet.ForecastSettings.QuantileFor), with tiers the highest of its
 	// level's; level is what launch buys it to (poolLevel).

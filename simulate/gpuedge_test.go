@@ -190,3 +190,22 @@ func TestReclaimOnlyForTheTypesAJobAccepts(t *testing.T) {
 		t.Errorf("runs ended early %v; want d's (2), on the B node a's job can use", evicted)
 	}
 }
+
+// TestTypedLaunchNotSpareForUntyped: one reactive tick with a 4-GPU job of
+// any type and a 4-GPU job of type A queued, pools of two widths (a: 4
+// GPUs, A; b: 2 GPUs, B): the A node launched for the typed job is not
+// counted as spare for the other, which gets a node of its own.
+func TestTypedLaunchNotSpareForUntyped(t *testing.T) {
+	set := mixedFleet()
+	set.Pools = set.Pools[1:] // a (4 GPUs, A), b (2 GPUs, B)
+	tr := jobsTrace(trace.Job{GPUs: 4, Duration: 5 * time.Hour}, trace.Job{GPUs: 4, Duration: 5 * time.Hour, GPUTypes: "A"})
+	e := queuedEngine(t, set, tr)
+	r := &reactive{}
+	r.start(e)
+	if err := r.tick(e); err != nil {
+		t.Fatal(err)
+	}
+	if e.pools[0].count != 2 {
+		t.Errorf("one tick with two 4-GPU jobs queued (one typed A): %d a-nodes and %d b-nodes launched, want 2 a-nodes", e.pools[0].count, e.pools[1].count)
+	}
+}

@@ -143,6 +143,15 @@ func (r *reactive) scaleUpTyped(e *engine, order []int) (wanted bool, counted ma
 	if len(e.typedKeys) == 0 {
 		return false, nil, 0
 	}
+	// The nodes it launches are the typed jobs' too: scaleUp skips them.
+	defer func(first int) {
+		for i := first; i < len(e.nodes); i++ {
+			if counted == nil {
+				counted = map[int32]bool{}
+			}
+			counted[int32(i)] = true
+		}
+	}(len(e.nodes))
 	for i := 0; i < len(e.typedKeys); {
 		mask := e.typedKeys[i].types
 		need, widest := 0, 1
