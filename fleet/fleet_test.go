@@ -316,6 +316,11 @@ func TestScopedMIG(t *testing.T) {
 	if whole := (ScopedDemand{GPUModel: "A100-80GB", GPUs: 8}); whole.Serves(&a) || !whole.Serves(&b) {
 		t.Errorf("whole-GPU demand served by the MIG pool %v, by the whole one %v; want false, true", whole.Serves(&a), whole.Serves(&b))
 	}
+	// Unless it names the pool (or one of its Slurm nodes): what its
+	// scheduler asks of it.
+	if named := (ScopedDemand{Pool: "a", GPUs: 8}); !named.Serves(&a) {
+		t.Error("a line naming the MIG pool is not served by it")
+	}
 	pools := []Pool{{Name: "a", Provider: "sim", GPUModel: "A100-80GB", GPUsPerNode: 8, Max: 1, MIG: []string{"3g.40gb", "3g.40gb"}}}
 	for _, tt := range []struct {
 		d   ScopedDemand

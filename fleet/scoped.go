@@ -54,15 +54,19 @@ type ScopedDemand struct {
 }
 
 // Serves reports whether a pool serves the demand: it meets every part of
-// the scope that is set (and a scope with none set, no pool).
+// the scope that is set (and a scope with none set, no pool). A pool
+// partitioned by MIG serves lines of MIG instances of its layout's
+// profiles, and of other lines only those that name it, or one of its
+// Slurm nodes (a partitioned GPU runs no whole-GPU job).
 func (d ScopedDemand) Serves(p *Pool) bool {
 	if d.Pool == "" && d.GPUModel == "" && d.Partition == "" && d.SlurmNode == "" && d.MinGPUsPerNode == 0 && d.Nodes == 0 && d.MIG == "" {
 		return false
 	}
+	named := d.Pool != "" || d.SlurmNode != "" || d.Requested
 	return (d.Pool == "" || p.Name == d.Pool) &&
 		(d.SlurmNode == "" || slices.Contains(p.SlurmNodes, d.SlurmNode)) &&
 		(d.GPUModel == "" || p.ServesModel(d.GPUModel)) &&
-		(d.MIG == "" && len(p.MIG) == 0 || d.MIG != "" && p.MIGInstances(d.MIG) > 0) && // a partitioned GPU runs no whole-GPU job
+		(d.MIG == "" && (len(p.MIG) == 0 || named) || d.MIG != "" && p.MIGInstances(d.MIG) > 0) &&
 		(d.Partition == "" || p.ServesPartition(d.Partition)) &&
 		p.GPUsPerNode >= d.MinGPUsPerNode
 }

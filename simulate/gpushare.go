@@ -154,9 +154,10 @@ func (e *engine) accepts(j *job, n *node, mask uint8) bool {
 }
 
 // findShare is where share job j would start now, of the capacity types
-// in mask: a shared GPU (slot >= 0) with the least left that holds it,
-// reserved nodes first; else a node with a whole free GPU (slot noPart),
-// the one with the fewest free; nil if none. With fragmentation-aware
+// in mask: a shared GPU (slot >= 0) with the least left that holds it (a
+// reserved node's between two that leave as much); else a node with a
+// whole free GPU (slot noPart), the one with the fewest free (reserved
+// first); nil if none. With fragmentation-aware
 // placement (Options.SharePlacement), the shared GPU, or a whole free one,
 // whose fragmentation grows the least (fragCost), then the least left.
 func (e *engine) findShare(j *job, mask uint8) (best *node, slot int) {
