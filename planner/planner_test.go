@@ -529,10 +529,11 @@ func BenchmarkPlanShares(b *testing.B) {
 	in := bigInput(10000, 100000, 50)
 	k := 0
 	for i := range in.State.Nodes {
-		jobs := in.State.Nodes[i].Jobs
+		jobs, shares := in.State.Nodes[i].Jobs, 0
 		for j := range jobs {
-			if k++; k%3 == 0 {
-				jobs[j].GPUs, jobs[j].GPUMilli, jobs[j].SharedGPU = 0, 100+k%4*200, strconv.Itoa(k/3%4)
+			if k++; k%3 == 0 { // a quarter of a GPU, four to one
+				jobs[j].GPUs, jobs[j].GPUMilli, jobs[j].SharedGPU = 0, 250, "s"+strconv.Itoa(shares/4)
+				shares++
 			}
 		}
 	}
