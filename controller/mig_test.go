@@ -13,6 +13,7 @@ import (
 
 	"github.com/fleetcast/autoscaler/agent"
 	"github.com/fleetcast/autoscaler/agent/gpu"
+	"github.com/fleetcast/autoscaler/agent/gpu/gpmtest"
 	"github.com/fleetcast/autoscaler/planner"
 )
 
@@ -26,20 +27,8 @@ func migMachine(t *testing.T, pid int) nvml.Interface {
 	}
 	for i, d := range srv.Devices {
 		dev := d.(*server.Device)
-		if ret, _ := dev.SetMigMode(nvml.DEVICE_MIG_ENABLE); ret != nvml.SUCCESS {
-			t.Fatalf("MIG on GPU %d: %v", i, ret)
-		}
-		info, ret := dev.GetGpuInstanceProfileInfo(nvml.GPU_INSTANCE_PROFILE_3_SLICE)
-		if ret != nvml.SUCCESS {
-			t.Fatalf("profile: %v", ret)
-		}
-		for range 2 {
-			if _, ret := dev.CreateGpuInstance(&info); ret != nvml.SUCCESS {
-				t.Fatalf("GPU instance: %v", ret)
-			}
-		}
-		dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
-			return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED // as NVML under MIG
+		if err := gpmtest.PartitionMIG(dev, nvml.GPU_INSTANCE_PROFILE_3_SLICE, 2); err != nil {
+			t.Fatalf("GPU %d: %v", i, err)
 		}
 		dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
 			if i == 0 {

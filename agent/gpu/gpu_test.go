@@ -18,6 +18,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
+	"github.com/fleetcast/autoscaler/agent/gpu/gpmtest"
 	"github.com/fleetcast/autoscaler/agent/report"
 )
 
@@ -109,20 +110,8 @@ func TestReadMIGDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev := srv.Devices[0].(*server.Device)
-	if ret, _ := dev.SetMigMode(nvml.DEVICE_MIG_ENABLE); ret != nvml.SUCCESS {
-		t.Fatalf("enable MIG: %v", ret)
-	}
-	info, ret := dev.GetGpuInstanceProfileInfo(nvml.GPU_INSTANCE_PROFILE_3_SLICE)
-	if ret != nvml.SUCCESS {
-		t.Fatalf("profile: %v", ret)
-	}
-	for range 2 {
-		if _, ret := dev.CreateGpuInstance(&info); ret != nvml.SUCCESS {
-			t.Fatalf("create GPU instance: %v", ret)
-		}
-	}
-	dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
-		return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED // as NVML under MIG
+	if err := gpmtest.PartitionMIG(dev, nvml.GPU_INSTANCE_PROFILE_3_SLICE, 2); err != nil {
+		t.Fatal(err)
 	}
 	dev.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
 		return []nvml.ProcessInfo{{Pid: 11, UsedGpuMemory: 5 << 30, GpuInstanceId: 1}, {Pid: 10, UsedGpuMemory: 7 << 30, GpuInstanceId: 0},

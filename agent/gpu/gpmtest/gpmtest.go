@@ -1,9 +1,11 @@
 // Package gpmtest plays NVML's GPU performance monitoring (GPM) on
 // go-nvml's mock machines, for tests of what reads SM activity: the
-// agent's GPU reader and the controller's allocated-idle.
+// agent's GPU reader and the controller's allocated-idle; and partitions
+// their GPUs by MIG (PartitionMIG), for tests of what reads instances.
 package gpmtest
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -49,4 +51,26 @@ func Install(srv *server.Server, sm func(gpu int) float64) {
 			return nvml.SUCCESS
 		}
 	}
+}
+
+// PartitionMIG turns MIG on for dev and makes n GPU instances of NVML
+// profile on it, as `nvidia-smi mig -cgi` does; its utilisation rates then
+// read as NVML reads them under MIG: not supported.
+func PartitionMIG(dev *server.Device, profile, n int) error {
+	if ret, _ := dev.SetMigMode(nvml.DEVICE_MIG_ENABLE); ret != nvml.SUCCESS {
+		return fmt.Errorf("enable MIG: %v", ret)
+	}
+	info, ret := dev.GetGpuInstanceProfileInfo(profile)
+	if ret != nvml.SUCCESS {
+		return fmt.Errorf("profile %d: %v", profile, ret)
+	}
+	for range n {
+		if _, ret := dev.CreateGpuInstance(&info); ret != nvml.SUCCESS {
+			return fmt.Errorf("create GPU instance: %v", ret)
+		}
+	}
+	dev.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
+		return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED
+	}
+	return nil
 }
